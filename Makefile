@@ -1,0 +1,96 @@
+# Spillway: plain Makefile with pkg-config (see ../shared/STYLE.md "Build").
+#   make            build build/spillway and build/llmsim
+#   make run        install what is missing, build, start the demo (examples/demo.yaml)
+#   make test       install what is missing, build, run unit + integration tests
+#   make test-unit / test-it / bench / fuzz / check-pure
+#   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
+
+CC      ?= cc
+PKGS    := libevent libcurl jansson yaml-0.1
+ifeq ($(SANITIZE),1)
+BUILD   ?= build/asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1 -g
+else
+BUILD   ?= build
+SANFLAGS :=
+OPT     := -O2 -g
+endif
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral \
+           -D_GNU_SOURCE -DSW_VERSION='"$(VERSION)"' -Isrc $(SANFLAGS) \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDFLAGS += $(SANFLAGS)
+
+SW_SRC   := $(shell find src -name '*.c' ! -path src/main.c | sort)
+SW_OBJ   := $(SW_SRC:%.c=$(BUILD)/obj/%.o)
+SIM_SRC  := $(shell find tools/llmsim -name '*.c' ! -name main.c | sort)
+SIM_OBJ  := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
+# Unit tests: tests/unit/test_llmsim_*.c link with the simulator, the rest with the daemon.
+UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))
+UT_SW    := $(filter-out $(UT_SIM),$(sort $(wildcard tests/unit/test_*.c)))
+UT_BIN   := $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%) $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all run test test-unit test-it bench fuzz deps deps-test check-pure clean
+all: $(BUILD)/spillway $(BUILD)/llmsim
+
+deps:
+	@scripts/deps.sh build
+deps-test:
+	@scripts/deps.sh test
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libspillway.a: $(SW_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/libllmsim.a: $(SIM_OBJ)
+	@rm -f $@; ar rcs $@ $^
+
+$(BUILD)/spillway: $(BUILD)/obj/src/main.o $(BUILD)/libspillway.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/llmsim: $(BUILD)/obj/tools/llmsim/main.o $(BUILD)/libllmsim.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(UT_SW:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS) -lcmocka
+$(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmsim.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools/llmsim -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libllmsim.a $(LDLIBS) -lcmocka
+
+# The pure modules (route, pii, request, config validation) include no I/O headers.
+check-pure:
+	@! grep -rnE '#include [<"](event2/|curl/|hiredis|time\.h|sys/time\.h)' \
+	   src/request src/route src/pii src/config 2>/dev/null \
+	   || (echo "check-pure: a pure module includes an I/O or clock header" >&2; false)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh
+
+test: deps-test
+	@$(MAKE) --no-print-directory all unit-bins
+	@$(MAKE) --no-print-directory check-pure test-unit test-it
+
+unit-bins: $(UT_BIN)
+
+test-unit: $(UT_BIN)
+	@set -e; for t in $(UT_BIN); do echo "== $$t"; $$t; done
+
+test-it: all
+	SPILLWAY_BUILD=$(BUILD) node --test --test-concurrency=1 tests/it/*.test.mjs
+
+bench: all
+	@bench/run.sh
+
+fuzz:
+	@tests/fuzz/run.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, and only what is missing.
+# Debian packages via apt-get (only for what pkg-config / PATH cannot find),
+# npm packages via `npm ci` from the committed lock file.
+#   scripts/deps.sh build   libraries for building spillway and llmsim
+#   scripts/deps.sh test    build + test tools (cmocka, node, wrk, ...) + npm ci
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-build}
+
+need=()
+pc() { pkg-config --exists "$1" 2>/dev/null || need+=("$2"); }
+bin() { command -v "$1" >/dev/null 2>&1 || need+=("$2"); }
+
+bin pkg-config pkg-config
+bin cc gcc
+bin make make
+pc libevent libevent-dev
+pc libcurl libcurl4-openssl-dev
+pc jansson libjansson-dev
+pc yaml-0.1 libyaml-dev
+if [ "$what" = test ]; then
+  pc cmocka libcmocka-dev
+  bin node nodejs
+  bin npm npm
+  bin wrk wrk
+  bin curl curl
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "deps: installing ${need[*]}" >&2
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ "$what" = test ]; then
+  # npm ci only when the lock file changed since the last install.
+  stamp=node_modules/.spillway-lock
+  if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+    npm ci --no-audit --no-fund --loglevel=error
+    cp package-lock.json "$stamp"
+  fi
+fi

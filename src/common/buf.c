@@ -1,0 +1,89 @@
+#include "common/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+
+void sw_buf_init(struct sw_buf *b, size_t max)
+{
+    b->ptr = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+static int reserve(struct sw_buf *b, size_t extra)
+{
+    if (extra > b->max - b->len)
+        return SW_ETOOBIG;
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return SW_OK;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    char *p = realloc(b->ptr, cap);
+    if (!p)
+        return SW_ENOMEM;
+    b->ptr = p;
+    b->cap = cap;
+    return SW_OK;
+}
+
+int sw_buf_append(struct sw_buf *b, const void *data, size_t len)
+{
+    int err = reserve(b, len);
+    if (err)
+        return err;
+    if (len)
+        memcpy(b->ptr + b->len, data, len);
+    b->len += len;
+    b->ptr[b->len] = '\0';
+    return SW_OK;
+}
+
+int sw_buf_appendf(struct sw_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return SW_EINVAL;
+    int err = reserve(b, (size_t)n);
+    if (err)
+        return err;
+    va_start(ap, fmt);
+    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return SW_OK;
+}
+
+void sw_buf_consume(struct sw_buf *b, size_t n)
+{
+    if (n >= b->len) {
+        b->len = 0;
+    } else {
+        memmove(b->ptr, b->ptr + n, b->len - n);
+        b->len -= n;
+    }
+    if (b->ptr)
+        b->ptr[b->len] = '\0';
+}
+
+void sw_buf_reset(struct sw_buf *b)
+{
+    b->len = 0;
+    if (b->ptr)
+        b->ptr[0] = '\0';
+}
+
+void sw_buf_free(struct sw_buf *b)
+{
+    free(b->ptr);
+    sw_buf_init(b, b->max);
+}

@@ -1,0 +1,34 @@
+/* A bounded, growable byte buffer (curl's curlx_dyn with its `toobig`).
+ * Every buffer in Spillway has a named maximum; appending past it fails with
+ * SW_ETOOBIG and leaves the buffer unchanged. The content is always kept
+ * NUL-terminated (the NUL is not counted in len) so it can be handed to
+ * parsers that want C strings. */
+#ifndef SW_COMMON_BUF_H
+#define SW_COMMON_BUF_H
+
+#include <stddef.h>
+
+struct sw_buf {
+    char *ptr;      /* owned; NULL until the first append */
+    size_t len;     /* bytes used, excluding the trailing NUL */
+    size_t cap;     /* bytes allocated */
+    size_t max;     /* largest len allowed */
+};
+
+/* A string slice that is not necessarily NUL-terminated (h2o's h2o_iovec_t). */
+struct sw_str {
+    const char *ptr;
+    size_t len;
+};
+
+void sw_buf_init(struct sw_buf *b, size_t max);
+/* Appends len bytes; SW_ETOOBIG past max, SW_ENOMEM on allocation failure. */
+int sw_buf_append(struct sw_buf *b, const void *data, size_t len);
+int sw_buf_appendf(struct sw_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Drops the first n bytes (n <= len). */
+void sw_buf_consume(struct sw_buf *b, size_t n);
+void sw_buf_reset(struct sw_buf *b);
+void sw_buf_free(struct sw_buf *b);
+
+#endif

@@ -1,0 +1,80 @@
+// Integration-test harness: starts the real binaries on ephemeral loopback
+// ports and stops them when the test ends. Every wait is bounded.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const root = resolve(new URL('../../..', import.meta.url).pathname);
+export const BUILD = resolve(root, process.env.SPILLWAY_BUILD || 'build');
+
+// Waits until pred() returns a truthy value (sync or async), polling every
+// `every` ms, and fails after `timeout` ms with `what` in the message.
+export async function waitFor(pred, { timeout = 5000, every = 10, what = 'condition' } = {}) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = await pred();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+// Spawns `bin args`, waits for a line "listening on HOST:PORT" on stdout or
+// stderr, and returns { proc, port, url, output(), stop() }.
+export async function startProcess(bin, args, { timeout = 10000, env = {} } = {}) {
+  const proc = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const seen = new Promise((res, rej) => {
+    const onData = (d) => {
+      out += d.toString();
+      const m = out.match(/listening on (?:http:\/\/)?([\d.]+):(\d+)/);
+      if (m) res(Number(m[2]));
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.on('exit', (code, sig) => rej(new Error(`${bin} exited (${code ?? sig}) before listening:\n${out}`)));
+    setTimeout(() => rej(new Error(`${bin} not listening after ${timeout} ms:\n${out}`)), timeout).unref();
+  });
+  const port = await seen;
+  const exited = new Promise((res) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) res();
+    else proc.on('exit', () => res());
+  });
+  return {
+    proc,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    output: () => out,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+// build/llmsim on an ephemeral port.
+export function startLlmsim(args = [], opts) {
+  return startProcess(join(BUILD, 'llmsim'), ['--port', '0', ...args], opts);
+}
+
+// Writes `yaml` to a temp file and starts build/spillway -c on it.
+export function startSpillway(yaml, opts = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'spillway-it-'));
+  const file = join(dir, 'spillway.yaml');
+  writeFileSync(file, yaml);
+  return startProcess(join(BUILD, 'spillway'), ['-c', file, ...(opts.args || [])], opts).then((p) => ({ ...p, configFile: file }));
+}
+
+export async function getJSON(url, init) {
+  const r = await fetch(url, init);
+  const text = await r.text();
+  try {
+    return { status: r.status, headers: r.headers, body: JSON.parse(text) };
+  } catch {
+    return { status: r.status, headers: r.headers, body: text };
+  }
+}
