@@ -1,0 +1,120 @@
+/* Spillway's configuration: one YAML file parsed (libyaml) and validated in
+ * full into an immutable, reference-counted snapshot.
+ *
+ * Parsing collects every error as "file:line:col: key: what is wrong and what
+ * is allowed" in one pass (HAProxy's "parsing [%s:%d]", h2o's configurator)
+ * and returns SW_EINVAL if there was any. `${NAME}` in any scalar is replaced
+ * by the environment variable NAME; an unset variable is an error at its
+ * position. docs/configuration.md documents every key and its default.
+ *
+ * Ownership: a snapshot is created with refcount 1; whoever holds a pointer
+ * across an event-loop turn takes a reference (sw_config_ref) and drops it
+ * (sw_config_unref). All strings inside are owned by the snapshot. */
+#ifndef SW_CONFIG_CONFIG_H
+#define SW_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum sw_tier { SW_TIER_LOCAL, SW_TIER_CLOUD };
+enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC };
+
+struct sw_config_key {
+    char *name;                 /* shown in logs and metrics */
+    char *key;                  /* the bearer secret; never logged */
+    bool allow_cloud;           /* default true */
+};
+
+struct sw_config_backend {
+    char *name;                 /* unique */
+    enum sw_tier tier;          /* required: local | cloud */
+    char *url;                  /* required: http(s)://host[:port][/prefix], no trailing slash */
+    enum sw_dialect dialect;    /* default openai */
+    char *model;                /* required: the upstream's model id */
+    char *api_key;              /* NULL when absent */
+    long slots;                 /* concurrent generations; default 1 for local, 0 (unbounded) for cloud */
+    double input_usd_per_mtok;  /* price.input_usd_per_mtok, default 0 */
+    double output_usd_per_mtok; /* price.output_usd_per_mtok, default 0 */
+    long connect_timeout_ms;    /* default 2000 */
+    long max_context_tokens;    /* 0: not declared (no capability check) */
+    bool supports_tools;        /* default true */
+    bool supports_images;       /* default true for cloud, false for local */
+    bool tls_verify;            /* default true; false only for self-signed test setups */
+    char *ca_file;              /* optional CA bundle for this backend; NULL: system default */
+};
+
+struct sw_config_model {
+    char *name;                 /* what clients ask for; unique */
+    size_t *backends;           /* indices into sw_config.backends, in configured order */
+    size_t n_backends;          /* >= 1 */
+    long ttft_budget_ms;        /* 0: use routing.ttft_budget_ms */
+};
+
+struct sw_config_routing {
+    long ttft_budget_ms;        /* default 800 */
+    long request_timeout_ms;    /* default 30000 */
+};
+
+struct sw_config_limits {
+    long max_body_bytes;        /* default 4 MiB (4194304) */
+    long max_header_bytes;      /* default 16 KiB (16384) */
+    long max_connections;       /* default 1024 */
+    long client_timeout_ms;     /* slow/idle client read timeout, default 15000 */
+    long max_response_bytes;    /* a non-streamed upstream answer, default 16 MiB */
+    long drain_timeout_ms;      /* SIGTERM: how long in-flight requests may finish, default 15000 */
+};
+
+struct sw_config {
+    int refcount;
+    char *path;                 /* the file it came from */
+    char *listen_host;          /* listen: "host:port", default "127.0.0.1:8080" */
+    int listen_port;            /* 0 picks an ephemeral port (tests) */
+    struct sw_config_key *keys; /* keys: omitted => client auth disabled */
+    size_t n_keys;
+    bool auth_enabled;          /* true when a `keys` list is present */
+    char *admin_key;            /* admin.key; NULL: admin API disabled */
+    struct sw_config_backend *backends;
+    size_t n_backends;
+    struct sw_config_model *models;
+    size_t n_models;
+    struct sw_config_routing routing;
+    struct sw_config_limits limits;
+};
+
+/* The collected validation messages, each "file:line:col: key: message". */
+struct sw_config_errors {
+    char **msgs;
+    size_t n;
+};
+
+/* Looks up an environment variable; returns NULL when unset. Injected so that
+ * parsing stays pure and unit tests control the environment. */
+typedef const char *(*sw_config_getenv_fn)(const char *name, void *ud);
+
+/* Parses and validates `text` (len bytes) as a config; `filename` is used only
+ * in messages. On success *out is a new snapshot (refcount 1) and SW_OK is
+ * returned. On failure *out is NULL, errs holds every message, and the result
+ * is SW_EINVAL (or SW_ENOMEM). errs must be freed with sw_config_errors_free
+ * either way. */
+int sw_config_parse(const char *filename, const char *text, size_t len,
+                    sw_config_getenv_fn getenv_fn, void *ud,
+                    struct sw_config **out, struct sw_config_errors *errs);
+
+/* Reads the file at path and parses it with the process environment. A file
+ * that cannot be read is reported as "path: cannot read: <strerror>". */
+int sw_config_load_file(const char *path, struct sw_config **out,
+                        struct sw_config_errors *errs);
+
+struct sw_config *sw_config_ref(struct sw_config *cfg);
+void sw_config_unref(struct sw_config *cfg);
+void sw_config_errors_free(struct sw_config_errors *errs);
+
+/* Lookups; borrowed pointers valid while the snapshot is referenced. */
+const struct sw_config_model *sw_config_find_model(const struct sw_config *cfg, const char *name);
+/* Finds the key whose secret equals `bearer` (compared in constant time per key). */
+const struct sw_config_key *sw_config_find_key(const struct sw_config *cfg, const char *bearer);
+
+const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
+const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" */
+
+#endif
