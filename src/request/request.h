@@ -1,7 +1,35 @@
 /* The chat-completions request: parse and validate an OpenAI
  * `POST /v1/chat/completions` body into a struct, and derive the facts the
  * router needs (estimated prompt tokens, requested max tokens, needs, flags).
- * Pure: no I/O, no clock. */
+ * Pure: no I/O, no clock.
+ *
+ * Parsing. The body is decoded with JSON_REJECT_DUPLICATES: a key given twice
+ * in one object is "invalid_json". Parsers disagree on which duplicate wins
+ * (jansson and most JS/Python take the last, some Go and C parsers the
+ * first), so accepting them would let the value Spillway validated and routed
+ * on differ from the one a backend acts on. NUL characters (\u0000) in strings
+ * are refused too (jansson's default), so every string in the body is a C
+ * string. Any JSON value is decoded so a non-object body gets a precise
+ * "invalid_type" error instead of a syntax error.
+ *
+ * Validation follows OpenAI's wording: `param` is the JSON path of the field
+ * ("messages[2].content[0].image_url.url") and the message says what is wrong
+ * there; codes are "invalid_json", "missing_required_parameter",
+ * "invalid_type" and "invalid_value". Optional top-level parameters given as
+ * null count as absent (as OpenAI treats them). Fields not listed below are
+ * passed through untouched (backends have their own extensions). Checked:
+ * model (non-empty string), messages (non-empty array of objects; role one of
+ * system, developer, user, assistant, tool, function; content per role: a
+ * string, a non-empty array of parts whose type the role accepts, or null /
+ * absent only for an assistant message with tool_calls, function_call or
+ * audio; tool messages need tool_call_id, function messages need name;
+ * assistant tool_calls), stream, stream_options (only with stream: true),
+ * max_tokens, max_completion_tokens, temperature, top_p, n (1 only: Spillway
+ * relays one choice), tools, functions, metadata (string values, except
+ * allow_cloud which may also be a boolean).
+ *
+ * The body is never edited here: metadata.allow_cloud stays in it; the relay
+ * strips what an upstream would refuse. */
 #ifndef SW_REQUEST_REQUEST_H
 #define SW_REQUEST_REQUEST_H
 
@@ -32,14 +60,37 @@ struct sw_request_error {
     char message[256];          /* says what and where */
 };
 
-/* Parses len bytes of body. On success fills *req (free with sw_request_free)
- * and returns SW_OK; otherwise fills *err and returns SW_EINVAL. */
+/* Parses len bytes of body (borrowed; need not be NUL-terminated). On success
+ * fills *req (free with sw_request_free) and returns SW_OK; otherwise fills
+ * *err, leaves *req empty (body NULL; sw_request_free on it is harmless), returns
+ * SW_EINVAL (status 400), or SW_ENOMEM (status 500, type "server_error"). */
 int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                      struct sw_request_error *err);
 void sw_request_free(struct sw_chat_request *req);
 
 /* Estimated tokens of a text: ceil(bytes / 4), the usual rule of thumb for
- * English BPE tokenizers. The request estimate adds 4 tokens per message. */
+ * English BPE tokenizers. The request estimate adds 4 tokens per message.
+ * prompt_tokens_est is the sum, each piece rounded up on its own, over: every
+ * string message content, every "text" and "refusal" part's text, every
+ * assistant tool call's (and function_call's) "arguments", and every entry
+ * of "tools" and "functions" serialized as compact JSON (json_dumpb with
+ * JSON_COMPACT); plus 4 per message. Tool results are tool messages'
+ * contents, so they are counted as contents. */
 long sw_request_estimate_tokens(size_t text_bytes);
+
+/* Fills *e. `type`, `code`, `param` may be NULL (stored as ""); the message
+ * is printf-style. Every field is truncated to fit its array, never in the
+ * middle of a UTF-8 sequence, and bytes that are not valid UTF-8 (a client's
+ * bytes quoted in a message, say) are replaced by '?', so the result can
+ * always be rendered by sw_request_error_json. */
+void sw_request_error_set(struct sw_request_error *e, int status, const char *type,
+                          const char *code, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* Renders *err in OpenAI's shape:
+ * {"error":{"message":...,"type":...,"param":...,"code":...}}, with param and
+ * code null when empty. Returns a malloc'ed NUL-terminated string the caller
+ * frees with free(), or NULL when out of memory. */
+char *sw_request_error_json(const struct sw_request_error *err);
 
 #endif

@@ -1,0 +1,867 @@
+#include "request/request.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+
+/* Validation walks the body once, depth first, in the order a reader of the
+ * request would: model, messages (each message in turn), then the optional
+ * parameters. The first problem found is the one reported, with the JSON
+ * path of the field as `param`, as OpenAI does. While walking it sums the
+ * token estimate and notes tools and images. */
+
+#define PATH_MAX_BYTES 128      /* sizeof(struct sw_request_error.param) */
+#define QUOTE_MAX_BYTES 40      /* a client's value quoted in a message */
+
+struct ctx {
+    struct sw_request_error *err;
+    long tokens;                /* prompt_tokens_est so far */
+    bool has_images;
+};
+
+/* ---- UTF-8 hygiene for error fields ---- */
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid.
+ * Rejects overlong forms, surrogates and code points above U+10FFFF, as
+ * jansson does. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF
+        || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* Drops an incomplete UTF-8 sequence at the end of s[0..len) (left by a
+ * truncation) and returns the new length. */
+static size_t utf8_trim(const char *s, size_t len)
+{
+    for (size_t back = 1; back <= 4 && back <= len; back++) {
+        unsigned char c = (unsigned char)s[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue;           /* a continuation byte: look further back */
+        size_t want = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        return want > back ? len - back : len;
+    }
+    return len;
+}
+
+/* Replaces every byte that does not start a valid sequence with '?'. */
+static void utf8_sanitize(char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+        if (n == 0) {
+            s[i++] = '?';
+        } else {
+            i += n;
+        }
+    }
+}
+
+/* Copies src into dst[size], truncated on a character boundary, sanitized. */
+static void copy_field(char *dst, size_t size, const char *src)
+{
+    size_t len = src ? strnlen(src, size) : 0;
+    if (len >= size)
+        len = utf8_trim(src, size - 1);
+    if (len)
+        memcpy(dst, src, len);
+    dst[len] = '\0';
+    utf8_sanitize(dst, len);
+}
+
+/* ---- Errors ---- */
+
+void sw_request_error_set(struct sw_request_error *e, int status, const char *type,
+                          const char *code, const char *param, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    e->status = status;
+    copy_field(e->type, sizeof(e->type), type);
+    copy_field(e->code, sizeof(e->code), code);
+    copy_field(e->param, sizeof(e->param), param);
+    va_start(ap, fmt);
+    n = vsnprintf(e->message, sizeof(e->message), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        e->message[0] = '\0';
+        return;
+    }
+    size_t len = (size_t)n;
+    if (len >= sizeof(e->message)) {
+        len = utf8_trim(e->message, sizeof(e->message) - 1);
+        e->message[len] = '\0';
+    }
+    utf8_sanitize(e->message, len);
+}
+
+char *sw_request_error_json(const struct sw_request_error *err)
+{
+    /* Copies make the fields NUL-terminated and valid UTF-8 even if *err
+     * was filled by hand, so json_pack only fails when out of memory. */
+    struct sw_request_error e;
+    json_t *root;
+    char *out;
+
+    copy_field(e.type, sizeof(e.type), err->type);
+    copy_field(e.code, sizeof(e.code), err->code);
+    copy_field(e.param, sizeof(e.param), err->param);
+    copy_field(e.message, sizeof(e.message), err->message);
+    root = json_pack("{s:{s:s, s:s, s:o, s:o}}", "error",
+                     "message", e.message,
+                     "type", e.type,
+                     "param", e.param[0] ? json_string(e.param) : json_null(),
+                     "code", e.code[0] ? json_string(e.code) : json_null());
+    if (!root)
+        return NULL;
+    out = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return out;
+}
+
+static int fail(struct ctx *c, const char *code, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(struct ctx *c, const char *code, const char *param, const char *fmt, ...)
+{
+    char message[sizeof(c->err->message)];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    sw_request_error_set(c->err, 400, "invalid_request_error", code, param, "%s", message);
+    return SW_EINVAL;
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a decimal";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+static int fail_missing(struct ctx *c, const char *path)
+{
+    return fail(c, "missing_required_parameter", path,
+                "Missing required parameter: '%s'.", path);
+}
+
+static int fail_type(struct ctx *c, const char *path, const char *expected, const json_t *got)
+{
+    return fail(c, "invalid_type", path,
+                "Invalid type for '%s': expected %s, but got %s instead.",
+                path, expected, type_name(got));
+}
+
+/* A client's string quoted in a message: at most QUOTE_MAX_BYTES, then "...". */
+static void quote(char *out, size_t size, const char *s)
+{
+    size_t len = strlen(s);
+    if (len <= QUOTE_MAX_BYTES && len < size) {
+        memcpy(out, s, len + 1);
+        return;
+    }
+    len = utf8_trim(s, QUOTE_MAX_BYTES < size - 4 ? QUOTE_MAX_BYTES : size - 4);
+    memcpy(out, s, len);
+    memcpy(out + len, "...", 4);
+}
+
+static int fail_enum(struct ctx *c, const char *path, const char *got, const char *supported)
+{
+    char q[QUOTE_MAX_BYTES + 4];
+    quote(q, sizeof(q), got);
+    return fail(c, "invalid_value", path,
+                "Invalid value for '%s': '%s'. Supported values are: %s.", path, q, supported);
+}
+
+/* path = base + suffix, e.g. "messages[2]" + ".role"; the result is bounded
+ * (a metadata key may be long) and only ever used for display. */
+static void join(char *out, size_t size, const char *base, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void join(char *out, size_t size, const char *base, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(out, size, "%s", base);
+    if (n < 0 || (size_t)n >= size)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(out + n, size - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* Optional members: absent and null are the same. */
+static json_t *opt(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+static void add_text(struct ctx *c, size_t bytes)
+{
+    c->tokens += sw_request_estimate_tokens(bytes);
+}
+
+long sw_request_estimate_tokens(size_t text_bytes)
+{
+    return (long)(text_bytes / 4 + (text_bytes % 4 != 0));
+}
+
+/* A required string member of obj; on success *out is it. */
+static int need_string(struct ctx *c, json_t *obj, const char *key, const char *base,
+                       json_t **out)
+{
+    char path[PATH_MAX_BYTES];
+    json_t *v = json_object_get(obj, key);
+
+    join(path, sizeof(path), base, ".%s", key);
+    if (!v)
+        return fail_missing(c, path);
+    if (!json_is_string(v))
+        return fail_type(c, path, "a string", v);
+    if (out)
+        *out = v;
+    return SW_OK;
+}
+
+/* A required object member of obj. */
+static int need_object(struct ctx *c, json_t *obj, const char *key, const char *base,
+                       json_t **out)
+{
+    char path[PATH_MAX_BYTES];
+    json_t *v = json_object_get(obj, key);
+
+    join(path, sizeof(path), base, ".%s", key);
+    if (!v)
+        return fail_missing(c, path);
+    if (!json_is_object(v))
+        return fail_type(c, path, "an object", v);
+    *out = v;
+    return SW_OK;
+}
+
+static int fail_empty_array(struct ctx *c, const char *path)
+{
+    return fail(c, "invalid_value", path,
+                "Invalid '%s': empty array. Expected an array with minimum length 1, "
+                "but got an empty array instead.", path);
+}
+
+/* ---- Messages ---- */
+
+enum role { ROLE_SYSTEM, ROLE_DEVELOPER, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL, ROLE_FUNCTION };
+
+static const char *const role_names[] = {
+    "system", "developer", "user", "assistant", "tool", "function",
+};
+#define ROLES_SUPPORTED \
+    "'system', 'developer', 'user', 'assistant', 'tool', 'function'"
+
+/* Content part types each role accepts (OpenAI's per-role unions). */
+enum part { PART_TEXT = 1, PART_IMAGE_URL = 2, PART_INPUT_AUDIO = 4, PART_FILE = 8,
+            PART_REFUSAL = 16 };
+
+static const struct {
+    const char *name;
+    enum part part;
+} part_names[] = {
+    { "text", PART_TEXT },
+    { "image_url", PART_IMAGE_URL },
+    { "input_audio", PART_INPUT_AUDIO },
+    { "file", PART_FILE },
+    { "refusal", PART_REFUSAL },
+};
+
+static unsigned role_parts(enum role r)
+{
+    switch (r) {
+    case ROLE_USER: return PART_TEXT | PART_IMAGE_URL | PART_INPUT_AUDIO | PART_FILE;
+    case ROLE_ASSISTANT: return PART_TEXT | PART_REFUSAL;
+    default: return PART_TEXT;
+    }
+}
+
+static const char *role_parts_supported(enum role r)
+{
+    switch (r) {
+    case ROLE_USER: return "'text', 'image_url', 'input_audio', 'file'";
+    case ROLE_ASSISTANT: return "'text', 'refusal'";
+    default: return "'text'";
+    }
+}
+
+static int check_part(struct ctx *c, enum role role, json_t *part, const char *path)
+{
+    json_t *type, *v, *obj;
+    unsigned kind = 0;
+    int err;
+
+    if (!json_is_object(part))
+        return fail_type(c, path, "an object", part);
+    err = need_string(c, part, "type", path, &type);
+    if (err)
+        return err;
+    for (size_t i = 0; i < sizeof(part_names) / sizeof(part_names[0]); i++)
+        if (strcmp(json_string_value(type), part_names[i].name) == 0)
+            kind = part_names[i].part;
+    if (!(kind & role_parts(role))) {
+        char tpath[PATH_MAX_BYTES];
+        join(tpath, sizeof(tpath), path, ".type");
+        return fail_enum(c, tpath, json_string_value(type), role_parts_supported(role));
+    }
+    switch ((enum part)kind) {
+    case PART_TEXT:
+        err = need_string(c, part, "text", path, &v);
+        if (err)
+            return err;
+        add_text(c, json_string_length(v));
+        break;
+    case PART_REFUSAL:
+        err = need_string(c, part, "refusal", path, &v);
+        if (err)
+            return err;
+        add_text(c, json_string_length(v));
+        break;
+    case PART_IMAGE_URL: {
+        char opath[PATH_MAX_BYTES];
+        err = need_object(c, part, "image_url", path, &obj);
+        if (err)
+            return err;
+        join(opath, sizeof(opath), path, ".image_url");
+        err = need_string(c, obj, "url", opath, NULL);
+        if (err)
+            return err;
+        c->has_images = true;
+        break;
+    }
+    case PART_INPUT_AUDIO: {
+        char opath[PATH_MAX_BYTES];
+        err = need_object(c, part, "input_audio", path, &obj);
+        if (err)
+            return err;
+        join(opath, sizeof(opath), path, ".input_audio");
+        err = need_string(c, obj, "data", opath, NULL);
+        if (err)
+            return err;
+        err = need_string(c, obj, "format", opath, NULL);
+        if (err)
+            return err;
+        c->has_images = true;
+        break;
+    }
+    case PART_FILE:
+        err = need_object(c, part, "file", path, &obj);
+        if (err)
+            return err;
+        c->has_images = true;
+        break;
+    }
+    return SW_OK;
+}
+
+/* A {name, arguments} function call, as in tool_calls[i].function and the
+ * legacy function_call; arguments count toward the estimate. */
+static int check_call(struct ctx *c, json_t *fn, const char *path)
+{
+    json_t *args;
+    int err;
+
+    err = need_string(c, fn, "name", path, NULL);
+    if (err)
+        return err;
+    err = need_string(c, fn, "arguments", path, &args);
+    if (err)
+        return err;
+    add_text(c, json_string_length(args));
+    return SW_OK;
+}
+
+static int check_tool_calls(struct ctx *c, json_t *calls, const char *base)
+{
+    char path[PATH_MAX_BYTES], cpath[PATH_MAX_BYTES], tpath[PATH_MAX_BYTES];
+    json_t *call, *type, *fn;
+    size_t i;
+    int err;
+
+    join(path, sizeof(path), base, ".tool_calls");
+    if (!json_is_array(calls))
+        return fail_type(c, path, "an array", calls);
+    if (json_array_size(calls) == 0)
+        return fail_empty_array(c, path);
+    json_array_foreach(calls, i, call) {
+        join(cpath, sizeof(cpath), path, "[%zu]", i);
+        if (!json_is_object(call))
+            return fail_type(c, cpath, "an object", call);
+        err = need_string(c, call, "id", cpath, NULL);
+        if (err)
+            return err;
+        err = need_string(c, call, "type", cpath, &type);
+        if (err)
+            return err;
+        if (strcmp(json_string_value(type), "function") != 0) {
+            join(tpath, sizeof(tpath), cpath, ".type");
+            return fail_enum(c, tpath, json_string_value(type), "'function'");
+        }
+        err = need_object(c, call, "function", cpath, &fn);
+        if (err)
+            return err;
+        join(tpath, sizeof(tpath), cpath, ".function");
+        err = check_call(c, fn, tpath);
+        if (err)
+            return err;
+    }
+    return SW_OK;
+}
+
+static int check_message(struct ctx *c, json_t *msg, size_t index)
+{
+    char base[PATH_MAX_BYTES], path[PATH_MAX_BYTES];
+    json_t *role_v, *content, *v;
+    enum role role = ROLE_USER;
+    bool has_call = false;
+    size_t i;
+    int err;
+
+    join(base, sizeof(base), "messages", "[%zu]", index);
+    if (!json_is_object(msg))
+        return fail_type(c, base, "an object", msg);
+
+    err = need_string(c, msg, "role", base, &role_v);
+    if (err)
+        return err;
+    for (i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++)
+        if (strcmp(json_string_value(role_v), role_names[i]) == 0)
+            break;
+    if (i == sizeof(role_names) / sizeof(role_names[0])) {
+        join(path, sizeof(path), base, ".role");
+        return fail_enum(c, path, json_string_value(role_v), ROLES_SUPPORTED);
+    }
+    role = (enum role)i;
+
+    if (role == ROLE_FUNCTION) {
+        err = need_string(c, msg, "name", base, NULL);
+        if (err)
+            return err;
+    } else if ((v = opt(msg, "name")) && !json_is_string(v)) {
+        join(path, sizeof(path), base, ".name");
+        return fail_type(c, path, "a string", v);
+    }
+    if (role == ROLE_TOOL) {
+        err = need_string(c, msg, "tool_call_id", base, NULL);
+        if (err)
+            return err;
+    }
+    if (role == ROLE_ASSISTANT) {
+        if ((v = opt(msg, "tool_calls"))) {
+            err = check_tool_calls(c, v, base);
+            if (err)
+                return err;
+            has_call = true;
+        }
+        if ((v = opt(msg, "function_call"))) {
+            join(path, sizeof(path), base, ".function_call");
+            if (!json_is_object(v))
+                return fail_type(c, path, "an object", v);
+            err = check_call(c, v, path);
+            if (err)
+                return err;
+            has_call = true;
+        }
+        if ((v = opt(msg, "audio"))) {
+            join(path, sizeof(path), base, ".audio");
+            if (!json_is_object(v))
+                return fail_type(c, path, "an object", v);
+            has_call = true;    /* a reference to a previous audio answer */
+        }
+    }
+
+    join(path, sizeof(path), base, ".content");
+    content = json_object_get(msg, "content");
+    if (!content || json_is_null(content)) {
+        /* The function role's content is nullable in OpenAI's schema. */
+        if (has_call || (role == ROLE_FUNCTION && content))
+            return SW_OK;
+        if (!content)
+            return fail_missing(c, path);
+        return fail(c, "invalid_type", path,
+                    "Invalid type for '%s': expected one of a string or an array of "
+                    "objects, but got null instead. null is allowed only for an "
+                    "assistant message with 'tool_calls' or 'function_call'.", path);
+    }
+    if (json_is_string(content)) {
+        add_text(c, json_string_length(content));
+        return SW_OK;
+    }
+    if (!json_is_array(content))
+        return fail_type(c, path, "one of a string or an array of objects", content);
+    if (json_array_size(content) == 0)
+        return fail_empty_array(c, path);
+    json_array_foreach(content, i, v) {
+        char ppath[PATH_MAX_BYTES];
+        join(ppath, sizeof(ppath), path, "[%zu]", i);
+        err = check_part(c, role, v, ppath);
+        if (err)
+            return err;
+    }
+    return SW_OK;
+}
+
+/* ---- Top-level parameters ---- */
+
+static int check_model(struct ctx *c, json_t *body, struct sw_chat_request *req)
+{
+    json_t *v = json_object_get(body, "model");
+
+    if (!v)
+        return fail_missing(c, "model");
+    if (!json_is_string(v))
+        return fail_type(c, "model", "a string", v);
+    if (json_string_length(v) == 0)
+        return fail(c, "invalid_value", "model",
+                    "Invalid value for 'model': expected a non-empty string, the name "
+                    "of a model.");
+    req->model = json_string_value(v);
+    return SW_OK;
+}
+
+static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *req)
+{
+    json_t *v = json_object_get(body, "messages"), *msg;
+    size_t i;
+    int err;
+
+    if (!v)
+        return fail_missing(c, "messages");
+    if (!json_is_array(v))
+        return fail_type(c, "messages", "an array", v);
+    if (json_array_size(v) == 0)
+        return fail_empty_array(c, "messages");
+    json_array_foreach(v, i, msg) {
+        err = check_message(c, msg, i);
+        if (err)
+            return err;
+        c->tokens += 4;
+    }
+    req->n_messages = json_array_size(v);
+    return SW_OK;
+}
+
+static int check_stream(struct ctx *c, json_t *body, struct sw_chat_request *req)
+{
+    json_t *v = opt(body, "stream"), *opts, *u;
+
+    if (v && !json_is_boolean(v))
+        return fail_type(c, "stream", "a boolean", v);
+    req->stream = json_is_true(v);
+
+    opts = opt(body, "stream_options");
+    if (!opts)
+        return SW_OK;
+    if (!json_is_object(opts))
+        return fail_type(c, "stream_options", "an object", opts);
+    if (!req->stream)
+        return fail(c, "invalid_value", "stream_options",
+                    "Invalid value for 'stream_options': it is only allowed when "
+                    "'stream' is true.");
+    u = opt(opts, "include_usage");
+    if (u && !json_is_boolean(u))
+        return fail_type(c, "stream_options.include_usage", "a boolean", u);
+    req->include_usage = json_is_true(u);
+    return SW_OK;
+}
+
+/* An optional integer >= 1; *out is left alone when absent. */
+static int check_count(struct ctx *c, json_t *body, const char *key, long *out)
+{
+    json_t *v = opt(body, key);
+
+    if (!v)
+        return SW_OK;
+    if (!json_is_integer(v))
+        return fail_type(c, key, "an integer", v);
+    if (json_integer_value(v) < 1)
+        return fail(c, "invalid_value", key,
+                    "Invalid '%s': integer below minimum value. Expected a value >= 1, "
+                    "but got %" JSON_INTEGER_FORMAT " instead.", key, json_integer_value(v));
+    *out = (long)json_integer_value(v);
+    return SW_OK;
+}
+
+static int check_range(struct ctx *c, json_t *body, const char *key, double max)
+{
+    json_t *v = opt(body, key);
+    double d;
+
+    if (!v)
+        return SW_OK;
+    if (!json_is_number(v))
+        return fail_type(c, key, "a number", v);
+    d = json_number_value(v);
+    if (d < 0)
+        return fail(c, "invalid_value", key,
+                    "Invalid '%s': number below minimum value. Expected a value >= 0, "
+                    "but got %g instead.", key, d);
+    if (d > max)
+        return fail(c, "invalid_value", key,
+                    "Invalid '%s': number above maximum value. Expected a value <= %g, "
+                    "but got %g instead.", key, max, d);
+    return SW_OK;
+}
+
+static int check_sampling(struct ctx *c, json_t *body, struct sw_chat_request *req)
+{
+    long completion = 0, legacy = 0, n = 1;
+    int err;
+
+    err = check_count(c, body, "max_tokens", &legacy);
+    if (err)
+        return err;
+    err = check_count(c, body, "max_completion_tokens", &completion);
+    if (err)
+        return err;
+    req->max_tokens = completion ? completion : legacy;
+    err = check_range(c, body, "temperature", 2);
+    if (err)
+        return err;
+    err = check_range(c, body, "top_p", 1);
+    if (err)
+        return err;
+    err = check_count(c, body, "n", &n);
+    if (err)
+        return err;
+    if (n > 1)
+        return fail(c, "invalid_value", "n",
+                    "Invalid value for 'n': %ld. Spillway relays a single choice per "
+                    "request; set 'n' to 1 or leave it out.", n);
+    return SW_OK;
+}
+
+/* Adds the compact JSON size of a tool definition to the estimate. */
+static int add_definition(struct ctx *c, const json_t *def)
+{
+    size_t bytes = json_dumpb(def, NULL, 0, JSON_COMPACT);
+    if (bytes == 0)
+        return SW_ENOMEM;
+    add_text(c, bytes);
+    return SW_OK;
+}
+
+static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
+{
+    char path[PATH_MAX_BYTES], fpath[PATH_MAX_BYTES];
+    json_t *tools = opt(body, "tools"), *funcs = opt(body, "functions"), *t, *type, *fn;
+    size_t i;
+    int err;
+
+    if (tools) {
+        if (!json_is_array(tools))
+            return fail_type(c, "tools", "an array", tools);
+        if (json_array_size(tools) == 0)
+            return fail_empty_array(c, "tools");
+        json_array_foreach(tools, i, t) {
+            join(path, sizeof(path), "tools", "[%zu]", i);
+            if (!json_is_object(t))
+                return fail_type(c, path, "an object", t);
+            err = need_string(c, t, "type", path, &type);
+            if (err)
+                return err;
+            if (strcmp(json_string_value(type), "function") != 0) {
+                join(fpath, sizeof(fpath), path, ".type");
+                return fail_enum(c, fpath, json_string_value(type), "'function'");
+            }
+            err = need_object(c, t, "function", path, &fn);
+            if (err)
+                return err;
+            join(fpath, sizeof(fpath), path, ".function");
+            err = need_string(c, fn, "name", fpath, NULL);
+            if (err)
+                return err;
+            err = add_definition(c, t);
+            if (err)
+                return err;
+        }
+        req->has_tools = true;
+    }
+    if (funcs) {
+        if (!json_is_array(funcs))
+            return fail_type(c, "functions", "an array", funcs);
+        if (json_array_size(funcs) == 0)
+            return fail_empty_array(c, "functions");
+        json_array_foreach(funcs, i, fn) {
+            join(path, sizeof(path), "functions", "[%zu]", i);
+            if (!json_is_object(fn))
+                return fail_type(c, path, "an object", fn);
+            err = need_string(c, fn, "name", path, NULL);
+            if (err)
+                return err;
+            err = add_definition(c, fn);
+            if (err)
+                return err;
+        }
+        req->has_tools = true;
+    }
+    return SW_OK;
+}
+
+/* metadata: string values as OpenAI requires, except allow_cloud, Spillway's
+ * own flag, which may also be a boolean. */
+static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *req)
+{
+    char path[PATH_MAX_BYTES];
+    json_t *md = opt(body, "metadata"), *v;
+    const char *key;
+
+    req->allow_cloud = -1;
+    if (!md)
+        return SW_OK;
+    if (!json_is_object(md))
+        return fail_type(c, "metadata", "an object", md);
+    json_object_foreach(md, key, v) {
+        join(path, sizeof(path), "metadata", ".%s", key);
+        if (strcmp(key, "allow_cloud") != 0) {
+            if (!json_is_string(v))
+                return fail_type(c, path, "a string", v);
+            continue;
+        }
+        if (json_is_null(v))
+            continue;
+        if (json_is_true(v) || (json_is_string(v) && strcmp(json_string_value(v), "true") == 0))
+            req->allow_cloud = 1;
+        else if (json_is_false(v)
+                 || (json_is_string(v) && strcmp(json_string_value(v), "false") == 0))
+            req->allow_cloud = 0;
+        else if (json_is_string(v))
+            return fail_enum(c, path, json_string_value(v), "true, false, 'true', 'false'");
+        else
+            return fail_type(c, path, "a boolean or one of the strings 'true', 'false'", v);
+    }
+    return SW_OK;
+}
+
+/* ---- Parse ---- */
+
+static void set_parse_error(struct sw_request_error *err, size_t len, const json_error_t *je)
+{
+    const char *text = je->text;
+
+    if (len == 0) {
+        sw_request_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                             "We could not parse the JSON body of your request: the body "
+                             "is empty; expected a JSON object.");
+        return;
+    }
+    if (json_error_code(je) == json_error_null_character)
+        text = "\\u0000 is not allowed in strings";
+    sw_request_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                         "We could not parse the JSON body of your request: %s at line %d "
+                         "column %d.", text, je->line, je->column);
+}
+
+int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
+                     struct sw_request_error *err)
+{
+    struct ctx c = { .err = err };
+    json_error_t je;
+    json_t *root;
+    int rc;
+
+    memset(req, 0, sizeof(*req));
+    req->allow_cloud = -1;
+    root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                      &je);
+    if (!root) {
+        if (json_error_code(&je) == json_error_out_of_memory) {
+            rc = SW_ENOMEM;
+            goto oom;
+        }
+        set_parse_error(err, body ? len : 0, &je);
+        return SW_EINVAL;
+    }
+    if (!json_is_object(root)) {
+        rc = fail(&c, "invalid_type", NULL,
+                  "Invalid type for the request body: expected an object, but got %s "
+                  "instead.", type_name(root));
+        goto fail;
+    }
+    rc = check_model(&c, root, req);
+    if (rc)
+        goto fail;
+    rc = check_messages(&c, root, req);
+    if (rc)
+        goto fail;
+    rc = check_stream(&c, root, req);
+    if (rc)
+        goto fail;
+    rc = check_sampling(&c, root, req);
+    if (rc)
+        goto fail;
+    rc = check_tools(&c, root, req);
+    if (rc)
+        goto fail;
+    rc = check_metadata(&c, root, req);
+    if (rc)
+        goto fail;
+    req->body = root;
+    req->prompt_tokens_est = c.tokens;
+    req->has_images = c.has_images;
+    return SW_OK;
+
+fail:
+    json_decref(root);
+    memset(req, 0, sizeof(*req));
+    req->allow_cloud = -1;
+    if (rc != SW_ENOMEM)
+        return rc;
+oom:
+    sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL,
+                         "The gateway ran out of memory while reading the request.");
+    return rc;
+}
+
+void sw_request_free(struct sw_chat_request *req)
+{
+    json_decref(req->body);
+    memset(req, 0, sizeof(*req));
+    req->allow_cloud = -1;
+}
