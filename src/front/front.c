@@ -1,0 +1,430 @@
+#include "front/front.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "relay/relay.h"
+#include "relay/reply.h"
+#include "request/request.h"
+
+/* Requests may say how long they are willing to wait, within these bounds. */
+#define REQUEST_TIMEOUT_MAX_MS 3600000L
+
+struct sw_front {
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    struct evconnlistener *listener;
+    struct sw_config *cfg;
+    struct sw_curlev *cev;
+    struct timeval client_tv;       /* slow-client read/write timeout */
+    long in_flight;                 /* requests handed to the relay, not finished */
+    long connections;               /* open client connections */
+    bool accepting;
+    bool draining;
+    void (*on_drained)(void *ud);
+    void *drained_ud;
+    uint64_t next_id;
+    int64_t started_s;
+};
+
+/* ---- Bookkeeping ---- */
+
+static void check_drained(struct sw_front *f)
+{
+    if (f->draining && f->in_flight == 0 && f->on_drained) {
+        void (*cb)(void *) = f->on_drained;
+        f->on_drained = NULL;
+        cb(f->drained_ud);
+    }
+}
+
+static void on_relay_finish(void *ud)
+{
+    struct sw_front *f = ud;
+    f->in_flight--;
+    check_drained(f);
+}
+
+/* Connections are counted through the bufferevent libevent creates for each:
+ * a pass-through filter whose context is freed with the connection. At the
+ * limit the listener stops accepting; the kernel backlog holds newcomers. */
+struct conn_tag {
+    struct sw_front *f;
+};
+
+static void on_conn_freed(void *ctx)
+{
+    struct conn_tag *t = ctx;
+    struct sw_front *f = t->f;
+    free(t);
+    f->connections--;
+    if (!f->accepting && !f->draining && f->connections < f->cfg->limits.max_connections) {
+        evconnlistener_enable(f->listener);
+        f->accepting = true;
+    }
+}
+
+static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
+{
+    struct sw_front *f = arg;
+    struct bufferevent *sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct conn_tag *t = malloc(sizeof *t);
+    struct bufferevent *bev = NULL;
+    if (sock && t) {
+        t->f = f;
+        bev = bufferevent_filter_new(sock, NULL, NULL, BEV_OPT_CLOSE_ON_FREE, on_conn_freed, t);
+    }
+    if (!bev) {
+        if (sock)
+            bufferevent_free(sock);
+        free(t);
+        sw_error("out of memory accepting a connection");
+        return NULL;
+    }
+    f->connections++;
+    if (f->accepting && f->connections >= f->cfg->limits.max_connections) {
+        evconnlistener_disable(f->listener);
+        f->accepting = false;
+        sw_warn("connection limit %ld reached; not accepting until one closes",
+                f->cfg->limits.max_connections);
+    }
+    return bev;
+}
+
+/* While a request is being answered the client owes us nothing, so the read
+ * timeout (meant for slow clients sending a request) is suspended; the write
+ * timeout still catches a client that stops reading. Restored once the
+ * answer is complete, for the next request on the keep-alive connection. */
+static void on_request_complete(struct evhttp_request *req, void *arg)
+{
+    struct sw_front *f = arg;
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    if (evcon)
+        evhttp_connection_set_timeout_tv(evcon, &f->client_tv);
+}
+
+static void hold_request(struct sw_front *f, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    if (bev)
+        bufferevent_set_timeouts(bev, NULL, &f->client_tv);
+    evhttp_request_set_on_complete_cb(req, on_request_complete, f);
+}
+
+/* ---- Helpers ---- */
+
+static const char *header(struct evhttp_request *req, const char *name)
+{
+    return evhttp_find_header(evhttp_request_get_input_headers(req), name);
+}
+
+static void make_request_id(struct sw_front *f, struct evhttp_request *req, char *out, size_t n)
+{
+    snprintf(out, n, "sw-%08lx-%06llx", (unsigned long)f->started_s,
+             (unsigned long long)(++f->next_id & 0xffffff));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Request-Id", out);
+}
+
+/* Parses "true"/"false" (any case, also 1/0); -1 if absent or unparsable. */
+static int parse_bool_header(const char *v)
+{
+    if (!v)
+        return -1;
+    if (!strcasecmp(v, "true") || !strcmp(v, "1"))
+        return 1;
+    if (!strcasecmp(v, "false") || !strcmp(v, "0"))
+        return 0;
+    return -1;
+}
+
+/* Authenticates the client. Returns the key (NULL when auth is disabled) or
+ * answers 401 and sets *denied. */
+static const struct sw_config_key *authenticate(struct sw_front *f, struct evhttp_request *req,
+                                                bool *denied)
+{
+    *denied = false;
+    if (!f->cfg->auth_enabled)
+        return NULL;
+    const char *auth = header(req, "Authorization");
+    static const char bearer[] = "Bearer ";
+    if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0) {
+        sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
+                       "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
+        *denied = true;
+        return NULL;
+    }
+    const struct sw_config_key *k = sw_config_find_key(f->cfg, auth + sizeof bearer - 1);
+    if (!k) {
+        sw_reply_error(req, 401, "invalid_request_error", "invalid_api_key", NULL,
+                       "Incorrect API key provided.");
+        sw_info("rejected a request with an unknown API key");
+        *denied = true;
+    }
+    return k;
+}
+
+/* ---- Handlers ---- */
+
+static void handle_models(struct sw_front *f, struct evhttp_request *req)
+{
+    json_t *data = json_array();
+    for (size_t i = 0; i < f->cfg->n_models; i++)
+        json_array_append_new(data, json_pack("{s:s, s:s, s:I, s:s}", "id", f->cfg->models[i].name,
+                                              "object", "model", "created",
+                                              (json_int_t)f->started_s, "owned_by", "spillway"));
+    json_t *list = json_pack("{s:s, s:o}", "object", "list", "data", data);
+    char *s = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    if (s)
+        sw_reply_json(req, 200, s, strlen(s));
+    else
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+    free(s);
+    json_decref(list);
+}
+
+static void handle_healthz(struct sw_front *f, struct evhttp_request *req)
+{
+    char body[160];
+    int n = snprintf(body, sizeof body, "{\"status\":\"%s\",\"in_flight\":%ld,\"connections\":%ld}",
+                     f->draining ? "draining" : "ok", f->in_flight, f->connections);
+    sw_reply_json(req, f->draining ? 503 : 200, body, (size_t)n);
+}
+
+/* Reads X-Request-Timeout-Ms; answers 400 and returns -1 when it is invalid. */
+static long request_timeout_ms(struct sw_front *f, struct evhttp_request *req)
+{
+    const char *v = header(req, "X-Request-Timeout-Ms");
+    if (!v)
+        return f->cfg->routing.request_timeout_ms;
+    char *end;
+    errno = 0;
+    long ms = strtol(v, &end, 10);
+    if (errno || end == v || *end || ms < 1 || ms > REQUEST_TIMEOUT_MAX_MS) {
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_header",
+                       "X-Request-Timeout-Ms",
+                       "Invalid X-Request-Timeout-Ms: expected milliseconds from 1 to %ld.",
+                       REQUEST_TIMEOUT_MAX_MS);
+        return -1;
+    }
+    return ms;
+}
+
+static void handle_chat(struct sw_front *f, struct evhttp_request *req)
+{
+    int64_t start_ms = sw_now_ms();
+    char id[48];
+    make_request_id(f, req, id, sizeof id);
+
+    bool denied;
+    const struct sw_config_key *key = authenticate(f, req, &denied);
+    if (denied)
+        return;
+
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    if (len > (size_t)f->cfg->limits.max_body_bytes) {
+        sw_reply_error(req, 413, "invalid_request_error", "request_too_large", NULL,
+                       "Request body is %zu bytes; the limit is %ld bytes.", len,
+                       f->cfg->limits.max_body_bytes);
+        sw_info("request %s: body of %zu bytes over the %ld limit", id, len,
+                f->cfg->limits.max_body_bytes);
+        return;
+    }
+    long timeout_ms = request_timeout_ms(f, req);
+    if (timeout_ms < 0)
+        return;
+
+    struct sw_chat_request chat;
+    struct sw_request_error rerr;
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    if (sw_request_parse(body, len, &chat, &rerr)) {
+        sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
+                       rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
+        return;
+    }
+
+    const struct sw_config_model *model = sw_config_find_model(f->cfg, chat.model);
+    if (!model) {
+        sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                       "The model '%s' does not exist. GET /v1/models lists the models.",
+                       chat.model);
+        sw_request_free(&chat);
+        return;
+    }
+
+    /* allows_cloud: the key's policy, the header and the body; the most
+     * restrictive wins, so a header cannot widen what a key allows. */
+    bool allow_cloud = (!key || key->allow_cloud) &&
+                       parse_bool_header(header(req, "X-Spillway-Allow-Cloud")) != 0 &&
+                       chat.allow_cloud != 0;
+
+    struct sw_relay_plan plan = {.n = 0};
+    for (size_t i = 0; i < model->n_backends && plan.n < SW_RELAY_MAX_ATTEMPTS; i++) {
+        const struct sw_config_backend *be = &f->cfg->backends[model->backends[i]];
+        if (be->tier == SW_TIER_CLOUD && !allow_cloud)
+            continue;
+        plan.reasons[plan.n] = plan.n == 0 ? "baseline" : "fallback";
+        plan.backends[plan.n++] = model->backends[i];
+    }
+    if (plan.n == 0) {
+        sw_reply_error(req, 503, "invalid_request_error", "privacy_restricted", NULL,
+                       "Model '%s' has no local backend, and this request may not leave the "
+                       "network.", chat.model);
+        sw_info("request %s: rejected privacy_restricted (model %s)", id, chat.model);
+        sw_request_free(&chat);
+        return;
+    }
+
+    hold_request(f, req);
+    f->in_flight++;
+    struct sw_relay_env env = {f->base, f->cev, on_relay_finish, f};
+    sw_relay_start(&env, req, f->cfg, &chat, &plan, start_ms + timeout_ms, id);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct sw_front *f = arg;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    if (!path)
+        path = "";
+
+    if (f->draining) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        sw_reply_error(req, 503, "server_error", "shutting_down", NULL,
+                       "Spillway is shutting down; retry on another instance.");
+        return;
+    }
+
+    struct route {
+        const char *path;
+        enum evhttp_cmd_type method;
+        void (*fn)(struct sw_front *, struct evhttp_request *);
+    };
+    static const struct route routes[] = {
+        {"/v1/chat/completions", EVHTTP_REQ_POST, handle_chat},
+        {"/v1/models", EVHTTP_REQ_GET, handle_models},
+        {"/healthz", EVHTTP_REQ_GET, handle_healthz},
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (strcmp(path, routes[i].path) != 0)
+            continue;
+        if (method != routes[i].method) {
+            sw_reply_error(req, 405, "invalid_request_error", "method_not_allowed", NULL,
+                           "Method not allowed on %s; use %s.", routes[i].path,
+                           routes[i].method == EVHTTP_REQ_POST ? "POST" : "GET");
+            return;
+        }
+        if (routes[i].fn == handle_models) {
+            bool denied;
+            authenticate(f, req, &denied);
+            if (denied)
+                return;
+        }
+        routes[i].fn(f, req);
+        return;
+    }
+    sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
+                   "Unknown URL: %s. Spillway serves POST /v1/chat/completions, "
+                   "GET /v1/models and GET /healthz.", path);
+}
+
+/* ---- Setup ---- */
+
+struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
+                              struct sw_curlev *cev)
+{
+    struct sw_front *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->base = base;
+    f->cfg = sw_config_ref(cfg);
+    f->cev = cev;
+    f->accepting = true;
+    f->started_s = sw_wall_s();
+    long ms = cfg->limits.client_timeout_ms;
+    f->client_tv.tv_sec = ms / 1000;
+    f->client_tv.tv_usec = (ms % 1000) * 1000;
+
+    f->http = evhttp_new(base);
+    if (!f->http)
+        goto fail;
+    /* Bodies up to twice the limit are read and refused with an OpenAI-shaped
+     * 413 that names the limit; beyond that libevent cuts the connection with
+     * its own plain 413 (it has no hook for the body of that answer). */
+    long body_cap = cfg->limits.max_body_bytes;
+    evhttp_set_max_body_size(f->http, body_cap > (1L << 30) ? body_cap : body_cap * 2);
+    evhttp_set_max_headers_size(f->http, cfg->limits.max_header_bytes);
+    evhttp_set_timeout_tv(f->http, &f->client_tv);
+    evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS);
+    evhttp_set_default_content_type(f->http, "application/json");
+    evhttp_set_gencb(f->http, on_request, f);
+    evhttp_set_bevcb(f->http, on_new_connection, f);
+
+    f->bound = evhttp_bind_socket_with_handle(f->http, cfg->listen_host,
+                                              (ev_uint16_t)cfg->listen_port);
+    if (!f->bound) {
+        sw_error("cannot listen on %s:%d: %s", cfg->listen_host, cfg->listen_port,
+                 strerror(errno));
+        goto fail;
+    }
+    f->listener = evhttp_bound_socket_get_listener(f->bound);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int port = cfg->listen_port;
+    if (getsockname(evhttp_bound_socket_get_fd(f->bound), (struct sockaddr *)&ss, &sl) == 0)
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    fprintf(stderr, "spillway: listening on %s:%d\n", cfg->listen_host, port);
+    return f;
+
+fail:
+    sw_front_free(f);
+    return NULL;
+}
+
+void sw_front_drain(struct sw_front *f, void (*on_drained)(void *ud), void *ud)
+{
+    f->draining = true;
+    f->on_drained = on_drained;
+    f->drained_ud = ud;
+    if (f->accepting) {
+        evconnlistener_disable(f->listener);
+        f->accepting = false;
+    }
+    sw_info("draining: %ld request(s) in flight", f->in_flight);
+    check_drained(f);
+}
+
+long sw_front_in_flight(const struct sw_front *f)
+{
+    return f->in_flight;
+}
+
+void sw_front_free(struct sw_front *f)
+{
+    if (!f)
+        return;
+    f->draining = true; /* connections freed below must not re-enable the listener */
+    if (f->http)
+        evhttp_free(f->http);
+    sw_config_unref(f->cfg);
+    free(f);
+}

@@ -1,0 +1,54 @@
+/* The relay: runs one client request's attempts against its backends, in
+ * order, within one deadline, and streams the answer back.
+ *
+ *  - Non-streaming answers are read whole (bounded by limits.max_response_bytes)
+ *    and passed through with `model` rewritten to the public name.
+ *  - Streaming answers are relayed event by event as bytes arrive, with
+ *    `model` rewritten in every chunk; nothing is buffered whole. A client
+ *    that reads slower than the upstream writes pauses the upstream transfer
+ *    (bounded output buffer) instead of growing memory.
+ *  - An attempt that fails before the first byte reached the client moves on
+ *    to the next backend with the time left; after the first byte, a failure
+ *    ends the stream with an SSE error event and `data: [DONE]`.
+ *  - A client that disconnects aborts the upstream transfer at once, so a
+ *    local server frees its slot.
+ */
+#ifndef SW_RELAY_RELAY_H
+#define SW_RELAY_RELAY_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "request/request.h"
+#include "upstream/curlev.h"
+
+#define SW_RELAY_MAX_ATTEMPTS 16
+
+/* What the relay needs from the process around it. */
+struct sw_relay_env {
+    struct event_base *base;
+    struct sw_curlev *cev;
+    /* Called once per relayed request when it is completely done (answered or
+     * abandoned), so the front can count in-flight requests for draining. */
+    void (*on_finish)(void *ud);
+    void *ud;
+};
+
+struct sw_relay_plan {
+    size_t backends[SW_RELAY_MAX_ATTEMPTS];     /* indices into cfg->backends, in order */
+    const char *reasons[SW_RELAY_MAX_ATTEMPTS]; /* static strings from the closed set */
+    size_t n;
+};
+
+/* Takes over `req`: from here on the relay sends the answer. Takes a
+ * reference on cfg, takes ownership of chat's contents (chat is zeroed).
+ * deadline_ms is on the sw_now_ms() clock; request_id is copied. */
+void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
+                    struct sw_config *cfg, struct sw_chat_request *chat,
+                    const struct sw_relay_plan *plan, int64_t deadline_ms,
+                    const char *request_id);
+
+#endif

@@ -1,0 +1,35 @@
+/* libcurl's multi interface driven by a libevent loop (curl's
+ * docs/examples/hiperfifo.c pattern): curl tells us which sockets to watch
+ * and when to time out; libevent tells curl when they are ready. One multi
+ * handle per process keeps the connection cache, so connections to each
+ * backend are reused (keep-alive pools) across requests. */
+#ifndef SW_UPSTREAM_CURLEV_H
+#define SW_UPSTREAM_CURLEV_H
+
+#include <curl/curl.h>
+#include <event2/event.h>
+
+struct sw_curlev;
+
+/* Called once when a transfer added with sw_curlev_add finishes on its own
+ * (success or failure). Not called for transfers removed with
+ * sw_curlev_remove. The easy handle is already detached from the multi. */
+typedef void (*sw_curlev_done_fn)(void *ud, CURLcode rc);
+
+struct sw_curlev *sw_curlev_new(struct event_base *base, long max_total_connections);
+void sw_curlev_free(struct sw_curlev *cev);
+
+/* Starts a transfer. The caller keeps ownership of `easy` and must not free it
+ * before on_done ran or sw_curlev_remove returned. */
+int sw_curlev_add(struct sw_curlev *cev, CURL *easy, sw_curlev_done_fn on_done, void *ud);
+
+/* Aborts a running transfer at once (its connection is closed, so the
+ * upstream sees the abort). Safe to call from inside curl callbacks of other
+ * transfers; from inside this transfer's own callbacks, return an error from
+ * the callback instead. */
+void sw_curlev_remove(struct sw_curlev *cev, CURL *easy);
+
+/* Number of transfers in progress. */
+int sw_curlev_running(const struct sw_curlev *cev);
+
+#endif

@@ -1,0 +1,178 @@
+#include "upstream/upstream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    struct sw_upstream *u = arg;
+    if (u->status == 0)
+        curl_easy_getinfo(u->easy, CURLINFO_RESPONSE_CODE, &u->status);
+    return u->cbs.on_data(u->ud, ptr, size * nmemb);
+}
+
+/* Keeps the status of the final response (not of a 100 Continue) and the
+ * Retry-After header, which the breaker will honour. */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    struct sw_upstream *u = arg;
+    size_t len = size * nmemb;
+    static const char ra[] = "retry-after:";
+    if (len > sizeof ra - 1 && strncasecmp(ptr, ra, sizeof ra - 1) == 0) {
+        char tmp[32];
+        size_t n = len - (sizeof ra - 1);
+        if (n >= sizeof tmp)
+            n = sizeof tmp - 1;
+        memcpy(tmp, ptr + sizeof ra - 1, n);
+        tmp[n] = '\0';
+        char *end;
+        long v = strtol(tmp, &end, 10);
+        if (end != tmp && v >= 0)
+            u->retry_after_s = v;
+    }
+    return len;
+}
+
+static void on_transfer_done(void *ud, CURLcode rc)
+{
+    struct sw_upstream *u = ud;
+    u->running = false;
+    int err;
+    switch (rc) {
+    case CURLE_OK:
+        err = SW_OK;
+        curl_easy_getinfo(u->easy, CURLINFO_RESPONSE_CODE, &u->status);
+        break;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+        err = SW_ECONNECT;
+        break;
+    case CURLE_OPERATION_TIMEDOUT:
+        err = SW_ETIMEOUT;
+        break;
+    case CURLE_WRITE_ERROR:
+        err = SW_ECANCELED;
+        break;
+    default:
+        err = SW_EPROTO;
+        break;
+    }
+    u->cbs.on_done(u->ud, err);
+}
+
+int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
+                      const struct sw_config_backend *be, const char *path,
+                      char *body, size_t body_len, long timeout_ms, const char *trace_id,
+                      const struct sw_upstream_cbs *cbs, void *ud)
+{
+    memset(u, 0, sizeof *u);
+    u->body = body;
+    u->cev = cev;
+    u->cbs = *cbs;
+    u->ud = ud;
+    u->retry_after_s = -1;
+    int err = SW_ENOMEM;
+
+    u->easy = curl_easy_init();
+    if (!u->easy)
+        goto fail;
+    struct sw_buf tmp;
+    sw_buf_init(&tmp, 8192);
+    if (sw_buf_appendf(&tmp, "%s%s", be->url, path))
+        goto fail_tmp;
+    curl_easy_setopt(u->easy, CURLOPT_URL, tmp.ptr);
+    sw_buf_reset(&tmp);
+
+    struct curl_slist *h = NULL;
+#define ADD_HEADER(...)                                                   \
+    do {                                                                  \
+        sw_buf_reset(&tmp);                                               \
+        if (sw_buf_appendf(&tmp, __VA_ARGS__))                            \
+            goto fail_tmp;                                                \
+        struct curl_slist *n_ = curl_slist_append(h, tmp.ptr);            \
+        if (!n_)                                                          \
+            goto fail_tmp;                                                \
+        h = n_;                                                           \
+    } while (0)
+    ADD_HEADER("Content-Type: application/json");
+    ADD_HEADER("Accept: application/json, text/event-stream");
+    ADD_HEADER("Expect:"); /* no 100-continue round trip */
+    if (trace_id)
+        ADD_HEADER("X-Request-Id: %s", trace_id);
+    if (be->api_key)
+        ADD_HEADER("Authorization: Bearer %s", be->api_key);
+#undef ADD_HEADER
+    u->headers = h;
+    sw_buf_free(&tmp);
+
+    curl_easy_setopt(u->easy, CURLOPT_HTTPHEADER, u->headers);
+    curl_easy_setopt(u->easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(u->easy, CURLOPT_POSTFIELDS, u->body);
+    curl_easy_setopt(u->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    curl_easy_setopt(u->easy, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(u->easy, CURLOPT_WRITEDATA, u);
+    curl_easy_setopt(u->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(u->easy, CURLOPT_HEADERDATA, u);
+    curl_easy_setopt(u->easy, CURLOPT_ERRORBUFFER, u->errbuf);
+    curl_easy_setopt(u->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(u->easy, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);
+    curl_easy_setopt(u->easy, CURLOPT_CONNECTTIMEOUT_MS, be->connect_timeout_ms);
+    curl_easy_setopt(u->easy, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(u->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(u->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(u->easy, CURLOPT_FOLLOWLOCATION, 0L);
+    /* Streams must reach the client as they arrive: no content decoding
+     * buffering, and ask for identity so nothing needs decoding. */
+    curl_easy_setopt(u->easy, CURLOPT_ACCEPT_ENCODING, NULL);
+    curl_easy_setopt(u->easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
+    curl_easy_setopt(u->easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
+    if (be->ca_file)
+        curl_easy_setopt(u->easy, CURLOPT_CAINFO, be->ca_file);
+
+    err = sw_curlev_add(cev, u->easy, on_transfer_done, u);
+    if (err)
+        goto fail;
+    u->running = true;
+    return SW_OK;
+
+fail_tmp:
+    sw_buf_free(&tmp);
+fail:
+    sw_upstream_cleanup(u);
+    return err;
+}
+
+void sw_upstream_abort(struct sw_upstream *u)
+{
+    if (u->running) {
+        sw_curlev_remove(u->cev, u->easy);
+        u->running = false;
+    }
+}
+
+void sw_upstream_resume(struct sw_upstream *u)
+{
+    if (u->running)
+        curl_easy_pause(u->easy, CURLPAUSE_CONT);
+}
+
+void sw_upstream_cleanup(struct sw_upstream *u)
+{
+    sw_upstream_abort(u);
+    if (u->easy)
+        curl_easy_cleanup(u->easy);
+    curl_slist_free_all(u->headers);
+    free(u->body);
+    u->easy = NULL;
+    u->headers = NULL;
+    u->body = NULL;
+}

@@ -1,0 +1,56 @@
+/* One attempt against one backend: an HTTP POST built from the backend's
+ * config (URL, API key, TLS, connect timeout) with the time left of the
+ * request's deadline as its total timeout, run on the shared curl multi
+ * handle (keep-alive pool). The relay drives it through two callbacks.
+ *
+ * Only the OpenAI dialect is spoken here; the Anthropic adapter is its own
+ * issue and such backends are refused at start-up. */
+#ifndef SW_UPSTREAM_UPSTREAM_H
+#define SW_UPSTREAM_UPSTREAM_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+
+#include "config/config.h"
+#include "upstream/curlev.h"
+
+struct sw_upstream_cbs {
+    /* Response bytes (after the status line and headers). Return len to go
+     * on, 0 to abort the transfer (on_done then reports SW_ECANCELED), or
+     * CURL_WRITEFUNC_PAUSE to be called again with the same bytes after
+     * sw_upstream_resume. u->status is set before the first call. */
+    size_t (*on_data)(void *ud, const char *bytes, size_t len);
+    /* The transfer ended: err is SW_OK (u->status holds the HTTP status),
+     * SW_ECONNECT, SW_ETIMEOUT, SW_EPROTO or SW_ECANCELED. Not called after
+     * sw_upstream_abort. */
+    void (*on_done)(void *ud, int err);
+};
+
+struct sw_upstream {
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;                 /* owned request body */
+    struct sw_curlev *cev;
+    struct sw_upstream_cbs cbs;
+    void *ud;
+    bool running;
+    long status;                /* HTTP status, 0 before the headers */
+    long retry_after_s;         /* Retry-After header in seconds, -1 if absent */
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/* Starts POST {backend.url}{path} with `body` (ownership taken, freed by
+ * sw_upstream_cleanup), a total timeout of timeout_ms and the backend's
+ * connect timeout. `trace_id` goes out as X-Request-Id. */
+int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
+                      const struct sw_config_backend *be, const char *path,
+                      char *body, size_t body_len, long timeout_ms, const char *trace_id,
+                      const struct sw_upstream_cbs *cbs, void *ud);
+/* Aborts a running attempt at once; the upstream sees the connection close. */
+void sw_upstream_abort(struct sw_upstream *u);
+/* Resumes a transfer paused by on_data returning CURL_WRITEFUNC_PAUSE. */
+void sw_upstream_resume(struct sw_upstream *u);
+/* Frees everything; aborts first if still running. Leaves u reusable. */
+void sw_upstream_cleanup(struct sw_upstream *u);
+
+#endif
