@@ -1,0 +1,611 @@
+/* Unit tests of request parsing and validation (src/request/request.c).
+ * Bodies are written with ' for " to stay readable; Q() converts them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "request/request.h"
+
+/* Table rows leave trailing fields to their zero default. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+/* Copies s with every ' turned into " (to buf, static, one at a time). */
+static const char *q(const char *s)
+{
+    static char buf[8192];
+    size_t n = strlen(s);
+    assert_true(n < sizeof(buf));
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = s[i] == '\'' ? '"' : s[i];
+    return buf;
+}
+
+#define MSGS "'messages':[{'role':'user','content':'hi'}]"
+
+/* ---- Bad bodies ---- */
+
+struct bad_case {
+    const char *body;           /* ' stands for " */
+    const char *code;
+    const char *param;          /* "" for null */
+    const char *message;
+    int raw;                    /* body used as is (no ' conversion) */
+};
+
+static const struct bad_case bad[] = {
+    /* JSON itself */
+    { "", "invalid_json", "",
+      "We could not parse the JSON body of your request: the body is empty; expected a "
+      "JSON object." },
+    { "{", "invalid_json", "",
+      "We could not parse the JSON body of your request: string or '}' expected near end "
+      "of file at line 1 column 1." },
+    { "{\"model\":\"a\",}", "invalid_json", "",
+      "We could not parse the JSON body of your request: string or '}' expected near '}' "
+      "at line 1 column 14.", 1 },
+    { "{'model':'a','model':'b'," MSGS "}", "invalid_json", "",
+      "We could not parse the JSON body of your request: duplicate object key near "
+      "'\"model\"' at line 1 column 20." },
+    { "{'model':'a\\u0000'," MSGS "}", "invalid_json", "",
+      "We could not parse the JSON body of your request: \\u0000 is not allowed in strings "
+      "at line 1 column 18." },
+    { "{\"model\":\"\xff\"}", "invalid_json", "",
+      "We could not parse the JSON body of your request: unable to decode byte 0xff near "
+      "'\"' at line 1 column 10.", 1 },
+    { "{'model':'m'," MSGS "} trailing", "invalid_json", "",
+      "We could not parse the JSON body of your request: end of file expected near "
+      "'trailing' at line 1 column 66." },
+    { "[]", "invalid_type", "",
+      "Invalid type for the request body: expected an object, but got an array instead." },
+    { "'hello'", "invalid_type", "",
+      "Invalid type for the request body: expected an object, but got a string instead." },
+
+    /* model */
+    { "{" MSGS "}", "missing_required_parameter", "model",
+      "Missing required parameter: 'model'." },
+    { "{'model':5," MSGS "}", "invalid_type", "model",
+      "Invalid type for 'model': expected a string, but got an integer instead." },
+    { "{'model':null," MSGS "}", "invalid_type", "model",
+      "Invalid type for 'model': expected a string, but got null instead." },
+    { "{'model':''," MSGS "}", "invalid_value", "model",
+      "Invalid value for 'model': expected a non-empty string, the name of a model." },
+
+    /* messages */
+    { "{'model':'m'}", "missing_required_parameter", "messages",
+      "Missing required parameter: 'messages'." },
+    { "{'model':'m','messages':{}}", "invalid_type", "messages",
+      "Invalid type for 'messages': expected an array, but got an object instead." },
+    { "{'model':'m','messages':[]}", "invalid_value", "messages",
+      "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an "
+      "empty array instead." },
+    { "{'model':'m','messages':['hi']}", "invalid_type", "messages[0]",
+      "Invalid type for 'messages[0]': expected an object, but got a string instead." },
+    { "{'model':'m','messages':[{'content':'x'}]}", "missing_required_parameter",
+      "messages[0].role", "Missing required parameter: 'messages[0].role'." },
+    { "{'model':'m','messages':[{'role':7,'content':'x'}]}", "invalid_type",
+      "messages[0].role",
+      "Invalid type for 'messages[0].role': expected a string, but got an integer instead." },
+    { "{'model':'m','messages':[{'role':'system','content':'s'},{'role':'user','content':'u'},"
+      "{'role':'robot','content':'r'}]}", "invalid_value", "messages[2].role",
+      "Invalid value for 'messages[2].role': 'robot'. Supported values are: 'system', "
+      "'developer', 'user', 'assistant', 'tool', 'function'." },
+    { "{'model':'m','messages':[{'role':'" "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz"
+      "','content':'r'}]}", "invalid_value", "messages[0].role",
+      "Invalid value for 'messages[0].role': 'abcdefghijklmnopqrstuvwxyzabcdefghijklmn...'. "
+      "Supported values are: 'system', 'developer', 'user', 'assistant', 'tool', "
+      "'function'." },
+    { "{'model':'m','messages':[{'role':'user','name':1,'content':'x'}]}", "invalid_type",
+      "messages[0].name",
+      "Invalid type for 'messages[0].name': expected a string, but got an integer instead." },
+
+    /* content */
+    { "{'model':'m','messages':[{'role':'user'}]}", "missing_required_parameter",
+      "messages[0].content", "Missing required parameter: 'messages[0].content'." },
+    { "{'model':'m','messages':[{'role':'user','content':null}]}", "invalid_type",
+      "messages[0].content",
+      "Invalid type for 'messages[0].content': expected one of a string or an array of "
+      "objects, but got null instead. null is allowed only for an assistant message with "
+      "'tool_calls' or 'function_call'." },
+    { "{'model':'m','messages':[{'role':'assistant','content':null}]}", "invalid_type",
+      "messages[0].content",
+      "Invalid type for 'messages[0].content': expected one of a string or an array of "
+      "objects, but got null instead. null is allowed only for an assistant message with "
+      "'tool_calls' or 'function_call'." },
+    { "{'model':'m','messages':[{'role':'assistant'}]}", "missing_required_parameter",
+      "messages[0].content", "Missing required parameter: 'messages[0].content'." },
+    { "{'model':'m','messages':[{'role':'user','content':5}]}", "invalid_type",
+      "messages[0].content",
+      "Invalid type for 'messages[0].content': expected one of a string or an array of "
+      "objects, but got an integer instead." },
+    { "{'model':'m','messages':[{'role':'user','content':[]}]}", "invalid_value",
+      "messages[0].content",
+      "Invalid 'messages[0].content': empty array. Expected an array with minimum length 1, "
+      "but got an empty array instead." },
+    { "{'model':'m','messages':[{'role':'user','content':['x']}]}", "invalid_type",
+      "messages[0].content[0]",
+      "Invalid type for 'messages[0].content[0]': expected an object, but got a string "
+      "instead." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'text':'x'}]}]}",
+      "missing_required_parameter", "messages[0].content[0].type",
+      "Missing required parameter: 'messages[0].content[0].type'." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'text','text':'a'},"
+      "{'type':'video'}]}]}", "invalid_value", "messages[0].content[1].type",
+      "Invalid value for 'messages[0].content[1].type': 'video'. Supported values are: "
+      "'text', 'image_url', 'input_audio', 'file'." },
+    { "{'model':'m','messages':[{'role':'system','content':[{'type':'image_url',"
+      "'image_url':{'url':'http://x/a.png'}}]}]}", "invalid_value",
+      "messages[0].content[0].type",
+      "Invalid value for 'messages[0].content[0].type': 'image_url'. Supported values are: "
+      "'text'." },
+    { "{'model':'m','messages':[{'role':'assistant','content':[{'type':'image_url',"
+      "'image_url':{'url':'u'}}]}]}", "invalid_value", "messages[0].content[0].type",
+      "Invalid value for 'messages[0].content[0].type': 'image_url'. Supported values are: "
+      "'text', 'refusal'." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'text'}]}]}",
+      "missing_required_parameter", "messages[0].content[0].text",
+      "Missing required parameter: 'messages[0].content[0].text'." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'text','text':['a']}]}]}",
+      "invalid_type", "messages[0].content[0].text",
+      "Invalid type for 'messages[0].content[0].text': expected a string, but got an array "
+      "instead." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url'}]}]}",
+      "missing_required_parameter", "messages[0].content[0].image_url",
+      "Missing required parameter: 'messages[0].content[0].image_url'." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url',"
+      "'image_url':'http://x/a.png'}]}]}", "invalid_type", "messages[0].content[0].image_url",
+      "Invalid type for 'messages[0].content[0].image_url': expected an object, but got a "
+      "string instead." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url',"
+      "'image_url':{'detail':'low'}}]}]}", "missing_required_parameter",
+      "messages[0].content[0].image_url.url",
+      "Missing required parameter: 'messages[0].content[0].image_url.url'." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio',"
+      "'input_audio':{'data':'AAAA'}}]}]}", "missing_required_parameter",
+      "messages[0].content[0].input_audio.format",
+      "Missing required parameter: 'messages[0].content[0].input_audio.format'." },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'file','file':'f'}]}]}",
+      "invalid_type", "messages[0].content[0].file",
+      "Invalid type for 'messages[0].content[0].file': expected an object, but got a string "
+      "instead." },
+
+    /* tool, function and assistant calls */
+    { "{'model':'m','messages':[{'role':'user','content':'q'},{'role':'tool','content':'42'}]}",
+      "missing_required_parameter", "messages[1].tool_call_id",
+      "Missing required parameter: 'messages[1].tool_call_id'." },
+    { "{'model':'m','messages':[{'role':'tool','tool_call_id':1,'content':'42'}]}",
+      "invalid_type", "messages[0].tool_call_id",
+      "Invalid type for 'messages[0].tool_call_id': expected a string, but got an integer "
+      "instead." },
+    { "{'model':'m','messages':[{'role':'function','content':'42'}]}",
+      "missing_required_parameter", "messages[0].name",
+      "Missing required parameter: 'messages[0].name'." },
+    { "{'model':'m','messages':[{'role':'assistant','content':null,'tool_calls':[]}]}",
+      "invalid_value", "messages[0].tool_calls",
+      "Invalid 'messages[0].tool_calls': empty array. Expected an array with minimum length "
+      "1, but got an empty array instead." },
+    { "{'model':'m','messages':[{'role':'assistant','tool_calls':{}}]}",
+      "invalid_type", "messages[0].tool_calls",
+      "Invalid type for 'messages[0].tool_calls': expected an array, but got an object "
+      "instead." },
+    { "{'model':'m','messages':[{'role':'assistant','tool_calls':[{'id':'c','type':'function',"
+      "'function':{'name':'f'}}]}]}", "missing_required_parameter",
+      "messages[0].tool_calls[0].function.arguments",
+      "Missing required parameter: 'messages[0].tool_calls[0].function.arguments'." },
+    { "{'model':'m','messages':[{'role':'assistant','tool_calls':[{'id':'c','type':'code',"
+      "'function':{'name':'f','arguments':'{}'}}]}]}", "invalid_value",
+      "messages[0].tool_calls[0].type",
+      "Invalid value for 'messages[0].tool_calls[0].type': 'code'. Supported values are: "
+      "'function'." },
+    { "{'model':'m','messages':[{'role':'assistant','tool_calls':[{'type':'function',"
+      "'function':{'name':'f','arguments':'{}'}}]}]}", "missing_required_parameter",
+      "messages[0].tool_calls[0].id",
+      "Missing required parameter: 'messages[0].tool_calls[0].id'." },
+    { "{'model':'m','messages':[{'role':'assistant','function_call':'f'}]}", "invalid_type",
+      "messages[0].function_call",
+      "Invalid type for 'messages[0].function_call': expected an object, but got a string "
+      "instead." },
+
+    /* stream */
+    { "{'model':'m'," MSGS ",'stream':'yes'}", "invalid_type", "stream",
+      "Invalid type for 'stream': expected a boolean, but got a string instead." },
+    { "{'model':'m'," MSGS ",'stream_options':{'include_usage':true}}", "invalid_value",
+      "stream_options",
+      "Invalid value for 'stream_options': it is only allowed when 'stream' is true." },
+    { "{'model':'m'," MSGS ",'stream':false,'stream_options':{'include_usage':true}}",
+      "invalid_value", "stream_options",
+      "Invalid value for 'stream_options': it is only allowed when 'stream' is true." },
+    { "{'model':'m'," MSGS ",'stream':true,'stream_options':true}", "invalid_type",
+      "stream_options",
+      "Invalid type for 'stream_options': expected an object, but got a boolean instead." },
+    { "{'model':'m'," MSGS ",'stream':true,'stream_options':{'include_usage':'yes'}}",
+      "invalid_type", "stream_options.include_usage",
+      "Invalid type for 'stream_options.include_usage': expected a boolean, but got a string "
+      "instead." },
+
+    /* numbers */
+    { "{'model':'m'," MSGS ",'max_tokens':0}", "invalid_value", "max_tokens",
+      "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got 0 "
+      "instead." },
+    { "{'model':'m'," MSGS ",'max_tokens':1.5}", "invalid_type", "max_tokens",
+      "Invalid type for 'max_tokens': expected an integer, but got a decimal instead." },
+    { "{'model':'m'," MSGS ",'max_tokens':'100'}", "invalid_type", "max_tokens",
+      "Invalid type for 'max_tokens': expected an integer, but got a string instead." },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':-3}", "invalid_value",
+      "max_completion_tokens",
+      "Invalid 'max_completion_tokens': integer below minimum value. Expected a value >= 1, "
+      "but got -3 instead." },
+    { "{'model':'m'," MSGS ",'temperature':2.5}", "invalid_value", "temperature",
+      "Invalid 'temperature': number above maximum value. Expected a value <= 2, but got 2.5 "
+      "instead." },
+    { "{'model':'m'," MSGS ",'temperature':-0.1}", "invalid_value", "temperature",
+      "Invalid 'temperature': number below minimum value. Expected a value >= 0, but got "
+      "-0.1 instead." },
+    { "{'model':'m'," MSGS ",'temperature':'hot'}", "invalid_type", "temperature",
+      "Invalid type for 'temperature': expected a number, but got a string instead." },
+    { "{'model':'m'," MSGS ",'top_p':2}", "invalid_value", "top_p",
+      "Invalid 'top_p': number above maximum value. Expected a value <= 1, but got 2 "
+      "instead." },
+    { "{'model':'m'," MSGS ",'n':2}", "invalid_value", "n",
+      "Invalid value for 'n': 2. Spillway relays a single choice per request; set 'n' to 1 "
+      "or leave it out." },
+    { "{'model':'m'," MSGS ",'n':0}", "invalid_value", "n",
+      "Invalid 'n': integer below minimum value. Expected a value >= 1, but got 0 instead." },
+
+    /* tools */
+    { "{'model':'m'," MSGS ",'tools':{}}", "invalid_type", "tools",
+      "Invalid type for 'tools': expected an array, but got an object instead." },
+    { "{'model':'m'," MSGS ",'tools':[]}", "invalid_value", "tools",
+      "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an "
+      "empty array instead." },
+    { "{'model':'m'," MSGS ",'tools':[1]}", "invalid_type", "tools[0]",
+      "Invalid type for 'tools[0]': expected an object, but got an integer instead." },
+    { "{'model':'m'," MSGS ",'tools':[{'function':{'name':'f'}}]}",
+      "missing_required_parameter", "tools[0].type",
+      "Missing required parameter: 'tools[0].type'." },
+    { "{'model':'m'," MSGS ",'tools':[{'type':'retrieval'}]}", "invalid_value",
+      "tools[0].type",
+      "Invalid value for 'tools[0].type': 'retrieval'. Supported values are: 'function'." },
+    { "{'model':'m'," MSGS ",'tools':[{'type':'function','function':{'name':'a'}},"
+      "{'type':'function'}]}", "missing_required_parameter", "tools[1].function",
+      "Missing required parameter: 'tools[1].function'." },
+    { "{'model':'m'," MSGS ",'tools':[{'type':'function','function':{'parameters':{}}}]}",
+      "missing_required_parameter", "tools[0].function.name",
+      "Missing required parameter: 'tools[0].function.name'." },
+    { "{'model':'m'," MSGS ",'functions':[{'description':'d'}]}",
+      "missing_required_parameter", "functions[0].name",
+      "Missing required parameter: 'functions[0].name'." },
+
+    /* metadata */
+    { "{'model':'m'," MSGS ",'metadata':[]}", "invalid_type", "metadata",
+      "Invalid type for 'metadata': expected an object, but got an array instead." },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'yes'}}", "invalid_value",
+      "metadata.allow_cloud",
+      "Invalid value for 'metadata.allow_cloud': 'yes'. Supported values are: true, false, "
+      "'true', 'false'." },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':1}}", "invalid_type",
+      "metadata.allow_cloud",
+      "Invalid type for 'metadata.allow_cloud': expected a boolean or one of the strings "
+      "'true', 'false', but got an integer instead." },
+    { "{'model':'m'," MSGS ",'metadata':{'user':5}}", "invalid_type", "metadata.user",
+      "Invalid type for 'metadata.user': expected a string, but got an integer instead." },
+};
+
+static void check_error_json(const struct sw_request_error *err)
+{
+    char *s = sw_request_error_json(err);
+    json_error_t je;
+    json_t *root, *e;
+
+    assert_non_null(s);
+    root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    e = json_object_get(root, "error");
+    assert_true(json_is_object(e));
+    assert_string_equal(json_string_value(json_object_get(e, "message")), err->message);
+    assert_string_equal(json_string_value(json_object_get(e, "type")), err->type);
+    if (err->param[0])
+        assert_string_equal(json_string_value(json_object_get(e, "param")), err->param);
+    else
+        assert_true(json_is_null(json_object_get(e, "param")));
+    if (err->code[0])
+        assert_string_equal(json_string_value(json_object_get(e, "code")), err->code);
+    else
+        assert_true(json_is_null(json_object_get(e, "code")));
+    json_decref(root);
+    free(s);
+}
+
+static void test_request_bad(void **state)
+{
+    int failures = 0;
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const struct bad_case *tc = &bad[i];
+        const char *body = tc->raw ? tc->body : q(tc->body);
+        struct sw_chat_request req;
+        struct sw_request_error err;
+        int rc;
+
+        memset(&err, 0x5a, sizeof(err));
+        rc = sw_request_parse(body, strlen(body), &req, &err);
+        if (rc != SW_EINVAL || strcmp(err.code, tc->code) != 0
+            || strcmp(err.param, tc->param) != 0 || strcmp(err.message, tc->message) != 0) {
+            print_error("case %zu %s\n  got  rc %d code '%s' param '%s'\n  message '%s'\n",
+                        i, body, rc, err.code, err.param, err.message);
+            failures++;
+            if (rc == SW_OK)
+                sw_request_free(&req);
+            continue;
+        }
+        assert_int_equal(rc, SW_EINVAL);
+        assert_null(req.body);
+        assert_int_equal(err.status, 400);
+        assert_string_equal(err.type, "invalid_request_error");
+        assert_string_equal(err.code, tc->code);
+        assert_string_equal(err.param, tc->param);
+        assert_string_equal(err.message, tc->message);
+        check_error_json(&err);
+        sw_request_free(&req);      /* harmless on a failed parse */
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* ---- Good bodies ---- */
+
+struct good_case {
+    const char *body;
+    long tokens;
+    size_t n_messages;
+    long max_tokens;
+    int stream, include_usage, has_tools, has_images, allow_cloud;
+};
+
+static const struct good_case good[] = {
+    /* "Hello, world": 12 bytes -> 3, + 4 */
+    { "{'model':'m','messages':[{'role':'user','content':'Hello, world'}]}",
+      7, 1, 0, 0, 0, 0, 0, -1 },
+    /* 14 bytes -> 4, 2 -> 1, + 2 * 4 */
+    { "{'model':'m','messages':[{'role':'system','content':'You are terse.'},"
+      "{'role':'user','content':'Hi'}]}", 13, 2, 0, 0, 0, 0, 0, -1 },
+    /* "héllo" is 6 bytes, written raw or escaped: 2 + 4 */
+    { "{'model':'m','messages':[{'role':'user','content':'h\xc3\xa9llo'}]}",
+      6, 1, 0, 0, 0, 0, 0, -1 },
+    { "{'model':'m','messages':[{'role':'user','content':'h\\u00e9llo'}]}",
+      6, 1, 0, 0, 0, 0, 0, -1 },
+    /* empty content: 0 + 4 */
+    { "{'model':'m','messages':[{'role':'developer','content':''}]}",
+      4, 1, 0, 0, 0, 0, 0, -1 },
+    /* text parts 5 -> 2 and 8 -> 2; the image counts nothing: 4 + 4 */
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'text','text':'abcde'},"
+      "{'type':'image_url','image_url':{'url':'data:image/png;base64,AAAA','detail':'low'}},"
+      "{'type':'text','text':'12345678'}]}]}", 8, 1, 0, 0, 0, 0, 1, -1 },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio',"
+      "'input_audio':{'data':'AAAA','format':'wav'}}]}]}", 4, 1, 0, 0, 0, 0, 1, -1 },
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'file',"
+      "'file':{'file_id':'file-1'}}]}]}", 4, 1, 0, 0, 0, 0, 1, -1 },
+    /* 'q' 1 + 4; arguments {"a":1} 7 -> 2, + 4; tool result '42' 1 + 4 */
+    { "{'model':'m','messages':[{'role':'user','content':'q'},{'role':'assistant',"
+      "'content':null,'tool_calls':[{'id':'c1','type':'function','function':{'name':'f',"
+      "'arguments':'{\\'a\\':1}'}}]},{'role':'tool','tool_call_id':'c1','content':'42'}]}",
+      16, 3, 0, 0, 0, 0, 0, -1 },
+    /* assistant without content but with a legacy function_call: arguments '{}' 1 + 4;
+     * function result with null content: 4 */
+    { "{'model':'m','messages':[{'role':'assistant','function_call':{'name':'f',"
+      "'arguments':'{}'}},{'role':'function','name':'f','content':null}]}",
+      9, 2, 0, 0, 0, 0, 0, -1 },
+    /* assistant text and refusal parts: 'ok' 1, 'no' 1, + 4 */
+    { "{'model':'m','messages':[{'role':'assistant','content':[{'type':'text','text':'ok'},"
+      "{'type':'refusal','refusal':'no'}]}]}", 6, 1, 0, 0, 0, 0, 0, -1 },
+    /* a tool definition: its compact JSON is 84 bytes -> 21; 'hi' 1 + 4 */
+    { "{'model':'m'," MSGS ",'tools':[{'type':'function','function':{'name':'get_weather',"
+      "'parameters':{'type':'object'}}}]}", 26, 1, 0, 0, 0, 1, 0, -1 },
+    /* the same definition pretty-printed estimates the same */
+    { "{'model':'m'," MSGS ",'tools':[ { 'type' : 'function' , 'function' : { 'name' : "
+      "'get_weather', 'parameters': {'type': 'object'} } } ]}", 26, 1, 0, 0, 0, 1, 0, -1 },
+    /* legacy functions: 48 bytes -> 12; + 5 */
+    { "{'model':'m'," MSGS ",'functions':[{'name':'lookup','description':'Look up a word'}]}",
+      17, 1, 0, 0, 0, 1, 0, -1 },
+    /* stream flags */
+    { "{'model':'m'," MSGS ",'stream':true}", 5, 1, 0, 1, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'stream':true,'stream_options':{'include_usage':true}}",
+      5, 1, 0, 1, 1, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'stream':true,'stream_options':{'include_usage':false}}",
+      5, 1, 0, 1, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'stream':true,'stream_options':{}}", 5, 1, 0, 1, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'stream':false}", 5, 1, 0, 0, 0, 0, 0, -1 },
+    /* max tokens: max_completion_tokens wins over max_tokens */
+    { "{'model':'m'," MSGS ",'max_tokens':100}", 5, 1, 100, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':50,'max_tokens':100}",
+      5, 1, 50, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'max_tokens':100,'max_completion_tokens':50}",
+      5, 1, 50, 0, 0, 0, 0, -1 },
+    /* boundaries and nulls (null optional parameters are absent) */
+    { "{'model':'m'," MSGS ",'temperature':0,'top_p':1,'n':1}", 5, 1, 0, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'temperature':2.0,'top_p':0.0}", 5, 1, 0, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'temperature':null,'top_p':null,'n':null,'stream':null,"
+      "'stream_options':null,'max_tokens':null,'tools':null,'metadata':null}",
+      5, 1, 0, 0, 0, 0, 0, -1 },
+    /* allow_cloud */
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':true}}", 5, 1, 0, 0, 0, 0, 0, 1 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':false}}", 5, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'true'}}", 5, 1, 0, 0, 0, 0, 0, 1 },
+    { "{'model':'m'," MSGS ",'metadata':{'team':'x','allow_cloud':'false'}}",
+      5, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':null}}", 5, 1, 0, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'metadata':{'team':'x'}}", 5, 1, 0, 0, 0, 0, 0, -1 },
+    /* unknown fields pass */
+    { "{'model':'m'," MSGS ",'cache_prompt':true,'seed':7,'response_format':{'type':'text'}}",
+      5, 1, 0, 0, 0, 0, 0, -1 },
+};
+
+static void test_request_good(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        const struct good_case *tc = &good[i];
+        const char *body = q(tc->body);
+        struct sw_chat_request req;
+        struct sw_request_error err;
+        int rc;
+
+        memset(&err, 0, sizeof(err));
+        rc = sw_request_parse(body, strlen(body), &req, &err);
+        if (rc != SW_OK)
+            print_error("case %zu %s\n  got %d '%s' '%s'\n", i, body, rc, err.param,
+                        err.message);
+        assert_int_equal(rc, SW_OK);
+        if (req.prompt_tokens_est != tc->tokens)
+            print_error("case %zu %s\n  tokens %ld\n", i, body, req.prompt_tokens_est);
+        assert_non_null(req.body);
+        assert_string_equal(req.model, "m");
+        assert_int_equal(req.prompt_tokens_est, tc->tokens);
+        assert_int_equal(req.n_messages, tc->n_messages);
+        assert_int_equal(req.max_tokens, tc->max_tokens);
+        assert_int_equal(req.stream, tc->stream);
+        assert_int_equal(req.include_usage, tc->include_usage);
+        assert_int_equal(req.has_tools, tc->has_tools);
+        assert_int_equal(req.has_images, tc->has_images);
+        assert_int_equal(req.allow_cloud, tc->allow_cloud);
+        sw_request_free(&req);
+        assert_null(req.body);
+        sw_request_free(&req);      /* idempotent */
+    }
+}
+
+/* The body is left intact: metadata.allow_cloud and unknown fields stay. */
+static void test_request_body_intact(void **state)
+{
+    const char *body = q("{'model':'llama','messages':[{'role':'user','content':'x'}],"
+                         "'metadata':{'allow_cloud':false},'cache_prompt':true}");
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    (void)state;
+
+    assert_int_equal(sw_request_parse(body, strlen(body), &req, &err), SW_OK);
+    assert_true(json_is_false(json_object_get(json_object_get(req.body, "metadata"),
+                                              "allow_cloud")));
+    assert_true(json_is_true(json_object_get(req.body, "cache_prompt")));
+    assert_ptr_equal(req.model, json_string_value(json_object_get(req.body, "model")));
+    sw_request_free(&req);
+}
+
+/* The body need not be NUL-terminated: only len bytes are read. */
+static void test_request_not_terminated(void **state)
+{
+    const char *text = q("{'model':'m','messages':[{'role':'user','content':'abcd'}]}XXXX");
+    size_t len = strlen(text) - 4;
+    char *body = malloc(len);
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    (void)state;
+
+    assert_non_null(body);
+    memcpy(body, text, len);
+    assert_int_equal(sw_request_parse(body, len, &req, &err), SW_OK);
+    assert_int_equal(req.prompt_tokens_est, 5);
+    sw_request_free(&req);
+    assert_int_equal(sw_request_parse(NULL, 0, &req, &err), SW_EINVAL);
+    assert_string_equal(err.code, "invalid_json");
+    free(body);
+}
+
+static void test_request_deep_nesting(void **state)
+{
+    char body[5000];
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    (void)state;
+
+    memset(body, '[', sizeof(body));
+    assert_int_equal(sw_request_parse(body, sizeof(body), &req, &err), SW_EINVAL);
+    assert_string_equal(err.code, "invalid_json");
+    check_error_json(&err);
+}
+
+static int utf8_valid(const char *s)
+{
+    json_t *j = json_string(s);     /* jansson validates UTF-8 */
+    json_decref(j);
+    return j != NULL;
+}
+
+static void test_request_tokens(void **state)
+{
+    (void)state;
+    assert_int_equal(sw_request_estimate_tokens(0), 0);
+    assert_int_equal(sw_request_estimate_tokens(1), 1);
+    assert_int_equal(sw_request_estimate_tokens(4), 1);
+    assert_int_equal(sw_request_estimate_tokens(5), 2);
+    assert_int_equal(sw_request_estimate_tokens(400), 100);
+}
+
+static void test_request_error_set(void **state)
+{
+    struct sw_request_error e;
+    char long_param[300], long_text[600];
+    (void)state;
+
+    /* NULL type/code/param are "" and render as null */
+    sw_request_error_set(&e, 413, NULL, NULL, NULL, "Body over %d bytes.", 1024);
+    assert_int_equal(e.status, 413);
+    assert_string_equal(e.type, "");
+    assert_string_equal(e.code, "");
+    assert_string_equal(e.param, "");
+    assert_string_equal(e.message, "Body over 1024 bytes.");
+    check_error_json(&e);
+
+    /* truncation never cuts a UTF-8 sequence: 'é' is 2 bytes */
+    for (size_t i = 0; i + 2 < sizeof(long_text); i += 2)
+        memcpy(long_text + i, "\xc3\xa9", 2);
+    long_text[sizeof(long_text) - 2] = '\0';
+    memset(long_param, 'p', sizeof(long_param));
+    long_param[sizeof(long_param) - 1] = '\0';
+    sw_request_error_set(&e, 400, "invalid_request_error", "invalid_value", long_param,
+                         "xy%s", long_text);
+    assert_int_equal(strlen(e.param), sizeof(e.param) - 1);
+    assert_int_equal(strlen(e.message), sizeof(e.message) - 2);     /* "xy" + 126 'é' */
+    assert_true(utf8_valid(e.message));
+    check_error_json(&e);
+
+    /* invalid bytes become '?' */
+    sw_request_error_set(&e, 400, "invalid_request_error", "c\xff", "p\xc3", "a\xc0\xafz\xed\xa0\x80");
+    assert_string_equal(e.code, "c?");
+    assert_string_equal(e.param, "p?");
+    assert_string_equal(e.message, "a??z???");
+    check_error_json(&e);
+
+    /* a struct filled by hand, not terminated, still renders */
+    memset(&e, 'A', sizeof(e));
+    e.message[3] = '\xff';
+    char *s = sw_request_error_json(&e);
+    assert_non_null(s);
+    json_t *root = json_loads(s, 0, NULL);
+    assert_non_null(root);
+    const char *m = json_string_value(json_object_get(json_object_get(root, "error"), "message"));
+    assert_non_null(m);
+    assert_int_equal(strlen(m), sizeof(e.message) - 1);
+    assert_memory_equal(m, "AAA?AA", 6);
+    json_decref(root);
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_request_bad),
+        cmocka_unit_test(test_request_good),
+        cmocka_unit_test(test_request_body_intact),
+        cmocka_unit_test(test_request_not_terminated),
+        cmocka_unit_test(test_request_deep_nesting),
+        cmocka_unit_test(test_request_tokens),
+        cmocka_unit_test(test_request_error_set),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
