@@ -25,6 +25,7 @@ if [ "$what" = test ]; then
   bin npm npm
   bin wrk wrk
   bin curl curl
+  bin bc bc
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
