@@ -1,0 +1,760 @@
+#include "config/config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "config/walk.h"
+
+#define CONFIG_MAX_FILE_BYTES (1024 * 1024)
+#define DEFAULT_LISTEN_HOST "127.0.0.1"
+#define DEFAULT_LISTEN_PORT 8080
+#define MAX_SLOTS 1024
+#define SHOW 256
+
+static const char *const tier_names[] = {"local", "cloud", NULL};
+static const char *const dialect_names[] = {"openai", "anthropic", NULL};
+
+/* ---- Custom value parsers ---- */
+
+static bool all_digits(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* Port digits (at most 5) to a number; -1 when not a number. */
+static long port_of(const char *s, size_t n)
+{
+    if (!all_digits(s, n) || n > 5)
+        return -1;
+    long p = 0;
+    for (size_t i = 0; i < n; i++)
+        p = p * 10 + (s[i] - '0');
+    return p;
+}
+
+/* listen: "host:port", "[v6]:port"; stores host (without brackets) and port. */
+static void parse_listen(struct sw_walk *w, const struct sw_walk_setting *s,
+                         const yaml_node_t *node, void *base, const char *path)
+{
+    char *str = NULL;
+    if (sw_walk_string(w, s, node, path, &str))
+        return;
+    struct sw_walk_scalar shown_src = {.v = str, .len = strlen(str),
+                                       .raw = (const char *)node->data.scalar.value,
+                                       .raw_len = node->data.scalar.length,
+                                       .substituted = strstr((const char *)node->data.scalar.value,
+                                                             "${") != NULL};
+    char shown[SHOW];
+    sw_walk_show(&shown_src, shown, sizeof(shown));
+    const char *host = str, *colon = strrchr(str, ':');
+    size_t host_len = colon ? (size_t)(colon - str) : 0;
+    const char *why = NULL;
+    if (!colon) {
+        why = "has no port";
+    } else if (str[0] == '[') {
+        if (host_len < 2 || str[host_len - 1] != ']') {
+            why = "has an unterminated [IPv6] address";
+        } else {
+            host++;
+            host_len -= 2;
+        }
+    } else if (memchr(str, ':', host_len)) {
+        why = "has an IPv6 address without brackets";
+    }
+    long port = colon ? port_of(colon + 1, strlen(colon + 1)) : -1;
+    if (!why && host_len == 0)
+        why = "has no host (use 0.0.0.0 for every interface)";
+    if (!why && (port < 0 || port > 65535))
+        why = "has an invalid port";
+    if (why) {
+        sw_walk_error(w, node, path,
+                      "%s %s; expected \"host:port\" with port 0..65535, e.g. \"127.0.0.1:8080\", "
+                      "\"0.0.0.0:8080\", \"[::1]:8080\"",
+                      shown, why);
+        free(str);
+        return;
+    }
+    char *h = strndup(host, host_len);
+    free(str);
+    if (!h) {
+        w->oom = true;
+        return;
+    }
+    free(*(char **)((char *)base + s->off));
+    *(char **)((char *)base + s->off) = h;
+    *(int *)((char *)base + s->aux_off) = (int)port;
+}
+
+/* url: http(s)://host[:port][/prefix]; trailing slashes are stripped. */
+static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
+                      const yaml_node_t *node, void *base, const char *path)
+{
+    char *url = NULL;
+    if (sw_walk_string(w, s, node, path, &url))
+        return;
+    struct sw_walk_scalar shown_src = {.v = url, .len = strlen(url),
+                                       .raw = (const char *)node->data.scalar.value,
+                                       .raw_len = node->data.scalar.length,
+                                       .substituted = strstr((const char *)node->data.scalar.value,
+                                                             "${") != NULL};
+    char shown[SHOW];
+    sw_walk_show(&shown_src, shown, sizeof(shown));
+    const char *why = NULL;
+    size_t skip = 0;
+    if (!strncmp(url, "http://", 7))
+        skip = 7;
+    else if (!strncmp(url, "https://", 8))
+        skip = 8;
+    else
+        why = "must start with http:// or https://";
+    const char *auth = url + skip;
+    size_t auth_len = strcspn(auth, "/");
+    if (!why && strpbrk(url, " \t"))
+        why = "must not contain spaces";
+    if (!why && strpbrk(url, "?#"))
+        why = "must not contain a query or fragment (? or #)";
+    if (!why && memchr(auth, '@', auth_len))
+        why = "must not contain credentials (user:pass@); use api_key";
+    if (!why) {
+        const char *port = NULL;
+        size_t host_len;
+        if (auth[0] == '[') {
+            const char *close = memchr(auth, ']', auth_len);
+            if (!close)
+                why = "has an unterminated [IPv6] host";
+            host_len = close ? (size_t)(close - auth - 1) : 0;
+            if (close && close + 1 < auth + auth_len) {
+                if (close[1] == ':')
+                    port = close + 2;
+                else
+                    why = "has junk after the [IPv6] host";
+            }
+        } else {
+            const char *colon = memchr(auth, ':', auth_len);
+            host_len = colon ? (size_t)(colon - auth) : auth_len;
+            port = colon ? colon + 1 : NULL;
+        }
+        if (!why && host_len == 0)
+            why = "has no host";
+        if (!why && port) {
+            long p = port_of(port, (size_t)(auth + auth_len - port));
+            if (p < 1 || p > 65535)
+                why = "has an invalid port (1..65535)";
+        }
+    }
+    if (why) {
+        sw_walk_error(w, node, path, "%s %s, e.g. \"http://127.0.0.1:8081\"", shown, why);
+        free(url);
+        return;
+    }
+    size_t len = strlen(url);
+    while (len > skip + auth_len && url[len - 1] == '/')
+        url[--len] = '\0';
+    free(*(char **)((char *)base + s->off));
+    *(char **)((char *)base + s->off) = url;
+}
+
+static void backend_names(const struct sw_config *cfg, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < cfg->n_backends && used < cap; i++)
+        if (cfg->backends[i].name)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? ", " : "",
+                                     cfg->backends[i].name);
+}
+
+/* models[i].backends: names of backends, resolved to indices. Backends are
+ * walked before models (table order), so every valid one is known here. */
+static void parse_refs(struct sw_walk *w, const struct sw_walk_setting *s,
+                       const yaml_node_t *node, void *base, const char *path)
+{
+    struct sw_config *cfg = w->user;
+    char defined[512], ipath[SW_WALK_MAX_PATH];
+    backend_names(cfg, defined, sizeof(defined));
+    if (node->type != YAML_SEQUENCE_NODE) {
+        char got[SHOW];
+        sw_walk_describe(w, node, got, sizeof(got));
+        sw_walk_error(w, node, path, "expected a list of backend names (defined: %s), got %s",
+                      defined, got);
+        return;
+    }
+    yaml_node_item_t *it = node->data.sequence.items.start;
+    size_t n = (size_t)(node->data.sequence.items.top - it);
+    if (n == 0) {
+        sw_walk_error(w, node, path, "is empty; list at least one backend (defined: %s)",
+                      defined);
+        return;
+    }
+    size_t *idx = calloc(n, sizeof(*idx));
+    if (!idx) {
+        w->oom = true;
+        return;
+    }
+    size_t got_n = 0;
+    bool seen_cloud = false;
+    const char *first_cloud = NULL;
+    static const struct sw_walk_setting name_setting = {.key = "backend", .type = SW_WALK_NAME};
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
+        sw_walk_path_index(ipath, sizeof(ipath), path, i);
+        char *name = NULL;
+        if (sw_walk_string(w, &name_setting, item, ipath, &name))
+            continue;
+        size_t b = 0;
+        while (b < cfg->n_backends && (!cfg->backends[b].name || strcmp(cfg->backends[b].name, name)))
+            b++;
+        bool dup = false;
+        for (size_t j = 0; j < got_n; j++)
+            dup = dup || idx[j] == b;
+        if (cfg->n_backends == 0) {
+            /* backends itself is missing or broken: reported there. */
+        } else if (b == cfg->n_backends) {
+            sw_walk_error(w, item, ipath, "unknown backend \"%s\" (defined: %s)", name, defined);
+        } else if (dup) {
+            sw_walk_error(w, item, ipath, "backend \"%s\" is listed twice", name);
+        } else if (seen_cloud && cfg->backends[b].tier == SW_TIER_LOCAL) {
+            sw_walk_error(w, item, ipath,
+                          "local backend \"%s\" is listed after cloud backend \"%s\"; list local "
+                          "backends first (local is always preferred), then cloud backends in "
+                          "priority order",
+                          name, first_cloud);
+        } else {
+            if (cfg->backends[b].tier == SW_TIER_CLOUD && !seen_cloud) {
+                seen_cloud = true;
+                first_cloud = cfg->backends[b].name;
+            }
+            idx[got_n++] = b;
+        }
+        free(name);
+    }
+    *(size_t **)((char *)base + s->off) = idx;
+    *(size_t *)((char *)base + s->aux_off) = got_n;
+}
+
+/* ---- Cross-field checks ---- */
+
+static const struct sw_walk_section key_section, admin_section, backend_section,
+    model_section, routing_section;
+
+static void check_key(struct sw_walk *w, void *base, const yaml_node_t *map,
+                      const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    (void)path;
+    struct sw_config *cfg = w->user;
+    struct sw_config_key *k = base;
+    char p[SW_WALK_MAX_PATH];
+    for (size_t j = 0; j < index; j++) {
+        struct sw_config_key *o = &cfg->keys[j];
+        if (k->name && o->name && !strcmp(k->name, o->name)) {
+            sw_walk_path_key(p, sizeof(p), path, "name");
+            sw_walk_error(w, sw_walk_val(&key_section, vals, "name"), p,
+                          "duplicate name \"%s\" (also keys[%zu]); names must be unique",
+                          k->name, j);
+        }
+        if (k->key && o->key && !strcmp(k->key, o->key)) {
+            sw_walk_path_key(p, sizeof(p), path, "key");
+            sw_walk_error(w, sw_walk_val(&key_section, vals, "key"), p,
+                          "same secret as keys[%zu] (\"%s\"); every key needs its own secret",
+                          j, o->name ? o->name : "?");
+        }
+    }
+}
+
+static void check_admin(struct sw_walk *w, void *base, const yaml_node_t *map,
+                        const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    (void)index;
+    struct sw_config *cfg = base;
+    char p[SW_WALK_MAX_PATH];
+    for (size_t j = 0; cfg->admin_key && j < cfg->n_keys; j++) {
+        if (cfg->keys[j].key && !strcmp(cfg->keys[j].key, cfg->admin_key)) {
+            sw_walk_path_key(p, sizeof(p), path, "key");
+            sw_walk_error(w, sw_walk_val(&admin_section, vals, "key"), p,
+                          "same secret as keys[%zu] (\"%s\"); the admin key must differ from "
+                          "every client key",
+                          j, cfg->keys[j].name ? cfg->keys[j].name : "?");
+        }
+    }
+}
+
+static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
+                          const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    struct sw_config *cfg = w->user;
+    struct sw_config_backend *b = base;
+    char p[SW_WALK_MAX_PATH];
+    bool local = b->tier == SW_TIER_LOCAL;
+    const yaml_node_t *slots = sw_walk_val(&backend_section, vals, "slots");
+    if (!slots) {
+        b->slots = local ? 1 : 0;
+    } else if (local && b->slots == 0) {
+        sw_walk_path_key(p, sizeof(p), path, "slots");
+        sw_walk_error(w, slots, p,
+                      "a local backend needs at least 1 slot (1..%d: the requests the server runs "
+                      "at once, e.g. llama-server --parallel)",
+                      MAX_SLOTS);
+    }
+    if (!sw_walk_val(&backend_section, vals, "supports_images"))
+        b->supports_images = !local;
+    for (size_t j = 0; b->name && j < index; j++) {
+        if (cfg->backends[j].name && !strcmp(cfg->backends[j].name, b->name)) {
+            sw_walk_path_key(p, sizeof(p), path, "name");
+            sw_walk_error(w, sw_walk_val(&backend_section, vals, "name"), p,
+                          "duplicate name \"%s\" (also backends[%zu]); names must be unique",
+                          b->name, j);
+        }
+    }
+}
+
+static void check_model(struct sw_walk *w, void *base, const yaml_node_t *map,
+                        const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    struct sw_config *cfg = w->user;
+    struct sw_config_model *m = base;
+    char p[SW_WALK_MAX_PATH];
+    for (size_t j = 0; m->name && j < index; j++) {
+        if (cfg->models[j].name && !strcmp(cfg->models[j].name, m->name)) {
+            sw_walk_path_key(p, sizeof(p), path, "name");
+            sw_walk_error(w, sw_walk_val(&model_section, vals, "name"), p,
+                          "duplicate name \"%s\" (also models[%zu]); names must be unique",
+                          m->name, j);
+        }
+    }
+    const yaml_node_t *ttft = sw_walk_val(&model_section, vals, "ttft_budget_ms");
+    if (ttft && m->ttft_budget_ms >= cfg->routing.request_timeout_ms) {
+        sw_walk_path_key(p, sizeof(p), path, "ttft_budget_ms");
+        sw_walk_error(w, ttft, p, "%ld must be less than routing.request_timeout_ms (%ld)",
+                      m->ttft_budget_ms, cfg->routing.request_timeout_ms);
+    }
+}
+
+static void check_routing(struct sw_walk *w, void *base, const yaml_node_t *map,
+                          const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    (void)index;
+    struct sw_config_routing *r = base;
+    const yaml_node_t *ttft = sw_walk_val(&routing_section, vals, "ttft_budget_ms");
+    const yaml_node_t *rt = sw_walk_val(&routing_section, vals, "request_timeout_ms");
+    char p[SW_WALK_MAX_PATH];
+    if (r->ttft_budget_ms >= r->request_timeout_ms) {
+        sw_walk_path_key(p, sizeof(p), path, ttft ? "ttft_budget_ms" : "request_timeout_ms");
+        sw_walk_error(w, ttft ? ttft : rt, p,
+                      "ttft_budget_ms (%ld) must be less than request_timeout_ms (%ld)",
+                      r->ttft_budget_ms, r->request_timeout_ms);
+    }
+}
+
+static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
+                      const yaml_node_t *const *vals, const char *path, size_t index);
+
+/* ---- The settings tables (docs/configuration.md mirrors them) ---- */
+
+#define KEY(f) offsetof(struct sw_config_key, f)
+static const struct sw_walk_setting key_settings[] = {
+    {.key = "name", .type = SW_WALK_NAME, .off = KEY(name), .required = true,
+     .hint = "shown in logs and metrics"},
+    {.key = "key", .type = SW_WALK_SECRET, .off = KEY(key), .required = true,
+     .hint = "the bearer secret, usually \"${SOME_ENV_VAR}\""},
+    {.key = "allow_cloud", .type = SW_WALK_BOOL, .off = KEY(allow_cloud), .def = 1},
+};
+static const struct sw_walk_section key_section = {
+    key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
+    sizeof(struct sw_config_key), check_key};
+
+#define CFG(f) offsetof(struct sw_config, f)
+static const struct sw_walk_setting admin_settings[] = {
+    {.key = "key", .type = SW_WALK_SECRET, .off = CFG(admin_key), .required = true,
+     .hint = "the admin bearer secret; omit the whole admin section to disable the admin API"},
+};
+static const struct sw_walk_section admin_section = {
+    admin_settings, sizeof(admin_settings) / sizeof(admin_settings[0]), 0, check_admin};
+
+#define BE(f) offsetof(struct sw_config_backend, f)
+static const struct sw_walk_setting price_settings[] = {
+    {.key = "input_usd_per_mtok", .type = SW_WALK_DOUBLE, .off = BE(input_usd_per_mtok),
+     .dmin = 0, .dmax = 10000},
+    {.key = "output_usd_per_mtok", .type = SW_WALK_DOUBLE, .off = BE(output_usd_per_mtok),
+     .dmin = 0, .dmax = 10000},
+};
+static const struct sw_walk_section price_section = {
+    price_settings, sizeof(price_settings) / sizeof(price_settings[0]), 0, NULL};
+
+static const struct sw_walk_setting backend_settings[] = {
+    {.key = "name", .type = SW_WALK_NAME, .off = BE(name), .required = true,
+     .hint = "1-64 characters from A-Z a-z 0-9 _ . -"},
+    {.key = "tier", .type = SW_WALK_ENUM, .off = BE(tier), .required = true,
+     .names = tier_names, .def = SW_TIER_LOCAL, .hint = "local or cloud"},
+    {.key = "url", .type = SW_WALK_CUSTOM, .off = BE(url), .required = true,
+     .parse = parse_url, .hint = "an http:// or https:// URL"},
+    {.key = "dialect", .type = SW_WALK_ENUM, .off = BE(dialect), .names = dialect_names,
+     .def = SW_DIALECT_OPENAI},
+    {.key = "model", .type = SW_WALK_TEXT, .off = BE(model), .required = true,
+     .hint = "the model id the upstream expects"},
+    {.key = "api_key", .type = SW_WALK_SECRET, .off = BE(api_key)},
+    {.key = "slots", .type = SW_WALK_LONG, .off = BE(slots), .min = 0, .max = MAX_SLOTS},
+    {.key = "price", .type = SW_WALK_MAP, .off = 0, .sub = &price_section},
+    {.key = "connect_timeout_ms", .type = SW_WALK_LONG, .off = BE(connect_timeout_ms),
+     .min = 1, .max = 600000, .def = 2000},
+    {.key = "max_context_tokens", .type = SW_WALK_LONG, .off = BE(max_context_tokens),
+     .min = 0, .max = 100000000, .def = 0},
+    {.key = "supports_tools", .type = SW_WALK_BOOL, .off = BE(supports_tools), .def = 1},
+    {.key = "supports_images", .type = SW_WALK_BOOL, .off = BE(supports_images), .def = 0},
+    {.key = "tls_verify", .type = SW_WALK_BOOL, .off = BE(tls_verify), .def = 1},
+    {.key = "ca_file", .type = SW_WALK_TEXT, .off = BE(ca_file)},
+};
+static const struct sw_walk_section backend_section = {
+    backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),
+    sizeof(struct sw_config_backend), check_backend};
+
+#define MO(f) offsetof(struct sw_config_model, f)
+static const struct sw_walk_setting model_settings[] = {
+    {.key = "name", .type = SW_WALK_TEXT, .off = MO(name), .required = true,
+     .hint = "the model name clients ask for"},
+    {.key = "backends", .type = SW_WALK_CUSTOM, .off = MO(backends), .aux_off = MO(n_backends),
+     .required = true, .parse = parse_refs, .hint = "a list of backend names"},
+    {.key = "ttft_budget_ms", .type = SW_WALK_LONG, .off = MO(ttft_budget_ms), .min = 0,
+     .max = 600000, .def = 0},
+};
+static const struct sw_walk_section model_section = {
+    model_settings, sizeof(model_settings) / sizeof(model_settings[0]),
+    sizeof(struct sw_config_model), check_model};
+
+#define RT(f) offsetof(struct sw_config_routing, f)
+static const struct sw_walk_setting routing_settings[] = {
+    {.key = "ttft_budget_ms", .type = SW_WALK_LONG, .off = RT(ttft_budget_ms), .min = 1,
+     .max = 600000, .def = 800},
+    {.key = "request_timeout_ms", .type = SW_WALK_LONG, .off = RT(request_timeout_ms),
+     .min = 1, .max = 3600000, .def = 30000},
+};
+static const struct sw_walk_section routing_section = {
+    routing_settings, sizeof(routing_settings) / sizeof(routing_settings[0]), 0,
+    check_routing};
+
+#define LI(f) offsetof(struct sw_config_limits, f)
+static const struct sw_walk_setting limits_settings[] = {
+    {.key = "max_body_bytes", .type = SW_WALK_LONG, .off = LI(max_body_bytes), .min = 1024,
+     .max = 1073741824, .def = 4194304},
+    {.key = "max_header_bytes", .type = SW_WALK_LONG, .off = LI(max_header_bytes),
+     .min = 1024, .max = 1048576, .def = 16384},
+    {.key = "max_connections", .type = SW_WALK_LONG, .off = LI(max_connections), .min = 1,
+     .max = 1000000, .def = 1024},
+    {.key = "client_timeout_ms", .type = SW_WALK_LONG, .off = LI(client_timeout_ms),
+     .min = 100, .max = 3600000, .def = 15000},
+    {.key = "max_response_bytes", .type = SW_WALK_LONG, .off = LI(max_response_bytes),
+     .min = 1024, .max = 1073741824, .def = 16777216},
+    {.key = "drain_timeout_ms", .type = SW_WALK_LONG, .off = LI(drain_timeout_ms), .min = 0,
+     .max = 3600000, .def = 15000},
+};
+static const struct sw_walk_section limits_section = {
+    limits_settings, sizeof(limits_settings) / sizeof(limits_settings[0]), 0, NULL};
+
+/* Table order is processing order: backends before models (which refer to
+ * them), routing before models (model budgets are checked against it), keys
+ * before admin. Messages are sorted by position afterwards. */
+static const struct sw_walk_setting top_settings[] = {
+    {.key = "listen", .type = SW_WALK_CUSTOM, .off = CFG(listen_host),
+     .aux_off = CFG(listen_port), .parse = parse_listen, .hint = "\"host:port\""},
+    {.key = "keys", .type = SW_WALK_LIST, .off = CFG(keys), .aux_off = CFG(n_keys),
+     .sub = &key_section, .hint = "omit keys to disable client auth, or list at least one key"},
+    {.key = "admin", .type = SW_WALK_MAP, .off = 0, .sub = &admin_section},
+    {.key = "backends", .type = SW_WALK_LIST, .off = CFG(backends), .aux_off = CFG(n_backends),
+     .required = true, .sub = &backend_section,
+     .hint = "a list of backends, each with name, tier, url and model"},
+    {.key = "routing", .type = SW_WALK_MAP, .off = CFG(routing), .sub = &routing_section},
+    {.key = "models", .type = SW_WALK_LIST, .off = CFG(models), .aux_off = CFG(n_models),
+     .required = true, .sub = &model_section,
+     .hint = "a list of models, each with name and backends"},
+    {.key = "limits", .type = SW_WALK_MAP, .off = CFG(limits), .sub = &limits_section},
+};
+static const struct sw_walk_section top_section = {
+    top_settings, sizeof(top_settings) / sizeof(top_settings[0]), 0, check_top};
+
+static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
+                      const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)w;
+    (void)map;
+    (void)path;
+    (void)index;
+    struct sw_config *cfg = base;
+    cfg->auth_enabled = sw_walk_val(&top_section, vals, "keys") != NULL;
+}
+
+/* ---- Parsing ---- */
+
+static const char *process_getenv(const char *name, void *ud)
+{
+    (void)ud;
+    return getenv(name);
+}
+
+static void syntax_error(struct sw_walk *w, const yaml_parser_t *p)
+{
+    if (p->error == YAML_MEMORY_ERROR) {
+        w->oom = true;
+        return;
+    }
+    if (p->error == YAML_READER_ERROR) {
+        sw_walk_error_at(w, 1, 1, "", "syntax error: %s at byte offset %zu",
+                         p->problem ? p->problem : "unreadable input", p->problem_offset);
+        return;
+    }
+    size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
+    if (p->context)
+        sw_walk_error_at(w, line, col, "", "syntax error: %s (%s at line %zu, column %zu)",
+                         p->problem ? p->problem : "invalid YAML", p->context,
+                         p->context_mark.line + 1, p->context_mark.column + 1);
+    else
+        sw_walk_error_at(w, line, col, "", "syntax error: %s",
+                         p->problem ? p->problem : "invalid YAML");
+}
+
+static void parse_document(struct sw_walk *w, yaml_parser_t *parser, struct sw_config *cfg)
+{
+    yaml_document_t doc;
+    if (!yaml_parser_load(parser, &doc)) {
+        syntax_error(w, parser);
+        return;
+    }
+    w->doc = &doc;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        sw_walk_error_at(w, 1, 1, "",
+                         "the file is empty; expected a mapping with at least backends and "
+                         "models");
+    } else if (root->type != YAML_MAPPING_NODE) {
+        char got[SHOW];
+        sw_walk_describe(w, root, got, sizeof(got));
+        sw_walk_error(w, root, "",
+                      "the top level must be a mapping (listen, keys, admin, backends, routing, "
+                      "models, limits), got %s",
+                      got);
+    } else {
+        sw_walk_map(w, &top_section, root, cfg, "", 0);
+        yaml_document_t next;
+        if (!yaml_parser_load(parser, &next)) {
+            syntax_error(w, parser);
+        } else {
+            yaml_node_t *r2 = yaml_document_get_root_node(&next);
+            if (r2)
+                sw_walk_error(w, r2, "",
+                              "a second YAML document; the config is one document");
+            yaml_document_delete(&next);
+        }
+    }
+    w->doc = NULL;
+    yaml_document_delete(&doc);
+}
+
+int sw_config_parse(const char *filename, const char *text, size_t len,
+                    sw_config_getenv_fn getenv_fn, void *ud,
+                    struct sw_config **out, struct sw_config_errors *errs)
+{
+    struct sw_walk w;
+    yaml_parser_t parser;
+    bool parser_ok = false;
+    int err = SW_OK;
+
+    *out = NULL;
+    errs->msgs = NULL;
+    errs->n = 0;
+    sw_walk_init(&w, filename, NULL, getenv_fn ? getenv_fn : process_getenv, ud, NULL);
+    struct sw_config *cfg = calloc(1, sizeof(*cfg));
+    if (!cfg)
+        goto oom;
+    cfg->refcount = 1;
+    w.user = cfg;
+    sw_walk_defaults(&top_section, cfg);
+    cfg->path = strdup(filename);
+    cfg->listen_host = strdup(DEFAULT_LISTEN_HOST);
+    cfg->listen_port = DEFAULT_LISTEN_PORT;
+    if (!cfg->path || !cfg->listen_host)
+        goto oom;
+    if (!yaml_parser_initialize(&parser))
+        goto oom;
+    parser_ok = true;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    parse_document(&w, &parser, cfg);
+    goto done;
+oom:
+    w.oom = true;
+done:
+    err = sw_walk_finish(&w, errs);
+    if (parser_ok)
+        yaml_parser_delete(&parser);
+    if (err) {
+        sw_config_unref(cfg);
+        return err;
+    }
+    *out = cfg;
+    return SW_OK;
+}
+
+int sw_config_load_file(const char *path, struct sw_config **out,
+                        struct sw_config_errors *errs)
+{
+    struct sw_buf b;
+    char msg[1024];
+    int err = SW_OK;
+
+    *out = NULL;
+    errs->msgs = NULL;
+    errs->n = 0;
+    sw_buf_init(&b, CONFIG_MAX_FILE_BYTES);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(msg, sizeof(msg), "%s: cannot read: %s", path, strerror(errno));
+        goto fail;
+    }
+    char chunk[16384];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        err = sw_buf_append(&b, chunk, n);
+        if (err)
+            break;
+    }
+    if (!err && ferror(f)) {
+        snprintf(msg, sizeof(msg), "%s: cannot read: %s", path, strerror(errno));
+        fclose(f);
+        goto fail;
+    }
+    fclose(f);
+    if (err == SW_ETOOBIG) {
+        snprintf(msg, sizeof(msg), "%s: cannot read: larger than %d bytes", path,
+                 CONFIG_MAX_FILE_BYTES);
+        goto fail;
+    }
+    if (err) {
+        sw_buf_free(&b);
+        return err;
+    }
+    err = sw_config_parse(path, b.ptr ? b.ptr : "", b.len, NULL, NULL, out, errs);
+    sw_buf_free(&b);
+    return err;
+fail:
+    sw_buf_free(&b);
+    errs->msgs = calloc(1, sizeof(char *));
+    if (!errs->msgs)
+        return SW_ENOMEM;
+    errs->msgs[0] = strdup(msg);
+    if (!errs->msgs[0]) {
+        free(errs->msgs);
+        errs->msgs = NULL;
+        return SW_ENOMEM;
+    }
+    errs->n = 1;
+    return SW_EIO;
+}
+
+/* ---- Snapshots ---- */
+
+struct sw_config *sw_config_ref(struct sw_config *cfg)
+{
+    if (cfg)
+        __atomic_add_fetch(&cfg->refcount, 1, __ATOMIC_RELAXED);
+    return cfg;
+}
+
+void sw_config_unref(struct sw_config *cfg)
+{
+    if (!cfg || __atomic_sub_fetch(&cfg->refcount, 1, __ATOMIC_ACQ_REL) > 0)
+        return;
+    free(cfg->path);
+    free(cfg->listen_host);
+    for (size_t i = 0; i < cfg->n_keys; i++) {
+        free(cfg->keys[i].name);
+        free(cfg->keys[i].key);
+    }
+    free(cfg->keys);
+    free(cfg->admin_key);
+    for (size_t i = 0; i < cfg->n_backends; i++) {
+        struct sw_config_backend *b = &cfg->backends[i];
+        free(b->name);
+        free(b->url);
+        free(b->model);
+        free(b->api_key);
+        free(b->ca_file);
+    }
+    free(cfg->backends);
+    for (size_t i = 0; i < cfg->n_models; i++) {
+        free(cfg->models[i].name);
+        free(cfg->models[i].backends);
+    }
+    free(cfg->models);
+    free(cfg);
+}
+
+void sw_config_errors_free(struct sw_config_errors *errs)
+{
+    if (!errs)
+        return;
+    for (size_t i = 0; i < errs->n; i++)
+        free(errs->msgs[i]);
+    free(errs->msgs);
+    errs->msgs = NULL;
+    errs->n = 0;
+}
+
+/* ---- Lookups ---- */
+
+const struct sw_config_model *sw_config_find_model(const struct sw_config *cfg, const char *name)
+{
+    if (!cfg || !name)
+        return NULL;
+    for (size_t i = 0; i < cfg->n_models; i++)
+        if (!strcmp(cfg->models[i].name, name))
+            return &cfg->models[i];
+    return NULL;
+}
+
+/* Compares all of secret against bearer without exiting early on the first
+ * differing byte: the time depends on the lengths, not on where they differ. */
+static bool secret_equal(const char *secret, const char *bearer, size_t bearer_len)
+{
+    size_t len = strlen(secret);
+    volatile unsigned char diff = (unsigned char)(len != bearer_len);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char b = i < bearer_len ? (unsigned char)bearer[i] : 0;
+        diff |= (unsigned char)secret[i] ^ b;
+    }
+    return diff == 0;
+}
+
+const struct sw_config_key *sw_config_find_key(const struct sw_config *cfg, const char *bearer)
+{
+    if (!cfg || !bearer)
+        return NULL;
+    size_t blen = strlen(bearer);
+    const struct sw_config_key *found = NULL;
+    /* Every key is compared, also after a match. */
+    for (size_t i = 0; i < cfg->n_keys; i++)
+        if (secret_equal(cfg->keys[i].key, bearer, blen) && !found)
+            found = &cfg->keys[i];
+    return found;
+}
+
+const char *sw_tier_name(enum sw_tier tier)
+{
+    return tier == SW_TIER_CLOUD ? "cloud" : "local";
+}
+
+const char *sw_dialect_name(enum sw_dialect d)
+{
+    return d == SW_DIALECT_ANTHROPIC ? "anthropic" : "openai";
+}

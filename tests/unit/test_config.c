@@ -1,0 +1,526 @@
+/* Unit tests of src/config: good files (the shipped examples among them) and a
+ * table of bad ones, each with the full list of messages it must produce. The
+ * environment is a fake (struct env) so results never depend on the host. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "config/config.h"
+
+/* ---- Fake environment ---- */
+
+struct env {
+    const char *const *pairs; /* name, value, name, value, ..., NULL */
+};
+
+static const char *fake_getenv(const char *name, void *ud)
+{
+    const struct env *e = ud;
+    for (size_t i = 0; e && e->pairs[i]; i += 2)
+        if (!strcmp(e->pairs[i], name))
+            return e->pairs[i + 1];
+    return NULL;
+}
+
+static const char *const default_pairs[] = {
+    "APP_KEY", "sk-app-0123456789",
+    "ADMIN_KEY", "sk-admin-0123456789",
+    "INTERNAL_KEY", "sk-internal-0123456789",
+    "OPENAI_API_KEY", "sk-openai-secret",
+    "ANTHROPIC_API_KEY", "sk-ant-secret",
+    "EMPTY", "",
+    "SLOTS", "3",
+    "TIER", "edge",
+    "HOST", "10.0.0.7",
+    NULL,
+};
+static struct env default_env = {default_pairs};
+
+static int parse(const char *text, struct sw_config **cfg, struct sw_config_errors *errs)
+{
+    return sw_config_parse("t.yaml", text, strlen(text), fake_getenv, &default_env, cfg, errs);
+}
+
+static struct sw_config *parse_ok(const char *text)
+{
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs;
+    int err = parse(text, &cfg, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        print_error("unexpected: %s\n", errs.msgs[i]);
+    assert_int_equal(err, SW_OK);
+    assert_int_equal(errs.n, 0);
+    assert_non_null(cfg);
+    sw_config_errors_free(&errs);
+    return cfg;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    *len = fread(buf, 1, sizeof(buf) - 1, f);
+    assert_true(feof(f));
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+#define BACKENDS                                                                   \
+    "backends:\n"                                                                  \
+    "  - name: edge\n"                                                             \
+    "    tier: local\n"                                                            \
+    "    url: \"http://127.0.0.1:8081\"\n"                                         \
+    "    model: m\n"
+#define MODELS                                                                     \
+    "models:\n"                                                                    \
+    "  - name: chat\n"                                                             \
+    "    backends: [edge]\n"
+
+/* ---- Good files ---- */
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(BACKENDS
+                                     "  - name: cloud\n"
+                                     "    tier: cloud\n"
+                                     "    url: https://api.example.com/\n"
+                                     "    model: big\n" MODELS);
+    assert_string_equal(cfg->path, "t.yaml");
+    assert_int_equal(cfg->refcount, 1);
+    assert_string_equal(cfg->listen_host, "127.0.0.1");
+    assert_int_equal(cfg->listen_port, 8080);
+    assert_false(cfg->auth_enabled);
+    assert_int_equal(cfg->n_keys, 0);
+    assert_null(cfg->keys);
+    assert_null(cfg->admin_key);
+    assert_int_equal(cfg->n_backends, 2);
+
+    const struct sw_config_backend *b = &cfg->backends[0];
+    assert_string_equal(b->name, "edge");
+    assert_int_equal(b->tier, SW_TIER_LOCAL);
+    assert_int_equal(b->dialect, SW_DIALECT_OPENAI);
+    assert_null(b->api_key);
+    assert_int_equal(b->slots, 1);
+    assert_true(b->input_usd_per_mtok == 0 && b->output_usd_per_mtok == 0);
+    assert_int_equal(b->connect_timeout_ms, 2000);
+    assert_int_equal(b->max_context_tokens, 0);
+    assert_true(b->supports_tools);
+    assert_false(b->supports_images);
+    assert_true(b->tls_verify);
+    assert_null(b->ca_file);
+
+    b = &cfg->backends[1];
+    assert_int_equal(b->tier, SW_TIER_CLOUD);
+    assert_string_equal(b->url, "https://api.example.com");
+    assert_int_equal(b->slots, 0);
+    assert_true(b->supports_images);
+
+    assert_int_equal(cfg->n_models, 1);
+    assert_string_equal(cfg->models[0].name, "chat");
+    assert_int_equal(cfg->models[0].n_backends, 1);
+    assert_int_equal(cfg->models[0].backends[0], 0);
+    assert_int_equal(cfg->models[0].ttft_budget_ms, 0);
+
+    assert_int_equal(cfg->routing.ttft_budget_ms, 800);
+    assert_int_equal(cfg->routing.request_timeout_ms, 30000);
+    assert_int_equal(cfg->limits.max_body_bytes, 4194304);
+    assert_int_equal(cfg->limits.max_header_bytes, 16384);
+    assert_int_equal(cfg->limits.max_connections, 1024);
+    assert_int_equal(cfg->limits.client_timeout_ms, 15000);
+    assert_int_equal(cfg->limits.max_response_bytes, 16777216);
+    assert_int_equal(cfg->limits.drain_timeout_ms, 15000);
+    sw_config_unref(cfg);
+}
+
+/* The full example, every key set to a non-default value. */
+static const char full_yaml[] =
+    "listen: \"0.0.0.0:9090\"\n"
+    "keys:\n"
+    "  - name: app\n"
+    "    key: \"${APP_KEY}\"\n"
+    "    allow_cloud: true\n"
+    "  - name: lab\n"
+    "    key: \"${INTERNAL_KEY}\"\n"
+    "    allow_cloud: false\n"
+    "admin:\n"
+    "  key: \"${ADMIN_KEY}\"\n"
+    "backends:\n"
+    "  - name: edge\n"
+    "    tier: local\n"
+    "    url: \"http://127.0.0.1:8081\"\n"
+    "    dialect: openai\n"
+    "    model: \"llama-3.1-8b-instruct\"\n"
+    "    slots: 4\n"
+    "    connect_timeout_ms: 250\n"
+    "    max_context_tokens: 8192\n"
+    "    supports_tools: false\n"
+    "    supports_images: true\n"
+    "    tls_verify: false\n"
+    "    ca_file: \"/path/ca.pem\"\n"
+    "  - name: cloud\n"
+    "    tier: cloud\n"
+    "    url: \"https://api.openai.com/v1/\"\n"
+    "    dialect: anthropic\n"
+    "    model: \"gpt-4o-mini\"\n"
+    "    api_key: \"${OPENAI_API_KEY}\"\n"
+    "    slots: 64\n"
+    "    price: { input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.60 }\n"
+    "    supports_images: false\n"
+    "models:\n"
+    "  - name: \"chat\"\n"
+    "    backends: [edge, cloud]\n"
+    "    ttft_budget_ms: 500\n"
+    "  - name: \"cloud-only\"\n"
+    "    backends:\n"
+    "      - cloud\n"
+    "routing:\n"
+    "  ttft_budget_ms: 900\n"
+    "  request_timeout_ms: 45000\n"
+    "limits:\n"
+    "  max_body_bytes: 1048576\n"
+    "  max_header_bytes: 8192\n"
+    "  max_connections: 10\n"
+    "  client_timeout_ms: 5000\n"
+    "  max_response_bytes: 2097152\n"
+    "  drain_timeout_ms: 0\n";
+
+static void test_full(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(full_yaml);
+    assert_string_equal(cfg->listen_host, "0.0.0.0");
+    assert_int_equal(cfg->listen_port, 9090);
+    assert_true(cfg->auth_enabled);
+    assert_int_equal(cfg->n_keys, 2);
+    assert_string_equal(cfg->keys[0].name, "app");
+    assert_string_equal(cfg->keys[0].key, "sk-app-0123456789");
+    assert_true(cfg->keys[0].allow_cloud);
+    assert_string_equal(cfg->keys[1].name, "lab");
+    assert_false(cfg->keys[1].allow_cloud);
+    assert_string_equal(cfg->admin_key, "sk-admin-0123456789");
+
+    const struct sw_config_backend *b = &cfg->backends[0];
+    assert_string_equal(b->url, "http://127.0.0.1:8081");
+    assert_string_equal(b->model, "llama-3.1-8b-instruct");
+    assert_int_equal(b->slots, 4);
+    assert_int_equal(b->connect_timeout_ms, 250);
+    assert_int_equal(b->max_context_tokens, 8192);
+    assert_false(b->supports_tools);
+    assert_true(b->supports_images);
+    assert_false(b->tls_verify);
+    assert_string_equal(b->ca_file, "/path/ca.pem");
+
+    b = &cfg->backends[1];
+    assert_string_equal(b->url, "https://api.openai.com/v1");
+    assert_int_equal(b->dialect, SW_DIALECT_ANTHROPIC);
+    assert_string_equal(b->api_key, "sk-openai-secret");
+    assert_int_equal(b->slots, 64);
+    assert_float_equal(b->input_usd_per_mtok, 0.15, 1e-12);
+    assert_float_equal(b->output_usd_per_mtok, 0.60, 1e-12);
+    assert_false(b->supports_images);
+
+    assert_int_equal(cfg->n_models, 2);
+    assert_int_equal(cfg->models[0].n_backends, 2);
+    assert_int_equal(cfg->models[0].backends[0], 0);
+    assert_int_equal(cfg->models[0].backends[1], 1);
+    assert_int_equal(cfg->models[0].ttft_budget_ms, 500);
+    assert_int_equal(cfg->models[1].n_backends, 1);
+    assert_int_equal(cfg->models[1].backends[0], 1);
+
+    assert_int_equal(cfg->routing.ttft_budget_ms, 900);
+    assert_int_equal(cfg->routing.request_timeout_ms, 45000);
+    assert_int_equal(cfg->limits.max_body_bytes, 1048576);
+    assert_int_equal(cfg->limits.max_header_bytes, 8192);
+    assert_int_equal(cfg->limits.max_connections, 10);
+    assert_int_equal(cfg->limits.client_timeout_ms, 5000);
+    assert_int_equal(cfg->limits.max_response_bytes, 2097152);
+    assert_int_equal(cfg->limits.drain_timeout_ms, 0);
+    sw_config_unref(cfg);
+}
+
+static void test_example_llamacpp(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = read_file("examples/llamacpp-openai.yaml", &len);
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs;
+    int err = sw_config_parse("examples/llamacpp-openai.yaml", text, len, fake_getenv,
+                              &default_env, &cfg, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        print_error("%s\n", errs.msgs[i]);
+    assert_int_equal(err, SW_OK);
+    sw_config_errors_free(&errs);
+    assert_true(cfg->auth_enabled);
+    assert_int_equal(cfg->n_keys, 2);
+    assert_false(cfg->keys[1].allow_cloud);
+    assert_non_null(cfg->admin_key);
+    assert_int_equal(cfg->n_backends, 2);
+    assert_int_equal(cfg->backends[0].tier, SW_TIER_LOCAL);
+    assert_string_equal(cfg->backends[0].url, "http://127.0.0.1:8081");
+    assert_int_equal(cfg->backends[0].slots, 4);
+    assert_int_equal(cfg->backends[0].max_context_tokens, 8192);
+    assert_int_equal(cfg->backends[1].tier, SW_TIER_CLOUD);
+    assert_string_equal(cfg->backends[1].model, "gpt-4o-mini");
+    assert_string_equal(cfg->backends[1].api_key, "sk-openai-secret");
+    assert_float_equal(cfg->backends[1].input_usd_per_mtok, 0.15, 1e-12);
+    assert_float_equal(cfg->backends[1].output_usd_per_mtok, 0.60, 1e-12);
+    assert_non_null(sw_config_find_model(cfg, "chat"));
+    assert_int_equal(sw_config_find_model(cfg, "chat-fast")->ttft_budget_ms, 300);
+    sw_config_unref(cfg);
+}
+
+static void test_example_ollama(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = read_file("examples/ollama.yaml", &len);
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs;
+    int err = sw_config_parse("examples/ollama.yaml", text, len, fake_getenv, &default_env,
+                              &cfg, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        print_error("%s\n", errs.msgs[i]);
+    assert_int_equal(err, SW_OK);
+    sw_config_errors_free(&errs);
+    assert_null(cfg->admin_key);
+    assert_string_equal(cfg->backends[0].url, "http://127.0.0.1:11434");
+    assert_string_equal(cfg->backends[0].model, "llama3.1:8b");
+    assert_int_equal(cfg->backends[0].slots, 2);
+    assert_int_equal(cfg->backends[1].dialect, SW_DIALECT_ANTHROPIC);
+    assert_string_equal(cfg->backends[1].api_key, "sk-ant-secret");
+    assert_non_null(sw_config_find_model(cfg, "llama3.1:8b"));
+    assert_int_equal(cfg->limits.max_connections, 256);
+    assert_int_equal(cfg->limits.max_body_bytes, 4194304);
+    sw_config_unref(cfg);
+}
+
+/* Both examples refuse to load when their secrets are not in the environment. */
+static void test_example_needs_env(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = read_file("examples/ollama.yaml", &len);
+    static const char *const pairs[] = {"APP_KEY", "a-key", NULL};
+    struct env e = {pairs};
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs;
+    int err = sw_config_parse("ollama.yaml", text, len, fake_getenv, &e, &cfg, &errs);
+    assert_int_equal(err, SW_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(errs.n, 1);
+    assert_non_null(strstr(errs.msgs[0],
+                           "backends[1].api_key: environment variable ANTHROPIC_API_KEY is "
+                           "not set"));
+    sw_config_errors_free(&errs);
+}
+
+static void test_env_substitution(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok("listen: \"${HOST}:${SLOTS}000\"\n"
+                                     "backends:\n"
+                                     "  - name: edge\n"
+                                     "    tier: local\n"
+                                     "    url: \"http://${HOST}:8081/p$${x}/$HOME/a$\"\n"
+                                     "    model: \"m-${EMPTY}-$${EMPTY}\"\n"
+                                     "    slots: ${SLOTS}\n"
+                                     "    api_key: Bearer-${OPENAI_API_KEY}\n"
+                                     "    ca_file: '${HOST}'\n" MODELS);
+    assert_string_equal(cfg->listen_host, "10.0.0.7");
+    assert_int_equal(cfg->listen_port, 3000);
+    assert_string_equal(cfg->backends[0].url, "http://10.0.0.7:8081/p${x}/$HOME/a$");
+    assert_string_equal(cfg->backends[0].model, "m--${EMPTY}");
+    assert_int_equal(cfg->backends[0].slots, 3);
+    assert_string_equal(cfg->backends[0].api_key, "Bearer-sk-openai-secret");
+    assert_string_equal(cfg->backends[0].ca_file, "10.0.0.7");
+    sw_config_unref(cfg);
+}
+
+static void test_listen_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *listen, *host;
+        int port;
+    } cases[] = {
+        {"\"[::1]:0\"", "::1", 0},
+        {"localhost:65535", "localhost", 65535},
+        {"'0.0.0.0:80'", "0.0.0.0", 80},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "listen: %s\n" BACKENDS MODELS, cases[i].listen);
+        struct sw_config *cfg = parse_ok(text);
+        assert_string_equal(cfg->listen_host, cases[i].host);
+        assert_int_equal(cfg->listen_port, cases[i].port);
+        sw_config_unref(cfg);
+    }
+}
+
+static void test_refcount(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(full_yaml);
+    assert_ptr_equal(sw_config_ref(cfg), cfg);
+    assert_int_equal(cfg->refcount, 2);
+    sw_config_unref(cfg);
+    assert_int_equal(cfg->refcount, 1);
+    assert_string_equal(cfg->models[0].name, "chat"); /* still alive */
+    sw_config_unref(cfg);                               /* freed: valgrind/ASan check */
+    assert_null(sw_config_ref(NULL));
+    sw_config_unref(NULL);
+}
+
+static void test_find(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(full_yaml);
+    assert_ptr_equal(sw_config_find_model(cfg, "chat"), &cfg->models[0]);
+    assert_ptr_equal(sw_config_find_model(cfg, "cloud-only"), &cfg->models[1]);
+    assert_null(sw_config_find_model(cfg, "cha"));
+    assert_null(sw_config_find_model(cfg, "chat "));
+    assert_null(sw_config_find_model(cfg, NULL));
+    assert_null(sw_config_find_model(NULL, "chat"));
+
+    assert_ptr_equal(sw_config_find_key(cfg, "sk-app-0123456789"), &cfg->keys[0]);
+    assert_ptr_equal(sw_config_find_key(cfg, "sk-internal-0123456789"), &cfg->keys[1]);
+    assert_null(sw_config_find_key(cfg, "sk-app-012345678"));   /* prefix */
+    assert_null(sw_config_find_key(cfg, "sk-app-01234567890")); /* longer */
+    assert_null(sw_config_find_key(cfg, "sk-app-0123456780"));  /* last byte */
+    assert_null(sw_config_find_key(cfg, "Sk-app-0123456789"));  /* first byte */
+    assert_null(sw_config_find_key(cfg, ""));
+    assert_null(sw_config_find_key(cfg, "sk-admin-0123456789")); /* admin is not a client key */
+    assert_null(sw_config_find_key(cfg, NULL));
+    assert_null(sw_config_find_key(NULL, "x"));
+    sw_config_unref(cfg);
+
+    cfg = parse_ok(BACKENDS MODELS); /* no keys: auth disabled, nothing matches */
+    assert_null(sw_config_find_key(cfg, "sk-app-0123456789"));
+    sw_config_unref(cfg);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_string_equal(sw_tier_name(SW_TIER_LOCAL), "local");
+    assert_string_equal(sw_tier_name(SW_TIER_CLOUD), "cloud");
+    assert_string_equal(sw_dialect_name(SW_DIALECT_OPENAI), "openai");
+    assert_string_equal(sw_dialect_name(SW_DIALECT_ANTHROPIC), "anthropic");
+}
+
+static void test_load_file(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs;
+    int err = sw_config_load_file("tests/unit/config/good.yaml", &cfg, &errs);
+    assert_int_equal(err, SW_OK);
+    assert_int_equal(errs.n, 0);
+    assert_string_equal(cfg->path, "tests/unit/config/good.yaml");
+    assert_string_equal(cfg->listen_host, "::1");
+    assert_int_equal(cfg->listen_port, 0);
+    assert_string_equal(cfg->backends[0].url, "http://127.0.0.1:8081");
+    sw_config_errors_free(&errs);
+    sw_config_unref(cfg);
+
+    err = sw_config_load_file("tests/unit/config/bad.yaml", &cfg, &errs);
+    assert_int_equal(err, SW_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(errs.n, 3);
+    assert_string_equal(errs.msgs[0],
+                        "tests/unit/config/bad.yaml:1:9: listen: \"127.0.0.1\" has no port; "
+                        "expected \"host:port\" with port 0..65535, e.g. \"127.0.0.1:8080\", "
+                        "\"0.0.0.0:8080\", \"[::1]:8080\"");
+    assert_string_equal(errs.msgs[1],
+                        "tests/unit/config/bad.yaml:4:11: backends[0].tier: \"edge\" is not one "
+                        "of local, cloud");
+    assert_string_equal(errs.msgs[2],
+                        "tests/unit/config/bad.yaml:9:22: models[0].backends[1]: unknown "
+                        "backend \"clod\" (defined: edge)");
+    sw_config_errors_free(&errs);
+
+    err = sw_config_load_file("tests/unit/config/does-not-exist.yaml", &cfg, &errs);
+    assert_int_equal(err, SW_EIO);
+    assert_null(cfg);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.msgs[0], "tests/unit/config/does-not-exist.yaml: cannot read: "
+                                      "No such file or directory");
+    sw_config_errors_free(&errs);
+
+    err = sw_config_load_file("tests/unit/config", &cfg, &errs); /* a directory */
+    assert_int_not_equal(err, SW_OK);
+    assert_null(cfg);
+    assert_int_equal(errs.n, 1);
+    assert_non_null(strstr(errs.msgs[0], "tests/unit/config: cannot read: "));
+    sw_config_errors_free(&errs);
+}
+
+/* ---- Bad files: every message, in order ---- */
+
+struct bad_case {
+    const char *name;
+    const char *yaml;
+    const char *msgs[8]; /* NULL-terminated */
+};
+
+static const struct bad_case bad_cases[] = {
+    {"empty file", "", {"t.yaml:1:1: the file is empty; expected a mapping with at least backends and models"}},
+    {"only comments", "# nothing\n\n", {"t.yaml:1:1: the file is empty; expected a mapping with at least backends and models"}},
+};
+
+static void test_bad(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const struct bad_case *c = &bad_cases[i];
+        struct sw_config *cfg = (struct sw_config *)1;
+        struct sw_config_errors errs;
+        int err = parse(c->yaml, &cfg, &errs);
+        size_t want = 0;
+        while (c->msgs[want])
+            want++;
+        bool same = err == SW_EINVAL && cfg == NULL && errs.n == want;
+        for (size_t j = 0; same && j < want; j++)
+            same = !strcmp(errs.msgs[j], c->msgs[j]);
+        if (!same) {
+            print_error("case \"%s\": err=%d, got %zu messages, want %zu:\n", c->name, err,
+                        errs.n, want);
+            for (size_t j = 0; j < errs.n; j++)
+                print_error("  got:  %s\n", errs.msgs[j]);
+            for (size_t j = 0; j < want; j++)
+                print_error("  want: %s\n", c->msgs[j]);
+        }
+        sw_config_errors_free(&errs);
+        assert_true(same);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_full),
+        cmocka_unit_test(test_example_llamacpp),
+        cmocka_unit_test(test_example_ollama),
+        cmocka_unit_test(test_example_needs_env),
+        cmocka_unit_test(test_env_substitution),
+        cmocka_unit_test(test_listen_forms),
+        cmocka_unit_test(test_refcount),
+        cmocka_unit_test(test_find),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_bad),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
