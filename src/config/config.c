@@ -201,6 +201,11 @@ static void parse_refs(struct sw_walk *w, const struct sw_walk_setting *s,
         w->oom = true;
         return;
     }
+    /* A backend whose name was invalid is not in the list; a reference to it
+     * would only repeat that error. */
+    bool names_complete = true;
+    for (size_t b = 0; b < cfg->n_backends; b++)
+        names_complete = names_complete && cfg->backends[b].name;
     size_t got_n = 0;
     bool seen_cloud = false;
     const char *first_cloud = NULL;
@@ -217,8 +222,8 @@ static void parse_refs(struct sw_walk *w, const struct sw_walk_setting *s,
         bool dup = false;
         for (size_t j = 0; j < got_n; j++)
             dup = dup || idx[j] == b;
-        if (cfg->n_backends == 0) {
-            /* backends itself is missing or broken: reported there. */
+        if (b == cfg->n_backends && (cfg->n_backends == 0 || !names_complete)) {
+            /* backends is missing or broken: reported there. */
         } else if (b == cfg->n_backends) {
             sw_walk_error(w, item, ipath, "unknown backend \"%s\" (defined: %s)", name, defined);
         } else if (dup) {
@@ -286,6 +291,7 @@ static void check_admin(struct sw_walk *w, void *base, const yaml_node_t *map,
                           "same secret as keys[%zu] (\"%s\"); the admin key must differ from "
                           "every client key",
                           j, cfg->keys[j].name ? cfg->keys[j].name : "?");
+            break;
         }
     }
 }
@@ -299,8 +305,8 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
     char p[SW_WALK_MAX_PATH];
     bool local = b->tier == SW_TIER_LOCAL;
     const yaml_node_t *slots = sw_walk_val(&backend_section, vals, "slots");
-    if (!slots) {
-        b->slots = local ? 1 : 0;
+    if (b->slots < 0) {
+        b->slots = local ? 1 : 0; /* absent (or invalid, reported already) */
     } else if (local && b->slots == 0) {
         sw_walk_path_key(p, sizeof(p), path, "slots");
         sw_walk_error(w, slots, p,
@@ -352,11 +358,16 @@ static void check_routing(struct sw_walk *w, void *base, const yaml_node_t *map,
     const yaml_node_t *ttft = sw_walk_val(&routing_section, vals, "ttft_budget_ms");
     const yaml_node_t *rt = sw_walk_val(&routing_section, vals, "request_timeout_ms");
     char p[SW_WALK_MAX_PATH];
-    if (r->ttft_budget_ms >= r->request_timeout_ms) {
-        sw_walk_path_key(p, sizeof(p), path, ttft ? "ttft_budget_ms" : "request_timeout_ms");
-        sw_walk_error(w, ttft ? ttft : rt, p,
-                      "ttft_budget_ms (%ld) must be less than request_timeout_ms (%ld)",
+    if (r->ttft_budget_ms < r->request_timeout_ms)
+        return;
+    if (ttft) {
+        sw_walk_path_key(p, sizeof(p), path, "ttft_budget_ms");
+        sw_walk_error(w, ttft, p, "%ld must be less than routing.request_timeout_ms (%ld)",
                       r->ttft_budget_ms, r->request_timeout_ms);
+    } else {
+        sw_walk_path_key(p, sizeof(p), path, "request_timeout_ms");
+        sw_walk_error(w, rt, p, "%ld must be greater than routing.ttft_budget_ms (%ld)",
+                      r->request_timeout_ms, r->ttft_budget_ms);
     }
 }
 
@@ -407,7 +418,8 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "model", .type = SW_WALK_TEXT, .off = BE(model), .required = true,
      .hint = "the model id the upstream expects"},
     {.key = "api_key", .type = SW_WALK_SECRET, .off = BE(api_key)},
-    {.key = "slots", .type = SW_WALK_LONG, .off = BE(slots), .min = 0, .max = MAX_SLOTS},
+    {.key = "slots", .type = SW_WALK_LONG, .off = BE(slots), .min = 0, .max = MAX_SLOTS,
+     .def = -1 /* unset: check_backend picks 1 (local) or 0 (cloud) */},
     {.key = "price", .type = SW_WALK_MAP, .off = 0, .sub = &price_section},
     {.key = "connect_timeout_ms", .type = SW_WALK_LONG, .off = BE(connect_timeout_ms),
      .min = 1, .max = 600000, .def = 2000},

@@ -471,17 +471,151 @@ static void test_load_file(void **state)
 struct bad_case {
     const char *name;
     const char *yaml;
-    const char *msgs[8]; /* NULL-terminated */
+    const char *msgs[12]; /* NULL-terminated */
 };
 
 static const struct bad_case bad_cases[] = {
     {"empty file", "", {"t.yaml:1:1: the file is empty; expected a mapping with at least backends and models"}},
     {"only comments", "# nothing\n\n", {"t.yaml:1:1: the file is empty; expected a mapping with at least backends and models"}},
+    {"top level list", "- a\n- b\n", 
+     {"t.yaml:1:1: the top level must be a mapping (listen, keys, admin, backends, routing, models, limits), got a list"}},
+    {"top level scalar", "hello\n", 
+     {"t.yaml:1:1: the top level must be a mapping (listen, keys, admin, backends, routing, models, limits), got \"hello\""}},
+    {"syntax: bad indent", "listen: x\n backends: y\n", 
+     {"t.yaml:2:10: syntax error: mapping values are not allowed in this context"}},
+    {"syntax: unclosed flow", "backends: [edge\nmodels: x\n", 
+     {"t.yaml:2:7: syntax error: did not find expected ',' or ']' (while parsing a flow sequence at line 1, column 11)"}},
+    {"syntax: tab", "listen: x\n\tbackends: y\n", 
+     {"t.yaml:2:1: syntax error: found a tab character that violates indentation (while scanning a plain scalar at line 1, column 9)"}},
+    {"second document", BACKENDS MODELS "---\nlisten: x\n", 
+     {"t.yaml:10:1: a second YAML document; the config is one document"}},
+    {"missing sections", "listen: \"1.2.3.4:80\"\n", 
+     {"t.yaml:1:1: backends: required key is missing (a list of backends, each with name, tier, url and model)",
+      "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
+    {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
+     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits)",
+      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file)",
+      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file)",
+      "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits)"}},
+    {"duplicate key", BACKENDS "    model: n\n" MODELS, 
+     {"t.yaml:6:5: backends[0].model: duplicate key (first at line 5)"}},
+    {"wrong types", "listen: [a]\nrouting: 5\nlimits: [1]\nkeys: {a: 1}\nbackends: x\nmodels: {}\n", 
+     {"t.yaml:1:9: listen: expected \"host:port\", got a list",
+      "t.yaml:2:10: routing: expected a mapping, got \"5\"",
+      "t.yaml:3:9: limits: expected a mapping, got a list",
+      "t.yaml:4:7: keys: expected a list, got a mapping",
+      "t.yaml:5:11: backends: expected a list, got \"x\"",
+      "t.yaml:6:9: models: expected a list, got a mapping"}},
+    {"null values", "admin:\nbackends:\n  - name: edge\n    tier: ~\n    url: null\n    model:\n" MODELS, 
+     {"t.yaml:1:7: admin: expected a mapping, got nothing (null)",
+      "t.yaml:4:11: backends[0].tier: expected one of local, cloud, got nothing (null)",
+      "t.yaml:5:10: backends[0].url: expected an http:// or https:// URL, got nothing (null)",
+      "t.yaml:6:11: backends[0].model: expected a string, got nothing (null)"}},
+    {"required in backend", "backends:\n  - dialect: openai\n" MODELS, 
+     {"t.yaml:2:5: backends[0].name: required key is missing (1-64 characters from A-Z a-z 0-9 _ . -)",
+      "t.yaml:2:5: backends[0].tier: required key is missing (local or cloud)",
+      "t.yaml:2:5: backends[0].url: required key is missing (an http:// or https:// URL)",
+      "t.yaml:2:5: backends[0].model: required key is missing (the model id the upstream expects)"}},
+    {"integers", BACKENDS "    slots: four\n    connect_timeout_ms: 0\n    max_context_tokens: 99999999999999999999\n" MODELS "limits:\n  max_body_bytes: 1.5\n  drain_timeout_ms: -1\n  max_connections: \"\"\n", 
+     {"t.yaml:6:12: backends[0].slots: expected an integer 0..1024, got \"four\"",
+      "t.yaml:7:25: backends[0].connect_timeout_ms: \"0\" is out of range (1..600000)",
+      "t.yaml:8:25: backends[0].max_context_tokens: \"99999999999999999999\" is out of range (0..100000000)",
+      "t.yaml:13:19: limits.max_body_bytes: expected an integer 1024..1073741824, got \"1.5\"",
+      "t.yaml:14:21: limits.drain_timeout_ms: \"-1\" is out of range (0..3600000)",
+      "t.yaml:15:20: limits.max_connections: expected an integer 1..1000000, got \"\""}},
+    {"local slots 0", BACKENDS "    slots: 0\n" MODELS, 
+     {"t.yaml:6:12: backends[0].slots: a local backend needs at least 1 slot (1..1024: the requests the server runs at once, e.g. llama-server --parallel)"}},
+    {"bools", BACKENDS "    supports_tools: yes\n    tls_verify: 1\n" MODELS, 
+     {"t.yaml:6:21: backends[0].supports_tools: expected true or false, got \"yes\" (yes/no/on/off are not booleans here; write true or false)",
+      "t.yaml:7:17: backends[0].tls_verify: expected true or false, got \"1\""}},
+    {"enums", BACKENDS "    dialect: OpenAI\n  - name: c\n    tier: \"${TIER}\"\n    url: https://x\n    model: m\n" MODELS, 
+     {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic",
+      "t.yaml:8:11: backends[1].tier: \"${TIER}\" (after substitution) is not one of local, cloud"}},
+    {"prices", BACKENDS "    price: { input_usd_per_mtok: -0.1, output_usd_per_mtok: nan, cached: 1 }\n" MODELS, 
+     {"t.yaml:6:34: backends[0].price.input_usd_per_mtok: \"-0.1\" is out of range (0..10000)",
+      "t.yaml:6:61: backends[0].price.output_usd_per_mtok: expected a number 0..10000, got \"nan\"",
+      "t.yaml:6:66: backends[0].price.cached: unknown key (allowed: input_usd_per_mtok, output_usd_per_mtok)"}},
+    {"price not a map", BACKENDS "    price: 3\n" MODELS, 
+     {"t.yaml:6:12: backends[0].price: expected a mapping, got \"3\""}},
+    {"urls", "backends:\n"
+             "  - {name: a, tier: local, model: m, url: \"127.0.0.1:8081\"}\n"
+             "  - {name: b, tier: local, model: m, url: \"http://\"}\n"
+             "  - {name: c, tier: local, model: m, url: \"http://:80\"}\n"
+             "  - {name: d, tier: local, model: m, url: \"http://h:99999\"}\n"
+             "  - {name: e, tier: local, model: m, url: \"http://u:p@h\"}\n"
+             "  - {name: f, tier: local, model: m, url: \"http://h/?q=1\"}\n"
+             "  - {name: g, tier: local, model: m, url: \"ftp://h\"}\n"
+             "  - {name: h, tier: local, model: m, url: \"http://[::1\"}\n"
+             "  - {name: i, tier: local, model: m, url: \"http://[::1]:8080/\"}\n"
+             "  - {name: j, tier: local, model: m, url: \"http://h:\"}\n"
+             "models: [{name: chat, backends: [i]}]\n", 
+     {"t.yaml:2:43: backends[0].url: \"127.0.0.1:8081\" must start with http:// or https://, e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:3:43: backends[1].url: \"http://\" has no host, e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:4:43: backends[2].url: \"http://:80\" has no host, e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:5:43: backends[3].url: \"http://h:99999\" has an invalid port (1..65535), e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:6:43: backends[4].url: \"http://u:p@h\" must not contain credentials (user:pass@); use api_key, e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:7:43: backends[5].url: \"http://h/?q=1\" must not contain a query or fragment (? or #), e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:8:43: backends[6].url: \"ftp://h\" must start with http:// or https://, e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:9:43: backends[7].url: \"http://[::1\" has an unterminated [IPv6] host, e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:11:43: backends[9].url: \"http://h:\" has an invalid port (1..65535), e.g. \"http://127.0.0.1:8081\""}},
+    {"listen", "listen: \":8080\"\n" BACKENDS MODELS, 
+     {"t.yaml:1:9: listen: \":8080\" has no host (use 0.0.0.0 for every interface); expected \"host:port\" with port 0..65535, e.g. \"127.0.0.1:8080\", \"0.0.0.0:8080\", \"[::1]:8080\""}},
+    {"listen port", "listen: \"h:65536\"\n" BACKENDS MODELS, 
+     {"t.yaml:1:9: listen: \"h:65536\" has an invalid port; expected \"host:port\" with port 0..65535, e.g. \"127.0.0.1:8080\", \"0.0.0.0:8080\", \"[::1]:8080\""}},
+    {"listen v6", "listen: \"::1:80\"\n" BACKENDS MODELS, 
+     {"t.yaml:1:9: listen: \"::1:80\" has an IPv6 address without brackets; expected \"host:port\" with port 0..65535, e.g. \"127.0.0.1:8080\", \"0.0.0.0:8080\", \"[::1]:8080\""}},
+    {"listen v6 unterminated", "listen: \"[::1:80\"\n" BACKENDS MODELS, 
+     {"t.yaml:1:9: listen: \"[::1:80\" has an unterminated [IPv6] address; expected \"host:port\" with port 0..65535, e.g. \"127.0.0.1:8080\", \"0.0.0.0:8080\", \"[::1]:8080\""}},
+    {"duplicate names", BACKENDS "  - name: edge\n    tier: cloud\n    url: https://x\n    model: m\n" MODELS "  - name: chat\n    backends: [edge]\n", 
+     {"t.yaml:6:11: backends[1].name: duplicate name \"edge\" (also backends[0]); names must be unique",
+      "t.yaml:13:11: models[1].name: duplicate name \"chat\" (also models[0]); names must be unique"}},
+    {"bad names", "backends:\n  - name: \"my edge\"\n    tier: local\n    url: http://h\n    model: m\n" MODELS, 
+     {"t.yaml:2:11: backends[0].name: \"my edge\" is not a valid name (1-64 characters from A-Z a-z 0-9 _ . -)"}},
+    {"model refs", BACKENDS "  - name: cloud\n    tier: cloud\n    url: https://x\n    model: m\n"
+                   "models:\n  - name: a\n    backends: [clod, edge, edge]\n"
+                   "  - name: b\n    backends: []\n"
+                   "  - name: c\n    backends: [cloud, edge]\n"
+                   "  - name: d\n    backends: edge\n"
+                   "  - name: e\n    backends: [[edge]]\n", 
+     {"t.yaml:12:16: models[0].backends[0]: unknown backend \"clod\" (defined: edge, cloud)",
+      "t.yaml:12:28: models[0].backends[2]: backend \"edge\" is listed twice",
+      "t.yaml:14:15: models[1].backends: is empty; list at least one backend (defined: edge, cloud)",
+      "t.yaml:16:23: models[2].backends[1]: local backend \"edge\" is listed after cloud backend \"cloud\"; list local backends first (local is always preferred), then cloud backends in priority order",
+      "t.yaml:18:15: models[3].backends: expected a list of backend names (defined: edge, cloud), got \"edge\"",
+      "t.yaml:20:16: models[4].backends[0]: expected a name (1-64 characters from A-Z a-z 0-9 _ . -), got a list"}},
+    {"no backends", "backends: []\nmodels: []\n", 
+     {"t.yaml:1:11: backends: is empty; a list of backends, each with name, tier, url and model",
+      "t.yaml:2:9: models: is empty; a list of models, each with name and backends"}},
+    {"keys", "keys:\n  - name: a\n    key: \"${APP_KEY}\"\n  - name: a\n    key: \"${APP_KEY}\"\n  - name: c\n    key: \"with space\"\n  - name: d\n    key: \"${EMPTY}\"\n  - name: e\n" "admin:\n  key: \"${APP_KEY}\"\n" BACKENDS MODELS, 
+     {"t.yaml:4:11: keys[1].name: duplicate name \"a\" (also keys[0]); names must be unique",
+      "t.yaml:5:10: keys[1].key: same secret as keys[0] (\"a\"); every key needs its own secret",
+      "t.yaml:7:10: keys[2].key: contains whitespace or a control character (value not shown); a secret is sent as one HTTP header token",
+      "t.yaml:9:10: keys[3].key: is empty (after substitution); expected a secret string",
+      "t.yaml:10:5: keys[4].key: required key is missing (the bearer secret, usually \"${SOME_ENV_VAR}\")",
+      "t.yaml:12:8: admin.key: same secret as keys[0] (\"a\"); the admin key must differ from every client key"}},
+    {"empty keys", "keys: []\nadmin: {}\n" BACKENDS MODELS, 
+     {"t.yaml:1:7: keys: is empty; omit keys to disable client auth, or list at least one key",
+      "t.yaml:2:8: admin.key: required key is missing (the admin bearer secret; omit the whole admin section to disable the admin API)"}},
+    {"key not a mapping", "keys: [abc]\n" BACKENDS MODELS, 
+     {"t.yaml:1:8: keys[0]: expected a mapping (key: value lines), got \"abc\""}},
+    {"env errors", BACKENDS "    api_key: \"${NOPE}\"\n    ca_file: \"${1X}\"\n    dialect: \"x${OPEN\"\n" MODELS, 
+     {"t.yaml:6:14: backends[0].api_key: environment variable NOPE is not set",
+      "t.yaml:7:14: backends[0].ca_file: \"${1X}\" is not a valid variable reference (${NAME}: letters, digits and _, not starting with a digit; $${ for a literal \"${\")",
+      "t.yaml:8:14: backends[0].dialect: unterminated \"${\" (write ${NAME}, or $${ for a literal \"${\")"}},
+    {"env never shown", BACKENDS "    slots: \"${OPENAI_API_KEY}\"\n    tls_verify: \"${OPENAI_API_KEY}\"\n" MODELS, 
+     {"t.yaml:6:12: backends[0].slots: expected an integer 0..1024, got \"${OPENAI_API_KEY}\" (after substitution)",
+      "t.yaml:7:17: backends[0].tls_verify: expected true or false, got \"${OPENAI_API_KEY}\" (after substitution)"}},
+    {"routing budget", BACKENDS MODELS "    ttft_budget_ms: 40000\nrouting:\n  ttft_budget_ms: 5000\n  request_timeout_ms: 5000\n", 
+     {"t.yaml:9:21: models[0].ttft_budget_ms: 40000 must be less than routing.request_timeout_ms (5000)",
+      "t.yaml:11:19: routing.ttft_budget_ms: 5000 must be less than routing.request_timeout_ms (5000)"}},
+    {"complex key", "? [a]\n: 1\n" BACKENDS MODELS, 
+     {"t.yaml:1:3: a key must be a plain string, not a list"}},
 };
 
 static void test_bad(void **state)
 {
     (void)state;
+    size_t failed = 0;
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         const struct bad_case *c = &bad_cases[i];
         struct sw_config *cfg = (struct sw_config *)1;
@@ -491,6 +625,8 @@ static void test_bad(void **state)
         while (c->msgs[want])
             want++;
         bool same = err == SW_EINVAL && cfg == NULL && errs.n == want;
+        for (size_t j = 0; j < errs.n; j++)
+            assert_null(strstr(errs.msgs[j], "sk-")); /* no secret from the env, ever */
         for (size_t j = 0; same && j < want; j++)
             same = !strcmp(errs.msgs[j], c->msgs[j]);
         if (!same) {
@@ -502,8 +638,42 @@ static void test_bad(void **state)
                 print_error("  want: %s\n", c->msgs[j]);
         }
         sw_config_errors_free(&errs);
-        assert_true(same);
+        failed += !same;
     }
+    assert_int_equal(failed, 0);
+}
+
+/* Messages are bounded: the first SW_WALK_MAX_ERRORS (100), then a count. */
+static void test_too_many_errors(void **state)
+{
+    (void)state;
+    static char text[8192];
+    size_t used = (size_t)snprintf(text, sizeof(text), BACKENDS MODELS "limits:\n");
+    for (int i = 0; i < 150; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "  k%d: 1\n", i);
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs;
+    assert_int_equal(parse(text, &cfg, &errs), SW_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(errs.n, 101);
+    assert_string_equal(errs.msgs[0], "t.yaml:10:3: limits.k0: unknown key (allowed: "
+                                      "max_body_bytes, max_header_bytes, max_connections, "
+                                      "client_timeout_ms, max_response_bytes, drain_timeout_ms)");
+    assert_string_equal(errs.msgs[100], "t.yaml: 50 more errors not shown");
+    sw_config_errors_free(&errs);
+}
+
+/* Anchors and aliases are plain YAML: a shared price block. */
+static void test_aliases(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(BACKENDS
+                                     "    price: &p {input_usd_per_mtok: 1, output_usd_per_mtok: 2}\n"
+                                     "  - {name: c, tier: cloud, url: \"https://x\", model: m, price: *p}\n"
+                                     MODELS);
+    assert_float_equal(cfg->backends[1].input_usd_per_mtok, 1, 0);
+    assert_float_equal(cfg->backends[1].output_usd_per_mtok, 2, 0);
+    sw_config_unref(cfg);
 }
 
 int main(void)
@@ -521,6 +691,8 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_too_many_errors),
+        cmocka_unit_test(test_aliases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
