@@ -108,7 +108,8 @@ int sw_walk_finish(struct sw_walk *w, struct sw_config_errors *errs)
         if (!errs->msgs)
             err = SW_ENOMEM;
     }
-    qsort(w->msgs, w->n_msgs, sizeof(*w->msgs), cmp_msg);
+    if (w->n_msgs)
+        qsort(w->msgs, w->n_msgs, sizeof(*w->msgs), cmp_msg);
     for (size_t i = 0; i < w->n_msgs; i++) {
         if (errs->msgs)
             errs->msgs[errs->n++] = w->msgs[i].text;
