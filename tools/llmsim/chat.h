@@ -1,0 +1,63 @@
+/* Chat requests as the simulator sees them: minimal validation of an OpenAI
+ * chat-completions or Anthropic messages body, the facts the model needs
+ * (prompt-token estimate, max_tokens, stream), and the answer's text (lorem
+ * words or an echo of the last user message), token by token. Pure (jansson
+ * only). */
+#ifndef SW_LLMSIM_CHAT_H
+#define SW_LLMSIM_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/buf.h"
+
+enum sw_llmsim_dialect { SW_LLMSIM_OPENAI, SW_LLMSIM_ANTHROPIC };
+enum sw_llmsim_reply_mode { SW_LLMSIM_REPLY_LOREM, SW_LLMSIM_REPLY_ECHO };
+
+#define SW_LLMSIM_MODEL_MAX 256     /* longest model id kept from a request */
+#define SW_LLMSIM_ECHO_MAX (1 << 20) /* longest user text kept for echo */
+
+struct sw_llmsim_chat {
+    bool stream;
+    bool include_usage;          /* OpenAI stream_options.include_usage */
+    int max_tokens;              /* max_completion_tokens / max_tokens, -1 = absent */
+    char model[SW_LLMSIM_MODEL_MAX]; /* requested model, "" when absent */
+    int n_messages;              /* messages (+1 for an Anthropic top-level system) */
+    size_t text_bytes;           /* bytes of all message text */
+    int prompt_tokens;           /* sw_llmsim_prompt_tokens(text_bytes, n_messages) */
+    struct sw_buf last_user;     /* text of the last user message (owned) */
+};
+
+/* Validates root (borrowed) as a request of dialect d and fills *c. On
+ * SW_EINVAL writes the reason to err. Call sw_llmsim_chat_free either way. */
+int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsim_chat *c,
+                         char *err, size_t errlen);
+void sw_llmsim_chat_free(struct sw_llmsim_chat *c);
+
+/* ---- Answer text ---- */
+
+/* Produces the answer one token at a time. lorem: words drawn from a
+ * generator seeded per request; echo: the source text in pieces of 4 bytes,
+ * each piece extended to the next UTF-8 character boundary. */
+struct sw_llmsim_text {
+    enum sw_llmsim_reply_mode mode;
+    uint64_t rng;                /* lorem */
+    const char *src;             /* echo: borrowed */
+    size_t len, pos;             /* echo */
+    int k;                       /* tokens produced so far */
+};
+
+void sw_llmsim_text_lorem(struct sw_llmsim_text *t, uint64_t seed);
+void sw_llmsim_text_echo(struct sw_llmsim_text *t, const char *src, size_t len);
+/* The next token's text (borrowed; empty once an echo source is used up). */
+struct sw_str sw_llmsim_text_next(struct sw_llmsim_text *t);
+/* Number of echo tokens in s (the 4-bytes, UTF-8-boundary rule). */
+int sw_llmsim_echo_tokens(const char *s, size_t len);
+
+/* Appends s as the inside of a JSON string (no quotes). */
+int sw_llmsim_json_escape(struct sw_buf *out, const char *s, size_t len);
+
+#endif

@@ -1,0 +1,165 @@
+#include "model.h"
+
+#include <math.h>
+
+uint64_t sw_llmsim_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+double sw_llmsim_rand01(uint64_t *state)
+{
+    return (double)(sw_llmsim_rand(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void sw_llmsim_model_init(struct sw_llmsim_model *m, const struct sw_llmsim_params *p)
+{
+    *m = (struct sw_llmsim_model){0};
+    m->p = *p;
+    if (m->p.slots < 1)
+        m->p.slots = 1;
+    if (m->p.max_output_tokens < 1)
+        m->p.max_output_tokens = 1;
+    m->load = m->p.cold_start_ms > 0 ? SW_LLMSIM_COLD : SW_LLMSIM_LOADED;
+    m->rng = p->seed;
+}
+
+enum sw_llmsim_load sw_llmsim_load_state(struct sw_llmsim_model *m, int64_t now_us)
+{
+    if (m->load == SW_LLMSIM_LOADING && now_us >= m->load_done_us)
+        m->load = SW_LLMSIM_LOADED;
+    return m->load;
+}
+
+void sw_llmsim_unload(struct sw_llmsim_model *m)
+{
+    if (m->p.cold_start_ms > 0)
+        m->load = SW_LLMSIM_COLD;
+}
+
+/* Gives g a slot at now_us; a cold model starts loading, and g's prefill
+ * waits for the load to finish. */
+static void start(struct sw_llmsim_model *m, struct sw_llmsim_gen *g, int64_t now_us)
+{
+    enum sw_llmsim_load ls = sw_llmsim_load_state(m, now_us);
+    if (ls == SW_LLMSIM_COLD) {
+        m->load = SW_LLMSIM_LOADING;
+        m->load_done_us = now_us + m->p.cold_start_ms * 1000;
+        ls = SW_LLMSIM_LOADING;
+    }
+    g->state = SW_LLMSIM_GEN_ACTIVE;
+    g->start_us = now_us;
+    g->ready_us = ls == SW_LLMSIM_LOADING ? m->load_done_us : now_us;
+    g->next = NULL;
+    m->in_flight++;
+}
+
+enum sw_llmsim_admit sw_llmsim_submit(struct sw_llmsim_model *m, struct sw_llmsim_gen *g,
+                                      int64_t now_us)
+{
+    g->submitted_us = now_us;
+    g->next = NULL;
+    if (m->in_flight < m->p.slots && m->queued == 0) {
+        m->seq++;
+        start(m, g, now_us);
+        return SW_LLMSIM_STARTED;
+    }
+    if (m->p.queue_max > 0 && m->queued >= m->p.queue_max) {
+        g->state = SW_LLMSIM_GEN_IDLE;
+        return SW_LLMSIM_REJECTED;
+    }
+    m->seq++;
+    g->state = SW_LLMSIM_GEN_QUEUED;
+    if (m->qtail)
+        m->qtail->next = g;
+    else
+        m->qhead = g;
+    m->qtail = g;
+    m->queued++;
+    return SW_LLMSIM_QUEUED;
+}
+
+struct sw_llmsim_gen *sw_llmsim_release(struct sw_llmsim_model *m, struct sw_llmsim_gen *g,
+                                        int64_t now_us)
+{
+    if (g->state == SW_LLMSIM_GEN_QUEUED) {
+        struct sw_llmsim_gen **pp = &m->qhead, *prev = NULL;
+        while (*pp && *pp != g) {
+            prev = *pp;
+            pp = &(*pp)->next;
+        }
+        if (*pp) {
+            *pp = g->next;
+            if (m->qtail == g)
+                m->qtail = prev;
+            m->queued--;
+        }
+        g->state = SW_LLMSIM_GEN_IDLE;
+        g->next = NULL;
+        return NULL;
+    }
+    if (g->state != SW_LLMSIM_GEN_ACTIVE)
+        return NULL;
+    g->state = SW_LLMSIM_GEN_IDLE;
+    m->in_flight--;
+    struct sw_llmsim_gen *n = m->qhead;
+    if (!n || m->in_flight >= m->p.slots)
+        return NULL;
+    m->qhead = n->next;
+    if (!m->qhead)
+        m->qtail = NULL;
+    m->queued--;
+    start(m, n, now_us);
+    return n;
+}
+
+int64_t sw_llmsim_prefill_us(const struct sw_llmsim_params *p, int prompt_tokens)
+{
+    if (prompt_tokens <= 0 || p->prefill_ms_per_token <= 0)
+        return 0;
+    return llround((double)prompt_tokens * p->prefill_ms_per_token * 1000.0);
+}
+
+int64_t sw_llmsim_period_us(const struct sw_llmsim_params *p)
+{
+    if (p->decode_tps <= 0)
+        return 0;
+    int64_t us = llround(1e6 / p->decode_tps);
+    return us < 1 ? 1 : us;
+}
+
+int64_t sw_llmsim_token_due_us(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g,
+                               int k)
+{
+    return g->ready_us + sw_llmsim_prefill_us(&m->p, g->prompt_tokens) +
+           (int64_t)k * sw_llmsim_period_us(&m->p);
+}
+
+int sw_llmsim_tokens_due(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g,
+                         int64_t now_us)
+{
+    int64_t first = g->ready_us + sw_llmsim_prefill_us(&m->p, g->prompt_tokens);
+    if (now_us < first)
+        return 0;
+    int64_t period = sw_llmsim_period_us(&m->p);
+    if (period == 0)
+        return g->output_tokens;
+    int64_t k = (now_us - first) / period;
+    return k >= g->output_tokens ? g->output_tokens : (int)k;
+}
+
+int sw_llmsim_output_len(struct sw_llmsim_model *m, int max_tokens)
+{
+    if (max_tokens > 0)
+        return max_tokens;
+    return 1 + (int)(sw_llmsim_rand(&m->rng) % (uint64_t)m->p.max_output_tokens);
+}
+
+int sw_llmsim_prompt_tokens(size_t text_bytes, int n_messages)
+{
+    size_t t = (text_bytes + 3) / 4 + 4 * (size_t)(n_messages > 0 ? n_messages : 0);
+    return t > 0x7fffffff ? 0x7fffffff : (int)t;
+}

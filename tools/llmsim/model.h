@@ -1,0 +1,111 @@
+/* The simulator's performance model: slots, a FIFO wait queue, cold start,
+ * prefill and decode timing, output length and the prompt-token estimate.
+ * Pure: no I/O, no clock. Every function that depends on time takes `now_us`
+ * (a monotonic clock in microseconds chosen by the caller), so the unit tests
+ * drive it with a fake clock and server.c with CLOCK_MONOTONIC.
+ *
+ * Timing of one generation (see docs/llmsim.md):
+ *   ready   = max(time it got a slot, time the model finished loading)
+ *   first   = ready + prompt_tokens * prefill_ms_per_token
+ *   token k = first + k * period, period = 1 s / decode_tps (k = 1..n);
+ *             decode_tps 0 means every token is due at `first`. */
+#ifndef SW_LLMSIM_MODEL_H
+#define SW_LLMSIM_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sw_llmsim_params {
+    int slots;                   /* generations at once, >= 1 */
+    int queue_max;               /* requests allowed to wait, 0 = unbounded */
+    double prefill_ms_per_token; /* prefill cost per prompt token, >= 0 */
+    double decode_tps;           /* tokens/s per slot, 0 = instant */
+    int64_t cold_start_ms;       /* load time when cold, 0 = never cold */
+    int max_output_tokens;       /* bound of the drawn output length, >= 1 */
+    uint64_t seed;               /* seeds the output-length and text draws */
+};
+
+enum sw_llmsim_gen_state {
+    SW_LLMSIM_GEN_IDLE,          /* not known to the model */
+    SW_LLMSIM_GEN_QUEUED,        /* waiting for a slot */
+    SW_LLMSIM_GEN_ACTIVE         /* holding a slot (loading, prefill, decode) */
+};
+
+/* One generation. The caller owns the memory (it is embedded in the server's
+ * per-request struct); the model links it into its queue while it waits. */
+struct sw_llmsim_gen {
+    int prompt_tokens;           /* set by the caller before submit */
+    int output_tokens;           /* set by the caller before submit */
+    enum sw_llmsim_gen_state state;
+    int64_t submitted_us;        /* when it was submitted */
+    int64_t start_us;            /* when it got a slot */
+    int64_t ready_us;            /* when prefill begins: slot held and model loaded */
+    struct sw_llmsim_gen *next;  /* FIFO link while queued */
+};
+
+enum sw_llmsim_load { SW_LLMSIM_COLD, SW_LLMSIM_LOADING, SW_LLMSIM_LOADED };
+
+enum sw_llmsim_admit {
+    SW_LLMSIM_STARTED,           /* got a slot now: arm its timer */
+    SW_LLMSIM_QUEUED,            /* waits; returned by sw_llmsim_release later */
+    SW_LLMSIM_REJECTED           /* queue full (--queue-max): answer 503 */
+};
+
+struct sw_llmsim_model {
+    struct sw_llmsim_params p;
+    int in_flight;               /* generations holding a slot */
+    int queued;                  /* generations waiting */
+    struct sw_llmsim_gen *qhead, *qtail;
+    enum sw_llmsim_load load;
+    int64_t load_done_us;        /* when LOADING turns LOADED */
+    uint64_t rng;                /* output-length draws */
+    uint64_t seq;                /* generations submitted so far */
+};
+
+/* Copies *p; the model starts cold when p->cold_start_ms > 0. */
+void sw_llmsim_model_init(struct sw_llmsim_model *m, const struct sw_llmsim_params *p);
+
+/* Admits g (state IDLE, prompt/output tokens set). STARTED: g holds a slot,
+ * its timing is fixed (a cold model starts loading now). QUEUED: g waits at
+ * the tail. REJECTED: the queue is full; g stays IDLE. */
+enum sw_llmsim_admit sw_llmsim_submit(struct sw_llmsim_model *m, struct sw_llmsim_gen *g,
+                                      int64_t now_us);
+
+/* Removes g, finished or abandoned, from wherever it is (slot or queue; IDLE
+ * is a no-op). If it held a slot, the head of the queue is started at now_us
+ * and returned so the caller can arm its timer; otherwise NULL. */
+struct sw_llmsim_gen *sw_llmsim_release(struct sw_llmsim_model *m, struct sw_llmsim_gen *g,
+                                        int64_t now_us);
+
+/* Load state at now_us (LOADING becomes LOADED once its time has come). */
+enum sw_llmsim_load sw_llmsim_load_state(struct sw_llmsim_model *m, int64_t now_us);
+/* Makes the model cold again (only when cold_start_ms > 0). Generations that
+ * already hold a slot keep their timing; the next one to start reloads. */
+void sw_llmsim_unload(struct sw_llmsim_model *m);
+
+/* Prefill duration of `prompt_tokens` tokens, in microseconds. */
+int64_t sw_llmsim_prefill_us(const struct sw_llmsim_params *p, int prompt_tokens);
+/* Decode period in microseconds (0 when decode_tps is 0). */
+int64_t sw_llmsim_period_us(const struct sw_llmsim_params *p);
+/* When token k (1..output_tokens) of an ACTIVE g is due. */
+int64_t sw_llmsim_token_due_us(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g,
+                               int k);
+/* How many tokens of an ACTIVE g are due at now_us (0..output_tokens). */
+int sw_llmsim_tokens_due(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g,
+                         int64_t now_us);
+
+/* Output length: `max_tokens` when the request gave one (> 0), else a draw
+ * uniform in [1, max_output_tokens] from the seeded generator. */
+int sw_llmsim_output_len(struct sw_llmsim_model *m, int max_tokens);
+
+/* The prompt-token estimate the gateway uses too: ceil(text_bytes / 4) over
+ * all message text, plus 4 per message. */
+int sw_llmsim_prompt_tokens(size_t text_bytes, int n_messages);
+
+/* splitmix64: the one PRNG of the simulator (seeded, reproducible). */
+uint64_t sw_llmsim_rand(uint64_t *state);
+/* A double in [0, 1) from the generator. */
+double sw_llmsim_rand01(uint64_t *state);
+
+#endif

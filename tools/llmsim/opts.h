@@ -1,0 +1,36 @@
+/* Command-line flags of build/llmsim (documented in docs/llmsim.md). The
+ * table lives in opts.c; parsing is strict: an unknown flag or a bad value is
+ * an error with a message (main exits 2). */
+#ifndef SW_LLMSIM_OPTS_H
+#define SW_LLMSIM_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "chat.h"
+#include "faults.h"
+#include "model.h"
+
+struct sw_llmsim_opts {
+    char host[64];               /* --host, default 127.0.0.1 */
+    int port;                    /* --port, default 8080; 0 = ephemeral */
+    enum sw_llmsim_dialect dialect;
+    char model[SW_LLMSIM_MODEL_MAX]; /* --model, default "sim-model" */
+    enum sw_llmsim_reply_mode reply;
+    int keep_received;           /* --keep-received, default 100 */
+    int n_ctx;                   /* --ctx, context size reported by /props (4096) */
+    bool verbose;                /* --verbose: one log line per request */
+    struct sw_llmsim_params params;
+    struct sw_llmsim_faults faults;
+};
+
+enum sw_llmsim_opts_result { SW_LLMSIM_OPTS_RUN, SW_LLMSIM_OPTS_HELP, SW_LLMSIM_OPTS_VERSION,
+                             SW_LLMSIM_OPTS_ERROR };
+
+/* Parses argv into *o (defaults first). On ERROR writes the reason to err. */
+enum sw_llmsim_opts_result sw_llmsim_opts_parse(int argc, char **argv, struct sw_llmsim_opts *o,
+                                                char *err, size_t errlen);
+/* The --help text. */
+const char *sw_llmsim_opts_usage(void);
+
+#endif

@@ -1,0 +1,247 @@
+#include "render.h"
+
+#include <string.h>
+
+#include "common/err.h"
+
+static int str(struct sw_buf *b, const char *s)
+{
+    return sw_buf_append(b, s, strlen(s));
+}
+
+static int esc(struct sw_buf *b, const char *s)
+{
+    return sw_llmsim_json_escape(b, s, strlen(s));
+}
+
+/* `data: {"id":...,"model":"...","system_fingerprint":null,` of an OpenAI chunk. */
+static int oa_chunk_head(struct sw_buf *b, const struct sw_llmsim_reply *r)
+{
+    int err = sw_buf_appendf(b,
+                             "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
+                             "\"created\":%lld,\"model\":\"",
+                             r->id, r->created);
+    if (!err)
+        err = esc(b, r->model);
+    if (!err)
+        err = str(b, "\",\"service_tier\":\"default\",\"system_fingerprint\":null,");
+    return err;
+}
+
+static int oa_usage(struct sw_buf *b, int prompt, int output)
+{
+    return sw_buf_appendf(b,
+                          "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
+                          "\"total_tokens\":%d,\"prompt_tokens_details\":{\"cached_tokens\":0,"
+                          "\"audio_tokens\":0},\"completion_tokens_details\":{"
+                          "\"reasoning_tokens\":0,\"audio_tokens\":0,"
+                          "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
+                          prompt, output, prompt + output);
+}
+
+static int an_usage(struct sw_buf *b, int input, int output)
+{
+    return sw_buf_appendf(b,
+                          "\"usage\":{\"input_tokens\":%d,\"cache_creation_input_tokens\":0,"
+                          "\"cache_read_input_tokens\":0,\"output_tokens\":%d,"
+                          "\"service_tier\":\"standard\"}",
+                          input, output);
+}
+
+int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply *r)
+{
+    int err;
+    if (r->dialect == SW_LLMSIM_OPENAI) {
+        err = oa_chunk_head(b, r);
+        if (!err)
+            err = str(b, "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                         "\"content\":\"\",\"refusal\":null},\"logprobs\":null,"
+                         "\"finish_reason\":null}]}\n\n");
+        return err;
+    }
+    err = sw_buf_appendf(b,
+                         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{"
+                         "\"id\":\"%s\",\"type\":\"message\",\"role\":\"assistant\","
+                         "\"model\":\"",
+                         r->id);
+    if (!err)
+        err = esc(b, r->model);
+    if (!err)
+        err = str(b, "\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,");
+    if (!err)
+        err = an_usage(b, r->prompt_tokens, 1);
+    if (!err)
+        err = str(b, "}}\n\n"
+                     "event: content_block_start\ndata: {\"type\":\"content_block_start\","
+                     "\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+                     "event: ping\ndata: {\"type\": \"ping\"}\n\n");
+    return err;
+}
+
+int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply *r,
+                                  struct sw_str text, enum sw_llmsim_malformed malformed)
+{
+    int err;
+    /* sse: the event's JSON is broken over two lines and the second lacks its
+     * "data: " prefix, so a client sees a data field that does not parse. */
+    const char *brk = malformed == SW_LLMSIM_MALFORMED_SSE ? "\n" : "";
+    if (r->dialect == SW_LLMSIM_OPENAI) {
+        err = oa_chunk_head(b, r);
+        if (!err)
+            err = sw_buf_appendf(b, "%s\"choices\":[{\"index\":0,\"delta\":{\"content\":\"", brk);
+    } else {
+        err = sw_buf_appendf(b,
+                             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                             "%s\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"",
+                             brk);
+    }
+    if (!err)
+        err = sw_llmsim_json_escape(b, text.ptr, text.len);
+    if (err)
+        return err;
+    if (malformed == SW_LLMSIM_MALFORMED_JSON) /* the object is never closed */
+        return str(b, "\",\n\n");
+    if (r->dialect == SW_LLMSIM_OPENAI)
+        return str(b, "\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+    return str(b, "\"}}\n\n");
+}
+
+int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *r,
+                                int output_tokens, bool length)
+{
+    int err;
+    if (r->dialect == SW_LLMSIM_OPENAI) {
+        err = oa_chunk_head(b, r);
+        if (!err)
+            err = sw_buf_appendf(b,
+                                 "\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
+                                 "\"finish_reason\":\"%s\"}]}\n\n",
+                                 length ? "length" : "stop");
+        if (!err && r->include_usage) {
+            err = oa_chunk_head(b, r);
+            if (!err)
+                err = str(b, "\"choices\":[],");
+            if (!err)
+                err = oa_usage(b, r->prompt_tokens, output_tokens);
+            if (!err)
+                err = str(b, "}\n\n");
+        }
+        if (!err)
+            err = str(b, "data: [DONE]\n\n");
+        return err;
+    }
+    return sw_buf_appendf(b,
+                          "event: content_block_stop\ndata: {\"type\":\"content_block_stop\","
+                          "\"index\":0}\n\n"
+                          "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{"
+                          "\"stop_reason\":\"%s\",\"stop_sequence\":null},\"usage\":{"
+                          "\"output_tokens\":%d}}\n\n"
+                          "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+                          length ? "max_tokens" : "end_turn", output_tokens);
+}
+
+int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
+                             const char *text, size_t len, int output_tokens, bool length,
+                             enum sw_llmsim_malformed malformed)
+{
+    int err;
+    if (r->dialect == SW_LLMSIM_OPENAI) {
+        err = sw_buf_appendf(b,
+                             "{\"id\":\"%s\",\"object\":\"chat.completion\",\"created\":%lld,"
+                             "\"model\":\"",
+                             r->id, r->created);
+        if (!err)
+            err = esc(b, r->model);
+        if (!err)
+            err = str(b, "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+                         "\"content\":\"");
+        if (!err)
+            err = sw_llmsim_json_escape(b, text, len);
+        if (!err && malformed)
+            return str(b, "\",\"refusal\":");
+        if (!err)
+            err = sw_buf_appendf(b,
+                                 "\",\"refusal\":null,\"annotations\":[]},\"logprobs\":null,"
+                                 "\"finish_reason\":\"%s\"}],",
+                                 length ? "length" : "stop");
+        if (!err)
+            err = oa_usage(b, r->prompt_tokens, output_tokens);
+        if (!err)
+            err = str(b, ",\"service_tier\":\"default\",\"system_fingerprint\":null}");
+        return err;
+    }
+    err = sw_buf_appendf(b, "{\"id\":\"%s\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"",
+                         r->id);
+    if (!err)
+        err = esc(b, r->model);
+    if (!err)
+        err = str(b, "\",\"content\":[{\"type\":\"text\",\"text\":\"");
+    if (!err)
+        err = sw_llmsim_json_escape(b, text, len);
+    if (!err && malformed)
+        return str(b, "\"}],\"stop_reason\":");
+    if (!err)
+        err = sw_buf_appendf(b, "\"}],\"stop_reason\":\"%s\",\"stop_sequence\":null,",
+                             length ? "max_tokens" : "end_turn");
+    if (!err)
+        err = an_usage(b, r->prompt_tokens, output_tokens);
+    if (!err)
+        err = str(b, "}");
+    return err;
+}
+
+static const char *oa_code(int status)
+{
+    switch (status) {
+    case 400: return "invalid_request_error";
+    case 404: return "not_found";
+    case 429: return "rate_limit_exceeded";
+    case 500: return "internal_error";
+    case 502: return "bad_gateway";
+    case 503: return "service_unavailable";
+    case 504: return "timeout";
+    case 529: return "overloaded";
+    default: return status < 500 ? "invalid_request_error" : "server_error";
+    }
+}
+
+static const char *an_type(int status)
+{
+    switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 504: return "timeout_error";
+    case 529: return "overloaded_error";
+    default: return status < 500 ? "invalid_request_error" : "api_error";
+    }
+}
+
+int sw_llmsim_render_error(struct sw_buf *b, enum sw_llmsim_dialect d, int status,
+                           const char *message, const char *limit)
+{
+    int err;
+    if (d == SW_LLMSIM_OPENAI) {
+        const char *type = status == 429 ? (limit ? limit : "requests")
+                           : status >= 500 ? "server_error"
+                           : status == 404 ? "invalid_request_error"
+                                           : "invalid_request_error";
+        err = str(b, "{\"error\":{\"message\":\"");
+        if (!err)
+            err = esc(b, message);
+        if (!err)
+            err = sw_buf_appendf(b, "\",\"type\":\"%s\",\"param\":null,\"code\":\"%s\"}}", type,
+                                 oa_code(status));
+        return err;
+    }
+    err = sw_buf_appendf(b, "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"",
+                         an_type(status));
+    if (!err)
+        err = esc(b, message);
+    if (!err)
+        err = str(b, "\"}}");
+    return err;
+}

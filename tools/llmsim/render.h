@@ -1,0 +1,43 @@
+/* The wire format of answers, field by field as the real APIs send them:
+ * OpenAI chat.completion / chat.completion.chunk SSE and error objects,
+ * Anthropic message / SSE event sequence and error objects. Each function
+ * appends to a bounded buffer (SW_ETOOBIG past its max). Pure. */
+#ifndef SW_LLMSIM_RENDER_H
+#define SW_LLMSIM_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "chat.h"
+#include "common/buf.h"
+#include "faults.h"
+
+/* What every piece of one answer repeats. */
+struct sw_llmsim_reply {
+    enum sw_llmsim_dialect dialect;
+    char id[48];                 /* "chatcmpl-..." or "msg_..." */
+    long long created;           /* unix seconds (OpenAI) */
+    char model[SW_LLMSIM_MODEL_MAX]; /* echoed model id, raw */
+    int prompt_tokens;
+    bool include_usage;          /* OpenAI: send the usage chunk */
+};
+
+/* OpenAI: the role chunk. Anthropic: message_start, content_block_start, ping. */
+int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply *r);
+/* One token as one SSE event; `malformed` breaks this one event. */
+int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply *r,
+                                  struct sw_str text, enum sw_llmsim_malformed malformed);
+/* OpenAI: the finish_reason chunk, the usage chunk if asked, [DONE].
+ * Anthropic: content_block_stop, message_delta, message_stop. */
+int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *r,
+                                int output_tokens, bool length);
+/* The whole non-streaming body; `malformed` (either kind) cuts the JSON short. */
+int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
+                             const char *text, size_t len, int output_tokens, bool length,
+                             enum sw_llmsim_malformed malformed);
+/* An error body in the dialect's shape for `status`. `limit` ("requests" or
+ * "tokens") marks rpm/tpm 429s. */
+int sw_llmsim_render_error(struct sw_buf *b, enum sw_llmsim_dialect d, int status,
+                           const char *message, const char *limit);
+
+#endif
