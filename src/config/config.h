@@ -95,13 +95,14 @@ typedef const char *(*sw_config_getenv_fn)(const char *name, void *ud);
  * in messages. On success *out is a new snapshot (refcount 1) and SW_OK is
  * returned. On failure *out is NULL, errs holds every message, and the result
  * is SW_EINVAL (or SW_ENOMEM). errs must be freed with sw_config_errors_free
- * either way. */
+ * either way. getenv_fn NULL means the process environment (getenv). */
 int sw_config_parse(const char *filename, const char *text, size_t len,
                     sw_config_getenv_fn getenv_fn, void *ud,
                     struct sw_config **out, struct sw_config_errors *errs);
 
 /* Reads the file at path and parses it with the process environment. A file
- * that cannot be read is reported as "path: cannot read: <strerror>". */
+ * that cannot be read (or is larger than 1 MiB) is reported as
+ * "path: cannot read: <strerror>" and returns SW_EIO. */
 int sw_config_load_file(const char *path, struct sw_config **out,
                         struct sw_config_errors *errs);
 
