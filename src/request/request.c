@@ -102,19 +102,16 @@ static void copy_field(char *dst, size_t size, const char *src)
 
 /* ---- Errors ---- */
 
-void sw_request_error_set(struct sw_request_error *e, int status, const char *type,
-                          const char *code, const char *param, const char *fmt, ...)
+static void error_vset(struct sw_request_error *e, int status, const char *type,
+                       const char *code, const char *param, const char *fmt, va_list ap)
 {
-    va_list ap;
     int n;
 
     e->status = status;
     copy_field(e->type, sizeof(e->type), type);
     copy_field(e->code, sizeof(e->code), code);
     copy_field(e->param, sizeof(e->param), param);
-    va_start(ap, fmt);
     n = vsnprintf(e->message, sizeof(e->message), fmt, ap);
-    va_end(ap);
     if (n < 0) {
         e->message[0] = '\0';
         return;
@@ -125,6 +122,16 @@ void sw_request_error_set(struct sw_request_error *e, int status, const char *ty
         e->message[len] = '\0';
     }
     utf8_sanitize(e->message, len);
+}
+
+void sw_request_error_set(struct sw_request_error *e, int status, const char *type,
+                          const char *code, const char *param, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    error_vset(e, status, type, code, param, fmt, ap);
+    va_end(ap);
 }
 
 char *sw_request_error_json(const struct sw_request_error *err)
@@ -156,13 +163,11 @@ static int fail(struct ctx *c, const char *code, const char *param, const char *
 
 static int fail(struct ctx *c, const char *code, const char *param, const char *fmt, ...)
 {
-    char message[sizeof(c->err->message)];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
+    error_vset(c->err, 400, "invalid_request_error", code, param, fmt, ap);
     va_end(ap);
-    sw_request_error_set(c->err, 400, "invalid_request_error", code, param, "%s", message);
     return SW_EINVAL;
 }
 
@@ -223,12 +228,15 @@ static void join(char *out, size_t size, const char *base, const char *fmt, ...)
 static void join(char *out, size_t size, const char *base, const char *fmt, ...)
 {
     va_list ap;
-    int n = snprintf(out, size, "%s", base);
-    if (n < 0 || (size_t)n >= size)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(out + n, size - (size_t)n, fmt, ap);
-    va_end(ap);
+    int n = snprintf(out, size, "%s", base), m = 0;
+
+    if (n >= 0 && (size_t)n < size) {
+        va_start(ap, fmt);
+        m = vsnprintf(out + n, size - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    if (n < 0 || m < 0 || (size_t)n + (size_t)m >= size)
+        out[utf8_trim(out, strlen(out))] = '\0';     /* cut: not in a character */
 }
 
 /* Optional members: absent and null are the same. */
@@ -808,10 +816,12 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
 
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
+    memset(&je, 0, sizeof(je));     /* jansson leaves the code byte unset on some failures */
     root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
                       &je);
     if (!root) {
-        if (json_error_code(&je) == json_error_out_of_memory) {
+        /* jansson fails without a message when its first allocation fails. */
+        if (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0') {
             rc = SW_ENOMEM;
             goto oom;
         }

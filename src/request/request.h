@@ -39,7 +39,8 @@
 
 struct sw_chat_request {
     json_t *body;               /* owned: the parsed body, forwarded upstream after edits */
-    const char *model;          /* borrowed from body: the public model name asked for */
+    const char *model;          /* borrowed from body: the public model name asked for;
+                                 * dangles once body's "model" is replaced or removed */
     bool stream;                /* "stream": true */
     bool include_usage;         /* "stream_options": {"include_usage": true} */
     long max_tokens;            /* max_completion_tokens or max_tokens; 0 when absent */

@@ -536,6 +536,32 @@ static int utf8_valid(const char *s)
     return j != NULL;
 }
 
+/* A long multi-byte metadata key: param and message are cut on character
+ * boundaries and still render. */
+static void test_request_long_param(void **state)
+{
+    char body[1024], key[401];
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    (void)state;
+
+    for (size_t i = 0; i < 400; i += 2)
+        memcpy(key + i, "\xc3\xa9", 2);
+    key[400] = '\0';
+    snprintf(body, sizeof(body), "%s%s%s",
+             q("{'model':'m'," MSGS ",'metadata':{'x"), key, "\":1}}");
+    assert_int_equal(sw_request_parse(body, strlen(body), &req, &err), SW_EINVAL);
+    assert_string_equal(err.code, "invalid_type");
+    assert_memory_equal(err.param, "metadata.x\xc3\xa9", 12);
+    assert_int_equal(strlen(err.param), 126);       /* "metadata.x" + 58 'é', not half a 59th */
+    assert_true(utf8_valid(err.param));
+    char want[sizeof(err.message)];
+    snprintf(want, sizeof(want),
+             "Invalid type for '%s': expected a string, but got an integer instead.", err.param);
+    assert_string_equal(err.message, want);
+    check_error_json(&err);
+}
+
 static void test_request_tokens(void **state)
 {
     (void)state;
@@ -596,6 +622,70 @@ static void test_request_error_set(void **state)
     free(s);
 }
 
+/* ---- Allocation failures (curl's torture mode) ---- */
+
+static long alloc_countdown = -1;       /* fail when it reaches 0; -1: never */
+static long alloc_count;
+
+static void *failing_malloc(size_t n)
+{
+    alloc_count++;
+    if (alloc_countdown >= 0 && alloc_countdown-- == 0)
+        return NULL;
+    return malloc(n);
+}
+
+/* Fails jansson's Nth allocation for every N until the parse succeeds: each
+ * run must end in SW_OK or a clean error, never a crash or a leak (valgrind,
+ * ASan). After json_loadb, a failure is SW_ENOMEM (500). Inside it, jansson
+ * sometimes reports a failed allocation as a syntax error (a failed string
+ * copy in the lexer becomes "string or '}' expected"), which it gives us no
+ * way to tell apart, so invalid_json is accepted there. */
+static void test_request_alloc_failures(void **state)
+{
+    const char *body = q("{'model':'m','messages':[{'role':'user','content':[{'type':'text',"
+                         "'text':'abcde'}]},{'role':'assistant','content':null,'tool_calls':"
+                         "[{'id':'c','type':'function','function':{'name':'f','arguments':'{}'}}]}],"
+                         "'tools':[{'type':'function','function':{'name':'f','parameters':"
+                         "{'type':'object','properties':{'a':{'type':'string'}}}}}],"
+                         "'metadata':{'allow_cloud':'true'}}");
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    long n;
+    int rc = SW_ENOMEM;
+    (void)state;
+
+    json_set_alloc_funcs(failing_malloc, free);
+    alloc_count = 0;
+    json_decref(json_loadb(body, strlen(body), 0, NULL));
+    long in_load = alloc_count;
+    for (n = 0; n < 10000 && rc != SW_OK; n++) {
+        alloc_countdown = n;
+        rc = sw_request_parse(body, strlen(body), &req, &err);
+        alloc_countdown = -1;
+        if (rc == SW_OK)
+            break;
+        assert_null(req.body);
+        if (rc == SW_EINVAL && n < in_load) {
+            assert_string_equal(err.code, "invalid_json");
+            continue;
+        }
+        if (rc != SW_ENOMEM)
+            print_error("allocation %ld failed: rc %d '%s'\n", n, rc, err.message);
+        assert_int_equal(rc, SW_ENOMEM);
+        assert_int_equal(err.status, 500);
+        assert_string_equal(err.type, "server_error");
+        alloc_countdown = 0;
+        assert_null(sw_request_error_json(&err));       /* out of memory: NULL */
+        alloc_countdown = -1;
+    }
+    assert_int_equal(rc, SW_OK);
+    assert_true(n > in_load);      /* the validator's own allocations were failed too */
+    assert_int_equal(req.prompt_tokens_est, 2 + 4 + 1 + 4 + 28);
+    sw_request_free(&req);
+    json_set_alloc_funcs(malloc, free);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -604,8 +694,10 @@ int main(void)
         cmocka_unit_test(test_request_body_intact),
         cmocka_unit_test(test_request_not_terminated),
         cmocka_unit_test(test_request_deep_nesting),
+        cmocka_unit_test(test_request_long_param),
         cmocka_unit_test(test_request_tokens),
         cmocka_unit_test(test_request_error_set),
+        cmocka_unit_test(test_request_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
