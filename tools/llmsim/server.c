@@ -685,7 +685,7 @@ static void on_stats(struct sw_llmsim_server *s, struct evhttp_request *req)
     for (int i = 0; i < MAX_STATUS; i++) {
         if (!s->status[i])
             continue;
-        char k[8];
+        char k[16];
         snprintf(k, sizeof k, "%d", i);
         json_object_set_new(st, k, json_integer((json_int_t)s->status[i]));
     }
