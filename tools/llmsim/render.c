@@ -15,7 +15,7 @@ static int esc(struct sw_buf *b, const char *s)
 }
 
 /* `data: {"id":...,"model":"...","system_fingerprint":null,` of an OpenAI chunk. */
-static int oa_chunk_head(struct sw_buf *b, const struct sw_llmsim_reply *r)
+static int build_head(struct sw_buf *b, const struct sw_llmsim_reply *r)
 {
     int err = sw_buf_appendf(b,
                              "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
@@ -26,6 +26,26 @@ static int oa_chunk_head(struct sw_buf *b, const struct sw_llmsim_reply *r)
     if (!err)
         err = str(b, "\",\"service_tier\":\"default\",\"system_fingerprint\":null,");
     return err;
+}
+
+int sw_llmsim_reply_prepare(struct sw_llmsim_reply *r)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, sizeof r->head - 1);
+    int err = build_head(&b, r);
+    if (!err) {
+        memcpy(r->head, b.ptr, b.len + 1);
+        r->head_len = b.len;
+    }
+    sw_buf_free(&b);
+    return err;
+}
+
+static int oa_chunk_head(struct sw_buf *b, const struct sw_llmsim_reply *r)
+{
+    if (r->head_len)
+        return sw_buf_append(b, r->head, r->head_len);
+    return build_head(b, r);
 }
 
 static int oa_usage(struct sw_buf *b, int prompt, int output)
@@ -88,12 +108,15 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
     if (r->dialect == SW_LLMSIM_OPENAI) {
         err = oa_chunk_head(b, r);
         if (!err)
-            err = sw_buf_appendf(b, "%s\"choices\":[{\"index\":0,\"delta\":{\"content\":\"", brk);
+            err = str(b, brk);
+        if (!err)
+            err = str(b, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
     } else {
-        err = sw_buf_appendf(b,
-                             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
-                             "%s\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"",
-                             brk);
+        err = str(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",");
+        if (!err)
+            err = str(b, brk);
+        if (!err)
+            err = str(b, "\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
     }
     if (!err)
         err = sw_llmsim_json_escape(b, text.ptr, text.len);

@@ -20,7 +20,13 @@ struct sw_llmsim_reply {
     char model[SW_LLMSIM_MODEL_MAX]; /* echoed model id, raw */
     int prompt_tokens;
     bool include_usage;          /* OpenAI: send the usage chunk */
+    char head[2048];             /* OpenAI chunk prefix, by sw_llmsim_reply_prepare */
+    size_t head_len;
 };
+
+/* Fills r->head from the fields above (call once, before streaming): the
+ * part every OpenAI chunk repeats, so a token costs copies, not printf. */
+int sw_llmsim_reply_prepare(struct sw_llmsim_reply *r);
 
 /* OpenAI: the role chunk. Anthropic: message_start, content_block_start, ping. */
 int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply *r);

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <errno.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -57,6 +59,7 @@ struct sim {
     struct sw_llmsim_verdict verdict;
     bool length;                 /* stopped by max_tokens */
     bool headers_sent;           /* stream started */
+    bool direct;                 /* chunked encoding: write chunks to the socket ourselves */
     int sent;                    /* tokens sent */
     struct sim *prev, *next;     /* srv->live */
 };
@@ -79,6 +82,8 @@ struct sw_llmsim_server {
     uint64_t served, aborted, hanging, closed_by_fault, delayed;
     uint64_t status[MAX_STATUS];
     uint64_t prompt_tokens_total, tokens_predicted_total;
+    uint64_t tokens_sent;        /* tokens written, streams cut short included */
+    uint64_t lag_sum_us, lag_n, lag_max_us; /* timer lateness: is the loop keeping up? */
     double prompt_seconds_total, predicted_seconds_total;
 };
 
@@ -252,8 +257,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
         s->hanging--;
     if (r->state == S_DELAYED)
         s->delayed--;
-    if (r->state == S_QUEUED || r->state == S_ACTIVE)
-        release_slot(r);
+    release_slot(r); /* a no-op unless it is queued or holds a slot */
     if (s->o.verbose)
         sw_info("llmsim: client went away (state %d, %d tokens sent)", (int)r->state, r->sent);
     /* On EOF evhttp detaches an unfinished request from the dying connection
@@ -274,12 +278,38 @@ static void account_done(struct sim *r)
         (double)r->gen.output_tokens * sw_llmsim_period_us(&s->model.p) / 1e6;
 }
 
+/* Sends the rendered bytes as one HTTP chunk. The common case (nothing
+ * waiting in the connection's output buffer) writes the chunk to the socket
+ * at once with one writev: through evhttp, each chunk would cost an
+ * allocation, two epoll_ctl calls and a loop iteration, which is what limits
+ * how many streams one core can drive. Whatever the socket does not take
+ * goes to the output buffer, where libevent sends it in order. */
 static void send_stream_bytes(struct sim *r)
 {
     struct sw_llmsim_server *s = r->srv;
-    evbuffer_add(s->out, s->scratch.ptr, s->scratch.len);
-    evhttp_send_reply_chunk(r->req, s->out);
-    evbuffer_drain(s->out, evbuffer_get_length(s->out));
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(r->evcon);
+    struct evbuffer *ob = bufferevent_get_output(bev);
+    if (!r->direct || s->scratch.len == 0) {
+        evbuffer_add(s->out, s->scratch.ptr, s->scratch.len);
+        evhttp_send_reply_chunk(r->req, s->out);
+        evbuffer_drain(s->out, evbuffer_get_length(s->out));
+        return;
+    }
+    char hdr[24];
+    int hl = snprintf(hdr, sizeof hdr, "%zx\r\n", s->scratch.len);
+    struct iovec iov[3] = {{hdr, (size_t)hl}, {s->scratch.ptr, s->scratch.len}, {"\r\n", 2}};
+    ssize_t n = 0;
+    if (evbuffer_get_length(ob) == 0) {
+        n = writev(bufferevent_getfd(bev), iov, 3);
+        if (n < 0)
+            n = 0; /* EAGAIN or an error: libevent meets it on its own write */
+    }
+    for (int i = 0; i < 3; i++) {
+        size_t skip = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+        n -= (ssize_t)skip;
+        if (skip < iov[i].iov_len)
+            evbuffer_add(ob, (char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+    }
 }
 
 static void on_chunks_written(struct evhttp_connection *evcon, void *arg)
@@ -301,6 +331,8 @@ static void tick_stream(struct sim *r, int due)
         add_common_headers(r->req, "text/event-stream; charset=utf-8");
         evhttp_add_header(h, "Cache-Control", "no-cache");
         evhttp_send_reply_start(r->req, 200, "OK");
+        const char *te = evhttp_find_header(h, "Transfer-Encoding");
+        r->direct = te && !strcmp(te, "chunked");
         count_status(s, 200);
         r->headers_sent = true;
         err = sw_llmsim_render_stream_start(&s->scratch, &r->reply);
@@ -311,6 +343,7 @@ static void tick_stream(struct sim *r, int due)
     while (!err && r->sent < due) {
         struct sw_str t = sw_llmsim_text_next(&r->text);
         r->sent++;
+        s->tokens_sent++;
         err = sw_llmsim_render_stream_token(&s->scratch, &r->reply, t,
                                             r->sent == bad ? r->verdict.malformed
                                                            : SW_LLMSIM_MALFORMED_NONE);
@@ -370,6 +403,7 @@ static void finish_message(struct sim *r)
     } else {
         count_status(s, 200);
         r->sent = r->gen.output_tokens;
+        s->tokens_sent += (uint64_t)r->gen.output_tokens;
         send_bytes(s, r->req, 200, "application/json", s->scratch.ptr, s->scratch.len);
         account_done(r);
     }
@@ -435,7 +469,18 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     if (r->state != S_ACTIVE)
         return;
-    int due = sw_llmsim_tokens_due(&r->srv->model, &r->gen, now_us());
+    struct sw_llmsim_server *srv = r->srv;
+    int64_t now = now_us();
+    int due = sw_llmsim_tokens_due(&srv->model, &r->gen, now);
+    int next_k = r->chat.stream && r->sent < r->gen.output_tokens ? r->sent + 1
+                                                                  : r->gen.output_tokens;
+    int64_t lag = now - sw_llmsim_token_due_us(&srv->model, &r->gen, next_k);
+    if (lag >= 0) {
+        srv->lag_sum_us += (uint64_t)lag;
+        srv->lag_n++;
+        if ((uint64_t)lag > srv->lag_max_us)
+            srv->lag_max_us = (uint64_t)lag;
+    }
     if (r->chat.stream) {
         int first_due = r->gen.output_tokens == 0 ? 1 : due;
         if (first_due > r->sent || due == r->gen.output_tokens)
@@ -552,6 +597,8 @@ static void on_chat(struct sw_llmsim_server *s, struct evhttp_request *req, cons
     snprintf(rp->model, sizeof rp->model, "%s", r->chat.model[0] ? r->chat.model : s->o.model);
     rp->prompt_tokens = r->chat.prompt_tokens;
     rp->include_usage = r->chat.include_usage;
+    if (sw_llmsim_reply_prepare(rp))
+        rp->head_len = 0; /* too long to cache: built per chunk */
 
     r->gen.prompt_tokens = r->chat.prompt_tokens;
     if (s->o.reply == SW_LLMSIM_REPLY_ECHO) {
@@ -690,15 +737,28 @@ static void on_stats(struct sw_llmsim_server *s, struct evhttp_request *req)
         json_object_set_new(st, k, json_integer((json_int_t)s->status[i]));
     }
     enum sw_llmsim_load ls = sw_llmsim_load_state(&s->model, now_us());
-    send_json(s, req, 200,
-              json_pack("{s:i, s:i, s:I, s:I, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-                        "in_flight", s->model.in_flight, "queued", s->model.queued, "served",
-                        (json_int_t)s->served, "aborted", (json_int_t)s->aborted, "loaded",
-                        ls == SW_LLMSIM_LOADED, "loading", ls == SW_LLMSIM_LOADING, "hanging",
-                        (json_int_t)s->hanging, "delayed", (json_int_t)s->delayed,
-                        "closed_by_fault", (json_int_t)s->closed_by_fault, "chat_requests",
-                        (json_int_t)s->chat_seq, "prompt_tokens", (json_int_t)s->prompt_tokens_total,
-                        "tokens_generated", (json_int_t)s->tokens_predicted_total, "status", st));
+    json_t *o = json_pack("{s:i, s:i, s:I, s:I, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                          "in_flight", s->model.in_flight, "queued", s->model.queued, "served",
+                          (json_int_t)s->served, "aborted", (json_int_t)s->aborted, "loaded",
+                          ls == SW_LLMSIM_LOADED, "loading", ls == SW_LLMSIM_LOADING, "hanging",
+                          (json_int_t)s->hanging, "delayed", (json_int_t)s->delayed,
+                          "closed_by_fault", (json_int_t)s->closed_by_fault, "chat_requests",
+                          (json_int_t)s->chat_seq, "prompt_tokens",
+                          (json_int_t)s->prompt_tokens_total, "tokens_generated",
+                          (json_int_t)s->tokens_predicted_total, "tokens_sent",
+                          (json_int_t)s->tokens_sent);
+    if (!o) {
+        json_decref(st);
+        send_bytes(s, req, 500, "application/json", "{}", 2);
+        return;
+    }
+    json_object_set_new(o, "timer_lag_us_avg",
+                        json_integer(s->lag_n ? (json_int_t)(s->lag_sum_us / s->lag_n) : 0));
+    json_object_set_new(o, "timer_lag_us_max", json_integer((json_int_t)s->lag_max_us));
+    json_object_set_new(o, "timer_lag_us_sum", json_integer((json_int_t)s->lag_sum_us));
+    json_object_set_new(o, "timer_ticks", json_integer((json_int_t)s->lag_n));
+    json_object_set_new(o, "status", st);
+    send_json(s, req, 200, o);
 }
 
 static void on_received(struct sw_llmsim_server *s, struct evhttp_request *req)
@@ -900,8 +960,7 @@ void sw_llmsim_server_free(struct sw_llmsim_server *s)
     while (s->live) {
         struct sim *r = s->live;
         detach(r);
-        if (r->state == S_QUEUED || r->state == S_ACTIVE || r->state == S_CLOSING)
-            sw_llmsim_release(&s->model, &r->gen, now_us());
+        sw_llmsim_release(&s->model, &r->gen, now_us());
         sim_free(r);
     }
     if (s->http)
