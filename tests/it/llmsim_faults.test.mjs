@@ -73,14 +73,14 @@ test('/admin/faults: GET shows the set, POST replaces it whole, bad JSON is 400'
 });
 
 test('latency before the first byte', async (t) => {
-  const s = await sim(t, ['--decode-tps', '0', '--latency-ms', '300']);
+  const s = await sim(t, ['--decode-tps', '0', '--latency-ms', '800']);
   const t0 = Date.now();
   const p = chat(openai(s));
   // while delayed, the request neither holds a slot nor has an answer
   const st = await waitStats(s, (x) => x.delayed === 1, 'the request to be delayed');
   assert.equal(st.in_flight, 0);
   await p;
-  assert.ok(Date.now() - t0 >= 300, 'answered before the added latency');
+  assert.ok(Date.now() - t0 >= 800, 'answered before the added latency');
 });
 
 test('hang: the client times out, llmsim notices it left', async (t) => {

@@ -9,7 +9,7 @@ import { getJSON, openai, sim, stats, user, waitStats } from './llmsim_lib.mjs';
 test('--slots 1: a second request is queued until the first finishes', async (t) => {
   const s = await sim(t, ['--slots', '1', '--decode-tps', '20']);
   const c = openai(s);
-  const first = c.chat.completions.create({ model: 'm', messages: user('a'), max_tokens: 10 });
+  const first = c.chat.completions.create({ model: 'm', messages: user('a'), max_tokens: 40 }); // 2 s
   await waitStats(s, (x) => x.in_flight === 1, 'the first request to hold the slot');
   const second = c.chat.completions.create({ model: 'm', messages: user('b'), max_tokens: 2 });
   const st = await waitStats(s, (x) => x.queued === 1, 'the second request to queue');
@@ -32,7 +32,7 @@ test('FIFO: queued requests start in arrival order', async (t) => {
   const c = openai(s);
   const done = [];
   const go = (name, n) => c.chat.completions.create({ model: 'm', messages: user(name), max_tokens: n }).then(() => done.push(name));
-  const ps = [go('a', 5)];
+  const ps = [go('a', 100)]; // 2 s: time enough to queue the others behind it
   await waitStats(s, (x) => x.in_flight === 1, 'a to start');
   ps.push(go('b', 1));
   await waitStats(s, (x) => x.queued === 1, 'b to queue');
@@ -112,7 +112,7 @@ test('prefill and decode timing: a stream takes prefill + n / tps', async (t) =>
 });
 
 test('cold start: /health 503 while unloaded and loading, the first request waits, unload makes it cold again', async (t) => {
-  const s = await sim(t, ['--cold-start-ms', '400', '--decode-tps', '0']);
+  const s = await sim(t, ['--cold-start-ms', '1000', '--decode-tps', '0']);
   let h = await getJSON(`${s.url}/health`);
   assert.equal(h.status, 503);
   assert.equal(h.body.error.code, 503);
@@ -124,7 +124,7 @@ test('cold start: /health 503 while unloaded and loading, the first request wait
   await waitStats(s, (x) => x.loading === true, 'the load to start');
   assert.equal((await getJSON(`${s.url}/health`)).status, 503);
   await p;
-  assert.ok(Date.now() - t0 >= 400, 'answered before the model loaded');
+  assert.ok(Date.now() - t0 >= 1000, 'answered before the model loaded');
   h = await getJSON(`${s.url}/health`);
   assert.equal(h.status, 200);
   assert.equal((await stats(s)).loaded, true);
@@ -136,7 +136,7 @@ test('cold start: /health 503 while unloaded and loading, the first request wait
   assert.equal((await stats(s)).loaded, false);
   const t1 = Date.now();
   await c.chat.completions.create({ model: 'm', messages: user('x'), max_tokens: 1 });
-  assert.ok(Date.now() - t1 >= 400, 'the reload was skipped');
+  assert.ok(Date.now() - t1 >= 1000, 'the reload was skipped');
 });
 
 test('/admin/unload without --cold-start-ms is a 200 no-op', async (t) => {
