@@ -89,7 +89,6 @@ static void test_no_faults(void **state)
         sw_llmsim_faults_decide(&s, i, 10, &v);
         assert_int_equal(v.status, 0);
         assert_false(v.hang);
-        assert_false(v.exit);
         assert_int_equal(v.latency_ms, 0);
     }
 }
@@ -156,13 +155,13 @@ static void test_exit_after(void **state)
 {
     (void)state;
     struct sw_llmsim_fault_state s = state_with("{\"exit_after\":3}");
-    struct sw_llmsim_verdict v;
-    sw_llmsim_faults_decide(&s, 0, 1, &v);
-    assert_false(v.exit);
-    sw_llmsim_faults_decide(&s, 0, 1, &v);
-    assert_false(v.exit);
-    sw_llmsim_faults_decide(&s, 0, 1, &v);
-    assert_true(v.exit);
+    assert_false(sw_llmsim_faults_arrive(&s));
+    assert_false(sw_llmsim_faults_arrive(&s));
+    assert_true(sw_llmsim_faults_arrive(&s));
+    assert_false(sw_llmsim_faults_arrive(&s));
+    s = state_with("{}");
+    for (int i = 0; i < 10; i++)
+        assert_false(sw_llmsim_faults_arrive(&s));
 }
 
 static void test_rpm(void **state)

@@ -18,7 +18,7 @@ enum sw_llmsim_dialect { SW_LLMSIM_OPENAI, SW_LLMSIM_ANTHROPIC };
 enum sw_llmsim_reply_mode { SW_LLMSIM_REPLY_LOREM, SW_LLMSIM_REPLY_ECHO };
 
 #define SW_LLMSIM_MODEL_MAX 256     /* longest model id kept from a request */
-#define SW_LLMSIM_ECHO_MAX (1 << 20) /* longest user text kept for echo */
+#define SW_LLMSIM_ECHO_MAX (8 << 20) /* longest user text kept for echo (= body limit) */
 
 struct sw_llmsim_chat {
     bool stream;

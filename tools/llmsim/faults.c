@@ -154,6 +154,12 @@ void sw_llmsim_faults_set(struct sw_llmsim_fault_state *s, const struct sw_llmsi
     bucket_init(&s->tpm, f->tpm, now_us);
 }
 
+bool sw_llmsim_faults_arrive(struct sw_llmsim_fault_state *s)
+{
+    s->chat_requests++;
+    return s->f.exit_after > 0 && s->chat_requests == (uint64_t)s->f.exit_after;
+}
+
 void sw_llmsim_faults_decide(struct sw_llmsim_fault_state *s, int64_t now_us, int tokens,
                              struct sw_llmsim_verdict *v)
 {
@@ -163,11 +169,6 @@ void sw_llmsim_faults_decide(struct sw_llmsim_fault_state *s, int64_t now_us, in
     v->latency_ms = f->latency_ms;
     v->close_after_chunks = f->close_after_chunks;
     v->malformed = f->malformed;
-    s->chat_requests++;
-    if (f->exit_after > 0 && s->chat_requests == (uint64_t)f->exit_after) {
-        v->exit = true;
-        return;
-    }
     if (f->hang) {
         v->hang = true;
         return;

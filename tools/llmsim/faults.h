@@ -41,13 +41,12 @@ struct sw_llmsim_bucket {
 struct sw_llmsim_fault_state {
     struct sw_llmsim_faults f;
     uint64_t rng;                /* error-rate draws */
-    uint64_t chat_requests;      /* chat requests decided so far (for exit_after) */
+    uint64_t chat_requests;      /* chat requests arrived so far (for exit_after) */
     struct sw_llmsim_bucket rpm, tpm;
 };
 
 /* What to do with one chat request. */
 struct sw_llmsim_verdict {
-    bool exit;                   /* exit(1) now, without answering */
     bool hang;                   /* never answer */
     int status;                  /* 0 = serve normally, else answer this error */
     int retry_after_s;           /* Retry-After header when >= 0 (always for 429) */
@@ -70,9 +69,12 @@ json_t *sw_llmsim_faults_to_json(const struct sw_llmsim_faults *f);
 /* Installs a fault set at now_us: buckets start full. */
 void sw_llmsim_faults_set(struct sw_llmsim_fault_state *s, const struct sw_llmsim_faults *f,
                           int64_t now_us);
-/* Decides the fate of one chat request that would cost `tokens` tokens
- * (prompt + planned output). Order: exit_after, hang, rpm, tpm, error rate.
- * A request refused by a limit consumes nothing. */
+/* Counts one chat request as it arrives (valid or not); true when it is the
+ * exit_after-th one and the process must exit(1) without answering. */
+bool sw_llmsim_faults_arrive(struct sw_llmsim_fault_state *s);
+/* Decides the fate of one valid chat request that would cost `tokens` tokens
+ * (prompt + planned output). Order: hang, rpm, tpm, error rate. A request
+ * refused by a limit consumes nothing. */
 void sw_llmsim_faults_decide(struct sw_llmsim_fault_state *s, int64_t now_us, int tokens,
                              struct sw_llmsim_verdict *v);
 

@@ -551,6 +551,11 @@ static void on_chat(struct sw_llmsim_server *s, struct evhttp_request *req, cons
     json_error_t jerr;
     json_t *root = json_loadb(body, len, 0, &jerr);
     record_received(s, req, path, root, body, len);
+    if (sw_llmsim_faults_arrive(&s->faults)) {
+        sw_warn("llmsim: exiting on chat request #%d (exit_after)", s->faults.f.exit_after);
+        fflush(stdout);
+        exit(1);
+    }
     if (!root) {
         char msg[256];
         snprintf(msg, sizeof msg, "We could not parse the JSON body of your request: %s",
@@ -620,11 +625,6 @@ static void on_chat(struct sw_llmsim_server *s, struct evhttp_request *req, cons
         sw_info("llmsim: %s #%llu prompt=%d output=%d stream=%d status=%d", path,
                 (unsigned long long)seq, r->gen.prompt_tokens, r->gen.output_tokens,
                 (int)r->chat.stream, r->verdict.status);
-    if (r->verdict.exit) {
-        sw_warn("llmsim: exiting on chat request #%d (--exit-after)", s->faults.f.exit_after);
-        fflush(stdout);
-        exit(1);
-    }
     evhttp_connection_set_closecb(r->evcon, on_close, r);
     watch_close(r);
     if (r->verdict.hang) {
