@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +334,10 @@ static void tick_stream(struct sim *r, int due)
         evhttp_send_reply_start(r->req, 200, "OK");
         const char *te = evhttp_find_header(h, "Transfer-Encoding");
         r->direct = te && !strcmp(te, "chunked");
+        /* each token leaves at its time, not when Nagle lets it */
+        int one = 1;
+        setsockopt(bufferevent_getfd(evhttp_connection_get_bufferevent(r->evcon)), IPPROTO_TCP,
+                   TCP_NODELAY, &one, sizeof one);
         count_status(s, 200);
         r->headers_sent = true;
         err = sw_llmsim_render_stream_start(&s->scratch, &r->reply);
