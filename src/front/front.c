@@ -32,6 +32,8 @@ struct sw_front {
     struct sw_curlev *cev;
     struct timeval client_tv;       /* slow-client read/write timeout */
     long in_flight;                 /* requests handed to the relay, not finished */
+    struct conn *conns;             /* every open client connection */
+    struct event *drain_check;      /* re-checks until every answer left the process */
     long connections;               /* open client connections */
     bool accepting;
     bool draining;
@@ -43,13 +45,46 @@ struct sw_front {
 
 /* ---- Bookkeeping ---- */
 
+struct conn {
+    struct sw_front *f;
+    struct bufferevent *bev;
+    struct event *kick;
+    bool kicking;
+    struct conn *prev, *next;
+};
+
+/* True when no connection holds answer bytes not yet written to its socket. */
+static bool outputs_flushed(const struct sw_front *f)
+{
+    for (const struct conn *c = f->conns; c; c = c->next) {
+        struct bufferevent *under = bufferevent_get_underlying(c->bev);
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) ||
+            (under && evbuffer_get_length(bufferevent_get_output(under))))
+            return false;
+    }
+    return true;
+}
+
+/* Drained: no request in the relay and every answer's last byte written. */
 static void check_drained(struct sw_front *f)
 {
-    if (f->draining && f->in_flight == 0 && f->on_drained) {
-        void (*cb)(void *) = f->on_drained;
-        f->on_drained = NULL;
-        cb(f->drained_ud);
+    if (!f->draining || f->in_flight > 0 || !f->on_drained)
+        return;
+    if (!outputs_flushed(f)) {
+        struct timeval tv = {0, 10000};
+        evtimer_add(f->drain_check, &tv);
+        return;
     }
+    void (*cb)(void *) = f->on_drained;
+    f->on_drained = NULL;
+    cb(f->drained_ud);
+}
+
+static void on_drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    check_drained(arg);
 }
 
 static void on_relay_finish(void *ud)
@@ -60,17 +95,25 @@ static void on_relay_finish(void *ud)
 }
 
 /* Connections are counted through the bufferevent libevent creates for each:
- * a pass-through filter whose context is freed with the connection. At the
- * limit the listener stops accepting; the kernel backlog holds newcomers. */
-struct conn_tag {
-    struct sw_front *f;
-};
-
+ * a filter whose context is freed with the connection. At the limit the
+ * listener stops accepting; the kernel backlog holds newcomers.
+ *
+ * evhttp writes a reply and only then sets the callback that completes it,
+ * expecting the write callback to come later from the socket. A filter that
+ * moved output at once would call it too early (the reply never completes
+ * and keep-alive stalls), so output is moved one loop turn later, by `kick`. */
 static void on_conn_freed(void *ctx)
 {
-    struct conn_tag *t = ctx;
-    struct sw_front *f = t->f;
-    free(t);
+    struct conn *c = ctx;
+    struct sw_front *f = c->f;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        f->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    event_free(c->kick);
+    free(c);
     f->connections--;
     if (!f->accepting && !f->draining && f->connections < f->cfg->limits.max_connections) {
         evconnlistener_enable(f->listener);
@@ -78,23 +121,63 @@ static void on_conn_freed(void *ctx)
     }
 }
 
+static enum bufferevent_filter_result filter_out(struct evbuffer *src, struct evbuffer *dst,
+                                                 ev_ssize_t limit,
+                                                 enum bufferevent_flush_mode mode, void *ctx)
+{
+    (void)limit;
+    (void)mode;
+    struct conn *c = ctx;
+    if (!c->kicking)
+        return BEV_NEED_MORE;
+    evbuffer_add_buffer(dst, src);
+    return BEV_OK;
+}
+
+static void on_output_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    (void)buf;
+    struct conn *c = arg;
+    if (info->n_added)
+        event_active(c->kick, EV_TIMEOUT, 0);
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct conn *c = arg;
+    c->kicking = true;
+    bufferevent_flush(c->bev, EV_WRITE, BEV_NORMAL);
+    c->kicking = false;
+}
+
 static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
 {
     struct sw_front *f = arg;
     struct bufferevent *sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    struct conn_tag *t = malloc(sizeof *t);
-    struct bufferevent *bev = NULL;
-    if (sock && t) {
-        t->f = f;
-        bev = bufferevent_filter_new(sock, NULL, NULL, BEV_OPT_CLOSE_ON_FREE, on_conn_freed, t);
+    struct conn *c = calloc(1, sizeof *c);
+    if (c) {
+        c->f = f;
+        c->kick = event_new(base, -1, 0, on_kick, c);
     }
-    if (!bev) {
+    if (sock && c && c->kick)
+        c->bev = bufferevent_filter_new(sock, NULL, filter_out, BEV_OPT_CLOSE_ON_FREE,
+                                        on_conn_freed, c);
+    if (!c || !c->bev) {
         if (sock)
             bufferevent_free(sock);
-        free(t);
+        if (c && c->kick)
+            event_free(c->kick);
+        free(c);
         sw_error("out of memory accepting a connection");
         return NULL;
     }
+    evbuffer_add_cb(bufferevent_get_output(c->bev), on_output_added, c);
+    c->next = f->conns;
+    if (f->conns)
+        f->conns->prev = c;
+    f->conns = c;
     f->connections++;
     if (f->accepting && f->connections >= f->cfg->limits.max_connections) {
         evconnlistener_disable(f->listener);
@@ -102,7 +185,7 @@ static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
         sw_warn("connection limit %ld reached; not accepting until one closes",
                 f->cfg->limits.max_connections);
     }
-    return bev;
+    return c->bev;
 }
 
 /* While a request is being answered the client owes us nothing, so the read
@@ -362,8 +445,9 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
     f->client_tv.tv_sec = ms / 1000;
     f->client_tv.tv_usec = (ms % 1000) * 1000;
 
+    f->drain_check = evtimer_new(base, on_drain_check, f);
     f->http = evhttp_new(base);
-    if (!f->http)
+    if (!f->http || !f->drain_check)
         goto fail;
     /* Bodies up to twice the limit are read and refused with an OpenAI-shaped
      * 413 that names the limit; beyond that libevent cuts the connection with
@@ -425,6 +509,8 @@ void sw_front_free(struct sw_front *f)
     f->draining = true; /* connections freed below must not re-enable the listener */
     if (f->http)
         evhttp_free(f->http);
+    if (f->drain_check)
+        event_free(f->drain_check);
     sw_config_unref(f->cfg);
     free(f);
 }

@@ -22,6 +22,7 @@
 #define SSE_EVENT_MAX (1024 * 1024)
 /* Pause the upstream while this much is waiting to be written to the client. */
 #define CLIENT_PENDING_MAX (1024 * 1024)
+#define RESUME_CHECK_US 10000
 
 struct proxy {
     struct sw_relay_env env;
@@ -44,21 +45,32 @@ struct proxy {
     bool saw_done;                  /* upstream sent data: [DONE] */
     bool client_gone;
     bool paused;                    /* upstream paused for a slow client */
+    struct event *resume_timer;
     int abort_err;                  /* why on_data aborted the transfer (SW_EPROTO, ...) */
     char abort_msg[160];
 
     /* The failures so far, for the final error message: "edge: connect_error; ..." */
+    /* evhttp's own connection callbacks, wrapped while the relay owns the request */
+    bool watching;
+    bufferevent_data_cb evhttp_read_cb;
+    bufferevent_data_cb evhttp_write_cb;
+    bufferevent_event_cb evhttp_event_cb;
+    void *evhttp_cb_arg;
+
     char failures[512];
     long retry_after_s;
     bool any_timeout;
 };
 
 static void start_attempt(struct proxy *p);
+static void unwatch_client(struct proxy *p);
+static void watch_client(struct proxy *p);
 
 /* ---- Lifetime ---- */
 
 static void proxy_free(struct proxy *p)
 {
+    unwatch_client(p);
     if (p->evcon)
         evhttp_connection_set_closecb(p->evcon, NULL, NULL);
     sw_upstream_cleanup(&p->up);
@@ -66,6 +78,8 @@ static void proxy_free(struct proxy *p)
     sw_sse_free(&p->sse);
     if (p->out)
         evbuffer_free(p->out);
+    if (p->resume_timer)
+        event_free(p->resume_timer);
     sw_request_free(&p->chat);
     free(p->public_model);
     sw_config_unref(p->cfg);
@@ -89,9 +103,72 @@ static void on_client_close(struct evhttp_connection *evcon, void *arg)
     proxy_free(p);
 }
 
+/* libevent 2.1 stops reading a server connection once the request is read
+ * (and evhttp_read_cb aborts the process if data arrives while it answers),
+ * so a client that gives up is only noticed when a write fails. For an LLM
+ * request that may sit in prefill for seconds, that keeps a local slot busy
+ * for nobody. So while the relay owns the request it owns the connection's
+ * callbacks: reads are left in the buffer (bounded by a watermark) for
+ * evhttp to parse after the answer, writes and other events go to evhttp,
+ * and EOF or an error aborts the upstream at once. */
+#define CLIENT_READ_MAX (64 * 1024)
+
+static void on_client_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    (void)arg; /* pipelined bytes wait for evhttp */
+}
+
+static void on_client_write(struct bufferevent *bev, void *arg)
+{
+    struct proxy *p = arg;
+    if (p->evhttp_write_cb)
+        p->evhttp_write_cb(bev, p->evhttp_cb_arg);
+}
+
+static void on_client_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct proxy *p = arg;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) {
+        p->evhttp_event_cb(bev, what, p->evhttp_cb_arg);
+        return;
+    }
+    struct evhttp_connection *evcon = p->evcon;
+    sw_info("request %s: client disconnected, upstream aborted", p->id);
+    p->client_gone = true;
+    proxy_free(p); /* gives the callbacks back to evhttp */
+    evhttp_connection_free(evcon);
+}
+
+static void watch_client(struct proxy *p)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(p->evcon);
+    if (!p->watching) {
+        bufferevent_getcb(bev, &p->evhttp_read_cb, &p->evhttp_write_cb, &p->evhttp_event_cb,
+                          &p->evhttp_cb_arg);
+        bufferevent_setcb(bev, on_client_read, on_client_write, on_client_event, p);
+        bufferevent_setwatermark(bev, EV_READ, 0, CLIENT_READ_MAX);
+        p->watching = true;
+    }
+    bufferevent_enable(bev, EV_READ);
+}
+
+static void unwatch_client(struct proxy *p)
+{
+    if (!p->watching || !p->evcon)
+        return;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(p->evcon);
+    bufferevent_disable(bev, EV_READ);
+    bufferevent_setwatermark(bev, EV_READ, 0, 0);
+    bufferevent_setcb(bev, p->evhttp_read_cb, p->evhttp_write_cb, p->evhttp_event_cb,
+                      p->evhttp_cb_arg);
+    p->watching = false;
+}
+
 /* Hands the request back to libevent (it is answered) and detaches. */
 static void detach_client(struct proxy *p)
 {
+    unwatch_client(p);
     if (p->evcon)
         evhttp_connection_set_closecb(p->evcon, NULL, NULL);
     p->evcon = NULL;
@@ -219,20 +296,35 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
     return SW_OK;
 }
 
-static void on_client_drained(struct evhttp_connection *evcon, void *arg)
-{
-    (void)evcon;
-    struct proxy *p = arg;
-    if (p->paused) {
-        p->paused = false;
-        sw_upstream_resume(&p->up);
-    }
-}
-
+/* Bytes accepted for the client but not yet written to its socket: the
+ * connection's bufferevent and the socket bufferevent under it. */
 static size_t client_pending(const struct proxy *p)
 {
     struct bufferevent *bev = p->evcon ? evhttp_connection_get_bufferevent(p->evcon) : NULL;
-    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+    if (!bev)
+        return 0;
+    size_t n = evbuffer_get_length(bufferevent_get_output(bev));
+    struct bufferevent *under = bufferevent_get_underlying(bev);
+    if (under)
+        n += evbuffer_get_length(bufferevent_get_output(under));
+    return n;
+}
+
+/* While paused for a slow client, look every few milliseconds whether it
+ * caught up (simpler and sturdier than chaining on write callbacks that
+ * evhttp also uses). */
+static void on_resume_check(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct proxy *p = arg;
+    if (client_pending(p) > CLIENT_PENDING_MAX / 2) {
+        struct timeval tv = {0, RESUME_CHECK_US};
+        evtimer_add(p->resume_timer, &tv);
+        return;
+    }
+    p->paused = false;
+    sw_upstream_resume(&p->up);
 }
 
 static void start_client_stream(struct proxy *p)
@@ -248,8 +340,14 @@ static void start_client_stream(struct proxy *p)
 static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
 {
     if (p->started && client_pending(p) > CLIENT_PENDING_MAX) {
-        p->paused = true;
-        return CURL_WRITEFUNC_PAUSE;
+        if (!p->resume_timer)
+            p->resume_timer = evtimer_new(p->env.base, on_resume_check, p);
+        if (p->resume_timer) {
+            struct timeval tv = {0, RESUME_CHECK_US};
+            evtimer_add(p->resume_timer, &tv);
+            p->paused = true;
+            return CURL_WRITEFUNC_PAUSE;
+        }
     }
     int err = sw_sse_feed(&p->sse, bytes, len);
     if (err == SW_ETOOBIG && !p->abort_err) {
@@ -260,7 +358,8 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
     if (evbuffer_get_length(p->out) > 0) {
         if (!p->started)
             start_client_stream(p);
-        evhttp_send_reply_chunk_with_cb(p->req, p->out, on_client_drained, p);
+        evhttp_send_reply_chunk(p->req, p->out);
+        watch_client(p); /* evhttp stopped reading to write; keep noticing EOF */
     }
     return err ? 0 : len;
 }
@@ -456,5 +555,6 @@ void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     strip_spillway_fields(p->chat.body);
     evhttp_connection_set_closecb(p->evcon, on_client_close, p);
+    watch_client(p);
     start_attempt(p);
 }

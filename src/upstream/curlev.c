@@ -58,8 +58,6 @@ static void on_socket_ready(evutil_socket_t fd, short what, void *arg)
     int still;
     curl_multi_socket_action(cev->multi, fd, flags, &still);
     check_done(cev);
-    if (still <= 0 && evtimer_pending(cev->timer, NULL))
-        evtimer_del(cev->timer);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
