@@ -106,13 +106,17 @@ static void on_conn_freed(void *ctx)
 {
     struct conn *c = ctx;
     struct sw_front *f = c->f;
+    event_free(c->kick);
+    if (!f) { /* the front is gone; libevent finalizes bufferevents late */
+        free(c);
+        return;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
         f->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    event_free(c->kick);
     free(c);
     f->connections--;
     if (!f->accepting && !f->draining && f->connections < f->cfg->limits.max_connections) {
@@ -509,6 +513,8 @@ void sw_front_free(struct sw_front *f)
     f->draining = true; /* connections freed below must not re-enable the listener */
     if (f->http)
         evhttp_free(f->http);
+    for (struct conn *c = f->conns; c; c = c->next)
+        c->f = NULL;
     if (f->drain_check)
         event_free(f->drain_check);
     sw_config_unref(f->cfg);

@@ -52,6 +52,11 @@ export async function startProcess(bin, args, { timeout = 10000, env = {} } = {}
       const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
       await exited;
       clearTimeout(t);
+      // Under `make test SANITIZE=1` every process a test started must have
+      // ended without a sanitizer report (leaks, use-after-free, UB).
+      if (/ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/.test(out)) {
+        throw new Error(`${bin} reported a sanitizer error:\n${out}`);
+      }
     },
   };
 }
