@@ -54,3 +54,21 @@ test('starting with an invalid config exits 1 without listening', () => {
   assert.equal(r.status, 1);
   assert.doesNotMatch(r.stderr, /listening on/);
 });
+
+test('--check-config: every shipped example is valid (with its secrets in the environment)', () => {
+  const env = { ...process.env, APP_KEY: 'sk-app-1', INTERNAL_KEY: 'sk-int-1', ADMIN_KEY: 'sk-admin-1', OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a' };
+  for (const f of ['examples/demo.yaml', 'examples/llamacpp-openai.yaml', 'examples/ollama.yaml']) {
+    const r = spawnSync(bin, ['--check-config', f], { encoding: 'utf8', env, timeout: 10000 });
+    assert.equal(r.status, 0, `${f}: ${r.stderr}`);
+  }
+});
+
+test('--check-config: the anthropic dialect is refused until its adapter exists', () => {
+  const r = run('--check-config', file(`backends:
+  - { name: c, tier: cloud, url: "https://api.anthropic.com", dialect: anthropic, model: m }
+models:
+  - { name: chat, backends: [c] }
+`));
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /dialect: anthropic is not supported by this build yet/);
+});

@@ -182,6 +182,16 @@ describe('gateway core with healthy backends', () => {
     assert.equal(h.status, 200);
   });
 
+  test('headers over the limit are refused and the gateway keeps serving', async () => {
+    // libevent answers 413 and closes; the client may see the answer or, when
+    // it is still sending, a reset. Either way the request is not served.
+    const status = await fetch(`${gw.url}/v1/models`, { headers: { authorization: 'Bearer sk-app', 'x-big': 'y'.repeat(20000) } })
+      .then((r) => r.status, () => 'connection closed');
+    assert.ok(status === 413 || status === 'connection closed', `got ${status}`);
+    const h = await getJSON(`${gw.url}/healthz`);
+    assert.equal(h.status, 200);
+  });
+
   test('a key without allow_cloud never reaches the cloud', async () => {
     const before = (await received(cloud)).length;
     const { response } = await client(gw, 'sk-private').chat.completions
@@ -189,6 +199,32 @@ describe('gateway core with healthy backends', () => {
       .withResponse();
     assert.equal(response.headers.get('x-spillway-tier'), 'local');
     assert.equal((await received(cloud)).length, before);
+  });
+});
+
+describe('connection limit', () => {
+  test('at limits.max_connections new connections wait until one closes', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model']);
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), extra: 'limits:\n  max_connections: 2\n  client_timeout_ms: 10000' }));
+    const idle = [];
+    try {
+      for (let i = 0; i < 2; i++) {
+        const s = net.connect(gw.port, '127.0.0.1');
+        await new Promise((r) => s.on('connect', r));
+        idle.push(s);
+      }
+      let answered = false;
+      const third = fetch(`${gw.url}/healthz`).then((r) => { answered = true; return r.status; });
+      // Both slots are held by idle connections: the third is not served.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(answered, false);
+      idle.shift().destroy();
+      assert.equal(await third, 200);
+    } finally {
+      idle.forEach((s) => s.destroy());
+      await gw.stop();
+      await edge.stop();
+    }
   });
 });
 
