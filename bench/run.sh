@@ -33,7 +33,7 @@ SIM=$(port_of "$tmp/sim.log")
 cat >"$tmp/gw.yaml" <<YAML
 listen: "127.0.0.1:0"
 backends:
-  - { name: fast, tier: local, url: "http://127.0.0.1:$SIM", model: fast, slots: 4096 }
+  - { name: fast, tier: local, url: "http://127.0.0.1:$SIM", model: fast, slots: 1024 }
 models:
   - { name: chat, backends: [fast] }
 limits: { max_connections: 4096 }

@@ -1,5 +1,6 @@
 #include "upstream/curlev.h"
 
+#include <event2/event_struct.h>
 #include <stdlib.h>
 
 #include "common/err.h"
@@ -14,8 +15,8 @@ struct sw_curlev {
 
 /* Per-socket watcher, attached to curl's socket with curl_multi_assign. */
 struct sock {
-    struct event *ev;
-    struct sw_curlev *cev;
+    struct event ev;
+    short kind;                 /* the events ev watches; 0 before the first add */
 };
 
 /* Per-transfer completion callback, stored in CURLINFO_PRIVATE. */
@@ -90,7 +91,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *arg, void
     struct sock *sk = sockp;
     if (what == CURL_POLL_REMOVE) {
         if (sk) {
-            event_free(sk->ev);
+            event_del(&sk->ev);
             free(sk);
             curl_multi_assign(cev->multi, s, NULL);
         }
@@ -105,15 +106,15 @@ static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *arg, void
         sk = calloc(1, sizeof *sk);
         if (!sk)
             return -1;
-        sk->cev = cev;
         curl_multi_assign(cev->multi, s, sk);
+    } else if (sk->kind == kind) {
+        return 0; /* already watching exactly this: no epoll_ctl churn */
     } else {
-        event_free(sk->ev);
+        event_del(&sk->ev);
     }
-    sk->ev = event_new(cev->base, s, kind, on_socket_ready, cev);
-    if (!sk->ev)
-        return -1;
-    event_add(sk->ev, NULL);
+    event_assign(&sk->ev, cev->base, s, kind, on_socket_ready, cev);
+    sk->kind = kind;
+    event_add(&sk->ev, NULL);
     return 0;
 }
 
