@@ -316,6 +316,8 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
     }
     if (!sw_walk_val(&backend_section, vals, "supports_images"))
         b->supports_images = !local;
+    if (!b->health_path && local && !sw_walk_val(&backend_section, vals, "health_path"))
+        b->health_path = strdup("/health");
     for (size_t j = 0; b->name && j < index; j++) {
         if (cfg->backends[j].name && !strcmp(cfg->backends[j].name, b->name)) {
             sw_walk_path_key(p, sizeof(p), path, "name");
@@ -383,6 +385,7 @@ static const struct sw_walk_setting key_settings[] = {
     {.key = "key", .type = SW_WALK_SECRET, .off = KEY(key), .required = true,
      .hint = "the bearer secret, usually \"${SOME_ENV_VAR}\""},
     {.key = "allow_cloud", .type = SW_WALK_BOOL, .off = KEY(allow_cloud), .def = 1},
+    {.key = "sensitive", .type = SW_WALK_BOOL, .off = KEY(sensitive), .def = 0},
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
@@ -429,6 +432,14 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "supports_images", .type = SW_WALK_BOOL, .off = BE(supports_images), .def = 0},
     {.key = "tls_verify", .type = SW_WALK_BOOL, .off = BE(tls_verify), .def = 1},
     {.key = "ca_file", .type = SW_WALK_TEXT, .off = BE(ca_file)},
+    {.key = "rpm", .type = SW_WALK_LONG, .off = BE(rpm), .min = 0, .max = 100000000, .def = 0},
+    {.key = "tpm", .type = SW_WALK_LONG, .off = BE(tpm), .min = 0, .max = 10000000000L, .def = 0},
+    {.key = "queue_max", .type = SW_WALK_LONG, .off = BE(queue_max), .min = 0, .max = 100000,
+     .def = 64},
+    {.key = "health_path", .type = SW_WALK_TEXT, .off = BE(health_path),
+     .hint = "a path such as /health; absent: /health for local backends, none for cloud"},
+    {.key = "keep_warm_ms", .type = SW_WALK_LONG, .off = BE(keep_warm_ms), .min = 0,
+     .max = 86400000, .def = 0},
 };
 static const struct sw_walk_section backend_section = {
     backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),
@@ -448,11 +459,64 @@ static const struct sw_walk_section model_section = {
     sizeof(struct sw_config_model), check_model};
 
 #define RT(f) offsetof(struct sw_config_routing, f)
+static const struct sw_walk_setting latency_settings[] = {
+    {.key = "window_ms", .type = SW_WALK_LONG, .off = RT(latency.window_ms) - RT(latency),
+     .min = 1000, .max = 3600000, .def = 30000},
+    {.key = "degrade_ms", .type = SW_WALK_LONG, .off = RT(latency.degrade_ms) - RT(latency),
+     .min = 1, .max = 600000, .def = 200},
+    {.key = "recover_ms", .type = SW_WALK_LONG, .off = RT(latency.recover_ms) - RT(latency),
+     .min = 1, .max = 600000, .def = 150},
+    {.key = "dwell_ms", .type = SW_WALK_LONG, .off = RT(latency.dwell_ms) - RT(latency),
+     .min = 0, .max = 3600000, .def = 10000},
+};
+static void check_latency(struct sw_walk *w, void *base, const yaml_node_t *map,
+                          const yaml_node_t *const *vals, const char *path, size_t index);
+static const struct sw_walk_section latency_section = {
+    latency_settings, sizeof(latency_settings) / sizeof(latency_settings[0]), 0, check_latency};
+
+static const struct sw_walk_setting breaker_settings[] = {
+    {.key = "failures", .type = SW_WALK_LONG, .off = RT(breaker.failures) - RT(breaker),
+     .min = 1, .max = 1000, .def = 5},
+    {.key = "window_ms", .type = SW_WALK_LONG, .off = RT(breaker.window_ms) - RT(breaker),
+     .min = 1000, .max = 3600000, .def = 60000},
+    {.key = "cooldown_ms", .type = SW_WALK_LONG, .off = RT(breaker.cooldown_ms) - RT(breaker),
+     .min = 100, .max = 3600000, .def = 30000},
+};
+static const struct sw_walk_section breaker_section = {
+    breaker_settings, sizeof(breaker_settings) / sizeof(breaker_settings[0]), 0, NULL};
+
+static const char *const spend_window_names[] = {"hour", "day", NULL};
+static const char *const on_cap_names[] = {"shed", "degrade", "keep_local", NULL};
+static const struct sw_walk_setting spend_settings[] = {
+    {.key = "cap_usd", .type = SW_WALK_DOUBLE, .off = RT(spend.cap_usd) - RT(spend), .dmin = 0,
+     .dmax = 1e9},
+    {.key = "window", .type = SW_WALK_ENUM, .off = RT(spend.window) - RT(spend),
+     .names = spend_window_names, .def = SW_SPEND_HOUR, .hint = "hour or day"},
+    {.key = "on_cap", .type = SW_WALK_ENUM, .off = RT(spend.on_cap) - RT(spend),
+     .names = on_cap_names, .def = SW_ON_CAP_SHED, .hint = "shed, degrade or keep_local"},
+    {.key = "degrade_to", .type = SW_WALK_NAME, .off = RT(spend.degrade_to) - RT(spend),
+     .hint = "the name of a local backend"},
+    {.key = "shed_retry_after_s", .type = SW_WALK_LONG,
+     .off = RT(spend.shed_retry_after_s) - RT(spend), .min = 1, .max = 86400, .def = 60},
+};
+static void check_spend(struct sw_walk *w, void *base, const yaml_node_t *map,
+                        const yaml_node_t *const *vals, const char *path, size_t index);
+static const struct sw_walk_section spend_section = {
+    spend_settings, sizeof(spend_settings) / sizeof(spend_settings[0]), 0, check_spend};
+
 static const struct sw_walk_setting routing_settings[] = {
     {.key = "ttft_budget_ms", .type = SW_WALK_LONG, .off = RT(ttft_budget_ms), .min = 1,
      .max = 600000, .def = 800},
     {.key = "request_timeout_ms", .type = SW_WALK_LONG, .off = RT(request_timeout_ms),
      .min = 1, .max = 3600000, .def = 30000},
+    {.key = "default_max_tokens", .type = SW_WALK_LONG, .off = RT(default_max_tokens), .min = 1,
+     .max = 1000000, .def = 256},
+    {.key = "health_interval_ms", .type = SW_WALK_LONG, .off = RT(health_interval_ms),
+     .min = 100, .max = 3600000, .def = 2000},
+    {.key = "emergency", .type = SW_WALK_BOOL, .off = RT(emergency), .def = 0},
+    {.key = "latency", .type = SW_WALK_MAP, .off = RT(latency), .sub = &latency_section},
+    {.key = "breaker", .type = SW_WALK_MAP, .off = RT(breaker), .sub = &breaker_section},
+    {.key = "spend", .type = SW_WALK_MAP, .off = RT(spend), .sub = &spend_section},
 };
 static const struct sw_walk_section routing_section = {
     routing_settings, sizeof(routing_settings) / sizeof(routing_settings[0]), 0,
@@ -497,6 +561,53 @@ static const struct sw_walk_setting top_settings[] = {
 static const struct sw_walk_section top_section = {
     top_settings, sizeof(top_settings) / sizeof(top_settings[0]), 0, check_top};
 
+static void check_latency(struct sw_walk *w, void *base, const yaml_node_t *map,
+                          const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    (void)index;
+    const struct sw_config_routing *r = (const void *)((const char *)base - RT(latency));
+    const long degrade = r->latency.degrade_ms, recover = r->latency.recover_ms;
+    if (recover >= degrade) {
+        char p[SW_WALK_MAX_PATH];
+        sw_walk_path_key(p, sizeof(p), path, "recover_ms");
+        sw_walk_error(w, sw_walk_val(&latency_section, vals, "recover_ms")
+                             ? sw_walk_val(&latency_section, vals, "recover_ms")
+                             : sw_walk_val(&latency_section, vals, "degrade_ms"),
+                      p, "%ld must be below degrade_ms (%ld): the gap is the hysteresis", recover,
+                      degrade);
+    }
+}
+
+/* degrade_to names a local backend; backends are walked before routing. */
+static void check_spend(struct sw_walk *w, void *base, const yaml_node_t *map,
+                        const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)index;
+    struct sw_config *cfg = w->user;
+    struct sw_config_routing *r = &cfg->routing;
+    (void)base;
+    char p[SW_WALK_MAX_PATH];
+    r->spend.degrade_backend = -1;
+    if (r->spend.degrade_to) {
+        for (size_t i = 0; i < cfg->n_backends; i++)
+            if (cfg->backends[i].name && !strcmp(cfg->backends[i].name, r->spend.degrade_to))
+                r->spend.degrade_backend = (long)i;
+        sw_walk_path_key(p, sizeof(p), path, "degrade_to");
+        if (r->spend.degrade_backend < 0)
+            sw_walk_error(w, sw_walk_val(&spend_section, vals, "degrade_to"), p,
+                          "unknown backend \"%s\"", r->spend.degrade_to);
+        else if (cfg->backends[r->spend.degrade_backend].tier != SW_TIER_LOCAL)
+            sw_walk_error(w, sw_walk_val(&spend_section, vals, "degrade_to"), p,
+                          "backend \"%s\" is not local; degrade_to names a smaller local model",
+                          r->spend.degrade_to);
+    } else if (r->spend.on_cap == SW_ON_CAP_DEGRADE) {
+        sw_walk_path_key(p, sizeof(p), path, "on_cap");
+        sw_walk_error(w, sw_walk_val(&spend_section, vals, "on_cap") ? sw_walk_val(&spend_section, vals, "on_cap") : map, p,
+                      "degrade needs degrade_to: the local backend to degrade to");
+    }
+}
+
 static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
                       const yaml_node_t *const *vals, const char *path, size_t index)
 {
@@ -506,6 +617,8 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
     (void)index;
     struct sw_config *cfg = base;
     cfg->auth_enabled = sw_walk_val(&top_section, vals, "keys") != NULL;
+    if (!cfg->routing.spend.degrade_to)
+        cfg->routing.spend.degrade_backend = -1;
 }
 
 /* ---- Parsing ---- */
@@ -695,6 +808,7 @@ void sw_config_unref(struct sw_config *cfg)
     }
     free(cfg->keys);
     free(cfg->admin_key);
+    free(cfg->routing.spend.degrade_to);
     for (size_t i = 0; i < cfg->n_backends; i++) {
         struct sw_config_backend *b = &cfg->backends[i];
         free(b->name);
@@ -702,6 +816,7 @@ void sw_config_unref(struct sw_config *cfg)
         free(b->model);
         free(b->api_key);
         free(b->ca_file);
+        free(b->health_path);
     }
     free(cfg->backends);
     for (size_t i = 0; i < cfg->n_models; i++) {

@@ -23,6 +23,7 @@ struct sw_config_key {
     char *name;                 /* shown in logs and metrics */
     char *key;                  /* the bearer secret; never logged */
     bool allow_cloud;           /* default true */
+    bool sensitive;             /* default false: every request of this key is sensitive */
 };
 
 struct sw_config_backend {
@@ -41,6 +42,11 @@ struct sw_config_backend {
     bool supports_images;       /* default true for cloud, false for local */
     bool tls_verify;            /* default true; false only for self-signed test setups */
     char *ca_file;              /* optional CA bundle for this backend; NULL: system default */
+    long rpm;                   /* provider limit, requests per minute; 0: none */
+    long tpm;                   /* provider limit, tokens per minute; 0: none */
+    long queue_max;             /* local: requests Spillway holds waiting for a slot, default 64 */
+    char *health_path;          /* local: GET path polled for health, default "/health"; NULL: none */
+    long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
 };
 
 struct sw_config_model {
@@ -50,9 +56,34 @@ struct sw_config_model {
     long ttft_budget_ms;        /* 0: use routing.ttft_budget_ms */
 };
 
+enum sw_spend_window { SW_SPEND_HOUR, SW_SPEND_DAY };
+enum sw_spend_on_cap { SW_ON_CAP_SHED, SW_ON_CAP_DEGRADE, SW_ON_CAP_KEEP_LOCAL };
+
 struct sw_config_routing {
     long ttft_budget_ms;        /* default 800 */
     long request_timeout_ms;    /* default 30000 */
+    long default_max_tokens;    /* output estimate when a request sets none, default 256 */
+    long health_interval_ms;    /* local health checks, default 2000 */
+    bool emergency;             /* start with an emergency declared, default false */
+    struct {
+        long window_ms;         /* default 30000 */
+        long degrade_ms;        /* default 200 */
+        long recover_ms;        /* default 150 */
+        long dwell_ms;          /* default 10000 */
+    } latency;
+    struct {
+        long failures;          /* default 5 */
+        long window_ms;         /* default 60000 */
+        long cooldown_ms;       /* default 30000 */
+    } breaker;
+    struct {
+        double cap_usd;         /* default 0: no cap */
+        enum sw_spend_window window;    /* default hour */
+        enum sw_spend_on_cap on_cap;    /* default shed */
+        char *degrade_to;       /* backend name for on_cap: degrade */
+        long degrade_backend;   /* its index, resolved at parse; -1 none */
+        long shed_retry_after_s;        /* default 60 */
+    } spend;
 };
 
 struct sw_config_limits {

@@ -118,12 +118,18 @@ static void test_defaults(void **state)
     assert_false(b->supports_images);
     assert_true(b->tls_verify);
     assert_null(b->ca_file);
+    assert_int_equal(b->rpm, 0);
+    assert_int_equal(b->tpm, 0);
+    assert_int_equal(b->queue_max, 64);
+    assert_string_equal(b->health_path, "/health");
+    assert_int_equal(b->keep_warm_ms, 0);
 
     b = &cfg->backends[1];
     assert_int_equal(b->tier, SW_TIER_CLOUD);
     assert_string_equal(b->url, "https://api.example.com");
     assert_int_equal(b->slots, 0);
     assert_true(b->supports_images);
+    assert_null(b->health_path);
 
     assert_int_equal(cfg->n_models, 1);
     assert_string_equal(cfg->models[0].name, "chat");
@@ -133,6 +139,22 @@ static void test_defaults(void **state)
 
     assert_int_equal(cfg->routing.ttft_budget_ms, 800);
     assert_int_equal(cfg->routing.request_timeout_ms, 30000);
+    assert_int_equal(cfg->routing.default_max_tokens, 256);
+    assert_int_equal(cfg->routing.health_interval_ms, 2000);
+    assert_false(cfg->routing.emergency);
+    assert_int_equal(cfg->routing.latency.window_ms, 30000);
+    assert_int_equal(cfg->routing.latency.degrade_ms, 200);
+    assert_int_equal(cfg->routing.latency.recover_ms, 150);
+    assert_int_equal(cfg->routing.latency.dwell_ms, 10000);
+    assert_int_equal(cfg->routing.breaker.failures, 5);
+    assert_int_equal(cfg->routing.breaker.window_ms, 60000);
+    assert_int_equal(cfg->routing.breaker.cooldown_ms, 30000);
+    assert_true(cfg->routing.spend.cap_usd == 0);
+    assert_int_equal(cfg->routing.spend.window, SW_SPEND_HOUR);
+    assert_int_equal(cfg->routing.spend.on_cap, SW_ON_CAP_SHED);
+    assert_null(cfg->routing.spend.degrade_to);
+    assert_int_equal(cfg->routing.spend.degrade_backend, -1);
+    assert_int_equal(cfg->routing.spend.shed_retry_after_s, 60);
     assert_int_equal(cfg->limits.max_body_bytes, 4194304);
     assert_int_equal(cfg->limits.max_header_bytes, 16384);
     assert_int_equal(cfg->limits.max_connections, 1024);
@@ -475,6 +497,15 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+    {"latency hysteresis inverted", BACKENDS MODELS "routing:\n  latency: { degrade_ms: 100, recover_ms: 120 }\n",
+     {"t.yaml:10:43: routing.latency.recover_ms: 120 must be below degrade_ms (100): the gap is the hysteresis"}},
+    {"degrade_to unknown", BACKENDS MODELS "routing:\n  spend: { on_cap: degrade, degrade_to: small }\n",
+     {"t.yaml:10:41: routing.spend.degrade_to: unknown backend \"small\""}},
+    {"degrade_to a cloud backend", BACKENDS "  - { name: c, tier: cloud, url: \"http://x\", model: m }\n" MODELS
+     "routing:\n  spend: { on_cap: degrade, degrade_to: c }\n",
+     {"t.yaml:11:41: routing.spend.degrade_to: backend \"c\" is not local; degrade_to names a smaller local model"}},
+    {"degrade without degrade_to", BACKENDS MODELS "routing:\n  spend: { cap_usd: 5, on_cap: degrade }\n",
+     {"t.yaml:10:32: routing.spend.on_cap: degrade needs degrade_to: the local backend to degrade to"}},
     {"empty file", "", {"t.yaml:1:1: the file is empty; expected a mapping with at least backends and models"}},
     {"only comments", "# nothing\n\n", {"t.yaml:1:1: the file is empty; expected a mapping with at least backends and models"}},
     {"top level list", "- a\n- b\n", 
@@ -494,8 +525,8 @@ static const struct bad_case bad_cases[] = {
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
      {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits)",
-      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file)",
-      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file)",
+      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms)",
+      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms)",
       "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits)"}},
     {"duplicate key", BACKENDS "    model: n\n" MODELS, 
      {"t.yaml:6:5: backends[0].model: duplicate key (first at line 5)"}},
