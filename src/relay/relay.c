@@ -96,6 +96,11 @@ static void on_client_close(struct evhttp_connection *evcon, void *arg)
 {
     (void)evcon;
     struct proxy *p = arg;
+    /* When libevent itself saw the failure (a write error or timeout) it
+     * detached the unanswered request from the connection and leaves it to
+     * us; otherwise it frees it with the connection right after this. */
+    if (p->req && !evhttp_request_get_connection(p->req))
+        evhttp_request_free(p->req);
     p->client_gone = true;
     p->req = NULL;
     p->evcon = NULL;
