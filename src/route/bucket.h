@@ -7,8 +7,11 @@
  * Each bucket holds at most its per-minute limit (capacity = limit, so a
  * fresh or idle backend admits one minute's worth at once, as providers do)
  * and refills continuously: level += elapsed_ms * limit / 60000, capped at
- * the capacity. A limit <= 0 means "no limit configured": that bucket always
- * admits and its level reads -1.
+ * the capacity. Limits are whole numbers per minute (as providers publish
+ * them) and levels are kept as integers in units of 1/60000 of a request or
+ * token, so refill is exact: ten refills of 1 ms equal one of 10 ms, and no
+ * rounding drift accumulates. A limit <= 0 means "no limit configured": that
+ * bucket always admits and its level reads -1.
  *
  * Tokens: the caller chooses what a request costs; to match OpenAI's and
  * Anthropic's accounting, take prompt tokens (estimated) + max_tokens at
@@ -25,11 +28,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define SW_BUCKET_MAX_LIMIT 1000000000L   /* per minute; larger limits are capped */
+
 struct sw_bucket {
-    double rpm_limit;           /* requests per minute = capacity; <= 0: unlimited */
-    double tpm_limit;           /* tokens per minute = capacity; <= 0: unlimited */
-    double req_level;           /* requests available now (as of last_ms) */
-    double tok_level;           /* tokens available now (as of last_ms); may be negative */
+    long rpm_limit;             /* requests per minute = capacity; 0: unlimited */
+    long tpm_limit;             /* tokens per minute = capacity; 0: unlimited */
+    int64_t req_level;          /* requests available x 60000 (as of last_ms) */
+    int64_t tok_level;          /* tokens available x 60000 (as of last_ms); may be negative */
     int64_t last_ms;            /* time of the last refill */
 
     /* counters for /metrics */
@@ -37,8 +42,9 @@ struct sw_bucket {
     uint64_t refused_total;     /* sw_bucket_take answered false */
 };
 
-/* Both buckets start full at now_ms. Limits <= 0 are unlimited. */
-void sw_bucket_init(struct sw_bucket *b, double rpm_limit, double tpm_limit, int64_t now_ms);
+/* Both buckets start full at now_ms. Limits <= 0 are unlimited; limits above
+ * SW_BUCKET_MAX_LIMIT are capped to it. */
+void sw_bucket_init(struct sw_bucket *b, long rpm_limit, long tpm_limit, int64_t now_ms);
 
 /* Would one request of `tokens` tokens be admitted now (both buckets hold at
  * least 1 request and `tokens` tokens)? Refills as of now_ms; takes nothing. */
@@ -62,7 +68,8 @@ void sw_bucket_settle(struct sw_bucket *b, int64_t now_ms, long est_tokens, long
 void sw_bucket_cancel(struct sw_bucket *b, int64_t now_ms, long tokens);
 
 /* Levels for the router's view (rpm_available, tpm_available): what is
- * available as of now_ms, >= 0; -1 when that limit is not configured. */
+ * available as of now_ms, >= 0 (fractional while refilling); -1 when that
+ * limit is not configured. */
 double sw_bucket_rpm_available(struct sw_bucket *b, int64_t now_ms);
 double sw_bucket_tpm_available(struct sw_bucket *b, int64_t now_ms);
 
