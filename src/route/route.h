@@ -16,23 +16,75 @@
 
 #define SW_ROUTE_MAX_BACKENDS 16
 
-/* The closed set of reasons; they appear in headers, metrics and logs alike. */
+/* The closed set of reasons; they appear in headers, metrics and logs alike.
+ * A reason says why *this* backend serves rather than the one the normal
+ * preference (best local, else the first cloud in configured order) would
+ * have picked. docs/routing.md has the full table. */
 enum sw_reason {
-    SW_REASON_BASELINE,     /* local, the normal case */
-    SW_REASON_OVERFLOW,     /* cloud: the local wait would break the TTFT budget */
+    SW_REASON_BASELINE,     /* the normal first choice: the best local (or the first cloud
+                               of a model without local backends) */
+    SW_REASON_OVERFLOW,     /* cloud: the local wait would break the TTFT budget (or the
+                               deadline), or every local queue is full */
     SW_REASON_LATENCY,      /* local degraded, or latency-critical to the lowest TTFT */
-    SW_REASON_PRIVACY,      /* kept local because the request may not leave */
-    SW_REASON_COST,         /* see docs/routing.md */
-    SW_REASON_BUDGET,       /* spend cap reached: kept local / degraded */
-    SW_REASON_BREAKER,      /* chosen because a preferred backend's breaker is open */
+    SW_REASON_PRIVACY,      /* kept local although the cloud was wanted: the request may not
+                               leave (allows_cloud false, or sensitive without emergency) */
+    SW_REASON_COST,         /* a model without local backends: an earlier cloud backend was
+                               passed over because this request's estimated cost there would
+                               cross the spend cap, and this cheaper one still fits */
+    SW_REASON_BUDGET,       /* spend cap reached: kept local / degraded (policy keep_local,
+                               degrade, or shed for a request local serves within budget) */
+    SW_REASON_BREAKER,      /* chosen because a preferred backend's breaker is open (or
+                               half-open with its probe taken) */
     SW_REASON_COLD_START,   /* local cold and warming would outlast the deadline */
-    SW_REASON_CAPACITY,     /* local cannot serve it (context, tools, images) */
-    SW_REASON_FALLBACK,     /* a later attempt after the one before failed */
+    SW_REASON_CAPACITY,     /* the preferred backend cannot serve it (context, tools, images) */
+    SW_REASON_FALLBACK,     /* a later attempt; or the primary after the preferred backend
+                               failed for this request (exclude bit), is down or rate-limited */
     SW_REASON_EMERGENCY,    /* sensitive request sent masked to the cloud in a declared emergency */
     SW_REASON__COUNT
 };
 
+/* Stable lowercase name ("baseline", "cold_start", ...); "unknown" out of range. */
 const char *sw_reason_name(enum sw_reason r);
+
+/* Why a backend was not eligible for this request: one code per backend, the
+ * first that applies in this (checking) order. For the decision log. */
+enum sw_route_excl {
+    SW_EXCL_NONE,           /* eligible */
+    SW_EXCL_FAILED,         /* its bit is set in facts.exclude: it already failed this request */
+    SW_EXCL_PRIVACY,        /* cloud, and the request may not leave */
+    SW_EXCL_NO_MASKING,     /* cloud, sensitive, emergency declared but no masking available */
+    SW_EXCL_CONTEXT,        /* prompt + max_tokens > max_context_tokens */
+    SW_EXCL_TOOLS,          /* needs tools, backend does not support them */
+    SW_EXCL_IMAGES,         /* needs images, backend does not support them */
+    SW_EXCL_DOWN,           /* health DOWN */
+    SW_EXCL_BREAKER_OPEN,   /* breaker open */
+    SW_EXCL_PROBE_BUSY,     /* breaker half-open and its one probe is already out */
+    SW_EXCL_QUEUE_FULL,     /* local: every slot busy and Spillway's queue at queue_max */
+    SW_EXCL_BUDGET,         /* cloud: spend + this request's estimated cost > spend cap */
+    SW_EXCL_RATE_RPM,       /* cloud: request bucket below 1 (skipped, not failed) */
+    SW_EXCL_RATE_TPM,       /* cloud: token bucket below prompt + max_tokens (skipped) */
+    SW_EXCL_DEGRADE_ONLY,   /* otherwise eligible, but reserved for the spend cap's degrade */
+    SW_EXCL__COUNT
+};
+
+/* Stable lowercase name ("breaker_open", "rate_tpm", ...); "unknown" out of range. */
+const char *sw_route_excl_name(enum sw_route_excl e);
+
+/* Rejection codes (plan.code) and their HTTP status; docs/routing.md explains
+ * when each is used. One status per code. */
+#define SW_ROUTE_CODE_CAPABILITY    "local_capacity_insufficient"   /* 422 */
+#define SW_ROUTE_CODE_QUEUE_FULL    "local_queue_full"              /* 503, Retry-After */
+#define SW_ROUTE_CODE_PRIVACY       "privacy_restricted"            /* 503 */
+#define SW_ROUTE_CODE_BUDGET        "budget_exhausted"              /* 429, Retry-After */
+#define SW_ROUTE_CODE_DEADLINE      "deadline_exceeded"             /* 504 */
+#define SW_ROUTE_CODE_ALL_FAILED    "all_backends_failed"           /* 503 */
+
+/* Priors used by sw_route_est_ttft_ms while a backend has no learned data
+ * (a learned value <= 0 or not finite counts as no data). */
+#define SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN 0.5
+#define SW_ROUTE_PRIOR_DECODE_TPS           30.0
+#define SW_ROUTE_PRIOR_OUTPUT_TOKENS        256.0
+#define SW_ROUTE_PRIOR_WARM_MS              10000.0
 
 enum sw_health {
     SW_HEALTH_UP,
@@ -47,14 +99,16 @@ enum sw_breaker_state { SW_BREAKER_CLOSED, SW_BREAKER_OPEN, SW_BREAKER_HALF_OPEN
 /* What the request needs and may do. */
 struct sw_route_facts {
     long prompt_tokens_est;
-    long max_tokens;            /* requested, or the gateway's default estimate */
+    long max_tokens;            /* requested, or the gateway's default estimate; used for the
+                                   context check, the token bucket and the cost estimate */
     bool allows_cloud;          /* key policy, header and body combined (most restrictive) */
     bool sensitive;             /* PII or declared sensitive: never cloud unless emergency+masking */
     bool latency_critical;
     bool needs_tools;
     bool needs_images;
-    int64_t deadline_ms;        /* absolute, same clock as `now` */
-    uint32_t exclude;           /* bit i: backend i already failed for this request */
+    int64_t deadline_ms;        /* absolute, same clock as `now`; 0: no deadline */
+    uint32_t exclude;           /* bit i: backend i already failed for this request; any bit
+                                   set makes this a re-decision (primary reason fallback) */
 };
 
 /* One backend as the router sees it, in the model's configured order. */
@@ -84,6 +138,11 @@ struct sw_route_backend_view {
     double tpm_available;
     double input_usd_per_mtok;
     double output_usd_per_mtok;
+    /* added after the first contract; zero defaults keep the old behaviour */
+    double avg_prompt_tokens;       /* learned moving average of requests served (0: no data,
+                                       this request's prompt stands in) */
+    bool degrade_only;              /* a smaller local model reserved for the spend cap's
+                                       degrade policy: never chosen otherwise */
 };
 
 struct sw_route_view {
@@ -96,12 +155,13 @@ struct sw_route_view {
 enum sw_cap_policy { SW_CAP_SHED, SW_CAP_DEGRADE, SW_CAP_KEEP_LOCAL };
 
 struct sw_route_policy {
-    long ttft_budget_ms;
+    long ttft_budget_ms;            /* <= 0: no TTFT budget (never overflow on the wait) */
     double spend_cap_usd;           /* 0: no cap */
     enum sw_cap_policy on_cap;
-    long degrade_backend;           /* index in the view for SW_CAP_DEGRADE; -1 none */
+    long degrade_backend;           /* index in the view for SW_CAP_DEGRADE (a local backend);
+                                       -1 none: degrade then behaves as keep_local */
     bool masking_available;         /* PII masking exists; without it sensitive never goes to cloud */
-    long shed_retry_after_s;
+    long shed_retry_after_s;        /* Retry-After of budget_exhausted; <= 0: none */
 };
 
 struct sw_route_attempt {
@@ -113,23 +173,36 @@ struct sw_route_attempt {
 struct sw_route_plan {
     struct sw_route_attempt attempts[SW_ROUTE_MAX_BACKENDS];
     size_t n;
-    /* A structured rejection when n == 0. */
-    int status;                     /* e.g. 503, 429, 400 */
-    const char *code;               /* stable: local_capacity_insufficient, privacy_restricted,
-                                       budget_exhausted, all_backends_failed, ... */
+    /* A structured rejection when n == 0; status 0, code NULL, message "" otherwise. */
+    int status;                     /* 422, 503, 429 or 504: see SW_ROUTE_CODE_* */
+    const char *code;               /* stable, one of SW_ROUTE_CODE_* (static string) */
     char message[256];
     long retry_after_s;             /* -1: none */
+    /* For the decision log, indexed like the view (first n_backends entries). */
+    size_t n_backends;              /* min(view->n, SW_ROUTE_MAX_BACKENDS) */
+    enum sw_route_excl excluded[SW_ROUTE_MAX_BACKENDS];
+    double est_ttft_ms[SW_ROUTE_MAX_BACKENDS];  /* estimate used for ordering: the wait, plus
+                                                   warm-up if cold/warming, at least the
+                                                   window average if degraded */
 };
 
 /* Decides where the request goes. Never fails: the plan holds either attempts
- * or a rejection. */
+ * (every eligible backend exactly once, primary first) or a rejection. Borrows
+ * everything; keeps no pointer. Only the first SW_ROUTE_MAX_BACKENDS backends of
+ * the view are considered. Pure: no clock, no I/O, no allocation. */
 void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_view *view,
                      const struct sw_route_policy *policy, int64_t now_ms,
                      struct sw_route_plan *plan);
 
 /* Estimated ms before a request arriving now at local backend b would start
  * generating its first token: queue position and learned service times, plus
- * its own prefill. */
+ * its own prefill and the RTT. Warm-up (cold/warming) is NOT included; the
+ * router adds warm_eta_ms itself. Wait = max(0, in_flight + queued - slots + 1)
+ * x service / slots, service (ms) = avg_prompt x prefill_ms_per_token +
+ * 1000 x avg_output_tokens / decode_tps;
+ * slots <= 0 means unbounded (no wait). A cloud backend with a measured
+ * ttft_avg_ms uses that in place of prefill + RTT. Missing data uses the
+ * SW_ROUTE_PRIOR_* values. Always finite and >= 0. */
 double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens);
 
 #endif

@@ -1,0 +1,676 @@
+/* The routing decision (DESIGN.md "The routing decision", issue 4).
+ *
+ * decide() runs in three steps over at most SW_ROUTE_MAX_BACKENDS backends:
+ *   1. eligibility: one exclusion code per backend (plan.excluded), the first
+ *      hard constraint that applies;
+ *   2. preference: the best local, unless a trigger (latency-critical, degraded,
+ *      cold start, overflow) wants the cloud, and what to do when it cannot go;
+ *   3. output: the ordered attempts, or a structured rejection.
+ * docs/routing.md is the user-facing version of every rule here. Pure: the
+ * clock is the caller's `now_ms`, nothing is allocated, nothing is global. */
+#include "route/route.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NO_DEADLINE 1e300
+
+/* ---- Names ---- */
+
+static const char *const reason_names[SW_REASON__COUNT] = {
+    [SW_REASON_BASELINE] = "baseline",     [SW_REASON_OVERFLOW] = "overflow",
+    [SW_REASON_LATENCY] = "latency",       [SW_REASON_PRIVACY] = "privacy",
+    [SW_REASON_COST] = "cost",             [SW_REASON_BUDGET] = "budget",
+    [SW_REASON_BREAKER] = "breaker",       [SW_REASON_COLD_START] = "cold_start",
+    [SW_REASON_CAPACITY] = "capacity",     [SW_REASON_FALLBACK] = "fallback",
+    [SW_REASON_EMERGENCY] = "emergency",
+};
+
+const char *sw_reason_name(enum sw_reason r)
+{
+    return (unsigned)r < SW_REASON__COUNT ? reason_names[r] : "unknown";
+}
+
+static const char *const excl_names[SW_EXCL__COUNT] = {
+    [SW_EXCL_NONE] = "none",               [SW_EXCL_FAILED] = "failed",
+    [SW_EXCL_PRIVACY] = "privacy",         [SW_EXCL_NO_MASKING] = "no_masking",
+    [SW_EXCL_CONTEXT] = "context",         [SW_EXCL_TOOLS] = "tools",
+    [SW_EXCL_IMAGES] = "images",           [SW_EXCL_DOWN] = "down",
+    [SW_EXCL_BREAKER_OPEN] = "breaker_open", [SW_EXCL_PROBE_BUSY] = "probe_busy",
+    [SW_EXCL_QUEUE_FULL] = "queue_full",   [SW_EXCL_BUDGET] = "budget",
+    [SW_EXCL_RATE_RPM] = "rate_rpm",       [SW_EXCL_RATE_TPM] = "rate_tpm",
+    [SW_EXCL_DEGRADE_ONLY] = "degrade_only",
+};
+
+const char *sw_route_excl_name(enum sw_route_excl e)
+{
+    return (unsigned)e < SW_EXCL__COUNT ? excl_names[e] : "unknown";
+}
+
+/* ---- Queue estimate ---- */
+
+/* A learned value, or the prior when there is no data yet. */
+static double learned(double v, double prior)
+{
+    return isfinite(v) && v > 0 ? v : prior;
+}
+
+static double nonneg(double v)
+{
+    return isfinite(v) && v > 0 ? v : 0;
+}
+
+double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
+{
+    double prompt = prompt_tokens > 0 ? (double)prompt_tokens : 0;
+    double prefill = learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
+    double wait = 0;
+
+    if (b->slots > 0) {
+        long in_flight = b->in_flight > 0 ? b->in_flight : 0;
+        long queued = b->queued > 0 ? b->queued : 0;
+        /* Slot releases this request needs before it starts: everyone ahead of
+         * it beyond the free slots, plus one for itself. */
+        double ahead = (double)in_flight + (double)queued - (double)b->slots + 1;
+        if (ahead > 0) {
+            double avg_prompt = learned(b->avg_prompt_tokens, prompt);
+            double service = avg_prompt * prefill +
+                             1000.0 * learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
+                                 learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
+            /* Fluid approximation: slots release at slots / service per ms. */
+            wait = ahead * service / (double)b->slots;
+        }
+    }
+    double own;
+    if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0)
+        own = b->ttft_avg_ms;   /* measured: the provider's queue, prefill and network */
+    else
+        own = prompt * prefill + nonneg(b->rtt_ms);
+    double est = wait + own;
+    return isfinite(est) ? est : 1e300;
+}
+
+/* The estimate the router orders by: the wait plus warm-up for a cold or
+ * warming backend; a degraded backend is at least as slow as its window says. */
+static double est_effective(const struct sw_route_backend_view *b, double est)
+{
+    if (b->health == SW_HEALTH_COLD || b->health == SW_HEALTH_WARMING)
+        est += learned(b->warm_eta_ms, SW_ROUTE_PRIOR_WARM_MS);
+    if (b->health == SW_HEALTH_DEGRADED && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > est)
+        est = b->ttft_avg_ms;
+    return est;
+}
+
+/* ---- Eligibility ---- */
+
+/* What the request may do with the cloud. */
+enum cloud_mode {
+    CLOUD_OPEN,         /* allowed, unmasked */
+    CLOUD_MASKED,       /* sensitive in a declared emergency: masked, only when local fails */
+    CLOUD_BANNED        /* may not leave */
+};
+
+struct ctx {
+    const struct sw_route_facts *f;
+    const struct sw_route_view *v;
+    const struct sw_route_policy *p;
+    struct sw_route_plan *plan;
+    size_t n;
+    double left_ms;             /* to the deadline; NO_DEADLINE without one */
+    long need_tokens;           /* prompt + max_tokens */
+    enum cloud_mode mode;
+    enum sw_route_excl banned_code; /* PRIVACY or NO_MASKING when mode is BANNED */
+    size_t locals[SW_ROUTE_MAX_BACKENDS];   /* eligible locals, best first */
+    size_t n_locals;
+    size_t clouds[SW_ROUTE_MAX_BACKENDS];   /* eligible clouds, configured order */
+    size_t n_clouds;
+    bool would_cloud[SW_ROUTE_MAX_BACKENDS]; /* cloud eligible, or eligible but for privacy
+                                                or the spend cap (latency-critical compares
+                                                against these, so the reason can say why it
+                                                stayed local) */
+};
+
+static double request_cost_usd(const struct sw_route_facts *f, const struct sw_route_backend_view *b)
+{
+    double in = f->prompt_tokens_est > 0 ? (double)f->prompt_tokens_est : 0;
+    double out = f->max_tokens > 0 ? (double)f->max_tokens
+                                   : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
+    return (in * nonneg(b->input_usd_per_mtok) + out * nonneg(b->output_usd_per_mtok)) / 1e6;
+}
+
+/* The cloud's token buckets; then the degrade reservation. */
+static enum sw_route_excl rate_check(const struct ctx *c, const struct sw_route_backend_view *b)
+{
+    if (b->rpm_available >= 0 && b->rpm_available < 1)
+        return SW_EXCL_RATE_RPM;
+    if (b->tpm_available >= 0 && b->tpm_available < (double)c->need_tokens)
+        return SW_EXCL_RATE_TPM;
+    return b->degrade_only ? SW_EXCL_DEGRADE_ONLY : SW_EXCL_NONE;
+}
+
+/* Every check after privacy, in the documented order. */
+static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_backend_view *b)
+{
+    const struct sw_route_facts *f = c->f;
+
+    if (b->max_context_tokens > 0 && c->need_tokens > b->max_context_tokens)
+        return SW_EXCL_CONTEXT;
+    if (f->needs_tools && !b->supports_tools)
+        return SW_EXCL_TOOLS;
+    if (f->needs_images && !b->supports_images)
+        return SW_EXCL_IMAGES;
+    if (b->health == SW_HEALTH_DOWN)
+        return SW_EXCL_DOWN;
+    if (b->breaker == SW_BREAKER_OPEN)
+        return SW_EXCL_BREAKER_OPEN;
+    if (b->breaker == SW_BREAKER_HALF_OPEN && !b->probe_free)
+        return SW_EXCL_PROBE_BUSY;
+    if (b->tier == SW_TIER_LOCAL) {
+        /* Full: no free slot and Spillway's queue at its bound. slots <= 0 is
+         * unbounded concurrency, which never queues. */
+        if (b->slots > 0 && b->in_flight >= b->slots && b->queued >= b->queue_max)
+            return SW_EXCL_QUEUE_FULL;
+    } else {
+        const struct sw_route_policy *p = c->p;
+        if (p->spend_cap_usd > 0 && c->v->spend_usd + request_cost_usd(f, b) > p->spend_cap_usd)
+            return SW_EXCL_BUDGET;
+        return rate_check(c, b);
+    }
+    if (b->degrade_only)
+        return SW_EXCL_DEGRADE_ONLY;
+    return SW_EXCL_NONE;
+}
+
+static bool before(const struct ctx *c, size_t a, size_t b)
+{
+    const struct sw_route_backend_view *va = &c->v->backends[a], *vb = &c->v->backends[b];
+    /* Degraded and half-open (probing) endpoints rank after healthy ones. */
+    int ra = va->health == SW_HEALTH_DEGRADED || va->breaker == SW_BREAKER_HALF_OPEN;
+    int rb = vb->health == SW_HEALTH_DEGRADED || vb->breaker == SW_BREAKER_HALF_OPEN;
+    if (ra != rb)
+        return ra < rb;
+    return c->plan->est_ttft_ms[a] < c->plan->est_ttft_ms[b];
+}
+
+static void eligibility(struct ctx *c)
+{
+    const struct sw_route_facts *f = c->f;
+    struct sw_route_plan *plan = c->plan;
+
+    for (size_t i = 0; i < c->n; i++) {
+        const struct sw_route_backend_view *b = &c->v->backends[i];
+        enum sw_route_excl e;
+
+        plan->est_ttft_ms[i] = est_effective(b, sw_route_est_ttft_ms(b, f->prompt_tokens_est));
+        c->would_cloud[i] = false;
+        if (i < 32 && (f->exclude >> i & 1u)) {
+            e = SW_EXCL_FAILED;
+        } else if (b->tier == SW_TIER_CLOUD && c->mode == CLOUD_BANNED) {
+            e = c->banned_code;
+            c->would_cloud[i] = check_rest(c, b) == SW_EXCL_NONE;
+        } else {
+            e = check_rest(c, b);
+            if (e == SW_EXCL_BUDGET)
+                c->would_cloud[i] = rate_check(c, b) == SW_EXCL_NONE;
+        }
+        plan->excluded[i] = e;
+        if (e != SW_EXCL_NONE)
+            continue;
+        if (b->tier == SW_TIER_CLOUD) {
+            c->would_cloud[i] = true;
+            c->clouds[c->n_clouds++] = i;
+        } else {
+            /* Insertion sort, stable: ties keep the configured order. */
+            size_t k = c->n_locals++;
+            while (k > 0 && before(c, i, c->locals[k - 1])) {
+                c->locals[k] = c->locals[k - 1];
+                k--;
+            }
+            c->locals[k] = i;
+        }
+    }
+}
+
+/* ---- Output ---- */
+
+static void add(struct sw_route_plan *plan, size_t backend, enum sw_reason reason, bool masked)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        if (plan->attempts[i].backend == backend)
+            return;
+    plan->attempts[plan->n++] = (struct sw_route_attempt){ backend, reason, masked };
+}
+
+static void add_locals(struct ctx *c)
+{
+    for (size_t i = 0; i < c->n_locals; i++)
+        add(c->plan, c->locals[i], SW_REASON_FALLBACK, false);
+}
+
+/* Clouds as fallbacks: masked ones carry emergency. */
+static void add_clouds(struct ctx *c)
+{
+    bool masked = c->mode == CLOUD_MASKED;
+    for (size_t i = 0; i < c->n_clouds; i++)
+        add(c->plan, c->clouds[i], masked ? SW_REASON_EMERGENCY : SW_REASON_FALLBACK, masked);
+}
+
+static void primary_local(struct ctx *c, size_t b, enum sw_reason r)
+{
+    add(c->plan, b, r, false);
+    add_locals(c);
+    add_clouds(c);
+}
+
+static void primary_cloud(struct ctx *c, size_t b, enum sw_reason r)
+{
+    bool masked = c->mode == CLOUD_MASKED;
+    add(c->plan, b, masked ? SW_REASON_EMERGENCY : r, masked);
+    add_clouds(c);
+    add_locals(c);
+}
+
+static void reject(struct sw_route_plan *plan, int status, const char *code, long retry_after_s,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void reject(struct sw_route_plan *plan, int status, const char *code, long retry_after_s,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    plan->n = 0;
+    plan->status = status;
+    plan->code = code;
+    plan->retry_after_s = retry_after_s;
+    va_start(ap, fmt);
+    vsnprintf(plan->message, sizeof plan->message, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- Preference ---- */
+
+/* What keeps the cloud out when no cloud is eligible. */
+enum cloud_block { BLOCK_NONE, BLOCK_PRIVACY, BLOCK_BUDGET, BLOCK_BREAKER, BLOCK_FAILED, BLOCK_OTHER };
+
+static enum cloud_block cloud_block(const struct ctx *c)
+{
+    bool any = false, budget = false, breaker = false, failed = false;
+
+    if (c->n_clouds > 0)
+        return BLOCK_NONE;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->v->backends[i].tier != SW_TIER_CLOUD)
+            continue;
+        any = true;
+        switch (c->plan->excluded[i]) {
+        case SW_EXCL_BUDGET: budget = true; break;
+        case SW_EXCL_BREAKER_OPEN: case SW_EXCL_PROBE_BUSY: breaker = true; break;
+        case SW_EXCL_FAILED: failed = true; break;
+        default: break;
+        }
+    }
+    if (any && c->mode == CLOUD_BANNED)
+        return BLOCK_PRIVACY;
+    if (budget)
+        return BLOCK_BUDGET;
+    if (breaker)
+        return BLOCK_BREAKER;
+    if (failed)
+        return BLOCK_FAILED;
+    return BLOCK_OTHER;
+}
+
+/* Why no local is eligible, as the reason a cloud primary carries:
+ * overflow (a queue is full) > breaker > fallback (down / failed) > capacity.
+ * Returns false when the model has no local backend (degrade-only ones aside). */
+static bool local_absence(const struct ctx *c, enum sw_reason *r)
+{
+    bool any = false, full = false, breaker = false, failed = false;
+
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->v->backends[i].tier != SW_TIER_LOCAL || c->v->backends[i].degrade_only)
+            continue;
+        any = true;
+        switch (c->plan->excluded[i]) {
+        case SW_EXCL_QUEUE_FULL: full = true; break;
+        case SW_EXCL_BREAKER_OPEN: case SW_EXCL_PROBE_BUSY: breaker = true; break;
+        case SW_EXCL_DOWN: case SW_EXCL_FAILED: failed = true; break;
+        default: break;
+        }
+    }
+    *r = full ? SW_REASON_OVERFLOW : breaker ? SW_REASON_BREAKER
+       : failed ? SW_REASON_FALLBACK : SW_REASON_CAPACITY;
+    return any;
+}
+
+/* A model without local backends: why this cloud rather than the first one
+ * configured, from the first cloud passed over. */
+static enum sw_reason cloud_deviation(const struct ctx *c, size_t chosen)
+{
+    for (size_t i = 0; i < chosen; i++) {
+        if (c->v->backends[i].tier != SW_TIER_CLOUD)
+            continue;
+        switch (c->plan->excluded[i]) {
+        case SW_EXCL_NONE: return SW_REASON_BASELINE;
+        case SW_EXCL_BREAKER_OPEN: case SW_EXCL_PROBE_BUSY: return SW_REASON_BREAKER;
+        case SW_EXCL_BUDGET: return SW_REASON_COST;
+        case SW_EXCL_CONTEXT: case SW_EXCL_TOOLS: case SW_EXCL_IMAGES: return SW_REASON_CAPACITY;
+        default: return SW_REASON_FALLBACK;
+        }
+    }
+    return c->f->exclude ? SW_REASON_FALLBACK : SW_REASON_BASELINE;
+}
+
+/* The degrade target of the spend cap, when usable: a local backend that is
+ * eligible or eligible but reserved (degrade_only). */
+static bool degrade_target(const struct ctx *c, size_t *out)
+{
+    long d = c->p->degrade_backend;
+    if (d < 0 || (size_t)d >= c->n || c->v->backends[d].tier != SW_TIER_LOCAL)
+        return false;
+    if (c->plan->excluded[d] != SW_EXCL_NONE && c->plan->excluded[d] != SW_EXCL_DEGRADE_ONLY)
+        return false;
+    *out = (size_t)d;
+    return true;
+}
+
+static void describe_need(const struct ctx *c, enum sw_route_excl e, const struct sw_route_backend_view *b,
+                          char *buf, size_t len)
+{
+    switch (e) {
+    case SW_EXCL_CONTEXT:
+        snprintf(buf, len, "it needs %ld tokens of context (prompt ~%ld + max_tokens %ld) but "
+                 "'%s' declares %ld", c->need_tokens, c->f->prompt_tokens_est, c->f->max_tokens,
+                 b->name ? b->name : "?", b->max_context_tokens);
+        break;
+    case SW_EXCL_TOOLS:
+        snprintf(buf, len, "it needs tool calling, which '%s' does not support",
+                 b->name ? b->name : "?");
+        break;
+    case SW_EXCL_IMAGES:
+        snprintf(buf, len, "it needs image input, which '%s' does not support",
+                 b->name ? b->name : "?");
+        break;
+    default:
+        snprintf(buf, len, "no local backend serves this model");
+        break;
+    }
+}
+
+/* The first capability exclusion among locals (or any backend if `any_tier`). */
+static void capability_need(const struct ctx *c, bool any_tier, char *buf, size_t len)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        enum sw_route_excl e = c->plan->excluded[i];
+        const struct sw_route_backend_view *b = &c->v->backends[i];
+        if (!any_tier && b->tier != SW_TIER_LOCAL)
+            continue;
+        if (e == SW_EXCL_CONTEXT || e == SW_EXCL_TOOLS || e == SW_EXCL_IMAGES) {
+            describe_need(c, e, b, buf, len);
+            return;
+        }
+    }
+    describe_need(c, SW_EXCL_NONE, NULL, buf, len);
+}
+
+/* Retry-After for a full local queue: the estimated wait, 1..60 s. */
+static long queue_retry_after(const struct ctx *c)
+{
+    double best = -1;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->plan->excluded[i] == SW_EXCL_QUEUE_FULL &&
+            (best < 0 || c->plan->est_ttft_ms[i] < best))
+            best = c->plan->est_ttft_ms[i];
+    long s = (long)ceil(best / 1000.0);
+    return s < 1 ? 1 : s > 60 ? 60 : s;
+}
+
+static bool all_capability_excluded(const struct ctx *c)
+{
+    bool any = false;
+    for (size_t i = 0; i < c->n; i++) {
+        enum sw_route_excl e = c->plan->excluded[i];
+        if (c->v->backends[i].degrade_only)
+            continue;
+        any = true;
+        if (e != SW_EXCL_CONTEXT && e != SW_EXCL_TOOLS && e != SW_EXCL_IMAGES)
+            return false;
+    }
+    return any;
+}
+
+static long budget_retry_after(const struct ctx *c)
+{
+    return c->p->shed_retry_after_s > 0 ? c->p->shed_retry_after_s : -1;
+}
+
+/* No eligible local (case A): a cloud, the degrade target, or a rejection. */
+static void no_local(struct ctx *c)
+{
+    enum sw_reason why;
+    bool has_local = local_absence(c, &why);
+    char need[200];
+
+    if (c->n_clouds > 0) {
+        /* Masked clouds only when local failed, never for capability. */
+        if (c->mode == CLOUD_MASKED && has_local && why == SW_REASON_CAPACITY)
+            goto refuse;
+        primary_cloud(c, c->clouds[0], has_local ? why : cloud_deviation(c, c->clouds[0]));
+        return;
+    }
+    size_t d;
+    if (cloud_block(c) == BLOCK_BUDGET && c->p->on_cap == SW_CAP_DEGRADE && degrade_target(c, &d)) {
+        primary_local(c, d, SW_REASON_BUDGET);
+        return;
+    }
+refuse:
+    if (c->mode != CLOUD_OPEN) {
+        if ((has_local && why == SW_REASON_CAPACITY) || (!has_local && c->mode == CLOUD_BANNED)) {
+            capability_need(c, false, need, sizeof need);
+            reject(c->plan, 422, SW_ROUTE_CODE_CAPABILITY, -1,
+                   "No local backend can serve this request and it may not be sent to the "
+                   "cloud%s: %s.", c->mode == CLOUD_MASKED ? " (an emergency allows masked "
+                   "cloud only when local fails, not for capability)" : "", need);
+            return;
+        }
+        if (c->mode == CLOUD_BANNED && why == SW_REASON_OVERFLOW) {
+            reject(c->plan, 503, SW_ROUTE_CODE_QUEUE_FULL, queue_retry_after(c),
+                   "The local queue for this model is full and this request may not be sent "
+                   "to the cloud; retry later.");
+            return;
+        }
+        if (c->mode == CLOUD_BANNED) {
+            reject(c->plan, 503, SW_ROUTE_CODE_PRIVACY, -1,
+                   "This request may not leave the network and no local backend is available "
+                   "(%s)%s.", why == SW_REASON_BREAKER ? "breaker open" : "down or failed",
+                   c->banned_code == SW_EXCL_NO_MASKING
+                       ? "; an emergency is declared but PII masking is not available" : "");
+            return;
+        }
+        /* Masked: local failed and every cloud is blocked too: as for any request. */
+    }
+    if (cloud_block(c) == BLOCK_BUDGET) {
+        reject(c->plan, 429, SW_ROUTE_CODE_BUDGET, budget_retry_after(c),
+               "The cloud spend cap is reached and no local backend can serve this request.");
+        return;
+    }
+    if (all_capability_excluded(c)) {
+        capability_need(c, true, need, sizeof need);
+        reject(c->plan, 422, SW_ROUTE_CODE_CAPABILITY, -1,
+               "No backend of this model can serve this request: %s.", need);
+        return;
+    }
+    if (has_local && why == SW_REASON_OVERFLOW) {
+        reject(c->plan, 503, SW_ROUTE_CODE_QUEUE_FULL, queue_retry_after(c),
+               "The local queue for this model is full and no cloud backend is available; "
+               "retry later.");
+        return;
+    }
+    reject(c->plan, 503, SW_ROUTE_CODE_ALL_FAILED, -1,
+           "Every backend of this model failed or is unavailable (down, breaker open or "
+           "rate-limited).");
+}
+
+/* The triggers that want the cloud for a request whose best local is l0. */
+enum trigger { T_NONE, T_LATENCY_CRITICAL, T_DEGRADED, T_COLD_START, T_OVERFLOW };
+
+static const enum sw_reason trigger_reason[] = {
+    [T_NONE] = SW_REASON_BASELINE,        [T_LATENCY_CRITICAL] = SW_REASON_LATENCY,
+    [T_DEGRADED] = SW_REASON_LATENCY,     [T_COLD_START] = SW_REASON_COLD_START,
+    [T_OVERFLOW] = SW_REASON_OVERFLOW,
+};
+
+void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_view *view,
+                     const struct sw_route_policy *policy, int64_t now_ms,
+                     struct sw_route_plan *plan)
+{
+    struct ctx c;
+
+    plan->n = 0;
+    plan->status = 0;
+    plan->code = NULL;
+    plan->message[0] = '\0';
+    plan->retry_after_s = -1;
+    c.f = facts;
+    c.v = view;
+    c.p = policy;
+    c.plan = plan;
+    c.n = view->n < SW_ROUTE_MAX_BACKENDS ? view->n : SW_ROUTE_MAX_BACKENDS;
+    plan->n_backends = c.n;
+    c.n_locals = c.n_clouds = 0;
+    c.need_tokens = (facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0) +
+                    (facts->max_tokens > 0 ? facts->max_tokens : 0);
+    c.left_ms = facts->deadline_ms > 0 ? (double)(facts->deadline_ms - now_ms) : NO_DEADLINE;
+
+    /* Privacy: allows_cloud false is absolute; sensitive may go masked in a
+     * declared emergency when masking exists. */
+    c.banned_code = SW_EXCL_PRIVACY;
+    if (!facts->allows_cloud) {
+        c.mode = CLOUD_BANNED;
+    } else if (facts->sensitive) {
+        c.mode = view->emergency && policy->masking_available ? CLOUD_MASKED : CLOUD_BANNED;
+        if (view->emergency && !policy->masking_available)
+            c.banned_code = SW_EXCL_NO_MASKING;
+    } else {
+        c.mode = CLOUD_OPEN;
+    }
+
+    eligibility(&c);
+
+    if (c.left_ms <= 0) {
+        reject(plan, 504, SW_ROUTE_CODE_DEADLINE, -1,
+               "The request's deadline passed before a backend could be chosen.");
+        return;
+    }
+    if (c.n == 0) {
+        reject(plan, 503, SW_ROUTE_CODE_ALL_FAILED, -1, "This model has no backend.");
+        return;
+    }
+    if (c.n_locals == 0) {
+        no_local(&c);
+        return;
+    }
+
+    size_t l0 = c.locals[0];
+    const struct sw_route_backend_view *b0 = &view->backends[l0];
+    double eff0 = plan->est_ttft_ms[l0];
+    double est0 = sw_route_est_ttft_ms(b0, facts->prompt_tokens_est);  /* no warm-up */
+    enum sw_reason local_reason = facts->exclude ? SW_REASON_FALLBACK : SW_REASON_BASELINE;
+
+    /* Masked cloud (sensitive, emergency): only when local cannot meet the
+     * deadline; otherwise it backs local up as a masked fallback. */
+    if (c.mode == CLOUD_MASKED && c.n_clouds > 0 && eff0 > c.left_ms) {
+        primary_cloud(&c, c.clouds[0], SW_REASON_EMERGENCY);
+        return;
+    }
+
+    /* Triggers, first that applies. */
+    enum trigger t = T_NONE;
+    size_t target = 0;          /* the cloud (or local) a latency-critical request goes to */
+    bool target_local = false;
+    if (facts->latency_critical) {
+        double best = eff0;
+        size_t best_i = l0;
+        bool best_local = true;
+        for (size_t i = 1; i < c.n_locals; i++)
+            if (plan->est_ttft_ms[c.locals[i]] < best) {
+                best = plan->est_ttft_ms[c.locals[i]];
+                best_i = c.locals[i];
+            }
+        for (size_t i = 0; i < c.n; i++)
+            if (c.would_cloud[i] && plan->est_ttft_ms[i] < best) {
+                best = plan->est_ttft_ms[i];
+                best_i = i;
+                best_local = false;
+            }
+        if (!best_local || best_i != l0) {
+            t = T_LATENCY_CRITICAL;
+            target = best_i;
+            target_local = best_local;
+        }
+    }
+    if (t == T_NONE) {
+        double budget = policy->ttft_budget_ms > 0 ? (double)policy->ttft_budget_ms : NO_DEADLINE;
+        if (b0->health == SW_HEALTH_DEGRADED)
+            t = T_DEGRADED;
+        else if ((b0->health == SW_HEALTH_COLD || b0->health == SW_HEALTH_WARMING) &&
+                 eff0 > c.left_ms)
+            t = T_COLD_START;
+        else if (est0 > (budget < c.left_ms ? budget : c.left_ms))
+            t = T_OVERFLOW;
+    }
+
+    if (t == T_NONE) {
+        primary_local(&c, l0, local_reason);
+        return;
+    }
+    if (t == T_LATENCY_CRITICAL && target_local) {
+        primary_local(&c, target, SW_REASON_LATENCY);
+        return;
+    }
+    if (c.mode == CLOUD_OPEN && c.n_clouds > 0) {
+        size_t cl = c.clouds[0];
+        if (t == T_LATENCY_CRITICAL && plan->excluded[target] == SW_EXCL_NONE)
+            cl = target;
+        primary_cloud(&c, cl, trigger_reason[t]);
+        return;
+    }
+
+    /* The cloud is wanted but cannot take it. */
+    size_t d;
+    /* Sensitive in an emergency: local still meets the deadline, so it stays
+     * local; the masked clouds only back it up. */
+    if (c.mode == CLOUD_MASKED) {
+        primary_local(&c, l0, SW_REASON_PRIVACY);
+        return;
+    }
+    switch (cloud_block(&c)) {
+    case BLOCK_NONE:            /* not reached: open clouds were taken above */
+    case BLOCK_PRIVACY:
+        primary_local(&c, l0, SW_REASON_PRIVACY);
+        return;
+    case BLOCK_BUDGET:
+        if (policy->on_cap == SW_CAP_SHED && t != T_LATENCY_CRITICAL) {
+            reject(plan, 429, SW_ROUTE_CODE_BUDGET, budget_retry_after(&c),
+                   "The cloud spend cap is reached and the local backends are too busy to "
+                   "serve this request within its latency budget; retry later.");
+            return;
+        }
+        if (policy->on_cap == SW_CAP_DEGRADE && degrade_target(&c, &d)) {
+            primary_local(&c, d, SW_REASON_BUDGET);
+            return;
+        }
+        primary_local(&c, l0, SW_REASON_BUDGET);
+        return;
+    case BLOCK_BREAKER:
+        primary_local(&c, l0, SW_REASON_BREAKER);
+        return;
+    case BLOCK_FAILED:
+        primary_local(&c, l0, SW_REASON_FALLBACK);
+        return;
+    case BLOCK_OTHER:
+        primary_local(&c, l0, local_reason);
+        return;
+    }
+}

@@ -1,0 +1,634 @@
+/* Unit tests of the routing decision (src/route/route.c).
+ *
+ * One table row per scenario: a view of up to 5 backends built from two
+ * templates (an idle local box, a healthy cloud API) with overrides, the
+ * request's facts and the policy, and the expected plan written as a string:
+ * "L1:baseline C1:fallback C2:emergency*" (backend:reason, * = masked), or the
+ * expected rejection (status, code, Retry-After, a piece of the message).
+ * After the table, every reason and every rejection code must have appeared
+ * in some row. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "route/route.h"
+
+/* Rows leave fields to zero and override template fields. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Woverride-init"
+
+#define NOW 1000000
+#define T30 (NOW + 30000)
+
+/* Idle local: 4 slots, 0.5 ms/token prefill, 40 tok/s decode, 200 output
+ * tokens: a 500-token prompt starts in 251 ms; one request queued behind 4 in
+ * flight waits 1 x (250 + 5000) / 4 = 1312 ms more. */
+#define LOCAL(n, ...) { .name = n, .tier = SW_TIER_LOCAL, .health = SW_HEALTH_UP,           \
+        .breaker = SW_BREAKER_CLOSED, .slots = 4, .queue_max = 64,                          \
+        .prefill_ms_per_token = 0.5, .decode_tps = 40, .avg_output_tokens = 200,            \
+        .rtt_ms = 1, .max_context_tokens = 8192, .supports_tools = true,                    \
+        .rpm_available = -1, .tpm_available = -1, __VA_ARGS__ }
+/* Healthy cloud: measured TTFT 400 ms, $3 / $15 per million tokens. */
+#define CLOUD(n, ...) { .name = n, .tier = SW_TIER_CLOUD, .health = SW_HEALTH_UP,           \
+        .breaker = SW_BREAKER_CLOSED, .ttft_avg_ms = 400, .rtt_ms = 40,                     \
+        .max_context_tokens = 128000, .supports_tools = true, .supports_images = true,      \
+        .rpm_available = 100, .tpm_available = 100000, .input_usd_per_mtok = 3,             \
+        .output_usd_per_mtok = 15, __VA_ARGS__ }
+#define FACTS(...) { .prompt_tokens_est = 500, .max_tokens = 200, .allows_cloud = true,   \
+        .deadline_ms = T30, __VA_ARGS__ }
+#define POLICY(...) { .ttft_budget_ms = 800, .on_cap = SW_CAP_SHED, .degrade_backend = -1,  \
+        .shed_retry_after_s = 60, __VA_ARGS__ }
+
+/* Local overloads used below. */
+#define BUSY .in_flight = 4, .queued = 2        /* wait 3 x 5250 / 4 = 3937 ms: overflow */
+#define FULL .in_flight = 4, .queued = 64       /* queue at queue_max */
+
+struct row {
+    const char *name;
+    struct sw_route_facts f;
+    struct sw_route_backend_view b[5];
+    size_t n;
+    double spend_usd;
+    bool emergency;
+    struct sw_route_policy p;
+    int64_t now;                /* 0: NOW */
+    /* expected */
+    const char *plan;           /* attempts, or NULL for a rejection */
+    int status;
+    const char *code;
+    long retry_after;           /* checked for rejections; 0 means -1 */
+    const char *excl;           /* if set: the non-eligible backends, "C1=privacy L1=down" */
+    const char *msg;            /* if set: a substring of the rejection message */
+};
+
+static const struct row rows[] = {
+    /* ---- baseline and ordering ---- */
+    { "idle local is the baseline; cloud backs it up",
+      FACTS(), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:baseline C1:fallback", .excl = "" },
+    { "every eligible backend once: locals by wait, then clouds in order",
+      FACTS(), { CLOUD("C1"), LOCAL("L1", .in_flight = 3, .rtt_ms = 30), CLOUD("C2"),
+                 LOCAL("L2") }, 4, .p = POLICY(),
+      .plan = "L2:baseline L1:fallback C1:fallback C2:fallback" },
+    { "a busy local endpoint is passed over for an idle one",
+      FACTS(), { LOCAL("L1", BUSY), LOCAL("L2"), CLOUD("C1") }, 3, .p = POLICY(),
+      .plan = "L2:baseline L1:fallback C1:fallback" },
+    { "local-only model",
+      FACTS(), { LOCAL("L1") }, 1, .p = POLICY(), .plan = "L1:baseline" },
+
+    /* ---- overflow ---- */
+    { "wait over the TTFT budget spills to the first cloud",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"), CLOUD("C2") }, 3, .p = POLICY(),
+      .plan = "C1:overflow C2:fallback L1:fallback" },
+    { "one request queued behind full slots: 1563 ms > 800",
+      FACTS(), { LOCAL("L1", .in_flight = 4), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:overflow L1:fallback" },
+    { "a free slot: no wait, no spill (the signal is the wait, not the rate)",
+      FACTS(), { LOCAL("L1", .in_flight = 3), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:baseline C1:fallback" },
+    { "budget from policy: 5000 ms tolerates the queue (4188 ms)",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .p = POLICY(.ttft_budget_ms = 5000),
+      .plan = "L1:baseline C1:fallback" },
+    { "deadline nearer than the local wait: overflow",
+      FACTS(.deadline_ms = NOW + 200), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:overflow L1:fallback" },
+    { "queue full, cloud allowed: overflow",
+      FACTS(), { LOCAL("L1", FULL), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:overflow", .excl = "L1=queue_full" },
+    { "queue_max 0: no waiting at all once the slots are busy",
+      FACTS(), { LOCAL("L1", .in_flight = 4, .queue_max = 0), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:overflow", .excl = "L1=queue_full" },
+    { "queue full, restricted: 503 local_queue_full with Retry-After",
+      FACTS(.allows_cloud = false), { LOCAL("L1", FULL), CLOUD("C1") }, 2, .p = POLICY(),
+      .status = 503, .code = "local_queue_full", .retry_after = 60,
+      .excl = "L1=queue_full C1=privacy", .msg = "queue" },
+    { "queue full, cloud down: 503 local_queue_full",
+      FACTS(), { LOCAL("L1", .in_flight = 4, .queued = 1, .queue_max = 1),
+                 CLOUD("C1", .health = SW_HEALTH_DOWN) }, 2, .p = POLICY(),
+      .status = 503, .code = "local_queue_full", .retry_after = 3 },
+    { "overflow, no cloud configured: stays local",
+      FACTS(), { LOCAL("L1", BUSY) }, 1, .p = POLICY(), .plan = "L1:baseline" },
+
+    /* ---- privacy ---- */
+    { "restricted, idle local: baseline, no cloud attempt",
+      FACTS(.allows_cloud = false), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:baseline", .excl = "C1=privacy" },
+    { "restricted waits for local however deep the queue: privacy",
+      FACTS(.allows_cloud = false), { LOCAL("L1", .in_flight = 4, .queued = 63), CLOUD("C1") },
+      2, .p = POLICY(), .plan = "L1:privacy", .excl = "C1=privacy" },
+    { "restricted, local down: 503 privacy_restricted",
+      FACTS(.allows_cloud = false), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1") }, 2,
+      .p = POLICY(), .status = 503, .code = "privacy_restricted", .msg = "may not leave" },
+    { "restricted, cloud-only model: 422 (no local backend)",
+      FACTS(.allows_cloud = false), { CLOUD("C1") }, 1, .p = POLICY(),
+      .status = 422, .code = "local_capacity_insufficient", .msg = "no local backend" },
+    { "sensitive overflow without emergency: privacy",
+      FACTS(.sensitive = true), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:privacy", .excl = "C1=privacy" },
+
+    /* ---- emergency ---- */
+    { "emergency, sensitive, idle local: local first, masked cloud behind",
+      FACTS(.sensitive = true), { LOCAL("L1"), CLOUD("C1") }, 2, .emergency = true,
+      .p = POLICY(.masking_available = true), .plan = "L1:baseline C1:emergency*" },
+    { "emergency does not spill a sensitive overflow: local meets the deadline",
+      FACTS(.sensitive = true), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .emergency = true,
+      .p = POLICY(.masking_available = true), .plan = "L1:privacy C1:emergency*" },
+    { "emergency, local down: masked cloud",
+      FACTS(.sensitive = true), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1"),
+                                  CLOUD("C2") }, 3, .emergency = true,
+      .p = POLICY(.masking_available = true), .plan = "C1:emergency* C2:emergency*" },
+    { "emergency, local breaker open: masked cloud",
+      FACTS(.sensitive = true), { LOCAL("L1", .breaker = SW_BREAKER_OPEN), CLOUD("C1") }, 2,
+      .emergency = true, .p = POLICY(.masking_available = true), .plan = "C1:emergency*" },
+    { "emergency, local failed this request: masked cloud",
+      FACTS(.sensitive = true, .exclude = 1), { LOCAL("L1"), CLOUD("C1") }, 2,
+      .emergency = true, .p = POLICY(.masking_available = true), .plan = "C1:emergency*",
+      .excl = "L1=failed" },
+    { "emergency, local cannot meet the deadline: masked cloud first",
+      FACTS(.sensitive = true, .deadline_ms = NOW + 3000), { LOCAL("L1", BUSY), CLOUD("C1") },
+      2, .emergency = true, .p = POLICY(.masking_available = true),
+      .plan = "C1:emergency* L1:fallback" },
+    { "emergency, local queue full: masked cloud",
+      FACTS(.sensitive = true), { LOCAL("L1", FULL), CLOUD("C1") }, 2, .emergency = true,
+      .p = POLICY(.masking_available = true), .plan = "C1:emergency*" },
+    { "emergency without masking: sensitive never leaves",
+      FACTS(.sensitive = true), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1") }, 2,
+      .emergency = true, .p = POLICY(), .status = 503, .code = "privacy_restricted",
+      .excl = "L1=down C1=no_masking", .msg = "masking is not available" },
+    { "allow_cloud false is absolute, even sensitive in an emergency with masking",
+      FACTS(.sensitive = true, .allows_cloud = false),
+      { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1") }, 2, .emergency = true,
+      .p = POLICY(.masking_available = true), .status = 503, .code = "privacy_restricted",
+      .excl = "L1=down C1=privacy" },
+    { "emergency is not for capability: 422",
+      FACTS(.sensitive = true, .needs_images = true), { LOCAL("L1"), CLOUD("C1") }, 2,
+      .emergency = true, .p = POLICY(.masking_available = true), .status = 422,
+      .code = "local_capacity_insufficient", .msg = "image input" },
+    { "emergency, non-sensitive: unaffected, unmasked",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .emergency = true,
+      .p = POLICY(.masking_available = true), .plan = "C1:overflow L1:fallback" },
+    { "emergency, local down, cloud over the cap: 429",
+      FACTS(.sensitive = true), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1") }, 2,
+      .emergency = true, .spend_usd = 10,
+      .p = POLICY(.masking_available = true, .spend_cap_usd = 10), .status = 429,
+      .code = "budget_exhausted", .retry_after = 60 },
+    { "emergency, cloud-only model: masked",
+      FACTS(.sensitive = true), { CLOUD("C1") }, 1, .emergency = true,
+      .p = POLICY(.masking_available = true), .plan = "C1:emergency*" },
+
+    /* ---- latency ---- */
+    { "degraded local: cloud, reason latency",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_DEGRADED, .ttft_avg_ms = 350), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:latency L1:fallback" },
+    { "degraded local ranks after a healthy one",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_DEGRADED), LOCAL("L2", .in_flight = 3, .rtt_ms = 90),
+                 CLOUD("C1") }, 3, .p = POLICY(), .plan = "L2:baseline L1:fallback C1:fallback" },
+    { "degraded local, restricted: privacy",
+      FACTS(.allows_cloud = false), { LOCAL("L1", .health = SW_HEALTH_DEGRADED), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:privacy" },
+    { "latency-critical: cloud faster (300 < 501 ms)",
+      FACTS(.prompt_tokens_est = 1000, .latency_critical = true),
+      { LOCAL("L1"), CLOUD("C1", .ttft_avg_ms = 900), CLOUD("C2", .ttft_avg_ms = 300) }, 3,
+      .p = POLICY(), .plan = "C2:latency C1:fallback L1:fallback" },
+    { "latency-critical: local faster, baseline",
+      FACTS(.latency_critical = true), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:baseline C1:fallback" },
+    { "latency-critical: a probing local is the fastest",
+      FACTS(.latency_critical = true),
+      { LOCAL("L1", .breaker = SW_BREAKER_HALF_OPEN, .probe_free = true),
+        LOCAL("L2", .rtt_ms = 50), CLOUD("C1") }, 3, .p = POLICY(),
+      .plan = "L1:latency L2:fallback C1:fallback" },
+    { "latency-critical, restricted, cloud faster: privacy",
+      FACTS(.prompt_tokens_est = 1000, .latency_critical = true, .allows_cloud = false),
+      { LOCAL("L1"), CLOUD("C1", .ttft_avg_ms = 100) }, 2, .p = POLICY(), .plan = "L1:privacy" },
+    { "latency-critical, no cloud data: priors (prefill 0.5 ms/token + RTT) favour local",
+      FACTS(.latency_critical = true), { LOCAL("L1"), CLOUD("C1", .ttft_avg_ms = 0) }, 2,
+      .p = POLICY(), .plan = "L1:baseline C1:fallback" },
+
+    /* ---- cold start ---- */
+    { "cold, warm-up fits the deadline: wait for local",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_COLD, .warm_eta_ms = 5000), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:baseline C1:fallback" },
+    { "cold, warm-up outlasts a short deadline: cloud",
+      FACTS(.deadline_ms = NOW + 3000),
+      { LOCAL("L1", .health = SW_HEALTH_COLD, .warm_eta_ms = 5000), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:cold_start L1:fallback" },
+    { "warming with no ETA uses the 10 s prior",
+      FACTS(.deadline_ms = NOW + 8000), { LOCAL("L1", .health = SW_HEALTH_WARMING), CLOUD("C1") },
+      2, .p = POLICY(), .plan = "C1:cold_start L1:fallback" },
+    { "cold, no deadline: wait for local",
+      FACTS(.deadline_ms = 0), { LOCAL("L1", .health = SW_HEALTH_COLD), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:baseline C1:fallback" },
+    { "cold, short deadline, restricted: privacy",
+      FACTS(.deadline_ms = NOW + 3000, .allows_cloud = false),
+      { LOCAL("L1", .health = SW_HEALTH_COLD, .warm_eta_ms = 5000), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:privacy" },
+    { "a warm local is preferred over a cold one",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_COLD, .warm_eta_ms = 5000), LOCAL("L2", BUSY),
+                 CLOUD("C1") }, 3, .p = POLICY(), .plan = "C1:overflow L2:fallback L1:fallback" },
+
+    /* ---- availability ---- */
+    { "local breaker open: cloud, reason breaker",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:breaker", .excl = "L1=breaker_open" },
+    { "local half-open, probe taken: breaker",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_HALF_OPEN), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:breaker", .excl = "L1=probe_busy" },
+    { "local half-open, probe free: it gets the request",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_HALF_OPEN, .probe_free = true), CLOUD("C1") },
+      2, .p = POLICY(), .plan = "L1:baseline C1:fallback" },
+    { "local down: cloud, reason fallback",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:fallback", .excl = "L1=down" },
+    { "cloud breaker open, overflow: the secondary cloud",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1", .breaker = SW_BREAKER_OPEN), CLOUD("C2") }, 3,
+      .p = POLICY(), .plan = "C2:overflow L1:fallback", .excl = "C1=breaker_open" },
+    { "every cloud breaker open, overflow: local, reason breaker",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1", .breaker = SW_BREAKER_OPEN) }, 2, .p = POLICY(),
+      .plan = "L1:breaker" },
+    { "re-decision: the local failed this request, cloud next",
+      FACTS(.exclude = 1u << 0), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:fallback", .excl = "L1=failed" },
+    { "re-decision: the cloud failed, local is a fallback",
+      FACTS(.exclude = 1u << 1), { LOCAL("L1"), CLOUD("C1"), CLOUD("C2") }, 3, .p = POLICY(),
+      .plan = "L1:fallback C2:fallback", .excl = "C1=failed" },
+    { "re-decision: cloud failed during overflow, local waits",
+      FACTS(.exclude = 1u << 1), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:fallback" },
+    { "every backend failed: 503",
+      FACTS(.exclude = 3), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .status = 503, .code = "all_backends_failed", .excl = "L1=failed C1=failed" },
+    { "local down, cloud down: 503",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1", .health = SW_HEALTH_DOWN) },
+      2, .p = POLICY(), .status = 503, .code = "all_backends_failed" },
+    { "no backend at all: 503",
+      FACTS(), { LOCAL("unused") }, 0, .p = POLICY(), .status = 503,
+      .code = "all_backends_failed" },
+
+    /* ---- rate ---- */
+    { "request bucket empty: skipped, next cloud",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1", .rpm_available = 0.5), CLOUD("C2") }, 3,
+      .p = POLICY(), .plan = "C2:overflow L1:fallback", .excl = "C1=rate_rpm" },
+    { "token bucket below prompt + max_tokens: skipped",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1", .tpm_available = 699), CLOUD("C2") }, 3,
+      .p = POLICY(), .plan = "C2:overflow L1:fallback", .excl = "C1=rate_tpm" },
+    { "token bucket exactly enough: admitted",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1", .tpm_available = 700) }, 2,
+      .p = POLICY(), .plan = "C1:overflow L1:fallback" },
+    { "no limits configured (< 0): admitted",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1", .rpm_available = -1, .tpm_available = -1) }, 2,
+      .p = POLICY(), .plan = "C1:overflow L1:fallback" },
+    { "every cloud rate-limited, overflow: local waits",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1", .rpm_available = 0) }, 2, .p = POLICY(),
+      .plan = "L1:baseline" },
+
+    /* ---- capability ---- */
+    { "context beyond the local model: cloud, reason capacity",
+      FACTS(.prompt_tokens_est = 8000), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:capacity", .excl = "L1=context" },
+    { "tools unsupported locally: capacity",
+      FACTS(.needs_tools = true), { LOCAL("L1", .supports_tools = false), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:capacity", .excl = "L1=tools" },
+    { "images unsupported locally: capacity",
+      FACTS(.needs_images = true), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:capacity", .excl = "L1=images" },
+    { "context beyond local, restricted: 422 naming the need",
+      FACTS(.prompt_tokens_est = 8000, .allows_cloud = false), { LOCAL("L1"), CLOUD("C1") }, 2,
+      .p = POLICY(), .status = 422, .code = "local_capacity_insufficient",
+      .msg = "needs 8200 tokens of context (prompt ~8000 + max_tokens 200) but 'L1' declares 8192" },
+    { "tools beyond local, sensitive: 422",
+      FACTS(.needs_tools = true, .sensitive = true),
+      { LOCAL("L1", .supports_tools = false), CLOUD("C1") }, 2, .p = POLICY(), .status = 422,
+      .code = "local_capacity_insufficient", .msg = "tool calling" },
+    { "no backend of the model can serve it: 422",
+      FACTS(.needs_images = true), { LOCAL("L1"), CLOUD("C1", .supports_images = false) }, 2,
+      .p = POLICY(), .status = 422, .code = "local_capacity_insufficient",
+      .msg = "No backend of this model" },
+    { "one local too small, another fits (and prefills 8000 tokens in 401 ms)",
+      FACTS(.prompt_tokens_est = 8000), { LOCAL("L1"), LOCAL("L2", .max_context_tokens = 32768,
+                                                          .prefill_ms_per_token = 0.05),
+                                          CLOUD("C1") }, 3, .p = POLICY(),
+      .plan = "L2:baseline C1:fallback", .excl = "L1=context" },
+    { "capability declared on a cloud too",
+      FACTS(.prompt_tokens_est = 8000), { LOCAL("L1"), CLOUD("C1", .max_context_tokens = 4096),
+                                          CLOUD("C2") }, 3, .p = POLICY(),
+      .plan = "C2:capacity", .excl = "L1=context C1=context" },
+
+    /* ---- spend cap ---- */
+    { "cap reached, idle local: local traffic never blocked",
+      FACTS(), { LOCAL("L1"), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10), .plan = "L1:baseline", .excl = "C1=budget" },
+    { "cap not reached but this request would cross it",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 9.9999,
+      .p = POLICY(.spend_cap_usd = 10), .status = 429, .code = "budget_exhausted",
+      .retry_after = 60, .excl = "C1=budget" },
+    { "under the cap: overflow as usual",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 9.99,
+      .p = POLICY(.spend_cap_usd = 10), .plan = "C1:overflow L1:fallback" },
+    { "cap, shed: overflow rejected 429 with Retry-After",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10), .status = 429, .code = "budget_exhausted",
+      .retry_after = 60, .msg = "spend cap" },
+    { "cap, shed, no Retry-After configured",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10, .shed_retry_after_s = 0), .status = 429,
+      .code = "budget_exhausted" },
+    { "cap, shed, latency-critical but local within budget: local, budget",
+      FACTS(.prompt_tokens_est = 1000, .latency_critical = true),
+      { LOCAL("L1"), CLOUD("C1", .ttft_avg_ms = 100) }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10), .plan = "L1:budget" },
+    { "cap, keep_local: overflow waits locally",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_KEEP_LOCAL), .plan = "L1:budget" },
+    { "cap, degrade: overflow to the smaller local model",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"), LOCAL("small", .degrade_only = true) }, 3,
+      .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_DEGRADE,
+                                   .degrade_backend = 2),
+      .plan = "small:budget L1:fallback", .excl = "C1=budget small=degrade_only" },
+    { "cap, degrade, idle local: the reserve stays unused",
+      FACTS(), { LOCAL("L1"), CLOUD("C1"), LOCAL("small", .degrade_only = true) }, 3,
+      .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_DEGRADE,
+                                   .degrade_backend = 2), .plan = "L1:baseline" },
+    { "no cap: the degrade reserve is never chosen",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"), LOCAL("small", .degrade_only = true) }, 3,
+      .p = POLICY(.on_cap = SW_CAP_DEGRADE, .degrade_backend = 2),
+      .plan = "C1:overflow L1:fallback" },
+    { "cap, degrade without a target: keep_local",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_DEGRADE), .plan = "L1:budget" },
+    { "cap, degrade, target down: keep_local",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"),
+                 LOCAL("small", .degrade_only = true, .health = SW_HEALTH_DOWN) }, 3,
+      .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_DEGRADE,
+                                   .degrade_backend = 2), .plan = "L1:budget" },
+    { "cap, degrade, main local down: the smaller model",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1"),
+                 LOCAL("small", .degrade_only = true) }, 3,
+      .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_DEGRADE,
+                                   .degrade_backend = 2), .plan = "small:budget" },
+    { "cap, keep_local, local down: 429",
+      FACTS(), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_KEEP_LOCAL), .status = 429,
+      .code = "budget_exhausted", .retry_after = 60 },
+    { "cap, capability needs the cloud: 429",
+      FACTS(.needs_images = true), { LOCAL("L1"), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_KEEP_LOCAL), .status = 429,
+      .code = "budget_exhausted", .retry_after = 60 },
+    { "cap: a free cloud backend still fits",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"),
+                 CLOUD("free", .input_usd_per_mtok = 0, .output_usd_per_mtok = 0) }, 3,
+      .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10), .plan = "free:overflow L1:fallback" },
+
+    /* ---- models without local backends ---- */
+    { "cloud-only: first cloud is the baseline",
+      FACTS(), { CLOUD("C1"), CLOUD("C2") }, 2, .p = POLICY(), .plan = "C1:baseline C2:fallback" },
+    { "cloud-only: primary breaker open, secondary, reason breaker",
+      FACTS(), { CLOUD("C1", .breaker = SW_BREAKER_OPEN), CLOUD("C2") }, 2, .p = POLICY(),
+      .plan = "C2:breaker" },
+    { "cloud-only: the cap steers to a cheaper cloud, reason cost",
+      FACTS(), { CLOUD("C1", .input_usd_per_mtok = 30, .output_usd_per_mtok = 60),
+                 CLOUD("C2", .input_usd_per_mtok = 0.1, .output_usd_per_mtok = 0.4) }, 2,
+      .spend_usd = 0.99, .p = POLICY(.spend_cap_usd = 1), .plan = "C2:cost",
+      .excl = "C1=budget" },
+    { "cloud-only: primary rate-limited, fallback",
+      FACTS(), { CLOUD("C1", .tpm_available = 10), CLOUD("C2") }, 2, .p = POLICY(),
+      .plan = "C2:fallback" },
+    { "cloud-only: primary lacks images, capacity",
+      FACTS(.needs_images = true), { CLOUD("C1", .supports_images = false), CLOUD("C2") }, 2,
+      .p = POLICY(), .plan = "C2:capacity" },
+
+    /* ---- deadline ---- */
+    { "deadline already passed: 504",
+      FACTS(.deadline_ms = NOW - 1), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .status = 504, .code = "deadline_exceeded" },
+    { "deadline exactly now: 504",
+      FACTS(.deadline_ms = NOW), { LOCAL("L1") }, 1, .p = POLICY(),
+      .status = 504, .code = "deadline_exceeded" },
+};
+
+/* "L1:baseline C1:emergency*" */
+static void render_plan(const struct sw_route_view *v, const struct sw_route_plan *pl,
+                        char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < pl->n; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s:%s%s", i ? " " : "",
+                              v->backends[pl->attempts[i].backend].name,
+                              sw_reason_name(pl->attempts[i].reason),
+                              pl->attempts[i].masked ? "*" : "");
+}
+
+/* "L1=down C1=privacy": the excluded backends in view order. */
+static void render_excl(const struct sw_route_view *v, const struct sw_route_plan *pl,
+                        char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < pl->n_backends; i++)
+        if (pl->excluded[i] != SW_EXCL_NONE)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s=%s", o ? " " : "",
+                                  v->backends[i].name, sw_route_excl_name(pl->excluded[i]));
+}
+
+static const char *const codes[] = {
+    SW_ROUTE_CODE_CAPABILITY, SW_ROUTE_CODE_QUEUE_FULL, SW_ROUTE_CODE_PRIVACY,
+    SW_ROUTE_CODE_BUDGET, SW_ROUTE_CODE_DEADLINE, SW_ROUTE_CODE_ALL_FAILED,
+};
+
+static void test_table(void **state)
+{
+    (void)state;
+    unsigned reasons_seen = 0, codes_seen = 0;
+    int failures = 0;
+
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        const struct row *w = &rows[r];
+        struct sw_route_view v = { w->b, w->n, w->spend_usd, w->emergency };
+        struct sw_route_plan pl;
+        char got[512], excl[512];
+
+        memset(&pl, 0xa5, sizeof pl);     /* decide must set every field it reports */
+        sw_route_decide(&w->f, &v, &w->p, w->now ? w->now : NOW, &pl);
+        render_plan(&v, &pl, got, sizeof got);
+        render_excl(&v, &pl, excl, sizeof excl);
+        for (size_t i = 0; i < pl.n; i++)
+            reasons_seen |= 1u << pl.attempts[i].reason;
+
+        bool ok;
+        if (w->plan) {
+            ok = pl.n > 0 && strcmp(got, w->plan) == 0 && pl.status == 0 && pl.code == NULL &&
+                 pl.message[0] == '\0' && pl.retry_after_s == -1;
+        } else {
+            long ra = w->retry_after ? w->retry_after : -1;
+            ok = pl.n == 0 && pl.status == w->status && pl.code &&
+                 strcmp(pl.code, w->code) == 0 && pl.retry_after_s == ra && pl.message[0] &&
+                 (!w->msg || strstr(pl.message, w->msg));
+            for (size_t c = 0; pl.code && c < sizeof codes / sizeof codes[0]; c++)
+                if (strcmp(pl.code, codes[c]) == 0)
+                    codes_seen |= 1u << c;
+        }
+        if (w->excl && strcmp(excl, w->excl) != 0)
+            ok = false;
+        /* Every eligible backend appears exactly once; no excluded one does. */
+        for (size_t i = 0; i < pl.n_backends && pl.n > 0; i++) {
+            int count = 0;
+            for (size_t a = 0; a < pl.n; a++)
+                count += pl.attempts[a].backend == i;
+            if (count > 1 || (count == 1 && pl.excluded[i] != SW_EXCL_NONE &&
+                              pl.excluded[i] != SW_EXCL_DEGRADE_ONLY))
+                ok = false;
+        }
+        if (!ok) {
+            failures++;
+            print_error("row %zu \"%s\":\n  want plan [%s] status %d code %s excl [%s]\n"
+                        "  got  plan [%s] status %d code %s retry %ld excl [%s]\n  message: %s\n",
+                        r, w->name, w->plan ? w->plan : "", w->status, w->code ? w->code : "-",
+                        w->excl ? w->excl : "*", got, pl.status, pl.code ? pl.code : "-",
+                        pl.retry_after_s, excl, pl.message);
+        }
+    }
+    for (int i = 0; i < SW_REASON__COUNT; i++)
+        if (!(reasons_seen & 1u << i)) {
+            print_error("reason %s appears in no row\n", sw_reason_name(i));
+            failures++;
+        }
+    for (size_t c = 0; c < sizeof codes / sizeof codes[0]; c++)
+        if (!(codes_seen & 1u << c)) {
+            print_error("code %s appears in no row\n", codes[c]);
+            failures++;
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* ---- The estimate ---- */
+
+static void test_estimate(void **state)
+{
+    (void)state;
+    struct sw_route_backend_view b = LOCAL("L");
+
+    /* Idle: own prefill + RTT. */
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251, 1e-9);
+    /* A free slot left: no wait. */
+    b.in_flight = 3;
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251, 1e-9);
+    /* First in the queue: one release of four slots, 5250 ms service. */
+    b.in_flight = 4;
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251 + 5250.0 / 4, 1e-9);
+    /* Learned average prompt of others replaces this request's. */
+    b.avg_prompt_tokens = 100;
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251 + 5050.0 / 4, 1e-9);
+    /* Tenth in the queue. */
+    b.queued = 9;
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251 + 10 * 5050.0 / 4, 1e-9);
+
+    /* No data at all: priors 0.5 ms/token, 30 tok/s, 256 tokens; no RTT. */
+    struct sw_route_backend_view z = { .tier = SW_TIER_LOCAL, .slots = 1, .in_flight = 1 };
+    assert_float_equal(sw_route_est_ttft_ms(&z, 100),
+                       50 + (100 * 0.5 + 1000.0 * 256 / 30), 1e-6);
+    /* slots 0: unbounded, never waits. */
+    z.slots = 0;
+    z.in_flight = 1000;
+    assert_float_equal(sw_route_est_ttft_ms(&z, 100), 50, 1e-9);
+    /* Negative or absurd inputs stay finite and non-negative. */
+    struct sw_route_backend_view bad = { .tier = SW_TIER_LOCAL, .slots = 2, .in_flight = -5,
+                                         .queued = -1, .prefill_ms_per_token = NAN,
+                                         .decode_tps = -3, .rtt_ms = -7, .avg_output_tokens = INFINITY };
+    double e = sw_route_est_ttft_ms(&bad, -10);
+    assert_true(isfinite(e) && e >= 0);
+    bad.in_flight = 3;
+    e = sw_route_est_ttft_ms(&bad, 10);
+    assert_true(isfinite(e) && e > 0);
+    struct sw_route_backend_view huge = LOCAL("H", .in_flight = 4, .queued = 2000000000L,
+                                             .decode_tps = 1e-300, .avg_output_tokens = 1e300);
+    e = sw_route_est_ttft_ms(&huge, 500);
+    assert_true(isfinite(e) && e > 0);
+
+    /* Cloud: the measured TTFT window stands for prefill + RTT. */
+    struct sw_route_backend_view c = CLOUD("C");
+    assert_float_equal(sw_route_est_ttft_ms(&c, 5000), 400, 1e-9);
+    c.ttft_avg_ms = 0;
+    assert_float_equal(sw_route_est_ttft_ms(&c, 1000), 540, 1e-9);
+}
+
+/* ---- Names ---- */
+
+static void test_names(void **state)
+{
+    (void)state;
+    static const char *const want[] = { "baseline", "overflow", "latency", "privacy", "cost",
+                                        "budget", "breaker", "cold_start", "capacity",
+                                        "fallback", "emergency" };
+    assert_int_equal(sizeof want / sizeof want[0], SW_REASON__COUNT);
+    for (int i = 0; i < SW_REASON__COUNT; i++)
+        assert_string_equal(sw_reason_name(i), want[i]);
+    assert_string_equal(sw_reason_name(SW_REASON__COUNT), "unknown");
+    assert_string_equal(sw_reason_name((enum sw_reason)-1), "unknown");
+    for (int i = 0; i < SW_EXCL__COUNT; i++) {
+        assert_non_null(sw_route_excl_name(i));
+        assert_string_not_equal(sw_route_excl_name(i), "unknown");
+    }
+    assert_string_equal(sw_route_excl_name(SW_EXCL__COUNT), "unknown");
+}
+
+/* ---- Bounds ---- */
+
+/* More backends than the plan holds: only the first SW_ROUTE_MAX_BACKENDS count. */
+static void test_many_backends(void **state)
+{
+    (void)state;
+    struct sw_route_backend_view b[SW_ROUTE_MAX_BACKENDS + 4];
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        b[i] = (struct sw_route_backend_view)CLOUD("C");
+    struct sw_route_view v = { b, sizeof b / sizeof b[0], 0, false };
+    struct sw_route_facts f = FACTS();
+    struct sw_route_policy p = POLICY();
+    struct sw_route_plan pl;
+    sw_route_decide(&f, &v, &p, NOW, &pl);
+    assert_int_equal(pl.n, SW_ROUTE_MAX_BACKENDS);
+    assert_int_equal(pl.n_backends, SW_ROUTE_MAX_BACKENDS);
+    for (size_t i = 0; i < pl.n; i++)
+        assert_int_equal(pl.attempts[i].backend, i);
+
+    /* Exclude bits beyond the view are harmless. */
+    f.exclude = 0xffff0000u;
+    v.n = 2;
+    sw_route_decide(&f, &v, &p, NOW, &pl);
+    assert_int_equal(pl.n, 2);
+}
+
+/* A rejection message names a long backend without overflowing. */
+static void test_long_name(void **state)
+{
+    (void)state;
+    char name[600];
+    memset(name, 'x', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    struct sw_route_backend_view b[] = { LOCAL(name, .supports_tools = false) };
+    struct sw_route_view v = { b, 1, 0, false };
+    struct sw_route_facts f = FACTS(.needs_tools = true);
+    struct sw_route_policy p = POLICY();
+    struct sw_route_plan pl;
+    sw_route_decide(&f, &v, &p, NOW, &pl);
+    assert_int_equal(pl.status, 422);
+    assert_true(strlen(pl.message) < sizeof pl.message);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_many_backends),
+        cmocka_unit_test(test_long_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
