@@ -11,8 +11,11 @@
 
 #include "common/log.h"
 #include "config/config.h"
+#include "common/clock.h"
 #include "front/front.h"
+#include "state/live.h"
 #include "upstream/curlev.h"
+#include "upstream/health.h"
 
 static void usage(FILE *out)
 {
@@ -161,6 +164,8 @@ int main(int argc, char **argv)
     int rc = 1;
     struct daemon d = {0};
     struct sw_curlev *cev = NULL;
+    struct sw_live *live = NULL;
+    struct sw_healthcheck *hc = NULL;
     struct event *sigterm = NULL, *sigint = NULL;
     d.drain_timeout_ms = cfg->limits.drain_timeout_ms;
     d.base = event_base_new();
@@ -169,7 +174,13 @@ int main(int argc, char **argv)
     cev = sw_curlev_new(d.base, 256);
     if (!cev)
         goto out;
-    d.front = sw_front_new(d.base, cfg, cev);
+    live = sw_live_new(cfg, sw_now_ms());
+    if (!live)
+        goto out;
+    hc = sw_healthcheck_new(d.base, cev, cfg, live);
+    if (!hc)
+        goto out;
+    d.front = sw_front_new(d.base, cfg, cev, live);
     if (!d.front)
         goto out;
     sigterm = evsignal_new(d.base, SIGTERM, on_signal, &d);
@@ -193,6 +204,8 @@ out:
     if (sigint)
         event_free(sigint);
     sw_front_free(d.front);
+    sw_healthcheck_free(hc);
+    sw_live_free(live);
     sw_curlev_free(cev);
     if (d.base)
         event_base_free(d.base);

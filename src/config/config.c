@@ -863,6 +863,11 @@ static bool secret_equal(const char *secret, const char *bearer, size_t bearer_l
     return diff == 0;
 }
 
+bool sw_config_secret_equal(const char *secret, const char *bearer)
+{
+    return secret_equal(secret, bearer, strlen(bearer));
+}
+
 const struct sw_config_key *sw_config_find_key(const struct sw_config *cfg, const char *bearer)
 {
     if (!cfg || !bearer)

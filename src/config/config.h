@@ -146,6 +146,9 @@ const struct sw_config_model *sw_config_find_model(const struct sw_config *cfg, 
 /* Finds the key whose secret equals `bearer` (compared in constant time per key). */
 const struct sw_config_key *sw_config_find_key(const struct sw_config *cfg, const char *bearer);
 
+/* Compares a configured secret with what a client sent, in constant time. */
+bool sw_config_secret_equal(const char *secret, const char *bearer);
+
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
 const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" */
 

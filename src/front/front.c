@@ -30,6 +30,7 @@ struct sw_front {
     struct evconnlistener *listener;
     struct sw_config *cfg;
     struct sw_curlev *cev;
+    struct sw_live *live;
     struct timeval client_tv;       /* slow-client read/write timeout */
     long in_flight;                 /* requests handed to the relay, not finished */
     struct conn *conns;             /* every open client connection */
@@ -355,32 +356,129 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
     }
 
     /* allows_cloud: the key's policy, the header and the body; the most
-     * restrictive wins, so a header cannot widen what a key allows. */
-    bool allow_cloud = (!key || key->allow_cloud) &&
-                       parse_bool_header(header(req, "X-Spillway-Allow-Cloud")) != 0 &&
-                       chat.allow_cloud != 0;
-
-    struct sw_relay_plan plan = {.n = 0};
-    for (size_t i = 0; i < model->n_backends && plan.n < SW_RELAY_MAX_ATTEMPTS; i++) {
-        const struct sw_config_backend *be = &f->cfg->backends[model->backends[i]];
-        if (be->tier == SW_TIER_CLOUD && !allow_cloud)
-            continue;
-        plan.reasons[plan.n] = plan.n == 0 ? "baseline" : "fallback";
-        plan.backends[plan.n++] = model->backends[i];
-    }
-    if (plan.n == 0) {
-        sw_reply_error(req, 503, "invalid_request_error", "privacy_restricted", NULL,
-                       "Model '%s' has no local backend, and this request may not leave the "
-                       "network.", chat.model);
-        sw_info("request %s: rejected privacy_restricted (model %s)", id, chat.model);
-        sw_request_free(&chat);
-        return;
-    }
+     * restrictive wins, so a header cannot widen what a key allows. Same for
+     * sensitive: any source can set it, none can clear it. */
+    struct sw_route_facts facts = {
+        .prompt_tokens_est = chat.prompt_tokens_est,
+        .max_tokens = chat.max_tokens > 0 ? chat.max_tokens : f->cfg->routing.default_max_tokens,
+        .allows_cloud = (!key || key->allow_cloud) &&
+                        parse_bool_header(header(req, "X-Spillway-Allow-Cloud")) != 0 &&
+                        chat.allow_cloud != 0,
+        .sensitive = (key && key->sensitive) ||
+                     parse_bool_header(header(req, "X-Spillway-Sensitive")) == 1,
+        .latency_critical = parse_bool_header(header(req, "X-Spillway-Latency-Critical")) == 1,
+        .needs_tools = chat.has_tools,
+        .needs_images = chat.has_images,
+        .deadline_ms = start_ms + timeout_ms,
+    };
 
     hold_request(f, req);
     f->in_flight++;
-    struct sw_relay_env env = {f->base, f->cev, on_relay_finish, f};
-    sw_relay_start(&env, req, f->cfg, &chat, &plan, start_ms + timeout_ms, id);
+    struct sw_relay_env env = {f->base, f->cev, f->live, on_relay_finish, f};
+    sw_relay_start(&env, req, f->cfg, &chat, model, &facts, start_ms, id);
+}
+
+/* ---- Admin API (its own key: admin.key) ---- */
+
+static bool admin_authorized(struct sw_front *f, struct evhttp_request *req)
+{
+    if (!f->cfg->admin_key) {
+        sw_reply_error(req, 404, "invalid_request_error", "admin_disabled", NULL,
+                       "The admin API is disabled: set admin.key in the configuration.");
+        return false;
+    }
+    const char *auth = header(req, "Authorization");
+    static const char bearer[] = "Bearer ";
+    if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0 ||
+        !sw_config_secret_equal(f->cfg->admin_key, auth + sizeof bearer - 1)) {
+        sw_reply_error(req, 401, "invalid_request_error", "invalid_admin_key", NULL,
+                       "The admin API needs 'Authorization: Bearer ADMIN_KEY'.");
+        sw_warn("admin: rejected a call without the admin key");
+        return false;
+    }
+    return true;
+}
+
+static void reply_json_value(struct evhttp_request *req, int status, json_t *v)
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    if (s)
+        sw_reply_json(req, status, s, strlen(s));
+    else
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+    free(s);
+    json_decref(v);
+}
+
+static const char *health_name(enum sw_health h)
+{
+    static const char *const names[] = {"up", "degraded", "cold", "warming", "down"};
+    return (unsigned)h < sizeof names / sizeof names[0] ? names[h] : "unknown";
+}
+
+static const char *breaker_name(enum sw_breaker_state b)
+{
+    static const char *const names[] = {"closed", "open", "half_open"};
+    return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "unknown";
+}
+
+/* GET /admin/state: what the router sees right now, per backend. */
+static void handle_admin_state(struct sw_front *f, struct evhttp_request *req)
+{
+    struct sw_live *l = f->live;
+    int64_t now = sw_now_ms();
+    json_t *backends = json_array();
+    for (size_t i = 0; i < l->n; i++) {
+        struct sw_route_backend_view v;
+        struct sw_config_model one = {.name = "", .backends = &i, .n_backends = 1};
+        struct sw_live_snapshot snap;
+        sw_live_snapshot(l, &one, now, &snap);
+        v = snap.backends[0];
+        json_array_append_new(
+            backends,
+            json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                      "name", v.name, "tier", sw_tier_name(v.tier), "health",
+                      health_name(v.health), "breaker", breaker_name(v.breaker), "slots",
+                      (json_int_t)v.slots, "in_flight", (json_int_t)v.in_flight, "queued",
+                      (json_int_t)v.queued, "est_ttft_ms", sw_route_est_ttft_ms(&v, 0),
+                      "prefill_ms_per_token", v.prefill_ms_per_token, "decode_tps",
+                      v.decode_tps, "avg_output_tokens", v.avg_output_tokens, "ttft_avg_ms",
+                      v.ttft_avg_ms, "rpm_available", v.rpm_available, "tpm_available",
+                      v.tpm_available));
+    }
+    reply_json_value(req, 200,
+                     json_pack("{s:b, s:s, s:f, s:f, s:o}", "emergency", l->emergency,
+                               "emergency_reason", l->emergency_reason, "spend_usd",
+                               sw_spend_total(&l->spend, now), "spend_cap_usd",
+                               f->cfg->routing.spend.cap_usd, "backends", backends));
+}
+
+/* POST /admin/emergency {"declared": true|false, "reason": "..."}: seed 1's
+ * "explicit business emergency" that lets sensitive requests reach the cloud,
+ * masked, when the local tier has failed. Audited in the log. */
+static void handle_admin_emergency(struct sw_front *f, struct evhttp_request *req)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    json_error_t jerr;
+    json_t *body = json_loadb(len ? (const char *)evbuffer_pullup(in, -1) : "", len, 0, &jerr);
+    json_t *declared = json_object_get(body, "declared");
+    json_t *reason = json_object_get(body, "reason");
+    if (!json_is_boolean(declared) || (reason && !json_is_string(reason))) {
+        json_decref(body);
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "declared",
+                       "Expected {\"declared\": true|false, \"reason\": \"...\"}.");
+        return;
+    }
+    struct sw_live *l = f->live;
+    l->emergency = json_is_true(declared);
+    snprintf(l->emergency_reason, sizeof l->emergency_reason, "%s",
+             reason ? json_string_value(reason) : "");
+    sw_warn("admin: emergency %s (reason: %s)", l->emergency ? "DECLARED" : "cleared",
+            l->emergency_reason[0] ? l->emergency_reason : "none given");
+    json_decref(body);
+    reply_json_value(req, 200, json_pack("{s:b, s:s}", "emergency", l->emergency, "reason",
+                                         l->emergency_reason));
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -408,6 +506,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         {"/v1/chat/completions", EVHTTP_REQ_POST, handle_chat},
         {"/v1/models", EVHTTP_REQ_GET, handle_models},
         {"/healthz", EVHTTP_REQ_GET, handle_healthz},
+        {"/admin/state", EVHTTP_REQ_GET, handle_admin_state},
+        {"/admin/emergency", EVHTTP_REQ_POST, handle_admin_emergency},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(path, routes[i].path) != 0)
@@ -424,6 +524,8 @@ static void on_request(struct evhttp_request *req, void *arg)
             if (denied)
                 return;
         }
+        if (!strncmp(path, "/admin/", 7) && !admin_authorized(f, req))
+            return;
         routes[i].fn(f, req);
         return;
     }
@@ -435,11 +537,12 @@ static void on_request(struct evhttp_request *req, void *arg)
 /* ---- Setup ---- */
 
 struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
-                              struct sw_curlev *cev)
+                              struct sw_curlev *cev, struct sw_live *live)
 {
     struct sw_front *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
+    f->live = live;
     f->base = base;
     f->cfg = sw_config_ref(cfg);
     f->cev = cev;

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "config/config.h"
+#include "state/live.h"
 #include "upstream/curlev.h"
 
 struct sw_front;
@@ -23,7 +24,7 @@ struct sw_front;
  * reference on cfg. Logs "spillway: listening on HOST:PORT". NULL on error
  * (logged). */
 struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
-                              struct sw_curlev *cev);
+                              struct sw_curlev *cev, struct sw_live *live);
 
 /* Stops accepting connections; requests already in flight go on. Calls
  * on_drained(ud) once none is left (at once if none is in flight). */

@@ -15,6 +15,8 @@
 #include "common/log.h"
 #include "relay/reply.h"
 #include "relay/sse.h"
+#include "route/route.h"
+#include "state/live.h"
 #include "upstream/upstream.h"
 
 /* Largest error body kept from a failed attempt, and largest SSE event. */
@@ -23,6 +25,8 @@
 /* Pause the upstream while this much is waiting to be written to the client. */
 #define CLIENT_PENDING_MAX (1024 * 1024)
 #define RESUME_CHECK_US 10000
+/* How often a request waiting in a local queue re-checks its estimate. */
+#define QUEUE_CHECK_US 25000
 
 struct proxy {
     struct sw_relay_env env;
@@ -31,9 +35,29 @@ struct proxy {
     struct sw_config *cfg;          /* referenced */
     struct sw_chat_request chat;
     char *public_model;             /* what the client asked for */
-    struct sw_relay_plan plan;
-    size_t cur;                     /* the attempt in progress */
+    const struct sw_config_model *model;
+    struct sw_route_facts facts;
+    struct sw_live_snapshot snap;   /* the view the current plan was made on */
+    struct sw_route_plan plan;
+    size_t step;                    /* the attempt of the plan in progress */
+    int64_t start_ms;               /* arrival */
     int64_t deadline_ms;
+
+    /* The current attempt. */
+    size_t be;                      /* config index of its backend */
+    enum sw_reason reason;
+    bool attempting;                /* resources below are held */
+    bool holding_slot;
+    struct sw_localq_waiter waiter; /* queued for a local slot */
+    struct event *queue_timer;
+    long bucket_tokens;             /* taken from the backend's token bucket */
+    bool spend_held;
+    sw_spend_handle spend;
+    int64_t attempt_ms, first_byte_ms, last_byte_ms;
+    long usage_in, usage_out;       /* from the upstream's usage, 0 if none */
+    long chunks;                    /* content chunks relayed (a token count when no usage) */
+    bool client_wants_usage;        /* stream_options.include_usage was the client's */
+    bool overflowed;                /* left a local queue for the cloud */
     char id[48];
 
     struct sw_upstream up;
@@ -62,7 +86,8 @@ struct proxy {
     bool any_timeout;
 };
 
-static void start_attempt(struct proxy *p);
+static void plan_next(struct proxy *p);
+static void attempt_end(struct proxy *p, int outcome, int http_status, int transport_err);
 static void unwatch_client(struct proxy *p);
 static void watch_client(struct proxy *p);
 
@@ -70,10 +95,13 @@ static void watch_client(struct proxy *p);
 
 static void proxy_free(struct proxy *p)
 {
+    sw_upstream_cleanup(&p->up); /* abort first: the backend frees its slot at once */
+    attempt_end(p, 2 /* neutral */, 0, 0);
+    if (p->queue_timer)
+        event_free(p->queue_timer);
     unwatch_client(p);
     if (p->evcon)
         evhttp_connection_set_closecb(p->evcon, NULL, NULL);
-    sw_upstream_cleanup(&p->up);
     sw_buf_free(&p->resp);
     sw_sse_free(&p->sse);
     if (p->out)
@@ -182,13 +210,70 @@ static void detach_client(struct proxy *p)
 
 static const struct sw_config_backend *cur_backend(const struct proxy *p)
 {
-    return &p->cfg->backends[p->plan.backends[p->cur]];
+    return &p->cfg->backends[p->be];
 }
 
 static void set_route_headers(struct proxy *p)
 {
     const struct sw_config_backend *be = cur_backend(p);
-    sw_reply_route_headers(p->req, be->name, sw_tier_name(be->tier), p->plan.reasons[p->cur]);
+    sw_reply_route_headers(p->req, be->name, sw_tier_name(be->tier), sw_reason_name(p->reason));
+}
+
+/* ---- Accounting of one attempt ---- */
+
+enum outcome { OUTCOME_OK, OUTCOME_FAILED, OUTCOME_NEUTRAL };
+
+/* Ends the current attempt's hold on shared state: the local slot (which may
+ * start the next queued request), the rate bucket and the spend reservation
+ * (settled with the real usage), and feeds the breaker, the latency window
+ * and the learned rates. Idempotent. */
+static void attempt_end(struct proxy *p, int o, int http_status, int transport_err)
+{
+    if (!p->attempting)
+        return;
+    p->attempting = false;
+    struct sw_live *live = p->env.live;
+    struct sw_live_backend *lb = &live->b[p->be];
+    const struct sw_config_backend *be = cur_backend(p);
+    int64_t now = sw_now_ms();
+    if (p->queue_timer)
+        evtimer_del(p->queue_timer);
+    sw_localq_cancel(&lb->q, &p->waiter);
+
+    long in = p->usage_in ? p->usage_in : p->chat.prompt_tokens_est;
+    long out = p->usage_out ? p->usage_out : p->chunks;
+    if (p->bucket_tokens) {
+        if (o == OUTCOME_OK || out > 0)
+            sw_bucket_settle(&lb->bucket, now, p->bucket_tokens, in + out);
+        else
+            sw_bucket_cancel(&lb->bucket, now, p->bucket_tokens);
+        p->bucket_tokens = 0;
+    }
+    if (p->spend_held) {
+        /* Tokens generated are billed even when the attempt failed later. */
+        if (p->first_byte_ms)
+            sw_spend_settle(&live->spend, now, p->spend,
+                            sw_spend_cost_usd(in, out, be->input_usd_per_mtok,
+                                              be->output_usd_per_mtok));
+        else
+            sw_spend_release(&live->spend, p->spend);
+        p->spend_held = false;
+    }
+    if (o == OUTCOME_OK) {
+        double ttft = p->first_byte_ms ? (double)(p->first_byte_ms - p->attempt_ms) : -1;
+        double decode = p->first_byte_ms && p->last_byte_ms > p->first_byte_ms
+                            ? (double)(p->last_byte_ms - p->first_byte_ms)
+                            : 0;
+        sw_live_on_success(live, p->be, now, in, ttft, decode, out);
+    } else if (o == OUTCOME_FAILED) {
+        sw_live_on_failure(live, p->be, now, http_status, transport_err, p->up.retry_after_s);
+    } else {
+        sw_breaker_release_probe(&lb->breaker);
+    }
+    if (p->holding_slot) {
+        p->holding_slot = false;
+        sw_localq_release(&lb->q); /* may start a queued request right here */
+    }
 }
 
 /* ---- Ending the request ---- */
@@ -236,27 +321,38 @@ static void fail_stream(struct proxy *p, const char *msg)
     proxy_free(p);
 }
 
-/* Records why the current attempt failed and moves on to the next backend. */
-static void attempt_failed(struct proxy *p, const char *what)
+static void note_failure(struct proxy *p, const char *what)
 {
-    const struct sw_config_backend *be = cur_backend(p);
     size_t used = strlen(p->failures);
     snprintf(p->failures + used, sizeof p->failures - used, "%s%s: %s", used ? "; " : "",
-             be->name, what);
-    sw_warn("request %s: attempt %zu on %s failed: %s", p->id, p->cur + 1, be->name, what);
+             cur_backend(p)->name, what);
+}
+
+/* The current backend is out for this request: exclude it and decide again
+ * with fresh state (breakers, queues, buckets may have moved meanwhile). */
+static void exclude_and_replan(struct proxy *p)
+{
+    for (size_t k = 0; k < p->snap.view.n; k++)
+        if (p->snap.map[k] == p->be)
+            p->facts.exclude |= 1u << k;
+    plan_next(p);
+}
+
+/* Records why the current attempt failed and moves on to the next backend. */
+static void attempt_failed(struct proxy *p, const char *what, int http_status, int transport_err)
+{
+    note_failure(p, what);
+    sw_warn("request %s: attempt on %s failed: %s", p->id, cur_backend(p)->name, what);
     if (p->up.retry_after_s >= 0 &&
         (p->retry_after_s < 0 || p->up.retry_after_s < p->retry_after_s))
         p->retry_after_s = p->up.retry_after_s;
+    attempt_end(p, OUTCOME_FAILED, http_status, transport_err);
     sw_upstream_cleanup(&p->up);
     sw_buf_free(&p->resp);
     sw_sse_free(&p->sse);
     p->abort_err = SW_OK;
     p->saw_done = false;
-    p->cur++;
-    if (p->cur < p->plan.n)
-        start_attempt(p);
-    else
-        fail_all(p);
+    exclude_and_replan(p);
 }
 
 /* ---- Streaming ---- */
@@ -264,6 +360,8 @@ static void attempt_failed(struct proxy *p, const char *what)
 /* One SSE event from the upstream: rewrite `model`, queue it for the client.
  * Before the first byte went out, an error or garbage aborts the attempt so
  * the next backend can answer instead. */
+static void read_usage(struct proxy *p, const json_t *usage);
+
 static int on_sse_event(void *ud, const char *event, const char *data, size_t len)
 {
     (void)event;
@@ -287,6 +385,20 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
         snprintf(p->abort_msg, sizeof p->abort_msg, "error event before the first token");
         return SW_ESTATUS;
     }
+    json_t *usage = json_object_get(chunk, "usage");
+    json_t *choices = json_object_get(chunk, "choices");
+    if (json_is_object(usage)) {
+        read_usage(p, usage);
+        /* The usage-only chunk Spillway asked for on the client's behalf. */
+        if (!p->client_wants_usage && json_is_array(choices) && json_array_size(choices) == 0) {
+            json_decref(chunk);
+            return SW_OK;
+        }
+    } else if (json_is_null(usage) && !p->client_wants_usage) {
+        json_object_del(chunk, "usage"); /* "usage": null that include_usage adds */
+    }
+    if (json_is_array(choices) && json_array_size(choices) > 0)
+        p->chunks++;
     if (json_is_string(json_object_get(chunk, "model")))
         json_object_set_new(chunk, "model", json_string(p->public_model));
     char *s = json_dumps(chunk, JSON_COMPACT);
@@ -382,6 +494,9 @@ static size_t on_data(void *ud, const char *bytes, size_t len)
         sw_buf_append(&p->resp, bytes, len < room ? len : room);
         return len;
     }
+    p->last_byte_ms = sw_now_ms();
+    if (!p->first_byte_ms)
+        p->first_byte_ms = p->last_byte_ms;
     if (p->chat.stream)
         return on_stream_data(p, bytes, len);
     if (sw_buf_append(&p->resp, bytes, len)) {
@@ -400,22 +515,37 @@ static bool status_retryable(long status)
     return status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
 }
 
+/* Keeps the upstream's token counts for the spend, bucket and learned rates. */
+static void read_usage(struct proxy *p, const json_t *usage)
+{
+    if (!json_is_object(usage))
+        return;
+    json_t *in = json_object_get(usage, "prompt_tokens");
+    json_t *out = json_object_get(usage, "completion_tokens");
+    if (json_is_integer(in) && json_integer_value(in) >= 0)
+        p->usage_in = (long)json_integer_value(in);
+    if (json_is_integer(out) && json_integer_value(out) >= 0)
+        p->usage_out = (long)json_integer_value(out);
+}
+
 static void finish_non_stream(struct proxy *p)
 {
     json_error_t jerr;
     json_t *body = json_loadb(p->resp.ptr ? p->resp.ptr : "", p->resp.len, 0, &jerr);
     if (!body || !json_is_object(body) || !json_is_array(json_object_get(body, "choices"))) {
         json_decref(body);
-        attempt_failed(p, "malformed JSON answer");
+        attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
         return;
     }
+    read_usage(p, json_object_get(body, "usage"));
     json_object_set_new(body, "model", json_string(p->public_model));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!s) {
-        attempt_failed(p, "out of memory");
+        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
+    attempt_end(p, OUTCOME_OK, 200, 0);
     set_route_headers(p);
     sw_reply_json(p->req, 200, s, strlen(s));
     free(s);
@@ -430,6 +560,7 @@ static void pass_through_error(struct proxy *p)
     long status = p->up.status;
     json_error_t jerr;
     json_t *body = json_loadb(p->resp.ptr ? p->resp.ptr : "", p->resp.len, 0, &jerr);
+    attempt_end(p, OUTCOME_NEUTRAL, (int)status, 0);
     set_route_headers(p);
     if (body && json_is_object(json_object_get(body, "error"))) {
         char *s = json_dumps(body, JSON_COMPACT);
@@ -455,8 +586,13 @@ static void on_done(void *ud, int err)
 {
     struct proxy *p = ud;
     char what[200];
+    int status = (int)p->up.status;
+    int transport = err;
     if (p->abort_err) {
         snprintf(what, sizeof what, "%s", p->abort_msg);
+        transport = p->abort_err == SW_ESTATUS ? 0 : SW_EPROTO;
+        if (p->abort_err == SW_ESTATUS)
+            status = 502;
     } else if (err) {
         if (err == SW_ETIMEOUT)
             p->any_timeout = true;
@@ -472,45 +608,224 @@ static void on_done(void *ud, int err)
         finish_non_stream(p);
         return;
     } else if (p->saw_done && !sw_sse_pending(&p->sse)) {
+        attempt_end(p, OUTCOME_OK, 200, 0);
         evhttp_send_reply_end(p->req);
         detach_client(p);
         proxy_free(p);
         return;
     } else {
         snprintf(what, sizeof what, "stream ended without [DONE]");
+        transport = SW_EPROTO;
     }
 
-    if (p->started)
+    if (p->started) {
+        attempt_end(p, OUTCOME_FAILED, status, transport);
         fail_stream(p, what);
-    else
-        attempt_failed(p, what);
+    } else {
+        attempt_failed(p, what, status, transport);
+    }
 }
 
-static void start_attempt(struct proxy *p)
+/* ---- Routing: plan, queue, dispatch ---- */
+
+/* Answers the plan's structured rejection (or, after failures, what failed). */
+static void reject(struct proxy *p)
+{
+    const struct sw_route_plan *pl = &p->plan;
+    if (p->failures[0] && (!pl->code || !strcmp(pl->code, "all_backends_failed"))) {
+        fail_all(p);
+        return;
+    }
+    long retry = pl->retry_after_s >= 0 ? pl->retry_after_s : p->retry_after_s;
+    if (retry >= 0) {
+        char v[24];
+        snprintf(v, sizeof v, "%ld", retry);
+        evhttp_add_header(evhttp_request_get_output_headers(p->req), "Retry-After", v);
+    }
+    int status = pl->status ? pl->status : 503;
+    sw_reply_error(p->req, status, status == 429 ? "rate_limit_error" : "server_error",
+                   pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s", pl->message,
+                   p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "");
+    sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
+    detach_client(p);
+    proxy_free(p);
+}
+
+/* Sends the request to the current backend: it holds a slot (local) or has
+ * passed the bucket and the spend reservation (cloud). */
+static void dispatch(struct proxy *p)
 {
     const struct sw_config_backend *be = cur_backend(p);
-    int64_t left = p->deadline_ms - sw_now_ms();
+    int64_t now = sw_now_ms();
+    int64_t left = p->deadline_ms - now;
     if (left <= 0) {
         p->any_timeout = true;
-        size_t used = strlen(p->failures);
-        snprintf(p->failures + used, sizeof p->failures - used, "%s%s: not tried, deadline passed",
-                 used ? "; " : "", be->name);
+        note_failure(p, "not tried, deadline passed");
+        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
         fail_all(p);
         return;
     }
     json_object_set_new(p->chat.body, "model", json_string(be->model));
     char *body = json_dumps(p->chat.body, JSON_COMPACT);
     if (!body) {
-        attempt_failed(p, "out of memory");
+        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
+    p->attempt_ms = now;
+    p->first_byte_ms = p->last_byte_ms = 0;
+    p->usage_in = p->usage_out = p->chunks = 0;
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     static const struct sw_upstream_cbs cbs = {on_data, on_done};
     int err = sw_upstream_start(&p->up, p->env.cev, be, "/v1/chat/completions", body,
                                 strlen(body), (long)left, p->id, &cbs, p);
     if (err)
-        attempt_failed(p, sw_err_str(err));
+        attempt_failed(p, sw_err_str(err), 0, err);
+}
+
+static void on_slot_granted(struct sw_localq_waiter *w)
+{
+    struct proxy *p = (struct proxy *)((char *)w - offsetof(struct proxy, waiter));
+    if (p->queue_timer)
+        evtimer_del(p->queue_timer);
+    p->holding_slot = true;
+    dispatch(p);
+}
+
+/* A request waiting for a local slot: past its deadline it fails (504); when
+ * it may leave and its estimated start now breaks the TTFT budget, it moves
+ * to the cloud before it ever started locally (reason overflow). */
+static void on_queue_check(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct proxy *p = arg;
+    struct sw_live_backend *lb = &p->env.live->b[p->be];
+    int64_t now = sw_now_ms();
+    if (now >= p->deadline_ms) {
+        p->any_timeout = true;
+        note_failure(p, "waited in the local queue until the deadline");
+        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        fail_all(p);
+        return;
+    }
+    if (p->facts.allows_cloud && !p->facts.sensitive) {
+        struct sw_live_snapshot snap;
+        sw_live_snapshot(p->env.live, p->model, now, &snap);
+        for (size_t k = 0; k < snap.view.n; k++) {
+            if (snap.map[k] != p->be)
+                continue;
+            struct sw_route_backend_view v = snap.backends[k];
+            v.queued = sw_localq_position(&lb->q, &p->waiter);
+            double est = (double)(now - p->start_ms) +
+                         sw_route_est_ttft_ms(&v, p->facts.prompt_tokens_est);
+            if (est > (double)snap.policy.ttft_budget_ms) {
+                sw_info("request %s: estimated first token on %s at %.0f ms > budget %ld ms: "
+                        "leaving the local queue", p->id, cur_backend(p)->name, est,
+                        snap.policy.ttft_budget_ms);
+                attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+                p->overflowed = true;
+                exclude_and_replan(p);
+                return;
+            }
+        }
+    }
+    struct timeval tv = {0, QUEUE_CHECK_US};
+    evtimer_add(p->queue_timer, &tv);
+}
+
+/* Claims what the plan's current attempt needs, then dispatches, queues, or
+ * (when a claim fails) decides again without that backend. */
+static void try_attempt(struct proxy *p)
+{
+    const struct sw_route_attempt *a = &p->plan.attempts[p->step];
+    p->be = p->snap.map[a->backend];
+    p->reason = p->overflowed && a->reason == SW_REASON_FALLBACK ? SW_REASON_OVERFLOW : a->reason;
+    struct sw_live *live = p->env.live;
+    struct sw_live_backend *lb = &live->b[p->be];
+    const struct sw_config_backend *be = cur_backend(p);
+    int64_t now = sw_now_ms();
+    if (a->masked) {
+        /* Never sent unmasked; masking arrives with the PII work. */
+        note_failure(p, "needs masking, which this build cannot do");
+        exclude_and_replan(p);
+        return;
+    }
+    if (!sw_breaker_allow(&lb->breaker, now)) {
+        note_failure(p, "breaker open");
+        exclude_and_replan(p);
+        return;
+    }
+    p->attempting = true;
+    if (be->tier == SW_TIER_CLOUD) {
+        long tokens = p->facts.prompt_tokens_est + p->facts.max_tokens;
+        if ((be->rpm || be->tpm) && !sw_bucket_take(&lb->bucket, now, tokens)) {
+            note_failure(p, "provider rate limit reached (skipped)");
+            attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+            exclude_and_replan(p);
+            return;
+        }
+        p->bucket_tokens = (be->rpm || be->tpm) ? tokens : 0;
+        double est = sw_spend_cost_usd(p->facts.prompt_tokens_est, p->facts.max_tokens,
+                                       be->input_usd_per_mtok, be->output_usd_per_mtok);
+        if (est > 0) {
+            if (sw_spend_reserve(&live->spend, now, est, &p->spend) != SW_OK) {
+                note_failure(p, "spend reservations full (fails closed)");
+                attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+                exclude_and_replan(p);
+                return;
+            }
+            p->spend_held = true;
+        }
+    }
+    p->waiter.on_grant = on_slot_granted;
+    switch (sw_localq_acquire(&lb->q, &p->waiter)) {
+    case SW_LOCALQ_GRANTED:
+        p->holding_slot = true;
+        dispatch(p);
+        return;
+    case SW_LOCALQ_QUEUED: {
+        if (!p->queue_timer)
+            p->queue_timer = evtimer_new(p->env.base, on_queue_check, p);
+        struct timeval tv = {0, QUEUE_CHECK_US};
+        if (p->queue_timer)
+            evtimer_add(p->queue_timer, &tv);
+        return;
+    }
+    case SW_LOCALQ_FULL:
+        note_failure(p, "local queue full");
+        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        exclude_and_replan(p);
+        return;
+    }
+}
+
+static void plan_next(struct proxy *p)
+{
+    int64_t now = sw_now_ms();
+    sw_live_snapshot(p->env.live, p->model, now, &p->snap);
+    sw_route_decide(&p->facts, &p->snap.view, &p->snap.policy, now, &p->plan);
+    if (p->plan.n == 0) {
+        reject(p);
+        return;
+    }
+    p->step = 0;
+    try_attempt(p);
+}
+
+/* Streams ask the upstream for usage (spend, buckets and learned rates need
+ * it); the usage-only chunk is dropped again if the client did not ask. */
+static void ask_for_usage(struct proxy *p)
+{
+    if (!p->chat.stream)
+        return;
+    p->client_wants_usage = p->chat.include_usage;
+    json_t *so = json_object_get(p->chat.body, "stream_options");
+    if (!json_is_object(so)) {
+        so = json_object();
+        json_object_set_new(p->chat.body, "stream_options", so);
+    }
+    json_object_set_new(so, "include_usage", json_true());
 }
 
 /* Removes metadata.allow_cloud (Spillway's own field; OpenAI accepts only
@@ -527,13 +842,13 @@ static void strip_spillway_fields(json_t *body)
 
 void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
                     struct sw_config *cfg, struct sw_chat_request *chat,
-                    const struct sw_relay_plan *plan, int64_t deadline_ms,
-                    const char *request_id)
+                    const struct sw_config_model *model, const struct sw_route_facts *facts,
+                    int64_t start_ms, const char *request_id)
 {
     struct proxy *p = calloc(1, sizeof *p);
     char *public_model = chat->model ? strdup(chat->model) : NULL;
     struct evbuffer *out = evbuffer_new();
-    if (!p || !public_model || !out || plan->n == 0) {
+    if (!p || !public_model || !out) {
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
         free(p);
         free(public_model);
@@ -551,15 +866,18 @@ void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
     p->chat = *chat;
     memset(chat, 0, sizeof *chat);
     p->public_model = public_model;
-    p->plan = *plan;
-    p->deadline_ms = deadline_ms;
+    p->model = model;
+    p->facts = *facts;
+    p->start_ms = start_ms;
+    p->deadline_ms = facts->deadline_ms;
     p->out = out;
     p->retry_after_s = -1;
     snprintf(p->id, sizeof p->id, "%s", request_id);
     sw_buf_init(&p->resp, ERROR_BODY_MAX);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     strip_spillway_fields(p->chat.body);
+    ask_for_usage(p);
     evhttp_connection_set_closecb(p->evcon, on_client_close, p);
     watch_client(p);
-    start_attempt(p);
+    plan_next(p);
 }

@@ -23,32 +23,29 @@
 
 #include "config/config.h"
 #include "request/request.h"
+#include "route/route.h"
+#include "state/live.h"
 #include "upstream/curlev.h"
-
-#define SW_RELAY_MAX_ATTEMPTS 16
 
 /* What the relay needs from the process around it. */
 struct sw_relay_env {
     struct event_base *base;
     struct sw_curlev *cev;
+    struct sw_live *live;       /* routing state: breakers, queues, buckets, spend */
     /* Called once per relayed request when it is completely done (answered or
      * abandoned), so the front can count in-flight requests for draining. */
     void (*on_finish)(void *ud);
     void *ud;
 };
 
-struct sw_relay_plan {
-    size_t backends[SW_RELAY_MAX_ATTEMPTS];     /* indices into cfg->backends, in order */
-    const char *reasons[SW_RELAY_MAX_ATTEMPTS]; /* static strings from the closed set */
-    size_t n;
-};
-
-/* Takes over `req`: from here on the relay sends the answer. Takes a
- * reference on cfg, takes ownership of chat's contents (chat is zeroed).
- * deadline_ms is on the sw_now_ms() clock; request_id is copied. */
+/* Takes over `req`: from here on the relay decides the route (sw_route_decide
+ * on the live state), waits in a local queue if it must, and sends the
+ * answer. Takes a reference on cfg and ownership of chat's contents (chat is
+ * zeroed); `model` is borrowed from cfg. start_ms and facts->deadline_ms are
+ * on the sw_now_ms() clock; request_id is copied. */
 void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
                     struct sw_config *cfg, struct sw_chat_request *chat,
-                    const struct sw_relay_plan *plan, int64_t deadline_ms,
-                    const char *request_id);
+                    const struct sw_config_model *model, const struct sw_route_facts *facts,
+                    int64_t start_ms, const char *request_id);
 
 #endif

@@ -1,0 +1,76 @@
+/* The gateway's live routing state, one per process: for every backend its
+ * breaker, rate buckets, latency window, learned service rates, local queue
+ * and health; the cloud spend window; the emergency flag. It turns that state
+ * into the router's view for one request (sw_live_view) and takes the
+ * outcomes of attempts back (sw_live_on_*). Clock values come in as
+ * arguments, so this stays testable with a fake clock.
+ *
+ * This is the in-memory implementation; sharing across replicas (Redis)
+ * comes with its own issue. */
+#ifndef SW_STATE_LIVE_H
+#define SW_STATE_LIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "route/breaker.h"
+#include "route/bucket.h"
+#include "route/ewma.h"
+#include "route/latwin.h"
+#include "route/route.h"
+#include "route/spend.h"
+#include "state/localq.h"
+
+/* Until a backend has been seen loading, how long a cold start is assumed to take. */
+#define SW_LIVE_PRIOR_LOAD_MS 10000.0
+
+struct sw_live_backend {
+    struct sw_breaker breaker;
+    struct sw_bucket bucket;
+    struct sw_latwin latwin;
+    struct sw_ewma ewma;
+    struct sw_localq q;
+    enum sw_health health;      /* from health checks and transport errors */
+    int64_t warming_since_ms;   /* WARMING: when our warm-up request went out */
+    double load_ms;             /* learned time a cold start takes */
+    double rtt_ms;              /* last health-check round trip */
+};
+
+struct sw_live {
+    struct sw_config *cfg;      /* referenced; backends are indexed as in cfg */
+    struct sw_live_backend *b;
+    size_t n;
+    struct sw_spend spend;
+    bool emergency;
+    char emergency_reason[200];
+};
+
+/* The view and policy for one request to `model`. The view lists the model's
+ * backends in configured order, then the spend cap's degrade backend if it is
+ * not among them; map[i] is the config index of view entry i. */
+struct sw_live_snapshot {
+    struct sw_route_backend_view backends[SW_ROUTE_MAX_BACKENDS];
+    size_t map[SW_ROUTE_MAX_BACKENDS];
+    struct sw_route_view view;
+    struct sw_route_policy policy;
+};
+
+/* Takes a reference on cfg. NULL on allocation failure. */
+struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms);
+void sw_live_free(struct sw_live *l);
+
+void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
+                      struct sw_live_snapshot *out);
+
+/* Outcome of one attempt on backend i. ttft_ms < 0 when no first byte came. */
+void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt_tokens,
+                        double ttft_ms, double decode_ms, long output_tokens);
+void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_status,
+                        int transport_err, long retry_after_s);
+/* A warm-up request went to a cold backend i: it is WARMING from now. */
+void sw_live_on_warmup(struct sw_live *l, size_t i, int64_t now_ms);
+/* A health check answered: status 200 up, 503 cold (or still warming), 0 unreachable. */
+void sw_live_on_health(struct sw_live *l, size_t i, int64_t now_ms, int status, double rtt_ms);
+
+#endif

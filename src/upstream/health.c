@@ -1,0 +1,189 @@
+#include "upstream/health.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "upstream/upstream.h"
+
+/* Longest a warm-up may take (a big model loading from disk). */
+#define WARMUP_TIMEOUT_MS 600000L
+
+struct probe {
+    struct sw_healthcheck *h;
+    size_t i;                   /* backend index */
+    CURL *easy;                 /* the health GET in flight, or NULL */
+    int64_t sent_ms;
+    struct sw_upstream warm;    /* the warm-up request */
+    bool warming;
+    int64_t last_ping_ms;
+};
+
+struct sw_healthcheck {
+    struct event_base *base;
+    struct sw_curlev *cev;
+    struct sw_config *cfg;
+    struct sw_live *live;
+    struct event *timer;
+    struct probe *probes;
+    size_t n;
+};
+
+static size_t discard(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    (void)ptr;
+    (void)ud;
+    return size * nmemb;
+}
+
+static void on_check_done(void *ud, CURLcode rc)
+{
+    struct probe *pr = ud;
+    long status = 0;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(pr->easy);
+    pr->easy = NULL;
+    int64_t now = sw_now_ms();
+    sw_live_on_health(pr->h->live, pr->i, now, (int)status, (double)(now - pr->sent_ms));
+}
+
+static size_t on_warm_data(void *ud, const char *bytes, size_t len)
+{
+    (void)ud;
+    (void)bytes;
+    return len;
+}
+
+static void on_warm_done(void *ud, int err)
+{
+    struct probe *pr = ud;
+    pr->warming = false;
+    sw_upstream_cleanup(&pr->warm);
+    sw_info("warm-up of %s finished: %s", pr->h->cfg->backends[pr->i].name,
+            err ? sw_err_str(err) : "ok");
+}
+
+/* A one-token chat request: loads the model without costing much. */
+static void send_ping(struct probe *pr, int64_t now)
+{
+    const struct sw_config_backend *be = &pr->h->cfg->backends[pr->i];
+    struct sw_buf b;
+    sw_buf_init(&b, 4096);
+    if (sw_buf_appendf(&b, "{\"model\":\"%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+                           "\"content\":\"ping\"}]}", be->model)) {
+        sw_buf_free(&b);
+        return;
+    }
+    static const struct sw_upstream_cbs cbs = {on_warm_data, on_warm_done};
+    /* Ownership of b.ptr passes to the upstream. */
+    if (sw_upstream_start(&pr->warm, pr->h->cev, be, "/v1/chat/completions", b.ptr, b.len,
+                          WARMUP_TIMEOUT_MS, "sw-warmup", &cbs, pr) == SW_OK) {
+        pr->warming = true;
+        pr->last_ping_ms = now;
+    }
+}
+
+static void check(struct probe *pr, int64_t now)
+{
+    struct sw_healthcheck *h = pr->h;
+    const struct sw_config_backend *be = &h->cfg->backends[pr->i];
+    struct sw_live_backend *lb = &h->live->b[pr->i];
+    if (!pr->warming && (lb->health == SW_HEALTH_COLD ||
+                         (be->keep_warm_ms && now - pr->last_ping_ms >= be->keep_warm_ms))) {
+        if (lb->health == SW_HEALTH_COLD) {
+            sw_info("%s is cold: warming it up in the background", be->name);
+            sw_live_on_warmup(h->live, pr->i, now);
+        }
+        send_ping(pr, now);
+    }
+    if (pr->easy || !be->health_path)
+        return;
+    struct sw_buf url;
+    sw_buf_init(&url, 8192);
+    if (sw_buf_appendf(&url, "%s%s", be->url, be->health_path) || !(pr->easy = curl_easy_init())) {
+        sw_buf_free(&url);
+        return;
+    }
+    curl_easy_setopt(pr->easy, CURLOPT_URL, url.ptr);
+    sw_buf_free(&url);
+    curl_easy_setopt(pr->easy, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(pr->easy, CURLOPT_NOSIGNAL, 1L);
+    long timeout = h->cfg->routing.health_interval_ms;
+    curl_easy_setopt(pr->easy, CURLOPT_TIMEOUT_MS, timeout < 2000 ? timeout : 2000L);
+    curl_easy_setopt(pr->easy, CURLOPT_CONNECTTIMEOUT_MS, be->connect_timeout_ms);
+    curl_easy_setopt(pr->easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
+    curl_easy_setopt(pr->easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
+    if (be->ca_file)
+        curl_easy_setopt(pr->easy, CURLOPT_CAINFO, be->ca_file);
+    pr->sent_ms = now;
+    if (sw_curlev_add(h->cev, pr->easy, on_check_done, pr)) {
+        curl_easy_cleanup(pr->easy);
+        pr->easy = NULL;
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_healthcheck *h = arg;
+    int64_t now = sw_now_ms();
+    for (size_t k = 0; k < h->n; k++)
+        check(&h->probes[k], now);
+}
+
+struct sw_healthcheck *sw_healthcheck_new(struct event_base *base, struct sw_curlev *cev,
+                                struct sw_config *cfg, struct sw_live *live)
+{
+    struct sw_healthcheck *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->base = base;
+    h->cev = cev;
+    h->cfg = cfg;
+    h->live = live;
+    h->probes = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *h->probes);
+    h->timer = event_new(base, -1, EV_PERSIST, on_tick, h);
+    if (!h->probes || !h->timer) {
+        sw_healthcheck_free(h);
+        return NULL;
+    }
+    int64_t now = sw_now_ms();
+    for (size_t i = 0; i < cfg->n_backends; i++) {
+        if (cfg->backends[i].tier != SW_TIER_LOCAL)
+            continue;
+        struct probe *pr = &h->probes[h->n++];
+        pr->h = h;
+        pr->i = i;
+        pr->last_ping_ms = now;
+    }
+    long ms = cfg->routing.health_interval_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(h->timer, &tv);
+    on_tick(-1, 0, h);
+    return h;
+}
+
+void sw_healthcheck_free(struct sw_healthcheck *h)
+{
+    if (!h)
+        return;
+    for (size_t k = 0; k < h->n; k++) {
+        struct probe *pr = &h->probes[k];
+        if (pr->easy) {
+            sw_curlev_remove(h->cev, pr->easy);
+            curl_easy_cleanup(pr->easy);
+        }
+        sw_upstream_cleanup(&pr->warm);
+    }
+    if (h->timer)
+        event_free(h->timer);
+    free(h->probes);
+    free(h);
+}
