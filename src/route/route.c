@@ -610,16 +610,17 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
             target_local = best_local;
         }
     }
-    if (t == T_NONE) {
-        double budget = policy->ttft_budget_ms > 0 ? (double)policy->ttft_budget_ms : NO_DEADLINE;
-        if (b0->health == SW_HEALTH_DEGRADED)
-            t = T_DEGRADED;
-        else if ((b0->health == SW_HEALTH_COLD || b0->health == SW_HEALTH_WARMING) &&
-                 eff0 > c.left_ms)
-            t = T_COLD_START;
-        else if (est0 > (budget < c.left_ms ? budget : c.left_ms))
-            t = T_OVERFLOW;
-    }
+    /* The hard triggers: local would break the request's latency or deadline. */
+    enum trigger hard = T_NONE;
+    double budget = policy->ttft_budget_ms > 0 ? (double)policy->ttft_budget_ms : NO_DEADLINE;
+    if (b0->health == SW_HEALTH_DEGRADED)
+        hard = T_DEGRADED;
+    else if ((b0->health == SW_HEALTH_COLD || b0->health == SW_HEALTH_WARMING) && eff0 > c.left_ms)
+        hard = T_COLD_START;
+    else if (est0 > (budget < c.left_ms ? budget : c.left_ms))
+        hard = T_OVERFLOW;
+    if (t == T_NONE)
+        t = hard;
 
     if (t == T_NONE) {
         primary_local(&c, l0, local_reason);
@@ -651,7 +652,13 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
         primary_local(&c, l0, SW_REASON_PRIVACY);
         return;
     case BLOCK_BUDGET:
-        if (policy->on_cap == SW_CAP_SHED && t != T_LATENCY_CRITICAL) {
+        /* A latency-critical request that local serves without a hard trigger
+         * only lost its faster cloud: it stays local under every policy. */
+        if (hard == T_NONE) {
+            primary_local(&c, l0, SW_REASON_BUDGET);
+            return;
+        }
+        if (policy->on_cap == SW_CAP_SHED) {
             reject(plan, 429, SW_ROUTE_CODE_BUDGET, budget_retry_after(&c),
                    "The cloud spend cap is reached and the local backends are too busy to "
                    "serve this request within its latency budget; retry later.");

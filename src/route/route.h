@@ -32,7 +32,7 @@ enum sw_reason {
                                passed over because this request's estimated cost there would
                                cross the spend cap, and this cheaper one still fits */
     SW_REASON_BUDGET,       /* spend cap reached: kept local / degraded (policy keep_local,
-                               degrade, or shed for a request local serves within budget) */
+                               degrade, or a latency-critical request local serves in budget) */
     SW_REASON_BREAKER,      /* chosen because a preferred backend's breaker is open (or
                                half-open with its probe taken) */
     SW_REASON_COLD_START,   /* local cold and warming would outlast the deadline */

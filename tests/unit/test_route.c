@@ -343,6 +343,15 @@ static const struct row rows[] = {
       FACTS(.prompt_tokens_est = 1000, .latency_critical = true),
       { LOCAL("L1"), CLOUD("C1", .ttft_avg_ms = 100) }, 2, .spend_usd = 10,
       .p = POLICY(.spend_cap_usd = 10), .plan = "L1:budget" },
+    { "cap, degrade, latency-critical but local within budget: local, budget",
+      FACTS(.prompt_tokens_est = 1000, .latency_critical = true),
+      { LOCAL("L1"), CLOUD("C1", .ttft_avg_ms = 100), LOCAL("small", .degrade_only = true) }, 3,
+      .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_DEGRADE,
+                                   .degrade_backend = 2), .plan = "L1:budget" },
+    { "cap, shed, latency-critical and local over budget: 429 like any overflow",
+      FACTS(.latency_critical = true), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10), .status = 429, .code = "budget_exhausted",
+      .retry_after = 60 },
     { "cap, keep_local: overflow waits locally",
       FACTS(), { LOCAL("L1", BUSY), CLOUD("C1") }, 2, .spend_usd = 10,
       .p = POLICY(.spend_cap_usd = 10, .on_cap = SW_CAP_KEEP_LOCAL), .plan = "L1:budget" },
@@ -621,6 +630,111 @@ static void test_long_name(void **state)
     assert_true(strlen(pl.message) < sizeof pl.message);
 }
 
+/* ---- Invariants over random views ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static unsigned rnd(unsigned n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+static int status_of(const char *code)
+{
+    static const struct { const char *code; int status; } table[] = {
+        { SW_ROUTE_CODE_CAPABILITY, 422 }, { SW_ROUTE_CODE_QUEUE_FULL, 503 },
+        { SW_ROUTE_CODE_PRIVACY, 503 },    { SW_ROUTE_CODE_BUDGET, 429 },
+        { SW_ROUTE_CODE_DEADLINE, 504 },   { SW_ROUTE_CODE_ALL_FAILED, 503 },
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(code, table[i].code) == 0)
+            return table[i].status;
+    return -1;
+}
+
+/* Whatever the view: a restricted request never gets a cloud attempt; a
+ * sensitive one only masked, only in an emergency with masking; masked means
+ * emergency; every attempt is eligible (or the degrade target) and appears
+ * once; every eligible backend appears; rejections use the code table. */
+static void test_invariants(void **state)
+{
+    (void)state;
+    static const enum sw_health healths[] = { SW_HEALTH_UP, SW_HEALTH_DEGRADED, SW_HEALTH_COLD,
+                                              SW_HEALTH_WARMING, SW_HEALTH_DOWN };
+    static const enum sw_breaker_state breakers[] = { SW_BREAKER_CLOSED, SW_BREAKER_CLOSED,
+                                                      SW_BREAKER_OPEN, SW_BREAKER_HALF_OPEN };
+    for (int iter = 0; iter < 200000; iter++) {
+        struct sw_route_backend_view b[6];
+        size_t n = rnd(7);
+        for (size_t i = 0; i < n; i++) {
+            if (rnd(2))
+                b[i] = (struct sw_route_backend_view)LOCAL("L", .in_flight = rnd(6),
+                        .queued = rnd(4), .queue_max = rnd(4), .slots = rnd(5),
+                        .max_context_tokens = rnd(2) ? 8192 : 0, .supports_tools = rnd(4) != 0,
+                        .supports_images = rnd(3) == 0, .degrade_only = rnd(6) == 0,
+                        .warm_eta_ms = rnd(8000), .prefill_ms_per_token = rnd(3) * 0.3);
+            else
+                b[i] = (struct sw_route_backend_view)CLOUD("C", .rpm_available = rnd(3) - 1.0,
+                        .tpm_available = rnd(3) ? -1.0 : (double)rnd(2000), .supports_images = rnd(4) != 0,
+                        .ttft_avg_ms = rnd(900), .input_usd_per_mtok = rnd(20));
+            b[i].health = healths[rnd(5)];
+            b[i].breaker = breakers[rnd(4)];
+            b[i].probe_free = rnd(2);
+        }
+        struct sw_route_facts f = FACTS(.prompt_tokens_est = rnd(10000), .max_tokens = rnd(500),
+                                        .allows_cloud = rnd(3) != 0, .sensitive = rnd(3) == 0,
+                                        .latency_critical = rnd(4) == 0,
+                                        .needs_tools = rnd(4) == 0, .needs_images = rnd(5) == 0,
+                                        .deadline_ms = rnd(5) ? NOW + (int64_t)rnd(20000) - 500 : 0,
+                                        .exclude = rnd(4) ? 0 : rnd(64));
+        struct sw_route_policy p = POLICY(.ttft_budget_ms = rnd(2000),
+                                          .spend_cap_usd = rnd(2) ? 10 : 0, .on_cap = rnd(3),
+                                          .degrade_backend = (long)rnd(8) - 1,
+                                          .masking_available = rnd(2));
+        struct sw_route_view v = { b, n, rnd(2) ? 9.999 : 0, rnd(2) };
+        struct sw_route_plan pl;
+        sw_route_decide(&f, &v, &p, NOW, &pl);
+
+        if (pl.n == 0) {
+            assert_non_null(pl.code);
+            assert_int_equal(pl.status, status_of(pl.code));
+            assert_true(pl.message[0] != '\0');
+            continue;
+        }
+        assert_null(pl.code);
+        assert_true(pl.n <= n);
+        for (size_t a = 0; a < pl.n; a++) {
+            const struct sw_route_attempt *at = &pl.attempts[a];
+            assert_true(at->backend < n);
+            assert_true((unsigned)at->reason < SW_REASON__COUNT);
+            if (b[at->backend].tier == SW_TIER_CLOUD) {
+                assert_true(f.allows_cloud);
+                if (f.sensitive)
+                    assert_true(at->masked && v.emergency && p.masking_available);
+            }
+            assert_true(at->masked == (at->reason == SW_REASON_EMERGENCY));
+            assert_true(pl.excluded[at->backend] == SW_EXCL_NONE ||
+                        (pl.excluded[at->backend] == SW_EXCL_DEGRADE_ONLY &&
+                         (long)at->backend == p.degrade_backend &&
+                         at->reason == SW_REASON_BUDGET && a == 0));
+            for (size_t o = 0; o < a; o++)
+                assert_true(pl.attempts[o].backend != at->backend);
+            if (a > 0)
+                assert_true(at->reason == SW_REASON_FALLBACK || at->reason == SW_REASON_EMERGENCY);
+        }
+        for (size_t i = 0; i < n; i++) {
+            bool in = false;
+            for (size_t a = 0; a < pl.n; a++)
+                in |= pl.attempts[a].backend == i;
+            if (pl.excluded[i] == SW_EXCL_NONE)
+                assert_true(in);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -629,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_many_backends),
         cmocka_unit_test(test_long_name),
+        cmocka_unit_test(test_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
