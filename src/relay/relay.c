@@ -243,7 +243,8 @@ static void attempt_end(struct proxy *p, int o, int http_status, int transport_e
     long in = p->usage_in ? p->usage_in : p->chat.prompt_tokens_est;
     long out = p->usage_out ? p->usage_out : p->chunks;
     if (p->bucket_tokens) {
-        if (o == OUTCOME_OK || out > 0)
+        /* The provider counts every request it received, failed ones too. */
+        if (p->attempt_ms)
             sw_bucket_settle(&lb->bucket, now, p->bucket_tokens, in + out);
         else
             sw_bucket_cancel(&lb->bucket, now, p->bucket_tokens);
@@ -643,7 +644,10 @@ static void reject(struct proxy *p)
         evhttp_add_header(evhttp_request_get_output_headers(p->req), "Retry-After", v);
     }
     int status = pl->status ? pl->status : 503;
-    sw_reply_error(p->req, status, status == 429 ? "rate_limit_error" : "server_error",
+    sw_reply_error(p->req, status,
+                   status == 429   ? "rate_limit_error"
+                   : status < 500 ? "invalid_request_error"
+                                  : "server_error",
                    pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s", pl->message,
                    p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "");
     sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
@@ -692,6 +696,18 @@ static void on_slot_granted(struct sw_localq_waiter *w)
     dispatch(p);
 }
 
+/* Whether, without local backend k, the router would send this request to a
+ * cloud now (not reject it: the spend cap, privacy or breakers may say no). */
+static bool cloud_would_take(const struct proxy *p, const struct sw_live_snapshot *snap,
+                             size_t k, int64_t now)
+{
+    struct sw_route_facts f = p->facts;
+    f.exclude |= 1u << k;
+    struct sw_route_plan plan;
+    sw_route_decide(&f, &snap->view, &snap->policy, now, &plan);
+    return plan.n > 0 && snap->backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD;
+}
+
 /* A request waiting for a local slot: past its deadline it fails (504); when
  * it may leave and its estimated start now breaks the TTFT budget, it moves
  * to the cloud before it ever started locally (reason overflow). */
@@ -719,7 +735,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
             v.queued = sw_localq_position(&lb->q, &p->waiter);
             double est = (double)(now - p->start_ms) +
                          sw_route_est_ttft_ms(&v, p->facts.prompt_tokens_est);
-            if (est > (double)snap.policy.ttft_budget_ms) {
+            if (est > (double)snap.policy.ttft_budget_ms && cloud_would_take(p, &snap, k, now)) {
                 sw_info("request %s: estimated first token on %s at %.0f ms > budget %ld ms: "
                         "leaving the local queue", p->id, cur_backend(p)->name, est,
                         snap.policy.ttft_budget_ms);
@@ -757,6 +773,7 @@ static void try_attempt(struct proxy *p)
         return;
     }
     p->attempting = true;
+    p->attempt_ms = 0; /* set by dispatch: the request went out */
     if (be->tier == SW_TIER_CLOUD) {
         long tokens = p->facts.prompt_tokens_est + p->facts.max_tokens;
         if ((be->rpm || be->tpm) && !sw_bucket_take(&lb->bucket, now, tokens)) {

@@ -102,6 +102,7 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
         if (degrade < 0 && n < SW_ROUTE_MAX_BACKENDS) {
             out->map[n] = (size_t)r->spend.degrade_backend;
             fill_view(l, out->map[n], now_ms, &out->backends[n]);
+            out->backends[n].degrade_only = true; /* only for the cap's degrade policy */
             degrade = (long)n++;
         }
     }
@@ -158,10 +159,15 @@ void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_st
     struct sw_live_backend *b = &l->b[i];
     if (sw_breaker_qualifies(http_status, transport_err))
         sw_breaker_on_failure(&b->breaker, now_ms, retry_after_s > 0 ? retry_after_s * 1000 : 0);
-    else
-        sw_breaker_release_probe(&b->breaker);
+    else /* it answered: reachable, whatever it thought of this request */
+        sw_breaker_on_success(&b->breaker, now_ms);
     if (transport_err == SW_ECONNECT)
         b->health = SW_HEALTH_DOWN;
+}
+
+void sw_live_on_probe(struct sw_live *l, size_t i, int64_t now_ms, double ttft_ms)
+{
+    sw_latwin_add(&l->b[i].latwin, now_ms, ttft_ms);
 }
 
 void sw_live_on_health(struct sw_live *l, size_t i, int64_t now_ms, int status, double rtt_ms)
@@ -170,14 +176,15 @@ void sw_live_on_health(struct sw_live *l, size_t i, int64_t now_ms, int status, 
     if (status == 200) {
         mark_up(b, now_ms);
         b->rtt_ms = rtt_ms;
-        /* Active checks keep the latency window alive when no traffic goes
-         * there, so a degraded endpoint can be seen to recover. */
-        sw_latwin_add(&b->latwin, now_ms, rtt_ms);
     } else if (status == 503) {
         if (b->health != SW_HEALTH_WARMING)
             b->health = SW_HEALTH_COLD;
         b->rtt_ms = rtt_ms;
     } else {
+        /* The daemon's heartbeat is gone: that counts against the breaker
+         * like a failed request, so a crash opens it without costing
+         * requests; only a real request (the half-open probe) closes it. */
         b->health = SW_HEALTH_DOWN;
+        sw_breaker_on_failure(&b->breaker, now_ms, 0);
     }
 }

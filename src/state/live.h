@@ -68,6 +68,10 @@ void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt
                         double ttft_ms, double decode_ms, long output_tokens);
 void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_status,
                         int transport_err, long retry_after_s);
+/* A latency probe (a one-token request the health checker sends to a
+ * degraded backend, which gets no traffic) took ttft_ms: the window sees
+ * whether it recovered. */
+void sw_live_on_probe(struct sw_live *l, size_t i, int64_t now_ms, double ttft_ms);
 /* A warm-up request went to a cold backend i: it is WARMING from now. */
 void sw_live_on_warmup(struct sw_live *l, size_t i, int64_t now_ms);
 /* A health check answered: status 200 up, 503 cold (or still warming), 0 unreachable. */

@@ -19,8 +19,9 @@ struct probe {
     size_t i;                   /* backend index */
     CURL *easy;                 /* the health GET in flight, or NULL */
     int64_t sent_ms;
-    struct sw_upstream warm;    /* the warm-up request */
-    bool warming;
+    struct sw_upstream warm;    /* the warm-up or latency-probe request */
+    bool warming;               /* a ping is in flight */
+    bool latency_probe;         /* ... and its time feeds the latency window */
     int64_t last_ping_ms;
 };
 
@@ -63,14 +64,21 @@ static size_t on_warm_data(void *ud, const char *bytes, size_t len)
 static void on_warm_done(void *ud, int err)
 {
     struct probe *pr = ud;
+    int64_t now = sw_now_ms();
+    long status = pr->warm.status;
     pr->warming = false;
     sw_upstream_cleanup(&pr->warm);
+    if (pr->latency_probe) {
+        if (!err && status == 200)
+            sw_live_on_probe(pr->h->live, pr->i, now, (double)(now - pr->last_ping_ms));
+        return;
+    }
     sw_info("warm-up of %s finished: %s", pr->h->cfg->backends[pr->i].name,
             err ? sw_err_str(err) : "ok");
 }
 
 /* A one-token chat request: loads the model without costing much. */
-static void send_ping(struct probe *pr, int64_t now)
+static void send_ping(struct probe *pr, int64_t now, bool latency_probe)
 {
     const struct sw_config_backend *be = &pr->h->cfg->backends[pr->i];
     struct sw_buf b;
@@ -85,6 +93,7 @@ static void send_ping(struct probe *pr, int64_t now)
     if (sw_upstream_start(&pr->warm, pr->h->cev, be, "/v1/chat/completions", b.ptr, b.len,
                           WARMUP_TIMEOUT_MS, "sw-warmup", &cbs, pr) == SW_OK) {
         pr->warming = true;
+        pr->latency_probe = latency_probe;
         pr->last_ping_ms = now;
     }
 }
@@ -100,7 +109,11 @@ static void check(struct probe *pr, int64_t now)
             sw_info("%s is cold: warming it up in the background", be->name);
             sw_live_on_warmup(h->live, pr->i, now);
         }
-        send_ping(pr, now);
+        send_ping(pr, now, false);
+    } else if (!pr->warming && lb->health == SW_HEALTH_UP && sw_latwin_degraded(&lb->latwin, now)) {
+        /* Degraded endpoints get no traffic; a one-token request tells
+         * whether their first-token latency came back down. */
+        send_ping(pr, now, true);
     }
     if (pr->easy || !be->health_path)
         return;

@@ -1,0 +1,362 @@
+// The router end to end, one pattern per test: real spillway in front of real
+// llmsim processes, the official OpenAI SDK and raw fetch as clients. Every
+// wait is a bounded wait on a condition.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+
+const ADMIN = 'sk-admin-test';
+
+function yaml({ backends, models, routing = '', keys = '', healthMs = 100 }) {
+  return `
+listen: "127.0.0.1:0"
+admin:
+  key: "${ADMIN}"
+${keys}
+backends:
+${backends.map((b) => `  - { ${Object.entries(b).map(([k, v]) => `${k}: ${typeof v === 'string' ? `"${v}"` : (v.raw ?? v)}`).join(', ')} }`).join('\n')}
+models:
+${models.map((m) => `  - { name: "${m.name}", backends: [${m.backends.join(', ')}] }`).join('\n')}
+routing:
+  health_interval_ms: ${healthMs}
+${routing}
+`;
+}
+
+const body = (model, extra = {}) => JSON.stringify({ model, max_tokens: 8, messages: [{ role: 'user', content: 'hello there' }], ...extra });
+
+async function chat(gw, model, { headers = {}, extra = {} } = {}) {
+  const r = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body(model, extra),
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* an SSE stream or garbage */ }
+  return {
+    status: r.status, json, text,
+    backend: r.headers.get('x-spillway-backend'), tier: r.headers.get('x-spillway-tier'),
+    reason: r.headers.get('x-spillway-reason'), retryAfter: r.headers.get('retry-after'),
+  };
+}
+
+const state = async (gw) => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
+const backendState = async (gw, name) => (await state(gw)).backends.find((b) => b.name === name);
+const received = async (sim) => (await getJSON(`${sim.url}/admin/received`)).body.requests;
+const simStats = async (sim) => (await getJSON(`${sim.url}/admin/stats`)).body;
+
+async function withProcs(fn) {
+  const procs = [];
+  const track = async (pending) => { const p = await pending; procs.push(p); return p; };
+  try {
+    await fn(track);
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+  }
+}
+
+describe('overflow (seed 2): spill only what the local box cannot start within the TTFT budget', () => {
+  test('a spike against a 2-slot box: the baseline stays local, only the overflow goes to the cloud', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '2', '--decode-tps', '20']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 2 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+      routing: '  ttft_budget_ms: 800',
+    })));
+    const results = await Promise.all(Array.from({ length: 8 }, () => chat(gw, 'chat', { extra: { max_tokens: 40 } })));
+    for (const r of results) assert.equal(r.status, 200, r.text);
+    const local = results.filter((r) => r.backend === 'edge');
+    const spilled = results.filter((r) => r.backend === 'cloud');
+    assert.equal(local.length, 2, 'exactly the two slots of the local box');
+    assert.ok(local.every((r) => r.reason === 'baseline'));
+    assert.equal(spilled.length, 6);
+    assert.ok(spilled.every((r) => r.reason === 'overflow' && r.tier === 'cloud'));
+    // The local box never had to queue: Spillway kept its queue to itself.
+    const s = await simStats(edge);
+    assert.equal(s.status['200'], 2);
+    assert.equal(s.queued, 0);
+    // After the spike the next request is local again.
+    const after = await chat(gw, 'chat');
+    assert.equal(after.backend, 'edge');
+    assert.equal(after.reason, 'baseline');
+  }));
+
+  test('restricted requests never reach the cloud: they wait for local, or fail at their deadline', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '100']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      keys: 'keys:\n  - { name: private, key: "sk-private", allow_cloud: false }\n  - { name: app, key: "sk-app" }',
+      backends: [
+        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 1 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+      routing: '  ttft_budget_ms: 100',
+    })));
+    const priv = { authorization: 'Bearer sk-private' };
+    const results = await Promise.all(Array.from({ length: 5 }, () => chat(gw, 'chat', { headers: priv, extra: { max_tokens: 20 } })));
+    for (const r of results) {
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.backend, 'edge');
+    }
+    // The header restricts an app key the same way.
+    const h = await chat(gw, 'chat', { headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': 'false' } });
+    assert.equal(h.backend, 'edge');
+    assert.equal((await received(cloud)).length, 0, 'nothing restricted reached the cloud');
+
+    // Behind a long local request, a restricted one with a short deadline fails cleanly.
+    const long = chat(gw, 'chat', { headers: priv, extra: { max_tokens: 200 } });
+    await waitFor(async () => (await backendState(gw, 'edge')).in_flight === 1, { what: 'edge busy' });
+    const late = await chat(gw, 'chat', { headers: { ...priv, 'x-request-timeout-ms': '300' } });
+    assert.equal(late.status, 504);
+    assert.equal(late.json.error.code, 'deadline_exceeded');
+    assert.equal((await long).status, 200);
+    assert.equal((await received(cloud)).length, 0);
+  }));
+});
+
+describe('circuit breaker (seed 1, pattern 4)', () => {
+  test('a local crash opens the breaker, traffic goes to the cloud, and comes back after recovery', () => withProcs(async (track) => {
+    const port = await (async () => { const s = await startLlmsim(); const p = s.port; await s.stop(); return p; })();
+    let edge = await startLlmsim(['--port', String(port), '--model', 'edge-model']);
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: `http://127.0.0.1:${port}`, model: 'edge-model', slots: 2 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+      routing: '  breaker: { failures: 2, window_ms: 10000, cooldown_ms: 500 }',
+    })));
+    try {
+      assert.equal((await chat(gw, 'chat')).backend, 'edge');
+      edge.proc.kill('SIGKILL');
+      await edge.exited;
+      // Every request is still answered, by the cloud, while the breaker opens.
+      for (let i = 0; i < 3; i++) {
+        const r = await chat(gw, 'chat');
+        assert.equal(r.status, 200);
+        assert.equal(r.backend, 'cloud');
+      }
+      await waitFor(async () => (await backendState(gw, 'edge')).breaker !== 'closed', { what: 'edge breaker open' });
+      const during = await chat(gw, 'chat');
+      assert.equal(during.backend, 'cloud');
+      assert.ok(['breaker', 'fallback'].includes(during.reason), during.reason);
+
+      edge = await startLlmsim(['--port', String(port), '--model', 'edge-model']);
+      // After the cooldown a probe goes through and the breaker closes again.
+      await waitFor(async () => (await chat(gw, 'chat')).backend === 'edge', { timeout: 8000, every: 100, what: 'traffic back on edge' });
+      assert.equal((await backendState(gw, 'edge')).breaker, 'closed');
+      const back = await chat(gw, 'chat');
+      assert.equal(back.backend, 'edge');
+      assert.equal(back.reason, 'baseline');
+    } finally {
+      await edge.stop();
+    }
+  }));
+
+  test('a cloud 429 storm opens that breaker and traffic moves to the secondary cloud', () => withProcs(async (track) => {
+    const a = await track(startLlmsim(['--model', 'a', '--error-rate', '1', '--error-status', '429', '--retry-after-s', '30']));
+    const b = await track(startLlmsim(['--model', 'b']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'primary', tier: 'cloud', url: a.url, model: 'a' },
+        { name: 'secondary', tier: 'cloud', url: b.url, model: 'b' },
+      ],
+      models: [{ name: 'chat', backends: ['primary', 'secondary'] }],
+      routing: '  breaker: { failures: 2, window_ms: 10000, cooldown_ms: 500 }',
+    })));
+    for (let i = 0; i < 2; i++) {
+      const r = await chat(gw, 'chat');
+      assert.equal(r.status, 200);
+      assert.equal(r.backend, 'secondary');
+      assert.equal(r.reason, 'fallback');
+    }
+    assert.equal((await backendState(gw, 'primary')).breaker, 'open');
+    const r = await chat(gw, 'chat');
+    assert.equal(r.backend, 'secondary');
+    assert.equal(r.reason, 'breaker');
+    // Retry-After (30 s) holds the breaker open beyond its 500 ms cooldown: no more requests hit the storm.
+    assert.equal((await received(a)).length, 2);
+  }));
+});
+
+describe('warm/cold endpoints (seed 1, pattern 3)', () => {
+  test('a cold local box: the cloud answers first, local once the background warm-up finished', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--cold-start-ms', '1500']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 2 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    })));
+    await waitFor(async () => ['cold', 'warming'].includes((await backendState(gw, 'edge')).health), { what: 'edge seen cold' });
+    const first = await chat(gw, 'chat', { headers: { 'x-request-timeout-ms': '3000' } });
+    assert.equal(first.status, 200);
+    assert.equal(first.backend, 'cloud');
+    assert.equal(first.reason, 'cold_start');
+    // The warm-up Spillway started loads the model; then local takes over.
+    await waitFor(async () => (await backendState(gw, 'edge')).health === 'up', { timeout: 6000, what: 'edge warm' });
+    const later = await chat(gw, 'chat');
+    assert.equal(later.backend, 'edge');
+    assert.equal(later.reason, 'baseline');
+  }));
+});
+
+describe('latency routing (seed 1, pattern 1)', () => {
+  test('a slow local endpoint is marked degraded and skipped, and recovers with hysteresis', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--latency-ms', '300']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 4 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+      healthMs: 300,
+      routing: '  ttft_budget_ms: 5000\n  latency: { window_ms: 2000, degrade_ms: 200, recover_ms: 150, dwell_ms: 500 }',
+    })));
+    // Slow first tokens on local traffic push the window average over 200 ms.
+    await waitFor(async () => (await chat(gw, 'chat')).backend === 'cloud', { timeout: 8000, every: 1, what: 'edge skipped' });
+    assert.equal((await backendState(gw, 'edge')).health, 'degraded');
+    const r = await chat(gw, 'chat');
+    assert.equal(r.backend, 'cloud');
+    assert.equal(r.reason, 'latency');
+    // The fault is gone; only fast health checks feed the window now. It
+    // recovers once the average stayed below 150 ms for the dwell time.
+    await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
+    await waitFor(async () => (await backendState(gw, 'edge')).health === 'up', { timeout: 8000, every: 50, what: 'edge recovered' });
+    assert.equal((await chat(gw, 'chat')).backend, 'edge');
+  }));
+});
+
+describe('spend cap (seed 2): a hard ceiling on cloud spend, with the chosen policy', () => {
+  const pricey = (cloud) => ({ name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model', price: { raw: '{ input_usd_per_mtok: 1000, output_usd_per_mtok: 1000 }' } });
+
+  test('shed: at the cap cloud-bound requests get 429 with Retry-After; local traffic is never blocked', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [{ name: 'edge', tier: 'local', url: edge.url, model: 'edge-model' }, pricey(cloud)],
+      models: [{ name: 'cloudy', backends: ['cloud'] }, { name: 'local', backends: ['edge'] }],
+      routing: '  spend: { cap_usd: 0.05, on_cap: shed, shed_retry_after_s: 42 }',
+    })));
+    let shed = null;
+    for (let i = 0; i < 10 && !shed; i++) {
+      const r = await chat(gw, 'cloudy');
+      if (r.status === 429) shed = r;
+      else assert.equal(r.backend, 'cloud');
+    }
+    assert.ok(shed, 'the cap was reached within 10 requests');
+    assert.equal(shed.json.error.code, 'budget_exhausted');
+    assert.equal(shed.retryAfter, '42');
+    const st = await state(gw);
+    assert.ok(st.spend_usd > 0 && st.spend_usd <= 0.05 + 1e-9, `spend ${st.spend_usd} stays under the cap`);
+    const local = await chat(gw, 'local');
+    assert.equal(local.status, 200);
+    assert.equal(local.backend, 'edge');
+  }));
+
+  test('degrade: at the cap requests go to the named smaller local model', () => withProcs(async (track) => {
+    const small = await track(startLlmsim(['--model', 'small-model']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [{ name: 'small', tier: 'local', url: small.url, model: 'small-model' }, pricey(cloud)],
+      models: [{ name: 'cloudy', backends: ['cloud'] }],
+      routing: '  spend: { cap_usd: 0.05, on_cap: degrade, degrade_to: small }',
+    })));
+    let degraded = null;
+    for (let i = 0; i < 10 && !degraded; i++) {
+      const r = await chat(gw, 'cloudy');
+      assert.equal(r.status, 200);
+      if (r.backend === 'small') degraded = r;
+    }
+    assert.ok(degraded, 'degraded within 10 requests');
+    assert.equal(degraded.reason, 'budget');
+    assert.equal(degraded.tier, 'local');
+  }));
+
+  test('keep_local: at the cap overflow waits for the local box instead of spending', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '50']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [{ name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 1 }, pricey(cloud)],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+      routing: '  ttft_budget_ms: 100\n  spend: { cap_usd: 0.05, on_cap: keep_local }',
+    })));
+    // Keep the single slot busy so new requests would overflow.
+    const long = chat(gw, 'chat', { extra: { max_tokens: 100 } });
+    await waitFor(async () => (await backendState(gw, 'edge')).in_flight === 1, { what: 'edge busy' });
+    let kept = null;
+    for (let i = 0; i < 10 && !kept; i++) {
+      const r = await chat(gw, 'chat');
+      assert.equal(r.status, 200, r.text);
+      if (r.backend === 'edge') kept = r;
+      else assert.equal(r.reason, 'overflow');
+    }
+    assert.ok(kept, 'kept local within 10 requests');
+    assert.equal(kept.reason, 'budget');
+    await long;
+  }));
+});
+
+describe('privacy first (seed 1, pattern 2) and the emergency switch', () => {
+  test('a sensitive request never goes to the cloud; an emergency without masking does not change that', () => withProcs(async (track) => {
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: 'http://127.0.0.1:9', model: 'edge-model' },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    })));
+    const sensitive = { 'x-spillway-sensitive': 'true' };
+    const r = await chat(gw, 'chat', { headers: sensitive });
+    assert.equal(r.status, 503);
+    assert.equal(r.json.error.code, 'privacy_restricted');
+
+    // The admin API wants its own key.
+    const denied = await getJSON(`${gw.url}/admin/emergency`, { method: 'POST', body: '{"declared":true}' });
+    assert.equal(denied.status, 401);
+    const ok = await getJSON(`${gw.url}/admin/emergency`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ declared: true, reason: 'edge box on fire' }),
+    });
+    assert.equal(ok.status, 200);
+    const st = await state(gw);
+    assert.equal(st.emergency, true);
+    assert.equal(st.emergency_reason, 'edge box on fire');
+
+    // Masking is not built yet, so even in an emergency the request is refused, not sent unmasked.
+    const again = await chat(gw, 'chat', { headers: sensitive });
+    assert.equal(again.status, 503);
+    assert.equal(again.json.error.code, 'privacy_restricted');
+    assert.equal((await received(cloud)).length, 0);
+    // A request that may leave still gets served by the cloud.
+    assert.equal((await chat(gw, 'chat')).backend, 'cloud');
+  }));
+
+  test('capability: a request the local model cannot serve and that may not leave gets a structured rejection', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', max_context_tokens: 64 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    })));
+    const big = { max_tokens: 500 };
+    const spilled = await chat(gw, 'chat', { extra: big });
+    assert.equal(spilled.backend, 'cloud');
+    assert.equal(spilled.reason, 'capacity');
+    const refused = await chat(gw, 'chat', { extra: big, headers: { 'x-spillway-allow-cloud': 'false' } });
+    assert.equal(refused.status, 422);
+    assert.equal(refused.json.error.code, 'local_capacity_insufficient');
+  }));
+});
