@@ -386,6 +386,8 @@ static const struct sw_walk_setting key_settings[] = {
      .hint = "the bearer secret, usually \"${SOME_ENV_VAR}\""},
     {.key = "allow_cloud", .type = SW_WALK_BOOL, .off = KEY(allow_cloud), .def = 1},
     {.key = "sensitive", .type = SW_WALK_BOOL, .off = KEY(sensitive), .def = 0},
+    {.key = "ttft_budget_ms", .type = SW_WALK_LONG, .off = KEY(ttft_budget_ms), .min = 0,
+     .max = 600000, .def = 0},
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),

@@ -24,6 +24,7 @@ struct sw_config_key {
     char *key;                  /* the bearer secret; never logged */
     bool allow_cloud;           /* default true */
     bool sensitive;             /* default false: every request of this key is sensitive */
+    long ttft_budget_ms;        /* default 0: the model's / routing's TTFT budget */
 };
 
 struct sw_config_backend {

@@ -370,6 +370,7 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
         .needs_tools = chat.has_tools,
         .needs_images = chat.has_images,
         .deadline_ms = start_ms + timeout_ms,
+        .ttft_budget_ms = key ? key->ttft_budget_ms : 0,
     };
 
     hold_request(f, req);
@@ -446,11 +447,16 @@ static void handle_admin_state(struct sw_front *f, struct evhttp_request *req)
                       v.ttft_avg_ms, "rpm_available", v.rpm_available, "tpm_available",
                       v.tpm_available));
     }
+    json_t *rejections = json_object();
+    for (size_t i = 0; i < l->n_codes; i++)
+        json_object_set_new(rejections, l->rejections[i].code,
+                            json_integer((json_int_t)l->rejections[i].n));
     reply_json_value(req, 200,
-                     json_pack("{s:b, s:s, s:f, s:f, s:o}", "emergency", l->emergency,
+                     json_pack("{s:b, s:s, s:f, s:f, s:o, s:o}", "emergency", l->emergency,
                                "emergency_reason", l->emergency_reason, "spend_usd",
                                sw_spend_total(&l->spend, now), "spend_cap_usd",
-                               f->cfg->routing.spend.cap_usd, "backends", backends));
+                               f->cfg->routing.spend.cap_usd, "backends", backends,
+                               "rejections", rejections));
 }
 
 /* POST /admin/emergency {"declared": true|false, "reason": "..."}: seed 1's

@@ -281,7 +281,9 @@ static void attempt_end(struct proxy *p, int o, int http_status, int transport_e
 
 static void fail_all(struct proxy *p)
 {
-    if (p->any_timeout && sw_now_ms() >= p->deadline_ms) {
+    bool deadline = p->any_timeout && sw_now_ms() >= p->deadline_ms;
+    sw_live_count_rejection(p->env.live, deadline ? "deadline_exceeded" : "all_backends_failed");
+    if (deadline) {
         sw_reply_error(p->req, 504, "timeout_error", "deadline_exceeded", NULL,
                        "No backend answered within the request deadline (%s).", p->failures);
     } else {
@@ -651,6 +653,7 @@ static void reject(struct proxy *p)
                    pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s", pl->message,
                    p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "");
     sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
+    sw_live_count_rejection(p->env.live, pl->code ? pl->code : "all_backends_failed");
     detach_client(p);
     proxy_free(p);
 }
@@ -735,10 +738,11 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
             v.queued = sw_localq_position(&lb->q, &p->waiter);
             double est = (double)(now - p->start_ms) +
                          sw_route_est_ttft_ms(&v, p->facts.prompt_tokens_est);
-            if (est > (double)snap.policy.ttft_budget_ms && cloud_would_take(p, &snap, k, now)) {
+            long budget = sw_route_budget_ms(&p->facts, &snap.policy);
+            if (est > (double)budget && cloud_would_take(p, &snap, k, now)) {
                 sw_info("request %s: estimated first token on %s at %.0f ms > budget %ld ms: "
                         "leaving the local queue", p->id, cur_backend(p)->name, est,
-                        snap.policy.ttft_budget_ms);
+                        budget);
                 attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
                 p->overflowed = true;
                 exclude_and_replan(p);

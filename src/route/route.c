@@ -612,7 +612,8 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     }
     /* The hard triggers: local would break the request's latency or deadline. */
     enum trigger hard = T_NONE;
-    double budget = policy->ttft_budget_ms > 0 ? (double)policy->ttft_budget_ms : NO_DEADLINE;
+    long budget_ms = sw_route_budget_ms(facts, policy);
+    double budget = budget_ms > 0 ? (double)budget_ms : NO_DEADLINE;
     if (b0->health == SW_HEALTH_DEGRADED)
         hard = T_DEGRADED;
     else if ((b0->health == SW_HEALTH_COLD || b0->health == SW_HEALTH_WARMING) && eff0 > c.left_ms)

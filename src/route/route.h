@@ -109,6 +109,7 @@ struct sw_route_facts {
     int64_t deadline_ms;        /* absolute, same clock as `now`; 0: no deadline */
     uint32_t exclude;           /* bit i: backend i already failed for this request; any bit
                                    set makes this a re-decision (primary reason fallback) */
+    long ttft_budget_ms;        /* the key's own TTFT budget; 0: the policy's (model/global) */
 };
 
 /* One backend as the router sees it, in the model's configured order. */
@@ -185,6 +186,12 @@ struct sw_route_plan {
                                                    warm-up if cold/warming, at least the
                                                    window average if degraded */
 };
+
+/* The TTFT budget that applies to this request: the key's, else the policy's. */
+static inline long sw_route_budget_ms(const struct sw_route_facts *f, const struct sw_route_policy *p)
+{
+    return f->ttft_budget_ms > 0 ? f->ttft_budget_ms : p->ttft_budget_ms;
+}
 
 /* Decides where the request goes. Never fails: the plan holds either attempts
  * (every eligible backend exactly once, primary first) or a rejection. Borrows

@@ -165,6 +165,18 @@ void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_st
         b->health = SW_HEALTH_DOWN;
 }
 
+void sw_live_count_rejection(struct sw_live *l, const char *code)
+{
+    for (size_t i = 0; i < l->n_codes; i++) {
+        if (!strcmp(l->rejections[i].code, code)) {
+            l->rejections[i].n++;
+            return;
+        }
+    }
+    if (l->n_codes < SW_LIVE_MAX_CODES)
+        l->rejections[l->n_codes++] = (typeof(l->rejections[0])){code, 1};
+}
+
 void sw_live_on_probe(struct sw_live *l, size_t i, int64_t now_ms, double ttft_ms)
 {
     sw_latwin_add(&l->b[i].latwin, now_ms, ttft_ms);

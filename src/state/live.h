@@ -37,8 +37,17 @@ struct sw_live_backend {
     double rtt_ms;              /* last health-check round trip */
 };
 
+#define SW_LIVE_MAX_CODES 16
+
 struct sw_live {
     struct sw_config *cfg;      /* referenced; backends are indexed as in cfg */
+    /* Structured rejections answered, per stable code (seed 1: "closely
+     * monitors the number of rejections via specific error counters"). */
+    struct {
+        const char *code;       /* static string */
+        uint64_t n;
+    } rejections[SW_LIVE_MAX_CODES];
+    size_t n_codes;
     struct sw_live_backend *b;
     size_t n;
     struct sw_spend spend;
@@ -62,6 +71,9 @@ void sw_live_free(struct sw_live *l);
 
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
                       struct sw_live_snapshot *out);
+
+/* Counts one structured rejection; `code` must be a static string. */
+void sw_live_count_rejection(struct sw_live *l, const char *code);
 
 /* Outcome of one attempt on backend i. ttft_ms < 0 when no first byte came. */
 void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt_tokens,

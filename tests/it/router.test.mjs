@@ -360,3 +360,60 @@ describe('privacy first (seed 1, pattern 2) and the emergency switch', () => {
     assert.equal(refused.json.error.code, 'local_capacity_insufficient');
   }));
 });
+
+describe('provider limits, per-key budgets, latency-critical requests, rejection counters', () => {
+  test('a cloud whose token bucket is empty is skipped, not failed', () => withProcs(async (track) => {
+    const a = await track(startLlmsim(['--model', 'a']));
+    const b = await track(startLlmsim(['--model', 'b']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'primary', tier: 'cloud', url: a.url, model: 'a', rpm: 1 },
+        { name: 'secondary', tier: 'cloud', url: b.url, model: 'b' },
+      ],
+      models: [{ name: 'chat', backends: ['primary', 'secondary'] }],
+    })));
+    const first = await chat(gw, 'chat');
+    assert.equal(first.backend, 'primary');
+    const second = await chat(gw, 'chat');
+    assert.equal(second.backend, 'secondary');
+    assert.equal(second.reason, 'fallback');
+    assert.equal((await received(a)).length, 1, 'the provider never saw a request over its limit');
+    assert.equal((await backendState(gw, 'primary')).breaker, 'closed', 'skipping is not a failure');
+  }));
+
+  test('a key with its own TTFT budget spills sooner; latency-critical requests take the fastest start', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      keys: 'keys:\n  - { name: patient, key: "sk-patient", ttft_budget_ms: 60000 }\n  - { name: eager, key: "sk-eager", ttft_budget_ms: 50 }',
+      backends: [
+        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 1 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    })));
+    const long = chat(gw, 'chat', { headers: { authorization: 'Bearer sk-patient' }, extra: { max_tokens: 60 } });
+    await waitFor(async () => (await backendState(gw, 'edge')).in_flight === 1, { what: 'edge busy' });
+    // Same load, two budgets: the patient key queues locally, the eager one spills.
+    const eager = await chat(gw, 'chat', { headers: { authorization: 'Bearer sk-eager' } });
+    assert.equal(eager.backend, 'cloud');
+    assert.equal(eager.reason, 'overflow');
+    const patient = chat(gw, 'chat', { headers: { authorization: 'Bearer sk-patient' } });
+    await waitFor(async () => (await backendState(gw, 'edge')).queued === 1, { what: 'patient request queued locally' });
+    const critical = await chat(gw, 'chat', { headers: { authorization: 'Bearer sk-patient', 'x-spillway-latency-critical': 'true' } });
+    assert.equal(critical.backend, 'cloud');
+    assert.equal(critical.reason, 'latency');
+    assert.equal((await patient).backend, 'edge');
+    await long;
+  }));
+
+  test('structured rejections are counted per code', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [{ name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', max_context_tokens: 64 }],
+      models: [{ name: 'chat', backends: ['edge'] }],
+    })));
+    for (let i = 0; i < 3; i++) assert.equal((await chat(gw, 'chat', { extra: { max_tokens: 500 } })).status, 422);
+    assert.equal((await state(gw)).rejections.local_capacity_insufficient, 3);
+  }));
+});
