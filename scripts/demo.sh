@@ -35,7 +35,11 @@ cat <<'TXT'
     curl -N http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
       -d '{"model":"chat","stream":true,"messages":[{"role":"user","content":"Hello!"}]}'
 
-  Watch the headers X-Spillway-Backend / -Tier / -Reason with curl -i.
+  Watch the headers X-Spillway-Backend / -Tier / -Reason with curl -i. A spike of 8 at
+  once: the local box takes what it can start within 800 ms, the rest spills over:
+    for i in $(seq 8); do curl -s -o /dev/null -D - http://127.0.0.1:8080/v1/chat/completions \
+      -d '{"model":"chat","max_tokens":60,"messages":[{"role":"user","content":"hi"}]}' \
+      | grep -i x-spillway-reason & done; wait
   Ctrl-C stops the gateway and both simulators.
 
 TXT
