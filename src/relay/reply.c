@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "request/request.h"
+
 void sw_reply_route_headers(struct evhttp_request *req, const char *backend,
                             const char *tier, const char *reason)
 {
@@ -59,14 +61,15 @@ void sw_reply_json(struct evhttp_request *req, int status, const char *body, siz
 void sw_reply_error(struct evhttp_request *req, int status, const char *type,
                     const char *code, const char *param, const char *fmt, ...)
 {
-    char msg[512];
+    struct sw_request_error e;
+    char msg[sizeof e.message];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *err = json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message", msg,
-                            "type", type, "param", param, "code", code);
-    char *body = err ? json_dumps(err, JSON_COMPACT) : NULL;
+    /* One renderer of OpenAI's error shape: it also keeps the text valid UTF-8. */
+    sw_request_error_set(&e, status, type, code, param, "%s", msg);
+    char *body = sw_request_error_json(&e);
     if (body) {
         sw_reply_json(req, status, body, strlen(body));
     } else {
@@ -75,5 +78,4 @@ void sw_reply_error(struct evhttp_request *req, int status, const char *type,
         sw_reply_json(req, 500, fallback, sizeof fallback - 1);
     }
     free(body);
-    json_decref(err);
 }

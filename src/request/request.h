@@ -58,7 +58,7 @@ struct sw_request_error {
     char type[32];              /* "invalid_request_error" */
     char code[48];              /* stable code, e.g. "invalid_json", "missing_required_parameter" */
     char param[128];            /* JSON path of the offending field, e.g. "messages[2].role"; "" if none */
-    char message[256];          /* says what and where */
+    char message[1024];         /* says what and where */
 };
 
 /* Parses len bytes of body (borrowed; need not be NUL-terminated). On success
