@@ -2,7 +2,6 @@
 
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
