@@ -26,6 +26,7 @@ if [ "$what" = test ]; then
   bin wrk wrk
   bin curl curl
   bin bc bc
+  bin openssl openssl
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,0 +1,81 @@
+// HTTPS upstreams: certificates are verified (system CAs by default, or a
+// backend's ca_file), and keep-alive connections are reused. The upstream is a
+// minimal OpenAI-shaped HTTPS server in this process with a certificate made
+// for the test.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import https from 'node:https';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startSpillway, getJSON } from './lib/harness.mjs';
+
+let server, port, dir;
+const sockets = new Set();
+let requests = 0;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'spillway-tls-'));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1',
+    '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      requests++;
+      const { model } = JSON.parse(body);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({
+        id: 'chatcmpl-tls', object: 'chat.completion', created: 0, model,
+        choices: [{ index: 0, message: { role: 'assistant', content: 'over TLS' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+      }));
+    });
+  });
+  server.on('secureConnection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  port = server.address().port;
+});
+after(() => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }));
+
+const cfg = (extra) => `
+listen: "127.0.0.1:0"
+backends:
+  - { name: tls, tier: cloud, url: "https://127.0.0.1:${port}", model: m${extra} }
+models:
+  - { name: chat, backends: [tls] }
+`;
+const ask = (gw) => getJSON(`${gw.url}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] }),
+});
+
+test('a certificate the system does not trust is refused', async () => {
+  const gw = await startSpillway(cfg(''));
+  try {
+    const before = requests;
+    const r = await ask(gw);
+    assert.equal(r.status, 503);
+    assert.match(r.body.error.message, /tls: connect_error/);
+    assert.equal(requests, before, 'nothing was sent over the untrusted connection');
+  } finally {
+    await gw.stop();
+  }
+});
+
+test('the backend CA in ca_file is trusted, and the connection is kept alive', async () => {
+  const gw = await startSpillway(cfg(`, ca_file: "${join(dir, 'cert.pem')}"`));
+  try {
+    for (let i = 0; i < 3; i++) {
+      const r = await ask(gw);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.choices[0].message.content, 'over TLS');
+      assert.equal(r.body.model, 'chat');
+    }
+    assert.equal(sockets.size, 1, 'three requests over one TLS connection');
+  } finally {
+    await gw.stop();
+  }
+});
