@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     cev = sw_curlev_new(d.base, 256);
     if (!cev)
         goto out;
-    live = sw_live_new(cfg, sw_now_ms());
+    live = sw_live_new(cfg, sw_now_ms(), sw_wall_ms());
     if (!live)
         goto out;
     hc = sw_healthcheck_new(d.base, cev, cfg, live);

@@ -9,5 +9,7 @@
 int64_t sw_now_ms(void);
 /* Wall-clock seconds since the epoch, for "created" fields and logs. */
 int64_t sw_wall_s(void);
+/* Wall-clock milliseconds since the epoch (spend windows align to UTC hours/days). */
+int64_t sw_wall_ms(void);
 
 #endif

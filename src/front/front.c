@@ -454,7 +454,7 @@ static void handle_admin_state(struct sw_front *f, struct evhttp_request *req)
     reply_json_value(req, 200,
                      json_pack("{s:b, s:s, s:f, s:f, s:o, s:o}", "emergency", l->emergency,
                                "emergency_reason", l->emergency_reason, "spend_usd",
-                               sw_spend_total(&l->spend, now), "spend_cap_usd",
+                               sw_spend_total(&l->spend, sw_live_wall_ms(l, now)), "spend_cap_usd",
                                f->cfg->routing.spend.cap_usd, "backends", backends,
                                "rejections", rejections));
 }

@@ -253,7 +253,7 @@ static void attempt_end(struct proxy *p, int o, int http_status, int transport_e
     if (p->spend_held) {
         /* Tokens generated are billed even when the attempt failed later. */
         if (p->first_byte_ms)
-            sw_spend_settle(&live->spend, now, p->spend,
+            sw_spend_settle(&live->spend, sw_live_wall_ms(live, now), p->spend,
                             sw_spend_cost_usd(in, out, be->input_usd_per_mtok,
                                               be->output_usd_per_mtok));
         else
@@ -790,7 +790,7 @@ static void try_attempt(struct proxy *p)
         double est = sw_spend_cost_usd(p->facts.prompt_tokens_est, p->facts.max_tokens,
                                        be->input_usd_per_mtok, be->output_usd_per_mtok);
         if (est > 0) {
-            if (sw_spend_reserve(&live->spend, now, est, &p->spend) != SW_OK) {
+            if (sw_spend_reserve(&live->spend, sw_live_wall_ms(live, now), est, &p->spend) != SW_OK) {
                 note_failure(p, "spend reservations full (fails closed)");
                 attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
                 exclude_and_replan(p);

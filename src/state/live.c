@@ -5,7 +5,7 @@
 
 #include "common/err.h"
 
-struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms)
+struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms, int64_t wall_ms)
 {
     struct sw_live *l = calloc(1, sizeof *l);
     if (!l)
@@ -32,8 +32,9 @@ struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms)
         b->health = SW_HEALTH_UP;
         b->load_ms = SW_LIVE_PRIOR_LOAD_MS;
     }
+    l->wall_offset_ms = wall_ms - now_ms;
     sw_spend_init(&l->spend,
-                  r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS, now_ms);
+                  r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS, wall_ms);
     l->emergency = r->emergency;
     if (l->emergency)
         strncpy(l->emergency_reason, "declared in the configuration", sizeof l->emergency_reason - 1);
@@ -109,7 +110,7 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
     out->view = (struct sw_route_view){
         .backends = out->backends,
         .n = n,
-        .spend_usd = sw_spend_total(&l->spend, now_ms),
+        .spend_usd = sw_spend_total(&l->spend, sw_live_wall_ms(l, now_ms)),
         .emergency = l->emergency,
     };
     out->policy = (struct sw_route_policy){

@@ -50,7 +50,8 @@ struct sw_live {
     size_t n_codes;
     struct sw_live_backend *b;
     size_t n;
-    struct sw_spend spend;
+    struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
+    int64_t wall_offset_ms;     /* wall-clock ms minus the monotonic clock, at start */
     bool emergency;
     char emergency_reason[200];
 };
@@ -65,8 +66,16 @@ struct sw_live_snapshot {
     struct sw_route_policy policy;
 };
 
-/* Takes a reference on cfg. NULL on allocation failure. */
-struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms);
+/* Takes a reference on cfg. now_ms is the monotonic clock every other call
+ * passes; wall_ms the wall clock at the same moment. NULL on allocation failure. */
+struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms, int64_t wall_ms);
+
+/* The spend window's clock: wall time, so an hour or day window is a UTC hour
+ * or day (and replicas sharing a spend counter agree on it). */
+static inline int64_t sw_live_wall_ms(const struct sw_live *l, int64_t now_ms)
+{
+    return now_ms + l->wall_offset_ms;
+}
 void sw_live_free(struct sw_live *l);
 
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
