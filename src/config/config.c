@@ -164,6 +164,27 @@ static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
     *(char **)((char *)base + s->off) = url;
 }
 
+static const char *const validator_names[] = {"luhn", "mod97", "elfproef", NULL};
+
+/* validator: one of the built-in checksum validators of src/pii. */
+static void parse_validator(struct sw_walk *w, const struct sw_walk_setting *s,
+                            const yaml_node_t *node, void *base, const char *path)
+{
+    char *v = NULL;
+    if (sw_walk_string(w, s, node, path, &v))
+        return;
+    bool known = false;
+    for (size_t i = 0; validator_names[i]; i++)
+        known |= !strcmp(v, validator_names[i]);
+    if (!known) {
+        sw_walk_error(w, node, path, "\"%s\" is not one of luhn, mod97, elfproef", v);
+        free(v);
+        return;
+    }
+    free(*(char **)((char *)base + s->off));
+    *(char **)((char *)base + s->off) = v;
+}
+
 static void backend_names(const struct sw_config *cfg, char *out, size_t cap)
 {
     size_t used = 0;
@@ -378,6 +399,9 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
 
 /* ---- The settings tables (docs/configuration.md mirrors them) ---- */
 
+static const char *const pii_policy_names[] = {"inherit", "off", "mask", "local_only", "block",
+                                               NULL};
+
 #define KEY(f) offsetof(struct sw_config_key, f)
 static const struct sw_walk_setting key_settings[] = {
     {.key = "name", .type = SW_WALK_NAME, .off = KEY(name), .required = true,
@@ -388,6 +412,8 @@ static const struct sw_walk_setting key_settings[] = {
     {.key = "sensitive", .type = SW_WALK_BOOL, .off = KEY(sensitive), .def = 0},
     {.key = "ttft_budget_ms", .type = SW_WALK_LONG, .off = KEY(ttft_budget_ms), .min = 0,
      .max = 600000, .def = 0},
+    {.key = "pii", .type = SW_WALK_ENUM, .off = KEY(pii), .names = pii_policy_names,
+     .def = SW_PII_POLICY_INHERIT, .hint = "inherit, off, mask, local_only or block"},
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
@@ -455,6 +481,8 @@ static const struct sw_walk_setting model_settings[] = {
      .required = true, .parse = parse_refs, .hint = "a list of backend names"},
     {.key = "ttft_budget_ms", .type = SW_WALK_LONG, .off = MO(ttft_budget_ms), .min = 0,
      .max = 600000, .def = 0},
+    {.key = "pii", .type = SW_WALK_ENUM, .off = MO(pii), .names = pii_policy_names,
+     .def = SW_PII_POLICY_INHERIT, .hint = "inherit, off, mask, local_only or block"},
 };
 static const struct sw_walk_section model_section = {
     model_settings, sizeof(model_settings) / sizeof(model_settings[0]),
@@ -545,6 +573,30 @@ static const struct sw_walk_section limits_section = {
 /* Table order is processing order: backends before models (which refer to
  * them), routing before models (model budgets are checked against it), keys
  * before admin. Messages are sorted by position afterwards. */
+#define PC(f) offsetof(struct sw_config_pii_custom, f)
+static const struct sw_walk_setting pii_custom_settings[] = {
+    {.key = "name", .type = SW_WALK_NAME, .off = PC(name), .required = true,
+     .hint = "the entity type, e.g. employee_id"},
+    {.key = "regex", .type = SW_WALK_TEXT, .off = PC(regex), .required = true,
+     .hint = "a PCRE-style pattern"},
+    {.key = "validator", .type = SW_WALK_CUSTOM, .off = PC(validator), .parse = parse_validator,
+     .hint = "luhn, mod97 or elfproef"},
+};
+static const struct sw_walk_section pii_custom_section = {
+    pii_custom_settings, sizeof(pii_custom_settings) / sizeof(pii_custom_settings[0]),
+    sizeof(struct sw_config_pii_custom), NULL};
+
+static const struct sw_walk_setting pii_settings[] = {
+    {.key = "policy", .type = SW_WALK_ENUM, .off = CFG(pii.policy) - CFG(pii),
+     .names = pii_policy_names, .def = SW_PII_POLICY_LOCAL_ONLY,
+     .hint = "off, mask, local_only or block"},
+    {.key = "custom", .type = SW_WALK_LIST, .off = CFG(pii.custom) - CFG(pii),
+     .aux_off = CFG(pii.n_custom) - CFG(pii), .sub = &pii_custom_section,
+     .hint = "a list of {name, regex, validator}"},
+};
+static const struct sw_walk_section pii_section = {
+    pii_settings, sizeof(pii_settings) / sizeof(pii_settings[0]), 0, NULL};
+
 static const struct sw_walk_setting top_settings[] = {
     {.key = "listen", .type = SW_WALK_CUSTOM, .off = CFG(listen_host),
      .aux_off = CFG(listen_port), .parse = parse_listen, .hint = "\"host:port\""},
@@ -559,6 +611,7 @@ static const struct sw_walk_setting top_settings[] = {
      .required = true, .sub = &model_section,
      .hint = "a list of models, each with name and backends"},
     {.key = "limits", .type = SW_WALK_MAP, .off = CFG(limits), .sub = &limits_section},
+    {.key = "pii", .type = SW_WALK_MAP, .off = CFG(pii), .sub = &pii_section},
 };
 static const struct sw_walk_section top_section = {
     top_settings, sizeof(top_settings) / sizeof(top_settings[0]), 0, check_top};
@@ -811,6 +864,12 @@ void sw_config_unref(struct sw_config *cfg)
     free(cfg->keys);
     free(cfg->admin_key);
     free(cfg->routing.spend.degrade_to);
+    for (size_t i = 0; i < cfg->pii.n_custom; i++) {
+        free(cfg->pii.custom[i].name);
+        free(cfg->pii.custom[i].regex);
+        free(cfg->pii.custom[i].validator);
+    }
+    free(cfg->pii.custom);
     for (size_t i = 0; i < cfg->n_backends; i++) {
         struct sw_config_backend *b = &cfg->backends[i];
         free(b->name);

@@ -17,6 +17,22 @@
 #include <stddef.h>
 
 enum sw_tier { SW_TIER_LOCAL, SW_TIER_CLOUD };
+
+/* What a request with PII may do, ordered from least to most restrictive so
+ * that combining sources is a max(). INHERIT: take it from elsewhere. */
+enum sw_pii_policy {
+    SW_PII_POLICY_INHERIT,      /* keys/models: use pii.policy */
+    SW_PII_POLICY_OFF,          /* no scanning */
+    SW_PII_POLICY_MASK,         /* may go to the cloud, masked */
+    SW_PII_POLICY_LOCAL_ONLY,   /* sensitive: stays local (emergency: masked cloud) */
+    SW_PII_POLICY_BLOCK         /* rejected */
+};
+
+struct sw_config_pii_custom {
+    char *name;                 /* entity type name, e.g. "employee_id" */
+    char *regex;
+    char *validator;            /* NULL, "luhn", "mod97" or "elfproef" */
+};
 enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC };
 
 struct sw_config_key {
@@ -25,6 +41,7 @@ struct sw_config_key {
     bool allow_cloud;           /* default true */
     bool sensitive;             /* default false: every request of this key is sensitive */
     long ttft_budget_ms;        /* default 0: the model's / routing's TTFT budget */
+    enum sw_pii_policy pii;     /* default inherit */
 };
 
 struct sw_config_backend {
@@ -55,6 +72,7 @@ struct sw_config_model {
     size_t *backends;           /* indices into sw_config.backends, in configured order */
     size_t n_backends;          /* >= 1 */
     long ttft_budget_ms;        /* 0: use routing.ttft_budget_ms */
+    enum sw_pii_policy pii;     /* default inherit */
 };
 
 enum sw_spend_window { SW_SPEND_HOUR, SW_SPEND_DAY };
@@ -111,6 +129,11 @@ struct sw_config {
     size_t n_models;
     struct sw_config_routing routing;
     struct sw_config_limits limits;
+    struct {
+        enum sw_pii_policy policy;          /* default local_only */
+        struct sw_config_pii_custom *custom;
+        size_t n_custom;
+    } pii;
 };
 
 /* The collected validation messages, each "file:line:col: key: message". */

@@ -155,6 +155,9 @@ static void test_defaults(void **state)
     assert_null(cfg->routing.spend.degrade_to);
     assert_int_equal(cfg->routing.spend.degrade_backend, -1);
     assert_int_equal(cfg->routing.spend.shed_retry_after_s, 60);
+    assert_int_equal(cfg->pii.policy, SW_PII_POLICY_LOCAL_ONLY);
+    assert_int_equal(cfg->pii.n_custom, 0);
+    assert_int_equal(cfg->models[0].pii, SW_PII_POLICY_INHERIT);
     assert_int_equal(cfg->limits.max_body_bytes, 4194304);
     assert_int_equal(cfg->limits.max_header_bytes, 16384);
     assert_int_equal(cfg->limits.max_connections, 1024);
@@ -497,6 +500,10 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+    {"pii validator unknown", BACKENDS MODELS "pii:\n  custom:\n    - { name: emp, regex: \"E[0-9]+\", validator: crc }\n",
+     {"t.yaml:11:49: pii.custom[0].validator: \"crc\" is not one of luhn, mod97, elfproef"}},
+    {"pii policy unknown", BACKENDS MODELS "pii:\n  policy: maybe\n",
+     {"t.yaml:10:11: pii.policy: \"maybe\" is not one of inherit, off, mask, local_only, block"}},
     {"latency hysteresis inverted", BACKENDS MODELS "routing:\n  latency: { degrade_ms: 100, recover_ms: 120 }\n",
      {"t.yaml:10:43: routing.latency.recover_ms: 120 must be below degrade_ms (100): the gap is the hysteresis"}},
     {"degrade_to unknown", BACKENDS MODELS "routing:\n  spend: { on_cap: degrade, degrade_to: small }\n",
@@ -524,10 +531,10 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:1:1: backends: required key is missing (a list of backends, each with name, tier, url and model)",
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
-     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits)",
+     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits, pii)",
       "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms)",
       "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms)",
-      "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits)"}},
+      "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits, pii)"}},
     {"duplicate key", BACKENDS "    model: n\n" MODELS, 
      {"t.yaml:6:5: backends[0].model: duplicate key (first at line 5)"}},
     {"wrong types", "listen: [a]\nrouting: 5\nlimits: [1]\nkeys: {a: 1}\nbackends: x\nmodels: {}\n", 
