@@ -19,7 +19,7 @@ endif
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral \
-           -D_GNU_SOURCE -DSW_VERSION='"$(VERSION)"' -Isrc $(SANFLAGS) \
+           -D_GNU_SOURCE -DSW_VERSION='"$(VERSION)"' -Isrc -I$(BUILD)/gen $(SANFLAGS) \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(SANFLAGS)
@@ -45,6 +45,18 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The dashboard page is compiled in: a C array of its bytes, made with od and
+# sed (coreutils), so no extra tool is needed.
+$(BUILD)/gen/dashboard_html.h: src/obs/dashboard.html
+	@mkdir -p $(dir $@)
+	@{ echo '/* Generated from $< by the Makefile: do not edit. */'; \
+	   echo 'static const unsigned char dashboard_html[] = {'; \
+	   od -An -v -tx1 $< | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	   echo '0x00};'; \
+	   echo 'static const unsigned long dashboard_html_len = sizeof dashboard_html - 1;'; \
+	 } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/src/obs/dashboard.o: $(BUILD)/gen/dashboard_html.h
+
 $(BUILD)/libspillway.a: $(SW_OBJ)
 	@rm -f $@; ar rcs $@ $^
 $(BUILD)/libllmsim.a: $(SIM_OBJ)
@@ -62,10 +74,12 @@ $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BU
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/llmsim -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libllmsim.a $(LDLIBS) -lcmocka
 
-# The pure modules (route, pii, request, config validation) include no I/O headers.
+# The pure modules (route, pii, request, config validation) include no I/O headers;
+# obs (metrics, decision log, account) no event-loop, HTTP-client or clock headers.
 check-pure:
 	@! grep -rnE '#include [<"](event2/|curl/|hiredis|time\.h|sys/time\.h)' \
-	   src/request src/route src/pii src/config src/state/localq.c 2>/dev/null \
+	   src/request src/route src/pii src/config src/state/localq.c \
+	   src/obs/metrics.c src/obs/declog.c src/obs/obs.c 2>/dev/null \
 	   || (echo "check-pure: a pure module includes an I/O or clock header" >&2; false)
 
 run: deps
