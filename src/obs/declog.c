@@ -1,0 +1,502 @@
+#include "obs/declog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/log.h"
+
+const char *sw_declog_decision_name(enum sw_declog_decision d)
+{
+    return d == SW_DECLOG_REJECTED ? "rejected" : "served";
+}
+
+const char *sw_declog_outcome_name(enum sw_declog_outcome o)
+{
+    static const char *const names[] = {"ok", "failed", "skipped", "client_gone"};
+    return (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "failed";
+}
+
+/* ---- JSON pieces ---- */
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes available), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;     /* bounds of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;                      /* no UTF-16 surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+/* Appends s (cut to SW_DECLOG_MAX_FIELD bytes) as a JSON string, or null. */
+static int append_string(struct sw_buf *out, const char *str)
+{
+    if (!str)
+        return sw_buf_append(out, "null", 4);
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strnlen(str, SW_DECLOG_MAX_FIELD);
+    int err = sw_buf_append(out, "\"", 1);
+    size_t i = 0;
+    while (i < n && !err) {
+        size_t run = i;
+        while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+            run++;
+        if (run > i) {
+            err = sw_buf_append(out, s + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            err = sw_buf_append(out, esc, 2);
+            i++;
+        } else if (c < 0x20) {
+            err = sw_buf_appendf(out, "\\u%04x", c);
+            i++;
+        } else {
+            size_t len = utf8_len(s + i, n - i);
+            if (len) {
+                err = sw_buf_append(out, s + i, len);
+                i += len;
+            } else {
+                /* Invalid, or a character cut by the field limit. */
+                err = sw_buf_append(out, "\\ufffd", 6);
+                i++;
+                while (i < n && (s[i] & 0xC0) == 0x80)
+                    i++;
+            }
+        }
+    }
+    return err ? err : sw_buf_append(out, "\"", 1);
+}
+
+/* A number with at most `decimals` decimals, shortest form; null if not finite. */
+static int append_number(struct sw_buf *out, double v, int decimals)
+{
+    if (!isfinite(v))
+        return sw_buf_append(out, "null", 4);
+    double scale = pow(10, decimals);
+    double r = round(v * scale) / scale;
+    if (r == 0)
+        r = 0;      /* no "-0" */
+    char tmp[48];
+    if (r == floor(r) && fabs(r) < 1e15)
+        return sw_buf_appendf(out, "%.0f", r);
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, r);
+        if (strtod(tmp, NULL) == r)
+            break;
+    }
+    /* %g may choose an exponent (1e+06): valid JSON. */
+    return sw_buf_append(out, tmp, strlen(tmp));
+}
+
+/* Days since 1970-01-01 -> civil date (Howard Hinnant's days_from_civil inverse). */
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+int sw_declog_append_time(struct sw_buf *out, int64_t epoch_ms)
+{
+    int64_t ms = epoch_ms % 1000, s = epoch_ms / 1000;
+    if (ms < 0) {
+        ms += 1000;
+        s--;
+    }
+    int64_t days = s / 86400, rem = s % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        days--;
+    }
+    int64_t y;
+    unsigned mo, d;
+    civil_from_days(days, &y, &mo, &d);
+    return sw_buf_appendf(out, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
+                          (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)ms);
+}
+
+/* ---- Formatting ---- */
+
+/* "name": */
+static int key(struct sw_buf *out, const char *name, bool first)
+{
+    return sw_buf_appendf(out, "%s\"%s\":", first ? "" : ",", name);
+}
+
+static int field_str(struct sw_buf *out, const char *name, const char *v)
+{
+    int err = key(out, name, false);
+    return err ? err : append_string(out, v);
+}
+
+static int field_num(struct sw_buf *out, const char *name, double v, int decimals)
+{
+    int err = key(out, name, false);
+    return err ? err : append_number(out, v, decimals);
+}
+
+static int field_opt(struct sw_buf *out, const char *name, double v, bool present, int decimals)
+{
+    int err = key(out, name, false);
+    if (err)
+        return err;
+    return present ? append_number(out, v, decimals) : sw_buf_append(out, "null", 4);
+}
+
+static int format_attempt(struct sw_buf *out, const struct sw_declog_attempt *a)
+{
+    int err = key(out, "backend", true);
+    if (!err)
+        err = append_string(out, a->backend);
+    if (!err)
+        err = field_str(out, "reason", a->reason);
+    if (!err)
+        err = field_str(out, "outcome", sw_declog_outcome_name(a->outcome));
+    if (!err)
+        err = field_opt(out, "status", a->status, a->status > 0, 0);
+    if (!err)
+        err = field_str(out, "error", a->error);
+    if (!err)
+        err = field_opt(out, "ttft_ms", a->ttft_ms, a->ttft_ms >= 0, 3);
+    return err;
+}
+
+static int format(struct sw_buf *out, const struct sw_declog_entry *e)
+{
+    int err = sw_buf_append(out, "{", 1);
+    if (!err)
+        err = key(out, "time", true);
+    if (!err)
+        err = sw_buf_append(out, "\"", 1);
+    if (!err)
+        err = sw_declog_append_time(out, e->time_ms);
+    if (!err)
+        err = sw_buf_append(out, "\"", 1);
+    if (!err)
+        err = field_str(out, "request_id", e->request_id);
+    if (!err)
+        err = field_str(out, "model", e->model);
+    if (!err)
+        err = field_str(out, "key_name", e->key_name);
+    if (!err)
+        err = field_str(out, "decision", sw_declog_decision_name(e->decision));
+    if (!err)
+        err = field_opt(out, "status", e->status, e->status > 0, 0);
+    if (!err)
+        err = field_str(out, "backend", e->backend);
+    if (!err)
+        err = field_str(out, "tier", e->tier);
+    if (!err)
+        err = field_str(out, "reason", e->reason);
+    if (!err)
+        err = field_str(out, "code", e->code);
+    if (!err)
+        err = key(out, "attempts", false);
+    if (!err)
+        err = sw_buf_append(out, "[", 1);
+    size_t na = e->attempts ? e->n_attempts : 0;
+    if (na > SW_DECLOG_MAX_ATTEMPTS)
+        na = SW_DECLOG_MAX_ATTEMPTS;
+    for (size_t i = 0; i < na && !err; i++) {
+        err = sw_buf_append(out, i ? ",{" : "{", i ? 2 : 1);
+        if (!err)
+            err = format_attempt(out, &e->attempts[i]);
+        if (!err)
+            err = sw_buf_append(out, "}", 1);
+    }
+    if (!err)
+        err = sw_buf_append(out, "]", 1);
+    if (!err)
+        err = field_opt(out, "ttft_ms", e->ttft_ms, e->ttft_ms >= 0, 3);
+    if (!err)
+        err = field_num(out, "duration_ms", e->duration_ms, 3);
+    if (!err)
+        err = field_opt(out, "tokens_in", (double)e->tokens_in, e->tokens_in >= 0, 0);
+    if (!err)
+        err = field_opt(out, "tokens_out", (double)e->tokens_out, e->tokens_out >= 0, 0);
+    if (!err)
+        err = field_num(out, "cost_usd", e->cost_usd, 9);
+    if (!err)
+        err = key(out, "stream", false);
+    if (!err)
+        err = sw_buf_append(out, e->stream ? "true" : "false", e->stream ? 4 : 5);
+    if (!err)
+        err = key(out, "pii", false);
+    if (!err)
+        err = sw_buf_append(out, "{", 1);
+    size_t np = e->pii ? e->n_pii : 0;
+    if (np > SW_DECLOG_MAX_PII_TYPES)
+        np = SW_DECLOG_MAX_PII_TYPES;
+    for (size_t i = 0; i < np && !err; i++) {
+        if (i)
+            err = sw_buf_append(out, ",", 1);
+        if (!err)
+            err = append_string(out, e->pii[i].type ? e->pii[i].type : "");
+        if (!err)
+            err = sw_buf_appendf(out, ":%lu", e->pii[i].n);
+    }
+    if (!err)
+        err = sw_buf_append(out, "}", 1);
+    if (!err)
+        err = field_str(out, "pii_outcome", e->pii_outcome);
+    if (!err)
+        err = sw_buf_append(out, "}", 1);
+    return err;
+}
+
+char *sw_declog_format(const struct sw_declog_entry *e)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, SW_DECLOG_MAX_LINE);
+    if (format(&b, e) != SW_OK) {
+        sw_buf_free(&b);
+        return NULL;
+    }
+    return b.ptr;   /* ownership moves to the caller */
+}
+
+/* ---- Writer ---- */
+
+struct sw_declog {
+    int fd;
+    char *path;             /* NULL: stdout */
+    uint64_t lines;
+    uint64_t errors;
+    bool failing;           /* the last write failed: log again only on recovery */
+};
+
+static int open_append(const char *path)
+{
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+}
+
+struct sw_declog *sw_declog_open(const char *path)
+{
+    struct sw_declog *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    if (!path || strcmp(path, "-") == 0) {
+        d->fd = STDOUT_FILENO;
+        return d;
+    }
+    d->path = strdup(path);
+    d->fd = d->path ? open_append(path) : -1;
+    if (d->fd < 0) {
+        int e = d->path ? errno : ENOMEM;
+        free(d->path);
+        free(d);
+        errno = e;
+        return NULL;
+    }
+    return d;
+}
+
+int sw_declog_reopen(struct sw_declog *d)
+{
+    if (!d || !d->path)
+        return SW_OK;
+    int fd = open_append(d->path);
+    if (fd < 0) {
+        sw_warn("decision log: cannot reopen %s: %s; keeping the old file", d->path,
+                strerror(errno));
+        return SW_EIO;
+    }
+    close(d->fd);
+    d->fd = fd;
+    return SW_OK;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int sw_declog_write(struct sw_declog *d, const char *line)
+{
+    if (!d || !line)
+        return SW_EINVAL;
+    size_t n = strlen(line);
+    char *buf = malloc(n + 1);
+    int e = ENOMEM;
+    if (buf) {
+        memcpy(buf, line, n);
+        buf[n] = '\n';
+        e = write_all(d->fd, buf, n + 1);
+        free(buf);
+    }
+    if (e) {
+        d->errors++;
+        if (!d->failing)
+            sw_warn("decision log: write to %s failed: %s; lines are dropped (counted) "
+                    "until it works again",
+                    d->path ? d->path : "stdout", strerror(e));
+        d->failing = true;
+        return SW_EIO;
+    }
+    if (d->failing)
+        sw_info("decision log: writing to %s again after %llu lost lines",
+                d->path ? d->path : "stdout", (unsigned long long)d->errors);
+    d->failing = false;
+    d->lines++;
+    return SW_OK;
+}
+
+uint64_t sw_declog_lines(const struct sw_declog *d)
+{
+    return d ? d->lines : 0;
+}
+
+uint64_t sw_declog_write_errors(const struct sw_declog *d)
+{
+    return d ? d->errors : 0;
+}
+
+void sw_declog_close(struct sw_declog *d)
+{
+    if (!d)
+        return;
+    if (d->path)
+        close(d->fd);
+    free(d->path);
+    free(d);
+}
+
+/* ---- Ring of the latest lines ---- */
+
+struct sw_declog_ring {
+    char **lines;       /* owned; lines[(head + i) % cap] for i < count, oldest first */
+    size_t cap, head, count;
+};
+
+struct sw_declog_ring *sw_declog_ring_new(size_t cap)
+{
+    if (cap == 0)
+        cap = 1;
+    struct sw_declog_ring *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->lines = calloc(cap, sizeof *r->lines);
+    if (!r->lines) {
+        free(r);
+        return NULL;
+    }
+    r->cap = cap;
+    return r;
+}
+
+void sw_declog_ring_free(struct sw_declog_ring *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->cap; i++)
+        free(r->lines[i]);
+    free(r->lines);
+    free(r);
+}
+
+int sw_declog_ring_push(struct sw_declog_ring *r, const char *line)
+{
+    char *copy = strdup(line);
+    if (!copy)
+        return SW_ENOMEM;
+    size_t slot = (r->head + r->count) % r->cap;
+    if (r->count == r->cap) {
+        free(r->lines[r->head]);
+        r->head = (r->head + 1) % r->cap;
+    } else {
+        r->count++;
+    }
+    r->lines[slot] = copy;
+    return SW_OK;
+}
+
+size_t sw_declog_ring_count(const struct sw_declog_ring *r)
+{
+    return r ? r->count : 0;
+}
+
+const char *sw_declog_ring_get(const struct sw_declog_ring *r, size_t i)
+{
+    if (!r || i >= r->count)
+        return NULL;
+    return r->lines[(r->head + r->count - 1 - i) % r->cap];
+}
+
+int sw_declog_ring_render(const struct sw_declog_ring *r, size_t n, struct sw_buf *out)
+{
+    int err = sw_buf_append(out, "{\"decisions\":[", 14);
+    size_t count = sw_declog_ring_count(r);
+    if (n > count)
+        n = count;
+    for (size_t i = 0; i < n && !err; i++) {
+        if (i)
+            err = sw_buf_append(out, ",", 1);
+        const char *line = sw_declog_ring_get(r, i);
+        if (!err)
+            err = sw_buf_append(out, line, strlen(line));
+    }
+    return err ? err : sw_buf_append(out, "]}", 2);
+}
+
+int sw_declog_record(struct sw_declog *d, struct sw_declog_ring *r,
+                     const struct sw_declog_entry *e)
+{
+    char *line = sw_declog_format(e);
+    if (!line)
+        return SW_ENOMEM;
+    int err = SW_OK;
+    if (d)
+        err = sw_declog_write(d, line);
+    if (r) {
+        int e2 = sw_declog_ring_push(r, line);
+        if (!err)
+            err = e2;
+    }
+    free(line);
+    return err;
+}

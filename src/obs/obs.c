@@ -1,0 +1,155 @@
+#include "obs/obs.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "common/err.h"
+
+/* ---- One finished request -> counters ---- */
+
+void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
+                    const struct sw_declog_entry *e, bool spilled, int64_t now_s)
+{
+    size_t na = e->attempts ? e->n_attempts : 0;
+    for (size_t i = 0; i < na; i++) {
+        const struct sw_declog_attempt *a = &e->attempts[i];
+        const char *cls = NULL;
+        if (a->outcome == SW_ATTEMPT_FAILED)
+            cls = a->error ? a->error : "unknown";
+        else if (a->outcome == SW_ATTEMPT_CLIENT_GONE)
+            cls = "client_gone";
+        if (cls)
+            sw_metrics_inc(m, SW_M_ERRORS, &cls, 1);
+    }
+
+    if (e->decision == SW_DECLOG_REJECTED) {
+        const char *code = e->code ? e->code : "unknown";
+        sw_metrics_inc(m, SW_M_REJECTIONS, &code, 1);
+    } else {
+        const char *req[] = {e->model, e->backend, e->tier, e->reason};
+        sw_metrics_inc(m, SW_M_REQUESTS, req, 1);
+        const char *in[] = {e->backend, "in"}, *out[] = {e->backend, "out"};
+        if (e->tokens_in >= 0)
+            sw_metrics_inc(m, SW_M_TOKENS, in, (double)e->tokens_in);
+        if (e->tokens_out >= 0)
+            sw_metrics_inc(m, SW_M_TOKENS, out, (double)e->tokens_out);
+        if (e->tier && strcmp(e->tier, "cloud") == 0)
+            sw_metrics_inc(m, SW_M_CLOUD_COST, &e->backend, e->cost_usd);
+        if (e->ttft_ms >= 0)
+            sw_metrics_observe(m, SW_M_TTFT, &e->backend, e->ttft_ms / 1000);
+        if (e->duration_ms >= 0)
+            sw_metrics_observe(m, SW_M_DURATION, &e->backend, e->duration_ms / 1000);
+        if (spilled)
+            sw_metrics_inc(m, SW_M_SPILLED, &e->model, 1);
+        if (spill)
+            sw_spill_add(spill, now_s, spilled);
+    }
+
+    size_t np = e->pii ? e->n_pii : 0;
+    const char *outcome = e->pii_outcome ? e->pii_outcome : "found";
+    for (size_t i = 0; i < np; i++) {
+        const char *l[] = {e->pii[i].type, outcome};
+        if (e->pii[i].n)
+            sw_metrics_inc(m, SW_M_PII, l, (double)e->pii[i].n);
+    }
+}
+
+/* ---- Gauges at scrape time ---- */
+
+enum which {
+    QUEUE, IN_FLIGHT, WAIT, PREFILL, DECODE, BREAKER, UP, RPM, TPM
+};
+
+static const struct {
+    enum which which;
+    const char *name;
+    const char *help;
+    bool local_only;
+} per_backend[] = {
+    {QUEUE, "spillway_local_queue_depth",
+     "Requests waiting in Spillway's own queue for a local backend.", true},
+    {IN_FLIGHT, "spillway_local_in_flight",
+     "Requests running on a local backend now (at most its slots).", true},
+    {WAIT, "spillway_local_estimated_wait_seconds",
+     "Estimated time before a new request would start generating on a local backend.", true},
+    {PREFILL, "spillway_learned_prefill_seconds_per_token",
+     "Learned prefill time per prompt token of a local backend.", true},
+    {DECODE, "spillway_learned_decode_tokens_per_second",
+     "Learned decode speed per slot of a local backend.", true},
+    {BREAKER, "spillway_breaker_state",
+     "Circuit breaker of a backend: 0 closed, 1 half-open, 2 open.", false},
+    {UP, "spillway_backend_up",
+     "1 when a backend takes traffic (health up or degraded), else 0; the health label "
+     "carries its state (up, degraded, cold, warming, down).",
+     false},
+    {RPM, "spillway_bucket_requests_available",
+     "Requests left in a backend's requests-per-minute bucket (backends with a limit).", false},
+    {TPM, "spillway_bucket_tokens_available",
+     "Tokens left in a backend's tokens-per-minute bucket (backends with a limit).", false},
+};
+
+int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
+{
+    struct sw_metrics_scrape s;
+    sw_metrics_scrape_init(&s, out);
+    static const char *const backend_label[] = {"backend"};
+    static const char *const up_labels[] = {"backend", "health"};
+    int err = SW_OK;
+    for (size_t f = 0; f < sizeof per_backend / sizeof per_backend[0] && !err; f++) {
+        for (size_t i = 0; i < g->n_backends && !err; i++) {
+            const struct sw_obs_backend *b = &g->backends[i];
+            if (per_backend[f].local_only && !b->local)
+                continue;
+            double v;
+            switch (per_backend[f].which) {
+            case QUEUE: v = b->queued; break;
+            case IN_FLIGHT: v = b->in_flight; break;
+            case WAIT: v = b->est_wait_ms / 1000; break;
+            case PREFILL: v = b->prefill_ms_per_token / 1000; break;
+            case DECODE: v = b->decode_tps; break;
+            case BREAKER: v = b->breaker; break;
+            case UP:
+                v = b->health && (!strcmp(b->health, "up") || !strcmp(b->health, "degraded"));
+                break;
+            case RPM: v = b->rpm_available; break;
+            case TPM: v = b->tpm_available; break;
+            default: v = NAN; break;
+            }
+            if ((per_backend[f].which == RPM || per_backend[f].which == TPM) &&
+                (!isfinite(v) || v < 0))
+                continue;   /* no limit: no bucket */
+            if (per_backend[f].which == UP) {
+                const char *vals[] = {b->name, b->health ? b->health : "unknown"};
+                err = sw_metrics_gauge(&s, per_backend[f].name, per_backend[f].help, up_labels,
+                                       vals, 2, v);
+            } else {
+                err = sw_metrics_gauge(&s, per_backend[f].name, per_backend[f].help,
+                                       backend_label, &b->name, 1, v);
+            }
+        }
+    }
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_cloud_spend_usd",
+                               "Cloud spend in the current spend window, in US dollars "
+                               "(including reservations of requests in flight).",
+                               NULL, NULL, 0, g->spend_usd);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_cloud_spend_cap_usd",
+                               "Cap on cloud spend per window, in US dollars; 0: no cap.", NULL,
+                               NULL, 0, g->spend_cap_usd);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_spill_ratio",
+                               "Share of the requests served in the last 60 s that spilled to "
+                               "the cloud because local could not serve them.",
+                               NULL, NULL, 0, g->spill_ratio);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_emergency",
+                               "1 while an emergency is declared (sensitive requests may reach "
+                               "the cloud, masked), else 0.",
+                               NULL, NULL, 0, g->emergency ? 1 : 0);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_decision_log_write_errors_total",
+                                        "Decision-log lines lost because the write failed.",
+                                        NULL, NULL, 0, (double)g->declog_write_errors);
+    return err;
+}

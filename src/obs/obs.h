@@ -1,0 +1,71 @@
+/* The "account" step of a request's path (DESIGN.md, step 7), for the
+ * metrics and the decision log: the glue the daemon calls so that both tell
+ * the same story.
+ *
+ * - sw_obs_account: one finished request (its decision-log entry) -> the
+ *   counters and histograms of the registry and the spill window.
+ * - sw_obs_render_gauges: the gauges of GET /metrics, from plain numbers the
+ *   daemon copies out of its live state at scrape time (so this module does
+ *   not depend on how that state is kept).
+ *
+ * Pure: no clock, no I/O; the caller passes now. */
+#ifndef SW_OBS_OBS_H
+#define SW_OBS_OBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "obs/declog.h"
+#include "obs/metrics.h"
+
+/* Counts one finished request, from the same entry that goes to the decision
+ * log:
+ *  - served: spillway_requests_total{model,backend,tier,reason},
+ *    spillway_tokens_total{backend,direction} (known counts),
+ *    spillway_cloud_cost_usd_total{backend} (tier "cloud"),
+ *    spillway_ttft_seconds and spillway_request_duration_seconds{backend},
+ *    spillway_spilled_requests_total{model} when `spilled`, and the spill
+ *    window (spill may be NULL);
+ *  - rejected: spillway_rejections_total{code};
+ *  - every attempt that failed: spillway_errors_total{class=<its error>},
+ *    and "client_gone" for an attempt the client walked away from;
+ *  - PII: spillway_pii_entities_total{type,outcome=pii_outcome}.
+ * `spilled`: served by the cloud because local could not (the caller's
+ * call: reasons overflow, latency, cold_start, capacity, breaker, fallback on
+ * a model that has a local backend). now_s: monotonic seconds. */
+void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
+                    const struct sw_declog_entry *e, bool spilled, int64_t now_s);
+
+/* One backend as the gauges show it; copy the numbers from the router's view
+ * (the same ones GET /admin/state shows). */
+struct sw_obs_backend {
+    const char *name;
+    bool local;                     /* tier: local gauges only for local backends */
+    const char *health;             /* "up" | "degraded" | "cold" | "warming" | "down" */
+    int breaker;                    /* 0 closed, 1 half-open, 2 open */
+    double in_flight;               /* requests running on it now */
+    double queued;                  /* local: waiting in Spillway's queue for it */
+    double est_wait_ms;             /* local: estimated wait before a new request starts */
+    double prefill_ms_per_token;    /* local: learned */
+    double decode_tps;              /* local: learned, per slot */
+    double rpm_available;           /* requests left in its bucket; < 0 or infinite: no limit */
+    double tpm_available;           /* tokens left in its bucket; < 0 or infinite: no limit */
+};
+
+struct sw_obs_gauges {
+    const struct sw_obs_backend *backends;
+    size_t n_backends;
+    double spend_usd;               /* cloud spend in the current window */
+    double spend_cap_usd;           /* 0: no cap */
+    double spill_ratio;             /* sw_spill_ratio(now) */
+    bool emergency;
+    uint64_t declog_write_errors;   /* sw_declog_write_errors */
+};
+
+/* Appends every gauge of GET /metrics (docs/operations.md lists them) to out,
+ * after sw_metrics_render. SW_OK or a buffer error. */
+int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g);
+
+#endif

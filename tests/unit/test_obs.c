@@ -1,0 +1,126 @@
+/* Unit tests of the account step (src/obs/obs.c): a decision-log entry moves
+ * the right counters, and the scrape-time gauges render as documented. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "obs/obs.h"
+
+#define V(m, fam, ...) sw_metrics_value(m, fam, (const char *[]){__VA_ARGS__})
+
+static void test_account(void **state)
+{
+    (void)state;
+    struct sw_metrics *m = sw_metrics_new();
+    struct sw_spill spill;
+    sw_spill_init(&spill);
+    const struct sw_declog_attempt att[] = {
+        {"edge", "baseline", SW_ATTEMPT_FAILED, 0, "connect", -1},
+        {"cloud", "fallback", SW_ATTEMPT_OK, 200, NULL, 300},
+    };
+    const struct sw_declog_pii pii[] = {{"email", 2}};
+    struct sw_declog_entry served = {
+        .request_id = "a", .model = "chat", .decision = SW_DECLOG_SERVED, .status = 200,
+        .backend = "cloud", .tier = "cloud", .reason = "fallback", .attempts = att,
+        .n_attempts = 2, .ttft_ms = 350, .duration_ms = 1200, .tokens_in = 100,
+        .tokens_out = 20, .cost_usd = 0.5, .pii = pii, .n_pii = 1,
+        .pii_outcome = "masked_cloud",
+    };
+    sw_obs_account(m, &spill, &served, true, 10);
+    served.backend = "edge";
+    served.tier = "local";
+    served.reason = "baseline";
+    served.n_attempts = 0;
+    served.cost_usd = 0;
+    served.n_pii = 0;
+    served.tokens_out = -1;
+    sw_obs_account(m, &spill, &served, false, 11);
+    const struct sw_declog_attempt gone[] = {{"edge", "privacy", SW_ATTEMPT_CLIENT_GONE, 0,
+                                              "canceled", -1}};
+    const struct sw_declog_entry rejected = {
+        .request_id = "b", .model = "chat", .decision = SW_DECLOG_REJECTED, .status = 503,
+        .code = "local_queue_full", .attempts = gone, .n_attempts = 1, .ttft_ms = -1,
+        .tokens_in = -1, .tokens_out = -1,
+    };
+    sw_obs_account(m, &spill, &rejected, false, 12);
+
+    assert_true(V(m, SW_M_REQUESTS, "chat", "cloud", "cloud", "fallback") == 1);
+    assert_true(V(m, SW_M_REQUESTS, "chat", "edge", "local", "baseline") == 1);
+    assert_true(V(m, SW_M_TOKENS, "cloud", "in") == 100);
+    assert_true(V(m, SW_M_TOKENS, "cloud", "out") == 20);
+    assert_true(V(m, SW_M_TOKENS, "edge", "in") == 100);
+    assert_true(V(m, SW_M_TOKENS, "edge", "out") == 0);
+    assert_true(V(m, SW_M_CLOUD_COST, "cloud") == 0.5);
+    assert_true(V(m, SW_M_CLOUD_COST, "edge") == 0);
+    assert_true(V(m, SW_M_TTFT, "cloud") == 1);
+    assert_true(V(m, SW_M_DURATION, "edge") == 1);
+    assert_true(V(m, SW_M_SPILLED, "chat") == 1);
+    assert_true(V(m, SW_M_ERRORS, "connect") == 1);
+    assert_true(V(m, SW_M_ERRORS, "client_gone") == 1);
+    assert_true(V(m, SW_M_REJECTIONS, "local_queue_full") == 1);
+    assert_true(V(m, SW_M_PII, "email", "masked_cloud") == 2);
+    /* Rejections do not count in the spill ratio: 1 of 2 served spilled. */
+    assert_true(sw_spill_ratio(&spill, 12) == 0.5);
+    sw_metrics_free(m);
+}
+
+static void test_gauges(void **state)
+{
+    (void)state;
+    const struct sw_obs_backend b[] = {
+        {"edge", true, "up", 0, 2, 3, 1500, 0.5, 40, -1, INFINITY},
+        {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 58, 90000},
+    };
+    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 0.75, true, 3};
+    struct sw_buf out;
+    sw_buf_init(&out, 1 << 16);
+    assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
+    /* Samples only (HELP texts are in the code and docs). */
+    static const char *const expect[] = {
+        "# TYPE spillway_local_queue_depth gauge",
+        "spillway_local_queue_depth{backend=\"edge\"} 3",
+        "spillway_local_in_flight{backend=\"edge\"} 2",
+        "spillway_local_estimated_wait_seconds{backend=\"edge\"} 1.5",
+        "spillway_learned_prefill_seconds_per_token{backend=\"edge\"} 0.0005",
+        "spillway_learned_decode_tokens_per_second{backend=\"edge\"} 40",
+        "spillway_breaker_state{backend=\"edge\"} 0",
+        "spillway_breaker_state{backend=\"cloud\"} 2",
+        "spillway_backend_up{backend=\"edge\",health=\"up\"} 1",
+        "spillway_backend_up{backend=\"cloud\",health=\"down\"} 0",
+        "spillway_bucket_requests_available{backend=\"cloud\"} 58",
+        "spillway_bucket_tokens_available{backend=\"cloud\"} 90000",
+        "spillway_cloud_spend_usd 1.25",
+        "spillway_cloud_spend_cap_usd 10",
+        "spillway_spill_ratio 0.75",
+        "spillway_emergency 1",
+        "# TYPE spillway_decision_log_write_errors_total counter",
+        "spillway_decision_log_write_errors_total 3",
+    };
+    const char *p = out.ptr;
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+        const char *q = strstr(p, expect[i]);
+        if (!q)
+            fail_msg("missing or out of order: %s\n%s", expect[i], out.ptr);
+        p = q;
+    }
+    assert_null(strstr(out.ptr, "spillway_local_queue_depth{backend=\"cloud\"}"));
+    assert_null(strstr(out.ptr, "bucket_requests_available{backend=\"edge\"}"));
+    sw_buf_free(&out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_account),
+        cmocka_unit_test(test_gauges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
