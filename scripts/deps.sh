@@ -27,6 +27,7 @@ if [ "$what" = test ]; then
   bin curl curl
   bin bc bc
   bin openssl openssl
+  bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
