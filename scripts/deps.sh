@@ -19,6 +19,7 @@ pc libevent libevent-dev
 pc libcurl libcurl4-openssl-dev
 pc jansson libjansson-dev
 pc yaml-0.1 libyaml-dev
+pc libhs libvectorscan-dev
 if [ "$what" = test ]; then
   pc cmocka libcmocka-dev
   bin node nodejs
