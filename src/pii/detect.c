@@ -1,0 +1,980 @@
+/* Detection: one vectorscan database (SOM leftmost) finds candidates, a C
+ * refiner per pattern kind fixes the span and validates it, overlapping
+ * results are merged. See pii.h and docs/internals/pii.md. */
+#include "pii/pii.h"
+
+#include <hs/hs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "pii/detect.h"
+#include "pii/validate.h"
+
+/* ---- Patterns ---- */
+
+enum kind {
+    K_EMAIL, K_PHONE_INTL, K_PHONE_NL, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
+    K_SSN, K_IPV4, K_IPV6, K_TOKEN, K_FIXED, K_BEARER, K_JWT,
+    K_PRIVKEY, K_URLCRED, K_CUSTOM
+};
+
+struct pattern {
+    int type;
+    int kind;
+    int classes;                /* K_TOKEN/K_BEARER: char classes the body needs (digit, upper, lower) */
+    int prefix;                 /* K_TOKEN/K_BEARER: bytes of the literal prefix (not the body) */
+    unsigned flags;             /* extra hs flags */
+    const char *re;
+};
+
+static const struct pattern builtin[] = {
+    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0,
+     "@[A-Za-z0-9\\-]+(?:\\.[A-Za-z0-9\\-]+)*\\.[A-Za-z]{2,}"},
+    {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]"},
+    {SW_PII_PHONE, K_PHONE_NL, 0, 0, 0,
+     "\\(?0[1-9][0-9]{0,3}\\)?[ \\-]?[0-9][0-9 \\-]{4,10}[0-9]"},
+    {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
+     "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
+    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"},
+    {SW_PII_CARD, K_CARD, 0, 0, 0,
+     "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}"},
+    /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
+    {SW_PII_BSN, K_NINE, 0, 0, 0,
+     "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}"},
+    {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}"},
+    /* IP addresses: short triggers; the candidate is the surrounding run of
+     * [0-9.] or [0-9A-Fa-f:.], found by a bounded scan both ways (expand()) */
+    {SW_PII_IPV4, K_IPV4, 0, 0, 0, "[0-9]\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]"},
+    {SW_PII_IPV6, K_IPV6, 0, 0, 0, "::[0-9A-Fa-f]|[0-9A-Fa-f]::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:"},
+    /* secrets */
+    {SW_PII_SECRET, K_TOKEN, 3, 3, 0,
+     "sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|oat)[0-9]{2}-)?[A-Za-z0-9_\\-]{20,}"},
+    {SW_PII_SECRET, K_TOKEN, 2, 8, 0, "(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"},
+    {SW_PII_SECRET, K_FIXED, 0, 0, 0, "(?:AKIA|ASIA)[0-9A-Z]{16}"},
+    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "gh[pousr]_[A-Za-z0-9]{30,}"},
+    {SW_PII_SECRET, K_TOKEN, 2, 11, 0, "github_pat_[A-Za-z0-9_]{22,}"},
+    {SW_PII_SECRET, K_TOKEN, 2, 5, 0, "xox[abposr]-[A-Za-z0-9\\-]{10,}"},
+    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "AIza[0-9A-Za-z_\\-]{35}"},
+    {SW_PII_SECRET, K_TOKEN, 2, 6, 0, "glpat-[0-9A-Za-z_\\-]{20,}"},
+    {SW_PII_SECRET, K_TOKEN, 2, 3, 0, "hf_[A-Za-z0-9]{30,}"},
+    {SW_PII_SECRET, K_BEARER, 2, 0, 0, "[Bb]earer +[A-Za-z0-9._~+/\\-]{16,}=*"},
+    {SW_PII_SECRET, K_JWT, 0, 0, 0,
+     "eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"},
+    {SW_PII_SECRET, K_PRIVKEY, 0, 0, 0, "-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----"},
+    {SW_PII_SECRET, K_URLCRED, 0, 0, 0,
+     "[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s:@/]+:[^\\s@/]+@"},
+};
+#define N_BUILTIN (sizeof builtin / sizeof builtin[0])
+
+static const char *const builtin_names[SW_PII_CUSTOM_BASE] = {
+    "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret",
+};
+
+enum validator { V_NONE, V_LUHN, V_MOD97, V_ELFPROEF };
+
+#define SCRATCH_POOL 16
+
+struct sw_pii_engine {
+    hs_database_t *db;
+    size_t n_pat;
+    struct pattern *pat;        /* n_pat: builtin then one per custom type */
+    int n_types;
+    char names[SW_PII_MAX_TYPES][SW_PII_MAX_NAME + 1];
+    char tags[SW_PII_MAX_TYPES][SW_PII_MAX_TAG + 1];      /* upper case, '-' '.' as '_' */
+    int validator[SW_PII_MAX_TYPES];
+    int prio[SW_PII_MAX_TYPES];         /* lower wins when spans merge */
+    pthread_mutex_t lock;
+    hs_scratch_t *proto;                /* template for clones */
+    hs_scratch_t *pool[SCRATCH_POOL];
+    int n_pool;
+};
+
+/* ---- Engine ---- */
+
+static int set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+    if (err && errlen)
+        snprintf(err, errlen, fmt, a, b);
+    return SW_EINVAL;
+}
+
+/* The config's name rule (1-64 of A-Z a-z 0-9 _ . -). */
+static bool name_ok(const char *n)
+{
+    size_t l = n ? strlen(n) : 0;
+    if (l == 0 || l > SW_PII_MAX_NAME)
+        return false;
+    for (size_t i = 0; i < l; i++)
+        if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') ||
+              (n[i] >= '0' && n[i] <= '9') || n[i] == '_' || n[i] == '-' || n[i] == '.'))
+            return false;
+    return true;
+}
+
+int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
+                      struct sw_pii_engine **out, char *err, size_t errlen)
+{
+    static const int prio_builtin[SW_PII_CUSTOM_BASE] = {
+        [SW_PII_SECRET] = 0, [SW_PII_IBAN] = 2, [SW_PII_CARD] = 3, [SW_PII_EMAIL] = 4,
+        [SW_PII_IPV6] = 5, [SW_PII_IPV4] = 6, [SW_PII_SSN] = 7, [SW_PII_BSN] = 8,
+        [SW_PII_PHONE] = 9,
+    };
+    struct sw_pii_engine *e = NULL;
+    const char **res = NULL;
+    unsigned *flags = NULL, *ids = NULL;
+    hs_compile_error_t *cerr = NULL;
+    int rc = SW_ENOMEM;
+
+    *out = NULL;
+    if (err && errlen)
+        err[0] = '\0';
+    if (n_custom > SW_PII_MAX_CUSTOM) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", SW_PII_MAX_CUSTOM);
+        return set_err(err, errlen, "pii: too many custom types (at most %s)%s", n, "");
+    }
+    e = calloc(1, sizeof *e);
+    if (!e)
+        return SW_ENOMEM;
+    pthread_mutex_init(&e->lock, NULL);
+    e->n_pat = N_BUILTIN + n_custom;
+    e->pat = calloc(e->n_pat, sizeof *e->pat);
+    res = calloc(e->n_pat, sizeof *res);
+    flags = calloc(e->n_pat, sizeof *flags);
+    ids = calloc(e->n_pat, sizeof *ids);
+    if (!e->pat || !res || !flags || !ids)
+        goto fail;
+    e->n_types = SW_PII_CUSTOM_BASE + (int)n_custom;
+    for (int t = 0; t < SW_PII_CUSTOM_BASE; t++) {
+        snprintf(e->names[t], sizeof e->names[t], "%s", builtin_names[t]);
+        e->prio[t] = prio_builtin[t];
+    }
+    memcpy(e->pat, builtin, sizeof builtin);
+    for (size_t i = 0; i < n_custom; i++) {
+        const struct sw_pii_custom *c = &custom[i];
+        int t = SW_PII_CUSTOM_BASE + (int)i;
+        if (!name_ok(c->name)) {
+            rc = set_err(err, errlen, "pii: custom type name \"%s\": want 1-64 characters from A-Z a-z 0-9 _ . -%s",
+                         c->name ? c->name : "", "");
+            goto fail;
+        }
+        for (int u = 0; u < t; u++)
+            if (!strcmp(e->names[u], c->name)) {
+                rc = set_err(err, errlen, "pii: custom type \"%s\" is defined twice or is built in%s",
+                             c->name, "");
+                goto fail;
+            }
+        if (!c->regex || !c->regex[0]) {
+            rc = set_err(err, errlen, "pii: custom type \"%s\": regex is missing%s", c->name, "");
+            goto fail;
+        }
+        if (!c->validator || !strcmp(c->validator, "none"))
+            e->validator[t] = V_NONE;
+        else if (!strcmp(c->validator, "luhn"))
+            e->validator[t] = V_LUHN;
+        else if (!strcmp(c->validator, "mod97"))
+            e->validator[t] = V_MOD97;
+        else if (!strcmp(c->validator, "elfproef"))
+            e->validator[t] = V_ELFPROEF;
+        else {
+            rc = set_err(err, errlen,
+                         "pii: custom type \"%s\": validator \"%s\" is not one of none, luhn, mod97, elfproef",
+                         c->name, c->validator);
+            goto fail;
+        }
+        snprintf(e->names[t], sizeof e->names[t], "%s", c->name);
+        e->prio[t] = 1;
+        e->pat[N_BUILTIN + i] = (struct pattern){t, K_CUSTOM, 0, 0, 0, c->regex};
+    }
+    /* Tags are cut to SW_PII_MAX_TAG; two types with the same cut tag still get
+     * distinct placeholders (the map skips a number already issued). */
+    for (int t = 0; t < e->n_types; t++) {
+        size_t k = 0;
+        for (; k < SW_PII_MAX_TAG && e->names[t][k]; k++) {
+            char ch = e->names[t][k];
+            e->tags[t][k] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 'a' + 'A')
+                            : (ch == '-' || ch == '.') ? '_' : ch;
+        }
+        e->tags[t][k] = '\0';
+    }
+    for (size_t i = 0; i < e->n_pat; i++) {
+        res[i] = e->pat[i].re;
+        flags[i] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+        ids[i] = (unsigned)i;
+    }
+    if (hs_compile_multi(res, flags, ids, (unsigned)e->n_pat, HS_MODE_BLOCK, NULL, &e->db,
+                         &cerr) != HS_SUCCESS) {
+        int bad = cerr ? cerr->expression : -1;
+        if (bad >= (int)N_BUILTIN)
+            rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
+                         e->names[e->pat[bad].type], cerr->message);
+        else
+            rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+                         cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        goto fail;
+    }
+    if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS)
+        goto fail;
+    /* The engine keeps custom patterns' regex strings only during compile. */
+    for (size_t i = N_BUILTIN; i < e->n_pat; i++)
+        e->pat[i].re = NULL;
+    free(res);
+    free(flags);
+    free(ids);
+    *out = e;
+    return SW_OK;
+fail:
+    free(res);
+    free(flags);
+    free(ids);
+    sw_pii_engine_free(e);
+    return rc;
+}
+
+void sw_pii_engine_free(struct sw_pii_engine *e)
+{
+    if (!e)
+        return;
+    for (int i = 0; i < e->n_pool; i++)
+        hs_free_scratch(e->pool[i]);
+    hs_free_scratch(e->proto);
+    hs_free_database(e->db);
+    pthread_mutex_destroy(&e->lock);
+    free(e->pat);
+    free(e);
+}
+
+int sw_pii_type_count(const struct sw_pii_engine *e)
+{
+    return e ? e->n_types : SW_PII_CUSTOM_BASE;
+}
+
+const char *sw_pii_type_name(const struct sw_pii_engine *e, int type)
+{
+    if (type >= 0 && type < SW_PII_CUSTOM_BASE)
+        return builtin_names[type];
+    if (e && type >= 0 && type < e->n_types)
+        return e->names[type];
+    return "unknown";
+}
+
+const char *sw_pii_builtin_regex(size_t i, int *caseless)
+{
+    if (i >= N_BUILTIN)
+        return NULL;
+    *caseless = (builtin[i].flags & HS_FLAG_CASELESS) != 0;
+    return builtin[i].re;
+}
+
+const char *sw_pii_type_tag(const struct sw_pii_engine *e, int type)
+{
+    if (e && type >= 0 && type < e->n_types)
+        return e->tags[type];
+    return "PII";
+}
+
+static hs_scratch_t *scratch_get(struct sw_pii_engine *e)
+{
+    hs_scratch_t *s = NULL;
+    pthread_mutex_lock(&e->lock);
+    if (e->n_pool > 0)
+        s = e->pool[--e->n_pool];
+    pthread_mutex_unlock(&e->lock);
+    if (!s && hs_clone_scratch(e->proto, &s) != HS_SUCCESS)
+        return NULL;
+    return s;
+}
+
+static void scratch_put(struct sw_pii_engine *e, hs_scratch_t *s)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->n_pool < SCRATCH_POOL) {
+        e->pool[e->n_pool++] = s;
+        s = NULL;
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (s)
+        hs_free_scratch(s);
+}
+
+/* ---- Character helpers ---- */
+
+static inline bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static inline bool is_alpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+static inline bool is_alnum(unsigned char c) { return is_digit(c) || is_alpha(c); }
+static inline bool is_hex(unsigned char c)
+{
+    return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+struct scan {
+    const struct sw_pii_engine *e;
+    const unsigned char *t;
+    size_t len;
+    struct cand { unsigned id; size_t s, e; } *c;
+    size_t n, cap;
+    size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
+    bool full;
+    struct sw_pii_span *sp;
+    size_t nsp, capsp;
+};
+
+static inline int at(const struct scan *sc, size_t i)
+{
+    return i < sc->len ? sc->t[i] : -1;
+}
+static inline int before(const struct scan *sc, size_t s, size_t k)
+{
+    return s >= k ? sc->t[s - k] : -1;
+}
+
+/* A number-like entity must not continue a longer number on its left:
+ * "1234-555-0132" is not a phone from "234". */
+static bool left_num_ok(const struct scan *sc, size_t s)
+{
+    int p = before(sc, s, 1);
+    if (p < 0)
+        return true;
+    if (is_alnum((unsigned char)p) || p == '_')
+        return false;
+    if ((p == '-' || p == '.' || p == '/' || p == '+' || p == ',') && before(sc, s, 2) >= 0 &&
+        is_digit((unsigned char)before(sc, s, 2)))
+        return false;
+    return true;
+}
+
+/* ... nor on its right: "06-12345678.5" or "123456782x". */
+static bool right_num_ok(const struct scan *sc, size_t e)
+{
+    int n = at(sc, e);
+    if (n < 0)
+        return true;
+    if (is_alnum((unsigned char)n) || n == '_')
+        return false;
+    if ((n == '.' || n == ',' || n == '-' || n == '/') && at(sc, e + 1) >= 0 &&
+        is_digit((unsigned char)at(sc, e + 1)))
+        return false;
+    return true;
+}
+
+/* Case-insensitive: does one of words occur in the window of `back` bytes
+ * before s? */
+static bool context_before(const struct scan *sc, size_t s, size_t back, const char *const *words)
+{
+    size_t from = s > back ? s - back : 0;
+    char w[128];
+    size_t n = s - from;
+    if (n > sizeof w - 1)
+        n = sizeof w - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = sc->t[s - n + i];
+        w[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
+    }
+    w[n] = '\0';
+    for (; *words; words++)
+        if (memmem(w, n, *words, strlen(*words)))
+            return true;
+    return false;
+}
+
+/* Version-string context right before an IPv4-looking number:
+ * "v1.2.3.4", "version 1.2.3.4", "firmware: 1.2.3.4". */
+static bool version_context(const struct scan *sc, size_t s)
+{
+    static const char *const words[] = {"version", "versie", "ver", "release", "firmware",
+                                        "build", "rev", "v", NULL};
+    size_t i = s;
+    while (i > 0 && s - i < 4 && (sc->t[i - 1] == ' ' || sc->t[i - 1] == ':' ||
+                                  sc->t[i - 1] == '=' || sc->t[i - 1] == '.'))
+        i--;
+    for (const char *const *w = words; *w; w++) {
+        size_t l = strlen(*w);
+        if (i < l)
+            continue;
+        bool eq = true;
+        for (size_t k = 0; k < l && eq; k++) {
+            unsigned char ch = sc->t[i - l + k];
+            eq = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch) == (*w)[k];
+        }
+        if (eq && (i == l || !is_alpha(sc->t[i - l - 1])))
+            return true;
+    }
+    return false;
+}
+
+/* ---- Refiners: candidate [s, e) -> exact span, or nothing ---- */
+
+static inline bool is_local(unsigned char c)
+{
+    return is_alnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-';
+}
+
+/* The pattern starts at '@' (a literal makes the scan fast); the local part
+ * is found by a bounded backward scan (RFC 5321: at most 64 bytes). */
+static bool r_email(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t a = *ps, e = *pe, s = a;
+    while (s > 0 && a - s < 64 && is_local(sc->t[s - 1]))
+        s--;
+    if (s > 0 && is_local(sc->t[s - 1]))
+        return false;       /* local part longer than 64 */
+    while (s < a && (sc->t[s] == '.' || sc->t[s] == '-'))
+        s++;
+    if (s == a || sc->t[a - 1] == '.' || e - s > 254)
+        return false;
+    bool alnum = false;     /* "%@example.com" in a SQL LIKE is not an address */
+    for (size_t i = s; i < a && !alnum; i++)
+        alnum = is_alnum(sc->t[i]);
+    if (!alnum)
+        return false;
+    for (size_t i = s + 1; i < a; i++)
+        if (sc->t[i] == '.' && sc->t[i - 1] == '.')
+            return false;
+    /* domain labels: not empty, not starting or ending with '-' */
+    size_t ls = a + 1;
+    for (size_t i = a + 1; i <= e; i++)
+        if (i == e || sc->t[i] == '.') {
+            if (i == ls || sc->t[ls] == '-' || sc->t[i - 1] == '-')
+                return false;
+            ls = i + 1;
+        }
+    *ps = s;
+    return true;
+}
+
+/* Walks a phone-like run from s: digit groups separated by single ' ', '-',
+ * '.', '/' or parenthesized groups; returns, for the longest prefix within
+ * [s, e) whose digit count satisfies ok_count and whose right side is a
+ * boundary, its end. (0) as in "+31 (0)6" is skipped in the count. */
+static bool phone_walk(const struct scan *sc, size_t s, size_t e, int min_d, int max_d,
+                       size_t *pend)
+{
+    int digits = 0, best = -1;
+    size_t best_end = 0, i = s;
+    bool paren = false;
+    while (i < e) {
+        unsigned char ch = sc->t[i];
+        if (is_digit(ch)) {
+            size_t g = i;
+            while (i < e && is_digit(sc->t[i]))
+                i++;
+            int nd = (int)(i - g);
+            if (paren && nd == 1 && sc->t[g] == '0' && g > s && sc->t[g - 1] == '(')
+                nd = 0;     /* trunk prefix "(0)" */
+            digits += nd;
+            if (digits > max_d)
+                break;
+            if (!paren && digits >= min_d && right_num_ok(sc, i)) {
+                best = digits;
+                best_end = i;
+            }
+            continue;
+        }
+        if (ch == '(' && !paren) {
+            paren = true;
+            i++;
+            continue;
+        }
+        if (ch == ')' && paren) {
+            paren = false;
+            i++;
+            if (i < e && sc->t[i] == ' ')
+                i++;
+            continue;
+        }
+        if ((ch == ' ' || ch == '-' || ch == '.' || ch == '/') && i + 1 < e &&
+            (is_digit(sc->t[i + 1]) || sc->t[i + 1] == '(')) {
+            i++;
+            continue;
+        }
+        break;
+    }
+    if (best < 0)
+        return false;
+    *pend = best_end;
+    return true;
+}
+
+static bool r_phone(const struct scan *sc, int kind, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe, end;
+    if (!left_num_ok(sc, s))
+        return false;
+    switch (kind) {
+    case K_PHONE_INTL:
+        if (!phone_walk(sc, s + 1, e, 8, 15, &end))
+            return false;
+        break;
+    case K_PHONE_NL: {
+        if (before(sc, s, 1) == '+')
+            return false;
+        if (!phone_walk(sc, s, e, 10, 10, &end))
+            return false;
+        /* 10 digits starting 0, not 00 (international prefix) */
+        size_t i = s;
+        while (!is_digit(sc->t[i]))
+            i++;
+        if (sc->t[i] != '0' || sc->t[i + 1] == '0')
+            return false;
+        /* a bare 10-digit run must be 06 (mobile) or a 0[1-5789]x area code: fine;
+         * a bare run starting 08/09 (service/info numbers) is too often an id */
+        break;
+    }
+    default: /* K_PHONE_US */
+        if (!phone_walk(sc, s, e, 10, 11, &end))
+            return false;
+        break;
+    }
+    *pe = end;
+    return true;
+}
+
+static bool r_iban(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    char c0 = (char)(sc->t[s] & ~0x20), c1 = (char)(sc->t[s + 1] & ~0x20);
+    int want = sw_pii_iban_len(c0, c1), n = 0;
+    if (!want || (s > 0 && is_alnum(sc->t[s - 1])))
+        return false;
+    size_t i = s;
+    while (i < e && n < want) {
+        if (sc->t[i] == ' ') {
+            if (i + 1 >= e || !is_alnum(sc->t[i + 1]))
+                break;
+            i++;
+            continue;
+        }
+        n++;
+        i++;
+    }
+    if (n != want || (i < sc->len && is_alnum(sc->t[i])))
+        return false;
+    if (!sw_pii_mod97((const char *)sc->t + s, i - s))
+        return false;
+    *pe = i;
+    return true;
+}
+
+static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    if (!left_num_ok(sc, s) || sc->t[s] < '2' || sc->t[s] > '6')
+        return false;
+    /* candidate ends: after each digit group, longest first */
+    size_t ends[8];
+    int n = 0, digits = 0, nd[8];
+    for (size_t i = s; i < e;) {
+        while (i < e && is_digit(sc->t[i])) {
+            i++;
+            digits++;
+        }
+        if (n < 8) {
+            ends[n] = i;
+            nd[n++] = digits;
+        }
+        if (i < e)
+            i++;        /* separator */
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        if (nd[k] < 13 || nd[k] > 19)
+            continue;
+        int nx = at(sc, ends[k]);
+        if (nx >= 0 && (is_alnum((unsigned char)nx) || nx == '_'))
+            continue;
+        if (k == 0 && nx >= 0 && (nx == '.' || nx == ',') && is_digit((unsigned char)at(sc, ends[k] + 1)))
+            continue;
+        if (!sw_pii_luhn((const char *)sc->t + s, ends[k] - s))
+            continue;
+        /* all one digit passes Luhn for some lengths: not a card */
+        bool same = true;
+        for (size_t i = s; i < ends[k] && same; i++)
+            same = !is_digit(sc->t[i]) || sc->t[i] == sc->t[s];
+        if (same)
+            continue;
+        *pe = ends[k];
+        return true;
+    }
+    return false;
+}
+
+static const char *const bsn_words[] = {"bsn", "burgerservice", "sofinummer", "sofi-nummer",
+                                        "sofi nummer", "citizen service", "persoonsnummer", NULL};
+static const char *const ssn_words[] = {"ssn", "social security", "social-security", NULL};
+
+/* Nine digits (plain, "1234.56.782" or "123 45 6789"): a BSN when it passes
+ * the 11-proef and is dotted or follows a BSN word; else an SSN when it
+ * passes the SSN rules and follows an SSN word; else nothing. */
+static bool r_nine(const struct scan *sc, size_t *ps, size_t *pe, int *type)
+{
+    size_t s = *ps, e = *pe;
+    if (!left_num_ok(sc, s) || !right_num_ok(sc, e))
+        return false;
+    bool dotted = e - s == 11 && sc->t[s + 4] == '.';
+    bool spaced = e - s == 11 && sc->t[s + 3] == ' ';
+    if (!spaced && sw_pii_elfproef((const char *)sc->t + s, e - s) &&
+        (dotted || context_before(sc, s, 48, bsn_words))) {
+        *type = SW_PII_BSN;
+        return true;
+    }
+    if (!dotted && sw_pii_ssn_ok((const char *)sc->t + s, e - s) &&
+        context_before(sc, s, 48, ssn_words)) {
+        *type = SW_PII_SSN;
+        return true;
+    }
+    return false;
+}
+
+static bool r_ssn(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    if (!left_num_ok(sc, s) || !right_num_ok(sc, e))
+        return false;
+    return sw_pii_ssn_ok((const char *)sc->t + s, e - s);
+}
+
+static bool r_ipv4(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    int p = before(sc, s, 1);
+    if (p >= 0 && (is_alnum((unsigned char)p) || p == '.' || p == '_'))
+        return false;
+    if (p == '/' && before(sc, s, 2) >= 0 && is_alnum((unsigned char)before(sc, s, 2)))
+        return false;       /* "Chrome/1.2.3.4" */
+    int n = at(sc, e);
+    if (n >= 0 && (is_alnum((unsigned char)n) || n == '_'))
+        return false;
+    if ((n == '.' || n == '-') && at(sc, e + 1) >= 0 && is_digit((unsigned char)at(sc, e + 1)))
+        return false;
+    if (!sw_pii_ipv4_ok((const char *)sc->t + s, e - s))
+        return false;
+    /* loopback, "this host" and netmasks/broadcast are not anyone's address */
+    if (!memcmp(sc->t + s, "127.", 4) || !memcmp(sc->t + s, "0.", 2) ||
+        !memcmp(sc->t + s, "255.", 4))
+        return false;
+    return !version_context(sc, s);
+}
+
+static bool r_ipv6(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    int p = before(sc, s, 1);
+    if (p >= 0 && (is_alnum((unsigned char)p) || p == '_'))
+        return false;
+    for (int tries = 0; tries < 10 && e > s + 2; tries++) {
+        while (e > s && sc->t[e - 1] == '.')
+            e--;
+        int n = at(sc, e);
+        bool right = n < 0 || !(is_alnum((unsigned char)n) || n == '_');
+        if (right && sw_pii_ipv6_ok((const char *)sc->t + s, e - s)) {
+            int groups = 0;
+            bool digit = false;
+            for (size_t i = s; i < e; i++) {
+                if (is_hex(sc->t[i]) && (i == s || !is_hex(sc->t[i - 1])))
+                    groups++;
+                digit |= is_digit(sc->t[i]);
+            }
+            if (groups >= 2 && digit) {
+                *pe = e;
+                return true;
+            }
+            return false;
+        }
+        /* back off to the previous ':' or '.' */
+        size_t k = e - 1;
+        while (k > s && sc->t[k] != ':' && sc->t[k] != '.')
+            k--;
+        if (k <= s)
+            return false;
+        if (sc->t[k] == ':' && k > s && sc->t[k - 1] == ':')
+            e = k + 1;      /* keep "::" */
+        else
+            e = k;
+        if (e == *pe)
+            return false;
+    }
+    return false;
+}
+
+static bool random_enough(const unsigned char *b, size_t n, int classes)
+{
+    bool d = false, u = false, l = false;
+    for (size_t i = 0; i < n; i++) {
+        d |= is_digit(b[i]);
+        u |= b[i] >= 'A' && b[i] <= 'Z';
+        l |= b[i] >= 'a' && b[i] <= 'z';
+    }
+    if (classes >= 3)
+        return d && u && l;
+    return d && (u || l);
+}
+
+static bool r_secret(const struct scan *sc, const struct pattern *p, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    switch (p->kind) {
+    case K_TOKEN:
+    case K_FIXED:
+    case K_JWT: {
+        int b = before(sc, s, 1);
+        if (b >= 0 && (is_alnum((unsigned char)b) || b == '_' || b == '-'))
+            return false;
+        int n = at(sc, e);
+        if (n >= 0 && (is_alnum((unsigned char)n) || n == '_'))
+            return false;
+        if (p->kind == K_TOKEN) {
+            size_t body = (size_t)p->prefix;
+            /* the sk-ant/sk-proj forms have a longer literal prefix; the body
+             * is what follows the last '-' of the prefix area */
+            if (!random_enough(sc->t + s + body, e - s - body, p->classes))
+                return false;
+        }
+        return true;
+    }
+    case K_BEARER: {
+        size_t i = s + 6;
+        while (i < e && sc->t[i] == ' ')
+            i++;
+        int b = before(sc, s, 1);
+        if (b >= 0 && is_alnum((unsigned char)b))
+            return false;
+        if (!random_enough(sc->t + i, e - i, 2))
+            return false;
+        *ps = i;
+        return true;
+    }
+    case K_PRIVKEY: {
+        /* to the END line, or to the end of the text when it is cut short */
+        size_t lim = sc->len;
+        const unsigned char *end = memmem(sc->t + e, lim - e, "-----END ", 9);
+        if (end) {
+            size_t j = (size_t)(end - sc->t) + 9;
+            const unsigned char *dash = memmem(sc->t + j, lim - j, "-----", 5);
+            *pe = dash ? (size_t)(dash - sc->t) + 5 : lim;
+        } else {
+            *pe = lim;
+        }
+        return true;
+    }
+    case K_URLCRED: {
+        const unsigned char *sep = memmem(sc->t + s, e - s, "://", 3);
+        if (!sep)
+            return false;
+        *ps = (size_t)(sep - sc->t) + 3;
+        *pe = e - 1;            /* before '@' */
+        return *pe > *ps;
+    }
+    }
+    return false;
+}
+
+static bool r_custom(const struct scan *sc, int type, size_t *ps, size_t *pe)
+{
+    const char *b = (const char *)sc->t + *ps;
+    size_t n = *pe - *ps;
+    switch (sc->e->validator[type]) {
+    case V_LUHN:
+        return sw_pii_luhn(b, n);
+    case V_MOD97:
+        return sw_pii_mod97(b, n);
+    case V_ELFPROEF:
+        return sw_pii_elfproef(b, n);
+    default:
+        return n > 0;
+    }
+}
+
+static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, size_t *e, int *type)
+{
+    *type = p->type;
+    switch (p->kind) {
+    case K_EMAIL: return r_email(sc, s, e);
+    case K_PHONE_INTL:
+    case K_PHONE_NL:
+    case K_PHONE_US: return r_phone(sc, p->kind, s, e);
+    case K_IBAN: return r_iban(sc, s, e);
+    case K_CARD: return r_card(sc, s, e);
+    case K_NINE: return r_nine(sc, s, e, type);
+    case K_SSN: return r_ssn(sc, s, e);
+    case K_IPV4: return r_ipv4(sc, s, e);
+    case K_IPV6: return r_ipv6(sc, s, e);
+    case K_CUSTOM: return r_custom(sc, p->type, s, e);
+    default: return r_secret(sc, p, s, e);
+    }
+}
+
+/* ---- Scan ---- */
+
+/* Cheap left-boundary test run in the match callback so a long run of digits
+ * (each end reports its own leftmost start) does not flood the candidates. */
+static bool early_ok(const struct scan *sc, int kind, size_t s)
+{
+    switch (kind) {
+    case K_CARD: case K_NINE: case K_SSN: case K_PHONE_NL: case K_PHONE_US:
+        return left_num_ok(sc, s);
+    case K_IPV4:
+    case K_IPV6: {
+        int p = before(sc, s, 1);
+        return p < 0 || !(is_alnum((unsigned char)p) || p == '_');
+    }
+    default:
+        return true;
+    }
+}
+
+/* The run of address characters around a trigger match, at most 48 bytes
+ * each way (an IPv6 text form is at most 45). */
+static void expand(const struct scan *sc, bool v6, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe, lim = 48;
+    if (v6) {
+        while (s > 0 && *ps - s < lim && (is_hex(sc->t[s - 1]) || sc->t[s - 1] == ':' || sc->t[s - 1] == '.'))
+            s--;
+        while (e < sc->len && e - s < 2 * lim && (is_hex(sc->t[e]) || sc->t[e] == ':' || sc->t[e] == '.'))
+            e++;
+        /* "ip:2001:db8::1": a single leading ':' belongs to the text */
+        if (e - s > 2 && sc->t[s] == ':' && sc->t[s + 1] != ':')
+            s++;
+    } else {
+        while (s > 0 && *ps - s < lim && (is_digit(sc->t[s - 1]) || sc->t[s - 1] == '.'))
+            s--;
+        while (e < sc->len && e - s < 2 * lim && (is_digit(sc->t[e]) || sc->t[e] == '.'))
+            e++;
+    }
+    /* a sentence may end right after an address */
+    while (e > s && sc->t[e - 1] == '.')
+        e--;
+    *ps = s;
+    *pe = e;
+}
+
+static int on_match(unsigned int id, unsigned long long from, unsigned long long to,
+                    unsigned int flags, void *ctx)
+{
+    struct scan *sc = ctx;
+    (void)flags;
+    const struct pattern *p = &sc->e->pat[id];
+    size_t s = (size_t)from, e = (size_t)to;
+    size_t li = sc->last[id];
+    if (p->kind == K_IPV4 || p->kind == K_IPV6)
+        expand(sc, p->kind == K_IPV6, &s, &e);
+    if (li && sc->c[li - 1].s == s) {
+        if (e > sc->c[li - 1].e)
+            sc->c[li - 1].e = e;    /* keep the longest */
+        return 0;
+    }
+    if (!early_ok(sc, p->kind, s))
+        return 0;
+    if (sc->n == sc->cap) {
+        if (sc->cap >= SW_PII_MAX_CANDIDATES) {
+            sc->full = true;
+            return 1;
+        }
+        size_t nc = sc->cap ? sc->cap * 2 : 64;
+        struct cand *c = realloc(sc->c, nc * sizeof *c);
+        if (!c) {
+            sc->full = false;
+            sc->cap = 0;        /* marks ENOMEM */
+            return 1;
+        }
+        sc->c = c;
+        sc->cap = nc;
+    }
+    sc->c[sc->n] = (struct cand){id, s, e};
+    sc->last[id] = ++sc->n;
+    return 0;
+}
+
+static int add_span(struct scan *sc, size_t s, size_t e, int type)
+{
+    if (sc->nsp == sc->capsp) {
+        size_t nc = sc->capsp ? sc->capsp * 2 : 32;
+        struct sw_pii_span *n = realloc(sc->sp, nc * sizeof *n);
+        if (!n)
+            return SW_ENOMEM;
+        sc->sp = n;
+        sc->capsp = nc;
+    }
+    sc->sp[sc->nsp++] = (struct sw_pii_span){s, e - s, type};
+    return SW_OK;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct sw_pii_span *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return x->type - y->type;
+}
+
+int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                     sw_pii_on_span on_span, void *ud)
+{
+    struct sw_pii_engine *me = (struct sw_pii_engine *)e;   /* scratch pool only */
+    struct scan sc = {.e = e, .t = (const unsigned char *)text, .len = len};
+    hs_scratch_t *scratch = NULL;
+    int rc = SW_OK;
+
+    if (len == 0)
+        return SW_OK;
+    if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
+        return SW_ETOOBIG;
+    sc.last = calloc(e->n_pat, sizeof *sc.last);
+    scratch = scratch_get(me);
+    if (!sc.last || !scratch) {
+        rc = SW_ENOMEM;
+        goto done;
+    }
+    hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
+    if (hr == HS_SCAN_TERMINATED) {
+        rc = sc.full ? SW_ETOOBIG : SW_ENOMEM;
+        goto done;
+    }
+    if (hr != HS_SUCCESS) {
+        rc = hr == HS_NOMEM ? SW_ENOMEM : SW_EINVAL;
+        goto done;
+    }
+    for (size_t i = 0; i < sc.n; i++) {
+        const struct pattern *p = &e->pat[sc.c[i].id];
+        size_t s = sc.c[i].s, en = sc.c[i].e;
+        int type;
+        if (refine(&sc, p, &s, &en, &type) && en > s) {
+            rc = add_span(&sc, s, en, type);
+            if (rc)
+                goto done;
+        }
+    }
+    /* Merge overlaps: the union is kept, typed by the highest priority. */
+    if (sc.nsp > 1)
+        qsort(sc.sp, sc.nsp, sizeof *sc.sp, span_cmp);
+    for (size_t i = 0; i < sc.nsp;) {
+        struct sw_pii_span m = sc.sp[i];
+        size_t end = m.start + m.len;
+        size_t j = i + 1;
+        for (; j < sc.nsp && sc.sp[j].start < end; j++) {
+            size_t ej = sc.sp[j].start + sc.sp[j].len;
+            if (ej > end)
+                end = ej;
+            if (e->prio[sc.sp[j].type] < e->prio[m.type])
+                m.type = sc.sp[j].type;
+        }
+        m.len = end - m.start;
+        i = j;
+        rc = on_span(ud, &m);
+        if (rc)
+            goto done;
+    }
+done:
+    if (scratch)
+        scratch_put(me, scratch);
+    free(sc.last);
+    free(sc.c);
+    free(sc.sp);
+    return rc;
+}

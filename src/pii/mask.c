@@ -1,0 +1,474 @@
+/* Masking and unmasking of texts, and the walkers over the OpenAI request and
+ * response shapes. See pii.h. */
+#include "pii/mask.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "pii/detect.h"
+#include "pii/map.h"
+
+/* Largest JSON text re-encoded while masking one string (the body is bounded
+ * by the front long before this). */
+#define TEXT_MAX SW_PII_MAX_TEXT
+
+/* ---- Plain text ---- */
+
+struct mask_ctx {
+    const struct sw_pii_engine *e;
+    struct sw_pii_map *m;
+    const char *text;
+    size_t pos;                 /* copied up to here */
+    struct sw_buf *out;
+    struct sw_pii_counts *counts;
+    int json;                   /* text is JSON text (tool-call arguments) */
+    size_t jpos;                /* JSON string state known up to here */
+    int in_str;
+    struct sw_buf val;          /* decoded value */
+};
+
+/* Advances the in-string state of JSON text up to `to`. */
+static void json_state(struct mask_ctx *c, size_t to)
+{
+    for (size_t i = c->jpos; i < to; i++) {
+        char ch = c->text[i];
+        if (c->in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                c->in_str = 0;
+        } else if (ch == '"') {
+            c->in_str = 1;
+        }
+    }
+    if (to > c->jpos)
+        c->jpos = to;
+}
+
+static int hex4(const char *s, size_t n, unsigned *v)
+{
+    *v = 0;
+    if (n < 4)
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        char ch = s[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'f' ? (ch | 0x20) - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        *v = *v * 16 + (unsigned)d;
+    }
+    return 0;
+}
+
+/* The value a span inside a JSON string stands for: its escapes decoded, so
+ * the map holds the same bytes as for the same value in a plain content
+ * string (and unmasking re-escapes it for JSON). A malformed escape is kept
+ * as it is. */
+static int json_unescape(struct sw_buf *out, const char *s, size_t n)
+{
+    sw_buf_reset(out);
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+        if (s[i] != '\\' || i + 1 >= n) {
+            if ((rc = sw_buf_append(out, s + i, 1)))
+                return rc;
+            continue;
+        }
+        char ch = s[++i], o;
+        unsigned u, lo;
+        switch (ch) {
+        case 'n': o = '\n'; break;
+        case 't': o = '\t'; break;
+        case 'r': o = '\r'; break;
+        case 'b': o = '\b'; break;
+        case 'f': o = '\f'; break;
+        case 'u':
+            if (hex4(s + i + 1, n - i - 1, &u)) {
+                if ((rc = sw_buf_append(out, s + i - 1, 2)))
+                    return rc;
+                continue;
+            }
+            i += 4;
+            if (u >= 0xd800 && u < 0xdc00 && i + 6 < n + 0 && s[i + 1] == '\\' && s[i + 2] == 'u' &&
+                !hex4(s + i + 3, n - i - 3, &lo) && lo >= 0xdc00 && lo < 0xe000) {
+                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+                i += 6;
+            }
+            {
+                char b[4];
+                size_t bl;
+                if (u < 0x80) { b[0] = (char)u; bl = 1; }
+                else if (u < 0x800) { b[0] = (char)(0xc0 | u >> 6); b[1] = (char)(0x80 | (u & 63)); bl = 2; }
+                else if (u < 0x10000) { b[0] = (char)(0xe0 | u >> 12); b[1] = (char)(0x80 | ((u >> 6) & 63)); b[2] = (char)(0x80 | (u & 63)); bl = 3; }
+                else { b[0] = (char)(0xf0 | u >> 18); b[1] = (char)(0x80 | ((u >> 12) & 63)); b[2] = (char)(0x80 | ((u >> 6) & 63)); b[3] = (char)(0x80 | (u & 63)); bl = 4; }
+                if ((rc = sw_buf_append(out, b, bl)))
+                    return rc;
+            }
+            continue;
+        default: o = ch; break;     /* \" \\ \/ and anything else: the character */
+        }
+        if ((rc = sw_buf_append(out, &o, 1)))
+            return rc;
+    }
+    return SW_OK;
+}
+
+static int on_mask_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct mask_ctx *c = ud;
+    const char *ph, *v = c->text + sp->start;
+    size_t phlen, vlen = sp->len;
+    int quote = 0;
+    int rc = sw_buf_append(c->out, c->text + c->pos, sp->start - c->pos);
+    if (rc)
+        return rc;
+    if (c->json) {
+        json_state(c, sp->start);
+        if (c->in_str) {
+            if ((rc = json_unescape(&c->val, v, vlen)))
+                return rc;
+            v = c->val.ptr ? c->val.ptr : "";
+            vlen = c->val.len;
+        } else {
+            quote = 1;      /* a bare number: the placeholder becomes a JSON string */
+        }
+        json_state(c, sp->start + sp->len);
+    }
+    rc = sw_pii_map_put(c->m, sp->type, sw_pii_type_tag(c->e, sp->type), v, vlen, &ph, &phlen);
+    if (rc)
+        return rc;
+    if ((quote && (rc = sw_buf_append(c->out, "\"", 1))) || (rc = sw_buf_append(c->out, ph, phlen)) ||
+        (quote && (rc = sw_buf_append(c->out, "\"", 1))))
+        return rc;
+    c->pos = sp->start + sp->len;
+    if (c->counts && sp->type >= 0 && sp->type < SW_PII_MAX_TYPES) {
+        c->counts->n[sp->type]++;
+        c->counts->total++;
+    }
+    return SW_OK;
+}
+
+static int mask_text(const struct sw_pii_engine *e, struct sw_pii_map *m, const char *text,
+                     size_t len, struct sw_buf *out, struct sw_pii_counts *counts, int json)
+{
+    struct mask_ctx c = {.e = e, .m = m, .text = text, .out = out, .counts = counts, .json = json};
+    sw_buf_init(&c.val, SW_PII_MAP_MAX_BYTES);
+    int rc = sw_pii_scan_text(e, text, len, on_mask_span, &c);
+    if (c.val.ptr)
+        explicit_bzero(c.val.ptr, c.val.cap);
+    sw_buf_free(&c.val);
+    if (rc)
+        return rc;
+    return sw_buf_append(out, text + c.pos, len - c.pos);
+}
+
+int sw_pii_mask_text(const struct sw_pii_engine *e, struct sw_pii_map *m, const char *text,
+                     size_t len, struct sw_buf *out, struct sw_pii_counts *counts)
+{
+    return mask_text(e, m, text, len, out, counts, 0);
+}
+
+int sw_pii_mask_json_text(const struct sw_pii_engine *e, struct sw_pii_map *m, const char *text,
+                          size_t len, struct sw_buf *out, struct sw_pii_counts *counts)
+{
+    return mask_text(e, m, text, len, out, counts, 1);
+}
+
+static int append_json_escaped(struct sw_buf *out, const char *v, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        int rc = sw_buf_append(out, v + run, i - run);
+        if (rc)
+            return rc;
+        char esc[6] = {'\\', 0};
+        size_t el = 2;
+        switch (ch) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[ch >> 4];
+            esc[5] = hex[ch & 15];
+            el = 6;
+        }
+        rc = sw_buf_append(out, esc, el);
+        if (rc)
+            return rc;
+        run = i + 1;
+    }
+    return sw_buf_append(out, v + run, n - run);
+}
+
+/* Length of the placeholder starting at text[i] == '[' (']' included), or 0. */
+static size_t ph_len_at(const char *t, size_t len, size_t i)
+{
+    size_t j = i + 1;
+    while (j < len && j - i < SW_PII_MAX_PLACEHOLDER && sw_pii_ph_char((unsigned char)t[j]))
+        j++;
+    if (j < len && t[j] == ']' && j > i + 1 && j + 1 - i <= SW_PII_MAX_PLACEHOLDER)
+        return j + 1 - i;
+    return 0;
+}
+
+int sw_pii_unmask_text(const struct sw_pii_map *m, const char *text, size_t len,
+                       int json_escape, struct sw_buf *out)
+{
+    size_t pos = 0, i = 0;
+    if (sw_pii_map_size(m) == 0)
+        return sw_buf_append(out, text, len);
+    while (i < len) {
+        const char *b = memchr(text + i, '[', len - i);
+        if (!b)
+            break;
+        i = (size_t)(b - text);
+        size_t pl = ph_len_at(text, len, i), vl;
+        const char *v = pl ? sw_pii_map_get(m, text + i, pl, &vl) : NULL;
+        if (!v) {
+            i++;
+            continue;
+        }
+        int rc = sw_buf_append(out, text + pos, i - pos);
+        if (!rc)
+            rc = json_escape ? append_json_escaped(out, v, vl) : sw_buf_append(out, v, vl);
+        if (rc)
+            return rc;
+        i += pl;
+        pos = i;
+    }
+    return sw_buf_append(out, text + pos, len - pos);
+}
+
+size_t sw_pii_hold_from(const struct sw_pii_map *m, const char *t, size_t len)
+{
+    if (sw_pii_map_size(m) == 0 || len == 0)
+        return len;
+    const char *b = memrchr(t, '[', len);
+    if (!b)
+        return len;
+    size_t k = (size_t)(b - t);
+    if (len - k > SW_PII_MAX_PLACEHOLDER - 1)
+        return len;
+    for (size_t j = k + 1; j < len; j++)
+        if (!sw_pii_ph_char((unsigned char)t[j]))
+            return len;
+    return k;
+}
+
+/* ---- Request walkers ---- */
+
+/* Calls fn on every text field of a chat request (see pii.h). json_text is
+ * set for tool-call arguments (JSON text). */
+typedef int (*field_fn)(void *ud, json_t *holder, const char *key, json_t *str, int json_text);
+
+static int walk_request(json_t *body, field_fn fn, void *ud)
+{
+    json_t *msgs = json_object_get(body, "messages");
+    size_t i, k;
+    json_t *msg, *part, *tc;
+    int rc;
+    if (!json_is_array(msgs))
+        return SW_OK;
+    json_array_foreach(msgs, i, msg) {
+        json_t *content = json_object_get(msg, "content");
+        if (json_is_string(content) && (rc = fn(ud, msg, "content", content, 0)))
+            return rc;
+        if (json_is_array(content))
+            json_array_foreach(content, k, part) {
+                json_t *text = json_object_get(part, "text");
+                if (json_is_string(text) && (rc = fn(ud, part, "text", text, 0)))
+                    return rc;
+                json_t *refusal = json_object_get(part, "refusal");
+                if (json_is_string(refusal) && (rc = fn(ud, part, "refusal", refusal, 0)))
+                    return rc;
+            }
+        json_t *refusal = json_object_get(msg, "refusal");
+        if (json_is_string(refusal) && (rc = fn(ud, msg, "refusal", refusal, 0)))
+            return rc;
+        json_t *tcs = json_object_get(msg, "tool_calls");
+        if (json_is_array(tcs))
+            json_array_foreach(tcs, k, tc) {
+                json_t *f = json_object_get(tc, "function");
+                json_t *args = json_object_get(f, "arguments");
+                if (json_is_string(args) && (rc = fn(ud, f, "arguments", args, 1)))
+                    return rc;
+            }
+        json_t *fc = json_object_get(msg, "function_call");
+        json_t *args = json_object_get(fc, "arguments");
+        if (json_is_string(args) && (rc = fn(ud, fc, "arguments", args, 1)))
+            return rc;
+    }
+    return SW_OK;
+}
+
+struct req_ctx {
+    const struct sw_pii_engine *e;
+    struct sw_pii_map *m;
+    struct sw_pii_counts *counts;
+    struct sw_buf buf;
+};
+
+static int on_count_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct sw_pii_counts *c = ud;
+    if (sp->type >= 0 && sp->type < SW_PII_MAX_TYPES) {
+        c->n[sp->type]++;
+        c->total++;
+    }
+    return SW_OK;
+}
+
+static int scan_field(void *ud, json_t *holder, const char *key, json_t *str, int json_text)
+{
+    struct req_ctx *c = ud;
+    (void)holder, (void)key, (void)json_text;
+    return sw_pii_scan_text(c->e, json_string_value(str), json_string_length(str), on_count_span,
+                            c->counts);
+}
+
+int sw_pii_scan_request(const struct sw_pii_engine *e, const json_t *body,
+                        struct sw_pii_counts *counts)
+{
+    struct req_ctx c = {.e = e, .counts = counts};
+    memset(counts, 0, sizeof *counts);
+    if (!json_is_object(body))
+        return SW_EINVAL;
+    return walk_request((json_t *)body, scan_field, &c);
+}
+
+static int reserve_field(void *ud, json_t *holder, const char *key, json_t *str, int json_text)
+{
+    struct req_ctx *c = ud;
+    const char *t = json_string_value(str);
+    size_t len = json_string_length(str);
+    (void)holder, (void)key, (void)json_text;
+    for (const char *b = t; (b = memchr(b, '[', (size_t)(t + len - b)));) {
+        size_t i = (size_t)(b - t), pl = ph_len_at(t, len, i);
+        if (pl) {
+            int rc = sw_pii_map_reserve(c->m, b, pl);
+            if (rc)
+                return rc;
+        }
+        b++;
+    }
+    return SW_OK;
+}
+
+static int mask_field(void *ud, json_t *holder, const char *key, json_t *str, int json_text)
+{
+    struct req_ctx *c = ud;
+    const char *t = json_string_value(str);
+    size_t len = json_string_length(str);
+    uint32_t before = c->counts->total;
+    (void)holder, (void)key;
+    sw_buf_reset(&c->buf);
+    int rc = mask_text(c->e, c->m, t, len, &c->buf, c->counts, json_text);
+    if (rc)
+        return rc;
+    if (c->counts->total == before)
+        return SW_OK;
+    if (json_text) {
+        /* Arguments that were valid JSON must stay valid JSON. */
+        json_t *a = json_loadb(t, len, JSON_DECODE_ANY, NULL);
+        if (a) {
+            json_decref(a);
+            json_t *b = json_loadb(c->buf.ptr ? c->buf.ptr : "", c->buf.len, JSON_DECODE_ANY, NULL);
+            if (!b)
+                return SW_EINVAL;
+            json_decref(b);
+        }
+    }
+    if (json_string_setn(str, c->buf.ptr ? c->buf.ptr : "", c->buf.len))
+        return SW_EINVAL;       /* not UTF-8 (a custom regex split a character) */
+    return SW_OK;
+}
+
+int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m, json_t *body,
+                        struct sw_pii_counts *counts)
+{
+    struct sw_pii_counts local;
+    struct req_ctx c = {.e = e, .m = m, .counts = counts ? counts : &local};
+    memset(c.counts, 0, sizeof *c.counts);
+    if (!json_is_object(body) || !m)
+        return SW_EINVAL;
+    sw_buf_init(&c.buf, TEXT_MAX);
+    int rc = walk_request(body, reserve_field, &c);
+    if (!rc)
+        rc = walk_request(body, mask_field, &c);
+    if (c.buf.ptr)
+        explicit_bzero(c.buf.ptr, c.buf.cap);
+    sw_buf_free(&c.buf);
+    return rc;
+}
+
+/* ---- Response ---- */
+
+int sw_pii_unmask_string(const struct sw_pii_map *m, json_t *str, int json_text,
+                         struct sw_buf *buf)
+{
+    const char *t = json_string_value(str);
+    size_t len = json_string_length(str);
+    if (!t || sw_pii_map_size(m) == 0 || !memchr(t, '[', len))
+        return SW_OK;
+    sw_buf_reset(buf);
+    int rc = sw_pii_unmask_text(m, t, len, json_text, buf);
+    if (rc)
+        return rc;
+    if (json_string_setn(str, buf->ptr ? buf->ptr : "", buf->len))
+        return SW_ENOMEM;
+    return SW_OK;
+}
+
+int sw_pii_unmask_response(const struct sw_pii_map *m, json_t *response)
+{
+    json_t *choices = json_object_get(response, "choices"), *ch, *part, *tc;
+    size_t i, k;
+    int rc = SW_OK;
+    struct sw_buf buf;
+    if (sw_pii_map_size(m) == 0 || !json_is_array(choices))
+        return SW_OK;
+    sw_buf_init(&buf, TEXT_MAX);
+    json_array_foreach(choices, i, ch) {
+        json_t *msg = json_object_get(ch, "message");
+        json_t *content = json_object_get(msg, "content");
+        if (json_is_string(content) && (rc = sw_pii_unmask_string(m, content, 0, &buf)))
+            goto done;
+        if (json_is_array(content))
+            json_array_foreach(content, k, part) {
+                json_t *text = json_object_get(part, "text");
+                if (json_is_string(text) && (rc = sw_pii_unmask_string(m, text, 0, &buf)))
+                    goto done;
+            }
+        json_t *refusal = json_object_get(msg, "refusal");
+        if (json_is_string(refusal) && (rc = sw_pii_unmask_string(m, refusal, 0, &buf)))
+            goto done;
+        json_t *tcs = json_object_get(msg, "tool_calls");
+        if (json_is_array(tcs))
+            json_array_foreach(tcs, k, tc) {
+                json_t *args = json_object_get(json_object_get(tc, "function"), "arguments");
+                if (json_is_string(args) && (rc = sw_pii_unmask_string(m, args, 1, &buf)))
+                    goto done;
+            }
+        json_t *fargs = json_object_get(json_object_get(msg, "function_call"), "arguments");
+        if (json_is_string(fargs) && (rc = sw_pii_unmask_string(m, fargs, 1, &buf)))
+            goto done;
+    }
+done:
+    if (buf.ptr)
+        explicit_bzero(buf.ptr, buf.cap);
+    sw_buf_free(&buf);
+    return rc;
+}

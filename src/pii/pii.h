@@ -1,0 +1,192 @@
+/* PII engine: deterministic detection of personal and secret data, reversible
+ * masking with stable per-request placeholders, and unmasking of the answer,
+ * whole or streamed. Pure: no I/O, no clock, no logging (the values must never
+ * reach a log; nothing here logs).
+ *
+ * Detection is two stages (docs/internals/pii.md): one vectorscan database of
+ * every pattern, compiled with HS_FLAG_SOM_LEFTMOST, finds candidate spans in a
+ * single pass; a C refiner per type then fixes the exact span and checks what
+ * a regex cannot (Luhn, mod-97 with the country's length, 11-proef, SSN area
+ * rules, IPv4 octets, IPv6 syntax, boundaries, context words, randomness of a
+ * key). Overlapping accepted spans are merged (the union is masked; the type is
+ * the one of highest priority: secret, custom, iban, card, email, ipv6, ipv4,
+ * ssn, bsn, phone), so masking never covers less than any single detection.
+ *
+ * Placeholders are "[TYPE_N]": TYPE the type's name in upper case ("EMAIL",
+ * "PHONE", "IBAN", "CARD", "BSN", "SSN", "IPV4", "IPV6", "SECRET", or a custom
+ * name upper-cased, '-' and '.' as '_', cut to 24 bytes), N = 1, 2, ... per type and per request. The same value
+ * gets the same placeholder within one map. Only the exact bytes of a
+ * placeholder the map issued are restored; a placeholder-shaped text that was
+ * already in the request ("[EMAIL_1]" typed by the user) is reserved and never
+ * issued, so it is left alone in the answer.
+ *
+ * Threads: an engine is immutable once built and may be shared by any number
+ * of threads (it keeps an internal, locked pool of vectorscan scratch spaces).
+ * A map and a stream belong to one request and one thread at a time. */
+#ifndef SW_PII_PII_H
+#define SW_PII_PII_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+enum sw_pii_type {
+    SW_PII_EMAIL,
+    SW_PII_PHONE,
+    SW_PII_IBAN,
+    SW_PII_CARD,
+    SW_PII_BSN,
+    SW_PII_SSN,
+    SW_PII_IPV4,
+    SW_PII_IPV6,
+    SW_PII_SECRET,
+    SW_PII_CUSTOM_BASE          /* custom type i is SW_PII_CUSTOM_BASE + i */
+};
+#define SW_PII_MAX_TYPES 32
+#define SW_PII_MAX_CUSTOM (SW_PII_MAX_TYPES - SW_PII_CUSTOM_BASE)      /* 23 */
+#define SW_PII_MAX_NAME 64              /* custom name: 1-64 of A-Z a-z 0-9 _ . - (the config's rule) */
+#define SW_PII_MAX_TAG 24               /* placeholder tag: the name upper-cased, cut to 24 */
+
+/* Bounds. A text longer than SW_PII_MAX_TEXT, or one with more than
+ * SW_PII_MAX_CANDIDATES candidate matches, is an error (SW_ETOOBIG): the
+ * caller must treat the request as sensitive / not maskable (fail closed). */
+#define SW_PII_MAX_TEXT ((size_t)64 << 20)
+#define SW_PII_MAX_CANDIDATES 262144
+/* A map holds at most this many distinct values and value bytes; past that,
+ * masking fails with SW_ETOOBIG (fail closed). */
+#define SW_PII_MAP_MAX_ENTRIES 4096
+#define SW_PII_MAP_MAX_BYTES ((size_t)1 << 20)
+/* Longest placeholder: "[" + 24-byte tag + "_" + 4 digits + "]". */
+#define SW_PII_MAX_PLACEHOLDER 31
+
+/* A custom entity type from config. validator: NULL, "none", "luhn" (the
+ * digits of the match), "mod97" (the letters and digits of the match, ISO
+ * 13616 rearrangement: an IBAN-like check) or "elfproef" (the digits of the
+ * match: 9 digits, Dutch 11-check). regex: vectorscan syntax (PCRE without
+ * back-references or look-around); the longest match from the leftmost start
+ * is taken. */
+struct sw_pii_custom {
+    const char *name;
+    const char *regex;
+    const char *validator;
+};
+
+struct sw_pii_engine;
+
+/* Builds an engine with the built-in types plus n_custom custom types
+ * (borrowed; copied). SW_OK and *out; or SW_EINVAL with a message in err
+ * (bad name, duplicate name, bad regex, unknown validator, too many),
+ * SW_ENOMEM. */
+int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
+                      struct sw_pii_engine **out, char *err, size_t errlen);
+void sw_pii_engine_free(struct sw_pii_engine *e);
+/* Number of types of the engine: SW_PII_CUSTOM_BASE + n_custom. */
+int sw_pii_type_count(const struct sw_pii_engine *e);
+/* "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret",
+ * or the custom name; "unknown" for an out-of-range type. Never NULL. */
+const char *sw_pii_type_name(const struct sw_pii_engine *e, int type);
+
+struct sw_pii_counts {
+    uint32_t n[SW_PII_MAX_TYPES];       /* entities found per type (each occurrence) */
+    uint32_t total;
+};
+
+/* ---- Plain text (used by the JSON walkers, tests, fuzzers, bench) ---- */
+
+struct sw_pii_map;
+
+struct sw_pii_span {
+    size_t start;               /* byte offset in the text */
+    size_t len;                 /* bytes */
+    int type;                   /* enum sw_pii_type or SW_PII_CUSTOM_BASE + i */
+};
+
+/* Called for each entity in order of start; spans never overlap. A non-zero
+ * return stops the scan and is returned by sw_pii_scan_text. */
+typedef int (*sw_pii_on_span)(void *ud, const struct sw_pii_span *span);
+
+/* Scans text[0..len) (borrowed; need not be NUL-terminated). SW_OK,
+ * SW_ETOOBIG (bounds above), SW_ENOMEM, or the callback's return. */
+int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                     sw_pii_on_span on_span, void *ud);
+
+/* Appends text with every entity replaced by its placeholder to out (out's
+ * own max applies), adding entries to m and occurrences to counts (may be
+ * NULL). On error out and m may hold a partial result: discard the text. */
+int sw_pii_mask_text(const struct sw_pii_engine *e, struct sw_pii_map *m,
+                     const char *text, size_t len, struct sw_buf *out,
+                     struct sw_pii_counts *counts);
+
+/* The same for JSON text (tool-call arguments): a value inside a JSON string
+ * is stored with its escapes decoded (so it is the same value, and gets the
+ * same placeholder, as in a content string); a value outside any string (a
+ * bare number) is replaced by the placeholder as a JSON string ("[PHONE_1]"
+ * with quotes). */
+int sw_pii_mask_json_text(const struct sw_pii_engine *e, struct sw_pii_map *m,
+                          const char *text, size_t len, struct sw_buf *out,
+                          struct sw_pii_counts *counts);
+
+/* Appends text with every placeholder issued by m replaced by its value. With
+ * json_escape the value is escaped as the inside of a JSON string (for
+ * placeholders inside tool-call arguments, which are JSON text). */
+int sw_pii_unmask_text(const struct sw_pii_map *m, const char *text, size_t len,
+                       int json_escape, struct sw_buf *out);
+
+/* ---- Requests and responses (OpenAI chat-completions shape) ---- */
+
+/* Scans every text a chat-completions request body carries (borrowed, never
+ * modified): messages[].content when a string, messages[].content[].text of
+ * parts (any part with a string "text"), messages[].tool_calls[].function.
+ * arguments, legacy messages[].function_call.arguments; tool results are the
+ * contents of role "tool"/"function" messages, covered by the above. Not
+ * scanned: model, names, ids, tools definitions, metadata. counts is zeroed
+ * first. SW_OK or an error (then treat the request as sensitive). */
+int sw_pii_scan_request(const struct sw_pii_engine *e, const json_t *body,
+                        struct sw_pii_counts *counts);
+
+/* A per-request map value <-> placeholder. Bounded (above). Never logged. */
+struct sw_pii_map;
+struct sw_pii_map *sw_pii_map_new(void);                /* NULL on ENOMEM */
+void sw_pii_map_free(struct sw_pii_map *m);             /* wipes the values first */
+size_t sw_pii_map_size(const struct sw_pii_map *m);     /* entries issued */
+
+/* Masks in place the same fields sw_pii_scan_request scans; counts (may be
+ * NULL) is zeroed first. SW_OK; or SW_ETOOBIG / SW_ENOMEM / SW_EINVAL, and then
+ * the body is partly masked and must not be sent where masking was needed. */
+int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m,
+                        json_t *body, struct sw_pii_counts *counts);
+
+/* Unmasks a non-streamed chat.completion in place: choices[].message.content
+ * (string, or parts' "text"), choices[].message.refusal, and
+ * choices[].message.tool_calls[].function.arguments (JSON text: restored
+ * values are JSON-escaped so the arguments stay valid JSON). SW_OK, or
+ * SW_ENOMEM / SW_ETOOBIG. */
+int sw_pii_unmask_response(const struct sw_pii_map *m, json_t *response);
+
+/* ---- Streaming unmask ----
+ * One per stream; borrows m (m must outlive it). Feed each parsed
+ * chat.completion.chunk in order: delta.content, delta.refusal and
+ * delta.tool_calls[i].function.arguments are rewritten in place, holding back
+ * only a tail that could be the start of a placeholder, per field (content,
+ * refusal, and each tool call index of each choice separately). When a
+ * choice's chunk carries a non-null finish_reason, what that choice still
+ * holds is flushed into that same chunk's delta. The concatenated output of
+ * each field equals sw_pii_unmask_text of the concatenated input, for any
+ * split. */
+struct sw_pii_stream;
+struct sw_pii_stream *sw_pii_stream_new(const struct sw_pii_map *m);
+/* SW_OK; SW_EINVAL (more than 8 choices or 128 tool calls per choice) or
+ * SW_ENOMEM: end the stream with an error. */
+int sw_pii_stream_chunk(struct sw_pii_stream *s, json_t *chunk);
+/* A final chunk (new reference, caller owns) with what is still held: the
+ * id/object/model/created/system_fingerprint of the last chunk seen, one
+ * choice per choice still holding text, delta {content, tool_calls}, and
+ * finish_reason null. NULL when nothing is held (the usual case, since
+ * finish_reason flushes) or on ENOMEM. Send it before the usage chunk or
+ * [DONE] if you can; after it, the stream holds nothing. */
+json_t *sw_pii_stream_finish(struct sw_pii_stream *s);
+void sw_pii_stream_free(struct sw_pii_stream *s);
+
+#endif

@@ -1,0 +1,133 @@
+/* libFuzzer driver for the unmasker: for any text and any split into up to
+ * four chunks, the streaming unmasker (content or tool-call arguments) gives
+ * exactly what the whole-text unmask gives, and holds back nothing after
+ * finish. The first byte chooses the field and the JSON escaping, the next
+ * three the split points; the rest is the text (made valid UTF-8 without NUL
+ * by mapping bytes to ASCII when it is not). */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "pii/map.h"
+#include "pii/pii.h"
+
+#define CHECK(cond) do { if (!(cond)) __builtin_trap(); } while (0)
+
+static struct sw_pii_map *M;
+
+static void build_map(void)
+{
+    static const struct { int type; const char *tag, *v; } vals[] = {
+        {SW_PII_EMAIL, "EMAIL", "a@example.com"},
+        {SW_PII_EMAIL, "EMAIL", "b\"q@example.com"},
+        {SW_PII_PHONE, "PHONE", "06-12345678"},
+        {SW_PII_SECRET, "SECRET", "u:p\\\"x\n\x01"},
+        {SW_PII_IBAN, "IBAN", "NL91 ABNA 0417 1643 00"},
+        {SW_PII_CUSTOM_BASE, "EMPLOYEE_ID", "EMP-123456 \xc3\xa9\xe2\x82\xac"},
+    };
+    const char *ph;
+    size_t pl;
+    M = sw_pii_map_new();
+    CHECK(sw_pii_map_reserve(M, "[EMAIL_3]", 9) == SW_OK);
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        CHECK(sw_pii_map_put(M, vals[i].type, vals[i].tag, vals[i].v, strlen(vals[i].v), &ph,
+                             &pl) == SW_OK);
+}
+
+static json_t *chunk(int args, const char *s, size_t n)
+{
+    json_t *str = json_stringn(s, n);
+    CHECK(str);
+    if (args)
+        return json_pack("{s:s, s:[{s:i, s:{s:[{s:i, s:{s:o}}]}, s:n}]}", "id", "x", "choices",
+                         "index", 0, "delta", "tool_calls", "index", 3, "function", "arguments",
+                         str, "finish_reason");
+    return json_pack("{s:s, s:[{s:i, s:{s:o}, s:n}]}", "id", "x", "choices", "index", 0, "delta",
+                     "content", str, "finish_reason");
+}
+
+static const char *field(json_t *ch, int args)
+{
+    json_t *d = json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta");
+    if (args)
+        d = json_object_get(json_array_get(json_object_get(d, "tool_calls"), 0), "function");
+    json_t *s = json_object_get(d, args ? "arguments" : "content");
+    return json_string_value(s);
+}
+
+static int utf8_boundary(const char *t, size_t len, size_t i)
+{
+    return i == 0 || i >= len || ((unsigned char)t[i] & 0xc0) != 0x80;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!M)
+        build_map();
+    if (size < 4)
+        return 0;
+    int args = data[0] & 1;
+    size_t len = size - 4;
+    char *t = malloc(len + 1);
+    memcpy(t, data + 4, len);
+    t[len] = '\0';
+    json_t *probe = json_stringn(t, len);
+    if (!probe || memchr(t, '\0', len)) {
+        for (size_t i = 0; i < len; i++)
+            t[i] = (char)((t[i] & 0x7f) ? (t[i] & 0x7f) : ' ');
+    }
+    json_decref(probe);
+
+    struct sw_buf whole, streamed;
+    sw_buf_init(&whole, 1 << 22);
+    sw_buf_init(&streamed, 1 << 22);
+    CHECK(sw_pii_unmask_text(M, t, len, args, &whole) == SW_OK);
+
+    size_t cuts[4];
+    int n = 0;
+    for (int k = 1; k <= 3; k++) {
+        size_t c = len ? data[k] % (len + 1) : 0;
+        while (!utf8_boundary(t, len, c))
+            c++;
+        cuts[n++] = c;
+    }
+    /* sort */
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (cuts[j] < cuts[i]) {
+                size_t x = cuts[i];
+                cuts[i] = cuts[j];
+                cuts[j] = x;
+            }
+    cuts[n++] = len;
+    struct sw_pii_stream *s = sw_pii_stream_new(M);
+    CHECK(s);
+    size_t prev = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *ch = chunk(args, t + prev, cuts[i] - prev);
+        CHECK(sw_pii_stream_chunk(s, ch) == SW_OK);
+        const char *o = field(ch, args);
+        CHECK(o);
+        CHECK(sw_buf_append(&streamed, o, strlen(o)) == SW_OK);
+        json_decref(ch);
+        prev = cuts[i];
+    }
+    json_t *fin = sw_pii_stream_finish(s);
+    if (fin) {
+        const char *o = field(fin, args);
+        CHECK(o);
+        CHECK(sw_buf_append(&streamed, o, strlen(o)) == SW_OK);
+        json_decref(fin);
+    }
+    CHECK(sw_pii_stream_finish(s) == NULL);
+    sw_pii_stream_free(s);
+    CHECK(streamed.len == whole.len);
+    CHECK(whole.len == 0 || !memcmp(streamed.ptr, whole.ptr, whole.len));
+    sw_buf_free(&whole);
+    sw_buf_free(&streamed);
+    free(t);
+    return 0;
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Writes the labeled PII corpus tests/pii/corpus/labeled.jsonl: one JSON
+object per line, {"text": ..., "spans": [{"start", "end", "type"}], "note": ...}
+with byte offsets into the UTF-8 text. Positives per type in English and
+Dutch sentences, a few known-hard positives (expected misses, kept to report
+recall honestly), hard negatives (checksum failures, version strings, dates,
+times, MAC addresses, UUIDs, ISBNs, order numbers, code) and plain prose.
+Deterministic: python3 tests/pii/gen_corpus.py > tests/pii/corpus/labeled.jsonl
+(it also writes tests/pii/corpus/handwritten.jsonl from handwritten.txt)."""
+import json
+import os
+import random
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pii_values as V  # noqa: E402
+
+r = random.Random(20261130)
+out = []
+
+def emit(template, values, note=""):
+    """template has {0}, {1}, ... ; values is a list of (type or None, text)."""
+    text, spans, pos = "", [], 0
+    parts = re.split(r"\{(\d+)\}", template)
+    for i, p in enumerate(parts):
+        if i % 2 == 0:
+            text += p
+        else:
+            typ, val = values[int(p)]
+            start = len(text.encode())
+            text += val
+            if typ:
+                spans.append({"start": start, "end": len(text.encode()), "type": typ})
+    out.append({"text": text, "spans": spans, "note": note})
+
+T = {
+    "email": ["Please reply to {0} before Friday.", "Mijn e-mailadres is {0}, mail gerust.",
+              "cc: {0}; thanks!", "Contact: <{0}>", "Stuur de factuur naar {0} aub",
+              "Can you forward this to {0} and {1}?"],
+    "phone": ["Call me at {0}.", "Bel mij op {0} als er iets is.", "tel: {0}",
+              "My number is {0}, evenings only.", "Je kunt me bereiken via {0} (mobiel)."],
+    "iban": ["Transfer it to {0} please.", "Rekeningnummer: {0}", "IBAN {0} t.n.v. J. Jansen",
+             "Het bedrag wordt overgemaakt naar {0}."],
+    "card": ["My card is {0}, exp 12/27.", "Charge {0} for the order.", "creditcard {0} graag",
+             "Use card number {0} and CVC 123."],
+    "bsn": ["Mijn BSN is {0}.", "burgerservicenummer: {0}", "BSN {0} staat op de brief",
+            "The citizen service number (BSN) of the client is {0}."],
+    "ssn": ["SSN {0}", "my social security number is {0}", "{0} is on the W-2 form",
+            "Employee record: name J. Smith, SSN: {0}, start 2021."],
+    "ipv4": ["The server at {0} is down.", "Blocked IP: {0}", "connect to http://{0}:8080/ now",
+             "Mijn IP-adres is {0} volgens de router."],
+    "ipv6": ["ping {0}", "address [{0}]:443 refused", "inet6 {0}/64 scope global",
+             "Het IPv6-adres is {0}."],
+    "secret": ["export OPENAI_API_KEY={0}", "my key is {0}, don't share it",
+               "Gebruik deze token: {0}", "config: api_key: \"{0}\""],
+}
+GEN = {"email": V.email, "phone": V.phone, "iban": V.iban, "card": V.card, "bsn": V.bsn,
+       "ssn": V.ssn, "ipv4": V.ipv4, "ipv6": V.ipv6, "secret": V.secret}
+
+for typ, templates in T.items():
+    for i in range(100):
+        t = templates[i % len(templates)]
+        n = len(re.findall(r"\{\d+\}", t))
+        emit(t, [(typ, GEN[typ](r)) for _ in range(n)], "positive")
+
+# Secrets with special shapes.
+for i in range(20):
+    tok = V._rand(r, 40, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    emit("Authorization: Bearer {0}", [("secret", tok)], "positive bearer")
+    pw = V._rand(r, 14)
+    emit("DATABASE_URL=postgres://app:{0}@db.internal:5432/app", [("secret", pw)], "positive url credentials")
+for i in range(5):
+    body = "\n".join(V._rand(r, 64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") for _ in range(5))
+    emit("here is the key:\n{0}\nthanks", [("secret", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + body + "\n-----END OPENSSH PRIVATE KEY-----")], "positive private key")
+# Dotted BSN without context words.
+for i in range(10):
+    b = V.bsn(r)
+    emit("Nummer {0} staat op het formulier.", [("bsn", b[:4] + "." + b[4:6] + "." + b[6:])], "positive dotted bsn")
+# Mixed: several types in one message.
+for i in range(40):
+    emit("Hi, I'm moving. New phone {0}, mail {1}, and please refund to {2}. Server {3} can go.",
+         [("phone", V.phone(r)), ("email", V.email(r)), ("iban", V.iban(r)), ("ipv4", V.ipv4(r))], "positive mixed")
+
+# Known-hard positives: deterministic detection misses these by design (docs/privacy.md).
+emit("call me at {0} tonight", [("phone", "4155550132")], "hard positive: bare 10-digit US number")
+emit("mail {0}", [("email", "john at example dot com")], "hard positive: obfuscated e-mail")
+emit("aws_secret_access_key = {0}", [("secret", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")], "hard positive: AWS secret key (no prefix)")
+emit("Mijn BSN is {0}.", [("bsn", "123 456 782")], "hard positive: BSN with spaces")
+emit("password: {0}", [("secret", "hunter2-Correct-Horse")], "hard positive: a password in prose")
+emit("call +31 (0)6 {0}", [("phone", "1234 5678")], "positive: trunk prefix (0)")
+emit("the social security number we have on file for the new hire from 2021 is {0}", [("ssn", "123456789")], "hard positive: undashed SSN, context too far")
+emit("reach me on {0}", [("phone", "0031 6 12345678")], "hard positive: 00 international prefix")
+
+# Hard negatives.
+NEG = []
+for i in range(30):
+    NEG.append("Order number %s shipped today." % V.card(r, valid=False))
+    NEG.append("Rekening %s klopt niet." % V.iban(r, valid=False))
+    NEG.append("Mijn BSN is %s." % V.bsn(r, valid=False))
+    NEG.append("Klantnummer %s, factuur volgt." % V.bsn(r))
+    NEG.append("SSN %s" % V.ssn(r, valid=False))
+NEG += [
+    "Upgrade to version 1.2.3.4 before Monday.", "Running v10.0.0.1 in production.",
+    "firmware 2.4.10.1 fixes it", "OID 1.3.6.1.4.1.311 is Microsoft's arc.", "See 1.2.3.4.5 in the table.",
+    "Chrome/120.0.6099.129 Safari/537.36", "release 4.1.0.2 notes", "Version: 3.2.1.0",
+    "The meeting is on 2024-01-15 at 10:30.", "Deadline 15-01-2024, ok?", "Datum 01.02.2023",
+    "due 12/31/2024", "timestamp 2024-01-15T10:30:00Z", "at 12:30:45 sharp", "ratio 16:9:4",
+    "MAC 00:1a:2b:3c:4d:5e on eth0", "id 550e8400-e29b-41d4-a716-446655440000",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b", "ISBN 978-3-16-148410-0",
+    "ISBN 978-90-274-3964-2", "Price: EUR 1.234.567,89", "Total $1,234,567.00",
+    "Order #1234567890 confirmed", "Call 112 in an emergency.", "Room 020 on floor 3.",
+    "Use std::vector<int> and Foo::Bar::baz()", "a::b and x::y", "IPv6 loopback is ::1",
+    "pip install scikit-learn (sk-learn for short)", "the task-force-alpha-bravo-charlie report",
+    "The bearer of bad news arrived.", "Bearer token expired, please log in", "AKIA is not a key",
+    "123-456-7890 is the classic fake number", "tracking 1Z999AA10123456784", "postcode 1012 AB Amsterdam",
+    "KvK 12345678, BTW NL123456789B01", "Lot 4111-22 and 4111-23", "scores 99.5.1 and 10.10",
+    "color #ff00aa and #123456", "range 10-20-30-40", "port 8080:80 mapping", "sha256:9f86d081884c7d65",
+    "The 2019-2024 plan covers 1500 stores.", "Batch 000123456789 done", "PIN 1234",
+    "example@ is not an address", "@username on twitter", "user@localhost only",
+    "python3.11 and node18.17.0", "kernel 6.1.0-13-amd64", "10.5 ml of 0.9% NaCl",
+    "matrix 1 2 3 4 5 6 7 8 9 10 11 12 13 14", "2001 A Space Odyssey (1968)", "A4 paper, 210 x 297 mm",
+]
+for n in NEG:
+    emit(n.replace("{", "{{").replace("}", "}}").replace("{{", "(").replace("}}", ")") if False else n.replace("{", "(").replace("}", ")"), [], "hard negative")
+
+# Plain prose from the seed articles and docs: no PII expected.
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.abspath(os.path.join(here, "..", ".."))
+prose = []
+for p in ["../shared/seeds/000_50fc8d30014214a0.txt", "../shared/seeds/001_e100f478b6d0eec6.txt",
+          ]:
+    fp = os.path.join(root, p)
+    if os.path.exists(fp):
+        for para in open(fp, encoding="utf-8").read().split("\n\n"):
+            para = para.strip()
+            if 80 < len(para) < 1500:
+                prose.append(para)
+r.shuffle(prose)
+for para in prose[:150]:
+    emit(para.replace("{", "(").replace("}", ")"), [], "prose")
+
+for o in out:
+    sys.stdout.write(json.dumps(o, ensure_ascii=False) + "\n")
+
+# The hand-written set: corpus/handwritten.txt -> corpus/handwritten.jsonl.
+hw_in = os.path.join(here, "corpus", "handwritten.txt")
+with open(os.path.join(here, "corpus", "handwritten.jsonl"), "w", encoding="utf-8") as f:
+    for line in open(hw_in, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if not line or line.startswith("#"):
+            continue
+        line = line.replace("\\n", "\n")
+        text, spans = "", []
+        for i, part in enumerate(re.split(r"«([a-z0-9]+)\|(.*?)»", line, flags=re.S)):
+            k = i % 3
+            if k == 0:
+                text += part
+            elif k == 1:
+                typ = part
+            else:
+                start = len(text.encode())
+                text += part
+                spans.append({"start": start, "end": len(text.encode()), "type": typ})
+        f.write(json.dumps({"text": text, "spans": spans, "note": "handwritten"}, ensure_ascii=False) + "\n")

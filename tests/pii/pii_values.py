@@ -1,0 +1,164 @@
+"""Generators of valid (and deliberately invalid) PII values, shared by the
+labeled-corpus generator (tests/pii/gen_corpus.py) and the benchmark corpus
+(bench/pii_corpus.py). Deterministic given the random.Random passed in."""
+import string
+
+def luhn_digit(body):
+    s = 0
+    for i, ch in enumerate(reversed(body)):
+        d = int(ch)
+        if i % 2 == 0:
+            d *= 2
+            if d > 9:
+                d -= 9
+        s += d
+    return str((10 - s % 10) % 10)
+
+CARD_PREFIX = [("4", 16), ("4", 13), ("51", 16), ("55", 16), ("2221", 16), ("34", 15), ("37", 15),
+               ("6011", 16), ("65", 16), ("36", 14), ("35", 16), ("62", 19)]
+
+def card(r, valid=True):
+    pre, n = r.choice(CARD_PREFIX)
+    body = pre + "".join(r.choice(string.digits) for _ in range(n - len(pre) - 1))
+    d = luhn_digit(body)
+    if not valid:
+        d = str((int(d) + r.randint(1, 9)) % 10)
+    num = body + d
+    style = r.randint(0, 2)
+    if style == 0 or n not in (15, 16):
+        return num
+    sep = " " if style == 1 else "-"
+    if n == 15:
+        return sep.join([num[:4], num[4:10], num[10:]])
+    return sep.join(num[i:i + 4] for i in range(0, 16, 4))
+
+IBAN_FMT = {"NL": (18, "AAAA" + "N" * 10), "DE": (22, "N" * 18), "BE": (16, "N" * 12),
+            "FR": (27, "N" * 10 + "A" * 11 + "N" * 2), "GB": (22, "AAAA" + "N" * 14),
+            "ES": (24, "N" * 20), "IT": (27, "A" + "N" * 10 + "A" * 12), "CH": (21, "N" * 17)}
+
+def _mod97(s):
+    s = s[4:] + s[:4]
+    n = "".join(str(int(c, 36)) for c in s)
+    return int(n) % 97
+
+def iban(r, valid=True, cc=None):
+    cc = cc or r.choice(list(IBAN_FMT))
+    n, fmt = IBAN_FMT[cc]
+    bban = "".join(r.choice(string.ascii_uppercase if f == "A" else string.digits) for f in fmt)
+    chk = 98 - _mod97(cc + "00" + bban)
+    if not valid:
+        chk = (chk + r.randint(1, 40)) % 97 + 2
+    s = "%s%02d%s" % (cc, chk, bban)
+    if valid and _mod97(s) != 1:
+        raise AssertionError(s)
+    if r.random() < 0.5:
+        s = " ".join(s[i:i + 4] for i in range(0, len(s), 4))
+    return s
+
+def elf_ok(d):
+    return sum((9 - i) * int(d[i]) for i in range(8)) - int(d[8]) == 0 or \
+        (sum((9 - i) * int(d[i]) for i in range(8)) - int(d[8])) % 11 == 0
+
+def bsn(r, valid=True):
+    while True:
+        d = "".join(r.choice(string.digits) for _ in range(9))
+        if d[0] == "0":
+            continue
+        if elf_ok(d) == valid and d != "000000000":
+            return d
+
+def ssn(r, valid=True):
+    if not valid:
+        return r.choice(["000-12-3456", "666-45-1234", "912-34-5678", "123-00-4567",
+                         "321-54-0000", "078-05-1120"])
+    a = r.randint(1, 899)
+    while a == 666:
+        a = r.randint(1, 899)
+    return "%03d-%02d-%04d" % (a, r.randint(1, 99), r.randint(1, 9999))
+
+FIRST = ["jan", "anna", "pieter", "sophie", "john", "mary", "li", "fatima", "daan", "emma",
+         "noah", "lucas", "olivia", "mohammed", "eva", "tim", "sara", "kees", "ines", "omar"]
+LAST = ["devries", "jansen", "bakker", "smith", "johnson", "nguyen", "visser", "degroot",
+        "mulder", "brown", "garcia", "peters", "dijkstra", "kumar", "lee"]
+DOMAINS = ["example.com", "example.nl", "mail.example.org", "company.co.uk", "uni.example.edu",
+           "gmail.com", "outlook.com", "ziggo.nl", "kpnmail.nl", "sub.dept.example.io"]
+
+def email(r):
+    f, l = r.choice(FIRST), r.choice(LAST)
+    local = r.choice(["%s.%s" % (f, l), "%s%s" % (f[0], l), "%s_%s%d" % (f, l, r.randint(1, 99)),
+                      "%s+news" % f, "%s-%s" % (f, l)])
+    return local + "@" + r.choice(DOMAINS)
+
+def phone(r):
+    k = r.randint(0, 11)
+    d = lambda n: "".join(r.choice(string.digits) for _ in range(n))
+    if k == 0:
+        return "06-" + str(r.randint(1, 9)) + d(7)
+    if k == 1:
+        return "020-" + str(r.randint(2, 9)) + d(6)
+    if k == 2:
+        return "+31 6 " + str(r.randint(1, 9)) + d(7)
+    if k == 3:
+        return "(020) " + str(r.randint(2, 9)) + d(2) + " " + d(4)
+    if k == 4:
+        return "(%d%s) %d%s-%s" % (r.randint(2, 9), d(2), r.randint(2, 9), d(2), d(4))
+    if k == 5:
+        return "%d%s-%d%s-%s" % (r.randint(2, 9), d(2), r.randint(2, 9), d(2), d(4))
+    if k == 6:
+        return "+1 %d%s %d%s %s" % (r.randint(2, 9), d(2), r.randint(2, 9), d(2), d(4))
+    if k == 7:
+        return "+44 20 %s %s" % (d(4), d(4))
+    if k == 8:
+        return "06 %d%s %s %s" % (r.randint(1, 9), d(1), d(2) + " " + d(2), d(2))
+    if k == 9:
+        return "+49 30 %s%s" % (d(4), d(4))
+    if k == 10:
+        return "010-%d%s %s %s" % (r.randint(2, 9), d(2), d(2), d(2))
+    return "+31%d%s" % (r.randint(1, 9), d(8))
+
+def ipv4(r):
+    return ".".join(str(x) for x in [r.choice([10, 172, 192, 84, 145, 31, 8]), r.randint(0, 255),
+                                     r.randint(0, 255), r.randint(1, 254)])
+
+def ipv6(r):
+    g = lambda: "%x" % r.randint(0, 0xffff)
+    k = r.randint(0, 3)
+    if k == 0:
+        return ":".join(g() for _ in range(8))
+    if k == 1:
+        return "2001:db8::" + g() + ":" + g()
+    if k == 2:
+        return "fe80::%x:%x:%x:%x" % tuple(r.randint(1, 0xffff) for _ in range(4))
+    return "2a02:%x:%x::%x" % (r.randint(1, 0xffff), r.randint(1, 0xffff), r.randint(1, 0xffff))
+
+def _rand(r, n, alphabet=string.ascii_letters + string.digits):
+    while True:
+        s = "".join(r.choice(alphabet) for _ in range(n))
+        if any(c.isdigit() for c in s) and any(c.isupper() for c in s) and any(c.islower() for c in s):
+            return s
+
+def secret(r):
+    k = r.randint(0, 11)
+    if k == 0:
+        return "sk-proj-" + _rand(r, 48, string.ascii_letters + string.digits + "_-")
+    if k == 1:
+        return "sk-ant-api03-" + _rand(r, 80, string.ascii_letters + string.digits + "_-") + "AA"
+    if k == 2:
+        return "AKIA" + "".join(r.choice(string.ascii_uppercase + string.digits) for _ in range(16))
+    if k == 3:
+        return "ghp_" + _rand(r, 36)
+    if k == 4:
+        return "github_pat_" + _rand(r, 22) + "_" + _rand(r, 59)
+    if k == 5:
+        return "xoxb-%d-%d-%s" % (r.randint(10**10, 10**12), r.randint(10**11, 10**13), _rand(r, 24))
+    if k == 6:
+        return "AIza" + _rand(r, 35, string.ascii_letters + string.digits + "_-")
+    if k == 7:
+        return "glpat-" + _rand(r, 20)
+    if k == 8:
+        return "sk-" + _rand(r, 48)
+    if k == 9:
+        return "sk_live_" + _rand(r, 24)
+    if k == 10:
+        return "hf_" + _rand(r, 34)
+    return "eyJhbGciOiJIUzI1NiJ9.eyJ" + _rand(r, 30, string.ascii_letters + string.digits + "_-") + "." + _rand(r, 43, string.ascii_letters + string.digits + "_-")

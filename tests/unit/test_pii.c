@@ -1,0 +1,727 @@
+/* Unit tests of the PII engine (src/pii): detection per type (positives and
+ * hard negatives), validators, masking with stable placeholders, unmasking
+ * (whole, JSON-escaped in tool-call arguments, streamed with every split),
+ * the map bound (fail closed), custom types with each validator. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "pii/pii.h"
+#include "pii/map.h"
+#include "pii/validate.h"
+
+static struct sw_pii_engine *E;
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[256];
+    struct sw_pii_custom c[] = {
+        {"employee_id", "EMP-[0-9]{6}", NULL},
+        {"loyalty_card", "LC[0-9]{12}", "luhn"},
+        {"account_ref", "REF[A-Z]{2}[0-9]{2}[A-Z0-9]{8}", "mod97"},
+        {"member-no", "M#[0-9]{9}", "elfproef"},
+        {"quoted", "Q<[^>]{1,20}>", "none"},
+    };
+    int rc = sw_pii_engine_new(c, sizeof c / sizeof c[0], &E, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    return rc;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sw_pii_engine_free(E);
+    return 0;
+}
+
+/* "type:value|type:value" of what the engine finds in text. */
+struct found {
+    const char *text;
+    char out[1024];
+};
+
+static int on_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct found *f = ud;
+    size_t l = strlen(f->out);
+    snprintf(f->out + l, sizeof f->out - l, "%s%s:%.*s", l ? "|" : "",
+             sw_pii_type_name(E, sp->type), (int)sp->len, f->text + sp->start);
+    return SW_OK;
+}
+
+static const char *find(const char *text)
+{
+    static struct found f;
+    f.text = text;
+    f.out[0] = '\0';
+    assert_int_equal(sw_pii_scan_text(E, text, strlen(text), on_span, &f), SW_OK);
+    return f.out;
+}
+
+struct det_case {
+    const char *text;
+    const char *want;       /* "" for nothing */
+};
+
+static const struct det_case det_cases[] = {
+    /* e-mail */
+    {"mail john.doe@example.com now", "email:john.doe@example.com"},
+    {"<a_b+tag@sub.example.co.uk>", "email:a_b+tag@sub.example.co.uk"},
+    {"...x@example.org.", "email:x@example.org"},
+    {"user@localhost and @handle and a@b", ""},
+    {"john..doe@example.com", ""},
+    /* phone */
+    {"bel 06-12345678.", "phone:06-12345678"},
+    {"bel 020-1234567 nu", "phone:020-1234567"},
+    {"+31 6 12345678", "phone:+31 6 12345678"},
+    {"(020) 123 4567", "phone:(020) 123 4567"},
+    {"+31 (0)20 123 4567", "phone:+31 (0)20 123 4567"},
+    {"US (415) 555-0132 or 415-555-0132", "phone:(415) 555-0132|phone:415-555-0132"},
+    {"+1 415 555 0132", "phone:+1 415 555 0132"},
+    {"+44 20 7946 0958", "phone:+44 20 7946 0958"},
+    {"on 2024-01-15 at 10:30", ""},
+    {"123-456-7890 is fake", ""},
+    {"order 10612345678", ""},
+    /* IBAN */
+    {"NL91ABNA0417164300", "iban:NL91ABNA0417164300"},
+    {"IBAN NL91 ABNA 0417 1643 00.", "iban:NL91 ABNA 0417 1643 00"},
+    {"DE89370400440532013000", "iban:DE89370400440532013000"},
+    {"NL91ABNA0417164301", ""},                 /* mod-97 fails */
+    {"NL91ABNA04171643001", ""},                /* wrong length for NL */
+    {"XX91ABNA0417164300", ""},                 /* unknown country */
+    /* cards */
+    {"card 4111 1111 1111 1111 exp", "card:4111 1111 1111 1111"},
+    {"4111-1111-1111-1111", "card:4111-1111-1111-1111"},
+    {"5500005555555559", "card:5500005555555559"},
+    {"amex 3782 822463 10005", "card:3782 822463 10005"},
+    {"4111 1111 1111 1111 2024", "card:4111 1111 1111 1111"},
+    {"4111111111111112", ""},                   /* Luhn fails */
+    {"41111111111111111111111", ""},            /* too long */
+    {"0000 0000 0000 0000", ""},
+    {"1234567812345670", ""},                   /* Luhn ok, no card starts with 1 */
+    /* BSN */
+    {"BSN 111222333", "bsn:111222333"},
+    {"burgerservicenummer: 123456782", "bsn:123456782"},
+    {"formulier 1234.56.782", "bsn:1234.56.782"},
+    {"klantnummer 123456782", ""},              /* no context */
+    {"BSN 123456789", ""},                      /* 11-proef fails */
+    {"BSN 1234567820", ""},                     /* ten digits */
+    /* SSN */
+    {"SSN 123-45-6789", "ssn:123-45-6789"},
+    {"id 536-22-9110 on file", "ssn:536-22-9110"},
+    {"social security number 536229110", "ssn:536229110"},
+    {"000-12-3456 666-12-3456 912-12-3456 123-00-4567 123-45-0000", ""},
+    {"078-05-1120", ""},
+    {"ref 536229110", ""},
+    /* IPv4 */
+    {"server 192.168.1.10 down", "ipv4:192.168.1.10"},
+    {"http://10.0.0.1:8080/x", "ipv4:10.0.0.1"},
+    {"ip 84.12.3.4.", "ipv4:84.12.3.4"},
+    {"v1.2.3.4 version 10.0.0.1 firmware 2.4.10.1", ""},
+    {"1.2.3.4.5 and 300.1.1.1 and 1.02.3.4", ""},
+    {"Chrome/120.0.6099.129", ""},
+    {"127.0.0.1 0.0.0.0 255.255.255.0", ""},
+    /* IPv6 */
+    {"ping 2001:db8::8a2e:370:7334", "ipv6:2001:db8::8a2e:370:7334"},
+    {"[2001:db8::2]:443", "ipv6:2001:db8::2"},
+    {"fe80::1ff:fe23:4567:890a%eth0", "ipv6:fe80::1ff:fe23:4567:890a"},
+    {"2001:0db8:85a3:0000:0000:8a2e:0370:7334", "ipv6:2001:0db8:85a3:0000:0000:8a2e:0370:7334"},
+    {"::ffff:192.0.2.128 mapped", "ipv6:::ffff:192.0.2.128"},
+    {"ip:2001:db8::1", "ipv6:2001:db8::1"},
+    {"12:30:45 and std::vector and a::b and ::1", ""},
+    {"MAC 00:1a:2b:3c:4d:5e", ""},
+    /* secrets */
+    {"key sk-proj-AbCdEf1234567890abcdefGHIJ", "secret:sk-proj-AbCdEf1234567890abcdefGHIJ"},
+    {"sk-ant-api03-AbC123dEf456GhI789jKl012MnO", "secret:sk-ant-api03-AbC123dEf456GhI789jKl012MnO"},
+    {"AKIAIOSFODNN7EXAMPLE", "secret:AKIAIOSFODNN7EXAMPLE"},
+    {"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "secret:ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
+    {"github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "secret:github_pat_11ABCDEFG0123456789_abcdefghijklmnop"},
+    {"xoxb-123456789012-abcdefghij", "secret:xoxb-123456789012-abcdefghij"},
+    {"AIzaSyA1234567890abcdefghijklmnopqrstuv", "secret:AIzaSyA1234567890abcdefghijklmnopqrstuv"},
+    {"glpat-abcdefghij1234567890", "secret:glpat-abcdefghij1234567890"},
+    {"Authorization: Bearer abc123DEF456ghi789JKL", "secret:abc123DEF456ghi789JKL"},
+    {"postgres://admin:s3cr3t@db:5432/app", "secret:admin:s3cr3t"},
+    {"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\nok",
+     "secret:-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----"},
+    {"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE cut", "secret:-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE cut"},
+    {"pip install sk-learn; the task-force-alpha-bravo-charlie; risk-assessment-framework-2024x", ""},
+    {"The bearer of bad news. Bearer token expired", ""},
+    {"https://example.com/path and http://user@host", ""},
+    /* custom */
+    {"emp EMP-123456.", "employee_id:EMP-123456"},
+    {"LC123456789015 LC123456789016", "loyalty_card:LC123456789015"},
+    {"M#123456782 M#123456789", "member-no:M#123456782"},
+    {"Q<a \"b\" \\c>", "quoted:Q<a \"b\" \\c>"},
+    /* merge: the URL credential swallows the e-mail-looking part */
+    {"smtp://bob:pw1@mail.example.com", "secret:bob:pw1@mail.example.com"},
+    /* plain prose */
+    {"The router spills overflow to the cloud when the queue wait exceeds 800 ms; "
+     "version 2.1.0 shipped on 2024-05-01 with 16 slots.", ""},
+};
+
+static void test_detect_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof det_cases / sizeof det_cases[0]; i++) {
+        const char *got = find(det_cases[i].text);
+        if (strcmp(got, det_cases[i].want))
+            fail_msg("case %zu \"%s\": want \"%s\", got \"%s\"", i, det_cases[i].text,
+                     det_cases[i].want, got);
+    }
+}
+
+static void test_validators(void **state)
+{
+    (void)state;
+    assert_true(sw_pii_luhn("4111111111111111", 16));
+    assert_false(sw_pii_luhn("4111111111111112", 16));
+    assert_true(sw_pii_luhn("79927398713", 11));
+    assert_true(sw_pii_mod97("GB82WEST12345698765432", 22));
+    assert_true(sw_pii_mod97("GB82 WEST 1234 5698 7654 32", 27));
+    assert_true(sw_pii_mod97("gb82west12345698765432", 22));
+    assert_false(sw_pii_mod97("GB82WEST12345698765433", 22));
+    assert_false(sw_pii_mod97("GB82", 4));
+    assert_true(sw_pii_elfproef("111222333", 9));
+    assert_true(sw_pii_elfproef("123456782", 9));
+    assert_false(sw_pii_elfproef("123456789", 9));
+    assert_false(sw_pii_elfproef("000000000", 9));
+    assert_false(sw_pii_elfproef("12345678", 8));
+    assert_int_equal(sw_pii_iban_len('N', 'L'), 18);
+    assert_int_equal(sw_pii_iban_len('Z', 'Z'), 0);
+    assert_true(sw_pii_ssn_ok("123-45-6789", 11));
+    assert_false(sw_pii_ssn_ok("666-45-6789", 11));
+    assert_true(sw_pii_ipv4_ok("0.0.0.0", 7));
+    assert_false(sw_pii_ipv4_ok("1.2.3", 5));
+    assert_false(sw_pii_ipv4_ok("01.2.3.4", 8));
+    assert_false(sw_pii_ipv4_ok("256.2.3.4", 9));
+    static const char *v6ok[] = {"::1", "::", "1::", "1:2:3:4:5:6:7:8", "1::8", "::ffff:1.2.3.4",
+                                 "1:2:3:4:5:6:1.2.3.4", "fe80::1:2", NULL};
+    static const char *v6bad[] = {"1:2:3:4:5:6:7", "1:2:3:4:5:6:7:8:9", "1::2::3", ":1:2",
+                                  "12345::1", "1:2:3:4:5:6:7:1.2.3.4", "g::1", "1:", NULL};
+    for (const char **p = v6ok; *p; p++)
+        if (!sw_pii_ipv6_ok(*p, strlen(*p)))
+            fail_msg("ipv6 %s should be valid", *p);
+    for (const char **p = v6bad; *p; p++)
+        if (sw_pii_ipv6_ok(*p, strlen(*p)))
+            fail_msg("ipv6 %s should be invalid", *p);
+}
+
+static void test_engine_errors(void **state)
+{
+    (void)state;
+    struct sw_pii_engine *e = NULL;
+    char err[256];
+    struct sw_pii_custom bad_validator = {"x", "X[0-9]+", "crc32"};
+    assert_int_equal(sw_pii_engine_new(&bad_validator, 1, &e, err, sizeof err), SW_EINVAL);
+    assert_null(e);
+    assert_non_null(strstr(err, "crc32"));
+    struct sw_pii_custom bad_regex = {"x", "X[0-9", NULL};
+    assert_int_equal(sw_pii_engine_new(&bad_regex, 1, &e, err, sizeof err), SW_EINVAL);
+    assert_non_null(strstr(err, "\"x\""));
+    struct sw_pii_custom builtin_name = {"email", "X[0-9]+", NULL};
+    assert_int_equal(sw_pii_engine_new(&builtin_name, 1, &e, err, sizeof err), SW_EINVAL);
+    struct sw_pii_custom bad_name = {"no spaces", "X[0-9]+", NULL};
+    assert_int_equal(sw_pii_engine_new(&bad_name, 1, &e, err, sizeof err), SW_EINVAL);
+    /* long names are fine; their tags are cut and stay distinct */
+    struct sw_pii_custom longn[] = {{"a.very-long.custom_entity_name_number_one", "XA[0-9]{3}", NULL},
+                                    {"a.very-long.custom_entity_name_number_two", "XB[0-9]{3}", NULL}};
+    assert_int_equal(sw_pii_engine_new(longn, 2, &e, err, sizeof err), SW_OK);
+    struct sw_pii_map *m = sw_pii_map_new();
+    struct sw_buf b;
+    sw_buf_init(&b, 1024);
+    assert_int_equal(sw_pii_mask_text(e, m, "XA123 XB456", 11, &b, NULL), SW_OK);
+    assert_string_equal(b.ptr, "[A_VERY_LONG_CUSTOM_ENTIT_1] [A_VERY_LONG_CUSTOM_ENTIT_2]");
+    sw_buf_reset(&b);
+    assert_int_equal(sw_pii_unmask_text(m, "[A_VERY_LONG_CUSTOM_ENTIT_2]", 28, 0, &b), SW_OK);
+    assert_string_equal(b.ptr, "XB456");
+    assert_string_equal(sw_pii_type_name(e, SW_PII_CUSTOM_BASE + 1), "a.very-long.custom_entity_name_number_two");
+    sw_buf_free(&b);
+    sw_pii_map_free(m);
+    sw_pii_engine_free(e);
+    struct sw_pii_custom empty = {"x", "a*", NULL};
+    assert_int_equal(sw_pii_engine_new(&empty, 1, &e, err, sizeof err), SW_EINVAL);
+    assert_int_equal(sw_pii_engine_new(NULL, 0, &e, err, sizeof err), SW_OK);
+    assert_int_equal(sw_pii_type_count(e), SW_PII_CUSTOM_BASE);
+    assert_string_equal(sw_pii_type_name(e, SW_PII_IBAN), "iban");
+    assert_string_equal(sw_pii_type_name(e, 99), "unknown");
+    sw_pii_engine_free(e);
+    assert_string_equal(sw_pii_type_name(E, SW_PII_CUSTOM_BASE + 3), "member-no");
+}
+
+/* ---- Masking ---- */
+
+static char *mask(struct sw_pii_map *m, const char *text, struct sw_pii_counts *c)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 20);
+    assert_int_equal(sw_pii_mask_text(E, m, text, strlen(text), &b, c), SW_OK);
+    char *s = strdup(b.ptr ? b.ptr : "");
+    sw_buf_free(&b);
+    return s;
+}
+
+static char *unmask(const struct sw_pii_map *m, const char *text, int json)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 20);
+    assert_int_equal(sw_pii_unmask_text(m, text, strlen(text), json, &b), SW_OK);
+    char *s = strdup(b.ptr ? b.ptr : "");
+    sw_buf_free(&b);
+    return s;
+}
+
+static void test_mask_stable(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    struct sw_pii_counts c = {0};
+    const char *in = "a@example.com, b@example.com, a@example.com; call 06-12345678 or "
+                     "mail a@example.com. EMP-123456";
+    char *out = mask(m, in, &c);
+    assert_string_equal(out, "[EMAIL_1], [EMAIL_2], [EMAIL_1]; call [PHONE_1] or mail "
+                             "[EMAIL_1]. [EMPLOYEE_ID_1]");
+    assert_int_equal(c.n[SW_PII_EMAIL], 4);
+    assert_int_equal(c.n[SW_PII_PHONE], 1);
+    assert_int_equal(c.n[SW_PII_CUSTOM_BASE], 1);
+    assert_int_equal(c.total, 6);
+    assert_int_equal(sw_pii_map_size(m), 4);
+    /* a second text shares the map: same value, same placeholder */
+    char *out2 = mask(m, "again b@example.com", NULL);
+    assert_string_equal(out2, "again [EMAIL_2]");
+    /* placeholders are not PII themselves */
+    assert_string_equal(find(out), "");
+    char *back = unmask(m, out, 0);
+    assert_string_equal(back, in);
+    /* unknown or malformed placeholders stay as they are */
+    char *other = unmask(m, "[EMAIL_9] [EMAIL_1 [email_1] [EMAIL_1]] [[EMAIL_2]", 0);
+    assert_string_equal(other, "[EMAIL_9] [EMAIL_1 [email_1] a@example.com] [b@example.com");
+    char *custom = unmask(m, "[MEMBER_NO_1]", 0);
+    assert_string_equal(custom, "[MEMBER_NO_1]");
+    free(out), free(out2), free(back), free(other), free(custom);
+    sw_pii_map_free(m);
+}
+
+static void test_map_bound(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    char v[32];
+    const char *ph;
+    size_t phl;
+    for (int i = 0; i < SW_PII_MAP_MAX_ENTRIES; i++) {
+        int n = snprintf(v, sizeof v, "u%d@example.com", i);
+        assert_int_equal(sw_pii_map_put(m, SW_PII_EMAIL, "EMAIL", v, (size_t)n, &ph, &phl), SW_OK);
+    }
+    /* known values still resolve; a new one fails closed */
+    assert_int_equal(sw_pii_map_put(m, SW_PII_EMAIL, "EMAIL", "u7@example.com", 14, &ph, &phl), SW_OK);
+    assert_string_equal(ph, "[EMAIL_8]");
+    assert_int_equal(sw_pii_map_put(m, SW_PII_EMAIL, "EMAIL", "new@example.com", 15, &ph, &phl),
+                     SW_ETOOBIG);
+    sw_pii_map_free(m);
+
+    /* through mask_request: a body with too many distinct values is refused */
+    json_t *msgs = json_array();
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 22);
+    for (int i = 0; i <= SW_PII_MAP_MAX_ENTRIES; i++)
+        assert_int_equal(sw_buf_appendf(&b, "u%d@example.com ", i), SW_OK);
+    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", b.ptr));
+    json_t *body = json_pack("{s:s, s:o}", "model", "m", "messages", msgs);
+    m = sw_pii_map_new();
+    struct sw_pii_counts c;
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_ETOOBIG);
+    sw_pii_map_free(m);
+    json_decref(body);
+    sw_buf_free(&b);
+}
+
+/* ---- Requests and responses ---- */
+
+static const char *REQ =
+    "{\"model\":\"gpt-4o a@example.com\",\"messages\":["
+    "{\"role\":\"system\",\"content\":\"You help [EMAIL_1] users.\"},"
+    "{\"role\":\"user\",\"content\":\"I am a@example.com, IBAN NL91ABNA0417164300\"},"
+    "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"and 06-12345678\"},"
+    "  {\"type\":\"image_url\",\"image_url\":{\"url\":\"https://x/a@example.com.png\"}}]},"
+    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+    "  \"function\":{\"name\":\"lookup\",\"arguments\":\"{\\\"dsn\\\":\\\"postgres://u:p\\\\\\\"a\\\\\\\\ss@db/x\\\"}\"}}]},"
+    "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"found b@example.com\"}"
+    "],\"metadata\":{\"owner\":\"c@example.com\"}}";
+
+static void test_request_roundtrip(void **state)
+{
+    (void)state;
+    json_error_t je;
+    json_t *body = json_loads(REQ, 0, &je);
+    if (!body)
+        fail_msg("%s", je.text);
+    struct sw_pii_counts c;
+    assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
+    assert_int_equal(c.n[SW_PII_EMAIL], 2);      /* not the model name, image URL or metadata */
+    assert_int_equal(c.n[SW_PII_IBAN], 1);
+    assert_int_equal(c.n[SW_PII_PHONE], 1);
+    assert_int_equal(c.n[SW_PII_SECRET], 1);
+    assert_int_equal(c.total, 5);
+
+    /* the value of the secret holds a quote and a backslash */
+    json_t *args0 = json_loads(json_string_value(json_object_get(json_object_get(json_array_get(
+        json_object_get(json_array_get(json_object_get(body, "messages"), 3), "tool_calls"), 0),
+        "function"), "arguments")), 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(args0, "dsn")), "postgres://u:p\"a\\ss@db/x");
+    json_decref(args0);
+
+    struct sw_pii_map *m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_OK);
+    assert_int_equal(c.total, 5);
+    json_t *msgs = json_object_get(body, "messages");
+    /* "[EMAIL_1]" was in the request already: reserved, so the real one is 2 */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "content")),
+                        "You help [EMAIL_1] users.");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 1), "content")),
+                        "I am [EMAIL_2], IBAN [IBAN_1]");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+                            json_array_get(msgs, 2), "content"), 0), "text")),
+                        "and [PHONE_1]");
+    const char *args = json_string_value(json_object_get(json_object_get(json_array_get(
+        json_object_get(json_array_get(msgs, 3), "tool_calls"), 0), "function"), "arguments"));
+    assert_string_equal(args, "{\"dsn\":\"postgres://[SECRET_1]@db/x\"}");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 4), "content")),
+                        "found [EMAIL_3]");
+    assert_string_equal(json_string_value(json_object_get(body, "model")), "gpt-4o a@example.com");
+    char *dump = json_dumps(body, JSON_COMPACT);
+    assert_null(strstr(dump, "NL91"));
+    assert_null(strstr(dump, "12345678"));
+    assert_null(strstr(dump, "ss@db"));
+    free(dump);
+
+    /* the answer echoes placeholders in content and in tool-call arguments */
+    json_t *resp = json_pack(
+        "{s:s, s:[{s:i, s:{s:s, s:s, s:[{s:s, s:s, s:{s:s, s:s}}]}, s:s}]}", "object",
+        "chat.completion", "choices", "index", 0, "message", "role", "assistant", "content",
+        "Hi [EMAIL_2] ([EMAIL_1]), IBAN [IBAN_1], [PHONE_1], [IBAN_9]", "tool_calls", "id", "c2",
+        "type", "function", "function", "name", "connect", "arguments",
+        "{\"dsn\": \"postgres://[SECRET_1]@db/x\", \"who\": \"[EMAIL_3]\"}", "finish_reason",
+        "tool_calls");
+    assert_int_equal(sw_pii_unmask_response(m, resp), SW_OK);
+    json_t *msg = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "message");
+    assert_string_equal(json_string_value(json_object_get(msg, "content")),
+                        "Hi a@example.com ([EMAIL_1]), IBAN NL91ABNA0417164300, 06-12345678, [IBAN_9]");
+    const char *rargs = json_string_value(json_object_get(json_object_get(json_array_get(
+        json_object_get(msg, "tool_calls"), 0), "function"), "arguments"));
+    json_t *a = json_loads(rargs, 0, &je);
+    if (!a)
+        fail_msg("arguments no longer JSON: %s: %s", je.text, rargs);
+    assert_string_equal(json_string_value(json_object_get(a, "dsn")), "postgres://u:p\"a\\ss@db/x");
+    assert_string_equal(json_string_value(json_object_get(a, "who")), "b@example.com");
+    json_decref(a);
+    json_decref(resp);
+    sw_pii_map_free(m);
+    json_decref(body);
+}
+
+static void test_json_text_mask(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 16);
+    const char *in = "{\"card\":4111111111111111,\"dsn\":\"smtp://u:p\\\"q@h\",\"mail\":\"x@example.com\"}";
+    assert_int_equal(sw_pii_mask_json_text(E, m, in, strlen(in), &b, NULL), SW_OK);
+    assert_string_equal(b.ptr, "{\"card\":\"[CARD_1]\",\"dsn\":\"smtp://[SECRET_1]@h\",\"mail\":\"[EMAIL_1]\"}");
+    /* the map holds decoded values: the same secret in plain text gets the same placeholder */
+    char *plain = mask(m, "smtp://u:p\"q@h", NULL);
+    assert_string_equal(plain, "smtp://[SECRET_1]@h");
+    char *back = unmask(m, plain, 0);
+    assert_string_equal(back, "smtp://u:p\"q@h");
+    char *jback = unmask(m, b.ptr, 1);
+    assert_string_equal(jback, "{\"card\":\"4111111111111111\",\"dsn\":\"smtp://u:p\\\"q@h\",\"mail\":\"x@example.com\"}");
+    free(plain), free(back), free(jback);
+    sw_buf_free(&b);
+    sw_pii_map_free(m);
+}
+
+static void test_request_empty_and_bad(void **state)
+{
+    (void)state;
+    struct sw_pii_counts c;
+    json_t *body = json_pack("{s:s, s:[{s:s, s:s}]}", "model", "m", "messages", "role", "user",
+                             "content", "nothing personal here, version 1.2.3.4");
+    struct sw_pii_map *m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_OK);
+    assert_int_equal(c.total, 0);
+    assert_int_equal(sw_pii_map_size(m), 0);
+    json_t *arr = json_array();
+    assert_int_equal(sw_pii_scan_request(E, arr, &c), SW_EINVAL);
+    assert_int_equal(sw_pii_mask_request(E, m, arr, &c), SW_EINVAL);
+    /* an empty map leaves responses alone */
+    json_t *resp = json_pack("{s:[{s:{s:s}}]}", "choices", "message", "content", "[EMAIL_1]");
+    assert_int_equal(sw_pii_unmask_response(m, resp), SW_OK);
+    json_decref(resp);
+    json_decref(arr);
+    json_decref(body);
+    sw_pii_map_free(m);
+}
+
+/* ---- Streaming ---- */
+
+static json_t *chunk_content(const char *s, size_t n)
+{
+    return json_pack("{s:s, s:s, s:i, s:s, s:[{s:i, s:{s:s%}, s:n}]}", "id", "chatcmpl-1", "object",
+                     "chat.completion.chunk", "created", 1700000000, "model", "m", "choices",
+                     "index", 0, "delta", "content", s, n, "finish_reason");
+}
+
+static json_t *chunk_args(const char *s, size_t n)
+{
+    return json_pack("{s:s, s:s, s:i, s:s, s:[{s:i, s:{s:[{s:i, s:{s:s%}}]}, s:n}]}", "id",
+                     "chatcmpl-1", "object", "chat.completion.chunk", "created", 1700000000,
+                     "model", "m", "choices", "index", 0, "delta", "tool_calls", "index", 1,
+                     "function", "arguments", s, n, "finish_reason");
+}
+
+static const char *content_of(json_t *chunk)
+{
+    return json_string_value(json_object_get(json_object_get(json_array_get(
+        json_object_get(chunk, "choices"), 0), "delta"), "content"));
+}
+
+static const char *args_of(json_t *chunk)
+{
+    json_t *tcs = json_object_get(json_object_get(json_array_get(json_object_get(chunk, "choices"),
+                                                                 0), "delta"), "tool_calls");
+    return json_string_value(json_object_get(json_object_get(json_array_get(tcs, 0), "function"),
+                                             "arguments"));
+}
+
+/* Feeds text cut at the given offsets; returns the concatenated output. */
+static void stream_cut(const struct sw_pii_map *m, const char *text, const size_t *cuts, int ncuts,
+                       int args, struct sw_buf *out)
+{
+    struct sw_pii_stream *s = sw_pii_stream_new(m);
+    size_t len = strlen(text), prev = 0;
+    assert_non_null(s);
+    for (int i = 0; i <= ncuts; i++) {
+        size_t end = i < ncuts ? cuts[i] : len;
+        json_t *ch = args ? chunk_args(text + prev, end - prev) : chunk_content(text + prev, end - prev);
+        assert_int_equal(sw_pii_stream_chunk(s, ch), SW_OK);
+        const char *o = args ? args_of(ch) : content_of(ch);
+        assert_non_null(o);
+        assert_int_equal(sw_buf_append(out, o, strlen(o)), SW_OK);
+        json_decref(ch);
+        prev = end;
+    }
+    json_t *fin = sw_pii_stream_finish(s);
+    if (fin) {
+        assert_string_equal(json_string_value(json_object_get(fin, "id")), "chatcmpl-1");
+        assert_string_equal(json_string_value(json_object_get(fin, "model")), "m");
+        assert_int_equal(json_integer_value(json_object_get(fin, "created")), 1700000000);
+        const char *o = args ? args_of(fin) : content_of(fin);
+        assert_non_null(o);
+        assert_int_equal(sw_buf_append(out, o, strlen(o)), SW_OK);
+        json_decref(fin);
+    }
+    assert_null(sw_pii_stream_finish(s));
+    sw_pii_stream_free(s);
+}
+
+static void test_stream_every_split(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *masked = mask(m, "a\"b@example.com? no: x@example.com, 06-12345678, "
+                           "postgres://u:p\"a\\ss@db", NULL);
+    assert_string_equal(masked, "a\"[EMAIL_1]? no: [EMAIL_2], [PHONE_1], postgres://[SECRET_1]@db");
+    free(masked);
+    static const char *texts[] = {
+        "Hi [EMAIL_1], [PHONE_1][EMAIL_2] [SECRET_1] [[EMAIL_1]] [EMAIL_ [PHONE_12] end [EMAIL_2]",
+        "{\"to\": \"[EMAIL_1]\", \"dsn\": \"postgres://[SECRET_1]@db\"}",
+        "trailing [EMAIL_",
+        "[EMAIL_1]",
+        "",
+    };
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        for (int args = 0; args <= 1; args++) {
+            const char *text = texts[t];
+            size_t len = strlen(text);
+            char *want = unmask(m, text, args);
+            struct sw_buf out;
+            sw_buf_init(&out, 1 << 16);
+            stream_cut(m, text, NULL, 0, args, &out);
+            assert_string_equal(out.ptr ? out.ptr : "", want);
+            for (size_t i = 0; i <= len; i++) {
+                sw_buf_reset(&out);
+                size_t cuts[1] = {i};
+                stream_cut(m, text, cuts, 1, args, &out);
+                if (strcmp(out.ptr ? out.ptr : "", want))
+                    fail_msg("split at %zu of \"%s\": got \"%s\" want \"%s\"", i, text, out.ptr, want);
+            }
+            if (len <= 64)
+                for (size_t i = 0; i <= len; i++)
+                    for (size_t j = i; j <= len; j++) {
+                        sw_buf_reset(&out);
+                        size_t cuts[2] = {i, j};
+                        stream_cut(m, text, cuts, 2, args, &out);
+                        if (strcmp(out.ptr ? out.ptr : "", want))
+                            fail_msg("split at %zu,%zu of \"%s\": got \"%s\"", i, j, text, out.ptr);
+                    }
+            if (args) {
+                json_t *a = json_loads(want, 0, NULL);
+                if (t == 1) {
+                    assert_non_null(a);
+                    assert_string_equal(json_string_value(json_object_get(a, "to")), "b@example.com");
+                    assert_string_equal(json_string_value(json_object_get(a, "dsn")), "postgres://u:p\"a\\ss@db");
+                }
+                json_decref(a);
+            }
+            sw_buf_free(&out);
+            free(want);
+        }
+    }
+    sw_pii_map_free(m);
+}
+
+static void test_stream_finish_reason_flush(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *masked = mask(m, "x@example.com", NULL);
+    free(masked);
+    struct sw_pii_stream *s = sw_pii_stream_new(m);
+    json_t *c1 = chunk_content("to [EMAIL_1] and [EMA", 21);
+    assert_int_equal(sw_pii_stream_chunk(s, c1), SW_OK);
+    assert_string_equal(content_of(c1), "to x@example.com and ");
+    /* the last chunk carries finish_reason and no content: the held text goes there */
+    json_t *c2 = json_pack("{s:s, s:s, s:i, s:s, s:[{s:i, s:{}, s:s}]}", "id", "chatcmpl-1",
+                           "object", "chat.completion.chunk", "created", 1, "model", "m",
+                           "choices", "index", 0, "delta", "finish_reason", "stop");
+    assert_int_equal(sw_pii_stream_chunk(s, c2), SW_OK);
+    assert_string_equal(content_of(c2), "[EMA");
+    assert_null(sw_pii_stream_finish(s));
+    json_decref(c1);
+    json_decref(c2);
+    /* a tool call's arguments held at finish_reason are flushed into tool_calls */
+    json_t *c3 = chunk_args("{\"a\":\"[EMAIL_", 13);
+    assert_int_equal(sw_pii_stream_chunk(s, c3), SW_OK);
+    assert_string_equal(args_of(c3), "{\"a\":\"");
+    json_t *c4 = json_pack("{s:s, s:[{s:i, s:n, s:s}]}", "id", "chatcmpl-1", "choices", "index", 0,
+                           "delta", "finish_reason", "tool_calls");
+    assert_int_equal(sw_pii_stream_chunk(s, c4), SW_OK);
+    assert_string_equal(args_of(c4), "[EMAIL_");
+    json_decref(c3);
+    json_decref(c4);
+    /* a stream cut short: finish() returns what is held */
+    json_t *c5 = chunk_content("bye [EMAIL", 10);
+    assert_int_equal(sw_pii_stream_chunk(s, c5), SW_OK);
+    json_t *fin = sw_pii_stream_finish(s);
+    assert_non_null(fin);
+    assert_string_equal(content_of(fin), "[EMAIL");
+    assert_string_equal(json_string_value(json_object_get(fin, "object")), "chat.completion.chunk");
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(fin, "choices"), 0),
+                                             "finish_reason")));
+    json_decref(fin);
+    json_decref(c5);
+    /* more than 128 tool calls or a negative index: refused */
+    json_t *bad = chunk_content("x", 1);
+    json_t *tc = json_pack("[{s:i, s:{s:s}}]", "index", 500, "function", "arguments", "[E");
+    json_object_set_new(json_object_get(json_array_get(json_object_get(bad, "choices"), 0), "delta"),
+                        "tool_calls", tc);
+    assert_int_equal(sw_pii_stream_chunk(s, bad), SW_EINVAL);
+    json_decref(bad);
+    sw_pii_stream_free(s);
+    sw_pii_map_free(m);
+}
+
+static void test_stream_empty_map_passthrough(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    struct sw_pii_stream *s = sw_pii_stream_new(m);
+    json_t *c = chunk_content("look: [EMAIL_1 and [", 20);
+    assert_int_equal(sw_pii_stream_chunk(s, c), SW_OK);
+    assert_string_equal(content_of(c), "look: [EMAIL_1 and [");
+    assert_null(sw_pii_stream_finish(s));
+    json_decref(c);
+    sw_pii_stream_free(s);
+    sw_pii_map_free(m);
+}
+
+static void test_bounds(void **state)
+{
+    (void)state;
+    /* a long run of digits does not flood the candidates, nor do many '@' */
+    size_t n = 1 << 20;
+    char *t = malloc(n + 1);
+    memset(t, '7', n);
+    t[n] = '\0';
+    assert_string_equal(find(t), "");
+    for (size_t i = 0; i < n; i += 2)
+        t[i] = '@', t[i + 1] = 'a';
+    assert_string_equal(find(t), "");
+    free(t);
+}
+
+/* One engine, several threads scanning at once (the scratch pool). */
+static void *scan_thread(void *arg)
+{
+    (void)arg;
+    const char *t = "mail a@example.com, IBAN NL91ABNA0417164300, ip 10.1.2.3, v1.2.3.4";
+    for (int i = 0; i < 2000; i++) {
+        struct sw_pii_counts c = {0};
+        struct sw_pii_map *m = sw_pii_map_new();
+        struct sw_buf b;
+        sw_buf_init(&b, 4096);
+        if (sw_pii_mask_text(E, m, t, strlen(t), &b, &c) || c.total != 3 ||
+            strcmp(b.ptr, "mail [EMAIL_1], IBAN [IBAN_1], ip [IPV4_1], v1.2.3.4")) {
+            sw_buf_free(&b);
+            sw_pii_map_free(m);
+            return (void *)1;
+        }
+        sw_buf_free(&b);
+        sw_pii_map_free(m);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    pthread_t th[6];
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, scan_thread, NULL), 0);
+    for (int i = 0; i < 6; i++) {
+        void *r;
+        assert_int_equal(pthread_join(th[i], &r), 0);
+        assert_null(r);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect_table),
+        cmocka_unit_test(test_validators),
+        cmocka_unit_test(test_engine_errors),
+        cmocka_unit_test(test_mask_stable),
+        cmocka_unit_test(test_map_bound),
+        cmocka_unit_test(test_request_roundtrip),
+        cmocka_unit_test(test_json_text_mask),
+        cmocka_unit_test(test_request_empty_and_bad),
+        cmocka_unit_test(test_stream_every_split),
+        cmocka_unit_test(test_stream_finish_reason_flush),
+        cmocka_unit_test(test_stream_empty_map_passthrough),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
