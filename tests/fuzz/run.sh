@@ -22,10 +22,10 @@ if ! command -v clang >/dev/null 2>&1; then
 fi
 
 # The modules under test and what they need; nothing with I/O.
-SRCS="src/request/request.c src/relay/sse.c $(ls src/common/*.c)"
+SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c) $(ls src/common/*.c)"
 CFLAGS="-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc"
-JANSSON="$(pkg-config --cflags --libs jansson)"
+JANSSON="$(pkg-config --cflags --libs jansson libhs) -lpthread"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}
