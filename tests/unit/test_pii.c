@@ -143,6 +143,8 @@ static const struct det_case det_cases[] = {
     {"MAC 00:1a:2b:3c:4d:5e", ""},
     /* secrets */
     {"key sk-proj-AbCdEf1234567890abcdefGHIJ", "secret:sk-proj-AbCdEf1234567890abcdefGHIJ"},
+    /* a random body without a digit (1 in ~500): the prefix is enough (canary test) */
+    {"key sk-proj-bRsPTAcbWSuaMDPNtJYcYZVNZGSDHTqjUSfVNRaw", "secret:sk-proj-bRsPTAcbWSuaMDPNtJYcYZVNZGSDHTqjUSfVNRaw"},
     {"sk-ant-api03-AbC123dEf456GhI789jKl012MnO", "secret:sk-ant-api03-AbC123dEf456GhI789jKl012MnO"},
     {"AKIAIOSFODNN7EXAMPLE", "secret:AKIAIOSFODNN7EXAMPLE"},
     {"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "secret:ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
