@@ -612,6 +612,8 @@ static const struct sw_walk_setting top_settings[] = {
      .hint = "a list of models, each with name and backends"},
     {.key = "limits", .type = SW_WALK_MAP, .off = CFG(limits), .sub = &limits_section},
     {.key = "pii", .type = SW_WALK_MAP, .off = CFG(pii), .sub = &pii_section},
+    {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
+     .hint = "a file path, or \"-\" for standard output"},
 };
 static const struct sw_walk_section top_section = {
     top_settings, sizeof(top_settings) / sizeof(top_settings[0]), 0, check_top};
@@ -863,6 +865,7 @@ void sw_config_unref(struct sw_config *cfg)
     }
     free(cfg->keys);
     free(cfg->admin_key);
+    free(cfg->decision_log);
     free(cfg->routing.spend.degrade_to);
     for (size_t i = 0; i < cfg->pii.n_custom; i++) {
         free(cfg->pii.custom[i].name);

@@ -123,6 +123,7 @@ struct sw_config {
     size_t n_keys;
     bool auth_enabled;          /* true when a `keys` list is present */
     char *admin_key;            /* admin.key; NULL: admin API disabled */
+    char *decision_log;         /* path of the decision log, "-" (default): stdout */
     struct sw_config_backend *backends;
     size_t n_backends;
     struct sw_config_model *models;

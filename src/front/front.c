@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "obs/dashboard.h"
 #include "relay/relay.h"
 #include "relay/reply.h"
 #include "request/request.h"
@@ -30,7 +31,9 @@ struct sw_front {
     struct evconnlistener *listener;
     struct sw_config *cfg;
     struct sw_curlev *cev;
-    struct sw_live *live;
+    struct sw_live *live;           /* referenced */
+    struct sw_front_hooks hooks;
+    struct sw_obs_sinks *obs;       /* borrowed */
     struct timeval client_tv;       /* slow-client read/write timeout */
     long in_flight;                 /* requests handed to the relay, not finished */
     struct conn *conns;             /* every open client connection */
@@ -312,6 +315,52 @@ static long request_timeout_ms(struct sw_front *f, struct evhttp_request *req)
     return ms;
 }
 
+/* "email, iban": the types found, for messages and logs (never the values). */
+static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *c, char *out,
+                          size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int t = 0; t < SW_PII_MAX_TYPES && used < cap; t++)
+        if (c->n[t])
+            used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? ", " : "",
+                                     sw_pii_type_name(f->live->pii, t));
+}
+
+/* One decision-log line and the metrics for a chat request the front
+ * refused before routing (the relay records everything after). */
+static void record_rejection(struct sw_front *f, const char *id, const char *model,
+                             const struct sw_config_key *key, int status, const char *code,
+                             const struct sw_pii_counts *counts, int64_t start_ms)
+{
+    if (!f->obs)
+        return;
+    struct sw_declog_pii pii[SW_PII_MAX_TYPES];
+    size_t n_pii = 0;
+    for (int t = 0; counts && t < SW_PII_MAX_TYPES; t++)
+        if (counts->n[t])
+            pii[n_pii++] = (struct sw_declog_pii){sw_pii_type_name(f->live->pii, t), counts->n[t]};
+    int64_t now = sw_now_ms();
+    struct sw_declog_entry e = {
+        .request_id = id,
+        .time_ms = sw_live_wall_ms(f->live, start_ms),
+        .model = model,
+        .key_name = key ? key->name : NULL,
+        .decision = SW_DECLOG_REJECTED,
+        .status = status,
+        .code = code,
+        .ttft_ms = -1,
+        .duration_ms = (double)(now - start_ms),
+        .tokens_in = -1,
+        .tokens_out = -1,
+        .pii = pii,
+        .n_pii = n_pii,
+        .pii_outcome = n_pii ? "blocked" : NULL,
+    };
+    sw_obs_account(f->obs->metrics, &f->obs->spill, &e, false, now / 1000);
+    sw_declog_record(f->obs->log, f->obs->ring, &e);
+}
+
 static void handle_chat(struct sw_front *f, struct evhttp_request *req)
 {
     int64_t start_ms = sw_now_ms();
@@ -320,8 +369,10 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
 
     bool denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
-    if (denied)
+    if (denied) {
+        record_rejection(f, id, NULL, NULL, 401, "invalid_api_key", NULL, start_ms);
         return;
+    }
 
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
@@ -331,11 +382,14 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
                        f->cfg->limits.max_body_bytes);
         sw_info("request %s: body of %zu bytes over the %ld limit", id, len,
                 f->cfg->limits.max_body_bytes);
+        record_rejection(f, id, NULL, key, 413, "request_too_large", NULL, start_ms);
         return;
     }
     long timeout_ms = request_timeout_ms(f, req);
-    if (timeout_ms < 0)
+    if (timeout_ms < 0) {
+        record_rejection(f, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
+    }
 
     struct sw_chat_request chat;
     struct sw_request_error rerr;
@@ -343,6 +397,8 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
     if (sw_request_parse(body, len, &chat, &rerr)) {
         sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
                        rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
+        record_rejection(f, id, NULL, key, rerr.status,
+                         "invalid_request", NULL, start_ms);
         return;
     }
 
@@ -351,6 +407,7 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
         sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
                        "The model '%s' does not exist. GET /v1/models lists the models.",
                        chat.model);
+        record_rejection(f, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
         sw_request_free(&chat);
         return;
     }
@@ -373,10 +430,130 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
         .ttft_budget_ms = key ? key->ttft_budget_ms : 0,
     };
 
+    /* PII: the most restrictive of the global, key and model policies. */
+    enum sw_pii_policy policy = f->cfg->pii.policy;
+    if (key && key->pii > policy)
+        policy = key->pii;
+    if (model->pii > policy)
+        policy = model->pii;
+    struct sw_relay_pii pii = {.policy = policy};
+    if (policy != SW_PII_POLICY_OFF &&
+        sw_pii_scan_request(f->live->pii, chat.body, &pii.counts) != SW_OK) {
+        /* Could not be scanned (too large): fail closed, it stays local. */
+        facts.sensitive = true;
+        sw_warn("request %s: PII scan failed; treated as sensitive", id);
+    }
+    if (pii.counts.total > 0) {
+        if (policy == SW_PII_POLICY_BLOCK) {
+            char types[256];
+            pii_type_list(f, &pii.counts, types, sizeof types);
+            sw_reply_error(req, 400, "invalid_request_error", "pii_blocked", "messages",
+                           "The request contains personal data or secrets (%s) and its policy "
+                           "blocks such requests.", types);
+            sw_live_count_pii(f->live, SW_PII_BLOCKED, &pii.counts);
+            sw_live_count_rejection(f->live, "pii_blocked");
+            record_rejection(f, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
+            sw_info("request %s: rejected pii_blocked (%s)", id, types);
+            sw_request_free(&chat);
+            return;
+        }
+        if (policy == SW_PII_POLICY_LOCAL_ONLY)
+            facts.sensitive = true;
+    }
+
     hold_request(f, req);
     f->in_flight++;
-    struct sw_relay_env env = {f->base, f->cev, f->live, on_relay_finish, f};
-    sw_relay_start(&env, req, f->cfg, &chat, model, &facts, start_ms, id);
+    struct sw_relay_env env = {f->base, f->cev, f->live, f->obs, on_relay_finish, f};
+    sw_relay_start(&env, req, f->cfg, &chat, model, &facts, &pii, start_ms, id,
+                   key ? key->name : NULL);
+}
+
+/* ---- Metrics and the dashboard ---- */
+
+static const char *health_name(enum sw_health h);
+
+/* GET /metrics: the counters and histograms, then gauges read from the live
+ * state (the same numbers /admin/state shows). */
+static void handle_metrics(struct sw_front *f, struct evhttp_request *req)
+{
+    struct sw_live *l = f->live;
+    int64_t now = sw_now_ms();
+    struct sw_obs_backend obs[SW_ROUTE_MAX_BACKENDS];
+    size_t n = 0;
+    for (size_t i = 0; i < l->n && n < SW_ROUTE_MAX_BACKENDS; i++) {
+        struct sw_config_model one = {.name = "", .backends = &i, .n_backends = 1};
+        struct sw_live_snapshot snap;
+        sw_live_snapshot(l, &one, now, &snap);
+        const struct sw_route_backend_view *v = &snap.backends[0];
+        obs[n++] = (struct sw_obs_backend){
+            .name = v->name,
+            .local = v->tier == SW_TIER_LOCAL,
+            .health = health_name(v->health),
+            .breaker = v->breaker == SW_BREAKER_OPEN        ? 2
+                       : v->breaker == SW_BREAKER_HALF_OPEN ? 1
+                                                            : 0,
+            .in_flight = (double)v->in_flight,
+            .queued = (double)v->queued,
+            .est_wait_ms = sw_route_est_ttft_ms(v, 0),
+            .prefill_ms_per_token = v->prefill_ms_per_token,
+            .decode_tps = v->decode_tps,
+            .rpm_available = v->rpm_available,
+            .tpm_available = v->tpm_available,
+        };
+    }
+    struct sw_live_snapshot any;
+    struct sw_config_model none = {.name = "", .backends = NULL, .n_backends = 0};
+    sw_live_snapshot(l, &none, now, &any);
+    struct sw_obs_gauges g = {
+        .backends = obs,
+        .n_backends = n,
+        .spend_usd = any.view.spend_usd,
+        .spend_cap_usd = any.policy.spend_cap_usd,
+        .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
+        .emergency = l->g->emergency,
+        .declog_write_errors = sw_declog_write_errors(f->obs->log),
+    };
+    struct sw_buf b;
+    sw_buf_init(&b, 16 << 20);
+    int err = sw_metrics_render(f->obs->metrics, &b);
+    if (!err)
+        err = sw_obs_render_gauges(&b, &g);
+    if (err) {
+        sw_buf_free(&b);
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "metrics: %s", sw_err_str(err));
+        return;
+    }
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    struct evbuffer *out = evbuffer_new();
+    if (out)
+        evbuffer_add(out, b.ptr, b.len);
+    evhttp_send_reply(req, 200, "OK", out);
+    if (out)
+        evbuffer_free(out);
+    sw_buf_free(&b);
+}
+
+/* GET /dashboard: the self-contained page; its data comes from the admin API. */
+static void handle_dashboard(struct sw_front *f, struct evhttp_request *req)
+{
+    (void)f;
+    size_t len;
+    const char *html = sw_dashboard_html(&len);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", "text/html; charset=utf-8");
+    evhttp_add_header(h, "Cache-Control", "no-store");
+    evhttp_add_header(h, "Content-Security-Policy",
+                      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                      "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                      "form-action 'none'; frame-ancestors 'none'");
+    evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+    struct evbuffer *out = evbuffer_new();
+    if (out)
+        evbuffer_add_reference(out, html, len, NULL, NULL);
+    evhttp_send_reply(req, 200, "OK", out);
+    if (out)
+        evbuffer_free(out);
 }
 
 /* ---- Admin API (its own key: admin.key) ---- */
@@ -447,16 +624,43 @@ static void handle_admin_state(struct sw_front *f, struct evhttp_request *req)
                       v.ttft_avg_ms, "rpm_available", v.rpm_available, "tpm_available",
                       v.tpm_available));
     }
+    static const char *const outcomes[] = {"kept_local", "masked_cloud", "blocked"};
+    json_t *pii = json_object();
+    for (int o = 0; o < 3; o++) {
+        json_t *types = json_object();
+        for (int t = 0; t < sw_pii_type_count(l->pii); t++)
+            json_object_set_new(types, sw_pii_type_name(l->pii, t),
+                                json_integer((json_int_t)l->g->pii_count[o][t]));
+        json_object_set_new(pii, outcomes[o], types);
+    }
     json_t *rejections = json_object();
-    for (size_t i = 0; i < l->n_codes; i++)
-        json_object_set_new(rejections, l->rejections[i].code,
-                            json_integer((json_int_t)l->rejections[i].n));
+    for (size_t i = 0; i < l->g->n_codes; i++)
+        json_object_set_new(rejections, l->g->rejections[i].code,
+                            json_integer((json_int_t)l->g->rejections[i].n));
     reply_json_value(req, 200,
-                     json_pack("{s:b, s:s, s:f, s:f, s:o, s:o}", "emergency", l->emergency,
-                               "emergency_reason", l->emergency_reason, "spend_usd",
-                               sw_spend_total(&l->spend, sw_live_wall_ms(l, now)), "spend_cap_usd",
-                               f->cfg->routing.spend.cap_usd, "backends", backends,
-                               "rejections", rejections));
+                     json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o}", "emergency", l->g->emergency,
+                               "emergency_reason", l->g->emergency_reason, "spend_usd",
+                               sw_spend_total(&l->g->spend, sw_live_wall_ms(l, now)), "spend_cap_usd",
+                               l->g->spend_cap_usd >= 0 ? l->g->spend_cap_usd
+                                                        : f->cfg->routing.spend.cap_usd,
+                               "backends", backends,
+                               "rejections", rejections, "pii", pii));
+}
+
+/* Parses the admin call's JSON body; answers 400 and returns NULL if it is not an object. */
+static json_t *admin_body(struct evhttp_request *req)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    json_error_t jerr;
+    json_t *body = json_loadb(len ? (const char *)evbuffer_pullup(in, -1) : "", len, 0, &jerr);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_json", NULL,
+                       "Expected a JSON object: %s.", jerr.text);
+        return NULL;
+    }
+    return body;
 }
 
 /* POST /admin/emergency {"declared": true|false, "reason": "..."}: seed 1's
@@ -464,10 +668,9 @@ static void handle_admin_state(struct sw_front *f, struct evhttp_request *req)
  * masked, when the local tier has failed. Audited in the log. */
 static void handle_admin_emergency(struct sw_front *f, struct evhttp_request *req)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    json_error_t jerr;
-    json_t *body = json_loadb(len ? (const char *)evbuffer_pullup(in, -1) : "", len, 0, &jerr);
+    json_t *body = admin_body(req);
+    if (!body)
+        return;
     json_t *declared = json_object_get(body, "declared");
     json_t *reason = json_object_get(body, "reason");
     if (!json_is_boolean(declared) || (reason && !json_is_string(reason))) {
@@ -477,14 +680,135 @@ static void handle_admin_emergency(struct sw_front *f, struct evhttp_request *re
         return;
     }
     struct sw_live *l = f->live;
-    l->emergency = json_is_true(declared);
-    snprintf(l->emergency_reason, sizeof l->emergency_reason, "%s",
+    l->g->emergency = json_is_true(declared);
+    if (l->g->emergency)
+        l->g->emergencies_declared++;
+    else
+        l->g->emergencies_cleared++;
+    sw_metrics_inc(f->obs->metrics, SW_M_EMERGENCY,
+                   (const char *const[]){l->g->emergency ? "declared" : "cleared"}, 1);
+    snprintf(l->g->emergency_reason, sizeof l->g->emergency_reason, "%s",
              reason ? json_string_value(reason) : "");
-    sw_warn("admin: emergency %s (reason: %s)", l->emergency ? "DECLARED" : "cleared",
-            l->emergency_reason[0] ? l->emergency_reason : "none given");
+    sw_warn("admin: emergency %s (reason: %s)", l->g->emergency ? "DECLARED" : "cleared",
+            l->g->emergency_reason[0] ? l->g->emergency_reason : "none given");
     json_decref(body);
-    reply_json_value(req, 200, json_pack("{s:b, s:s}", "emergency", l->emergency, "reason",
-                                         l->emergency_reason));
+    reply_json_value(req, 200, json_pack("{s:b, s:s}", "emergency", l->g->emergency, "reason",
+                                         l->g->emergency_reason));
+}
+
+/* GET /admin/decisions?n=N (1..1000, default 20): the latest decision-log lines. */
+static void handle_admin_decisions(struct sw_front *f, struct evhttp_request *req)
+{
+    long n = 20;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
+    struct evkeyvalq params = {0};
+    if (q && evhttp_parse_query_str(q, &params) == 0) {
+        const char *v = evhttp_find_header(&params, "n");
+        char *end;
+        if (v) {
+            errno = 0;
+            n = strtol(v, &end, 10);
+            if (errno || end == v || *end || n < 1 || n > 1000) {
+                evhttp_clear_headers(&params);
+                sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "n",
+                               "n must be an integer from 1 to 1000.");
+                return;
+            }
+        }
+    }
+    evhttp_clear_headers(&params);
+    struct sw_buf b;
+    sw_buf_init(&b, 64 << 20);
+    if (sw_declog_ring_render(f->obs->ring, (size_t)n, &b)) {
+        sw_buf_free(&b);
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+        return;
+    }
+    sw_reply_json(req, 200, b.ptr, b.len);
+    sw_buf_free(&b);
+}
+
+/* POST /admin/reload: the same as SIGHUP. */
+static void handle_admin_reload(struct sw_front *f, struct evhttp_request *req)
+{
+    char msg[512] = "";
+    if (!f->hooks.reload) {
+        sw_reply_error(req, 503, "server_error", "reload_unavailable", NULL,
+                       "Reload is not available.");
+        return;
+    }
+    if (f->hooks.reload(f->hooks.ud, msg, sizeof msg) != SW_OK) {
+        sw_reply_error(req, 422, "invalid_request_error", "invalid_config", NULL,
+                       "The new configuration was refused; the old one keeps serving: %s", msg);
+        return;
+    }
+    reply_json_value(req, 200, json_pack("{s:b, s:s}", "reloaded", 1, "config", f->cfg->path));
+}
+
+/* POST /admin/breakers/{backend}/reset: closes that backend's breaker now. */
+static void handle_admin_breaker_reset(struct sw_front *f, struct evhttp_request *req,
+                                       const char *name, size_t len)
+{
+    for (size_t i = 0; i < f->live->n; i++) {
+        struct sw_live_backend *b = f->live->b[i];
+        if (strlen(b->name) == len && !memcmp(b->name, name, len)) {
+            sw_breaker_reset(&b->breaker);
+            sw_warn("admin: breaker of %s reset", b->name);
+            reply_json_value(req, 200, json_pack("{s:s, s:s}", "backend", b->name, "breaker",
+                                                 "closed"));
+            return;
+        }
+    }
+    sw_reply_error(req, 404, "invalid_request_error", "unknown_backend", NULL,
+                   "No backend named '%.*s'.", (int)len, name);
+}
+
+/* PUT /admin/thresholds: runtime changes without a restart (until the next
+ * reload): ttft_budget_ms, spend_cap_usd, latency_degrade_ms,
+ * latency_recover_ms. Every field is checked before any is applied. */
+static void handle_admin_thresholds(struct sw_front *f, struct evhttp_request *req)
+{
+    json_t *body = admin_body(req);
+    if (!body)
+        return;
+    struct sw_live_shared *g = f->live->g;
+    json_t *ttft = json_object_get(body, "ttft_budget_ms");
+    json_t *cap = json_object_get(body, "spend_cap_usd");
+    json_t *deg = json_object_get(body, "latency_degrade_ms");
+    json_t *rec = json_object_get(body, "latency_recover_ms");
+    const char *bad = NULL;
+    if (ttft && (!json_is_integer(ttft) || json_integer_value(ttft) < 1 ||
+                 json_integer_value(ttft) > 600000))
+        bad = "ttft_budget_ms: an integer 1..600000";
+    else if (cap && (!json_is_number(cap) || json_number_value(cap) < 0))
+        bad = "spend_cap_usd: a number >= 0 (0: no cap)";
+    else if ((deg && (!json_is_number(deg) || json_number_value(deg) <= 0)) ||
+             (rec && (!json_is_number(rec) || json_number_value(rec) <= 0)))
+        bad = "latency_degrade_ms / latency_recover_ms: numbers > 0";
+    else if (f->live->n && (deg || rec) &&
+             (rec ? json_number_value(rec) : f->live->b[0]->latwin.recover_ms) >=
+                 (deg ? json_number_value(deg) : f->live->b[0]->latwin.degrade_ms))
+        bad = "latency_recover_ms must stay below latency_degrade_ms (the hysteresis)";
+    if (bad) {
+        json_decref(body);
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_value", NULL, "%s", bad);
+        return;
+    }
+    if (ttft)
+        g->ttft_budget_ms = (long)json_integer_value(ttft);
+    if (cap)
+        g->spend_cap_usd = json_number_value(cap);
+    for (size_t i = 0; i < f->live->n; i++) {
+        if (deg)
+            f->live->b[i]->latwin.degrade_ms = json_number_value(deg);
+        if (rec)
+            f->live->b[i]->latwin.recover_ms = json_number_value(rec);
+    }
+    json_decref(body);
+    sw_warn("admin: thresholds changed (ttft_budget_ms %ld, spend_cap_usd %.4f)",
+            g->ttft_budget_ms, g->spend_cap_usd);
+    handle_admin_state(f, req);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -514,7 +838,24 @@ static void on_request(struct evhttp_request *req, void *arg)
         {"/healthz", EVHTTP_REQ_GET, handle_healthz},
         {"/admin/state", EVHTTP_REQ_GET, handle_admin_state},
         {"/admin/emergency", EVHTTP_REQ_POST, handle_admin_emergency},
+        {"/admin/reload", EVHTTP_REQ_POST, handle_admin_reload},
+        {"/admin/decisions", EVHTTP_REQ_GET, handle_admin_decisions},
+        {"/metrics", EVHTTP_REQ_GET, handle_metrics},
+        {"/dashboard", EVHTTP_REQ_GET, handle_dashboard},
+        {"/admin/thresholds", EVHTTP_REQ_PUT, handle_admin_thresholds},
     };
+    static const char breakers[] = "/admin/breakers/", reset[] = "/reset";
+    size_t plen = strlen(path);
+    if (!strncmp(path, breakers, sizeof breakers - 1) && plen > sizeof breakers + sizeof reset - 2 &&
+        !strcmp(path + plen - (sizeof reset - 1), reset)) {
+        if (method != EVHTTP_REQ_POST)
+            sw_reply_error(req, 405, "invalid_request_error", "method_not_allowed", NULL,
+                           "Use POST.");
+        else if (admin_authorized(f, req))
+            handle_admin_breaker_reset(f, req, path + sizeof breakers - 1,
+                                       plen - (sizeof breakers - 1) - (sizeof reset - 1));
+        return;
+    }
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(path, routes[i].path) != 0)
             continue;
@@ -542,33 +883,63 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 /* ---- Setup ---- */
 
+/* The limits of f->cfg onto the HTTP server (new connections get them). */
+static void apply_limits(struct sw_front *f)
+{
+    const struct sw_config_limits *lim = &f->cfg->limits;
+    f->client_tv.tv_sec = lim->client_timeout_ms / 1000;
+    f->client_tv.tv_usec = (lim->client_timeout_ms % 1000) * 1000;
+    /* Bodies up to twice the limit are read and refused with an OpenAI-shaped
+     * 413 that names the limit; beyond that libevent cuts the connection with
+     * its own plain 413 (it has no hook for the body of that answer). */
+    long body_cap = lim->max_body_bytes;
+    evhttp_set_max_body_size(f->http, body_cap > (1L << 30) ? body_cap : body_cap * 2);
+    evhttp_set_max_headers_size(f->http, lim->max_header_bytes);
+    evhttp_set_timeout_tv(f->http, &f->client_tv);
+}
+
+void sw_front_swap(struct sw_front *f, struct sw_config *cfg, struct sw_live *live)
+{
+    if (strcmp(cfg->listen_host, f->cfg->listen_host) || cfg->listen_port != f->cfg->listen_port)
+        sw_warn("reload: listen changed to %s:%d; that takes a restart (still on %s:%d)",
+                cfg->listen_host, cfg->listen_port, f->cfg->listen_host, f->cfg->listen_port);
+    struct sw_config *old_cfg = f->cfg;
+    struct sw_live *old_live = f->live;
+    f->cfg = sw_config_ref(cfg);
+    f->live = sw_live_ref(live);
+    sw_live_unref(old_live);
+    sw_config_unref(old_cfg);
+    apply_limits(f);
+    if (!f->accepting && !f->draining && f->connections < f->cfg->limits.max_connections) {
+        evconnlistener_enable(f->listener);
+        f->accepting = true;
+    }
+}
+
+void sw_front_set_hooks(struct sw_front *f, const struct sw_front_hooks *hooks)
+{
+    f->hooks = *hooks;
+}
+
 struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
-                              struct sw_curlev *cev, struct sw_live *live)
+                              struct sw_curlev *cev, struct sw_live *live,
+                              struct sw_obs_sinks *obs)
 {
     struct sw_front *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
-    f->live = live;
+    f->obs = obs;
+    f->live = sw_live_ref(live);
     f->base = base;
     f->cfg = sw_config_ref(cfg);
     f->cev = cev;
     f->accepting = true;
     f->started_s = sw_wall_s();
-    long ms = cfg->limits.client_timeout_ms;
-    f->client_tv.tv_sec = ms / 1000;
-    f->client_tv.tv_usec = (ms % 1000) * 1000;
-
     f->drain_check = evtimer_new(base, on_drain_check, f);
     f->http = evhttp_new(base);
     if (!f->http || !f->drain_check)
         goto fail;
-    /* Bodies up to twice the limit are read and refused with an OpenAI-shaped
-     * 413 that names the limit; beyond that libevent cuts the connection with
-     * its own plain 413 (it has no hook for the body of that answer). */
-    long body_cap = cfg->limits.max_body_bytes;
-    evhttp_set_max_body_size(f->http, body_cap > (1L << 30) ? body_cap : body_cap * 2);
-    evhttp_set_max_headers_size(f->http, cfg->limits.max_header_bytes);
-    evhttp_set_timeout_tv(f->http, &f->client_tv);
+    apply_limits(f);
     evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_OPTIONS);
@@ -626,6 +997,7 @@ void sw_front_free(struct sw_front *f)
         c->f = NULL;
     if (f->drain_check)
         event_free(f->drain_check);
+    sw_live_unref(f->live);
     sw_config_unref(f->cfg);
     free(f);
 }

@@ -15,16 +15,31 @@
 #include <event2/event.h>
 
 #include "config/config.h"
+#include "obs/obs.h"
 #include "state/live.h"
 #include "upstream/curlev.h"
 
 struct sw_front;
 
 /* Binds cfg->listen_host:listen_port and starts serving on base. Takes a
- * reference on cfg. Logs "spillway: listening on HOST:PORT". NULL on error
+ * reference on cfg and on live. Logs "spillway: listening on HOST:PORT". NULL on error
  * (logged). */
 struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
-                              struct sw_curlev *cev, struct sw_live *live);
+                              struct sw_curlev *cev, struct sw_live *live,
+                              struct sw_obs_sinks *obs);
+
+/* Serves new requests with cfg and live from now on (references taken; the
+ * old ones are released, and requests in flight keep theirs). Applies the new
+ * limits; a changed listen address needs a restart (logged). */
+void sw_front_swap(struct sw_front *f, struct sw_config *cfg, struct sw_live *live);
+
+/* What the admin API asks of the daemon. reload returns SW_OK or writes why
+ * not into msg. */
+struct sw_front_hooks {
+    int (*reload)(void *ud, char *msg, size_t cap);
+    void *ud;
+};
+void sw_front_set_hooks(struct sw_front *f, const struct sw_front_hooks *hooks);
 
 /* Stops accepting connections; requests already in flight go on. Calls
  * on_drained(ud) once none is left (at once if none is in flight). */

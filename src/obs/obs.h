@@ -20,6 +20,15 @@
 #include "obs/declog.h"
 #include "obs/metrics.h"
 
+/* Where the daemon's observations go: owned by the daemon, shared by the
+ * front and the relay. */
+struct sw_obs_sinks {
+    struct sw_metrics *metrics;
+    struct sw_declog *log;              /* the decision log (stdout or a file) */
+    struct sw_declog_ring *ring;        /* the latest decisions, for /admin/decisions */
+    struct sw_spill spill;              /* the spill ratio window */
+};
+
 /* Counts one finished request, from the same entry that goes to the decision
  * log:
  *  - served: spillway_requests_total{model,backend,tier,reason},

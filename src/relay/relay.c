@@ -30,6 +30,7 @@
 
 struct proxy {
     struct sw_relay_env env;
+    struct sw_live *live;           /* referenced: the snapshot this request started on */
     struct evhttp_request *req;     /* NULL once answered or the client is gone */
     struct evhttp_connection *evcon;
     struct sw_config *cfg;          /* referenced */
@@ -58,6 +59,24 @@ struct proxy {
     long chunks;                    /* content chunks relayed (a token count when no usage) */
     bool client_wants_usage;        /* stream_options.include_usage was the client's */
     bool overflowed;                /* left a local queue for the cloud */
+
+    /* PII: what the front found; the map and stream of masked attempts. */
+    struct sw_relay_pii pii;
+    bool need_mask;                 /* the current attempt must be masked */
+    bool masked;                    /* ... and was: the answer must be unmasked */
+    struct sw_pii_map *map;         /* per request; never logged */
+    struct sw_pii_stream *pstream;  /* per masked streaming attempt */
+
+    /* For the decision log and the metrics (never prompt or answer text). */
+    const char *key_name;           /* borrowed from cfg */
+    struct sw_declog_attempt att[SW_DECLOG_MAX_ATTEMPTS];
+    size_t n_att;
+    bool served;
+    int final_status;
+    const char *rej_code;           /* static string */
+    double cost_usd;
+    double ttft_ms;                 /* arrival to first byte of the answer that served; -1 none */
+    long tok_in, tok_out;
     char id[48];
 
     struct sw_upstream up;
@@ -73,7 +92,6 @@ struct proxy {
     int abort_err;                  /* why on_data aborted the transfer (SW_EPROTO, ...) */
     char abort_msg[160];
 
-    /* The failures so far, for the final error message: "edge: connect_error; ..." */
     /* evhttp's own connection callbacks, wrapped while the relay owns the request */
     bool watching;
     bufferevent_data_cb evhttp_read_cb;
@@ -81,22 +99,76 @@ struct proxy {
     bufferevent_event_cb evhttp_event_cb;
     void *evhttp_cb_arg;
 
+    /* The failures so far, for the final error message: "edge: connect_error; ..." */
     char failures[512];
     long retry_after_s;
     bool any_timeout;
 };
 
+enum outcome { OUTCOME_OK, OUTCOME_FAILED, OUTCOME_NEUTRAL };
+
 static void plan_next(struct proxy *p);
-static void attempt_end(struct proxy *p, int outcome, int http_status, int transport_err);
+static void attempt_end(struct proxy *p, enum outcome o, int http_status, int transport_err);
 static void unwatch_client(struct proxy *p);
 static void watch_client(struct proxy *p);
 
 /* ---- Lifetime ---- */
 
+/* The account step: one decision-log line and the metrics for the request. */
+static void record_decision(struct proxy *p)
+{
+    struct sw_obs_sinks *obs = p->env.obs;
+    if (!obs)
+        return;
+    int64_t now = sw_now_ms();
+    const struct sw_config_backend *be = p->served ? &p->cfg->backends[p->be] : NULL;
+    const char *reason = p->served ? sw_reason_name(p->reason) : NULL;
+    struct sw_declog_pii pii[SW_PII_MAX_TYPES];
+    size_t n_pii = 0;
+    for (int t = 0; t < SW_PII_MAX_TYPES && p->live->pii; t++)
+        if (p->pii.counts.n[t])
+            pii[n_pii++] = (struct sw_declog_pii){sw_pii_type_name(p->live->pii, t),
+                                                  p->pii.counts.n[t]};
+    struct sw_declog_entry e = {
+        .request_id = p->id,
+        .time_ms = sw_live_wall_ms(p->live, p->start_ms),
+        .model = p->public_model,
+        .key_name = p->key_name,
+        .decision = p->served ? SW_DECLOG_SERVED : SW_DECLOG_REJECTED,
+        .status = p->final_status ? p->final_status : (p->client_gone ? 499 : 0),
+        .backend = be ? be->name : NULL,
+        .tier = be ? sw_tier_name(be->tier) : NULL,
+        .reason = reason,
+        .code = p->served ? NULL : (p->rej_code ? p->rej_code : "client_gone"),
+        .attempts = p->att,
+        .n_attempts = p->n_att,
+        .ttft_ms = p->ttft_ms,
+        .duration_ms = (double)(now - p->start_ms),
+        .tokens_in = p->served ? p->tok_in : -1,
+        .tokens_out = p->served ? p->tok_out : -1,
+        .cost_usd = p->cost_usd,
+        .stream = p->chat.stream,
+        .pii = pii,
+        .n_pii = n_pii,
+        .pii_outcome = !n_pii ? NULL
+                       : be && be->tier == SW_TIER_CLOUD ? "masked_cloud"
+                       : be                              ? "kept_local"
+                                                         : NULL,
+    };
+    /* Spilled: served by the cloud although the model has a local backend. */
+    bool has_local = false;
+    for (size_t i = 0; i < p->model->n_backends; i++)
+        has_local |= p->cfg->backends[p->model->backends[i]].tier == SW_TIER_LOCAL;
+    bool spilled = be && be->tier == SW_TIER_CLOUD && has_local;
+    sw_obs_account(obs->metrics, &obs->spill, &e, spilled, now / 1000);
+    sw_declog_record(obs->log, obs->ring, &e);
+}
+
 static void proxy_free(struct proxy *p)
 {
     sw_upstream_cleanup(&p->up); /* abort first: the backend frees its slot at once */
-    attempt_end(p, 2 /* neutral */, 0, 0);
+    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    record_decision(p);
     if (p->queue_timer)
         event_free(p->queue_timer);
     unwatch_client(p);
@@ -109,7 +181,10 @@ static void proxy_free(struct proxy *p)
     if (p->resume_timer)
         event_free(p->resume_timer);
     sw_request_free(&p->chat);
+    sw_pii_stream_free(p->pstream);
+    sw_pii_map_free(p->map);
     free(p->public_model);
+    sw_live_unref(p->live);
     sw_config_unref(p->cfg);
     void (*on_finish)(void *) = p->env.on_finish;
     void *ud = p->env.ud;
@@ -221,24 +296,37 @@ static void set_route_headers(struct proxy *p)
 
 /* ---- Accounting of one attempt ---- */
 
-enum outcome { OUTCOME_OK, OUTCOME_FAILED, OUTCOME_NEUTRAL };
-
 /* Ends the current attempt's hold on shared state: the local slot (which may
  * start the next queued request), the rate bucket and the spend reservation
  * (settled with the real usage), and feeds the breaker, the latency window
  * and the learned rates. Idempotent. */
-static void attempt_end(struct proxy *p, int o, int http_status, int transport_err)
+static void attempt_end(struct proxy *p, enum outcome o, int http_status, int transport_err)
 {
     if (!p->attempting)
         return;
     p->attempting = false;
-    struct sw_live *live = p->env.live;
-    struct sw_live_backend *lb = &live->b[p->be];
+    struct sw_live *live = p->live;
+    struct sw_live_backend *lb = live->b[p->be];
     const struct sw_config_backend *be = cur_backend(p);
     int64_t now = sw_now_ms();
     if (p->queue_timer)
         evtimer_del(p->queue_timer);
     sw_localq_cancel(&lb->q, &p->waiter);
+    if (p->n_att < SW_DECLOG_MAX_ATTEMPTS) {
+        struct sw_declog_attempt *a = &p->att[p->n_att++];
+        a->backend = be->name;
+        a->reason = sw_reason_name(p->reason);
+        a->outcome = o == OUTCOME_OK       ? SW_ATTEMPT_OK
+                     : o == OUTCOME_FAILED ? SW_ATTEMPT_FAILED
+                     : p->client_gone      ? SW_ATTEMPT_CLIENT_GONE
+                                           : SW_ATTEMPT_SKIPPED;
+        a->status = http_status;
+        a->error = o == OUTCOME_OK ? NULL
+                   : transport_err ? sw_err_str(transport_err)
+                   : http_status   ? "status"
+                                   : NULL;
+        a->ttft_ms = p->first_byte_ms ? (double)(p->first_byte_ms - p->attempt_ms) : -1;
+    }
 
     long in = p->usage_in ? p->usage_in : p->chat.prompt_tokens_est;
     long out = p->usage_out ? p->usage_out : p->chunks;
@@ -252,15 +340,24 @@ static void attempt_end(struct proxy *p, int o, int http_status, int transport_e
     }
     if (p->spend_held) {
         /* Tokens generated are billed even when the attempt failed later. */
-        if (p->first_byte_ms)
-            sw_spend_settle(&live->spend, sw_live_wall_ms(live, now), p->spend,
-                            sw_spend_cost_usd(in, out, be->input_usd_per_mtok,
-                                              be->output_usd_per_mtok));
-        else
-            sw_spend_release(&live->spend, p->spend);
+        if (p->first_byte_ms) {
+            double usd = sw_spend_cost_usd(in, out, be->input_usd_per_mtok,
+                                           be->output_usd_per_mtok);
+            p->cost_usd += usd;
+            sw_spend_settle(&live->g->spend, sw_live_wall_ms(live, now), p->spend, usd);
+        } else
+            sw_spend_release(&live->g->spend, p->spend);
         p->spend_held = false;
     }
+    if (o == OUTCOME_OK && p->pii.counts.total > 0)
+        sw_live_count_pii(live, be->tier == SW_TIER_LOCAL ? SW_PII_KEPT_LOCAL : SW_PII_MASKED_CLOUD,
+                          &p->pii.counts);
     if (o == OUTCOME_OK) {
+        p->served = true;
+        p->tok_in = in;
+        p->tok_out = out;
+        if (p->first_byte_ms)
+            p->ttft_ms = (double)(p->first_byte_ms - p->start_ms);
         double ttft = p->first_byte_ms ? (double)(p->first_byte_ms - p->attempt_ms) : -1;
         double decode = p->first_byte_ms && p->last_byte_ms > p->first_byte_ms
                             ? (double)(p->last_byte_ms - p->first_byte_ms)
@@ -282,7 +379,9 @@ static void attempt_end(struct proxy *p, int o, int http_status, int transport_e
 static void fail_all(struct proxy *p)
 {
     bool deadline = p->any_timeout && sw_now_ms() >= p->deadline_ms;
-    sw_live_count_rejection(p->env.live, deadline ? "deadline_exceeded" : "all_backends_failed");
+    p->rej_code = deadline ? "deadline_exceeded" : "all_backends_failed";
+    p->final_status = deadline ? 504 : 503;
+    sw_live_count_rejection(p->live, deadline ? "deadline_exceeded" : "all_backends_failed");
     if (deadline) {
         sw_reply_error(p->req, 504, "timeout_error", "deadline_exceeded", NULL,
                        "No backend answered within the request deadline (%s).", p->failures);
@@ -318,6 +417,8 @@ static void fail_stream(struct proxy *p, const char *msg)
     free(s);
     json_decref(ev);
     evhttp_send_reply_end(p->req);
+    p->served = true;
+    p->final_status = 200;
     sw_warn("request %s: stream from %s failed after the first byte: %s", p->id,
             cur_backend(p)->name, msg);
     detach_client(p);
@@ -371,6 +472,15 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
     struct proxy *p = ud;
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         p->saw_done = true;
+        json_t *held = p->pstream ? sw_pii_stream_finish(p->pstream) : NULL;
+        if (held) {
+            json_object_set_new(held, "model", json_string(p->public_model));
+            char *s = json_dumps(held, JSON_COMPACT);
+            json_decref(held);
+            if (s)
+                evbuffer_add_printf(p->out, "data: %s\n\n", s);
+            free(s);
+        }
         evbuffer_add(p->out, "data: [DONE]\n\n", 14);
         return SW_OK;
     }
@@ -402,6 +512,12 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
     }
     if (json_is_array(choices) && json_array_size(choices) > 0)
         p->chunks++;
+    if (p->pstream && sw_pii_stream_chunk(p->pstream, chunk) != SW_OK) {
+        json_decref(chunk);
+        p->abort_err = SW_EPROTO;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "could not restore the masked values");
+        return SW_EPROTO;
+    }
     if (json_is_string(json_object_get(chunk, "model")))
         json_object_set_new(chunk, "model", json_string(p->public_model));
     char *s = json_dumps(chunk, JSON_COMPACT);
@@ -541,6 +657,11 @@ static void finish_non_stream(struct proxy *p)
         return;
     }
     read_usage(p, json_object_get(body, "usage"));
+    if (p->masked && sw_pii_unmask_response(p->map, body) != SW_OK) {
+        json_decref(body);
+        attempt_failed(p, "could not restore the masked values", (int)p->up.status, SW_EPROTO);
+        return;
+    }
     json_object_set_new(body, "model", json_string(p->public_model));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -549,6 +670,7 @@ static void finish_non_stream(struct proxy *p)
         return;
     }
     attempt_end(p, OUTCOME_OK, 200, 0);
+    p->final_status = 200;
     set_route_headers(p);
     sw_reply_json(p->req, 200, s, strlen(s));
     free(s);
@@ -564,6 +686,8 @@ static void pass_through_error(struct proxy *p)
     json_error_t jerr;
     json_t *body = json_loadb(p->resp.ptr ? p->resp.ptr : "", p->resp.len, 0, &jerr);
     attempt_end(p, OUTCOME_NEUTRAL, (int)status, 0);
+    p->served = true; /* the backend answered; the request was wrong for it */
+    p->final_status = (int)status;
     set_route_headers(p);
     if (body && json_is_object(json_object_get(body, "error"))) {
         char *s = json_dumps(body, JSON_COMPACT);
@@ -612,6 +736,7 @@ static void on_done(void *ud, int err)
         return;
     } else if (p->saw_done && !sw_sse_pending(&p->sse)) {
         attempt_end(p, OUTCOME_OK, 200, 0);
+        p->final_status = 200;
         evhttp_send_reply_end(p->req);
         detach_client(p);
         proxy_free(p);
@@ -646,6 +771,8 @@ static void reject(struct proxy *p)
         evhttp_add_header(evhttp_request_get_output_headers(p->req), "Retry-After", v);
     }
     int status = pl->status ? pl->status : 503;
+    p->rej_code = pl->code ? pl->code : "all_backends_failed";
+    p->final_status = status;
     sw_reply_error(p->req, status,
                    status == 429   ? "rate_limit_error"
                    : status < 500 ? "invalid_request_error"
@@ -653,9 +780,31 @@ static void reject(struct proxy *p)
                    pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s", pl->message,
                    p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "");
     sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
-    sw_live_count_rejection(p->env.live, pl->code ? pl->code : "all_backends_failed");
+    sw_live_count_rejection(p->live, pl->code ? pl->code : "all_backends_failed");
     detach_client(p);
     proxy_free(p);
+}
+
+/* The body for a masked attempt: a copy of the request with every entity
+ * replaced by its placeholder (the same map across attempts), and a stream
+ * unmasker for the answer. NULL when masking failed: then nothing is sent. */
+static char *masked_body(struct proxy *p)
+{
+    if (!p->map)
+        p->map = sw_pii_map_new();
+    json_t *copy = p->map ? json_deep_copy(p->chat.body) : NULL;
+    char *body = NULL;
+    if (copy && sw_pii_mask_request(p->live->pii, p->map, copy, NULL) == SW_OK)
+        body = json_dumps(copy, JSON_COMPACT);
+    json_decref(copy);
+    sw_pii_stream_free(p->pstream);
+    p->pstream = NULL;
+    if (body && p->chat.stream && !(p->pstream = sw_pii_stream_new(p->map))) {
+        free(body);
+        body = NULL;
+    }
+    p->masked = body != NULL;
+    return body;
 }
 
 /* Sends the request to the current backend: it holds a slot (local) or has
@@ -673,7 +822,20 @@ static void dispatch(struct proxy *p)
         return;
     }
     json_object_set_new(p->chat.body, "model", json_string(be->model));
-    char *body = json_dumps(p->chat.body, JSON_COMPACT);
+    char *body = NULL;
+    p->masked = false;
+    if (p->need_mask) {
+        body = masked_body(p);
+        if (!body) {
+            /* Never sent unmasked: this backend is out for this request. */
+            note_failure(p, "masking failed");
+            attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+            exclude_and_replan(p);
+            return;
+        }
+    } else {
+        body = json_dumps(p->chat.body, JSON_COMPACT);
+    }
     if (!body) {
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
@@ -719,7 +881,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct proxy *p = arg;
-    struct sw_live_backend *lb = &p->env.live->b[p->be];
+    struct sw_live_backend *lb = p->live->b[p->be];
     int64_t now = sw_now_ms();
     if (now >= p->deadline_ms) {
         p->any_timeout = true;
@@ -730,7 +892,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
     }
     if (p->facts.allows_cloud && !p->facts.sensitive) {
         struct sw_live_snapshot snap;
-        sw_live_snapshot(p->env.live, p->model, now, &snap);
+        sw_live_snapshot(p->live, p->model, now, &snap);
         for (size_t k = 0; k < snap.view.n; k++) {
             if (snap.map[k] != p->be)
                 continue;
@@ -761,13 +923,14 @@ static void try_attempt(struct proxy *p)
     const struct sw_route_attempt *a = &p->plan.attempts[p->step];
     p->be = p->snap.map[a->backend];
     p->reason = p->overflowed && a->reason == SW_REASON_FALLBACK ? SW_REASON_OVERFLOW : a->reason;
-    struct sw_live *live = p->env.live;
-    struct sw_live_backend *lb = &live->b[p->be];
+    struct sw_live *live = p->live;
+    struct sw_live_backend *lb = live->b[p->be];
     const struct sw_config_backend *be = cur_backend(p);
     int64_t now = sw_now_ms();
-    if (a->masked) {
-        /* Never sent unmasked; masking arrives with the PII work. */
-        note_failure(p, "needs masking, which this build cannot do");
+    p->need_mask = be->tier == SW_TIER_CLOUD &&
+                   (a->masked || (p->pii.policy == SW_PII_POLICY_MASK && p->pii.counts.total > 0));
+    if (p->need_mask && !live->pii) {
+        note_failure(p, "needs masking, which is not available");
         exclude_and_replan(p);
         return;
     }
@@ -790,7 +953,7 @@ static void try_attempt(struct proxy *p)
         double est = sw_spend_cost_usd(p->facts.prompt_tokens_est, p->facts.max_tokens,
                                        be->input_usd_per_mtok, be->output_usd_per_mtok);
         if (est > 0) {
-            if (sw_spend_reserve(&live->spend, sw_live_wall_ms(live, now), est, &p->spend) != SW_OK) {
+            if (sw_spend_reserve(&live->g->spend, sw_live_wall_ms(live, now), est, &p->spend) != SW_OK) {
                 note_failure(p, "spend reservations full (fails closed)");
                 attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
                 exclude_and_replan(p);
@@ -824,7 +987,7 @@ static void try_attempt(struct proxy *p)
 static void plan_next(struct proxy *p)
 {
     int64_t now = sw_now_ms();
-    sw_live_snapshot(p->env.live, p->model, now, &p->snap);
+    sw_live_snapshot(p->live, p->model, now, &p->snap);
     sw_route_decide(&p->facts, &p->snap.view, &p->snap.policy, now, &p->plan);
     if (p->plan.n == 0) {
         reject(p);
@@ -864,7 +1027,8 @@ static void strip_spillway_fields(json_t *body)
 void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
                     struct sw_config *cfg, struct sw_chat_request *chat,
                     const struct sw_config_model *model, const struct sw_route_facts *facts,
-                    int64_t start_ms, const char *request_id)
+                    const struct sw_relay_pii *pii, int64_t start_ms, const char *request_id,
+                    const char *key_name)
 {
     struct proxy *p = calloc(1, sizeof *p);
     char *public_model = chat->model ? strdup(chat->model) : NULL;
@@ -881,6 +1045,7 @@ void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
         return;
     }
     p->env = *env;
+    p->live = sw_live_ref(env->live);
     p->req = req;
     p->evcon = evhttp_request_get_connection(req);
     p->cfg = sw_config_ref(cfg);
@@ -889,6 +1054,9 @@ void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
     p->public_model = public_model;
     p->model = model;
     p->facts = *facts;
+    p->pii = *pii;
+    p->key_name = key_name;
+    p->ttft_ms = -1;
     p->start_ms = start_ms;
     p->deadline_ms = facts->deadline_ms;
     p->out = out;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "obs/obs.h"
 #include "request/request.h"
 #include "route/route.h"
 #include "state/live.h"
@@ -32,10 +33,17 @@ struct sw_relay_env {
     struct event_base *base;
     struct sw_curlev *cev;
     struct sw_live *live;       /* routing state: breakers, queues, buckets, spend */
+    struct sw_obs_sinks *obs;   /* metrics and the decision log */
     /* Called once per relayed request when it is completely done (answered or
      * abandoned), so the front can count in-flight requests for draining. */
     void (*on_finish)(void *ud);
     void *ud;
+};
+
+/* What the front found and decided about PII in the request. */
+struct sw_relay_pii {
+    enum sw_pii_policy policy;
+    struct sw_pii_counts counts;    /* entities per type; total 0: none */
 };
 
 /* Takes over `req`: from here on the relay decides the route (sw_route_decide
@@ -46,6 +54,7 @@ struct sw_relay_env {
 void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
                     struct sw_config *cfg, struct sw_chat_request *chat,
                     const struct sw_config_model *model, const struct sw_route_facts *facts,
-                    int64_t start_ms, const char *request_id);
+                    const struct sw_relay_pii *pii, int64_t start_ms, const char *request_id,
+                    const char *key_name);
 
 #endif

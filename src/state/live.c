@@ -1,50 +1,144 @@
 #include "state/live.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
 
-struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms, int64_t wall_ms)
+struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t now_ms,
+                                          int64_t wall_ms)
+{
+    struct sw_live_shared *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    const struct sw_config_routing *r = &cfg->routing;
+    g->wall_offset_ms = wall_ms - now_ms;
+    sw_spend_init(&g->spend,
+                  r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS, wall_ms);
+    g->emergency = r->emergency;
+    if (g->emergency)
+        snprintf(g->emergency_reason, sizeof g->emergency_reason, "declared in the configuration");
+    g->spend_cap_usd = -1;
+    return g;
+}
+
+void sw_live_shared_free(struct sw_live_shared *g)
+{
+    free(g);
+}
+
+/* The limits a backend's state takes from the config, on creation and on
+ * every reload (the state itself carries over). */
+static void apply_limits(struct sw_live_backend *b, const struct sw_config_backend *be,
+                         const struct sw_config_routing *r)
+{
+    b->breaker.threshold = (int)r->breaker.failures;
+    b->breaker.window_ms = r->breaker.window_ms;
+    b->breaker.cooldown_ms = r->breaker.cooldown_ms;
+    b->bucket.rpm_limit = be->rpm;
+    b->bucket.tpm_limit = be->tpm;
+    b->latwin.window_ms = r->latency.window_ms;
+    b->latwin.degrade_ms = (double)r->latency.degrade_ms;
+    b->latwin.recover_ms = (double)r->latency.recover_ms;
+    b->latwin.dwell_ms = r->latency.dwell_ms;
+    b->q.slots = be->tier == SW_TIER_LOCAL ? be->slots : 1000000;
+    b->q.queue_max = be->tier == SW_TIER_LOCAL ? be->queue_max : 0;
+}
+
+static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
+                                           const struct sw_config_routing *r, int64_t now_ms)
+{
+    struct sw_live_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->name = strdup(be->name);
+    b->url = strdup(be->url);
+    if (!b->name || !b->url) {
+        free(b->name);
+        free(b->url);
+        free(b);
+        return NULL;
+    }
+    b->tier = be->tier;
+    sw_breaker_init(&b->breaker, (int)r->breaker.failures, r->breaker.window_ms,
+                    r->breaker.cooldown_ms);
+    sw_bucket_init(&b->bucket, be->rpm, be->tpm, now_ms);
+    sw_latwin_init(&b->latwin, r->latency.window_ms, (double)r->latency.degrade_ms,
+                   (double)r->latency.recover_ms, r->latency.dwell_ms);
+    sw_ewma_init(&b->ewma, SW_EWMA_DEFAULT_ALPHA);
+    sw_localq_init(&b->q, 0, 0);
+    apply_limits(b, be, r);
+    b->health = SW_HEALTH_UP;
+    b->load_ms = SW_LIVE_PRIOR_LOAD_MS;
+    return b;
+}
+
+static void backend_unref(struct sw_live_backend *b)
+{
+    if (b && --b->refs == 0) {
+        free(b->name);
+        free(b->url);
+        free(b);
+    }
+}
+
+struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
+                            const struct sw_live *prev, struct sw_pii_engine *pii,
+                            int64_t now_ms)
 {
     struct sw_live *l = calloc(1, sizeof *l);
-    if (!l)
-        return NULL;
-    l->b = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *l->b);
-    if (!l->b) {
+    if (l)
+        l->b = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *l->b);
+    if (!l || !l->b) {
+        if (l)
+            free(l->b);
         free(l);
+        sw_pii_engine_free(pii);
         return NULL;
     }
+    l->refs = 1;
     l->cfg = sw_config_ref(cfg);
-    l->n = cfg->n_backends;
+    l->g = g;
+    l->pii = pii;
     const struct sw_config_routing *r = &cfg->routing;
-    for (size_t i = 0; i < l->n; i++) {
+    for (size_t i = 0; i < cfg->n_backends; i++) {
         const struct sw_config_backend *be = &cfg->backends[i];
-        struct sw_live_backend *b = &l->b[i];
-        sw_breaker_init(&b->breaker, (int)r->breaker.failures, r->breaker.window_ms,
-                        r->breaker.cooldown_ms);
-        sw_bucket_init(&b->bucket, be->rpm, be->tpm, now_ms);
-        sw_latwin_init(&b->latwin, r->latency.window_ms, (double)r->latency.degrade_ms,
-                       (double)r->latency.recover_ms, r->latency.dwell_ms);
-        sw_ewma_init(&b->ewma, SW_EWMA_DEFAULT_ALPHA);
-        sw_localq_init(&b->q, be->tier == SW_TIER_LOCAL ? be->slots : 1000000,
-                       be->tier == SW_TIER_LOCAL ? be->queue_max : 0);
-        b->health = SW_HEALTH_UP;
-        b->load_ms = SW_LIVE_PRIOR_LOAD_MS;
+        struct sw_live_backend *b = NULL;
+        for (size_t k = 0; prev && k < prev->n && !b; k++) {
+            struct sw_live_backend *o = prev->b[k];
+            if (!strcmp(o->name, be->name) && !strcmp(o->url, be->url) && o->tier == be->tier)
+                b = o;
+        }
+        if (b)
+            apply_limits(b, be, r);
+        else
+            b = backend_new(be, r, now_ms);
+        if (!b) {
+            sw_live_unref(l);
+            return NULL;
+        }
+        b->refs++;
+        l->b[l->n++] = b;
+        sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
-    l->wall_offset_ms = wall_ms - now_ms;
-    sw_spend_init(&l->spend,
-                  r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS, wall_ms);
-    l->emergency = r->emergency;
-    if (l->emergency)
-        strncpy(l->emergency_reason, "declared in the configuration", sizeof l->emergency_reason - 1);
+    g->spend.window_ms = r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS;
     return l;
 }
 
-void sw_live_free(struct sw_live *l)
+struct sw_live *sw_live_ref(struct sw_live *l)
 {
-    if (!l)
+    l->refs++;
+    return l;
+}
+
+void sw_live_unref(struct sw_live *l)
+{
+    if (!l || --l->refs > 0)
         return;
+    for (size_t i = 0; i < l->n; i++)
+        backend_unref(l->b[i]);
+    sw_pii_engine_free(l->pii);
     sw_config_unref(l->cfg);
     free(l->b);
     free(l);
@@ -53,7 +147,7 @@ void sw_live_free(struct sw_live *l)
 static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_route_backend_view *v)
 {
     const struct sw_config_backend *be = &l->cfg->backends[i];
-    struct sw_live_backend *b = &l->b[i];
+    struct sw_live_backend *b = l->b[i];
     memset(v, 0, sizeof *v);
     v->name = be->name;
     v->tier = be->tier;
@@ -110,17 +204,19 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
     out->view = (struct sw_route_view){
         .backends = out->backends,
         .n = n,
-        .spend_usd = sw_spend_total(&l->spend, sw_live_wall_ms(l, now_ms)),
-        .emergency = l->emergency,
+        .spend_usd = sw_spend_total(&l->g->spend, sw_live_wall_ms(l, now_ms)),
+        .emergency = l->g->emergency,
     };
     out->policy = (struct sw_route_policy){
-        .ttft_budget_ms = model->ttft_budget_ms ? model->ttft_budget_ms : r->ttft_budget_ms,
-        .spend_cap_usd = r->spend.cap_usd,
+        .ttft_budget_ms = l->g->ttft_budget_ms ? l->g->ttft_budget_ms
+                          : model->ttft_budget_ms ? model->ttft_budget_ms
+                                                  : r->ttft_budget_ms,
+        .spend_cap_usd = l->g->spend_cap_usd >= 0 ? l->g->spend_cap_usd : r->spend.cap_usd,
         .on_cap = r->spend.on_cap == SW_ON_CAP_DEGRADE   ? SW_CAP_DEGRADE
                   : r->spend.on_cap == SW_ON_CAP_KEEP_LOCAL ? SW_CAP_KEEP_LOCAL
                                                             : SW_CAP_SHED,
         .degrade_backend = degrade,
-        .masking_available = false, /* the PII issue brings masking */
+        .masking_available = l->pii != NULL,
         .shed_retry_after_s = r->spend.shed_retry_after_s,
     };
 }
@@ -136,7 +232,7 @@ static void mark_up(struct sw_live_backend *b, int64_t now_ms)
 
 void sw_live_on_warmup(struct sw_live *l, size_t i, int64_t now_ms)
 {
-    struct sw_live_backend *b = &l->b[i];
+    struct sw_live_backend *b = l->b[i];
     if (b->health != SW_HEALTH_WARMING) {
         b->health = SW_HEALTH_WARMING;
         b->warming_since_ms = now_ms;
@@ -146,7 +242,7 @@ void sw_live_on_warmup(struct sw_live *l, size_t i, int64_t now_ms)
 void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt_tokens,
                         double ttft_ms, double decode_ms, long output_tokens)
 {
-    struct sw_live_backend *b = &l->b[i];
+    struct sw_live_backend *b = l->b[i];
     sw_breaker_on_success(&b->breaker, now_ms);
     if (ttft_ms >= 0)
         sw_latwin_add(&b->latwin, now_ms, ttft_ms);
@@ -157,7 +253,7 @@ void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt
 void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_status,
                         int transport_err, long retry_after_s)
 {
-    struct sw_live_backend *b = &l->b[i];
+    struct sw_live_backend *b = l->b[i];
     if (sw_breaker_qualifies(http_status, transport_err))
         sw_breaker_on_failure(&b->breaker, now_ms, retry_after_s > 0 ? retry_after_s * 1000 : 0);
     else /* it answered: reachable, whatever it thought of this request */
@@ -166,26 +262,34 @@ void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_st
         b->health = SW_HEALTH_DOWN;
 }
 
+void sw_live_count_pii(struct sw_live *l, enum sw_live_pii_outcome o,
+                       const struct sw_pii_counts *c)
+{
+    for (int t = 0; t < SW_PII_MAX_TYPES; t++)
+        l->g->pii_count[o][t] += c->n[t];
+}
+
 void sw_live_count_rejection(struct sw_live *l, const char *code)
 {
-    for (size_t i = 0; i < l->n_codes; i++) {
-        if (!strcmp(l->rejections[i].code, code)) {
-            l->rejections[i].n++;
+    struct sw_live_shared *g = l->g;
+    for (size_t i = 0; i < g->n_codes; i++) {
+        if (!strcmp(g->rejections[i].code, code)) {
+            g->rejections[i].n++;
             return;
         }
     }
-    if (l->n_codes < SW_LIVE_MAX_CODES)
-        l->rejections[l->n_codes++] = (typeof(l->rejections[0])){code, 1};
+    if (g->n_codes < SW_LIVE_MAX_CODES)
+        g->rejections[g->n_codes++] = (typeof(g->rejections[0])){code, 1};
 }
 
 void sw_live_on_probe(struct sw_live *l, size_t i, int64_t now_ms, double ttft_ms)
 {
-    sw_latwin_add(&l->b[i].latwin, now_ms, ttft_ms);
+    sw_latwin_add(&l->b[i]->latwin, now_ms, ttft_ms);
 }
 
 void sw_live_on_health(struct sw_live *l, size_t i, int64_t now_ms, int status, double rtt_ms)
 {
-    struct sw_live_backend *b = &l->b[i];
+    struct sw_live_backend *b = l->b[i];
     if (status == 200) {
         mark_up(b, now_ms);
         b->rtt_ms = rtt_ms;

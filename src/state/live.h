@@ -1,4 +1,4 @@
-/* The gateway's live routing state, one per process: for every backend its
+/* The gateway's live routing state: for every backend its
  * breaker, rate buckets, latency window, learned service rates, local queue
  * and health; the cloud spend window; the emergency flag. It turns that state
  * into the router's view for one request (sw_live_view) and takes the
@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "pii/pii.h"
 #include "route/breaker.h"
 #include "route/bucket.h"
 #include "route/ewma.h"
@@ -25,7 +26,13 @@
 /* Until a backend has been seen loading, how long a cold start is assumed to take. */
 #define SW_LIVE_PRIOR_LOAD_MS 10000.0
 
+/* One backend's state. It outlives config reloads: a new snapshot whose
+ * backend has the same name, tier and url takes the same state (breaker,
+ * queue with its waiters, learned rates) with the new limits applied. */
 struct sw_live_backend {
+    int refs;                   /* snapshots that use it */
+    char *name, *url;           /* identity across reloads */
+    enum sw_tier tier;
     struct sw_breaker breaker;
     struct sw_bucket bucket;
     struct sw_latwin latwin;
@@ -39,8 +46,15 @@ struct sw_live_backend {
 
 #define SW_LIVE_MAX_CODES 16
 
-struct sw_live {
-    struct sw_config *cfg;      /* referenced; backends are indexed as in cfg */
+enum sw_live_pii_outcome { SW_PII_KEPT_LOCAL, SW_PII_MASKED_CLOUD, SW_PII_BLOCKED };
+
+/* Process-wide state that no reload resets: spend, emergency, counters and
+ * the runtime threshold overrides of the admin API. */
+struct sw_live_shared {
+    struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
+    int64_t wall_offset_ms;     /* wall-clock ms minus the monotonic clock, at start */
+    bool emergency;
+    char emergency_reason[200];
     /* Structured rejections answered, per stable code (seed 1: "closely
      * monitors the number of rejections via specific error counters"). */
     struct {
@@ -48,13 +62,47 @@ struct sw_live {
         uint64_t n;
     } rejections[SW_LIVE_MAX_CODES];
     size_t n_codes;
-    struct sw_live_backend *b;
-    size_t n;
-    struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
-    int64_t wall_offset_ms;     /* wall-clock ms minus the monotonic clock, at start */
-    bool emergency;
-    char emergency_reason[200];
+    /* PII entities per outcome and type (never values). */
+    uint64_t pii_count[3][SW_PII_MAX_TYPES];
+    uint64_t reloads_ok, reloads_failed;
+    uint64_t emergencies_declared, emergencies_cleared;
+    /* Runtime overrides (PUT /admin/thresholds); until the next reload. */
+    long ttft_budget_ms;        /* 0: the config's */
+    double spend_cap_usd;       /* < 0: the config's */
 };
+
+/* One config snapshot's view of the state: reference-counted, so requests
+ * finish on the snapshot they started with. */
+struct sw_live {
+    int refs;
+    struct sw_config *cfg;      /* referenced; b[i] is cfg->backends[i]'s state */
+    struct sw_live_backend **b;
+    size_t n;
+    struct sw_live_shared *g;   /* borrowed: owned by the daemon */
+    struct sw_pii_engine *pii;  /* owned; NULL: no masking available */
+};
+
+/* now_ms is the monotonic clock every other call passes; wall_ms the wall
+ * clock at the same moment. NULL on allocation failure. */
+struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t now_ms,
+                                          int64_t wall_ms);
+void sw_live_shared_free(struct sw_live_shared *g);
+
+/* A snapshot for cfg (referenced). Backends matching one of prev's (may be
+ * NULL) keep their state; takes ownership of pii. NULL on allocation failure
+ * (pii is then freed). */
+struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
+                            const struct sw_live *prev, struct sw_pii_engine *pii,
+                            int64_t now_ms);
+struct sw_live *sw_live_ref(struct sw_live *l);
+void sw_live_unref(struct sw_live *l);
+
+/* The spend window's clock: wall time, so an hour or day window is a UTC hour
+ * or day (and replicas sharing a spend counter agree on it). */
+static inline int64_t sw_live_wall_ms(const struct sw_live *l, int64_t now_ms)
+{
+    return now_ms + l->g->wall_offset_ms;
+}
 
 /* The view and policy for one request to `model`. The view lists the model's
  * backends in configured order, then the spend cap's degrade backend if it is
@@ -66,20 +114,12 @@ struct sw_live_snapshot {
     struct sw_route_policy policy;
 };
 
-/* Takes a reference on cfg. now_ms is the monotonic clock every other call
- * passes; wall_ms the wall clock at the same moment. NULL on allocation failure. */
-struct sw_live *sw_live_new(struct sw_config *cfg, int64_t now_ms, int64_t wall_ms);
-
-/* The spend window's clock: wall time, so an hour or day window is a UTC hour
- * or day (and replicas sharing a spend counter agree on it). */
-static inline int64_t sw_live_wall_ms(const struct sw_live *l, int64_t now_ms)
-{
-    return now_ms + l->wall_offset_ms;
-}
-void sw_live_free(struct sw_live *l);
-
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
                       struct sw_live_snapshot *out);
+
+/* Adds a request's PII entity counts under an outcome. */
+void sw_live_count_pii(struct sw_live *l, enum sw_live_pii_outcome o,
+                       const struct sw_pii_counts *c);
 
 /* Counts one structured rejection; `code` must be a static string. */
 void sw_live_count_rejection(struct sw_live *l, const char *code);

@@ -49,7 +49,11 @@ void sw_localq_release(struct sw_localq *q)
 {
     if (q->in_flight > 0)
         q->in_flight--;
-    /* A slot may have been added (slots raised) too: grant while possible. */
+    sw_localq_release_spare(q);
+}
+
+void sw_localq_release_spare(struct sw_localq *q)
+{
     while (q->head && q->in_flight < q->slots) {
         struct sw_localq_waiter *w = q->head;
         unlink_waiter(q, w);

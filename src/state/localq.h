@@ -37,6 +37,9 @@ enum sw_localq_result sw_localq_acquire(struct sw_localq *q, struct sw_localq_wa
  * before this returns). */
 void sw_localq_release(struct sw_localq *q);
 
+/* Grants free slots to waiters (after slots were raised by a reload). */
+void sw_localq_release_spare(struct sw_localq *q);
+
 /* Removes a waiter that gave up (moved to the cloud, deadline, client gone). */
 void sw_localq_cancel(struct sw_localq *q, struct sw_localq_waiter *w);
 

@@ -102,7 +102,7 @@ static void check(struct probe *pr, int64_t now)
 {
     struct sw_healthcheck *h = pr->h;
     const struct sw_config_backend *be = &h->cfg->backends[pr->i];
-    struct sw_live_backend *lb = &h->live->b[pr->i];
+    struct sw_live_backend *lb = h->live->b[pr->i];
     if (!pr->warming && (lb->health == SW_HEALTH_COLD ||
                          (be->keep_warm_ms && now - pr->last_ping_ms >= be->keep_warm_ms))) {
         if (lb->health == SW_HEALTH_COLD) {

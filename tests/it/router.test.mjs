@@ -307,8 +307,8 @@ describe('spend cap (seed 2): a hard ceiling on cloud spend, with the chosen pol
 });
 
 describe('privacy first (seed 1, pattern 2) and the emergency switch', () => {
-  test('a sensitive request never goes to the cloud; an emergency without masking does not change that', () => withProcs(async (track) => {
-    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+  test('a sensitive request never goes to the cloud, until an emergency is declared: then only masked', () => withProcs(async (track) => {
+    const cloud = await track(startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0']));
     const gw = await track(startSpillway(yaml({
       backends: [
         { name: 'edge', tier: 'local', url: 'http://127.0.0.1:9', model: 'edge-model' },
@@ -317,9 +317,11 @@ describe('privacy first (seed 1, pattern 2) and the emergency switch', () => {
       models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
     })));
     const sensitive = { 'x-spillway-sensitive': 'true' };
-    const r = await chat(gw, 'chat', { headers: sensitive });
+    const secret = 'mail me at jane.doe@example.com';
+    const r = await chat(gw, 'chat', { headers: sensitive, extra: { messages: [{ role: 'user', content: secret }], max_tokens: 100 } });
     assert.equal(r.status, 503);
     assert.equal(r.json.error.code, 'privacy_restricted');
+    assert.equal((await received(cloud)).length, 0);
 
     // The admin API wants its own key.
     const denied = await getJSON(`${gw.url}/admin/emergency`, { method: 'POST', body: '{"declared":true}' });
@@ -332,13 +334,21 @@ describe('privacy first (seed 1, pattern 2) and the emergency switch', () => {
     assert.equal(st.emergency, true);
     assert.equal(st.emergency_reason, 'edge box on fire');
 
-    // Masking is not built yet, so even in an emergency the request is refused, not sent unmasked.
-    const again = await chat(gw, 'chat', { headers: sensitive });
-    assert.equal(again.status, 503);
-    assert.equal(again.json.error.code, 'privacy_restricted');
-    assert.equal((await received(cloud)).length, 0);
-    // A request that may leave still gets served by the cloud.
-    assert.equal((await chat(gw, 'chat')).backend, 'cloud');
+    // In the emergency the local box being down lets it go to the cloud, masked, and restored on the way back.
+    const again = await chat(gw, 'chat', { headers: sensitive, extra: { messages: [{ role: 'user', content: secret }], max_tokens: 100 } });
+    assert.equal(again.status, 200);
+    assert.equal(again.backend, 'cloud');
+    assert.equal(again.reason, 'emergency');
+    assert.equal(again.json.choices[0].message.content, secret);
+    const sent = JSON.stringify(await received(cloud));
+    assert.ok(!sent.includes('jane.doe@example.com'), 'the cloud saw only a placeholder');
+    assert.match(sent, /\[EMAIL_1\]/);
+
+    // Ending the emergency closes that door again.
+    await getJSON(`${gw.url}/admin/emergency`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ declared: false }),
+    });
+    assert.equal((await chat(gw, 'chat', { headers: sensitive })).status, 503);
   }));
 
   test('capability: a request the local model cannot serve and that may not leave gets a structured rejection', () => withProcs(async (track) => {
