@@ -128,7 +128,8 @@ describe('hot reload', () => {
       assert.equal(bad.body.error.code, 'invalid_config');
       assert.match(gw.output(), /tier: "nowhere" is not one of local, cloud/);
       assert.equal((await chat(gw)).status, 200);
-      assert.equal((await metrics(gw))['spillway_config_reloads_total{result="failed"}'], 1);
+      // Counted (the file watcher may have tried the same bad file too: that is two refusals).
+      assert.ok((await metrics(gw))['spillway_config_reloads_total{result="failed"}'] >= 1);
 
       // A file change is picked up without being asked (atomic replace, as editors do).
       const tmp = `${gw.configFile}.new`;
