@@ -336,10 +336,7 @@ static void record_rejection(struct sw_front *f, const char *id, const char *mod
     if (!f->obs)
         return;
     struct sw_declog_pii pii[SW_PII_MAX_TYPES];
-    size_t n_pii = 0;
-    for (int t = 0; counts && t < SW_PII_MAX_TYPES; t++)
-        if (counts->n[t])
-            pii[n_pii++] = (struct sw_declog_pii){sw_pii_type_name(f->live->pii, t), counts->n[t]};
+    size_t n_pii = sw_obs_pii_list(f->live->pii, counts, pii);
     int64_t now = sw_now_ms();
     struct sw_declog_entry e = {
         .request_id = id,
@@ -472,6 +469,15 @@ static void handle_chat(struct sw_front *f, struct evhttp_request *req)
 
 static const char *health_name(enum sw_health h);
 
+/* Backend i as the router sees it now (the view of a one-backend model). */
+static struct sw_route_backend_view backend_view(struct sw_live *l, size_t i, int64_t now)
+{
+    struct sw_config_model one = {.name = "", .backends = &i, .n_backends = 1};
+    struct sw_live_snapshot snap;
+    sw_live_snapshot(l, &one, now, &snap);
+    return snap.backends[0];
+}
+
 /* GET /metrics: the counters and histograms, then gauges read from the live
  * state (the same numbers /admin/state shows). */
 static void handle_metrics(struct sw_front *f, struct evhttp_request *req)
@@ -481,10 +487,8 @@ static void handle_metrics(struct sw_front *f, struct evhttp_request *req)
     struct sw_obs_backend obs[SW_ROUTE_MAX_BACKENDS];
     size_t n = 0;
     for (size_t i = 0; i < l->n && n < SW_ROUTE_MAX_BACKENDS; i++) {
-        struct sw_config_model one = {.name = "", .backends = &i, .n_backends = 1};
-        struct sw_live_snapshot snap;
-        sw_live_snapshot(l, &one, now, &snap);
-        const struct sw_route_backend_view *v = &snap.backends[0];
+        struct sw_route_backend_view view = backend_view(l, i, now);
+        const struct sw_route_backend_view *v = &view;
         obs[n++] = (struct sw_obs_backend){
             .name = v->name,
             .local = v->tier == SW_TIER_LOCAL,
@@ -607,11 +611,7 @@ static void handle_admin_state(struct sw_front *f, struct evhttp_request *req)
     int64_t now = sw_now_ms();
     json_t *backends = json_array();
     for (size_t i = 0; i < l->n; i++) {
-        struct sw_route_backend_view v;
-        struct sw_config_model one = {.name = "", .backends = &i, .n_backends = 1};
-        struct sw_live_snapshot snap;
-        sw_live_snapshot(l, &one, now, &snap);
-        v = snap.backends[0];
+        struct sw_route_backend_view v = backend_view(l, i, now);
         json_array_append_new(
             backends,
             json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",

@@ -153,3 +153,13 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                         NULL, NULL, 0, (double)g->declog_write_errors);
     return err;
 }
+
+size_t sw_obs_pii_list(const struct sw_pii_engine *e, const struct sw_pii_counts *c,
+                       struct sw_declog_pii *out)
+{
+    size_t n = 0;
+    for (int t = 0; e && c && t < SW_PII_MAX_TYPES; t++)
+        if (c->n[t])
+            out[n++] = (struct sw_declog_pii){sw_pii_type_name(e, t), c->n[t]};
+    return n;
+}

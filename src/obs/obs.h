@@ -19,6 +19,7 @@
 #include "common/buf.h"
 #include "obs/declog.h"
 #include "obs/metrics.h"
+#include "pii/pii.h"
 
 /* Where the daemon's observations go: owned by the daemon, shared by the
  * front and the relay. */
@@ -46,6 +47,11 @@ struct sw_obs_sinks {
  * a model that has a local backend). now_s: monotonic seconds. */
 void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
                     const struct sw_declog_entry *e, bool spilled, int64_t now_s);
+
+/* The PII counts of a request as the decision log lists them: one entry per
+ * type found, named by the engine. out has room for SW_PII_MAX_TYPES. */
+size_t sw_obs_pii_list(const struct sw_pii_engine *e, const struct sw_pii_counts *c,
+                       struct sw_declog_pii *out);
 
 /* One backend as the gauges show it; copy the numbers from the router's view
  * (the same ones GET /admin/state shows). */

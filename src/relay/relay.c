@@ -124,11 +124,7 @@ static void record_decision(struct proxy *p)
     const struct sw_config_backend *be = p->served ? &p->cfg->backends[p->be] : NULL;
     const char *reason = p->served ? sw_reason_name(p->reason) : NULL;
     struct sw_declog_pii pii[SW_PII_MAX_TYPES];
-    size_t n_pii = 0;
-    for (int t = 0; t < SW_PII_MAX_TYPES && p->live->pii; t++)
-        if (p->pii.counts.n[t])
-            pii[n_pii++] = (struct sw_declog_pii){sw_pii_type_name(p->live->pii, t),
-                                                  p->pii.counts.n[t]};
+    size_t n_pii = sw_obs_pii_list(p->live->pii, &p->pii.counts, pii);
     struct sw_declog_entry e = {
         .request_id = p->id,
         .time_ms = sw_live_wall_ms(p->live, p->start_ms),
