@@ -16,4 +16,5 @@ ${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
   $(pkg-config --cflags jansson libhs libpcre2-8) -o "$BUILD/bench/pii_bench" \
   bench/pii_bench.c src/pii/*.c src/common/*.c \
   $(pkg-config --libs jansson libhs libpcre2-8) -lpthread -lm
-taskset -c 0 "$BUILD/bench/pii_bench" pii "$corpus" 2>/dev/null || "$BUILD/bench/pii_bench" pii "$corpus"
+mode=${PII_BENCH_MODE:-pii}   # bench/pii_engines.sh sets "engines"
+taskset -c 0 "$BUILD/bench/pii_bench" "$mode" "$corpus" 2>/dev/null || "$BUILD/bench/pii_bench" "$mode" "$corpus"

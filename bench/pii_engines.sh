@@ -6,14 +6,4 @@
 #   bench/pii_engines.sh [MEGABYTES]
 #   BUILD=build/other bench/pii_engines.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-MB=${1:-16}
-mkdir -p "$BUILD/bench"
-corpus="$BUILD/bench/pii_corpus_${MB}.txt"
-[ -f "$corpus" ] || python3 bench/pii_corpus.py "$corpus" "$MB" >/dev/null
-${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
-  $(pkg-config --cflags jansson libhs libpcre2-8) -o "$BUILD/bench/pii_bench" \
-  bench/pii_bench.c src/pii/*.c src/common/*.c \
-  $(pkg-config --libs jansson libhs libpcre2-8) -lpthread -lm
-taskset -c 0 "$BUILD/bench/pii_bench" engines "$corpus" 2>/dev/null || "$BUILD/bench/pii_bench" engines "$corpus"
+PII_BENCH_MODE=engines exec "$(dirname "$0")/pii.sh" "$@"
