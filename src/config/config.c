@@ -42,6 +42,17 @@ static long port_of(const char *s, size_t n)
     return p;
 }
 
+/* How a custom setting's value appears in a message: its source text, never
+ * a substituted secret (sw_walk_show's rules). */
+static void show_value(const yaml_node_t *node, char *value, char *out, size_t cap)
+{
+    const char *raw = (const char *)node->data.scalar.value;
+    struct sw_walk_scalar v = {.v = value, .len = strlen(value), .raw = raw,
+                               .raw_len = node->data.scalar.length,
+                               .substituted = strstr(raw, "${") != NULL};
+    sw_walk_show(&v, out, cap);
+}
+
 /* listen: "host:port", "[v6]:port"; stores host (without brackets) and port. */
 static void parse_listen(struct sw_walk *w, const struct sw_walk_setting *s,
                          const yaml_node_t *node, void *base, const char *path)
@@ -49,13 +60,8 @@ static void parse_listen(struct sw_walk *w, const struct sw_walk_setting *s,
     char *str = NULL;
     if (sw_walk_string(w, s, node, path, &str))
         return;
-    struct sw_walk_scalar shown_src = {.v = str, .len = strlen(str),
-                                       .raw = (const char *)node->data.scalar.value,
-                                       .raw_len = node->data.scalar.length,
-                                       .substituted = strstr((const char *)node->data.scalar.value,
-                                                             "${") != NULL};
     char shown[SHOW];
-    sw_walk_show(&shown_src, shown, sizeof(shown));
+    show_value(node, str, shown, sizeof(shown));
     const char *host = str, *colon = strrchr(str, ':');
     size_t host_len = colon ? (size_t)(colon - str) : 0;
     const char *why = NULL;
@@ -102,13 +108,8 @@ static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
     char *url = NULL;
     if (sw_walk_string(w, s, node, path, &url))
         return;
-    struct sw_walk_scalar shown_src = {.v = url, .len = strlen(url),
-                                       .raw = (const char *)node->data.scalar.value,
-                                       .raw_len = node->data.scalar.length,
-                                       .substituted = strstr((const char *)node->data.scalar.value,
-                                                             "${") != NULL};
     char shown[SHOW];
-    sw_walk_show(&shown_src, shown, sizeof(shown));
+    show_value(node, url, shown, sizeof(shown));
     const char *why = NULL;
     size_t skip = 0;
     if (!strncmp(url, "http://", 7))
