@@ -505,14 +505,11 @@ static void handle_metrics(struct sw_front *f, struct evhttp_request *req)
             .tpm_available = v->tpm_available,
         };
     }
-    struct sw_live_snapshot any;
-    struct sw_config_model none = {.name = "", .backends = NULL, .n_backends = 0};
-    sw_live_snapshot(l, &none, now, &any);
     struct sw_obs_gauges g = {
         .backends = obs,
         .n_backends = n,
-        .spend_usd = any.view.spend_usd,
-        .spend_cap_usd = any.policy.spend_cap_usd,
+        .spend_usd = sw_live_spend_usd(l, now),
+        .spend_cap_usd = sw_live_spend_cap_usd(l),
         .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
         .emergency = l->g->emergency,
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
@@ -640,10 +637,8 @@ static void handle_admin_state(struct sw_front *f, struct evhttp_request *req)
     reply_json_value(req, 200,
                      json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o}", "emergency", l->g->emergency,
                                "emergency_reason", l->g->emergency_reason, "spend_usd",
-                               sw_spend_total(&l->g->spend, sw_live_wall_ms(l, now)), "spend_cap_usd",
-                               l->g->spend_cap_usd >= 0 ? l->g->spend_cap_usd
-                                                        : f->cfg->routing.spend.cap_usd,
-                               "backends", backends,
+                               sw_live_spend_usd(l, now), "spend_cap_usd",
+                               sw_live_spend_cap_usd(l), "backends", backends,
                                "rejections", rejections, "pii", pii));
 }
 

@@ -204,14 +204,14 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
     out->view = (struct sw_route_view){
         .backends = out->backends,
         .n = n,
-        .spend_usd = sw_spend_total(&l->g->spend, sw_live_wall_ms(l, now_ms)),
+        .spend_usd = sw_live_spend_usd(l, now_ms),
         .emergency = l->g->emergency,
     };
     out->policy = (struct sw_route_policy){
         .ttft_budget_ms = l->g->ttft_budget_ms ? l->g->ttft_budget_ms
                           : model->ttft_budget_ms ? model->ttft_budget_ms
                                                   : r->ttft_budget_ms,
-        .spend_cap_usd = l->g->spend_cap_usd >= 0 ? l->g->spend_cap_usd : r->spend.cap_usd,
+        .spend_cap_usd = sw_live_spend_cap_usd(l),
         .on_cap = r->spend.on_cap == SW_ON_CAP_DEGRADE   ? SW_CAP_DEGRADE
                   : r->spend.on_cap == SW_ON_CAP_KEEP_LOCAL ? SW_CAP_KEEP_LOCAL
                                                             : SW_CAP_SHED,
@@ -260,6 +260,16 @@ void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_st
         sw_breaker_on_success(&b->breaker, now_ms);
     if (transport_err == SW_ECONNECT)
         b->health = SW_HEALTH_DOWN;
+}
+
+double sw_live_spend_usd(struct sw_live *l, int64_t now_ms)
+{
+    return sw_spend_total(&l->g->spend, sw_live_wall_ms(l, now_ms));
+}
+
+double sw_live_spend_cap_usd(const struct sw_live *l)
+{
+    return l->g->spend_cap_usd >= 0 ? l->g->spend_cap_usd : l->cfg->routing.spend.cap_usd;
 }
 
 void sw_live_count_pii(struct sw_live *l, enum sw_live_pii_outcome o,

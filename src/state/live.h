@@ -117,6 +117,11 @@ struct sw_live_snapshot {
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
                       struct sw_live_snapshot *out);
 
+/* Cloud spend in the current window (with reservations), and the cap in
+ * force: the admin override, else the config's (0: none). */
+double sw_live_spend_usd(struct sw_live *l, int64_t now_ms);
+double sw_live_spend_cap_usd(const struct sw_live *l);
+
 /* Adds a request's PII entity counts under an outcome. */
 void sw_live_count_pii(struct sw_live *l, enum sw_live_pii_outcome o,
                        const struct sw_pii_counts *c);
