@@ -21,7 +21,7 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral \
            -D_GNU_SOURCE -DSW_VERSION='"$(VERSION)"' -Isrc -I$(BUILD)/gen $(SANFLAGS) \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lm
 LDFLAGS += $(SANFLAGS)
 
 SW_SRC   := $(shell find src -name '*.c' ! -path src/main.c | sort)

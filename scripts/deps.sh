@@ -20,6 +20,8 @@ pc libcurl libcurl4-openssl-dev
 pc jansson libjansson-dev
 pc yaml-0.1 libyaml-dev
 pc libhs libvectorscan-dev
+hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
+hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
 if [ "$what" = test ]; then
   pc cmocka libcmocka-dev
   bin node nodejs

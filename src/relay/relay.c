@@ -1,8 +1,6 @@
 #include "relay/relay.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,15 +22,13 @@
 #define SSE_EVENT_MAX (1024 * 1024)
 /* Pause the upstream while this much is waiting to be written to the client. */
 #define CLIENT_PENDING_MAX (1024 * 1024)
-#define RESUME_CHECK_US 10000
 /* How often a request waiting in a local queue re-checks its estimate. */
 #define QUEUE_CHECK_US 25000
 
 struct proxy {
     struct sw_relay_env env;
     struct sw_live *live;           /* referenced: the snapshot this request started on */
-    struct evhttp_request *req;     /* NULL once answered or the client is gone */
-    struct evhttp_connection *evcon;
+    struct sw_http_req *req;        /* NULL once answered or the client is gone */
     struct sw_config *cfg;          /* referenced */
     struct sw_chat_request chat;
     char *public_model;             /* what the client asked for */
@@ -88,16 +84,8 @@ struct proxy {
     bool saw_done;                  /* upstream sent data: [DONE] */
     bool client_gone;
     bool paused;                    /* upstream paused for a slow client */
-    struct event *resume_timer;
     int abort_err;                  /* why on_data aborted the transfer (SW_EPROTO, ...) */
     char abort_msg[160];
-
-    /* evhttp's own connection callbacks, wrapped while the relay owns the request */
-    bool watching;
-    bufferevent_data_cb evhttp_read_cb;
-    bufferevent_data_cb evhttp_write_cb;
-    bufferevent_event_cb evhttp_event_cb;
-    void *evhttp_cb_arg;
 
     /* The failures so far, for the final error message: "edge: connect_error; ..." */
     char failures[512];
@@ -109,8 +97,6 @@ enum outcome { OUTCOME_OK, OUTCOME_FAILED, OUTCOME_NEUTRAL };
 
 static void plan_next(struct proxy *p);
 static void attempt_end(struct proxy *p, enum outcome o, int http_status, int transport_err);
-static void unwatch_client(struct proxy *p);
-static void watch_client(struct proxy *p);
 
 /* ---- Lifetime ---- */
 
@@ -167,15 +153,12 @@ static void proxy_free(struct proxy *p)
     record_decision(p);
     if (p->queue_timer)
         event_free(p->queue_timer);
-    unwatch_client(p);
-    if (p->evcon)
-        evhttp_connection_set_closecb(p->evcon, NULL, NULL);
+    if (p->req) /* not answered (out of memory on the way): the client is told nothing more */
+        sw_http_on_gone(p->req, NULL, NULL);
     sw_buf_free(&p->resp);
     sw_sse_free(&p->sse);
     if (p->out)
         evbuffer_free(p->out);
-    if (p->resume_timer)
-        event_free(p->resume_timer);
     sw_request_free(&p->chat);
     sw_pii_stream_free(p->pstream);
     sw_pii_map_free(p->map);
@@ -189,93 +172,22 @@ static void proxy_free(struct proxy *p)
         on_finish(ud);
 }
 
-/* The client's connection closed: libevent frees the request right after
- * this callback, so forget it and abort the upstream transfer at once. */
-static void on_client_close(struct evhttp_connection *evcon, void *arg)
+/* The client disconnected (or stopped reading past the client timeout)
+ * before its answer was complete: abort the upstream transfer at once, so a
+ * local server frees its slot, whether the request is queued, in prefill or
+ * streaming. */
+static void on_client_gone(void *arg)
 {
-    (void)evcon;
     struct proxy *p = arg;
-    /* When libevent itself saw the failure (a write error or timeout) it
-     * detached the unanswered request from the connection and leaves it to
-     * us; otherwise it frees it with the connection right after this. */
-    if (p->req && !evhttp_request_get_connection(p->req))
-        evhttp_request_free(p->req);
     p->client_gone = true;
     p->req = NULL;
-    p->evcon = NULL;
     sw_info("request %s: client disconnected, upstream aborted", p->id);
     proxy_free(p);
 }
 
-/* libevent 2.1 stops reading a server connection once the request is read
- * (and evhttp_read_cb aborts the process if data arrives while it answers),
- * so a client that gives up is only noticed when a write fails. For an LLM
- * request that may sit in prefill for seconds, that keeps a local slot busy
- * for nobody. So while the relay owns the request it owns the connection's
- * callbacks: reads are left in the buffer (bounded by a watermark) for
- * evhttp to parse after the answer, writes and other events go to evhttp,
- * and EOF or an error aborts the upstream at once. */
-#define CLIENT_READ_MAX (64 * 1024)
-
-static void on_client_read(struct bufferevent *bev, void *arg)
-{
-    (void)bev;
-    (void)arg; /* pipelined bytes wait for evhttp */
-}
-
-static void on_client_write(struct bufferevent *bev, void *arg)
-{
-    struct proxy *p = arg;
-    if (p->evhttp_write_cb)
-        p->evhttp_write_cb(bev, p->evhttp_cb_arg);
-}
-
-static void on_client_event(struct bufferevent *bev, short what, void *arg)
-{
-    struct proxy *p = arg;
-    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) {
-        p->evhttp_event_cb(bev, what, p->evhttp_cb_arg);
-        return;
-    }
-    struct evhttp_connection *evcon = p->evcon;
-    sw_info("request %s: client disconnected, upstream aborted", p->id);
-    p->client_gone = true;
-    proxy_free(p); /* gives the callbacks back to evhttp */
-    evhttp_connection_free(evcon);
-}
-
-static void watch_client(struct proxy *p)
-{
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(p->evcon);
-    if (!p->watching) {
-        bufferevent_getcb(bev, &p->evhttp_read_cb, &p->evhttp_write_cb, &p->evhttp_event_cb,
-                          &p->evhttp_cb_arg);
-        bufferevent_setcb(bev, on_client_read, on_client_write, on_client_event, p);
-        bufferevent_setwatermark(bev, EV_READ, 0, CLIENT_READ_MAX);
-        p->watching = true;
-    }
-    bufferevent_enable(bev, EV_READ);
-}
-
-static void unwatch_client(struct proxy *p)
-{
-    if (!p->watching || !p->evcon)
-        return;
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(p->evcon);
-    bufferevent_disable(bev, EV_READ);
-    bufferevent_setwatermark(bev, EV_READ, 0, 0);
-    bufferevent_setcb(bev, p->evhttp_read_cb, p->evhttp_write_cb, p->evhttp_event_cb,
-                      p->evhttp_cb_arg);
-    p->watching = false;
-}
-
-/* Hands the request back to libevent (it is answered) and detaches. */
+/* The answer is complete and the request handle is the server's again. */
 static void detach_client(struct proxy *p)
 {
-    unwatch_client(p);
-    if (p->evcon)
-        evhttp_connection_set_closecb(p->evcon, NULL, NULL);
-    p->evcon = NULL;
     p->req = NULL;
 }
 
@@ -385,7 +297,7 @@ static void fail_all(struct proxy *p)
         if (p->retry_after_s >= 0) {
             char v[24];
             snprintf(v, sizeof v, "%ld", p->retry_after_s);
-            evhttp_add_header(evhttp_request_get_output_headers(p->req), "Retry-After", v);
+            sw_http_add_header(p->req, "Retry-After", v);
         }
         sw_reply_error(p->req, 503, "server_error", "all_backends_failed", NULL,
                        "Every backend for model '%s' failed (%s).", p->public_model, p->failures);
@@ -407,12 +319,13 @@ static void fail_stream(struct proxy *p, const char *msg)
         if (s)
             evbuffer_add_printf(b, "data: %s\n\n", s);
         evbuffer_add_printf(b, "data: [DONE]\n\n");
-        evhttp_send_reply_chunk(p->req, b);
+        sw_http_stream_write(p->req, b);
         evbuffer_free(b);
     }
     free(s);
     json_decref(ev);
-    evhttp_send_reply_end(p->req);
+    sw_http_on_drained(p->req, 0, NULL, NULL);
+    sw_http_stream_end(p->req);
     p->served = true;
     p->final_status = 200;
     sw_warn("request %s: stream from %s failed after the first byte: %s", p->id,
@@ -528,58 +441,28 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
     return SW_OK;
 }
 
-/* Bytes accepted for the client but not yet written to its socket: the
- * connection's bufferevent and the socket bufferevent under it. */
-static size_t client_pending(const struct proxy *p)
+/* The slow client caught up: resume the upstream transfer. */
+static void on_client_drained(void *arg)
 {
-    struct bufferevent *bev = p->evcon ? evhttp_connection_get_bufferevent(p->evcon) : NULL;
-    if (!bev)
-        return 0;
-    size_t n = evbuffer_get_length(bufferevent_get_output(bev));
-    struct bufferevent *under = bufferevent_get_underlying(bev);
-    if (under)
-        n += evbuffer_get_length(bufferevent_get_output(under));
-    return n;
-}
-
-/* While paused for a slow client, look every few milliseconds whether it
- * caught up (simpler and sturdier than chaining on write callbacks that
- * evhttp also uses). */
-static void on_resume_check(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
     struct proxy *p = arg;
-    if (client_pending(p) > CLIENT_PENDING_MAX / 2) {
-        struct timeval tv = {0, RESUME_CHECK_US};
-        evtimer_add(p->resume_timer, &tv);
-        return;
-    }
     p->paused = false;
     sw_upstream_resume(&p->up);
 }
 
 static void start_client_stream(struct proxy *p)
 {
-    struct evkeyvalq *h = evhttp_request_get_output_headers(p->req);
     set_route_headers(p);
-    evhttp_add_header(h, "Content-Type", "text/event-stream");
-    evhttp_add_header(h, "Cache-Control", "no-cache");
-    evhttp_send_reply_start(p->req, 200, "OK");
+    sw_http_add_header(p->req, "Cache-Control", "no-cache");
+    sw_http_stream_start(p->req, 200, "text/event-stream");
     p->started = true;
 }
 
 static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
 {
-    if (p->started && client_pending(p) > CLIENT_PENDING_MAX) {
-        if (!p->resume_timer)
-            p->resume_timer = evtimer_new(p->env.base, on_resume_check, p);
-        if (p->resume_timer) {
-            struct timeval tv = {0, RESUME_CHECK_US};
-            evtimer_add(p->resume_timer, &tv);
-            p->paused = true;
-            return CURL_WRITEFUNC_PAUSE;
-        }
+    if (p->started && sw_http_pending(p->req) > CLIENT_PENDING_MAX) {
+        p->paused = true;
+        sw_http_on_drained(p->req, CLIENT_PENDING_MAX / 2, on_client_drained, p);
+        return CURL_WRITEFUNC_PAUSE;
     }
     int err = sw_sse_feed(&p->sse, bytes, len);
     if (err == SW_ETOOBIG && !p->abort_err) {
@@ -590,8 +473,7 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
     if (evbuffer_get_length(p->out) > 0) {
         if (!p->started)
             start_client_stream(p);
-        evhttp_send_reply_chunk(p->req, p->out);
-        watch_client(p); /* evhttp stopped reading to write; keep noticing EOF */
+        sw_http_stream_write(p->req, p->out);
     }
     return err ? 0 : len;
 }
@@ -733,7 +615,8 @@ static void on_done(void *ud, int err)
     } else if (p->saw_done && !sw_sse_pending(&p->sse)) {
         attempt_end(p, OUTCOME_OK, 200, 0);
         p->final_status = 200;
-        evhttp_send_reply_end(p->req);
+        sw_http_on_drained(p->req, 0, NULL, NULL);
+        sw_http_stream_end(p->req);
         detach_client(p);
         proxy_free(p);
         return;
@@ -764,7 +647,7 @@ static void reject(struct proxy *p)
     if (retry >= 0) {
         char v[24];
         snprintf(v, sizeof v, "%ld", retry);
-        evhttp_add_header(evhttp_request_get_output_headers(p->req), "Retry-After", v);
+        sw_http_add_header(p->req, "Retry-After", v);
     }
     int status = pl->status ? pl->status : 503;
     p->rej_code = pl->code ? pl->code : "all_backends_failed";
@@ -1020,7 +903,7 @@ static void strip_spillway_fields(json_t *body)
         json_object_del(body, "metadata");
 }
 
-void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
+void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
                     struct sw_config *cfg, struct sw_chat_request *chat,
                     const struct sw_config_model *model, const struct sw_route_facts *facts,
                     const struct sw_relay_pii *pii, int64_t start_ms, const char *request_id,
@@ -1043,7 +926,6 @@ void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
     p->env = *env;
     p->live = sw_live_ref(env->live);
     p->req = req;
-    p->evcon = evhttp_request_get_connection(req);
     p->cfg = sw_config_ref(cfg);
     p->chat = *chat;
     memset(chat, 0, sizeof *chat);
@@ -1062,7 +944,6 @@ void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     strip_spillway_fields(p->chat.body);
     ask_for_usage(p);
-    evhttp_connection_set_closecb(p->evcon, on_client_close, p);
-    watch_client(p);
+    sw_http_on_gone(req, on_client_gone, p);
     plan_next(p);
 }

@@ -17,11 +17,11 @@
 #define SW_RELAY_RELAY_H
 
 #include <event2/event.h>
-#include <event2/http.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config/config.h"
+#include "http/server.h"
 #include "obs/obs.h"
 #include "request/request.h"
 #include "route/route.h"
@@ -51,7 +51,7 @@ struct sw_relay_pii {
  * answer. Takes a reference on cfg and ownership of chat's contents (chat is
  * zeroed); `model` is borrowed from cfg. start_ms and facts->deadline_ms are
  * on the sw_now_ms() clock; request_id is copied. */
-void sw_relay_start(const struct sw_relay_env *env, struct evhttp_request *req,
+void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
                     struct sw_config *cfg, struct sw_chat_request *chat,
                     const struct sw_config_model *model, const struct sw_route_facts *facts,
                     const struct sw_relay_pii *pii, int64_t start_ms, const char *request_id,

@@ -3,24 +3,23 @@
 #ifndef SW_RELAY_REPLY_H
 #define SW_RELAY_REPLY_H
 
-#include <event2/http.h>
+#include <stddef.h>
+
+#include "http/server.h"
 
 /* The route headers: which backend answered, its tier, and why it was chosen.
  * "none" for answers no backend produced. */
-void sw_reply_route_headers(struct evhttp_request *req, const char *backend,
+void sw_reply_route_headers(struct sw_http_req *req, const char *backend,
                             const char *tier, const char *reason);
 
 /* Sends a complete JSON answer (body is len bytes) with the given status. */
-void sw_reply_json(struct evhttp_request *req, int status, const char *body, size_t len);
+void sw_reply_json(struct sw_http_req *req, int status, const char *body, size_t len);
 
 /* Sends an OpenAI-shaped error. `code` and `param` may be NULL (rendered as
  * null). The message is printf-formatted and must never contain prompt text
  * or secrets. */
-void sw_reply_error(struct evhttp_request *req, int status, const char *type,
+void sw_reply_error(struct sw_http_req *req, int status, const char *type,
                     const char *code, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
-
-/* The reason phrase of an HTTP status ("Bad Request"). */
-const char *sw_reply_status_text(int status);
 
 #endif

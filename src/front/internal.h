@@ -1,0 +1,33 @@
+/* The front's state, shared by its two files: front.c (the OpenAI surface,
+ * routing of URLs, draining) and admin.c (the operator's endpoints). */
+#ifndef SW_FRONT_INTERNAL_H
+#define SW_FRONT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "front/front.h"
+#include "http/server.h"
+#include "obs/obs.h"
+#include "state/live.h"
+#include "upstream/curlev.h"
+
+struct sw_front {
+    struct event_base *base;
+    struct sw_http_server *http;
+    struct sw_config *cfg;          /* referenced */
+    struct sw_curlev *cev;
+    struct sw_live *live;           /* referenced */
+    struct sw_front_hooks hooks;
+    struct sw_obs_sinks *obs;       /* borrowed */
+    long in_flight;                 /* requests handed to the relay, not finished */
+    struct event *drain_check;      /* re-checks until every answer left the process */
+    bool draining;
+    void (*on_drained)(void *ud);
+    void *drained_ud;
+    uint64_t next_id;
+    int64_t started_s;
+};
+
+#endif

@@ -1,0 +1,1178 @@
+#include "http/server.h"
+
+#include <errno.h>
+#include <event2/listener.h>
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* Headers per request, and response headers set by the application. */
+#define MAX_HEADERS 64
+#define MAX_OUT_HEADERS 24
+/* Input read ahead (pipelined requests) while a request is being answered. */
+#define READ_AHEAD_MAX (64 * 1024)
+#define READ_CHUNK 4096
+/* After the last byte of an answer on a connection that closes, unread
+ * input is drained this long so the client is not reset before it read the
+ * answer (a client still sending a refused body, say). */
+#define LINGER_MS 2000
+
+/* ---- Types ---- */
+
+enum conn_state {
+    C_IDLE,     /* between requests (keep-alive) */
+    C_HEAD,     /* receiving a request line and headers */
+    C_BODY,     /* receiving a body */
+    C_BUSY,     /* the application owns the request */
+    C_CLOSING,  /* the last answer is being written; then shutdown and linger */
+    C_LINGER,   /* write side shut; discarding input until EOF or the timer */
+};
+
+struct hdr {
+    const char *name, *value;
+};
+
+struct out_hdr {
+    char *name, *value;
+};
+
+struct conn;
+
+struct sw_http_req {
+    struct conn *c;
+    char *head;                 /* copy of the header block; names and values point into it */
+    struct hdr hdrs[MAX_HEADERS];
+    int n_hdrs;
+    const char *url;            /* start of the URL in head */
+    size_t url_len;
+    const char *path, *query;
+    enum sw_http_method method;
+    const char *method_name;
+    int minor;
+    bool handed;                /* on_request was called */
+    bool headers_done;
+    bool complete;              /* the whole message is in */
+    bool body_too_big;
+    bool bad_header;
+    char *body;
+    size_t body_len, body_cap;
+    struct out_hdr out[MAX_OUT_HEADERS];
+    int n_out;
+    bool streaming;             /* stream_start was called */
+    bool chunked;               /* the stream is chunk-encoded */
+    void (*on_gone)(void *ud);
+    void *gone_ud;
+    void (*on_drained)(void *ud);
+    void *drained_ud;
+    size_t drained_low;
+};
+
+struct conn {
+    struct sw_http_server *s;
+    int fd;
+    struct event *rev, *wev, *timer, *defer;
+    char *in;
+    size_t in_len, in_cap;
+    struct evbuffer *out;
+    http_parser parser;
+    struct sw_http_req *req;    /* being received or answered */
+    enum conn_state state;
+    bool keep_alive;            /* the current request allows another after it */
+    bool reading;               /* rev is added */
+    bool writing;               /* wev is added */
+    bool dead;                  /* failed: finish (on_gone, free) on the next loop turn */
+    bool in_process;
+    int depth;                  /* nesting of entry points; free only at 0 */
+    struct conn *prev, *next;
+};
+
+struct sw_http_server {
+    struct event_base *base;
+    struct evconnlistener *listener;
+    struct sw_http_limits lim;
+    struct sw_http_handler h;
+    struct conn *conns;
+    long n_conns;
+    bool accepting;
+    bool stopping;
+    int port;
+};
+
+static void process(struct conn *c);
+static void conn_fail(struct conn *c);
+static void flush_out(struct conn *c);
+static void req_done(struct conn *c);
+
+/* ---- Small helpers ---- */
+
+static struct timeval ms_tv(long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    return tv;
+}
+
+const char *sw_http_status_text(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 499: return "Client Closed Request";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    case 529: return "Overloaded";
+    default: return status < 400 ? "OK" : "Error";
+    }
+}
+
+/* "Date: Mon, 30 Nov 2026 14:57:37 GMT\r\n", formatted once per second. */
+static const char *date_line(size_t *len)
+{
+    static char line[64];
+    static size_t n;
+    static time_t last = -1;
+    time_t now = time(NULL);
+    if (now != last) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        n = strftime(line, sizeof line, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+        last = now;
+    }
+    *len = n;
+    return line;
+}
+
+/* Decimal (or hex) digits of v into buf (at least 21 bytes); returns the length. */
+static size_t fmt_u64(char *buf, uint64_t v, unsigned base)
+{
+    static const char digits[] = "0123456789abcdef";
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = digits[v % base];
+        v /= base;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+#define ADD_LIT(buf, lit) evbuffer_add((buf), (lit), sizeof(lit) - 1)
+
+/* ---- Connections: lifetime ---- */
+
+static void listener_update(struct sw_http_server *s)
+{
+    bool want = !s->stopping && s->n_conns < s->lim.max_connections;
+    if (want && !s->accepting) {
+        evconnlistener_enable(s->listener);
+        s->accepting = true;
+    } else if (!want && s->accepting) {
+        evconnlistener_disable(s->listener);
+        s->accepting = false;
+        if (!s->stopping)
+            sw_warn("connection limit %ld reached; not accepting until one closes",
+                    s->lim.max_connections);
+    }
+}
+
+static void req_free(struct sw_http_req *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->n_out; i++) {
+        free(r->out[i].name);
+        free(r->out[i].value);
+    }
+    free(r->head);
+    free(r->body);
+    free(r);
+}
+
+static void set_reading(struct conn *c, bool on)
+{
+    if (on == c->reading)
+        return;
+    if (on)
+        event_add(c->rev, NULL);
+    else
+        event_del(c->rev);
+    c->reading = on;
+}
+
+/* Frees the connection: the application's request first learns it is gone. */
+static void conn_free(struct conn *c)
+{
+    struct sw_http_server *s = c->s;
+    struct sw_http_req *r = c->req;
+    c->req = NULL;
+    if (r && r->on_gone) {
+        void (*cb)(void *) = r->on_gone;
+        r->on_gone = NULL;
+        r->c = NULL;
+        cb(r->gone_ud);
+    }
+    req_free(r);
+    event_free(c->rev);
+    event_free(c->wev);
+    event_free(c->timer);
+    event_free(c->defer);
+    evbuffer_free(c->out);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->in);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    free(c);
+    s->n_conns--;
+    listener_update(s);
+    if (s->h.on_conn_closed)
+        s->h.on_conn_closed(s->h.ud);
+}
+
+/* The connection is finished (error, EOF, timeout, or done closing). It is
+ * freed on the next loop turn, never inside a call that may still use it. */
+static void conn_fail(struct conn *c)
+{
+    if (c->dead)
+        return;
+    c->dead = true;
+    set_reading(c, false);
+    if (c->writing) {
+        event_del(c->wev);
+        c->writing = false;
+    }
+    evtimer_del(c->timer);
+    if (c->req) {
+        c->req->on_drained = NULL;
+    }
+    event_active(c->defer, EV_TIMEOUT, 0);
+}
+
+static void enter(struct conn *c)
+{
+    c->depth++;
+}
+
+/* Leaves an entry point; frees a dead connection once nothing uses it. */
+static void leave(struct conn *c)
+{
+    if (--c->depth == 0 && c->dead)
+        conn_free(c);
+}
+
+/* Deferred work: a dead connection's end, or a drained callback due. */
+static void on_defer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct conn *c = arg;
+    enter(c);
+    struct sw_http_req *r = c->req;
+    if (!c->dead && r && r->on_drained && evbuffer_get_length(c->out) <= r->drained_low) {
+        void (*cb)(void *) = r->on_drained;
+        r->on_drained = NULL;
+        cb(r->drained_ud);
+    }
+    leave(c);
+}
+
+/* ---- Timers ---- */
+
+static void start_timer(struct conn *c, long ms)
+{
+    struct timeval tv = ms_tv(ms);
+    evtimer_add(c->timer, &tv);
+}
+
+/* A request with no request line yet: enough to answer an error on. */
+static struct sw_http_req *bare_req(struct conn *c)
+{
+    if (!c->req) {
+        c->req = calloc(1, sizeof *c->req);
+        if (!c->req)
+            return NULL;
+        c->req->c = c;
+        c->req->minor = 1;
+        c->req->path = "";
+    }
+    return c->req;
+}
+
+/* Answers an error the server found itself and closes after it. */
+static void server_error(struct conn *c, int status, const char *code, const char *msg)
+{
+    struct sw_http_req *r = bare_req(c);
+    c->keep_alive = false;
+    if (!r) {
+        conn_fail(c);
+        return;
+    }
+    sw_info("http: %d %s (%s)", status, code, msg);
+    if (c->s->h.on_error) {
+        c->s->h.on_error(r, status, code, msg, c->s->h.ud);
+    } else {
+        char body[512];
+        int n = snprintf(body, sizeof body,
+                         "{\"error\":{\"message\":\"%s\",\"type\":\"invalid_request_error\","
+                         "\"param\":null,\"code\":\"%s\"}}", msg, code);
+        sw_http_reply(r, status, NULL, body, (size_t)n);
+    }
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct conn *c = arg;
+    enter(c);
+    switch (c->state) {
+    case C_HEAD:
+    case C_BODY:
+        server_error(c, 408, "request_timeout",
+                     "The request was not received in full within the client timeout.");
+        break;
+    case C_BUSY:
+        break;
+    default: /* idle keep-alive, or lingering: close quietly */
+        conn_fail(c);
+        break;
+    }
+    leave(c);
+}
+
+/* ---- Parsing ---- */
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+    struct sw_http_req *r = ((struct conn *)p->data)->req;
+    if (!r->url)
+        r->url = at;
+    r->url_len = (size_t)(at + len - r->url);
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+    struct sw_http_req *r = ((struct conn *)p->data)->req;
+    if (r->headers_done)
+        return 0; /* trailers of a chunked body: ignored */
+    if (r->n_hdrs == MAX_HEADERS) {
+        r->bad_header = true;
+        return 1;
+    }
+    ((char *)at)[len] = '\0'; /* the ':' after the name */
+    r->hdrs[r->n_hdrs].name = at;
+    r->hdrs[r->n_hdrs].value = "";
+    r->n_hdrs++;
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+    struct sw_http_req *r = ((struct conn *)p->data)->req;
+    if (r->headers_done || r->n_hdrs == 0)
+        return 0;
+    ((char *)at)[len] = '\0'; /* the CR or LF after the value */
+    r->hdrs[r->n_hdrs - 1].value = at;
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    struct sw_http_req *r = ((struct conn *)p->data)->req;
+    r->headers_done = true;
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    struct sw_http_req *r = c->req;
+    if (r->body_len + len > c->s->lim.max_body_bytes) {
+        r->body_too_big = true;
+        return 1;
+    }
+    if (r->body_len + len + 1 > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : 1024;
+        while (cap < r->body_len + len + 1)
+            cap *= 2;
+        if (cap > c->s->lim.max_body_bytes + 1)
+            cap = c->s->lim.max_body_bytes + 1;
+        char *b = realloc(r->body, cap);
+        if (!b)
+            return 1;
+        r->body = b;
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, at, len);
+    r->body_len += len;
+    r->body[r->body_len] = '\0';
+    return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    struct sw_http_req *r = ((struct conn *)p->data)->req;
+    r->complete = true;
+    http_parser_pause(p, 1); /* pipelined bytes after it wait for the next request */
+    return 0;
+}
+
+static const http_parser_settings parser_settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+static enum sw_http_method method_of(unsigned m)
+{
+    switch (m) {
+    case HTTP_GET: return SW_HTTP_GET;
+    case HTTP_HEAD: return SW_HTTP_HEAD;
+    case HTTP_POST: return SW_HTTP_POST;
+    case HTTP_PUT: return SW_HTTP_PUT;
+    case HTTP_DELETE: return SW_HTTP_DELETE;
+    case HTTP_OPTIONS: return SW_HTTP_OPTIONS;
+    default: return SW_HTTP_OTHER;
+    }
+}
+
+static void consume(struct conn *c, size_t n)
+{
+    memmove(c->in, c->in + n, c->in_len - n);
+    c->in_len -= n;
+}
+
+/* The end of the header block in c->in (just past the empty line), or 0. */
+static size_t header_end(const struct conn *c)
+{
+    for (size_t i = 0; i + 1 < c->in_len; i++) {
+        if (c->in[i] != '\n')
+            continue;
+        if (c->in[i + 1] == '\n')
+            return i + 2;
+        if (c->in[i + 1] == '\r' && i + 2 < c->in_len && c->in[i + 2] == '\n')
+            return i + 3;
+    }
+    return 0;
+}
+
+/* Obsolete line folding (a header line starting with a space or tab). */
+static bool has_folding(const char *head, size_t len)
+{
+    const char *first = memchr(head, '\n', len);
+    for (const char *p = first; p && p + 1 < head + len; p = memchr(p + 1, '\n', (size_t)(head + len - p - 1)))
+        if (p[1] == ' ' || p[1] == '\t')
+            return true;
+    return false;
+}
+
+static void split_url(struct sw_http_req *r)
+{
+    char *u = (char *)r->url;
+    u[r->url_len] = '\0'; /* the space before the version */
+    char *q = strchr(u, '?');
+    if (q) {
+        *q = '\0';
+        r->query = q + 1;
+    }
+    r->path = u;
+}
+
+/* Starts a request from a complete header block of `n` bytes. */
+static void begin_request(struct conn *c, size_t n)
+{
+    struct sw_http_server *s = c->s;
+    struct sw_http_req *r = calloc(1, sizeof *r);
+    char *head = r ? malloc(n + 1) : NULL;
+    if (!head) {
+        free(r);
+        conn_fail(c);
+        return;
+    }
+    memcpy(head, c->in, n);
+    head[n] = '\0';
+    consume(c, n);
+    r->c = c;
+    r->head = head;
+    r->path = "";
+    c->req = r;
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    size_t done = http_parser_execute(&c->parser, &parser_settings, head, n);
+    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+    if (r->bad_header) {
+        server_error(c, 431, "request_header_fields_too_large", "Too many request headers.");
+        return;
+    }
+    if ((e != HPE_OK && e != HPE_PAUSED) || done != n || !r->headers_done || !r->url) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Malformed HTTP request: %s.", http_errno_description(e));
+        server_error(c, e == HPE_INVALID_TRANSFER_ENCODING ? 501 : 400, "invalid_http", msg);
+        return;
+    }
+    r->method_name = http_method_str((enum http_method)c->parser.method);
+    r->method = method_of(c->parser.method);
+    r->minor = c->parser.http_minor;
+    split_url(r);
+    if (c->parser.http_major != 1) {
+        server_error(c, 505, "http_version_not_supported", "Only HTTP/1.0 and HTTP/1.1 are served.");
+        return;
+    }
+    if (has_folding(head, n)) {
+        server_error(c, 400, "invalid_http", "Folded header lines are not accepted.");
+        return;
+    }
+    if (c->parser.upgrade && !r->complete) {
+        server_error(c, 400, "invalid_http", "Protocol upgrades are not supported.");
+        return;
+    }
+    c->keep_alive = http_should_keep_alive(&c->parser) && !s->stopping;
+    if ((c->parser.flags & F_CONTENTLENGTH) && c->parser.content_length > s->lim.max_body_bytes) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Request body is %llu bytes; the limit is %zu bytes.",
+                 (unsigned long long)c->parser.content_length, s->lim.max_body_bytes);
+        server_error(c, 413, "request_too_large", msg);
+        return;
+    }
+    if ((c->parser.flags & F_CONTENTLENGTH) && !r->complete) {
+        r->body = malloc(c->parser.content_length + 1);
+        if (!r->body) {
+            conn_fail(c);
+            return;
+        }
+        r->body_cap = c->parser.content_length + 1;
+    }
+    c->state = r->complete ? C_BUSY : C_BODY;
+    if (s->h.on_headers && !s->h.on_headers(r, s->h.ud)) {
+        if (!r->complete)
+            c->keep_alive = false; /* the body is never read */
+        return;
+    }
+    if (!r->complete && r->minor == 1) {
+        const char *expect = sw_http_header(r, "Expect", NULL);
+        if (expect && !strcasecmp(expect, "100-continue")) {
+            ADD_LIT(c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+            flush_out(c);
+        }
+    }
+}
+
+/* Feeds body bytes; at the end of the message hands the request over. */
+static void read_body(struct conn *c)
+{
+    struct sw_http_req *r = c->req;
+    size_t done = http_parser_execute(&c->parser, &parser_settings, c->in, c->in_len);
+    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+    consume(c, done);
+    if (r->body_too_big) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Request body is over the limit of %zu bytes.",
+                 c->s->lim.max_body_bytes);
+        server_error(c, 413, "request_too_large", msg);
+        return;
+    }
+    if (e != HPE_OK && e != HPE_PAUSED) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Malformed request body: %s.", http_errno_description(e));
+        server_error(c, 400, "invalid_http", msg);
+        return;
+    }
+    if (r->complete)
+        c->state = C_BUSY;
+}
+
+/* Runs the state machine over buffered input until it needs more bytes or
+ * the application owns a request. */
+static void process(struct conn *c)
+{
+    if (c->in_process)
+        return;
+    c->in_process = true;
+    struct sw_http_server *s = c->s;
+    while (!c->dead) {
+        if (c->state == C_IDLE) {
+            /* Empty lines between requests are allowed and ignored. */
+            size_t skip = 0;
+            while (skip < c->in_len && (c->in[skip] == '\r' || c->in[skip] == '\n'))
+                skip++;
+            consume(c, skip);
+            if (c->in_len == 0)
+                break;
+            c->state = C_HEAD;
+            start_timer(c, s->lim.client_timeout_ms);
+        }
+        if (c->state == C_HEAD) {
+            size_t end = header_end(c);
+            if ((!end && c->in_len > s->lim.max_header_bytes) || end > s->lim.max_header_bytes + 2) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "The request line and headers are over the limit of %zu bytes.",
+                         s->lim.max_header_bytes);
+                server_error(c, 431, "request_header_fields_too_large", msg);
+                continue;
+            }
+            if (!end)
+                break;
+            begin_request(c, end);
+            continue;
+        }
+        if (c->state == C_BODY) {
+            if (c->in_len == 0)
+                break;
+            read_body(c);
+            continue;
+        }
+        if (c->state == C_BUSY && c->req && !c->req->handed) {
+            struct sw_http_req *r = c->req;
+            r->handed = true;
+            evtimer_del(c->timer);
+            if (c->in_len == 0) { /* nothing pipelined: no buffer while it is answered */
+                free(c->in);
+                c->in = NULL;
+                c->in_cap = 0;
+            }
+            s->h.on_request(r, s->h.ud);
+            continue;
+        }
+        break;
+    }
+    c->in_process = false;
+    /* on_read stops reading when the read-ahead is full; room again here. */
+    if (!c->dead && c->state != C_LINGER)
+        set_reading(c, true);
+}
+
+/* ---- Reading ---- */
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct conn *c = arg;
+    enter(c);
+    if (c->state == C_LINGER) {
+        char sink[4096];
+        ssize_t n = read(fd, sink, sizeof sink);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            conn_fail(c);
+        leave(c);
+        return;
+    }
+    size_t limit = c->state == C_HEAD ? c->s->lim.max_header_bytes + READ_CHUNK : READ_AHEAD_MAX;
+    if (c->in_cap - c->in_len < READ_CHUNK / 2 && c->in_cap < limit) {
+        size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
+        char *in = realloc(c->in, cap);
+        if (!in) {
+            conn_fail(c);
+            leave(c);
+            return;
+        }
+        c->in = in;
+        c->in_cap = cap;
+    }
+    if (c->in_len == c->in_cap) {
+        set_reading(c, false); /* read ahead is full: wait for the answer */
+        leave(c);
+        return;
+    }
+    ssize_t n = read(fd, c->in + c->in_len, c->in_cap - c->in_len);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        leave(c);
+        return;
+    }
+    if (n <= 0) {
+        /* EOF or reset: a request being answered is abandoned (on_gone). */
+        conn_fail(c);
+        leave(c);
+        return;
+    }
+    c->in_len += (size_t)n;
+    process(c);
+    leave(c);
+}
+
+/* ---- Writing ---- */
+
+/* The answer's last byte left: close (shutdown, linger) or go idle. */
+static void after_flush(struct conn *c)
+{
+    if (c->state == C_CLOSING) {
+        shutdown(c->fd, SHUT_WR);
+        c->state = C_LINGER;
+        c->in_len = 0;
+        set_reading(c, true);
+        start_timer(c, LINGER_MS);
+    }
+}
+
+static void flush_out(struct conn *c)
+{
+    if (c->dead)
+        return;
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                break;
+            conn_fail(c);
+            return;
+        }
+        if (n == 0)
+            break;
+    }
+    if (evbuffer_get_length(c->out) > 0) {
+        if (!c->writing) {
+            struct timeval tv = ms_tv(c->s->lim.client_timeout_ms);
+            event_add(c->wev, &tv);
+            c->writing = true;
+        }
+        return;
+    }
+    if (c->writing) {
+        event_del(c->wev);
+        c->writing = false;
+    }
+    after_flush(c);
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    struct conn *c = arg;
+    enter(c);
+    if (what & EV_TIMEOUT) {
+        sw_info("http: client stopped reading for %ld ms; closing", c->s->lim.client_timeout_ms);
+        conn_fail(c);
+    } else {
+        flush_out(c);
+        struct sw_http_req *r = c->req;
+        if (!c->dead && r && r->on_drained && evbuffer_get_length(c->out) <= r->drained_low) {
+            void (*cb)(void *) = r->on_drained;
+            r->on_drained = NULL;
+            cb(r->drained_ud);
+        }
+    }
+    leave(c);
+}
+
+/* ---- Accepting ---- */
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                      int socklen, void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)socklen;
+    struct sw_http_server *s = arg;
+    struct conn *c = calloc(1, sizeof *c);
+    if (c) {
+        c->s = s;
+        c->fd = fd;
+        c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_read, c);
+        c->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+        c->timer = evtimer_new(s->base, on_timer, c);
+        c->defer = event_new(s->base, -1, 0, on_defer, c);
+        c->out = evbuffer_new();
+    }
+    if (!c || !c->rev || !c->wev || !c->timer || !c->defer || !c->out) {
+        sw_error("out of memory accepting a connection");
+        if (c) {
+            if (c->rev) event_free(c->rev);
+            if (c->wev) event_free(c->wev);
+            if (c->timer) event_free(c->timer);
+            if (c->defer) event_free(c->defer);
+            if (c->out) evbuffer_free(c->out);
+            free(c);
+        }
+        close(fd);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->n_conns++;
+    listener_update(s);
+    c->state = C_IDLE;
+    set_reading(c, true);
+    start_timer(c, s->lim.client_timeout_ms);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    (void)l;
+    (void)arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    sw_warn("accept: %s", evutil_socket_error_to_string(err));
+}
+
+struct sw_http_server *sw_http_server_new(struct event_base *base, const char *host, int port,
+                                          int backlog, const struct sw_http_limits *limits,
+                                          const struct sw_http_handler *handler)
+{
+    struct sw_http_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->base = base;
+    s->lim = *limits;
+    s->h = *handler;
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                    .ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG};
+    struct evutil_addrinfo *ai = NULL;
+    char service[16];
+    snprintf(service, sizeof service, "%d", port);
+    if (evutil_getaddrinfo(host, service, &hints, &ai) != 0 || !ai) {
+        free(s);
+        errno = EADDRNOTAVAIL;
+        return NULL;
+    }
+    s->listener = evconnlistener_new_bind(base, on_accept, s,
+                                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                              LEV_OPT_CLOSE_ON_EXEC,
+                                          backlog, ai->ai_addr, (int)ai->ai_addrlen);
+    evutil_freeaddrinfo(ai);
+    if (!s->listener) {
+        int e = errno;
+        free(s);
+        errno = e;
+        return NULL;
+    }
+    evconnlistener_set_error_cb(s->listener, on_accept_error);
+    s->accepting = true;
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof bound;
+    s->port = port;
+    if (getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&bound, &bl) == 0)
+        s->port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+                                              : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    if (s->lim.max_header_bytes + 1024 > HTTP_MAX_HEADER_SIZE)
+        http_parser_set_max_header_size((uint32_t)(s->lim.max_header_bytes + 1024));
+    return s;
+}
+
+int sw_http_server_port(const struct sw_http_server *s)
+{
+    return s->port;
+}
+
+void sw_http_server_set_limits(struct sw_http_server *s, const struct sw_http_limits *limits)
+{
+    s->lim = *limits;
+    if (s->lim.max_header_bytes + 1024 > HTTP_MAX_HEADER_SIZE)
+        http_parser_set_max_header_size((uint32_t)(s->lim.max_header_bytes + 1024));
+    listener_update(s);
+}
+
+void sw_http_server_stop_accepting(struct sw_http_server *s)
+{
+    s->stopping = true;
+    listener_update(s);
+    for (struct conn *c = s->conns; c; c = c->next) {
+        if (c->state == C_IDLE && c->in_len == 0)
+            conn_fail(c);
+        else
+            c->keep_alive = false;
+    }
+}
+
+long sw_http_server_connections(const struct sw_http_server *s)
+{
+    return s->n_conns;
+}
+
+bool sw_http_server_flushed(const struct sw_http_server *s)
+{
+    for (const struct conn *c = s->conns; c; c = c->next)
+        if (!c->dead && evbuffer_get_length(c->out) > 0)
+            return false;
+    return true;
+}
+
+void sw_http_server_free(struct sw_http_server *s)
+{
+    if (!s)
+        return;
+    s->stopping = true;
+    while (s->conns)
+        conn_free(s->conns);
+    if (s->listener)
+        evconnlistener_free(s->listener);
+    free(s);
+}
+
+/* ---- The request ---- */
+
+enum sw_http_method sw_http_method(const struct sw_http_req *req)
+{
+    return req->method;
+}
+
+const char *sw_http_method_name(const struct sw_http_req *req)
+{
+    return req->method_name ? req->method_name : "";
+}
+
+const char *sw_http_path(const struct sw_http_req *req)
+{
+    return req->path;
+}
+
+const char *sw_http_query(const struct sw_http_req *req)
+{
+    return req->query;
+}
+
+const char *sw_http_header(const struct sw_http_req *req, const char *name, int *count)
+{
+    const char *first = NULL;
+    int n = 0;
+    for (int i = 0; i < req->n_hdrs; i++) {
+        if (strcasecmp(req->hdrs[i].name, name) != 0)
+            continue;
+        if (!first)
+            first = req->hdrs[i].value;
+        n++;
+    }
+    if (count)
+        *count = n;
+    return first;
+}
+
+void sw_http_each_header(const struct sw_http_req *req,
+                         void (*fn)(const char *name, const char *value, void *ud), void *ud)
+{
+    for (int i = 0; i < req->n_hdrs; i++)
+        fn(req->hdrs[i].name, req->hdrs[i].value, ud);
+}
+
+const char *sw_http_body(const struct sw_http_req *req, size_t *len)
+{
+    *len = req->body_len;
+    return req->body ? req->body : "";
+}
+
+int sw_http_version_minor(const struct sw_http_req *req)
+{
+    return req->minor;
+}
+
+/* ---- Answering ---- */
+
+void sw_http_add_header(struct sw_http_req *req, const char *name, const char *value)
+{
+    if (req->n_out == MAX_OUT_HEADERS)
+        return;
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return;
+    }
+    req->out[req->n_out++] = (struct out_hdr){n, v};
+}
+
+void sw_http_set_header(struct sw_http_req *req, const char *name, const char *value)
+{
+    for (int i = 0; i < req->n_out; i++) {
+        if (strcasecmp(req->out[i].name, name) == 0) {
+            char *v = strdup(value);
+            if (v) {
+                free(req->out[i].value);
+                req->out[i].value = v;
+            }
+            return;
+        }
+    }
+    sw_http_add_header(req, name, value);
+}
+
+bool sw_http_has_header_out(const struct sw_http_req *req, const char *name)
+{
+    for (int i = 0; i < req->n_out; i++)
+        if (strcasecmp(req->out[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The status line and headers into the connection's output. */
+static void write_head(struct sw_http_req *r, int status, const char *ctype, bool has_len,
+                       uint64_t len)
+{
+    struct conn *c = r->c;
+    struct evbuffer *o = c->out;
+    char num[24];
+    ADD_LIT(o, "HTTP/1.1 ");
+    evbuffer_add(o, num, fmt_u64(num, (uint64_t)status, 10));
+    evbuffer_add(o, " ", 1);
+    const char *text = sw_http_status_text(status);
+    evbuffer_add(o, text, strlen(text));
+    ADD_LIT(o, "\r\n");
+    size_t dl;
+    const char *d = date_line(&dl);
+    evbuffer_add(o, d, dl);
+    ADD_LIT(o, "Content-Type: ");
+    ctype = ctype ? ctype : "application/json";
+    evbuffer_add(o, ctype, strlen(ctype));
+    ADD_LIT(o, "\r\n");
+    if (has_len) {
+        ADD_LIT(o, "Content-Length: ");
+        evbuffer_add(o, num, fmt_u64(num, len, 10));
+        ADD_LIT(o, "\r\n");
+    } else if (r->chunked) {
+        ADD_LIT(o, "Transfer-Encoding: chunked\r\n");
+    }
+    if (!c->keep_alive)
+        ADD_LIT(o, "Connection: close\r\n");
+    else if (r->minor == 0)
+        ADD_LIT(o, "Connection: keep-alive\r\n");
+    for (int i = 0; i < r->n_out; i++) {
+        evbuffer_add(o, r->out[i].name, strlen(r->out[i].name));
+        ADD_LIT(o, ": ");
+        evbuffer_add(o, r->out[i].value, strlen(r->out[i].value));
+        ADD_LIT(o, "\r\n");
+    }
+    ADD_LIT(o, "\r\n");
+}
+
+/* The answer is queued in full: the request ends here. */
+static void req_done(struct conn *c)
+{
+    struct sw_http_req *r = c->req;
+    c->req = NULL;
+    req_free(r);
+    if (c->dead)
+        return;
+    evtimer_del(c->timer);
+    if (!c->keep_alive || c->s->stopping) {
+        c->state = C_CLOSING;
+        c->keep_alive = false;
+    } else {
+        c->state = C_IDLE;
+        start_timer(c, c->s->lim.client_timeout_ms);
+    }
+    flush_out(c);
+    if (!c->dead && c->state == C_IDLE && !c->in_process) {
+        enter(c);
+        process(c);
+        leave(c);
+    }
+}
+
+void sw_http_reply(struct sw_http_req *req, int status, const char *content_type,
+                   const char *body, size_t len)
+{
+    struct conn *c = req->c;
+    if (!c) /* only inside on_gone; the connection frees the request */
+        return;
+    if (c->state != C_BUSY)
+        c->keep_alive = false; /* answered before the body was read */
+    if (!c->dead) {
+        write_head(req, status, content_type, true, len);
+        if (req->method != SW_HTTP_HEAD && len)
+            evbuffer_add(c->out, body, len);
+    }
+    req_done(c);
+}
+
+void sw_http_stream_start(struct sw_http_req *req, int status, const char *content_type)
+{
+    struct conn *c = req->c;
+    req->streaming = true;
+    if (!c || c->dead)
+        return;
+    if (req->minor == 0)
+        c->keep_alive = false; /* the end of the body is the end of the connection */
+    else
+        req->chunked = true;
+    write_head(req, status, content_type, false, 0);
+    flush_out(c);
+}
+
+void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data)
+{
+    struct conn *c = req->c;
+    size_t n = evbuffer_get_length(data);
+    if (!c || c->dead || n == 0) {
+        evbuffer_drain(data, n);
+        return;
+    }
+    if (req->chunked) {
+        char size[24];
+        size_t k = fmt_u64(size, n, 16);
+        size[k++] = '\r';
+        size[k++] = '\n';
+        evbuffer_add(c->out, size, k);
+        evbuffer_add_buffer(c->out, data);
+        ADD_LIT(c->out, "\r\n");
+    } else {
+        evbuffer_add_buffer(c->out, data);
+    }
+    flush_out(c);
+}
+
+void sw_http_stream_end(struct sw_http_req *req)
+{
+    struct conn *c = req->c;
+    if (!c) /* only inside on_gone; the connection frees the request */
+        return;
+    if (!c->dead && req->chunked)
+        ADD_LIT(c->out, "0\r\n\r\n");
+    req_done(c);
+}
+
+size_t sw_http_pending(const struct sw_http_req *req)
+{
+    return req->c && !req->c->dead ? evbuffer_get_length(req->c->out) : 0;
+}
+
+void sw_http_on_drained(struct sw_http_req *req, size_t low, void (*cb)(void *ud), void *ud)
+{
+    req->on_drained = cb;
+    req->drained_ud = ud;
+    req->drained_low = low;
+    if (cb && req->c && !req->c->dead && evbuffer_get_length(req->c->out) <= low)
+        event_active(req->c->defer, EV_TIMEOUT, 0);
+}
+
+void sw_http_on_gone(struct sw_http_req *req, void (*cb)(void *ud), void *ud)
+{
+    req->on_gone = cb;
+    req->gone_ud = ud;
+}
