@@ -45,14 +45,40 @@ int sw_buf_append(struct sw_buf *b, const void *data, size_t len)
     return SW_OK;
 }
 
+int sw_buf_append_str(struct sw_buf *b, const char *s)
+{
+    return sw_buf_append(b, s, strlen(s));
+}
+
+int sw_buf_append_u64(struct sw_buf *b, uint64_t v, int min_digits)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v || n < min_digits);
+    return sw_buf_append(b, tmp + sizeof tmp - n, (size_t)n);
+}
+
 int sw_buf_appendf(struct sw_buf *b, const char *fmt, ...)
 {
+    /* One pass when it fits in what is allocated; a second after growing. */
     va_list ap;
+    size_t room = b->cap > b->len + 1 ? b->cap - b->len - 1 : 0;
+    if (room > b->max - b->len)
+        room = b->max - b->len;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(room ? b->ptr + b->len : NULL, room ? room + 1 : 0, fmt, ap);
     va_end(ap);
     if (n < 0)
         return SW_EINVAL;
+    if ((size_t)n <= room) {
+        b->len += (size_t)n;
+        return SW_OK;
+    }
+    if (b->ptr)
+        b->ptr[b->len] = '\0';
     int err = reserve(b, (size_t)n);
     if (err)
         return err;

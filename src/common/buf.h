@@ -7,6 +7,7 @@
 #define SW_COMMON_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct sw_buf {
     char *ptr;      /* owned; NULL until the first append */
@@ -24,6 +25,9 @@ struct sw_str {
 void sw_buf_init(struct sw_buf *b, size_t max);
 /* Appends len bytes; SW_ETOOBIG past max, SW_ENOMEM on allocation failure. */
 int sw_buf_append(struct sw_buf *b, const void *data, size_t len);
+/* Appends a C string; the decimal digits of v, zero-padded to min_digits. */
+int sw_buf_append_str(struct sw_buf *b, const char *s);
+int sw_buf_append_u64(struct sw_buf *b, uint64_t v, int min_digits);
 int sw_buf_appendf(struct sw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Drops the first n bytes (n <= len). */

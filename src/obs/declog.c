@@ -107,6 +107,25 @@ static int append_number(struct sw_buf *out, double v, int decimals)
     if (r == 0)
         r = 0;      /* no "-0" */
     char tmp[48];
+    /* Exact integer arithmetic for everything a log line holds (counts,
+     * milliseconds, dollars to 9 decimals): no printf on the hot path. */
+    double scaled = fabs(r) * scale;
+    if (scaled < 9e15) {
+        uint64_t u = (uint64_t)llround(scaled), div = (uint64_t)llround(scale);
+        int err = r < 0 ? sw_buf_append(out, "-", 1) : SW_OK;
+        if (!err)
+            err = sw_buf_append_u64(out, u / div, 1);
+        uint64_t frac = u % div;
+        if (err || !frac)
+            return err;
+        int digits = decimals;
+        while (frac % 10 == 0) {
+            frac /= 10;
+            digits--;
+        }
+        err = sw_buf_append(out, ".", 1);
+        return err ? err : sw_buf_append_u64(out, frac, digits);
+    }
     if (r == floor(r) && fabs(r) < 1e15)
         return sw_buf_appendf(out, "%.0f", r);
     for (int prec = 1; prec <= 17; prec++) {
@@ -147,8 +166,17 @@ int sw_declog_append_time(struct sw_buf *out, int64_t epoch_ms)
     int64_t y;
     unsigned mo, d;
     civil_from_days(days, &y, &mo, &d);
-    return sw_buf_appendf(out, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
-                          (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)ms);
+    if (y < 0 || y > 9999)
+        return sw_buf_appendf(out, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
+                              (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)ms);
+    char t[24] = "0000-00-00T00:00:00.000Z";
+    const unsigned v[] = {(unsigned)y, mo, d, (unsigned)(rem / 3600), (unsigned)(rem / 60 % 60),
+                          (unsigned)(rem % 60), (unsigned)ms};
+    const int at[] = {3, 6, 9, 12, 15, 18, 22}; /* last digit of each field */
+    for (int i = 0; i < 7; i++)
+        for (unsigned x = v[i], k = (unsigned)at[i]; x; x /= 10, k--)
+            t[k] = (char)('0' + x % 10);
+    return sw_buf_append(out, t, sizeof t);
 }
 
 /* ---- Formatting ---- */
@@ -156,7 +184,10 @@ int sw_declog_append_time(struct sw_buf *out, int64_t epoch_ms)
 /* "name": */
 static int key(struct sw_buf *out, const char *name, bool first)
 {
-    return sw_buf_appendf(out, "%s\"%s\":", first ? "" : ",", name);
+    int err = sw_buf_append(out, first ? "\"" : ",\"", first ? 1 : 2);
+    if (!err)
+        err = sw_buf_append_str(out, name);
+    return err ? err : sw_buf_append(out, "\":", 2);
 }
 
 static int field_str(struct sw_buf *out, const char *name, const char *v)
@@ -269,7 +300,9 @@ static int format(struct sw_buf *out, const struct sw_declog_entry *e)
         if (!err)
             err = append_string(out, e->pii[i].type ? e->pii[i].type : "");
         if (!err)
-            err = sw_buf_appendf(out, ":%lu", e->pii[i].n);
+            err = sw_buf_append(out, ":", 1);
+        if (!err)
+            err = sw_buf_append_u64(out, e->pii[i].n, 1);
     }
     if (!err)
         err = sw_buf_append(out, "}", 1);

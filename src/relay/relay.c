@@ -10,6 +10,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/jscan.h"
 #include "common/log.h"
 #include "relay/reply.h"
 #include "relay/sse.h"
@@ -32,6 +33,7 @@ struct proxy {
     struct sw_config *cfg;          /* referenced */
     struct sw_chat_request chat;
     char *public_model;             /* what the client asked for */
+    char *public_model_json;        /* ... as a JSON string, quotes included */
     const struct sw_config_model *model;
     struct sw_route_facts facts;
     struct sw_live_snapshot snap;   /* the view the current plan was made on */
@@ -163,6 +165,7 @@ static void proxy_free(struct proxy *p)
     sw_pii_stream_free(p->pstream);
     sw_pii_map_free(p->map);
     free(p->public_model);
+    free(p->public_model_json);
     sw_live_unref(p->live);
     sw_config_unref(p->cfg);
     void (*on_finish)(void *) = p->env.on_finish;
@@ -375,6 +378,79 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
  * the next backend can answer instead. */
 static void read_usage(struct proxy *p, const json_t *usage);
 
+/* Reads prompt_tokens and completion_tokens of a usage object span. */
+static void read_usage_span(struct proxy *p, const char *text, struct sw_jspan span)
+{
+    static const char *const keys[] = {"prompt_tokens", "completion_tokens"};
+    struct sw_jspan us[2];
+    if (!span.len || text[span.off] != '{' ||
+        !sw_jscan_object(text + span.off, span.len, keys, us, NULL, 2))
+        return;
+    long in = sw_jscan_long(text + span.off, us[0]), out = sw_jscan_long(text + span.off, us[1]);
+    if (in >= 0)
+        p->usage_in = in;
+    if (out >= 0)
+        p->usage_out = out;
+}
+
+/* An event of an unmasked stream, edited as bytes: `model` rewritten, the
+ * usage Spillway asked for on the client's behalf dropped, usage read. */
+static int plain_event(struct proxy *p, const char *data, size_t len)
+{
+    static const char *const keys[] = {"model", "choices", "usage", "error"};
+    struct sw_jspan v[4], m[4];
+    if (!sw_jscan_object(data, len, keys, v, m, 4)) {
+        p->abort_err = SW_EPROTO;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "malformed JSON in stream event");
+        return SW_EPROTO;
+    }
+    if (v[3].len && !p->started) {
+        p->abort_err = SW_ESTATUS;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "error event before the first token");
+        return SW_ESTATUS;
+    }
+    bool choices = v[1].len && data[v[1].off] == '[';
+    bool no_choices = choices && sw_jscan_empty_array(data, v[1]);
+    struct sw_jspan cut = {0, 0};
+    if (v[2].len && data[v[2].off] == '{') {
+        read_usage_span(p, data, v[2]);
+        if (!p->client_wants_usage && no_choices)
+            return SW_OK; /* the usage-only chunk the client did not ask for */
+    } else if (v[2].len == 4 && !memcmp(data + v[2].off, "null", 4) && !p->client_wants_usage) {
+        cut = sw_jscan_cut(data, len, m[2]);
+    }
+    if (choices && !no_choices)
+        p->chunks++;
+    /* Up to two edits in text order: the model value and the cut usage. */
+    struct sw_jspan edit[2];
+    const char *with[2];
+    int n = 0;
+    if (v[0].len && data[v[0].off] == '"' && p->public_model_json) {
+        edit[n] = v[0];
+        with[n++] = p->public_model_json;
+    }
+    if (cut.len) {
+        edit[n] = cut;
+        with[n++] = "";
+    }
+    if (n == 2 && edit[1].off < edit[0].off) {
+        struct sw_jspan t = edit[0];
+        const char *w = with[0];
+        edit[0] = edit[1], with[0] = with[1];
+        edit[1] = t, with[1] = w;
+    }
+    evbuffer_add(p->out, "data: ", 6);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        evbuffer_add(p->out, data + at, edit[i].off - at);
+        evbuffer_add(p->out, with[i], strlen(with[i]));
+        at = edit[i].off + edit[i].len;
+    }
+    evbuffer_add(p->out, data + at, len - at);
+    evbuffer_add(p->out, "\n\n", 2);
+    return SW_OK;
+}
+
 static int on_sse_event(void *ud, const char *event, const char *data, size_t len)
 {
     (void)event;
@@ -393,6 +469,8 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
         evbuffer_add(p->out, "data: [DONE]\n\n", 14);
         return SW_OK;
     }
+    if (!p->pstream)
+        return plain_event(p, data, len);
     json_error_t jerr;
     json_t *chunk = json_loadb(data, len, 0, &jerr);
     if (!chunk || !json_is_object(chunk)) {
@@ -525,8 +603,84 @@ static void read_usage(struct proxy *p, const json_t *usage)
         p->usage_out = (long)json_integer_value(out);
 }
 
+/* `text` with the value at `at` replaced by `with` (at.len 0: `with` is
+ * inserted as a new first member `"key":with,`). NULL when out of memory. */
+static char *splice_member(const char *text, size_t len, struct sw_jspan at, const char *key,
+                           const char *with, size_t *out_len)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, len + strlen(key) + strlen(with) + 8);
+    int err;
+    if (at.len) {
+        err = sw_buf_append(&b, text, at.off);
+        if (!err)
+            err = sw_buf_append_str(&b, with);
+        if (!err)
+            err = sw_buf_append(&b, text + at.off + at.len, len - at.off - at.len);
+    } else {
+        const char *brace = memchr(text, '{', len);
+        size_t head = brace ? (size_t)(brace - text) + 1 : 0;
+        err = sw_buf_append(&b, text, head);
+        if (!err)
+            err = sw_buf_append(&b, "\"", 1);
+        if (!err)
+            err = sw_buf_append_str(&b, key);
+        if (!err)
+            err = sw_buf_append(&b, "\":", 2);
+        if (!err)
+            err = sw_buf_append_str(&b, with);
+        /* A member follows unless the object was empty. */
+        size_t i = head;
+        while (i < len && strchr(" \t\r\n", text[i]))
+            i++;
+        if (!err && i < len && text[i] != '}')
+            err = sw_buf_append(&b, ",", 1);
+        if (!err)
+            err = sw_buf_append(&b, text + head, len - head);
+    }
+    if (err) {
+        sw_buf_free(&b);
+        return NULL;
+    }
+    *out_len = b.len;
+    return b.ptr;
+}
+
+/* An answer that needs no unmasking: checked and edited in place (model
+ * rewritten, usage read) without building a tree. */
+static void finish_plain(struct proxy *p)
+{
+    static const char *const keys[] = {"model", "choices", "usage"};
+    struct sw_jspan sp[3];
+    const char *text = p->resp.ptr ? p->resp.ptr : "";
+    if (!sw_jscan_object(text, p->resp.len, keys, sp, NULL, 3) || !sp[1].len || text[sp[1].off] != '[') {
+        attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
+        return;
+    }
+    read_usage_span(p, text, sp[2]);
+    size_t len;
+    char *s = p->public_model_json ? splice_member(text, p->resp.len, sp[0], "model",
+                                                   p->public_model_json, &len)
+                                   : NULL;
+    if (!s) {
+        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
+        return;
+    }
+    attempt_end(p, OUTCOME_OK, 200, 0);
+    p->final_status = 200;
+    set_route_headers(p);
+    sw_reply_json(p->req, 200, s, len);
+    free(s);
+    detach_client(p);
+    proxy_free(p);
+}
+
 static void finish_non_stream(struct proxy *p)
 {
+    if (!p->masked) {
+        finish_plain(p);
+        return;
+    }
     json_error_t jerr;
     json_t *body = json_loadb(p->resp.ptr ? p->resp.ptr : "", p->resp.len, 0, &jerr);
     if (!body || !json_is_object(body) || !json_is_array(json_object_get(body, "choices"))) {
@@ -686,6 +840,47 @@ static char *masked_body(struct proxy *p)
     return body;
 }
 
+/* The body for an unmasked attempt spliced from the client's own bytes:
+ * `model` replaced by the backend's, and for a stream without
+ * stream_options the usage request appended. NULL when the body needs
+ * edits splicing does not do (metadata, the client's own stream_options):
+ * then the tree is serialised instead. */
+static char *plain_body(struct proxy *p, const struct sw_config_backend *be, size_t *out_len)
+{
+    static const char *const keys[] = {"model", "metadata", "stream_options"};
+    struct sw_jspan sp[3];
+    size_t len;
+    const char *text = p->req ? sw_http_body(p->req, &len) : NULL;
+    if (!text || !sw_jscan_object(text, len, keys, sp, NULL, 3) || !sp[0].len || sp[1].len ||
+        (sp[2].len && p->chat.stream))
+        return NULL;
+    json_t *m = json_string(be->model);
+    char *model = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
+    json_decref(m);
+    if (!model)
+        return NULL;
+    char *body = splice_member(text, len, sp[0], "model", model, out_len);
+    free(model);
+    if (body && p->chat.stream) {
+        /* Insert before the closing brace: the object has members (model). */
+        static const char usage[] = ",\"stream_options\":{\"include_usage\":true}";
+        char *close = memrchr(body, '}', *out_len);
+        size_t at = close ? (size_t)(close - body) : 0;
+        char *grown = close ? realloc(body, *out_len + sizeof usage) : NULL;
+        if (!grown) {
+            free(body);
+            return NULL;
+        }
+        char *end = grown + at;
+        memmove(end + sizeof usage - 1, end, (size_t)(grown + *out_len - end));
+        memcpy(end, usage, sizeof usage - 1);
+        *out_len += sizeof usage - 1;
+        grown[*out_len] = '\0';
+        body = grown;
+    }
+    return body;
+}
+
 /* Sends the request to the current backend: it holds a slot (local) or has
  * passed the bucket and the spend reservation (cloud). */
 static void dispatch(struct proxy *p)
@@ -700,10 +895,15 @@ static void dispatch(struct proxy *p)
         fail_all(p);
         return;
     }
-    json_object_set_new(p->chat.body, "model", json_string(be->model));
     char *body = NULL;
+    size_t body_len = 0;
     p->masked = false;
-    if (p->need_mask) {
+    if (!p->need_mask)
+        body = plain_body(p, be, &body_len);
+    if (body) {
+        /* spliced from the client's bytes */
+    } else if (p->need_mask) {
+        json_object_set_new(p->chat.body, "model", json_string(be->model));
         body = masked_body(p);
         if (!body) {
             /* Never sent unmasked: this backend is out for this request. */
@@ -713,12 +913,15 @@ static void dispatch(struct proxy *p)
             return;
         }
     } else {
+        json_object_set_new(p->chat.body, "model", json_string(be->model));
         body = json_dumps(p->chat.body, JSON_COMPACT);
     }
     if (!body) {
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
+    if (!body_len)
+        body_len = strlen(body);
     p->attempt_ms = now;
     p->first_byte_ms = p->last_byte_ms = 0;
     p->usage_in = p->usage_out = p->chunks = 0;
@@ -726,7 +929,7 @@ static void dispatch(struct proxy *p)
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     static const struct sw_upstream_cbs cbs = {on_data, on_done};
     int err = sw_upstream_start(&p->up, p->env.cev, be, "/v1/chat/completions", body,
-                                strlen(body), (long)left, p->id, &cbs, p);
+                                body_len, (long)left, p->id, &cbs, p);
     if (err)
         attempt_failed(p, sw_err_str(err), 0, err);
 }
@@ -930,6 +1133,9 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     p->chat = *chat;
     memset(chat, 0, sizeof *chat);
     p->public_model = public_model;
+    json_t *pm = json_string(public_model);
+    p->public_model_json = pm ? json_dumps(pm, JSON_ENCODE_ANY) : NULL;
+    json_decref(pm);
     p->model = model;
     p->facts = *facts;
     p->pii = *pii;

@@ -1,0 +1,289 @@
+#include "common/jscan.h"
+
+#include <limits.h>
+#include <string.h>
+
+struct scan {
+    const unsigned char *p, *end;
+};
+
+static void skip_ws(struct scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+        s->p++;
+}
+
+static bool hex4(struct scan *s, unsigned *v)
+{
+    if (s->end - s->p < 4)
+        return false;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = s->p[i], d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            d = (c | 0x20) - 'a' + 10;
+        else
+            return false;
+        *v = *v << 4 | d;
+    }
+    s->p += 4;
+    return true;
+}
+
+/* One UTF-8 sequence starting at a byte >= 0x80 (RFC 3629: no overlongs,
+ * no surrogates, nothing past U+10FFFF). */
+static bool utf8_seq(struct scan *s)
+{
+    const unsigned char *p = s->p;
+    size_t left = (size_t)(s->end - p);
+    unsigned c = p[0];
+    if (c >= 0xc2 && c <= 0xdf) {
+        if (left < 2 || (p[1] & 0xc0) != 0x80)
+            return false;
+        s->p += 2;
+        return true;
+    }
+    if (c >= 0xe0 && c <= 0xef) {
+        if (left < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
+            (c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))
+            return false;
+        s->p += 3;
+        return true;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        if (left < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
+            (p[3] & 0xc0) != 0x80 || (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
+            return false;
+        s->p += 4;
+        return true;
+    }
+    return false;
+}
+
+/* A string; s->p on the opening quote. */
+static bool string(struct scan *s)
+{
+    s->p++;
+    while (s->p < s->end) {
+        unsigned c = *s->p;
+        if (c == '"') {
+            s->p++;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c == '\\') {
+            if (++s->p == s->end)
+                return false;
+            c = *s->p++;
+            if (c == 'u') {
+                unsigned u;
+                if (!hex4(s, &u))
+                    return false;
+                if (u >= 0xd800 && u <= 0xdbff) { /* a high surrogate needs its low half */
+                    unsigned lo;
+                    if (s->end - s->p < 2 || s->p[0] != '\\' || s->p[1] != 'u')
+                        return false;
+                    s->p += 2;
+                    if (!hex4(s, &lo) || lo < 0xdc00 || lo > 0xdfff)
+                        return false;
+                } else if (u >= 0xdc00 && u <= 0xdfff) {
+                    return false;
+                }
+            } else if (!strchr("\"\\/bfnrt", (int)c) || c == 0) {
+                return false;
+            }
+        } else if (c >= 0x80) {
+            if (!utf8_seq(s))
+                return false;
+        } else {
+            s->p++;
+        }
+    }
+    return false;
+}
+
+static bool digits(struct scan *s)
+{
+    const unsigned char *start = s->p;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+        s->p++;
+    return s->p > start;
+}
+
+static bool number(struct scan *s)
+{
+    if (*s->p == '-')
+        s->p++;
+    if (s->p == s->end)
+        return false;
+    if (*s->p == '0')
+        s->p++;
+    else if (!digits(s))
+        return false;
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!digits(s))
+            return false;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!digits(s))
+            return false;
+    }
+    return true;
+}
+
+static bool literal(struct scan *s, const char *word, size_t n)
+{
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return false;
+    s->p += n;
+    return true;
+}
+
+struct want {
+    const char *const *keys;
+    struct sw_jspan *spans, *members;
+    size_t n;
+    const unsigned char *base;
+};
+
+static bool value(struct scan *s, int depth, const struct want *w);
+
+/* An object or array; s->p on its opening bracket. At depth 0 (the top
+ * object) the members named in keys are recorded. */
+static bool container(struct scan *s, int depth, const struct want *w)
+{
+    if (depth >= SW_JSCAN_MAX_DEPTH)
+        return false;
+    bool obj = *s->p == '{';
+    unsigned char close = obj ? '}' : ']';
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return true;
+    }
+    for (;;) {
+        size_t want = w->n; /* the key this member's value is recorded for; n: none */
+        const unsigned char *k = s->p + 1;
+        if (obj) {
+            if (s->p == s->end || *s->p != '"')
+                return false;
+            if (!string(s))
+                return false;
+            size_t klen = (size_t)(s->p - 1 - k);
+            for (size_t i = 0; depth == 0 && i < w->n; i++)
+                if (!w->spans[i].len && strlen(w->keys[i]) == klen && !memcmp(w->keys[i], k, klen))
+                    want = i;
+            skip_ws(s);
+            if (s->p == s->end || *s->p++ != ':')
+                return false;
+            skip_ws(s);
+        }
+        const unsigned char *v = s->p;
+        if (!value(s, depth + 1, w))
+            return false;
+        if (want < w->n) {
+            w->spans[want] = (struct sw_jspan){(size_t)(v - w->base), (size_t)(s->p - v)};
+            if (w->members)
+                w->members[want] = (struct sw_jspan){(size_t)(k - 1 - w->base), (size_t)(s->p - k + 1)};
+        }
+        skip_ws(s);
+        if (s->p == s->end)
+            return false;
+        if (*s->p == close) {
+            s->p++;
+            return true;
+        }
+        if (*s->p++ != ',')
+            return false;
+        skip_ws(s);
+    }
+}
+
+static bool value(struct scan *s, int depth, const struct want *w)
+{
+    if (s->p == s->end)
+        return false;
+    switch (*s->p) {
+    case '{':
+    case '[': return container(s, depth, w);
+    case '"': return string(s);
+    case 't': return literal(s, "true", 4);
+    case 'f': return literal(s, "false", 5);
+    case 'n': return literal(s, "null", 4);
+    default: return number(s);
+    }
+}
+
+bool sw_jscan_object(const char *text, size_t len, const char *const *keys,
+                     struct sw_jspan *spans, struct sw_jspan *members, size_t n)
+{
+    struct scan s = {(const unsigned char *)text, (const unsigned char *)text + len};
+    struct want w = {keys, spans, members, n, (const unsigned char *)text};
+    for (size_t i = 0; i < n; i++) {
+        spans[i] = (struct sw_jspan){0, 0};
+        if (members)
+            members[i] = (struct sw_jspan){0, 0};
+    }
+    skip_ws(&s);
+    if (s.p == s.end || *s.p != '{')
+        return false;
+    if (!container(&s, 0, &w))
+        return false;
+    skip_ws(&s);
+    return s.p == s.end;
+}
+
+long sw_jscan_long(const char *text, struct sw_jspan span)
+{
+    if (!span.len || span.len > 18)
+        return -1;
+    long v = 0;
+    for (size_t i = 0; i < span.len; i++) {
+        char c = text[span.off + i];
+        if (c < '0' || c > '9')
+            return -1;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+struct sw_jspan sw_jscan_cut(const char *text, size_t len, struct sw_jspan m)
+{
+    size_t start = m.off, end = m.off + m.len;
+    size_t i = start;
+    while (i > 0 && is_ws(text[i - 1]))
+        i--;
+    if (i > 0 && text[i - 1] == ',')
+        return (struct sw_jspan){i - 1, end - (i - 1)}; /* with the comma before it */
+    size_t j = end;
+    while (j < len && is_ws(text[j]))
+        j++;
+    if (j < len && text[j] == ',')
+        j++; /* the first member: with the comma after it */
+    else
+        j = end;
+    return (struct sw_jspan){start, j - start};
+}
+
+bool sw_jscan_empty_array(const char *text, struct sw_jspan span)
+{
+    if (span.len < 2 || text[span.off] != '[')
+        return false;
+    size_t i = span.off + 1;
+    while (i < span.off + span.len && is_ws(text[i]))
+        i++;
+    return i < span.off + span.len && text[i] == ']';
+}
