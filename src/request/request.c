@@ -1,11 +1,13 @@
 #include "request/request.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
+#include "common/satmath.h"
 
 /* Validation walks the body once, depth first, in the order a reader of the
  * request would: model, messages (each message in turn), then the optional
@@ -18,7 +20,7 @@
 
 struct ctx {
     struct sw_request_error *err;
-    long tokens;                /* prompt_tokens_est so far */
+    long tokens;                /* prompt_tokens_est so far (saturating: never wraps) */
     bool has_images;
 };
 
@@ -248,12 +250,12 @@ static json_t *opt(json_t *obj, const char *key)
 
 static void add_text(struct ctx *c, size_t bytes)
 {
-    c->tokens += sw_request_estimate_tokens(bytes);
+    c->tokens = sw_sat_add_long(c->tokens, sw_request_estimate_tokens(bytes));
 }
 
 long sw_request_estimate_tokens(size_t text_bytes)
 {
-    return (long)(text_bytes / 4 + (text_bytes % 4 != 0));
+    return (long)(text_bytes / 4 + (text_bytes % 4 != 0));      /* <= 2^62: fits */
 }
 
 /* A required string member of obj; on success *out is it. */
@@ -589,7 +591,7 @@ static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *r
         err = check_message(c, msg, i);
         if (err)
             return err;
-        c->tokens += 4;
+        c->tokens = sw_sat_add_long(c->tokens, 4);
     }
     req->n_messages = json_array_size(v);
     return SW_OK;
@@ -619,8 +621,8 @@ static int check_stream(struct ctx *c, json_t *body, struct sw_chat_request *req
     return SW_OK;
 }
 
-/* An optional integer >= 1; *out is left alone when absent. */
-static int check_count(struct ctx *c, json_t *body, const char *key, long *out)
+/* An optional integer in 1..max; *out is left alone when absent. */
+static int check_count(struct ctx *c, json_t *body, const char *key, long max, long *out)
 {
     json_t *v = opt(body, key);
 
@@ -632,6 +634,11 @@ static int check_count(struct ctx *c, json_t *body, const char *key, long *out)
         return fail(c, "invalid_value", key,
                     "Invalid '%s': integer below minimum value. Expected a value >= 1, "
                     "but got %" JSON_INTEGER_FORMAT " instead.", key, json_integer_value(v));
+    if (json_integer_value(v) > max)
+        return fail(c, "invalid_value", key,
+                    "Invalid '%s': integer above maximum value. Expected a value <= %ld, "
+                    "but got %" JSON_INTEGER_FORMAT " instead.", key, max,
+                    json_integer_value(v));
     *out = (long)json_integer_value(v);
     return SW_OK;
 }
@@ -662,10 +669,11 @@ static int check_sampling(struct ctx *c, json_t *body, struct sw_chat_request *r
     long completion = 0, legacy = 0, n = 1;
     int err;
 
-    err = check_count(c, body, "max_tokens", &legacy);
+    err = check_count(c, body, "max_tokens", SW_REQUEST_MAX_TOKENS, &legacy);
     if (err)
         return err;
-    err = check_count(c, body, "max_completion_tokens", &completion);
+    err = check_count(c, body, "max_completion_tokens", SW_REQUEST_MAX_TOKENS,
+                      &completion);
     if (err)
         return err;
     req->max_tokens = completion ? completion : legacy;
@@ -675,7 +683,7 @@ static int check_sampling(struct ctx *c, json_t *body, struct sw_chat_request *r
     err = check_range(c, body, "top_p", 1);
     if (err)
         return err;
-    err = check_count(c, body, "n", &n);
+    err = check_count(c, body, "n", LONG_MAX, &n);
     if (err)
         return err;
     if (n > 1)

@@ -24,9 +24,16 @@
  * absent only for an assistant message with tool_calls, function_call or
  * audio; tool messages need tool_call_id, function messages need name;
  * assistant tool_calls), stream, stream_options (only with stream: true),
- * max_tokens, max_completion_tokens, temperature, top_p, n (1 only: Spillway
+ * max_tokens and max_completion_tokens (1..SW_REQUEST_MAX_TOKENS, so no sum
+ * of token counts can overflow), temperature, top_p, n (1 only: Spillway
  * relays one choice), tools, functions, metadata (string values, except
  * allow_cloud which may also be a boolean).
+ *
+ * Limits. Before decoding, the body's shape is checked (sw_request_json_shape):
+ * more than SW_REQUEST_MAX_JSON_VALUES values in the whole body, or arrays and
+ * objects nested more than SW_REQUEST_MAX_JSON_DEPTH deep, is a 400
+ * "json_too_complex" (param null), whatever the fields are, so the memory and
+ * time a body costs are bounded by these limits and not only by its size.
  *
  * The body is never edited here: metadata.allow_cloud stays in it; the relay
  * strips what an upstream would refuse. */
@@ -36,6 +43,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#define SW_REQUEST_MAX_TOKENS 10000000L     /* max_tokens, max_completion_tokens: 1..this */
+#define SW_REQUEST_MAX_JSON_VALUES 100000   /* values in a body (object keys not counted) */
+#define SW_REQUEST_MAX_JSON_DEPTH 64        /* arrays and objects nested in a body */
 
 struct sw_chat_request {
     json_t *body;               /* owned: the parsed body, forwarded upstream after edits */

@@ -257,6 +257,21 @@ static const struct bad_case bad[] = {
       "or leave it out." },
     { "{'model':'m'," MSGS ",'n':0}", "invalid_value", "n",
       "Invalid 'n': integer below minimum value. Expected a value >= 1, but got 0 instead." },
+    /* token counts are bounded, so no sum of them can wrap downstream */
+    { "{'model':'m'," MSGS ",'max_tokens':9223372036854775807}", "invalid_value", "max_tokens",
+      "Invalid 'max_tokens': integer above maximum value. Expected a value <= 10000000, but "
+      "got 9223372036854775807 instead." },
+    { "{'model':'m'," MSGS ",'max_tokens':10000001}", "invalid_value", "max_tokens",
+      "Invalid 'max_tokens': integer above maximum value. Expected a value <= 10000000, but "
+      "got 10000001 instead." },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':9223372036854775807,'max_tokens':5}",
+      "invalid_value", "max_completion_tokens",
+      "Invalid 'max_completion_tokens': integer above maximum value. Expected a value <= "
+      "10000000, but got 9223372036854775807 instead." },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':5,'max_tokens':9223372036854775807}",
+      "invalid_value", "max_tokens",
+      "Invalid 'max_tokens': integer above maximum value. Expected a value <= 10000000, but "
+      "got 9223372036854775807 instead." },
 
     /* tools */
     { "{'model':'m'," MSGS ",'tools':{}}", "invalid_type", "tools",
@@ -426,6 +441,10 @@ static const struct good_case good[] = {
       5, 1, 50, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'max_tokens':100,'max_completion_tokens':50}",
       5, 1, 50, 0, 0, 0, 0, -1 },
+    /* the largest accepted */
+    { "{'model':'m'," MSGS ",'max_tokens':10000000}", 5, 1, 10000000, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':10000000}",
+      5, 1, 10000000, 0, 0, 0, 0, -1 },
     /* boundaries and nulls (null optional parameters are absent) */
     { "{'model':'m'," MSGS ",'temperature':0,'top_p':1,'n':1}", 5, 1, 0, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'temperature':2.0,'top_p':0.0}", 5, 1, 0, 0, 0, 0, 0, -1 },
@@ -570,6 +589,7 @@ static void test_request_tokens(void **state)
     assert_int_equal(sw_request_estimate_tokens(4), 1);
     assert_int_equal(sw_request_estimate_tokens(5), 2);
     assert_int_equal(sw_request_estimate_tokens(400), 100);
+    assert_true(sw_request_estimate_tokens(SIZE_MAX) > 0);
 }
 
 static void test_request_error_set(void **state)
