@@ -795,6 +795,79 @@ static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *r
     return SW_OK;
 }
 
+/* ---- Shape of the body before decoding ---- */
+
+/* In valid JSON every value is the root, the first element or member of a
+ * non-empty array or object, or follows a comma; so values = 1 + commas +
+ * non-empty containers, and object keys (one per member value) need no
+ * counting. Strings are skipped with memchr: a quote ends the string unless
+ * an odd run of backslashes precedes it. Invalid JSON may be counted
+ * anyhow: the decoder refuses it, and up to its first error it reads the
+ * bytes as this scan does, so it never builds more than was counted. */
+bool sw_request_json_shape(const char *s, size_t len, size_t max_values, size_t max_depth,
+                           struct sw_json_shape *out)
+{
+    const char *p = s, *end = s + len;
+    size_t values = 0, depth = 0, deepest = 0;
+    bool open = false;          /* just after '[' or '{': is the container empty? */
+    bool ok = true;
+
+    while (p < end) {
+        unsigned char ch = (unsigned char)*p++;
+
+        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            continue;
+        if (open) {
+            open = false;
+            if (ch != ']' && ch != '}')
+                values++;
+        } else if (values == 0) {
+            values = 1;         /* the root */
+        }
+        switch (ch) {
+        case '[':
+        case '{':
+            if (++depth > deepest)
+                deepest = depth;
+            open = true;
+            break;
+        case ']':
+        case '}':
+            if (depth > 0)
+                depth--;
+            break;
+        case ',':
+            values++;
+            break;
+        case '"':
+            for (;;) {
+                const char *q = memchr(p, '"', (size_t)(end - p)), *b;
+                if (!q) {
+                    p = end;
+                    break;
+                }
+                for (b = q; b > p && b[-1] == '\\'; b--)
+                    ;
+                p = q + 1;
+                if ((q - b) % 2 == 0)
+                    break;
+            }
+            break;
+        default:
+            break;
+        }
+        if (values > max_values || deepest > max_depth) {
+            ok = false;
+            break;
+        }
+    }
+    if (out) {
+        out->values = values;
+        out->depth = deepest;
+    }
+    return ok;
+}
+
 /* ---- Parse ---- */
 
 static void set_parse_error(struct sw_request_error *err, size_t len, const json_error_t *je)
@@ -818,12 +891,27 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                      struct sw_request_error *err)
 {
     struct ctx c = { .err = err };
+    struct sw_json_shape shape;
     json_error_t je;
     json_t *root;
     int rc;
 
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
+    /* Bounded work and memory whatever the client sent: the shape is checked
+     * before jansson builds anything. */
+    if (body && len && !sw_request_json_shape(body, len, SW_REQUEST_MAX_JSON_VALUES,
+                                              SW_REQUEST_MAX_JSON_DEPTH, &shape)) {
+        if (shape.depth > SW_REQUEST_MAX_JSON_DEPTH)
+            return fail(&c, "json_too_complex", NULL,
+                        "The JSON body of your request is too complex: arrays and objects are "
+                        "nested more than %d levels deep, the limit.",
+                        SW_REQUEST_MAX_JSON_DEPTH);
+        return fail(&c, "json_too_complex", NULL,
+                    "The JSON body of your request is too complex: it holds more than %d "
+                    "values (objects, arrays, strings, numbers, booleans and nulls), the "
+                    "limit.", SW_REQUEST_MAX_JSON_VALUES);
+    }
     memset(&je, 0, sizeof(je));     /* jansson leaves the code byte unset on some failures */
     root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
                       &je);

@@ -90,6 +90,22 @@ void sw_request_free(struct sw_chat_request *req);
  * contents, so they are counted as contents. */
 long sw_request_estimate_tokens(size_t text_bytes);
 
+/* The shape of a JSON text, counted without decoding it. */
+struct sw_json_shape {
+    size_t values;              /* objects, arrays, strings, numbers, booleans, nulls;
+                                   object keys are not values */
+    size_t depth;               /* deepest nesting of arrays and objects (0: a scalar) */
+};
+
+/* Counts the values and the nesting depth of len bytes of JSON in one pass
+ * (string contents are skipped, escapes honoured), stopping as soon as either
+ * exceeds its max. Returns true when both are within their max. For valid
+ * JSON the counts are exact (when the scan ran to the end); for invalid JSON
+ * they are never below what a decoder builds before it finds the error.
+ * *out (may be NULL) gets the counts as far as the scan went. */
+bool sw_request_json_shape(const char *s, size_t len, size_t max_values, size_t max_depth,
+                           struct sw_json_shape *out);
+
 /* Fills *e. `type`, `code`, `param` may be NULL (stored as ""); the message
  * is printf-style. Every field is truncated to fit its array, never in the
  * middle of a UTF-8 sequence, and bytes that are not valid UTF-8 (a client's
