@@ -14,8 +14,8 @@
  *
  * Validation follows OpenAI's wording: `param` is the JSON path of the field
  * ("messages[2].content[0].image_url.url") and the message says what is wrong
- * there; codes are "invalid_json", "missing_required_parameter",
- * "invalid_type" and "invalid_value". Optional top-level parameters given as
+ * there; codes are "invalid_json", "json_too_complex" (see Limits),
+ * "missing_required_parameter", "invalid_type" and "invalid_value". Optional top-level parameters given as
  * null count as absent (as OpenAI treats them). Fields not listed below are
  * passed through untouched (backends have their own extensions). Checked:
  * model (non-empty string), messages (non-empty array of objects; role one of
