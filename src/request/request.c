@@ -1,11 +1,13 @@
 #include "request/request.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
+#include "common/satmath.h"
 
 /* Validation walks the body once, depth first, in the order a reader of the
  * request would: model, messages (each message in turn), then the optional
@@ -18,7 +20,7 @@
 
 struct ctx {
     struct sw_request_error *err;
-    long tokens;                /* prompt_tokens_est so far */
+    long tokens;                /* prompt_tokens_est so far (saturating: never wraps) */
     bool has_images;
 };
 
@@ -248,12 +250,12 @@ static json_t *opt(json_t *obj, const char *key)
 
 static void add_text(struct ctx *c, size_t bytes)
 {
-    c->tokens += sw_request_estimate_tokens(bytes);
+    c->tokens = sw_sat_add_long(c->tokens, sw_request_estimate_tokens(bytes));
 }
 
 long sw_request_estimate_tokens(size_t text_bytes)
 {
-    return (long)(text_bytes / 4 + (text_bytes % 4 != 0));
+    return (long)(text_bytes / 4 + (text_bytes % 4 != 0));      /* <= 2^62: fits */
 }
 
 /* A required string member of obj; on success *out is it. */
@@ -589,7 +591,7 @@ static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *r
         err = check_message(c, msg, i);
         if (err)
             return err;
-        c->tokens += 4;
+        c->tokens = sw_sat_add_long(c->tokens, 4);
     }
     req->n_messages = json_array_size(v);
     return SW_OK;
@@ -619,8 +621,8 @@ static int check_stream(struct ctx *c, json_t *body, struct sw_chat_request *req
     return SW_OK;
 }
 
-/* An optional integer >= 1; *out is left alone when absent. */
-static int check_count(struct ctx *c, json_t *body, const char *key, long *out)
+/* An optional integer in 1..max; *out is left alone when absent. */
+static int check_count(struct ctx *c, json_t *body, const char *key, long max, long *out)
 {
     json_t *v = opt(body, key);
 
@@ -632,6 +634,11 @@ static int check_count(struct ctx *c, json_t *body, const char *key, long *out)
         return fail(c, "invalid_value", key,
                     "Invalid '%s': integer below minimum value. Expected a value >= 1, "
                     "but got %" JSON_INTEGER_FORMAT " instead.", key, json_integer_value(v));
+    if (json_integer_value(v) > max)
+        return fail(c, "invalid_value", key,
+                    "Invalid '%s': integer above maximum value. Expected a value <= %ld, "
+                    "but got %" JSON_INTEGER_FORMAT " instead.", key, max,
+                    json_integer_value(v));
     *out = (long)json_integer_value(v);
     return SW_OK;
 }
@@ -662,10 +669,11 @@ static int check_sampling(struct ctx *c, json_t *body, struct sw_chat_request *r
     long completion = 0, legacy = 0, n = 1;
     int err;
 
-    err = check_count(c, body, "max_tokens", &legacy);
+    err = check_count(c, body, "max_tokens", SW_REQUEST_MAX_TOKENS, &legacy);
     if (err)
         return err;
-    err = check_count(c, body, "max_completion_tokens", &completion);
+    err = check_count(c, body, "max_completion_tokens", SW_REQUEST_MAX_TOKENS,
+                      &completion);
     if (err)
         return err;
     req->max_tokens = completion ? completion : legacy;
@@ -675,7 +683,7 @@ static int check_sampling(struct ctx *c, json_t *body, struct sw_chat_request *r
     err = check_range(c, body, "top_p", 1);
     if (err)
         return err;
-    err = check_count(c, body, "n", &n);
+    err = check_count(c, body, "n", LONG_MAX, &n);
     if (err)
         return err;
     if (n > 1)
@@ -787,6 +795,79 @@ static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *r
     return SW_OK;
 }
 
+/* ---- Shape of the body before decoding ---- */
+
+/* In valid JSON every value is the root, the first element or member of a
+ * non-empty array or object, or follows a comma; so values = 1 + commas +
+ * non-empty containers, and object keys (one per member value) need no
+ * counting. Strings are skipped with memchr: a quote ends the string unless
+ * an odd run of backslashes precedes it. Invalid JSON may be counted
+ * anyhow: the decoder refuses it, and up to its first error it reads the
+ * bytes as this scan does, so it never builds more than was counted. */
+bool sw_request_json_shape(const char *s, size_t len, size_t max_values, size_t max_depth,
+                           struct sw_json_shape *out)
+{
+    const char *p = s, *end = s + len;
+    size_t values = 0, depth = 0, deepest = 0;
+    bool open = false;          /* just after '[' or '{': is the container empty? */
+    bool ok = true;
+
+    while (p < end) {
+        unsigned char ch = (unsigned char)*p++;
+
+        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            continue;
+        if (open) {
+            open = false;
+            if (ch != ']' && ch != '}')
+                values++;
+        } else if (values == 0) {
+            values = 1;         /* the root */
+        }
+        switch (ch) {
+        case '[':
+        case '{':
+            if (++depth > deepest)
+                deepest = depth;
+            open = true;
+            break;
+        case ']':
+        case '}':
+            if (depth > 0)
+                depth--;
+            break;
+        case ',':
+            values++;
+            break;
+        case '"':
+            for (;;) {
+                const char *q = memchr(p, '"', (size_t)(end - p)), *b;
+                if (!q) {
+                    p = end;
+                    break;
+                }
+                for (b = q; b > p && b[-1] == '\\'; b--)
+                    ;
+                p = q + 1;
+                if ((q - b) % 2 == 0)
+                    break;
+            }
+            break;
+        default:
+            break;
+        }
+        if (values > max_values || deepest > max_depth) {
+            ok = false;
+            break;
+        }
+    }
+    if (out) {
+        out->values = values;
+        out->depth = deepest;
+    }
+    return ok;
+}
+
 /* ---- Parse ---- */
 
 static void set_parse_error(struct sw_request_error *err, size_t len, const json_error_t *je)
@@ -810,12 +891,27 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                      struct sw_request_error *err)
 {
     struct ctx c = { .err = err };
+    struct sw_json_shape shape;
     json_error_t je;
     json_t *root;
     int rc;
 
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
+    /* Bounded work and memory whatever the client sent: the shape is checked
+     * before jansson builds anything. */
+    if (body && len && !sw_request_json_shape(body, len, SW_REQUEST_MAX_JSON_VALUES,
+                                              SW_REQUEST_MAX_JSON_DEPTH, &shape)) {
+        if (shape.depth > SW_REQUEST_MAX_JSON_DEPTH)
+            return fail(&c, "json_too_complex", NULL,
+                        "The JSON body of your request is too complex: arrays and objects are "
+                        "nested more than %d levels deep, the limit.",
+                        SW_REQUEST_MAX_JSON_DEPTH);
+        return fail(&c, "json_too_complex", NULL,
+                    "The JSON body of your request is too complex: it holds more than %d "
+                    "values (objects, arrays, strings, numbers, booleans and nulls), the "
+                    "limit.", SW_REQUEST_MAX_JSON_VALUES);
+    }
     memset(&je, 0, sizeof(je));     /* jansson leaves the code byte unset on some failures */
     root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
                       &je);

@@ -14,8 +14,8 @@
  *
  * Validation follows OpenAI's wording: `param` is the JSON path of the field
  * ("messages[2].content[0].image_url.url") and the message says what is wrong
- * there; codes are "invalid_json", "missing_required_parameter",
- * "invalid_type" and "invalid_value". Optional top-level parameters given as
+ * there; codes are "invalid_json", "json_too_complex" (see Limits),
+ * "missing_required_parameter", "invalid_type" and "invalid_value". Optional top-level parameters given as
  * null count as absent (as OpenAI treats them). Fields not listed below are
  * passed through untouched (backends have their own extensions). Checked:
  * model (non-empty string), messages (non-empty array of objects; role one of
@@ -24,9 +24,16 @@
  * absent only for an assistant message with tool_calls, function_call or
  * audio; tool messages need tool_call_id, function messages need name;
  * assistant tool_calls), stream, stream_options (only with stream: true),
- * max_tokens, max_completion_tokens, temperature, top_p, n (1 only: Spillway
+ * max_tokens and max_completion_tokens (1..SW_REQUEST_MAX_TOKENS, so no sum
+ * of token counts can overflow), temperature, top_p, n (1 only: Spillway
  * relays one choice), tools, functions, metadata (string values, except
  * allow_cloud which may also be a boolean).
+ *
+ * Limits. Before decoding, the body's shape is checked (sw_request_json_shape):
+ * more than SW_REQUEST_MAX_JSON_VALUES values in the whole body, or arrays and
+ * objects nested more than SW_REQUEST_MAX_JSON_DEPTH deep, is a 400
+ * "json_too_complex" (param null), whatever the fields are, so the memory and
+ * time a body costs are bounded by these limits and not only by its size.
  *
  * The body is never edited here: metadata.allow_cloud stays in it; the relay
  * strips what an upstream would refuse. */
@@ -36,6 +43,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#define SW_REQUEST_MAX_TOKENS 10000000L     /* max_tokens, max_completion_tokens: 1..this */
+#define SW_REQUEST_MAX_JSON_VALUES 100000   /* values in a body (object keys not counted) */
+#define SW_REQUEST_MAX_JSON_DEPTH 64        /* arrays and objects nested in a body */
 
 struct sw_chat_request {
     json_t *body;               /* owned: the parsed body, forwarded upstream after edits */
@@ -78,6 +89,22 @@ void sw_request_free(struct sw_chat_request *req);
  * JSON_COMPACT); plus 4 per message. Tool results are tool messages'
  * contents, so they are counted as contents. */
 long sw_request_estimate_tokens(size_t text_bytes);
+
+/* The shape of a JSON text, counted without decoding it. */
+struct sw_json_shape {
+    size_t values;              /* objects, arrays, strings, numbers, booleans, nulls;
+                                   object keys are not values */
+    size_t depth;               /* deepest nesting of arrays and objects (0: a scalar) */
+};
+
+/* Counts the values and the nesting depth of len bytes of JSON in one pass
+ * (string contents are skipped, escapes honoured), stopping as soon as either
+ * exceeds its max. Returns true when both are within their max. For valid
+ * JSON the counts are exact (when the scan ran to the end); for invalid JSON
+ * they are never below what a decoder builds before it finds the error.
+ * *out (may be NULL) gets the counts as far as the scan went. */
+bool sw_request_json_shape(const char *s, size_t len, size_t max_values, size_t max_depth,
+                           struct sw_json_shape *out);
 
 /* Fills *e. `type`, `code`, `param` may be NULL (stored as ""); the message
  * is printf-style. Every field is truncated to fit its array, never in the

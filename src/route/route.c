@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/satmath.h"
+
 #define NO_DEADLINE 1e300
 
 /* ---- Names ---- */
@@ -119,7 +121,7 @@ struct ctx {
     struct sw_route_plan *plan;
     size_t n;
     double left_ms;             /* to the deadline; NO_DEADLINE without one */
-    long need_tokens;           /* prompt + max_tokens */
+    long need_tokens;           /* prompt + max_tokens, saturated at LONG_MAX */
     enum cloud_mode mode;
     enum sw_route_excl banned_code; /* PRIVACY or NO_MASKING when mode is BANNED */
     size_t locals[SW_ROUTE_MAX_BACKENDS];   /* eligible locals, best first */
@@ -539,8 +541,8 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     c.n = view->n < SW_ROUTE_MAX_BACKENDS ? view->n : SW_ROUTE_MAX_BACKENDS;
     plan->n_backends = c.n;
     c.n_locals = c.n_clouds = 0;
-    c.need_tokens = (facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0) +
-                    (facts->max_tokens > 0 ? facts->max_tokens : 0);
+    c.need_tokens = sw_sat_add_long(facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0,
+                                    facts->max_tokens > 0 ? facts->max_tokens : 0);
     c.left_ms = facts->deadline_ms > 0 ? (double)(facts->deadline_ms - now_ms) : NO_DEADLINE;
 
     /* Privacy: allows_cloud false is absolute; sensitive may go masked in a

@@ -257,6 +257,21 @@ static const struct bad_case bad[] = {
       "or leave it out." },
     { "{'model':'m'," MSGS ",'n':0}", "invalid_value", "n",
       "Invalid 'n': integer below minimum value. Expected a value >= 1, but got 0 instead." },
+    /* token counts are bounded, so no sum of them can wrap downstream */
+    { "{'model':'m'," MSGS ",'max_tokens':9223372036854775807}", "invalid_value", "max_tokens",
+      "Invalid 'max_tokens': integer above maximum value. Expected a value <= 10000000, but "
+      "got 9223372036854775807 instead." },
+    { "{'model':'m'," MSGS ",'max_tokens':10000001}", "invalid_value", "max_tokens",
+      "Invalid 'max_tokens': integer above maximum value. Expected a value <= 10000000, but "
+      "got 10000001 instead." },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':9223372036854775807,'max_tokens':5}",
+      "invalid_value", "max_completion_tokens",
+      "Invalid 'max_completion_tokens': integer above maximum value. Expected a value <= "
+      "10000000, but got 9223372036854775807 instead." },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':5,'max_tokens':9223372036854775807}",
+      "invalid_value", "max_tokens",
+      "Invalid 'max_tokens': integer above maximum value. Expected a value <= 10000000, but "
+      "got 9223372036854775807 instead." },
 
     /* tools */
     { "{'model':'m'," MSGS ",'tools':{}}", "invalid_type", "tools",
@@ -426,6 +441,10 @@ static const struct good_case good[] = {
       5, 1, 50, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'max_tokens':100,'max_completion_tokens':50}",
       5, 1, 50, 0, 0, 0, 0, -1 },
+    /* the largest accepted */
+    { "{'model':'m'," MSGS ",'max_tokens':10000000}", 5, 1, 10000000, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'max_completion_tokens':10000000}",
+      5, 1, 10000000, 0, 0, 0, 0, -1 },
     /* boundaries and nulls (null optional parameters are absent) */
     { "{'model':'m'," MSGS ",'temperature':0,'top_p':1,'n':1}", 5, 1, 0, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'temperature':2.0,'top_p':0.0}", 5, 1, 0, 0, 0, 0, 0, -1 },
@@ -516,17 +535,399 @@ static void test_request_not_terminated(void **state)
     free(body);
 }
 
+/* ---- Bounded cost of a body: values and depth ---- */
+
+static void check_against_jansson(const char *text, size_t len);
+
+static long jansson_allocs;
+
+static void *counting_malloc(size_t n)
+{
+    jansson_allocs++;
+    return malloc(n);
+}
+
+#define VALUES_MSG "The JSON body of your request is too complex: it holds more than 100000 " \
+    "values (objects, arrays, strings, numbers, booleans and nulls), the limit."
+#define DEPTH_MSG "The JSON body of your request is too complex: arrays and objects are " \
+    "nested more than 64 levels deep, the limit."
+
+/* Parses body (malloc'ed, len bytes); returns rc and counts jansson's
+ * allocations in *allocs. */
+static int parse_counting(const char *body, size_t len, struct sw_chat_request *req,
+                          struct sw_request_error *err, long *allocs)
+{
+    json_set_alloc_funcs(counting_malloc, free);
+    jansson_allocs = 0;
+    int rc = sw_request_parse(body, len, req, err);
+    *allocs = jansson_allocs;
+    json_set_alloc_funcs(malloc, free);
+    return rc;
+}
+
+static void expect_too_complex(const char *body, size_t len, const char *message)
+{
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    long allocs;
+
+    memset(&err, 0x5a, sizeof(err));
+    assert_int_equal(parse_counting(body, len, &req, &err, &allocs), SW_EINVAL);
+    assert_null(req.body);
+    assert_int_equal(err.status, 400);
+    assert_string_equal(err.type, "invalid_request_error");
+    assert_string_equal(err.code, "json_too_complex");
+    assert_string_equal(err.param, "");
+    assert_string_equal(err.message, message);
+    assert_int_equal(allocs, 0);        /* refused before jansson built anything */
+    check_error_json(&err);
+}
+
+/* A valid request whose unknown field "x" is an array of n zeros (shape 0),
+ * n nested arrays around a 0 (shape 1) or n nested objects {"a":...} around
+ * a 0 (shape 2). The rest of the body holds 6 values (the object, model,
+ * messages, the message, role, content) plus "x" itself, and is 1 level. */
+static char *body_with_x(size_t n, int shape, size_t *len)
+{
+    const char *head = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+                       "\"content\":\"hi\"}],\"x\":";
+    size_t hl = strlen(head), cap = hl + 6 * n + 8, o = hl;
+    char *b = malloc(cap);
+
+    assert_non_null(b);
+    memcpy(b, head, hl);
+    if (shape == 2) {
+        for (size_t i = 0; i < n; i++) {
+            memcpy(b + o, "{\"a\":", 5);
+            o += 5;
+        }
+        b[o++] = '0';
+        for (size_t i = 0; i < n; i++)
+            b[o++] = '}';
+    } else if (shape == 1) {
+        for (size_t i = 0; i < n; i++)
+            b[o++] = '[';
+        b[o++] = '0';
+        for (size_t i = 0; i < n; i++)
+            b[o++] = ']';
+    } else {
+        b[o++] = '[';
+        for (size_t i = 0; i < n; i++) {
+            b[o++] = '0';
+            b[o++] = ',';
+        }
+        b[o - (n ? 1 : 0)] = ']';
+        o += n ? 0 : 1;
+    }
+    b[o++] = '}';
+    *len = o;
+    return b;
+}
+
+static void expect_ok(const char *body, size_t len)
+{
+    struct sw_chat_request req;
+    struct sw_request_error err;
+
+    if (sw_request_parse(body, len, &req, &err) != SW_OK)
+        print_error("%.*s...: %s\n", 60, body, err.message);
+    assert_non_null(req.body);
+    assert_int_equal(req.prompt_tokens_est, 5);
+    sw_request_free(&req);
+}
+
 static void test_request_deep_nesting(void **state)
 {
     char body[5000];
-    struct sw_chat_request req;
-    struct sw_request_error err;
+    size_t len;
+    char *b;
     (void)state;
 
+    /* far too deep (and invalid): refused on the depth, before decoding */
     memset(body, '[', sizeof(body));
-    assert_int_equal(sw_request_parse(body, sizeof(body), &req, &err), SW_EINVAL);
-    assert_string_equal(err.code, "invalid_json");
-    check_error_json(&err);
+    expect_too_complex(body, sizeof(body), DEPTH_MSG);
+    /* deeper than jansson's own limit (2048) and valid: our limit, not jansson's error */
+    b = body_with_x(3000, 1, &len);
+    expect_too_complex(b, len, DEPTH_MSG);
+    check_against_jansson(b, len);      /* jansson: "maximum parsing depth reached" */
+    free(b);
+    /* the bound itself: "x" is 1 level inside the body, so 63 more arrays reach 64 */
+    b = body_with_x(63, 1, &len);
+    expect_ok(b, len);
+    free(b);
+    b = body_with_x(64, 1, &len);
+    expect_too_complex(b, len, DEPTH_MSG);
+    free(b);
+    /* objects count as levels too */
+    b = body_with_x(63, 2, &len);
+    expect_ok(b, len);
+    free(b);
+    b = body_with_x(64, 2, &len);
+    expect_too_complex(b, len, DEPTH_MSG);
+    free(b);
+}
+
+/* What jansson builds: every value once (object keys are not values), and
+ * the deepest nesting of arrays and objects. */
+static void tree_shape(json_t *v, size_t d, struct sw_json_shape *sh)
+{
+    const char *key;
+    json_t *child;
+    size_t i;
+
+    sh->values++;
+    if (!json_is_array(v) && !json_is_object(v))
+        return;
+    if (d + 1 > sh->depth)
+        sh->depth = d + 1;
+    if (json_is_array(v))
+        json_array_foreach(v, i, child)
+            tree_shape(child, d + 1, sh);
+    else
+        json_object_foreach(v, key, child)
+            tree_shape(child, d + 1, sh);
+}
+
+/* The scan agrees with jansson on len bytes of text whenever jansson accepts
+ * it, and is within its limits (64 deep) whenever jansson is. */
+static void check_against_jansson(const char *text, size_t len)
+{
+    struct sw_json_shape scan = {0}, tree = {0};
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    bool within = sw_request_json_shape(text, len, SIZE_MAX, 64, &scan);
+
+    if (!root) {
+        /* too deep for jansson (2048) is always too deep for the scan */
+        if (json_error_code(&je) == json_error_stack_overflow)
+            assert_false(within);
+        return;
+    }
+    tree_shape(root, 0, &tree);
+    json_decref(root);
+    if (within && (scan.values != tree.values || scan.depth != tree.depth))
+        print_error("%.*s\n  scan %zu values depth %zu, jansson %zu depth %zu\n", (int)len,
+                    text, scan.values, scan.depth, tree.values, tree.depth);
+    assert_int_equal(within, tree.depth <= 64);
+    if (within) {
+        assert_int_equal(scan.values, tree.values);
+        assert_int_equal(scan.depth, tree.depth);
+    }
+}
+
+/* Brackets, commas, colons, quotes and backslashes inside strings (and keys)
+ * are text, not structure. */
+static const char *const tricky[] = {
+    "\"[[[[{{{{,,,,\"",
+    "[\"a\\\"b[\", \"]\"]",
+    "[\"\\\\\"]",
+    "[\"\\\\\", [1]]",
+    "[\"\\\\\\\"]\", {}]",
+    "[\"\\\\\\\\\", [[2]], \"\\\\\\\\\\\"[[\"]",
+    "{\"k[{\":\"v}]\",\"\\\\\":\"\\\\\\\"[[\",\"{\":{\"}\":[\",\"]}}",
+    "[\"\\u005b\\u007b\\u0022\\u005c\", \"\\/\\b\\f\\n\\r\\t\"]",
+    " { \"a\" : [ ] , \"b\" : { } , \"c\" : [ [ ] , { } ] } ",
+    "[true,false,null,-1.5e3,0,\"\",[],{}]",
+    "\"\\\\\"",
+    "7",
+    "[\"\xc3\xa9]\", \"\xe2\x82\xac,\"]",
+};
+
+static void test_request_json_shape(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(tricky) / sizeof(tricky[0]); i++)
+        check_against_jansson(tricky[i], strlen(tricky[i]));
+
+    /* exact counts by hand for one of them: [ "\\\"]", {} ] is 3 values, 2 deep */
+    struct sw_json_shape sh;
+    assert_true(sw_request_json_shape(tricky[4], strlen(tricky[4]), 3, 2, &sh));
+    assert_int_equal(sh.values, 3);
+    assert_int_equal(sh.depth, 2);
+    assert_false(sw_request_json_shape(tricky[4], strlen(tricky[4]), 2, 2, &sh));
+    assert_false(sw_request_json_shape(tricky[4], strlen(tricky[4]), 3, 1, &sh));
+    assert_false(sw_request_json_shape(tricky[5], strlen(tricky[5]), 100, 2, &sh));
+    assert_int_equal(sh.depth, 3);
+
+    /* a request whose content is 150 KB of brackets, commas and escaped
+     * quotes and backslashes (7 bytes each 5 characters): the limits do not
+     * see inside strings */
+    size_t n = 7 * 21429, o;
+    char *body = malloc(n + 200);
+    assert_non_null(body);
+    o = (size_t)snprintf(body, 200, "%s", q("{'model':'m','messages':[{'role':'user','content':'"));
+    for (size_t i = 0; i < n; i += 7)
+        memcpy(body + o + i, i % 14 ? "[{,\\\\\\\"" : "]},\\\"\\\\", 7);
+    o += n;
+    o += (size_t)snprintf(body + o, 200, "%s", q("'}],'x':'\\\\'}"));
+    check_against_jansson(body, o);
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    assert_int_equal(sw_request_parse(body, o, &req, &err), SW_OK);
+    assert_int_equal(req.prompt_tokens_est, 4 + (long)(n / 7 * 5 + 3) / 4);
+    sw_request_free(&req);
+    free(body);
+}
+
+/* xorshift64*: a fixed seed makes every run the same. */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static unsigned rnd(unsigned n)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (unsigned)((rng_state * 2685821657736338717ULL) >> 33) % n;
+}
+
+struct gen {
+    char buf[16384];
+    size_t o;
+};
+
+static void put(struct gen *g, const char *s)
+{
+    size_t n = strlen(s);
+    if (g->o + n < sizeof(g->buf)) {
+        memcpy(g->buf + g->o, s, n);
+        g->o += n;
+    }
+}
+
+static void gen_ws(struct gen *g)
+{
+    static const char *const ws[] = { "", "", "", " ", "\n", "\t ", "\r\n" };
+    put(g, ws[rnd(7)]);
+}
+
+static void gen_string(struct gen *g)
+{
+    static const char *const bits[] = {
+        "[", "]", "{", "}", ",", ":", "\\\"", "\\\\", "a", " ", "\\u0022", "\\u005c",
+        "\\n", "\\/", "\xc3\xa9", "\\\\\\\"", "x\\\\",
+    };
+    put(g, "\"");
+    for (unsigned i = rnd(6); i > 0; i--)
+        put(g, bits[rnd(sizeof(bits) / sizeof(bits[0]))]);
+    put(g, "\"");
+}
+
+/* spine > 0: this value and its first child, and so on spine levels down,
+ * are arrays or objects (to reach the depth limit). */
+static void gen_value(struct gen *g, unsigned depth, unsigned spine)
+{
+    unsigned kind = spine ? 4 + 2 * rnd(2) : depth >= 80 ? rnd(4) : rnd(7);
+    char key[16];
+
+    gen_ws(g);
+    switch (kind) {
+    case 0: gen_string(g); break;
+    case 1: put(g, rnd(2) ? "-12.5e1" : "0"); break;
+    case 2: put(g, rnd(2) ? "true" : "null"); break;
+    case 3: put(g, rnd(2) ? "[]" : "{ }"); break;
+    case 4:
+    case 5:
+        put(g, "[");
+        for (unsigned i = 0, n = 1 + rnd(kind == 4 ? 4 : 1); i < n; i++) {
+            if (i)
+                put(g, ",");
+            gen_value(g, depth + 1, i == 0 && spine ? spine - 1 : 0);
+        }
+        gen_ws(g);
+        put(g, "]");
+        break;
+    default:
+        put(g, "{");
+        for (unsigned i = 0, n = 1 + rnd(3); i < n; i++) {
+            if (i)
+                put(g, ",");
+            gen_ws(g);
+            if (rnd(3) == 0) {
+                gen_string(g);          /* a tricky key; duplicates are refused */
+            } else {
+                snprintf(key, sizeof(key), "\"k%u\"", i);
+                put(g, key);
+            }
+            gen_ws(g);
+            put(g, ":");
+            gen_value(g, depth + 1, i == 0 && spine ? spine - 1 : 0);
+        }
+        gen_ws(g);
+        put(g, "}");
+    }
+    gen_ws(g);
+}
+
+/* Random JSON (strings full of structure characters, nesting around the
+ * limit) and random corruptions of it: the scan matches jansson on all it
+ * accepts and never crashes on the rest. */
+static void test_request_json_shape_random(void **state)
+{
+    static struct gen g;
+    size_t accepted = 0, deep = 0;
+    (void)state;
+
+    for (int iter = 0; iter < 5000; iter++) {
+        g.o = 0;
+        gen_value(&g, 0, rnd(3) == 0 ? 55 + rnd(20) : 0);
+        if (g.o >= sizeof(g.buf) - 1)
+            continue;               /* cut short by put(): not what was generated */
+        json_t *root = json_loadb(g.buf, g.o, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        if (root) {
+            struct sw_json_shape tree = {0};
+            tree_shape(root, 0, &tree);
+            accepted++;
+            deep += tree.depth > 64;
+            json_decref(root);
+        }
+        check_against_jansson(g.buf, g.o);
+        /* corrupt: cut, overwrite or drop one byte */
+        size_t at = g.o ? rnd((unsigned)g.o) : 0;
+        switch (rnd(3)) {
+        case 0: g.o = at; break;
+        case 1: g.buf[at] = "[]{}\",\\: a0"[rnd(11)]; break;
+        default:
+            if (g.o) {
+                memmove(g.buf + at, g.buf + at + 1, g.o - at - 1);
+                g.o--;
+            }
+        }
+        check_against_jansson(g.buf, g.o);
+    }
+    /* the generator did produce what it is meant to test */
+    assert_true(accepted > 4000);
+    assert_true(deep > 400);
+}
+
+static void test_request_many_values(void **state)
+{
+    size_t len;
+    char *b;
+    (void)state;
+
+    /* 7 values besides the elements of "x" */
+    b = body_with_x(SW_REQUEST_MAX_JSON_VALUES - 7, 0, &len);
+    expect_ok(b, len);
+    free(b);
+    b = body_with_x(SW_REQUEST_MAX_JSON_VALUES - 6, 0, &len);
+    expect_too_complex(b, len, VALUES_MSG);
+    free(b);
+    /* two million elements in an unknown field: refused without decoding */
+    b = body_with_x(2000000, 0, &len);
+    expect_too_complex(b, len, VALUES_MSG);
+    free(b);
+    /* empty containers are values too, and nothing more */
+    char body[8192];
+    size_t o = (size_t)snprintf(body, sizeof(body), "%s", q("{'model':'m'," MSGS ",'x':["));
+    for (int i = 0; i < 1000; i++)
+        o += (size_t)snprintf(body + o, sizeof(body) - o, "%s", i % 2 ? "[]," : "{},");
+    body[o - 1] = ']';
+    body[o++] = '}';
+    struct sw_json_shape sh;
+    assert_true(sw_request_json_shape(body, o, SIZE_MAX, SIZE_MAX, &sh));
+    assert_int_equal(sh.values, 7 + 1000);
+    assert_int_equal(sh.depth, 3);
+    expect_ok(body, o);
 }
 
 static int utf8_valid(const char *s)
@@ -570,6 +971,7 @@ static void test_request_tokens(void **state)
     assert_int_equal(sw_request_estimate_tokens(4), 1);
     assert_int_equal(sw_request_estimate_tokens(5), 2);
     assert_int_equal(sw_request_estimate_tokens(400), 100);
+    assert_true(sw_request_estimate_tokens(SIZE_MAX) > 0);
 }
 
 static void test_request_error_set(void **state)
@@ -694,6 +1096,9 @@ int main(void)
         cmocka_unit_test(test_request_body_intact),
         cmocka_unit_test(test_request_not_terminated),
         cmocka_unit_test(test_request_deep_nesting),
+        cmocka_unit_test(test_request_many_values),
+        cmocka_unit_test(test_request_json_shape),
+        cmocka_unit_test(test_request_json_shape_random),
         cmocka_unit_test(test_request_long_param),
         cmocka_unit_test(test_request_tokens),
         cmocka_unit_test(test_request_error_set),

@@ -7,6 +7,7 @@
  * expected rejection (status, code, Retry-After, a piece of the message).
  * After the table, every reason and every rejection code must have appeared
  * in some row. */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,6 +320,31 @@ static const struct row rows[] = {
       FACTS(.prompt_tokens_est = 8000), { LOCAL("L1"), CLOUD("C1", .max_context_tokens = 4096),
                                           CLOUD("C2") }, 3, .p = POLICY(),
       .plan = "C2:capacity", .excl = "L1=context C1=context" },
+
+    /* A sum of token counts never wraps: prompt + max_tokens saturates, so a
+     * huge max_tokens still fails the context check and the token bucket. */
+    { "max_tokens LONG_MAX: beyond every context, not wrapped into a small need",
+      FACTS(.max_tokens = LONG_MAX), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .status = 422, .code = "local_capacity_insufficient",
+      .excl = "L1=context C1=context" },
+    { "prompt and max_tokens both LONG_MAX: still beyond the context",
+      FACTS(.prompt_tokens_est = LONG_MAX, .max_tokens = LONG_MAX), { LOCAL("L1"), CLOUD("C1") },
+      2, .p = POLICY(), .status = 422, .code = "local_capacity_insufficient",
+      .excl = "L1=context C1=context" },
+    { "max_tokens LONG_MAX, no declared context: the token bucket still refuses it",
+      FACTS(.max_tokens = LONG_MAX), { LOCAL("L1", BUSY, .max_context_tokens = 0),
+                                       CLOUD("C1", .max_context_tokens = 0, .tpm_available = 1e12) },
+      2, .p = POLICY(), .plan = "L1:baseline", .excl = "C1=rate_tpm" },
+    { "largest accepted max_tokens (10000000): context and bucket see all of it",
+      FACTS(.max_tokens = 10000000), { LOCAL("L1"), CLOUD("C1", .max_context_tokens = 0,
+                                                           .tpm_available = 10000499) },
+      2, .p = POLICY(), .status = 503, .code = "all_backends_failed",
+      .excl = "L1=context C1=rate_tpm" },
+    { "largest accepted max_tokens within the bucket and a declared context",
+      FACTS(.max_tokens = 10000000), { LOCAL("L1", .max_context_tokens = 10000500),
+                                       CLOUD("C1", .max_context_tokens = 0,
+                                             .tpm_available = 10000500) },
+      2, .p = POLICY(), .plan = "L1:baseline C1:fallback", .excl = "" },
 
     /* ---- spend cap ---- */
     { "cap reached, idle local: local traffic never blocked",

@@ -1,6 +1,7 @@
 /* Unit tests of the token buckets (src/route/bucket.c) on a fake clock.
  * Refill is integer arithmetic (levels x 60000), so levels are compared with
  * ==: 60 rpm = 1 request per 1000 ms, 6000 tpm = 1 token per 10 ms. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -170,12 +171,56 @@ static void test_wait_ms(void **state)
     assert_int_equal(sw_bucket_wait_ms(&b, 0, 1L << 40), 0);
 }
 
+/* Token counts from a client are huge at worst, never wrapped: LONG_MAX is
+ * refused by the largest bucket (nothing taken), the largest request the
+ * parser accepts (max_tokens 10000000 plus its prompt) is taken whole, and
+ * settling or cancelling with extreme counts keeps the level within
+ * [-capacity, capacity]. */
+static void test_huge_tokens(void **state)
+{
+    (void)state;
+    struct sw_bucket b;
+    const double full = (double)SW_BUCKET_MAX_LIMIT;
+
+    sw_bucket_init(&b, 60, SW_BUCKET_MAX_LIMIT, 0);
+    assert_false(sw_bucket_can_admit(&b, 0, LONG_MAX));
+    assert_false(sw_bucket_take(&b, 0, LONG_MAX));
+    assert_false(sw_bucket_take(&b, 0, LONG_MAX - 1));
+    assert_int_equal(b.refused_total, 2);
+    assert_true(sw_bucket_tpm_available(&b, 0) == full);
+    assert_true(sw_bucket_rpm_available(&b, 0) == 60);
+    assert_int_equal(sw_bucket_wait_ms(&b, 0, LONG_MAX), -1);
+
+    assert_true(sw_bucket_take(&b, 0, 10000000 + 500));
+    assert_true(sw_bucket_tpm_available(&b, 0) == full - 10000500);
+    /* used "LONG_MAX" tokens: the debt is clamped at -capacity, which two
+     * minutes refill */
+    sw_bucket_settle(&b, 0, 10000500, LONG_MAX);
+    assert_true(sw_bucket_tpm_available(&b, 0) == 0);
+    assert_false(sw_bucket_can_admit(&b, 60000, 1));    /* back to 0 after one minute */
+    assert_true(sw_bucket_can_admit(&b, 120000, SW_BUCKET_MAX_LIMIT));
+    /* estimated LONG_MAX, used none: gives back at most the capacity */
+    assert_true(sw_bucket_take(&b, 120000, 1));
+    sw_bucket_settle(&b, 120000, LONG_MAX, LONG_MIN);
+    assert_true(sw_bucket_tpm_available(&b, 120000) == full);
+    sw_bucket_cancel(&b, 120000, LONG_MAX);
+    assert_true(sw_bucket_tpm_available(&b, 120000) == full);
+    sw_bucket_refund(&b, 120000, LONG_MIN);
+    assert_true(sw_bucket_tpm_available(&b, 120000) == 0);
+
+    /* a small bucket too */
+    sw_bucket_init(&b, 60, 6000, 0);
+    assert_false(sw_bucket_take(&b, 0, LONG_MAX));
+    assert_true(sw_bucket_tpm_available(&b, 0) == 6000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scenarios),
         cmocka_unit_test(test_exact_refill_arithmetic),
         cmocka_unit_test(test_wait_ms),
+        cmocka_unit_test(test_huge_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
