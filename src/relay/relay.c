@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/jscan.h"
+#include "common/satmath.h"
 #include "common/log.h"
 #include "relay/reply.h"
 #include "relay/sse.h"
@@ -244,7 +245,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
     if (p->bucket_tokens) {
         /* The provider counts every request it received, failed ones too. */
         if (p->attempt_ms)
-            sw_bucket_settle(&lb->bucket, now, p->bucket_tokens, in + out);
+            sw_bucket_settle(&lb->bucket, now, p->bucket_tokens, sw_sat_add_long(in, out));
         else
             sw_bucket_cancel(&lb->bucket, now, p->bucket_tokens);
         p->bucket_tokens = 0;
@@ -1024,7 +1025,7 @@ static void try_attempt(struct proxy *p)
     p->attempting = true;
     p->attempt_ms = 0; /* set by dispatch: the request went out */
     if (be->tier == SW_TIER_CLOUD) {
-        long tokens = p->facts.prompt_tokens_est + p->facts.max_tokens;
+        long tokens = sw_sat_add_long(p->facts.prompt_tokens_est, p->facts.max_tokens);
         if ((be->rpm || be->tpm) && !sw_bucket_take(&lb->bucket, now, tokens)) {
             note_failure(p, "provider rate limit reached (skipped)");
             attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
