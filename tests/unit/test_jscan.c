@@ -1,0 +1,128 @@
+/* The hot-path JSON scanner: it must accept exactly what a JSON parser
+ * accepts as an object (jansson is the oracle), find the top-level members
+ * asked for and no nested ones, and cut members so the rest stays valid. */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/jscan.h"
+
+static bool jansson_object(const char *text, size_t len)
+{
+    json_error_t e;
+    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+    bool ok = json_is_object(v);
+    json_decref(v);
+    return ok;
+}
+
+static void test_agrees_with_jansson(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "{}", " { } ", "{\"a\":1}", "{\"a\":[1,2,{\"b\":null}],\"c\":\"x\"}",
+        "{\"s\":\"\\\"quoted\\\" \\\\ \\/ \\b\\f\\n\\r\\t \\u00e9 \\ud83d\\ude00\"}",
+        "{\"n\":-0.5e+10,\"m\":0,\"k\":1E-2,\"t\":true,\"f\":false}",
+        "{\"utf8\":\"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\"}",
+        /* not objects, or malformed */
+        "", "[]", "1", "\"s\"", "{", "}", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{,}",
+        "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":+1}", "{\"a\":1e}", "{\"a\":-}",
+        "{\"a\":tru}", "{\"a\":nul}", "{\"a\":\"\\x\"}", "{\"a\":\"\\u12\"}",
+        "{\"a\":\"\\ud800\"}", "{\"a\":\"\\udc00\"}", "{\"a\":\"raw\ttab\"}",
+        "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xf5\x80\x80\x80\"}",
+        "{\"a\":\"\xe2\x82\"}", "{\"a\":1} x", "{\"a\":1}{}", "{'a':1}", "{a:1}",
+        "{\"a\":[1 2]}", "{\"a\":[1,]}", "{\"a\" 1}", "{\"a\":\"unterminated}",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *c = cases[i];
+        struct sw_jspan sp;
+        bool mine = sw_jscan_object(c, strlen(c), (const char *const[]){"a"}, &sp, NULL, 1);
+        if (mine != jansson_object(c, strlen(c)))
+            fail_msg("case %zu <%s>: jscan says %d, jansson the opposite", i, c, mine);
+    }
+}
+
+static void test_depth_limit(void **state)
+{
+    (void)state;
+    char buf[512];
+    for (int depth = SW_JSCAN_MAX_DEPTH - 2; depth <= SW_JSCAN_MAX_DEPTH + 2; depth++) {
+        size_t n = 0;
+        buf[n++] = '{';
+        buf[n++] = '"', buf[n++] = 'a', buf[n++] = '"', buf[n++] = ':';
+        for (int i = 1; i < depth; i++)
+            buf[n++] = '[';
+        for (int i = 1; i < depth; i++)
+            buf[n++] = ']';
+        buf[n++] = '}';
+        struct sw_jspan sp;
+        bool ok = sw_jscan_object(buf, n, NULL, &sp, NULL, 0);
+        assert_int_equal(ok, depth <= SW_JSCAN_MAX_DEPTH);
+    }
+}
+
+static void test_finds_top_level_members_only(void **state)
+{
+    (void)state;
+    const char *t = "{\"choices\":[{\"model\":\"inner\"}], \"usage\" : {\"prompt_tokens\":12,"
+                    "\"completion_tokens\":7}, \"model\":\"m\\\"1\", \"x\":{\"model\":2}}";
+    static const char *const keys[] = {"model", "choices", "usage", "absent"};
+    struct sw_jspan v[4], m[4];
+    assert_true(sw_jscan_object(t, strlen(t), keys, v, m, 4));
+    assert_int_equal(v[0].len, 6);
+    assert_memory_equal(t + v[0].off, "\"m\\\"1\"", 6);
+    assert_memory_equal(t + m[0].off, "\"model\":\"m\\\"1\"", m[0].len);
+    assert_int_equal(t[v[1].off], '[');
+    assert_int_equal(v[3].len, 0);
+    static const char *const ukeys[] = {"prompt_tokens", "completion_tokens"};
+    struct sw_jspan u[2];
+    assert_true(sw_jscan_object(t + v[2].off, v[2].len, ukeys, u, NULL, 2));
+    assert_int_equal(sw_jscan_long(t + v[2].off, u[0]), 12);
+    assert_int_equal(sw_jscan_long(t + v[2].off, u[1]), 7);
+    assert_int_equal(sw_jscan_long("-3", (struct sw_jspan){0, 2}), -1);
+    assert_int_equal(sw_jscan_long("1.5", (struct sw_jspan){0, 3}), -1);
+}
+
+/* Cutting any member leaves a valid object without it. */
+static void test_cut_keeps_the_object_valid(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{\"usage\":null}", "{\"usage\":null,\"a\":1}", "{\"a\":1,\"usage\":null}",
+        "{\"a\":1, \"usage\" : null , \"b\":2}", "{ \"usage\":null , \"b\":[1] }",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const char *t = texts[i];
+        size_t len = strlen(t);
+        struct sw_jspan v, m;
+        assert_true(sw_jscan_object(t, len, (const char *const[]){"usage"}, &v, &m, 1));
+        struct sw_jspan cut = sw_jscan_cut(t, len, m);
+        char out[128];
+        memcpy(out, t, cut.off);
+        memcpy(out + cut.off, t + cut.off + cut.len, len - cut.off - cut.len);
+        size_t olen = len - cut.len;
+        out[olen] = '\0';
+        assert_true(jansson_object(out, olen));
+        assert_null(strstr(out, "usage"));
+        assert_true(sw_jscan_object(out, olen, (const char *const[]){"usage"}, &v, NULL, 1));
+        assert_int_equal(v.len, 0);
+    }
+    assert_true(sw_jscan_empty_array("[ ]", (struct sw_jspan){0, 3}));
+    assert_false(sw_jscan_empty_array("[1]", (struct sw_jspan){0, 3}));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_agrees_with_jansson),
+        cmocka_unit_test(test_depth_limit),
+        cmocka_unit_test(test_finds_top_level_members_only),
+        cmocka_unit_test(test_cut_keeps_the_object_valid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
