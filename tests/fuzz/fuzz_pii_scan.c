@@ -13,10 +13,12 @@
  *    by a quoted placeholder); when the input is JSON whose spans each lie
  *    inside one string and the result is JSON, unmasking (JSON-escaped)
  *    gives back the same JSON value;
- *  - the request masker masks the content string and the tool-call arguments
- *    like the text maskers do, never fails on JSON arguments it could not keep
- *    valid (it may only refuse them, SW_EINVAL), and keeps valid JSON
- *    arguments valid. */
+ *  - the request scanner counts every span of both fields; the request
+ *    masker masks the content exactly as the text masker did and the
+ *    tool-call arguments as the JSON-text masker does (same map, so values
+ *    seen in the content keep their placeholder), keeps JSON arguments JSON,
+ *    and refuses (SW_EINVAL) only JSON arguments whose masked text would not
+ *    be JSON. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
