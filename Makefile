@@ -1,8 +1,8 @@
 # Spillway: plain Makefile with pkg-config (see ../shared/STYLE.md "Build").
 #   make            build build/spillway and build/llmsim
 #   make run        install what is missing, build, start the demo (examples/demo.yaml)
-#   make test       install what is missing, build, run unit + integration tests
-#   make test-unit / test-it / bench / fuzz / check-pure
+#   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests
+#   make test-unit / test-it / fuzz-smoke / bench / fuzz / check-pure
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
 
 CC      ?= cc
@@ -33,7 +33,7 @@ UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))
 UT_SW    := $(filter-out $(UT_SIM),$(sort $(wildcard tests/unit/test_*.c)))
 UT_BIN   := $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%) $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test test-unit test-it bench fuzz deps deps-test check-pure clean
+.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke deps deps-test check-pure clean
 all: $(BUILD)/spillway $(BUILD)/llmsim
 
 deps:
@@ -88,7 +88,7 @@ run: deps
 
 test: deps-test
 	@$(MAKE) --no-print-directory all unit-bins
-	@$(MAKE) --no-print-directory check-pure test-unit test-it
+	@$(MAKE) --no-print-directory check-pure test-unit fuzz-smoke test-it
 
 unit-bins: $(UT_BIN)
 
@@ -103,6 +103,11 @@ bench: all
 
 fuzz:
 	@tests/fuzz/run.sh
+
+# Every fuzz target for 5 s from its committed corpus (ASan + UBSan, its own
+# build in build/fuzz whatever SANITIZE says); the long runs are `make fuzz`.
+fuzz-smoke:
+	@FUZZ_SMOKE=1 tests/fuzz/run.sh
 
 clean:
 	rm -rf build

@@ -3,7 +3,7 @@
 # Debian packages via apt-get (only for what pkg-config / PATH cannot find),
 # npm packages via `npm ci` from the committed lock file.
 #   scripts/deps.sh build   libraries for building spillway and llmsim
-#   scripts/deps.sh test    build + test tools (cmocka, node, wrk, ...) + npm ci
+#   scripts/deps.sh test    build + test tools (cmocka, node, wrk, clang, ...) + npm ci
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
@@ -31,6 +31,9 @@ if [ "$what" = test ]; then
   bin bc bc
   bin openssl openssl
   bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)
+  # make fuzz-smoke: clang and its libFuzzer runtime (a recommendation of clang's, skipped below)
+  printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; return (int)n * 0; }\n' \
+    | clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 || need+=(clang libclang-rt-dev)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

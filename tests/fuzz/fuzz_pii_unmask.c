@@ -1,11 +1,14 @@
-/* libFuzzer driver for the unmasker: for any text and any split into up to
- * four chunks, the streaming unmasker (content or tool-call arguments) gives
- * exactly what the whole-text unmask gives, and holds back nothing after
- * finish. The first byte chooses the field and the JSON escaping, the next
+/* libFuzzer driver for the unmasker: for any text, the whole-text unmask
+ * replaces exactly the placeholders the map issued by their values (JSON-
+ * escaped for tool-call arguments) and leaves everything else, reserved
+ * placeholders included, as it is; and for any split into up to four chunks,
+ * the streaming unmasker (content or tool-call arguments) gives exactly what
+ * the whole-text unmask gives, and holds back nothing after finish. The first byte chooses the field and the JSON escaping, the next
  * three the split points; the rest is the text (made valid UTF-8 without NUL
  * by mapping bytes to ASCII when it is not). */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +17,23 @@
 #include "pii/map.h"
 #include "pii/pii.h"
 
-#define CHECK(cond) do { if (!(cond)) __builtin_trap(); } while (0)
+/* A failed check names itself, then aborts (libFuzzer saves the input). */
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
+            __builtin_trap();                                                               \
+        }                                                                                   \
+    } while (0)
 
 static struct sw_pii_map *M;
+
+/* The placeholders the map issued and their values, for the reference. */
+#define NVALS 6
+static struct {
+    const char *ph, *v;
+    size_t pl, vl;
+} Issued[NVALS];
 
 static void build_map(void)
 {
@@ -32,9 +49,49 @@ static void build_map(void)
     size_t pl;
     M = sw_pii_map_new();
     CHECK(sw_pii_map_reserve(M, "[EMAIL_3]", 9) == SW_OK);
-    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+    CHECK(sizeof vals / sizeof vals[0] == NVALS);
+    for (size_t i = 0; i < NVALS; i++) {
         CHECK(sw_pii_map_put(M, vals[i].type, vals[i].tag, vals[i].v, strlen(vals[i].v), &ph,
                              &pl) == SW_OK);
+        CHECK(strncmp(ph, "[EMAIL_3]", pl) != 0);       /* reserved: never issued */
+        Issued[i].ph = ph;
+        Issued[i].pl = pl;
+        Issued[i].v = vals[i].v;
+        Issued[i].vl = strlen(vals[i].v);
+    }
+}
+
+/* The reference unmask: left to right, every issued placeholder replaced by
+ * its value (escaped as the inside of a JSON string when args: '"', '\\'
+ * and the short escapes, other control bytes as \u00xx), anything else
+ * (reserved or unknown placeholders included) copied. */
+static void reference(const char *t, size_t len, int args, struct sw_buf *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < len;) {
+        size_t k = 0;
+        while (k < NVALS && (len - i < Issued[k].pl || memcmp(t + i, Issued[k].ph, Issued[k].pl)))
+            k++;
+        if (k == NVALS) {
+            CHECK(sw_buf_append(out, t + i, 1) == SW_OK);
+            i++;
+            continue;
+        }
+        for (size_t j = 0; j < Issued[k].vl; j++) {
+            unsigned char ch = (unsigned char)Issued[k].v[j];
+            const char *short_esc = strchr("\"\\\n\r\t\b\f", ch);
+            char e[7];
+            if (!args || (ch >= 0x20 && ch != '"' && ch != '\\'))
+                CHECK(sw_buf_append(out, (char *)&ch, 1) == SW_OK);
+            else if (ch && short_esc)
+                CHECK(sw_buf_appendf(out, "\\%c", "\"\\nrtbf"[short_esc - "\"\\\n\r\t\b\f"]) == SW_OK);
+            else {
+                snprintf(e, sizeof e, "\\u00%c%c", hex[ch >> 4], hex[ch & 15]);
+                CHECK(sw_buf_append(out, e, 6) == SW_OK);
+            }
+        }
+        i += Issued[k].pl;
+    }
 }
 
 static json_t *chunk(int args, const char *s, size_t n)
@@ -85,6 +142,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sw_buf_init(&whole, 1 << 22);
     sw_buf_init(&streamed, 1 << 22);
     CHECK(sw_pii_unmask_text(M, t, len, args, &whole) == SW_OK);
+    struct sw_buf ref;
+    sw_buf_init(&ref, 1 << 22);
+    reference(t, len, args, &ref);
+    CHECK(whole.len == ref.len && (ref.len == 0 || !memcmp(whole.ptr, ref.ptr, ref.len)));
+    sw_buf_free(&ref);
 
     size_t cuts[4];
     int n = 0;

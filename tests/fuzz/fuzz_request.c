@@ -1,6 +1,18 @@
 /* libFuzzer driver for sw_request_parse: any input either parses into a
- * consistent request or yields an error that renders as valid OpenAI JSON. */
+ * consistent request or yields an error that renders as valid OpenAI JSON.
+ * An accepted request is the input itself (decoded with duplicate keys
+ * refused, never edited) and keeps the promises of request.h, checked here
+ * independently: model a non-empty string; messages a non-empty array of
+ * objects with a known role, content a string or a non-empty array, or
+ * null/absent only for an assistant call (tool_calls, function_call, audio)
+ * or a function message; tool messages carry tool_call_id, function
+ * messages a name; stream_options only with stream: true; n at most 1;
+ * metadata values strings (allow_cloud also a boolean); and the derived
+ * facts (stream, include_usage, max_tokens, n_messages, has_tools,
+ * has_images, allow_cloud, prompt_tokens_est) are what the body says. */
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +21,14 @@
 #include "common/err.h"
 #include "request/request.h"
 
-#define CHECK(cond) do { if (!(cond)) __builtin_trap(); } while (0)
+/* A failed check names itself, then aborts (libFuzzer saves the input). */
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
+            __builtin_trap();                                                               \
+        }                                                                                   \
+    } while (0)
 
 static void check_error(const struct sw_request_error *err)
 {
@@ -32,6 +51,138 @@ static void check_error(const struct sw_request_error *err)
     free(s);
 }
 
+static json_t *opt(const json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_null(v) ? NULL : v;
+}
+
+static long tok(size_t bytes)
+{
+    return (long)((bytes + 3) / 4);
+}
+
+static long compact_len(const json_t *v)
+{
+    return tok(json_dumpb(v, NULL, 0, JSON_COMPACT));
+}
+
+static void check_accepted(const uint8_t *data, size_t size, const struct sw_chat_request *req)
+{
+    static const char *roles[] = {"system", "developer", "user", "assistant", "tool", "function"};
+    json_t *in = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                            NULL);
+    const json_t *b = req->body;
+    json_t *msgs = json_object_get(b, "messages"), *m, *v;
+    long est = 0;
+    bool images = false;
+    size_t i, k;
+
+    CHECK(in && json_equal(in, b));             /* no duplicate keys; not edited */
+    json_decref(in);
+    CHECK(json_is_object(b));
+    CHECK(json_is_string(json_object_get(b, "model")));
+    CHECK(req->model == json_string_value(json_object_get(b, "model")) && req->model[0]);
+    CHECK(json_is_array(msgs) && json_array_size(msgs) == req->n_messages && req->n_messages > 0);
+    json_array_foreach(msgs, i, m) {
+        CHECK(json_is_object(m));
+        const char *role = json_string_value(json_object_get(m, "role"));
+        CHECK(role);
+        size_t r = 0;
+        while (r < 6 && strcmp(role, roles[r]))
+            r++;
+        CHECK(r < 6);
+        bool assistant = r == 3, call = false;
+        if (r == 4)
+            CHECK(json_is_string(json_object_get(m, "tool_call_id")));
+        if (r == 5)
+            CHECK(json_is_string(json_object_get(m, "name")));
+        if (assistant && (v = opt(m, "tool_calls"))) {
+            json_t *tc;
+            CHECK(json_is_array(v));
+            json_array_foreach(v, k, tc) {
+                json_t *a = json_object_get(json_object_get(tc, "function"), "arguments");
+                CHECK(json_is_string(a));
+                est += tok(json_string_length(a));
+            }
+            call = true;
+        }
+        if (assistant && (v = opt(m, "function_call"))) {
+            json_t *a = json_object_get(v, "arguments");
+            CHECK(json_is_string(a));
+            est += tok(json_string_length(a));
+            call = true;
+        }
+        if (assistant && opt(m, "audio"))
+            call = true;
+        json_t *content = opt(m, "content");
+        if (!content) {
+            CHECK(call || (r == 5 && json_object_get(m, "content")));
+        } else if (json_is_string(content)) {
+            est += tok(json_string_length(content));
+        } else {
+            json_t *part;
+            CHECK(json_is_array(content) && json_array_size(content) > 0);
+            json_array_foreach(content, k, part) {
+                const char *type = json_string_value(json_object_get(part, "type"));
+                CHECK(type);
+                if (!strcmp(type, "text"))
+                    est += tok(json_string_length(json_object_get(part, "text")));
+                else if (!strcmp(type, "refusal"))
+                    est += tok(json_string_length(json_object_get(part, "refusal")));
+                else if (!strcmp(type, "image_url") || !strcmp(type, "input_audio") ||
+                         !strcmp(type, "file"))
+                    images = true;
+            }
+        }
+        est += 4;
+    }
+    bool tools = false;
+    json_t *defs[2] = {opt(b, "tools"), opt(b, "functions")}, *d;
+    for (int t = 0; t < 2; t++)
+        if (defs[t]) {
+            CHECK(json_is_array(defs[t]) && json_array_size(defs[t]) > 0);
+            json_array_foreach(defs[t], k, d)
+                est += compact_len(d);
+            tools = true;
+        }
+    CHECK(req->prompt_tokens_est == est);
+    CHECK(req->has_tools == tools);
+    CHECK(req->has_images == images);
+    CHECK(req->stream == json_is_true(json_object_get(b, "stream")));
+    if (opt(b, "stream_options"))
+        CHECK(req->stream);
+    CHECK(req->include_usage ==
+          json_is_true(json_object_get(opt(b, "stream_options"), "include_usage")));
+    json_t *mct = opt(b, "max_completion_tokens"), *mt = opt(b, "max_tokens");
+    long want = mct && json_integer_value(mct) ? (long)json_integer_value(mct)
+                : mt                           ? (long)json_integer_value(mt)
+                                               : 0;
+    CHECK(req->max_tokens == want);
+    if ((v = opt(b, "n")))
+        CHECK(json_is_integer(v) && json_integer_value(v) <= 1);
+    json_t *md = opt(b, "metadata");
+    int allow = -1;
+    if (md) {
+        const char *key;
+        CHECK(json_is_object(md));
+        json_object_foreach(md, key, v) {
+            if (strcmp(key, "allow_cloud")) {
+                CHECK(json_is_string(v));
+                continue;
+            }
+            const char *sv = json_string_value(v);
+            if (json_is_true(v) || (sv && !strcmp(sv, "true")))
+                allow = 1;
+            else if (json_is_false(v) || (sv && !strcmp(sv, "false")))
+                allow = 0;
+            else
+                CHECK(json_is_null(v));
+        }
+    }
+    CHECK(req->allow_cloud == allow);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct sw_chat_request req;
@@ -40,12 +191,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (rc == SW_OK) {
         CHECK(req.body != NULL);
-        CHECK(req.model != NULL && req.model[0] != '\0');
-        CHECK(req.n_messages > 0);
-        CHECK(req.prompt_tokens_est >= 4 * (long)req.n_messages);
         CHECK(req.max_tokens >= 0);
-        CHECK(req.allow_cloud >= -1 && req.allow_cloud <= 1);
         CHECK(!req.include_usage || req.stream);
+        check_accepted(data, size, &req);
     } else {
         CHECK(rc == SW_EINVAL || rc == SW_ENOMEM);
         CHECK(req.body == NULL);

@@ -1,17 +1,28 @@
 /* libFuzzer driver for the SSE parser: the events, the result and the
- * pending state must not depend on how the stream is split. The first bytes
- * of the input choose the split point, the size bound and when the callback
- * stops; the rest is the stream, fed in one call, in two at the split point,
- * and (when short) a byte at a time. */
+ * pending state must not depend on how the stream is split, and they are
+ * the ones a plain reference reading of the rules in sse.h gives (whole
+ * stream, line by line): all of them when the feed succeeds, the first N
+ * when the callback stops after N, a prefix when the size bound is hit. The
+ * first bytes of the input choose the split point, the size bound and when
+ * the callback stops; the rest is the stream, fed in one call, in two at the
+ * split point, and (when short) a byte at a time. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/err.h"
 #include "relay/sse.h"
 
-#define CHECK(cond) do { if (!(cond)) __builtin_trap(); } while (0)
+/* A failed check names itself, then aborts (libFuzzer saves the input). */
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
+            __builtin_trap();                                                               \
+        }                                                                                   \
+    } while (0)
 #define STOP 1000
 
 struct rec {
@@ -71,6 +82,108 @@ static void same(const struct outcome *a, const struct outcome *b)
     CHECK(a->rec.log.len == 0 || memcmp(a->rec.log.ptr, b->rec.log.ptr, a->rec.log.len) == 0);
 }
 
+/* The reference: lines end at "\r\n", "\n" or "\r"; a leading BOM on the
+ * first line is dropped; a blank line dispatches (when a data field was
+ * seen: an event of the name, up to 63 bytes, and the data values joined by
+ * '\n') and clears the event; ':' starts a comment; a field is the line up to
+ * its first ':' and its value the rest, less one leading space; "data" adds
+ * a line, "event" sets the name, other fields are ignored. An unterminated
+ * last line is pending, as are data lines or a name not yet dispatched.
+ * ends[i] is the log length after event i. */
+struct ref {
+    struct sw_buf log;
+    size_t *ends;
+    unsigned count;
+    int pending;
+};
+
+static void reference(const char *s, size_t len, struct ref *r)
+{
+    struct sw_buf data;
+    char event[64] = "";
+    int has_data = 0, first = 1;
+    size_t i = 0;
+
+    sw_buf_init(&r->log, 1 << 24);
+    sw_buf_init(&data, 1 << 24);
+    r->ends = malloc((len + 1) * sizeof *r->ends);
+    CHECK(r->ends);
+    r->count = 0;
+    while (i < len) {
+        size_t e = i;
+        while (e < len && s[e] != '\n' && s[e] != '\r')
+            e++;
+        if (e == len)
+            break;              /* unterminated: pending */
+        const char *l = s + i;
+        size_t n = e - i;
+        i = e + 1 + (s[e] == '\r' && e + 1 < len && s[e + 1] == '\n');
+        if (first && n >= 3 && !memcmp(l, "\xEF\xBB\xBF", 3)) {
+            l += 3;
+            n -= 3;
+        }
+        first = 0;
+        if (n == 0) {
+            if (has_data) {
+                size_t dl = data.len;
+                CHECK(sw_buf_appendf(&r->log, "%s\x1f%zu\x1f", event, dl) == SW_OK);
+                CHECK(sw_buf_append(&r->log, data.ptr ? data.ptr : "", dl) == SW_OK);
+                CHECK(sw_buf_append(&r->log, "\x1e", 1) == SW_OK);
+                r->ends[r->count++] = r->log.len;
+            }
+            sw_buf_reset(&data);
+            has_data = 0;
+            event[0] = '\0';
+            continue;
+        }
+        if (l[0] == ':')
+            continue;
+        const char *colon = memchr(l, ':', n);
+        size_t fl = colon ? (size_t)(colon - l) : n;
+        const char *v = colon ? colon + 1 : l + n;
+        size_t vl = (size_t)(l + n - v);
+        if (vl && v[0] == ' ') {
+            v++;
+            vl--;
+        }
+        if (fl == 4 && !memcmp(l, "data", 4)) {
+            if (has_data)
+                CHECK(sw_buf_append(&data, "\n", 1) == SW_OK);
+            CHECK(sw_buf_append(&data, v, vl) == SW_OK);
+            has_data = 1;
+        } else if (fl == 5 && !memcmp(l, "event", 5)) {
+            size_t k = vl < 63 ? vl : 63;
+            memcpy(event, v, k);
+            event[k] = '\0';
+        }
+    }
+    r->pending = i < len || has_data || event[0] != '\0';
+    sw_buf_free(&data);
+}
+
+/* The parser fed in one call against the reference. */
+static void check_reference(const struct outcome *o, const char *s, size_t len, unsigned stop_after)
+{
+    struct ref r;
+    size_t upto;
+
+    reference(s, len, &r);
+    if (o->rc == SW_OK) {
+        CHECK(o->rec.count == r.count && o->pending == r.pending);
+        CHECK(!stop_after || r.count < stop_after);
+        upto = r.log.len;
+    } else if (o->rc == STOP) {
+        CHECK(stop_after && o->rec.count == stop_after && r.count >= stop_after);
+        upto = r.ends[stop_after - 1];
+    } else {
+        CHECK(o->rc == SW_ETOOBIG && o->rec.count <= r.count);
+        upto = o->rec.count ? r.ends[o->rec.count - 1] : 0;
+    }
+    CHECK(o->rec.log.len == upto && (upto == 0 || !memcmp(o->rec.log.ptr, r.log.ptr, upto)));
+    sw_buf_free(&r.log);
+    free(r.ends);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static size_t cuts[4096];
@@ -89,6 +202,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     split %= len + 1;
 
     run(s, len, NULL, 0, max, stop_after, &one);
+    check_reference(&one, s, len, stop_after);
     run(s, len, &split, 1, max, stop_after, &two);
     same(&one, &two);
     if (len <= sizeof(cuts) / sizeof(cuts[0])) {

@@ -1,16 +1,24 @@
 #!/bin/sh
 # Builds every libFuzzer target tests/fuzz/fuzz_<name>.c with ASan + UBSan and
 # runs each for FUZZ_SECONDS (default 30) on its seed corpus
-# tests/fuzz/corpus/<name>/, with tests/fuzz/<name>.dict if there is one. New inputs go to build/fuzz/corpus/<name>/ (the
-# seeds in the repo are never written); a crashing input is saved as
-# build/fuzz/artifacts/<name>-crash-*. Exits non-zero if a target fails to
-# build or finds a crash.
+# tests/fuzz/corpus/<name>/, with tests/fuzz/<name>.dict if there is one. New
+# inputs go to build/fuzz/corpus/<name>/ (the seeds in the repo are never
+# written); a crashing input is saved as build/fuzz/artifacts/<name>-crash-*.
+# Exits non-zero if a target fails to build or finds a crash. The modules
+# under test are compiled once into build/fuzz/obj/ (again only when a source
+# or a header it includes changed).
 #   FUZZ_SECONDS=60 tests/fuzz/run.sh         longer runs
 #   FUZZ_TARGETS="sse" tests/fuzz/run.sh      only some targets
+#   FUZZ_SMOKE=1 tests/fuzz/run.sh            `make fuzz-smoke` (in `make test`):
+#       5 s per target (unless FUZZ_SECONDS says otherwise) from the committed
+#       seeds only: new inputs go to a scratch build/fuzz/smoke/<name>/,
+#       emptied first, so each run starts from the same corpus
+# Reproduce a crash: build/fuzz/fuzz_<name> build/fuzz/artifacts/<name>-crash-...
 set -eu
 
 cd "$(dirname "$0")/../.."
-SECS=${FUZZ_SECONDS:-30}
+SMOKE=${FUZZ_SMOKE:-0}
+if [ "$SMOKE" = 1 ]; then SECS=${FUZZ_SECONDS:-5}; else SECS=${FUZZ_SECONDS:-30}; fi
 OUT=build/fuzz
 
 if ! command -v clang >/dev/null 2>&1; then
@@ -23,25 +31,60 @@ fi
 
 # The modules under test and what they need; nothing with I/O.
 SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c) $(ls src/common/*.c)"
-CFLAGS="-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-        -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc"
-JANSSON="$(pkg-config --cflags --libs jansson libhs) -lpthread"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
+        $(pkg-config --cflags jansson libhs)"
+LIBS="$(pkg-config --libs jansson libhs) -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}
 
-mkdir -p "$OUT/artifacts"
+# Objects of the modules, instrumented for coverage (fuzzer-no-link); a
+# change of flags rebuilds them all.
+mkdir -p "$OUT/obj" "$OUT/artifacts"
+flags="$CFLAGS -fsanitize=fuzzer-no-link $(clang --version | head -n 1)"
+if [ ! -f "$OUT/obj/flags" ] || [ "$(cat "$OUT/obj/flags")" != "$flags" ]; then
+    rm -rf "$OUT/obj"
+    mkdir -p "$OUT/obj"
+    printf '%s' "$flags" >"$OUT/obj/flags"
+fi
+stale() {   # $1 object: missing, or older than a file its .d lists
+    [ -f "$1" ] || return 0
+    for f in $(sed -e 's/^[^:]*://' -e 's/\\$//' "${1%.o}.d"); do
+        [ "$f" -nt "$1" ] && return 0
+    done
+    return 1
+}
+OBJS=
+for src in $SRCS; do
+    obj="$OUT/obj/$(echo "${src%.c}" | tr / _).o"
+    OBJS="$OBJS $obj"
+    if stale "$obj"; then
+        # shellcheck disable=SC2086
+        if ! clang $CFLAGS -fsanitize=fuzzer-no-link -MMD -MF "${obj%.o}.d" -c "$src" -o "$obj"; then
+            echo "fuzz: BUILD FAILED ($src)" >&2
+            exit 1
+        fi
+    fi
+done
+
 failed=0
 for t in $TARGETS; do
     bin="$OUT/fuzz_$t"
     echo "== fuzz_$t: build"
     # shellcheck disable=SC2086
-    if ! clang $CFLAGS -o "$bin" "tests/fuzz/fuzz_$t.c" $SRCS $JANSSON -lm; then
+    if ! clang $CFLAGS -fsanitize=fuzzer -o "$bin" "tests/fuzz/fuzz_$t.c" $OBJS $LIBS; then
         echo "fuzz_$t: BUILD FAILED" >&2
         failed=1
         continue
     fi
-    mkdir -p "$OUT/corpus/$t"
+    if [ "$SMOKE" = 1 ]; then
+        corpus="$OUT/smoke/$t"
+        rm -rf "$corpus"
+    else
+        corpus="$OUT/corpus/$t"
+    fi
+    mkdir -p "$corpus"
     log="$OUT/fuzz_$t.log"
     echo "== fuzz_$t: run ${SECS}s (log: $log)"
     dict=
@@ -49,13 +92,13 @@ for t in $TARGETS; do
     # shellcheck disable=SC2086
     if "$bin" -max_total_time="$SECS" -timeout=10 -print_final_stats=1 $dict \
             -artifact_prefix="$OUT/artifacts/$t-" \
-            "$OUT/corpus/$t" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
+            "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
         execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
         cov=$(grep -E '^#[0-9]+' "$log" | tail -n 1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
         echo "fuzz_$t: OK, ${execs:-?} executions, coverage ${cov:-?} edges"
     else
         echo "fuzz_$t: FAILED, see $log; crashing input in $OUT/artifacts/" >&2
-        tail -n 40 "$log" >&2
+        grep -E 'check failed|ERROR|SUMMARY|Test unit written' "$log" >&2 || tail -n 40 "$log" >&2
         failed=1
     fi
 done
