@@ -178,9 +178,13 @@ static bool container(struct scan *s, int depth, const struct want *w)
             if (!string(s))
                 return false;
             size_t klen = (size_t)(s->p - 1 - k);
-            for (size_t i = 0; depth == 0 && i < w->n; i++)
-                if (!w->spans[i].len && strlen(w->keys[i]) == klen && !memcmp(w->keys[i], k, klen))
-                    want = i;
+            for (size_t i = 0; depth == 0 && i < w->n; i++) {
+                if (strlen(w->keys[i]) != klen || memcmp(w->keys[i], k, klen) != 0)
+                    continue;
+                if (w->spans[i].len)
+                    return false; /* twice: which one counts is ambiguous */
+                want = i;
+            }
             skip_ws(s);
             if (s->p == s->end || *s->p++ != ':')
                 return false;

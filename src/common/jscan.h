@@ -25,7 +25,7 @@ struct sw_jspan {
  * of the first top-level member named keys[i], and members[i] (when members
  * is not NULL) the whole member from the key's opening quote to the value's
  * end. Returns true when the text is one well-formed JSON object
- * (whitespace around it allowed). */
+ * (whitespace around it allowed) in which none of the keys occurs twice. */
 bool sw_jscan_object(const char *text, size_t len, const char *const *keys,
                      struct sw_jspan *spans, struct sw_jspan *members, size_t n);
 
