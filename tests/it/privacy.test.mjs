@@ -1,11 +1,22 @@
 // The privacy canary: thousands of generated PII values (valid checksums)
 // through the real gateway in every mode and failure path. The cloud
-// simulator's /admin/received must never contain one of them unmasked, and
-// answers that echo the placeholders must come back to the client restored.
+// simulator's /admin/received must never contain any fragment of one of them
+// (lib/leak.mjs), and answers that echo the placeholders must come back to
+// the client restored.
+//
+// Every test runs where the cloud IS chosen for a request without PII (the
+// local box saturated, down, or a cloud-only model) and first proves that a
+// clean request reached the cloud, so "nothing reached the cloud" can never
+// pass only because nothing would have gone there anyway.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { assertNoLeak, findLeaks, receivedBodies, bodiesText } from './lib/leak.mjs';
+import { startToolsim } from './lib/toolsim.mjs';
 
 const ADMIN = 'sk-admin-canary';
 
@@ -60,32 +71,56 @@ function canaryPrompt(perType, seed) {
       lines.push(`${t}: ${v}`);
     }
   }
-  return { text: `Please repeat these records exactly.\n${lines.join('\n')}`, values };
+  const text = `Please repeat these records exactly.\n${lines.join('\n')}`;
+  // The prompt without its values: its labels are baseline for the leak rule
+  // (a random secret may contain "hone", as "phone: " does).
+  let template = text;
+  for (const v of values) template = template.replace(v, '\n');
+  return { text, values, template };
 }
 
-function config({ edgeUrl, cloudUrl, policy = 'local_only', emergency = false, edgeSlots = 4 }) {
+// Baseline for the leak rule: what the cloud may see of canary traffic that
+// carries no value (the clean requests it received, the prompts' labels, in
+// plain and JSON-escaped form as they appear in a received body).
+const canaryBaseline = (clean, prompts) => [bodiesText(clean), ...prompts.map((p) => p.template + JSON.stringify(p.template))].join('\n');
+
+// A short random token that no detector matches: the payload of restricted
+// requests that carry no PII, checked with the same leak rule.
+const marker = () => `restricted note ${alnum(16)} stays on premises`;
+const markerValue = (text) => text.split(' ')[2];
+
+// Ports nothing listens on (connect refused): a local box that is down.
+const DOWN = 'http://127.0.0.1:9';
+
+function config({ edgeUrl, cloudUrl, policy = 'local_only', emergency = false, edgeSlots = 1, keys = '', models = null, extra = '' }) {
   return `
 listen: "127.0.0.1:0"
 admin: { key: "${ADMIN}" }
+${keys}
 backends:
   - { name: edge, tier: local, url: "${edgeUrl}", model: edge-model, slots: ${edgeSlots} }
   - { name: cloud, tier: cloud, url: "${cloudUrl}", model: cloud-model }
 models:
-  - { name: chat, backends: [edge, cloud] }
+${models ?? '  - { name: chat, backends: [edge, cloud] }'}
 routing:
   health_interval_ms: 100
   ttft_budget_ms: 300
   emergency: ${emergency}
 pii:
   policy: ${policy}
+${extra}
 `;
 }
 
-async function send(gw, text, { stream = false, headers = {} } = {}) {
+function chatBody(text, { stream = false, model = 'chat', maxTokens = 4000, extra = {} } = {}) {
+  return JSON.stringify({ model, stream, max_tokens: maxTokens, messages: [{ role: 'user', content: text }], ...extra });
+}
+
+async function send(gw, text, { stream = false, headers = {}, model, maxTokens, extra } = {}) {
   const r = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ model: 'chat', stream, max_tokens: 4000, messages: [{ role: 'user', content: text }] }),
+    body: chatBody(text, { stream, model, maxTokens, extra }),
   });
   const raw = await r.text();
   let content = null;
@@ -100,36 +135,85 @@ async function send(gw, text, { stream = false, headers = {} } = {}) {
       content += chunk.choices?.[0]?.delta?.content ?? '';
     }
   } else {
-    json = JSON.parse(raw);
+    try { json = JSON.parse(raw); } catch { json = { raw }; }
     content = json.choices?.[0]?.message?.content ?? null;
   }
   return { status: r.status, json, content, backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason') };
 }
 
-const receivedText = async (sim) => JSON.stringify((await getJSON(`${sim.url}/admin/received?n=100000`)).body.requests);
+const bodies = (sim, since) => receivedBodies(sim, { since });
+const count = async (sim) => (await receivedBodies(sim)).length;
+const gwBackend = async (gw, name) => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } }))
+  .body.backends.find((b) => b.name === name);
 
-function assertNoLeak(cloudText, values) {
-  const leaked = values.filter((v) => cloudText.includes(v));
-  assert.deepEqual(leaked.slice(0, 5), [], `${leaked.length} value(s) reached the cloud unmasked`);
+// Holds the single local slot with a request the local box accepts and never
+// answers (llmsim's hang fault, on only while that one request arrives).
+// While it is held, a request that may leave is estimated to start locally
+// far beyond the TTFT budget and overflows to the cloud; one that may not
+// leave waits in Spillway's local queue. release() lets the holder's client
+// go away, which frees the slot for the queue.
+async function holdLocal(gw, edge) {
+  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
+  const ac = new AbortController();
+  const held = fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', signal: ac.signal,
+    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false' },
+    body: chatBody('hold the only local slot', { maxTokens: 8 }),
+  }).then((r) => r.text()).catch(() => null);
+  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
+  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
+  await waitFor(async () => (await gwBackend(gw, 'edge')).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
+  return {
+    async release() { ac.abort(); await held; },
+  };
+}
+
+// Sends clean requests while the local box is saturated (or down) and
+// asserts they went to the cloud: the precondition that makes every "the
+// cloud saw none of it" below mean something. Returns the clean bodies the
+// cloud received (the baseline for the leak rule).
+async function proveCloudChosen(gw, cloud, { n = 2, headers = {}, model, reason = 'overflow', texts } = {}) {
+  const before = await count(cloud);
+  for (let i = 0; i < n; i++) {
+    const text = texts?.[i] ?? `a clean question number ${i} with nothing personal in it`;
+    const r = await send(gw, text, { headers, model, stream: i % 2 === 1 });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.backend, 'cloud', `a clean request must spill to the cloud here (reason ${r.reason})`);
+    if (reason) assert.equal(r.reason, reason);
+  }
+  const got = await bodies(cloud, before);
+  assert.equal(got.length, n, 'the cloud received the clean requests');
+  return got;
+}
+
+async function waitQueued(gw, n) {
+  await waitFor(async () => (await gwBackend(gw, 'edge')).queued === n, { timeout: 10000, what: `${n} request(s) waiting in the local queue` });
 }
 
 const ROUNDS = 25;        // requests per mode
 const PER_TYPE = 9;       // 9 values x 9 types = 81 values per request, ~2000 per mode
 
 describe('privacy canary', () => {
-  test('local up (local_only): every request with PII is served locally; the cloud sees none', async () => {
-    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
+  test('local saturated (local_only): clean requests spill, requests with PII wait for local; the cloud sees no fragment', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
     try {
-      for (let i = 0; i < 5; i++) {
-        const { text } = canaryPrompt(PER_TYPE, i);
-        const r = await send(gw, text, { stream: i % 2 === 1 });
+      const hold = await holdLocal(gw, edge);
+      const clean = await proveCloudChosen(gw, cloud, { n: 3 });
+      const prompts = Array.from({ length: 6 }, (_, i) => canaryPrompt(PER_TYPE, i));
+      const pending = prompts.map((p, i) => send(gw, p.text, { stream: i % 2 === 1 }));
+      await waitQueued(gw, prompts.length);
+      assert.equal(await count(cloud), clean.length, 'no request with PII went to the cloud while local was busy');
+      await hold.release();
+      const results = await Promise.all(pending);
+      results.forEach((r, i) => {
         assert.equal(r.status, 200);
         assert.equal(r.backend, 'edge');
-        assert.equal(r.content, text, 'local answers are never rewritten');
-      }
-      assert.equal((await getJSON(`${cloud.url}/admin/received`)).body.requests.length, 0);
+        assert.equal(r.reason, 'privacy');
+        assert.equal(r.content, prompts[i].text, 'local answers are never rewritten');
+      });
+      assertNoLeak(bodiesText(await bodies(cloud)), prompts.flatMap((p) => p.values), { baseline: canaryBaseline(clean, prompts) });
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
     }
@@ -137,15 +221,19 @@ describe('privacy canary', () => {
 
   test('local down, no emergency: refused, never sent; with an emergency: masked to the cloud and restored', async () => {
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
-    const gw = await startSpillway(config({ edgeUrl: 'http://127.0.0.1:9', cloudUrl: cloud.url }));
+    const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url }));
     const all = [];
+    const prompts = [];
     try {
-      const { text, values } = canaryPrompt(PER_TYPE, 99);
+      const clean = await proveCloudChosen(gw, cloud, { reason: 'fallback' });
+      const first = canaryPrompt(PER_TYPE, 99);
+      const { text, values } = first;
+      prompts.push(first);
       all.push(...values);
       const refused = await send(gw, text);
       assert.equal(refused.status, 503);
       assert.equal(refused.json.error.code, 'privacy_restricted');
-      assert.equal((await getJSON(`${cloud.url}/admin/received`)).body.requests.length, 0);
+      assert.equal(await count(cloud), clean.length);
 
       const declared = await getJSON(`${gw.url}/admin/emergency`, {
         method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ declared: true, reason: 'canary' }),
@@ -153,6 +241,7 @@ describe('privacy canary', () => {
       assert.equal(declared.status, 200);
       for (let i = 0; i < ROUNDS; i++) {
         const p = canaryPrompt(PER_TYPE, i);
+        prompts.push(p);
         all.push(...p.values);
         const r = await send(gw, p.text, { stream: i % 2 === 1 });
         assert.equal(r.status, 200, JSON.stringify(r.json));
@@ -160,9 +249,10 @@ describe('privacy canary', () => {
         assert.equal(r.reason, 'emergency');
         assert.equal(r.content, p.text, 'the echoed placeholders come back restored');
       }
-      const seen = await receivedText(cloud);
-      assert.equal((await getJSON(`${cloud.url}/admin/received?n=100000`)).body.requests.length, ROUNDS);
-      assertNoLeak(seen, all);
+      const seen = await bodies(cloud);
+      assert.equal(seen.length, clean.length + ROUNDS);
+      assert.match(bodiesText(seen), /\[EMAIL_1\]/);
+      assertNoLeak(bodiesText(seen), all, { baseline: canaryBaseline(clean, prompts) });
       assert.ok(all.length >= 2000, `${all.length} canary values`);
     } finally {
       await gw.stop(); await cloud.stop();
@@ -170,17 +260,17 @@ describe('privacy canary', () => {
   });
 
   test('policy mask under overflow: what spills is masked, restored in streams and whole answers', async () => {
-    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--slots', '1', '--decode-tps', '5']);
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--slots', '1', '--decode-tps', '0']);
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
-    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask', edgeSlots: 1 }));
+    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask' }));
     const all = [];
+    const prompts = [];
     try {
-      // Occupy the single local slot so everything else overflows.
-      // Settled either way (it may run into its deadline); an assertion below must not leave it unhandled.
-      const long = send(gw, 'a long local answer '.repeat(50)).catch((e) => e);
-      await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.in_flight === 1, { what: 'edge busy' });
+      const hold = await holdLocal(gw, edge);
+      const clean = await proveCloudChosen(gw, cloud);
       for (let i = 0; i < ROUNDS; i++) {
         const p = canaryPrompt(PER_TYPE, 500 + i);
+        prompts.push(p);
         all.push(...p.values);
         const r = await send(gw, p.text, { stream: i % 2 === 0 });
         assert.equal(r.status, 200);
@@ -188,29 +278,28 @@ describe('privacy canary', () => {
         assert.equal(r.reason, 'overflow');
         assert.equal(r.content, p.text);
       }
-      assertNoLeak(await receivedText(cloud), all);
-      await long;
+      assertNoLeak(bodiesText(await bodies(cloud)), all, { baseline: canaryBaseline(clean, prompts) });
+      await hold.release();
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
     }
   });
 
   test('policy block: a request with PII is refused before any backend sees it', async () => {
-    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
-    const cloud = await startLlmsim(['--model', 'cloud-model']);
-    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'block' }));
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url, policy: 'block' }));
     try {
-      const r = await send(gw, canaryPrompt(1, 7).text);
+      const clean = await proveCloudChosen(gw, cloud, { reason: 'fallback' });
+      const { text, values } = canaryPrompt(1, 7);
+      const r = await send(gw, text);
       assert.equal(r.status, 400);
       assert.equal(r.json.error.code, 'pii_blocked');
-      assert.doesNotMatch(r.json.error.message, /@example/);
-      assert.equal((await getJSON(`${edge.url}/admin/received`)).body.requests.length, 0);
-      const clean = await send(gw, 'no personal data here');
-      assert.equal(clean.status, 200);
+      assertNoLeak(JSON.stringify(r.json), values, { where: 'the error message' });
+      assert.equal(await count(cloud), clean.length);
       const st = (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
       assert.ok(st.pii.blocked.email >= 1, JSON.stringify(st.pii));
     } finally {
-      await gw.stop(); await edge.stop(); await cloud.stop();
+      await gw.stop(); await cloud.stop();
     }
   });
 });
