@@ -186,9 +186,20 @@ async function proveCloudChosen(gw, cloud, { n = 2, headers = {}, model, reason 
   return got;
 }
 
-async function waitQueued(gw, n) {
-  await waitFor(async () => (await gwBackend(gw, 'edge')).queued === n, { timeout: 10000, what: `${n} request(s) waiting in the local queue` });
+// Waits until n requests wait in the local queue; fails at once when the
+// cloud receives anything beyond the `sent` requests it already had.
+async function waitQueued(gw, n, cloud, sent) {
+  await waitFor(async () => {
+    const got = await count(cloud);
+    if (got > sent) throw new Error(`${got - sent} request(s) that must wait for local reached the cloud`);
+    return (await gwBackend(gw, 'edge')).queued === n;
+  }, { timeout: 10000, what: `${n} request(s) waiting in the local queue` });
 }
+
+// A request started now and awaited later: it must not fail the run as an
+// unhandled rejection when an assertion in between ends the test first.
+const later = (promise) => promise.then((v) => ({ v }), (e) => ({ e }));
+const settle = async (p) => { const r = await p; if (r.e) throw r.e; return r.v; };
 
 const ROUNDS = 25;        // requests per mode
 const PER_TYPE = 9;       // 9 values x 9 types = 81 values per request, ~2000 per mode
@@ -202,11 +213,11 @@ describe('privacy canary', () => {
       const hold = await holdLocal(gw, edge);
       const clean = await proveCloudChosen(gw, cloud, { n: 3 });
       const prompts = Array.from({ length: 6 }, (_, i) => canaryPrompt(PER_TYPE, i));
-      const pending = prompts.map((p, i) => send(gw, p.text, { stream: i % 2 === 1 }));
-      await waitQueued(gw, prompts.length);
+      const pending = prompts.map((p, i) => later(send(gw, p.text, { stream: i % 2 === 1 })));
+      await waitQueued(gw, prompts.length, cloud, clean.length);
       assert.equal(await count(cloud), clean.length, 'no request with PII went to the cloud while local was busy');
       await hold.release();
-      const results = await Promise.all(pending);
+      const results = await Promise.all(pending.map(settle));
       results.forEach((r, i) => {
         assert.equal(r.status, 200);
         assert.equal(r.backend, 'edge');
@@ -334,11 +345,11 @@ async function restrictedStayLocal(variants, { during } = {}) {
     const clean = await proveCloudChosen(gw, cloud, { headers: { authorization: 'Bearer sk-app' } });
     if (during) await during(gw, cloud);
     const texts = variants.map(() => marker());
-    const pending = variants.map((v, i) => send(gw, texts[i], { headers: v.headers, extra: v.extra, stream: i % 2 === 1 }));
-    await waitQueued(gw, variants.length);
+    const pending = variants.map((v, i) => later(send(gw, texts[i], { headers: v.headers, extra: v.extra, stream: i % 2 === 1 })));
+    await waitQueued(gw, variants.length, cloud, clean.length);
     assert.equal(await count(cloud), clean.length, 'no restricted request reached the cloud');
     await hold.release();
-    const results = await Promise.all(pending);
+    const results = await Promise.all(pending.map(settle));
     results.forEach((r, i) => {
       assert.equal(r.status, 200, `${variants[i].name}: ${JSON.stringify(r.json)}`);
       assert.equal(r.backend, 'edge', variants[i].name);
@@ -502,11 +513,11 @@ describe('fail closed', () => {
       // it reaches the values at the end.
       const values = [`jane.${alnum(8).toLowerCase()}@example.org`, `sk-proj-${alnum(40)}`];
       const text = `${'a:b: '.repeat(262200)}mail ${values[0]} key ${values[1]}`;
-      const pending = send(gw, text, { maxTokens: 4 });
-      await waitQueued(gw, 1);
+      const pending = later(send(gw, text, { maxTokens: 4 }));
+      await waitQueued(gw, 1, cloud, clean.length);
       assert.equal(await count(cloud), clean.length, 'nothing went to the cloud while local was busy');
       await hold.release();
-      const r = await pending;
+      const r = await settle(pending);
       assert.equal(r.status, 200);
       assert.equal(r.backend, 'edge');
       assert.equal(r.reason, 'privacy');
@@ -593,12 +604,13 @@ describe('decision log', () => {
       assert.equal(masked.content, prompts[0].text);
       const blocked = await send(gw, prompts[1].text, { headers: { authorization: 'Bearer sk-blocker' }, stream: true });
       assert.equal(blocked.status, 400);
-      const local = send(gw, prompts[2].text, { headers: { authorization: 'Bearer sk-keeper' } });
-      await waitQueued(gw, 1);
+      const sent = await count(cloud);
+      const local = later(send(gw, prompts[2].text, { headers: { authorization: 'Bearer sk-keeper' } }));
+      await waitQueued(gw, 1, cloud, sent);
       await hold.release();
-      assert.equal((await local).backend, 'edge');
+      assert.equal((await settle(local)).backend, 'edge');
       // holder, clean, masked, blocked, local
-      const lines = await waitFor(() => { const l = readLines(); return l.length >= 5 && l; }, { what: 'five decision-log lines' });
+      const lines = await waitFor(() => { const l = readLines(); return l.length >= 5 && l; }, { timeout: 10000, what: 'five decision-log lines' });
       const outcomes = lines.map((l) => l.pii_outcome).filter(Boolean).sort();
       assert.deepEqual(outcomes, ['blocked', 'kept_local', 'masked_cloud'], 'the log recorded the PII requests');
       for (const l of lines.filter((x) => x.pii_outcome)) assert.equal(l.pii.email, 3, JSON.stringify(l.pii));
