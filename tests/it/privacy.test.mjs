@@ -262,8 +262,8 @@ describe('privacy canary', () => {
       }
       const seen = await bodies(cloud);
       assert.equal(seen.length, clean.length + ROUNDS);
-      assert.match(bodiesText(seen), /\[EMAIL_1\]/);
       assertNoLeak(bodiesText(seen), all, { baseline: canaryBaseline(clean, prompts) });
+      assert.match(bodiesText(seen), /\[EMAIL_1\]/);
       assert.ok(all.length >= 2000, `${all.length} canary values`);
     } finally {
       await gw.stop(); await cloud.stop();
@@ -305,7 +305,10 @@ describe('privacy canary', () => {
       const r = await send(gw, text);
       assert.equal(r.status, 400);
       assert.equal(r.json.error.code, 'pii_blocked');
-      assertNoLeak(JSON.stringify(r.json), values, { where: 'the error message' });
+      assertNoLeak(JSON.stringify(r.json), values, {
+        where: 'the error message',
+        baseline: `The request contains personal data or secrets (${TYPES.join(', ')}) and its policy blocks such requests. invalid_request_error pii_blocked messages`,
+      });
       assert.equal(await count(cloud), clean.length);
       const st = (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
       assert.ok(st.pii.blocked.email >= 1, JSON.stringify(st.pii));
@@ -560,23 +563,27 @@ describe('tool calls through the gateway', () => {
       assert.equal(clean.length, 2, 'the cloud received the clean requests');
 
       const prompts = [];
+      const skeletons = [];
       for (const stream of [false, true]) {
         const p = canaryPrompt(3, stream ? 41 : 40);
         // An earlier tool call and its result carry values too: scanned and masked.
         const old = canaryPrompt(1, stream ? 43 : 42);
         prompts.push(p, old);
-        const history = [
+        const historyOf = (records) => [
           { role: 'user', content: 'save the old records' },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'save_records', arguments: JSON.stringify({ records: old.text }) } }] },
-          { role: 'tool', tool_call_id: 'call_0', content: `saved: ${old.text}` },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'save_records', arguments: JSON.stringify({ records }) } }] },
+          { role: 'tool', tool_call_id: 'call_0', content: `saved: ${records}` },
         ];
+        const history = historyOf(old.text);
+        // The same history without its values: baseline for the leak rule.
+        skeletons.push(JSON.stringify(historyOf(old.template)));
         const args = await call(p.text, stream, history);
         assert.deepEqual(JSON.parse(args), { records: p.text }, `restored in the ${stream ? 'streamed' : 'whole'} tool call`);
       }
       const seen = bodiesText(await bodies(cloud, clean.length));
-      assert.match(seen, /\[EMAIL_1\]/);
-      const base = canaryBaseline(clean, prompts) + JSON.stringify(JSON.stringify({ records: prompts[1].template })) + 'save the old records saved: ';
+      const base = [canaryBaseline(clean, prompts), ...skeletons].join('\n');
       assertNoLeak(seen, prompts.flatMap((p) => p.values), { baseline: base });
+      assert.match(seen, /\[EMAIL_1\]/);
     } finally {
       await gw.stop(); await cloud.stop();
     }
