@@ -1,11 +1,22 @@
 // The privacy canary: thousands of generated PII values (valid checksums)
 // through the real gateway in every mode and failure path. The cloud
-// simulator's /admin/received must never contain one of them unmasked, and
-// answers that echo the placeholders must come back to the client restored.
+// simulator's /admin/received must never contain any fragment of one of them
+// (lib/leak.mjs), and answers that echo the placeholders must come back to
+// the client restored.
+//
+// Every test runs where the cloud IS chosen for a request without PII (the
+// local box saturated, down, or a cloud-only model) and first proves that a
+// clean request reached the cloud, so "nothing reached the cloud" can never
+// pass only because nothing would have gone there anyway.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { assertNoLeak, findLeaks, receivedBodies, bodiesText } from './lib/leak.mjs';
+import { startToolsim } from './lib/toolsim.mjs';
 
 const ADMIN = 'sk-admin-canary';
 
@@ -60,32 +71,56 @@ function canaryPrompt(perType, seed) {
       lines.push(`${t}: ${v}`);
     }
   }
-  return { text: `Please repeat these records exactly.\n${lines.join('\n')}`, values };
+  const text = `Please repeat these records exactly.\n${lines.join('\n')}`;
+  // The prompt without its values: its labels are baseline for the leak rule
+  // (a random secret may contain "hone", as "phone: " does).
+  let template = text;
+  for (const v of values) template = template.replace(v, '\n');
+  return { text, values, template };
 }
 
-function config({ edgeUrl, cloudUrl, policy = 'local_only', emergency = false, edgeSlots = 4 }) {
+// Baseline for the leak rule: what the cloud may see of canary traffic that
+// carries no value (the clean requests it received, the prompts' labels, in
+// plain and JSON-escaped form as they appear in a received body).
+const canaryBaseline = (clean, prompts) => [bodiesText(clean), ...prompts.map((p) => p.template + JSON.stringify(p.template))].join('\n');
+
+// A short random token that no detector matches: the payload of restricted
+// requests that carry no PII, checked with the same leak rule.
+const marker = () => `restricted note ${alnum(16)} stays on premises`;
+const markerValue = (text) => text.split(' ')[2];
+
+// Ports nothing listens on (connect refused): a local box that is down.
+const DOWN = 'http://127.0.0.1:9';
+
+function config({ edgeUrl, cloudUrl, policy = 'local_only', emergency = false, edgeSlots = 1, keys = '', models = null, extra = '' }) {
   return `
 listen: "127.0.0.1:0"
 admin: { key: "${ADMIN}" }
+${keys}
 backends:
   - { name: edge, tier: local, url: "${edgeUrl}", model: edge-model, slots: ${edgeSlots} }
   - { name: cloud, tier: cloud, url: "${cloudUrl}", model: cloud-model }
 models:
-  - { name: chat, backends: [edge, cloud] }
+${models ?? '  - { name: chat, backends: [edge, cloud] }'}
 routing:
   health_interval_ms: 100
   ttft_budget_ms: 300
   emergency: ${emergency}
 pii:
   policy: ${policy}
+${extra}
 `;
 }
 
-async function send(gw, text, { stream = false, headers = {} } = {}) {
+function chatBody(text, { stream = false, model = 'chat', maxTokens = 4000, extra = {} } = {}) {
+  return JSON.stringify({ model, stream, max_tokens: maxTokens, messages: [{ role: 'user', content: text }], ...extra });
+}
+
+async function send(gw, text, { stream = false, headers = {}, model, maxTokens, extra } = {}) {
   const r = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ model: 'chat', stream, max_tokens: 4000, messages: [{ role: 'user', content: text }] }),
+    body: chatBody(text, { stream, model, maxTokens, extra }),
   });
   const raw = await r.text();
   let content = null;
@@ -100,36 +135,96 @@ async function send(gw, text, { stream = false, headers = {} } = {}) {
       content += chunk.choices?.[0]?.delta?.content ?? '';
     }
   } else {
-    json = JSON.parse(raw);
+    try { json = JSON.parse(raw); } catch { json = { raw }; }
     content = json.choices?.[0]?.message?.content ?? null;
   }
   return { status: r.status, json, content, backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason') };
 }
 
-const receivedText = async (sim) => JSON.stringify((await getJSON(`${sim.url}/admin/received?n=100000`)).body.requests);
+const bodies = (sim, since) => receivedBodies(sim, { since });
+const count = async (sim) => (await receivedBodies(sim)).length;
+const gwBackend = async (gw, name) => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } }))
+  .body.backends.find((b) => b.name === name);
 
-function assertNoLeak(cloudText, values) {
-  const leaked = values.filter((v) => cloudText.includes(v));
-  assert.deepEqual(leaked.slice(0, 5), [], `${leaked.length} value(s) reached the cloud unmasked`);
+// Holds the single local slot with a request the local box accepts and never
+// answers (llmsim's hang fault, on only while that one request arrives).
+// While it is held, a request that may leave is estimated to start locally
+// far beyond the TTFT budget and overflows to the cloud; one that may not
+// leave waits in Spillway's local queue. release() lets the holder's client
+// go away, which frees the slot for the queue.
+async function holdLocal(gw, edge, headers = {}) {
+  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
+  const ac = new AbortController();
+  const held = fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', signal: ac.signal,
+    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false', ...headers },
+    body: chatBody('hold the only local slot', { maxTokens: 8 }),
+  }).then((r) => r.text()).catch(() => null);
+  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
+  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
+  await waitFor(async () => (await gwBackend(gw, 'edge')).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
+  return {
+    async release() { ac.abort(); await held; },
+  };
 }
+
+// Sends clean requests while the local box is saturated (or down) and
+// asserts they went to the cloud: the precondition that makes every "the
+// cloud saw none of it" below mean something. Returns the clean bodies the
+// cloud received (the baseline for the leak rule).
+async function proveCloudChosen(gw, cloud, { n = 2, headers = {}, model, reason = 'overflow', texts } = {}) {
+  const before = await count(cloud);
+  for (let i = 0; i < n; i++) {
+    const text = texts?.[i] ?? `a clean question number ${i} with nothing personal in it`;
+    const r = await send(gw, text, { headers, model, stream: i % 2 === 1 });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.backend, 'cloud', `a clean request must spill to the cloud here (reason ${r.reason})`);
+    if (reason) assert.equal(r.reason, reason);
+  }
+  const got = await bodies(cloud, before);
+  assert.equal(got.length, n, 'the cloud received the clean requests');
+  return got;
+}
+
+// Waits until n requests wait in the local queue; fails at once when the
+// cloud receives anything beyond the `sent` requests it already had.
+async function waitQueued(gw, n, cloud, sent) {
+  await waitFor(async () => {
+    const got = await count(cloud);
+    if (got > sent) throw new Error(`${got - sent} request(s) that must wait for local reached the cloud`);
+    return (await gwBackend(gw, 'edge')).queued === n;
+  }, { timeout: 10000, what: `${n} request(s) waiting in the local queue` });
+}
+
+// A request started now and awaited later: it must not fail the run as an
+// unhandled rejection when an assertion in between ends the test first.
+const later = (promise) => promise.then((v) => ({ v }), (e) => ({ e }));
+const settle = async (p) => { const r = await p; if (r.e) throw r.e; return r.v; };
 
 const ROUNDS = 25;        // requests per mode
 const PER_TYPE = 9;       // 9 values x 9 types = 81 values per request, ~2000 per mode
 
 describe('privacy canary', () => {
-  test('local up (local_only): every request with PII is served locally; the cloud sees none', async () => {
-    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
+  test('local saturated (local_only): clean requests spill, requests with PII wait for local; the cloud sees no fragment', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
     try {
-      for (let i = 0; i < 5; i++) {
-        const { text } = canaryPrompt(PER_TYPE, i);
-        const r = await send(gw, text, { stream: i % 2 === 1 });
+      const hold = await holdLocal(gw, edge);
+      const clean = await proveCloudChosen(gw, cloud, { n: 3 });
+      const prompts = Array.from({ length: 6 }, (_, i) => canaryPrompt(PER_TYPE, i));
+      const pending = prompts.map((p, i) => later(send(gw, p.text, { stream: i % 2 === 1 })));
+      await waitQueued(gw, prompts.length, cloud, clean.length);
+      assert.equal(await count(cloud), clean.length, 'no request with PII went to the cloud while local was busy');
+      await hold.release();
+      const results = await Promise.all(pending.map(settle));
+      results.forEach((r, i) => {
         assert.equal(r.status, 200);
         assert.equal(r.backend, 'edge');
-        assert.equal(r.content, text, 'local answers are never rewritten');
-      }
-      assert.equal((await getJSON(`${cloud.url}/admin/received`)).body.requests.length, 0);
+        assert.equal(r.reason, 'privacy');
+        assert.equal(r.content, prompts[i].text, 'local answers are never rewritten');
+      });
+      assertNoLeak(bodiesText(await bodies(cloud)), prompts.flatMap((p) => p.values), { baseline: canaryBaseline(clean, prompts) });
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
     }
@@ -137,15 +232,19 @@ describe('privacy canary', () => {
 
   test('local down, no emergency: refused, never sent; with an emergency: masked to the cloud and restored', async () => {
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
-    const gw = await startSpillway(config({ edgeUrl: 'http://127.0.0.1:9', cloudUrl: cloud.url }));
+    const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url }));
     const all = [];
+    const prompts = [];
     try {
-      const { text, values } = canaryPrompt(PER_TYPE, 99);
+      const clean = await proveCloudChosen(gw, cloud, { reason: 'fallback' });
+      const first = canaryPrompt(PER_TYPE, 99);
+      const { text, values } = first;
+      prompts.push(first);
       all.push(...values);
       const refused = await send(gw, text);
       assert.equal(refused.status, 503);
       assert.equal(refused.json.error.code, 'privacy_restricted');
-      assert.equal((await getJSON(`${cloud.url}/admin/received`)).body.requests.length, 0);
+      assert.equal(await count(cloud), clean.length);
 
       const declared = await getJSON(`${gw.url}/admin/emergency`, {
         method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ declared: true, reason: 'canary' }),
@@ -153,6 +252,7 @@ describe('privacy canary', () => {
       assert.equal(declared.status, 200);
       for (let i = 0; i < ROUNDS; i++) {
         const p = canaryPrompt(PER_TYPE, i);
+        prompts.push(p);
         all.push(...p.values);
         const r = await send(gw, p.text, { stream: i % 2 === 1 });
         assert.equal(r.status, 200, JSON.stringify(r.json));
@@ -160,9 +260,10 @@ describe('privacy canary', () => {
         assert.equal(r.reason, 'emergency');
         assert.equal(r.content, p.text, 'the echoed placeholders come back restored');
       }
-      const seen = await receivedText(cloud);
-      assert.equal((await getJSON(`${cloud.url}/admin/received?n=100000`)).body.requests.length, ROUNDS);
-      assertNoLeak(seen, all);
+      const seen = await bodies(cloud);
+      assert.equal(seen.length, clean.length + ROUNDS);
+      assertNoLeak(bodiesText(seen), all, { baseline: canaryBaseline(clean, prompts) });
+      assert.match(bodiesText(seen), /\[EMAIL_1\]/);
       assert.ok(all.length >= 2000, `${all.length} canary values`);
     } finally {
       await gw.stop(); await cloud.stop();
@@ -170,17 +271,17 @@ describe('privacy canary', () => {
   });
 
   test('policy mask under overflow: what spills is masked, restored in streams and whole answers', async () => {
-    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--slots', '1', '--decode-tps', '5']);
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--slots', '1', '--decode-tps', '0']);
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
-    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask', edgeSlots: 1 }));
+    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask' }));
     const all = [];
+    const prompts = [];
     try {
-      // Occupy the single local slot so everything else overflows.
-      // Settled either way (it may run into its deadline); an assertion below must not leave it unhandled.
-      const long = send(gw, 'a long local answer '.repeat(50)).catch((e) => e);
-      await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.in_flight === 1, { what: 'edge busy' });
+      const hold = await holdLocal(gw, edge);
+      const clean = await proveCloudChosen(gw, cloud);
       for (let i = 0; i < ROUNDS; i++) {
         const p = canaryPrompt(PER_TYPE, 500 + i);
+        prompts.push(p);
         all.push(...p.values);
         const r = await send(gw, p.text, { stream: i % 2 === 0 });
         assert.equal(r.status, 200);
@@ -188,27 +289,344 @@ describe('privacy canary', () => {
         assert.equal(r.reason, 'overflow');
         assert.equal(r.content, p.text);
       }
-      assertNoLeak(await receivedText(cloud), all);
-      await long;
+      assertNoLeak(bodiesText(await bodies(cloud)), all, { baseline: canaryBaseline(clean, prompts) });
+      await hold.release();
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
     }
   });
 
   test('policy block: a request with PII is refused before any backend sees it', async () => {
-    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
-    const cloud = await startLlmsim(['--model', 'cloud-model']);
-    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'block' }));
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url, policy: 'block' }));
     try {
-      const r = await send(gw, canaryPrompt(1, 7).text);
+      const clean = await proveCloudChosen(gw, cloud, { reason: 'fallback' });
+      const { text, values } = canaryPrompt(1, 7);
+      const r = await send(gw, text);
       assert.equal(r.status, 400);
       assert.equal(r.json.error.code, 'pii_blocked');
-      assert.doesNotMatch(r.json.error.message, /@example/);
-      assert.equal((await getJSON(`${edge.url}/admin/received`)).body.requests.length, 0);
-      const clean = await send(gw, 'no personal data here');
-      assert.equal(clean.status, 200);
+      assertNoLeak(JSON.stringify(r.json), values, {
+        where: 'the error message',
+        baseline: `The request contains personal data or secrets (${TYPES.join(', ')}) and its policy blocks such requests. invalid_request_error pii_blocked messages`,
+      });
+      assert.equal(await count(cloud), clean.length);
       const st = (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
       assert.ok(st.pii.blocked.email >= 1, JSON.stringify(st.pii));
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+});
+
+describe('the leak rule itself', () => {
+  test('a value masked in part, or cut and re-joined, is a leak; placeholders and baseline text are not', () => {
+    const v = 'jane.doe.q7x@example.org';
+    assert.equal(findLeaks('{"content":"write to [EMAIL_1]"}', [v]).length, 0);
+    assert.equal(findLeaks('{"content":"write to jane.doe.[EMAIL_1]"}', [v]).length, 1, 'the local part alone is a leak');
+    assert.equal(findLeaks('{"content":"host example.org"}', [v]).length, 1, 'the domain alone is a leak');
+    assert.equal(findLeaks('{"content":"host example.org"}', [v], { baseline: 'host example.org' }).length, 0, 'unless clean traffic has it too');
+    assert.equal(findLeaks('card 4111 **** **** 1111', ['4111 1111 1111 1111']).length, 1);
+    assert.throws(() => findLeaks('x', ['abcd'], { baseline: 'abcd' }), /vacuous/);
+  });
+});
+
+// Requests that may not leave, sent while the local box is saturated: a
+// clean request from an unrestricted key spills to the cloud first, then the
+// restricted ones must wait in the local queue, reach the cloud never, and be
+// served locally once the slot frees.
+const KEYS = `keys:
+  - { name: app, key: "sk-app" }
+  - { name: private, key: "sk-private", allow_cloud: false }
+  - { name: hush, key: "sk-hush", sensitive: true }`;
+
+async function restrictedStayLocal(variants, { during } = {}) {
+  const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
+  const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+  const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, keys: KEYS, policy: 'off' }));
+  try {
+    const hold = await holdLocal(gw, edge, { authorization: 'Bearer sk-app' });
+    const clean = await proveCloudChosen(gw, cloud, { headers: { authorization: 'Bearer sk-app' } });
+    if (during) await during(gw, cloud);
+    const texts = variants.map(() => marker());
+    const pending = variants.map((v, i) => later(send(gw, texts[i], { headers: v.headers, extra: v.extra, stream: i % 2 === 1 })));
+    await waitQueued(gw, variants.length, cloud, clean.length);
+    assert.equal(await count(cloud), clean.length, 'no restricted request reached the cloud');
+    await hold.release();
+    const results = await Promise.all(pending.map(settle));
+    results.forEach((r, i) => {
+      assert.equal(r.status, 200, `${variants[i].name}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.backend, 'edge', variants[i].name);
+      assert.equal(r.reason, 'privacy', variants[i].name);
+      assert.equal(r.content, texts[i]);
+    });
+    assertNoLeak(bodiesText(await bodies(cloud)), texts.map(markerValue), { baseline: bodiesText(clean) });
+  } finally {
+    await gw.stop(); await edge.stop(); await cloud.stop();
+  }
+}
+
+describe('requests that may not leave stay local while the cloud takes the overflow', () => {
+  test('metadata.allow_cloud: false in the body (boolean or string)', () => restrictedStayLocal([
+    { name: 'metadata false', headers: { authorization: 'Bearer sk-app' }, extra: { metadata: { allow_cloud: false } } },
+    { name: 'metadata "false"', headers: { authorization: 'Bearer sk-app' }, extra: { metadata: { allow_cloud: 'false', team: 'a' } } },
+  ]));
+
+  test('X-Spillway-Allow-Cloud: false on a key that may use the cloud', () => restrictedStayLocal([
+    { name: 'header false', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': 'false' } },
+    { name: 'header 0', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': '0' } },
+  ]));
+
+  test('a key with allow_cloud: false: header or metadata saying true cannot loosen it; a short deadline fails locally', () => restrictedStayLocal([
+    { name: 'key alone', headers: { authorization: 'Bearer sk-private' } },
+    { name: 'key + header true', headers: { authorization: 'Bearer sk-private', 'x-spillway-allow-cloud': 'true' } },
+    { name: 'key + metadata true', headers: { authorization: 'Bearer sk-private' }, extra: { metadata: { allow_cloud: true } } },
+  ], {
+    // Behind the held slot, a restricted request whose deadline comes first
+    // fails cleanly instead of leaving.
+    async during(gw, cloud) {
+      const before = await count(cloud);
+      const late = await send(gw, marker(), { headers: { authorization: 'Bearer sk-private', 'x-spillway-allow-cloud': 'true', 'x-request-timeout-ms': '300' } });
+      assert.equal(late.status, 504);
+      assert.equal(late.json.error.code, 'deadline_exceeded');
+      assert.equal(await count(cloud), before);
+    },
+  }));
+
+  test('a key with sensitive: true (a header saying false cannot clear it), and X-Spillway-Sensitive: true', () => restrictedStayLocal([
+    { name: 'sensitive key', headers: { authorization: 'Bearer sk-hush' } },
+    { name: 'sensitive key + header false', headers: { authorization: 'Bearer sk-hush', 'x-spillway-sensitive': 'false' } },
+    { name: 'sensitive header', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': 'true' } },
+  ]));
+});
+
+// The PII policy in force is the most restrictive of pii.policy, the key's
+// and the model's: off < mask < local_only < block. The local box is down, so
+// the cloud takes every request that may go there (each case first proves it
+// with a clean request under the same key and model).
+const MERGE_KEYS = `keys:
+  - { name: plain, key: "sk-plain" }
+  - { name: k-off, key: "sk-off", pii: "off" }
+  - { name: k-mask, key: "sk-mask", pii: mask }
+  - { name: k-block, key: "sk-block", pii: block }`;
+const MERGE_MODELS = ['m-plain', 'm-off', 'm-mask', 'm-local']
+  .map((m) => `  - { name: ${m}, backends: [edge, cloud]${m === 'm-plain' ? '' : `, pii: ${m === 'm-off' ? '"off"' : m.slice(2).replace('local', 'local_only')}`} }`)
+  .join('\n');
+
+async function mergeCase(gw, cloud, { key, model, expect }) {
+  const headers = { authorization: `Bearer ${key}` };
+  const clean = await proveCloudChosen(gw, cloud, { n: 1, headers, model, reason: 'fallback' });
+  const p = canaryPrompt(1, randomInt(1000));
+  const before = await count(cloud);
+  const r = await send(gw, p.text, { headers, model });
+  const seen = bodiesText(await bodies(cloud, before));
+  const leaks = findLeaks(seen, p.values, { baseline: canaryBaseline(clean, [p]) });
+  const what = `${key} on ${model}`;
+  if (expect === 'raw') {
+    assert.equal(r.status, 200, what);
+    assert.equal(r.backend, 'cloud', what);
+    assert.equal(leaks.length, p.values.length, `${what}: with scanning off every value goes as it is (the control for the leak rule)`);
+    return;
+  }
+  if (expect === 'mask') {
+    assert.equal(r.status, 200, `${what}: ${JSON.stringify(r.json)}`);
+    assert.equal(r.backend, 'cloud', what);
+    assert.equal(r.content, p.text, `${what}: restored`);
+    assert.match(seen, /\[EMAIL_1\]/, `${what}: the cloud saw placeholders`);
+  } else if (expect === 'local_only') {
+    assert.equal(r.status, 503, `${what}: ${JSON.stringify(r.json)}`);
+    assert.equal(r.json.error.code, 'privacy_restricted', what);
+    assert.equal(await count(cloud), before, `${what}: nothing sent`);
+  } else if (expect === 'block') {
+    assert.equal(r.status, 400, `${what}: ${JSON.stringify(r.json)}`);
+    assert.equal(r.json.error.code, 'pii_blocked', what);
+    assert.equal(await count(cloud), before, `${what}: nothing sent`);
+  }
+  assert.deepEqual(leaks, [], `${what}: no fragment reached the cloud`);
+}
+
+describe('PII policy merge: the most restrictive of global, key and model wins', () => {
+  for (const [global, cases] of Object.entries({
+    off: [
+      { key: 'sk-plain', model: 'm-plain', expect: 'raw' },
+      { key: 'sk-mask', model: 'm-plain', expect: 'mask' },
+      { key: 'sk-plain', model: 'm-mask', expect: 'mask' },
+      { key: 'sk-mask', model: 'm-local', expect: 'local_only' },
+      { key: 'sk-block', model: 'm-mask', expect: 'block' },
+    ],
+    mask: [
+      { key: 'sk-off', model: 'm-plain', expect: 'mask' },
+      { key: 'sk-plain', model: 'm-off', expect: 'mask' },
+      { key: 'sk-off', model: 'm-off', expect: 'mask' },
+      { key: 'sk-off', model: 'm-local', expect: 'local_only' },
+    ],
+    block: [
+      { key: 'sk-off', model: 'm-off', expect: 'block' },
+      { key: 'sk-mask', model: 'm-mask', expect: 'block' },
+    ],
+  })) {
+    test(`pii.policy ${global}: ${cases.map((c) => `${c.key.slice(3)}/${c.model} -> ${c.expect}`).join(', ')}`, async () => {
+      const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+      const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url, policy: global === 'off' ? '"off"' : global, keys: MERGE_KEYS, models: MERGE_MODELS }));
+      try {
+        for (const c of cases) await mergeCase(gw, cloud, c);
+      } finally {
+        await gw.stop(); await cloud.stop();
+      }
+    });
+  }
+});
+
+describe('fail closed', () => {
+  test('masking failed (over 4096 distinct values): the request is never sent to the cloud', async () => {
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url, policy: 'mask' }));
+    try {
+      const clean = await proveCloudChosen(gw, cloud, { reason: 'fallback' });
+      // Masking works for a request within the bounds...
+      const small = canaryPrompt(1, 3);
+      const ok = await send(gw, small.text);
+      assert.equal(ok.status, 200, JSON.stringify(ok.json));
+      assert.equal(ok.backend, 'cloud');
+      assert.equal(ok.content, small.text);
+      const before = await count(cloud);
+      // ... and a request with more distinct values than one map holds is not sent.
+      const values = Array.from({ length: 4200 }, (_, i) => `u${i}.${alnum(8).toLowerCase()}@example${i % 7}.org`);
+      const r = await send(gw, `Please file these: ${values.join(' ')}`, { stream: false });
+      assert.equal(r.status, 503, JSON.stringify(r.json).slice(0, 300));
+      assert.match(r.json.error.message, /masking failed/);
+      assert.equal(await count(cloud), before, 'nothing reached the cloud');
+      const streamed = await send(gw, `Please file these: ${values.join(' ')}`, { stream: true });
+      assert.equal(streamed.status, 503, 'not served (stream)');
+      assert.equal(await count(cloud), before, 'nothing reached the cloud (stream)');
+      assertNoLeak(bodiesText(await bodies(cloud)), [...values, ...small.values], { baseline: canaryBaseline(clean, [small]) });
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+
+  test('scan failed (too many candidates for the scanner): the request is sensitive and waits for local', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
+    try {
+      const hold = await holdLocal(gw, edge);
+      const clean = await proveCloudChosen(gw, cloud);
+      // "a:b:" starts an IPv6 candidate (and is none): 262,200 of them are
+      // more than the scanner's 262,144 candidates, so the scan fails before
+      // it reaches the values at the end.
+      const values = [`jane.${alnum(8).toLowerCase()}@example.org`, `sk-proj-${alnum(40)}`];
+      const text = `${'a:b: '.repeat(262200)}mail ${values[0]} key ${values[1]}`;
+      const pending = later(send(gw, text, { maxTokens: 4 }));
+      await waitQueued(gw, 1, cloud, clean.length);
+      assert.equal(await count(cloud), clean.length, 'nothing went to the cloud while local was busy');
+      await hold.release();
+      const r = await settle(pending);
+      assert.equal(r.status, 200);
+      assert.equal(r.backend, 'edge');
+      assert.equal(r.reason, 'privacy');
+      assert.match(gw.output(), /PII scan failed; treated as sensitive/);
+      assertNoLeak(bodiesText(await bodies(cloud)), values, { baseline: bodiesText(clean) });
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+});
+
+describe('tool calls through the gateway', () => {
+  const TOOLS = [{ type: 'function', function: { name: 'save_records', parameters: { type: 'object', properties: { records: { type: 'string' } } } } }];
+
+  test('policy mask, cloud-only model: arguments carry placeholders to the cloud and come back restored, streamed and not', async () => {
+    const cloud = await startToolsim();
+    const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url, policy: 'mask', models: '  - { name: chat, backends: [cloud] }' }));
+    const call = async (text, stream, history = []) => {
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chat', stream, tools: TOOLS, messages: [...history, { role: 'user', content: text }] }),
+      });
+      const raw = await r.text();
+      assert.equal(r.status, 200, raw.slice(0, 300));
+      assert.equal(r.headers.get('x-spillway-backend'), 'cloud');
+      if (!stream) return JSON.parse(raw).choices[0].message.tool_calls[0].function.arguments;
+      let args = '';
+      for (const ev of raw.split('\n\n')) {
+        const data = ev.replace(/^data: /, '');
+        if (!data || data === '[DONE]') continue;
+        args += JSON.parse(data).choices?.[0]?.delta?.tool_calls?.[0]?.function?.arguments ?? '';
+      }
+      return args;
+    };
+    try {
+      const cleanText = 'no personal data in this record';
+      assert.deepEqual(JSON.parse(await call(cleanText, false)), { records: cleanText });
+      assert.deepEqual(JSON.parse(await call(cleanText, true)), { records: cleanText });
+      const clean = await bodies(cloud);
+      assert.equal(clean.length, 2, 'the cloud received the clean requests');
+
+      const prompts = [];
+      const skeletons = [];
+      for (const stream of [false, true]) {
+        const p = canaryPrompt(3, stream ? 41 : 40);
+        // An earlier tool call and its result carry values too: scanned and masked.
+        const old = canaryPrompt(1, stream ? 43 : 42);
+        prompts.push(p, old);
+        const historyOf = (records) => [
+          { role: 'user', content: 'save the old records' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'save_records', arguments: JSON.stringify({ records }) } }] },
+          { role: 'tool', tool_call_id: 'call_0', content: `saved: ${records}` },
+        ];
+        const history = historyOf(old.text);
+        // The same history without its values: baseline for the leak rule.
+        skeletons.push(JSON.stringify(historyOf(old.template)));
+        const args = await call(p.text, stream, history);
+        assert.deepEqual(JSON.parse(args), { records: p.text }, `restored in the ${stream ? 'streamed' : 'whole'} tool call`);
+      }
+      const seen = bodiesText(await bodies(cloud, clean.length));
+      const base = [canaryBaseline(clean, prompts), ...skeletons].join('\n');
+      assertNoLeak(seen, prompts.flatMap((p) => p.values), { baseline: base });
+      assert.match(seen, /\[EMAIL_1\]/);
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+});
+
+describe('decision log', () => {
+  test('a file decision log records what happened to PII (kept local, masked, blocked) and never a value', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const logFile = join(mkdtempSync(join(tmpdir(), 'spillway-declog-')), 'decisions.jsonl');
+    const keys = `keys:
+  - { name: app, key: "sk-app" }
+  - { name: keeper, key: "sk-keeper", pii: local_only }
+  - { name: blocker, key: "sk-blocker", pii: block }`;
+    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, keys, policy: 'mask', extra: `decision_log: "${logFile}"` }));
+    const readLines = () => { try { return readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)); } catch { return []; } };
+    try {
+      const hold = await holdLocal(gw, edge, { authorization: 'Bearer sk-app' });
+      await proveCloudChosen(gw, cloud, { n: 1, headers: { authorization: 'Bearer sk-app' } });
+      const prompts = [canaryPrompt(3, 1), canaryPrompt(3, 2), canaryPrompt(3, 3)];
+      const masked = await send(gw, prompts[0].text, { headers: { authorization: 'Bearer sk-app' } });
+      assert.equal(masked.status, 200);
+      assert.equal(masked.backend, 'cloud');
+      assert.equal(masked.content, prompts[0].text);
+      const blocked = await send(gw, prompts[1].text, { headers: { authorization: 'Bearer sk-blocker' }, stream: true });
+      assert.equal(blocked.status, 400);
+      const sent = await count(cloud);
+      const local = later(send(gw, prompts[2].text, { headers: { authorization: 'Bearer sk-keeper' } }));
+      await waitQueued(gw, 1, cloud, sent);
+      await hold.release();
+      assert.equal((await settle(local)).backend, 'edge');
+      // holder, clean, masked, blocked, local
+      const lines = await waitFor(() => { const l = readLines(); return l.length >= 5 && l; }, { timeout: 10000, what: 'five decision-log lines' });
+      const outcomes = lines.map((l) => l.pii_outcome).filter(Boolean).sort();
+      assert.deepEqual(outcomes, ['blocked', 'kept_local', 'masked_cloud'], 'the log recorded the PII requests');
+      for (const l of lines.filter((x) => x.pii_outcome)) assert.equal(l.pii.email, 3, JSON.stringify(l.pii));
+      // Clock-made fields (time, id, durations, counts) are numbers the
+      // gateway writes itself; left in, random digits in a value would match them.
+      const scrub = (l) => JSON.stringify({ ...l, time: null, request_id: null }, (k, v) => (typeof v === 'number' ? 0 : v));
+      const clean = lines.filter((l) => !l.pii_outcome).map(scrub).join('\n');
+      const vocabulary = `app keeper blocker kept_local masked_cloud blocked pii_blocked privacy overflow ${TYPES.join(' ')}`;
+      assertNoLeak(lines.map(scrub).join('\n'), prompts.flatMap((p) => p.values), { baseline: `${clean}\n${vocabulary}`, where: 'the decision log' });
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
     }

@@ -5,6 +5,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { assertNoLeak } from './lib/leak.mjs';
 
 const ADMIN = 'sk-admin-test';
 
@@ -83,39 +84,6 @@ describe('overflow (seed 2): spill only what the local box cannot start within t
     const after = await chat(gw, 'chat');
     assert.equal(after.backend, 'edge');
     assert.equal(after.reason, 'baseline');
-  }));
-
-  test('restricted requests never reach the cloud: they wait for local, or fail at their deadline', () => withProcs(async (track) => {
-    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '100']));
-    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
-    const gw = await track(startSpillway(yaml({
-      keys: 'keys:\n  - { name: private, key: "sk-private", allow_cloud: false }\n  - { name: app, key: "sk-app" }',
-      backends: [
-        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 1 },
-        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
-      ],
-      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
-      routing: '  ttft_budget_ms: 100',
-    })));
-    const priv = { authorization: 'Bearer sk-private' };
-    const results = await Promise.all(Array.from({ length: 5 }, () => chat(gw, 'chat', { headers: priv, extra: { max_tokens: 20 } })));
-    for (const r of results) {
-      assert.equal(r.status, 200, r.text);
-      assert.equal(r.backend, 'edge');
-    }
-    // The header restricts an app key the same way.
-    const h = await chat(gw, 'chat', { headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': 'false' } });
-    assert.equal(h.backend, 'edge');
-    assert.equal((await received(cloud)).length, 0, 'nothing restricted reached the cloud');
-
-    // Behind a long local request, a restricted one with a short deadline fails cleanly.
-    const long = chat(gw, 'chat', { headers: priv, extra: { max_tokens: 200 } });
-    await waitFor(async () => (await backendState(gw, 'edge')).in_flight === 1, { what: 'edge busy' });
-    const late = await chat(gw, 'chat', { headers: { ...priv, 'x-request-timeout-ms': '300' } });
-    assert.equal(late.status, 504);
-    assert.equal(late.json.error.code, 'deadline_exceeded');
-    assert.equal((await long).status, 200);
-    assert.equal((await received(cloud)).length, 0);
   }));
 });
 
@@ -340,8 +308,8 @@ describe('privacy first (seed 1, pattern 2) and the emergency switch', () => {
     assert.equal(again.backend, 'cloud');
     assert.equal(again.reason, 'emergency');
     assert.equal(again.json.choices[0].message.content, secret);
-    const sent = JSON.stringify(await received(cloud));
-    assert.ok(!sent.includes('jane.doe@example.com'), 'the cloud saw only a placeholder');
+    const sent = JSON.stringify((await received(cloud)).map((q) => q.body));
+    assertNoLeak(sent, ['jane.doe@example.com'], { baseline: 'mail me at ' });
     assert.match(sent, /\[EMAIL_1\]/);
 
     // Ending the emergency closes that door again.
