@@ -52,6 +52,7 @@ struct sw_front {
 struct conn {
     struct sw_front *f;
     struct bufferevent *bev;
+    struct bufferevent *sock;       /* the socket under bev */
     struct event *kick;
     bool kicking;
     struct conn *prev, *next;
@@ -139,6 +140,12 @@ static enum bufferevent_filter_result filter_out(struct evbuffer *src, struct ev
     if (!c->kicking)
         return BEV_NEED_MORE;
     evbuffer_add_buffer(dst, src);
+    /* Into the socket now, as far as it takes it: once this returns evhttp
+     * may close the connection (Connection: close, HTTP/1.0, a shutdown
+     * answer), shutting the socket down with whatever still waits in dst. */
+    evutil_socket_t fd = bufferevent_getfd(c->sock);
+    if (fd >= 0)
+        evbuffer_write(dst, fd);
     return BEV_OK;
 }
 
@@ -169,6 +176,8 @@ static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
         c->f = f;
         c->kick = event_new(base, -1, 0, on_kick, c);
     }
+    if (c)
+        c->sock = sock;
     if (sock && c && c->kick)
         c->bev = bufferevent_filter_new(sock, NULL, filter_out, BEV_OPT_CLOSE_ON_FREE,
                                         on_conn_freed, c);
