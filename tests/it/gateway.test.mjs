@@ -4,12 +4,14 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import http from 'node:http';
 import OpenAI from 'openai';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { rawConnect } from './lib/rawhttp.mjs';
 
 const PROMPT = 'Spillway relays this sentence back, token by token, unchanged.';
 
-function config({ edge, cloud, keys = '', extra = '', models } = {}) {
+function config({ edge, cloud, keys = '', extra = '', models, slots = 2 } = {}) {
   return `
 listen: "127.0.0.1:0"
 ${keys}
@@ -18,7 +20,7 @@ backends:
     tier: local
     url: "${edge}"
     model: "edge-model"
-    slots: 2
+    slots: ${slots}
   - name: cloud
     tier: cloud
     url: "${cloud}"
@@ -170,6 +172,22 @@ describe('gateway core with healthy backends', () => {
     assert.equal(b.status, 405);
   });
 
+  test('a client that asks to close the connection gets its whole answer first (Connection: close, HTTP/1.0)', async () => {
+    for (const [version, headers] of [['HTTP/1.1', { connection: 'close' }], ['HTTP/1.0', {}]]) {
+      const sock = net.connect(gw.port, '127.0.0.1');
+      await new Promise((r) => sock.on('connect', r));
+      let got = '';
+      sock.on('data', (d) => { got += d; });
+      const closed = new Promise((r) => sock.on('close', r));
+      const body = JSON.stringify({ model: 'chat', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }] });
+      sock.write(`POST /v1/chat/completions ${version}\r\nHost: x\r\nAuthorization: Bearer sk-app\r\nContent-Type: application/json\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}Content-Length: ${body.length}\r\n\r\n${body}`);
+      await closed;
+      assert.match(got, /^HTTP\/1\.[01] 200 /, `${version}: ${JSON.stringify(got.slice(0, 80))}`);
+      const json = JSON.parse(got.slice(got.indexOf('\r\n\r\n') + 4));
+      assert.equal(json.choices[0].message.content, PROMPT);
+    }
+  });
+
   test('a slow client that never finishes its headers gets a 408 and is cut off', async () => {
     const sock = net.connect(gw.port, '127.0.0.1');
     await new Promise((r) => sock.on('connect', r));
@@ -198,22 +216,30 @@ describe('connection limit', () => {
   test('at limits.max_connections new connections wait until one closes', async () => {
     const edge = await startLlmsim(['--model', 'edge-model']);
     const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), extra: 'limits:\n  max_connections: 2\n  client_timeout_ms: 10000' }));
-    const idle = [];
+    const conns = [];
     try {
+      for (let i = 0; i < 2; i++) conns.push(await rawConnect(gw.port));
+      await waitFor(() => /connection limit 2 reached/.test(gw.output()), { what: 'the limit reached' });
+      // The third connection completes its TCP handshake (the kernel backlog
+      // holds it) and sends its request, but the gateway does not take it.
+      const third = await rawConnect(gw.port);
+      conns.push(third);
+      const thirdAnswer = third.request('GET', '/healthz');
+      // Two round trips on an accepted connection: the loop has run past the
+      // moment the third was waiting to be accepted, and it was not.
       for (let i = 0; i < 2; i++) {
-        const s = net.connect(gw.port, '127.0.0.1');
-        await new Promise((r) => s.on('connect', r));
-        idle.push(s);
+        const h = await conns[0].request('GET', '/healthz');
+        assert.equal(h.status, 200);
+        assert.equal(JSON.parse(h.body).connections, 2, 'only two connections accepted');
       }
-      let answered = false;
-      const third = fetch(`${gw.url}/healthz`).then((r) => { answered = true; return r.status; });
-      // Both slots are held by idle connections: the third is not served.
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal(answered, false);
-      idle.shift().destroy();
-      assert.equal(await third, 200);
+      assert.equal(third.bytes, 0, 'the third connection got no answer while two were open');
+      // One closes: the third is taken and answered.
+      conns[1].destroy();
+      const r = await thirdAnswer;
+      assert.equal(r.status, 200);
+      assert.equal(JSON.parse(r.body).connections, 2);
     } finally {
-      idle.forEach((s) => s.destroy());
+      conns.forEach((c) => c.destroy());
       await gw.stop();
       await edge.stop();
     }
@@ -262,7 +288,8 @@ describe('failover and failure', () => {
       assert.equal(a.response.headers.get('x-spillway-backend'), 'cloud');
       assert.equal(a.data.choices[0].message.content, 'one');
 
-      await fetch(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ error_rate: 1, error_status: 503 }) });
+      const fault = await fetch(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ error_rate: 1, error_status: 503 }) });
+      assert.equal(fault.status, 200, await fault.text());
       const b = await client(gw).chat.completions
         .create({ model: 'chat', messages: [{ role: 'user', content: 'two' }], max_tokens: 8 })
         .withResponse();
@@ -366,20 +393,253 @@ describe('failover and failure', () => {
     }
   });
 
-  test('SIGTERM drains: the in-flight stream finishes, then the process exits 0', async () => {
+  test('SIGTERM drains: new requests are refused, the in-flight stream finishes, then the process exits 0', async () => {
     const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '20']);
     const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort() }));
+    let late = null;
     try {
+      // A keep-alive connection opened before the signal.
+      const open = await rawConnect(gw.port);
+      assert.equal((await open.request('GET', '/healthz')).status, 200);
       const stream = await client(gw).chat.completions.create({
         model: 'local-only', stream: true, max_tokens: 64, messages: [{ role: 'user', content: PROMPT }],
       });
       const it = stream[Symbol.asyncIterator]();
       let text = (await it.next()).value.choices[0]?.delta?.content ?? '';
       gw.proc.kill('SIGTERM');
+      await waitFor(() => /SIGTERM: draining/.test(gw.output()), { what: 'the drain to start' });
+      // A new request on that connection is refused: 503 shutting_down.
+      const refused = await open.request('POST', '/v1/chat/completions', {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'local-only', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(refused.status, 503);
+      assert.equal(JSON.parse(refused.body).error.code, 'shutting_down');
+      // A new connection is not served: refused, never answered, or 503.
+      late = await rawConnect(gw.port).catch(() => null);
+      const lateAnswer = late?.request('GET', '/v1/models').catch(() => null);
+
       for (let r = await it.next(); !r.done; r = await it.next()) text += r.value.choices[0]?.delta?.content ?? '';
       assert.equal(text, PROMPT);
       await gw.exited;
       assert.equal(gw.proc.exitCode, 0);
+      const l = await lateAnswer;
+      assert.ok(l === null || l === undefined || (l.status === 503 && /shutting_down/.test(l.body)), `a late connection was served: ${l?.status} ${l?.body}`);
+      assert.equal((await stats(edge)).served, 1, 'only the stream reached the backend');
+    } finally {
+      late?.destroy();
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+
+  test('SIGTERM with a stream longer than limits.drain_timeout_ms: the stream is cut at the drain timeout, exit 0', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--decode-tps', '10']);
+    const drainMs = 1000;
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), extra: `limits:\n  drain_timeout_ms: ${drainMs}` }));
+    try {
+      let exitAt = 0;
+      gw.proc.on('exit', () => { exitAt = Date.now(); });
+      // 100 tokens at 10/s: about ten times the drain timeout.
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'local-only', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(r.status, 200);
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let text = dec.decode((await reader.read()).value, { stream: true });
+      const sigAt = Date.now();
+      gw.proc.kill('SIGTERM');
+      const atSignal = text.length;
+      let cut = false;
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          text += dec.decode(value, { stream: true });
+        }
+      } catch {
+        cut = true; // the connection closed inside the chunked body
+      }
+      await gw.exited;
+      assert.equal(gw.proc.exitCode, 0);
+      assert.ok(text.length > atSignal, 'the stream went on during the drain');
+      assert.ok(!text.includes('data: [DONE]'), 'the stream was cut, not finished');
+      assert.ok(cut || !text.includes('data: [DONE]'));
+      const events = text.split('\n\n').filter((e) => e.startsWith('data: {'));
+      assert.ok(events.length < 100, `${events.length} events: the stream did not finish`);
+      // Not before the drain timeout (the in-flight request had until then).
+      assert.ok(exitAt - sigAt >= drainMs - 50, `exited ${exitAt - sigAt} ms after SIGTERM`);
+      // The upstream transfer was cut with it.
+      await waitFor(async () => (await stats(edge)).in_flight === 0, { what: 'the upstream request aborted' });
+      assert.equal((await stats(edge)).served, 0);
+    } finally {
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+});
+
+// An OpenAI-shaped streaming upstream in this process that writes events as
+// fast as its socket takes them (waiting for 'drain' when it does not) and
+// counts them: what a slow client lets through the gateway is visible here.
+async function startFloodUpstream(totalEvents) {
+  const st = { events: 0, bytes: 0, finished: false, blockedSince: 0 };
+  const pad = 'x'.repeat(1000);
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const pump = () => {
+        while (st.events < totalEvents) {
+          const ev = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'flood', choices: [{ index: 0, delta: { content: `<${st.events}>${pad}` }, finish_reason: null }] })}\n\n`;
+          st.events++;
+          st.bytes += ev.length;
+          if (!res.write(ev)) {
+            st.blockedSince = Date.now();
+            res.once('drain', () => { st.blockedSince = 0; pump(); });
+            return;
+          }
+        }
+        res.end('data: [DONE]\n\n');
+        st.finished = true;
+      };
+      pump();
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { st, url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }) };
+}
+
+// The body of a chunked HTTP/1.1 answer.
+function dechunk(buf) {
+  const parts = [];
+  let i = buf.indexOf('\r\n\r\n') + 4;
+  for (;;) {
+    const eol = buf.indexOf('\r\n', i);
+    const n = parseInt(buf.subarray(i, eol).toString(), 16);
+    if (!n) break;
+    parts.push(buf.subarray(eol + 2, eol + 2 + n));
+    i = eol + 2 + n + 2;
+  }
+  return Buffer.concat(parts).toString();
+}
+
+describe('slow and vanishing clients', () => {
+  test('a client that stops reading a long stream pauses the upstream; when it reads again it gets the whole stream', async () => {
+    const TOTAL = 60000; // about 65 MB of events
+    const up = await startFloodUpstream(TOTAL);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+backends:
+  - { name: flood, tier: cloud, url: "${up.url}", model: flood }
+models:
+  - { name: chat, backends: [flood] }
+`);
+    const sock = net.connect(gw.port, '127.0.0.1');
+    try {
+      sock.pause(); // never read until told
+      await new Promise((r) => sock.once('connect', r));
+      const body = JSON.stringify({ model: 'chat', stream: true, messages: [{ role: 'user', content: 'flood me' }] });
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      // The upstream is held back: its writes stop being taken, and stay so.
+      await waitFor(() => up.st.finished || (up.st.blockedSince && Date.now() - up.st.blockedSince > 1000),
+        { timeout: 30000, what: 'the upstream held back by the slow client' });
+      assert.equal(up.st.finished, false, `the gateway took the whole ${up.st.bytes}-byte stream for a client that reads nothing`);
+      assert.ok(up.st.events < TOTAL / 2, `${up.st.events} of ${TOTAL} events sent while the client read nothing`);
+
+      // The client reads again: every event arrives, in order, then [DONE].
+      const chunks = [];
+      sock.on('data', (d) => chunks.push(d));
+      const ended = new Promise((r) => {
+        let tail = '';
+        sock.on('data', (d) => { tail = (tail + d.toString('latin1')).slice(-16); if (tail.endsWith('0\r\n\r\n')) r(); });
+        sock.on('close', r);
+      });
+      sock.resume();
+      await ended;
+      const text = dechunk(Buffer.concat(chunks));
+      const events = text.split('\n\n').filter(Boolean);
+      assert.equal(events.at(-1), 'data: [DONE]');
+      const seq = events.slice(0, -1).map((e) => Number(JSON.parse(e.slice(6)).choices[0].delta.content.match(/^<(\d+)>/)[1]));
+      assert.equal(seq.length, TOTAL);
+      assert.ok(seq.every((n, k) => n === k), 'events in order, none lost');
+      assert.ok(up.st.finished);
+    } finally {
+      sock.destroy();
+      await gw.stop();
+      await up.close();
+    }
+  });
+
+  test('client abort while queued in Spillway: the request leaves the queue and never reaches the backend', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']);
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), slots: 1 }));
+    const ask = (max_tokens, signal) => fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal,
+      body: JSON.stringify({ model: 'local-only', max_tokens, messages: [{ role: 'user', content: 'x' }] }),
+    }).then(async (r) => ({ status: r.status, text: await r.text() }));
+    const inFlight = async () => (await getJSON(`${gw.url}/healthz`)).body.in_flight;
+    try {
+      const acLong = new AbortController();
+      const long = ask(200, acLong.signal).catch((e) => e.name); // 10 s on the only slot
+      await waitFor(async () => (await stats(edge)).in_flight === 1, { what: 'the slot busy' });
+      const ac = new AbortController();
+      const queued = ask(4, ac.signal).catch((e) => e.name);
+      await waitFor(async () => (await inFlight()) === 2, { what: 'the second request waiting in Spillway' });
+      ac.abort();
+      assert.equal(await queued, 'AbortError');
+      // It leaves Spillway's queue while the slot is still busy.
+      await waitFor(async () => (await inFlight()) === 1, { what: 'the abandoned request gone' });
+      const s = await stats(edge);
+      assert.equal(s.in_flight, 1, 'the long request still holds the slot');
+      assert.equal(s.served, 0);
+      acLong.abort();
+      assert.equal(await long, 'AbortError');
+      await waitFor(async () => (await stats(edge)).in_flight === 0, { what: 'the slot freed' });
+      // The next request takes the slot; the abandoned one was never sent.
+      assert.equal((await ask(4)).status, 200);
+      assert.equal((await received(edge)).length, 2, 'the backend saw the long request and the next one only');
+    } finally {
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+
+  test('client abort while queued on the backend and while in prefill: the backend drops it and frees the slot', async () => {
+    // 200 ms of prefill per prompt token: a 60-token prompt sits in prefill for 12 s.
+    const edge = await startLlmsim(['--model', 'edge-model', '--slots', '1', '--prefill-ms-per-token', '200']);
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), slots: 2 }));
+    const ask = (content, signal) => fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal,
+      body: JSON.stringify({ model: 'local-only', max_tokens: 1, messages: [{ role: 'user', content }] }),
+    }).then(async (r) => ({ status: r.status, text: await r.text() }), (e) => e.name);
+    try {
+      const inPrefill = new AbortController();
+      const a = ask('y'.repeat(224), inPrefill.signal);
+      await waitFor(async () => (await stats(edge)).in_flight === 1, { what: 'the first request in prefill' });
+      const inQueue = new AbortController();
+      const b = ask('z'.repeat(224), inQueue.signal);
+      await waitFor(async () => (await stats(edge)).queued === 1, { what: 'the second request queued on the backend' });
+
+      inQueue.abort();
+      assert.equal(await b, 'AbortError');
+      await waitFor(async () => (await stats(edge)).queued === 0, { what: 'the backend queue to drop' });
+      let s = await stats(edge);
+      assert.equal(s.aborted, 1);
+      assert.equal(s.in_flight, 1, 'the other request is still in prefill');
+
+      inPrefill.abort();
+      assert.equal(await a, 'AbortError');
+      await waitFor(async () => (await stats(edge)).in_flight === 0, { what: 'the slot freed during prefill' });
+      s = await stats(edge);
+      assert.equal(s.aborted, 2);
+      assert.equal(s.tokens_sent, 0, 'nothing was generated for them');
+      // The freed slot serves the next request.
+      const c = await ask('x');
+      assert.equal(c.status, 200, c.text);
+      assert.equal((await stats(edge)).served, 1);
     } finally {
       await gw.stop();
       await edge.stop();

@@ -1,5 +1,6 @@
 // Operating Spillway: Prometheus metrics that move with traffic, the
-// decision log, hot reload under load, refused reloads, runtime thresholds,
+// decision log, hot reload under load (and the state it carries over),
+// refused reloads, runtime thresholds and the spend-cap override,
 // breaker reset, and the emergency switch showing in state, logs and metrics.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,6 +44,33 @@ async function metrics(gw) {
   }
   return out;
 }
+const state = async (gw) => (await getJSON(`${gw.url}/admin/state`, { headers: auth })).body;
+const backendState = async (gw, name) => (await state(gw)).backends.find((b) => b.name === name);
+const received = async (sim) => (await getJSON(`${sim.url}/admin/received`)).body.requests.length;
+async function setFaults(sim, faults) {
+  const r = await fetch(`${sim.url}/admin/faults`, faults ? { method: 'POST', body: JSON.stringify(faults) } : { method: 'DELETE' });
+  assert.equal(r.status, 200, await r.text());
+}
+const ask = async (gw, model, extra = {}) => {
+  const r = await chat(gw, { model, ...extra });
+  return { status: r.status, text: await r.text(), backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason') };
+};
+
+// Backends by name: { edge: { url, slots }, cloud: { url } ...}; models: { chat: ['edge', 'cloud'] }.
+function config({ backends, models, routing = '' }) {
+  return `
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+${Object.entries(backends).map(([name, b]) => `  - { name: ${name}, tier: ${b.tier || (b.slots ? 'local' : 'cloud')}, url: "${b.url}", model: ${name}-model${b.slots ? `, slots: ${b.slots}` : ''}${b.tier === 'cloud' || !b.slots ? ', price: { input_usd_per_mtok: 1, output_usd_per_mtok: 2 }' : ''} }`).join('\n')}
+models:
+${Object.entries(models).map(([name, bs]) => `  - { name: ${name}, backends: [${bs.join(', ')}] }`).join('\n')}
+routing:
+  health_interval_ms: 200
+${routing}
+`;
+}
+
 const sum = (m, prefix) => Object.entries(m).filter(([k]) => k.startsWith(prefix)).reduce((a, [, v]) => a + v, 0);
 
 describe('metrics and the decision log', () => {
@@ -146,8 +174,79 @@ describe('hot reload', () => {
   });
 });
 
+describe('hot reload carries state over', () => {
+  test('the new budget is in force at once; requests in flight finish on their snapshot; breaker, queue and learned rates carry over', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']);
+    const flaky = await startLlmsim(['--model', 'flaky-model', '--error-rate', '1', '--error-status', '503']);
+    const cloud = await startLlmsim(['--model', 'cloud-model']);
+    const gw = await startSpillway(config({
+      backends: { edge: { url: edge.url, slots: 1 }, flaky: { url: flaky.url, slots: 1 }, cloud: { url: cloud.url } },
+      models: { chat: ['edge', 'cloud'], flakychat: ['flaky', 'cloud'] },
+      routing: '  ttft_budget_ms: 20000\n  breaker: { failures: 2, window_ms: 10000, cooldown_ms: 60000 }',
+    }));
+    const file = readFileSync(gw.configFile, 'utf8');
+    try {
+      // Learned rates: one short streamed answer replaces the priors.
+      assert.equal((await ask(gw, 'chat', { stream: true, max_tokens: 8 })).backend, 'edge');
+      const learned = await backendState(gw, 'edge');
+      assert.equal(learned.avg_output_tokens, 8);
+      // An open breaker: flaky fails twice.
+      for (let i = 0; i < 2; i++) assert.equal((await ask(gw, 'flakychat')).backend, 'cloud');
+      assert.equal((await backendState(gw, 'flaky')).breaker, 'open');
+      assert.equal(await received(flaky), 2);
+
+      // In flight: a stream on the only slot (60 tokens: 3 s) and a request queued behind it.
+      const streamed = fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chat', stream: true, max_tokens: 60, messages: [{ role: 'user', content: 'x' }] }),
+      }).then(async (r) => ({ status: r.status, backend: r.headers.get('x-spillway-backend'), text: await r.text() }));
+      await waitFor(async () => (await backendState(gw, 'edge')).in_flight === 1, { what: 'edge busy' });
+      const queued = ask(gw, 'chat');
+      await waitFor(async () => (await backendState(gw, 'edge')).queued === 1, { what: 'a request queued on edge' });
+
+      // Reload with a 50 ms budget.
+      writeFileSync(gw.configFile, file.replace('ttft_budget_ms: 20000', 'ttft_budget_ms: 50'));
+      assert.equal((await getJSON(`${gw.url}/admin/reload`, { method: 'POST', headers: auth })).status, 200);
+
+      // State carried over: the breaker is still open, the queue and the slot
+      // still taken, the learned rates unchanged.
+      const after = await state(gw);
+      const e = after.backends.find((b) => b.name === 'edge');
+      assert.equal(after.backends.find((b) => b.name === 'flaky').breaker, 'open');
+      assert.equal(e.in_flight, 1);
+      assert.equal(e.queued, 1);
+      for (const k of ['prefill_ms_per_token', 'decode_tps', 'avg_output_tokens']) assert.equal(e[k], learned[k], k);
+      // The open breaker still keeps traffic off flaky.
+      const f = await ask(gw, 'flakychat');
+      assert.equal(f.backend, 'cloud');
+      assert.equal(f.reason, 'breaker');
+      assert.equal(await received(flaky), 2);
+
+      // The new budget is in force for new requests: behind the busy slot they spill.
+      const fresh = await ask(gw, 'chat');
+      assert.equal(fresh.backend, 'cloud');
+      assert.equal(fresh.reason, 'overflow');
+
+      // The requests in flight finish on the snapshot they started with: the
+      // queued one keeps its 20 s budget and is served locally, the stream is whole.
+      const q = await queued;
+      assert.equal(q.status, 200, q.text);
+      assert.equal(q.backend, 'edge');
+      assert.equal(q.reason, 'baseline');
+      const st = await streamed;
+      assert.equal(st.status, 200);
+      assert.equal(st.backend, 'edge');
+      const events = st.text.split('\n\n').filter(Boolean);
+      assert.equal(events.at(-1), 'data: [DONE]');
+      assert.equal(events.slice(0, -1).filter((ev) => JSON.parse(ev.slice(6)).choices?.[0]?.delta?.content).length, 60);
+    } finally {
+      await gw.stop(); await edge.stop(); await flaky.stop(); await cloud.stop();
+    }
+  });
+});
+
 describe('admin controls', () => {
-  test('thresholds change at run time; a breaker can be reset; an emergency shows in state, logs and metrics', async () => {
+  test('thresholds change at run time; an emergency shows in state, logs and metrics', async () => {
     const edge = await startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']);
     const cloud = await startLlmsim(['--model', 'cloud-model']);
     const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url, budget: 20000, slots: 1 }));
@@ -166,9 +265,6 @@ describe('admin controls', () => {
       const badPut = await getJSON(`${gw.url}/admin/thresholds`, { method: 'PUT', headers: auth, body: JSON.stringify({ ttft_budget_ms: -1 }) });
       assert.equal(badPut.status, 400);
 
-      const reset = await getJSON(`${gw.url}/admin/breakers/cloud/reset`, { method: 'POST', headers: auth });
-      assert.equal(reset.status, 200);
-      assert.equal((await getJSON(`${gw.url}/admin/breakers/nope/reset`, { method: 'POST', headers: auth })).status, 404);
 
       const declared = await getJSON(`${gw.url}/admin/emergency`, { method: 'POST', headers: auth, body: JSON.stringify({ declared: true, reason: 'datacenter flood' }) });
       assert.equal(declared.status, 200);
@@ -179,6 +275,75 @@ describe('admin controls', () => {
       assert.match(gw.output(), /admin: emergency DECLARED \(reason: datacenter flood\)/);
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+
+  test('a breaker reset sends traffic back to a backend whose breaker is open', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model']);
+    const cloud = await startLlmsim(['--model', 'cloud-model']);
+    const gw = await startSpillway(config({
+      backends: { edge: { url: edge.url, slots: 2 }, cloud: { url: cloud.url } },
+      models: { chat: ['edge', 'cloud'] },
+      routing: '  breaker: { failures: 2, window_ms: 10000, cooldown_ms: 60000 }',
+    }));
+    try {
+      await setFaults(edge, { error_rate: 1, error_status: 503 });
+      for (let i = 0; i < 2; i++) assert.equal((await ask(gw, 'chat')).backend, 'cloud');
+      assert.equal((await backendState(gw, 'edge')).breaker, 'open');
+      // The box is fixed, but the open breaker (60 s cooldown) keeps traffic off it.
+      await setFaults(edge, null);
+      const off = await ask(gw, 'chat');
+      assert.equal(off.backend, 'cloud');
+      assert.equal(off.reason, 'breaker');
+      assert.equal(await received(edge), 2);
+
+      const reset = await getJSON(`${gw.url}/admin/breakers/edge/reset`, { method: 'POST', headers: auth });
+      assert.equal(reset.status, 200);
+      assert.deepEqual(reset.body, { backend: 'edge', breaker: 'closed' });
+      assert.match(gw.output(), /breaker of edge reset/);
+      const back = await ask(gw, 'chat');
+      assert.equal(back.status, 200);
+      assert.equal(back.backend, 'edge');
+      assert.equal(back.reason, 'baseline');
+      assert.equal(await received(edge), 3);
+      assert.equal((await getJSON(`${gw.url}/admin/breakers/nope/reset`, { method: 'POST', headers: auth })).status, 404);
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+
+  test('the spend cap set at run time changes routing: over it cloud requests are shed, without it they are served', async () => {
+    const cloud = await startLlmsim(['--model', 'cloud-model']);
+    const gw = await startSpillway(config({
+      backends: { cloud: { url: cloud.url } },
+      models: { cloudy: ['cloud'] },
+      routing: '  spend: { on_cap: shed, shed_retry_after_s: 9 }',
+    }));
+    const cap = (usd) => getJSON(`${gw.url}/admin/thresholds`, { method: 'PUT', headers: auth, body: JSON.stringify({ spend_cap_usd: usd }) });
+    try {
+      // No cap in the file: served.
+      const first = await ask(gw, 'cloudy');
+      assert.equal(first.status, 200);
+      assert.equal(first.backend, 'cloud');
+      const spent = (await state(gw)).spend_usd;
+      assert.ok(spent > 0, 'the first request cost something');
+
+      // A cap below what was spent: the next cloud request is shed.
+      const put = await cap(spent / 2);
+      assert.equal(put.status, 200);
+      assert.equal(put.body.spend_cap_usd, spent / 2);
+      const shed = await ask(gw, 'cloudy');
+      assert.equal(shed.status, 429, shed.text);
+      assert.equal(JSON.parse(shed.text).error.code, 'budget_exhausted');
+      assert.equal(await received(cloud), 1, 'the shed request never reached the cloud');
+
+      // Cap removed (0: none): served again.
+      assert.equal((await cap(0)).status, 200);
+      const again = await ask(gw, 'cloudy');
+      assert.equal(again.status, 200);
+      assert.equal(again.backend, 'cloud');
+    } finally {
+      await gw.stop(); await cloud.stop();
     }
   });
 });

@@ -38,6 +38,7 @@ async function chat(gw, model, { headers = {}, extra = {} } = {}) {
     status: r.status, json, text,
     backend: r.headers.get('x-spillway-backend'), tier: r.headers.get('x-spillway-tier'),
     reason: r.headers.get('x-spillway-reason'), retryAfter: r.headers.get('retry-after'),
+    requestId: r.headers.get('x-request-id'),
   };
 }
 
@@ -45,6 +46,9 @@ const state = async (gw) => (await getJSON(`${gw.url}/admin/state`, { headers: {
 const backendState = async (gw, name) => (await state(gw)).backends.find((b) => b.name === name);
 const received = async (sim) => (await getJSON(`${sim.url}/admin/received`)).body.requests;
 const simStats = async (sim) => (await getJSON(`${sim.url}/admin/stats`)).body;
+// The decision-log line of one request, from the in-memory ring.
+const decision = async (gw, requestId) => (await getJSON(`${gw.url}/admin/decisions?n=1000`, { headers: { authorization: `Bearer ${ADMIN}` } }))
+  .body.decisions.find((d) => d.request_id === requestId);
 
 async function withProcs(fn) {
   const procs = [];
@@ -85,10 +89,50 @@ describe('overflow (seed 2): spill only what the local box cannot start within t
     assert.equal(after.backend, 'edge');
     assert.equal(after.reason, 'baseline');
   }));
+
+  test('a request queued locally moves to the cloud once its estimated first token falls behind the TTFT budget', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 1 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+      routing: '  ttft_budget_ms: 1500',
+    })));
+    // One short answer teaches the router this box's service time (8 tokens
+    // at 20/s: well under a second), so waiting behind one request fits the budget.
+    const warm = await chat(gw, 'chat', { extra: { stream: true, max_tokens: 8 } });
+    assert.equal(warm.backend, 'edge');
+    const est = (await backendState(gw, 'edge')).est_ttft_ms;
+    assert.ok(est < 500, `idle estimate ${est} ms`);
+    // A long request (100 tokens: 5 s) holds the only slot.
+    const long = chat(gw, 'chat', { extra: { max_tokens: 100 } });
+    await waitFor(async () => (await simStats(edge)).in_flight === 1, { what: 'edge busy' });
+    // The next one is queued locally: its estimated start is within the budget...
+    const queued = chat(gw, 'chat');
+    await waitFor(async () => (await backendState(gw, 'edge')).queued === 1, { what: 'the request queued locally' });
+    // ...but the slot does not free as estimated; once its first token would
+    // come after 1.5 s it leaves the queue for the cloud.
+    const moved = await queued;
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(moved.backend, 'cloud');
+    assert.equal(moved.tier, 'cloud');
+    assert.equal(moved.reason, 'overflow');
+    const s = await simStats(edge);
+    assert.equal(s.in_flight, 1, 'moved while the long request still held the slot');
+    assert.equal(s.chat_requests, 2, 'the moved request never reached the local box');
+    assert.equal((await backendState(gw, 'edge')).queued, 0);
+    const d = await decision(gw, moved.requestId);
+    assert.deepEqual(d.attempts.map((a) => [a.backend, a.outcome]), [['edge', 'skipped'], ['cloud', 'ok']]);
+    assert.equal(d.reason, 'overflow');
+    assert.equal((await long).backend, 'edge');
+  }));
 });
 
 describe('circuit breaker (seed 1, pattern 4)', () => {
-  test('a local crash opens the breaker, traffic goes to the cloud, and comes back after recovery', () => withProcs(async (track) => {
+  test('a local crash opens the breaker: the local box is not attempted at all while it is open; traffic comes back after recovery', () => withProcs(async (track) => {
     const port = await (async () => { const s = await startLlmsim(); const p = s.port; await s.stop(); return p; })();
     let edge = await startLlmsim(['--port', String(port), '--model', 'edge-model']);
     const cloud = await track(startLlmsim(['--model', 'cloud-model']));
@@ -98,7 +142,7 @@ describe('circuit breaker (seed 1, pattern 4)', () => {
         { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
       ],
       models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
-      routing: '  breaker: { failures: 2, window_ms: 10000, cooldown_ms: 500 }',
+      routing: '  breaker: { failures: 2, window_ms: 10000, cooldown_ms: 4000 }',
     })));
     try {
       assert.equal((await chat(gw, 'chat')).backend, 'edge');
@@ -110,14 +154,27 @@ describe('circuit breaker (seed 1, pattern 4)', () => {
         assert.equal(r.status, 200);
         assert.equal(r.backend, 'cloud');
       }
-      await waitFor(async () => (await backendState(gw, 'edge')).breaker !== 'closed', { what: 'edge breaker open' });
+      await waitFor(async () => (await backendState(gw, 'edge')).breaker === 'open', { what: 'edge breaker open' });
+      // Open: the request goes straight to the cloud, no attempt on the local box.
       const during = await chat(gw, 'chat');
       assert.equal(during.backend, 'cloud');
-      assert.ok(['breaker', 'fallback'].includes(during.reason), during.reason);
+      assert.deepEqual((await decision(gw, during.requestId)).attempts.map((a) => a.backend), ['cloud']);
 
+      // The box is back (and its health check passes), but the breaker is
+      // still open: it gets no request until the cooldown ends.
       edge = await startLlmsim(['--port', String(port), '--model', 'edge-model']);
+      await waitFor(async () => (await backendState(gw, 'edge')).health === 'up', { what: 'edge healthy again' });
+      assert.equal((await backendState(gw, 'edge')).breaker, 'open');
+      for (let i = 0; i < 3; i++) {
+        const r = await chat(gw, 'chat');
+        assert.equal(r.status, 200);
+        assert.equal(r.backend, 'cloud');
+        assert.equal(r.reason, 'breaker');
+      }
+      assert.equal((await received(edge)).length, 0, 'no request reached the local box while its breaker was open');
+
       // After the cooldown a probe goes through and the breaker closes again.
-      await waitFor(async () => (await chat(gw, 'chat')).backend === 'edge', { timeout: 8000, every: 100, what: 'traffic back on edge' });
+      await waitFor(async () => (await chat(gw, 'chat')).backend === 'edge', { timeout: 10000, every: 100, what: 'traffic back on edge' });
       assert.equal((await backendState(gw, 'edge')).breaker, 'closed');
       const back = await chat(gw, 'chat');
       assert.equal(back.backend, 'edge');
@@ -198,7 +255,7 @@ describe('latency routing (seed 1, pattern 1)', () => {
     assert.equal(r.reason, 'latency');
     // The fault is gone; only fast health checks feed the window now. It
     // recovers once the average stayed below 150 ms for the dwell time.
-    await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
+    assert.equal((await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' })).status, 200);
     await waitFor(async () => (await backendState(gw, 'edge')).health === 'up', { timeout: 8000, every: 50, what: 'edge recovered' });
     assert.equal((await chat(gw, 'chat')).backend, 'edge');
   }));

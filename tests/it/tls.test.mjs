@@ -14,6 +14,7 @@ import { startSpillway, getJSON } from './lib/harness.mjs';
 let server, port, dir;
 const sockets = new Set();
 let requests = 0;
+let handshakes = 0; // TLS connections the upstream accepted
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'spillway-tls-'));
@@ -34,7 +35,7 @@ before(async () => {
       }));
     });
   });
-  server.on('secureConnection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  server.on('secureConnection', (s) => { handshakes++; sockets.add(s); s.on('close', () => sockets.delete(s)); });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   port = server.address().port;
 });
@@ -68,13 +69,15 @@ test('a certificate the system does not trust is refused', async () => {
 test('the backend CA in ca_file is trusted, and the connection is kept alive', async () => {
   const gw = await startSpillway(cfg(`, ca_file: "${join(dir, 'cert.pem')}"`));
   try {
+    const before = { handshakes, requests };
     for (let i = 0; i < 3; i++) {
       const r = await ask(gw);
       assert.equal(r.status, 200);
       assert.equal(r.body.choices[0].message.content, 'over TLS');
       assert.equal(r.body.model, 'chat');
     }
-    assert.equal(sockets.size, 1, 'three requests over one TLS connection');
+    assert.equal(requests - before.requests, 3);
+    assert.equal(handshakes - before.handshakes, 1, 'three requests over one TLS connection, made once');
   } finally {
     await gw.stop();
   }
