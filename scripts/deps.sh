@@ -4,6 +4,7 @@
 # npm packages via `npm ci` from the committed lock file.
 #   scripts/deps.sh build   libraries for building spillway and llmsim
 #   scripts/deps.sh test    build + test tools (cmocka, node, wrk, ...) + npm ci
+#   scripts/deps.sh bench   build + what bench/proxy.sh runs (nginx, haproxy, wrk, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
@@ -29,6 +30,18 @@ if [ "$what" = test ]; then
   bin bc bc
   bin openssl openssl
   bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)
+fi
+
+if [ "$what" = bench ]; then
+  PATH=$PATH:/usr/sbin:/sbin   # nginx and haproxy live there
+  bin wrk wrk
+  bin curl curl
+  bin nginx nginx
+  bin haproxy haproxy
+  bin taskset util-linux
+  bin pgrep procps
+  bin ss iproute2
+  bin python3 python3
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
