@@ -38,6 +38,7 @@ BODY=bench/chat-1k.json
 # upstream side): raise the soft limit as far as the hard one allows.
 ulimit -n "$(ulimit -Hn)"
 scripts/deps.sh bench
+command -v bc >/dev/null || { echo "proxy.sh: needs bc" >&2; exit 1; }
 make -s --no-print-directory BUILD="$BUILD" all
 mkdir -p "$BUILD/bench"
 for p in upstream streams; do
@@ -92,7 +93,7 @@ rss_kb() {
 
 # ---- the fixed upstream ----
 taskset -c "$LOAD_CPU" "$BUILD/bench/upstream" 0 "$EVENT_MS" >"$tmp/upstream.log" 2>&1 &
-pids+=($!)
+pids+=($!); UPPID=$!
 UP=$(log_port "$tmp/upstream.log")
 
 # ---- Spillway: PII scan (local_only), decision log to a file, metrics ----
@@ -189,12 +190,12 @@ for t in $TARGETS; do
   esac
 done
 URL[direct]="127.0.0.1:$UP"
+res=$tmp/results   # one line per measurement: target test key=value...
 for t in $TARGETS; do
   wait_http "http://${URL[$t]}/health"
   PIDS[$t]=$(proc_pids "${PIDS[$t]}")
+  echo "$t base rss_kb=$(rss_kb "${PIDS[$t]}")" >>"$res"   # idle, before any load
 done
-
-res=$tmp/results   # one line per measurement: target test key=value...
 notes=$tmp/notes
 touch "$notes"
 alive() { # target test: false (and a note) once the proxy has exited
@@ -238,9 +239,11 @@ wrk_run() { # target
 
 # ---- streams: bench/streams.c ----
 stream_run() { # target N
-  local t=$1 n=$2
-  echo "$t s$n $(taskset -c "$LOAD_CPU" "$BUILD/bench/streams" "${URL[$t]}" "$n" "$BODY" \
-    "${PIDS[$t]}" "$WINDOW" "$CONN_CLOSE")" >>"$res"
+  local t=$1 n=$2 u0 line
+  u0=$(cpu_ticks "$UPPID")
+  line=$(taskset -c "$LOAD_CPU" "$BUILD/bench/streams" "${URL[$t]}" "$n" "$BODY" \
+    "${PIDS[$t]}" "$WINDOW" "$CONN_CLOSE")
+  echo "$t s$n $line up_cpu_s=$(echo "($(cpu_ticks "$UPPID") - $u0) / $(getconf CLK_TCK)" | bc -l)" >>"$res"
 }
 
 echo "proxy.sh: upstream bench/upstream.c on :$UP (22 SSE events, $EVENT_MS ms apart); 1 KB body;" \

@@ -1,17 +1,18 @@
 #!/usr/bin/awk -f
 # The tables of bench/proxy.sh from its result lines ("TARGET TEST key=value ...",
-# TEST being "wrk" or "sN"): per target, then Spillway's figures divided by each
+# TEST being "base" (idle RSS), "wrk" or "sN"): per target, then Spillway's figures divided by each
 # other proxy's. Variables: conns, dur, event_ms, window, targets.
 {
   t = $1; k = $2
   for (i = 3; i <= NF; i++) { split($i, kv, "="); v[t, k, kv[1]] = kv[2] }
-  if (k != "wrk" && !(k in seen)) { seen[k] = 1; tests[++nt] = k }
+  if (k ~ /^s[0-9]+$/ && !(k in seen)) { seen[k] = 1; tests[++nt] = k }
 }
 function num(x) { return x == "" ? "-" : x }
 function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
 function per_stream(t, k) {
   if (v[t, k, "rss_peak_kb"] == "") return ""
-  return sprintf("%.1f", (v[t, k, "rss_peak_kb"] - v[t, k, "rss_idle_kb"]) / v[t, k, "n"])
+  # over the RSS right after start-up: memory kept from earlier runs is not free
+  return sprintf("%.1f", (v[t, k, "rss_peak_kb"] - v[t, "base", "rss_kb"]) / v[t, k, "n"])
 }
 END {
   nt2 = split(targets, tg, " ")
@@ -27,16 +28,17 @@ END {
   printf "\nstreams: N at once, one streaming POST each%s, 22 SSE events %s ms apart;\n",
     conn_close == "0" ? " (keep-alive)" : " with Connection: close", event_ms
   printf "at most %s opened and waiting for their first byte\n", window
-  printf "%-9s %6s %13s %9s %9s %9s %7s %9s %10s\n", "target", "N", "done/N", "fb p50", "fb p99", "fb max",
-    "CPU s", "peak MB", "KB/stream"
+  printf "%-9s %6s %13s %9s %9s %9s %7s %9s %10s %9s\n", "target", "N", "done/N", "fb p50", "fb p99", "fb max",
+    "CPU s", "peak MB", "KB/stream", "up CPU s"
   for (j = 1; j <= nt; j++) {
     k = tests[j]
     for (i = 1; i <= nt2; i++) {
       t = tg[i]
       if (v[t, k, "n"] == "") continue
-      printf "%-9s %6s %13s %9s %9s %9s %7s %9.1f %10s\n", t, v[t, k, "n"],
+      printf "%-9s %6s %13s %9s %9s %9s %7s %9.1f %10s %9.2f\n", t, v[t, k, "n"],
         v[t, k, "done"] "/" v[t, k, "n"], v[t, k, "fb_p50_ms"], v[t, k, "fb_p99_ms"],
-        v[t, k, "fb_max_ms"], v[t, k, "cpu_s"], v[t, k, "rss_peak_kb"] / 1024, per_stream(t, k)
+        v[t, k, "fb_max_ms"], v[t, k, "cpu_s"], v[t, k, "rss_peak_kb"] / 1024, per_stream(t, k),
+        v[t, k, "up_cpu_s"]
       if (v[t, k, "done"] < v[t, k, "n"])
         short = short sprintf("  %s, %s streams: %d not done (%d connect errors, %d HTTP errors, %d cut short or no [DONE])\n",
           t, v[t, k, "n"], v[t, k, "n"] - v[t, k, "done"], v[t, k, "connect_err"], v[t, k, "http_err"],

@@ -9,7 +9,8 @@
  * Connections are opened as fast as they are answered, with at most WINDOW
  * (default 1000) opened and still waiting for their first byte. PIDS
  * (comma-separated) are the proxy's processes: their CPU time (utime+stime)
- * over the run and their summed RSS, sampled every 50 ms, are reported.
+ * over the run (up to the last sample if one exits) and their summed RSS,
+ * sampled every 50 ms, are reported.
  * CLOSE 0 leaves out "Connection: close" (the client still closes after the
  * answer).
  *
@@ -72,7 +73,7 @@ static double proc_cpu_s(void)
         snprintf(path, sizeof path, "/proc/%d/stat", pids[i]);
         FILE *f = fopen(path, "r");
         if (!f)
-            continue;
+            return -1;  /* gone: the caller keeps its last sample */
         size_t n = fread(buf, 1, sizeof buf - 1, f);
         fclose(f);
         buf[n] = '\0';
@@ -240,7 +241,7 @@ int main(int argc, char **argv)
     int ep = epoll_create1(0);
     struct epoll_event evs[1024];
     int next = 0, active = 0, waiting_fb = 0;
-    double cpu0 = proc_cpu_s();
+    double cpu0 = proc_cpu_s(), cpu_last = cpu0;
     long rss_idle = proc_rss_kb(), rss_peak = rss_idle;
     double start = now_s(), last_sample = start;
     char buf[65536];
@@ -367,6 +368,9 @@ int main(int argc, char **argv)
             long rss = proc_rss_kb();
             if (rss > rss_peak)
                 rss_peak = rss;
+            double c = proc_cpu_s();
+            if (c >= 0)
+                cpu_last = c;
             for (int i = 0; i < next; i++)     /* the 60 s cap per stream */
                 if (st[i].state != S_DONE && t - st[i].t0 > 60) {
                     if (st[i].fb < 0)
@@ -376,7 +380,8 @@ int main(int argc, char **argv)
         }
     }
     double wall = now_s() - start;
-    double cpu = proc_cpu_s() - cpu0;
+    double cpu_end = proc_cpu_s();
+    double cpu = (cpu_end >= 0 ? cpu_end : cpu_last) - cpu0;
 
     double *fbs = malloc((size_t)n * sizeof *fbs);
     int nfb = 0, ok = 0, done = 0, cerr = 0, herr = 0;

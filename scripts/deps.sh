@@ -42,6 +42,7 @@ if [ "$what" = bench ]; then
   bin pgrep procps
   bin ss iproute2
   bin python3 python3
+  bin bc bc
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
