@@ -99,7 +99,7 @@ test-it: all
 	SPILLWAY_BUILD=$(BUILD) node --test --test-concurrency=1 tests/it/*.test.mjs
 
 bench:
-	@BUILD=$(BUILD) bench/proxy.sh
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) bench/proxy.sh
 
 fuzz:
 	@tests/fuzz/run.sh

@@ -14,11 +14,13 @@
 # streams opened and still waiting for their first byte, 1000), CONN_CLOSE
 # (1: every stream sends "Connection: close"; 0: keep-alive), TARGETS
 # ("spillway nginx haproxy"), PROXY_CPU (1), LOAD_CPU (0: wrk, the stream
-# client and the upstream), BUILD (build).
+# client and the upstream), SANITIZE (1: the sanitizer build), BUILD (build,
+# or build/asan with SANITIZE=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD=${BUILD:-build}
+SANITIZE=${SANITIZE:-0}   # 1: Spillway from the sanitizer build (build/asan)
+if [ "$SANITIZE" = 1 ]; then BUILD=${BUILD:-build/asan}; else BUILD=${BUILD:-build}; fi
 PATH=$PATH:/usr/sbin:/sbin   # nginx, haproxy
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then
@@ -39,7 +41,7 @@ BODY=bench/chat-1k.json
 ulimit -n "$(ulimit -Hn)"
 scripts/deps.sh bench
 command -v bc >/dev/null || { echo "proxy.sh: needs bc" >&2; exit 1; }
-make -s --no-print-directory BUILD="$BUILD" all
+make -s --no-print-directory BUILD="$BUILD" SANITIZE="$SANITIZE" all
 mkdir -p "$BUILD/bench"
 for p in upstream streams; do
   ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$BUILD/bench/$p" "bench/$p.c"
