@@ -98,8 +98,8 @@ test-unit: $(UT_BIN)
 test-it: all
 	SPILLWAY_BUILD=$(BUILD) node --test --test-concurrency=1 tests/it/*.test.mjs
 
-bench: all
-	@bench/run.sh
+bench:
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) bench/proxy.sh
 
 fuzz:
 	@tests/fuzz/run.sh

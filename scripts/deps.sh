@@ -4,6 +4,7 @@
 # npm packages via `npm ci` from the committed lock file.
 #   scripts/deps.sh build   libraries for building spillway and llmsim
 #   scripts/deps.sh test    build + test tools (cmocka, node, wrk, clang, ...) + npm ci
+#   scripts/deps.sh bench   build + what bench/proxy.sh runs (nginx, haproxy, wrk, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
@@ -34,6 +35,19 @@ if [ "$what" = test ]; then
   # make fuzz-smoke: clang and its libFuzzer runtime (a recommendation of clang's, skipped below)
   printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; return (int)n * 0; }\n' \
     | clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 || need+=(clang libclang-rt-dev)
+fi
+
+if [ "$what" = bench ]; then
+  PATH=$PATH:/usr/sbin:/sbin   # nginx and haproxy live there
+  bin wrk wrk
+  bin curl curl
+  bin nginx nginx
+  bin haproxy haproxy
+  bin taskset util-linux
+  bin pgrep procps
+  bin ss iproute2
+  bin python3 python3
+  bin bc bc
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# Side-by-side proxy benchmark: Spillway (every feature on), nginx (proxy_pass
+# with an upstream keep-alive pool) and HAProxy (http-reuse always), in one
+# run, each proxy pinned to the same core, in front of the same fixed upstream
+# (bench/upstream.c: canned chat.completion, or 22 SSE events EVENT_MS apart
+# ending with "data: [DONE]") with the same 1 KB chat body (bench/chat-1k.json).
+# docs/internals/datapath.md explains every column.
+#
+#   bench/proxy.sh                  full run (~3 min): wrk 5 s, streams 200/2000/10000
+#   QUICK=1 bench/proxy.sh          ~30 s: wrk 2 s, streams 200/2000, events 50 ms apart
+#
+# Knobs (environment): DURATION (wrk seconds), CONNS (wrk connections, 64),
+# STREAMS ("200 2000 10000"), EVENT_MS (gap between SSE events), WINDOW (most
+# streams opened and still waiting for their first byte, 1000), CONN_CLOSE
+# (1: every stream sends "Connection: close"; 0: keep-alive), TARGETS
+# ("spillway nginx haproxy"), PROXY_CPU (1), LOAD_CPU (0: wrk, the stream
+# client and the upstream), SANITIZE (1: the sanitizer build), BUILD (build,
+# or build/asan with SANITIZE=1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SANITIZE=${SANITIZE:-0}   # 1: Spillway from the sanitizer build (build/asan)
+if [ "$SANITIZE" = 1 ]; then BUILD=${BUILD:-build/asan}; else BUILD=${BUILD:-build}; fi
+PATH=$PATH:/usr/sbin:/sbin   # nginx, haproxy
+QUICK=${QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+  DURATION=${DURATION:-2}; STREAMS=${STREAMS:-"200 2000"}; EVENT_MS=${EVENT_MS:-50}
+else
+  DURATION=${DURATION:-5}; STREAMS=${STREAMS:-"200 2000 10000"}; EVENT_MS=${EVENT_MS:-200}
+fi
+CONNS=${CONNS:-64}
+WINDOW=${WINDOW:-1000}
+CONN_CLOSE=${CONN_CLOSE:-1}
+TARGETS=${TARGETS:-"spillway nginx haproxy"}
+PROXY_CPU=${PROXY_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-0}
+BODY=bench/chat-1k.json
+
+# 10000 streams through a proxy take 2 descriptors each there (client side and
+# upstream side): raise the soft limit as far as the hard one allows.
+ulimit -n "$(ulimit -Hn)"
+scripts/deps.sh bench
+command -v bc >/dev/null || { echo "proxy.sh: needs bc" >&2; exit 1; }
+make -s --no-print-directory BUILD="$BUILD" SANITIZE="$SANITIZE" all
+mkdir -p "$BUILD/bench"
+for p in upstream streams; do
+  ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$BUILD/bench/$p" "bench/$p.c"
+done
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "${KEEP:-0}" = 1 ]; then echo "proxy.sh: kept $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+log_port() { # waits for "listening on H:P" in a log file, bounded
+  local p
+  for _ in $(seq 1 200); do
+    p=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$1" 2>/dev/null | head -1 | sed 's/.*://')
+    [ -n "$p" ] && { echo "$p"; return; }
+    sleep 0.05
+  done
+  echo "proxy.sh: $1 never listened:" >&2; cat "$1" >&2; exit 1
+}
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_http() { # url: bounded wait until it answers at all
+  for _ in $(seq 1 200); do
+    curl -s -o /dev/null -m 1 "$1" && return
+    sleep 0.05
+  done
+  echo "proxy.sh: $1 does not answer" >&2; exit 1
+}
+proc_pids() { # a target's processes: the one started and its children (nginx's worker)
+  local pid=$1 kids
+  kids=$(pgrep -P "$pid" | tr '\n' ',' || true)
+  echo "${pid},${kids}" | sed 's/,*$//'
+}
+cpu_ticks() { # utime + stime of a comma-separated pid list
+  local t=0 p
+  for p in ${1//,/ }; do
+    t=$((t + $(awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$p/stat")))
+  done
+  echo "$t"
+}
+rss_kb() {
+  local t=0 p
+  for p in ${1//,/ }; do t=$((t + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status"))); done
+  echo "$t"
+}
+
+# ---- the fixed upstream ----
+taskset -c "$LOAD_CPU" "$BUILD/bench/upstream" 0 "$EVENT_MS" >"$tmp/upstream.log" 2>&1 &
+pids+=($!); UPPID=$!
+UP=$(log_port "$tmp/upstream.log")
+
+# ---- Spillway: PII scan (local_only), decision log to a file, metrics ----
+# One backend may have at most 1024 slots: 20 local backends on the same
+# upstream give 20000 slots, so no stream waits in Spillway's queue.
+{
+  echo 'listen: "127.0.0.1:0"'
+  echo 'backends:'
+  for i in $(seq -w 0 19); do
+    echo "  - { name: up$i, tier: local, url: \"http://127.0.0.1:$UP\", model: bench, slots: 1000, queue_max: 1000 }"
+  done
+  echo 'models:'
+  printf '  - { name: chat, backends: ['
+  for i in $(seq -w 0 19); do printf '%sup%s' "$([ "$i" = 00 ] || echo ', ')" "$i"; done
+  echo '] }'
+  echo 'pii: { policy: local_only }'
+  echo "decision_log: \"$tmp/decisions.log\""
+  echo 'limits: { max_connections: 20000, client_timeout_ms: 60000 }'
+} >"$tmp/spillway.yaml"
+
+# ---- nginx: one worker, upstream keep-alive pool, no response buffering ----
+NGX=$(free_port)
+mkdir -p "$tmp/nginx"
+cat >"$tmp/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+worker_rlimit_nofile $(ulimit -n);
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log warn;
+events { worker_connections $(ulimit -n); }
+http {
+  access_log off;
+  client_body_temp_path $tmp/nginx/body;
+  proxy_temp_path $tmp/nginx/proxy;
+  fastcgi_temp_path $tmp/nginx/fastcgi;
+  uwsgi_temp_path $tmp/nginx/uwsgi;
+  scgi_temp_path $tmp/nginx/scgi;
+  keepalive_requests 1000000;
+  upstream up { server 127.0.0.1:$UP; keepalive 1024; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$NGX backlog=65535;
+    location / {
+      proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 60s;
+    }
+  }
+}
+EOF
+
+# ---- HAProxy: one thread, idle upstream connections shared by every client ----
+HAP=$(free_port)
+cat >"$tmp/haproxy.cfg" <<EOF
+global
+  nbthread 1
+  maxconn $(( ($(ulimit -n) - 100) / 2 ))   # 2 descriptors per proxied connection
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  timeout http-keep-alive 60s
+  http-reuse always
+  # without it HAProxy sends a partial chunked body with MSG_MORE and Linux
+  # holds each SSE event up to 200 ms
+  option http-no-delay
+frontend fe
+  bind 127.0.0.1:$HAP backlog 65535
+  default_backend be
+backend be
+  server up 127.0.0.1:$UP
+EOF
+
+declare -A URL PIDS MAIN
+for t in $TARGETS; do
+  case $t in
+  spillway)
+    taskset -c "$PROXY_CPU" "$BUILD/spillway" -c "$tmp/spillway.yaml" --log-level warn \
+      >"$tmp/spillway.log" 2>&1 &
+    pids+=($!); PIDS[$t]=$!; MAIN[$t]=$!
+    URL[$t]="127.0.0.1:$(log_port "$tmp/spillway.log")" ;;
+  nginx)
+    taskset -c "$PROXY_CPU" nginx -p "$tmp/nginx" -e "$tmp/nginx/error.log" -c "$tmp/nginx/nginx.conf" \
+      >"$tmp/nginx.log" 2>&1 &
+    pids+=($!); PIDS[$t]=$!; MAIN[$t]=$!
+    URL[$t]="127.0.0.1:$NGX" ;;
+  haproxy)
+    taskset -c "$PROXY_CPU" haproxy -db -f "$tmp/haproxy.cfg" >"$tmp/haproxy.log" 2>&1 &
+    pids+=($!); PIDS[$t]=$!; MAIN[$t]=$!
+    URL[$t]="127.0.0.1:$HAP" ;;
+  *) echo "proxy.sh: unknown target $t" >&2; exit 2 ;;
+  esac
+done
+URL[direct]="127.0.0.1:$UP"
+res=$tmp/results   # one line per measurement: target test key=value...
+for t in $TARGETS; do
+  wait_http "http://${URL[$t]}/health"
+  PIDS[$t]=$(proc_pids "${PIDS[$t]}")
+  echo "$t base rss_kb=$(rss_kb "${PIDS[$t]}")" >>"$res"   # idle, before any load
+done
+notes=$tmp/notes
+touch "$notes"
+alive() { # target test: false (and a note) once the proxy has exited
+  local rc=0
+  [ "$1" = direct ] && return 0
+  kill -0 "${MAIN[$1]}" 2>/dev/null && return 0
+  grep -q "^  $1 " "$notes" && return 1
+  wait "${MAIN[$1]}" || rc=$?
+  echo "  $1 exited during or before \"$2\" (exit status $rc$([ $rc -gt 128 ] && echo ", signal $((rc - 128))"))" >>"$notes"
+  return 1
+}
+
+# ---- non-streamed: wrk ----
+wrk_run() { # target
+  local t=$1 u="http://${URL[$1]}/v1/chat/completions" c0 c1 peak=0 r w
+  BENCH_BODY=$BODY taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d1s -s bench/chat_file.lua "$u" >/dev/null
+  [ "$t" = direct ] || c0=$(cpu_ticks "${PIDS[$t]}")
+  BENCH_BODY=$BODY taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
+    -s bench/chat_file.lua "$u" >"$tmp/wrk.$t" &
+  w=$!
+  while kill -0 "$w" 2>/dev/null; do   # peak RSS while the load runs
+    if [ "$t" != direct ]; then r=$(rss_kb "${PIDS[$t]}"); [ "$r" -gt "$peak" ] && peak=$r; fi
+    sleep 0.2
+  done
+  wait "$w"
+  [ "$t" = direct ] || c1=$(cpu_ticks "${PIDS[$t]}")
+  awk -v t="$t" -v c0="${c0:-0}" -v c1="${c1:-0}" -v hz="$(getconf CLK_TCK)" -v rss="$peak" '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    / requests in / { n = $1 }
+    /^Requests\/sec/ { rps = $2 }
+    $1 == "50%" { p50 = ms($2) }
+    $1 == "99%" { p99 = ms($2) }
+    /Non-2xx/ { bad += $NF }
+    /Socket errors/ { gsub(/,/, ""); bad += $4 + $6 + $8 + $10 }
+    END {
+      printf "%s wrk rps=%.0f p50_ms=%.3f p99_ms=%.3f", t, rps, p50, p99
+      if (t != "direct") printf " cpu_us_req=%.1f rss_mb=%.1f", n ? (c1 - c0) / hz * 1e6 / n : 0, rss / 1024
+      printf " errors=%d\n", bad
+    }' "$tmp/wrk.$t" >>"$res"
+}
+
+# ---- streams: bench/streams.c ----
+stream_run() { # target N
+  local t=$1 n=$2 u0 line
+  u0=$(cpu_ticks "$UPPID")
+  line=$(taskset -c "$LOAD_CPU" "$BUILD/bench/streams" "${URL[$t]}" "$n" "$BODY" \
+    "${PIDS[$t]}" "$WINDOW" "$CONN_CLOSE")
+  echo "$t s$n $line up_cpu_s=$(echo "($(cpu_ticks "$UPPID") - $u0) / $(getconf CLK_TCK)" | bc -l)" >>"$res"
+}
+
+echo "proxy.sh: upstream bench/upstream.c on :$UP (22 SSE events, $EVENT_MS ms apart); 1 KB body;" \
+  "proxies on CPU $PROXY_CPU, load and upstream on CPU $LOAD_CPU; $(nproc) CPUs; ulimit -n $(ulimit -n)" >&2
+for t in direct $TARGETS; do
+  echo "  wrk $t" >&2
+  alive "$t" wrk && wrk_run "$t"
+  alive "$t" wrk || true
+done
+for n in $STREAMS; do
+  for t in $TARGETS; do
+    echo "  $n streams $t" >&2
+    alive "$t" "$n streams" || continue
+    stream_run "$t" "$n"
+    alive "$t" "$n streams" || continue
+    # the next run starts once this proxy has let go of the streams' connections
+    for _ in $(seq 1 100); do
+      [ "$(ss -Htn state established "( sport = :${URL[$t]##*:} )" | wc -l)" -lt 10 ] && break
+      sleep 0.1
+    done
+  done
+done
+
+bench/proxy_report.awk -v conns="$CONNS" -v dur="$DURATION" -v event_ms="$EVENT_MS" \
+  -v targets="$TARGETS" -v window="$WINDOW" -v conn_close="$CONN_CLOSE" "$res"
+if [ -s "$notes" ]; then echo; echo "proxies that exited:"; cat "$notes"; fi
+if [ -s "$tmp/spillway.log" ] && grep -qiE 'error|warn' "$tmp/spillway.log"; then
+  echo "spillway log (warnings and errors, first 5):"; grep -iE 'error|warn' "$tmp/spillway.log" | head -5
+fi
