@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost of one routing decision (issue 4: "well under a microsecond").
+# The cost of one routing decision (it must stay well under a microsecond).
 # Builds the library (make all), links bench/decide.c against it and runs it:
 # ns per sw_route_decide() call over a 2 local + 2 cloud view, for several
 # request shapes, next to a memset-of-the-plan baseline measured in the same

@@ -193,8 +193,8 @@ static json_t *admin_body(struct sw_http_req *req)
     return body;
 }
 
-/* POST /admin/emergency {"declared": true|false, "reason": "..."}: seed 1's
- * "explicit business emergency" that lets sensitive requests reach the cloud,
+/* POST /admin/emergency {"declared": true|false, "reason": "..."}: an explicit
+ * business emergency that lets sensitive requests reach the cloud,
  * masked, when the local tier has failed. Audited in the log. */
 void sw_admin_emergency(struct sw_front *f, struct sw_http_req *req)
 {

@@ -906,12 +906,10 @@ void sw_http_server_stop_accepting(struct sw_http_server *s)
 {
     s->stopping = true;
     listener_update(s);
-    for (struct conn *c = s->conns; c; c = c->next) {
-        if (c->state == C_IDLE && c->in_len == 0)
-            conn_fail(c);
-        else
-            c->keep_alive = false;
-    }
+    /* Idle keep-alive connections stay: a request on one gets its answer
+     * (503 shutting_down from the front) and the connection closes after it. */
+    for (struct conn *c = s->conns; c; c = c->next)
+        c->keep_alive = false;
 }
 
 long sw_http_server_connections(const struct sw_http_server *s)

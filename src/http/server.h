@@ -80,8 +80,8 @@ int sw_http_server_port(const struct sw_http_server *s);
 /* New limits for connections from now on (reload). */
 void sw_http_server_set_limits(struct sw_http_server *s, const struct sw_http_limits *limits);
 
-/* Stops accepting (draining); idle keep-alive connections are closed, and
- * every answer from now on closes its connection after its last byte. */
+/* Stops accepting (draining): every answer from now on closes its
+ * connection after its last byte. */
 void sw_http_server_stop_accepting(struct sw_http_server *s);
 
 /* Open client connections, and whether every answer's bytes left the

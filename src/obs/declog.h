@@ -1,5 +1,5 @@
-/* The decision log (seed 1: "every routing decision logged with its
- * deterministic reason"): one JSON object per request, on one line.
+/* The decision log (every routing decision logged with
+ * its deterministic reason): one JSON object per request, on one line.
  *
  * What goes in is exactly the fields of struct sw_declog_entry: identifiers,
  * names from the configuration, numbers. Never prompt or answer text, never

@@ -1,4 +1,4 @@
-/* Circuit breaker per backend (seed 1, pattern 4). Pure and clock-injected:
+/* Circuit breaker per backend (docs/routing.md). Pure and clock-injected:
  * every call that depends on time takes `now_ms` (the caller's monotonic
  * milliseconds, non-decreasing); nothing here reads a clock or allocates.
  *

@@ -1,5 +1,5 @@
-/* Token buckets for a cloud backend's provider limits (seed 1's checklist:
- * "use a token bucket to monitor the hard limits of the cloud API"). Two
+/* Token buckets for a cloud backend's provider limits (the hard
+ * limits of a cloud API are watched locally, before the provider says 429). Two
  * buckets per backend: requests per minute and tokens per minute. Pure and
  * clock-injected: time-dependent calls take `now_ms` (non-decreasing; a
  * smaller value than the last one seen refills nothing).

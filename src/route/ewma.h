@@ -1,4 +1,4 @@
-/* Learned service rates of one local endpoint (issue 4, item 2: the wait
+/* Learned service rates of one local endpoint (the wait
  * estimate comes from rates learned from real traffic, not constants).
  * Pure: no clock (the caller measures durations), no allocation.
  *

@@ -1,4 +1,4 @@
-/* Per-endpoint latency window (seed 1, pattern 1) with hysteresis. Pure and
+/* Per-endpoint latency window with hysteresis (latency-based routing). Pure and
  * clock-injected; fixed memory (a ring of SW_LATWIN_MAX_SAMPLES samples).
  *
  * Samples are latencies in ms (TTFT of live requests, RTT of active health

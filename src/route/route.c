@@ -1,4 +1,4 @@
-/* The routing decision (DESIGN.md "The routing decision", issue 4).
+/* The routing decision (docs/routing.md).
  *
  * decide() runs in three steps over at most SW_ROUTE_MAX_BACKENDS backends:
  *   1. eligibility: one exclusion code per backend (plan.excluded), the first

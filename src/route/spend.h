@@ -1,4 +1,4 @@
-/* The cloud spend window (seed 2: "a hard cloud spend cap"). Only cloud
+/* The cloud spend window (a hard cap on cloud spend). Only cloud
  * traffic is accounted here; local traffic is never blocked by the cap.
  * Pure and clock-injected; no allocation (fixed reservation table).
  *

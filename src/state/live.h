@@ -55,8 +55,8 @@ struct sw_live_shared {
     int64_t wall_offset_ms;     /* wall-clock ms minus the monotonic clock, at start */
     bool emergency;
     char emergency_reason[200];
-    /* Structured rejections answered, per stable code (seed 1: "closely
-     * monitors the number of rejections via specific error counters"). */
+    /* Structured rejections answered, per stable code (rejections are
+     * watched through counters per error code). */
     struct {
         const char *code;       /* static string */
         uint64_t n;

@@ -1,5 +1,5 @@
-/* Active health checks and warm-up of local backends (seed 1, patterns 1 and
- * 3). Every routing.health_interval_ms each local backend with a health_path
+/* Active health checks and warm-up of local backends (see docs/routing.md:
+ * cold endpoints and latency). Every routing.health_interval_ms each local backend with a health_path
  * gets a GET: 200 is up, 503 ("Loading model", llama.cpp) is cold, no answer
  * is down; the round trip feeds the latency view. A cold backend gets one
  * small warm-up request in the background so it loads while the traffic it

@@ -60,7 +60,7 @@ async function withProcs(fn) {
   }
 }
 
-describe('overflow (seed 2): spill only what the local box cannot start within the TTFT budget', () => {
+describe('overflow: spill only what the local box cannot start within the TTFT budget', () => {
   test('a spike against a 2-slot box: the baseline stays local, only the overflow goes to the cloud', () => withProcs(async (track) => {
     const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '2', '--decode-tps', '20']));
     const cloud = await track(startLlmsim(['--model', 'cloud-model']));
@@ -131,7 +131,7 @@ describe('overflow (seed 2): spill only what the local box cannot start within t
   }));
 });
 
-describe('circuit breaker (seed 1, pattern 4)', () => {
+describe('circuit breaker', () => {
   test('a local crash opens the breaker: the local box is not attempted at all while it is open; traffic comes back after recovery', () => withProcs(async (track) => {
     const port = await (async () => { const s = await startLlmsim(); const p = s.port; await s.stop(); return p; })();
     let edge = await startLlmsim(['--port', String(port), '--model', 'edge-model']);
@@ -210,7 +210,7 @@ describe('circuit breaker (seed 1, pattern 4)', () => {
   }));
 });
 
-describe('warm/cold endpoints (seed 1, pattern 3)', () => {
+describe('warm/cold endpoints', () => {
   test('a cold local box: the cloud answers first, local once the background warm-up finished', () => withProcs(async (track) => {
     const edge = await track(startLlmsim(['--model', 'edge-model', '--cold-start-ms', '1500']));
     const cloud = await track(startLlmsim(['--model', 'cloud-model']));
@@ -234,7 +234,7 @@ describe('warm/cold endpoints (seed 1, pattern 3)', () => {
   }));
 });
 
-describe('latency routing (seed 1, pattern 1)', () => {
+describe('latency routing', () => {
   test('a slow local endpoint is marked degraded and skipped, and recovers with hysteresis', () => withProcs(async (track) => {
     const edge = await track(startLlmsim(['--model', 'edge-model', '--latency-ms', '300']));
     const cloud = await track(startLlmsim(['--model', 'cloud-model']));
@@ -261,7 +261,7 @@ describe('latency routing (seed 1, pattern 1)', () => {
   }));
 });
 
-describe('spend cap (seed 2): a hard ceiling on cloud spend, with the chosen policy', () => {
+describe('spend cap: a hard ceiling on cloud spend, with the chosen policy', () => {
   const pricey = (cloud) => ({ name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model', price: { raw: '{ input_usd_per_mtok: 1000, output_usd_per_mtok: 1000 }' } });
 
   test('shed: at the cap cloud-bound requests get 429 with Retry-After; local traffic is never blocked', () => withProcs(async (track) => {
@@ -331,7 +331,7 @@ describe('spend cap (seed 2): a hard ceiling on cloud spend, with the chosen pol
   }));
 });
 
-describe('privacy first (seed 1, pattern 2) and the emergency switch', () => {
+describe('privacy first and the emergency switch', () => {
   test('a sensitive request never goes to the cloud, until an emergency is declared: then only masked', () => withProcs(async (track) => {
     const cloud = await track(startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0']));
     const gw = await track(startSpillway(yaml({
