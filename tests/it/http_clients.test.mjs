@@ -49,7 +49,9 @@ before(async () => {
   const start = async (p) => { const s = await p; procs.push(s); return s; };
   const sim = await start(startLlmsim(['--reply', 'echo', '--slots', '8', '--decode-tps', '500']));
   const simSlow = await start(startLlmsim(['--client-timeout-ms', '300']));
-  const gw = await start(startSpillway(gatewayConfig(sim.url, 10000)));
+  // An idle connection is closed after client_timeout_ms: far longer than any
+  // wait for a close below, so a close seen there is the answer's own.
+  const gw = await start(startSpillway(gatewayConfig(sim.url, 60000)));
   const gwSlow = await start(startSpillway(gatewayConfig(sim.url, 300)));
   anth = await start(startLlmsim(['--dialect', 'anthropic', '--client-timeout-ms', '300']));
   Object.assign(targets.spillway, { url: gw.url, port: gw.port, slowPort: gwSlow.port });
@@ -324,6 +326,7 @@ for (const name of ['spillway', 'llmsim']) {
         a.send(rawRequest('GET', T.health, { version: '1.0' }), 'GET');
         const { responses } = await a.responses(1);
         assert.equal(responses[0].status, 200);
+        assert.equal(responses[0].headers.connection, 'close');
         await a.closed();
       } finally { a.destroy(); }
       const b = await rawConnect(T.port);
