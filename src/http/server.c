@@ -475,6 +475,8 @@ static enum sw_http_method method_of(unsigned m)
 
 static void consume(struct conn *c, size_t n)
 {
+    if (n == 0)
+        return; /* c->in may be NULL (freed while a request is answered) */
     memmove(c->in, c->in + n, c->in_len - n);
     c->in_len -= n;
 }
