@@ -26,7 +26,7 @@ LDFLAGS += $(SANFLAGS)
 
 SW_SRC   := $(shell find src -name '*.c' ! -path src/main.c | sort)
 SW_OBJ   := $(SW_SRC:%.c=$(BUILD)/obj/%.o)
-SIM_SRC  := $(shell find tools/llmsim -name '*.c' ! -name main.c | sort) $(sort $(wildcard src/common/*.c))
+SIM_SRC  := $(shell find tools/llmsim -name '*.c' ! -name main.c | sort) $(sort $(wildcard src/common/*.c src/http/*.c))
 SIM_OBJ  := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
 # Unit tests: tests/unit/test_llmsim_*.c link with the simulator, the rest with the daemon.
 UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))

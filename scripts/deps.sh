@@ -3,7 +3,7 @@
 # Debian packages via apt-get (only for what pkg-config / PATH cannot find),
 # npm packages via `npm ci` from the committed lock file.
 #   scripts/deps.sh build   libraries for building spillway and llmsim
-#   scripts/deps.sh test    build + test tools (cmocka, node, wrk, clang, ...) + npm ci
+#   scripts/deps.sh test    build + test tools (cmocka, node, wrk, clang, curl, python3, ab, ...) + npm ci
 #   scripts/deps.sh bench   build + what bench/proxy.sh runs (nginx, haproxy, wrk, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,8 @@ if [ "$what" = test ]; then
   bin npm npm
   bin wrk wrk
   bin curl curl
+  bin python3 python3         # tests/it/http_clients.test.mjs: urllib, http.client
+  bin ab apache2-utils        # tests/it/http_clients.test.mjs: ApacheBench
   bin bc bc
   bin openssl openssl
   bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)

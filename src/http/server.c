@@ -1157,6 +1157,15 @@ void sw_http_stream_end(struct sw_http_req *req)
     req_done(c);
 }
 
+void sw_http_stream_abort(struct sw_http_req *req)
+{
+    struct conn *c = req->c;
+    if (!c) /* only inside on_gone; the connection frees the request */
+        return;
+    c->keep_alive = false;
+    req_done(c);
+}
+
 size_t sw_http_pending(const struct sw_http_req *req)
 {
     return req->c && !req->c->dead ? evbuffer_get_length(req->c->out) : 0;

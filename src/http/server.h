@@ -134,6 +134,10 @@ void sw_http_reply(struct sw_http_req *req, int status, const char *content_type
 void sw_http_stream_start(struct sw_http_req *req, int status, const char *content_type);
 void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data);
 void sw_http_stream_end(struct sw_http_req *req);
+/* Cuts a streamed answer: what was written so far goes out, then the
+ * connection closes without the end of the body (no final chunk), so the
+ * client sees the answer incomplete. The handle must not be used again. */
+void sw_http_stream_abort(struct sw_http_req *req);
 
 /* Bytes of this request's answer queued but not yet taken by the socket. */
 size_t sw_http_pending(const struct sw_http_req *req);

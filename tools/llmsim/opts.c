@@ -24,6 +24,7 @@ static const char usage[] =
     "  --cold-start-ms N           model starts unloaded; load time (0 = always loaded)\n"
     "  --keep-received N           request bodies kept for /admin/received (100)\n"
     "  --ctx N                     context size reported by /props (4096)\n"
+    "  --client-timeout-ms N       whole request, keep-alive idle, write stall (3600000)\n"
     "  --verbose                   log one line per chat request to stderr\n"
     "faults (also settable at run time with POST /admin/faults):\n"
     "  --error-rate F              probability a chat request fails (0)\n"
@@ -88,6 +89,7 @@ static const struct flag flags[] = {
     {"--cold-start-ms", K_INT, 0, 3600000},
     {"--keep-received", K_INT, 0, 100000},
     {"--ctx", K_INT, 1, 100000000},
+    {"--client-timeout-ms", K_INT, 100, 3600000},
     {"--verbose", K_FLAG, 0, 0},
     {"--error-rate", K_DOUBLE, 0, 1},
     {"--error-status", K_INT, 400, 599},
@@ -111,6 +113,7 @@ static void defaults(struct sw_llmsim_opts *o)
     o->reply = SW_LLMSIM_REPLY_LOREM;
     o->keep_received = 100;
     o->n_ctx = 4096;
+    o->client_timeout_ms = 3600000;
     o->params.slots = 4;
     o->params.decode_tps = 50;
     o->params.seed = 1;
@@ -165,6 +168,8 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
         o->keep_received = (int)l;
     } else if (!strcmp(name, "--ctx")) {
         o->n_ctx = (int)l;
+    } else if (!strcmp(name, "--client-timeout-ms")) {
+        o->client_timeout_ms = l;
     } else if (!strcmp(name, "--verbose")) {
         o->verbose = true;
     } else if (!strcmp(name, "--error-rate")) {

@@ -19,6 +19,7 @@ struct sw_llmsim_opts {
     enum sw_llmsim_reply_mode reply;
     int keep_received;           /* --keep-received, default 100 */
     int n_ctx;                   /* --ctx, context size reported by /props (4096) */
+    long client_timeout_ms;      /* --client-timeout-ms: receive a request; idle; write stall */
     bool verbose;                /* --verbose: one log line per request */
     struct sw_llmsim_params params;
     struct sw_llmsim_faults faults;

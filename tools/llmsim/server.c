@@ -2,36 +2,29 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
-#include <errno.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event_struct.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <event2/listener.h>
 #include <jansson.h>
 
 #include "chat.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "http/server.h"
 #include "faults.h"
 #include "model.h"
 #include "render.h"
 
-#define MAX_BODY_BYTES (8 << 20)      /* a chat request body larger than this is a 413 */
+#define MAX_BODY_BYTES (8 << 20)      /* a request body larger than this is a 413 */
+#define MAX_HEADER_BYTES (64 << 10)   /* a request line + headers larger than this is a 431 */
+#define MAX_CONNECTIONS 1000000       /* open client connections (the fd limit binds first) */
 #define MAX_RENDER_BYTES (64 << 20)   /* one rendered response */
-#define CONN_TIMEOUT_S 3600           /* idle read/write timeout of a connection */
 #define LISTEN_BACKLOG 8192
 #define MAX_STATUS 600
 
@@ -41,16 +34,14 @@ enum sim_state {
     S_DELAYED,                   /* waiting out the latency fault */
     S_HANGING,                   /* hang fault: never answered */
     S_QUEUED,                    /* waiting for a slot */
-    S_ACTIVE,                    /* holding a slot */
-    S_CLOSING                    /* close-after-chunks: closes once the chunks are out */
+    S_ACTIVE                     /* holding a slot */
 };
 
 /* One chat request in progress. Owned by the server from the handler until
- * it is answered, the client goes away (on_close) or the server is freed. */
+ * it is answered, the client goes away (on_gone) or the server is freed. */
 struct sim {
     struct sw_llmsim_server *srv;
-    struct evhttp_request *req;
-    struct evhttp_connection *evcon;
+    struct sw_http_req *req;
     struct event timer;          /* the one timer of this request */
     enum sim_state state;
     struct sw_llmsim_gen gen;
@@ -60,7 +51,6 @@ struct sim {
     struct sw_llmsim_verdict verdict;
     bool length;                 /* stopped by max_tokens */
     bool headers_sent;           /* stream started */
-    bool direct;                 /* chunked encoding: write chunks to the socket ourselves */
     int sent;                    /* tokens sent */
     struct sim *prev, *next;     /* srv->live */
 };
@@ -68,14 +58,14 @@ struct sim {
 struct sw_llmsim_server {
     struct sw_llmsim_opts o;
     struct event_base *base;
-    struct evhttp *http;
-    struct evconnlistener *listener;
+    struct sw_http_server *http;
+    struct event *exit_timer;    /* exit once the answer to {"exit": true} is written */
     int port;
     struct sw_llmsim_model model;
     struct sw_llmsim_fault_state faults;
     struct sim *live;            /* every struct sim, for shutdown */
     struct sw_buf scratch;       /* rendering, reused */
-    struct evbuffer *out;        /* handed to evhttp, reused */
+    struct evbuffer *out;        /* stream bytes handed to the HTTP server, reused */
     uint64_t chat_seq;           /* chat requests accepted (seeds lorem) */
     /* evidence */
     json_t **received;           /* ring of o.keep_received entries */
@@ -103,41 +93,15 @@ static void count_status(struct sw_llmsim_server *s, int status)
         s->status[status]++;
 }
 
-static void add_common_headers(struct evhttp_request *req, const char *ctype)
-{
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    evhttp_add_header(h, "Content-Type", ctype);
-    evhttp_add_header(h, "Server", "llmsim/" SW_VERSION);
-}
-
-static const char *reason(int status)
-{
-    switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 529: return "Overloaded";
-    default: return status < 500 ? "Client Error" : "Server Error";
-    }
-}
-
-static void send_bytes(struct sw_llmsim_server *s, struct evhttp_request *req, int status,
+static void send_bytes(struct sw_llmsim_server *s, struct sw_http_req *req, int status,
                        const char *ctype, const char *body, size_t len)
 {
-    add_common_headers(req, ctype);
-    evbuffer_add(s->out, body, len);
-    evhttp_send_reply(req, status, reason(status), s->out);
-    evbuffer_drain(s->out, evbuffer_get_length(s->out));
+    (void)s;
+    sw_http_add_header(req, "Server", "llmsim/" SW_VERSION);
+    sw_http_reply(req, status, ctype, body, len);
 }
 
-static void send_json(struct sw_llmsim_server *s, struct evhttp_request *req, int status,
+static void send_json(struct sw_llmsim_server *s, struct sw_http_req *req, int status,
                       json_t *body)
 {
     char *text = json_dumps(body, JSON_COMPACT);
@@ -151,7 +115,7 @@ static void send_json(struct sw_llmsim_server *s, struct evhttp_request *req, in
 }
 
 /* An error in dialect d's shape, with Retry-After when retry_after_s >= 0. */
-static void send_error(struct sw_llmsim_server *s, struct evhttp_request *req,
+static void send_error(struct sw_llmsim_server *s, struct sw_http_req *req,
                        enum sw_llmsim_dialect d, int status, const char *msg, const char *limit,
                        int retry_after_s)
 {
@@ -160,10 +124,10 @@ static void send_error(struct sw_llmsim_server *s, struct evhttp_request *req,
     if (retry_after_s >= 0) {
         char v[24];
         snprintf(v, sizeof v, "%d", retry_after_s);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", v);
+        sw_http_add_header(req, "Retry-After", v);
     }
     if (d == SW_LLMSIM_ANTHROPIC && status == 429)
-        evhttp_add_header(evhttp_request_get_output_headers(req), "x-should-retry", "true");
+        sw_http_add_header(req, "x-should-retry", "true");
     sw_buf_reset(&s->scratch);
     if (sw_llmsim_render_error(&s->scratch, d, status, msg, limit))
         sw_buf_reset(&s->scratch);
@@ -174,7 +138,6 @@ static void send_error(struct sw_llmsim_server *s, struct evhttp_request *req,
 /* ---- Chat requests: lifecycle ---- */
 
 static void on_tick(evutil_socket_t fd, short what, void *arg);
-static void on_close(struct evhttp_connection *evcon, void *arg);
 
 static void arm_at(struct sim *r, int64_t due_us)
 {
@@ -195,23 +158,6 @@ static void arm_next(struct sim *r)
     else
         k = r->gen.output_tokens;
     arm_at(r, sw_llmsim_token_due_us(m, &r->gen, k));
-}
-
-/* Libevent reads a server connection only while it parses a request or
- * writes a reply; in between (queued, delayed, hanging, prefill of a
- * non-streaming answer) it would not see the client close. Enable reading
- * with no read callback (pipelined bytes just wait in the buffer) so an EOF
- * reaches evhttp's error callback, which fails the connection and calls
- * on_close at once. */
-static void watch_close(struct sim *r)
-{
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(r->evcon);
-    bufferevent_data_cb wcb = NULL;
-    bufferevent_event_cb ecb = NULL;
-    void *arg = NULL;
-    bufferevent_getcb(bev, NULL, &wcb, &ecb, &arg);
-    bufferevent_setcb(bev, NULL, wcb, ecb, arg);
-    bufferevent_enable(bev, EV_READ);
 }
 
 /* Unlinks and frees r. The caller has answered r->req or lost it. */
@@ -242,17 +188,20 @@ static void release_slot(struct sim *r)
     }
 }
 
-/* r is finished with its connection: no more close notifications. */
+/* r is finished with its connection: no more close notifications. Call it
+ * before the answer's last call (after which the handle is gone). */
 static void detach(struct sim *r)
 {
-    evhttp_connection_set_closecb(r->evcon, NULL, NULL);
+    sw_http_on_gone(r->req, NULL, NULL);
 }
 
-static void on_close(struct evhttp_connection *evcon, void *arg)
+/* The client disconnected before the answer was complete (the HTTP server
+ * keeps reading a connection whose request is being answered, so this comes
+ * at once in every state: queued, delayed, hanging, prefill, mid-stream). */
+static void on_gone(void *arg)
 {
     struct sim *r = arg;
     struct sw_llmsim_server *s = r->srv;
-    (void)evcon;
     s->aborted++;
     if (r->state == S_HANGING)
         s->hanging--;
@@ -261,11 +210,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
     release_slot(r); /* a no-op unless it is queued or holds a slot */
     if (s->o.verbose)
         sw_info("llmsim: client went away (state %d, %d tokens sent)", (int)r->state, r->sent);
-    /* On EOF evhttp detaches an unfinished request from the dying connection
-     * and leaves it to us; on other closes it frees the request itself. */
-    if (evhttp_request_get_connection(r->req) == NULL)
-        evhttp_request_free(r->req);
-    sim_free(r);
+    sim_free(r); /* the HTTP server frees the request */
 }
 
 static void account_done(struct sim *r)
@@ -279,46 +224,15 @@ static void account_done(struct sim *r)
         (double)r->gen.output_tokens * sw_llmsim_period_us(&s->model.p) / 1e6;
 }
 
-/* Sends the rendered bytes as one HTTP chunk. The common case (nothing
- * waiting in the connection's output buffer) writes the chunk to the socket
- * at once with one writev: through evhttp, each chunk would cost an
- * allocation, two epoll_ctl calls and a loop iteration, which is what limits
- * how many streams one core can drive. Whatever the socket does not take
- * goes to the output buffer, where libevent sends it in order. */
+/* Sends the rendered bytes (s->scratch) as they are: one write to the socket
+ * when nothing is waiting before them (one HTTP chunk on HTTP/1.1). */
 static void send_stream_bytes(struct sim *r)
 {
     struct sw_llmsim_server *s = r->srv;
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(r->evcon);
-    struct evbuffer *ob = bufferevent_get_output(bev);
-    if (!r->direct || s->scratch.len == 0) {
-        evbuffer_add(s->out, s->scratch.ptr, s->scratch.len);
-        evhttp_send_reply_chunk(r->req, s->out);
-        evbuffer_drain(s->out, evbuffer_get_length(s->out));
+    if (s->scratch.len == 0)
         return;
-    }
-    char hdr[24];
-    int hl = snprintf(hdr, sizeof hdr, "%zx\r\n", s->scratch.len);
-    struct iovec iov[3] = {{hdr, (size_t)hl}, {s->scratch.ptr, s->scratch.len}, {"\r\n", 2}};
-    ssize_t n = 0;
-    if (evbuffer_get_length(ob) == 0) {
-        n = writev(bufferevent_getfd(bev), iov, 3);
-        if (n < 0)
-            n = 0; /* EAGAIN or an error: libevent meets it on its own write */
-    }
-    for (int i = 0; i < 3; i++) {
-        size_t skip = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
-        n -= (ssize_t)skip;
-        if (skip < iov[i].iov_len)
-            evbuffer_add(ob, (char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
-    }
-}
-
-static void on_chunks_written(struct evhttp_connection *evcon, void *arg)
-{
-    struct sim *r = arg;
-    (void)evcon;
-    /* Close from the timer, outside evhttp's write callback. */
-    event_active(&r->timer, EV_TIMEOUT, 0);
+    evbuffer_add(s->out, s->scratch.ptr, s->scratch.len);
+    sw_http_stream_write(r->req, s->out); /* drains s->out */
 }
 
 /* Sends what is due of a streaming answer. */
@@ -328,16 +242,10 @@ static void tick_stream(struct sim *r, int due)
     int err = SW_OK;
     sw_buf_reset(&s->scratch);
     if (!r->headers_sent) {
-        struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
-        add_common_headers(r->req, "text/event-stream; charset=utf-8");
-        evhttp_add_header(h, "Cache-Control", "no-cache");
-        evhttp_send_reply_start(r->req, 200, "OK");
-        const char *te = evhttp_find_header(h, "Transfer-Encoding");
-        r->direct = te && !strcmp(te, "chunked");
-        /* each token leaves at its time, not when Nagle lets it */
-        int one = 1;
-        setsockopt(bufferevent_getfd(evhttp_connection_get_bufferevent(r->evcon)), IPPROTO_TCP,
-                   TCP_NODELAY, &one, sizeof one);
+        /* the HTTP server sets TCP_NODELAY: each token leaves at its time */
+        sw_http_add_header(r->req, "Server", "llmsim/" SW_VERSION);
+        sw_http_add_header(r->req, "Cache-Control", "no-cache");
+        sw_http_stream_start(r->req, 200, "text/event-stream; charset=utf-8");
         count_status(s, 200);
         r->headers_sent = true;
         err = sw_llmsim_render_stream_start(&s->scratch, &r->reply);
@@ -361,10 +269,12 @@ static void tick_stream(struct sim *r, int due)
     }
     if (close_k > 0 && r->sent >= close_k && r->sent < r->gen.output_tokens) {
         /* close-after-chunks: the chunks go out, then the connection closes */
-        evbuffer_add(s->out, s->scratch.ptr, s->scratch.len);
-        r->state = S_CLOSING;
-        evhttp_send_reply_chunk_with_cb(r->req, s->out, on_chunks_written, r);
-        evbuffer_drain(s->out, evbuffer_get_length(s->out));
+        send_stream_bytes(r);
+        s->closed_by_fault++;
+        detach(r);
+        sw_http_stream_abort(r->req);
+        release_slot(r);
+        sim_free(r);
         return;
     }
     if (r->sent < r->gen.output_tokens) {
@@ -377,7 +287,7 @@ static void tick_stream(struct sim *r, int due)
         sw_error("llmsim: rendering a stream end failed: %s", sw_err_str(err));
     send_stream_bytes(r);
     detach(r);
-    evhttp_send_reply_end(r->req);
+    sw_http_stream_end(r->req);
     account_done(r);
     release_slot(r);
     sim_free(r);
@@ -462,16 +372,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         proceed(r);
         return;
     }
-    if (r->state == S_CLOSING) {
-        struct sw_llmsim_server *s = r->srv;
-        struct evhttp_connection *evcon = r->evcon;
-        s->closed_by_fault++;
-        detach(r);
-        release_slot(r);
-        sim_free(r);
-        evhttp_connection_free(evcon); /* frees the request too */
-        return;
-    }
     if (r->state != S_ACTIVE)
         return;
     struct sw_llmsim_server *srv = r->srv;
@@ -501,28 +401,30 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- Evidence ---- */
 
-static void record_received(struct sw_llmsim_server *s, struct evhttp_request *req,
+/* One request header into the JSON object ud, its name lowercased. */
+static void add_header_json(const char *key, const char *value, void *ud)
+{
+    char name[128];
+    size_t n = strlen(key);
+    if (n >= sizeof name)
+        return;
+    for (size_t i = 0; i <= n; i++)
+        name[i] = (char)tolower((unsigned char)key[i]);
+    json_t *v = json_string(value);
+    json_object_set_new((json_t *)ud, name, v ? v : json_null());
+}
+
+static void record_received(struct sw_llmsim_server *s, struct sw_http_req *req,
                             const char *path, json_t *parsed, const char *body, size_t len)
 {
     size_t keep = (size_t)s->o.keep_received;
     if (keep == 0)
         return;
     json_t *headers = json_object();
-    struct evkeyval *kv;
-    TAILQ_FOREACH(kv, evhttp_request_get_input_headers(req), next) {
-        char name[128];
-        size_t n = strlen(kv->key);
-        if (n >= sizeof name)
-            continue;
-        for (size_t i = 0; i <= n; i++)
-            name[i] = (char)tolower((unsigned char)kv->key[i]);
-        json_t *v = json_string(kv->value);
-        json_object_set_new(headers, name, v ? v : json_null());
-    }
+    if (headers)
+        sw_http_each_header(req, add_header_json, headers);
     json_t *b = parsed ? json_incref(parsed) : json_stringn(body ? body : "", len);
-    const char *method = evhttp_request_get_command(req) == EVHTTP_REQ_POST ? "POST"
-                         : evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET"
-                                                                             : "OTHER";
+    const char *method = sw_http_method_name(req);
     json_t *e = json_pack("{s:s, s:s, s:o, s:o}", "method", method, "path", path, "headers",
                           headers, "body", b ? b : json_null());
     if (!e)
@@ -547,12 +449,11 @@ static void clear_received(struct sw_llmsim_server *s)
 
 /* ---- Chat endpoint ---- */
 
-static void on_chat(struct sw_llmsim_server *s, struct evhttp_request *req, const char *path)
+static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path)
 {
     enum sw_llmsim_dialect d = s->o.dialect;
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    size_t len;
+    const char *body = sw_http_body(req, &len);
     json_error_t jerr;
     json_t *root = json_loadb(body, len, 0, &jerr);
     record_received(s, req, path, root, body, len);
@@ -588,7 +489,6 @@ static void on_chat(struct sw_llmsim_server *s, struct evhttp_request *req, cons
     }
     r->srv = s;
     r->req = req;
-    r->evcon = evhttp_request_get_connection(req);
     r->next = s->live;
     if (s->live)
         s->live->prev = r;
@@ -630,8 +530,7 @@ static void on_chat(struct sw_llmsim_server *s, struct evhttp_request *req, cons
         sw_info("llmsim: %s #%llu prompt=%d output=%d stream=%d status=%d", path,
                 (unsigned long long)seq, r->gen.prompt_tokens, r->gen.output_tokens,
                 (int)r->chat.stream, r->verdict.status);
-    evhttp_connection_set_closecb(r->evcon, on_close, r);
-    watch_close(r);
+    sw_http_on_gone(req, on_gone, r);
     if (r->verdict.hang) {
         r->state = S_HANGING;
         s->hanging++;
@@ -648,7 +547,7 @@ static void on_chat(struct sw_llmsim_server *s, struct evhttp_request *req, cons
 
 /* ---- Other endpoints ---- */
 
-static void on_models(struct sw_llmsim_server *s, struct evhttp_request *req)
+static void on_models(struct sw_llmsim_server *s, struct sw_http_req *req)
 {
     const char *id = s->o.model;
     if (s->o.dialect == SW_LLMSIM_ANTHROPIC) {
@@ -665,7 +564,7 @@ static void on_models(struct sw_llmsim_server *s, struct evhttp_request *req)
                         32000));
 }
 
-static void on_health(struct sw_llmsim_server *s, struct evhttp_request *req)
+static void on_health(struct sw_llmsim_server *s, struct sw_http_req *req)
 {
     if (sw_llmsim_load_state(&s->model, now_us()) == SW_LLMSIM_LOADED) {
         send_json(s, req, 200, json_pack("{s:s}", "status", "ok"));
@@ -676,7 +575,7 @@ static void on_health(struct sw_llmsim_server *s, struct evhttp_request *req)
                         "type", "unavailable_error"));
 }
 
-static void on_props(struct sw_llmsim_server *s, struct evhttp_request *req)
+static void on_props(struct sw_llmsim_server *s, struct sw_http_req *req)
 {
     send_json(s, req, 200,
               json_pack("{s:{s:i, s:i, s:s}, s:i, s:s, s:s, s:{s:b, s:b}, s:s, s:b}",
@@ -687,7 +586,7 @@ static void on_props(struct sw_llmsim_server *s, struct evhttp_request *req)
                         sw_llmsim_load_state(&s->model, now_us()) != SW_LLMSIM_LOADED));
 }
 
-static void on_metrics(struct sw_llmsim_server *s, struct evhttp_request *req)
+static void on_metrics(struct sw_llmsim_server *s, struct sw_http_req *req)
 {
     struct sw_buf b;
     sw_buf_init(&b, 1 << 16);
@@ -731,7 +630,7 @@ static void on_metrics(struct sw_llmsim_server *s, struct evhttp_request *req)
     sw_buf_free(&b);
 }
 
-static void on_stats(struct sw_llmsim_server *s, struct evhttp_request *req)
+static void on_stats(struct sw_llmsim_server *s, struct sw_http_req *req)
 {
     json_t *st = json_object();
     for (int i = 0; i < MAX_STATUS; i++) {
@@ -766,32 +665,44 @@ static void on_stats(struct sw_llmsim_server *s, struct evhttp_request *req)
     send_json(s, req, 200, o);
 }
 
-static void on_received(struct sw_llmsim_server *s, struct evhttp_request *req)
+/* The value of `name` in a query string ("a=1&n=5") into out, as sent (no
+ * percent-decoding: llmsim's parameters are numbers). False when absent. */
+static bool query_param(const char *q, const char *name, char *out, size_t outlen)
 {
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_DELETE) {
+    size_t nl = strlen(name);
+    for (const char *p = q; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+        if (strncmp(p, name, nl) || p[nl] != '=')
+            continue;
+        const char *v = p + nl + 1;
+        size_t vl = strcspn(v, "&");
+        if (vl >= outlen)
+            vl = outlen - 1;
+        memcpy(out, v, vl);
+        out[vl] = '\0';
+        return true;
+    }
+    return false;
+}
+
+static void on_received(struct sw_llmsim_server *s, struct sw_http_req *req)
+{
+    if (sw_http_method(req) == SW_HTTP_DELETE) {
         clear_received(s);
         send_json(s, req, 200, json_pack("{s:b}", "ok", 1));
         return;
     }
     size_t n = s->recv_count;
-    const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    if (q) {
-        struct evkeyvalq args;
-        TAILQ_INIT(&args);
-        if (evhttp_parse_query_str(q, &args) == 0) {
-            const char *v = evhttp_find_header(&args, "n");
-            char *end;
-            long want = v ? strtol(v, &end, 10) : -1;
-            if (v && (*end || want < 0)) {
-                evhttp_clear_headers(&args);
-                send_error(s, req, SW_LLMSIM_OPENAI, 400, "n: must be a non-negative integer",
-                           NULL, -1);
-                return;
-            }
-            if (want >= 0 && (size_t)want < n)
-                n = (size_t)want;
+    char v[32];
+    if (query_param(sw_http_query(req), "n", v, sizeof v)) {
+        char *end;
+        long want = strtol(v, &end, 10);
+        if (end == v || *end || want < 0) {
+            send_error(s, req, SW_LLMSIM_OPENAI, 400, "n: must be a non-negative integer", NULL,
+                       -1);
+            return;
         }
-        evhttp_clear_headers(&args);
+        if ((size_t)want < n)
+            n = (size_t)want;
     }
     json_t *arr = json_array();
     size_t keep = (size_t)s->o.keep_received;
@@ -800,25 +711,33 @@ static void on_received(struct sw_llmsim_server *s, struct evhttp_request *req)
     send_json(s, req, 200, json_pack("{s:o}", "requests", arr));
 }
 
-static void on_exit_complete(struct evhttp_request *req, void *arg)
+/* Exits once every answer's bytes are written (the one to {"exit": true}
+ * included), checking each millisecond. */
+static void on_exit_timer(evutil_socket_t fd, short what, void *arg)
 {
-    (void)req;
-    (void)arg;
+    struct sw_llmsim_server *s = arg;
+    (void)fd;
+    (void)what;
+    if (!sw_http_server_flushed(s->http)) {
+        struct timeval tv = {0, 1000};
+        evtimer_add(s->exit_timer, &tv);
+        return;
+    }
     sw_warn("llmsim: exiting (POST /admin/faults {\"exit\": true})");
     exit(1);
 }
 
-static void on_faults(struct sw_llmsim_server *s, struct evhttp_request *req)
+static void on_faults(struct sw_llmsim_server *s, struct sw_http_req *req)
 {
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if (cmd == EVHTTP_REQ_DELETE) {
+    enum sw_http_method cmd = sw_http_method(req);
+    bool exit_after = false;
+    if (cmd == SW_HTTP_DELETE) {
         struct sw_llmsim_faults f;
         sw_llmsim_faults_clear(&f);
         sw_llmsim_faults_set(&s->faults, &f, now_us());
-    } else if (cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t len = evbuffer_get_length(in);
-        const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    } else if (cmd == SW_HTTP_POST || cmd == SW_HTTP_PUT) {
+        size_t len;
+        const char *body = sw_http_body(req, &len);
         struct sw_llmsim_faults f;
         char msg[256];
         if (sw_llmsim_faults_parse(body, len, &f, msg, sizeof msg)) {
@@ -826,40 +745,37 @@ static void on_faults(struct sw_llmsim_server *s, struct evhttp_request *req)
             return;
         }
         sw_llmsim_faults_set(&s->faults, &f, now_us());
-        if (f.exit)
-            evhttp_request_set_on_complete_cb(req, on_exit_complete, NULL);
-    } else if (cmd != EVHTTP_REQ_GET) {
+        exit_after = f.exit;
+    } else if (cmd != SW_HTTP_GET && cmd != SW_HTTP_HEAD) {
         send_error(s, req, SW_LLMSIM_OPENAI, 405, "use GET, POST or DELETE", NULL, -1);
         return;
     }
     send_json(s, req, 200, sw_llmsim_faults_to_json(&s->faults.f));
+    if (exit_after)
+        event_active(s->exit_timer, EV_TIMEOUT, 0);
 }
 
 /* ---- Routing ---- */
 
-static bool is(enum evhttp_cmd_type cmd, enum evhttp_cmd_type want)
-{
-    return cmd == want;
-}
-
-static void on_request(struct evhttp_request *req, void *arg)
+static void on_request(struct sw_http_req *req, void *arg)
 {
     struct sw_llmsim_server *s = arg;
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    if (!path)
+    enum sw_http_method cmd = sw_http_method(req);
+    const char *path = sw_http_path(req);
+    if (!*path)
         path = "/";
     bool chat = (s->o.dialect == SW_LLMSIM_OPENAI && !strcmp(path, "/v1/chat/completions")) ||
                 (s->o.dialect == SW_LLMSIM_ANTHROPIC && !strcmp(path, "/v1/messages"));
     if (chat) {
-        if (!is(cmd, EVHTTP_REQ_POST)) {
+        if (cmd != SW_HTTP_POST) {
             send_error(s, req, s->o.dialect, 405, "use POST", NULL, -1);
             return;
         }
         on_chat(s, req, path);
         return;
     }
-    bool get = is(cmd, EVHTTP_REQ_GET);
+    /* HEAD is answered as GET; the HTTP server sends the headers only */
+    bool get = cmd == SW_HTTP_GET || cmd == SW_HTTP_HEAD;
     if (get && !strcmp(path, "/v1/models"))
         on_models(s, req);
     else if (get && !strcmp(path, "/health"))
@@ -870,21 +786,31 @@ static void on_request(struct evhttp_request *req, void *arg)
         on_metrics(s, req);
     else if (get && !strcmp(path, "/admin/stats"))
         on_stats(s, req);
-    else if ((get || is(cmd, EVHTTP_REQ_DELETE)) && !strcmp(path, "/admin/received"))
+    else if ((get || cmd == SW_HTTP_DELETE) && !strcmp(path, "/admin/received"))
         on_received(s, req);
     else if (!strcmp(path, "/admin/faults"))
         on_faults(s, req);
-    else if (is(cmd, EVHTTP_REQ_POST) && !strcmp(path, "/admin/unload")) {
+    else if (cmd == SW_HTTP_POST && !strcmp(path, "/admin/unload")) {
         sw_llmsim_unload(&s->model);
         send_json(s, req, 200,
                   json_pack("{s:b, s:b}", "ok", 1, "loaded",
                             sw_llmsim_load_state(&s->model, now_us()) == SW_LLMSIM_LOADED));
     } else {
         char msg[300];
-        snprintf(msg, sizeof msg, "llmsim: no route for %s %.200s",
-                 get ? "GET" : is(cmd, EVHTTP_REQ_POST) ? "POST" : "this method", path);
+        snprintf(msg, sizeof msg, "llmsim: no route for %.16s %.200s", sw_http_method_name(req),
+                 path);
         send_error(s, req, s->o.dialect, 404, msg, NULL, -1);
     }
+}
+
+/* Errors the HTTP server answers itself (malformed, 408, 413, 431, ...), in
+ * the dialect's error shape. */
+static void on_http_error(struct sw_http_req *req, int status, const char *code,
+                          const char *message, void *arg)
+{
+    struct sw_llmsim_server *s = arg;
+    (void)code;
+    send_error(s, req, s->o.dialect, status, message, NULL, -1);
 }
 
 /* ---- Setup ---- */
@@ -908,42 +834,29 @@ int sw_llmsim_server_new(struct event_base *base, const struct sw_llmsim_opts *o
             goto fail;
     }
     s->out = evbuffer_new();
-    s->http = evhttp_new(base);
-    if (!s->out || !s->http)
+    s->exit_timer = evtimer_new(base, on_exit_timer, s);
+    if (!s->out || !s->exit_timer)
         goto fail;
-    evhttp_set_gencb(s->http, on_request, s);
-    evhttp_set_max_body_size(s->http, MAX_BODY_BYTES);
-    evhttp_set_timeout(s->http, CONN_TIMEOUT_S);
-    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD);
-
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
-    if (inet_pton(AF_INET, o->host, &sin.sin_addr) != 1) {
+    struct in_addr a4;
+    if (inet_pton(AF_INET, o->host, &a4) != 1) {
         sw_error("llmsim: --host %s: not an IPv4 address", o->host);
         err = SW_EINVAL;
         goto fail;
     }
-    s->listener = evconnlistener_new_bind(base, NULL, NULL,
-                                          LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
-                                              LEV_OPT_CLOSE_ON_EXEC,
-                                          LISTEN_BACKLOG, (struct sockaddr *)&sin, sizeof sin);
-    if (!s->listener) {
-        sw_error("llmsim: cannot listen on %s:%d", o->host, o->port);
+    struct sw_http_limits lim = {
+        .max_header_bytes = MAX_HEADER_BYTES,
+        .max_body_bytes = MAX_BODY_BYTES,
+        .client_timeout_ms = o->client_timeout_ms,
+        .max_connections = MAX_CONNECTIONS,
+    };
+    struct sw_http_handler h = {.on_request = on_request, .on_error = on_http_error, .ud = s};
+    s->http = sw_http_server_new(base, o->host, o->port, LISTEN_BACKLOG, &lim, &h);
+    if (!s->http) {
+        sw_error("llmsim: cannot listen on %s:%d: %s", o->host, o->port, strerror(errno));
         err = SW_EIO;
         goto fail;
     }
-    struct sockaddr_in bound;
-    socklen_t blen = sizeof bound;
-    if (getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&bound, &blen) != 0) {
-        err = SW_EIO;
-        goto fail;
-    }
-    s->port = ntohs(bound.sin_port);
-    if (!evhttp_bind_listener(s->http, s->listener)) {
-        err = SW_EIO;
-        goto fail;
-    }
-    s->listener = NULL; /* owned by evhttp now */
+    s->port = sw_http_server_port(s->http);
     *out = s;
     return SW_OK;
 fail:
@@ -960,8 +873,8 @@ void sw_llmsim_server_free(struct sw_llmsim_server *s)
 {
     if (!s)
         return;
-    /* Requests in progress: stop their timers and close notifications; evhttp
-     * frees the requests with their connections. */
+    /* Requests in progress: stop their timers and close notifications; the
+     * HTTP server frees the requests with their connections. */
     while (s->live) {
         struct sim *r = s->live;
         detach(r);
@@ -969,9 +882,9 @@ void sw_llmsim_server_free(struct sw_llmsim_server *s)
         sim_free(r);
     }
     if (s->http)
-        evhttp_free(s->http);
-    if (s->listener)
-        evconnlistener_free(s->listener);
+        sw_http_server_free(s->http);
+    if (s->exit_timer)
+        event_free(s->exit_timer);
     if (s->out)
         evbuffer_free(s->out);
     if (s->received) {
