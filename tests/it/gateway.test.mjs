@@ -188,6 +188,25 @@ describe('gateway core with healthy backends', () => {
     }
   });
 
+  test('the key and Content-Length are judged before the body is read', async () => {
+    // Headers only, no body: a server that read the body first would wait
+    // for it and answer 408 at client_timeout_ms (400 ms) instead.
+    const ask = (head) => new Promise((resolve, reject) => {
+      const sock = net.connect(gw.port, '127.0.0.1');
+      let got = '';
+      sock.on('data', (d) => { got += d; });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(got));
+      sock.on('connect', () => sock.write(head));
+    });
+    const noKey = await ask('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3000\r\n\r\n');
+    assert.match(noKey, /^HTTP\/1\.1 401 /);
+    assert.match(noKey, /"code":"missing_api_key"/);
+    const tooBig = await ask('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-app\r\nContent-Length: 100000\r\n\r\n');
+    assert.match(tooBig, /^HTTP\/1\.1 413 /);
+    assert.match(tooBig, /"code":"request_too_large"/);
+  });
+
   test('a slow client that never finishes its headers gets a 408 and is cut off', async () => {
     const sock = net.connect(gw.port, '127.0.0.1');
     await new Promise((r) => sock.on('connect', r));
@@ -640,6 +659,38 @@ models:
       const c = await ask('x');
       assert.equal(c.status, 200, c.text);
       assert.equal((await stats(edge)).served, 1);
+    } finally {
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+});
+
+describe('X-Request-Timeout-Ms', () => {
+  test('may shorten the deadline, never extend it past routing.request_timeout_ms', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--hang']);
+    const gw = await startSpillway(config({
+      edge: edge.url, cloud: await deadPort(),
+      extra: 'routing:\n  ttft_budget_ms: 200\n  request_timeout_ms: 500',
+    }));
+    try {
+      // The backend never answers: the request ends at its deadline. Asking
+      // for an hour must still end at the configured 500 ms (the signal
+      // below only bounds the test; without the clamp it fires first).
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        signal: AbortSignal.timeout(30000),
+        headers: { 'content-type': 'application/json', 'x-request-timeout-ms': '3600000' },
+        body: JSON.stringify({ model: 'local-only', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(r.status, 504);
+      assert.equal((await r.json()).error.code, 'deadline_exceeded');
+      const bad = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-timeout-ms': 'soon' },
+        body: JSON.stringify({ model: 'local-only', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(bad.status, 400);
     } finally {
       await gw.stop();
       await edge.stop();
