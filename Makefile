@@ -104,7 +104,7 @@ bench:
 fuzz:
 	@tests/fuzz/run.sh
 
-# Every fuzz target for 5 s from its committed corpus (ASan + UBSan, its own
+# Every fuzz target, 20000 inputs with seed 1, from its committed corpus (ASan + UBSan, its own
 # build in build/fuzz whatever SANITIZE says); the long runs are `make fuzz`.
 fuzz-smoke:
 	@FUZZ_SMOKE=1 tests/fuzz/run.sh

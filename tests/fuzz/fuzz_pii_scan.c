@@ -228,6 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* as JSON text (tool-call arguments) */
     json_t *a = json_loadb(t, size, JSON_DECODE_ANY, NULL);
     m = sw_pii_map_new();
+    reserve_all(m, t, size); /* as sw_pii_mask_request does before masking */
     rc = sw_pii_mask_json_text(E, m, t, size, &jmasked, NULL);
     CHECK(rc == SW_OK || rc == SW_ETOOBIG);
     if (rc == SW_OK) {
