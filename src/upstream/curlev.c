@@ -5,12 +5,14 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "upstream/h1.h"
 
 struct sw_curlev {
     struct event_base *base;
     CURLM *multi;
     struct event *timer;
     int running;
+    struct sw_h1pool *h1;       /* plain-HTTP backends on numeric addresses */
 };
 
 /* Per-socket watcher, attached to curl's socket with curl_multi_assign. */
@@ -126,7 +128,8 @@ struct sw_curlev *sw_curlev_new(struct event_base *base, long max_total_connecti
     cev->base = base;
     cev->multi = curl_multi_init();
     cev->timer = evtimer_new(base, on_timeout, cev);
-    if (!cev->multi || !cev->timer) {
+    cev->h1 = sw_h1pool_new(base);
+    if (!cev->multi || !cev->timer || !cev->h1) {
         sw_curlev_free(cev);
         return NULL;
     }
@@ -147,6 +150,7 @@ void sw_curlev_free(struct sw_curlev *cev)
         curl_multi_cleanup(cev->multi);
     if (cev->timer)
         event_free(cev->timer);
+    sw_h1pool_free(cev->h1);
     free(cev);
 }
 
@@ -182,4 +186,9 @@ void sw_curlev_remove(struct sw_curlev *cev, CURL *easy)
 int sw_curlev_running(const struct sw_curlev *cev)
 {
     return cev->running;
+}
+
+struct sw_h1pool *sw_curlev_h1(struct sw_curlev *cev)
+{
+    return cev->h1;
 }

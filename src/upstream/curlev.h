@@ -29,6 +29,10 @@ int sw_curlev_add(struct sw_curlev *cev, CURL *easy, sw_curlev_done_fn on_done, 
  * the callback instead. */
 void sw_curlev_remove(struct sw_curlev *cev, CURL *easy);
 
+/* The plain-HTTP/1.1 client's connection pools (src/upstream/h1.h), which
+ * serve http:// backends on numeric addresses next to curl. */
+struct sw_h1pool *sw_curlev_h1(struct sw_curlev *cev);
+
 /* Number of transfers in progress. */
 int sw_curlev_running(const struct sw_curlev *cev);
 

@@ -69,6 +69,68 @@ static void on_transfer_done(void *ud, CURLcode rc)
     u->cbs.on_done(u->ud, err);
 }
 
+/* ---- The plain-HTTP client ---- */
+
+static void on_h1_head(void *ud, long status, long retry_after_s)
+{
+    struct sw_upstream *u = ud;
+    u->status = status;
+    u->retry_after_s = retry_after_s;
+}
+
+static size_t on_h1_data(void *ud, const char *bytes, size_t len)
+{
+    struct sw_upstream *u = ud;
+    return u->cbs.on_data(u->ud, bytes, len);
+}
+
+static void on_h1_done(void *ud, int err, const char *why)
+{
+    struct sw_upstream *u = ud;
+    u->h1 = NULL; /* already freed */
+    u->running = false;
+    snprintf(u->errbuf, sizeof u->errbuf, "%s", why ? why : "");
+    u->cbs.on_done(u->ud, err);
+}
+
+static int start_h1(struct sw_upstream *u, struct sw_curlev *cev,
+                    const struct sw_config_backend *be, const char *path, long timeout_ms,
+                    const char *trace_id)
+{
+    struct sw_buf h;
+    sw_buf_init(&h, 8192);
+    int err = sw_buf_append_str(&h, "Content-Type: application/json\r\n"
+                                    "Accept: application/json, text/event-stream\r\n");
+    if (!err && trace_id) {
+        err = sw_buf_append_str(&h, "X-Request-Id: ");
+        if (!err)
+            err = sw_buf_append_str(&h, trace_id);
+        if (!err)
+            err = sw_buf_append(&h, "\r\n", 2);
+    }
+    if (!err && be->api_key) {
+        err = sw_buf_append_str(&h, "Authorization: Bearer ");
+        if (!err)
+            err = sw_buf_append_str(&h, be->api_key);
+        if (!err)
+            err = sw_buf_append(&h, "\r\n", 2);
+    }
+    if (!err)
+        err = sw_buf_append(&h, "\r\n", 2);
+    if (err) {
+        sw_buf_free(&h);
+        return err;
+    }
+    static const struct sw_h1_cbs cbs = {on_h1_data, on_h1_done, on_h1_head};
+    u->h1_head = h.ptr;
+    u->h1 = sw_h1_start(sw_curlev_h1(cev), be->url, path, h.ptr, h.len, u->body, u->body_len,
+                        be->connect_timeout_ms, timeout_ms, &cbs, u);
+    if (!u->h1)
+        return SW_ENOMEM;
+    u->running = true;
+    return SW_OK;
+}
+
 int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
                       const struct sw_config_backend *be, const char *path,
                       char *body, size_t body_len, long timeout_ms, const char *trace_id,
@@ -80,7 +142,14 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
     u->cbs = *cbs;
     u->ud = ud;
     u->retry_after_s = -1;
+    u->body_len = body_len;
     int err = SW_ENOMEM;
+    if (sw_h1_handles(be->url)) {
+        err = start_h1(u, cev, be, path, timeout_ms, trace_id);
+        if (err)
+            sw_upstream_cleanup(u);
+        return err;
+    }
 
     u->easy = curl_easy_init();
     if (!u->easy)
@@ -153,6 +222,12 @@ fail:
 
 void sw_upstream_abort(struct sw_upstream *u)
 {
+    if (u->h1) {
+        sw_h1_abort(u->h1);
+        u->h1 = NULL;
+        u->running = false;
+        return;
+    }
     if (u->running) {
         sw_curlev_remove(u->cev, u->easy);
         u->running = false;
@@ -161,7 +236,9 @@ void sw_upstream_abort(struct sw_upstream *u)
 
 void sw_upstream_resume(struct sw_upstream *u)
 {
-    if (u->running)
+    if (u->h1)
+        sw_h1_resume(u->h1);
+    else if (u->running)
         curl_easy_pause(u->easy, CURLPAUSE_CONT);
 }
 
@@ -171,6 +248,8 @@ void sw_upstream_cleanup(struct sw_upstream *u)
     if (u->easy)
         curl_easy_cleanup(u->easy);
     curl_slist_free_all(u->headers);
+    free(u->h1_head);
+    u->h1_head = NULL;
     free(u->body);
     u->easy = NULL;
     u->headers = NULL;

@@ -1,7 +1,10 @@
 /* One attempt against one backend: an HTTP POST built from the backend's
  * config (URL, API key, TLS, connect timeout) with the time left of the
- * request's deadline as its total timeout, run on the shared curl multi
- * handle (keep-alive pool). The relay drives it through two callbacks.
+ * request's deadline as its total timeout. Plain-HTTP backends on numeric
+ * addresses (local inference servers) go through Spillway's own HTTP/1.1
+ * client (upstream/h1.h); HTTPS and named hosts through the shared curl multi
+ * handle. Both keep keep-alive pools. The relay drives it through two
+ * callbacks and cannot tell the two apart.
  *
  * Only the OpenAI dialect is spoken here; the Anthropic adapter is its own
  * issue and such backends are refused at start-up. */
@@ -13,6 +16,7 @@
 
 #include "config/config.h"
 #include "upstream/curlev.h"
+#include "upstream/h1.h"
 
 struct sw_upstream_cbs {
     /* Response bytes (after the status line and headers). Return len to go
@@ -27,9 +31,12 @@ struct sw_upstream_cbs {
 };
 
 struct sw_upstream {
+    struct sw_h1req *h1;        /* the plain-HTTP client's request, or NULL (curl) */
+    char *h1_head;              /* its extra request headers */
     CURL *easy;
     struct curl_slist *headers;
     char *body;                 /* owned request body */
+    size_t body_len;
     struct sw_curlev *cev;
     struct sw_upstream_cbs cbs;
     void *ud;

@@ -1,0 +1,689 @@
+#include "upstream/h1.h"
+
+#include <errno.h>
+#include <event2/event_struct.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+
+/* Idle keep-alive connections kept per backend address. */
+#define IDLE_MAX 1024
+#define READ_BUF 16384
+/* Bytes held back while the caller is paused (a read's worth at most). */
+#define PENDING_MAX (READ_BUF + 64)
+
+/* ---- Pool ---- */
+
+struct conn {
+    int fd;
+    struct event *idle_ev;          /* watches an idle connection for close */
+    struct entry *e;
+    struct conn *next;
+};
+
+/* The connections of one address ("127.0.0.1:8081"). */
+struct entry {
+    struct sw_h1pool *pool;
+    char key[80];               /* host (< 64) ":" port */
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    struct conn *idle;              /* LIFO: the warmest first */
+    int n_idle;
+    struct entry *next;
+};
+
+struct sw_h1pool {
+    struct event_base *base;
+    struct entry *entries;
+};
+
+struct sw_h1req {
+    struct sw_h1pool *pool;
+    struct entry *e;
+    int fd;
+    bool reused;                    /* the connection came from the pool */
+    bool retried;
+    bool connected;
+    struct event ev;                /* read or write on fd */
+    bool ev_set;                    /* ev is assigned */
+    bool starting;                  /* inside sw_h1_start: failures wait for the loop */
+    struct event *timer;            /* connect timeout, then the deadline */
+    int64_t deadline_ms;            /* sw_now_ms() clock */
+    long connect_timeout_ms;
+    int fail_err;                   /* a failure found inside sw_h1_start, reported by the timer */
+    char fail_why[96];
+    struct iovec iov[3];            /* request line + headers, extra headers, body */
+    char line[512];
+    size_t line_len;
+    const char *head, *body;
+    size_t head_len, body_len;
+    size_t sent;                    /* bytes of the request written */
+    http_parser parser;
+    bool got_bytes;                 /* any response byte arrived */
+    bool headers_done, complete, keep_alive;
+    char field[16];                 /* the header name being read, if it can be Retry-After */
+    size_t field_len;
+    bool in_value;                  /* the parser is in a header value */
+    bool in_retry_after;
+    char ra[16];
+    size_t ra_len;
+    bool paused;
+    int abort_err;                  /* set by a callback to stop */
+    struct sw_buf pending;          /* body bytes held while paused */
+    struct sw_h1_cbs cbs;
+    void *ud;
+};
+
+static void req_free(struct sw_h1req *r);
+static void finish(struct sw_h1req *r, int err, const char *why);
+static void send_request(struct sw_h1req *r);
+
+static void conn_close_idle(struct conn *c)
+{
+    struct entry *e = c->e;
+    struct conn **pp = &e->idle;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = c->next;
+        e->n_idle--;
+    }
+    event_free(c->idle_ev);
+    close(c->fd);
+    free(c);
+}
+
+/* An idle connection became readable: the server closed it (or sent bytes
+ * nobody asked for). Either way it is no longer usable. */
+static void on_idle_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_close_idle(arg);
+}
+
+static void put_idle(struct entry *e, int fd)
+{
+    struct conn *c = e->n_idle < IDLE_MAX ? calloc(1, sizeof *c) : NULL;
+    if (c)
+        c->idle_ev = event_new(e->pool->base, fd, EV_READ, on_idle_event, c);
+    if (!c || !c->idle_ev) {
+        free(c);
+        close(fd);
+        return;
+    }
+    c->fd = fd;
+    c->e = e;
+    c->next = e->idle;
+    e->idle = c;
+    e->n_idle++;
+    event_add(c->idle_ev, NULL);
+}
+
+static int take_idle(struct entry *e)
+{
+    struct conn *c = e->idle;
+    if (!c)
+        return -1;
+    e->idle = c->next;
+    e->n_idle--;
+    int fd = c->fd;
+    event_free(c->idle_ev);
+    free(c);
+    return fd;
+}
+
+struct sw_h1pool *sw_h1pool_new(struct event_base *base)
+{
+    struct sw_h1pool *p = calloc(1, sizeof *p);
+    if (p)
+        p->base = base;
+    return p;
+}
+
+void sw_h1pool_free(struct sw_h1pool *pool)
+{
+    if (!pool)
+        return;
+    while (pool->entries) {
+        struct entry *e = pool->entries;
+        pool->entries = e->next;
+        while (e->idle)
+            conn_close_idle(e->idle);
+        free(e);
+    }
+    free(pool);
+}
+
+/* ---- URLs ---- */
+
+struct target {
+    char host[64];
+    int port;
+    const char *prefix;             /* the path after host:port, "" if none */
+};
+
+static bool parse_url(const char *url, struct target *t)
+{
+    static const char scheme[] = "http://";
+    if (strncasecmp(url, scheme, sizeof scheme - 1) != 0)
+        return false;
+    const char *h = url + sizeof scheme - 1;
+    const char *end = h + strcspn(h, "/");
+    const char *colon = NULL;
+    if (*h == '[') { /* [v6]:port */
+        const char *rb = memchr(h, ']', (size_t)(end - h));
+        if (!rb)
+            return false;
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+        size_t n = (size_t)(rb - h - 1);
+        if (n >= sizeof t->host)
+            return false;
+        memcpy(t->host, h + 1, n);
+        t->host[n] = '\0';
+    } else {
+        colon = memchr(h, ':', (size_t)(end - h));
+        size_t n = (size_t)((colon ? colon : end) - h);
+        if (n == 0 || n >= sizeof t->host)
+            return false;
+        memcpy(t->host, h, n);
+        t->host[n] = '\0';
+    }
+    t->port = 80;
+    if (colon) {
+        char *e;
+        long port = strtol(colon + 1, &e, 10);
+        if (e != end || port < 1 || port > 65535)
+            return false;
+        t->port = (int)port;
+    }
+    t->prefix = end;
+    return true;
+}
+
+static bool numeric_addr(const char *host, int port, struct sockaddr_storage *ss,
+                         socklen_t *len)
+{
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    const char *h = strcasecmp(host, "localhost") == 0 ? "127.0.0.1" : host;
+    if (evutil_inet_pton(AF_INET, h, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *len = sizeof *a4;
+        return true;
+    }
+    if (evutil_inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+        return true;
+    }
+    return false;
+}
+
+bool sw_h1_handles(const char *url)
+{
+    struct target t;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    return parse_url(url, &t) && numeric_addr(t.host, t.port, &ss, &len);
+}
+
+static struct entry *entry_for(struct sw_h1pool *pool, const struct target *t)
+{
+    char key[sizeof ((struct entry *)0)->key];
+    snprintf(key, sizeof key, "%s:%d", t->host, t->port);
+    for (struct entry *e = pool->entries; e; e = e->next)
+        if (strcmp(e->key, key) == 0)
+            return e;
+    struct entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    if (!numeric_addr(t->host, t->port, &e->addr, &e->addr_len)) {
+        free(e);
+        return NULL;
+    }
+    e->pool = pool;
+    memcpy(e->key, key, sizeof key);
+    e->next = pool->entries;
+    pool->entries = e;
+    return e;
+}
+
+/* ---- Response parsing ---- */
+
+static void deliver(struct sw_h1req *r, const char *at, size_t len)
+{
+    if (r->paused) { /* held until resume */
+        if (sw_buf_append(&r->pending, at, len))
+            r->abort_err = SW_ENOMEM;
+        return;
+    }
+    size_t n = r->cbs.on_data(r->ud, at, len);
+    if (n == SW_H1_PAUSE) {
+        r->paused = true;
+        if (sw_buf_append(&r->pending, at, len))
+            r->abort_err = SW_ENOMEM;
+    } else if (n != len) {
+        r->abort_err = SW_ECANCELED;
+    }
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+    struct sw_h1req *r = p->data;
+    if (r->in_value) { /* a new header starts */
+        r->in_value = false;
+        r->field_len = 0;
+    }
+    if (r->field_len + len < sizeof r->field) {
+        memcpy(r->field + r->field_len, at, len);
+        r->field_len += len;
+    } else {
+        r->field_len = sizeof r->field; /* too long to be Retry-After */
+    }
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+    struct sw_h1req *r = p->data;
+    if (!r->in_value) {
+        r->in_value = true;
+        r->in_retry_after = r->field_len == 11 && strncasecmp(r->field, "retry-after", 11) == 0;
+        if (r->in_retry_after)
+            r->ra_len = 0;
+    }
+    if (r->in_retry_after && r->ra_len + len < sizeof r->ra) {
+        memcpy(r->ra + r->ra_len, at, len);
+        r->ra_len += len;
+    }
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    struct sw_h1req *r = p->data;
+    if (p->status_code < 200) /* an interim answer: its headers do not count */
+        return 0;
+    r->headers_done = true;
+    long ra = -1;
+    if (r->ra_len) {
+        char tmp[sizeof r->ra + 1];
+        memcpy(tmp, r->ra, r->ra_len);
+        tmp[r->ra_len] = '\0';
+        char *end;
+        long v = strtol(tmp, &end, 10);
+        if (end != tmp && v >= 0)
+            ra = v;
+    }
+    if (r->cbs.on_head)
+        r->cbs.on_head(r->ud, (long)p->status_code, ra);
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+    struct sw_h1req *r = p->data;
+    deliver(r, at, len);
+    return r->abort_err ? 1 : 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    struct sw_h1req *r = p->data;
+    if (p->status_code < 200) { /* an interim answer: the real one follows */
+        r->field_len = 0;
+        r->ra_len = 0;
+        r->in_value = false;
+        return 0;
+    }
+    r->complete = true;
+    r->keep_alive = http_should_keep_alive(p);
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ---- The request ---- */
+
+static void req_free(struct sw_h1req *r)
+{
+    if (r->ev_set)
+        event_del(&r->ev);
+    if (r->timer)
+        event_free(r->timer);
+    if (r->fd >= 0)
+        close(r->fd);
+    sw_buf_free(&r->pending);
+    free(r);
+}
+
+/* Ends the request: the connection goes back to the pool when the answer
+ * was complete and may be kept; the request is freed before the caller
+ * hears of it. */
+static void finish(struct sw_h1req *r, int err, const char *why)
+{
+    if (!err && r->complete && r->keep_alive && r->fd >= 0) {
+        event_del(&r->ev);
+        r->ev_set = false;
+        put_idle(r->e, r->fd);
+        r->fd = -1;
+    }
+    void (*done)(void *, int, const char *) = r->cbs.on_done;
+    void *ud = r->ud;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s", why ? why : "");
+    req_free(r);
+    done(ud, err, msg);
+}
+
+static void on_io(evutil_socket_t fd, short what, void *arg);
+
+/* Arms the timer for min(ms, what is left of the deadline). */
+static void arm(struct sw_h1req *r, long ms)
+{
+    int64_t left = r->deadline_ms - sw_now_ms();
+    if (left < 0)
+        left = 0;
+    if (ms >= 0 && ms < left)
+        left = ms;
+    left += 1; /* rounding: never before the deadline the relay measures */
+    struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
+    event_base_update_cache_time(r->pool->base); /* from now, not the loop turn's start */
+    evtimer_add(r->timer, &tv);
+}
+
+static void watch(struct sw_h1req *r, short what)
+{
+    if (r->ev_set)
+        event_del(&r->ev);
+    event_assign(&r->ev, r->pool->base, r->fd, what | EV_PERSIST, on_io, r);
+    r->ev_set = true;
+    event_add(&r->ev, NULL);
+}
+
+/* A connection that failed before any byte of the answer, taken from the
+ * pool: the server may have closed it just as it was reused. Once, on a
+ * fresh connection. */
+static bool retry_fresh(struct sw_h1req *r);
+
+static void fail_io(struct sw_h1req *r, int err, const char *why)
+{
+    if (r->reused && !r->got_bytes && !r->retried && retry_fresh(r))
+        return;
+    if (r->starting) {
+        r->fail_err = err;
+        snprintf(r->fail_why, sizeof r->fail_why, "%s", why);
+        event_active(r->timer, EV_TIMEOUT, 0);
+        return;
+    }
+    finish(r, err, why);
+}
+
+static void read_answer(struct sw_h1req *r)
+{
+    char buf[READ_BUF];
+    for (;;) {
+        ssize_t n = read(r->fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return;
+            fail_io(r, SW_EPROTO, strerror(errno));
+            return;
+        }
+        if (n > 0)
+            r->got_bytes = true;
+        size_t done = http_parser_execute(&r->parser, &settings, buf, (size_t)n);
+        enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
+        if (r->abort_err) {
+            finish(r, r->abort_err == SW_ENOMEM ? SW_EPROTO : r->abort_err,
+                   r->abort_err == SW_ECANCELED ? "aborted by the relay" : "out of memory");
+            return;
+        }
+        if (r->complete) {
+            if (done < (size_t)n)
+                r->keep_alive = false; /* bytes after the answer: do not reuse */
+            if (!r->paused)
+                finish(r, SW_OK, NULL);
+            else
+                event_del(&r->ev);
+            return;
+        }
+        if (n == 0) {
+            fail_io(r, SW_EPROTO,
+                    r->got_bytes ? "connection closed before the answer ended"
+                                 : "connection closed without an answer");
+            return;
+        }
+        if (e != HPE_OK) {
+            char why[120];
+            snprintf(why, sizeof why, "malformed HTTP answer: %s", http_errno_description(e));
+            finish(r, SW_EPROTO, why);
+            return;
+        }
+        if (r->paused) {
+            event_del(&r->ev); /* read on after sw_h1_resume */
+            return;
+        }
+    }
+}
+
+static void on_io(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    struct sw_h1req *r = arg;
+    if (!r->connected) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        if (soerr) {
+            finish(r, SW_ECONNECT, strerror(soerr));
+            return;
+        }
+        r->connected = true;
+        arm(r, -1); /* from here the rest of the deadline */
+    }
+    if (what & EV_WRITE) {
+        send_request(r);
+        return;
+    }
+    read_answer(r);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_h1req *r = arg;
+    if (r->fail_err)
+        finish(r, r->fail_err, r->fail_why);
+    else
+        finish(r, SW_ETIMEOUT, r->connected ? "no complete answer before the deadline"
+                                            : "connect timeout");
+}
+
+static void send_request(struct sw_h1req *r)
+{
+    size_t total = r->line_len + r->head_len + r->body_len;
+    while (r->sent < total) {
+        struct iovec iov[3];
+        int n = 0;
+        size_t skip = r->sent;
+        const struct iovec parts[3] = {{r->line, r->line_len},
+                                       {(void *)r->head, r->head_len},
+                                       {(void *)r->body, r->body_len}};
+        for (int i = 0; i < 3; i++) {
+            if (skip >= parts[i].iov_len) {
+                skip -= parts[i].iov_len;
+                continue;
+            }
+            iov[n].iov_base = (char *)parts[i].iov_base + skip;
+            iov[n++].iov_len = parts[i].iov_len - skip;
+            skip = 0;
+        }
+        ssize_t w = writev(r->fd, iov, n);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR) {
+                watch(r, EV_WRITE);
+                return;
+            }
+            fail_io(r, SW_EPROTO, strerror(errno));
+            return;
+        }
+        r->sent += (size_t)w;
+    }
+    watch(r, EV_READ);
+}
+
+/* Opens a connection (or takes one from the pool) and starts sending. A
+ * failure is reported from the loop (through the timer), never from here. */
+static void open_conn(struct sw_h1req *r, bool allow_idle)
+{
+    r->fd = allow_idle ? take_idle(r->e) : -1;
+    r->reused = r->fd >= 0;
+    if (r->reused) {
+        r->connected = true;
+        arm(r, -1);
+        send_request(r);
+        return;
+    }
+    r->connected = false;
+    r->fd = socket(r->e->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (r->fd >= 0) {
+        int one = 1;
+        setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(r->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        if (connect(r->fd, (struct sockaddr *)&r->e->addr, r->e->addr_len) == 0) {
+            r->connected = true;
+            arm(r, -1);
+            send_request(r);
+            return;
+        }
+        if (errno == EINPROGRESS) {
+            arm(r, r->connect_timeout_ms);
+            watch(r, EV_WRITE);
+            return;
+        }
+    }
+    r->fail_err = SW_ECONNECT;
+    snprintf(r->fail_why, sizeof r->fail_why, "%s", strerror(errno));
+    if (r->fd >= 0) {
+        close(r->fd);
+        r->fd = -1;
+    }
+    event_active(r->timer, EV_TIMEOUT, 0);
+}
+
+static bool retry_fresh(struct sw_h1req *r)
+{
+    r->retried = true;
+    if (r->ev_set) {
+        event_del(&r->ev);
+        r->ev_set = false;
+    }
+    close(r->fd);
+    r->fd = -1;
+    r->sent = 0;
+    r->got_bytes = false;
+    http_parser_init(&r->parser, HTTP_RESPONSE);
+    r->parser.data = r;
+    sw_info("upstream %s: a pooled connection was closed by the server; retrying on a new one",
+            r->e->key);
+    open_conn(r, false);
+    return true;
+}
+
+struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char *path,
+                             const char *head, size_t head_len, const char *body,
+                             size_t body_len, long connect_timeout_ms, long timeout_ms,
+                             const struct sw_h1_cbs *cbs, void *ud)
+{
+    struct target t;
+    if (!parse_url(url, &t))
+        return NULL;
+    struct sw_h1req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->fd = -1;
+    r->pool = pool;
+    r->cbs = *cbs;
+    r->ud = ud;
+    r->head = head;
+    r->head_len = head_len;
+    r->body = body;
+    r->body_len = body_len;
+    r->deadline_ms = sw_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+    r->connect_timeout_ms = connect_timeout_ms;
+    sw_buf_init(&r->pending, PENDING_MAX * 4);
+    http_parser_init(&r->parser, HTTP_RESPONSE);
+    r->parser.data = r;
+    r->e = entry_for(pool, &t);
+    r->timer = evtimer_new(pool->base, on_timer, r);
+    int n = r->e ? snprintf(r->line, sizeof r->line,
+                            "POST %s%s HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: %zu\r\n",
+                            t.prefix, path, t.host, t.port, body_len)
+                 : -1;
+    if (!r->e || !r->timer || n < 0 || (size_t)n >= sizeof r->line) {
+        req_free(r);
+        return NULL;
+    }
+    r->line_len = (size_t)n;
+    r->starting = true;
+    open_conn(r, true);
+    r->starting = false;
+    return r;
+}
+
+void sw_h1_abort(struct sw_h1req *r)
+{
+    if (r)
+        req_free(r); /* closes the connection: the server sees the abort */
+}
+
+void sw_h1_resume(struct sw_h1req *r)
+{
+    if (!r->paused)
+        return;
+    r->paused = false;
+    while (r->pending.len && !r->paused) {
+        size_t len = r->pending.len;
+        size_t n = r->cbs.on_data(r->ud, r->pending.ptr, len);
+        if (n == SW_H1_PAUSE) {
+            r->paused = true;
+            return;
+        }
+        if (n != len) {
+            finish(r, SW_ECANCELED, "aborted by the relay");
+            return;
+        }
+        sw_buf_consume(&r->pending, len);
+    }
+    if (r->complete) {
+        finish(r, SW_OK, NULL);
+        return;
+    }
+    event_add(&r->ev, NULL);
+}
