@@ -582,11 +582,10 @@ static void begin_request(struct conn *c, size_t n)
         r->body_cap = c->parser.content_length + 1;
     }
     c->state = r->complete ? C_BUSY : C_BODY;
-    if (s->h.on_headers && !s->h.on_headers(r, s->h.ud)) {
-        if (!r->complete)
-            c->keep_alive = false; /* the body is never read */
+    /* Answered here: r is gone, and sw_http_reply closed the connection
+     * after the answer when a body was due (it is never read). */
+    if (s->h.on_headers && !s->h.on_headers(r, s->h.ud))
         return;
-    }
     if (!r->complete && r->minor == 1) {
         const char *expect = sw_http_header(r, "Expect", NULL);
         if (expect && !strcasecmp(expect, "100-continue")) {
