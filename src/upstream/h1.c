@@ -27,17 +27,23 @@
 
 /* ---- Pool ---- */
 
+/* One connection to a backend. Its read event stays registered for the
+ * connection's whole life, idle or in use, so a request costs no epoll
+ * changes: the callback serves the request using it, or notices that an
+ * idle connection was closed by the server. */
 struct conn {
     int fd;
-    struct event *idle_ev;          /* watches an idle connection for close */
+    struct event rev;
+    bool reading;                   /* rev is added */
     struct entry *e;
-    struct conn *next;
+    struct sw_h1req *req;           /* the request using it; NULL while idle */
+    struct conn *next;              /* the idle list */
 };
 
 /* The connections of one address ("127.0.0.1:8081"). */
 struct entry {
     struct sw_h1pool *pool;
-    char key[80];               /* host (< 64) ":" port */
+    char key[80];                   /* host (< 64) ":" port */
     struct sockaddr_storage addr;
     socklen_t addr_len;
     struct conn *idle;              /* LIFO: the warmest first */
@@ -50,22 +56,22 @@ struct sw_h1pool {
     struct entry *entries;
 };
 
+/* One attempt: a POST on a connection of the pool. */
 struct sw_h1req {
     struct sw_h1pool *pool;
     struct entry *e;
-    int fd;
+    struct conn *c;                 /* the connection in use, or NULL */
     bool reused;                    /* the connection came from the pool */
     bool retried;
     bool connected;
-    struct event ev;                /* read or write on fd */
-    bool ev_set;                    /* ev is assigned */
+    struct event wev;               /* write: connect, or a request the socket did not take whole */
+    bool writing;                   /* wev is added */
     bool starting;                  /* inside sw_h1_start: failures wait for the loop */
     struct event *timer;            /* connect timeout, then the deadline */
     int64_t deadline_ms;            /* sw_now_ms() clock */
     long connect_timeout_ms;
     int fail_err;                   /* a failure found inside sw_h1_start, reported by the timer */
     char fail_why[96];
-    struct iovec iov[3];            /* request line + headers, extra headers, body */
     char line[512];
     size_t line_len;
     const char *head, *body;
@@ -87,11 +93,46 @@ struct sw_h1req {
     void *ud;
 };
 
-static void req_free(struct sw_h1req *r);
-static void finish(struct sw_h1req *r, int err, const char *why);
-static void send_request(struct sw_h1req *r);
 
-static void conn_close_idle(struct conn *c)
+static void on_conn_read(evutil_socket_t fd, short what, void *arg);
+
+static void conn_reading(struct conn *c, bool on)
+{
+    if (on == c->reading)
+        return;
+    if (on)
+        event_add(&c->rev, NULL);
+    else
+        event_del(&c->rev);
+    c->reading = on;
+}
+
+static struct conn *conn_new(struct entry *e)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->fd = socket(e->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        free(c);
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    c->e = e;
+    event_assign(&c->rev, e->pool->base, c->fd, EV_READ | EV_PERSIST, on_conn_read, c);
+    return c;
+}
+
+static void conn_free(struct conn *c)
+{
+    conn_reading(c, false);
+    close(c->fd);
+    free(c);
+}
+
+static void idle_remove(struct conn *c)
 {
     struct entry *e = c->e;
     struct conn **pp = &e->idle;
@@ -101,49 +142,31 @@ static void conn_close_idle(struct conn *c)
         *pp = c->next;
         e->n_idle--;
     }
-    event_free(c->idle_ev);
-    close(c->fd);
-    free(c);
 }
 
-/* An idle connection became readable: the server closed it (or sent bytes
- * nobody asked for). Either way it is no longer usable. */
-static void on_idle_event(evutil_socket_t fd, short what, void *arg)
+/* Back to the pool after a complete answer on a keep-alive connection. */
+static void idle_push(struct conn *c)
 {
-    (void)fd;
-    (void)what;
-    conn_close_idle(arg);
-}
-
-static void put_idle(struct entry *e, int fd)
-{
-    struct conn *c = e->n_idle < IDLE_MAX ? calloc(1, sizeof *c) : NULL;
-    if (c)
-        c->idle_ev = event_new(e->pool->base, fd, EV_READ, on_idle_event, c);
-    if (!c || !c->idle_ev) {
-        free(c);
-        close(fd);
+    struct entry *e = c->e;
+    c->req = NULL;
+    if (e->n_idle >= IDLE_MAX) {
+        conn_free(c);
         return;
     }
-    c->fd = fd;
-    c->e = e;
+    conn_reading(c, true); /* a server that closes it is noticed at once */
     c->next = e->idle;
     e->idle = c;
     e->n_idle++;
-    event_add(c->idle_ev, NULL);
 }
 
-static int take_idle(struct entry *e)
+static struct conn *idle_pop(struct entry *e)
 {
     struct conn *c = e->idle;
-    if (!c)
-        return -1;
-    e->idle = c->next;
-    e->n_idle--;
-    int fd = c->fd;
-    event_free(c->idle_ev);
-    free(c);
-    return fd;
+    if (c) {
+        e->idle = c->next;
+        e->n_idle--;
+    }
+    return c;
 }
 
 struct sw_h1pool *sw_h1pool_new(struct event_base *base)
@@ -161,8 +184,8 @@ void sw_h1pool_free(struct sw_h1pool *pool)
     while (pool->entries) {
         struct entry *e = pool->entries;
         pool->entries = e->next;
-        while (e->idle)
-            conn_close_idle(e->idle);
+        for (struct conn *c; (c = idle_pop(e));)
+            conn_free(c);
         free(e);
     }
     free(pool);
@@ -369,14 +392,21 @@ static const http_parser_settings settings = {
 
 /* ---- The request ---- */
 
+static void stop_writing(struct sw_h1req *r)
+{
+    if (r->writing) {
+        event_del(&r->wev);
+        r->writing = false;
+    }
+}
+
 static void req_free(struct sw_h1req *r)
 {
-    if (r->ev_set)
-        event_del(&r->ev);
+    stop_writing(r);
     if (r->timer)
         event_free(r->timer);
-    if (r->fd >= 0)
-        close(r->fd);
+    if (r->c)
+        conn_free(r->c); /* not reusable: the answer did not end cleanly */
     sw_buf_free(&r->pending);
     free(r);
 }
@@ -386,11 +416,9 @@ static void req_free(struct sw_h1req *r)
  * hears of it. */
 static void finish(struct sw_h1req *r, int err, const char *why)
 {
-    if (!err && r->complete && r->keep_alive && r->fd >= 0) {
-        event_del(&r->ev);
-        r->ev_set = false;
-        put_idle(r->e, r->fd);
-        r->fd = -1;
+    if (!err && r->complete && r->keep_alive && r->c && !r->paused) {
+        idle_push(r->c);
+        r->c = NULL;
     }
     void (*done)(void *, int, const char *) = r->cbs.on_done;
     void *ud = r->ud;
@@ -399,8 +427,6 @@ static void finish(struct sw_h1req *r, int err, const char *why)
     req_free(r);
     done(ud, err, msg);
 }
-
-static void on_io(evutil_socket_t fd, short what, void *arg);
 
 /* Arms the timer for min(ms, what is left of the deadline). */
 static void arm(struct sw_h1req *r, long ms)
@@ -416,20 +442,11 @@ static void arm(struct sw_h1req *r, long ms)
     evtimer_add(r->timer, &tv);
 }
 
-static void watch(struct sw_h1req *r, short what)
-{
-    if (r->ev_set)
-        event_del(&r->ev);
-    event_assign(&r->ev, r->pool->base, r->fd, what | EV_PERSIST, on_io, r);
-    r->ev_set = true;
-    event_add(&r->ev, NULL);
-}
+static bool retry_fresh(struct sw_h1req *r);
 
 /* A connection that failed before any byte of the answer, taken from the
  * pool: the server may have closed it just as it was reused. Once, on a
- * fresh connection. */
-static bool retry_fresh(struct sw_h1req *r);
-
+ * fresh connection. Inside sw_h1_start a failure waits for the loop. */
 static void fail_io(struct sw_h1req *r, int err, const char *why)
 {
     if (r->reused && !r->got_bytes && !r->retried && retry_fresh(r))
@@ -447,11 +464,11 @@ static void read_answer(struct sw_h1req *r)
 {
     char buf[READ_BUF];
     for (;;) {
-        ssize_t n = read(r->fd, buf, sizeof buf);
+        ssize_t n = read(r->c->fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 return;
-            fail_io(r, SW_EPROTO, strerror(errno));
+            fail_io(r, r->connected ? SW_EPROTO : SW_ECONNECT, strerror(errno));
             return;
         }
         if (n > 0)
@@ -469,7 +486,7 @@ static void read_answer(struct sw_h1req *r)
             if (!r->paused)
                 finish(r, SW_OK, NULL);
             else
-                event_del(&r->ev);
+                conn_reading(r->c, false);
             return;
         }
         if (n == 0) {
@@ -485,20 +502,37 @@ static void read_answer(struct sw_h1req *r)
             return;
         }
         if (r->paused) {
-            event_del(&r->ev); /* read on after sw_h1_resume */
+            conn_reading(r->c, false); /* read on after sw_h1_resume */
             return;
         }
     }
 }
 
-static void on_io(evutil_socket_t fd, short what, void *arg)
+static void on_conn_read(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
+    (void)what;
+    struct conn *c = arg;
+    if (!c->req) { /* idle: the server closed it, or sent what nobody asked for */
+        idle_remove(c);
+        conn_free(c);
+        return;
+    }
+    read_answer(c->req);
+}
+
+static void send_request(struct sw_h1req *r);
+
+/* The socket connected (or failed to), or takes more of the request. */
+static void on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
     struct sw_h1req *r = arg;
     if (!r->connected) {
         int soerr = 0;
         socklen_t sl = sizeof soerr;
-        getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        getsockopt(r->c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
         if (soerr) {
             finish(r, SW_ECONNECT, strerror(soerr));
             return;
@@ -506,11 +540,7 @@ static void on_io(evutil_socket_t fd, short what, void *arg)
         r->connected = true;
         arm(r, -1); /* from here the rest of the deadline */
     }
-    if (what & EV_WRITE) {
-        send_request(r);
-        return;
-    }
-    read_answer(r);
+    send_request(r);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -523,6 +553,15 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     else
         finish(r, SW_ETIMEOUT, r->connected ? "no complete answer before the deadline"
                                             : "connect timeout");
+}
+
+static void want_write(struct sw_h1req *r)
+{
+    if (!r->writing) {
+        event_assign(&r->wev, r->pool->base, r->c->fd, EV_WRITE | EV_PERSIST, on_writable, r);
+        event_add(&r->wev, NULL);
+        r->writing = true;
+    }
 }
 
 static void send_request(struct sw_h1req *r)
@@ -544,10 +583,10 @@ static void send_request(struct sw_h1req *r)
             iov[n++].iov_len = parts[i].iov_len - skip;
             skip = 0;
         }
-        ssize_t w = writev(r->fd, iov, n);
+        ssize_t w = writev(r->c->fd, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR) {
-                watch(r, EV_WRITE);
+                want_write(r);
                 return;
             }
             fail_io(r, SW_EPROTO, strerror(errno));
@@ -555,28 +594,28 @@ static void send_request(struct sw_h1req *r)
         }
         r->sent += (size_t)w;
     }
-    watch(r, EV_READ);
+    stop_writing(r);
 }
 
-/* Opens a connection (or takes one from the pool) and starts sending. A
- * failure is reported from the loop (through the timer), never from here. */
+/* Takes a pooled connection or opens one, and starts sending. A failure is
+ * reported from the loop (through the timer), never from here. */
 static void open_conn(struct sw_h1req *r, bool allow_idle)
 {
-    r->fd = allow_idle ? take_idle(r->e) : -1;
-    r->reused = r->fd >= 0;
+    r->c = allow_idle ? idle_pop(r->e) : NULL;
+    r->reused = r->c != NULL;
     if (r->reused) {
+        r->c->req = r;
         r->connected = true;
         arm(r, -1);
         send_request(r);
         return;
     }
     r->connected = false;
-    r->fd = socket(r->e->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (r->fd >= 0) {
-        int one = 1;
-        setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        setsockopt(r->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-        if (connect(r->fd, (struct sockaddr *)&r->e->addr, r->e->addr_len) == 0) {
+    r->c = conn_new(r->e);
+    if (r->c) {
+        r->c->req = r;
+        conn_reading(r->c, true);
+        if (connect(r->c->fd, (struct sockaddr *)&r->e->addr, r->e->addr_len) == 0) {
             r->connected = true;
             arm(r, -1);
             send_request(r);
@@ -584,15 +623,15 @@ static void open_conn(struct sw_h1req *r, bool allow_idle)
         }
         if (errno == EINPROGRESS) {
             arm(r, r->connect_timeout_ms);
-            watch(r, EV_WRITE);
+            want_write(r);
             return;
         }
     }
     r->fail_err = SW_ECONNECT;
     snprintf(r->fail_why, sizeof r->fail_why, "%s", strerror(errno));
-    if (r->fd >= 0) {
-        close(r->fd);
-        r->fd = -1;
+    if (r->c) {
+        conn_free(r->c);
+        r->c = NULL;
     }
     event_active(r->timer, EV_TIMEOUT, 0);
 }
@@ -600,12 +639,9 @@ static void open_conn(struct sw_h1req *r, bool allow_idle)
 static bool retry_fresh(struct sw_h1req *r)
 {
     r->retried = true;
-    if (r->ev_set) {
-        event_del(&r->ev);
-        r->ev_set = false;
-    }
-    close(r->fd);
-    r->fd = -1;
+    stop_writing(r);
+    conn_free(r->c);
+    r->c = NULL;
     r->sent = 0;
     r->got_bytes = false;
     http_parser_init(&r->parser, HTTP_RESPONSE);
@@ -627,7 +663,6 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     struct sw_h1req *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    r->fd = -1;
     r->pool = pool;
     r->cbs = *cbs;
     r->ud = ud;
@@ -685,5 +720,5 @@ void sw_h1_resume(struct sw_h1req *r)
         finish(r, SW_OK, NULL);
         return;
     }
-    event_add(&r->ev, NULL);
+    conn_reading(r->c, true);
 }
