@@ -293,6 +293,17 @@ static void leave(struct conn *c)
         conn_free(c);
 }
 
+/* The application's drained callback, once the output is low enough. */
+static void call_drained(struct conn *c)
+{
+    struct sw_http_req *r = c->req;
+    if (!c->dead && r && r->on_drained && evbuffer_get_length(c->out) <= r->drained_low) {
+        void (*cb)(void *) = r->on_drained;
+        r->on_drained = NULL;
+        cb(r->drained_ud);
+    }
+}
+
 /* Deferred work: a dead connection's end, or a drained callback due. */
 static void on_defer(evutil_socket_t fd, short what, void *arg)
 {
@@ -300,12 +311,7 @@ static void on_defer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct conn *c = arg;
     enter(c);
-    struct sw_http_req *r = c->req;
-    if (!c->dead && r && r->on_drained && evbuffer_get_length(c->out) <= r->drained_low) {
-        void (*cb)(void *) = r->on_drained;
-        r->on_drained = NULL;
-        cb(r->drained_ud);
-    }
+    call_drained(c);
     leave(c);
 }
 
@@ -781,12 +787,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
         conn_fail(c);
     } else {
         flush_out(c);
-        struct sw_http_req *r = c->req;
-        if (!c->dead && r && r->on_drained && evbuffer_get_length(c->out) <= r->drained_low) {
-            void (*cb)(void *) = r->on_drained;
-            r->on_drained = NULL;
-            cb(r->drained_ud);
-        }
+        call_drained(c);
     }
     leave(c);
 }

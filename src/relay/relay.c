@@ -647,6 +647,23 @@ static char *splice_member(const char *text, size_t len, struct sw_jspan at, con
     return b.ptr;
 }
 
+/* The whole answer `s` (len bytes, taken; NULL: out of memory) is the
+ * request's: the attempt succeeded, the client gets it. */
+static void serve_answer(struct proxy *p, char *s, size_t len)
+{
+    if (!s) {
+        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
+        return;
+    }
+    attempt_end(p, OUTCOME_OK, 200, 0);
+    p->final_status = 200;
+    set_route_headers(p);
+    sw_reply_json(p->req, 200, s, len);
+    free(s);
+    detach_client(p);
+    proxy_free(p);
+}
+
 /* An answer that needs no unmasking: checked and edited in place (model
  * rewritten, usage read) without building a tree. */
 static void finish_plain(struct proxy *p)
@@ -663,17 +680,7 @@ static void finish_plain(struct proxy *p)
     char *s = p->public_model_json ? splice_member(text, p->resp.len, sp[0], "model",
                                                    p->public_model_json, &len)
                                    : NULL;
-    if (!s) {
-        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
-        return;
-    }
-    attempt_end(p, OUTCOME_OK, 200, 0);
-    p->final_status = 200;
-    set_route_headers(p);
-    sw_reply_json(p->req, 200, s, len);
-    free(s);
-    detach_client(p);
-    proxy_free(p);
+    serve_answer(p, s, len);
 }
 
 static void finish_non_stream(struct proxy *p)
@@ -698,17 +705,7 @@ static void finish_non_stream(struct proxy *p)
     json_object_set_new(body, "model", json_string(p->public_model));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    if (!s) {
-        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
-        return;
-    }
-    attempt_end(p, OUTCOME_OK, 200, 0);
-    p->final_status = 200;
-    set_route_headers(p);
-    sw_reply_json(p->req, 200, s, strlen(s));
-    free(s);
-    detach_client(p);
-    proxy_free(p);
+    serve_answer(p, s, s ? strlen(s) : 0);
 }
 
 /* A non-retryable upstream 4xx: the request itself is wrong for the backend.

@@ -14,13 +14,8 @@
 
 #include "common/jscan.h"
 
-#define CHECK(c)                                                                    \
-    do {                                                                            \
-        if (!(c)) {                                                                 \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);  \
-            abort();                                                                \
-        }                                                                           \
-    } while (0)
+#include "check.h"
+
 
 /* jansson's verdict; a number it cannot represent (a real that overflows
  * a double) is valid JSON all the same, so that refusal is told apart. */

@@ -31,14 +31,8 @@
 #include "pii/map.h"
 #include "pii/pii.h"
 
-/* A failed check names itself, then aborts (libFuzzer saves the input). */
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
-            __builtin_trap();                                                               \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
+
 
 static struct sw_pii_engine *E;
 

@@ -21,14 +21,8 @@
 #include "common/err.h"
 #include "request/request.h"
 
-/* A failed check names itself, then aborts (libFuzzer saves the input). */
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
-            __builtin_trap();                                                               \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
+
 
 static void check_error(const struct sw_request_error *err)
 {

@@ -15,14 +15,8 @@
 #include "common/err.h"
 #include "relay/sse.h"
 
-/* A failed check names itself, then aborts (libFuzzer saves the input). */
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
-            __builtin_trap();                                                               \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
+
 #define STOP 1000
 
 struct rec {
