@@ -697,3 +697,73 @@ describe('X-Request-Timeout-Ms', () => {
     }
   });
 });
+
+describe('limits.max_response_bytes', () => {
+  test('an upstream answer larger than max_response_bytes is never relayed: the next backend answers; with none left the request fails', async () => {
+    // A local backend whose whole answers are as large as the prompt asks:
+    // "big" is 4000 bytes of content, anything else 1000.
+    let calls = 0;
+    const big = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => { body += d; });
+      req.on('end', () => {
+        if (req.url === '/health') { res.writeHead(200); res.end('ok'); return; }
+        calls++;
+        const ask = JSON.parse(body).messages.at(-1).content;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({
+          id: 'chatcmpl-big', object: 'chat.completion', created: 0, model: 'edge-model',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'z'.repeat(ask === 'big' ? 4000 : 1000) }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }));
+      });
+    });
+    await new Promise((r) => big.listen(0, '127.0.0.1', r));
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']);
+    const gw = await startSpillway(config({
+      edge: `http://127.0.0.1:${big.address().port}`, cloud: cloud.url,
+      extra: 'limits:\n  max_response_bytes: 2048',
+    }));
+    const post = async (model, content) => {
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, max_tokens: 8, messages: [{ role: 'user', content }] }),
+      });
+      return { status: r.status, id: r.headers.get('x-request-id'), backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason'), body: await r.json() };
+    };
+    try {
+      // Under the limit: relayed from the local backend.
+      const small = await post('chat', 'small');
+      assert.equal(small.status, 200, JSON.stringify(small.body));
+      assert.equal(small.backend, 'edge');
+      assert.equal(small.body.choices[0].message.content.length, 1000);
+      assert.equal(calls, 1);
+
+      // Over it: the local answer is dropped and the cloud answers.
+      const over = await post('chat', 'big');
+      assert.equal(over.status, 200, JSON.stringify(over.body));
+      assert.equal(over.backend, 'cloud');
+      assert.equal(over.reason, 'fallback');
+      assert.notEqual(over.body.choices[0].message.content, 'z'.repeat(4000));
+      assert.equal(calls, 2, 'the local backend was tried first');
+      assert.equal((await received(cloud)).length, 1);
+
+      // No backend left: every backend failed, so 503 all_backends_failed
+      // (docs/routing.md), in OpenAI's shape, naming the limit, never the answer.
+      const none = await post('local-only', 'big');
+      assert.equal(none.status, 503, JSON.stringify(none.body));
+      assert.equal(none.body.error.code, 'all_backends_failed');
+      assert.match(none.body.error.message, /answer larger than 2048 bytes/);
+      assert.equal(calls, 3);
+      const line = await waitFor(() => gw.output().split('\n').filter((l) => l.startsWith('{"time"')).map((l) => JSON.parse(l))
+        .find((l) => l.request_id === none.id), { what: 'the decision-log line' });
+      assert.equal(line.decision, 'rejected');
+      assert.equal(line.attempts.length, 1);
+      assert.equal(line.attempts[0].backend, 'edge');
+      assert.equal(line.attempts[0].outcome, 'failed');
+    } finally {
+      await gw.stop(); await cloud.stop();
+      await new Promise((r) => big.close(r));
+    }
+  });
+});

@@ -4,8 +4,12 @@
 // breaker reset, and the emergency switch showing in state, logs and metrics.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import { readFileSync, writeFileSync, renameSync, existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { rawConnect } from './lib/rawhttp.mjs';
 
 const ADMIN = 'sk-admin-ops';
 const auth = { authorization: `Bearer ${ADMIN}` };
@@ -344,6 +348,176 @@ describe('admin controls', () => {
       assert.equal(again.backend, 'cloud');
     } finally {
       await gw.stop(); await cloud.stop();
+    }
+  });
+});
+
+describe('decision log file and admin decisions', () => {
+  test('SIGHUP reopens the decision log: after a rename the next line lands in a new file at the configured path', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--decode-tps', '0']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']);
+    const logFile = join(mkdtempSync(join(tmpdir(), 'spillway-rotate-')), 'decisions.jsonl');
+    const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url, extra: `decision_log: "${logFile}"` }));
+    const lines = (f) => (existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+    try {
+      const first = await chat(gw);
+      assert.equal(first.status, 200);
+      const firstId = first.headers.get('x-request-id');
+      await waitFor(() => lines(logFile).length === 1, { what: 'the first line in the log file' });
+      // logrotate: rename, then SIGHUP.
+      const rotated = `${logFile}.1`;
+      renameSync(logFile, rotated);
+      gw.proc.kill('SIGHUP');
+      // The reopen happens before the reload in the same handler: once the
+      // reload is counted, the file is reopened.
+      await waitFor(async () => (await metrics(gw))['spillway_config_reloads_total{result="ok"}'] >= 1, { what: 'the SIGHUP handled' });
+
+      const second = await chat(gw);
+      assert.equal(second.status, 200);
+      const secondId = second.headers.get('x-request-id');
+      const fresh = await waitFor(() => { const l = lines(logFile); return l.length >= 1 && l; }, { what: 'a new file at the configured path' });
+      assert.deepEqual(fresh.map((l) => l.request_id), [secondId]);
+      assert.deepEqual(lines(rotated).map((l) => l.request_id), [firstId], 'the rotated file holds only the line written before the SIGHUP');
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+
+  test('GET /admin/decisions with n out of range (0, 1001, -1, x, empty): 400 invalid_value in OpenAI shape; 1 and 1000 are fine', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--decode-tps', '0']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']);
+    const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url }));
+    try {
+      for (let i = 0; i < 2; i++) assert.equal((await chat(gw)).status, 200);
+      for (const n of ['0', '1001', '-1', 'x', '', '5x', '99999999999999999999']) {
+        const r = await getJSON(`${gw.url}/admin/decisions?n=${n}`, { headers: auth });
+        assert.equal(r.status, 400, `n=${n}: ${JSON.stringify(r.body)}`);
+        assert.match(r.headers.get('content-type'), /^application\/json/);
+        assert.equal(r.body.error.type, 'invalid_request_error', `n=${n}`);
+        assert.equal(r.body.error.code, 'invalid_value', `n=${n}`);
+        assert.equal(r.body.error.param, 'n', `n=${n}`);
+        assert.equal(typeof r.body.error.message, 'string');
+        assert.ok(!('decisions' in r.body), `n=${n}`);
+      }
+      const one = await getJSON(`${gw.url}/admin/decisions?n=1`, { headers: auth });
+      assert.equal(one.status, 200);
+      assert.equal(one.body.decisions.length, 1);
+      const all = await getJSON(`${gw.url}/admin/decisions?n=1000`, { headers: auth });
+      assert.equal(all.status, 200);
+      assert.equal(all.body.decisions.length, 2);
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+});
+
+describe('what a reload cannot and can change', () => {
+  test('a reload that changes listen keeps serving on the old address and logs that a restart is needed', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--decode-tps', '0']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']);
+    const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url }));
+    // A free port to ask for.
+    const srv = net.createServer();
+    await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+    const { port } = srv.address();
+    await new Promise((r) => srv.close(r));
+    try {
+      const file = readFileSync(gw.configFile, 'utf8');
+      writeFileSync(gw.configFile, file.replace('listen: "127.0.0.1:0"', `listen: "127.0.0.1:${port}"`)
+        .replace('ttft_budget_ms: 800', 'ttft_budget_ms: 900'));
+      const r = await getJSON(`${gw.url}/admin/reload`, { method: 'POST', headers: auth });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.match(gw.output(), new RegExp(`warn reload: listen changed to 127\\.0\\.0\\.1:${port}; that takes a restart`));
+      // Still served on the old address, with the rest of the new file in force.
+      assert.equal((await chat(gw)).status, 200);
+      assert.equal((await getJSON(`${gw.url}/admin/state`, { headers: auth })).status, 200);
+      // Nothing listens on the new one.
+      const refused = await new Promise((res) => {
+        const s = net.connect(port, '127.0.0.1');
+        s.once('connect', () => { s.destroy(); res(false); });
+        s.once('error', (e) => res(e.code === 'ECONNREFUSED'));
+      });
+      assert.ok(refused, `nothing listens on ${port}`);
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+
+  test('limits changed by a reload apply to new connections: max_body_bytes lowered, a new connection\'s large body gets 413', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--decode-tps', '0']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']);
+    const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url, extra: 'limits:\n  max_body_bytes: 65536' }));
+    const body = JSON.stringify({ model: 'chat', max_tokens: 4, messages: [{ role: 'user', content: 'x'.repeat(8000) }] });
+    const post = async () => {
+      const c = await rawConnect(gw.port);
+      try {
+        return await c.request('POST', '/v1/chat/completions', { headers: { 'content-type': 'application/json' }, body });
+      } finally {
+        c.destroy();
+      }
+    };
+    try {
+      assert.equal((await post()).status, 200, 'under the first limit');
+      const file = readFileSync(gw.configFile, 'utf8');
+      writeFileSync(gw.configFile, file.replace('max_body_bytes: 65536', 'max_body_bytes: 4096'));
+      assert.equal((await getJSON(`${gw.url}/admin/reload`, { method: 'POST', headers: auth })).status, 200);
+      const r = await post();
+      assert.equal(r.status, 413, r.body);
+      assert.equal(JSON.parse(r.body).error.type, 'invalid_request_error');
+      assert.equal(await received(edge) + await received(cloud), 1, 'the refused body never reached a backend');
+      // And raised again: served again.
+      writeFileSync(gw.configFile, file);
+      assert.equal((await getJSON(`${gw.url}/admin/reload`, { method: 'POST', headers: auth })).status, 200);
+      assert.equal((await post()).status, 200);
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+});
+
+describe('PII metrics end to end', () => {
+  test('spillway_pii_entities_total counts by type and outcome: kept local, masked to the cloud, blocked', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0']);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: edge, tier: local, url: "${edge.url}", model: edge-model, slots: 2 }
+  - { name: cloud, tier: cloud, url: "${cloud.url}", model: cloud-model }
+models:
+  - { name: chat, backends: [edge, cloud], pii: local_only }
+  - { name: cloudy, backends: [cloud] }
+  - { name: strict, backends: [edge, cloud], pii: block }
+routing:
+  health_interval_ms: 200
+pii:
+  policy: mask
+`);
+    const say = (model, content) => ask(gw, model, { messages: [{ role: 'user', content }] });
+    const pii = (m) => Object.fromEntries(Object.entries(m).filter(([k]) => k.startsWith('spillway_pii_entities_total{') && m[k] > 0));
+    try {
+      assert.deepEqual(pii(await metrics(gw)), {}, 'nothing counted before any request');
+      const local = await say('chat', 'mail ann@example.com or call +31 6 12345678');
+      assert.equal(local.status, 200);
+      assert.equal(local.backend, 'edge');
+      const masked = await say('cloudy', 'write to bob@example.org and carol@example.net');
+      assert.equal(masked.status, 200);
+      assert.equal(masked.backend, 'cloud');
+      const blocked = await say('strict', 'numbers: +31 6 11112222, +31 6 33334444, +31 6 55556666');
+      assert.equal(blocked.status, 400, blocked.text);
+      assert.equal(JSON.parse(blocked.text).error.code, 'pii_blocked');
+      // A request without PII counts nothing.
+      assert.equal((await say('chat', 'no personal data here')).status, 200);
+
+      assert.deepEqual(pii(await metrics(gw)), {
+        'spillway_pii_entities_total{type="email",outcome="kept_local"}': 1,
+        'spillway_pii_entities_total{type="phone",outcome="kept_local"}': 1,
+        'spillway_pii_entities_total{type="email",outcome="masked_cloud"}': 2,
+        'spillway_pii_entities_total{type="phone",outcome="blocked"}': 3,
+      });
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
     }
   });
 });

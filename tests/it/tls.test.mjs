@@ -82,3 +82,23 @@ test('the backend CA in ca_file is trusted, and the connection is kept alive', a
     await gw.stop();
   }
 });
+
+test('tls_verify: false lets a backend with a self-signed certificate answer; with verification on the same backend fails', async () => {
+  const on = await startSpillway(cfg(', tls_verify: true'));
+  const off = await startSpillway(cfg(', tls_verify: false'));
+  try {
+    const before = requests;
+    const refused = await ask(on);
+    assert.equal(refused.status, 503);
+    assert.match(refused.body.error.message, /tls: connect_error/);
+    assert.equal(requests, before, 'nothing was sent with verification on');
+
+    const r = await ask(off);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.choices[0].message.content, 'over TLS');
+    assert.equal(r.headers.get('x-spillway-backend'), 'tls');
+    assert.equal(requests, before + 1);
+  } finally {
+    await on.stop(); await off.stop();
+  }
+});
