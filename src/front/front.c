@@ -443,7 +443,8 @@ void sw_front_swap(struct sw_front *f, struct sw_config *cfg, struct sw_live *li
 {
     if (strcmp(cfg->listen_host, f->cfg->listen_host) || cfg->listen_port != f->cfg->listen_port)
         sw_warn("reload: listen changed to %s:%d; that takes a restart (still on %s:%d)",
-                cfg->listen_host, cfg->listen_port, f->cfg->listen_host, f->cfg->listen_port);
+                cfg->listen_host, cfg->listen_port, f->cfg->listen_host,
+                sw_http_server_port(f->http));
     struct sw_config *old_cfg = f->cfg;
     struct sw_live *old_live = f->live;
     f->cfg = sw_config_ref(cfg);
