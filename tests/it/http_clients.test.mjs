@@ -478,24 +478,28 @@ for (const name of ['spillway', 'llmsim']) {
       } finally { c.destroy(); }
     });
 
-    test('raw socket: 200 pipelined requests in one write, well past the 64 KiB read-ahead, are all answered in order', async () => {
+    test('raw socket: a chat request then 200 pipelined requests in one write, well past the 64 KiB read-ahead, are all answered in order', async () => {
       const c = await rawConnect(T.port);
       try {
-        // Three kinds in turn, so an answer out of order or missing shows.
+        // The chat answer takes a while (the upstream generates it): meanwhile
+        // the pipelined bytes fill the read-ahead and reading pauses; it must
+        // resume once the answer is out. Three kinds in turn after it, so an
+        // answer out of order or missing shows.
         const kinds = [[T.health, 200], ['/v1/models', 200], ['/no-such-path', 404]];
         const pad = 'p'.repeat(500);
-        let text = '';
-        const want = [];
+        let text = rawRequest('POST', CHAT, { headers: { 'Content-Type': 'application/json' }, body: chatBody(T.model) });
+        const want = [200];
         for (let i = 0; i < 200; i++) {
           const [path, status] = kinds[i % 3];
           text += rawRequest('GET', path, { headers: { 'X-Pad': pad } });
           want.push(status);
         }
         assert.ok(text.length > 64 * 1024 + 20000, `${text.length} bytes pipelined`);
-        c.send(text, ...want.map(() => 'GET'));
-        const { responses, rest } = await c.responses(200, 60000);
+        c.send(text, 'POST', ...want.slice(1).map(() => 'GET'));
+        const { responses, rest } = await c.responses(want.length, 60000);
         assert.deepEqual(responses.map((r) => r.status), want);
-        responses.forEach((r, i) => {
+        assertChat(responses[0].body, T.model);
+        responses.slice(1).forEach((r, i) => {
           if (i % 3 === 0) assert.equal(JSON.parse(r.body).status, 'ok');
           if (i % 3 === 1) assert.ok(Array.isArray(JSON.parse(r.body).data));
           if (i % 3 === 2) assertOpenAIError(r.body);
