@@ -581,9 +581,10 @@ static void begin_request(struct conn *c, size_t n)
         }
         r->body_cap = c->parser.content_length + 1;
     }
-    c->state = r->complete ? C_BUSY : C_BODY;
+    bool complete = r->complete; /* r is freed when on_headers answers it */
+    c->state = complete ? C_BUSY : C_BODY;
     if (s->h.on_headers && !s->h.on_headers(r, s->h.ud)) {
-        if (!r->complete)
+        if (!complete)
             c->keep_alive = false; /* the body is never read */
         return;
     }
