@@ -433,3 +433,95 @@ describe('llmsim --dialect anthropic: errors the HTTP server answers are in the 
     anthropicError(await one('POST /v1/messages HTTP/1.1\r\nHost: x\r\n', true), 408, 'invalid_request_error');
   });
 });
+
+// Framing, limits and connection handling of the HTTP server both share,
+// driven over a raw socket.
+for (const name of ['spillway', 'llmsim']) {
+  const T = targets[name];
+
+  describe(`${name}: HTTP server framing and limits`, () => {
+    test('raw socket: a chunked body is cut with 413 as soon as it crosses the limit, before its last chunk', async () => {
+      const c = await rawConnect(T.port);
+      try {
+        c.send(`POST ${CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`, 'POST');
+        // Over the limit in 64 KiB chunks; the terminating 0-chunk is never sent,
+        // so only a server that counts as it reads can answer.
+        const chunk = 'x'.repeat(65536);
+        for (let sent = 0; sent <= T.maxBody; sent += chunk.length) c.send(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+        const { responses } = await c.responses(1);
+        assert.equal(responses[0].status, 413);
+        assertOpenAIError(responses[0].body);
+      } finally { c.destroy(); }
+    });
+
+    test('raw socket: Content-Length together with Transfer-Encoding: chunked is refused with 400', async () => {
+      const c = await rawConnect(T.port);
+      try {
+        const body = chatBody(T.model);
+        c.send(`POST ${CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n`
+          + `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, 'POST');
+        const { responses } = await c.responses(1);
+        assert.equal(responses[0].status, 400);
+        assertOpenAIError(responses[0].body);
+        await c.closed();
+      } finally { c.destroy(); }
+    });
+
+    test('raw socket: a Transfer-Encoding other than chunked gets 501', async () => {
+      const c = await rawConnect(T.port);
+      try {
+        c.send(`POST ${CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\nabc`, 'POST');
+        const { responses } = await c.responses(1);
+        assert.equal(responses[0].status, 501);
+        assertOpenAIError(responses[0].body);
+        await c.closed();
+      } finally { c.destroy(); }
+    });
+
+    test('raw socket: a chat request then 200 pipelined requests in one write, well past the 64 KiB read-ahead, are all answered in order', async () => {
+      const c = await rawConnect(T.port);
+      try {
+        // The chat answer takes a while (the upstream generates it): meanwhile
+        // the pipelined bytes fill the read-ahead and reading pauses; it must
+        // resume once the answer is out. Three kinds in turn after it, so an
+        // answer out of order or missing shows.
+        const kinds = [[T.health, 200], ['/v1/models', 200], ['/no-such-path', 404]];
+        const pad = 'p'.repeat(500);
+        let text = rawRequest('POST', CHAT, { headers: { 'Content-Type': 'application/json' }, body: chatBody(T.model) });
+        const want = [200];
+        for (let i = 0; i < 200; i++) {
+          const [path, status] = kinds[i % 3];
+          text += rawRequest('GET', path, { headers: { 'X-Pad': pad } });
+          want.push(status);
+        }
+        assert.ok(text.length > 64 * 1024 + 20000, `${text.length} bytes pipelined`);
+        c.send(text, 'POST', ...want.slice(1).map(() => 'GET'));
+        const { responses, rest } = await c.responses(want.length, 60000);
+        assert.deepEqual(responses.map((r) => r.status), want);
+        assertChat(responses[0].body, T.model);
+        responses.slice(1).forEach((r, i) => {
+          if (i % 3 === 0) assert.equal(JSON.parse(r.body).status, 'ok');
+          if (i % 3 === 1) assert.ok(Array.isArray(JSON.parse(r.body).data));
+          if (i % 3 === 2) assertOpenAIError(r.body);
+        });
+        assert.equal(rest, '');
+        assert.equal(c.isClosed, false, 'the connection stays open for more');
+      } finally { c.destroy(); }
+    });
+
+    test('raw socket: a client that keeps sending a refused body still receives its 413 (the server lingers before closing)', async () => {
+      const c = await rawConnect(T.port);
+      try {
+        const over = T.maxBody + (1 << 20);
+        // Headers and the whole body in one go, without waiting for an answer.
+        c.send(`POST ${CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${over}\r\n\r\n`, 'POST');
+        const piece = 'x'.repeat(64 * 1024);
+        for (let sent = 0; sent < over; sent += piece.length) c.send(piece.slice(0, Math.min(piece.length, over - sent)));
+        await c.closed();
+        const { responses } = await c.responses(1);
+        assert.equal(responses[0].status, 413);
+        assertOpenAIError(responses[0].body);
+      } finally { c.destroy(); }
+    });
+  });
+}

@@ -452,3 +452,122 @@ describe('provider limits, per-key budgets, latency-critical requests, rejection
     assert.equal((await state(gw)).rejections.local_capacity_insufficient, 3);
   }));
 });
+
+// A TCP listener whose accept queue is full: the kernel drops every further
+// SYN, so a connect to it neither succeeds nor fails until the client gives up.
+async function startBlackhole() {
+  const { spawn } = await import('node:child_process');
+  const py = [
+    'import socket, sys',
+    's = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)',
+    'port = s.getsockname()[1]',
+    'fill = []',
+    'for _ in range(2):',
+    '    c = socket.socket(); c.setblocking(False)',
+    '    try: c.connect(("127.0.0.1", port))',
+    '    except BlockingIOError: pass',
+    '    fill.append(c)',
+    'print(port, flush=True)',
+    'sys.stdin.read()',
+  ].join('\n');
+  const proc = spawn('python3', ['-c', py], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(Number(out.trim())); });
+    proc.once('exit', (code) => reject(new Error(`blackhole exited ${code}`)));
+  });
+  const exited = new Promise((r) => proc.once('exit', r));
+  return { port, url: `http://127.0.0.1:${port}`, stop: async () => { proc.stdin.end(); await exited; } };
+}
+
+describe('configuration: keep-warm, default output estimate, emergency at start, connect timeout', () => {
+  test('keep_warm_ms: an idle local model gets a one-token request that often; a backend without it gets none', () => withProcs(async (track) => {
+    const warm = await track(startLlmsim(['--model', 'warm-model']));
+    const idle = await track(startLlmsim(['--model', 'idle-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'warm', tier: 'local', url: warm.url, model: 'warm-model', keep_warm_ms: 200 },
+        { name: 'idle', tier: 'local', url: idle.url, model: 'idle-model' },
+      ],
+      models: [{ name: 'a', backends: ['warm'] }, { name: 'b', backends: ['idle'] }],
+    })));
+    // No client traffic at all: whatever reaches the model is Spillway's own.
+    await waitFor(async () => (await received(warm)).length >= 3, { timeout: 10000, what: 'three keep-warm requests' });
+    for (const q of await received(warm)) {
+      assert.equal(q.path, '/v1/chat/completions');
+      assert.equal(q.body.model, 'warm-model');
+      assert.equal(q.body.max_tokens, 1, 'one token: loads the model without costing much');
+    }
+    assert.equal((await received(idle)).length, 0, 'keep_warm_ms 0 (the default) sends nothing');
+    assert.equal((await backendState(gw, 'warm')).health, 'up');
+  }));
+
+  test('routing.default_max_tokens is the output estimate of a request without max_tokens (a tpm bucket refuses it)', () => withProcs(async (track) => {
+    const a = await track(startLlmsim(['--model', 'a']));
+    const b = await track(startLlmsim(['--model', 'b']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'primary', tier: 'cloud', url: a.url, model: 'a', tpm: 1000 },
+        { name: 'secondary', tier: 'cloud', url: b.url, model: 'b' },
+      ],
+      models: [{ name: 'chat', backends: ['primary', 'secondary'] }],
+      routing: '  default_max_tokens: 4000',
+    })));
+    // No max_tokens: estimated at 4000 output tokens, over the 1000 a minute of
+    // the primary (the built-in 256 would fit): skipped, not failed.
+    const unsized = await chat(gw, 'chat', { extra: { max_tokens: undefined } });
+    assert.equal(unsized.status, 200, unsized.text);
+    assert.equal(unsized.backend, 'secondary');
+    assert.equal(unsized.reason, 'fallback');
+    assert.equal((await received(a)).length, 0);
+    assert.equal((await received(b))[0].body.max_tokens, undefined, 'the estimate is not sent upstream');
+    // The same request with a small max_tokens fits the bucket.
+    const sized = await chat(gw, 'chat', { extra: { max_tokens: 8 } });
+    assert.equal(sized.backend, 'primary');
+    assert.equal(sized.reason, 'baseline');
+  }));
+
+  test('routing.emergency: true starts with an emergency declared: a sensitive request whose local box is down goes to the cloud masked', () => withProcs(async (track) => {
+    const cloud = await track(startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'edge', tier: 'local', url: 'http://127.0.0.1:9', model: 'edge-model' },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+      routing: '  emergency: true',
+    })));
+    const st = await state(gw);
+    assert.equal(st.emergency, true);
+    assert.equal(typeof st.emergency_reason, 'string');
+    assert.ok(st.emergency_reason.length > 0);
+    const secret = 'mail me at jane.doe@example.com';
+    const r = await chat(gw, 'chat', { headers: { 'x-spillway-sensitive': 'true' }, extra: { messages: [{ role: 'user', content: secret }], max_tokens: 100 } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.backend, 'cloud');
+    assert.equal(r.reason, 'emergency');
+    assert.equal(r.json.choices[0].message.content, secret);
+    const sent = JSON.stringify((await received(cloud)).map((q) => q.body));
+    assertNoLeak(sent, ['jane.doe@example.com'], { baseline: 'mail me at ' });
+    assert.match(sent, /\[EMAIL_1\]/);
+  }));
+
+  test('connect_timeout_ms: a backend that never answers the SYN is given up after the connect timeout and the next one answers', () => withProcs(async (track) => {
+    const hole = await track(startBlackhole());
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(yaml({
+      backends: [
+        { name: 'hole', tier: 'cloud', url: hole.url, model: 'm', connect_timeout_ms: 300 },
+        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
+      ],
+      models: [{ name: 'chat', backends: ['hole', 'cloud'] }],
+    })));
+    // The request's own deadline (30 s here) is far beyond the connect timeout.
+    const r = await chat(gw, 'chat', { headers: { 'x-request-timeout-ms': '30000' } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.backend, 'cloud');
+    assert.equal(r.reason, 'fallback');
+    const d = await decision(gw, r.requestId);
+    assert.deepEqual(d.attempts.map((a) => [a.backend, a.outcome, a.error]), [['hole', 'failed', 'timeout'], ['cloud', 'ok', null]]);
+  }));
+});
