@@ -139,7 +139,6 @@ static int reload(void *ud, char *msg, size_t cap)
     if (!hc) {
         snprintf(msg, cap, "%s is invalid (errors logged above)", d->config_path);
         sw_error("reload refused: %s; the old configuration keeps serving", msg);
-        d->shared->reloads_failed++;
         sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"failed"}, 1);
         sw_live_unref(live);
         sw_config_unref(cfg);
@@ -153,7 +152,6 @@ static int reload(void *ud, char *msg, size_t cap)
     d->live = live;
     d->cfg = cfg;
     d->drain_timeout_ms = cfg->limits.drain_timeout_ms;
-    d->shared->reloads_ok++;
     sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"ok"}, 1);
     sw_info("reloaded %s: %zu model(s) on %zu backend(s)", d->config_path, cfg->n_models,
             cfg->n_backends);
