@@ -136,6 +136,23 @@ static const char *breaker_name(enum sw_breaker_state b)
     return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "unknown";
 }
 
+/* spillway_rejections_total{code} -> "rejections": {code: n}. */
+static void add_rejection(void *ud, const char *const *labels, double v)
+{
+    json_object_set_new(ud, labels[0], json_integer((json_int_t)v));
+}
+
+/* spillway_pii_entities_total{type,outcome} -> "pii": {outcome: {type: n}}. */
+static void add_pii(void *ud, const char *const *labels, double v)
+{
+    json_t *types = json_object_get(ud, labels[1]);
+    if (!types) {
+        types = json_object();
+        json_object_set_new(ud, labels[1], types);
+    }
+    json_object_set_new(types, labels[0], json_integer((json_int_t)v));
+}
+
 /* GET /admin/state: what the router sees right now, per backend. */
 void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
 {
@@ -156,19 +173,20 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
                       v.ttft_avg_ms, "rpm_available", v.rpm_available, "tpm_available",
                       v.tpm_available));
     }
+    /* Rejections and PII: the very counters GET /metrics shows. Every PII type
+     * of the snapshot under each outcome, 0 until counted. */
     static const char *const outcomes[] = {"kept_local", "masked_cloud", "blocked"};
     json_t *pii = json_object();
     for (int o = 0; o < 3; o++) {
         json_t *types = json_object();
         for (int t = 0; t < sw_pii_type_count(l->pii); t++)
-            json_object_set_new(types, sw_pii_type_name(l->pii, t),
-                                json_integer((json_int_t)l->g->pii_count[o][t]));
+            json_object_set_new(types, sw_pii_type_name(l->pii, t), json_integer(0));
         json_object_set_new(pii, outcomes[o], types);
     }
     json_t *rejections = json_object();
-    for (size_t i = 0; i < l->g->n_codes; i++)
-        json_object_set_new(rejections, l->g->rejections[i].code,
-                            json_integer((json_int_t)l->g->rejections[i].n));
+    const struct sw_metrics *m = f->obs ? f->obs->metrics : NULL;
+    sw_metrics_each(m, SW_M_REJECTIONS, add_rejection, rejections);
+    sw_metrics_each(m, SW_M_PII, add_pii, pii);
     reply_json_value(req, 200,
                      json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o}", "emergency", l->g->emergency,
                                "emergency_reason", l->g->emergency_reason, "spend_usd",
@@ -211,10 +229,6 @@ void sw_admin_emergency(struct sw_front *f, struct sw_http_req *req)
     }
     struct sw_live *l = f->live;
     l->g->emergency = json_is_true(declared);
-    if (l->g->emergency)
-        l->g->emergencies_declared++;
-    else
-        l->g->emergencies_cleared++;
     sw_metrics_inc(f->obs->metrics, SW_M_EMERGENCY,
                    (const char *const[]){l->g->emergency ? "declared" : "cleared"}, 1);
     snprintf(l->g->emergency_reason, sizeof l->g->emergency_reason, "%s",

@@ -199,8 +199,7 @@ static void record_rejection(struct sw_front *f, const char *id, const char *mod
         .n_pii = n_pii,
         .pii_outcome = n_pii ? "blocked" : NULL,
     };
-    sw_obs_account(f->obs->metrics, &f->obs->spill, &e, false, now / 1000);
-    sw_declog_record(f->obs->log, f->obs->ring, &e);
+    sw_obs_record(f->obs, &e, false, now / 1000);
 }
 
 static void handle_chat(struct sw_front *f, struct sw_http_req *req)
@@ -282,8 +281,6 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
             sw_reply_error(req, 400, "invalid_request_error", "pii_blocked", "messages",
                            "The request contains personal data or secrets (%s) and its policy "
                            "blocks such requests.", types);
-            sw_live_count_pii(f->live, SW_PII_BLOCKED, &pii.counts);
-            sw_live_count_rejection(f->live, "pii_blocked");
             record_rejection(f, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
             sw_info("request %s: rejected pii_blocked (%s)", id, types);
             sw_request_free(&chat);

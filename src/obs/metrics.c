@@ -299,6 +299,18 @@ double sw_metrics_value(const struct sw_metrics *m, enum sw_metric fam,
     return 0;
 }
 
+void sw_metrics_each(const struct sw_metrics *m, enum sw_metric fam,
+                     void (*fn)(void *ud, const char *const *labels, double v), void *ud)
+{
+    if (!m || (unsigned)fam >= SW_M__COUNT || families[fam].kind != COUNTER)
+        return;
+    const struct family *f = &m->fam[fam];
+    for (size_t i = 0; i < f->n; i++)
+        fn(ud, (const char *const *)f->series[i].labels, f->series[i].value);
+    if (f->other)
+        fn(ud, (const char *const *)f->other->labels, f->other->value);
+}
+
 /* ---- Text exposition format ---- */
 
 /* v as Prometheus writes a float into tmp (at least 32 bytes). */

@@ -70,6 +70,12 @@ void sw_metrics_touch(struct sw_metrics *m, enum sw_metric fam, const char *cons
 double sw_metrics_value(const struct sw_metrics *m, enum sw_metric fam,
                         const char *const *labels);
 
+/* Calls fn for every series of a counter family, in creation order, then
+ * its overflow ("other") series if any: the label values (the family's count
+ * of them) and the value, exactly what sw_metrics_render shows. */
+void sw_metrics_each(const struct sw_metrics *m, enum sw_metric fam,
+                     void (*fn)(void *ud, const char *const *labels, double v), void *ud);
+
 /* Appends every family in the text exposition format (version 0.0.4), then
  * spillway_metrics_series_dropped_total{family}. Series appear in the order
  * they were created. SW_OK, or SW_ETOOBIG / SW_ENOMEM from the buffer. */

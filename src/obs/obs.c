@@ -54,6 +54,13 @@ void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
     }
 }
 
+void sw_obs_record(struct sw_obs_sinks *s, const struct sw_declog_entry *e, bool spilled,
+                   int64_t now_s)
+{
+    sw_obs_account(s->metrics, &s->spill, e, spilled, now_s);
+    sw_declog_record(s->log, s->ring, e);
+}
+
 /* ---- Gauges at scrape time ---- */
 
 enum which {

@@ -2,8 +2,12 @@
  * metrics and the decision log: the glue the daemon calls so that both tell
  * the same story.
  *
- * - sw_obs_account: one finished request (its decision-log entry) -> the
- *   counters and histograms of the registry and the spill window.
+ * - sw_obs_record: one finished request, served or rejected, wherever it
+ *   ended (the front's refusals, the relay's outcomes): its decision-log line,
+ *   and through sw_obs_account the counters and histograms of the registry
+ *   and the spill window. It is the only way a finished request is counted;
+ *   GET /admin/state reads its rejection and PII numbers from the same
+ *   registry (sw_metrics_each), so /admin/state and /metrics cannot disagree.
  * - sw_obs_render_gauges: the gauges of GET /metrics, from plain numbers the
  *   daemon copies out of its live state at scrape time (so this module does
  *   not depend on how that state is kept).
@@ -30,6 +34,12 @@ struct sw_obs_sinks {
     struct sw_spill spill;              /* the spill ratio window */
 };
 
+/* The account step of one finished request: counts it (sw_obs_account) and
+ * writes its decision-log line, from the same entry. The daemon counts
+ * requests through this call only. */
+void sw_obs_record(struct sw_obs_sinks *s, const struct sw_declog_entry *e, bool spilled,
+                   int64_t now_s);
+
 /* Counts one finished request, from the same entry that goes to the decision
  * log:
  *  - served: spillway_requests_total{model,backend,tier,reason},
@@ -41,7 +51,9 @@ struct sw_obs_sinks {
  *  - rejected: spillway_rejections_total{code};
  *  - every attempt that failed: spillway_errors_total{class=<its error>},
  *    and "client_gone" for an attempt the client walked away from;
- *  - PII: spillway_pii_entities_total{type,outcome=pii_outcome}.
+ *  - PII: spillway_pii_entities_total{type,outcome=pii_outcome}, outcome
+ *    "found" when the entry has entities but no pii_outcome (a request
+ *    refused or abandoned after the scan, not by the PII policy).
  * `spilled`: served by the cloud because local could not (the caller's
  * call: reasons overflow, latency, cold_start, capacity, breaker, fallback on
  * a model that has a local backend). now_s: monotonic seconds. */

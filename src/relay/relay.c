@@ -145,8 +145,7 @@ static void record_decision(struct proxy *p)
     for (size_t i = 0; i < p->model->n_backends; i++)
         has_local |= p->cfg->backends[p->model->backends[i]].tier == SW_TIER_LOCAL;
     bool spilled = be && be->tier == SW_TIER_CLOUD && has_local;
-    sw_obs_account(obs->metrics, &obs->spill, &e, spilled, now / 1000);
-    sw_declog_record(obs->log, obs->ring, &e);
+    sw_obs_record(obs, &e, spilled, now / 1000);
 }
 
 static void proxy_free(struct proxy *p)
@@ -261,9 +260,6 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
             sw_spend_release(&live->g->spend, p->spend);
         p->spend_held = false;
     }
-    if (o == OUTCOME_OK && p->pii.counts.total > 0)
-        sw_live_count_pii(live, be->tier == SW_TIER_LOCAL ? SW_PII_KEPT_LOCAL : SW_PII_MASKED_CLOUD,
-                          &p->pii.counts);
     if (o == OUTCOME_OK) {
         p->served = true;
         p->tok_in = in;
@@ -293,7 +289,6 @@ static void fail_all(struct proxy *p)
     bool deadline = p->any_timeout && sw_now_ms() >= p->deadline_ms;
     p->rej_code = deadline ? "deadline_exceeded" : "all_backends_failed";
     p->final_status = deadline ? 504 : 503;
-    sw_live_count_rejection(p->live, deadline ? "deadline_exceeded" : "all_backends_failed");
     if (deadline) {
         sw_reply_error(p->req, 504, "timeout_error", "deadline_exceeded", NULL,
                        "No backend answered within the request deadline (%s).", p->failures);
@@ -811,7 +806,6 @@ static void reject(struct proxy *p)
                    pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s", pl->message,
                    p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "");
     sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
-    sw_live_count_rejection(p->live, pl->code ? pl->code : "all_backends_failed");
     detach_client(p);
     proxy_free(p);
 }

@@ -272,26 +272,6 @@ double sw_live_spend_cap_usd(const struct sw_live *l)
     return l->g->spend_cap_usd >= 0 ? l->g->spend_cap_usd : l->cfg->routing.spend.cap_usd;
 }
 
-void sw_live_count_pii(struct sw_live *l, enum sw_live_pii_outcome o,
-                       const struct sw_pii_counts *c)
-{
-    for (int t = 0; t < SW_PII_MAX_TYPES; t++)
-        l->g->pii_count[o][t] += c->n[t];
-}
-
-void sw_live_count_rejection(struct sw_live *l, const char *code)
-{
-    struct sw_live_shared *g = l->g;
-    for (size_t i = 0; i < g->n_codes; i++) {
-        if (!strcmp(g->rejections[i].code, code)) {
-            g->rejections[i].n++;
-            return;
-        }
-    }
-    if (g->n_codes < SW_LIVE_MAX_CODES)
-        g->rejections[g->n_codes++] = (typeof(g->rejections[0])){code, 1};
-}
-
 void sw_live_on_probe(struct sw_live *l, size_t i, int64_t now_ms, double ttft_ms)
 {
     sw_latwin_add(&l->b[i]->latwin, now_ms, ttft_ms);

@@ -44,28 +44,15 @@ struct sw_live_backend {
     double rtt_ms;              /* last health-check round trip */
 };
 
-#define SW_LIVE_MAX_CODES 16
-
-enum sw_live_pii_outcome { SW_PII_KEPT_LOCAL, SW_PII_MASKED_CLOUD, SW_PII_BLOCKED };
-
-/* Process-wide state that no reload resets: spend, emergency, counters and
- * the runtime threshold overrides of the admin API. */
+/* Process-wide state that no reload resets: spend, emergency and the runtime
+ * threshold overrides of the admin API. Counters of finished requests
+ * (rejections, PII outcomes) are not kept here: the metrics registry holds
+ * them (sw_obs_record), and GET /admin/state reads them from there. */
 struct sw_live_shared {
     struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
     int64_t wall_offset_ms;     /* wall-clock ms minus the monotonic clock, at start */
     bool emergency;
     char emergency_reason[200];
-    /* Structured rejections answered, per stable code (rejections are
-     * watched through counters per error code). */
-    struct {
-        const char *code;       /* static string */
-        uint64_t n;
-    } rejections[SW_LIVE_MAX_CODES];
-    size_t n_codes;
-    /* PII entities per outcome and type (never values). */
-    uint64_t pii_count[3][SW_PII_MAX_TYPES];
-    uint64_t reloads_ok, reloads_failed;
-    uint64_t emergencies_declared, emergencies_cleared;
     /* Runtime overrides (PUT /admin/thresholds); until the next reload. */
     long ttft_budget_ms;        /* 0: the config's */
     double spend_cap_usd;       /* < 0: the config's */
@@ -121,13 +108,6 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
  * force: the admin override, else the config's (0: none). */
 double sw_live_spend_usd(struct sw_live *l, int64_t now_ms);
 double sw_live_spend_cap_usd(const struct sw_live *l);
-
-/* Adds a request's PII entity counts under an outcome. */
-void sw_live_count_pii(struct sw_live *l, enum sw_live_pii_outcome o,
-                       const struct sw_pii_counts *c);
-
-/* Counts one structured rejection; `code` must be a static string. */
-void sw_live_count_rejection(struct sw_live *l, const char *code);
 
 /* Outcome of one attempt on backend i. ttft_ms < 0 when no first byte came. */
 void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt_tokens,

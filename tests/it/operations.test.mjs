@@ -521,3 +521,98 @@ pii:
     }
   });
 });
+
+describe('one account of every finished request', () => {
+  // /admin/state and /metrics count the same requests: every rejection code and
+  // every PII outcome shows the same number in both, whichever part of the
+  // gateway refused or served the request.
+  test('/admin/state rejections and PII counts equal the /metrics counters, per code and outcome', async () => {
+    const procs = [];
+    const start = async (p) => { const x = await p; procs.push(x); return x; };
+    try {
+      const edge = await start(startLlmsim(['--model', 'edge-model', '--decode-tps', '0']));
+      const cloud = await start(startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']));
+      const broken = await start(startLlmsim(['--model', 'broken-model', '--error-rate', '1', '--error-status', '500']));
+      const strict = await start(startLlmsim(['--model', 'strict-model', '--error-rate', '1', '--error-status', '400']));
+      const gw = await start(startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+keys:
+  - { name: app, key: "sk-app" }
+backends:
+  - { name: edge, tier: local, url: "${edge.url}", model: edge-model, slots: 2 }
+  - { name: strict, tier: local, url: "${strict.url}", model: strict-model, slots: 2 }
+  - { name: cloud, tier: cloud, url: "${cloud.url}", model: cloud-model, price: { input_usd_per_mtok: 1, output_usd_per_mtok: 2 } }
+  - { name: broken, tier: cloud, url: "${broken.url}", model: broken-model }
+models:
+  - { name: chat, backends: [edge] }
+  - { name: picky, backends: [strict] }
+  - { name: masked, backends: [cloud] }
+  - { name: blocky, backends: [edge], pii: block }
+  - { name: failing, backends: [broken] }
+  - { name: cloudy, backends: [cloud] }
+pii: { policy: mask }
+routing:
+  health_interval_ms: 200
+  spend: { on_cap: shed }
+`));
+      const send = async (body, key = 'sk-app') => {
+        const r = await fetch(`${gw.url}/v1/chat/completions`, {
+          method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: typeof body === 'string' ? body : JSON.stringify({ max_tokens: 8, ...body }),
+        });
+        const text = await r.text();
+        return { status: r.status, code: r.status === 200 ? null : JSON.parse(text).error?.code, text };
+      };
+      const email = (m) => ({ model: m, messages: [{ role: 'user', content: 'mail alice.ops@example.org please' }] });
+      assert.equal((await send(email('chat'))).status, 200);              // PII kept local
+      assert.equal((await send(email('masked'))).status, 200);            // PII masked to the cloud
+      assert.equal((await send(email('picky'))).status, 400);             // PII to a local backend that refuses it
+      assert.equal((await send({ model: 'cloudy', messages: [{ role: 'user', content: 'hi' }] })).status, 200);
+      assert.equal((await send(email('chat'), 'sk-wrong')).status, 401);
+      assert.equal((await send('{"model": "chat", "messages": 5')).status, 400);
+      assert.equal((await send({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] })).code, 'model_not_found');
+      assert.equal((await send({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] })).code, 'model_not_found');
+      assert.equal((await send(email('blocky'))).code, 'pii_blocked');
+      assert.equal((await send({ model: 'failing', messages: [{ role: 'user', content: 'hi' }] })).code, 'all_backends_failed');
+      const spent = (await state(gw)).spend_usd;
+      assert.ok(spent > 0);
+      assert.equal((await getJSON(`${gw.url}/admin/thresholds`, { method: 'PUT', headers: auth, body: JSON.stringify({ spend_cap_usd: spent / 2 }) })).status, 200);
+      assert.equal((await send({ model: 'cloudy', messages: [{ role: 'user', content: 'hi' }] })).code, 'budget_exhausted');
+
+      const st = await state(gw);
+      const m = await metrics(gw);
+      const metricRejections = {};
+      for (const [k, v] of Object.entries(m)) {
+        const code = /^spillway_rejections_total\{code="([^"]*)"\}$/.exec(k)?.[1];
+        if (code !== undefined) metricRejections[code] = v;
+      }
+      // Not vacuous: every kind of rejection above was counted.
+      for (const code of ['model_not_found', 'pii_blocked', 'all_backends_failed', 'budget_exhausted'])
+        assert.ok(metricRejections[code] >= 1, `${code} in ${JSON.stringify(metricRejections)}`);
+      assert.equal(metricRejections.model_not_found, 2);
+      assert.equal(Object.values(metricRejections).reduce((a, b) => a + b, 0), 7, JSON.stringify(metricRejections));
+      // Per code, both views give the same number.
+      for (const code of new Set([...Object.keys(metricRejections), ...Object.keys(st.rejections)]))
+        assert.equal(st.rejections[code] ?? 0, metricRejections[code] ?? 0,
+          `rejections{code="${code}"}: /admin/state ${JSON.stringify(st.rejections)}, /metrics ${JSON.stringify(metricRejections)}`);
+
+      // PII per outcome and type: the same numbers too.
+      const metricPii = {};
+      for (const [k, v] of Object.entries(m)) {
+        const l = /^spillway_pii_entities_total\{type="([^"]*)",outcome="([^"]*)"\}$/.exec(k);
+        if (l) metricPii[`${l[2]}/${l[1]}`] = v;
+      }
+      const statePii = {};
+      for (const [outcome, types] of Object.entries(st.pii))
+        for (const [type, n] of Object.entries(types)) if (n) statePii[`${outcome}/${type}`] = n;
+      assert.ok(metricPii['kept_local/email'] >= 1 && metricPii['masked_cloud/email'] >= 1 && metricPii['blocked/email'] >= 1,
+        JSON.stringify(metricPii));
+      for (const k of new Set([...Object.keys(metricPii), ...Object.keys(statePii)]))
+        assert.equal(statePii[k] ?? 0, metricPii[k] ?? 0,
+          `pii ${k}: /admin/state ${JSON.stringify(statePii)}, /metrics ${JSON.stringify(metricPii)}`);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+});

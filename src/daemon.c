@@ -1,0 +1,294 @@
+#include "daemon.h"
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "config/config.h"
+#include "front/front.h"
+#include "obs/declog.h"
+#include "obs/metrics.h"
+#include "pii/pii.h"
+#include "state/live.h"
+#include "upstream/curlev.h"
+#include "upstream/health.h"
+
+/* The PII engine of a config: the built-in types plus pii.custom. NULL (and
+ * the reason printed) when a custom type does not compile. */
+static struct sw_pii_engine *build_pii(const struct sw_config *cfg, const char *path)
+{
+    struct sw_pii_custom custom[SW_PII_MAX_CUSTOM];
+    size_t n = cfg->pii.n_custom;
+    if (n > SW_PII_MAX_CUSTOM) {
+        fprintf(stderr, "%s: pii.custom: %zu types; at most %d\n", path, n, SW_PII_MAX_CUSTOM);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        custom[i] = (struct sw_pii_custom){cfg->pii.custom[i].name, cfg->pii.custom[i].regex,
+                                           cfg->pii.custom[i].validator};
+    struct sw_pii_engine *e = NULL;
+    char err[256] = "";
+    if (sw_pii_engine_new(custom, n, &e, err, sizeof err)) {
+        fprintf(stderr, "%s: pii.custom: %s\n", path, err[0] ? err : "out of memory");
+        return NULL;
+    }
+    return e;
+}
+
+/* Loads and validates the config and builds its PII engine (handed to *pii,
+ * or freed when pii is NULL); prints every error. NULL when invalid. */
+static struct sw_config *load_config(const char *path, struct sw_pii_engine **pii)
+{
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs = {0};
+    int err = sw_config_load_file(path, &cfg, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        fprintf(stderr, "%s\n", errs.msgs[i]);
+    sw_config_errors_free(&errs);
+    if (err)
+        return NULL;
+    /* The Anthropic adapter is its own piece of work; refuse rather than
+     * send an OpenAI body to an Anthropic endpoint. */
+    int bad = 0;
+    for (size_t i = 0; i < cfg->n_backends; i++) {
+        if (cfg->backends[i].dialect != SW_DIALECT_OPENAI) {
+            fprintf(stderr, "%s: backends[%zu].dialect: %s is not supported by this build yet; use openai\n",
+                    path, i, sw_dialect_name(cfg->backends[i].dialect));
+            bad = 1;
+        }
+    }
+    struct sw_pii_engine *engine = bad ? NULL : build_pii(cfg, path);
+    if (!engine) {
+        sw_config_unref(cfg);
+        return NULL;
+    }
+    if (pii)
+        *pii = engine;
+    else
+        sw_pii_engine_free(engine);
+    return cfg;
+}
+
+struct daemon {
+    struct event_base *base;
+    struct sw_curlev *cev;
+    const char *config_path;
+    struct sw_config *cfg;          /* the snapshot new requests get */
+    struct sw_live_shared *shared;  /* survives reloads */
+    struct sw_live *live;
+    struct sw_healthcheck *hc;
+    struct sw_front *front;
+    struct sw_obs_sinks obs;
+    struct event *drain_timer, *watch_timer;
+    struct stat seen;               /* the config file as last loaded */
+    long drain_timeout_ms;
+    int signals;
+};
+
+static void on_drained(void *ud)
+{
+    struct daemon *d = ud;
+    sw_info("drained; exiting");
+    event_base_loopbreak(d->base);
+}
+
+static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct daemon *d = arg;
+    sw_warn("drain timeout: %ld request(s) still in flight are cut", sw_front_in_flight(d->front));
+    event_base_loopbreak(d->base);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct daemon *d = arg;
+    if (++d->signals > 1) {
+        sw_warn("second signal: exiting now");
+        event_base_loopbreak(d->base);
+        return;
+    }
+    sw_info("%s: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    struct timeval tv = {d->drain_timeout_ms / 1000, (d->drain_timeout_ms % 1000) * 1000};
+    evtimer_add(d->drain_timer, &tv);
+    sw_front_drain(d->front, on_drained, d);
+}
+
+/* ---- Reload: build and validate a whole new snapshot, then swap ---- */
+
+/* Loads the file again; on any error the running snapshot keeps serving.
+ * Requests in flight finish on the snapshot they started with (they hold
+ * references); backend state (breakers, queues, learned rates) carries over
+ * by name. */
+static int reload(void *ud, char *msg, size_t cap)
+{
+    struct daemon *d = ud;
+    struct sw_pii_engine *pii = NULL;
+    stat(d->config_path, &d->seen); /* a refused file is not retried until it changes */
+    struct sw_config *cfg = load_config(d->config_path, &pii);
+    struct sw_live *live = cfg ? sw_live_new(cfg, d->shared, d->live, pii, sw_now_ms()) : NULL;
+    struct sw_healthcheck *hc = live ? sw_healthcheck_new(d->base, d->cev, cfg, live) : NULL;
+    if (!hc) {
+        snprintf(msg, cap, "%s is invalid (errors logged above)", d->config_path);
+        sw_error("reload refused: %s; the old configuration keeps serving", msg);
+        sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"failed"}, 1);
+        sw_live_unref(live);
+        sw_config_unref(cfg);
+        return SW_EINVAL;
+    }
+    sw_healthcheck_free(d->hc);
+    d->hc = hc;
+    sw_front_swap(d->front, cfg, live);
+    sw_live_unref(d->live);
+    sw_config_unref(d->cfg);
+    d->live = live;
+    d->cfg = cfg;
+    d->drain_timeout_ms = cfg->limits.drain_timeout_ms;
+    sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"ok"}, 1);
+    sw_info("reloaded %s: %zu model(s) on %zu backend(s)", d->config_path, cfg->n_models,
+            cfg->n_backends);
+    return SW_OK;
+}
+
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    char msg[512];
+    struct daemon *d = arg;
+    sw_info("SIGHUP: reloading, reopening the decision log");
+    sw_declog_reopen(d->obs.log);
+    reload(d, msg, sizeof msg);
+}
+
+/* Reloads when the file changes (modification time, size or inode: editors
+ * often replace the file). */
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct daemon *d = arg;
+    struct stat st;
+    if (stat(d->config_path, &st) != 0)
+        return;
+    if (st.st_mtim.tv_sec == d->seen.st_mtim.tv_sec &&
+        st.st_mtim.tv_nsec == d->seen.st_mtim.tv_nsec && st.st_size == d->seen.st_size &&
+        st.st_ino == d->seen.st_ino)
+        return;
+    char msg[512];
+    sw_info("%s changed: reloading", d->config_path);
+    reload(d, msg, sizeof msg);
+}
+
+int sw_daemon_check_config(const char *path)
+{
+    struct sw_config *cfg = load_config(path, NULL);
+    if (!cfg)
+        return 1;
+    sw_config_unref(cfg);
+    return 0;
+}
+
+int sw_daemon_run(const char *config_path)
+{
+    struct sw_pii_engine *pii = NULL;
+    struct sw_config *cfg = load_config(config_path, &pii);
+    if (!cfg)
+        return 1;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "spillway: curl_global_init failed\n");
+        return 1;
+    }
+    int rc = 1;
+    struct daemon d = {.config_path = config_path, .cfg = cfg};
+    struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
+    stat(config_path, &d.seen);
+    d.drain_timeout_ms = cfg->limits.drain_timeout_ms;
+    d.base = event_base_new();
+    if (!d.base)
+        goto out;
+    d.cev = sw_curlev_new(d.base, 256);
+    if (!d.cev)
+        goto out;
+    d.shared = sw_live_shared_new(cfg, sw_now_ms(), sw_wall_ms());
+    if (!d.shared)
+        goto out;
+    d.live = sw_live_new(cfg, d.shared, NULL, pii, sw_now_ms());
+    pii = NULL; /* the snapshot owns it */
+    if (!d.live)
+        goto out;
+    d.hc = sw_healthcheck_new(d.base, d.cev, cfg, d.live);
+    if (!d.hc)
+        goto out;
+    d.obs.metrics = sw_metrics_new();
+    d.obs.log = sw_declog_open(cfg->decision_log ? cfg->decision_log : "-");
+    d.obs.ring = sw_declog_ring_new(1000);
+    sw_spill_init(&d.obs.spill);
+    if (!d.obs.metrics || !d.obs.log || !d.obs.ring) {
+        sw_error("cannot open the decision log %s or allocate the metrics",
+                 cfg->decision_log ? cfg->decision_log : "-");
+        goto out;
+    }
+    for (size_t i = 0; i < cfg->n_backends; i++) {
+        const char *const lbl[] = {cfg->backends[i].name};
+        sw_metrics_touch(d.obs.metrics, SW_M_TTFT, lbl);
+        sw_metrics_touch(d.obs.metrics, SW_M_DURATION, lbl);
+    }
+    d.front = sw_front_new(d.base, cfg, d.cev, d.live, &d.obs);
+    if (!d.front)
+        goto out;
+    sw_front_set_hooks(d.front, &(struct sw_front_hooks){reload, &d});
+    sigterm = evsignal_new(d.base, SIGTERM, on_signal, &d);
+    sigint = evsignal_new(d.base, SIGINT, on_signal, &d);
+    sighup = evsignal_new(d.base, SIGHUP, on_sighup, &d);
+    d.drain_timer = evtimer_new(d.base, on_drain_timeout, &d);
+    d.watch_timer = event_new(d.base, -1, EV_PERSIST, on_watch, &d);
+    if (!sigterm || !sigint || !sighup || !d.drain_timer || !d.watch_timer)
+        goto out;
+    evsignal_add(sigterm, NULL);
+    evsignal_add(sigint, NULL);
+    evsignal_add(sighup, NULL);
+    struct timeval watch_tv = {1, 0};
+    event_add(d.watch_timer, &watch_tv);
+
+    sw_info("spillway %s serving %zu model(s) on %zu backend(s)", SW_VERSION, cfg->n_models,
+            cfg->n_backends);
+    event_base_dispatch(d.base);
+    rc = 0;
+
+out:
+    if (d.drain_timer)
+        event_free(d.drain_timer);
+    if (d.watch_timer)
+        event_free(d.watch_timer);
+    if (sigterm)
+        event_free(sigterm);
+    if (sigint)
+        event_free(sigint);
+    if (sighup)
+        event_free(sighup);
+    sw_front_free(d.front);
+    sw_healthcheck_free(d.hc);
+    sw_live_unref(d.live);
+    sw_live_shared_free(d.shared);
+    sw_metrics_free(d.obs.metrics);
+    sw_declog_close(d.obs.log);
+    sw_declog_ring_free(d.obs.ring);
+    sw_pii_engine_free(pii);
+    sw_curlev_free(d.cev);
+    if (d.base)
+        event_base_free(d.base);
+    curl_global_cleanup();
+    sw_config_unref(d.cfg);
+    return rc;
+}
