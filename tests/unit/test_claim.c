@@ -292,6 +292,7 @@ static void test_failure_feeds_the_breaker(void **state)
     struct sw_claim c = fresh();
     assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0, &c), SW_CLAIM_GRANTED);
     fail503(f, &c, T0);
+    fail503(f, &c, T0); /* settled twice: still one failure */
     assert_int_equal(sw_breaker_state(&lb(f, FREE)->breaker, T0), SW_BREAKER_CLOSED);
     assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0, &c), SW_CLAIM_GRANTED);
     sw_claim_settle(f->live, &c, SW_CLAIM_FAILED, 0, 0, -1, 0, 400, 0, -1, T0);
@@ -320,6 +321,24 @@ static void test_rate_limited_holds_nothing(void **state)
     assert_true(spend(f) == reserved); /* no reservation for the refused one */
     assert_true(sw_bucket_rpm_available(bk, T0) == 0);
     assert_true(sw_bucket_tpm_available(bk, T0) == 400);
+    neutral(f, &a);
+    neutral(f, &b);
+}
+
+static void test_rate_limited_releases_the_probe(void **state)
+{
+    struct fx *f = *state;
+    struct sw_claim a = fresh(), b = fresh(), c = fresh();
+    /* The minute's two requests went out while the breaker was closed. */
+    assert_int_equal(sw_claim_take(f->live, CLOUD, &facts, T0, &a), SW_CLAIM_GRANTED);
+    assert_int_equal(sw_claim_take(f->live, CLOUD, &facts, T0, &b), SW_CLAIM_GRANTED);
+    for (int k = 0; k < 2; k++)
+        sw_live_on_failure(f->live, CLOUD, T0, 503, 0, -1);
+    int64_t later = T0 + 1000; /* half-open; the bucket has refilled 1/30 request */
+    assert_true(sw_breaker_probe_free(&lb(f, CLOUD)->breaker, later));
+    assert_int_equal(sw_claim_take(f->live, CLOUD, &facts, later, &c), SW_CLAIM_RATE_LIMITED);
+    assert_false(c.held);
+    assert_true(sw_breaker_probe_free(&lb(f, CLOUD)->breaker, later));
     neutral(f, &a);
     neutral(f, &b);
 }
@@ -443,6 +462,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_take_releases_the_probe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_feeds_the_breaker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limited_holds_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rate_limited_releases_the_probe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bucket_refunded_when_never_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bucket_settled_on_usage_when_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spend_released_when_nothing_produced, setup, teardown),
