@@ -11,7 +11,6 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/jscan.h"
-#include "common/satmath.h"
 #include "common/log.h"
 #include "relay/reply.h"
 #include "relay/sse.h"
