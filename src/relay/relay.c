@@ -11,11 +11,11 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/jscan.h"
-#include "common/satmath.h"
 #include "common/log.h"
 #include "relay/reply.h"
 #include "relay/sse.h"
 #include "route/route.h"
+#include "state/claim.h"
 #include "state/live.h"
 #include "upstream/upstream.h"
 
@@ -46,13 +46,9 @@ struct proxy {
     /* The current attempt. */
     size_t be;                      /* config index of its backend */
     enum sw_reason reason;
-    bool attempting;                /* resources below are held */
-    bool holding_slot;
-    struct sw_localq_waiter waiter; /* queued for a local slot */
+    bool attempting;                /* begun: its settle and log entry are due */
+    struct sw_claim claim;          /* what it holds of the shared state */
     struct event *queue_timer;
-    long bucket_tokens;             /* taken from the backend's token bucket */
-    bool spend_held;
-    sw_spend_handle spend;
     int64_t attempt_ms, first_byte_ms, last_byte_ms;
     long usage_in, usage_out;       /* from the upstream's usage, 0 if none */
     long chunks;                    /* content chunks relayed (a token count when no usage) */
@@ -207,22 +203,20 @@ static void set_route_headers(struct proxy *p)
 
 /* ---- Accounting of one attempt ---- */
 
-/* Ends the current attempt's hold on shared state: the local slot (which may
- * start the next queued request), the rate bucket and the spend reservation
- * (settled with the real usage), and feeds the breaker, the latency window
- * and the learned rates. Idempotent. */
+/* Ends the current attempt: logs it and settles its claim (sw_claim_settle:
+ * the bucket and the spend on the real usage, the breaker and the learned
+ * rates told the outcome, the local slot released, which may start the next
+ * queued request). Idempotent. */
 static void attempt_end(struct proxy *p, enum outcome o, int http_status, int transport_err)
 {
     if (!p->attempting)
         return;
     p->attempting = false;
     struct sw_live *live = p->live;
-    struct sw_live_backend *lb = live->b[p->be];
     const struct sw_config_backend *be = cur_backend(p);
     int64_t now = sw_now_ms();
     if (p->queue_timer)
         evtimer_del(p->queue_timer);
-    sw_localq_cancel(&lb->q, &p->waiter);
     if (p->n_att < SW_DECLOG_MAX_ATTEMPTS) {
         struct sw_declog_attempt *a = &p->att[p->n_att++];
         a->backend = be->name;
@@ -241,44 +235,22 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
 
     long in = p->usage_in ? p->usage_in : p->chat.prompt_tokens_est;
     long out = p->usage_out ? p->usage_out : p->chunks;
-    if (p->bucket_tokens) {
-        /* The provider counts every request it received, failed ones too. */
-        if (p->attempt_ms)
-            sw_bucket_settle(&lb->bucket, now, p->bucket_tokens, sw_sat_add_long(in, out));
-        else
-            sw_bucket_cancel(&lb->bucket, now, p->bucket_tokens);
-        p->bucket_tokens = 0;
-    }
-    if (p->spend_held) {
-        /* Tokens generated are billed even when the attempt failed later. */
-        if (p->first_byte_ms) {
-            double usd = sw_spend_cost_usd(in, out, be->input_usd_per_mtok,
-                                           be->output_usd_per_mtok);
-            p->cost_usd += usd;
-            sw_spend_settle(&live->g->spend, sw_live_wall_ms(live, now), p->spend, usd);
-        } else
-            sw_spend_release(&live->g->spend, p->spend);
-        p->spend_held = false;
-    }
+    double ttft = p->first_byte_ms ? (double)(p->first_byte_ms - p->attempt_ms) : -1;
+    double decode = p->first_byte_ms && p->last_byte_ms > p->first_byte_ms
+                        ? (double)(p->last_byte_ms - p->first_byte_ms)
+                        : 0;
+    p->cost_usd += sw_claim_settle(live, &p->claim,
+                                   o == OUTCOME_OK       ? SW_CLAIM_OK
+                                   : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
+                                                         : SW_CLAIM_NEUTRAL,
+                                   in, out, ttft, decode, http_status, transport_err,
+                                   p->up.retry_after_s, now);
     if (o == OUTCOME_OK) {
         p->served = true;
         p->tok_in = in;
         p->tok_out = out;
         if (p->first_byte_ms)
             p->ttft_ms = (double)(p->first_byte_ms - p->start_ms);
-        double ttft = p->first_byte_ms ? (double)(p->first_byte_ms - p->attempt_ms) : -1;
-        double decode = p->first_byte_ms && p->last_byte_ms > p->first_byte_ms
-                            ? (double)(p->last_byte_ms - p->first_byte_ms)
-                            : 0;
-        sw_live_on_success(live, p->be, now, in, ttft, decode, out);
-    } else if (o == OUTCOME_FAILED) {
-        sw_live_on_failure(live, p->be, now, http_status, transport_err, p->up.retry_after_s);
-    } else {
-        sw_breaker_release_probe(&lb->breaker);
-    }
-    if (p->holding_slot) {
-        p->holding_slot = false;
-        sw_localq_release(&lb->q); /* may start a queued request right here */
     }
 }
 
@@ -915,6 +887,7 @@ static void dispatch(struct proxy *p)
     if (!body_len)
         body_len = strlen(body);
     p->attempt_ms = now;
+    sw_claim_mark_sent(&p->claim);
     p->first_byte_ms = p->last_byte_ms = 0;
     p->usage_in = p->usage_out = p->chunks = 0;
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
@@ -926,12 +899,11 @@ static void dispatch(struct proxy *p)
         attempt_failed(p, sw_err_str(err), 0, err);
 }
 
-static void on_slot_granted(struct sw_localq_waiter *w)
+static void on_slot_granted(struct sw_claim *c)
 {
-    struct proxy *p = (struct proxy *)((char *)w - offsetof(struct proxy, waiter));
+    struct proxy *p = (struct proxy *)((char *)c - offsetof(struct proxy, claim));
     if (p->queue_timer)
         evtimer_del(p->queue_timer);
-    p->holding_slot = true;
     dispatch(p);
 }
 
@@ -955,7 +927,6 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct proxy *p = arg;
-    struct sw_live_backend *lb = p->live->b[p->be];
     int64_t now = sw_now_ms();
     if (now >= p->deadline_ms) {
         p->any_timeout = true;
@@ -971,7 +942,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
             if (snap.map[k] != p->be)
                 continue;
             struct sw_route_backend_view v = snap.backends[k];
-            v.queued = sw_localq_position(&lb->q, &p->waiter);
+            v.queued = sw_claim_queue_position(p->live, &p->claim);
             double est = (double)(now - p->start_ms) +
                          sw_route_est_ttft_ms(&v, p->facts.prompt_tokens_est);
             long budget = sw_route_budget_ms(&p->facts, &snap.policy);
@@ -998,7 +969,6 @@ static void try_attempt(struct proxy *p)
     p->be = p->snap.map[a->backend];
     p->reason = p->overflowed && a->reason == SW_REASON_FALLBACK ? SW_REASON_OVERFLOW : a->reason;
     struct sw_live *live = p->live;
-    struct sw_live_backend *lb = live->b[p->be];
     const struct sw_config_backend *be = cur_backend(p);
     int64_t now = sw_now_ms();
     p->need_mask = be->tier == SW_TIER_CLOUD &&
@@ -1008,41 +978,21 @@ static void try_attempt(struct proxy *p)
         exclude_and_replan(p);
         return;
     }
-    if (!sw_breaker_allow(&lb->breaker, now)) {
+    p->claim.on_grant = on_slot_granted;
+    enum sw_claim_result r = sw_claim_take(live, p->be, &p->facts, now, &p->claim);
+    if (r == SW_CLAIM_BREAKER_OPEN) {
         note_failure(p, "breaker open");
         exclude_and_replan(p);
         return;
     }
     p->attempting = true;
     p->attempt_ms = 0; /* set by dispatch: the request went out */
-    if (be->tier == SW_TIER_CLOUD) {
-        long tokens = sw_sat_add_long(p->facts.prompt_tokens_est, p->facts.max_tokens);
-        if ((be->rpm || be->tpm) && !sw_bucket_take(&lb->bucket, now, tokens)) {
-            note_failure(p, "provider rate limit reached (skipped)");
-            attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
-            exclude_and_replan(p);
-            return;
-        }
-        p->bucket_tokens = (be->rpm || be->tpm) ? tokens : 0;
-        double est = sw_spend_cost_usd(p->facts.prompt_tokens_est, p->facts.max_tokens,
-                                       be->input_usd_per_mtok, be->output_usd_per_mtok);
-        if (est > 0) {
-            if (sw_spend_reserve(&live->g->spend, sw_live_wall_ms(live, now), est, &p->spend) != SW_OK) {
-                note_failure(p, "spend reservations full (fails closed)");
-                attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
-                exclude_and_replan(p);
-                return;
-            }
-            p->spend_held = true;
-        }
-    }
-    p->waiter.on_grant = on_slot_granted;
-    switch (sw_localq_acquire(&lb->q, &p->waiter)) {
-    case SW_LOCALQ_GRANTED:
-        p->holding_slot = true;
+    p->first_byte_ms = p->last_byte_ms = 0;
+    if (r == SW_CLAIM_GRANTED) {
         dispatch(p);
         return;
-    case SW_LOCALQ_QUEUED: {
+    }
+    if (r == SW_CLAIM_QUEUED) {
         if (!p->queue_timer)
             p->queue_timer = evtimer_new(p->env.base, on_queue_check, p);
         struct timeval tv = {0, QUEUE_CHECK_US};
@@ -1050,12 +1000,12 @@ static void try_attempt(struct proxy *p)
             evtimer_add(p->queue_timer, &tv);
         return;
     }
-    case SW_LOCALQ_FULL:
-        note_failure(p, "local queue full");
-        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
-        exclude_and_replan(p);
-        return;
-    }
+    note_failure(p, r == SW_CLAIM_RATE_LIMITED ? "provider rate limit reached (skipped)"
+                    : r == SW_CLAIM_SPEND_FULL ? "spend reservations full (fails closed)"
+                                               : "local queue full");
+    /* Skipped: logged as an attempt, nothing held. */
+    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    exclude_and_replan(p);
 }
 
 static void plan_next(struct proxy *p)

@@ -1,0 +1,139 @@
+#include "state/claim.h"
+
+#include "common/err.h"
+#include "common/satmath.h"
+
+/* The queue granted the slot a claim was waiting for. */
+static void on_slot(struct sw_localq_waiter *w)
+{
+    struct sw_claim *c = (struct sw_claim *)((char *)w - offsetof(struct sw_claim, waiter));
+    c->holding_slot = true;
+    if (c->on_grant)
+        c->on_grant(c);
+}
+
+/* Gives back what the take so far holds: nothing was sent, nothing produced. */
+static void undo(struct sw_live *live, struct sw_claim *c, int64_t now_ms)
+{
+    struct sw_live_backend *lb = live->b[c->be];
+    if (c->bucket_tokens) {
+        sw_bucket_cancel(&lb->bucket, now_ms, c->bucket_tokens);
+        c->bucket_tokens = 0;
+    }
+    if (c->spend_held) {
+        sw_spend_release(&live->g->spend, c->spend);
+        c->spend_held = false;
+        c->spend = 0;
+    }
+    if (c->probe) {
+        sw_breaker_release_probe(&lb->breaker);
+        c->probe = false;
+    }
+}
+
+enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
+                                   const struct sw_route_facts *facts, int64_t now_ms,
+                                   struct sw_claim *c)
+{
+    if (c->held)
+        sw_claim_settle(live, c, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now_ms);
+    void (*on_grant)(struct sw_claim *) = c->on_grant;
+    *c = (struct sw_claim){.on_grant = on_grant, .be = be};
+    struct sw_live_backend *lb = live->b[be];
+    const struct sw_config_backend *cb = &live->cfg->backends[be];
+
+    bool half_open = sw_breaker_state(&lb->breaker, now_ms) == SW_BREAKER_HALF_OPEN;
+    if (!sw_breaker_allow(&lb->breaker, now_ms))
+        return SW_CLAIM_BREAKER_OPEN;
+    c->probe = half_open;
+
+    if (cb->tier == SW_TIER_CLOUD) {
+        long tokens = sw_sat_add_long(facts->prompt_tokens_est, facts->max_tokens);
+        if (cb->rpm || cb->tpm) {
+            if (!sw_bucket_take(&lb->bucket, now_ms, tokens)) {
+                undo(live, c, now_ms);
+                return SW_CLAIM_RATE_LIMITED;
+            }
+            c->bucket_tokens = tokens;
+        }
+        double est = sw_spend_cost_usd(facts->prompt_tokens_est, facts->max_tokens,
+                                       cb->input_usd_per_mtok, cb->output_usd_per_mtok);
+        if (est > 0) {
+            if (sw_spend_reserve(&live->g->spend, sw_live_wall_ms(live, now_ms), est,
+                                 &c->spend) != SW_OK) {
+                undo(live, c, now_ms);
+                return SW_CLAIM_SPEND_FULL;
+            }
+            c->spend_held = true;
+        }
+    }
+
+    c->waiter.on_grant = on_slot;
+    switch (sw_localq_acquire(&lb->q, &c->waiter)) {
+    case SW_LOCALQ_GRANTED:
+        c->holding_slot = true;
+        c->held = true;
+        return SW_CLAIM_GRANTED;
+    case SW_LOCALQ_QUEUED:
+        c->held = true;
+        return SW_CLAIM_QUEUED;
+    case SW_LOCALQ_FULL:
+        break;
+    }
+    undo(live, c, now_ms);
+    return SW_CLAIM_QUEUE_FULL;
+}
+
+long sw_claim_queue_position(const struct sw_live *live, const struct sw_claim *c)
+{
+    if (!c->held || !c->waiter.queued)
+        return 0;
+    return sw_localq_position(&live->b[c->be]->q, &c->waiter);
+}
+
+double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_outcome o,
+                       long usage_in, long usage_out, double ttft_ms, double decode_ms,
+                       int http_status, int transport_err, long retry_after_s, int64_t now_ms)
+{
+    if (!c->held)
+        return 0;
+    c->held = false;
+    struct sw_live_backend *lb = live->b[c->be];
+    const struct sw_config_backend *cb = &live->cfg->backends[c->be];
+    sw_localq_cancel(&lb->q, &c->waiter);
+
+    if (c->bucket_tokens) {
+        if (c->sent)
+            sw_bucket_settle(&lb->bucket, now_ms, c->bucket_tokens,
+                             sw_sat_add_long(usage_in, usage_out));
+        else
+            sw_bucket_cancel(&lb->bucket, now_ms, c->bucket_tokens);
+        c->bucket_tokens = 0;
+    }
+    double usd = 0;
+    if (c->spend_held) {
+        if (ttft_ms >= 0) {
+            usd = sw_spend_cost_usd(usage_in, usage_out, cb->input_usd_per_mtok,
+                                    cb->output_usd_per_mtok);
+            sw_spend_settle(&live->g->spend, sw_live_wall_ms(live, now_ms), c->spend, usd);
+        } else {
+            sw_spend_release(&live->g->spend, c->spend);
+        }
+        c->spend_held = false;
+        c->spend = 0;
+    }
+
+    if (o == SW_CLAIM_OK)
+        sw_live_on_success(live, c->be, now_ms, usage_in, ttft_ms, decode_ms, usage_out);
+    else if (o == SW_CLAIM_FAILED)
+        sw_live_on_failure(live, c->be, now_ms, http_status, transport_err, retry_after_s);
+    else if (c->probe)
+        sw_breaker_release_probe(&lb->breaker);
+    c->probe = false;
+
+    if (c->holding_slot) {
+        c->holding_slot = false;
+        sw_localq_release(&lb->q); /* may grant the slot to the next waiter right here */
+    }
+    return usd;
+}

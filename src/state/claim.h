@@ -1,0 +1,102 @@
+/* What one attempt of a request holds of the shared state, taken together
+ * and given back together.
+ *
+ * sw_claim_take claims, in this order, what an attempt on backend `be`
+ * needs: admission by its breaker (in HALF_OPEN that is the single probe),
+ * for a cloud backend with rpm/tpm a request and its estimated tokens from
+ * the token bucket and, when it has a price, a spend reservation of the
+ * estimated cost, and finally a slot of the backend's queue (a local slot, or
+ * a place in the gateway's queue for one). It is all or nothing: when a step
+ * refuses, what earlier steps took is given back and nothing is held.
+ *
+ * sw_claim_settle gives everything back once the attempt is over, with what
+ * it cost: the token bucket is settled on the real usage if the request was
+ * sent (the provider counts every request it received, failed ones too) and
+ * refunded in full if it never was; the spend reservation is settled on the
+ * real usage if tokens were produced (billed even when the attempt failed
+ * later) and released otherwise; the breaker and the learned rates hear the
+ * outcome (a neutral one only frees the half-open probe, if this attempt
+ * held it); the local slot is released last, which may grant it to the next
+ * waiter before settle returns. Settling twice is harmless.
+ *
+ * Pure: no I/O, no clock (now_ms comes in: the monotonic milliseconds of
+ * sw_live), no allocation. */
+#ifndef SW_STATE_CLAIM_H
+#define SW_STATE_CLAIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "route/route.h"
+#include "route/spend.h"
+#include "state/live.h"
+#include "state/localq.h"
+
+enum sw_claim_result {
+    SW_CLAIM_GRANTED,       /* everything held, the slot too: send now */
+    SW_CLAIM_QUEUED,        /* held, waiting for a slot: on_grant fires when it comes */
+    SW_CLAIM_BREAKER_OPEN,  /* the breaker refused (open, or half-open with its probe out) */
+    SW_CLAIM_RATE_LIMITED,  /* the provider's token bucket is empty (not a failure) */
+    SW_CLAIM_SPEND_FULL,    /* no spend reservation could be held (fails closed) */
+    SW_CLAIM_QUEUE_FULL,    /* no slot and no room to wait for one */
+};
+
+/* How the attempt ended, for the breaker and the learned rates. */
+enum sw_claim_outcome {
+    SW_CLAIM_OK,            /* answered */
+    SW_CLAIM_FAILED,        /* failed: the breaker judges the status or error */
+    SW_CLAIM_NEUTRAL,       /* no verdict on the backend: never sent, left the queue,
+                               client gone, the request was wrong for it */
+};
+
+struct sw_claim {
+    /* Set by the caller before sw_claim_take, kept by it: called when a
+     * queued claim gets its slot (it then holds it), from within the
+     * sw_claim_settle or sw_localq release that freed the slot. */
+    void (*on_grant)(struct sw_claim *c);
+
+    /* Read-only for the caller. */
+    size_t be;                  /* config index of the backend (live->b[be]) */
+    bool held;                  /* taken and not yet settled */
+    bool probe;                 /* holds the breaker's half-open probe */
+    bool holding_slot;          /* holds a slot of the backend's queue */
+    bool sent;                  /* the request went out (sw_claim_mark_sent) */
+    long bucket_tokens;         /* taken from the token bucket; 0: no bucket */
+    bool spend_held;
+    sw_spend_handle spend;
+    struct sw_localq_waiter waiter; /* in the queue while waiting for a slot */
+};
+
+/* Claims what an attempt on backend `be` of `live` needs for a request with
+ * `facts` (prompt_tokens_est and max_tokens size the bucket take and the
+ * cost estimate). A claim still held is settled as neutral first. On
+ * GRANTED and QUEUED the claim is held; on every other result nothing is. */
+enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
+                                   const struct sw_route_facts *facts, int64_t now_ms,
+                                   struct sw_claim *c);
+
+/* The request is on its way to the backend: from now on the provider counts
+ * it, so settle charges the bucket instead of refunding it. */
+static inline void sw_claim_mark_sent(struct sw_claim *c)
+{
+    c->sent = true;
+}
+
+/* Requests ahead of a queued claim in its backend's queue (0 when it holds
+ * a slot or is not queued). */
+long sw_claim_queue_position(const struct sw_live *live, const struct sw_claim *c);
+
+/* Gives back what the claim holds (see above) and reports the outcome.
+ * usage_in / usage_out: the attempt's prompt and output tokens (the real
+ * usage, or the best estimate when the backend gave none); ttft_ms: from
+ * sending to the first byte, < 0 when no byte came (then no tokens were
+ * produced and nothing is billed); decode_ms: first to last byte;
+ * http_status, transport_err, retry_after_s (< 0: none) judge a failure.
+ * Returns the USD settled on the spend window (0 when nothing was billed).
+ * No-op returning 0 on a claim that is not held. */
+double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_outcome o,
+                       long usage_in, long usage_out, double ttft_ms, double decode_ms,
+                       int http_status, int transport_err, long retry_after_s, int64_t now_ms);
+
+#endif
