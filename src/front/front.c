@@ -86,11 +86,11 @@ static bool key_ok(struct sw_front *f, struct sw_http_req *req)
 }
 
 /* Authenticates the client. Returns the key (NULL when auth is disabled) or
- * answers 401 and sets *denied. */
+ * answers 401 and sets *denied to the error code it answered. */
 static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_http_req *req,
-                                                bool *denied)
+                                                const char **denied)
 {
-    *denied = false;
+    *denied = NULL;
     if (!f->cfg->auth_enabled)
         return NULL;
     const char *auth = sw_http_header(req, "Authorization", NULL);
@@ -98,7 +98,7 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
     if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0) {
         sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
                        "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
-        *denied = true;
+        *denied = "missing_api_key";
         return NULL;
     }
     const struct sw_config_key *k = sw_config_find_key(f->cfg, auth + sizeof bearer - 1);
@@ -106,7 +106,7 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
         sw_reply_error(req, 401, "invalid_request_error", "invalid_api_key", NULL,
                        "Incorrect API key provided.");
         sw_info("rejected a request with an unknown API key");
-        *denied = true;
+        *denied = "invalid_api_key";
     }
     return k;
 }
@@ -208,10 +208,10 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
     char id[48];
     make_request_id(f, req, id, sizeof id);
 
-    bool denied;
+    const char *denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
     if (denied) {
-        record_rejection(f, id, NULL, NULL, 401, "invalid_api_key", NULL, start_ms);
+        record_rejection(f, id, NULL, NULL, 401, denied, NULL, start_ms);
         return;
     }
 
@@ -229,7 +229,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
                        rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
         record_rejection(f, id, NULL, key, rerr.status,
-                         "invalid_request", NULL, start_ms);
+                         rerr.code[0] ? rerr.code : "invalid_request", NULL, start_ms);
         return;
     }
 
@@ -385,7 +385,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         if (r->fn == handle_chat) {
             handle_chat(f, req); /* answers 401 before reading the body, and logs it */
         } else {
-            bool denied;
+            const char *denied;
             authenticate(f, req, &denied);
         }
         return false;
