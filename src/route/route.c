@@ -185,6 +185,13 @@ static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_
     return SW_EXCL_NONE;
 }
 
+/* Whether a request sent to b now starts at once: up (not cold or warming)
+ * with a free slot. */
+static bool starts_now(const struct sw_route_backend_view *b)
+{
+    return b->health == SW_HEALTH_UP && (b->slots <= 0 || b->in_flight + b->queued < b->slots);
+}
+
 static bool before(const struct ctx *c, size_t a, size_t b)
 {
     const struct sw_route_backend_view *va = &c->v->backends[a], *vb = &c->v->backends[b];
@@ -193,6 +200,12 @@ static bool before(const struct ctx *c, size_t a, size_t b)
     int rb = vb->health == SW_HEALTH_DEGRADED || vb->breaker == SW_BREAKER_HALF_OPEN;
     if (ra != rb)
         return ra < rb;
+    /* A free slot beats a place in a queue, whatever the estimates say: the
+     * wait is a fluid average, and when the requests holding every slot
+     * started together none frees before they all end. */
+    int qa = !starts_now(va), qb = !starts_now(vb);
+    if (qa != qb)
+        return qa < qb;
     return c->plan->est_ttft_ms[a] < c->plan->est_ttft_ms[b];
 }
 

@@ -80,6 +80,10 @@ static const struct row rows[] = {
     { "a busy local endpoint is passed over for an idle one",
       FACTS(), { LOCAL("L1", BUSY), LOCAL("L2"), CLOUD("C1") }, 3, .p = POLICY(),
       .plan = "L2:baseline L1:fallback C1:fallback" },
+    { "a free slot beats a queue even when the queue's average wait looks shorter",
+      FACTS(), { LOCAL("L1", .slots = 1000, .in_flight = 1000), LOCAL("L2", .slots = 1000, .rtt_ms = 20),
+                 CLOUD("C1") }, 3, .p = POLICY(),
+      .plan = "L2:baseline L1:fallback C1:fallback" },
     { "local-only model",
       FACTS(), { LOCAL("L1") }, 1, .p = POLICY(), .plan = "L1:baseline" },
 
