@@ -616,3 +616,55 @@ routing:
     }
   });
 });
+
+describe('the shipped Grafana dashboard', () => {
+  // docs/grafana/spillway.json queries Prometheus by metric name; a panel whose
+  // metric Spillway does not export stays empty without any error.
+  test('every spillway_* metric in docs/grafana/spillway.json expressions is exported on /metrics', async () => {
+    const procs = [];
+    try {
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const cloud = await startLlmsim(['--model', 'cloud-model']);
+      procs.push(cloud);
+      // rpm and tpm on the cloud: the bucket gauges exist only for backends with limits.
+      const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url })
+        .replace('output_usd_per_mtok: 2 } }', 'output_usd_per_mtok: 2 }, rpm: 600, tpm: 100000 }'));
+      procs.push(gw);
+      const r = await chat(gw);
+      assert.equal(r.status, 200, await r.text());
+
+      const text = await (await fetch(`${gw.url}/metrics`)).text();
+      const types = {};
+      const sampled = new Set();
+      for (const line of text.split('\n')) {
+        const t = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)/.exec(line);
+        if (t) types[t[1]] = t[2];
+        const s = /^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/.exec(line);
+        if (s && !line.startsWith('#')) sampled.add(s[1]);
+      }
+
+      // Every "expr" string anywhere in the dashboard JSON (panels, targets, templating).
+      const dash = JSON.parse(readFileSync(new URL('../../docs/grafana/spillway.json', import.meta.url), 'utf8'));
+      const exprs = [];
+      (function walk(v) {
+        if (Array.isArray(v)) v.forEach(walk);
+        else if (v && typeof v === 'object')
+          for (const [k, x] of Object.entries(v)) { if (k === 'expr' && typeof x === 'string') exprs.push(x); else walk(x); }
+      })(dash);
+      assert.ok(exprs.length >= 10, `expected the dashboard's expressions, found ${exprs.length}`);
+
+      const used = new Set();
+      for (const e of exprs)
+        for (const [name] of e.matchAll(/spillway_[a-z_]+/g)) {
+          const base = name.replace(/_(bucket|sum|count)$/, '');
+          used.add(base !== name && types[base] === 'histogram' ? base : name);
+        }
+      assert.ok(used.size >= 10, `expected many metric names, got ${[...used]}`);
+      const missing = [...used].filter((n) => !(n in types) && !sampled.has(n)).sort();
+      assert.deepEqual(missing, [], `metrics the Grafana dashboard queries but /metrics lacks: ${missing.join(', ')}`);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+});
