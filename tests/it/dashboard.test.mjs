@@ -171,3 +171,60 @@ routing:
     rmSync(profile, { recursive: true, force: true });
   }
 });
+
+test('the admin key from #key= lives in sessionStorage only and leaves the address bar', { timeout: 60000 }, async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
+  const procs = [];
+  const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
+  let browser;
+  try {
+    const edge = await startLlmsim(['--model', 'edge-model']);
+    procs.push(edge);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin:
+  key: "${ADMIN}"
+backends:
+  - { name: "edge", tier: "local", url: "${edge.url}", model: "edge-model", slots: 1 }
+models:
+  - { name: "chat", backends: ["edge"] }
+routing:
+  health_interval_ms: 100
+`);
+    procs.push(gw);
+
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+             '--disable-component-update', '--disable-sync'],
+    });
+    const page = browser.pages()[0] || await browser.newPage();
+    const resp = await page.goto(`${gw.url}/dashboard#key=${encodeURIComponent(ADMIN)}`);
+    assert.equal(resp.status(), 200);
+
+    // Data shown: at least one poll done with the key, and the backend row rendered from /admin/state.
+    await waitFor(() => page.evaluate(() =>
+      Number(document.querySelector('[data-testid="last-update"]')?.dataset.polls) >= 1 &&
+      document.querySelector('[data-testid="backend-edge-health"]')?.dataset.value !== undefined),
+    { timeout: 15000, every: 100, what: 'the dashboard to show data' });
+
+    const seen = await page.evaluate(() => {
+      const local = {};
+      for (let i = 0; i < localStorage.length; i++) local[localStorage.key(i)] = localStorage.getItem(localStorage.key(i));
+      const session = {};
+      for (let i = 0; i < sessionStorage.length; i++) session[sessionStorage.key(i)] = sessionStorage.getItem(sessionStorage.key(i));
+      return { href: location.href, hash: location.hash, local, session, cookie: document.cookie };
+    });
+    assert.ok(!seen.href.includes(ADMIN) && !seen.hash.includes('key='), `the key is still in the address bar: ${seen.href}`);
+    assert.ok(Object.values(seen.session).includes(ADMIN), `sessionStorage holds the key: ${JSON.stringify(seen.session)}`);
+    assert.ok(!JSON.stringify(seen.local).includes(ADMIN), `localStorage must not hold the key: ${JSON.stringify(seen.local)}`);
+    assert.ok(!seen.cookie.includes(ADMIN), `no cookie with the key: ${seen.cookie}`);
+    const cookies = await browser.cookies();
+    assert.ok(!JSON.stringify(cookies).includes(ADMIN), `no cookie with the key: ${JSON.stringify(cookies)}`);
+  } finally {
+    if (browser) await browser.close();
+    for (const p of procs.reverse()) await p.stop();
+    rmSync(profile, { recursive: true, force: true });
+  }
+});
