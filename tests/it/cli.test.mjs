@@ -1,11 +1,12 @@
 // The command line: --help, --version, --check-config, and a bad config at start.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BUILD } from './lib/harness.mjs';
+import { BUILD, waitFor } from './lib/harness.mjs';
 
 const bin = join(BUILD, 'spillway');
 const run = (...args) => spawnSync(bin, args, { encoding: 'utf8', timeout: 10000 });
@@ -71,4 +72,54 @@ models:
 `));
   assert.equal(r.status, 1);
   assert.match(r.stderr, /dialect: anthropic is not supported by this build yet/);
+});
+
+// `make run` = build + scripts/demo.sh: two llmsim processes on :8081/:8082 and
+// the gateway on :8080 with examples/demo.yaml; Ctrl-C stops all three.
+const DEMO_PORTS = [8080, 8081, 8082];
+const portFree = (port) => new Promise((res) => {
+  const srv = net.createServer();
+  srv.once('error', () => res(false));
+  srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+});
+
+test('make run: scripts/demo.sh serves a streamed chat on :8080 and Ctrl-C frees its three ports', { timeout: 60000 }, async (t) => {
+  const busy = [];
+  for (const p of DEMO_PORTS) if (!(await portFree(p))) busy.push(p);
+  if (busy.length) { t.skip(`the demo's fixed port(s) ${busy.join(', ')} already in use on this machine`); return; }
+
+  const root = new URL('../..', import.meta.url).pathname;
+  // Its own process group, so the finally below can stop whatever is left if the test fails.
+  const demo = spawn('bash', ['scripts/demo.sh'], { cwd: root, env: { ...process.env, BUILD }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  demo.stdout.on('data', (d) => { out += d; });
+  demo.stderr.on('data', (d) => { out += d; });
+  let exited = null;
+  const exit = new Promise((res) => demo.on('exit', (code, signal) => { exited = { code, signal }; res(exited); }));
+  try {
+    await waitFor(async () => {
+      if (exited) throw new Error(`demo.sh exited early (${JSON.stringify(exited)}): ${out}`);
+      try { return (await fetch('http://127.0.0.1:8080/healthz')).status === 200; } catch { return false; }
+    }, { timeout: 20000, every: 100, what: 'http://127.0.0.1:8080/healthz' })
+      .catch((e) => { throw new Error(`${e.message}; demo output: ${out}`); });
+
+    const r = await fetch('http://127.0.0.1:8080/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat', stream: true, messages: [{ role: 'user', content: 'Hello!' }] }),
+    });
+    const body = await r.text();
+    assert.equal(r.status, 200, body);
+    assert.match(r.headers.get('content-type') || '', /^text\/event-stream/);
+    assert.ok(r.headers.get('x-spillway-backend'), 'X-Spillway-Backend is set');
+    assert.match(body, /^data: \{/);
+    assert.match(body, /data: \[DONE\]\s*$/);
+
+    demo.kill('SIGINT');
+    const how = await Promise.race([exit, new Promise((res) => setTimeout(() => res(null), 15000))]);
+    assert.ok(how, `demo.sh still running 15 s after SIGINT; output: ${out}`);
+    await waitFor(async () => (await Promise.all(DEMO_PORTS.map(portFree))).every(Boolean),
+      { timeout: 10000, every: 100, what: 'ports 8080-8082 free after Ctrl-C' });
+  } finally {
+    if (!exited) try { process.kill(-demo.pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
 });
