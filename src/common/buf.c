@@ -50,15 +50,24 @@ int sw_buf_append_str(struct sw_buf *b, const char *s)
     return sw_buf_append(b, s, strlen(s));
 }
 
-int sw_buf_append_u64(struct sw_buf *b, uint64_t v, int min_digits)
+size_t sw_fmt_u64(char *out, uint64_t v, unsigned base, int min_digits)
 {
+    static const char digits[] = "0123456789abcdef";
     char tmp[24];
     int n = 0;
     do {
-        tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v || n < min_digits);
-    return sw_buf_append(b, tmp + sizeof tmp - n, (size_t)n);
+        tmp[n++] = digits[v % base];
+        v /= base;
+    } while ((v || n < min_digits) && n < 20);
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return (size_t)n;
+}
+
+int sw_buf_append_u64(struct sw_buf *b, uint64_t v, int min_digits)
+{
+    char tmp[24];
+    return sw_buf_append(b, tmp, sw_fmt_u64(tmp, v, 10, min_digits));
 }
 
 int sw_buf_appendf(struct sw_buf *b, const char *fmt, ...)

@@ -25,6 +25,10 @@ struct sw_str {
 void sw_buf_init(struct sw_buf *b, size_t max);
 /* Appends len bytes; SW_ETOOBIG past max, SW_ENOMEM on allocation failure. */
 int sw_buf_append(struct sw_buf *b, const void *data, size_t len);
+/* The digits of v in base 10 or 16 (lower case), zero-padded to min_digits
+ * (at most 20), into out (at least 21 bytes, not NUL-terminated); returns
+ * how many. No printf: it runs on the hot path. */
+size_t sw_fmt_u64(char *out, uint64_t v, unsigned base, int min_digits);
 /* Appends a C string; the decimal digits of v, zero-padded to min_digits. */
 int sw_buf_append_str(struct sw_buf *b, const char *s);
 int sw_buf_append_u64(struct sw_buf *b, uint64_t v, int min_digits);

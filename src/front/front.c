@@ -75,14 +75,32 @@ static int parse_bool_header(const char *v)
     return -1;
 }
 
+/* The client's key (NULL when auth is off), or NULL with *denied set to
+ * "missing_api_key" or "invalid_api_key". Answers nothing. */
+static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_req *req,
+                                            const char **denied)
+{
+    *denied = NULL;
+    if (!f->cfg->auth_enabled)
+        return NULL;
+    static const char bearer[] = "Bearer ";
+    const char *auth = sw_http_header(req, "Authorization", NULL);
+    if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0) {
+        *denied = "missing_api_key";
+        return NULL;
+    }
+    const struct sw_config_key *k = sw_config_find_key(f->cfg, auth + sizeof bearer - 1);
+    if (!k)
+        *denied = "invalid_api_key";
+    return k;
+}
+
 /* Whether the request carries a known client key (or auth is off). */
 static bool key_ok(struct sw_front *f, struct sw_http_req *req)
 {
-    static const char bearer[] = "Bearer ";
-    const char *auth = sw_http_header(req, "Authorization", NULL);
-    return !f->cfg->auth_enabled ||
-           (auth && strncasecmp(auth, bearer, sizeof bearer - 1) == 0 &&
-            sw_config_find_key(f->cfg, auth + sizeof bearer - 1));
+    const char *denied;
+    find_key(f, req, &denied);
+    return !denied;
 }
 
 /* Authenticates the client. Returns the key (NULL when auth is disabled) or
@@ -90,23 +108,14 @@ static bool key_ok(struct sw_front *f, struct sw_http_req *req)
 static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_http_req *req,
                                                 const char **denied)
 {
-    *denied = NULL;
-    if (!f->cfg->auth_enabled)
-        return NULL;
-    const char *auth = sw_http_header(req, "Authorization", NULL);
-    static const char bearer[] = "Bearer ";
-    if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0) {
+    const struct sw_config_key *k = find_key(f, req, denied);
+    if (*denied && !strcmp(*denied, "missing_api_key")) {
         sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
                        "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
-        *denied = "missing_api_key";
-        return NULL;
-    }
-    const struct sw_config_key *k = sw_config_find_key(f->cfg, auth + sizeof bearer - 1);
-    if (!k) {
+    } else if (*denied) {
         sw_reply_error(req, 401, "invalid_request_error", "invalid_api_key", NULL,
                        "Incorrect API key provided.");
         sw_info("rejected a request with an unknown API key");
-        *denied = "invalid_api_key";
     }
     return k;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 
 /* Headers per request, and response headers set by the application. */
@@ -168,21 +169,6 @@ static const char *date_line(size_t *len)
     }
     *len = n;
     return line;
-}
-
-/* Decimal (or hex) digits of v into buf (at least 21 bytes); returns the length. */
-static size_t fmt_u64(char *buf, uint64_t v, unsigned base)
-{
-    static const char digits[] = "0123456789abcdef";
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = digits[v % base];
-        v /= base;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    return n;
 }
 
 #define ADD_LIT(buf, lit) evbuffer_add((buf), (lit), sizeof(lit) - 1)
@@ -1039,7 +1025,7 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
     struct evbuffer *o = c->out;
     char num[24];
     ADD_LIT(o, "HTTP/1.1 ");
-    evbuffer_add(o, num, fmt_u64(num, (uint64_t)status, 10));
+    evbuffer_add(o, num, sw_fmt_u64(num, (uint64_t)status, 10, 1));
     evbuffer_add(o, " ", 1);
     const char *text = sw_http_status_text(status);
     evbuffer_add(o, text, strlen(text));
@@ -1053,7 +1039,7 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
     ADD_LIT(o, "\r\n");
     if (has_len) {
         ADD_LIT(o, "Content-Length: ");
-        evbuffer_add(o, num, fmt_u64(num, len, 10));
+        evbuffer_add(o, num, sw_fmt_u64(num, len, 10, 1));
         ADD_LIT(o, "\r\n");
     } else if (r->chunked) {
         ADD_LIT(o, "Transfer-Encoding: chunked\r\n");
@@ -1135,7 +1121,7 @@ void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data)
     }
     if (req->chunked) {
         char size[24];
-        size_t k = fmt_u64(size, n, 16);
+        size_t k = sw_fmt_u64(size, n, 16, 1);
         size[k++] = '\r';
         size[k++] = '\n';
         evbuffer_add(c->out, size, k);

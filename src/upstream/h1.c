@@ -79,7 +79,7 @@ struct sw_h1req {
     size_t sent;                    /* bytes of the request written */
     http_parser parser;
     bool got_bytes;                 /* any response byte arrived */
-    bool headers_done, complete, keep_alive;
+    bool complete, keep_alive;
     char field[16];                 /* the header name being read, if it can be Retry-After */
     size_t field_len;
     bool in_value;                  /* the parser is in a header value */
@@ -344,7 +344,6 @@ static int on_headers_complete(http_parser *p)
     struct sw_h1req *r = p->data;
     if (p->status_code < 200) /* an interim answer: its headers do not count */
         return 0;
-    r->headers_done = true;
     long ra = -1;
     if (r->ra_len) {
         char tmp[sizeof r->ra + 1];
