@@ -14,6 +14,7 @@ import { randomInt } from 'node:crypto';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import net from 'node:net';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
 import { assertNoLeak, findLeaks, receivedBodies, bodiesText } from './lib/leak.mjs';
 import { startToolsim } from './lib/toolsim.mjs';
@@ -139,6 +140,25 @@ async function send(gw, text, { stream = false, headers = {}, model, maxTokens, 
     content = json.choices?.[0]?.message?.content ?? null;
   }
   return { status: r.status, json, content, backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason') };
+}
+
+// Like send, but writes the request by hand so a header may appear on
+// several lines (`lines`: [[name, value], ...]); Connection: close.
+async function sendRaw(gw, text, lines) {
+  const body = chatBody(text);
+  const head = [['Host', 'x'], ['Content-Type', 'application/json'], ['Content-Length', Buffer.byteLength(body)], ['Connection', 'close'], ...lines]
+    .map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const sock = net.connect(gw.port, '127.0.0.1');
+  let raw = '';
+  sock.setEncoding('utf8');
+  sock.on('data', (d) => { raw += d; });
+  await new Promise((res, rej) => { sock.on('close', res); sock.on('error', rej); sock.write(`POST /v1/chat/completions HTTP/1.1\r\n${head}\r\n${body}`); });
+  const i = raw.indexOf('\r\n\r\n');
+  const headText = raw.slice(0, i);
+  const hdr = (n) => headText.match(new RegExp(`\r\n${n}:\\s*([^\r]*)`, 'i'))?.[1] ?? null;
+  let json;
+  try { json = JSON.parse(raw.slice(i + 4)); } catch { json = { raw }; }
+  return { status: Number(headText.split(' ')[1]), json, content: json.choices?.[0]?.message?.content ?? null, backend: hdr('x-spillway-backend'), reason: hdr('x-spillway-reason') };
 }
 
 const bodies = (sim, since) => receivedBodies(sim, { since });
@@ -348,7 +368,9 @@ async function restrictedStayLocal(variants, { during } = {}) {
     const clean = await proveCloudChosen(gw, cloud, { headers: { authorization: 'Bearer sk-app' } });
     if (during) await during(gw, cloud);
     const texts = variants.map(() => marker());
-    const pending = variants.map((v, i) => later(send(gw, texts[i], { headers: v.headers, extra: v.extra, stream: i % 2 === 1 })));
+    const pending = variants.map((v, i) => later(v.lines
+      ? sendRaw(gw, texts[i], v.lines)
+      : send(gw, texts[i], { headers: v.headers, extra: v.extra, stream: i % 2 === 1 })));
     await waitQueued(gw, variants.length, cloud, clean.length);
     assert.equal(await count(cloud), clean.length, 'no restricted request reached the cloud');
     await hold.release();
@@ -392,11 +414,73 @@ describe('requests that may not leave stay local while the cloud takes the overf
     },
   }));
 
+  test('privacy headers count every occurrence and every list element: the most restrictive wins; yes/no/on/off in any case', () => restrictedStayLocal([
+    { name: 'allow-cloud true then false', lines: [['Authorization', 'Bearer sk-app'], ['X-Spillway-Allow-Cloud', 'true'], ['X-Spillway-Allow-Cloud', 'false']] },
+    { name: 'allow-cloud "false, true"', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': 'false, true' } },
+    { name: 'allow-cloud " No "', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': ' No ' } },
+    { name: 'allow-cloud off', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': 'off' } },
+    { name: 'sensitive yes', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': 'yes' } },
+    { name: 'sensitive ON', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': 'ON' } },
+    { name: 'sensitive false then true', lines: [['Authorization', 'Bearer sk-app'], ['X-Spillway-Sensitive', 'false'], ['X-Spillway-Sensitive', 'true']] },
+    { name: 'sensitive "0,1"', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': '0,1' } },
+    { name: 'metadata "No"', headers: { authorization: 'Bearer sk-app' }, extra: { metadata: { allow_cloud: 'No' } } },
+  ]));
+
   test('a key with sensitive: true (a header saying false cannot clear it), and X-Spillway-Sensitive: true', () => restrictedStayLocal([
     { name: 'sensitive key', headers: { authorization: 'Bearer sk-hush' } },
     { name: 'sensitive key + header false', headers: { authorization: 'Bearer sk-hush', 'x-spillway-sensitive': 'false' } },
     { name: 'sensitive header', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': 'true' } },
   ]));
+});
+
+// A privacy header or metadata flag that is not one of the accepted words
+// fails closed: 400 invalid_header / invalid_value naming it, and no backend
+// sees the request. Set up where a clean request does spill to the cloud.
+describe('privacy flags fail closed', () => {
+  test('unknown values of X-Spillway-Allow-Cloud, X-Spillway-Sensitive and metadata.allow_cloud: 400 naming them, nothing sent', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1', '--keep-received', '100000']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, keys: KEYS, policy: 'off' }));
+    try {
+      const app = { authorization: 'Bearer sk-app' };
+      const hold = await holdLocal(gw, edge, app);
+      await proveCloudChosen(gw, cloud, { headers: app });
+      const sentEdge = await count(edge);
+      const sentCloud = await count(cloud);
+      const headerCases = [];
+      for (const h of ['X-Spillway-Allow-Cloud', 'X-Spillway-Sensitive']) {
+        for (const v of ['n', 'false;', 'truthy', '', ' ', '2', 'false, maybe', 'true,', ',false', 'nope, true']) headerCases.push({ h, lines: [[h, v]] });
+        headerCases.push({ h, lines: [[h, 'true'], [h, 'bogus']] });
+        headerCases.push({ h, lines: [[h, 'garbage'], [h, 'false']] });
+      }
+      for (const c of headerCases) {
+        const r = await sendRaw(gw, marker(), [['Authorization', 'Bearer sk-app'], ...c.lines]);
+        const what = JSON.stringify(c.lines);
+        assert.equal(r.status, 400, `${what}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.code, 'invalid_header', what);
+        assert.equal(r.json.error.type, 'invalid_request_error', what);
+        assert.equal(r.json.error.param, c.h, what);
+        assert.match(r.json.error.message, new RegExp(c.h), what);
+        assert.equal(r.backend, 'none', what);
+      }
+      for (const v of ['n', 'false;', 'nein', '', 'truee']) {
+        const r = await send(gw, marker(), { headers: app, extra: { metadata: { allow_cloud: v } } });
+        assert.equal(r.status, 400, `metadata ${JSON.stringify(v)}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.code, 'invalid_value');
+        assert.equal(r.json.error.param, 'metadata.allow_cloud');
+      }
+      for (const v of [2, [], { no: true }]) {
+        const r = await send(gw, marker(), { headers: app, extra: { metadata: { allow_cloud: v } } });
+        assert.equal(r.status, 400, `metadata ${JSON.stringify(v)}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.param, 'metadata.allow_cloud');
+      }
+      assert.equal(await count(cloud), sentCloud, 'the cloud received none of them');
+      assert.equal(await count(edge), sentEdge, 'the local box received none of them');
+      await hold.release();
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
 });
 
 // The PII policy in force is the most restrictive of pii.policy, the key's
