@@ -215,6 +215,30 @@ static long request_timeout_ms(struct sw_front *f, struct sw_http_req *req)
     return ms < f->cfg->routing.request_timeout_ms ? ms : f->cfg->routing.request_timeout_ms;
 }
 
+/* Residency: the cloud regions a sensitive request may use, the intersection
+ * of the lists that are set (global, key, model); none set: none. The names
+ * are the config's and live as long as it. */
+static void allowed_regions(const struct sw_config *cfg, const struct sw_config_key *key,
+                            const struct sw_config_model *model, struct sw_route_facts *facts)
+{
+    const struct sw_config_regions *lists[3] = {&cfg->pii.sensitive_regions,
+                                                key ? &key->sensitive_regions : NULL,
+                                                &model->sensitive_regions};
+    const struct sw_config_regions *first = NULL;
+    for (size_t i = 0; i < 3 && !first; i++)
+        if (lists[i] && lists[i]->set)
+            first = lists[i];
+    facts->n_regions = 0;
+    for (size_t r = 0; first && r < first->n; r++) {
+        bool everywhere = true;
+        for (size_t i = 0; i < 3; i++)
+            if (lists[i] && lists[i]->set && !sw_config_regions_has(lists[i], first->names[r]))
+                everywhere = false;
+        if (everywhere && facts->n_regions < SW_CONFIG_MAX_REGIONS)
+            facts->regions[facts->n_regions++] = first->names[r];
+    }
+}
+
 /* "email, iban": the types found, for messages and logs (never the values). */
 static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *c, char *out,
                           size_t cap)
@@ -322,6 +346,8 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         .deadline_ms = start_ms + timeout_ms,
         .ttft_budget_ms = key ? key->ttft_budget_ms : 0,
     };
+
+    allowed_regions(f->cfg, key, model, &facts);
 
     /* PII: the most restrictive of the global, key and model policies. */
     enum sw_pii_policy policy = f->cfg->pii.policy;
