@@ -186,6 +186,96 @@ static void parse_validator(struct sw_walk *w, const struct sw_walk_setting *s,
     *(char **)((char *)base + s->off) = v;
 }
 
+/* A region label: [a-z0-9-]{1,32}. */
+static bool region_ok(const char *r)
+{
+    size_t n = strlen(r);
+    if (n < 1 || n > SW_CONFIG_REGION_MAX_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= '0' && r[i] <= '9') || r[i] == '-'))
+            return false;
+    return true;
+}
+
+/* backends[].region: a label. */
+static void parse_region(struct sw_walk *w, const struct sw_walk_setting *s,
+                         const yaml_node_t *node, void *base, const char *path)
+{
+    char *v = NULL;
+    if (sw_walk_string(w, s, node, path, &v))
+        return;
+    if (!region_ok(v)) {
+        sw_walk_error(w, node, path, "\"%.64s\" is not a region label: 1-32 of a-z 0-9 -, "
+                      "e.g. \"eu-west\"", v);
+        free(v);
+        return;
+    }
+    free(*(char **)((char *)base + s->off));
+    *(char **)((char *)base + s->off) = v;
+}
+
+/* sensitive_regions: a list of cloud region labels (checked against the
+ * backends' regions once everything is parsed, in check_top). */
+static void parse_regions(struct sw_walk *w, const struct sw_walk_setting *s,
+                          const yaml_node_t *node, void *base, const char *path)
+{
+    struct sw_config_regions *r = (struct sw_config_regions *)((char *)base + s->off);
+    char ipath[SW_WALK_MAX_PATH];
+    if (node->type != YAML_SEQUENCE_NODE) {
+        char got[SHOW];
+        sw_walk_describe(w, node, got, sizeof(got));
+        sw_walk_error(w, node, path, "expected a list of cloud region labels such as "
+                      "[eu-west], got %s", got);
+        return;
+    }
+    static const struct sw_walk_setting item_setting = {.key = "region", .type = SW_WALK_TEXT};
+    yaml_node_item_t *it = node->data.sequence.items.start;
+    size_t n = (size_t)(node->data.sequence.items.top - it);
+    r->set = true;
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
+        sw_walk_path_index(ipath, sizeof(ipath), path, i);
+        char *v = NULL;
+        if (sw_walk_string(w, &item_setting, item, ipath, &v))
+            continue;
+        const char *why = NULL;
+        if (!region_ok(v))
+            why = "is not a region label: 1-32 of a-z 0-9 -, e.g. \"eu-west\"";
+        else if (!strcmp(v, "local"))
+            why = "is the region of local backends, which sensitive requests may always use; "
+                  "list cloud regions only";
+        else if (sw_config_regions_has(r, v))
+            why = "is listed twice";
+        else if (r->n == SW_CONFIG_MAX_REGIONS)
+            why = "is one region too many (at most 16)";
+        if (why) {
+            sw_walk_error(w, item, ipath, "\"%.64s\" %s", v, why);
+            free(v);
+            continue;
+        }
+        r->line[r->n] = item->start_mark.line + 1;
+        r->col[r->n] = item->start_mark.column + 1;
+        r->index[r->n] = i;
+        r->names[r->n++] = v;
+    }
+}
+
+bool sw_config_regions_has(const struct sw_config_regions *r, const char *region)
+{
+    for (size_t i = 0; region && i < r->n; i++)
+        if (!strcmp(r->names[i], region))
+            return true;
+    return false;
+}
+
+static void regions_free(struct sw_config_regions *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free(r->names[i]);
+    r->n = 0;
+}
+
 static void backend_names(const struct sw_config *cfg, char *out, size_t cap)
 {
     size_t used = 0;
@@ -338,6 +428,26 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
     }
     if (!sw_walk_val(&backend_section, vals, "supports_images"))
         b->supports_images = !local;
+    if (local && b->region && strcmp(b->region, "local")) {
+        sw_walk_path_key(p, sizeof(p), path, "region");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "region"), p,
+                      "\"%s\": a local backend's region is always \"local\" (omit it)",
+                      b->region);
+        free(b->region);
+        b->region = NULL;
+    } else if (!local && b->region && !strcmp(b->region, "local")) {
+        sw_walk_path_key(p, sizeof(p), path, "region");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "region"), p,
+                      "\"local\" is the region of local backends; name the cloud's region, "
+                      "e.g. \"eu-west\"");
+        free(b->region);
+        b->region = NULL;
+    }
+    if (local && !b->region) {
+        b->region = strdup("local");
+        if (!b->region)
+            w->oom = true;
+    }
     if (!b->health_path && local && !sw_walk_val(&backend_section, vals, "health_path"))
         b->health_path = strdup("/health");
     for (size_t j = 0; b->name && j < index; j++) {
@@ -395,6 +505,38 @@ static void check_routing(struct sw_walk *w, void *base, const yaml_node_t *map,
     }
 }
 
+/* Every listed sensitive region must be some cloud backend's region: a typo
+ * would otherwise silently keep sensitive requests local (or, worse, a
+ * region nobody meant would be trusted once a backend appears with it). */
+static void check_regions(struct sw_walk *w, const struct sw_config *cfg,
+                          const struct sw_config_regions *r, const char *path)
+{
+    char known[512], ipath[SW_WALK_MAX_PATH];
+    size_t used = 0;
+    known[0] = '\0';
+    for (size_t b = 0; b < cfg->n_backends && used < sizeof known; b++) {
+        const char *reg = cfg->backends[b].region;
+        bool dup = false;
+        for (size_t j = 0; reg && j < b; j++)
+            dup = dup || (cfg->backends[j].region && !strcmp(cfg->backends[j].region, reg));
+        if (reg && cfg->backends[b].tier == SW_TIER_CLOUD && !dup)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%s%s",
+                                     used ? ", " : "", reg);
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        bool found = false;
+        for (size_t b = 0; b < cfg->n_backends && !found; b++)
+            found = cfg->backends[b].tier == SW_TIER_CLOUD && cfg->backends[b].region &&
+                    !strcmp(cfg->backends[b].region, r->names[i]);
+        if (found)
+            continue;
+        sw_walk_path_index(ipath, sizeof ipath, path, r->index[i]);
+        sw_walk_error_at(w, r->line[i], r->col[i], ipath,
+                         "\"%s\" is no cloud backend's region (cloud regions: %s)", r->names[i],
+                         used ? known : "none; set backends[].region");
+    }
+}
+
 static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
                       const yaml_node_t *const *vals, const char *path, size_t index);
 
@@ -415,6 +557,8 @@ static const struct sw_walk_setting key_settings[] = {
      .max = 600000, .def = 0},
     {.key = "pii", .type = SW_WALK_ENUM, .off = KEY(pii), .names = pii_policy_names,
      .def = SW_PII_POLICY_INHERIT, .hint = "inherit, off, mask, local_only or block"},
+    {.key = "sensitive_regions", .type = SW_WALK_CUSTOM, .off = KEY(sensitive_regions),
+     .parse = parse_regions, .hint = "a list of cloud region labels"},
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
@@ -469,6 +613,8 @@ static const struct sw_walk_setting backend_settings[] = {
      .hint = "a path such as /health; absent: /health for local backends, none for cloud"},
     {.key = "keep_warm_ms", .type = SW_WALK_LONG, .off = BE(keep_warm_ms), .min = 0,
      .max = 86400000, .def = 0},
+    {.key = "region", .type = SW_WALK_CUSTOM, .off = BE(region), .parse = parse_region,
+     .hint = "a region label such as eu-west; local backends are always \"local\""},
 };
 static const struct sw_walk_section backend_section = {
     backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),
@@ -484,6 +630,8 @@ static const struct sw_walk_setting model_settings[] = {
      .max = 600000, .def = 0},
     {.key = "pii", .type = SW_WALK_ENUM, .off = MO(pii), .names = pii_policy_names,
      .def = SW_PII_POLICY_INHERIT, .hint = "inherit, off, mask, local_only or block"},
+    {.key = "sensitive_regions", .type = SW_WALK_CUSTOM, .off = MO(sensitive_regions),
+     .parse = parse_regions, .hint = "a list of cloud region labels"},
 };
 static const struct sw_walk_section model_section = {
     model_settings, sizeof(model_settings) / sizeof(model_settings[0]),
@@ -594,6 +742,9 @@ static const struct sw_walk_setting pii_settings[] = {
     {.key = "custom", .type = SW_WALK_LIST, .off = CFG(pii.custom) - CFG(pii),
      .aux_off = CFG(pii.n_custom) - CFG(pii), .sub = &pii_custom_section,
      .hint = "a list of {name, regex, validator}"},
+    {.key = "sensitive_regions", .type = SW_WALK_CUSTOM,
+     .off = CFG(pii.sensitive_regions) - CFG(pii), .parse = parse_regions,
+     .hint = "a list of cloud region labels"},
 };
 static const struct sw_walk_section pii_section = {
     pii_settings, sizeof(pii_settings) / sizeof(pii_settings[0]), 0, NULL};
@@ -675,6 +826,16 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
     (void)index;
     struct sw_config *cfg = base;
     cfg->auth_enabled = sw_walk_val(&top_section, vals, "keys") != NULL;
+    check_regions(w, cfg, &cfg->pii.sensitive_regions, "pii.sensitive_regions");
+    char p[SW_WALK_MAX_PATH];
+    for (size_t i = 0; i < cfg->n_keys; i++) {
+        snprintf(p, sizeof p, "keys[%zu].sensitive_regions", i);
+        check_regions(w, cfg, &cfg->keys[i].sensitive_regions, p);
+    }
+    for (size_t i = 0; i < cfg->n_models; i++) {
+        snprintf(p, sizeof p, "models[%zu].sensitive_regions", i);
+        check_regions(w, cfg, &cfg->models[i].sensitive_regions, p);
+    }
     if (!cfg->routing.spend.degrade_to)
         cfg->routing.spend.degrade_backend = -1;
 }
@@ -863,6 +1024,7 @@ void sw_config_unref(struct sw_config *cfg)
     for (size_t i = 0; i < cfg->n_keys; i++) {
         free(cfg->keys[i].name);
         free(cfg->keys[i].key);
+        regions_free(&cfg->keys[i].sensitive_regions);
     }
     free(cfg->keys);
     free(cfg->admin_key);
@@ -874,6 +1036,7 @@ void sw_config_unref(struct sw_config *cfg)
         free(cfg->pii.custom[i].validator);
     }
     free(cfg->pii.custom);
+    regions_free(&cfg->pii.sensitive_regions);
     for (size_t i = 0; i < cfg->n_backends; i++) {
         struct sw_config_backend *b = &cfg->backends[i];
         free(b->name);
@@ -882,11 +1045,13 @@ void sw_config_unref(struct sw_config *cfg)
         free(b->api_key);
         free(b->ca_file);
         free(b->health_path);
+        free(b->region);
     }
     free(cfg->backends);
     for (size_t i = 0; i < cfg->n_models; i++) {
         free(cfg->models[i].name);
         free(cfg->models[i].backends);
+        regions_free(&cfg->models[i].sensitive_regions);
     }
     free(cfg->models);
     free(cfg);

@@ -28,6 +28,20 @@ enum sw_pii_policy {
     SW_PII_POLICY_BLOCK         /* rejected */
 };
 
+/* Residency: region labels are [a-z0-9-]{1,32}; "local" is every local
+ * backend's region and no cloud's. */
+#define SW_CONFIG_MAX_REGIONS 16
+#define SW_CONFIG_REGION_MAX_LEN 32
+
+/* A list of cloud regions (pii.sensitive_regions, per key, per model). */
+struct sw_config_regions {
+    bool set;                   /* the key was given (an empty list is set) */
+    size_t n;
+    char *names[SW_CONFIG_MAX_REGIONS];
+    size_t line[SW_CONFIG_MAX_REGIONS], col[SW_CONFIG_MAX_REGIONS];  /* for messages: */
+    size_t index[SW_CONFIG_MAX_REGIONS];                            /* where, as written */
+};
+
 struct sw_config_pii_custom {
     char *name;                 /* entity type name, e.g. "employee_id" */
     char *regex;
@@ -42,6 +56,7 @@ struct sw_config_key {
     bool sensitive;             /* default false: every request of this key is sensitive */
     long ttft_budget_ms;        /* default 0: the model's / routing's TTFT budget */
     enum sw_pii_policy pii;     /* default inherit */
+    struct sw_config_regions sensitive_regions;     /* default unset */
 };
 
 struct sw_config_backend {
@@ -65,6 +80,7 @@ struct sw_config_backend {
     long queue_max;             /* local: requests Spillway holds waiting for a slot, default 64 */
     char *health_path;          /* local: GET path polled for health, default "/health"; NULL: none */
     long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
+    char *region;               /* local: "local" (always); cloud: a label, NULL when not given */
 };
 
 struct sw_config_model {
@@ -73,6 +89,7 @@ struct sw_config_model {
     size_t n_backends;          /* >= 1 */
     long ttft_budget_ms;        /* 0: use routing.ttft_budget_ms */
     enum sw_pii_policy pii;     /* default inherit */
+    struct sw_config_regions sensitive_regions;     /* default unset */
 };
 
 enum sw_spend_window { SW_SPEND_HOUR, SW_SPEND_DAY };
@@ -134,6 +151,7 @@ struct sw_config {
         enum sw_pii_policy policy;          /* default local_only */
         struct sw_config_pii_custom *custom;
         size_t n_custom;
+        struct sw_config_regions sensitive_regions; /* default unset: no cloud region */
     } pii;
 };
 
@@ -173,6 +191,9 @@ const struct sw_config_key *sw_config_find_key(const struct sw_config *cfg, cons
 
 /* Compares a configured secret with what a client sent, in constant time. */
 bool sw_config_secret_equal(const char *secret, const char *bearer);
+
+/* Whether region is on the list. */
+bool sw_config_regions_has(const struct sw_config_regions *r, const char *region);
 
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
 const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" */

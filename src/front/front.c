@@ -75,6 +75,52 @@ static int parse_bool_header(const char *v)
     return -1;
 }
 
+/* A privacy flag header, failing closed: every occurrence counts and a
+ * comma-separated value counts element by element; each element must be a
+ * flag (sw_request_flag). *any_true / *any_false say whether some element was
+ * true / false. Returns false (and answers 400 invalid_header naming the
+ * header) when an element is not a flag, so a typo never loosens a control. */
+struct flag_scan {
+    const char *name;
+    bool any_true, any_false, bad;
+};
+
+static void scan_flag(const char *name, const char *value, void *ud)
+{
+    struct flag_scan *fs = ud;
+    if (strcasecmp(name, fs->name) != 0)
+        return;
+    for (const char *p = value;; p++) {
+        size_t n = strcspn(p, ",");
+        int v = sw_request_flag(p, n);
+        if (v < 0)
+            fs->bad = true;
+        else if (v)
+            fs->any_true = true;
+        else
+            fs->any_false = true;
+        p += n;
+        if (!*p)
+            break;
+    }
+}
+
+static bool privacy_flag(struct sw_http_req *req, const char *name, bool *any_true,
+                         bool *any_false)
+{
+    struct flag_scan fs = {.name = name};
+    sw_http_each_header(req, scan_flag, &fs);
+    if (fs.bad) {
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_header", name,
+                       "Invalid %s: every value must be true/false, 1/0, yes/no or on/off.",
+                       name);
+        return false;
+    }
+    *any_true = fs.any_true;
+    *any_false = fs.any_false;
+    return true;
+}
+
 /* The client's key (NULL when auth is off), or NULL with *denied set to
  * "missing_api_key" or "invalid_api_key". Answers nothing. */
 static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_req *req,
@@ -169,6 +215,30 @@ static long request_timeout_ms(struct sw_front *f, struct sw_http_req *req)
     return ms < f->cfg->routing.request_timeout_ms ? ms : f->cfg->routing.request_timeout_ms;
 }
 
+/* Residency: the cloud regions a sensitive request may use, the intersection
+ * of the lists that are set (global, key, model); none set: none. The names
+ * are the config's and live as long as it. */
+static void allowed_regions(const struct sw_config *cfg, const struct sw_config_key *key,
+                            const struct sw_config_model *model, struct sw_route_facts *facts)
+{
+    const struct sw_config_regions *lists[3] = {&cfg->pii.sensitive_regions,
+                                                key ? &key->sensitive_regions : NULL,
+                                                &model->sensitive_regions};
+    const struct sw_config_regions *first = NULL;
+    for (size_t i = 0; i < 3 && !first; i++)
+        if (lists[i] && lists[i]->set)
+            first = lists[i];
+    facts->n_regions = 0;
+    for (size_t r = 0; first && r < first->n; r++) {
+        bool everywhere = true;
+        for (size_t i = 0; i < 3; i++)
+            if (lists[i] && lists[i]->set && !sw_config_regions_has(lists[i], first->names[r]))
+                everywhere = false;
+        if (everywhere && facts->n_regions < SW_CONFIG_MAX_REGIONS)
+            facts->regions[facts->n_regions++] = first->names[r];
+    }
+}
+
 /* "email, iban": the types found, for messages and logs (never the values). */
 static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *c, char *out,
                           size_t cap)
@@ -232,6 +302,15 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         return;
     }
 
+    /* Privacy headers: the most restrictive element wins (any false keeps
+     * the request off the cloud, any true makes it sensitive). */
+    bool cloud_yes, cloud_no, sens_yes, sens_no;
+    if (!privacy_flag(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
+        !privacy_flag(req, "X-Spillway-Sensitive", &sens_yes, &sens_no)) {
+        record_rejection(f, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        return;
+    }
+
     struct sw_chat_request chat;
     struct sw_request_error rerr;
     if (sw_request_parse(body, len, &chat, &rerr)) {
@@ -259,16 +338,16 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         .prompt_tokens_est = chat.prompt_tokens_est,
         .max_tokens = chat.max_tokens > 0 ? chat.max_tokens : f->cfg->routing.default_max_tokens,
         .allows_cloud = (!key || key->allow_cloud) &&
-                        parse_bool_header(sw_http_header(req, "X-Spillway-Allow-Cloud", NULL)) != 0 &&
-                        chat.allow_cloud != 0,
-        .sensitive = (key && key->sensitive) ||
-                     parse_bool_header(sw_http_header(req, "X-Spillway-Sensitive", NULL)) == 1,
+                        !cloud_no && chat.allow_cloud != 0,
+        .sensitive = (key && key->sensitive) || sens_yes,
         .latency_critical = parse_bool_header(sw_http_header(req, "X-Spillway-Latency-Critical", NULL)) == 1,
         .needs_tools = chat.has_tools,
         .needs_images = chat.has_images,
         .deadline_ms = start_ms + timeout_ms,
         .ttft_budget_ms = key ? key->ttft_budget_ms : 0,
     };
+
+    allowed_regions(f->cfg, key, model, &facts);
 
     /* PII: the most restrictive of the global, key and model policies. */
     enum sw_pii_policy policy = f->cfg->pii.policy;

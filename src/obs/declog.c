@@ -254,6 +254,8 @@ static int format(struct sw_buf *out, const struct sw_declog_entry *e)
     if (!err)
         err = field_str(out, "tier", e->tier);
     if (!err)
+        err = field_str(out, "region", e->region);
+    if (!err)
         err = field_str(out, "reason", e->reason);
     if (!err)
         err = field_str(out, "code", e->code);

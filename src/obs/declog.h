@@ -67,6 +67,8 @@ struct sw_declog_entry {
     int status;                 /* HTTP status answered to the client */
     const char *backend;        /* served: the backend that answered */
     const char *tier;           /* served: "local" | "cloud" */
+    const char *region;         /* served: the backend's region ("local" for local); NULL
+                                   for a cloud without one */
     const char *reason;         /* served: routing reason of the answering attempt */
     const char *code;           /* rejected: stable error code, e.g. "budget_exhausted" */
     const struct sw_declog_attempt *attempts;
@@ -78,7 +80,9 @@ struct sw_declog_entry {
     bool stream;
     const struct sw_declog_pii *pii;    /* types with n > 0 */
     size_t n_pii;
-    const char *pii_outcome;    /* "kept_local" | "masked_cloud" | "blocked"; NULL: none found */
+    const char *pii_outcome;    /* "kept_local" | "masked_cloud" | "region_cloud" (sent
+                                   unmasked to a cloud in an allowed region) | "blocked";
+                                   NULL: none found */
 };
 
 /* The entry as one JSON object without a trailing newline, fields in the

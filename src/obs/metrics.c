@@ -59,7 +59,7 @@ static const struct family_def families[SW_M__COUNT] = {
                       COUNTER, {"model"}, 1, 128, NULL, 0},
     [SW_M_PII] = {"spillway_pii_entities_total",
                   "PII entities detected, by type and outcome (kept_local, masked_cloud, "
-                  "blocked).",
+                  "region_cloud, blocked).",
                   COUNTER, {"type", "outcome"}, 2, 256, NULL, 0},
     [SW_M_CONFIG_RELOADS] = {"spillway_config_reloads_total",
                              "Configuration reloads, by result (ok, failed).", COUNTER,

@@ -119,6 +119,7 @@ static void record_decision(struct proxy *p)
         .status = p->final_status ? p->final_status : (p->client_gone ? 499 : 0),
         .backend = be ? be->name : NULL,
         .tier = be ? sw_tier_name(be->tier) : NULL,
+        .region = be ? be->region : NULL,
         .reason = reason,
         .code = p->served ? NULL : (p->rej_code ? p->rej_code : "client_gone"),
         .attempts = p->att,
@@ -132,6 +133,7 @@ static void record_decision(struct proxy *p)
         .pii = pii,
         .n_pii = n_pii,
         .pii_outcome = !n_pii ? NULL
+                       : be && be->tier == SW_TIER_CLOUD && !p->masked ? "region_cloud"
                        : be && be->tier == SW_TIER_CLOUD ? "masked_cloud"
                        : be                              ? "kept_local"
                                                          : NULL,
@@ -198,7 +200,8 @@ static const struct sw_config_backend *cur_backend(const struct proxy *p)
 static void set_route_headers(struct proxy *p)
 {
     const struct sw_config_backend *be = cur_backend(p);
-    sw_reply_route_headers(p->req, be->name, sw_tier_name(be->tier), sw_reason_name(p->reason));
+    sw_reply_route_headers(p->req, be->name, sw_tier_name(be->tier), be->region,
+                           sw_reason_name(p->reason));
 }
 
 /* ---- Accounting of one attempt ---- */
@@ -935,7 +938,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
         fail_all(p);
         return;
     }
-    if (p->facts.allows_cloud && !p->facts.sensitive) {
+    if (p->facts.allows_cloud && (!p->facts.sensitive || p->facts.n_regions > 0)) {
         struct sw_live_snapshot snap;
         sw_live_snapshot(p->live, p->model, now, &snap);
         for (size_t k = 0; k < snap.view.n; k++) {

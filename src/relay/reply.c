@@ -8,17 +8,18 @@
 #include "request/request.h"
 
 void sw_reply_route_headers(struct sw_http_req *req, const char *backend, const char *tier,
-                            const char *reason)
+                            const char *region, const char *reason)
 {
     sw_http_set_header(req, "X-Spillway-Backend", backend);
     sw_http_set_header(req, "X-Spillway-Tier", tier);
+    sw_http_set_header(req, "X-Spillway-Region", region ? region : "none");
     sw_http_set_header(req, "X-Spillway-Reason", reason);
 }
 
 void sw_reply_json(struct sw_http_req *req, int status, const char *body, size_t len)
 {
     if (!sw_http_has_header_out(req, "X-Spillway-Backend"))
-        sw_reply_route_headers(req, "none", "none", "none");
+        sw_reply_route_headers(req, "none", "none", "none", "none");
     sw_http_reply(req, status, "application/json", body, len);
 }
 

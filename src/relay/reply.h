@@ -7,10 +7,11 @@
 
 #include "http/server.h"
 
-/* The route headers: which backend answered, its tier, and why it was chosen.
- * "none" for answers no backend produced. */
+/* The route headers: which backend answered, its tier, its region (NULL:
+ * "none", a cloud without one) and why it was chosen. "none" for answers no
+ * backend produced. */
 void sw_reply_route_headers(struct sw_http_req *req, const char *backend,
-                            const char *tier, const char *reason);
+                            const char *tier, const char *region, const char *reason);
 
 /* Sends a complete JSON answer (body is len bytes) with the given status. */
 void sw_reply_json(struct sw_http_req *req, int status, const char *body, size_t len);

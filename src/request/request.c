@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/err.h"
 #include "common/satmath.h"
@@ -760,8 +761,26 @@ static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
     return SW_OK;
 }
 
+int sw_request_flag(const char *s, size_t len)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
+    while (len && (*s == ' ' || *s == '\t')) {
+        s++;
+        len--;
+    }
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (len == strlen(yes[i]) && !strncasecmp(s, yes[i], len))
+            return 1;
+        if (len == strlen(no[i]) && !strncasecmp(s, no[i], len))
+            return 0;
+    }
+    return -1;
+}
+
 /* metadata: string values as OpenAI requires, except allow_cloud, Spillway's
- * own flag, which may also be a boolean. */
+ * own flag, which may also be a boolean (a string must be a flag). */
 static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
     char path[PATH_MAX_BYTES];
@@ -782,15 +801,15 @@ static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *r
         }
         if (json_is_null(v))
             continue;
-        if (json_is_true(v) || (json_is_string(v) && strcmp(json_string_value(v), "true") == 0))
-            req->allow_cloud = 1;
-        else if (json_is_false(v)
-                 || (json_is_string(v) && strcmp(json_string_value(v), "false") == 0))
-            req->allow_cloud = 0;
+        int flag = json_is_string(v) ? sw_request_flag(json_string_value(v), json_string_length(v))
+                                     : json_is_boolean(v) ? json_is_true(v) : -1;
+        if (flag >= 0)
+            req->allow_cloud = flag;
         else if (json_is_string(v))
-            return fail_enum(c, path, json_string_value(v), "true, false, 'true', 'false'");
+            return fail_enum(c, path, json_string_value(v),
+                             "true, false, or the strings true/false, 1/0, yes/no, on/off");
         else
-            return fail_type(c, path, "a boolean or one of the strings 'true', 'false'", v);
+            return fail_type(c, path, "a boolean or one of the strings true/false, 1/0, yes/no, on/off", v);
     }
     return SW_OK;
 }

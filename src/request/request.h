@@ -27,7 +27,8 @@
  * max_tokens and max_completion_tokens (1..SW_REQUEST_MAX_TOKENS, so no sum
  * of token counts can overflow), temperature, top_p, n (1 only: Spillway
  * relays one choice), tools, functions, metadata (string values, except
- * allow_cloud which may also be a boolean).
+ * allow_cloud which may also be a boolean; as a string it is a flag in the
+ * words of sw_request_flag, anything else is a 400 naming it).
  *
  * Limits. Before decoding, the body's shape is checked (sw_request_json_shape):
  * more than SW_REQUEST_MAX_JSON_VALUES values in the whole body, or arrays and
@@ -61,6 +62,11 @@ struct sw_chat_request {
     bool has_images;            /* any content part of type image_url / input_audio / file */
     int allow_cloud;            /* metadata.allow_cloud: -1 absent, 0 false, 1 true */
 };
+
+/* A yes/no flag as clients may write it (headers, metadata): true/false,
+ * 1/0, yes/no, on/off, any case, surrounding spaces and tabs ignored.
+ * Returns 1, 0, or -1 for anything else (empty, "n", "false;"). */
+int sw_request_flag(const char *s, size_t len);
 
 /* An error for the client, rendered in OpenAI's shape by the front:
  * {"error":{"message":..., "type":..., "param":..., "code":...}}. */

@@ -128,6 +128,8 @@ struct ctx {
     size_t n_locals;
     size_t clouds[SW_ROUTE_MAX_BACKENDS];   /* eligible clouds, configured order */
     size_t n_clouds;
+    bool resident;              /* sensitive, but the model has a cloud in an allowed region:
+                                   only those clouds are open */
     bool would_cloud[SW_ROUTE_MAX_BACKENDS]; /* cloud eligible, or eligible but for privacy
                                                 or the spend cap (latency-critical compares
                                                 against these, so the reason can say why it
@@ -209,6 +211,16 @@ static bool before(const struct ctx *c, size_t a, size_t b)
     return c->plan->est_ttft_ms[a] < c->plan->est_ttft_ms[b];
 }
 
+/* Whether cloud backend b is in one of the request's allowed regions. */
+static bool in_regions(const struct sw_route_facts *f, const struct sw_route_backend_view *b)
+{
+    size_t n = f->n_regions < SW_CONFIG_MAX_REGIONS ? f->n_regions : SW_CONFIG_MAX_REGIONS;
+    for (size_t i = 0; b->region && i < n; i++)
+        if (f->regions[i] && !strcmp(f->regions[i], b->region))
+            return true;
+    return false;
+}
+
 static void eligibility(struct ctx *c)
 {
     const struct sw_route_facts *f = c->f;
@@ -225,6 +237,8 @@ static void eligibility(struct ctx *c)
         } else if (b->tier == SW_TIER_CLOUD && c->mode == CLOUD_BANNED) {
             e = c->banned_code;
             c->would_cloud[i] = check_rest(c, b) == SW_EXCL_NONE;
+        } else if (b->tier == SW_TIER_CLOUD && c->resident && !in_regions(f, b)) {
+            e = SW_EXCL_PRIVACY;
         } else {
             e = check_rest(c, b);
             if (e == SW_EXCL_BUDGET)
@@ -370,6 +384,7 @@ static enum sw_reason cloud_deviation(const struct ctx *c, size_t chosen)
         case SW_EXCL_NONE: return SW_REASON_BASELINE;
         case SW_EXCL_BREAKER_OPEN: case SW_EXCL_PROBE_BUSY: return SW_REASON_BREAKER;
         case SW_EXCL_BUDGET: return SW_REASON_COST;
+        case SW_EXCL_PRIVACY: return SW_REASON_PRIVACY;    /* outside the request's regions */
         case SW_EXCL_CONTEXT: case SW_EXCL_TOOLS: case SW_EXCL_IMAGES: return SW_REASON_CAPACITY;
         default: return SW_REASON_FALLBACK;
         }
@@ -527,6 +542,15 @@ refuse:
            "rate-limited).");
 }
 
+/* Whether the model has a cloud backend in one of the request's regions. */
+static bool resident_cloud(const struct sw_route_facts *f, const struct sw_route_view *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v->backends[i].tier == SW_TIER_CLOUD && in_regions(f, &v->backends[i]))
+            return true;
+    return false;
+}
+
 /* The triggers that want the cloud for a request whose best local is l0. */
 enum trigger { T_NONE, T_LATENCY_CRITICAL, T_DEGRADED, T_COLD_START, T_OVERFLOW };
 
@@ -561,8 +585,14 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     /* Privacy: allows_cloud false is absolute; sensitive may go masked in a
      * declared emergency when masking exists. */
     c.banned_code = SW_EXCL_PRIVACY;
+    c.resident = false;
     if (!facts->allows_cloud) {
         c.mode = CLOUD_BANNED;
+    } else if (facts->sensitive && resident_cloud(facts, view, c.n)) {
+        /* Residency: clouds in an allowed region take it unmasked, like any
+         * request; every other cloud is out (even masked in an emergency). */
+        c.mode = CLOUD_OPEN;
+        c.resident = true;
     } else if (facts->sensitive) {
         c.mode = view->emergency && policy->masking_available ? CLOUD_MASKED : CLOUD_BANNED;
         if (view->emergency && !policy->masking_available)

@@ -51,7 +51,8 @@ const char *sw_reason_name(enum sw_reason r);
 enum sw_route_excl {
     SW_EXCL_NONE,           /* eligible */
     SW_EXCL_FAILED,         /* its bit is set in facts.exclude: it already failed this request */
-    SW_EXCL_PRIVACY,        /* cloud, and the request may not leave */
+    SW_EXCL_PRIVACY,        /* cloud, and the request may not leave (or, sensitive with an
+                               allowed cloud region, this cloud is outside the regions) */
     SW_EXCL_NO_MASKING,     /* cloud, sensitive, emergency declared but no masking available */
     SW_EXCL_CONTEXT,        /* prompt + max_tokens > max_context_tokens */
     SW_EXCL_TOOLS,          /* needs tools, backend does not support them */
@@ -110,6 +111,11 @@ struct sw_route_facts {
     uint32_t exclude;           /* bit i: backend i already failed for this request; any bit
                                    set makes this a re-decision (primary reason fallback) */
     long ttft_budget_ms;        /* the key's own TTFT budget; 0: the policy's (model/global) */
+    /* Residency: the cloud regions a sensitive request may use, unmasked, besides local
+     * backends (the intersection of the global, key and model lists; n_regions 0: none).
+     * Borrowed strings. Ignored when the request is not sensitive or may not leave. */
+    const char *regions[SW_CONFIG_MAX_REGIONS];
+    size_t n_regions;
 };
 
 /* One backend as the router sees it, in the model's configured order. */
@@ -144,6 +150,9 @@ struct sw_route_backend_view {
                                        this request's prompt stands in) */
     bool degrade_only;              /* a smaller local model reserved for the spend cap's
                                        degrade policy: never chosen otherwise */
+    const char *region;             /* cloud: its region label, NULL when none; a sensitive
+                                       request may use it unmasked only if it is in
+                                       facts.regions */
 };
 
 struct sw_route_view {

@@ -151,6 +151,7 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
     memset(v, 0, sizeof *v);
     v->name = be->name;
     v->tier = be->tier;
+    v->region = be->region;
     v->health = b->health;
     if (v->health == SW_HEALTH_UP && sw_latwin_degraded(&b->latwin, now_ms))
         v->health = SW_HEALTH_DEGRADED;

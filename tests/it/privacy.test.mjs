@@ -11,10 +11,12 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { readFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import net from 'node:net';
+import { startLlmsim, startSpillway, waitFor, getJSON, BUILD } from './lib/harness.mjs';
+import { run } from './lib/clients.mjs';
 import { assertNoLeak, findLeaks, receivedBodies, bodiesText } from './lib/leak.mjs';
 import { startToolsim } from './lib/toolsim.mjs';
 
@@ -138,7 +140,26 @@ async function send(gw, text, { stream = false, headers = {}, model, maxTokens, 
     try { json = JSON.parse(raw); } catch { json = { raw }; }
     content = json.choices?.[0]?.message?.content ?? null;
   }
-  return { status: r.status, json, content, backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason') };
+  return { status: r.status, json, content, backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason'), region: r.headers.get('x-spillway-region'), id: r.headers.get('x-request-id') };
+}
+
+// Like send, but writes the request by hand so a header may appear on
+// several lines (`lines`: [[name, value], ...]); Connection: close.
+async function sendRaw(gw, text, lines) {
+  const body = chatBody(text);
+  const head = [['Host', 'x'], ['Content-Type', 'application/json'], ['Content-Length', Buffer.byteLength(body)], ['Connection', 'close'], ...lines]
+    .map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const sock = net.connect(gw.port, '127.0.0.1');
+  let raw = '';
+  sock.setEncoding('utf8');
+  sock.on('data', (d) => { raw += d; });
+  await new Promise((res, rej) => { sock.on('close', res); sock.on('error', rej); sock.write(`POST /v1/chat/completions HTTP/1.1\r\n${head}\r\n${body}`); });
+  const i = raw.indexOf('\r\n\r\n');
+  const headText = raw.slice(0, i);
+  const hdr = (n) => headText.match(new RegExp(`\r\n${n}:\\s*([^\r]*)`, 'i'))?.[1] ?? null;
+  let json;
+  try { json = JSON.parse(raw.slice(i + 4)); } catch { json = { raw }; }
+  return { status: Number(headText.split(' ')[1]), json, content: json.choices?.[0]?.message?.content ?? null, backend: hdr('x-spillway-backend'), reason: hdr('x-spillway-reason') };
 }
 
 const bodies = (sim, since) => receivedBodies(sim, { since });
@@ -348,7 +369,9 @@ async function restrictedStayLocal(variants, { during } = {}) {
     const clean = await proveCloudChosen(gw, cloud, { headers: { authorization: 'Bearer sk-app' } });
     if (during) await during(gw, cloud);
     const texts = variants.map(() => marker());
-    const pending = variants.map((v, i) => later(send(gw, texts[i], { headers: v.headers, extra: v.extra, stream: i % 2 === 1 })));
+    const pending = variants.map((v, i) => later(v.lines
+      ? sendRaw(gw, texts[i], v.lines)
+      : send(gw, texts[i], { headers: v.headers, extra: v.extra, stream: i % 2 === 1 })));
     await waitQueued(gw, variants.length, cloud, clean.length);
     assert.equal(await count(cloud), clean.length, 'no restricted request reached the cloud');
     await hold.release();
@@ -392,11 +415,214 @@ describe('requests that may not leave stay local while the cloud takes the overf
     },
   }));
 
+  test('privacy headers count every occurrence and every list element: the most restrictive wins; yes/no/on/off in any case', () => restrictedStayLocal([
+    { name: 'allow-cloud true then false', lines: [['Authorization', 'Bearer sk-app'], ['X-Spillway-Allow-Cloud', 'true'], ['X-Spillway-Allow-Cloud', 'false']] },
+    { name: 'allow-cloud "false, true"', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': 'false, true' } },
+    { name: 'allow-cloud " No "', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': ' No ' } },
+    { name: 'allow-cloud off', headers: { authorization: 'Bearer sk-app', 'x-spillway-allow-cloud': 'off' } },
+    { name: 'sensitive yes', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': 'yes' } },
+    { name: 'sensitive ON', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': 'ON' } },
+    { name: 'sensitive false then true', lines: [['Authorization', 'Bearer sk-app'], ['X-Spillway-Sensitive', 'false'], ['X-Spillway-Sensitive', 'true']] },
+    { name: 'sensitive "0,1"', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': '0,1' } },
+    { name: 'metadata "No"', headers: { authorization: 'Bearer sk-app' }, extra: { metadata: { allow_cloud: 'No' } } },
+  ]));
+
   test('a key with sensitive: true (a header saying false cannot clear it), and X-Spillway-Sensitive: true', () => restrictedStayLocal([
     { name: 'sensitive key', headers: { authorization: 'Bearer sk-hush' } },
     { name: 'sensitive key + header false', headers: { authorization: 'Bearer sk-hush', 'x-spillway-sensitive': 'false' } },
     { name: 'sensitive header', headers: { authorization: 'Bearer sk-app', 'x-spillway-sensitive': 'true' } },
   ]));
+});
+
+// A privacy header or metadata flag that is not one of the accepted words
+// fails closed: 400 invalid_header / invalid_value naming it, and no backend
+// sees the request. Set up where a clean request does spill to the cloud.
+describe('privacy flags fail closed', () => {
+  test('unknown values of X-Spillway-Allow-Cloud, X-Spillway-Sensitive and metadata.allow_cloud: 400 naming them, nothing sent', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1', '--keep-received', '100000']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, keys: KEYS, policy: 'off' }));
+    try {
+      const app = { authorization: 'Bearer sk-app' };
+      const hold = await holdLocal(gw, edge, app);
+      await proveCloudChosen(gw, cloud, { headers: app });
+      const sentEdge = await count(edge);
+      const sentCloud = await count(cloud);
+      const headerCases = [];
+      for (const h of ['X-Spillway-Allow-Cloud', 'X-Spillway-Sensitive']) {
+        for (const v of ['n', 'false;', 'truthy', '', ' ', '2', 'false, maybe', 'true,', ',false', 'nope, true']) headerCases.push({ h, lines: [[h, v]] });
+        headerCases.push({ h, lines: [[h, 'true'], [h, 'bogus']] });
+        headerCases.push({ h, lines: [[h, 'garbage'], [h, 'false']] });
+      }
+      for (const c of headerCases) {
+        const r = await sendRaw(gw, marker(), [['Authorization', 'Bearer sk-app'], ...c.lines]);
+        const what = JSON.stringify(c.lines);
+        assert.equal(r.status, 400, `${what}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.code, 'invalid_header', what);
+        assert.equal(r.json.error.type, 'invalid_request_error', what);
+        assert.equal(r.json.error.param, c.h, what);
+        assert.match(r.json.error.message, new RegExp(c.h), what);
+        assert.equal(r.backend, 'none', what);
+      }
+      for (const v of ['n', 'false;', 'nein', '', 'truee']) {
+        const r = await send(gw, marker(), { headers: app, extra: { metadata: { allow_cloud: v } } });
+        assert.equal(r.status, 400, `metadata ${JSON.stringify(v)}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.code, 'invalid_value');
+        assert.equal(r.json.error.param, 'metadata.allow_cloud');
+      }
+      for (const v of [2, [], { no: true }]) {
+        const r = await send(gw, marker(), { headers: app, extra: { metadata: { allow_cloud: v } } });
+        assert.equal(r.status, 400, `metadata ${JSON.stringify(v)}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.param, 'metadata.allow_cloud');
+      }
+      assert.equal(await count(cloud), sentCloud, 'the cloud received none of them');
+      assert.equal(await count(edge), sentEdge, 'the local box received none of them');
+      await hold.release();
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+});
+
+// Residency: a sensitive request (PII under local_only, the header, a
+// sensitive key) may go unmasked to a cloud in its allowed regions (the
+// intersection of pii.sensitive_regions, the key's and the model's lists),
+// never to another cloud. The us-east cloud comes first in the model, so a
+// clean overflow goes there: only the region rule sends anything to eu-west.
+describe('residency: sensitive data stays local or in the listed regions', () => {
+  test('overflow of sensitive requests goes to the allowed region only; key and model lists narrow the global one; allow_cloud false stays local; the log and headers name the region', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
+    const us = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const eu = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const logFile = join(mkdtempSync(join(tmpdir(), 'spillway-declog-')), 'decisions.jsonl');
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+decision_log: "${logFile}"
+keys:
+  - { name: app, key: "sk-app" }
+  - { name: eu-only, key: "sk-eu", sensitive_regions: [eu-west] }
+  - { name: nowhere, key: "sk-nowhere", sensitive_regions: [] }
+backends:
+  - { name: edge, tier: local, url: "${edge.url}", model: edge-model, slots: 1 }
+  - { name: us, tier: cloud, url: "${us.url}", model: cloud-model, region: us-east }
+  - { name: eu, tier: cloud, url: "${eu.url}", model: cloud-model, region: eu-west }
+models:
+  - { name: chat, backends: [edge, us, eu] }
+  - { name: chat-eu, backends: [edge, us, eu], sensitive_regions: [eu-west] }
+routing:
+  health_interval_ms: 100
+  ttft_budget_ms: 300
+pii:
+  policy: local_only
+  sensitive_regions: [us-east, eu-west]
+`);
+    const readLines = () => { try { return readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)); } catch { return []; } };
+    const auth = (k) => ({ authorization: `Bearer ${k}` });
+    const sens = { 'x-spillway-sensitive': 'true' };
+    try {
+      const hold = await holdLocal(gw, edge, auth('sk-app'));
+      // A clean overflow goes to the first cloud, us-east.
+      const clean = await send(gw, 'a clean question', { headers: auth('sk-app') });
+      assert.equal(clean.status, 200, JSON.stringify(clean.json));
+      assert.equal(clean.backend, 'us');
+      assert.equal(clean.reason, 'overflow');
+      assert.equal(clean.region, 'us-east');
+      // Global list [us-east, eu-west]: a sensitive request may use either; us-east is first.
+      const both = await send(gw, marker(), { headers: { ...auth('sk-app'), ...sens } });
+      assert.equal(both.status, 200, JSON.stringify(both.json));
+      assert.equal(both.backend, 'us');
+      assert.equal(both.region, 'us-east');
+
+      const usBefore = await count(us);
+      const euBefore = await count(eu);
+      const cases = [
+        { name: 'key list [eu-west] narrows the global one', model: 'chat', headers: { ...auth('sk-eu'), ...sens } },
+        { name: 'model list [eu-west] narrows the global one', model: 'chat-eu', headers: { ...auth('sk-app'), ...sens } },
+        { name: 'sensitive key header yes', model: 'chat-eu', headers: { ...auth('sk-app'), 'x-spillway-sensitive': 'yes' } },
+      ];
+      const pii = `mail me at resident.${alnum(8).toLowerCase()}@example.org`;
+      const served = [];
+      for (const c of cases) {
+        const text = marker();
+        const r = await send(gw, text, { headers: c.headers, model: c.model });
+        assert.equal(r.status, 200, `${c.name}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.backend, 'eu', c.name);
+        assert.equal(r.region, 'eu-west', c.name);
+        assert.equal(r.reason, 'overflow', c.name);
+        assert.equal(r.content, text, c.name);
+        served.push(r);
+      }
+      // PII found under local_only makes it sensitive: unmasked to eu-west.
+      const withPii = await send(gw, pii, { headers: auth('sk-eu') });
+      assert.equal(withPii.status, 200, JSON.stringify(withPii.json));
+      assert.equal(withPii.backend, 'eu');
+      assert.equal(withPii.content, pii);
+      assert.match(bodiesText(await bodies(eu, euBefore)), new RegExp(pii.split(' ').pop().replace(/\./g, '\\.')), 'sent unmasked to the allowed region');
+      served.push(withPii);
+      assert.equal(await count(us), usBefore, 'the us-east cloud received none of them');
+      assert.equal(await count(eu), euBefore + cases.length + 1);
+
+      // May not leave: allow_cloud false with a region list, and an empty
+      // key list: they wait for local, whatever the regions.
+      const texts = [marker(), marker(), marker()];
+      const sentUs = await count(us);
+      const sentEu = await count(eu);
+      const pending = [
+        later(send(gw, texts[0], { headers: { ...auth('sk-eu'), ...sens, 'x-spillway-allow-cloud': 'false' } })),
+        later(send(gw, texts[1], { headers: auth('sk-eu'), model: 'chat-eu', extra: { metadata: { allow_cloud: 'no' } } })),
+        later(send(gw, texts[2], { headers: { ...auth('sk-nowhere'), ...sens } })),
+      ];
+      await waitFor(async () => {
+        if (await count(us) !== sentUs || await count(eu) !== sentEu) throw new Error('a request that must stay local reached a cloud');
+        return (await gwBackend(gw, 'edge')).queued === pending.length;
+      }, { timeout: 10000, what: 'the restricted requests waiting for local' });
+      await hold.release();
+      const local = await Promise.all(pending.map(settle));
+      local.forEach((r, i) => {
+        assert.equal(r.status, 200, JSON.stringify(r.json));
+        assert.equal(r.backend, 'edge');
+        assert.equal(r.region, 'local');
+        assert.equal(r.reason, 'privacy');
+        assert.equal(r.content, texts[i]);
+      });
+      assert.equal(await count(us), sentUs);
+      assert.equal(await count(eu), sentEu);
+
+      // The decision log names the region of the backend that served.
+      const ids = new Map([...served, ...local, clean].map((r) => [r.id, r.region]));
+      const lines = await waitFor(() => { const l = readLines().filter((x) => ids.has(x.request_id)); return l.length === ids.size && l; }, { timeout: 10000, what: 'the decision-log lines' });
+      for (const l of lines) assert.equal(l.region, ids.get(l.request_id), JSON.stringify(l));
+      assert.equal(lines.find((l) => l.request_id === withPii.id).pii_outcome, 'region_cloud');
+    } finally {
+      await gw.stop(); await edge.stop(); await us.stop(); await eu.stop();
+    }
+  });
+
+  test('--check-config rejects a sensitive region no cloud backend has, and a local backend in another region', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spillway-regions-'));
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, `
+backends:
+  - { name: edge, tier: local, url: "http://127.0.0.1:9", model: m, region: eu-west }
+  - { name: eu, tier: cloud, url: "http://127.0.0.1:9", model: m, region: eu-west }
+models:
+  - { name: chat, backends: [edge, eu], sensitive_regions: [eu-wset] }
+`);
+    const r = await run(join(BUILD, 'spillway'), ['--check-config', file]);
+    assert.equal(r.code, 1, JSON.stringify(r));
+    assert.match(r.stderr, /models\[0\]\.sensitive_regions\[0\]: "eu-wset" is no cloud backend's region \(cloud regions: eu-west\)/);
+    assert.match(r.stderr, /backends\[0\]\.region: "eu-west": a local backend's region is always "local"/);
+    writeFileSync(file, `
+backends:
+  - { name: edge, tier: local, url: "http://127.0.0.1:9", model: m }
+  - { name: eu, tier: cloud, url: "http://127.0.0.1:9", model: m, region: eu-west }
+models:
+  - { name: chat, backends: [edge, eu], sensitive_regions: [eu-west] }
+`);
+    const ok = await run(join(BUILD, 'spillway'), ['--check-config', file]);
+    assert.equal(ok.code, 0, JSON.stringify(ok));
+  });
 });
 
 // The PII policy in force is the most restrictive of pii.policy, the key's

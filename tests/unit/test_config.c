@@ -407,6 +407,40 @@ static void test_refcount(void **state)
     sw_config_unref(NULL);
 }
 
+/* Residency: region labels, "local" for local backends, and the three
+ * sensitive_regions lists as given. */
+static void test_regions(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(
+        "keys:\n"
+        "  - { name: a, key: sk-a, sensitive_regions: [eu-west] }\n"
+        "  - { name: b, key: sk-b }\n"
+        "backends:\n"
+        "  - { name: edge, tier: local, url: \"http://127.0.0.1:8081\", model: m }\n"
+        "  - { name: eu, tier: cloud, url: \"http://127.0.0.1:8082\", model: m, region: eu-west }\n"
+        "  - { name: us, tier: cloud, url: \"http://127.0.0.1:8083\", model: m, region: us-east }\n"
+        "  - { name: any, tier: cloud, url: \"http://127.0.0.1:8084\", model: m }\n"
+        "models:\n"
+        "  - { name: chat, backends: [edge, eu, us, any], sensitive_regions: [] }\n"
+        "pii:\n"
+        "  sensitive_regions: [us-east, eu-west]\n");
+    assert_string_equal(cfg->backends[0].region, "local");
+    assert_string_equal(cfg->backends[1].region, "eu-west");
+    assert_string_equal(cfg->backends[2].region, "us-east");
+    assert_null(cfg->backends[3].region);
+    assert_true(cfg->pii.sensitive_regions.set);
+    assert_int_equal(cfg->pii.sensitive_regions.n, 2);
+    assert_true(sw_config_regions_has(&cfg->pii.sensitive_regions, "eu-west"));
+    assert_false(sw_config_regions_has(&cfg->pii.sensitive_regions, "eu"));
+    assert_true(cfg->keys[0].sensitive_regions.set);
+    assert_int_equal(cfg->keys[0].sensitive_regions.n, 1);
+    assert_false(cfg->keys[1].sensitive_regions.set);
+    assert_true(cfg->models[0].sensitive_regions.set);      /* set, and empty */
+    assert_int_equal(cfg->models[0].sensitive_regions.n, 0);
+    sw_config_unref(cfg);
+}
+
 static void test_find(void **state)
 {
     (void)state;
@@ -532,9 +566,25 @@ static const struct bad_case bad_cases[] = {
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
      {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits, pii, decision_log)",
-      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms)",
-      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms)",
+      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region)",
+      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region)",
       "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits, pii, decision_log)"}},
+    {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
+     "backends:\n"
+     "  - { name: edge, tier: local, url: \"http://h:1\", model: m, region: eu-west }\n"
+     "  - { name: c1, tier: cloud, url: \"http://h:2\", model: m, region: EU_West }\n"
+     "  - { name: c2, tier: cloud, url: \"http://h:3\", model: m, region: local }\n"
+     "  - { name: c3, tier: cloud, url: \"http://h:4\", model: m, region: eu-west }\n"
+     "models:\n  - { name: chat, backends: [edge, c3], sensitive_regions: eu-west }\n"
+     "pii:\n  sensitive_regions: [eu-west, eu-west, local, us-east]\n",
+     {"t.yaml:2:47: keys[0].sensitive_regions[0]: \"eu-wst\" is no cloud backend's region (cloud regions: eu-west)",
+      "t.yaml:4:69: backends[0].region: \"eu-west\": a local backend's region is always \"local\" (omit it)",
+      "t.yaml:5:67: backends[1].region: \"EU_West\" is not a region label: 1-32 of a-z 0-9 -, e.g. \"eu-west\"",
+      "t.yaml:6:67: backends[2].region: \"local\" is the region of local backends; name the cloud's region, e.g. \"eu-west\"",
+      "t.yaml:9:60: models[0].sensitive_regions: expected a list of cloud region labels such as [eu-west], got \"eu-west\"",
+      "t.yaml:11:32: pii.sensitive_regions[1]: \"eu-west\" is listed twice",
+      "t.yaml:11:41: pii.sensitive_regions[2]: \"local\" is the region of local backends, which sensitive requests may always use; list cloud regions only",
+      "t.yaml:11:48: pii.sensitive_regions[3]: \"us-east\" is no cloud backend's region (cloud regions: eu-west)"}},
     {"duplicate key", BACKENDS "    model: n\n" MODELS, 
      {"t.yaml:6:5: backends[0].model: duplicate key (first at line 5)"}},
     {"wrong types", "listen: [a]\nrouting: 5\nlimits: [1]\nkeys: {a: 1}\nbackends: x\nmodels: {}\n", 
@@ -726,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_listen_forms),
         cmocka_unit_test(test_refcount),
         cmocka_unit_test(test_find),
+        cmocka_unit_test(test_regions),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_bad),

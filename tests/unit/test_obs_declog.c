@@ -20,7 +20,7 @@
 
 static const char *const entry_keys[] = {
     "time",      "request_id", "model",    "key_name",    "decision",  "status",
-    "backend",   "tier",       "reason",   "code",        "attempts",  "ttft_ms",
+    "backend",   "tier",       "region",   "reason",   "code",        "attempts",  "ttft_ms",
     "duration_ms", "tokens_in", "tokens_out", "cost_usd", "stream",    "pii",
     "pii_outcome",
 };
@@ -70,6 +70,7 @@ static void test_served_entry(void **state)
         .status = 200,
         .backend = "openai",
         .tier = "cloud",
+        .region = "eu-west",
         .reason = "fallback",
         .attempts = attempts,
         .n_attempts = 2,
@@ -90,7 +91,7 @@ static void test_served_entry(void **state)
         line,
         "{\"time\":\"2025-11-30T07:01:02.123Z\",\"request_id\":\"req-7f3a\",\"model\":\"chat\","
         "\"key_name\":\"team-a\",\"decision\":\"served\",\"status\":200,\"backend\":\"openai\","
-        "\"tier\":\"cloud\",\"reason\":\"fallback\",\"code\":null,\"attempts\":["
+        "\"tier\":\"cloud\",\"region\":\"eu-west\",\"reason\":\"fallback\",\"code\":null,\"attempts\":["
         "{\"backend\":\"edge\",\"reason\":\"baseline\",\"outcome\":\"failed\",\"status\":503,"
         "\"error\":\"status\",\"ttft_ms\":null},"
         "{\"backend\":\"openai\",\"reason\":\"fallback\",\"outcome\":\"ok\",\"status\":200,"
@@ -138,7 +139,7 @@ static void test_rejected_entry(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "decision")), "rejected");
     assert_string_equal(json_string_value(json_object_get(j, "code")), "budget_exhausted");
     assert_int_equal(json_integer_value(json_object_get(j, "status")), 429);
-    static const char *const nulls[] = {"model",  "key_name", "backend",   "tier",
+    static const char *const nulls[] = {"model",  "key_name", "backend",   "tier", "region",
                                         "reason", "ttft_ms",  "tokens_in", "tokens_out",
                                         "pii_outcome"};
     for (size_t i = 0; i < N(nulls); i++)

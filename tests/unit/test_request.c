@@ -300,14 +300,22 @@ static const struct bad_case bad[] = {
     /* metadata */
     { "{'model':'m'," MSGS ",'metadata':[]}", "invalid_type", "metadata",
       "Invalid type for 'metadata': expected an object, but got an array instead." },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'yes'}}", "invalid_value",
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'n'}}", "invalid_value",
       "metadata.allow_cloud",
-      "Invalid value for 'metadata.allow_cloud': 'yes'. Supported values are: true, false, "
-      "'true', 'false'." },
+      "Invalid value for 'metadata.allow_cloud': 'n'. Supported values are: true, false, "
+      "or the strings true/false, 1/0, yes/no, on/off." },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'false;'}}", "invalid_value",
+      "metadata.allow_cloud",
+      "Invalid value for 'metadata.allow_cloud': 'false;'. Supported values are: true, false, "
+      "or the strings true/false, 1/0, yes/no, on/off." },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':''}}", "invalid_value",
+      "metadata.allow_cloud",
+      "Invalid value for 'metadata.allow_cloud': ''. Supported values are: true, false, "
+      "or the strings true/false, 1/0, yes/no, on/off." },
     { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':1}}", "invalid_type",
       "metadata.allow_cloud",
       "Invalid type for 'metadata.allow_cloud': expected a boolean or one of the strings "
-      "'true', 'false', but got an integer instead." },
+      "true/false, 1/0, yes/no, on/off, but got an integer instead." },
     { "{'model':'m'," MSGS ",'metadata':{'user':5}}", "invalid_type", "metadata.user",
       "Invalid type for 'metadata.user': expected a string, but got an integer instead." },
 };
@@ -454,6 +462,11 @@ static const struct good_case good[] = {
     /* allow_cloud */
     { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':true}}", 5, 1, 0, 0, 0, 0, 0, 1 },
     { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':false}}", 5, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':' No '}}", 5, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'off'}}", 5, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'0'}}", 5, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'YES'}}", 5, 1, 0, 0, 0, 0, 0, 1 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'on'}}", 5, 1, 0, 0, 0, 0, 0, 1 },
     { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'true'}}", 5, 1, 0, 0, 0, 0, 0, 1 },
     { "{'model':'m'," MSGS ",'metadata':{'team':'x','allow_cloud':'false'}}",
       5, 1, 0, 0, 0, 0, 0, 0 },

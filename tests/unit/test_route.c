@@ -46,6 +46,11 @@
 #define POLICY(...) { .ttft_budget_ms = 800, .on_cap = SW_CAP_SHED, .degrade_backend = -1,  \
         .shed_retry_after_s = 60, __VA_ARGS__ }
 
+/* Residency: cloud regions, and a request allowed eu-west. */
+#define EUR .region = "eu-west"
+#define USR .region = "us-east"
+#define EU .regions = {"eu-west"}, .n_regions = 1
+
 /* Local overloads used below. */
 #define BUSY .in_flight = 4, .queued = 2        /* wait 3 x 5250 / 4 = 3937 ms: overflow */
 #define FULL .in_flight = 4, .queued = 64       /* queue at queue_max */
@@ -186,6 +191,67 @@ static const struct row rows[] = {
     { "emergency, cloud-only model: masked",
       FACTS(.sensitive = true), { CLOUD("C1") }, 1, .emergency = true,
       .p = POLICY(.masking_available = true), .plan = "C1:emergency*" },
+
+    /* ---- residency: a sensitive request may use clouds in its regions ---- */
+    { "residency: sensitive overflow goes to the cloud in its region, never another",
+      FACTS(.sensitive = true, EU), { LOCAL("L1", BUSY), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "EU:overflow L1:fallback", .excl = "US=privacy" },
+    { "residency: sensitive, idle local: local first, the in-region cloud behind",
+      FACTS(.sensitive = true, EU), { LOCAL("L1"), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "L1:baseline EU:fallback", .excl = "US=privacy" },
+    { "residency: no regions (the default): sensitive stays local",
+      FACTS(.sensitive = true), { LOCAL("L1", BUSY), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "L1:privacy", .excl = "US=privacy EU=privacy" },
+    { "residency: a region no backend of the model has: local only",
+      FACTS(.sensitive = true, .regions = {"ap-south"}, .n_regions = 1),
+      { LOCAL("L1", BUSY), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "L1:privacy", .excl = "US=privacy EU=privacy" },
+    { "residency: labels match exactly (eu-west-1 is not eu-west)",
+      FACTS(.sensitive = true, EU), { LOCAL("L1", BUSY), CLOUD("EU1", .region = "eu-west-1") }, 2,
+      .p = POLICY(), .plan = "L1:privacy", .excl = "EU1=privacy" },
+    { "residency: a cloud without a region never takes sensitive data",
+      FACTS(.sensitive = true, EU), { LOCAL("L1", BUSY), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:privacy", .excl = "C1=privacy" },
+    { "residency: allow_cloud false still means local only, sensitive or not",
+      FACTS(.sensitive = true, .allows_cloud = false, EU),
+      { LOCAL("L1", BUSY), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "L1:privacy", .excl = "US=privacy EU=privacy" },
+    { "residency: allow_cloud false, local down: refused, not sent in region",
+      FACTS(.allows_cloud = false, EU), { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("EU", EUR) },
+      2, .p = POLICY(), .status = 503, .code = "privacy_restricted", .excl = "L1=down EU=privacy" },
+    { "residency: regions do not restrict a request that is not sensitive",
+      FACTS(EU), { LOCAL("L1", BUSY), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "US:overflow EU:fallback L1:fallback", .excl = "" },
+    { "residency: both regions listed: configured order among them",
+      FACTS(.sensitive = true, .regions = {"us-east", "eu-west"}, .n_regions = 2),
+      { LOCAL("L1", BUSY), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "US:overflow EU:fallback L1:fallback", .excl = "" },
+    { "residency: cloud-only model: the in-region cloud, reason privacy for the one passed over",
+      FACTS(.sensitive = true, EU), { CLOUD("US", USR), CLOUD("EU", EUR) }, 2,
+      .p = POLICY(), .plan = "EU:privacy", .excl = "US=privacy" },
+    { "residency: in-region cloud's breaker open: stays local, reason breaker",
+      FACTS(.sensitive = true, EU),
+      { LOCAL("L1", BUSY), CLOUD("US", USR), CLOUD("EU", EUR, .breaker = SW_BREAKER_OPEN) }, 3,
+      .p = POLICY(), .plan = "L1:breaker", .excl = "US=privacy EU=breaker_open" },
+    { "residency: local full, in-region cloud down: 503 local_queue_full, nothing out of region",
+      FACTS(.sensitive = true, EU),
+      { LOCAL("L1", FULL), CLOUD("US", USR), CLOUD("EU", EUR, .health = SW_HEALTH_DOWN) }, 3,
+      .p = POLICY(), .status = 503, .code = "local_queue_full", .retry_after = 60,
+      .excl = "L1=queue_full US=privacy EU=down" },
+    { "residency: latency-critical sensitive: only the in-region cloud competes",
+      FACTS(.sensitive = true, .latency_critical = true, EU),
+      { LOCAL("L1", .in_flight = 3), CLOUD("US", USR, .ttft_avg_ms = 10), CLOUD("EU", EUR) }, 3,
+      .p = POLICY(), .plan = "L1:baseline EU:fallback", .excl = "US=privacy" },
+    { "residency: emergency with masking: in region unmasked, out of region not at all",
+      FACTS(.sensitive = true, EU),
+      { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .emergency = true, .p = POLICY(.masking_available = true), .plan = "EU:fallback",
+      .excl = "L1=down US=privacy" },
+    { "residency: emergency, no cloud in the regions: masked as before",
+      FACTS(.sensitive = true, .regions = {"ap-south"}, .n_regions = 1),
+      { LOCAL("L1", .health = SW_HEALTH_DOWN), CLOUD("US", USR), CLOUD("EU", EUR) }, 3,
+      .emergency = true, .p = POLICY(.masking_available = true),
+      .plan = "US:emergency* EU:emergency*" },
 
     /* ---- latency ---- */
     { "degraded local: cloud, reason latency",
@@ -686,12 +752,14 @@ static int status_of(const char *code)
 }
 
 /* Whatever the view: a restricted request never gets a cloud attempt; a
- * sensitive one only masked, only in an emergency with masking; masked means
+ * sensitive one only to a cloud in its regions (unmasked) or, when the model
+ * has none there, only masked, only in an emergency with masking; masked means
  * emergency; every attempt is eligible (or the degrade target) and appears
  * once; every eligible backend appears; rejections use the code table. */
 static void test_invariants(void **state)
 {
     (void)state;
+    static const char *const regions[] = { NULL, "eu-west", "us-east" };
     static const enum sw_health healths[] = { SW_HEALTH_UP, SW_HEALTH_DEGRADED, SW_HEALTH_COLD,
                                               SW_HEALTH_WARMING, SW_HEALTH_DOWN };
     static const enum sw_breaker_state breakers[] = { SW_BREAKER_CLOSED, SW_BREAKER_CLOSED,
@@ -709,7 +777,8 @@ static void test_invariants(void **state)
             else
                 b[i] = (struct sw_route_backend_view)CLOUD("C", .rpm_available = rnd(3) - 1.0,
                         .tpm_available = rnd(3) ? -1.0 : (double)rnd(2000), .supports_images = rnd(4) != 0,
-                        .ttft_avg_ms = rnd(900), .input_usd_per_mtok = rnd(20));
+                        .ttft_avg_ms = rnd(900), .input_usd_per_mtok = rnd(20),
+                        .region = regions[rnd(3)]);
             b[i].health = healths[rnd(5)];
             b[i].breaker = breakers[rnd(4)];
             b[i].probe_free = rnd(2);
@@ -720,6 +789,14 @@ static void test_invariants(void **state)
                                         .needs_tools = rnd(4) == 0, .needs_images = rnd(5) == 0,
                                         .deadline_ms = rnd(5) ? NOW + (int64_t)rnd(20000) - 500 : 0,
                                         .exclude = rnd(4) ? 0 : rnd(64));
+        f.n_regions = rnd(3);
+        for (size_t r = 0; r < f.n_regions; r++)
+            f.regions[r] = regions[1 + rnd(2)];
+        bool resident_cloud = false;
+        for (size_t i = 0; i < n; i++)
+            for (size_t r = 0; r < f.n_regions; r++)
+                resident_cloud |= b[i].tier == SW_TIER_CLOUD && b[i].region &&
+                                  !strcmp(b[i].region, f.regions[r]);
         struct sw_route_policy p = POLICY(.ttft_budget_ms = rnd(2000),
                                           .spend_cap_usd = rnd(2) ? 10 : 0, .on_cap = rnd(3),
                                           .degrade_backend = (long)rnd(8) - 1,
@@ -742,7 +819,14 @@ static void test_invariants(void **state)
             assert_true((unsigned)at->reason < SW_REASON__COUNT);
             if (b[at->backend].tier == SW_TIER_CLOUD) {
                 assert_true(f.allows_cloud);
-                if (f.sensitive)
+                bool listed = false;
+                for (size_t r = 0; r < f.n_regions; r++)
+                    listed |= b[at->backend].region && !strcmp(b[at->backend].region, f.regions[r]);
+                /* Sensitive: unmasked only in a listed region; masked only in an
+                 * emergency with masking when the model has no cloud in them. */
+                if (f.sensitive && resident_cloud)
+                    assert_true(listed && !at->masked);
+                else if (f.sensitive)
                     assert_true(at->masked && v.emergency && p.masking_available);
             }
             assert_true(at->masked == (at->reason == SW_REASON_EMERGENCY));
