@@ -83,8 +83,8 @@ limits:
   drain_timeout_ms: ${DRAIN_MS}
 ${extra}`;
 
-const EDGE_ARGS = ['--model', 'edge-model', '--slots', '2', '--decode-tps', '200', '--keep-received', '100000'];
-const CLOUD_ARGS = ['--model', 'cloud-model', '--slots', '64', '--decode-tps', '400', '--keep-received', '100000'];
+const EDGE_ARGS = ['--model', 'edge-model', '--slots', '2', '--decode-tps', '50', '--keep-received', '100000'];
+const CLOUD_ARGS = [...(process.env.FAULTS_VERBOSE ? ['--verbose'] : []), '--model', 'cloud-model', '--slots', '64', '--decode-tps', '400', '--keep-received', '100000'];
 
 async function startBackend(tier, args) {
   if (topo) return topo.startLlmsim(tier, tier === 'local' ? EDGE_PORT : CLOUD_PORT, args);
@@ -159,7 +159,14 @@ async function runCell(cell) {
       await waitFor(() => probe(ctx.gw, 'cloud-only'), { timeout: 15000, what: 'the cloud tier to serve again after the fault' });
     }
     await cell.expect?.(c, load.results, ctx);
+  } catch (e) {
+    if (process.env.FAULTS_VERBOSE) console.log(ctx.gw?.output().split('\n').filter((l) => !l.startsWith('{')).join('\n'));
+    throw e;
   } finally {
+    if (process.env.FAULTS_VERBOSE) {
+      console.log(ctx.gw?.output().split('\n').filter((l) => /rejected the request|refused|failed/.test(l)).slice(0, 30).join('\n'));
+      console.log('cloud:', ctx.cloud?.output().slice(0, 3000));
+    }
     await cell.heal?.(ctx).catch(() => {});
     // SIGTERM, so a sanitizer build reports leaks; a sanitizer report fails the cell.
     const errors = [];

@@ -89,6 +89,7 @@ export function createTopology(names) {
     destroyed = true;
     for (const p of procs) { try { p.kill('SIGKILL'); } catch { /* gone */ } }
     for (const l of Object.values(links)) {
+      run(IP, ['route', 'del', 'unreachable', `${l.hostIp.replace(/\.\d+$/, '')}.${Number(l.hostIp.split('.')[3]) - 1}/30`, 'metric', '4000'], { allowFail: true });
       run(IP, ['link', 'del', l.hostDev], { allowFail: true });
       run(IP, ['netns', 'del', l.ns], { allowFail: true });
     }
@@ -114,6 +115,9 @@ export function createTopology(names) {
       run(IP, ['addr', 'add', `${l.nsIp}/30`, 'dev', l.nsDev], { ns: l.ns });
       run(IP, ['link', 'set', l.nsDev, 'up'], { ns: l.ns });
       run(IP, ['link', 'set', 'lo', 'up'], { ns: l.ns });
+      // Without its link, the tier's subnet must not fall through to the default
+      // route (which may reach some other host that answers on that port).
+      run(IP, ['route', 'add', 'unreachable', `${net}.${base}/30`, 'metric', '4000']);
     });
   } catch (e) {
     destroy();
@@ -142,9 +146,10 @@ export function createTopology(names) {
       run(TC, ['qdisc', 'del', 'dev', l.hostDev, 'root'], { allowFail: true });
       run(TC, ['qdisc', 'del', 'dev', l.nsDev, 'root'], { ns: l.ns, allowFail: true });
     },
+    // The far end goes down: the gateway's side loses carrier and what it sends
+    // is dropped, as on a cut cable (connects and reads time out; nothing is refused).
     down(name) {
       const l = link(name);
-      run(IP, ['link', 'set', l.hostDev, 'down']);
       run(IP, ['link', 'set', l.nsDev, 'down'], { ns: l.ns });
     },
     up(name) {
