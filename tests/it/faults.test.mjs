@@ -146,7 +146,7 @@ async function runCell(cell) {
     const cloudSaw = (await getJSON(`${ctx.cloud.url}/admin/received`)).body.requests;
     const canaries = cloudSaw.filter((r) => JSON.stringify(r.body).includes(CANARY));
     assert.equal(canaries.length, 0, `the cloud received ${canaries.length} restricted request(s)`);
-    if (!cell.exits) {
+    if (!cell.exits && !cell.onlyCore) {
       const st = (await getJSON(`${ctx.gw.url}/admin/state`, { headers: admin })).body;
       assert.ok(st.spend_usd <= st.spend_cap_usd + 1e-9, `spend ${st.spend_usd} over the cap ${st.spend_cap_usd}`);
       row.spend_usd = Math.round(st.spend_usd * 1000) / 1000;
@@ -325,6 +325,9 @@ const cells = [
   },
   {
     name: 'rotation (one tier faulty at a time, every 2.5 s)',
+    // Only lost = 0 and nothing restricted in the cloud here; the answered share
+    // under rotation is another test's.
+    onlyCore: true,
     durationMs: 7500,
     during: async (ctx) => {
       await setFaults(ctx.edge, { error_rate: 1, error_status: 503 });
