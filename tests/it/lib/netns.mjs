@@ -117,7 +117,7 @@ export function createTopology(names) {
       run(IP, ['link', 'set', 'lo', 'up'], { ns: l.ns });
       // Without its link, the tier's subnet must not fall through to the default
       // route (which may reach some other host that answers on that port).
-      run(IP, ['route', 'add', 'unreachable', `${net}.${base}/30`, 'metric', '4000']);
+      run(IP, ['route', 'replace', 'unreachable', `${net}.${base}/30`, 'metric', '4000']);
     });
   } catch (e) {
     destroy();
