@@ -222,7 +222,12 @@ const cells = [
     name: 'cloud 429 storm with Retry-After',
     during: (ctx) => setFaults(ctx.cloud, { error_rate: 1, error_status: 429, retry_after_s: 2 }),
     heal: (ctx) => clearFaults(ctx.cloud),
-    expect: (c) => assert.ok(c.local > 0, 'the local tier keeps serving'),
+    expect: (c) => {
+      assert.ok(c.local > 0, 'the local tier keeps serving');
+      // A request that left the local queue for the cloud and was refused there
+      // goes back to the (healthy) local box within its deadline.
+      assert.equal(c.rejected.all_backends_failed ?? 0, 0, 'no all_backends_failed while the local tier is up');
+    },
   },
   {
     name: '5xx burst on both tiers (1.5 s)',
