@@ -34,6 +34,9 @@ if [ "$what" = test ]; then
   bin bc bc
   bin openssl openssl
   bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)
+  sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ] || need+=("$2"); }
+  sbin ip iproute2            # tests/it/faults.test.mjs: network namespaces, veth, tc netem / tbf
+  sbin modprobe kmod          # tests/it/faults.test.mjs: modprobe sch_netem
   # make fuzz-smoke: clang and its libFuzzer runtime (a recommendation of clang's, skipped below)
   printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; return (int)n * 0; }\n' \
     | clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 || need+=(clang libclang-rt-dev)

@@ -54,6 +54,8 @@ struct proxy {
     long chunks;                    /* content chunks relayed (a token count when no usage) */
     bool client_wants_usage;        /* stream_options.include_usage was the client's */
     bool overflowed;                /* left a local queue for the cloud */
+    uint32_t left_queue;            /* the local(s) it left (exclude bits), eligible again
+                                     * once a later attempt fails */
 
     /* PII: what the front found; the map and stream of masked attempts. */
     struct sw_relay_pii pii;
@@ -339,6 +341,10 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
     sw_sse_free(&p->sse);
     p->abort_err = SW_OK;
     p->saw_done = false;
+    /* A local queue left for an attempt that failed is no failure of that
+     * local: it may take the request again (once), within the deadline. */
+    p->facts.exclude &= ~p->left_queue;
+    p->left_queue = 0;
     exclude_and_replan(p);
 }
 
@@ -955,6 +961,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
                         budget);
                 attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
                 p->overflowed = true;
+                p->left_queue |= 1u << k;
                 exclude_and_replan(p);
                 return;
             }
