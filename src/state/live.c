@@ -77,6 +77,7 @@ static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
 static void backend_unref(struct sw_live_backend *b)
 {
     if (b && --b->refs == 0) {
+        sw_localq_free(&b->q);
         free(b->name);
         free(b->url);
         free(b);
