@@ -979,6 +979,7 @@ static void try_attempt(struct proxy *p)
         return;
     }
     p->claim.on_grant = on_slot_granted;
+    p->claim.allow_panic = a->panic;
     enum sw_claim_result r = sw_claim_take(live, p->be, &p->facts, now, &p->claim);
     if (r == SW_CLAIM_BREAKER_OPEN) {
         note_failure(p, "breaker open");

@@ -126,6 +126,41 @@ void sw_breaker_release_probe(struct sw_breaker *b)
         b->probe_out = false;
 }
 
+int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms)
+{
+    return sw_breaker_state(b, now_ms) == SW_BREAKER_OPEN ? b->open_until_ms : 0;
+}
+
+bool sw_breaker_panic_free(struct sw_breaker *b, int64_t now_ms)
+{
+    return sw_breaker_state(b, now_ms) != SW_BREAKER_CLOSED && b->panic_out < SW_BREAKER_PANIC_MAX;
+}
+
+bool sw_breaker_allow_panic(struct sw_breaker *b, int64_t now_ms)
+{
+    if (!sw_breaker_panic_free(b, now_ms))
+        return false;
+    b->panic_out++;
+    b->panic_total++;
+    return true;
+}
+
+void sw_breaker_panic_end(struct sw_breaker *b, int64_t now_ms, enum sw_breaker_verdict v)
+{
+    if (b->panic_out > 0)
+        b->panic_out--;
+    enum sw_breaker_state st = sw_breaker_state(b, now_ms);
+    if (v == SW_BREAKER_ANSWERED && st != SW_BREAKER_CLOSED) {
+        b->state = SW_BREAKER_CLOSED;
+        b->probe_out = false;
+        b->closed_total++;
+        clear_failures(b);
+    } else if (v == SW_BREAKER_FAILED && st == SW_BREAKER_OPEN &&
+               now_ms + b->cooldown_ms > b->open_until_ms) {
+        b->open_until_ms = now_ms + b->cooldown_ms;
+    }
+}
+
 void sw_breaker_reset(struct sw_breaker *b)
 {
     b->state = SW_BREAKER_CLOSED;

@@ -40,6 +40,9 @@ enum sw_reason {
     SW_REASON_FALLBACK,     /* a later attempt; or the primary after the preferred backend
                                failed for this request (exclude bit), is down or rate-limited */
     SW_REASON_EMERGENCY,    /* sensitive request sent masked to the cloud in a declared emergency */
+    SW_REASON_PANIC,        /* every backend the request may use has its breaker open (or its
+                               probe out): sent anyway to the one whose cooldown ends first,
+                               rather than rejected (docs/routing.md, "Panic") */
     SW_REASON__COUNT
 };
 
@@ -144,6 +147,10 @@ struct sw_route_backend_view {
                                        this request's prompt stands in) */
     bool degrade_only;              /* a smaller local model reserved for the spend cap's
                                        degrade policy: never chosen otherwise */
+    /* panic (all breakers open); zero defaults: no panic request may go */
+    bool panic_free;                /* breaker not closed and a panic request may go now */
+    int64_t breaker_until_ms;       /* OPEN: when its cooldown ends (same clock as now);
+                                       0 when half-open: ranks first */
 };
 
 struct sw_route_view {
@@ -169,6 +176,7 @@ struct sw_route_attempt {
     size_t backend;                 /* index in the view */
     enum sw_reason reason;
     bool masked;                    /* must be sent through PII masking */
+    bool panic;                     /* admitted past an open breaker (SW_REASON_PANIC) */
 };
 
 struct sw_route_plan {

@@ -282,6 +282,90 @@ static void test_qualifies(void **state)
     }
 }
 
+/* Panic requests: admitted past an open breaker, bounded, and their answer
+ * closes it at once; a failure restarts the cooldown. */
+static void open_at(struct sw_breaker *b, int64_t t)
+{
+    sw_breaker_init(b, 1, 60000, 30000);
+    sw_breaker_on_failure(b, t, 0);
+    assert_int_equal(sw_breaker_state(b, t), O);
+}
+
+static void test_panic(void **state)
+{
+    (void)state;
+    struct sw_breaker b;
+
+    /* CLOSED: no panic (the normal path admits). */
+    sw_breaker_init(&b, 1, 60000, 30000);
+    assert_false(sw_breaker_panic_free(&b, 0));
+    assert_false(sw_breaker_allow_panic(&b, 0));
+    assert_int_equal(sw_breaker_open_until(&b, 0), 0);
+
+    /* OPEN: bounded panic admissions; the open period is visible for ranking. */
+    open_at(&b, 1000);
+    assert_int_equal(sw_breaker_open_until(&b, 1000), 31000);
+    assert_false(sw_breaker_allow(&b, 1001));
+    for (int i = 0; i < SW_BREAKER_PANIC_MAX; i++)
+        assert_true(sw_breaker_allow_panic(&b, 1001));
+    assert_false(sw_breaker_panic_free(&b, 1001));
+    assert_false(sw_breaker_allow_panic(&b, 1001));
+    assert_int_equal(b.panic_total, SW_BREAKER_PANIC_MAX);
+    sw_breaker_panic_end(&b, 1002, SW_BREAKER_NO_VERDICT);  /* frees one, no verdict */
+    assert_int_equal(sw_breaker_state(&b, 1002), O);
+    assert_true(sw_breaker_allow_panic(&b, 1002));
+
+    /* An answer closes it at once, 29 s before the cooldown would have ended. */
+    sw_breaker_panic_end(&b, 2000, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 2000), C);
+    assert_int_equal(b.closed_total, 1);
+    assert_true(sw_breaker_allow(&b, 2000));
+    /* The other panic requests still in flight end without reopening it. */
+    for (int i = 1; i < SW_BREAKER_PANIC_MAX; i++)
+        sw_breaker_panic_end(&b, 2001, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 2001), C);
+    assert_int_equal(b.closed_total, 1);
+    assert_int_equal(b.panic_out, 0);
+    sw_breaker_panic_end(&b, 2002, SW_BREAKER_NO_VERDICT);   /* never below zero */
+    assert_int_equal(b.panic_out, 0);
+
+    /* A qualifying failure restarts the cooldown from now (never shortens it). */
+    open_at(&b, 1000);
+    assert_true(sw_breaker_allow_panic(&b, 5000));
+    sw_breaker_panic_end(&b, 5000, SW_BREAKER_FAILED);
+    assert_int_equal(sw_breaker_open_until(&b, 5000), 35000);
+    assert_int_equal(sw_breaker_state(&b, 34999), O);
+    assert_int_equal(sw_breaker_state(&b, 35000), H);
+    sw_breaker_on_failure(&b, 35000, 0);   /* the probe fails: open until 65000 */
+    assert_true(sw_breaker_allow_panic(&b, 36000));
+    sw_breaker_panic_end(&b, 36000, SW_BREAKER_FAILED);
+    assert_int_equal(sw_breaker_open_until(&b, 36000), 66000);
+    sw_breaker_on_failure(&b, 36000, 100000); /* a longer Retry-After still extends it */
+    assert_int_equal(sw_breaker_open_until(&b, 36000), 136000);
+    assert_true(sw_breaker_allow_panic(&b, 37000));
+    sw_breaker_panic_end(&b, 37000, SW_BREAKER_FAILED);
+    assert_int_equal(sw_breaker_open_until(&b, 37000), 136000);
+
+    /* HALF_OPEN with its probe out: panic still admits, the probe stays out. */
+    open_at(&b, 0);
+    assert_true(sw_breaker_allow(&b, 30000));         /* the probe */
+    assert_false(sw_breaker_allow(&b, 30000));
+    assert_int_equal(sw_breaker_open_until(&b, 30000), 0);
+    assert_true(sw_breaker_allow_panic(&b, 30000));
+    assert_false(sw_breaker_probe_free(&b, 30000));
+    sw_breaker_panic_end(&b, 30100, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 30100), C);
+
+    /* reset keeps the in-flight panic count (those requests still end). */
+    open_at(&b, 0);
+    assert_true(sw_breaker_allow_panic(&b, 1));
+    sw_breaker_reset(&b);
+    assert_int_equal(b.panic_out, 1);
+    sw_breaker_panic_end(&b, 2, SW_BREAKER_FAILED);
+    assert_int_equal(b.panic_out, 0);
+    assert_int_equal(sw_breaker_state(&b, 2), C);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_probe_free_and_rejected),
         cmocka_unit_test(test_init_bounds),
         cmocka_unit_test(test_qualifies),
+        cmocka_unit_test(test_panic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
