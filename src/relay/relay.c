@@ -51,7 +51,8 @@ struct proxy {
     struct event *queue_timer;
     struct event *ttft_timer;       /* the attempt's TTFT budget (abandon when no first byte) */
     long ttft_abandon_ms;           /* that budget, 0: none */
-    bool ttft_abandoned;            /* the attempt ending now was given up on that budget */
+    const char *end_class;          /* error class of the attempt ending now, when it is not
+                                       the transport's: "ttft_abandoned", "stream_cut" */
     int64_t attempt_ms, first_byte_ms, last_byte_ms;
     long usage_in, usage_out;       /* from the upstream's usage, 0 if none */
     long chunks;                    /* content chunks relayed (a token count when no usage) */
@@ -234,7 +235,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                                            : SW_ATTEMPT_SKIPPED;
         a->status = http_status;
         a->error = o == OUTCOME_OK ? NULL
-                   : p->ttft_abandoned ? "ttft_abandoned"
+                   : p->end_class ? p->end_class
                    : transport_err ? sw_err_str(transport_err)
                    : http_status   ? "status"
                                    : NULL;
@@ -247,7 +248,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
     double decode = p->first_byte_ms && p->last_byte_ms > p->first_byte_ms
                         ? (double)(p->last_byte_ms - p->first_byte_ms)
                         : 0;
-    p->ttft_abandoned = false;
+    p->end_class = NULL;
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
@@ -752,6 +753,16 @@ static void on_done(void *ud, int err)
         snprintf(what, sizeof what, "stream ended without [DONE]");
         transport = SW_EPROTO;
     }
+    /* A 2xx stream that the upstream cut short (the connection closed before
+     * [DONE], not an answer we failed to parse) is the backend failing: its
+     * breaker counts it like a 502, so a backend that keeps dropping streams
+     * is routed around. */
+    if (p->chat.stream && !p->abort_err && transport == SW_EPROTO && !p->saw_done &&
+        p->up.status >= 200 && p->up.status <= 299) {
+        status = 502;
+        transport = SW_OK;
+        p->end_class = "stream_cut";
+    }
 
     if (p->started) {
         attempt_end(p, OUTCOME_FAILED, status, transport);
@@ -915,7 +926,7 @@ static void on_ttft_timer(evutil_socket_t fd, short what, void *arg)
              p->ttft_abandon_ms);
     sw_upstream_abort(&p->up);
     p->any_timeout = true;
-    p->ttft_abandoned = true;
+    p->end_class = "ttft_abandoned";
     attempt_failed(p, what_s, 0, SW_ETIMEOUT);
 }
 

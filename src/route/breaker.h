@@ -39,9 +39,10 @@
  * request is admitted by sw_breaker_allow_panic, at most
  * SW_BREAKER_PANIC_MAX at once per backend, and its outcome is reported with
  * sw_breaker_panic_end (before the usual on_success / on_failure): an answer
- * closes the breaker at once, whatever the cooldown had left; a qualifying
- * failure restarts the cooldown from now, so the backend that failed last
- * ranks last for the next panic request. */
+ * closes the breaker at once, whatever the cooldown had left (unless another
+ * request failed on it meanwhile); a qualifying
+ * failure restarts the cooldown from now. The router ranks panic candidates
+ * by their latest failure (sw_breaker_last_failure), oldest first. */
 #ifndef SW_ROUTE_BREAKER_H
 #define SW_ROUTE_BREAKER_H
 
@@ -72,6 +73,7 @@ struct sw_breaker {
     int64_t open_until_ms;      /* OPEN: when it turns HALF_OPEN */
     bool probe_out;             /* HALF_OPEN: the single probe is in flight */
     int panic_out;              /* panic requests in flight (sw_breaker_allow_panic) */
+    int64_t last_fail_ms;       /* latest qualifying failure reported in any state; 0: none */
 
     /* counters for /metrics (monotonic over the breaker's life, kept by reset) */
     uint64_t opened_total;      /* CLOSED or HALF_OPEN -> OPEN transitions */
@@ -129,6 +131,12 @@ void sw_breaker_release_probe(struct sw_breaker *b);
  * 0 when it is CLOSED or already HALF_OPEN. The router's panic ranks by it. */
 int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms);
 
+/* The latest qualifying failure reported (sw_breaker_on_failure in any
+ * state, in-flight requests of an open breaker included); 0 when none. The
+ * router's panic ranks by it: the backend that failed longest ago is the
+ * likeliest to have recovered. */
+int64_t sw_breaker_last_failure(const struct sw_breaker *b);
+
 /* May a panic request go to this non-CLOSED backend now? True while fewer
  * than SW_BREAKER_PANIC_MAX panic requests are in flight (the call takes one
  * of them); false when CLOSED (use sw_breaker_allow). Does not touch the
@@ -136,12 +144,17 @@ int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms);
 bool sw_breaker_panic_free(struct sw_breaker *b, int64_t now_ms);
 bool sw_breaker_allow_panic(struct sw_breaker *b, int64_t now_ms);
 
-/* A panic request ended. ANSWERED: the breaker closes at once (failure ring
- * cleared, closed_total counts it). FAILED while OPEN: the cooldown restarts
+/* A panic request, sent at sent_ms, ended. ANSWERED: the breaker closes at
+ * once (closed_total counts it), unless a qualifying failure was reported
+ * since sent_ms (a backend that answers some requests and fails others
+ * meanwhile has not recovered); it closes on probation: the failure ring
+ * holds threshold - 1 failures at now_ms, so one qualifying failure within
+ * window_ms opens it again. FAILED while OPEN: the cooldown restarts
  * from now (open_until_ms = max(open_until_ms, now + cooldown_ms)); in the
  * other states the usual sw_breaker_on_failure judges it. NO_VERDICT: only
  * frees the panic slot. */
-void sw_breaker_panic_end(struct sw_breaker *b, int64_t now_ms, enum sw_breaker_verdict v);
+void sw_breaker_panic_end(struct sw_breaker *b, int64_t now_ms, int64_t sent_ms,
+                          enum sw_breaker_verdict v);
 
 /* Back to CLOSED with no recorded failures (admin action, config reload).
  * Keeps the configuration and the counters. */

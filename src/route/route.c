@@ -543,15 +543,16 @@ static bool panic_candidate(const struct ctx *c, size_t i)
 }
 
 /* Ranks panic candidates: for a sensitive request in an emergency, locals
- * before (masked) clouds; then the cooldown that ends first (the breaker
- * that opened earliest, or a half-open one, is the likeliest to have
- * recovered); ties keep the configured order. */
+ * before (masked) clouds; then the one whose latest failure is oldest (the
+ * likeliest to have recovered: a breaker opened long ago by a fault that has
+ * passed, rather than one still failing the requests it gets); ties keep the
+ * configured order. */
 static bool panic_before(const struct ctx *c, size_t a, size_t b)
 {
     const struct sw_route_backend_view *va = &c->v->backends[a], *vb = &c->v->backends[b];
     if (c->mode == CLOUD_MASKED && va->tier != vb->tier)
         return va->tier == SW_TIER_LOCAL;
-    return va->breaker_until_ms < vb->breaker_until_ms;
+    return va->breaker_failed_ms < vb->breaker_failed_ms;
 }
 
 /* No backend is eligible. When some are out only because of their breakers,

@@ -41,7 +41,7 @@ enum sw_reason {
                                failed for this request (exclude bit), is down or rate-limited */
     SW_REASON_EMERGENCY,    /* sensitive request sent masked to the cloud in a declared emergency */
     SW_REASON_PANIC,        /* every backend the request may use has its breaker open (or its
-                               probe out): sent anyway to the one whose cooldown ends first,
+                               probe out): sent anyway to the one whose latest failure is oldest,
                                rather than rejected (docs/routing.md, "Panic") */
     SW_REASON__COUNT
 };
@@ -149,8 +149,8 @@ struct sw_route_backend_view {
                                        degrade policy: never chosen otherwise */
     /* panic (all breakers open); zero defaults: no panic request may go */
     bool panic_free;                /* breaker not closed and a panic request may go now */
-    int64_t breaker_until_ms;       /* OPEN: when its cooldown ends (same clock as now);
-                                       0 when half-open: ranks first */
+    int64_t breaker_failed_ms;      /* its latest qualifying failure (same clock as now; 0:
+                                       none): panic tries the one that failed longest ago */
 };
 
 struct sw_route_view {

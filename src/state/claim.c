@@ -30,7 +30,7 @@ static void undo(struct sw_live *live, struct sw_claim *c, int64_t now_ms)
         c->probe = false;
     }
     if (c->panic) {
-        sw_breaker_panic_end(&lb->breaker, now_ms, SW_BREAKER_NO_VERDICT);
+        sw_breaker_panic_end(&lb->breaker, now_ms, c->taken_ms, SW_BREAKER_NO_VERDICT);
         c->panic = false;
     }
 }
@@ -43,7 +43,8 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
         sw_claim_settle(live, c, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now_ms);
     void (*on_grant)(struct sw_claim *) = c->on_grant;
     bool allow_panic = c->allow_panic;
-    *c = (struct sw_claim){.on_grant = on_grant, .allow_panic = allow_panic, .be = be};
+    *c = (struct sw_claim){.on_grant = on_grant, .allow_panic = allow_panic, .be = be,
+                           .taken_ms = now_ms};
     struct sw_live_backend *lb = live->b[be];
     const struct sw_config_backend *cb = &live->cfg->backends[be];
 
@@ -141,7 +142,7 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
         else if (o == SW_CLAIM_FAILED)
             v = sw_breaker_qualifies(http_status, transport_err) ? SW_BREAKER_FAILED
                                                                  : SW_BREAKER_ANSWERED;
-        sw_breaker_panic_end(&lb->breaker, now_ms, v);
+        sw_breaker_panic_end(&lb->breaker, now_ms, c->taken_ms, v);
         c->panic = false;
     }
     if (o == SW_CLAIM_OK)

@@ -65,6 +65,7 @@ struct sw_claim {
     bool held;                  /* taken and not yet settled */
     bool probe;                 /* holds the breaker's half-open probe */
     bool panic;                 /* admitted as a panic request: settle reports its verdict */
+    int64_t taken_ms;           /* when sw_claim_take admitted it */
     bool holding_slot;          /* holds a slot of the backend's queue */
     bool sent;                  /* the request went out (sw_claim_mark_sent) */
     long bucket_tokens;         /* taken from the token bucket; 0: no bucket */

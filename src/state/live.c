@@ -158,7 +158,7 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
     v->breaker = sw_breaker_state(&b->breaker, now_ms);
     v->probe_free = sw_breaker_probe_free(&b->breaker, now_ms);
     v->panic_free = sw_breaker_panic_free(&b->breaker, now_ms);
-    v->breaker_until_ms = sw_breaker_open_until(&b->breaker, now_ms);
+    v->breaker_failed_ms = sw_breaker_last_failure(&b->breaker);
     v->slots = be->tier == SW_TIER_LOCAL ? be->slots : 0;
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;

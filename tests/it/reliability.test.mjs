@@ -200,6 +200,7 @@ describe('never dark while a tier is healthy', () => {
     })));
 
     let running = true;
+    let window = -1;
     const results = [];
     async function client(id) {
       for (let n = 0; running; n++) {
@@ -219,7 +220,7 @@ describe('never dark while a tier is healthy', () => {
         const full = r.status === 200 && (stream
           ? /data: \[DONE\]/.test(r.text) && !/"error"/.test(r.text)
           : r.json?.choices?.[0]?.message?.content?.length > 0);
-        results.push({ restricted, stream, status: r.status, full, backend: r.backend, reason: r.reason, text: r.text.slice(0, 200) });
+        results.push({ restricted, stream, status: r.status, full, backend: r.backend, reason: r.reason, window, text: r.text.slice(0, 200) });
       }
     }
 
@@ -231,6 +232,7 @@ describe('never dark while a tier is healthy', () => {
       await setFaults(well, {});
       await setFaults(sick, fault);
       log.push(`${w}: ${sick === edge ? 'edge' : 'cloud'} ${name}`);
+      window = w;
       // The scenario's own pacing (the fault holds for one window), not a
       // wait for a condition.
       await new Promise((resolve) => setTimeout(resolve, WINDOW_MS));
@@ -245,7 +247,8 @@ describe('never dark while a tier is healthy', () => {
     const pct = (100 * answered) / allowed.length;
     const failures = {};
     for (const r of allowed.filter((x) => !x.full)) {
-      const k = `${r.status} ${r.stream ? 'stream' : 'plain'} ${r.text.slice(0, 80)}`;
+      const code = /"code":"([^"]+)"/.exec(r.text)?.[1] ?? (r.status === 200 ? 'incomplete' : '?');
+      const k = `${r.status} ${r.stream ? 'stream' : 'plain'} ${code} from ${r.backend} (${r.reason}) in window ${r.window}`;
       failures[k] = (failures[k] || 0) + 1;
     }
     const m = await metrics(gw);
