@@ -884,12 +884,20 @@ static bool another_would_take(const struct proxy *p, int64_t now)
 
 static void on_ttft_timer(evutil_socket_t fd, short what, void *arg);
 
-/* Arms the TTFT budget of the attempt just sent: when no first byte came
- * within it and the request's deadline leaves room after it, the attempt may
- * be given up for another backend. */
+/* Arms the TTFT budget of the attempt just sent (or the router's estimate
+ * for that backend, when larger): when no first byte came within it and the
+ * request's deadline leaves room after it, the attempt may be given up for
+ * another backend. */
 static void arm_ttft_timer(struct proxy *p, int64_t left_ms)
 {
     long budget = sw_route_budget_ms(&p->facts, &p->snap.policy);
+    /* A backend chosen although its own estimate exceeded the budget (a long
+     * prompt's prefill, nowhere else to go) gets that estimate. */
+    if (budget > 0 && p->step < p->plan.n) {
+        double est = p->plan.est_ttft_ms[p->plan.attempts[p->step].backend];
+        if (est > (double)budget && est < (double)left_ms)
+            budget = (long)est;
+    }
     p->ttft_abandon_ms = budget > 0 && budget < left_ms ? budget : 0;
     if (!p->ttft_abandon_ms)
         return;
