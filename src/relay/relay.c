@@ -885,7 +885,8 @@ static bool another_would_take(const struct proxy *p, int64_t now)
 static void on_ttft_timer(evutil_socket_t fd, short what, void *arg);
 
 /* Arms the TTFT budget of the attempt just sent (or the router's estimate
- * for that backend, when larger): when no first byte came within it and the
+ * for that backend, when larger; plus the expected generation time for a
+ * non-streamed request): when no first byte came within it and the
  * request's deadline leaves room after it, the attempt may be given up for
  * another backend. */
 static void arm_ttft_timer(struct proxy *p, int64_t left_ms)
@@ -894,9 +895,22 @@ static void arm_ttft_timer(struct proxy *p, int64_t left_ms)
     /* A backend chosen although its own estimate exceeded the budget (a long
      * prompt's prefill, nowhere else to go) gets that estimate. */
     if (budget > 0 && p->step < p->plan.n) {
-        double est = p->plan.est_ttft_ms[p->plan.attempts[p->step].backend];
+        size_t i = p->plan.attempts[p->step].backend;
+        double est = p->plan.est_ttft_ms[i];
         if (est > (double)budget && est < (double)left_ms)
             budget = (long)est;
+        /* A non-streamed answer's first byte comes with its last: add the
+         * expected generation time (max_tokens, else the learned average
+         * output, at the learned decode speed; priors without data). */
+        if (!p->chat.stream) {
+            const struct sw_route_backend_view *v = &p->snap.backends[i];
+            double tokens = p->facts.max_tokens > 0 ? (double)p->facts.max_tokens
+                            : v->avg_output_tokens > 0 ? v->avg_output_tokens
+                                                       : SW_ROUTE_PRIOR_OUTPUT_TOKENS;
+            double tps = v->decode_tps > 0 ? v->decode_tps : SW_ROUTE_PRIOR_DECODE_TPS;
+            double gen = 1000.0 * tokens / tps;
+            budget = gen < (double)left_ms ? budget + (long)gen : 0;
+        }
     }
     p->ttft_abandon_ms = budget > 0 && budget < left_ms ? budget : 0;
     if (!p->ttft_abandon_ms)
