@@ -166,6 +166,28 @@ describe('TTFT abandon: no first byte within the budget, the next backend answer
   }));
 });
 
+describe('cut streams count against the breaker', () => {
+  test('a backend that closes its streams before [DONE] opens its breaker; the next stream goes to the cloud', () => withProcs(async (track) => {
+    const edge = await track(startLlmsim(['--model', 'edge-model', '--close-after-chunks', '3', '--decode-tps', '200']));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(twoTiers(edge, cloud,
+      '  breaker: { failures: 2, window_ms: 60000, cooldown_ms: 60000 }')));
+    for (let i = 0; i < 2; i++) {
+      const r = await chat(gw, { stream: true, maxTokens: 12 });
+      assert.equal(r.backend, 'edge');
+      assert.match(r.text, /upstream_stream_failed/, 'the cut reaches the client as an error event');
+      const d = await decision(gw, r.requestId);
+      assert.equal(d.attempts[0].error, 'stream_cut');
+    }
+    assert.equal((await backendState(gw, 'edge')).breaker, 'open');
+    const r = await chat(gw, { stream: true, maxTokens: 12 });
+    assert.equal(r.backend, 'cloud');
+    assert.equal(r.reason, 'breaker');
+    assert.match(r.text, /data: \[DONE\]/);
+    assert.equal((await metrics(gw))['spillway_errors_total{class="stream_cut"}'], 2);
+  }));
+});
+
 // Faults rotate between the tiers every WINDOW_MS so that one tier is healthy
 // at every moment; 16 clients (a quarter restricted, half streaming) run
 // throughout. Every cloud-allowed request must be answered in full (>= 97 %),
