@@ -67,6 +67,10 @@ static const struct family_def families[SW_M__COUNT] = {
     [SW_M_EMERGENCY] = {"spillway_emergency_declarations_total",
                         "Emergency declarations and clearances through the admin API.", COUNTER,
                         {"state"}, 1, 4, NULL, 0},
+    [SW_M_PANIC] = {"spillway_panic_attempts_total",
+                     "Attempts sent past an open breaker because every backend the request "
+                     "may use had its breaker open (routing reason panic), per backend.",
+                     COUNTER, {"backend"}, 1, 64, NULL, 0},
 };
 
 /* ---- Storage ---- */

@@ -20,6 +20,8 @@ void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
             cls = "client_gone";
         if (cls)
             sw_metrics_inc(m, SW_M_ERRORS, &cls, 1);
+        if (a->reason && a->backend && strcmp(a->reason, "panic") == 0)
+            sw_metrics_inc(m, SW_M_PANIC, &a->backend, 1);
     }
 
     if (e->decision == SW_DECLOG_REJECTED) {

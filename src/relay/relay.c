@@ -49,6 +49,10 @@ struct proxy {
     bool attempting;                /* begun: its settle and log entry are due */
     struct sw_claim claim;          /* what it holds of the shared state */
     struct event *queue_timer;
+    struct event *ttft_timer;       /* the attempt's TTFT budget (abandon when no first byte) */
+    long ttft_abandon_ms;           /* that budget, 0: none */
+    const char *end_class;          /* error class of the attempt ending now, when it is not
+                                       the transport's: "ttft_abandoned", "stream_cut" */
     int64_t attempt_ms, first_byte_ms, last_byte_ms;
     long usage_in, usage_out;       /* from the upstream's usage, 0 if none */
     long chunks;                    /* content chunks relayed (a token count when no usage) */
@@ -155,6 +159,8 @@ static void proxy_free(struct proxy *p)
     record_decision(p);
     if (p->queue_timer)
         event_free(p->queue_timer);
+    if (p->ttft_timer)
+        event_free(p->ttft_timer);
     if (p->req) /* not answered (out of memory on the way): the client is told nothing more */
         sw_http_on_gone(p->req, NULL, NULL);
     sw_buf_free(&p->resp);
@@ -222,6 +228,8 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
     int64_t now = sw_now_ms();
     if (p->queue_timer)
         evtimer_del(p->queue_timer);
+    if (p->ttft_timer)
+        evtimer_del(p->ttft_timer);
     if (p->n_att < SW_DECLOG_MAX_ATTEMPTS) {
         struct sw_declog_attempt *a = &p->att[p->n_att++];
         a->backend = be->name;
@@ -232,6 +240,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                                            : SW_ATTEMPT_SKIPPED;
         a->status = http_status;
         a->error = o == OUTCOME_OK ? NULL
+                   : p->end_class ? p->end_class
                    : transport_err ? sw_err_str(transport_err)
                    : http_status   ? "status"
                                    : NULL;
@@ -244,6 +253,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
     double decode = p->first_byte_ms && p->last_byte_ms > p->first_byte_ms
                         ? (double)(p->last_byte_ms - p->first_byte_ms)
                         : 0;
+    p->end_class = NULL;
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
@@ -752,6 +762,16 @@ static void on_done(void *ud, int err)
         snprintf(what, sizeof what, "stream ended without [DONE]");
         transport = SW_EPROTO;
     }
+    /* A 2xx stream that the upstream cut short (the connection closed before
+     * [DONE], not an answer we failed to parse) is the backend failing: its
+     * breaker counts it like a 502, so a backend that keeps dropping streams
+     * is routed around. */
+    if (p->chat.stream && !p->abort_err && transport == SW_EPROTO && !p->saw_done &&
+        p->up.status >= 200 && p->up.status <= 299) {
+        status = 502;
+        transport = SW_OK;
+        p->end_class = "stream_cut";
+    }
 
     if (p->started) {
         attempt_end(p, OUTCOME_FAILED, status, transport);
@@ -854,6 +874,93 @@ static char *plain_body(struct proxy *p, const struct sw_config_backend *be, siz
     return body;
 }
 
+/* ---- TTFT abandon ---- */
+
+/* Whether the router, without the current backend, would send this request
+ * somewhere now (privacy, breakers, budget and queues all still apply). */
+static bool another_would_take(const struct proxy *p, int64_t now)
+{
+    struct sw_live_snapshot snap;
+    sw_live_snapshot(p->live, p->model, now, &snap);
+    struct sw_route_facts f = p->facts;
+    for (size_t k = 0; k < snap.view.n; k++)
+        if (snap.map[k] == p->be)
+            f.exclude |= 1u << k;
+    struct sw_route_plan plan;
+    sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
+    return plan.n > 0;
+}
+
+static void on_ttft_timer(evutil_socket_t fd, short what, void *arg);
+
+/* Arms the TTFT budget of the attempt just sent (or the router's estimate
+ * for that backend, when larger; plus the expected generation time for a
+ * non-streamed request): when no first byte came within it and the
+ * request's deadline leaves room after it, the attempt may be given up for
+ * another backend. */
+static void arm_ttft_timer(struct proxy *p, int64_t left_ms)
+{
+    long budget = sw_route_budget_ms(&p->facts, &p->snap.policy);
+    /* A backend chosen although its own estimate exceeded the budget (a long
+     * prompt's prefill, nowhere else to go) gets that estimate. */
+    if (budget > 0 && p->step < p->plan.n) {
+        size_t i = p->plan.attempts[p->step].backend;
+        double est = p->plan.est_ttft_ms[i];
+        if (est > (double)budget && est < (double)left_ms)
+            budget = (long)est;
+        /* A non-streamed answer's first byte comes with its last: add the
+         * expected generation time (max_tokens, else the learned average
+         * output, at the learned decode speed; priors without data). */
+        if (!p->chat.stream) {
+            const struct sw_route_backend_view *v = &p->snap.backends[i];
+            double tokens = p->facts.max_tokens > 0 ? (double)p->facts.max_tokens
+                            : v->avg_output_tokens > 0 ? v->avg_output_tokens
+                                                       : SW_ROUTE_PRIOR_OUTPUT_TOKENS;
+            double tps = v->decode_tps > 0 ? v->decode_tps : SW_ROUTE_PRIOR_DECODE_TPS;
+            double gen = 1000.0 * tokens / tps;
+            budget = gen < (double)left_ms ? budget + (long)gen : 0;
+        }
+    }
+    p->ttft_abandon_ms = budget > 0 && budget < left_ms ? budget : 0;
+    if (!p->ttft_abandon_ms)
+        return;
+    if (!p->ttft_timer)
+        p->ttft_timer = evtimer_new(p->env.base, on_ttft_timer, p);
+    struct timeval tv = {p->ttft_abandon_ms / 1000, (p->ttft_abandon_ms % 1000) * 1000};
+    if (p->ttft_timer)
+        evtimer_add(p->ttft_timer, &tv);
+}
+
+/* The attempt's TTFT budget is spent without a first byte (a hung or
+ * overloaded backend): when another backend would take the request now, this
+ * attempt is abandoned (the backend's breaker hears a timeout, the decision
+ * log and spillway_errors_total the class ttft_abandoned) and the request
+ * moves on within its one deadline. Otherwise it keeps waiting and looks
+ * again one budget later. A backend that already sent its status line with
+ * an error is left to finish: its answer decides. */
+static void on_ttft_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct proxy *p = arg;
+    int64_t now = sw_now_ms();
+    if (!p->attempting || p->first_byte_ms || p->started || !p->up.running)
+        return;
+    if (p->up.status && (p->up.status < 200 || p->up.status > 299))
+        return;
+    if (now + 1 >= p->deadline_ms || !another_would_take(p, now)) {
+        arm_ttft_timer(p, p->deadline_ms - now);
+        return;
+    }
+    char what_s[96];
+    snprintf(what_s, sizeof what_s, "no first byte within the TTFT budget (%ld ms)",
+             p->ttft_abandon_ms);
+    sw_upstream_abort(&p->up);
+    p->any_timeout = true;
+    p->end_class = "ttft_abandoned";
+    attempt_failed(p, what_s, 0, SW_ETIMEOUT);
+}
+
 /* Sends the request to the current backend: it holds a slot (local) or has
  * passed the bucket and the spend reservation (cloud). */
 static void dispatch(struct proxy *p)
@@ -904,8 +1011,11 @@ static void dispatch(struct proxy *p)
     static const struct sw_upstream_cbs cbs = {on_data, on_done};
     int err = sw_upstream_start(&p->up, p->env.cev, be, "/v1/chat/completions", body,
                                 body_len, (long)left, p->id, &cbs, p);
-    if (err)
+    if (err) {
         attempt_failed(p, sw_err_str(err), 0, err);
+        return;
+    }
+    arm_ttft_timer(p, left);
 }
 
 static void on_slot_granted(struct sw_claim *c)
@@ -989,6 +1099,7 @@ static void try_attempt(struct proxy *p)
         return;
     }
     p->claim.on_grant = on_slot_granted;
+    p->claim.allow_panic = a->panic;
     enum sw_claim_result r = sw_claim_take(live, p->be, &p->facts, now, &p->claim);
     if (r == SW_CLAIM_BREAKER_OPEN) {
         note_failure(p, "breaker open");

@@ -96,6 +96,8 @@ void sw_breaker_on_failure(struct sw_breaker *b, int64_t now_ms, int64_t retry_a
 {
     int64_t ra = cap_retry_after(retry_after_ms);
 
+    if (now_ms > b->last_fail_ms)
+        b->last_fail_ms = now_ms;
     switch (sw_breaker_state(b, now_ms)) {
     case SW_BREAKER_OPEN:
         if (ra && now_ms + ra > b->open_until_ms)
@@ -124,6 +126,55 @@ void sw_breaker_release_probe(struct sw_breaker *b)
 {
     if (b->state == SW_BREAKER_HALF_OPEN)
         b->probe_out = false;
+}
+
+int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms)
+{
+    return sw_breaker_state(b, now_ms) == SW_BREAKER_OPEN ? b->open_until_ms : 0;
+}
+
+int64_t sw_breaker_last_failure(const struct sw_breaker *b)
+{
+    return b->last_fail_ms;
+}
+
+bool sw_breaker_panic_free(struct sw_breaker *b, int64_t now_ms)
+{
+    return sw_breaker_state(b, now_ms) != SW_BREAKER_CLOSED && b->panic_out < SW_BREAKER_PANIC_MAX;
+}
+
+bool sw_breaker_allow_panic(struct sw_breaker *b, int64_t now_ms)
+{
+    if (!sw_breaker_panic_free(b, now_ms))
+        return false;
+    b->panic_out++;
+    b->panic_total++;
+    return true;
+}
+
+void sw_breaker_panic_end(struct sw_breaker *b, int64_t now_ms, int64_t sent_ms,
+                          enum sw_breaker_verdict v)
+{
+    if (b->panic_out > 0)
+        b->panic_out--;
+    enum sw_breaker_state st = sw_breaker_state(b, now_ms);
+    if (v == SW_BREAKER_ANSWERED && st != SW_BREAKER_CLOSED && b->last_fail_ms < sent_ms) {
+        b->state = SW_BREAKER_CLOSED;
+        b->probe_out = false;
+        b->closed_total++;
+        clear_failures(b);
+        /* Probation: one answer proves the backend answers, not that it is
+         * well. The ring holds threshold - 1 failures at now, so the next
+         * qualifying failure within window_ms opens it again. */
+        for (int i = 0; i < b->threshold - 1; i++) {
+            b->fail_ms[b->fail_head] = now_ms;
+            b->fail_head = (b->fail_head + 1) % b->threshold;
+            b->fail_n++;
+        }
+    } else if (v == SW_BREAKER_FAILED && st == SW_BREAKER_OPEN &&
+               now_ms + b->cooldown_ms > b->open_until_ms) {
+        b->open_until_ms = now_ms + b->cooldown_ms;
+    }
 }
 
 void sw_breaker_reset(struct sw_breaker *b)

@@ -31,7 +31,18 @@
  * means the backend is reachable and should be reported as
  * sw_breaker_on_success, so a half-open probe that gets a 400 still closes.
  * A probe that ends without an outcome (client left, never sent):
- * sw_breaker_release_probe. */
+ * sw_breaker_release_probe.
+ *
+ * PANIC. When every backend a request may use has its breaker open (or its
+ * half-open probe out), the router does not reject: it sends the request to
+ * the one most likely to have recovered (route.h, SW_REASON_PANIC). Such a
+ * request is admitted by sw_breaker_allow_panic, at most
+ * SW_BREAKER_PANIC_MAX at once per backend, and its outcome is reported with
+ * sw_breaker_panic_end (before the usual on_success / on_failure): an answer
+ * closes the breaker at once, whatever the cooldown had left (unless another
+ * request failed on it meanwhile); a qualifying
+ * failure restarts the cooldown from now. The router ranks panic candidates
+ * by their latest failure (sw_breaker_last_failure), oldest first. */
 #ifndef SW_ROUTE_BREAKER_H
 #define SW_ROUTE_BREAKER_H
 
@@ -45,6 +56,7 @@
 #define SW_BREAKER_DEFAULT_COOLDOWN_MS 30000
 #define SW_BREAKER_MAX_THRESHOLD       64       /* ring size: bounded memory */
 #define SW_BREAKER_MAX_RETRY_AFTER_MS  600000   /* a Retry-After longer than 10 min is capped */
+#define SW_BREAKER_PANIC_MAX           32       /* panic requests in flight at once, per backend */
 
 struct sw_breaker {
     /* configuration (sw_breaker_init) */
@@ -60,12 +72,22 @@ struct sw_breaker {
     int64_t retry_until_ms;     /* latest now + Retry-After seen while CLOSED; 0: none */
     int64_t open_until_ms;      /* OPEN: when it turns HALF_OPEN */
     bool probe_out;             /* HALF_OPEN: the single probe is in flight */
+    int panic_out;              /* panic requests in flight (sw_breaker_allow_panic) */
+    int64_t last_fail_ms;       /* latest qualifying failure reported in any state; 0: none */
 
     /* counters for /metrics (monotonic over the breaker's life, kept by reset) */
     uint64_t opened_total;      /* CLOSED or HALF_OPEN -> OPEN transitions */
     uint64_t closed_total;      /* HALF_OPEN -> CLOSED transitions (recoveries) */
     uint64_t probes_total;      /* probes granted by sw_breaker_allow */
     uint64_t rejected_total;    /* sw_breaker_allow answered false */
+    uint64_t panic_total;       /* panic requests admitted by sw_breaker_allow_panic */
+};
+
+/* How a panic request ended (sw_breaker_panic_end). */
+enum sw_breaker_verdict {
+    SW_BREAKER_ANSWERED,        /* any non-qualifying outcome: the backend answers */
+    SW_BREAKER_FAILED,          /* a qualifying failure */
+    SW_BREAKER_NO_VERDICT       /* never sent, client gone */
 };
 
 /* Sets up a CLOSED breaker with zeroed counters. threshold <= 0, window_ms <= 0
@@ -104,6 +126,35 @@ void sw_breaker_on_failure(struct sw_breaker *b, int64_t now_ms, int64_t retry_a
  * no-op. The breaker cannot tell the probe from other requests, so call it
  * only for a request that was admitted by sw_breaker_allow while HALF_OPEN. */
 void sw_breaker_release_probe(struct sw_breaker *b);
+
+/* When an OPEN breaker turns half-open (its cooldown or Retry-After end);
+ * 0 when it is CLOSED or already HALF_OPEN. The router's panic ranks by it. */
+int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms);
+
+/* The latest qualifying failure reported (sw_breaker_on_failure in any
+ * state, in-flight requests of an open breaker included); 0 when none. The
+ * router's panic ranks by it: the backend that failed longest ago is the
+ * likeliest to have recovered. */
+int64_t sw_breaker_last_failure(const struct sw_breaker *b);
+
+/* May a panic request go to this non-CLOSED backend now? True while fewer
+ * than SW_BREAKER_PANIC_MAX panic requests are in flight (the call takes one
+ * of them); false when CLOSED (use sw_breaker_allow). Does not touch the
+ * half-open probe. */
+bool sw_breaker_panic_free(struct sw_breaker *b, int64_t now_ms);
+bool sw_breaker_allow_panic(struct sw_breaker *b, int64_t now_ms);
+
+/* A panic request, sent at sent_ms, ended. ANSWERED: the breaker closes at
+ * once (closed_total counts it), unless a qualifying failure was reported
+ * since sent_ms (a backend that answers some requests and fails others
+ * meanwhile has not recovered); it closes on probation: the failure ring
+ * holds threshold - 1 failures at now_ms, so one qualifying failure within
+ * window_ms opens it again. FAILED while OPEN: the cooldown restarts
+ * from now (open_until_ms = max(open_until_ms, now + cooldown_ms)); in the
+ * other states the usual sw_breaker_on_failure judges it. NO_VERDICT: only
+ * frees the panic slot. */
+void sw_breaker_panic_end(struct sw_breaker *b, int64_t now_ms, int64_t sent_ms,
+                          enum sw_breaker_verdict v);
 
 /* Back to CLOSED with no recorded failures (admin action, config reload).
  * Keeps the configuration and the counters. */

@@ -27,7 +27,7 @@ static const char *const reason_names[SW_REASON__COUNT] = {
     [SW_REASON_COST] = "cost",             [SW_REASON_BUDGET] = "budget",
     [SW_REASON_BREAKER] = "breaker",       [SW_REASON_COLD_START] = "cold_start",
     [SW_REASON_CAPACITY] = "capacity",     [SW_REASON_FALLBACK] = "fallback",
-    [SW_REASON_EMERGENCY] = "emergency",
+    [SW_REASON_EMERGENCY] = "emergency",   [SW_REASON_PANIC] = "panic",
 };
 
 const char *sw_reason_name(enum sw_reason r)
@@ -269,7 +269,7 @@ static void add(struct sw_route_plan *plan, size_t backend, enum sw_reason reaso
     for (size_t i = 0; i < plan->n; i++)
         if (plan->attempts[i].backend == backend)
             return;
-    plan->attempts[plan->n++] = (struct sw_route_attempt){ backend, reason, masked };
+    plan->attempts[plan->n++] = (struct sw_route_attempt){ backend, reason, masked, false };
 }
 
 static void add_locals(struct ctx *c)
@@ -551,6 +551,59 @@ static bool resident_cloud(const struct sw_route_facts *f, const struct sw_route
     return false;
 }
 
+/* ---- Panic ---- */
+
+/* Whether b, excluded only by its breaker, could take a panic request: the
+ * remaining checks pass with the breaker taken as closed. */
+static bool panic_candidate(const struct ctx *c, size_t i)
+{
+    const struct sw_route_backend_view *b = &c->v->backends[i];
+    enum sw_route_excl e = c->plan->excluded[i];
+    if ((e != SW_EXCL_BREAKER_OPEN && e != SW_EXCL_PROBE_BUSY) || !b->panic_free)
+        return false;
+    struct sw_route_backend_view closed = *b;
+    closed.breaker = SW_BREAKER_CLOSED;
+    return check_rest(c, &closed) == SW_EXCL_NONE;
+}
+
+/* Ranks panic candidates: for a sensitive request in an emergency, locals
+ * before (masked) clouds; then the one whose latest failure is oldest (the
+ * likeliest to have recovered: a breaker opened long ago by a fault that has
+ * passed, rather than one still failing the requests it gets); ties keep the
+ * configured order. */
+static bool panic_before(const struct ctx *c, size_t a, size_t b)
+{
+    const struct sw_route_backend_view *va = &c->v->backends[a], *vb = &c->v->backends[b];
+    if (c->mode == CLOUD_MASKED && va->tier != vb->tier)
+        return va->tier == SW_TIER_LOCAL;
+    return va->breaker_failed_ms < vb->breaker_failed_ms;
+}
+
+/* No backend is eligible. When some are out only because of their breakers,
+ * the request goes to them anyway, best first (reason panic), instead of
+ * being rejected while a tier may well have recovered. Privacy, capability,
+ * queue, budget and rate checks still apply: only the breaker is overridden. */
+static bool panic_plan(struct ctx *c)
+{
+    size_t order[SW_ROUTE_MAX_BACKENDS], n = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (!panic_candidate(c, i))
+            continue;
+        size_t k = n++;
+        while (k > 0 && panic_before(c, i, order[k - 1])) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    for (size_t k = 0; k < n; k++) {
+        bool masked = c->mode == CLOUD_MASKED && c->v->backends[order[k]].tier == SW_TIER_CLOUD;
+        c->plan->attempts[c->plan->n++] =
+            (struct sw_route_attempt){order[k], SW_REASON_PANIC, masked, true};
+    }
+    return n > 0;
+}
+
 /* The triggers that want the cloud for a request whose best local is l0. */
 enum trigger { T_NONE, T_LATENCY_CRITICAL, T_DEGRADED, T_COLD_START, T_OVERFLOW };
 
@@ -612,6 +665,8 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
         reject(plan, 503, SW_ROUTE_CODE_ALL_FAILED, -1, "This model has no backend.");
         return;
     }
+    if (c.n_locals == 0 && c.n_clouds == 0 && panic_plan(&c))
+        return;
     if (c.n_locals == 0) {
         no_local(&c);
         return;

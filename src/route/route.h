@@ -40,6 +40,9 @@ enum sw_reason {
     SW_REASON_FALLBACK,     /* a later attempt; or the primary after the preferred backend
                                failed for this request (exclude bit), is down or rate-limited */
     SW_REASON_EMERGENCY,    /* sensitive request sent masked to the cloud in a declared emergency */
+    SW_REASON_PANIC,        /* every backend the request may use has its breaker open (or its
+                               probe out): sent anyway to the one whose latest failure is oldest,
+                               rather than rejected (docs/routing.md, "Panic") */
     SW_REASON__COUNT
 };
 
@@ -153,6 +156,10 @@ struct sw_route_backend_view {
     const char *region;             /* cloud: its region label, NULL when none; a sensitive
                                        request may use it unmasked only if it is in
                                        facts.regions */
+    /* panic (all breakers open); zero defaults: no panic request may go */
+    bool panic_free;                /* breaker not closed and a panic request may go now */
+    int64_t breaker_failed_ms;      /* its latest qualifying failure (same clock as now; 0:
+                                       none): panic tries the one that failed longest ago */
 };
 
 struct sw_route_view {
@@ -178,6 +185,7 @@ struct sw_route_attempt {
     size_t backend;                 /* index in the view */
     enum sw_reason reason;
     bool masked;                    /* must be sent through PII masking */
+    bool panic;                     /* admitted past an open breaker (SW_REASON_PANIC) */
 };
 
 struct sw_route_plan {

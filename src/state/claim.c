@@ -29,6 +29,10 @@ static void undo(struct sw_live *live, struct sw_claim *c, int64_t now_ms)
         sw_breaker_release_probe(&lb->breaker);
         c->probe = false;
     }
+    if (c->panic) {
+        sw_breaker_panic_end(&lb->breaker, now_ms, c->taken_ms, SW_BREAKER_NO_VERDICT);
+        c->panic = false;
+    }
 }
 
 enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
@@ -38,14 +42,22 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     if (c->held)
         sw_claim_settle(live, c, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now_ms);
     void (*on_grant)(struct sw_claim *) = c->on_grant;
-    *c = (struct sw_claim){.on_grant = on_grant, .be = be};
+    bool allow_panic = c->allow_panic;
+    *c = (struct sw_claim){.on_grant = on_grant, .allow_panic = allow_panic, .be = be,
+                           .taken_ms = now_ms};
     struct sw_live_backend *lb = live->b[be];
     const struct sw_config_backend *cb = &live->cfg->backends[be];
 
-    bool half_open = sw_breaker_state(&lb->breaker, now_ms) == SW_BREAKER_HALF_OPEN;
-    if (!sw_breaker_allow(&lb->breaker, now_ms))
-        return SW_CLAIM_BREAKER_OPEN;
-    c->probe = half_open;
+    enum sw_breaker_state st = sw_breaker_state(&lb->breaker, now_ms);
+    if (allow_panic && st != SW_BREAKER_CLOSED && !sw_breaker_probe_free(&lb->breaker, now_ms)) {
+        if (!sw_breaker_allow_panic(&lb->breaker, now_ms))
+            return SW_CLAIM_BREAKER_OPEN;
+        c->panic = true;
+    } else {
+        if (!sw_breaker_allow(&lb->breaker, now_ms))
+            return SW_CLAIM_BREAKER_OPEN;
+        c->probe = st == SW_BREAKER_HALF_OPEN;
+    }
 
     if (cb->tier == SW_TIER_CLOUD) {
         long tokens = sw_sat_add_long(facts->prompt_tokens_est, facts->max_tokens);
@@ -123,6 +135,16 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
         c->spend = 0;
     }
 
+    if (c->panic) {
+        enum sw_breaker_verdict v = SW_BREAKER_NO_VERDICT;
+        if (o == SW_CLAIM_OK)
+            v = SW_BREAKER_ANSWERED;
+        else if (o == SW_CLAIM_FAILED)
+            v = sw_breaker_qualifies(http_status, transport_err) ? SW_BREAKER_FAILED
+                                                                 : SW_BREAKER_ANSWERED;
+        sw_breaker_panic_end(&lb->breaker, now_ms, c->taken_ms, v);
+        c->panic = false;
+    }
     if (o == SW_CLAIM_OK)
         sw_live_on_success(live, c->be, now_ms, usage_in, ttft_ms, decode_ms, usage_out);
     else if (o == SW_CLAIM_FAILED)

@@ -55,11 +55,17 @@ struct sw_claim {
      * queued claim gets its slot (it then holds it), from within the
      * sw_claim_settle or sw_localq release that freed the slot. */
     void (*on_grant)(struct sw_claim *c);
+    /* Set by the caller before sw_claim_take, kept by it: the router chose
+     * this backend in panic (SW_REASON_PANIC): when its breaker refuses, it
+     * is admitted as a panic request (sw_breaker_allow_panic) instead. */
+    bool allow_panic;
 
     /* Read-only for the caller. */
     size_t be;                  /* config index of the backend (live->b[be]) */
     bool held;                  /* taken and not yet settled */
     bool probe;                 /* holds the breaker's half-open probe */
+    bool panic;                 /* admitted as a panic request: settle reports its verdict */
+    int64_t taken_ms;           /* when sw_claim_take admitted it */
     bool holding_slot;          /* holds a slot of the backend's queue */
     bool sent;                  /* the request went out (sw_claim_mark_sent) */
     long bucket_tokens;         /* taken from the token bucket; 0: no bucket */

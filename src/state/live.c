@@ -77,6 +77,7 @@ static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
 static void backend_unref(struct sw_live_backend *b)
 {
     if (b && --b->refs == 0) {
+        sw_localq_free(&b->q);
         free(b->name);
         free(b->url);
         free(b);
@@ -157,6 +158,8 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
         v->health = SW_HEALTH_DEGRADED;
     v->breaker = sw_breaker_state(&b->breaker, now_ms);
     v->probe_free = sw_breaker_probe_free(&b->breaker, now_ms);
+    v->panic_free = sw_breaker_panic_free(&b->breaker, now_ms);
+    v->breaker_failed_ms = sw_breaker_last_failure(&b->breaker);
     v->slots = be->tier == SW_TIER_LOCAL ? be->slots : 0;
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;

@@ -2,18 +2,28 @@
  * local queue is the gateway's"). At most `slots` requests run at once; the
  * rest wait here, FIFO, up to queue_max. Because the queue is ours, its depth
  * is exact and a waiting request can be moved to the cloud before it ever
- * started locally. Pure: no clock, no I/O; waiters are intrusive. */
+ * started locally. Pure: no clock, no I/O; waiters are intrusive.
+ *
+ * Cost with n waiters: acquire, cancel and position are O(log n) (amortized:
+ * a Fenwick tree counts the waiters by ticket, and is re-indexed from the
+ * list once the tickets outgrow it); granting is iterative, so a slot that
+ * an on_grant callback gives straight back (a waiter whose deadline passed)
+ * neither recurses nor grows the stack with the number of such waiters. */
 #ifndef SW_STATE_LOCALQ_H
 #define SW_STATE_LOCALQ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct sw_localq_waiter {
     struct sw_localq_waiter *prev, *next;
-    /* Called when a slot is granted to this waiter (it now holds the slot). */
+    /* Called when a slot is granted to this waiter (it now holds the slot).
+     * It may release slots, cancel or queue waiters: grants that result run
+     * after it returns, from the loop that called it. */
     void (*on_grant)(struct sw_localq_waiter *w);
     bool queued;
+    uint64_t ticket;            /* order of arrival (internal) */
 };
 
 struct sw_localq {
@@ -24,9 +34,21 @@ struct sw_localq {
     struct sw_localq_waiter *head, *tail;
     uint64_t granted_total;     /* slots granted, at once or after waiting */
     uint64_t full_total;        /* acquisitions refused: queue full */
+
+    /* internal: position index and the granting loop */
+    uint64_t next_ticket;       /* ticket of the next waiter */
+    uint64_t base_ticket;       /* the ticket at index 0 of fw */
+    int32_t *fw;                /* Fenwick tree: 1 per queued waiter, by ticket - base_ticket */
+    size_t fw_cap;
+    bool granting;              /* inside the grant loop: a nested release only counts */
+    uint64_t work;              /* test hook: steps taken by position, index upkeep and
+                                   list walks (the cost, counted instead of timed) */
 };
 
 void sw_localq_init(struct sw_localq *q, long slots, long queue_max);
+
+/* Frees the position index (the waiters are the caller's). */
+void sw_localq_free(struct sw_localq *q);
 
 enum sw_localq_result { SW_LOCALQ_GRANTED, SW_LOCALQ_QUEUED, SW_LOCALQ_FULL };
 
@@ -34,7 +56,8 @@ enum sw_localq_result { SW_LOCALQ_GRANTED, SW_LOCALQ_QUEUED, SW_LOCALQ_FULL };
 enum sw_localq_result sw_localq_acquire(struct sw_localq *q, struct sw_localq_waiter *w);
 
 /* Gives a slot back; the first waiter, if any, gets it (its on_grant runs
- * before this returns). */
+ * before this returns, unless this is called from within an on_grant: then
+ * the outer grant loop hands the slot on). */
 void sw_localq_release(struct sw_localq *q);
 
 /* Grants free slots to waiters (after slots were raised by a reload). */

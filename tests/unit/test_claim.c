@@ -216,6 +216,47 @@ static void test_breaker_open_holds_nothing(void **state)
     assert_int_equal(lb(f, EDGE)->q.queued, 0);
 }
 
+/* A panic claim passes an open breaker; its answer closes the breaker at
+ * once, a failure restarts the cooldown, a neutral end frees the panic slot. */
+static void test_panic_claim(void **state)
+{
+    struct fx *f = *state;
+    struct sw_breaker *br = &lb(f, FREE)->breaker;
+    trip(f, FREE, T0);
+    struct sw_claim c = fresh();
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0 + 1, &c), SW_CLAIM_BREAKER_OPEN);
+    c.allow_panic = true;
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0 + 1, &c), SW_CLAIM_GRANTED);
+    assert_true(c.panic);
+    assert_false(c.probe);
+    assert_int_equal(br->panic_out, 1);
+
+    /* Neutral (client gone): only the panic slot is freed. */
+    neutral(f, &c);
+    assert_int_equal(br->panic_out, 0);
+    assert_int_equal(sw_breaker_state(br, T0 + 1), SW_BREAKER_OPEN);
+
+    /* A failure: the cooldown (1 s) restarts from its end. */
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0 + 500, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    fail503(f, &c, T0 + 500);
+    assert_int_equal(sw_breaker_open_until(br, T0 + 500), T0 + 1500);
+
+    /* An answer closes it at once, and allow_panic is kept by take. */
+    assert_true(c.allow_panic);
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0 + 600, &c), SW_CLAIM_GRANTED);
+    assert_true(c.panic);
+    sw_claim_mark_sent(&c);
+    sw_claim_settle(f->live, &c, SW_CLAIM_OK, 10, 5, 40, 10, 200, 0, -1, T0 + 700);
+    assert_int_equal(sw_breaker_state(br, T0 + 700), SW_BREAKER_CLOSED);
+    assert_int_equal(br->panic_out, 0);
+
+    /* On a closed breaker a panic-allowed claim is an ordinary one. */
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0 + 800, &c), SW_CLAIM_GRANTED);
+    assert_false(c.panic);
+    neutral(f, &c);
+}
+
 static void test_probe_released_on_neutral(void **state)
 {
     struct fx *f = *state;
@@ -469,6 +510,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_spend_settled_when_tokens_produced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spend_full_holds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_success_teaches_the_latency_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_panic_claim, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -508,6 +508,72 @@ static const struct row rows[] = {
       FACTS(.needs_images = true), { CLOUD("C1", .supports_images = false), CLOUD("C2") }, 2,
       .p = POLICY(), .plan = "C2:capacity" },
 
+    /* ---- panic: every usable breaker open ---- */
+    { "every breaker open: panic, the backend whose latest failure is oldest leads",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9000),
+                 CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 2000) },
+      2, .p = POLICY(), .plan = "C1:panic L1:panic", .excl = "L1=breaker_open C1=breaker_open" },
+    { "panic: the local failed longer ago, local leads",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1000),
+                 CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 2000) },
+      2, .p = POLICY(), .plan = "L1:panic C1:panic" },
+    { "panic: a half-open backend with its probe out, failed longer ago, leads",
+      FACTS(), { CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW - 100),
+                 LOCAL("L1", .breaker = SW_BREAKER_HALF_OPEN, .panic_free = true, .breaker_failed_ms = NOW - 30000) },
+      2, .p = POLICY(), .plan = "L1:panic C1:panic", .excl = "C1=breaker_open L1=probe_busy" },
+    { "panic: equal failure times keep the configured order",
+      FACTS(), { CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = T30),
+                 CLOUD("C2", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = T30) },
+      2, .p = POLICY(), .plan = "C1:panic C2:panic" },
+    { "panic: restricted stays local even when the cloud failed longer ago",
+      FACTS(.allows_cloud = false),
+      { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9000),
+        CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1) },
+      2, .p = POLICY(), .plan = "L1:panic", .excl = "L1=breaker_open C1=privacy" },
+    { "panic: sensitive without an emergency stays local",
+      FACTS(.sensitive = true),
+      { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9000),
+        CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1) },
+      2, .p = POLICY(.masking_available = true), .plan = "L1:panic" },
+    { "panic: sensitive in an emergency, locals before the masked cloud",
+      FACTS(.sensitive = true),
+      { CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1),
+        LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9000) },
+      2, .emergency = true, .p = POLICY(.masking_available = true), .plan = "L1:panic C1:panic*" },
+    { "restricted, local breaker open and its panic slots taken: 503 privacy_restricted",
+      FACTS(.allows_cloud = false),
+      { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .breaker_failed_ms = NOW + 9000),
+        CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1) },
+      2, .p = POLICY(), .status = 503, .code = "privacy_restricted", .msg = "breaker open" },
+    { "panic slots taken everywhere: 503 all_backends_failed",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .breaker_failed_ms = NOW + 9000),
+                 CLOUD("C1", .breaker = SW_BREAKER_HALF_OPEN) },
+      2, .p = POLICY(), .status = 503, .code = "all_backends_failed" },
+    { "one tier usable: no panic, the other tier serves (reason breaker)",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1),
+                 CLOUD("C1") }, 2, .p = POLICY(), .plan = "C1:breaker" },
+    { "panic never overrides the spend cap",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9000),
+                 CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1) },
+      2, .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10), .plan = "L1:panic" },
+    { "panic never overrides a full queue or the rate limit",
+      FACTS(), { LOCAL("L1", FULL, .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1),
+                 CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 5,
+                       .rpm_available = 0.5),
+                 CLOUD("C2", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9) },
+      3, .p = POLICY(), .plan = "C2:panic" },
+    { "panic never retries a backend that already failed this request",
+      FACTS(.exclude = 1u << 1),
+      { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9000),
+        CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1) },
+      2, .p = POLICY(), .plan = "L1:panic", .excl = "L1=breaker_open C1=failed" },
+    { "panic never uses a degrade-only backend or a down one",
+      FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 1,
+                       .degrade_only = true),
+                 LOCAL("L2", .health = SW_HEALTH_DOWN, .breaker = SW_BREAKER_OPEN, .panic_free = true),
+                 CLOUD("C1", .breaker = SW_BREAKER_OPEN, .panic_free = true, .breaker_failed_ms = NOW + 9) },
+      3, .p = POLICY(), .plan = "C1:panic" },
+
     /* ---- deadline ---- */
     { "deadline already passed: 504",
       FACTS(.deadline_ms = NOW - 1), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
@@ -586,8 +652,18 @@ static void test_table(void **state)
             int count = 0;
             for (size_t a = 0; a < pl.n; a++)
                 count += pl.attempts[a].backend == i;
+            bool panic = false;
+            for (size_t a = 0; a < pl.n; a++)
+                if (pl.attempts[a].backend == i)
+                    panic = pl.attempts[a].panic;
             if (count > 1 || (count == 1 && pl.excluded[i] != SW_EXCL_NONE &&
-                              pl.excluded[i] != SW_EXCL_DEGRADE_ONLY))
+                              pl.excluded[i] != SW_EXCL_DEGRADE_ONLY && !panic))
+                ok = false;
+            /* Panic only ever overrides a breaker, and flags every attempt it adds. */
+            if (count == 1 && panic != (pl.attempts[0].reason == SW_REASON_PANIC))
+                ok = false;
+            if (count == 1 && panic && pl.excluded[i] != SW_EXCL_BREAKER_OPEN &&
+                pl.excluded[i] != SW_EXCL_PROBE_BUSY)
                 ok = false;
         }
         if (!ok) {
@@ -670,7 +746,7 @@ static void test_names(void **state)
     (void)state;
     static const char *const want[] = { "baseline", "overflow", "latency", "privacy", "cost",
                                         "budget", "breaker", "cold_start", "capacity",
-                                        "fallback", "emergency" };
+                                        "fallback", "emergency", "panic" };
     assert_int_equal(sizeof want / sizeof want[0], SW_REASON__COUNT);
     for (int i = 0; i < SW_REASON__COUNT; i++)
         assert_string_equal(sw_reason_name(i), want[i]);

@@ -282,6 +282,128 @@ static void test_qualifies(void **state)
     }
 }
 
+/* Panic requests: admitted past an open breaker, bounded, and their answer
+ * closes it at once; a failure restarts the cooldown. */
+static void open_at(struct sw_breaker *b, int64_t t)
+{
+    sw_breaker_init(b, 1, 60000, 30000);
+    sw_breaker_on_failure(b, t, 0);
+    assert_int_equal(sw_breaker_state(b, t), O);
+}
+
+static void test_panic(void **state)
+{
+    (void)state;
+    struct sw_breaker b;
+
+    /* CLOSED: no panic (the normal path admits). */
+    sw_breaker_init(&b, 1, 60000, 30000);
+    assert_int_equal(sw_breaker_last_failure(&b), 0);
+    assert_false(sw_breaker_panic_free(&b, 0));
+    assert_false(sw_breaker_allow_panic(&b, 0));
+    assert_int_equal(sw_breaker_open_until(&b, 0), 0);
+
+    /* OPEN: bounded panic admissions; the open period is visible for ranking. */
+    open_at(&b, 1000);
+    assert_int_equal(sw_breaker_open_until(&b, 1000), 31000);
+    assert_false(sw_breaker_allow(&b, 1001));
+    for (int i = 0; i < SW_BREAKER_PANIC_MAX; i++)
+        assert_true(sw_breaker_allow_panic(&b, 1001));
+    assert_false(sw_breaker_panic_free(&b, 1001));
+    assert_false(sw_breaker_allow_panic(&b, 1001));
+    assert_int_equal(b.panic_total, SW_BREAKER_PANIC_MAX);
+    sw_breaker_panic_end(&b, 1002, 1002, SW_BREAKER_NO_VERDICT);  /* frees one, no verdict */
+    assert_int_equal(sw_breaker_state(&b, 1002), O);
+    assert_true(sw_breaker_allow_panic(&b, 1002));
+
+    /* An answer closes it at once, 29 s before the cooldown would have ended. */
+    sw_breaker_panic_end(&b, 2000, 2000, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 2000), C);
+    assert_int_equal(b.closed_total, 1);
+    assert_true(sw_breaker_allow(&b, 2000));
+    /* The other panic requests still in flight end without reopening it. */
+    assert_int_equal(sw_breaker_last_failure(&b), 1000);
+    for (int i = 1; i < SW_BREAKER_PANIC_MAX; i++)
+        sw_breaker_panic_end(&b, 2001, 2001, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 2001), C);
+    assert_int_equal(b.closed_total, 1);
+    assert_int_equal(b.panic_out, 0);
+    sw_breaker_panic_end(&b, 2002, 2002, SW_BREAKER_NO_VERDICT);   /* never below zero */
+    assert_int_equal(b.panic_out, 0);
+
+    /* A qualifying failure restarts the cooldown from now (never shortens it),
+     * and every failure, even one ignored while OPEN, is the latest failure. */
+    open_at(&b, 1000);
+    assert_int_equal(sw_breaker_last_failure(&b), 1000);
+    sw_breaker_on_failure(&b, 1500, 0);
+    assert_int_equal(sw_breaker_last_failure(&b), 1500);
+    assert_int_equal(sw_breaker_open_until(&b, 1500), 31000);
+    assert_true(sw_breaker_allow_panic(&b, 5000));
+    sw_breaker_panic_end(&b, 5000, 5000, SW_BREAKER_FAILED);
+    assert_int_equal(sw_breaker_open_until(&b, 5000), 35000);
+    assert_int_equal(sw_breaker_state(&b, 34999), O);
+    assert_int_equal(sw_breaker_state(&b, 35000), H);
+    sw_breaker_on_failure(&b, 35000, 0);   /* the probe fails: open until 65000 */
+    assert_true(sw_breaker_allow_panic(&b, 36000));
+    sw_breaker_panic_end(&b, 36000, 36000, SW_BREAKER_FAILED);
+    assert_int_equal(sw_breaker_open_until(&b, 36000), 66000);
+    sw_breaker_on_failure(&b, 36000, 100000); /* a longer Retry-After still extends it */
+    assert_int_equal(sw_breaker_open_until(&b, 36000), 136000);
+    assert_true(sw_breaker_allow_panic(&b, 37000));
+    sw_breaker_panic_end(&b, 37000, 37000, SW_BREAKER_FAILED);
+    assert_int_equal(sw_breaker_open_until(&b, 37000), 136000);
+
+    /* HALF_OPEN with its probe out: panic still admits, the probe stays out. */
+    open_at(&b, 0);
+    assert_true(sw_breaker_allow(&b, 30000));         /* the probe */
+    assert_false(sw_breaker_allow(&b, 30000));
+    assert_int_equal(sw_breaker_open_until(&b, 30000), 0);
+    assert_true(sw_breaker_allow_panic(&b, 30000));
+    assert_false(sw_breaker_probe_free(&b, 30000));
+    sw_breaker_panic_end(&b, 30100, 30100, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 30100), C);
+
+    /* An answer does not close it when another request failed on it since
+     * the panic request was sent: it answers some and fails others. */
+    open_at(&b, 0);
+    assert_true(sw_breaker_allow_panic(&b, 100));
+    sw_breaker_on_failure(&b, 150, 0);
+    sw_breaker_panic_end(&b, 200, 100, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 200), O);
+    assert_int_equal(b.panic_out, 0);
+    assert_true(sw_breaker_allow_panic(&b, 300));   /* sent after that failure: closes */
+    sw_breaker_panic_end(&b, 400, 300, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 400), C);
+
+    /* Closed by a panic answer: on probation, one failure in the window
+     * reopens it (threshold 3); once the window has passed it takes three. */
+    sw_breaker_init(&b, 3, 10000, 30000);
+    for (int i = 0; i < 3; i++)
+        sw_breaker_on_failure(&b, 0, 0);
+    assert_int_equal(sw_breaker_state(&b, 0), O);
+    assert_true(sw_breaker_allow_panic(&b, 100));
+    sw_breaker_panic_end(&b, 200, 100, SW_BREAKER_ANSWERED);
+    assert_int_equal(sw_breaker_state(&b, 200), C);
+    sw_breaker_on_failure(&b, 9000, 0);
+    assert_int_equal(sw_breaker_state(&b, 9000), O);
+    assert_true(sw_breaker_allow_panic(&b, 9100));
+    sw_breaker_panic_end(&b, 9200, 9100, SW_BREAKER_ANSWERED);
+    sw_breaker_on_failure(&b, 19300, 0);               /* probation over */
+    sw_breaker_on_failure(&b, 19301, 0);
+    assert_int_equal(sw_breaker_state(&b, 19301), C);
+    sw_breaker_on_failure(&b, 19302, 0);
+    assert_int_equal(sw_breaker_state(&b, 19302), O);
+
+    /* reset keeps the in-flight panic count (those requests still end). */
+    open_at(&b, 0);
+    assert_true(sw_breaker_allow_panic(&b, 1));
+    sw_breaker_reset(&b);
+    assert_int_equal(b.panic_out, 1);
+    sw_breaker_panic_end(&b, 2, 2, SW_BREAKER_FAILED);
+    assert_int_equal(b.panic_out, 0);
+    assert_int_equal(sw_breaker_state(&b, 2), C);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_probe_free_and_rejected),
         cmocka_unit_test(test_init_bounds),
         cmocka_unit_test(test_qualifies),
+        cmocka_unit_test(test_panic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
