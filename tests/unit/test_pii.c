@@ -370,11 +370,13 @@ static void test_request_roundtrip(void **state)
         fail_msg("%s", je.text);
     struct sw_pii_counts c;
     assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
-    assert_int_equal(c.n[SW_PII_EMAIL], 2);      /* not the model name, image URL or metadata */
+    /* not the model name; the http image URL and metadata are text like any other */
+    assert_int_equal(c.n[SW_PII_EMAIL], 4);
     assert_int_equal(c.n[SW_PII_IBAN], 1);
     assert_int_equal(c.n[SW_PII_PHONE], 1);
     assert_int_equal(c.n[SW_PII_SECRET], 1);
-    assert_int_equal(c.total, 5);
+    assert_int_equal(c.total, 7);
+    assert_int_equal(c.binary, 0);
 
     /* the value of the secret holds a quote and a backslash */
     json_t *args0 = json_loads(json_string_value(json_object_get(json_object_get(json_array_get(
@@ -385,7 +387,7 @@ static void test_request_roundtrip(void **state)
 
     struct sw_pii_map *m = sw_pii_map_new();
     assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_OK);
-    assert_int_equal(c.total, 5);
+    assert_int_equal(c.total, 7);
     json_t *msgs = json_object_get(body, "messages");
     /* "[EMAIL_1]" was in the request already: reserved, so the real one is 2 */
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "content")),
@@ -399,7 +401,13 @@ static void test_request_roundtrip(void **state)
         json_object_get(json_array_get(msgs, 3), "tool_calls"), 0), "function"), "arguments"));
     assert_string_equal(args, "{\"dsn\":\"postgres://[SECRET_1]@db/x\"}");
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 4), "content")),
-                        "found [EMAIL_3]");
+                        "found [EMAIL_4]");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(
+                            json_array_get(json_object_get(json_array_get(msgs, 2), "content"), 1),
+                            "image_url"), "url")),
+                        "https://x/[EMAIL_3]");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(body, "metadata"), "owner")),
+                        "[EMAIL_5]");
     assert_string_equal(json_string_value(json_object_get(body, "model")), "gpt-4o a@example.com");
     char *dump = json_dumps(body, JSON_COMPACT);
     assert_null(strstr(dump, "NL91"));
@@ -413,7 +421,7 @@ static void test_request_roundtrip(void **state)
         "chat.completion", "choices", "index", 0, "message", "role", "assistant", "content",
         "Hi [EMAIL_2] ([EMAIL_1]), IBAN [IBAN_1], [PHONE_1], [IBAN_9]", "tool_calls", "id", "c2",
         "type", "function", "function", "name", "connect", "arguments",
-        "{\"dsn\": \"postgres://[SECRET_1]@db/x\", \"who\": \"[EMAIL_3]\"}", "finish_reason",
+        "{\"dsn\": \"postgres://[SECRET_1]@db/x\", \"who\": \"[EMAIL_4]\"}", "finish_reason",
         "tool_calls");
     assert_int_equal(sw_pii_unmask_response(m, resp), SW_OK);
     json_t *msg = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "message");
