@@ -540,6 +540,16 @@ static int mask_field(void *ud, json_t *str, int json_text)
         return rc;
     if (c->counts->total == before)
         return SW_OK;
+    /* The masked text must scan clean: masking can change what surrounds a
+     * value (digits glued to a masked one become a number of their own), and
+     * what the scanner finds only then was never masked. Such a text fails
+     * the mask rather than go out with it. */
+    struct sw_pii_counts again = {{0}, 0, 0};
+    if ((rc = sw_pii_scan_text(c->e, c->buf.ptr ? c->buf.ptr : "", c->buf.len, on_count_span,
+                               &again)))
+        return rc;
+    if (again.total)
+        return SW_EINVAL;
     if (json_text) {
         /* Arguments that were valid JSON must stay valid JSON. */
         json_t *a = json_loadb(t, len, JSON_DECODE_ANY, NULL);
