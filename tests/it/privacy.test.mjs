@@ -867,6 +867,20 @@ describe('binary content parts (data: images, audio, file bytes)', () => {
         if (r.json) assert.equal(r.json.error.code, 'privacy_restricted', b.name);
         assert.equal(await count(cloud), before, `${b.name}: nothing reached the cloud`);
       }
+      // A declared emergency sends sensitive requests masked: these cannot be.
+      const declared = await getJSON(`${gw.url}/admin/emergency`, {
+        method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ declared: true, reason: 'binary' }),
+      });
+      assert.equal(declared.status, 200);
+      const masked = await post(gw, { model: 'chat', max_tokens: 4000, messages: userMsg(`write to ${generators.email(7400)}`) });
+      assert.equal(masked.backend, 'cloud', `in the emergency, masking works for text: ${JSON.stringify(masked.json)}`);
+      const sent = await count(cloud);
+      for (const b of BINARY_PARTS) {
+        const r = await post(gw, withPart('part in an emergency', b.part));
+        assert.equal(r.status, 503, `${b.name} in an emergency: ${JSON.stringify(r.json)}`);
+        assert.match(r.json.error.message, /content parts that cannot be scanned/, b.name);
+        assert.equal(await count(cloud), sent, `${b.name} in an emergency: nothing reached the cloud`);
+      }
     } finally {
       await gw.stop(); await cloud.stop();
     }
