@@ -544,6 +544,7 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
 
 static const char *const pii_policy_names[] = {"inherit", "off", "mask", "local_only", "block",
                                                NULL};
+static const char *const pii_binary_names[] = {"inherit", "allow", "local", NULL};
 
 #define KEY(f) offsetof(struct sw_config_key, f)
 static const struct sw_walk_setting key_settings[] = {
@@ -559,6 +560,8 @@ static const struct sw_walk_setting key_settings[] = {
      .def = SW_PII_POLICY_INHERIT, .hint = "inherit, off, mask, local_only or block"},
     {.key = "sensitive_regions", .type = SW_WALK_CUSTOM, .off = KEY(sensitive_regions),
      .parse = parse_regions, .hint = "a list of cloud region labels"},
+    {.key = "pii_binary_parts", .type = SW_WALK_ENUM, .off = KEY(pii_binary_parts),
+     .names = pii_binary_names, .def = SW_PII_BINARY_INHERIT, .hint = "inherit, allow or local"},
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
@@ -632,6 +635,8 @@ static const struct sw_walk_setting model_settings[] = {
      .def = SW_PII_POLICY_INHERIT, .hint = "inherit, off, mask, local_only or block"},
     {.key = "sensitive_regions", .type = SW_WALK_CUSTOM, .off = MO(sensitive_regions),
      .parse = parse_regions, .hint = "a list of cloud region labels"},
+    {.key = "pii_binary_parts", .type = SW_WALK_ENUM, .off = MO(pii_binary_parts),
+     .names = pii_binary_names, .def = SW_PII_BINARY_INHERIT, .hint = "inherit, allow or local"},
 };
 static const struct sw_walk_section model_section = {
     model_settings, sizeof(model_settings) / sizeof(model_settings[0]),
@@ -739,6 +744,8 @@ static const struct sw_walk_setting pii_settings[] = {
     {.key = "policy", .type = SW_WALK_ENUM, .off = CFG(pii.policy) - CFG(pii),
      .names = pii_policy_names, .def = SW_PII_POLICY_LOCAL_ONLY,
      .hint = "off, mask, local_only or block"},
+    {.key = "binary_parts", .type = SW_WALK_ENUM, .off = CFG(pii.binary_parts) - CFG(pii),
+     .names = pii_binary_names, .def = SW_PII_BINARY_LOCAL, .hint = "allow or local"},
     {.key = "custom", .type = SW_WALK_LIST, .off = CFG(pii.custom) - CFG(pii),
      .aux_off = CFG(pii.n_custom) - CFG(pii), .sub = &pii_custom_section,
      .hint = "a list of {name, regex, validator}"},
@@ -746,8 +753,26 @@ static const struct sw_walk_setting pii_settings[] = {
      .off = CFG(pii.sensitive_regions) - CFG(pii), .parse = parse_regions,
      .hint = "a list of cloud region labels"},
 };
+static const struct sw_walk_section pii_section;
+
+/* pii.binary_parts is the base the keys and models inherit: it has no
+ * "inherit" of its own. */
+static void check_pii(struct sw_walk *w, void *base, const yaml_node_t *map,
+                      const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    (void)index;
+    const enum sw_pii_binary *b =
+        (const enum sw_pii_binary *)((const char *)base + CFG(pii.binary_parts) - CFG(pii));
+    if (*b == SW_PII_BINARY_INHERIT) {
+        char p[SW_WALK_MAX_PATH];
+        sw_walk_path_key(p, sizeof(p), path, "binary_parts");
+        sw_walk_error(w, sw_walk_val(&pii_section, vals, "binary_parts"), p,
+                      "must be allow or local (inherit is for keys and models)");
+    }
+}
 static const struct sw_walk_section pii_section = {
-    pii_settings, sizeof(pii_settings) / sizeof(pii_settings[0]), 0, NULL};
+    pii_settings, sizeof(pii_settings) / sizeof(pii_settings[0]), 0, check_pii};
 
 static const struct sw_walk_setting top_settings[] = {
     {.key = "listen", .type = SW_WALK_CUSTOM, .off = CFG(listen_host),

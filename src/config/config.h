@@ -42,6 +42,15 @@ struct sw_config_regions {
     size_t index[SW_CONFIG_MAX_REGIONS];                            /* where, as written */
 };
 
+/* What a request with a content part the scanner cannot read (an image as a
+ * data: URL, input_audio, a file's file_data) may do, ordered so that
+ * combining sources is a max(). INHERIT: take it from elsewhere. */
+enum sw_pii_binary {
+    SW_PII_BINARY_INHERIT,      /* keys/models: use pii.binary_parts */
+    SW_PII_BINARY_ALLOW,        /* sent as is; only the readable text decides */
+    SW_PII_BINARY_LOCAL         /* the request is kept off the cloud (default) */
+};
+
 struct sw_config_pii_custom {
     char *name;                 /* entity type name, e.g. "employee_id" */
     char *regex;
@@ -57,6 +66,7 @@ struct sw_config_key {
     long ttft_budget_ms;        /* default 0: the model's / routing's TTFT budget */
     enum sw_pii_policy pii;     /* default inherit */
     struct sw_config_regions sensitive_regions;     /* default unset */
+    enum sw_pii_binary pii_binary_parts;    /* default inherit */
 };
 
 struct sw_config_backend {
@@ -90,6 +100,7 @@ struct sw_config_model {
     long ttft_budget_ms;        /* 0: use routing.ttft_budget_ms */
     enum sw_pii_policy pii;     /* default inherit */
     struct sw_config_regions sensitive_regions;     /* default unset */
+    enum sw_pii_binary pii_binary_parts;    /* default inherit */
 };
 
 enum sw_spend_window { SW_SPEND_HOUR, SW_SPEND_DAY };
@@ -149,6 +160,7 @@ struct sw_config {
     struct sw_config_limits limits;
     struct {
         enum sw_pii_policy policy;          /* default local_only */
+        enum sw_pii_binary binary_parts;    /* default local */
         struct sw_config_pii_custom *custom;
         size_t n_custom;
         struct sw_config_regions sensitive_regions; /* default unset: no cloud region */

@@ -377,6 +377,23 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         if (policy == SW_PII_POLICY_LOCAL_ONLY)
             facts.sensitive = true;
     }
+    /* Content parts the scanner cannot read (data: images, audio, file
+     * bytes) cannot be vouched for nor masked: unless the most restrictive
+     * of the global, key and model binary_parts allows them, the request is
+     * sensitive and stays off the cloud. */
+    if (policy != SW_PII_POLICY_OFF && pii.counts.binary > 0) {
+        enum sw_pii_binary binary = f->cfg->pii.binary_parts;
+        if (key && key->pii_binary_parts > binary)
+            binary = key->pii_binary_parts;
+        if (model->pii_binary_parts > binary)
+            binary = model->pii_binary_parts;
+        if (binary != SW_PII_BINARY_ALLOW) {
+            facts.sensitive = true;
+            pii.binary_blocked = true;
+            sw_info("request %s: %u content part(s) cannot be scanned; treated as sensitive", id,
+                    pii.counts.binary);
+        }
+    }
 
     f->in_flight++;
     struct sw_relay_env env = {f->base, f->cev, f->live, f->obs, on_relay_finish, f};

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/err.h"
 #include "pii/detect.h"
@@ -270,48 +271,180 @@ size_t sw_pii_hold_from(const struct sw_pii_map *m, const char *t, size_t len)
 
 /* ---- Request walkers ---- */
 
-/* Calls fn on every text field of a chat request (see pii.h). json_text is
- * set for tool-call arguments (JSON text). */
-typedef int (*field_fn)(void *ud, json_t *holder, const char *key, json_t *str, int json_text);
+/* Every string value of the body is a text field, at any depth, except the
+ * structural fields below (matched by their whole JSON path, "*" standing for
+ * any array index): enum values, ids and names the protocol needs verbatim.
+ * A field not listed here, known or not, is scanned. docs/privacy.md mirrors
+ * this list. */
+static const char *const skip_paths[] = {
+    "model",
+    "messages.*.role",
+    "messages.*.tool_call_id",
+    "messages.*.tool_calls.*.id",
+    "messages.*.tool_calls.*.type",
+    "messages.*.tool_calls.*.function.name",
+    "messages.*.function_call.name",
+    "messages.*.content.*.type",
+    "messages.*.content.*.image_url.detail",
+    "messages.*.content.*.input_audio.format",
+    "messages.*.content.*.file.file_id",
+    "messages.*.audio.id",
+    "tools.*.type",
+    "tools.*.function.name",
+    "functions.*.name",
+    "tool_choice",
+    "tool_choice.type",
+    "tool_choice.function.name",
+    "function_call",
+    "function_call.name",
+    "response_format.type",
+    "reasoning_effort",
+    "service_tier",
+    "modalities.*",
+    "audio.voice",
+    "audio.format",
+};
 
-static int walk_request(json_t *body, field_fn fn, void *ud)
+/* Strings that are JSON text: masked as JSON so they stay valid JSON. */
+static const char *const json_text_paths[] = {
+    "messages.*.tool_calls.*.function.arguments",
+    "messages.*.function_call.arguments",
+};
+
+/* Binary payloads of content parts, which no text scanner can read: an image
+ * given as a data: URL, audio, a file's bytes. */
+static const char *const binary_paths[] = {
+    "messages.*.content.*.input_audio.data",
+    "messages.*.content.*.file.file_data",
+};
+/* Image URLs: binary when a data: URL; an http(s) URL is text. */
+static const char *const image_url_paths[] = {
+    "messages.*.content.*.image_url.url",
+    "messages.*.content.*.image_url",          /* the URL given as a bare string */
+};
+
+/* Deepest nesting walked; a deeper body fails (the caller fails closed). */
+#define WALK_MAX_DEPTH 256
+
+enum field_kind { FIELD_TEXT, FIELD_JSON_TEXT, FIELD_SKIP, FIELD_BINARY };
+
+/* Called for each text field (json_text: JSON text), each binary payload
+ * (str is the payload) and each object key. */
+struct walk_fns {
+    int (*text)(void *ud, json_t *str, int json_text);
+    int (*binary)(void *ud, json_t *str);
+    int (*key)(void *ud, const char *key, size_t len);
+};
+
+struct walk {
+    const struct walk_fns *fns;
+    void *ud;
+    size_t depth;
+    struct { const char *k; size_t len; } seg[WALK_MAX_DEPTH];  /* k NULL: an array index */
+};
+
+static bool path_is(const struct walk *w, const char *pat)
 {
-    json_t *msgs = json_object_get(body, "messages");
-    size_t i, k;
-    json_t *msg, *part, *tc;
-    int rc;
-    if (!json_is_array(msgs))
+    size_t d = 0;
+    for (const char *p = pat;; d++) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (d >= w->depth)
+            return false;
+        if (n == 1 && p[0] == '*') {
+            if (w->seg[d].k)
+                return false;
+        } else if (!w->seg[d].k || w->seg[d].len != n || memcmp(w->seg[d].k, p, n) != 0) {
+            return false;
+        }
+        if (!dot)
+            return d + 1 == w->depth;
+        p = dot + 1;
+    }
+}
+
+static bool path_in(const struct walk *w, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (path_is(w, list[i]))
+            return true;
+    return false;
+}
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static enum field_kind classify(const struct walk *w, const json_t *str)
+{
+    if (path_in(w, skip_paths, N_OF(skip_paths)))
+        return FIELD_SKIP;
+    if (path_in(w, json_text_paths, N_OF(json_text_paths)))
+        return FIELD_JSON_TEXT;
+    if (path_in(w, binary_paths, N_OF(binary_paths)))
+        return FIELD_BINARY;
+    if (path_in(w, image_url_paths, N_OF(image_url_paths)) && json_string_length(str) >= 5 &&
+        !strncasecmp(json_string_value(str), "data:", 5))
+        return FIELD_BINARY;
+    return FIELD_TEXT;
+}
+
+static int walk_value(struct walk *w, json_t *v)
+{
+    int rc = SW_OK;
+    if (json_is_string(v)) {
+        switch (classify(w, v)) {
+        case FIELD_SKIP: return SW_OK;
+        case FIELD_BINARY: return w->fns->binary ? w->fns->binary(w->ud, v) : SW_OK;
+        case FIELD_JSON_TEXT: return w->fns->text(w->ud, v, 1);
+        case FIELD_TEXT: return w->fns->text(w->ud, v, 0);
+        }
         return SW_OK;
-    json_array_foreach(msgs, i, msg) {
-        json_t *content = json_object_get(msg, "content");
-        if (json_is_string(content) && (rc = fn(ud, msg, "content", content, 0)))
-            return rc;
-        if (json_is_array(content))
-            json_array_foreach(content, k, part) {
-                json_t *text = json_object_get(part, "text");
-                if (json_is_string(text) && (rc = fn(ud, part, "text", text, 0)))
-                    return rc;
-                json_t *refusal = json_object_get(part, "refusal");
-                if (json_is_string(refusal) && (rc = fn(ud, part, "refusal", refusal, 0)))
-                    return rc;
-            }
-        json_t *refusal = json_object_get(msg, "refusal");
-        if (json_is_string(refusal) && (rc = fn(ud, msg, "refusal", refusal, 0)))
-            return rc;
-        json_t *tcs = json_object_get(msg, "tool_calls");
-        if (json_is_array(tcs))
-            json_array_foreach(tcs, k, tc) {
-                json_t *f = json_object_get(tc, "function");
-                json_t *args = json_object_get(f, "arguments");
-                if (json_is_string(args) && (rc = fn(ud, f, "arguments", args, 1)))
-                    return rc;
-            }
-        json_t *fc = json_object_get(msg, "function_call");
-        json_t *args = json_object_get(fc, "arguments");
-        if (json_is_string(args) && (rc = fn(ud, fc, "arguments", args, 1)))
-            return rc;
+    }
+    if (!json_is_object(v) && !json_is_array(v))
+        return SW_OK;
+    if (w->depth >= WALK_MAX_DEPTH)
+        return SW_ETOOBIG;
+    if (json_is_object(v)) {
+        const char *key;
+        size_t klen;
+        json_t *val;
+        json_object_keylen_foreach(v, key, klen, val) {
+            if (w->fns->key && (rc = w->fns->key(w->ud, key, klen)))
+                return rc;
+            w->seg[w->depth].k = key;
+            w->seg[w->depth].len = klen;
+            w->depth++;
+            rc = walk_value(w, val);
+            w->depth--;
+            if (rc)
+                return rc;
+        }
+    } else {
+        size_t i;
+        json_t *val;
+        json_array_foreach(v, i, val) {
+            w->seg[w->depth].k = NULL;
+            w->seg[w->depth].len = 0;
+            w->depth++;
+            rc = walk_value(w, val);
+            w->depth--;
+            if (rc)
+                return rc;
+        }
     }
     return SW_OK;
+}
+
+static int walk_request(json_t *body, const struct walk_fns *fns, void *ud)
+{
+    struct walk *w = malloc(sizeof *w);
+    if (!w)
+        return SW_ENOMEM;
+    w->fns = fns;
+    w->ud = ud;
+    w->depth = 0;
+    int rc = walk_value(w, body);
+    free(w);
+    return rc;
 }
 
 struct req_ctx {
@@ -331,12 +464,26 @@ static int on_count_span(void *ud, const struct sw_pii_span *sp)
     return SW_OK;
 }
 
-static int scan_field(void *ud, json_t *holder, const char *key, json_t *str, int json_text)
+static int scan_field(void *ud, json_t *str, int json_text)
 {
     struct req_ctx *c = ud;
-    (void)holder, (void)key, (void)json_text;
+    (void)json_text;
     return sw_pii_scan_text(c->e, json_string_value(str), json_string_length(str), on_count_span,
                             c->counts);
+}
+
+static int scan_key(void *ud, const char *key, size_t len)
+{
+    struct req_ctx *c = ud;
+    return sw_pii_scan_text(c->e, key, len, on_count_span, c->counts);
+}
+
+static int count_binary(void *ud, json_t *str)
+{
+    struct req_ctx *c = ud;
+    (void)str;
+    c->counts->binary++;
+    return SW_OK;
 }
 
 int sw_pii_scan_request(const struct sw_pii_engine *e, const json_t *body,
@@ -346,15 +493,16 @@ int sw_pii_scan_request(const struct sw_pii_engine *e, const json_t *body,
     memset(counts, 0, sizeof *counts);
     if (!json_is_object(body))
         return SW_EINVAL;
-    return walk_request((json_t *)body, scan_field, &c);
+    static const struct walk_fns fns = {scan_field, count_binary, scan_key};
+    return walk_request((json_t *)body, &fns, &c);
 }
 
-static int reserve_field(void *ud, json_t *holder, const char *key, json_t *str, int json_text)
+static int reserve_field(void *ud, json_t *str, int json_text)
 {
     struct req_ctx *c = ud;
     const char *t = json_string_value(str);
     size_t len = json_string_length(str);
-    (void)holder, (void)key, (void)json_text;
+    (void)json_text;
     for (const char *b = t; (b = memchr(b, '[', (size_t)(t + len - b)));) {
         size_t i = (size_t)(b - t), pl = ph_len_at(t, len, i);
         if (pl) {
@@ -367,19 +515,41 @@ static int reserve_field(void *ud, json_t *holder, const char *key, json_t *str,
     return SW_OK;
 }
 
-static int mask_field(void *ud, json_t *holder, const char *key, json_t *str, int json_text)
+/* A key cannot be masked: renaming it changes what the body means (a tool
+ * schema's property names, metadata keys). A key holding an entity fails the
+ * whole mask, so the request is never sent where masking was needed. */
+static int check_key(void *ud, const char *key, size_t len)
+{
+    struct req_ctx *c = ud;
+    struct sw_pii_counts n = {{0}, 0, 0};
+    int rc = sw_pii_scan_text(c->e, key, len, on_count_span, &n);
+    if (rc)
+        return rc;
+    return n.total ? SW_EINVAL : SW_OK;
+}
+
+static int mask_field(void *ud, json_t *str, int json_text)
 {
     struct req_ctx *c = ud;
     const char *t = json_string_value(str);
     size_t len = json_string_length(str);
     uint32_t before = c->counts->total;
-    (void)holder, (void)key;
     sw_buf_reset(&c->buf);
     int rc = mask_text(c->e, c->m, t, len, &c->buf, c->counts, json_text);
     if (rc)
         return rc;
     if (c->counts->total == before)
         return SW_OK;
+    /* The masked text must scan clean: masking can change what surrounds a
+     * value (digits glued to a masked one become a number of their own), and
+     * what the scanner finds only then was never masked. Such a text fails
+     * the mask rather than go out with it. */
+    struct sw_pii_counts again = {{0}, 0, 0};
+    if ((rc = sw_pii_scan_text(c->e, c->buf.ptr ? c->buf.ptr : "", c->buf.len, on_count_span,
+                               &again)))
+        return rc;
+    if (again.total)
+        return SW_EINVAL;
     if (json_text) {
         /* Arguments that were valid JSON must stay valid JSON. */
         json_t *a = json_loadb(t, len, JSON_DECODE_ANY, NULL);
@@ -405,9 +575,13 @@ int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m, jso
     if (!json_is_object(body) || !m)
         return SW_EINVAL;
     sw_buf_init(&c.buf, TEXT_MAX);
-    int rc = walk_request(body, reserve_field, &c);
+    /* Binary payloads are left as they are (counted): whether they may go
+     * at all is the caller's decision (pii.binary_parts). */
+    static const struct walk_fns reserve = {reserve_field, NULL, check_key};
+    static const struct walk_fns mask = {mask_field, count_binary, NULL};
+    int rc = walk_request(body, &reserve, &c);
     if (!rc)
-        rc = walk_request(body, mask_field, &c);
+        rc = walk_request(body, &mask, &c);
     if (c.buf.ptr)
         explicit_bzero(c.buf.ptr, c.buf.cap);
     sw_buf_free(&c.buf);

@@ -91,6 +91,7 @@ const char *sw_pii_type_name(const struct sw_pii_engine *e, int type);
 struct sw_pii_counts {
     uint32_t n[SW_PII_MAX_TYPES];       /* entities found per type (each occurrence) */
     uint32_t total;
+    uint32_t binary;            /* content parts that cannot be scanned (not in total) */
 };
 
 /* ---- Plain text (used by the JSON walkers, tests, fuzzers, bench) ---- */
@@ -136,13 +137,16 @@ int sw_pii_unmask_text(const struct sw_pii_map *m, const char *text, size_t len,
 
 /* ---- Requests and responses (OpenAI chat-completions shape) ---- */
 
-/* Scans every text a chat-completions request body carries (borrowed, never
- * modified): messages[].content when a string, messages[].content[].text of
- * parts (any part with a string "text"), messages[].tool_calls[].function.
- * arguments, legacy messages[].function_call.arguments; tool results are the
- * contents of role "tool"/"function" messages, covered by the above. Not
- * scanned: model, names, ids, tools definitions, metadata. counts is zeroed
- * first. SW_OK or an error (then treat the request as sensitive). */
+/* Scans every string value of a chat-completions request body (borrowed,
+ * never modified), at any depth, and every object key, except the structural
+ * fields of an allow-list by JSON path (model, roles, ids, tool and function
+ * names, enum values: mask.c skip_paths, docs/privacy.md). Unknown fields are
+ * scanned. Tool-call arguments (messages[].tool_calls[].function.arguments,
+ * messages[].function_call.arguments) are scanned as JSON text. Binary
+ * payloads of content parts (image_url.url when a data: URL,
+ * input_audio.data, file.file_data) cannot be scanned: they are counted in
+ * counts->binary, not read. counts is zeroed first. SW_OK or an error (too
+ * large, nested deeper than 256: then treat the request as sensitive). */
 int sw_pii_scan_request(const struct sw_pii_engine *e, const json_t *body,
                         struct sw_pii_counts *counts);
 
@@ -152,8 +156,11 @@ struct sw_pii_map *sw_pii_map_new(void);                /* NULL on ENOMEM */
 void sw_pii_map_free(struct sw_pii_map *m);             /* wipes the values first */
 size_t sw_pii_map_size(const struct sw_pii_map *m);     /* entries issued */
 
-/* Masks in place the same fields sw_pii_scan_request scans; counts (may be
- * NULL) is zeroed first. SW_OK; or SW_ETOOBIG / SW_ENOMEM / SW_EINVAL, and then
+/* Masks in place the same fields sw_pii_scan_request scans (tool-call
+ * arguments stay valid JSON); counts (may be NULL) is zeroed first. Binary
+ * payloads are left as they are and counted: whether such a request may go
+ * masked is the caller's decision. An object key holding an entity cannot be
+ * masked: SW_EINVAL. SW_OK; or SW_ETOOBIG / SW_ENOMEM / SW_EINVAL, and then
  * the body is partly masked and must not be sent where masking was needed. */
 int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m,
                         json_t *body, struct sw_pii_counts *counts);

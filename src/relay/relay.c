@@ -818,7 +818,8 @@ static char *masked_body(struct proxy *p)
 {
     if (!p->map)
         p->map = sw_pii_map_new();
-    json_t *copy = p->map ? json_deep_copy(p->chat.body) : NULL;
+    /* Binary parts cannot be masked: such a request never goes masked. */
+    json_t *copy = p->map && !p->pii.binary_blocked ? json_deep_copy(p->chat.body) : NULL;
     char *body = NULL;
     if (copy && sw_pii_mask_request(p->live->pii, p->map, copy, NULL) == SW_OK)
         body = json_dumps(copy, JSON_COMPACT);
@@ -987,7 +988,9 @@ static void dispatch(struct proxy *p)
         body = masked_body(p);
         if (!body) {
             /* Never sent unmasked: this backend is out for this request. */
-            note_failure(p, "masking failed");
+            note_failure(p, p->pii.binary_blocked
+                                ? "masking failed: content parts that cannot be scanned"
+                                : "masking failed");
             attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
             exclude_and_replan(p);
             return;

@@ -44,6 +44,8 @@ struct sw_relay_env {
 struct sw_relay_pii {
     enum sw_pii_policy policy;
     struct sw_pii_counts counts;    /* entities per type; total 0: none */
+    bool binary_blocked;            /* has content parts that cannot be scanned and
+                                       binary_parts does not allow them: never masked */
 };
 
 /* Takes over `req`: from here on the relay decides the route (sw_route_decide

@@ -18,7 +18,7 @@
  *    tool-call arguments as the JSON-text masker does (same map, so values
  *    seen in the content keep their placeholder), keeps JSON arguments JSON,
  *    and refuses (SW_EINVAL) only JSON arguments whose masked text would not
- *    be JSON. */
+ *    be JSON, or a masked text that would not re-scan clean. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -260,11 +260,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *tc = json_array_get(json_object_get(json_array_get(msgs, 1), "tool_calls"), 0);
         json_t *args = json_object_get(json_object_get(tc, "function"), "arguments");
         if (rc == SW_EINVAL) {
-            /* only refused: JSON arguments whose masked text is not JSON */
-            CHECK(a && c.n > 0);
-            json_t *b = json_loadb(jmasked.ptr ? jmasked.ptr : "", jmasked.len, JSON_DECODE_ANY,
-                                   NULL);
-            CHECK(!b);
+            /* only refused: JSON arguments whose masked text is not JSON, or
+             * a masked text (content or arguments) that does not re-scan
+             * clean (the walker never sends what the scanner would flag) */
+            CHECK(c.n > 0);
+            json_t *b = a ? json_loadb(jmasked.ptr ? jmasked.ptr : "", jmasked.len,
+                                       JSON_DECODE_ANY, NULL) : NULL;
+            struct spans again_c, again_j;
+            scan(mt, masked.len, &again_c);
+            scan(jmasked.ptr ? jmasked.ptr : "", jmasked.len, &again_j);
+            CHECK((a && !b) || again_c.n > 0 || again_j.n > 0);
+            free(again_c.sp);
+            free(again_j.sp);
+            json_decref(b);
         }
         if (rc == SW_OK) {
             CHECK(counts.total == 2u * (uint32_t)c.n);

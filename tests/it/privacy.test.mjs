@@ -8,7 +8,7 @@
 // local box saturated, down, or a cloud-only model) and first proves that a
 // clean request reached the cloud, so "nothing reached the cloud" can never
 // pass only because nothing would have gone there anyway.
-import { test, describe } from 'node:test';
+import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -94,13 +94,13 @@ const markerValue = (text) => text.split(' ')[2];
 // Ports nothing listens on (connect refused): a local box that is down.
 const DOWN = 'http://127.0.0.1:9';
 
-function config({ edgeUrl, cloudUrl, policy = 'local_only', emergency = false, edgeSlots = 1, keys = '', models = null, extra = '' }) {
+function config({ edgeUrl, cloudUrl, policy = 'local_only', emergency = false, edgeSlots = 1, edgeOpts = '', keys = '', models = null, pii = '', extra = '' }) {
   return `
 listen: "127.0.0.1:0"
 admin: { key: "${ADMIN}" }
 ${keys}
 backends:
-  - { name: edge, tier: local, url: "${edgeUrl}", model: edge-model, slots: ${edgeSlots} }
+  - { name: edge, tier: local, url: "${edgeUrl}", model: edge-model, slots: ${edgeSlots}${edgeOpts} }
   - { name: cloud, tier: cloud, url: "${cloudUrl}", model: cloud-model }
 models:
 ${models ?? '  - { name: chat, backends: [edge, cloud] }'}
@@ -110,6 +110,7 @@ routing:
   emergency: ${emergency}
 pii:
   policy: ${policy}
+${pii}
 ${extra}
 `;
 }
@@ -855,6 +856,295 @@ describe('decision log', () => {
       assertNoLeak(lines.map(scrub).join('\n'), prompts.flatMap((p) => p.values), { baseline: `${clean}\n${vocabulary}`, where: 'the decision log' });
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+});
+
+// ---- The whole request is scanned ----
+// Every string of the body (any depth, unknown fields too) and every key is
+// scanned, not only the messages' text. Each case sends the same shape twice
+// through a gateway whose local box is down: first with a clean value, which
+// must reach the cloud (so the field's shape is routable there), then with an
+// e-mail address and a card number in that one field only.
+
+async function post(gw, body, { stream = false, headers = {} } = {}) {
+  const r = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ stream, ...body }),
+  });
+  const raw = await r.text();
+  let json = null;
+  let content = null;
+  if (stream && r.status === 200) {
+    content = '';
+    for (const ev of raw.split('\n\n')) {
+      const data = ev.replace(/^data: /, '');
+      if (!data || data === '[DONE]') continue;
+      content += JSON.parse(data).choices?.[0]?.delta?.content ?? '';
+    }
+  } else {
+    try { json = JSON.parse(raw); } catch { json = { raw }; }
+    content = json.choices?.[0]?.message?.content ?? null;
+  }
+  return { status: r.status, json, content, backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason') };
+}
+
+// A field case: `put(v, text)` is the request (model chat) with v in the
+// field and `text` as the user's message; `at(body)` reads the field back
+// from what the cloud received.
+const userMsg = (text) => [{ role: 'user', content: text }];
+const FIELD_CASES = [
+  { name: 'prediction.content', put: (v, text) => ({ messages: userMsg(text), prediction: { type: 'content', content: v } }), at: (b) => b.prediction.content },
+  { name: 'user', put: (v, text) => ({ messages: userMsg(text), user: v }), at: (b) => b.user },
+  { name: 'stop (a string)', put: (v, text) => ({ messages: userMsg(text), stop: v }), at: (b) => b.stop },
+  { name: 'stop (an array)', put: (v, text) => ({ messages: userMsg(text), stop: ['END', v] }), at: (b) => b.stop[1] },
+  {
+    name: 'response_format.json_schema',
+    put: (v, text) => ({ messages: userMsg(text), response_format: { type: 'json_schema', json_schema: { name: 'record', schema: { type: 'object', properties: { note: { type: 'string', description: v } } } } } }),
+    at: (b) => b.response_format.json_schema.schema.properties.note.description,
+  },
+  {
+    name: 'tools[].function.description',
+    put: (v, text) => ({ messages: userMsg(text), tools: [{ type: 'function', function: { name: 'save_note', description: v, parameters: { type: 'object', properties: {} } } }] }),
+    at: (b) => b.tools[0].function.description,
+  },
+  {
+    name: 'tools[].function.parameters enum values',
+    put: (v, text) => ({ messages: userMsg(text), tools: [{ type: 'function', function: { name: 'save_note', parameters: { type: 'object', properties: { to: { type: 'string', enum: ['nobody', v] } } } } }] }),
+    at: (b) => b.tools[0].function.parameters.properties.to.enum[1],
+  },
+  { name: 'metadata values', put: (v, text) => ({ messages: userMsg(text), metadata: { team: 'a', owner: v } }), at: (b) => b.metadata.owner },
+  { name: 'messages[].name', put: (v, text) => ({ messages: [{ role: 'user', name: v, content: text }] }), at: (b) => b.messages[0].name },
+  {
+    name: 'a file part\'s filename',
+    put: (v, text) => ({ messages: [{ role: 'user', content: [{ type: 'text', text }, { type: 'file', file: { file_id: 'file-abc123', filename: v } }] }] }),
+    at: (b) => b.messages[0].content[1].file.filename,
+  },
+  { name: 'an unknown top-level field', put: (v, text) => ({ messages: userMsg(text), x_internal_note: v }), at: (b) => b.x_internal_note },
+];
+
+// The protected values of one case: an e-mail address and a card number.
+function fieldValues(i) {
+  const email = generators.email(7000 + i);
+  const card = generators.card();
+  return { email, card, v: `owner ${email} card ${card}` };
+}
+const CLEAN_V = 'owner nobody in particular';
+
+// Sends the clean shape and asserts the cloud took it; returns its body.
+async function cleanToCloud(gw, cloud, c, opts) {
+  const before = await count(cloud);
+  const r = await post(gw, { model: 'chat', max_tokens: 4000, ...c.put(CLEAN_V, 'a clean question') }, opts);
+  assert.equal(r.status, 200, `${c.name} (clean): ${JSON.stringify(r.json)}`);
+  assert.equal(r.backend, 'cloud', `${c.name}: a clean request of this shape must go to the cloud here`);
+  assert.equal(r.reason, 'fallback');
+  const got = await bodies(cloud, before);
+  assert.equal(got.length, 1, 'the cloud received the clean request');
+  return got;
+}
+
+function fieldGateway(policy) {
+  const ctx = {};
+  before(async () => {
+    ctx.cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    ctx.gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: ctx.cloud.url, policy, edgeOpts: ', supports_images: true' }));
+  });
+  after(async () => { await ctx.gw?.stop(); await ctx.cloud?.stop(); });
+  return ctx;
+}
+
+describe('local_only: PII anywhere in the body keeps the request off the cloud', () => {
+  const ctx = fieldGateway('local_only');
+  FIELD_CASES.forEach((c, i) => {
+    test(`in ${c.name}`, async () => {
+      const { gw, cloud } = ctx;
+      const clean = await cleanToCloud(gw, cloud, c);
+      const { email, card, v } = fieldValues(i);
+      const before = await count(cloud);
+      const r = await post(gw, { model: 'chat', max_tokens: 4000, ...c.put(v, 'a clean question') }, { stream: i % 2 === 1 });
+      assert.equal(r.status, 503, JSON.stringify(r.json));
+      assert.equal(r.json.error.code, 'privacy_restricted');
+      assert.equal(await count(cloud), before, 'nothing reached the cloud');
+      assertNoLeak(bodiesText(await bodies(cloud)), [email, card], { baseline: bodiesText(clean) });
+    });
+  });
+
+  test('in an object key (a tool schema\'s property name, a metadata key)', async () => {
+    const { gw, cloud } = ctx;
+    const shapes = [
+      (k) => ({ messages: userMsg('a clean question'), tools: [{ type: 'function', function: { name: 'save_note', parameters: { type: 'object', properties: { [k]: { type: 'string' } } } } }] }),
+      (k) => ({ messages: userMsg('a clean question'), metadata: { [k]: 'yes' } }),
+    ];
+    for (const [j, shape] of shapes.entries()) {
+      const cleanBody = { model: 'chat', max_tokens: 4000, ...shape('recipient') };
+      const ok = await post(gw, cleanBody);
+      assert.equal(ok.backend, 'cloud', `shape ${j}: a clean key goes to the cloud (${JSON.stringify(ok.json)})`);
+      const email = generators.email(7100 + j);
+      const before = await count(cloud);
+      const r = await post(gw, { model: 'chat', max_tokens: 4000, ...shape(email) });
+      assert.equal(r.status, 503, `shape ${j}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error.code, 'privacy_restricted');
+      assert.equal(await count(cloud), before, `shape ${j}: nothing reached the cloud`);
+      assertNoLeak(bodiesText(await bodies(cloud)), [email], { baseline: JSON.stringify(cleanBody) });
+    }
+  });
+});
+
+describe('mask: PII anywhere in the body reaches the cloud only as placeholders', () => {
+  const ctx = fieldGateway('mask');
+  FIELD_CASES.forEach((c, i) => {
+    test(`in ${c.name}`, async () => {
+      const { gw, cloud } = ctx;
+      const clean = await cleanToCloud(gw, cloud, c);
+      const { email, card, v } = fieldValues(100 + i);
+      // The message names the same address, so the echoed answer shows the
+      // placeholder coming back restored.
+      const text = `please write to ${email}`;
+      const before = await count(cloud);
+      const r = await post(gw, { model: 'chat', max_tokens: 4000, ...c.put(v, text) }, { stream: i % 2 === 1 });
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      assert.equal(r.backend, 'cloud');
+      assert.equal(r.content, text, 'the echoed answer comes back restored');
+      const got = await bodies(cloud, before);
+      assert.equal(got.length, 1);
+      const field = c.at(got[0]);
+      assert.match(field, /^owner \[EMAIL_1\] card \[CARD_1\]$/, `the field carries placeholders only: ${field}`);
+      assert.equal(got[0].messages.at(-1).content?.[0]?.text ?? got[0].messages.at(-1).content, 'please write to [EMAIL_1]',
+        'the same value has the same placeholder in the message and in the field');
+      assertNoLeak(bodiesText(got), [email, card], { baseline: bodiesText(clean) + text.replace(email, '') });
+    });
+  });
+
+  test('in an object key: it cannot be masked, so the request is never sent', async () => {
+    const { gw, cloud } = ctx;
+    const shape = (k, text) => ({ messages: userMsg(text), tools: [{ type: 'function', function: { name: 'save_note', parameters: { type: 'object', properties: { [k]: { type: 'string' } } } } }] });
+    const ok = await post(gw, { model: 'chat', max_tokens: 4000, ...shape('recipient', 'a clean question') });
+    assert.equal(ok.backend, 'cloud', JSON.stringify(ok.json));
+    // Masking itself works for this shape when the key is clean...
+    const other = generators.email(7200);
+    const masked = await post(gw, { model: 'chat', max_tokens: 4000, ...shape('recipient', `write to ${other}`) });
+    assert.equal(masked.status, 200, JSON.stringify(masked.json));
+    assert.equal(masked.backend, 'cloud');
+    const before = await count(cloud);
+    // ... but not when the key holds the value.
+    const email = generators.email(7201);
+    for (const stream of [false, true]) {
+      const r = await post(gw, { model: 'chat', max_tokens: 4000, ...shape(email, 'a clean question') }, { stream });
+      assert.equal(r.status, 503, JSON.stringify(r.json));
+      if (!stream) assert.match(r.json.error.message, /masking failed/);
+      assert.equal(await count(cloud), before, 'nothing reached the cloud');
+    }
+    assertNoLeak(bodiesText(await bodies(cloud)), [email], { baseline: JSON.stringify(shape('recipient', 'a clean question')) });
+  });
+});
+
+// ---- Content parts no scanner can read ----
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const BINARY_PARTS = [
+  { name: 'an image as a data: URL', part: { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } } },
+  { name: 'input_audio', part: { type: 'input_audio', input_audio: { data: 'UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=', format: 'wav' } } },
+  { name: 'a file with file_data', part: { type: 'file', file: { filename: 'notes.pdf', file_data: 'data:application/pdf;base64,JVBERi0xLjQKJcfsj6IK' } } },
+];
+const HTTP_IMAGE = { type: 'image_url', image_url: { url: 'https://images.example.org/cat.png' } };
+const withPart = (text, part) => ({ model: 'chat', max_tokens: 4000, messages: [{ role: 'user', content: [{ type: 'text', text }, part] }] });
+
+describe('binary content parts (data: images, audio, file bytes)', () => {
+  test('local_only: they keep the request local while the cloud takes clean overflow, http image included', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, edgeOpts: ', supports_images: true' }));
+    try {
+      const hold = await holdLocal(gw, edge);
+      const clean = await proveCloudChosen(gw, cloud, { n: 1 });
+      const img = await post(gw, withPart('describe this picture', HTTP_IMAGE));
+      assert.equal(img.status, 200, JSON.stringify(img.json));
+      assert.equal(img.backend, 'cloud', 'an http(s) image is text: a clean one may overflow');
+      const sent = clean.length + 1;
+      const pending = BINARY_PARTS.map((b, i) => later(post(gw, withPart(`part ${i}`, b.part), { stream: i % 2 === 1 })));
+      await waitQueued(gw, BINARY_PARTS.length, cloud, sent);
+      assert.equal(await count(cloud), sent, 'no request with a binary part went to the cloud');
+      await hold.release();
+      const results = await Promise.all(pending.map(settle));
+      results.forEach((r, i) => {
+        assert.equal(r.status, 200, `${BINARY_PARTS[i].name}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.backend, 'edge', BINARY_PARTS[i].name);
+        assert.equal(r.reason, 'privacy', BINARY_PARTS[i].name);
+      });
+      assert.match(gw.output(), /content part\(s\) cannot be scanned; treated as sensitive/);
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+
+  const maskGateway = async (pii = '', keys = '', models = null) => {
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
+    const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url, policy: 'mask', pii, keys, models, edgeOpts: ', supports_images: true' }));
+    return { gw, cloud };
+  };
+
+  test('mask: they cannot be masked, so the request is not sent to the cloud', async () => {
+    const { gw, cloud } = await maskGateway();
+    try {
+      const img = await post(gw, withPart('describe this picture', HTTP_IMAGE));
+      assert.equal(img.backend, 'cloud', `a clean http image goes to the cloud: ${JSON.stringify(img.json)}`);
+      const before = await count(cloud);
+      for (const [i, b] of BINARY_PARTS.entries()) {
+        const r = await post(gw, withPart(`part ${i}`, b.part), { stream: i % 2 === 1 });
+        assert.equal(r.status, 503, `${b.name}: ${JSON.stringify(r.json)}`);
+        if (r.json) assert.equal(r.json.error.code, 'privacy_restricted', b.name);
+        assert.equal(await count(cloud), before, `${b.name}: nothing reached the cloud`);
+      }
+      // A declared emergency sends sensitive requests masked: these cannot be.
+      const declared = await getJSON(`${gw.url}/admin/emergency`, {
+        method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ declared: true, reason: 'binary' }),
+      });
+      assert.equal(declared.status, 200);
+      const masked = await post(gw, { model: 'chat', max_tokens: 4000, messages: userMsg(`write to ${generators.email(7400)}`) });
+      assert.equal(masked.backend, 'cloud', `in the emergency, masking works for text: ${JSON.stringify(masked.json)}`);
+      const sent = await count(cloud);
+      for (const b of BINARY_PARTS) {
+        const r = await post(gw, withPart('part in an emergency', b.part));
+        assert.equal(r.status, 503, `${b.name} in an emergency: ${JSON.stringify(r.json)}`);
+        assert.match(r.json.error.message, /content parts that cannot be scanned/, b.name);
+        assert.equal(await count(cloud), sent, `${b.name} in an emergency: nothing reached the cloud`);
+      }
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+
+  test('mask + binary_parts: allow: they go to the cloud as they are, the text still masked; a key or model saying local wins', async () => {
+    const keys = `keys:
+  - { name: app, key: "sk-app" }
+  - { name: strict, key: "sk-strict", pii_binary_parts: local }`;
+    const models = `  - { name: chat, backends: [edge, cloud] }
+  - { name: chat-strict, backends: [edge, cloud], pii_binary_parts: local }`;
+    const { gw, cloud } = await maskGateway('  binary_parts: allow', keys, models);
+    const app = { authorization: 'Bearer sk-app' };
+    try {
+      await proveCloudChosen(gw, cloud, { n: 1, headers: app, reason: 'fallback' });
+      for (const [i, b] of BINARY_PARTS.entries()) {
+        const email = generators.email(7300 + i);
+        const text = `part ${i} for ${email}`;
+        const before = await count(cloud);
+        const r = await post(gw, withPart(text, b.part), { headers: app, stream: i % 2 === 1 });
+        assert.equal(r.status, 200, `${b.name}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.backend, 'cloud', b.name);
+        assert.equal(r.content, text, `${b.name}: restored`);
+        const got = await bodies(cloud, before);
+        assert.equal(got.length, 1);
+        assert.equal(got[0].messages[0].content[0].text, `part ${i} for [EMAIL_1]`);
+        assert.deepEqual(got[0].messages[0].content[1], b.part, `${b.name}: sent as it is`);
+        assertNoLeak(bodiesText(got), [email], { baseline: `part ${i} for ` });
+      }
+      const before = await count(cloud);
+      for (const [what, headers, model] of [['key', { authorization: 'Bearer sk-strict' }, 'chat'], ['model', app, 'chat-strict']]) {
+        const r = await post(gw, { ...withPart('part 0', BINARY_PARTS[0].part), model }, { headers });
+        assert.equal(r.status, 503, `${what} saying local: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.code, 'privacy_restricted', what);
+        assert.equal(await count(cloud), before, `${what} saying local: nothing reached the cloud`);
+      }
+    } finally {
+      await gw.stop(); await cloud.stop();
     }
   });
 });

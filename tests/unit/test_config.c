@@ -751,6 +751,47 @@ static void test_too_many_errors(void **state)
     sw_config_errors_free(&errs);
 }
 
+/* pii.binary_parts (allow | local, default local) and the keys' and models'
+ * pii_binary_parts (default inherit); the global one has no inherit. */
+static void test_pii_binary_parts(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(BACKENDS MODELS);
+    assert_int_equal(cfg->pii.binary_parts, SW_PII_BINARY_LOCAL);
+    assert_int_equal(cfg->models[0].pii_binary_parts, SW_PII_BINARY_INHERIT);
+    sw_config_unref(cfg);
+
+    cfg = parse_ok("keys:\n  - { name: a, key: k1, pii_binary_parts: local }\n"
+                   "  - { name: b, key: k2 }\n" BACKENDS MODELS
+                   "    pii_binary_parts: allow\npii:\n  binary_parts: allow\n");
+    assert_int_equal(cfg->pii.binary_parts, SW_PII_BINARY_ALLOW);
+    assert_int_equal(cfg->keys[0].pii_binary_parts, SW_PII_BINARY_LOCAL);
+    assert_int_equal(cfg->keys[1].pii_binary_parts, SW_PII_BINARY_INHERIT);
+    assert_int_equal(cfg->models[0].pii_binary_parts, SW_PII_BINARY_ALLOW);
+    sw_config_unref(cfg);
+
+    static const char *const bad[] = {
+        BACKENDS MODELS "pii:\n  binary_parts: inherit\n",
+        BACKENDS MODELS "pii:\n  binary_parts: yes\n",
+        BACKENDS MODELS "    pii_binary_parts: sometimes\n",
+    };
+    static const char *const want[] = {
+        "pii.binary_parts: must be allow or local",
+        "pii.binary_parts:",
+        "models[0].pii_binary_parts:",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct sw_config *c = (struct sw_config *)1;
+        struct sw_config_errors errs;
+        assert_int_equal(parse(bad[i], &c, &errs), SW_EINVAL);
+        assert_null(c);
+        assert_int_equal(errs.n, 1);
+        if (!strstr(errs.msgs[0], want[i]))
+            fail_msg("case %zu: %s", i, errs.msgs[0]);
+        sw_config_errors_free(&errs);
+    }
+}
+
 /* Anchors and aliases are plain YAML: a shared price block. */
 static void test_aliases(void **state)
 {
@@ -782,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_too_many_errors),
         cmocka_unit_test(test_aliases),
+        cmocka_unit_test(test_pii_binary_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -370,11 +370,13 @@ static void test_request_roundtrip(void **state)
         fail_msg("%s", je.text);
     struct sw_pii_counts c;
     assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
-    assert_int_equal(c.n[SW_PII_EMAIL], 2);      /* not the model name, image URL or metadata */
+    /* not the model name; the http image URL and metadata are text like any other */
+    assert_int_equal(c.n[SW_PII_EMAIL], 4);
     assert_int_equal(c.n[SW_PII_IBAN], 1);
     assert_int_equal(c.n[SW_PII_PHONE], 1);
     assert_int_equal(c.n[SW_PII_SECRET], 1);
-    assert_int_equal(c.total, 5);
+    assert_int_equal(c.total, 7);
+    assert_int_equal(c.binary, 0);
 
     /* the value of the secret holds a quote and a backslash */
     json_t *args0 = json_loads(json_string_value(json_object_get(json_object_get(json_array_get(
@@ -385,7 +387,7 @@ static void test_request_roundtrip(void **state)
 
     struct sw_pii_map *m = sw_pii_map_new();
     assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_OK);
-    assert_int_equal(c.total, 5);
+    assert_int_equal(c.total, 7);
     json_t *msgs = json_object_get(body, "messages");
     /* "[EMAIL_1]" was in the request already: reserved, so the real one is 2 */
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "content")),
@@ -399,7 +401,13 @@ static void test_request_roundtrip(void **state)
         json_object_get(json_array_get(msgs, 3), "tool_calls"), 0), "function"), "arguments"));
     assert_string_equal(args, "{\"dsn\":\"postgres://[SECRET_1]@db/x\"}");
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 4), "content")),
-                        "found [EMAIL_3]");
+                        "found [EMAIL_4]");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(
+                            json_array_get(json_object_get(json_array_get(msgs, 2), "content"), 1),
+                            "image_url"), "url")),
+                        "https://x/[EMAIL_3]");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(body, "metadata"), "owner")),
+                        "[EMAIL_5]");
     assert_string_equal(json_string_value(json_object_get(body, "model")), "gpt-4o a@example.com");
     char *dump = json_dumps(body, JSON_COMPACT);
     assert_null(strstr(dump, "NL91"));
@@ -413,7 +421,7 @@ static void test_request_roundtrip(void **state)
         "chat.completion", "choices", "index", 0, "message", "role", "assistant", "content",
         "Hi [EMAIL_2] ([EMAIL_1]), IBAN [IBAN_1], [PHONE_1], [IBAN_9]", "tool_calls", "id", "c2",
         "type", "function", "function", "name", "connect", "arguments",
-        "{\"dsn\": \"postgres://[SECRET_1]@db/x\", \"who\": \"[EMAIL_3]\"}", "finish_reason",
+        "{\"dsn\": \"postgres://[SECRET_1]@db/x\", \"who\": \"[EMAIL_4]\"}", "finish_reason",
         "tool_calls");
     assert_int_equal(sw_pii_unmask_response(m, resp), SW_OK);
     json_t *msg = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "message");
@@ -428,6 +436,156 @@ static void test_request_roundtrip(void **state)
     assert_string_equal(json_string_value(json_object_get(a, "who")), "b@example.com");
     json_decref(a);
     json_decref(resp);
+    sw_pii_map_free(m);
+    json_decref(body);
+}
+
+/* Every string of the body is scanned, at any depth and in unknown fields,
+ * except the structural allow-list (by whole path: the same key elsewhere is
+ * scanned); keys are scanned; binary payloads are counted, not read. */
+static const char *WHOLE =
+    "{\"model\":\"m model.y@example.com\",\"user\":\"user.x@example.com\",\"stop\":[\"stop.x@example.com\"],"
+    "\"prediction\":{\"type\":\"content\",\"content\":\"pred.x@example.com\"},"
+    "\"reasoning_effort\":\"effort.y@example.com\",\"service_tier\":\"tier.y@example.com\","
+    "\"response_format\":{\"type\":\"rftype.y@example.com\",\"json_schema\":{\"name\":\"x\","
+    "  \"schema\":{\"description\":\"schema.x@example.com\"}}},"
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"tooldesc.x@example.com\","
+    "  \"parameters\":{\"type\":\"object\",\"properties\":{\"who\":{\"type\":\"string\","
+    "  \"enum\":[\"toolenum.x@example.com\"]}}}}}],"
+    "\"tool_choice\":\"choice.y@example.com\",\"x_unknown\":{\"a\":[[{\"b\":\"deep.x@example.com\"}]]},"
+    "\"metadata\":{\"k\":\"meta.x@example.com\"},"
+    "\"messages\":[{\"role\":\"user\",\"name\":\"sender.x@example.com\",\"content\":[{\"type\":\"file\","
+    "  \"file\":{\"filename\":\"filename.x@example.com.pdf\",\"file_data\":\"data:x;base64,filedata.y@example.com\","
+    "  \"file_id\":\"fileid.y@example.com\"}},"
+    "  {\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,imgdata.y@example.com\","
+    "   \"detail\":\"detail.y@example.com\"}},"
+    "  {\"type\":\"image_url\",\"image_url\":{\"url\":\"https://h/http.x@example.com\"}},"
+    "  {\"type\":\"input_audio\",\"input_audio\":{\"data\":\"audio.y@example.com\",\"format\":\"wav\"}}]},"
+    " {\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"callid.y@example.com\","
+    "  \"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"m\\\":\\\"args.x@example.com\\\"}\"}}]},"
+    " {\"role\":\"tool\",\"tool_call_id\":\"toolcallid.y@example.com\",\"content\":\"ok\"}]}";
+
+static const char *const WHOLE_SCANNED[] = {
+    "user.x@example.com", "stop.x@example.com", "pred.x@example.com", "schema.x@example.com", "tooldesc.x@example.com",
+    "toolenum.x@example.com", "deep.x@example.com", "meta.x@example.com", "sender.x@example.com", "filename.x@example.com",
+    "http.x@example.com", "args.x@example.com"};
+static const char *const WHOLE_SKIPPED[] = {
+    "m model.y@example.com", "effort.y@example.com", "tier.y@example.com",
+    "rftype.y@example.com", "choice.y@example.com",
+    "fileid.y@example.com", "detail.y@example.com", "callid.y@example.com", "toolcallid.y@example.com",
+    "base64,filedata.y@example.com", "base64,imgdata.y@example.com", "audio.y@example.com"};
+
+static void test_request_whole_body(void **state)
+{
+    (void)state;
+    json_error_t je;
+    json_t *body = json_loads(WHOLE, 0, &je);
+    if (!body)
+        fail_msg("%s", je.text);
+    struct sw_pii_counts c;
+    assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
+    assert_int_equal(c.n[SW_PII_EMAIL], sizeof WHOLE_SCANNED / sizeof *WHOLE_SCANNED);
+    assert_int_equal(c.total, c.n[SW_PII_EMAIL]);
+    assert_int_equal(c.binary, 3);      /* data: image, audio, file_data; not the https image */
+
+    struct sw_pii_map *m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_OK);
+    assert_int_equal(c.total, sizeof WHOLE_SCANNED / sizeof *WHOLE_SCANNED);
+    assert_int_equal(c.binary, 3);
+    char *dump = json_dumps(body, JSON_COMPACT);
+    for (size_t i = 0; i < sizeof WHOLE_SCANNED / sizeof *WHOLE_SCANNED; i++)
+        if (strstr(dump, WHOLE_SCANNED[i]))
+            fail_msg("%s left unmasked in %s", WHOLE_SCANNED[i], dump);
+    for (size_t i = 0; i < sizeof WHOLE_SKIPPED / sizeof *WHOLE_SKIPPED; i++)
+        if (!strstr(dump, WHOLE_SKIPPED[i]))
+            fail_msg("structural or binary %s was rewritten in %s", WHOLE_SKIPPED[i], dump);
+    /* the arguments stay JSON; the enum value carries the placeholder */
+    assert_non_null(strstr(dump, "\"enum\":[\"[EMAIL_"));
+    assert_non_null(strstr(dump, "\"arguments\":\"{\\\"m\\\":\\\"[EMAIL_"));
+    free(dump);
+    sw_pii_map_free(m);
+    json_decref(body);
+}
+
+/* A key holding an entity: counted by the scan; the mask cannot rename it
+ * and fails (the caller never sends such a request where masking was
+ * needed). A plain key is fine. */
+static void test_request_keys(void **state)
+{
+    (void)state;
+    struct sw_pii_counts c;
+    json_t *body = json_pack("{s:s, s:[{s:s, s:s}], s:{s:{s:{s:{s:s}}}}}", "model", "m", "messages",
+                             "role", "user", "content", "hello", "tools", "parameters",
+                             "properties", "k@example.com", "type", "string");
+    assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
+    assert_int_equal(c.n[SW_PII_EMAIL], 1);
+    struct sw_pii_map *m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_EINVAL);
+    sw_pii_map_free(m);
+    json_decref(body);
+
+    body = json_pack("{s:s, s:[{s:s, s:s}], s:{s:s}}", "model", "m", "messages", "role", "user",
+                     "content", "mail j@example.com", "metadata", "email", "on file");
+    assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
+    assert_int_equal(c.total, 1);
+    m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_OK);
+    assert_int_equal(c.total, 1);
+    sw_pii_map_free(m);
+    json_decref(body);
+
+    /* a key with a NUL cannot pose as an allow-listed one */
+    json_t *o = json_object();
+    json_object_setn_new(o, "model\0x", 7, json_string("z@example.com"));
+    assert_int_equal(sw_pii_scan_request(E, o, &c), SW_OK);
+    assert_int_equal(c.n[SW_PII_EMAIL], 1);
+    json_decref(o);
+}
+
+/* Deep nesting is walked to the bound; past it the walk fails (fail closed). */
+static void test_request_depth(void **state)
+{
+    (void)state;
+    struct sw_pii_counts c;
+    json_t *leaf = json_string("deep d@example.com");
+    for (int i = 0; i < 200; i++)
+        leaf = i % 2 ? json_pack("{s:o}", "x", leaf) : json_pack("[o]", leaf);
+    json_t *body = json_pack("{s:s, s:o}", "model", "m", "extra", leaf);
+    assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
+    assert_int_equal(c.n[SW_PII_EMAIL], 1);
+    struct sw_pii_map *m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_OK);
+    assert_int_equal(c.total, 1);
+    sw_pii_map_free(m);
+    json_decref(body);
+
+    leaf = json_string("x");
+    for (int i = 0; i < 300; i++)
+        leaf = json_pack("[o]", leaf);
+    body = json_pack("{s:s, s:o}", "model", "m", "extra", leaf);
+    assert_int_equal(sw_pii_scan_request(E, body, &c), SW_ETOOBIG);
+    m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(E, m, body, &c), SW_ETOOBIG);
+    sw_pii_map_free(m);
+    json_decref(body);
+}
+
+/* What masking sends re-scans clean: a number glued to a masked value is
+ * only a number of its own once the value is a placeholder; the mask then
+ * fails (never sent) rather than send a text the scanner would flag. */
+static void test_request_masked_rescans_clean(void **state)
+{
+    (void)state;
+    struct sw_pii_counts c;
+    json_t *body = json_pack("{s:s, s:[{s:s, s:s}]}", "model", "m", "messages", "role", "user",
+                             "content", "EMP-654321+1 3 6 1234 1234:67:678");
+    assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
+    assert_true(c.total > 0);
+    struct sw_pii_map *m = sw_pii_map_new();
+    if (sw_pii_mask_request(E, m, body, &c) == SW_OK) {
+        assert_int_equal(sw_pii_scan_request(E, body, &c), SW_OK);
+        assert_int_equal(c.total, 0);
+    }
     sw_pii_map_free(m);
     json_decref(body);
 }
@@ -717,6 +875,10 @@ int main(void)
         cmocka_unit_test(test_mask_stable),
         cmocka_unit_test(test_map_bound),
         cmocka_unit_test(test_request_roundtrip),
+        cmocka_unit_test(test_request_whole_body),
+        cmocka_unit_test(test_request_keys),
+        cmocka_unit_test(test_request_depth),
+        cmocka_unit_test(test_request_masked_rescans_clean),
         cmocka_unit_test(test_json_text_mask),
         cmocka_unit_test(test_request_empty_and_bad),
         cmocka_unit_test(test_stream_every_split),
