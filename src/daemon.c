@@ -18,6 +18,7 @@
 #include "state/live.h"
 #include "upstream/curlev.h"
 #include "upstream/health.h"
+#include "upstream/startcheck.h"
 
 /* The PII engine of a config: the built-in types plus pii.custom. NULL (and
  * the reason printed) when a custom type does not compile. */
@@ -57,6 +58,10 @@ static struct sw_config *load_config(const char *path, struct sw_pii_engine **pi
      * send an OpenAI body to an Anthropic endpoint. */
     int bad = 0;
     for (size_t i = 0; i < cfg->n_backends; i++) {
+        if (cfg->backends[i].url_v1_stripped)
+            fprintf(stderr, "%s: notice: backends[%zu].url (%s): read as \"%s\"; the /v1 is dropped "
+                    "because Spillway appends /v1/chat/completions itself\n",
+                    path, i, cfg->backends[i].name, cfg->backends[i].url);
         if (cfg->backends[i].dialect != SW_DIALECT_OPENAI) {
             fprintf(stderr, "%s: backends[%zu].dialect: %s is not supported by this build yet; use openai\n",
                     path, i, sw_dialect_name(cfg->backends[i].dialect));
@@ -83,6 +88,7 @@ struct daemon {
     struct sw_live_shared *shared;  /* survives reloads */
     struct sw_live *live;
     struct sw_healthcheck *hc;
+    struct sw_startcheck *startcheck;
     struct sw_front *front;
     struct sw_obs_sinks obs;
     struct event *drain_timer, *watch_timer;
@@ -263,6 +269,7 @@ int sw_daemon_run(const char *config_path)
 
     sw_info("spillway %s serving %zu model(s) on %zu backend(s)", SW_VERSION, cfg->n_models,
             cfg->n_backends);
+    d.startcheck = sw_startcheck_new(d.cev, d.live);
     event_base_dispatch(d.base);
     rc = 0;
 
@@ -277,6 +284,7 @@ out:
         event_free(sigint);
     if (sighup)
         event_free(sighup);
+    sw_startcheck_free(d.startcheck);
     sw_front_free(d.front);
     sw_healthcheck_free(d.hc);
     sw_live_unref(d.live);

@@ -65,6 +65,7 @@ struct sw_config_backend {
     long queue_max;             /* local: requests Spillway holds waiting for a slot, default 64 */
     char *health_path;          /* local: GET path polled for health, default "/health"; NULL: none */
     long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
+    bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
 };
 
 struct sw_config_model {

@@ -50,6 +50,23 @@ models:
   assert.match(r.stderr, new RegExp(`${p}:9:\\d+: models\\[0\\]\\.backends\\[1\\]: .*nope`));
 });
 
+test('--check-config: a backend url ending in /v1 is valid and the notice says what it is read as', () => {
+  const p = file(`listen: "127.0.0.1:8080"
+backends:
+  - { name: edge, tier: local, url: "http://127.0.0.1:8081/v1", model: m }
+  - { name: proxy, tier: cloud, url: "https://gw.example/openai/v1/", model: m }
+  - { name: plain, tier: cloud, url: "https://api.example", model: m }
+models:
+  - { name: chat, backends: [edge, proxy, plain] }
+`);
+  const r = run('--check-config', p);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /: ok/);
+  assert.match(r.stderr, /backends\[0\]\.url \(edge\): read as "http:\/\/127\.0\.0\.1:8081"; the \/v1 is dropped/);
+  assert.match(r.stderr, /backends\[1\]\.url \(proxy\): read as "https:\/\/gw\.example\/openai"/);
+  assert.doesNotMatch(r.stderr, /plain/);
+});
+
 test('starting with an invalid config exits 1 without listening', () => {
   const r = run('-c', file('listen: 12\n'));
   assert.equal(r.status, 1);

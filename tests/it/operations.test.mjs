@@ -668,3 +668,124 @@ describe('the shipped Grafana dashboard', () => {
     }
   });
 });
+
+// A port nothing listens on: bound, then closed.
+async function deadUrl() {
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return `http://127.0.0.1:${port}`;
+}
+
+describe('the traps of a first run', () => {
+  test('a backend url written with /v1 or /v1/ (as the OpenAI and llama.cpp docs write it) serves, with a start-up notice of what was understood', async () => {
+    const procs = [];
+    try {
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const cloud = await startLlmsim(['--model', 'cloud-model']);
+      procs.push(cloud);
+      const gw = await startSpillway(config({
+        backends: { edge: { url: `${edge.url}/v1`, slots: 2 }, cloud: { url: `${cloud.url}/v1/` } },
+        models: { local: ['edge'], remote: ['cloud'] },
+      }));
+      procs.push(gw);
+      for (const [model, sim] of [['local', edge], ['remote', cloud]]) {
+        const r = await ask(gw, model);
+        assert.equal(r.status, 200, `${model}: ${r.text}`);
+        assert.equal((await getJSON(`${sim.url}/admin/received?n=1`)).body.requests.length, 1);
+      }
+      assert.match(gw.output(), new RegExp(`backends\\[0\\]\\.url \\(edge\\): read as "${edge.url}"`));
+      assert.match(gw.output(), new RegExp(`backends\\[1\\]\\.url \\(cloud\\): read as "${cloud.url}"`));
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+
+  test('a backend that is unreachable, answers 404 (url prefix) or does not list its model is named at start-up, in the log and in /admin/state last_error', async () => {
+    const procs = [];
+    try {
+      const sim = await startLlmsim(['--model', 'edge-model']);
+      procs.push(sim);
+      const dead = await deadUrl();
+      const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: good, tier: local, url: "${sim.url}", model: edge-model }
+  - { name: gone, tier: local, url: "${dead}", model: edge-model }
+  - { name: prefixed, tier: cloud, url: "${sim.url}/api", model: edge-model }
+  - { name: unlisted, tier: cloud, url: "${sim.url}", model: gpt-nope }
+models:
+  - { name: chat, backends: [good] }
+  - { name: broken, backends: [gone] }
+`);
+      procs.push(gw);
+      const warned = (name) => gw.output().split('\n').find((l) => / warn /.test(l) && l.includes(`backend ${name} (`));
+      await waitFor(() => warned('gone') && warned('prefixed') && warned('unlisted'), { timeout: 10000, what: 'three start-up warnings' });
+      assert.match(warned('gone'), /GET \/v1\/models: .*(connect|refused)/i);
+      assert.match(warned('prefixed'), /404 from GET \/api\/v1\/models.*url must be the server's root/);
+      assert.match(warned('unlisted'), /model "gpt-nope" is not among the 1 model\(s\) GET \/v1\/models lists \(edge-model\)/);
+      assert.equal(warned('good'), undefined);
+
+      const st = Object.fromEntries((await state(gw)).backends.map((b) => [b.name, b.last_error]));
+      assert.equal(st.good, null);
+      assert.match(st.gone, /connect/i);
+      assert.match(st.prefixed, /^404 from GET \/api\/v1\/models/);
+      assert.match(st.unlisted, /gpt-nope/);
+
+      // The 503 a client then gets names the backend, its state and why.
+      await waitFor(async () => (await backendState(gw, 'gone')).health === 'down', { what: 'gone marked down' });
+      const r = await getJSON(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'broken', messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(r.status, 503);
+      assert.equal(r.body.error.code, 'all_backends_failed');
+      assert.match(r.body.error.message, /\(gone: down, last error: GET \/v1\/models: .*connect/i);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+
+  test('a backend that passed its start-up check but then fails requests shows the failure as last_error; a success clears it', async () => {
+    const procs = [];
+    try {
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const gw = await startSpillway(config({ backends: { edge: { url: edge.url, slots: 2 } }, models: { chat: ['edge'] } }));
+      procs.push(gw);
+      await waitFor(() => /backend edge \(.*passed its start-up check/.test(gw.output()), { what: 'the start-up check' });
+      assert.equal((await backendState(gw, 'edge')).last_error, null);
+      await setFaults(edge, { error_rate: 1, error_status: 500 });
+      const failed = await ask(gw, 'chat');
+      assert.equal(failed.status, 503);
+      assert.match(JSON.parse(failed.text).error.message, /edge: status 500.*GET \/admin\/state \(each backend's last_error\)/);
+      assert.match((await backendState(gw, 'edge')).last_error, /answered 500/);
+      await setFaults(edge, null);
+      assert.equal((await ask(gw, 'chat')).status, 200);
+      assert.equal((await backendState(gw, 'edge')).last_error, null);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+
+  test('401 for a wrong API key says how to send a right one', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model']);
+    const gw = await startSpillway(config({ backends: { edge: { url: edge.url, slots: 2 } }, models: { chat: ['edge'] } })
+      .replace('backends:', 'keys:\n  - { name: app, key: "sk-right" }\nbackends:'));
+    try {
+      const r = await getJSON(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-wrong' },
+        body: JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(r.status, 401);
+      assert.equal(r.body.error.code, 'invalid_api_key');
+      assert.match(r.body.error.message, /keys: in the gateway's config as 'Authorization: Bearer KEY'/);
+    } finally {
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+});
