@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/notify.h"
 #include "config/config.h"
 #include "front/front.h"
 #include "obs/declog.h"
@@ -123,6 +125,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     sw_info("%s: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    sw_notify("STOPPING=1");
     struct timeval tv = {d->drain_timeout_ms / 1000, (d->drain_timeout_ms % 1000) * 1000};
     evtimer_add(d->drain_timer, &tv);
     sw_front_drain(d->front, on_drained, d);
@@ -134,9 +137,26 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
  * Requests in flight finish on the snapshot they started with (they hold
  * references); backend state (breakers, queues, learned rates) carries over
  * by name. */
+static int do_reload(struct daemon *d, char *msg, size_t cap);
+
 static int reload(void *ud, char *msg, size_t cap)
 {
     struct daemon *d = ud;
+    /* MONOTONIC_USEC: systemd (253+) wants the time the reload began. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char reloading[80];
+    snprintf(reloading, sizeof reloading, "RELOADING=1\nMONOTONIC_USEC=%lld",
+             (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+    sw_notify(reloading);
+    int err = do_reload(d, msg, cap);
+    sw_notify(err ? "READY=1\nSTATUS=reload refused; the old configuration keeps serving"
+                  : "READY=1\nSTATUS=serving");
+    return err;
+}
+
+static int do_reload(struct daemon *d, char *msg, size_t cap)
+{
     struct sw_pii_engine *pii = NULL;
     stat(d->config_path, &d->seen); /* a refused file is not retried until it changes */
     struct sw_config *cfg = load_config(d->config_path, &pii);
@@ -270,6 +290,8 @@ int sw_daemon_run(const char *config_path)
     sw_info("spillway %s serving %zu model(s) on %zu backend(s)", SW_VERSION, cfg->n_models,
             cfg->n_backends);
     d.startcheck = sw_startcheck_new(d.cev, d.live);
+    /* Listening since sw_front_new: tell the service manager (Type=notify). */
+    sw_notify("READY=1\nSTATUS=serving");
     event_base_dispatch(d.base);
     rc = 0;
 

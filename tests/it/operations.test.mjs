@@ -8,7 +8,8 @@ import { readFileSync, writeFileSync, renameSync, existsSync, mkdtempSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
-import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { spawn } from 'node:child_process';
+import { startLlmsim, startSpillway, waitFor, getJSON, tempDir } from './lib/harness.mjs';
 import { rawConnect } from './lib/rawhttp.mjs';
 
 const ADMIN = 'sk-admin-ops';
@@ -786,6 +787,73 @@ models:
     } finally {
       await gw.stop();
       await edge.stop();
+    }
+  });
+});
+
+// A stand-in for systemd: owns a unix datagram socket (Node has none, so
+// python3 holds it) and prints each notification as one JSON line; on
+// READY=1 it first tries to connect to the gateway's port, so the line says
+// whether the port was accepting when readiness was announced.
+const NOTIFY_LISTENER = `
+import json, socket, sys
+path, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+print(json.dumps({"bound": True}), flush=True)
+while True:
+    msg = s.recv(4096).decode()
+    accepting = None
+    if "READY=1" in msg.split("\\n"):
+        c = socket.socket()
+        try:
+            c.connect(("127.0.0.1", port)); accepting = True
+        except OSError:
+            accepting = False
+        c.close()
+    print(json.dumps({"msg": msg, "accepting": accepting}), flush=True)
+`;
+
+describe('running under a service manager', () => {
+  test('NOTIFY_SOCKET: READY=1 once the port accepts, RELOADING=1 then READY=1 on SIGHUP, STOPPING=1 on SIGTERM', async () => {
+    const procs = [];
+    const dir = tempDir('spillway-notify-');
+    const sock = join(dir, 'notify.sock');
+    const port = await new Promise((res) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
+    const listener = spawn('python3', ['-u', '-c', NOTIFY_LISTENER, sock, String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const got = [];
+    let err = '';
+    let buf = '';
+    listener.stdout.on('data', (d) => {
+      buf += d;
+      for (let i; (i = buf.indexOf('\n')) >= 0; buf = buf.slice(i + 1)) got.push(JSON.parse(buf.slice(0, i)));
+    });
+    listener.stderr.on('data', (d) => { err += d; });
+    try {
+      await waitFor(() => got.some((m) => m.bound), { timeout: 10000, what: `the notify listener (${err})` });
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const gw = await startSpillway(config({ backends: { edge: { url: edge.url, slots: 2 } }, models: { chat: ['edge'] } })
+        .replace('listen: "127.0.0.1:0"', `listen: "127.0.0.1:${port}"`), { env: { NOTIFY_SOCKET: sock } });
+      procs.push(gw);
+      const msgs = () => got.filter((m) => m.msg !== undefined);
+      const ready = await waitFor(() => msgs().find((m) => /^READY=1$/m.test(m.msg)), { timeout: 10000, what: 'READY=1' });
+      assert.equal(ready.accepting, true, 'READY=1 was sent before the port accepted connections');
+      assert.equal(msgs().length, 1, JSON.stringify(msgs()));
+
+      gw.proc.kill('SIGHUP');
+      await waitFor(() => msgs().length >= 3, { timeout: 10000, what: 'RELOADING=1 and READY=1 after SIGHUP' });
+      assert.match(msgs()[1].msg, /^RELOADING=1\nMONOTONIC_USEC=\d+$/);
+      assert.match(msgs()[2].msg, /^READY=1$/m);
+      assert.match(gw.output(), /reloaded /);
+
+      gw.proc.kill('SIGTERM');
+      await waitFor(() => msgs().length >= 4, { timeout: 10000, what: 'STOPPING=1 after SIGTERM' });
+      assert.equal(msgs()[3].msg, 'STOPPING=1');
+      await gw.exited;
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+      listener.kill();
     }
   });
 });
