@@ -795,23 +795,33 @@ models:
 // python3 holds it) and prints each notification as one JSON line; on
 // READY=1 it first tries to connect to the gateway's port, so the line says
 // whether the port was accepting when readiness was announced.
+// A stand-in for systemd: owns a unix datagram socket (Node has none, so
+// python3 holds it) and prints each notification as one JSON line. On
+// READY=1 it stops the sender (its pid from SO_PASSCRED), tries to connect to
+// the gateway's port and lets the sender go on: the line says whether the
+// port was accepting when readiness was announced.
 const NOTIFY_LISTENER = `
-import json, socket, sys
+import json, os, signal, socket, struct, sys
 path, port = sys.argv[1], int(sys.argv[2])
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
 s.bind(path)
 print(json.dumps({"bound": True}), flush=True)
 while True:
-    msg = s.recv(4096).decode()
+    data, anc, _, _ = s.recvmsg(4096, socket.CMSG_SPACE(12))
+    msg = data.decode()
+    pid = next((struct.unpack("3i", d[:12])[0] for l, t, d in anc if t == socket.SCM_CREDENTIALS), 0)
     accepting = None
-    if "READY=1" in msg.split("\\n"):
+    if "READY=1" in msg.split("\\n") and pid:
+        os.kill(pid, signal.SIGSTOP)
         c = socket.socket()
         try:
             c.connect(("127.0.0.1", port)); accepting = True
         except OSError:
             accepting = False
         c.close()
-    print(json.dumps({"msg": msg, "accepting": accepting}), flush=True)
+        os.kill(pid, signal.SIGCONT)
+    print(json.dumps({"msg": msg, "accepting": accepting, "pid": pid}), flush=True)
 `;
 
 describe('running under a service manager', () => {
@@ -838,6 +848,7 @@ describe('running under a service manager', () => {
       procs.push(gw);
       const msgs = () => got.filter((m) => m.msg !== undefined);
       const ready = await waitFor(() => msgs().find((m) => /^READY=1$/m.test(m.msg)), { timeout: 10000, what: 'READY=1' });
+      assert.equal(ready.pid, gw.proc.pid, 'READY=1 comes from the gateway itself');
       assert.equal(ready.accepting, true, 'READY=1 was sent before the port accepted connections');
       assert.equal(msgs().length, 1, JSON.stringify(msgs()));
 
