@@ -34,6 +34,9 @@ if [ "$what" = test ]; then
   bin bc bc
   bin openssl openssl
   bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)
+  bin promtool prometheus     # make install-check: promtool check rules docs/prometheus/alerts.yml
+  bin man man-db              # make install-check: man -l renders dist/spillway.1
+  bin groff groff             #   ... and checks it for warnings
   # make fuzz-smoke: clang and its libFuzzer runtime (a recommendation of clang's, skipped below)
   printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; return (int)n * 0; }\n' \
     | clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 || need+=(clang libclang-rt-dev)
