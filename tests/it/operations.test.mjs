@@ -679,6 +679,46 @@ async function deadUrl() {
   return `http://127.0.0.1:${port}`;
 }
 
+describe('the shipped Prometheus alert rules', () => {
+  // docs/prometheus/alerts.yml: an alert over a metric Spillway does not
+  // export never fires, silently. Every spillway_* name in the file (rules
+  // and annotations) must be in a live scrape.
+  test('every spillway_* metric named in docs/prometheus/alerts.yml is exported on /metrics', async () => {
+    const procs = [];
+    try {
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const cloud = await startLlmsim(['--model', 'cloud-model']);
+      procs.push(cloud);
+      const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url }));
+      procs.push(gw);
+      const r = await chat(gw);
+      assert.equal(r.status, 200, await r.text());
+      const text = await (await fetch(`${gw.url}/metrics`)).text();
+      const exported = new Set();
+      for (const line of text.split('\n')) {
+        // A declared family counts (a counter has no sample until it first moves).
+        const t = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)/.exec(line);
+        if (t) exported.add(t[1]);
+        if (t && t[2] === 'histogram') for (const suf of ['_bucket', '_sum', '_count']) exported.add(t[1] + suf);
+        const s = /^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/.exec(line);
+        if (s && !line.startsWith('#')) exported.add(s[1]);
+      }
+      const rules = readFileSync(new URL('../../docs/prometheus/alerts.yml', import.meta.url), 'utf8');
+      const used = new Set([...rules.matchAll(/spillway_[a-z_]+/g)].map(([n]) => n));
+      assert.ok(used.size >= 8, `expected the alerts' metric names, got ${[...used]}`);
+      for (const alert of ['SpillwayHighSpillRate', 'SpillwayTTFTBudgetMisses', 'SpillwayBreakerOpen', 'SpillwaySpendCapNear', 'SpillwayConfigReloadFailed'])
+        assert.match(rules, new RegExp(`alert: ${alert}\\n`));
+      const missing = [...used].filter((n) => !exported.has(n)).sort();
+      assert.deepEqual(missing, [], `metrics docs/prometheus/alerts.yml uses but /metrics lacks: ${missing.join(', ')}`);
+      // The reload alert's label value exists from the start.
+      assert.match(text, /^spillway_config_reloads_total\{result="failed"\} 0$/m);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+});
+
 describe('the traps of a first run', () => {
   test('a backend url written with /v1 or /v1/ (as the OpenAI and llama.cpp docs write it) serves, with a start-up notice of what was understood', async () => {
     const procs = [];
