@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,18 @@ struct sw_startcheck {
     struct sw_live *live;
     struct check *checks;
     size_t n;
+    size_t done, passed;        /* checks finished (or never started), and passed */
 };
+
+/* One line when every check has ended, so an operator (or a test) knows the
+ * start-up warnings are complete. */
+static void finished_one(struct sw_startcheck *s, bool passed)
+{
+    s->done++;
+    s->passed += passed;
+    if (s->done == s->n)
+        sw_info("start-up checks done: %zu of %zu backend(s) passed", s->passed, s->n);
+}
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 {
@@ -137,6 +149,7 @@ static void on_done(void *ud, CURLcode rc)
         sw_info("backend %s (%s) passed its start-up check", be->name, be->url);
     }
     check_clear(c);
+    finished_one(c->s, !why[0]);
 }
 
 static int start(struct check *c, const struct sw_config_backend *be, long timeout_ms)
@@ -200,8 +213,11 @@ struct sw_startcheck *sw_startcheck_new(struct sw_curlev *cev, struct sw_live *l
         struct check *c = &s->checks[i];
         c->s = s;
         c->i = i;
-        if (start(c, &live->cfg->backends[i], live->cfg->routing.request_timeout_ms))
+        if (start(c, &live->cfg->backends[i], live->cfg->routing.request_timeout_ms)) {
+            sw_warn("backend %s: its start-up check could not be sent", live->cfg->backends[i].name);
             check_clear(c);
+            finished_one(s, false);
+        }
     }
     return s;
 }

@@ -101,7 +101,14 @@ export async function startSpillway(yaml, opts = {}) {
   let p;
   try {
     p = await startProcess(join(BUILD, 'spillway'), ['-c', file, ...(opts.args || [])], opts);
+    // The start-up check sends each backend GET /v1/models; wait for it to
+    // end, so that what a test then counts on a backend is its own traffic.
+    // (Not logged under --log-level warn or error.)
+    const quiet = (opts.args || []).some((a) => /^(warn|error)$/.test(a));
+    if (!quiet) await waitFor(() => /start-up checks done/.test(p.output()) || p.proc.exitCode !== null,
+      { timeout: 15000, what: `spillway's start-up checks:\n${p.output()}` });
   } catch (e) {
+    if (p) await p.stop('SIGKILL').catch(() => {});
     removeTempDir(dir);
     throw e;
   }
