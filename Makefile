@@ -3,6 +3,8 @@
 #   make run        install what is missing, build, start the demo (examples/demo.yaml)
 #   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests
 #   make test-unit / test-it / fuzz-smoke / bench / fuzz / check-pure
+#   make install    binary, man page, examples, systemd unit (PREFIX=/usr/local, DESTDIR honoured)
+#   make install-check   make install into a temp DESTDIR and check what landed (run by make test)
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
 
 CC      ?= cc
@@ -33,7 +35,7 @@ UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))
 UT_SW    := $(filter-out $(UT_SIM),$(sort $(wildcard tests/unit/test_*.c)))
 UT_BIN   := $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%) $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke deps deps-test check-pure clean
+.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke deps deps-test check-pure clean install install-check
 all: $(BUILD)/spillway $(BUILD)/llmsim
 
 deps:
@@ -88,7 +90,7 @@ run: deps
 
 test: deps-test
 	@$(MAKE) --no-print-directory all unit-bins
-	@$(MAKE) --no-print-directory check-pure test-unit fuzz-smoke test-it
+	@$(MAKE) --no-print-directory check-pure test-unit fuzz-smoke test-it install-check
 
 unit-bins: $(UT_BIN)
 
@@ -108,6 +110,31 @@ fuzz:
 # build in build/fuzz whatever SANITIZE says); the long runs are `make fuzz`.
 fuzz-smoke:
 	@FUZZ_SMOKE=1 tests/fuzz/run.sh
+
+# Installation. The unit runs $(BINDIR)/spillway -c $(SYSCONFDIR)/spillway/spillway.yaml;
+# an existing spillway.yaml is never overwritten.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/spillway
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+
+install: $(BUILD)/spillway
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR)/examples \
+	   $(DESTDIR)$(DOCDIR)/prometheus $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/spillway
+	install -m 755 $(BUILD)/spillway $(DESTDIR)$(BINDIR)/spillway
+	install -m 644 dist/spillway.1 $(DESTDIR)$(MANDIR)/man1/spillway.1
+	install -m 644 examples/*.yaml $(DESTDIR)$(DOCDIR)/examples/
+	install -m 644 docs/prometheus/alerts.yml $(DESTDIR)$(DOCDIR)/prometheus/alerts.yml
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' dist/systemd/spillway.service.in \
+	   > $(DESTDIR)$(UNITDIR)/spillway.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/spillway.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/spillway/spillway.yaml ] || \
+	   install -m 644 examples/llamacpp-openai.yaml $(DESTDIR)$(SYSCONFDIR)/spillway/spillway.yaml
+
+install-check: $(BUILD)/spillway
+	@BUILD=$(BUILD) scripts/install-check.sh
 
 clean:
 	rm -rf build

@@ -37,6 +37,9 @@ if [ "$what" = test ]; then
   sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ] || need+=("$2"); }
   sbin ip iproute2            # tests/it/faults.test.mjs: network namespaces, veth, tc netem / tbf
   sbin modprobe kmod          # tests/it/faults.test.mjs: modprobe sch_netem
+  bin promtool prometheus     # make install-check: promtool check rules docs/prometheus/alerts.yml
+  bin man man-db              # make install-check: man -l renders dist/spillway.1
+  bin groff groff             #   ... and checks it for warnings
   # make fuzz-smoke: clang and its libFuzzer runtime (a recommendation of clang's, skipped below)
   printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; return (int)n * 0; }\n' \
     | clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 || need+=(clang libclang-rt-dev)

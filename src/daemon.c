@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/notify.h"
 #include "config/config.h"
 #include "front/front.h"
 #include "obs/declog.h"
@@ -18,6 +20,7 @@
 #include "state/live.h"
 #include "upstream/curlev.h"
 #include "upstream/health.h"
+#include "upstream/startcheck.h"
 
 /* The PII engine of a config: the built-in types plus pii.custom. NULL (and
  * the reason printed) when a custom type does not compile. */
@@ -57,6 +60,10 @@ static struct sw_config *load_config(const char *path, struct sw_pii_engine **pi
      * send an OpenAI body to an Anthropic endpoint. */
     int bad = 0;
     for (size_t i = 0; i < cfg->n_backends; i++) {
+        if (cfg->backends[i].url_v1_stripped)
+            fprintf(stderr, "%s: notice: backends[%zu].url (%s): read as \"%s\"; the /v1 is dropped "
+                    "because Spillway appends /v1/chat/completions itself\n",
+                    path, i, cfg->backends[i].name, cfg->backends[i].url);
         if (cfg->backends[i].dialect != SW_DIALECT_OPENAI) {
             fprintf(stderr, "%s: backends[%zu].dialect: %s is not supported by this build yet; use openai\n",
                     path, i, sw_dialect_name(cfg->backends[i].dialect));
@@ -83,6 +90,7 @@ struct daemon {
     struct sw_live_shared *shared;  /* survives reloads */
     struct sw_live *live;
     struct sw_healthcheck *hc;
+    struct sw_startcheck *startcheck;
     struct sw_front *front;
     struct sw_obs_sinks obs;
     struct event *drain_timer, *watch_timer;
@@ -117,6 +125,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     sw_info("%s: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    sw_notify("STOPPING=1");
     struct timeval tv = {d->drain_timeout_ms / 1000, (d->drain_timeout_ms % 1000) * 1000};
     evtimer_add(d->drain_timer, &tv);
     sw_front_drain(d->front, on_drained, d);
@@ -128,9 +137,26 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
  * Requests in flight finish on the snapshot they started with (they hold
  * references); backend state (breakers, queues, learned rates) carries over
  * by name. */
+static int do_reload(struct daemon *d, char *msg, size_t cap);
+
 static int reload(void *ud, char *msg, size_t cap)
 {
     struct daemon *d = ud;
+    /* MONOTONIC_USEC: systemd (253+) wants the time the reload began. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char reloading[80];
+    snprintf(reloading, sizeof reloading, "RELOADING=1\nMONOTONIC_USEC=%lld",
+             (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+    sw_notify(reloading);
+    int err = do_reload(d, msg, cap);
+    sw_notify(err ? "READY=1\nSTATUS=reload refused; the old configuration keeps serving"
+                  : "READY=1\nSTATUS=serving");
+    return err;
+}
+
+static int do_reload(struct daemon *d, char *msg, size_t cap)
+{
     struct sw_pii_engine *pii = NULL;
     stat(d->config_path, &d->seen); /* a refused file is not retried until it changes */
     struct sw_config *cfg = load_config(d->config_path, &pii);
@@ -263,6 +289,9 @@ int sw_daemon_run(const char *config_path)
 
     sw_info("spillway %s serving %zu model(s) on %zu backend(s)", SW_VERSION, cfg->n_models,
             cfg->n_backends);
+    d.startcheck = sw_startcheck_new(d.cev, d.live);
+    /* Listening since sw_front_new: tell the service manager (Type=notify). */
+    sw_notify("READY=1\nSTATUS=serving");
     event_base_dispatch(d.base);
     rc = 0;
 
@@ -277,6 +306,7 @@ out:
         event_free(sigint);
     if (sighup)
         event_free(sighup);
+    sw_startcheck_free(d.startcheck);
     sw_front_free(d.front);
     sw_healthcheck_free(d.hc);
     sw_live_unref(d.live);

@@ -24,7 +24,8 @@ static void usage(FILE *out)
             "  -h, --help               this text\n"
             "\n"
             "Signals: SIGTERM/SIGINT stop accepting and let in-flight requests finish\n"
-            "(up to limits.drain_timeout_ms); a second signal exits at once.\n");
+            "(up to limits.drain_timeout_ms); a second signal exits at once. SIGHUP reloads.\n"
+            "Under systemd (NOTIFY_SOCKET set) it reports READY=1, RELOADING=1, STOPPING=1.\n");
 }
 
 int main(int argc, char **argv)

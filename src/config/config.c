@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,17 @@ static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
     size_t len = strlen(url);
     while (len > skip + auth_len && url[len - 1] == '/')
         url[--len] = '\0';
+    /* The server's root is wanted: Spillway appends /v1/chat/completions. A
+     * URL written as the OpenAI and llama.cpp docs show it (.../v1) means
+     * the same server, so the /v1 is dropped (the daemon says so). */
+    if (len >= skip + auth_len + 3 && !strcmp(url + len - 3, "/v1") &&
+        s->off == offsetof(struct sw_config_backend, url)) {
+        len -= 3;
+        url[len] = '\0';
+        while (len > skip + auth_len && url[len - 1] == '/')
+            url[--len] = '\0';
+        ((struct sw_config_backend *)base)->url_v1_stripped = true;
+    }
     free(*(char **)((char *)base + s->off));
     *(char **)((char *)base + s->off) = url;
 }

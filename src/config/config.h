@@ -91,6 +91,7 @@ struct sw_config_backend {
     char *health_path;          /* local: GET path polled for health, default "/health"; NULL: none */
     long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
     char *region;               /* local: "local" (always); cloud: a label, NULL when not given */
+    bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
 };
 
 struct sw_config_model {

@@ -172,6 +172,9 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
                       v.decode_tps, "avg_output_tokens", v.avg_output_tokens, "ttft_avg_ms",
                       v.ttft_avg_ms, "rpm_available", v.rpm_available, "tpm_available",
                       v.tpm_available));
+        const char *why = l->b[i]->last_error;
+        json_object_set_new(json_array_get(backends, json_array_size(backends) - 1), "last_error",
+                            why[0] ? json_string(why) : json_null());
     }
     /* Rejections and PII: the very counters GET /metrics shows. Every PII type
      * of the snapshot under each outcome, 0 until counted. */

@@ -160,7 +160,8 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
                        "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
     } else if (*denied) {
         sw_reply_error(req, 401, "invalid_request_error", "invalid_api_key", NULL,
-                       "Incorrect API key provided.");
+                       "Incorrect API key provided. Send one of the secrets under keys: in the "
+                       "gateway's config as 'Authorization: Bearer KEY'.");
         sw_info("rejected a request with an unknown API key");
     }
     return k;

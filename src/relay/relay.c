@@ -286,7 +286,9 @@ static void fail_all(struct proxy *p)
             sw_http_add_header(p->req, "Retry-After", v);
         }
         sw_reply_error(p->req, 503, "server_error", "all_backends_failed", NULL,
-                       "Every backend for model '%s' failed (%s).", p->public_model, p->failures);
+                       "Every backend for model '%s' failed (%s). The gateway's log and GET "
+                       "/admin/state (each backend's last_error) say why.",
+                       p->public_model, p->failures);
     }
     sw_warn("request %s: all backends failed: %s", p->id, p->failures);
     detach_client(p);
@@ -799,6 +801,26 @@ static void reject(struct proxy *p)
     }
     int status = pl->status ? pl->status : 503;
     p->rej_code = pl->code ? pl->code : "all_backends_failed";
+    /* None was tried: say what each backend's state is and why, so the
+     * answer points at the cause (a wrong url, a server that is not up). */
+    if (!p->failures[0] && !strcmp(p->rej_code, "all_backends_failed")) {
+        static const char *const health[] = {"up", "degraded", "cold", "warming", "down"};
+        size_t used = 0;
+        for (size_t k = 0; k < p->snap.view.n && used + 1 < sizeof p->failures; k++) {
+            const struct sw_route_backend_view *v = &p->snap.backends[k];
+            const char *why = p->live->b[p->snap.map[k]]->last_error;
+            int w = snprintf(p->failures + used, sizeof p->failures - used, "%s%s: %s%s%s%s",
+                             k ? "; " : "", v->name,
+                             (unsigned)v->health < 5 ? health[v->health] : "unknown",
+                             v->breaker == SW_BREAKER_CLOSED ? "" : ", breaker open",
+                             why[0] ? ", last error: " : "", why);
+            if (w < 0)
+                break;
+            used += (size_t)w;
+        }
+        if (used >= sizeof p->failures)
+            p->failures[sizeof p->failures - 1] = '\0';
+    }
     p->final_status = status;
     sw_reply_error(p->req, status,
                    status == 429   ? "rate_limit_error"

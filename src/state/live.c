@@ -248,6 +248,7 @@ void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt
 {
     struct sw_live_backend *b = l->b[i];
     sw_breaker_on_success(&b->breaker, now_ms);
+    b->last_error[0] = '\0';
     if (ttft_ms >= 0)
         sw_latwin_add(&b->latwin, now_ms, ttft_ms);
     sw_ewma_observe(&b->ewma, prompt_tokens, ttft_ms, b->rtt_ms, decode_ms, output_tokens);
@@ -264,6 +265,15 @@ void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_st
         sw_breaker_on_success(&b->breaker, now_ms);
     if (transport_err == SW_ECONNECT)
         b->health = SW_HEALTH_DOWN;
+    if (http_status)
+        snprintf(b->last_error, sizeof b->last_error, "a request was answered %d", http_status);
+    else if (transport_err)
+        snprintf(b->last_error, sizeof b->last_error, "a request failed: %s", sw_err_str(transport_err));
+}
+
+void sw_live_set_error(struct sw_live *l, size_t i, const char *msg)
+{
+    snprintf(l->b[i]->last_error, sizeof l->b[i]->last_error, "%s", msg);
 }
 
 double sw_live_spend_usd(struct sw_live *l, int64_t now_ms)

@@ -42,6 +42,9 @@ struct sw_live_backend {
     int64_t warming_since_ms;   /* WARMING: when our warm-up request went out */
     double load_ms;             /* learned time a cold start takes */
     double rtt_ms;              /* last health-check round trip */
+    /* Why the last attempt, health check or start-up check failed, for
+     * operators (GET /admin/state); "" after a success. */
+    char last_error[240];
 };
 
 /* Process-wide state that no reload resets: spend, emergency and the runtime
@@ -114,6 +117,8 @@ void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt
                         double ttft_ms, double decode_ms, long output_tokens);
 void sw_live_on_failure(struct sw_live *l, size_t i, int64_t now_ms, int http_status,
                         int transport_err, long retry_after_s);
+/* Records why backend i failed (a start-up or health check); "" clears it. */
+void sw_live_set_error(struct sw_live *l, size_t i, const char *msg);
 /* A latency probe (a one-token request the health checker sends to a
  * degraded backend, which gets no traffic) took ttft_ms: the window sees
  * whether it recovered. */

@@ -3,16 +3,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUILD, waitFor } from './lib/harness.mjs';
+import { BUILD, waitFor, tempDir } from './lib/harness.mjs';
 
 const bin = join(BUILD, 'spillway');
 const run = (...args) => spawnSync(bin, args, { encoding: 'utf8', timeout: 10000 });
 
 function file(text) {
-  const p = join(mkdtempSync(join(tmpdir(), 'spillway-cli-')), 'c.yaml');
+  const p = join(tempDir('spillway-cli-'), 'c.yaml');
   writeFileSync(p, text);
   return p;
 }
@@ -48,6 +47,23 @@ models:
   assert.equal(r.status, 1);
   assert.match(r.stderr, new RegExp(`${p}:4:11: backends\\[0\\]\\.tier: .*edgy`));
   assert.match(r.stderr, new RegExp(`${p}:9:\\d+: models\\[0\\]\\.backends\\[1\\]: .*nope`));
+});
+
+test('--check-config: a backend url ending in /v1 is valid and the notice says what it is read as', () => {
+  const p = file(`listen: "127.0.0.1:8080"
+backends:
+  - { name: edge, tier: local, url: "http://127.0.0.1:8081/v1", model: m }
+  - { name: proxy, tier: cloud, url: "https://gw.example/openai/v1/", model: m }
+  - { name: plain, tier: cloud, url: "https://api.example", model: m }
+models:
+  - { name: chat, backends: [edge, proxy, plain] }
+`);
+  const r = run('--check-config', p);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /: ok/);
+  assert.match(r.stderr, /backends\[0\]\.url \(edge\): read as "http:\/\/127\.0\.0\.1:8081"; the \/v1 is dropped/);
+  assert.match(r.stderr, /backends\[1\]\.url \(proxy\): read as "https:\/\/gw\.example\/openai"/);
+  assert.doesNotMatch(r.stderr, /plain/);
 });
 
 test('starting with an invalid config exits 1 without listening', () => {
@@ -122,4 +138,67 @@ test('make run: scripts/demo.sh serves a streamed chat on :8080 and Ctrl-C frees
   } finally {
     if (!exited) try { process.kill(-demo.pid, 'SIGKILL'); } catch { /* already gone */ }
   }
+});
+
+// The harness removes its temporary directories: the config directory of a
+// stopped, a failed and an abandoned spillway, and tempDir()s when the test
+// process exits or is killed by SIGTERM. Each child runs with its own TMPDIR.
+test('the test harness leaves no spillway-it-* directory behind', async () => {
+  const harness = new URL('./lib/harness.mjs', import.meta.url).href;
+  const tmp = tempDir('spillway-harness-');
+  const left = (d) => readdirSync(d).filter((n) => n.startsWith('spillway-'));
+  const node = (dir, script) => spawn(process.execPath, ['--input-type=module', '-e', script],
+    { env: { ...process.env, TMPDIR: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const finish = (child) => new Promise((res) => {
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('exit', (code, signal) => res({ code, signal, out }));
+  });
+
+  const runs = join(tmp, 'runs');
+  mkdirSync(runs);
+  const r = await finish(node(runs, `
+    import { readdirSync } from 'node:fs';
+    import { tmpdir } from 'node:os';
+    import { startLlmsim, startSpillway, tempDir } from '${harness}';
+    const left = () => readdirSync(tmpdir()).filter((n) => n.startsWith('spillway-'));
+    const sim = await startLlmsim();
+    const cfg = (url) => 'listen: "127.0.0.1:0"\\nbackends:\\n  - { name: e, tier: local, url: "' + url + '", model: m }\\nmodels:\\n  - { name: chat, backends: [e] }\\n';
+    const gw = await startSpillway(cfg(sim.url));
+    if (left().length !== 1) throw new Error('expected the config dir while running: ' + left());
+    await gw.stop();
+    console.log('after stop:', left().length);
+    await startSpillway('listen: 12\\n').then(() => { throw new Error('started'); }, () => {});
+    console.log('after failed start:', left().length);
+    const abandoned = await startSpillway(cfg(sim.url));
+    tempDir('spillway-extra-');
+    abandoned.proc.kill('SIGKILL');
+    await abandoned.exited;
+    await sim.stop();
+    console.log('at exit:', left().length);
+  `));
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /after stop: 0/);
+  assert.match(r.out, /after failed start: 0/);
+  assert.match(r.out, /at exit: 2/);
+  assert.deepEqual(left(runs), [], 'left behind after the process exited');
+
+  const killed = join(tmp, 'killed');
+  mkdirSync(killed);
+  const child = node(killed, `
+    import { tempDir } from '${harness}';
+    tempDir('spillway-it-');
+    console.log('ready');
+    setInterval(() => {}, 1000);
+  `);
+  let said = '';
+  child.stdout.on('data', (d) => { said += d; });
+  const done = finish(child);
+  await waitFor(() => said.includes('ready'), { timeout: 10000, what: 'the child to make its directory' });
+  assert.equal(left(killed).length, 1);
+  child.kill('SIGTERM');
+  const k = await done;
+  assert.equal(k.signal, 'SIGTERM', k.out);
+  assert.deepEqual(left(killed), [], 'left behind after SIGTERM');
 });

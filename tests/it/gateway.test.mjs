@@ -509,6 +509,7 @@ async function startFloodUpstream(totalEvents) {
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
+      if (req.method !== 'POST') { res.writeHead(404); res.end(); return; } // the start-up check's GET /v1/models
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const pump = () => {
         while (st.events < totalEvents) {
@@ -708,6 +709,7 @@ describe('limits.max_response_bytes', () => {
       req.on('data', (d) => { body += d; });
       req.on('end', () => {
         if (req.url === '/health') { res.writeHead(200); res.end('ok'); return; }
+        if (req.method !== 'POST') { res.writeHead(404); res.end(); return; } // the start-up check's GET /v1/models
         calls++;
         const ask = JSON.parse(body).messages.at(-1).content;
         res.writeHead(200, { 'content-type': 'application/json' });

@@ -8,7 +8,8 @@ import { readFileSync, writeFileSync, renameSync, existsSync, mkdtempSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
-import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { spawn } from 'node:child_process';
+import { startLlmsim, startSpillway, waitFor, getJSON, tempDir } from './lib/harness.mjs';
 import { rawConnect } from './lib/rawhttp.mjs';
 
 const ADMIN = 'sk-admin-ops';
@@ -665,6 +666,245 @@ describe('the shipped Grafana dashboard', () => {
       assert.deepEqual(missing, [], `metrics the Grafana dashboard queries but /metrics lacks: ${missing.join(', ')}`);
     } finally {
       for (const p of procs.reverse()) await p.stop();
+    }
+  });
+});
+
+// A port nothing listens on: bound, then closed.
+async function deadUrl() {
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return `http://127.0.0.1:${port}`;
+}
+
+describe('the shipped Prometheus alert rules', () => {
+  // docs/prometheus/alerts.yml: an alert over a metric Spillway does not
+  // export never fires, silently. Every spillway_* name in the file (rules
+  // and annotations) must be in a live scrape.
+  test('every spillway_* metric named in docs/prometheus/alerts.yml is exported on /metrics', async () => {
+    const procs = [];
+    try {
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const cloud = await startLlmsim(['--model', 'cloud-model']);
+      procs.push(cloud);
+      const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url }));
+      procs.push(gw);
+      const r = await chat(gw);
+      assert.equal(r.status, 200, await r.text());
+      const text = await (await fetch(`${gw.url}/metrics`)).text();
+      const exported = new Set();
+      for (const line of text.split('\n')) {
+        // A declared family counts (a counter has no sample until it first moves).
+        const t = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)/.exec(line);
+        if (t) exported.add(t[1]);
+        if (t && t[2] === 'histogram') for (const suf of ['_bucket', '_sum', '_count']) exported.add(t[1] + suf);
+        const s = /^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/.exec(line);
+        if (s && !line.startsWith('#')) exported.add(s[1]);
+      }
+      const rules = readFileSync(new URL('../../docs/prometheus/alerts.yml', import.meta.url), 'utf8');
+      const used = new Set([...rules.matchAll(/spillway_[a-z_]+/g)].map(([n]) => n));
+      assert.ok(used.size >= 8, `expected the alerts' metric names, got ${[...used]}`);
+      for (const alert of ['SpillwayHighSpillRate', 'SpillwayTTFTBudgetMisses', 'SpillwayBreakerOpen', 'SpillwaySpendCapNear', 'SpillwayConfigReloadFailed'])
+        assert.match(rules, new RegExp(`alert: ${alert}\\n`));
+      const missing = [...used].filter((n) => !exported.has(n)).sort();
+      assert.deepEqual(missing, [], `metrics docs/prometheus/alerts.yml uses but /metrics lacks: ${missing.join(', ')}`);
+      // The reload alert's label value exists from the start.
+      assert.match(text, /^spillway_config_reloads_total\{result="failed"\} 0$/m);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+});
+
+describe('the traps of a first run', () => {
+  test('a backend url written with /v1 or /v1/ (as the OpenAI and llama.cpp docs write it) serves, with a start-up notice of what was understood', async () => {
+    const procs = [];
+    try {
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const cloud = await startLlmsim(['--model', 'cloud-model']);
+      procs.push(cloud);
+      const gw = await startSpillway(config({
+        backends: { edge: { url: `${edge.url}/v1`, slots: 2 }, cloud: { url: `${cloud.url}/v1/` } },
+        models: { local: ['edge'], remote: ['cloud'] },
+      }));
+      procs.push(gw);
+      for (const [model, sim] of [['local', edge], ['remote', cloud]]) {
+        const r = await ask(gw, model);
+        assert.equal(r.status, 200, `${model}: ${r.text}`);
+        assert.equal((await getJSON(`${sim.url}/admin/received?n=1`)).body.requests.length, 1);
+      }
+      assert.match(gw.output(), new RegExp(`backends\\[0\\]\\.url \\(edge\\): read as "${edge.url}"`));
+      assert.match(gw.output(), new RegExp(`backends\\[1\\]\\.url \\(cloud\\): read as "${cloud.url}"`));
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+
+  test('a backend that is unreachable, answers 404 (url prefix) or does not list its model is named at start-up, in the log and in /admin/state last_error', async () => {
+    const procs = [];
+    try {
+      const sim = await startLlmsim(['--model', 'edge-model']);
+      procs.push(sim);
+      const dead = await deadUrl();
+      const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: good, tier: local, url: "${sim.url}", model: edge-model }
+  - { name: gone, tier: local, url: "${dead}", model: edge-model }
+  - { name: prefixed, tier: cloud, url: "${sim.url}/api", model: edge-model }
+  - { name: unlisted, tier: cloud, url: "${sim.url}", model: gpt-nope }
+models:
+  - { name: chat, backends: [good] }
+  - { name: broken, backends: [gone] }
+`);
+      procs.push(gw);
+      const warned = (name) => gw.output().split('\n').find((l) => / warn /.test(l) && l.includes(`backend ${name} (`));
+      await waitFor(() => warned('gone') && warned('prefixed') && warned('unlisted'), { timeout: 10000, what: 'three start-up warnings' });
+      assert.match(warned('gone'), /GET \/v1\/models: .*(connect|refused)/i);
+      assert.match(warned('prefixed'), /404 from GET \/api\/v1\/models.*url must be the server's root/);
+      assert.match(warned('unlisted'), /model "gpt-nope" is not among the 1 model\(s\) GET \/v1\/models lists \(edge-model\)/);
+      assert.equal(warned('good'), undefined);
+
+      const st = Object.fromEntries((await state(gw)).backends.map((b) => [b.name, b.last_error]));
+      assert.equal(st.good, null);
+      assert.match(st.gone, /connect/i);
+      assert.match(st.prefixed, /^404 from GET \/api\/v1\/models/);
+      assert.match(st.unlisted, /gpt-nope/);
+
+      // The 503 a client then gets names the backend, its state and why.
+      await waitFor(async () => (await backendState(gw, 'gone')).health === 'down', { what: 'gone marked down' });
+      const r = await getJSON(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'broken', messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(r.status, 503);
+      assert.equal(r.body.error.code, 'all_backends_failed');
+      assert.match(r.body.error.message, /\(gone: down, last error: GET \/v1\/models: .*connect/i);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+
+  test('a backend that passed its start-up check but then fails requests shows the failure as last_error; a success clears it', async () => {
+    const procs = [];
+    try {
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const gw = await startSpillway(config({ backends: { edge: { url: edge.url, slots: 2 } }, models: { chat: ['edge'] } }));
+      procs.push(gw);
+      await waitFor(() => /backend edge \(.*passed its start-up check/.test(gw.output()), { what: 'the start-up check' });
+      assert.equal((await backendState(gw, 'edge')).last_error, null);
+      await setFaults(edge, { error_rate: 1, error_status: 500 });
+      const failed = await ask(gw, 'chat');
+      assert.equal(failed.status, 503);
+      assert.match(JSON.parse(failed.text).error.message, /edge: status 500.*GET \/admin\/state \(each backend's last_error\)/);
+      assert.match((await backendState(gw, 'edge')).last_error, /answered 500/);
+      await setFaults(edge, null);
+      assert.equal((await ask(gw, 'chat')).status, 200);
+      assert.equal((await backendState(gw, 'edge')).last_error, null);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+
+  test('401 for a wrong API key says how to send a right one', async () => {
+    const edge = await startLlmsim(['--model', 'edge-model']);
+    const gw = await startSpillway(config({ backends: { edge: { url: edge.url, slots: 2 } }, models: { chat: ['edge'] } })
+      .replace('backends:', 'keys:\n  - { name: app, key: "sk-right" }\nbackends:'));
+    try {
+      const r = await getJSON(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-wrong' },
+        body: JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(r.status, 401);
+      assert.equal(r.body.error.code, 'invalid_api_key');
+      assert.match(r.body.error.message, /keys: in the gateway's config as 'Authorization: Bearer KEY'/);
+    } finally {
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+});
+
+// A stand-in for systemd: owns a unix datagram socket (Node has none, so
+// python3 holds it) and prints each notification as one JSON line; on
+// READY=1 it first tries to connect to the gateway's port, so the line says
+// whether the port was accepting when readiness was announced.
+// A stand-in for systemd: owns a unix datagram socket (Node has none, so
+// python3 holds it) and prints each notification as one JSON line. On
+// READY=1 it stops the sender (its pid from SO_PASSCRED), tries to connect to
+// the gateway's port and lets the sender go on: the line says whether the
+// port was accepting when readiness was announced.
+const NOTIFY_LISTENER = `
+import json, os, signal, socket, struct, sys
+path, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+s.bind(path)
+print(json.dumps({"bound": True}), flush=True)
+while True:
+    data, anc, _, _ = s.recvmsg(4096, socket.CMSG_SPACE(12))
+    msg = data.decode()
+    pid = next((struct.unpack("3i", d[:12])[0] for l, t, d in anc if t == socket.SCM_CREDENTIALS), 0)
+    accepting = None
+    if "READY=1" in msg.split("\\n") and pid:
+        os.kill(pid, signal.SIGSTOP)
+        c = socket.socket()
+        try:
+            c.connect(("127.0.0.1", port)); accepting = True
+        except OSError:
+            accepting = False
+        c.close()
+        os.kill(pid, signal.SIGCONT)
+    print(json.dumps({"msg": msg, "accepting": accepting, "pid": pid}), flush=True)
+`;
+
+describe('running under a service manager', () => {
+  test('NOTIFY_SOCKET: READY=1 once the port accepts, RELOADING=1 then READY=1 on SIGHUP, STOPPING=1 on SIGTERM', async () => {
+    const procs = [];
+    const dir = tempDir('spillway-notify-');
+    const sock = join(dir, 'notify.sock');
+    const port = await new Promise((res) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
+    const listener = spawn('python3', ['-u', '-c', NOTIFY_LISTENER, sock, String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const got = [];
+    let err = '';
+    let buf = '';
+    listener.stdout.on('data', (d) => {
+      buf += d;
+      for (let i; (i = buf.indexOf('\n')) >= 0; buf = buf.slice(i + 1)) got.push(JSON.parse(buf.slice(0, i)));
+    });
+    listener.stderr.on('data', (d) => { err += d; });
+    try {
+      await waitFor(() => got.some((m) => m.bound), { timeout: 10000, what: `the notify listener (${err})` });
+      const edge = await startLlmsim(['--model', 'edge-model']);
+      procs.push(edge);
+      const gw = await startSpillway(config({ backends: { edge: { url: edge.url, slots: 2 } }, models: { chat: ['edge'] } })
+        .replace('listen: "127.0.0.1:0"', `listen: "127.0.0.1:${port}"`), { env: { NOTIFY_SOCKET: sock } });
+      procs.push(gw);
+      const msgs = () => got.filter((m) => m.msg !== undefined);
+      const ready = await waitFor(() => msgs().find((m) => /^READY=1$/m.test(m.msg)), { timeout: 10000, what: 'READY=1' });
+      assert.equal(ready.pid, gw.proc.pid, 'READY=1 comes from the gateway itself');
+      assert.equal(ready.accepting, true, 'READY=1 was sent before the port accepted connections');
+      assert.equal(msgs().length, 1, JSON.stringify(msgs()));
+
+      gw.proc.kill('SIGHUP');
+      await waitFor(() => msgs().length >= 3, { timeout: 10000, what: 'RELOADING=1 and READY=1 after SIGHUP' });
+      assert.match(msgs()[1].msg, /^RELOADING=1\nMONOTONIC_USEC=\d+$/);
+      assert.match(msgs()[2].msg, /^READY=1$/m);
+      assert.match(gw.output(), /reloaded /);
+
+      gw.proc.kill('SIGTERM');
+      await waitFor(() => msgs().length >= 4, { timeout: 10000, what: 'STOPPING=1 after SIGTERM' });
+      assert.equal(msgs()[3].msg, 'STOPPING=1');
+      await gw.exited;
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+      listener.kill();
     }
   });
 });

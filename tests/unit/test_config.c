@@ -246,7 +246,8 @@ static void test_full(void **state)
     assert_string_equal(b->ca_file, "/path/ca.pem");
 
     b = &cfg->backends[1];
-    assert_string_equal(b->url, "https://api.openai.com/v1");
+    assert_string_equal(b->url, "https://api.openai.com"); /* the /v1 is Spillway's to add */
+    assert_true(b->url_v1_stripped);
     assert_int_equal(b->dialect, SW_DIALECT_ANTHROPIC);
     assert_string_equal(b->api_key, "sk-openai-secret");
     assert_int_equal(b->slots, 64);

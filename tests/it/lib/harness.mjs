@@ -1,12 +1,38 @@
 // Integration-test harness: starts the real binaries on ephemeral loopback
-// ports and stops them when the test ends. Every wait is bounded.
+// ports and stops them when the test ends. Every wait is bounded. Temporary
+// directories (tempDir, startSpillway's config) are removed when their
+// process stops, and whatever is left when the test process exits.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const root = resolve(new URL('../../..', import.meta.url).pathname);
 export const BUILD = resolve(root, process.env.SPILLWAY_BUILD || 'build');
+
+const tempDirs = new Set();
+export function removeTempDir(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  tempDirs.delete(dir);
+}
+function removeTempDirs() {
+  for (const d of [...tempDirs]) {
+    try { removeTempDir(d); } catch { /* exiting: nothing else to do */ }
+  }
+}
+process.on('exit', removeTempDirs);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  // Clean up, then die of the same signal (the listener is gone by then).
+  process.once(sig, () => { removeTempDirs(); process.kill(process.pid, sig); });
+}
+
+// A new directory under the temp dir, removed at the latest when this
+// process exits (a test may remove it earlier with removeTempDir).
+export function tempDir(prefix = 'spillway-it-') {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
 
 // Waits until pred() returns a truthy value (sync or async), polling every
 // `every` ms, and fails after `timeout` ms with `what` in the message.
@@ -66,12 +92,37 @@ export function startLlmsim(args = [], opts) {
   return startProcess(join(BUILD, 'llmsim'), ['--port', '0', ...args], opts);
 }
 
-// Writes `yaml` to a temp file and starts build/spillway -c on it.
-export function startSpillway(yaml, opts = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'spillway-it-'));
+// Writes `yaml` to a temp file and starts build/spillway -c on it; the file's
+// directory goes when the process is stopped (or fails to start).
+export async function startSpillway(yaml, opts = {}) {
+  const dir = tempDir('spillway-it-');
   const file = join(dir, 'spillway.yaml');
   writeFileSync(file, yaml);
-  return startProcess(join(BUILD, 'spillway'), ['-c', file, ...(opts.args || [])], opts).then((p) => ({ ...p, configFile: file }));
+  let p;
+  try {
+    p = await startProcess(join(BUILD, 'spillway'), ['-c', file, ...(opts.args || [])], opts);
+    // The start-up check sends each backend GET /v1/models; wait for it to
+    // end, so that what a test then counts on a backend is its own traffic.
+    // (Not logged under --log-level warn or error.)
+    const quiet = (opts.args || []).some((a) => /^(warn|error)$/.test(a));
+    if (!quiet) await waitFor(() => /start-up checks done/.test(p.output()) || p.proc.exitCode !== null,
+      { timeout: 15000, what: `spillway's start-up checks:\n${p.output()}` });
+  } catch (e) {
+    if (p) await p.stop('SIGKILL').catch(() => {});
+    removeTempDir(dir);
+    throw e;
+  }
+  return {
+    ...p,
+    configFile: file,
+    async stop(signal) {
+      try {
+        await p.stop(signal);
+      } finally {
+        removeTempDir(dir);
+      }
+    },
+  };
 }
 
 export async function getJSON(url, init) {
