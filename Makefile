@@ -1,8 +1,8 @@
 # Spillway: plain Makefile with pkg-config (see ../shared/STYLE.md "Build").
 #   make            build build/spillway and build/llmsim
 #   make run        install what is missing, build, start the demo (examples/demo.yaml)
-#   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests
-#   make test-unit / test-it / fuzz-smoke / bench / fuzz / check-pure
+#   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests, 60 s soak
+#   make test-unit / test-it / fuzz-smoke / bench / fuzz / soak / check-pure
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
 
 CC      ?= cc
@@ -33,7 +33,7 @@ UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))
 UT_SW    := $(filter-out $(UT_SIM),$(sort $(wildcard tests/unit/test_*.c)))
 UT_BIN   := $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%) $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke deps deps-test check-pure clean
+.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke soak soak-smoke deps deps-test check-pure clean
 all: $(BUILD)/spillway $(BUILD)/llmsim
 
 deps:
@@ -89,6 +89,9 @@ run: deps
 test: deps-test
 	@$(MAKE) --no-print-directory all unit-bins
 	@$(MAKE) --no-print-directory check-pure test-unit fuzz-smoke test-it
+ifneq ($(SANITIZE),1)
+	@$(MAKE) --no-print-directory soak-smoke
+endif
 
 unit-bins: $(UT_BIN)
 
@@ -108,6 +111,13 @@ fuzz:
 # build in build/fuzz whatever SANITIZE says); the long runs are `make fuzz`.
 fuzz-smoke:
 	@FUZZ_SMOKE=1 tests/fuzz/run.sh
+
+# Mixed load with faults toggling; fails on RSS/fd growth or a lost request
+# (bench/soak.sh, docs/reliability.md). `make test` runs 60 s, normal build only.
+soak: all
+	@BUILD=$(BUILD) bench/soak.sh
+soak-smoke: all
+	@BUILD=$(BUILD) SOAK_S=60 bench/soak.sh
 
 clean:
 	rm -rf build

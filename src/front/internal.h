@@ -28,6 +28,18 @@ struct sw_front {
     void *drained_ud;
     uint64_t next_id;
     int64_t started_s;
+    /* Event-loop lag: a timer due every SW_LAG_TICK_MS records how late it
+     * fired; the gauge is the worst of the last SW_LAG_TICKS ticks. */
+    struct event *lag_timer;
+    int64_t lag_last_ms;
+    int64_t lag_ms[10];
+    unsigned lag_i;
 };
+
+#define SW_LAG_TICK_MS 100
+#define SW_LAG_TICKS 10
+
+/* The worst event-loop lag (ms) of the last second. */
+double sw_front_loop_lag_ms(const struct sw_front *f);
 
 #endif
