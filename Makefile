@@ -95,12 +95,17 @@ ifneq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory soak-smoke
 endif
 
-unit-bins: $(UT_BIN)
+unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo
+
+# Test helper: the TCP sockets of a process and their options (it/gateway).
+$(BUILD)/tests/sockinfo: tests/it/lib/sockinfo.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 test-unit: $(UT_BIN)
 	@set -e; for t in $(UT_BIN); do echo "== $$t"; $$t; done
 
-test-it: all
+test-it: all $(BUILD)/tests/sockinfo
 	SPILLWAY_BUILD=$(BUILD) node --test --test-concurrency=1 tests/it/*.test.mjs
 
 bench:
