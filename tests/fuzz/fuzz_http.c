@@ -4,8 +4,9 @@
  * input is written on a fresh connection, which is then half-closed, and the
  * loop runs until the server has closed it. Checks: no crash, leak or
  * undefined behaviour; whatever the server sends starts with "HTTP/1."; and
- * every half-closed connection is closed by the server (within 5 s) and forgotten (sw_http_server_connections back
- * to 0), so nothing accumulates across inputs.
+ * every half-closed connection is closed by the server (within 5 s) and
+ * forgotten (sw_http_server_connections back to 0), so nothing accumulates
+ * across inputs.
  * The handler answers early (401 before the body) for /early, streams the
  * body back for /stream, and echoes it for any other path. */
 #include <errno.h>
