@@ -122,9 +122,9 @@ fuzz-smoke:
 # Mixed load with faults toggling; fails on RSS/fd growth or a lost request
 # (bench/soak.sh, docs/reliability.md). `make test` runs 60 s, normal build only.
 soak: all
-	@BUILD=$(BUILD) bench/soak.sh
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) bench/soak.sh
 soak-smoke: all
-	@BUILD=$(BUILD) SOAK_S=60 bench/soak.sh
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) SOAK_S=60 bench/soak.sh
 
 clean:
 	rm -rf build

@@ -9,5 +9,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-make -s all BUILD="$BUILD" >/dev/null
+make -s all BUILD="$BUILD" SANITIZE="${SANITIZE:-}" >/dev/null
 SPILLWAY_BUILD=$BUILD exec node bench/soak.mjs
