@@ -915,14 +915,14 @@ const struct sw_config_model *sw_config_find_model(const struct sw_config *cfg, 
     return NULL;
 }
 
-/* Compares all of secret against bearer without exiting early on the first
- * differing byte: the time depends on the lengths, not on where they differ. */
 /* A hook run once per byte compared; empty in the product. The unit test that
  * includes this file defines it to count the bytes each compare examines. */
 #ifndef SW_SECRET_EQUAL_STEP
 #define SW_SECRET_EQUAL_STEP(i) ((void)0)
 #endif
 
+/* Compares all of secret against bearer without exiting early on the first
+ * differing byte: the time depends on the lengths, not on where they differ. */
 static bool secret_equal(const char *secret, const char *bearer, size_t bearer_len)
 {
     size_t len = strlen(secret);

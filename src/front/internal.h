@@ -13,6 +13,9 @@
 #include "state/live.h"
 #include "upstream/curlev.h"
 
+#define SW_LAG_TICK_MS 100
+#define SW_LAG_TICKS 10
+
 struct sw_front {
     struct event_base *base;
     struct sw_http_server *http;
@@ -32,12 +35,9 @@ struct sw_front {
      * fired; the gauge is the worst of the last SW_LAG_TICKS ticks. */
     struct event *lag_timer;
     int64_t lag_last_ms;
-    int64_t lag_ms[10];
+    int64_t lag_ms[SW_LAG_TICKS];
     unsigned lag_i;
 };
-
-#define SW_LAG_TICK_MS 100
-#define SW_LAG_TICKS 10
 
 /* The worst event-loop lag (ms) of the last second. */
 double sw_front_loop_lag_ms(const struct sw_front *f);
