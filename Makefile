@@ -1,8 +1,8 @@
 # Spillway: plain Makefile with pkg-config (see ../shared/STYLE.md "Build").
 #   make            build build/spillway and build/llmsim
 #   make run        install what is missing, build, start the demo (examples/demo.yaml)
-#   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests
-#   make test-unit / test-it / fuzz-smoke / bench / fuzz / check-pure
+#   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests, install check, 60 s soak
+#   make test-unit / test-it / fuzz-smoke / bench / fuzz / soak / check-pure
 #   make install    binary, man page, examples, systemd unit (PREFIX=/usr/local, DESTDIR honoured)
 #   make install-check   make install into a temp DESTDIR and check what landed (run by make test)
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
@@ -35,7 +35,7 @@ UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))
 UT_SW    := $(filter-out $(UT_SIM),$(sort $(wildcard tests/unit/test_*.c)))
 UT_BIN   := $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%) $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke deps deps-test check-pure clean install install-check
+.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke soak soak-smoke deps deps-test check-pure clean install install-check
 all: $(BUILD)/spillway $(BUILD)/llmsim
 
 deps:
@@ -72,6 +72,8 @@ $(BUILD)/llmsim: $(BUILD)/obj/tools/llmsim/main.o $(BUILD)/libllmsim.a
 $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspillway.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS) -lcmocka
+# test_pii_wipe inspects every block the daemon's code frees (its __wrap_free).
+$(BUILD)/tests/test_pii_wipe: private LDFLAGS += -Wl,--wrap=free
 $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmsim.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/llmsim -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libllmsim.a $(LDLIBS) -lcmocka
@@ -91,13 +93,21 @@ run: deps
 test: deps-test
 	@$(MAKE) --no-print-directory all unit-bins
 	@$(MAKE) --no-print-directory check-pure test-unit fuzz-smoke test-it install-check
+ifneq ($(SANITIZE),1)
+	@$(MAKE) --no-print-directory soak-smoke
+endif
 
-unit-bins: $(UT_BIN)
+unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo
+
+# Test helper: the TCP sockets of a process and their options (it/gateway).
+$(BUILD)/tests/sockinfo: tests/it/lib/sockinfo.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 test-unit: $(UT_BIN)
 	@set -e; for t in $(UT_BIN); do echo "== $$t"; $$t; done
 
-test-it: all
+test-it: all $(BUILD)/tests/sockinfo
 	SPILLWAY_BUILD=$(BUILD) node --test --test-concurrency=1 tests/it/*.test.mjs
 
 bench:
@@ -135,6 +145,13 @@ install: $(BUILD)/spillway
 
 install-check: $(BUILD)/spillway
 	@BUILD=$(BUILD) scripts/install-check.sh
+
+# Mixed load with faults toggling; fails on RSS/fd growth or a lost request
+# (bench/soak.sh, docs/reliability.md). `make test` runs 60 s, normal build only.
+soak: all
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) bench/soak.sh
+soak-smoke: all
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) SOAK_S=60 bench/soak.sh
 
 clean:
 	rm -rf build

@@ -62,8 +62,9 @@ static bool utf8_seq(struct scan *s)
     return false;
 }
 
-/* A string; s->p on the opening quote. */
-static bool string(struct scan *s)
+/* A string; s->p on the opening quote. A key may not hold \u0000 (jansson,
+ * which decodes the same text elsewhere, refuses it there). */
+static bool string(struct scan *s, bool key)
 {
     s->p++;
     while (s->p < s->end) {
@@ -80,7 +81,7 @@ static bool string(struct scan *s)
             c = *s->p++;
             if (c == 'u') {
                 unsigned u;
-                if (!hex4(s, &u))
+                if (!hex4(s, &u) || (key && u == 0))
                     return false;
                 if (u >= 0xd800 && u <= 0xdbff) { /* a high surrogate needs its low half */
                     unsigned lo;
@@ -175,7 +176,7 @@ static bool container(struct scan *s, int depth, const struct want *w)
         if (obj) {
             if (s->p == s->end || *s->p != '"')
                 return false;
-            if (!string(s))
+            if (!string(s, true))
                 return false;
             size_t klen = (size_t)(s->p - 1 - k);
             for (size_t i = 0; depth == 0 && i < w->n; i++) {
@@ -218,7 +219,7 @@ static bool value(struct scan *s, int depth, const struct want *w)
     switch (*s->p) {
     case '{':
     case '[': return container(s, depth, w);
-    case '"': return string(s);
+    case '"': return string(s, false);
     case 't': return literal(s, "true", 4);
     case 'f': return literal(s, "false", 5);
     case 'n': return literal(s, "null", 4);

@@ -1117,6 +1117,12 @@ const struct sw_config_model *sw_config_find_model(const struct sw_config *cfg, 
     return NULL;
 }
 
+/* A hook run once per byte compared; empty in the product. The unit test that
+ * includes this file defines it to count the bytes each compare examines. */
+#ifndef SW_SECRET_EQUAL_STEP
+#define SW_SECRET_EQUAL_STEP(i) ((void)0)
+#endif
+
 /* Compares all of secret against bearer without exiting early on the first
  * differing byte: the time depends on the lengths, not on where they differ. */
 static bool secret_equal(const char *secret, const char *bearer, size_t bearer_len)
@@ -1124,6 +1130,7 @@ static bool secret_equal(const char *secret, const char *bearer, size_t bearer_l
     size_t len = strlen(secret);
     volatile unsigned char diff = (unsigned char)(len != bearer_len);
     for (size_t i = 0; i < len; i++) {
+        SW_SECRET_EQUAL_STEP(i);
         unsigned char b = i < bearer_len ? (unsigned char)bearer[i] : 0;
         diff |= (unsigned char)secret[i] ^ b;
     }

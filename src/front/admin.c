@@ -68,6 +68,7 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
         .emergency = l->g->emergency,
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
+        .loop_lag_ms = sw_front_loop_lag_ms(f),
     };
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);

@@ -563,6 +563,26 @@ void sw_front_set_hooks(struct sw_front *f, const struct sw_front_hooks *hooks)
     f->hooks = *hooks;
 }
 
+static void on_lag_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_front *f = arg;
+    int64_t now = sw_now_ms();
+    int64_t late = now - f->lag_last_ms - SW_LAG_TICK_MS;
+    f->lag_ms[f->lag_i++ % SW_LAG_TICKS] = late > 0 ? late : 0;
+    f->lag_last_ms = now;
+}
+
+double sw_front_loop_lag_ms(const struct sw_front *f)
+{
+    int64_t worst = 0;
+    for (int i = 0; i < SW_LAG_TICKS; i++)
+        if (f->lag_ms[i] > worst)
+            worst = f->lag_ms[i];
+    return (double)worst;
+}
+
 struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
                               struct sw_curlev *cev, struct sw_live *live,
                               struct sw_obs_sinks *obs)
@@ -579,6 +599,12 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
     f->drain_check = evtimer_new(base, on_drain_check, f);
     if (!f->drain_check)
         goto fail;
+    f->lag_timer = event_new(base, -1, EV_PERSIST, on_lag_tick, f);
+    if (!f->lag_timer)
+        goto fail;
+    f->lag_last_ms = sw_now_ms();
+    struct timeval lag_tv = {0, SW_LAG_TICK_MS * 1000};
+    event_add(f->lag_timer, &lag_tv);
     struct sw_http_limits lim = http_limits(&cfg->limits);
     struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f};
     f->http = sw_http_server_new(base, cfg->listen_host, cfg->listen_port, LISTEN_BACKLOG, &lim, &h);
@@ -620,6 +646,8 @@ void sw_front_free(struct sw_front *f)
     sw_http_server_free(f->http); /* requests still in the relay learn their client is gone */
     if (f->drain_check)
         event_free(f->drain_check);
+    if (f->lag_timer)
+        event_free(f->lag_timer);
     sw_live_unref(f->live);
     sw_config_unref(f->cfg);
     free(f);

@@ -13,6 +13,9 @@
 #include "state/live.h"
 #include "upstream/curlev.h"
 
+#define SW_LAG_TICK_MS 100
+#define SW_LAG_TICKS 10
+
 struct sw_front {
     struct event_base *base;
     struct sw_http_server *http;
@@ -28,6 +31,15 @@ struct sw_front {
     void *drained_ud;
     uint64_t next_id;
     int64_t started_s;
+    /* Event-loop lag: a timer due every SW_LAG_TICK_MS records how late it
+     * fired; the gauge is the worst of the last SW_LAG_TICKS ticks. */
+    struct event *lag_timer;
+    int64_t lag_last_ms;
+    int64_t lag_ms[SW_LAG_TICKS];
+    unsigned lag_i;
 };
+
+/* The worst event-loop lag (ms) of the last second. */
+double sw_front_loop_lag_ms(const struct sw_front *f);
 
 #endif

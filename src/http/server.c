@@ -541,6 +541,13 @@ static void begin_request(struct conn *c, size_t n)
         server_error(c, e == HPE_INVALID_TRANSFER_ENCODING ? 501 : 400, "invalid_http", msg);
         return;
     }
+    /* The parser ended the headers before the blank line the head was cut at
+     * (a stray CR) and read body bytes out of the head: refused, since the
+     * two readings of where the body starts disagree. */
+    if (r->body_len > 0) {
+        server_error(c, 400, "invalid_http", "Malformed HTTP request: bad header terminator.");
+        return;
+    }
     r->method_name = http_method_str((enum http_method)c->parser.method);
     r->method = method_of(c->parser.method);
     r->minor = c->parser.http_minor;

@@ -160,6 +160,11 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
         err = sw_metrics_scrape_counter(&s, "spillway_decision_log_write_errors_total",
                                         "Decision-log lines lost because the write failed.",
                                         NULL, NULL, 0, (double)g->declog_write_errors);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_event_loop_lag_seconds",
+                               "Worst lateness of a 100 ms timer on the event loop over the "
+                               "last second: how long a ready event may wait to be served.",
+                               NULL, NULL, 0, g->loop_lag_ms / 1000.0);
     return err;
 }
 

@@ -89,6 +89,7 @@ struct sw_obs_gauges {
     double spill_ratio;             /* sw_spill_ratio(now) */
     bool emergency;
     uint64_t declog_write_errors;   /* sw_declog_write_errors */
+    double loop_lag_ms;             /* worst event-loop lag of the last second */
 };
 
 /* Appends every gauge of GET /metrics (docs/operations.md lists them) to out,

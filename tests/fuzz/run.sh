@@ -1,10 +1,15 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Builds every libFuzzer target tests/fuzz/fuzz_<name>.c with ASan + UBSan and
 # runs each for FUZZ_SECONDS (default 30) on its seed corpus
 # tests/fuzz/corpus/<name>/, with tests/fuzz/<name>.dict if there is one. New
 # inputs go to build/fuzz/corpus/<name>/ (the seeds in the repo are never
-# written); a crashing input is saved as build/fuzz/artifacts/<name>-crash-*.
-# Exits non-zero if a target fails to build or finds a crash. The modules
+# written); a crashing input is saved as build/fuzz/artifacts/<name>-crash-*,
+# copied to tests/fuzz/regress/<name>/ and printed in base64 (commit it: from
+# then on every run, the smoke run too, replays tests/fuzz/regress/<name>/*
+# first and fails while any of them still crashes). Targets run FUZZ_JOBS (2)
+# at a time. Exits non-zero if a target fails to build or finds a crash.
+# The target list is the files tests/fuzz/fuzz_*.c: a new file is a new
+# target, in `make fuzz`, `make fuzz-smoke` and CI (.ci/run). The modules
 # under test are compiled once into build/fuzz/obj/ (again only when a source
 # or a header it includes changed).
 #   FUZZ_SECONDS=60 tests/fuzz/run.sh         longer runs
@@ -29,12 +34,14 @@ if ! command -v clang >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
 fi
 
-# The modules under test and what they need; nothing with I/O.
-SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c) $(ls src/common/*.c)"
+# The modules under test and what they need: the parsers, the config loader
+# and the HTTP server (driven over loopback by fuzz_http).
+SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c) $(ls src/common/*.c)
+      $(ls src/config/*.c) src/http/server.c"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
-        $(pkg-config --cflags jansson libhs)"
-LIBS="$(pkg-config --libs jansson libhs) -lpthread -lm"
+        $(pkg-config --cflags jansson libhs yaml-0.1 libevent)"
+LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent) -lhttp_parser -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}
@@ -68,15 +75,30 @@ for src in $SRCS; do
     fi
 done
 
-failed=0
-for t in $TARGETS; do
+# Builds fuzz_$1; then replays every input in tests/fuzz/regress/$1/ (crashes
+# found earlier, committed: each must now pass), then fuzzes. Its verdict is
+# its exit status; a new crashing input is copied to tests/fuzz/regress/$1/
+# and printed in base64 so it can be committed from a CI log.
+run_target() {
+    t=$1
     bin="$OUT/fuzz_$t"
-    echo "== fuzz_$t: build"
     # shellcheck disable=SC2086
-    if ! clang $CFLAGS -fsanitize=fuzzer -o "$bin" "tests/fuzz/fuzz_$t.c" $OBJS $LIBS; then
+    if ! clang $CFLAGS -fsanitize=fuzzer -o "$bin" "tests/fuzz/fuzz_$t.c" $OBJS $LIBS \
+            >"$OUT/fuzz_$t.build.log" 2>&1; then
+        cat "$OUT/fuzz_$t.build.log" >&2
         echo "fuzz_$t: BUILD FAILED" >&2
-        failed=1
-        continue
+        return 1
+    fi
+    regress="tests/fuzz/regress/$t"
+    if [ -d "$regress" ] && [ -n "$(ls -A "$regress")" ]; then
+        rlog="$OUT/fuzz_$t.regress.log"
+        if "$bin" -timeout=10 "$regress"/* >"$rlog" 2>&1; then
+            echo "fuzz_$t: $(ls "$regress" | wc -l) regression inputs replayed, OK"
+        else
+            echo "fuzz_$t: a regression input fails again, see $rlog" >&2
+            grep -E 'Running:|check failed|ERROR|SUMMARY' "$rlog" >&2 || tail -n 40 "$rlog" >&2
+            return 1
+        fi
     fi
     if [ "$SMOKE" = 1 ]; then
         corpus="$OUT/smoke/$t"
@@ -98,17 +120,44 @@ for t in $TARGETS; do
         limit="-max_total_time=$SECS"
         echo "== fuzz_$t: run ${SECS}s (log: $log)"
     fi
+    rm -f "$OUT/artifacts/$t-"*
     # shellcheck disable=SC2086
     if "$bin" $limit -timeout=10 -print_final_stats=1 $dict \
             -artifact_prefix="$OUT/artifacts/$t-" \
             "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
         execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
         cov=$(grep -E '^#[0-9]+' "$log" | tail -n 1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
-        echo "fuzz_$t: OK, ${execs:-?} executions, coverage ${cov:-?} edges"
-    else
-        echo "fuzz_$t: FAILED, see $log; crashing input in $OUT/artifacts/" >&2
-        grep -E 'check failed|ERROR|SUMMARY|Test unit written' "$log" >&2 || tail -n 40 "$log" >&2
-        failed=1
+        secs=$(sed -n 's/^stat::.*//; s/.*Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
+        echo "fuzz_$t: OK, ${execs:-?} executions in ${secs:-?} s, coverage ${cov:-?} edges"
+        return 0
     fi
+    echo "fuzz_$t: FAILED, see $log" >&2
+    grep -E 'check failed|ERROR|SUMMARY|Test unit written' "$log" >&2 || tail -n 40 "$log" >&2
+    mkdir -p "$regress"
+    for a in "$OUT/artifacts/$t-"*; do
+        [ -f "$a" ] || continue
+        cp "$a" "$regress/"
+        echo "fuzz_$t: crashing input saved as $regress/${a##*/}; commit it (base64 -d):" >&2
+        base64 -w 76 "$a" >&2
+    done
+    return 1
+}
+
+# Two targets at a time (FUZZ_JOBS), so `make fuzz` with FUZZ_SECONDS=30 on
+# 2 cores stays within a few minutes.
+JOBS=${FUZZ_JOBS:-2}
+failed=0
+running=0
+for t in $TARGETS; do
+    if [ "$running" -ge "$JOBS" ]; then
+        wait -n || failed=1
+        running=$((running - 1))
+    fi
+    run_target "$t" &
+    running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
 done
 exit "$failed"

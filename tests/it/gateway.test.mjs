@@ -5,8 +5,11 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import http from 'node:http';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import OpenAI from 'openai';
-import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { startLlmsim, startSpillway, waitFor, getJSON, BUILD } from './lib/harness.mjs';
 import { rawConnect } from './lib/rawhttp.mjs';
 
 const PROMPT = 'Spillway relays this sentence back, token by token, unchanged.';
@@ -766,6 +769,94 @@ describe('limits.max_response_bytes', () => {
     } finally {
       await gw.stop(); await cloud.stop();
       await new Promise((r) => big.close(r));
+    }
+  });
+});
+
+// The TCP sockets of a process with their TCP_NODELAY, read by the helper
+// build/tests/sockinfo (pidfd_getfd); null when this machine does not allow
+// borrowing another process's fds.
+function sockets(pid) {
+  return new Promise((res, rej) => execFile(join(BUILD, 'tests', 'sockinfo'), [String(pid)], (err, out, errOut) => {
+    if (err && err.code === 2) res({ unavailable: errOut.trim() });
+    else if (err) rej(err);
+    else res({ list: out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) });
+  }));
+}
+
+const rssKiB = (pid) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]);
+
+describe('sockets and per-connection memory', () => {
+  test('TCP_NODELAY is set on the accepted client sockets and on the upstream sockets to local and cloud', async (t) => {
+    const edge = await startLlmsim(['--model', 'edge-model', '--decode-tps', '5']);
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '5']);
+    const gw = await startSpillway(config({
+      edge: edge.url, cloud: cloud.url,
+      models: '  - name: "local-only"\n    backends: [edge]\n  - name: "cloud-only"\n    backends: [cloud]',
+    }));
+    const ac = new AbortController();
+    try {
+      // Two streams held open (5 tokens/s): one on a local, one on a cloud
+      // backend; their first bytes prove the upstream connections exist.
+      const open = async (model) => {
+        const r = await fetch(`${gw.url}/v1/chat/completions`, {
+          method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
+          body: JSON.stringify({ model, stream: true, max_tokens: 200, messages: [{ role: 'user', content: 'hold' }] }),
+        });
+        assert.equal(r.status, 200);
+        const rd = r.body.getReader();
+        await rd.read();
+        return rd;
+      };
+      await Promise.all([open('local-only'), open('cloud-only')]);
+      const s = await sockets(gw.proc.pid);
+      if (s.unavailable) { t.skip(`cannot read the gateway's sockets here: ${s.unavailable}`); return; }
+      const front = s.list.filter((x) => x.local_port === gw.port && x.peer_port !== 0);
+      const toEdge = s.list.filter((x) => x.peer_port === edge.port);
+      const toCloud = s.list.filter((x) => x.peer_port === cloud.port);
+      assert.ok(front.length >= 2, `the two client connections: ${JSON.stringify(s.list)}`);
+      assert.ok(toEdge.length >= 1 && toCloud.length >= 1, `the upstream connections: ${JSON.stringify(s.list)}`);
+      for (const x of [...front, ...toEdge, ...toCloud]) assert.equal(x.nodelay, 1, `TCP_NODELAY off: ${JSON.stringify(x)}`);
+    } finally {
+      ac.abort();
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  });
+
+  test('a client that pipelines requests and never reads stops being read: the gateway buffers at most the read-ahead', async () => {
+    // The first request hangs upstream, so the connection stays busy; behind
+    // it the client pushes 64 MiB of pipelined requests and reads nothing.
+    const edge = await startLlmsim(['--model', 'edge-model', '--hang']);
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort() }));
+    const sock = net.connect(gw.port, '127.0.0.1');
+    try {
+      sock.on('error', () => {});
+      await new Promise((r) => sock.once('connect', r));
+      sock.pause();
+      const before = rssKiB(gw.proc.pid);
+      const body = JSON.stringify({ model: 'local-only', messages: [{ role: 'user', content: 'hang' }] });
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging >= 1, { timeout: 10000, what: 'the first request upstream' });
+      const chunk = Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(Math.floor((1 << 20) / 37)));
+      const MiB = 64;
+      for (let i = 0; i < MiB; i++) sock.write(chunk);
+      const pushed = MiB * chunk.length;
+      // Wait until the kernel takes no more: the bytes it accepted from the
+      // client stay the same over four polls 250 ms apart.
+      let last = -1, same = 0;
+      const accepted = () => pushed - sock.writableLength;
+      await waitFor(() => {
+        const a = accepted();
+        same = a === last ? same + 1 : 0;
+        last = a;
+        return same >= 4 || a === pushed;
+      }, { timeout: 30000, every: 250, what: 'the client\'s writes to stop being taken' });
+      const grown = rssKiB(gw.proc.pid) - before;
+      assert.ok(accepted() < pushed / 2, `${accepted()} of ${pushed} pipelined bytes taken from a client that reads nothing`);
+      assert.ok(grown < 16 * 1024, `the gateway grew by ${grown} KiB holding one connection's pipelined input`);
+    } finally {
+      sock.destroy();
+      await gw.stop(); await edge.stop();
     }
   });
 });
