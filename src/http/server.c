@@ -1051,10 +1051,18 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
     } else if (r->chunked) {
         ADD_LIT(o, "Transfer-Encoding: chunked\r\n");
     }
-    if (!c->keep_alive)
+    if (!c->keep_alive) {
         ADD_LIT(o, "Connection: close\r\n");
-    else if (r->minor == 0)
-        ADD_LIT(o, "Connection: keep-alive\r\n");
+    } else {
+        if (r->minor == 0)
+            ADD_LIT(o, "Connection: keep-alive\r\n");
+        /* The idle limit, rounded down, so that a client honouring it (Node's
+         * undici, Go, curl) closes an idle connection before the server does
+         * instead of racing a new request against the server's close. */
+        ADD_LIT(o, "Keep-Alive: timeout=");
+        evbuffer_add(o, num, sw_fmt_u64(num, (uint64_t)(c->s->lim.client_timeout_ms / 1000), 10, 1));
+        ADD_LIT(o, "\r\n");
+    }
     for (int i = 0; i < r->n_out; i++) {
         evbuffer_add(o, r->out[i].name, strlen(r->out[i].name));
         ADD_LIT(o, ": ");

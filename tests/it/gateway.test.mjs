@@ -120,6 +120,16 @@ describe('gateway core with healthy backends', () => {
     assert.deepEqual(models.sort(), ['chat', 'local-only']);
   });
 
+  test('keep-alive answers announce the idle limit (Keep-Alive: timeout, rounded down) so clients close idle connections first', async () => {
+    const r = await fetch(`${gw.url}/healthz`);
+    await r.arrayBuffer();
+    assert.equal(r.headers.get('keep-alive'), 'timeout=0'); // client_timeout_ms: 400
+    const c = await fetch(`${gw.url}/healthz`, { headers: { connection: 'close' } });
+    await c.arrayBuffer();
+    assert.equal(c.headers.get('connection'), 'close');
+    assert.equal(c.headers.get('keep-alive'), null);
+  });
+
   test('bad or missing key: 401 in OpenAI error shape', async () => {
     await assert.rejects(
       client(gw, 'sk-wrong').chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'x' }] }),
