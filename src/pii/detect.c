@@ -13,6 +13,7 @@
 #include "common/err.h"
 #include "pii/detect.h"
 #include "pii/validate.h"
+#include "pii/view.h"
 
 /* ---- Patterns ---- */
 
@@ -941,8 +942,8 @@ static int span_cmp(const void *a, const void *b)
     return x->type - y->type;
 }
 
-int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
-                     sw_pii_on_span on_span, void *ud)
+static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
+                    sw_pii_on_span on_span, void *ud)
 {
     struct sw_pii_engine *me = (struct sw_pii_engine *)e;   /* scratch pool only */
     struct scan sc = {.e = e, .t = (const unsigned char *)text, .len = len};
@@ -1005,4 +1006,149 @@ done:
     free(sc.c);
     free(sc.sp);
     return rc;
+}
+
+/* Spans of the view, mapped back to the input. Two view spans can map onto
+ * one input character (a compatibility form that expands to several
+ * characters): such neighbours are merged, so input spans never overlap. */
+struct mapback {
+    const struct sw_pii_view *v;
+    sw_pii_on_span on_span;
+    void *ud;
+    struct sw_pii_span pend;
+    bool have;
+};
+
+static int on_view_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct mapback *mb = ud;
+    size_t s = mb->v->os[sp->start], e = mb->v->oe[sp->start + sp->len - 1];
+    if (mb->have && s < mb->pend.start + mb->pend.len) {
+        if (e > mb->pend.start + mb->pend.len)
+            mb->pend.len = e - mb->pend.start;
+        return SW_OK;
+    }
+    if (mb->have) {
+        int rc = mb->on_span(mb->ud, &mb->pend);
+        if (rc)
+            return rc;
+    }
+    mb->pend = (struct sw_pii_span){s, e - s, sp->type};
+    mb->have = true;
+    return SW_OK;
+}
+
+/* A byte of a bare JSON literal (number, true, false, null). */
+static bool bare_char(unsigned char ch)
+{
+    return is_alnum(ch) || ch == '+' || ch == '-' || ch == '.';
+}
+
+/* JSON text: each span is kept inside one string, or widened to its whole
+ * bare literal (a number), so that replacing it keeps JSON text JSON. A span
+ * that starts inside a string ends at the latest at its closing quote; one
+ * that starts on an opening quote starts after it. */
+struct jclip {
+    const unsigned char *t;
+    size_t len, jpos, last_end;
+    bool in_str;
+    sw_pii_on_span on_span;
+    void *ud;
+};
+
+static void jclip_state(struct jclip *c, size_t to)
+{
+    for (size_t i = c->jpos; i < to; i++) {
+        if (c->in_str) {
+            if (c->t[i] == '\\')
+                i++;
+            else if (c->t[i] == '"')
+                c->in_str = false;
+        } else if (c->t[i] == '"') {
+            c->in_str = true;
+        }
+    }
+    if (to > c->jpos)
+        c->jpos = to;
+}
+
+static int on_jclip_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct jclip *c = ud;
+    size_t s = sp->start, e = sp->start + sp->len;
+    if (s < c->last_end)
+        s = c->last_end;            /* the previous literal was widened over it */
+    if (e <= s)
+        return SW_OK;
+    jclip_state(c, s);
+    if (!c->in_str && c->t[s] == '"' && e - s > 1) {
+        s++;
+        jclip_state(c, s);
+    }
+    if (c->in_str) {
+        size_t i = s;
+        while (i < e && c->t[i] != '"')
+            i += c->t[i] == '\\' ? 2 : 1;
+        if (i < e)
+            e = i;
+    } else if (bare_char(c->t[s])) {
+        while (s > c->last_end && bare_char(c->t[s - 1]))
+            s--;
+        size_t i = s;
+        while (i < c->len && bare_char(c->t[i]))
+            i++;
+        e = i;
+    }   /* else: not JSON here, the span as found */
+    if (e <= s)
+        return SW_OK;
+    c->last_end = e;
+    struct sw_pii_span out = {s, e - s, sp->type};
+    return c->on_span(c->ud, &out);
+}
+
+static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                     sw_pii_on_span on_span, void *ud);
+
+static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                sw_pii_on_span on_span, void *ud)
+{
+    if (!json)
+        return scan_view(e, text, len, 0, on_span, ud);
+    struct jclip c = {.t = (const unsigned char *)text, .len = len, .on_span = on_span, .ud = ud};
+    return scan_view(e, text, len, 1, on_jclip_span, &c);
+}
+
+static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                     sw_pii_on_span on_span, void *ud)
+{
+    if (len == 0)
+        return SW_OK;
+    if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
+        return SW_ETOOBIG;
+    if (!sw_pii_view_needed(text, len, json))
+        return scan_raw(e, text, len, on_span, ud);
+    struct sw_pii_view v;
+    int rc = sw_pii_view_build(&v, text, len, json);
+    if (rc)
+        return rc;
+    struct mapback mb = {.v = &v, .on_span = on_span, .ud = ud};
+    rc = scan_raw(e, v.t, v.len, on_view_span, &mb);
+    if (!rc && mb.have)
+        rc = on_span(ud, &mb.pend);
+    if (v.t)
+        explicit_bzero(v.t, v.cap);
+    sw_pii_view_free(&v);
+    return rc;
+}
+
+int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                     sw_pii_on_span on_span, void *ud)
+{
+    return scan(e, text, len, 0, on_span, ud);
+}
+
+int sw_pii_scan_json_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                          sw_pii_on_span on_span, void *ud)
+{
+    return scan(e, text, len, 1, on_span, ud);
 }

@@ -155,7 +155,8 @@ static int mask_text(const struct sw_pii_engine *e, struct sw_pii_map *m, const 
 {
     struct mask_ctx c = {.e = e, .m = m, .text = text, .out = out, .counts = counts, .json = json};
     sw_buf_init(&c.val, SW_PII_MAP_MAX_BYTES);
-    int rc = sw_pii_scan_text(e, text, len, on_mask_span, &c);
+    int rc = json ? sw_pii_scan_json_text(e, text, len, on_mask_span, &c)
+                  : sw_pii_scan_text(e, text, len, on_mask_span, &c);
     if (c.val.ptr)
         explicit_bzero(c.val.ptr, c.val.cap);
     sw_buf_free(&c.val);
@@ -334,9 +335,9 @@ static int on_count_span(void *ud, const struct sw_pii_span *sp)
 static int scan_field(void *ud, json_t *holder, const char *key, json_t *str, int json_text)
 {
     struct req_ctx *c = ud;
-    (void)holder, (void)key, (void)json_text;
-    return sw_pii_scan_text(c->e, json_string_value(str), json_string_length(str), on_count_span,
-                            c->counts);
+    (void)holder, (void)key;
+    return (json_text ? sw_pii_scan_json_text : sw_pii_scan_text)(
+        c->e, json_string_value(str), json_string_length(str), on_count_span, c->counts);
 }
 
 int sw_pii_scan_request(const struct sw_pii_engine *e, const json_t *body,

@@ -108,9 +108,20 @@ struct sw_pii_span {
 typedef int (*sw_pii_on_span)(void *ud, const struct sw_pii_span *span);
 
 /* Scans text[0..len) (borrowed; need not be NUL-terminated). SW_OK,
- * SW_ETOOBIG (bounds above), SW_ENOMEM, or the callback's return. */
+ * SW_ETOOBIG (bounds above), SW_ENOMEM, or the callback's return.
+ * Detection runs on a normalised view of the text (src/pii/view.h): Unicode
+ * compatibility forms folded to ASCII (full-width digits, letters, '@'),
+ * Unicode spaces as ' ', format characters (zero-width, soft hyphen, BOM)
+ * removed. Spans are byte ranges of the text as given: a value with a
+ * zero-width character inside is one span, that character included. Pure
+ * ASCII text is scanned as it is. */
 int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
                      sw_pii_on_span on_span, void *ud);
+/* The same for JSON text (tool-call arguments): inside strings the escapes
+ * (\n \t \" \\ \/ \uXXXX, surrogate pairs) are decoded before detection; a
+ * span covers whole escapes, in the bytes of the JSON text. */
+int sw_pii_scan_json_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                          sw_pii_on_span on_span, void *ud);
 
 /* Appends text with every entity replaced by its placeholder to out (out's
  * own max applies), adding entries to m and occurrences to counts (may be

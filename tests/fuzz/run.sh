@@ -33,8 +33,8 @@ fi
 SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c) $(ls src/common/*.c)"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
-        $(pkg-config --cflags jansson libhs)"
-LIBS="$(pkg-config --libs jansson libhs) -lpthread -lm"
+        $(pkg-config --cflags jansson libhs libutf8proc)"
+LIBS="$(pkg-config --libs jansson libhs libutf8proc) -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}

@@ -453,6 +453,119 @@ static void test_json_text_mask(void **state)
     sw_pii_map_free(m);
 }
 
+
+/* Detection on the normalised view: Unicode spaces, format characters and
+ * full-width forms; the span is the original bytes, zero-width chars inside
+ * it included. */
+static void test_unicode_view(void **state)
+{
+    (void)state;
+    static const struct det_case cases[] = {
+        {"mail john\xe2\x80\x8b.doe@example.com now", "email:john\xe2\x80\x8b.doe@example.com"},
+        {"x\xc2\xad@example.com", "email:x\xc2\xad@example.com"},                     /* soft hyphen */
+        {"\xef\xbb\xbfjane@example.org", "email:jane@example.org"},                   /* BOM before */
+        {"\xef\xbd\x8a\xef\xbd\x8f@example.com", "email:\xef\xbd\x8a\xef\xbd\x8f@example.com"}, /* full-width jo */
+        {"jo\xef\xbc\xa0" "example.com", "email:jo\xef\xbc\xa0" "example.com"},       /* full-width @ */
+        {"card 4111\xc2\xa0" "1111\xc2\xa0" "1111\xc2\xa0" "1111 exp",
+         "card:4111\xc2\xa0" "1111\xc2\xa0" "1111\xc2\xa0" "1111"},                  /* no-break spaces */
+        {"card 4111\xe2\x80\xaf" "1111\xe3\x80\x80" "1111\xe2\x80\x89" "1111",
+         "card:4111\xe2\x80\xaf" "1111\xe3\x80\x80" "1111\xe2\x80\x89" "1111"},      /* U+202F U+3000 U+2009 */
+        {"\xef\xbc\x94\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91"
+         "\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91",
+         "card:\xef\xbc\x94\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91"
+         "\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91"},
+        {"NL91\xe2\x81\xa0" "ABNA0417164300", "iban:NL91\xe2\x81\xa0" "ABNA0417164300"},  /* word joiner */
+        {"caf\xc3\xa9 x@example.com \xe2\x82\xac", "email:x@example.com"},          /* offsets after multibyte */
+        {"\xe2\x80\x8b\xe2\x80\x8b\xe2\x80\x8b", ""},
+        {"na\xc3\xafve r\xc3\xa9sum\xc3\xa9 1.0", ""},
+        {"\xff\xfe x@example.com", "email:x@example.com"},                         /* not UTF-8: kept */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = find(cases[i].text);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i, got, cases[i].want);
+    }
+    /* masking takes the whole value: no part of it stays in clear */
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *out = mask(m, "to john\xe2\x80\x8b.doe@example.com!", NULL);
+    assert_string_equal(out, "to [EMAIL_1]!");
+    char *back = unmask(m, out, 0);
+    assert_string_equal(back, "to john\xe2\x80\x8b.doe@example.com!");
+    free(out), free(back);
+    sw_pii_map_free(m);
+}
+
+static char *mask_json(struct sw_pii_map *m, const char *in)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 20);
+    assert_int_equal(sw_pii_mask_json_text(E, m, in, strlen(in), &b, NULL), SW_OK);
+    char *s = strdup(b.ptr ? b.ptr : "");
+    sw_buf_free(&b);
+    json_t *a = json_loads(in, JSON_DECODE_ANY, NULL);
+    if (a) {        /* JSON in, JSON out */
+        json_t *o = json_loads(s, JSON_DECODE_ANY, NULL);
+        if (!o)
+            fail_msg("masked JSON does not parse: %s", s);
+        json_decref(o);
+        json_decref(a);
+    }
+    return s;
+}
+
+static int count_span(void *ud, const struct sw_pii_span *sp)
+{
+    (void)sp;
+    (*(int *)ud)++;
+    return SW_OK;
+}
+
+/* JSON text: detection on the decoded strings, the placeholder replaces the
+ * escaped range, the output is JSON. */
+static void test_json_escapes(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *o;
+    /* a card right after an escaped newline */
+    o = mask_json(m, "{\"note\":\"line\\n4111 1111 1111 1111\"}");
+    assert_string_equal(o, "{\"note\":\"line\\n[CARD_1]\"}");
+    free(o);
+    /* an e-mail after an escape; e-mail written with \u0040 */
+    o = mask_json(m, "{\"a\":\"x\\nbob@example.com\",\"b\":\"a\\u0040b.com\"}");
+    assert_string_equal(o, "{\"a\":\"x\\n[EMAIL_1]\",\"b\":\"[EMAIL_2]\"}");
+    free(o);
+    char *back = unmask(m, "[EMAIL_2]", 0);
+    assert_string_equal(back, "a@b.com");       /* the decoded value */
+    free(back);
+    /* escapes inside the value: \/ and a surrogate pair before, \t inside a card */
+    o = mask_json(m, "[\"\\ud83d\\ude00 jane\\u002edoe@example.org\", \"4111\\t1111 1111 1111\"]");
+    assert_string_equal(o, "[\"\\ud83d\\ude00 [EMAIL_3]\", \"4111\\t1111 1111 1111\"]");
+    free(o);
+    o = mask_json(m, "{\"iban\":\"NL91\\u0020ABNA\\u00200417\\u00201643\\u002000\"}");
+    assert_string_equal(o, "{\"iban\":\"[IBAN_1]\"}");
+    free(o);
+    back = unmask(m, "[IBAN_1]", 0);
+    assert_string_equal(back, "NL91 ABNA 0417 1643 00");
+    free(back);
+    /* a value with a quote-looking escape next to it stays inside its string */
+    o = mask_json(m, "{\"u\":\"smtp://u:p@h\\\"\",\"v\":1}");
+    assert_non_null(strstr(o, "[SECRET_1]"));
+    free(o);
+    /* a bare number that is a card: the whole literal, quoted */
+    o = mask_json(m, "{\"n\":4111111111111111}");
+    assert_string_equal(o, "{\"n\":\"[CARD_2]\"}");
+    free(o);
+    /* the scan of arguments sees the same */
+    int n = 0;
+    const char *args = "{\"to\":\"a\\u0040b.com\",\"c\":\"\\n4111 1111 1111 1111\"}";
+    assert_int_equal(sw_pii_scan_json_text(E, args, strlen(args), count_span, &n), SW_OK);
+    assert_int_equal(n, 2);
+    /* plain text with a backslash is not decoded */
+    assert_string_equal(find("a\\u0040b.com"), "");
+    sw_pii_map_free(m);
+}
+
 static void test_request_empty_and_bad(void **state)
 {
     (void)state;
@@ -718,6 +831,8 @@ int main(void)
         cmocka_unit_test(test_map_bound),
         cmocka_unit_test(test_request_roundtrip),
         cmocka_unit_test(test_json_text_mask),
+        cmocka_unit_test(test_unicode_view),
+        cmocka_unit_test(test_json_escapes),
         cmocka_unit_test(test_request_empty_and_bad),
         cmocka_unit_test(test_stream_every_split),
         cmocka_unit_test(test_stream_finish_reason_flush),
