@@ -134,6 +134,11 @@ struct sw_config {
         enum sw_pii_policy policy;          /* default local_only */
         struct sw_config_pii_custom *custom;
         size_t n_custom;
+        /* pii.phone_regions: ISO 3166 codes whose national phone numbers are
+         * detected; unset: the engine's default (NL DE FR BE ES IT GB US) */
+        bool phone_regions_set;
+        char phone_regions[32][3];
+        size_t n_phone_regions;
     } pii;
 };
 

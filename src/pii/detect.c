@@ -12,13 +12,14 @@
 
 #include "common/err.h"
 #include "pii/detect.h"
+#include "pii/phone.h"
 #include "pii/validate.h"
 #include "pii/view.h"
 
 /* ---- Patterns ---- */
 
 enum kind {
-    K_EMAIL, K_PHONE_INTL, K_PHONE_NL, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
+    K_EMAIL, K_PHONE_INTL, K_PHONE_NAT, K_PHONE_IDD, K_PHONE_ES, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
     K_SSN, K_IPV4, K_IPV6, K_TOKEN, K_FIXED, K_BEARER, K_JWT,
     K_PRIVKEY, K_URLCRED, K_CUSTOM
 };
@@ -36,8 +37,15 @@ static const struct pattern builtin[] = {
     {SW_PII_EMAIL, K_EMAIL, 0, 0, 0,
      "@[A-Za-z0-9\\-]+(?:\\.[A-Za-z0-9\\-]+)*\\.[A-Za-z]{2,}"},
     {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]"},
-    {SW_PII_PHONE, K_PHONE_NL, 0, 0, 0,
-     "\\(?0[1-9][0-9]{0,3}\\)?[ \\-]?[0-9][0-9 \\-]{4,10}[0-9]"},
+    /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
+     * international prefix, Spanish numbers (no trunk prefix, grouped):
+     * candidates only, libphonenumber validates them for the configured regions.
+     * The leading boundary byte is part of the pattern so that the leftmost
+     * start of a match is never inside an earlier number (on_match drops it). */
+    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9][0-9 ()./\\-]{5,18}[0-9]"},
+    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00[1-9][0-9 ()./\\-]{6,22}[0-9]"},
+    {SW_PII_PHONE, K_PHONE_ES, 0, 0, 0,
+     "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2})"},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
      "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
     {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"},
@@ -88,6 +96,8 @@ struct sw_pii_engine {
     char tags[SW_PII_MAX_TYPES][SW_PII_MAX_TAG + 1];      /* upper case, '-' '.' as '_' */
     int validator[SW_PII_MAX_TYPES];
     int prio[SW_PII_MAX_TYPES];         /* lower wins when spans merge */
+    char regions[SW_PII_MAX_PHONE_REGIONS][3];  /* national phone numbers of these */
+    size_t n_regions;
     pthread_mutex_t lock;
     hs_scratch_t *proto;                /* template for clones */
     hs_scratch_t *pool[SCRATCH_POOL];
@@ -155,6 +165,12 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         e->prio[t] = prio_builtin[t];
     }
     memcpy(e->pat, builtin, sizeof builtin);
+    {
+        static const char *const def[] = {SW_PII_DEFAULT_PHONE_REGIONS};
+        for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
+            memcpy(e->regions[i], def[i], 3);
+        e->n_regions = sizeof def / sizeof def[0];
+    }
     for (size_t i = 0; i < n_custom; i++) {
         const struct sw_pii_custom *c = &custom[i];
         int t = SW_PII_CUSTOM_BASE + (int)i;
@@ -235,6 +251,31 @@ fail:
     free(ids);
     sw_pii_engine_free(e);
     return rc;
+}
+
+int sw_pii_phone_region_known(const char *code)
+{
+    return code && strlen(code) == 2 && code[0] >= 'A' && code[0] <= 'Z' && code[1] >= 'A' &&
+           code[1] <= 'Z' && sw_pii_phone_region_ok(code);
+}
+
+int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *codes, size_t n,
+                                    char *err, size_t errlen)
+{
+    if (n > SW_PII_MAX_PHONE_REGIONS) {
+        char m[16];
+        snprintf(m, sizeof m, "%d", SW_PII_MAX_PHONE_REGIONS);
+        return set_err(err, errlen, "pii: phone_regions: at most %s regions%s", m, "");
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!sw_pii_phone_region_known(codes[i]))
+            return set_err(err, errlen,
+                           "pii: phone_regions: \"%s\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)%s",
+                           codes[i] ? codes[i] : "", "");
+    for (size_t i = 0; i < n; i++)
+        memcpy(e->regions[i], codes[i], 3);
+    e->n_regions = n;
+    return SW_OK;
 }
 
 void sw_pii_engine_free(struct sw_pii_engine *e)
@@ -511,21 +552,6 @@ static bool r_phone(const struct scan *sc, int kind, size_t *ps, size_t *pe)
         if (!phone_walk(sc, s + 1, e, 8, 15, &end))
             return false;
         break;
-    case K_PHONE_NL: {
-        if (before(sc, s, 1) == '+')
-            return false;
-        if (!phone_walk(sc, s, e, 10, 10, &end))
-            return false;
-        /* 10 digits starting 0, not 00 (international prefix) */
-        size_t i = s;
-        while (!is_digit(sc->t[i]))
-            i++;
-        if (sc->t[i] != '0' || sc->t[i + 1] == '0')
-            return false;
-        /* a bare 10-digit run must be 06 (mobile) or a 0[1-5789]x area code: fine;
-         * a bare run starting 08/09 (service/info numbers) is too often an id */
-        break;
-    }
     default: /* K_PHONE_US */
         if (!phone_walk(sc, s, e, 10, 11, &end))
             return false;
@@ -533,6 +559,141 @@ static bool r_phone(const struct scan *sc, int kind, size_t *ps, size_t *pe)
     }
     *pe = end;
     return true;
+}
+
+/* Ends of the phone-like run from s (as phone_walk), every one whose digit
+ * count is in [min_d, max_d] and whose right side is a boundary; longest
+ * last. Returns how many (at most 8). Also the digit groups' lengths, for
+ * the date test. */
+static int phone_ends(const struct scan *sc, size_t s, size_t e, int min_d, int max_d,
+                      size_t *ends, int *glen, int *ng)
+{
+    int digits = 0, n = 0;
+    size_t i = s;
+    bool paren = false;
+    *ng = 0;
+    while (i < e) {
+        unsigned char ch = sc->t[i];
+        if (is_digit(ch)) {
+            size_t g = i;
+            while (i < e && is_digit(sc->t[i]))
+                i++;
+            if (*ng < 8)
+                glen[(*ng)++] = (int)(i - g);
+            digits += (int)(i - g);
+            if (digits > max_d)
+                break;
+            if (!paren && digits >= min_d && right_num_ok(sc, i) && n < 8)
+                ends[n++] = i;
+            continue;
+        }
+        if (ch == '(' && !paren) {
+            paren = true;
+            i++;
+            continue;
+        }
+        if (ch == ')' && paren) {
+            paren = false;
+            i++;
+            if (i < e && sc->t[i] == ' ')
+                i++;
+            continue;
+        }
+        if ((ch == ' ' || ch == '-' || ch == '.' || ch == '/') && i + 1 < e &&
+            (is_digit(sc->t[i + 1]) || (sc->t[i + 1] == '(' && !paren))) {
+            i++;
+            continue;
+        }
+        break;
+    }
+    return n;
+}
+
+/* "01-06-2024", "01.06.2024 12": a date, not a phone number. */
+static bool date_groups(const struct scan *sc, size_t s, const int *glen, int ng)
+{
+    if (ng < 3 || glen[0] > 2 || glen[1] > 2 || glen[2] != 4)
+        return false;
+    size_t i = s;
+    while (!is_digit(sc->t[i]))
+        i++;
+    int d = (sc->t[i] - '0') * (glen[0] == 2 ? 10 : 1) + (glen[0] == 2 ? sc->t[i + 1] - '0' : 0);
+    i += (size_t)glen[0] + 1;
+    int m = (sc->t[i] - '0') * (glen[1] == 2 ? 10 : 1) + (glen[1] == 2 ? sc->t[i + 1] - '0' : 0);
+    i += (size_t)glen[1] + 1;
+    bool year = (sc->t[i] == '1' && sc->t[i + 1] == '9') || (sc->t[i] == '2' && sc->t[i + 1] == '0');
+    return d >= 1 && d <= 31 && m >= 1 && m <= 12 && year;
+}
+
+/* National (trunk 0), 00-prefixed and Spanish candidates: the longest run
+ * that libphonenumber accepts for one of the engine's regions (00 numbers:
+ * for their own country). */
+static bool r_phone_checked(const struct scan *sc, int kind, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe, ends[8];
+    int glen[8], ng;
+    if (!left_num_ok(sc, s) || before(sc, s, 1) == '+')
+        return false;
+    if (before(sc, s, 1) == ' ' && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2)))
+        return false;       /* a later group of a longer grouped number (an account) */
+    if (sc->t[s] == '(' && !memchr(sc->t + s, ')', e - s))
+        s++;        /* "(06-12345678)": the parenthesis is the text's */
+    int n = phone_ends(sc, s, e, kind == K_PHONE_ES ? 9 : kind == K_PHONE_IDD ? 10 : 9,
+                       kind == K_PHONE_ES ? 9 : kind == K_PHONE_IDD ? 17 : 13, ends, glen, &ng);
+    if (n == 0 || date_groups(sc, s, glen, ng))
+        return false;
+    if (ng == 1 && glen[0] > 11)
+        return false;           /* a long unbroken run is an id, not a number to dial */
+    if (ng == 3 && glen[0] == 3 && glen[1] == 2 && glen[2] == 4 && sc->t[s + 3] == '-')
+        return false;           /* AAA-GG-SSSS is the shape of a US SSN */
+    /* Spanish numbers have no trunk prefix: checked for ES only */
+    const char(*regions)[3] = (const char(*)[3])sc->e->regions;
+    size_t n_regions = sc->e->n_regions;
+    if (kind == K_PHONE_ES) {
+        size_t k = 0;
+        while (k < n_regions && memcmp(regions[k], "ES", 2))
+            k++;
+        if (k == n_regions)
+            return false;
+        regions += k;
+        n_regions = 1;
+    }
+    if (kind == K_PHONE_NAT) {
+        size_t i = s;
+        while (!is_digit(sc->t[i]))
+            i++;
+        if (sc->t[i + 1] == '0')
+            return false;       /* 00: the international prefix */
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        char buf[64];
+        size_t l = ends[k] - s;
+        if (l + 1 >= sizeof buf)
+            continue;
+        if (kind == K_PHONE_IDD) {
+            /* "0031 (0)6 ...": + for 00, and the trunk "(0)" left out */
+            size_t o = 0;
+            buf[o++] = '+';
+            for (size_t i = s + 2; i < ends[k]; i++) {
+                if (i + 2 < ends[k] && !memcmp(sc->t + i, "(0)", 3)) {
+                    i += 2;
+                    continue;
+                }
+                buf[o++] = (char)sc->t[i];
+            }
+            l = o;
+        } else {
+            memcpy(buf, sc->t + s, l);
+        }
+        if (sw_pii_phone_valid(buf, l, regions, n_regions)) {
+            explicit_bzero(buf, sizeof buf);
+            *ps = s;
+            *pe = ends[k];
+            return true;
+        }
+        explicit_bzero(buf, sizeof buf);
+    }
+    return false;
 }
 
 static bool r_iban(const struct scan *sc, size_t *ps, size_t *pe)
@@ -823,8 +984,10 @@ static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, si
     switch (p->kind) {
     case K_EMAIL: return r_email(sc, s, e);
     case K_PHONE_INTL:
-    case K_PHONE_NL:
     case K_PHONE_US: return r_phone(sc, p->kind, s, e);
+    case K_PHONE_NAT:
+    case K_PHONE_IDD:
+    case K_PHONE_ES: return r_phone_checked(sc, p->kind, s, e);
     case K_IBAN: return r_iban(sc, s, e);
     case K_CARD: return r_card(sc, s, e);
     case K_NINE: return r_nine(sc, s, e, type);
@@ -843,7 +1006,8 @@ static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, si
 static bool early_ok(const struct scan *sc, int kind, size_t s)
 {
     switch (kind) {
-    case K_CARD: case K_NINE: case K_SSN: case K_PHONE_NL: case K_PHONE_US:
+    case K_CARD: case K_NINE: case K_SSN: case K_PHONE_NAT: case K_PHONE_IDD: case K_PHONE_ES:
+    case K_PHONE_US:
         return left_num_ok(sc, s);
     case K_IPV4:
     case K_IPV6: {
@@ -891,6 +1055,9 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
+    if ((p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD || p->kind == K_PHONE_ES) &&
+        !is_digit(sc->t[s]) && sc->t[s] != '(')
+        s++;        /* the boundary byte */
     if (li && sc->c[li - 1].s == s) {
         if (e > sc->c[li - 1].e)
             sc->c[li - 1].e = e;    /* keep the longest */
@@ -1097,7 +1264,8 @@ static int on_jclip_span(void *ud, const struct sw_pii_span *sp)
         size_t i = s;
         while (i < c->len && bare_char(c->t[i]))
             i++;
-        e = i;
+        if (i > e)
+            e = i;      /* never shorter: past the literal the text is not JSON */
     }   /* else: not JSON here, the span as found */
     if (e <= s)
         return SW_OK;

@@ -82,6 +82,20 @@ struct sw_pii_engine;
 int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
                       struct sw_pii_engine **out, char *err, size_t errlen);
 void sw_pii_engine_free(struct sw_pii_engine *e);
+
+/* National phone numbers (written with a trunk 0, or Spanish 9-digit groups)
+ * are detected when libphonenumber says they are valid for one of these
+ * regions (ISO 3166 alpha-2 codes, upper case). A new engine has
+ * SW_PII_DEFAULT_PHONE_REGIONS. Set before the engine is shared. SW_OK, or
+ * SW_EINVAL with a message (a code libphonenumber does not know, more than
+ * SW_PII_MAX_PHONE_REGIONS); an empty list turns national detection off
+ * (numbers in +CC or 00CC notation and US formats are still detected). */
+#define SW_PII_MAX_PHONE_REGIONS 32
+#define SW_PII_DEFAULT_PHONE_REGIONS "NL", "DE", "FR", "BE", "ES", "IT", "GB", "US"
+int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *codes, size_t n,
+                                    char *err, size_t errlen);
+/* Whether code is a region sw_pii_engine_set_phone_regions accepts. */
+int sw_pii_phone_region_known(const char *code);
 /* Number of types of the engine: SW_PII_CUSTOM_BASE + n_custom. */
 int sw_pii_type_count(const struct sw_pii_engine *e);
 /* "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret",

@@ -21,7 +21,7 @@ bool sw_pii_view_needed(const char *text, size_t len, int json)
     for (; i < len; i++)
         if (t[i] & 0x80)
             return true;
-    return json && memchr(text, '\\', len) != NULL;
+    return json && (memchr(text, '\\', len) || memchr(text, '"', len));
 }
 
 static int grow(struct sw_pii_view *v, size_t need)
@@ -171,9 +171,11 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
             continue;
         }
         if (ch < 0x80) {
-            if (json && ch == '"')
-                in_str = !in_str;
             char b = (char)ch;
+            if (json && ch == '"') {
+                in_str = !in_str;
+                b = '\n';      /* a string's edge ends any value, as a line break does */
+            }
             rc = emit(v, &b, 1, i, i + 1);
             i++;
             continue;

@@ -1,5 +1,6 @@
 /* The text detection runs on: the input with JSON string escapes decoded
- * (for JSON text) and Unicode folded (NFKC compatibility forms such as
+ * (for JSON text, where the quotes around strings become line breaks so no
+ * value runs from one string into the next) and Unicode folded (NFKC compatibility forms such as
  * full-width digits and letters to ASCII, Unicode spaces to ' ', format
  * characters such as zero-width spaces and soft hyphens removed), with, per
  * byte of the view, the byte range of the input it came from. A span of the
@@ -18,7 +19,7 @@ struct sw_pii_view {
     uint32_t *os, *oe;          /* per view byte: input range of its character */
 };
 
-/* Whether text needs a view: any byte >= 0x80, or (json) any backslash.
+/* Whether text needs a view: any byte >= 0x80, or (json) any backslash or quote.
  * Pure ASCII plain text is scanned as it is (the fast path). */
 bool sw_pii_view_needed(const char *text, size_t len, int json);
 /* Builds the view of text[0..len) (len < 2^32). SW_OK or SW_ENOMEM. */

@@ -566,6 +566,65 @@ static void test_json_escapes(void **state)
     sw_pii_map_free(m);
 }
 
+/* National phone numbers, validated by libphonenumber for the configured
+ * regions; look-alikes stay clean. */
+static void test_phone_national(void **state)
+{
+    (void)state;
+    static const struct det_case cases[] = {
+        {"bel (030) 3327 0601 aub", "phone:(030) 3327 0601"},        /* DE */
+        {"Tel. 030 33270601", "phone:030 33270601"},
+        {"call 07700 900464 now", "phone:07700 900464"},             /* GB */
+        {"or +44 7700 900464", "phone:+44 7700 900464"},
+        {"appelez le 01 42 68 53 00.", "phone:01 42 68 53 00"},      /* FR */
+        {"+33 1 42 68 53 00", "phone:+33 1 42 68 53 00"},
+        {"bel 02 555 12 12", "phone:02 555 12 12"},                 /* BE */
+        {"llame al 912 345 678", "phone:912 345 678"},              /* ES */
+        {"chiama 06 6982 1234", "phone:06 6982 1234"},              /* IT */
+        {"(415) 555-0132", "phone:(415) 555-0132"},                 /* US */
+        {"bel 0031 6 12345678", "phone:0031 6 12345678"},           /* 00 prefix */
+        {"0049 30 33270601", "phone:0049 30 33270601"},
+        {"06-12345678", "phone:06-12345678"},                       /* NL */
+        /* negatives */
+        {"order 0001234567 shipped", ""},
+        {"at 2024-06-01 12:30:45 UTC", ""},
+        {"on 01-06-2024 12:30", ""},
+        {"on 01.06.2024 the price was 1 299,00 EUR", ""},
+        {"version 10.2.3.4567 build 0.9.1", ""},
+        {"invoice INV-2024-000123", ""},
+        {"ISBN 978-0-306-40615-7", ""},
+        {"ISBN 0-306-40615-2", ""},
+        {"ticket #0912345678123", ""},
+        {"items 912345678", ""},                                    /* ES needs its groups */
+        {"078-05-1120", ""},                                         /* SSN shape */
+        {"0000 000 000", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = find(cases[i].text);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu \"%s\": want \"%s\", got \"%s\"", i, cases[i].text, cases[i].want, got);
+    }
+    /* the regions are configurable: with only NL, Spanish and German numbers are not phones */
+    char err[256];
+    struct sw_pii_engine *nl;
+    assert_int_equal(sw_pii_engine_new(NULL, 0, &nl, err, sizeof err), SW_OK);
+    const char *only[] = {"NL"};
+    assert_int_equal(sw_pii_engine_set_phone_regions(nl, only, 1, err, sizeof err), SW_OK);
+    int n = 0;
+    const char *t = "912 345 678 / 030 33270601 / 06-12345678";
+    assert_int_equal(sw_pii_scan_text(nl, t, strlen(t), count_span, &n), SW_OK);
+    assert_int_equal(n, 1);
+    n = 0;      /* the default engine finds all three */
+    assert_int_equal(sw_pii_scan_text(E, t, strlen(t), count_span, &n), SW_OK);
+    assert_int_equal(n, 3);
+    const char *bad[] = {"NL", "XX"};
+    assert_int_equal(sw_pii_engine_set_phone_regions(nl, bad, 2, err, sizeof err), SW_EINVAL);
+    assert_non_null(strstr(err, "XX"));
+    const char *lower[] = {"nl"};
+    assert_int_equal(sw_pii_engine_set_phone_regions(nl, lower, 1, err, sizeof err), SW_EINVAL);
+    sw_pii_engine_free(nl);
+}
+
 static void test_request_empty_and_bad(void **state)
 {
     (void)state;
@@ -833,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_json_text_mask),
         cmocka_unit_test(test_unicode_view),
         cmocka_unit_test(test_json_escapes),
+        cmocka_unit_test(test_phone_national),
         cmocka_unit_test(test_request_empty_and_bad),
         cmocka_unit_test(test_stream_every_split),
         cmocka_unit_test(test_stream_finish_reason_flush),
