@@ -10,10 +10,11 @@
  * rules, IPv4 octets, IPv6 syntax, boundaries, context words, randomness of a
  * key). Overlapping accepted spans are merged (the union is masked; the type is
  * the one of highest priority: secret, custom, iban, card, email, ipv6, ipv4,
- * ssn, bsn, phone), so masking never covers less than any single detection.
+ * ssn, bsn, national_id, phone), so masking never covers less than any single
+ * detection.
  *
  * Placeholders are "[TYPE_N]": TYPE the type's name in upper case ("EMAIL",
- * "PHONE", "IBAN", "CARD", "BSN", "SSN", "IPV4", "IPV6", "SECRET", or a custom
+ * "PHONE", "IBAN", "CARD", "BSN", "SSN", "IPV4", "IPV6", "SECRET", "NATIONAL_ID", or a custom
  * name upper-cased, '-' and '.' as '_', cut to 24 bytes), N = 1, 2, ... per type and per request. The same value
  * gets the same placeholder within one map. Only the exact bytes of a
  * placeholder the map issued are restored; a placeholder-shaped text that was
@@ -42,10 +43,11 @@ enum sw_pii_type {
     SW_PII_IPV4,
     SW_PII_IPV6,
     SW_PII_SECRET,
+    SW_PII_NATIONAL_ID,         /* Spanish DNI/NIE (more national ids as they come) */
     SW_PII_CUSTOM_BASE          /* custom type i is SW_PII_CUSTOM_BASE + i */
 };
 #define SW_PII_MAX_TYPES 32
-#define SW_PII_MAX_CUSTOM (SW_PII_MAX_TYPES - SW_PII_CUSTOM_BASE)      /* 23 */
+#define SW_PII_MAX_CUSTOM (SW_PII_MAX_TYPES - SW_PII_CUSTOM_BASE)      /* 22 */
 #define SW_PII_MAX_NAME 64              /* custom name: 1-64 of A-Z a-z 0-9 _ . - (the config's rule) */
 #define SW_PII_MAX_TAG 24               /* placeholder tag: the name upper-cased, cut to 24 */
 
@@ -99,7 +101,7 @@ int sw_pii_phone_region_known(const char *code);
 /* Number of types of the engine: SW_PII_CUSTOM_BASE + n_custom. */
 int sw_pii_type_count(const struct sw_pii_engine *e);
 /* "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret",
- * or the custom name; "unknown" for an out-of-range type. Never NULL. */
+ * "national_id", or the custom name; "unknown" for an out-of-range type. Never NULL. */
 const char *sw_pii_type_name(const struct sw_pii_engine *e, int type);
 
 struct sw_pii_counts {

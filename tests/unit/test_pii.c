@@ -625,6 +625,43 @@ static void test_phone_national(void **state)
     sw_pii_engine_free(nl);
 }
 
+/* BSN in 3-3-3 groups (with the word, like a plain run); Spanish DNI/NIE. */
+static void test_national_ids(void **state)
+{
+    (void)state;
+    static const struct det_case cases[] = {
+        {"Mijn BSN is 768 844 198.", "bsn:768 844 198"},
+        {"BSN: 768.844.198", "bsn:768.844.198"},
+        {"burgerservicenummer 111 222 333", "bsn:111 222 333"},
+        {"formulier 1234.56.782", "bsn:1234.56.782"},           /* 4-2-3 dots: no word needed */
+        {"Revenue EUR 768.844.198 in 2023", ""},                /* 11-proef ok, no word */
+        {"population 768 844 198", ""},
+        {"BSN 768 844 199", ""},                                /* 11-proef fails */
+        {"BSN 1 768 844 198 00", ""},                           /* part of a longer number */
+        {"Mi DNI es 12345678Z.", "national_id:12345678Z"},
+        {"DNI 12345678-Z", "national_id:12345678-Z"},
+        {"NIE X1234567L", "national_id:X1234567L"},
+        {"NIE Y1234567X y Z1234567R", "national_id:Y1234567X|national_id:Z1234567R"},
+        {"dni 00000023t", "national_id:00000023t"},
+        {"DNI 12345678A", ""},                                  /* wrong letter */
+        {"NIE X12345678L", ""},                                 /* NIE has 7 digits */
+        {"code AB12345678Z", ""},                               /* glued to letters */
+        {"ref 912345678Z9", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = find(cases[i].text);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu \"%s\": want \"%s\", got \"%s\"", i, cases[i].text, cases[i].want, got);
+    }
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *out = mask(m, "DNI 12345678Z", NULL);
+    assert_string_equal(out, "DNI [NATIONAL_ID_1]");
+    free(out);
+    sw_pii_map_free(m);
+    assert_string_equal(sw_pii_type_name(E, SW_PII_NATIONAL_ID), "national_id");
+    assert_int_equal(SW_PII_MAX_CUSTOM, 22);
+}
+
 static void test_request_empty_and_bad(void **state)
 {
     (void)state;
@@ -893,6 +930,7 @@ int main(void)
         cmocka_unit_test(test_unicode_view),
         cmocka_unit_test(test_json_escapes),
         cmocka_unit_test(test_phone_national),
+        cmocka_unit_test(test_national_ids),
         cmocka_unit_test(test_request_empty_and_bad),
         cmocka_unit_test(test_stream_every_split),
         cmocka_unit_test(test_stream_finish_reason_flush),
