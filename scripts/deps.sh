@@ -53,6 +53,7 @@ if [ "$what" = bench ]; then
   bin ss iproute2
   bin python3 python3
   bin bc bc
+  pc libpcre2-8 libpcre2-dev            # bench/pii.sh: the PCRE2-JIT baseline
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -41,9 +41,11 @@ static const struct pattern builtin[] = {
      * international prefix, Spanish numbers (no trunk prefix, grouped):
      * candidates only, libphonenumber validates them for the configured regions.
      * The leading boundary byte is part of the pattern so that the leftmost
-     * start of a match is never inside an earlier number (on_match drops it). */
-    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9][0-9 ()./\\-]{5,18}[0-9]"},
-    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00[1-9][0-9 ()./\\-]{6,22}[0-9]"},
+     * start of a match is never inside an earlier number (on_match drops it);
+     * national and 00 patterns are short triggers, the candidate is the run
+     * of phone characters after them (on_match, at most 32 bytes). */
+    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]"},
+    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00[1-9]"},
     {SW_PII_PHONE, K_PHONE_ES, 0, 0, 0,
      "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2})"},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
@@ -55,7 +57,7 @@ static const struct pattern builtin[] = {
     {SW_PII_BSN, K_NINE, 0, 0, 0,
      "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}"},
     /* Spanish DNI (8 digits + control letter) and NIE (X/Y/Z + 7 digits + letter) */
-    {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0, "[XYZxyz]?[0-9]{7,8}[ \\-]?[A-Za-z]"},
+    {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0, "[0-9]{8}-?[A-Za-z]|[XYZxyz][0-9]{7}-?[A-Za-z]"},
     {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}"},
     /* IP addresses: short triggers; the candidate is the surrounding run of
      * [0-9.] or [0-9A-Fa-f:.], found by a bounded scan both ways (expand()) */
@@ -1124,6 +1126,11 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     if ((p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD || p->kind == K_PHONE_ES) &&
         !is_digit(sc->t[s]) && sc->t[s] != '(')
         s++;        /* the boundary byte */
+    if (p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD)
+        while (e < sc->len && e - s < 32 &&
+               (is_digit(sc->t[e]) || sc->t[e] == ' ' || sc->t[e] == '(' || sc->t[e] == ')' ||
+                sc->t[e] == '.' || sc->t[e] == '/' || sc->t[e] == '-'))
+            e++;
     if (li && sc->c[li - 1].s == s) {
         if (e > sc->c[li - 1].e)
             sc->c[li - 1].e = e;    /* keep the longest */

@@ -170,6 +170,22 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
             rc = fold(v, c, s, i);
             continue;
         }
+        if (ch < 0x80 && !(json && (ch == '"' || (in_str && ch == '\\')))) {
+            /* a run of plain ASCII: copied as it is */
+            size_t j = i + 1;
+            while (j < len && t[j] < 0x80 && !(json && (t[j] == '"' || (in_str && t[j] == '\\'))))
+                j++;
+            if ((rc = grow(v, j - i)))
+                break;
+            memcpy(v->t + v->len, t + i, j - i);
+            for (size_t k = i; k < j; k++) {
+                v->os[v->len] = (uint32_t)k;
+                v->oe[v->len] = (uint32_t)(k + 1);
+                v->len++;
+            }
+            i = j;
+            continue;
+        }
         if (ch < 0x80) {
             char b = (char)ch;
             if (json && ch == '"') {
