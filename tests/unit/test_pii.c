@@ -561,6 +561,15 @@ static void test_json_escapes(void **state)
     const char *args = "{\"to\":\"a\\u0040b.com\",\"c\":\"\\n4111 1111 1111 1111\"}";
     assert_int_equal(sw_pii_scan_json_text(E, args, strlen(args), count_span, &n), SW_OK);
     assert_int_equal(n, 2);
+    /* and so does the request scanner on tool-call arguments */
+    json_t *body = json_pack("{s:s, s:[{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}]}", "model", "m",
+                             "messages", "role", "assistant", "content", "tool_calls", "id", "c",
+                             "type", "function", "function", "name", "f", "arguments", args);
+    struct sw_pii_counts counts;
+    assert_int_equal(sw_pii_scan_request(E, body, &counts), SW_OK);
+    assert_int_equal(counts.n[SW_PII_EMAIL], 1);
+    assert_int_equal(counts.n[SW_PII_CARD], 1);
+    json_decref(body);
     /* plain text with a backslash is not decoded */
     assert_string_equal(find("a\\u0040b.com"), "");
     sw_pii_map_free(m);
