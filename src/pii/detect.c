@@ -20,7 +20,7 @@
 
 enum kind {
     K_EMAIL, K_PHONE_INTL, K_PHONE_NAT, K_PHONE_IDD, K_PHONE_ES, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
-    K_SSN, K_DNI, K_IPV4, K_IPV6, K_TOKEN, K_FIXED, K_BEARER, K_JWT,
+    K_SSN, K_DNI, K_RRN, K_IPV4, K_IPV6, K_TOKEN, K_FIXED, K_BEARER, K_JWT,
     K_PRIVKEY, K_URLCRED, K_CUSTOM
 };
 
@@ -58,6 +58,9 @@ static const struct pattern builtin[] = {
      "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}"},
     /* Spanish DNI (8 digits + control letter) and NIE (X/Y/Z + 7 digits + letter) */
     {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0, "[0-9]{8}-?[A-Za-z]|[XYZxyz][0-9]{7}-?[A-Za-z]"},
+    /* Belgian national register number: YY.MM.DD-SSS.CC (or 11 digits after a word) */
+    {SW_PII_NATIONAL_ID, K_RRN, 0, 0, 0,
+     "[0-9]{2}\\.[0-9]{2}\\.[0-9]{2}-[0-9]{3}\\.[0-9]{2}|[0-9]{6}-[0-9]{3}-[0-9]{2}|[0-9]{11}"},
     {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}"},
     /* IP addresses: short triggers; the candidate is the surrounding run of
      * [0-9.] or [0-9A-Fa-f:.], found by a bounded scan both ways (expand()) */
@@ -858,6 +861,39 @@ static bool r_dni(const struct scan *sc, size_t *ps, size_t *pe)
     return (char)(sc->t[e - 1] & ~0x20) == want && sc->t[e - 1] >= 'A';
 }
 
+static const char *const rrn_words[] = {"rijksregister", "registre national", "numéro national",
+                                        "numero national", "national register", "insz", "niss",
+                                        "identificatienummer", NULL};
+
+/* Belgian national register number: birth date YYMMDD (month 0-12, +20 or
+ * +40 for bis numbers; day 0-31), a 3-digit serial, and 97 - (the first 9
+ * digits, or 2 followed by them for births from 2000) mod 97. Written
+ * YY.MM.DD-SSS.CC or YYMMDD-SSS-CC it needs no context; 11 bare digits only
+ * after one of the words above (1 in 97 random numbers pass the check). */
+static bool r_rrn(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    if (!left_num_ok(sc, s) || !right_num_ok(sc, e))
+        return false;
+    int d[11], n = 0;
+    for (size_t i = s; i < e && n < 11; i++)
+        if (is_digit(sc->t[i]))
+            d[n++] = sc->t[i] - '0';
+    if (n != 11)
+        return false;
+    if (e - s == 11 && !context_before(sc, s, 48, rrn_words))
+        return false;
+    int mm = d[2] * 10 + d[3], dd = d[4] * 10 + d[5];
+    int m = mm >= 40 ? mm - 40 : mm >= 20 ? mm - 20 : mm;
+    if (m > 12 || dd > 31)
+        return false;
+    unsigned long long v = 0;
+    for (int i = 0; i < 9; i++)
+        v = v * 10 + (unsigned long long)d[i];
+    int cc = d[9] * 10 + d[10];
+    return (int)(97 - v % 97) == cc || (int)(97 - (2000000000ULL + v) % 97) == cc;
+}
+
 static bool r_ssn(const struct scan *sc, size_t *ps, size_t *pe)
 {
     size_t s = *ps, e = *pe;
@@ -1060,6 +1096,7 @@ static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, si
     case K_NINE: return r_nine(sc, s, e, type);
     case K_SSN: return r_ssn(sc, s, e);
     case K_DNI: return r_dni(sc, s, e);
+    case K_RRN: return r_rrn(sc, s, e);
     case K_IPV4: return r_ipv4(sc, s, e);
     case K_IPV6: return r_ipv6(sc, s, e);
     case K_CUSTOM: return r_custom(sc, p->type, s, e);
@@ -1074,7 +1111,7 @@ static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, si
 static bool early_ok(const struct scan *sc, int kind, size_t s)
 {
     switch (kind) {
-    case K_CARD: case K_NINE: case K_SSN: case K_PHONE_NAT: case K_PHONE_IDD: case K_PHONE_ES:
+    case K_CARD: case K_NINE: case K_SSN: case K_RRN: case K_PHONE_NAT: case K_PHONE_IDD: case K_PHONE_ES:
     case K_PHONE_US:
         return left_num_ok(sc, s);
     case K_IPV4:

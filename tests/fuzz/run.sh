@@ -34,7 +34,7 @@ SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c src/pii/*.cc) $(ls 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
         $(pkg-config --cflags jansson libhs libutf8proc)"
-CXXFLAGS="-std=gnu++17 -g -O1 $SAN -fno-sanitize=vptr -fno-omit-frame-pointer -Wall -Wextra -Werror -Isrc"
+CXXFLAGS="-std=gnu++17 -g -O1 $SAN -fno-sanitize=vptr,function -fno-omit-frame-pointer -Wall -Wextra -Werror -Isrc"
 LIBS="$(pkg-config --libs jansson libhs libutf8proc) -lphonenumber -lstdc++ -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do

@@ -656,6 +656,14 @@ static void test_national_ids(void **state)
         {"NIE X12345678L", ""},                                 /* NIE has 7 digits */
         {"code AB12345678Z", ""},                               /* glued to letters */
         {"ref 912345678Z9", ""},
+        /* Belgian national register number */
+        {"RRN 85.07.30-033.28 ok", "national_id:85.07.30-033.28"},
+        {"geboren 2017: 17.01.01-001.71", "national_id:17.01.01-001.71"},
+        {"850730-033-28", "national_id:850730-033-28"},
+        {"rijksregisternummer 85073003328", "national_id:85073003328"},
+        {"order 85073003328", ""},                               /* bare: needs the word */
+        {"85.07.30-033.29", ""},                                 /* check digits fail */
+        {"85.13.30-033.70", ""},                                 /* month 13 (check digits ok) */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = find(cases[i].text);
