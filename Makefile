@@ -8,7 +8,7 @@
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
 
 CC      ?= cc
-PKGS    := libevent libcurl jansson yaml-0.1 libhs
+PKGS    := libevent libcurl jansson yaml-0.1 libhs libutf8proc
 ifeq ($(SANITIZE),1)
 BUILD   ?= build/asan
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -23,11 +23,15 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral \
            -D_GNU_SOURCE -DSW_VERSION='"$(VERSION)"' -Isrc -I$(BUILD)/gen $(SANFLAGS) \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lm
+# libphonenumber (C++, no pkg-config file) validates phone candidates: src/pii/phone.cc
+CXX     ?= g++
+CXXFLAGS += -std=gnu++17 $(OPT) -Wall -Wextra -Werror -Isrc $(SANFLAGS)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lphonenumber -lstdc++ -lm
 LDFLAGS += $(SANFLAGS)
 
 SW_SRC   := $(shell find src -name '*.c' ! -path src/main.c | sort)
-SW_OBJ   := $(SW_SRC:%.c=$(BUILD)/obj/%.o)
+SW_CXX   := $(shell find src -name '*.cc' | sort)
+SW_OBJ   := $(SW_SRC:%.c=$(BUILD)/obj/%.o) $(SW_CXX:%.cc=$(BUILD)/obj/%.o)
 SIM_SRC  := $(shell find tools/llmsim -name '*.c' ! -name main.c | sort) $(sort $(wildcard src/common/*.c src/http/*.c))
 SIM_OBJ  := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
 # Unit tests: tests/unit/test_llmsim_*.c link with the simulator, the rest with the daemon.
@@ -46,6 +50,9 @@ deps-test:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 # The dashboard page is compiled in: a C array of its bytes, made with od and
 # sed (coreutils), so no extra tool is needed.

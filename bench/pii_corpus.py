@@ -26,7 +26,8 @@ for p in srcs:
     if os.path.isfile(p):
         paras += [x.strip() for x in open(p, encoding="utf-8").read().split("\n\n") if x.strip()]
 GEN = [V.email, V.phone, V.iban, V.card, V.ipv4, V.ipv6, V.secret,
-       lambda rr: "BSN " + V.bsn(rr), lambda rr: "SSN " + V.ssn(rr)]
+       lambda rr: "BSN " + V.bsn(rr), lambda rr: "SSN " + V.ssn(rr),
+       V.phone_national, lambda rr: "BSN " + V.bsn_grouped(rr), lambda rr: "DNI " + V.national_id(rr)]
 size, n_pii, msgs = 0, 0, []
 target = int(mb * 1024 * 1024)
 while size < target:

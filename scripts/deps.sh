@@ -21,8 +21,11 @@ pc libcurl libcurl4-openssl-dev
 pc jansson libjansson-dev
 pc yaml-0.1 libyaml-dev
 pc libhs libvectorscan-dev
+pc libutf8proc libutf8proc-dev         # PII: Unicode normalisation (NFKC, categories)
+bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
 hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
+hdr phonenumbers/phonenumberutil.h libphonenumber-dev   # PII: phone validation (no pkg-config file)
 if [ "$what" = test ]; then
   pc cmocka libcmocka-dev
   bin node nodejs
@@ -56,6 +59,7 @@ if [ "$what" = bench ]; then
   bin ss iproute2
   bin python3 python3
   bin bc bc
+  pc libpcre2-8 libpcre2-dev            # bench/pii.sh: the PCRE2-JIT baseline
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -41,6 +41,16 @@ static struct sw_pii_engine *build_pii(const struct sw_config *cfg, const char *
         fprintf(stderr, "%s: pii.custom: %s\n", path, err[0] ? err : "out of memory");
         return NULL;
     }
+    if (cfg->pii.phone_regions_set) {
+        const char *codes[SW_PII_MAX_PHONE_REGIONS];
+        for (size_t i = 0; i < cfg->pii.n_phone_regions; i++)
+            codes[i] = cfg->pii.phone_regions[i];
+        if (sw_pii_engine_set_phone_regions(e, codes, cfg->pii.n_phone_regions, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", path, err);
+            sw_pii_engine_free(e);
+            return NULL;
+        }
+    }
     return e;
 }
 

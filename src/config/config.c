@@ -10,6 +10,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "config/walk.h"
+#include "pii/pii.h"
 
 #define CONFIG_MAX_FILE_BYTES (1024 * 1024)
 #define DEFAULT_LISTEN_HOST "127.0.0.1"
@@ -286,6 +287,39 @@ static void regions_free(struct sw_config_regions *r)
     for (size_t i = 0; i < r->n; i++)
         free(r->names[i]);
     r->n = 0;
+}
+
+/* pii.phone_regions: a list of region codes libphonenumber knows. */
+static void parse_phone_regions(struct sw_walk *w, const struct sw_walk_setting *s,
+                                const yaml_node_t *node, void *base, const char *path)
+{
+    static const struct sw_walk_setting item = {.key = "phone_regions", .type = SW_WALK_NAME};
+    char (*regions)[3] = (char (*)[3])((char *)base + s->off);
+    size_t *n = (size_t *)((char *)base + s->aux_off);
+    bool *set = (bool *)((char *)base + (offsetof(struct sw_config, pii.phone_regions_set) -
+                                        offsetof(struct sw_config, pii)));
+    _Static_assert(sizeof(((struct sw_config *)0)->pii.phone_regions) / 3 == SW_PII_MAX_PHONE_REGIONS,
+                   "pii.phone_regions holds SW_PII_MAX_PHONE_REGIONS codes");
+    if (node->type != YAML_SEQUENCE_NODE) {
+        sw_walk_error(w, node, path, "want a list of region codes, e.g. [NL, DE, GB, US]");
+        return;
+    }
+    *n = 0;
+    *set = true;
+    for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
+        yaml_node_t *el = yaml_document_get_node(w->doc, *it);
+        char *v = NULL;
+        if (!el || sw_walk_string(w, &item, el, path, &v))
+            continue;
+        if (!sw_pii_phone_region_known(v))
+            sw_walk_error(w, el, path,
+                          "\"%s\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)", v);
+        else if (*n == SW_PII_MAX_PHONE_REGIONS)
+            sw_walk_error(w, el, path, "at most %d regions", SW_PII_MAX_PHONE_REGIONS);
+        else
+            memcpy(regions[(*n)++], v, 3);
+        free(v);
+    }
 }
 
 static void backend_names(const struct sw_config *cfg, char *out, size_t cap)
@@ -764,6 +798,9 @@ static const struct sw_walk_setting pii_settings[] = {
     {.key = "sensitive_regions", .type = SW_WALK_CUSTOM,
      .off = CFG(pii.sensitive_regions) - CFG(pii), .parse = parse_regions,
      .hint = "a list of cloud region labels"},
+    {.key = "phone_regions", .type = SW_WALK_CUSTOM, .off = CFG(pii.phone_regions) - CFG(pii),
+     .aux_off = CFG(pii.n_phone_regions) - CFG(pii), .parse = parse_phone_regions,
+     .hint = "a list of ISO 3166 region codes"},
 };
 static const struct sw_walk_section pii_section;
 

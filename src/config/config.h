@@ -165,6 +165,11 @@ struct sw_config {
         struct sw_config_pii_custom *custom;
         size_t n_custom;
         struct sw_config_regions sensitive_regions; /* default unset: no cloud region */
+        /* pii.phone_regions: ISO 3166 codes whose national phone numbers are
+         * detected; unset: the engine's default (NL DE FR BE ES IT GB US) */
+        bool phone_regions_set;
+        char phone_regions[32][3];
+        size_t n_phone_regions;
     } pii;
 };
 

@@ -12,13 +12,15 @@
 
 #include "common/err.h"
 #include "pii/detect.h"
+#include "pii/phone.h"
 #include "pii/validate.h"
+#include "pii/view.h"
 
 /* ---- Patterns ---- */
 
 enum kind {
-    K_EMAIL, K_PHONE_INTL, K_PHONE_NL, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
-    K_SSN, K_IPV4, K_IPV6, K_TOKEN, K_FIXED, K_BEARER, K_JWT,
+    K_EMAIL, K_PHONE_INTL, K_PHONE_NAT, K_PHONE_IDD, K_PHONE_ES, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
+    K_SSN, K_DNI, K_RRN, K_IPV4, K_IPV6, K_TOKEN, K_FIXED, K_BEARER, K_JWT,
     K_PRIVKEY, K_URLCRED, K_CUSTOM
 };
 
@@ -35,8 +37,17 @@ static const struct pattern builtin[] = {
     {SW_PII_EMAIL, K_EMAIL, 0, 0, 0,
      "@[A-Za-z0-9\\-]+(?:\\.[A-Za-z0-9\\-]+)*\\.[A-Za-z]{2,}"},
     {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]"},
-    {SW_PII_PHONE, K_PHONE_NL, 0, 0, 0,
-     "\\(?0[1-9][0-9]{0,3}\\)?[ \\-]?[0-9][0-9 \\-]{4,10}[0-9]"},
+    /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
+     * international prefix, Spanish numbers (no trunk prefix, grouped):
+     * candidates only, libphonenumber validates them for the configured regions.
+     * The leading boundary byte is part of the pattern so that the leftmost
+     * start of a match is never inside an earlier number (on_match drops it);
+     * national and 00 patterns are short triggers, the candidate is the run
+     * of phone characters after them (on_match, at most 32 bytes). */
+    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]"},
+    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00[1-9]"},
+    {SW_PII_PHONE, K_PHONE_ES, 0, 0, 0,
+     "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2})"},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
      "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
     {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"},
@@ -44,7 +55,12 @@ static const struct pattern builtin[] = {
      "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}"},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
     {SW_PII_BSN, K_NINE, 0, 0, 0,
-     "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}"},
+     "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}"},
+    /* Spanish DNI (8 digits + control letter) and NIE (X/Y/Z + 7 digits + letter) */
+    {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0, "[0-9]{8}-?[A-Za-z]|[XYZxyz][0-9]{7}-?[A-Za-z]"},
+    /* Belgian national register number: YY.MM.DD-SSS.CC (or 11 digits after a word) */
+    {SW_PII_NATIONAL_ID, K_RRN, 0, 0, 0,
+     "[0-9]{2}\\.[0-9]{2}\\.[0-9]{2}-[0-9]{3}\\.[0-9]{2}|[0-9]{6}-[0-9]{3}-[0-9]{2}|[0-9]{11}"},
     {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}"},
     /* IP addresses: short triggers; the candidate is the surrounding run of
      * [0-9.] or [0-9A-Fa-f:.], found by a bounded scan both ways (expand()) */
@@ -71,7 +87,7 @@ static const struct pattern builtin[] = {
 #define N_BUILTIN (sizeof builtin / sizeof builtin[0])
 
 static const char *const builtin_names[SW_PII_CUSTOM_BASE] = {
-    "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret",
+    "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret", "national_id",
 };
 
 enum validator { V_NONE, V_LUHN, V_MOD97, V_ELFPROEF };
@@ -87,6 +103,8 @@ struct sw_pii_engine {
     char tags[SW_PII_MAX_TYPES][SW_PII_MAX_TAG + 1];      /* upper case, '-' '.' as '_' */
     int validator[SW_PII_MAX_TYPES];
     int prio[SW_PII_MAX_TYPES];         /* lower wins when spans merge */
+    char regions[SW_PII_MAX_PHONE_REGIONS][3];  /* national phone numbers of these */
+    size_t n_regions;
     pthread_mutex_t lock;
     hs_scratch_t *proto;                /* template for clones */
     hs_scratch_t *pool[SCRATCH_POOL];
@@ -121,7 +139,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     static const int prio_builtin[SW_PII_CUSTOM_BASE] = {
         [SW_PII_SECRET] = 0, [SW_PII_IBAN] = 2, [SW_PII_CARD] = 3, [SW_PII_EMAIL] = 4,
         [SW_PII_IPV6] = 5, [SW_PII_IPV4] = 6, [SW_PII_SSN] = 7, [SW_PII_BSN] = 8,
-        [SW_PII_PHONE] = 9,
+        [SW_PII_NATIONAL_ID] = 9, [SW_PII_PHONE] = 10,
     };
     struct sw_pii_engine *e = NULL;
     const char **res = NULL;
@@ -154,6 +172,12 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         e->prio[t] = prio_builtin[t];
     }
     memcpy(e->pat, builtin, sizeof builtin);
+    {
+        static const char *const def[] = {SW_PII_DEFAULT_PHONE_REGIONS};
+        for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
+            memcpy(e->regions[i], def[i], 3);
+        e->n_regions = sizeof def / sizeof def[0];
+    }
     for (size_t i = 0; i < n_custom; i++) {
         const struct sw_pii_custom *c = &custom[i];
         int t = SW_PII_CUSTOM_BASE + (int)i;
@@ -234,6 +258,31 @@ fail:
     free(ids);
     sw_pii_engine_free(e);
     return rc;
+}
+
+int sw_pii_phone_region_known(const char *code)
+{
+    return code && strlen(code) == 2 && code[0] >= 'A' && code[0] <= 'Z' && code[1] >= 'A' &&
+           code[1] <= 'Z' && sw_pii_phone_region_ok(code);
+}
+
+int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *codes, size_t n,
+                                    char *err, size_t errlen)
+{
+    if (n > SW_PII_MAX_PHONE_REGIONS) {
+        char m[16];
+        snprintf(m, sizeof m, "%d", SW_PII_MAX_PHONE_REGIONS);
+        return set_err(err, errlen, "pii: phone_regions: at most %s regions%s", m, "");
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!sw_pii_phone_region_known(codes[i]))
+            return set_err(err, errlen,
+                           "pii: phone_regions: \"%s\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)%s",
+                           codes[i] ? codes[i] : "", "");
+    for (size_t i = 0; i < n; i++)
+        memcpy(e->regions[i], codes[i], 3);
+    e->n_regions = n;
+    return SW_OK;
 }
 
 void sw_pii_engine_free(struct sw_pii_engine *e)
@@ -510,21 +559,6 @@ static bool r_phone(const struct scan *sc, int kind, size_t *ps, size_t *pe)
         if (!phone_walk(sc, s + 1, e, 8, 15, &end))
             return false;
         break;
-    case K_PHONE_NL: {
-        if (before(sc, s, 1) == '+')
-            return false;
-        if (!phone_walk(sc, s, e, 10, 10, &end))
-            return false;
-        /* 10 digits starting 0, not 00 (international prefix) */
-        size_t i = s;
-        while (!is_digit(sc->t[i]))
-            i++;
-        if (sc->t[i] != '0' || sc->t[i + 1] == '0')
-            return false;
-        /* a bare 10-digit run must be 06 (mobile) or a 0[1-5789]x area code: fine;
-         * a bare run starting 08/09 (service/info numbers) is too often an id */
-        break;
-    }
     default: /* K_PHONE_US */
         if (!phone_walk(sc, s, e, 10, 11, &end))
             return false;
@@ -532,6 +566,149 @@ static bool r_phone(const struct scan *sc, int kind, size_t *ps, size_t *pe)
     }
     *pe = end;
     return true;
+}
+
+/* Ends of the phone-like run from s (as phone_walk), every one whose digit
+ * count is in [min_d, max_d] and whose right side is a boundary; longest
+ * last. Returns how many (at most 8). Also the digit groups' lengths, for
+ * the date test. */
+static int phone_ends(const struct scan *sc, size_t s, size_t e, int min_d, int max_d,
+                      size_t *ends, int *glen, int *ng)
+{
+    int digits = 0, n = 0;
+    size_t i = s;
+    bool paren = false;
+    *ng = 0;
+    while (i < e) {
+        unsigned char ch = sc->t[i];
+        if (is_digit(ch)) {
+            size_t g = i;
+            while (i < e && is_digit(sc->t[i]))
+                i++;
+            if (*ng < 8)
+                glen[(*ng)++] = (int)(i - g);
+            digits += (int)(i - g);
+            if (digits > max_d)
+                break;
+            if (!paren && digits >= min_d && right_num_ok(sc, i) && n < 8)
+                ends[n++] = i;
+            continue;
+        }
+        if (ch == '(' && !paren) {
+            paren = true;
+            i++;
+            continue;
+        }
+        if (ch == ')' && paren) {
+            paren = false;
+            i++;
+            if (i < e && sc->t[i] == ' ')
+                i++;
+            continue;
+        }
+        if ((ch == ' ' || ch == '-' || ch == '.' || ch == '/') && i + 1 < e &&
+            (is_digit(sc->t[i + 1]) || (sc->t[i + 1] == '(' && !paren))) {
+            i++;
+            continue;
+        }
+        break;
+    }
+    return n;
+}
+
+/* "01-06-2024", "01.06.2024 12": a date, not a phone number. */
+static bool date_groups(const struct scan *sc, size_t s, const int *glen, int ng)
+{
+    if (ng < 3 || glen[0] > 2 || glen[1] > 2 || glen[2] != 4)
+        return false;
+    size_t i = s;
+    while (!is_digit(sc->t[i]))
+        i++;
+    int d = (sc->t[i] - '0') * (glen[0] == 2 ? 10 : 1) + (glen[0] == 2 ? sc->t[i + 1] - '0' : 0);
+    i += (size_t)glen[0] + 1;
+    int m = (sc->t[i] - '0') * (glen[1] == 2 ? 10 : 1) + (glen[1] == 2 ? sc->t[i + 1] - '0' : 0);
+    i += (size_t)glen[1] + 1;
+    bool year = (sc->t[i] == '1' && sc->t[i + 1] == '9') || (sc->t[i] == '2' && sc->t[i + 1] == '0');
+    return d >= 1 && d <= 31 && m >= 1 && m <= 12 && year;
+}
+
+/* Words after which a number is an order/invoice/account number or an
+ * amount, not a phone number (checked in the 24 bytes before a national
+ * candidate; a number in +CC notation is a phone whatever precedes it). */
+static const char *const not_phone_words[] = {
+    "order", "invoice", "factuur", "bestelnummer", "ticket", "tracking", "serial", "batch",
+    "sku", "#", "eur", "usd", "gbp",
+    "\xe2\x82\xac" /* € */, "$", "\xc2\xa3" /* £ */, NULL};
+
+/* National (trunk 0), 00-prefixed and Spanish candidates: the longest run
+ * that libphonenumber accepts for one of the engine's regions (00 numbers:
+ * for their own country). */
+static bool r_phone_checked(const struct scan *sc, int kind, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe, ends[8];
+    int glen[8], ng;
+    if (!left_num_ok(sc, s) || before(sc, s, 1) == '+')
+        return false;
+    if (before(sc, s, 1) == ' ' && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2)))
+        return false;       /* a later group of a longer grouped number (an account) */
+    if (sc->t[s] == '(' && !memchr(sc->t + s, ')', e - s))
+        s++;        /* "(06-12345678)": the parenthesis is the text's */
+    int n = phone_ends(sc, s, e, kind == K_PHONE_ES ? 9 : kind == K_PHONE_IDD ? 10 : 9,
+                       kind == K_PHONE_ES ? 9 : kind == K_PHONE_IDD ? 17 : 13, ends, glen, &ng);
+    if (n == 0 || date_groups(sc, s, glen, ng) || context_before(sc, s, 24, not_phone_words))
+        return false;
+    if (ng == 1 && glen[0] > 11)
+        return false;           /* a long unbroken run is an id, not a number to dial */
+    if (ng == 3 && glen[0] == 3 && glen[1] == 2 && glen[2] == 4 && sc->t[s + 3] == '-')
+        return false;           /* AAA-GG-SSSS is the shape of a US SSN */
+    /* Spanish numbers have no trunk prefix: checked for ES only */
+    const char(*regions)[3] = (const char(*)[3])sc->e->regions;
+    size_t n_regions = sc->e->n_regions;
+    if (kind == K_PHONE_ES) {
+        size_t k = 0;
+        while (k < n_regions && memcmp(regions[k], "ES", 2))
+            k++;
+        if (k == n_regions)
+            return false;
+        regions += k;
+        n_regions = 1;
+    }
+    if (kind == K_PHONE_NAT) {
+        size_t i = s;
+        while (!is_digit(sc->t[i]))
+            i++;
+        if (sc->t[i + 1] == '0')
+            return false;       /* 00: the international prefix */
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        char buf[64];
+        size_t l = ends[k] - s;
+        if (l + 1 >= sizeof buf)
+            continue;
+        if (kind == K_PHONE_IDD) {
+            /* "0031 (0)6 ...": + for 00, and the trunk "(0)" left out */
+            size_t o = 0;
+            buf[o++] = '+';
+            for (size_t i = s + 2; i < ends[k]; i++) {
+                if (i + 2 < ends[k] && !memcmp(sc->t + i, "(0)", 3)) {
+                    i += 2;
+                    continue;
+                }
+                buf[o++] = (char)sc->t[i];
+            }
+            l = o;
+        } else {
+            memcpy(buf, sc->t + s, l);
+        }
+        if (sw_pii_phone_valid(buf, l, regions, n_regions)) {
+            explicit_bzero(buf, sizeof buf);
+            *ps = s;
+            *pe = ends[k];
+            return true;
+        }
+        explicit_bzero(buf, sizeof buf);
+    }
+    return false;
 }
 
 static bool r_iban(const struct scan *sc, size_t *ps, size_t *pe)
@@ -606,16 +783,39 @@ static const char *const bsn_words[] = {"bsn", "burgerservice", "sofinummer", "s
                                         "sofi nummer", "citizen service", "persoonsnummer", NULL};
 static const char *const ssn_words[] = {"ssn", "social security", "social-security", NULL};
 
-/* Nine digits (plain, "1234.56.782" or "123 45 6789"): a BSN when it passes
- * the 11-proef and is dotted or follows a BSN word; else an SSN when it
- * passes the SSN rules and follows an SSN word; else nothing. */
+/* Whether a BSN in three groups of three ("768 844 198", "768.844.198")
+ * needs a BSN word before it, as a plain 9-digit run does. Measured on the
+ * labeled corpus (docs/privacy.md): without the word, amounts with thousands
+ * separators and Spanish phone numbers in 3-3-3 groups pass the 11-proef one
+ * time in eleven and become false BSNs. */
+#define BSN_GROUPED_NEEDS_WORD 1
+
+/* Nine digits (plain, "1234.56.782", "768 844 198", "768.844.198" or
+ * "123 45 6789"): a BSN when it passes the 11-proef and is written
+ * 1234.56.782 or follows a BSN word; else an SSN when it passes the SSN rules
+ * and follows an SSN word; else nothing. */
 static bool r_nine(const struct scan *sc, size_t *ps, size_t *pe, int *type)
 {
     size_t s = *ps, e = *pe;
     if (!left_num_ok(sc, s) || !right_num_ok(sc, e))
         return false;
     bool dotted = e - s == 11 && sc->t[s + 4] == '.';
-    bool spaced = e - s == 11 && sc->t[s + 3] == ' ';
+    bool spaced = e - s == 11 && sc->t[s + 3] == ' ' && sc->t[s + 6] == ' ';
+    bool grouped = e - s == 11 && (sc->t[s + 3] == ' ' || sc->t[s + 3] == '.') &&
+                   sc->t[s + 7] == sc->t[s + 3];
+    if (grouped) {
+        /* not a part of a longer grouped number: "1 768 844 198 00" */
+        int p = before(sc, s, 1), n = at(sc, e);
+        if ((p == ' ' && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2))) ||
+            (n == ' ' && at(sc, e + 1) >= 0 && is_digit((unsigned char)at(sc, e + 1))))
+            return false;
+        if (sw_pii_elfproef((const char *)sc->t + s, e - s) &&
+            (!BSN_GROUPED_NEEDS_WORD || context_before(sc, s, 48, bsn_words))) {
+            *type = SW_PII_BSN;
+            return true;
+        }
+        return false;
+    }
     if (!spaced && sw_pii_elfproef((const char *)sc->t + s, e - s) &&
         (dotted || context_before(sc, s, 48, bsn_words))) {
         *type = SW_PII_BSN;
@@ -627,6 +827,71 @@ static bool r_nine(const struct scan *sc, size_t *ps, size_t *pe, int *type)
         return true;
     }
     return false;
+}
+
+/* DNI: 8 digits and the letter "TRWAGMYFPDXBNJZSQVHLCKE"[n % 23]; NIE: X, Y
+ * or Z (as 0, 1, 2) and 7 digits, the same letter rule. Not glued to letters
+ * or digits on either side. */
+static bool r_dni(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    static const char letters[] = "TRWAGMYFPDXBNJZSQVHLCKE";
+    size_t s = *ps, e = *pe;
+    int p = before(sc, s, 1);
+    if (p >= 0 && (is_alnum((unsigned char)p) || p == '_' ||
+                   ((p == '-' || p == '.' || p == '/') && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2)))))
+        return false;
+    int n = at(sc, e);
+    if (n >= 0 && (is_alnum((unsigned char)n) || n == '_'))
+        return false;
+    unsigned long v = 0;
+    int nd = 0;
+    size_t i = s;
+    unsigned char c0 = sc->t[s] & (unsigned char)~0x20;
+    if (c0 == 'X' || c0 == 'Y' || c0 == 'Z') {
+        v = (unsigned long)(c0 - 'X');
+        i++;
+    }
+    for (; i < e && is_digit(sc->t[i]); i++, nd++)
+        v = v * 10 + (unsigned long)(sc->t[i] - '0');
+    if ((i - s) != 8 || (nd != 8 && nd != 7) || (nd == 7 && i - s != 8))
+        return false;       /* DNI: 8 digits; NIE: letter + 7 digits */
+    if (v == 0)
+        return false;
+    char want = letters[v % 23];
+    return (char)(sc->t[e - 1] & ~0x20) == want && sc->t[e - 1] >= 'A';
+}
+
+static const char *const rrn_words[] = {"rijksregister", "registre national", "numéro national",
+                                        "numero national", "national register", "insz", "niss",
+                                        "identificatienummer", NULL};
+
+/* Belgian national register number: birth date YYMMDD (month 0-12, +20 or
+ * +40 for bis numbers; day 0-31), a 3-digit serial, and 97 - (the first 9
+ * digits, or 2 followed by them for births from 2000) mod 97. Written
+ * YY.MM.DD-SSS.CC or YYMMDD-SSS-CC it needs no context; 11 bare digits only
+ * after one of the words above (1 in 97 random numbers pass the check). */
+static bool r_rrn(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe;
+    if (!left_num_ok(sc, s) || !right_num_ok(sc, e))
+        return false;
+    int d[11], n = 0;
+    for (size_t i = s; i < e && n < 11; i++)
+        if (is_digit(sc->t[i]))
+            d[n++] = sc->t[i] - '0';
+    if (n != 11)
+        return false;
+    if (e - s == 11 && !context_before(sc, s, 48, rrn_words))
+        return false;
+    int mm = d[2] * 10 + d[3], dd = d[4] * 10 + d[5];
+    int m = mm >= 40 ? mm - 40 : mm >= 20 ? mm - 20 : mm;
+    if (m > 12 || dd > 31)
+        return false;
+    unsigned long long v = 0;
+    for (int i = 0; i < 9; i++)
+        v = v * 10 + (unsigned long long)d[i];
+    int cc = d[9] * 10 + d[10];
+    return (int)(97 - v % 97) == cc || (int)(97 - (2000000000ULL + v) % 97) == cc;
 }
 
 static bool r_ssn(const struct scan *sc, size_t *ps, size_t *pe)
@@ -822,12 +1087,16 @@ static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, si
     switch (p->kind) {
     case K_EMAIL: return r_email(sc, s, e);
     case K_PHONE_INTL:
-    case K_PHONE_NL:
     case K_PHONE_US: return r_phone(sc, p->kind, s, e);
+    case K_PHONE_NAT:
+    case K_PHONE_IDD:
+    case K_PHONE_ES: return r_phone_checked(sc, p->kind, s, e);
     case K_IBAN: return r_iban(sc, s, e);
     case K_CARD: return r_card(sc, s, e);
     case K_NINE: return r_nine(sc, s, e, type);
     case K_SSN: return r_ssn(sc, s, e);
+    case K_DNI: return r_dni(sc, s, e);
+    case K_RRN: return r_rrn(sc, s, e);
     case K_IPV4: return r_ipv4(sc, s, e);
     case K_IPV6: return r_ipv6(sc, s, e);
     case K_CUSTOM: return r_custom(sc, p->type, s, e);
@@ -842,7 +1111,8 @@ static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, si
 static bool early_ok(const struct scan *sc, int kind, size_t s)
 {
     switch (kind) {
-    case K_CARD: case K_NINE: case K_SSN: case K_PHONE_NL: case K_PHONE_US:
+    case K_CARD: case K_NINE: case K_SSN: case K_RRN: case K_PHONE_NAT: case K_PHONE_IDD: case K_PHONE_ES:
+    case K_PHONE_US:
         return left_num_ok(sc, s);
     case K_IPV4:
     case K_IPV6: {
@@ -890,6 +1160,14 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
+    if ((p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD || p->kind == K_PHONE_ES) &&
+        !is_digit(sc->t[s]) && sc->t[s] != '(')
+        s++;        /* the boundary byte */
+    if (p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD)
+        while (e < sc->len && e - s < 32 &&
+               (is_digit(sc->t[e]) || sc->t[e] == ' ' || sc->t[e] == '(' || sc->t[e] == ')' ||
+                sc->t[e] == '.' || sc->t[e] == '/' || sc->t[e] == '-'))
+            e++;
     if (li && sc->c[li - 1].s == s) {
         if (e > sc->c[li - 1].e)
             sc->c[li - 1].e = e;    /* keep the longest */
@@ -941,8 +1219,8 @@ static int span_cmp(const void *a, const void *b)
     return x->type - y->type;
 }
 
-int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
-                     sw_pii_on_span on_span, void *ud)
+static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
+                    sw_pii_on_span on_span, void *ud)
 {
     struct sw_pii_engine *me = (struct sw_pii_engine *)e;   /* scratch pool only */
     struct scan sc = {.e = e, .t = (const unsigned char *)text, .len = len};
@@ -1005,4 +1283,150 @@ done:
     free(sc.c);
     free(sc.sp);
     return rc;
+}
+
+/* Spans of the view, mapped back to the input. Two view spans can map onto
+ * one input character (a compatibility form that expands to several
+ * characters): such neighbours are merged, so input spans never overlap. */
+struct mapback {
+    const struct sw_pii_view *v;
+    sw_pii_on_span on_span;
+    void *ud;
+    struct sw_pii_span pend;
+    bool have;
+};
+
+static int on_view_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct mapback *mb = ud;
+    size_t s = mb->v->os[sp->start], e = mb->v->oe[sp->start + sp->len - 1];
+    if (mb->have && s < mb->pend.start + mb->pend.len) {
+        if (e > mb->pend.start + mb->pend.len)
+            mb->pend.len = e - mb->pend.start;
+        return SW_OK;
+    }
+    if (mb->have) {
+        int rc = mb->on_span(mb->ud, &mb->pend);
+        if (rc)
+            return rc;
+    }
+    mb->pend = (struct sw_pii_span){s, e - s, sp->type};
+    mb->have = true;
+    return SW_OK;
+}
+
+/* A byte of a bare JSON literal (number, true, false, null). */
+static bool bare_char(unsigned char ch)
+{
+    return is_alnum(ch) || ch == '+' || ch == '-' || ch == '.';
+}
+
+/* JSON text: each span is kept inside one string, or widened to its whole
+ * bare literal (a number), so that replacing it keeps JSON text JSON. A span
+ * that starts inside a string ends at the latest at its closing quote; one
+ * that starts on an opening quote starts after it. */
+struct jclip {
+    const unsigned char *t;
+    size_t len, jpos, last_end;
+    bool in_str;
+    sw_pii_on_span on_span;
+    void *ud;
+};
+
+static void jclip_state(struct jclip *c, size_t to)
+{
+    for (size_t i = c->jpos; i < to; i++) {
+        if (c->in_str) {
+            if (c->t[i] == '\\')
+                i++;
+            else if (c->t[i] == '"')
+                c->in_str = false;
+        } else if (c->t[i] == '"') {
+            c->in_str = true;
+        }
+    }
+    if (to > c->jpos)
+        c->jpos = to;
+}
+
+static int on_jclip_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct jclip *c = ud;
+    size_t s = sp->start, e = sp->start + sp->len;
+    if (s < c->last_end)
+        s = c->last_end;            /* the previous literal was widened over it */
+    if (e <= s)
+        return SW_OK;
+    jclip_state(c, s);
+    if (!c->in_str && c->t[s] == '"' && e - s > 1) {
+        s++;
+        jclip_state(c, s);
+    }
+    if (c->in_str) {
+        size_t i = s;
+        while (i < e && c->t[i] != '"')
+            i += c->t[i] == '\\' ? 2 : 1;
+        if (i < e)
+            e = i;
+    } else if (bare_char(c->t[s])) {
+        while (s > c->last_end && bare_char(c->t[s - 1]))
+            s--;
+        size_t i = s;
+        while (i < c->len && bare_char(c->t[i]))
+            i++;
+        if (i > e)
+            e = i;      /* never shorter: past the literal the text is not JSON */
+    }   /* else: not JSON here, the span as found */
+    if (e <= s)
+        return SW_OK;
+    c->last_end = e;
+    struct sw_pii_span out = {s, e - s, sp->type};
+    return c->on_span(c->ud, &out);
+}
+
+static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                     sw_pii_on_span on_span, void *ud);
+
+static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                sw_pii_on_span on_span, void *ud)
+{
+    if (!json)
+        return scan_view(e, text, len, 0, on_span, ud);
+    struct jclip c = {.t = (const unsigned char *)text, .len = len, .on_span = on_span, .ud = ud};
+    return scan_view(e, text, len, 1, on_jclip_span, &c);
+}
+
+static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                     sw_pii_on_span on_span, void *ud)
+{
+    if (len == 0)
+        return SW_OK;
+    if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
+        return SW_ETOOBIG;
+    if (!sw_pii_view_needed(text, len, json))
+        return scan_raw(e, text, len, on_span, ud);
+    struct sw_pii_view v;
+    int rc = sw_pii_view_build(&v, text, len, json);
+    if (rc)
+        return rc;
+    struct mapback mb = {.v = &v, .on_span = on_span, .ud = ud};
+    rc = scan_raw(e, v.t, v.len, on_view_span, &mb);
+    if (!rc && mb.have)
+        rc = on_span(ud, &mb.pend);
+    if (v.t)
+        explicit_bzero(v.t, v.cap);
+    sw_pii_view_free(&v);
+    return rc;
+}
+
+int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                     sw_pii_on_span on_span, void *ud)
+{
+    return scan(e, text, len, 0, on_span, ud);
+}
+
+int sw_pii_scan_json_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                          sw_pii_on_span on_span, void *ud)
+{
+    return scan(e, text, len, 1, on_span, ud);
 }

@@ -156,7 +156,8 @@ static int mask_text(const struct sw_pii_engine *e, struct sw_pii_map *m, const 
 {
     struct mask_ctx c = {.e = e, .m = m, .text = text, .out = out, .counts = counts, .json = json};
     sw_buf_init(&c.val, SW_PII_MAP_MAX_BYTES);
-    int rc = sw_pii_scan_text(e, text, len, on_mask_span, &c);
+    int rc = json ? sw_pii_scan_json_text(e, text, len, on_mask_span, &c)
+                  : sw_pii_scan_text(e, text, len, on_mask_span, &c);
     if (c.val.ptr)
         explicit_bzero(c.val.ptr, c.val.cap);
     sw_buf_free(&c.val);
@@ -467,9 +468,8 @@ static int on_count_span(void *ud, const struct sw_pii_span *sp)
 static int scan_field(void *ud, json_t *str, int json_text)
 {
     struct req_ctx *c = ud;
-    (void)json_text;
-    return sw_pii_scan_text(c->e, json_string_value(str), json_string_length(str), on_count_span,
-                            c->counts);
+    return (json_text ? sw_pii_scan_json_text : sw_pii_scan_text)(
+        c->e, json_string_value(str), json_string_length(str), on_count_span, c->counts);
 }
 
 static int scan_key(void *ud, const char *key, size_t len)

@@ -10,10 +10,11 @@
  * rules, IPv4 octets, IPv6 syntax, boundaries, context words, randomness of a
  * key). Overlapping accepted spans are merged (the union is masked; the type is
  * the one of highest priority: secret, custom, iban, card, email, ipv6, ipv4,
- * ssn, bsn, phone), so masking never covers less than any single detection.
+ * ssn, bsn, national_id, phone), so masking never covers less than any single
+ * detection.
  *
  * Placeholders are "[TYPE_N]": TYPE the type's name in upper case ("EMAIL",
- * "PHONE", "IBAN", "CARD", "BSN", "SSN", "IPV4", "IPV6", "SECRET", or a custom
+ * "PHONE", "IBAN", "CARD", "BSN", "SSN", "IPV4", "IPV6", "SECRET", "NATIONAL_ID", or a custom
  * name upper-cased, '-' and '.' as '_', cut to 24 bytes), N = 1, 2, ... per type and per request. The same value
  * gets the same placeholder within one map. Only the exact bytes of a
  * placeholder the map issued are restored; a placeholder-shaped text that was
@@ -42,10 +43,11 @@ enum sw_pii_type {
     SW_PII_IPV4,
     SW_PII_IPV6,
     SW_PII_SECRET,
+    SW_PII_NATIONAL_ID,         /* Spanish DNI/NIE (more national ids as they come) */
     SW_PII_CUSTOM_BASE          /* custom type i is SW_PII_CUSTOM_BASE + i */
 };
 #define SW_PII_MAX_TYPES 32
-#define SW_PII_MAX_CUSTOM (SW_PII_MAX_TYPES - SW_PII_CUSTOM_BASE)      /* 23 */
+#define SW_PII_MAX_CUSTOM (SW_PII_MAX_TYPES - SW_PII_CUSTOM_BASE)      /* 22 */
 #define SW_PII_MAX_NAME 64              /* custom name: 1-64 of A-Z a-z 0-9 _ . - (the config's rule) */
 #define SW_PII_MAX_TAG 24               /* placeholder tag: the name upper-cased, cut to 24 */
 
@@ -82,10 +84,24 @@ struct sw_pii_engine;
 int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
                       struct sw_pii_engine **out, char *err, size_t errlen);
 void sw_pii_engine_free(struct sw_pii_engine *e);
+
+/* National phone numbers (written with a trunk 0, or Spanish 9-digit groups)
+ * are detected when libphonenumber says they are valid for one of these
+ * regions (ISO 3166 alpha-2 codes, upper case). A new engine has
+ * SW_PII_DEFAULT_PHONE_REGIONS. Set before the engine is shared. SW_OK, or
+ * SW_EINVAL with a message (a code libphonenumber does not know, more than
+ * SW_PII_MAX_PHONE_REGIONS); an empty list turns national detection off
+ * (numbers in +CC or 00CC notation and US formats are still detected). */
+#define SW_PII_MAX_PHONE_REGIONS 32
+#define SW_PII_DEFAULT_PHONE_REGIONS "NL", "DE", "FR", "BE", "ES", "IT", "GB", "US"
+int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *codes, size_t n,
+                                    char *err, size_t errlen);
+/* Whether code is a region sw_pii_engine_set_phone_regions accepts. */
+int sw_pii_phone_region_known(const char *code);
 /* Number of types of the engine: SW_PII_CUSTOM_BASE + n_custom. */
 int sw_pii_type_count(const struct sw_pii_engine *e);
 /* "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret",
- * or the custom name; "unknown" for an out-of-range type. Never NULL. */
+ * "national_id", or the custom name; "unknown" for an out-of-range type. Never NULL. */
 const char *sw_pii_type_name(const struct sw_pii_engine *e, int type);
 
 struct sw_pii_counts {
@@ -109,9 +125,20 @@ struct sw_pii_span {
 typedef int (*sw_pii_on_span)(void *ud, const struct sw_pii_span *span);
 
 /* Scans text[0..len) (borrowed; need not be NUL-terminated). SW_OK,
- * SW_ETOOBIG (bounds above), SW_ENOMEM, or the callback's return. */
+ * SW_ETOOBIG (bounds above), SW_ENOMEM, or the callback's return.
+ * Detection runs on a normalised view of the text (src/pii/view.h): Unicode
+ * compatibility forms folded to ASCII (full-width digits, letters, '@'),
+ * Unicode spaces as ' ', format characters (zero-width, soft hyphen, BOM)
+ * removed. Spans are byte ranges of the text as given: a value with a
+ * zero-width character inside is one span, that character included. Pure
+ * ASCII text is scanned as it is. */
 int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,
                      sw_pii_on_span on_span, void *ud);
+/* The same for JSON text (tool-call arguments): inside strings the escapes
+ * (\n \t \" \\ \/ \uXXXX, surrogate pairs) are decoded before detection; a
+ * span covers whole escapes, in the bytes of the JSON text. */
+int sw_pii_scan_json_text(const struct sw_pii_engine *e, const char *text, size_t len,
+                          sw_pii_on_span on_span, void *ud);
 
 /* Appends text with every entity replaced by its placeholder to out (out's
  * own max applies), adding entries to m and occurrences to counts (may be

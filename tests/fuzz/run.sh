@@ -34,14 +34,16 @@ if ! command -v clang >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
 fi
 
-# The modules under test and what they need: the parsers, the config loader
-# and the HTTP server (driven over loopback by fuzz_http).
-SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c) $(ls src/common/*.c)
+# The modules under test and what they need: the parsers, the PII engine (its
+# C++ phone validator too), the config loader and the HTTP server (driven over
+# loopback by fuzz_http).
+SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c)
       $(ls src/config/*.c) src/http/server.c"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
-        $(pkg-config --cflags jansson libhs yaml-0.1 libevent)"
-LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent) -lhttp_parser -lpthread -lm"
+        $(pkg-config --cflags jansson libhs yaml-0.1 libevent libutf8proc)"
+CXXFLAGS="-std=gnu++17 -g -O1 $SAN -fno-sanitize=vptr,function -fno-omit-frame-pointer -Wall -Wextra -Werror -Isrc"
+LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc) -lphonenumber -lstdc++ -lhttp_parser -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}
@@ -49,7 +51,7 @@ TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
 # Objects of the modules, instrumented for coverage (fuzzer-no-link); a
 # change of flags rebuilds them all.
 mkdir -p "$OUT/obj" "$OUT/artifacts"
-flags="$CFLAGS -fsanitize=fuzzer-no-link $(clang --version | head -n 1)"
+flags="$CFLAGS $CXXFLAGS -fsanitize=fuzzer-no-link $(clang --version | head -n 1)"
 if [ ! -f "$OUT/obj/flags" ] || [ "$(cat "$OUT/obj/flags")" != "$flags" ]; then
     rm -rf "$OUT/obj"
     mkdir -p "$OUT/obj"
@@ -64,11 +66,13 @@ stale() {   # $1 object: missing, or older than a file its .d lists
 }
 OBJS=
 for src in $SRCS; do
-    obj="$OUT/obj/$(echo "${src%.c}" | tr / _).o"
+    obj="$OUT/obj/$(echo "${src%.*}" | tr / _).o"
     OBJS="$OBJS $obj"
+    cc="clang $CFLAGS"
+    case $src in *.cc) cc="clang++ $CXXFLAGS" ;; esac
     if stale "$obj"; then
         # shellcheck disable=SC2086
-        if ! clang $CFLAGS -fsanitize=fuzzer-no-link -MMD -MF "${obj%.o}.d" -c "$src" -o "$obj"; then
+        if ! $cc -fsanitize=fuzzer-no-link -MMD -MF "${obj%.o}.d" -c "$src" -o "$obj"; then
             echo "fuzz: BUILD FAILED ($src)" >&2
             exit 1
         fi

@@ -82,15 +82,39 @@ for i in range(40):
     emit("Hi, I'm moving. New phone {0}, mail {1}, and please refund to {2}. Server {3} can go.",
          [("phone", V.phone(r)), ("email", V.email(r)), ("iban", V.iban(r)), ("ipv4", V.ipv4(r))], "positive mixed")
 
+# National phone numbers (default pii.phone_regions) and the 00 prefix.
+for i in range(80):
+    t = ["Call me at {0}.", "Bel mij op {0} als er iets is.", "Rufen Sie {0} an.",
+         "Appelez-moi au {0} demain.", "Llámame al {0}, por favor.", "Chiamami al {0} stasera."][i % 6]
+    emit(t, [("phone", V.phone_national(r))], "positive national phone")
+# BSN in three groups of three, with the word.
+for i in range(30):
+    emit(["Mijn BSN is {0}.", "burgerservicenummer {0}", "BSN: {0}"][i % 3],
+         [("bsn", V.bsn_grouped(r))], "positive grouped bsn")
+# Spanish DNI / NIE.
+for i in range(60):
+    emit(["Mi DNI es {0}.", "NIE {0}, caduca en 2027", "documento: {0}", "Passenger id {0} checked in."][i % 4],
+         [("national_id", V.national_id(r))], "positive national id")
+# Unicode: zero-width characters, no-break spaces, full-width forms inside values.
+for i in range(20):
+    e = V.email(r)
+    k = e.index("@")
+    emit("mail {0} today", [("email", e[:k // 2] + "\u200b" + e[k // 2:])], "positive zero-width email")
+    c = V.card(r)
+    emit("card {0} please", [("card", c.replace(" ", "\u00a0"))], "positive nbsp card")
+    p = "06" + "".join(r.choice("0123456789") for _ in range(8))
+    fw = "".join(chr(0xff10 + int(ch)) for ch in p)
+    emit("bel {0}", [("phone", fw)], "positive full-width phone")
+
 # Known-hard positives: deterministic detection misses these by design (docs/privacy.md).
 emit("call me at {0} tonight", [("phone", "4155550132")], "hard positive: bare 10-digit US number")
 emit("mail {0}", [("email", "john at example dot com")], "hard positive: obfuscated e-mail")
 emit("aws_secret_access_key = {0}", [("secret", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")], "hard positive: AWS secret key (no prefix)")
-emit("Mijn BSN is {0}.", [("bsn", "123 456 782")], "hard positive: BSN with spaces")
+emit("Mijn BSN is {0}.", [("bsn", "123 456 782")], "positive: BSN with spaces")
 emit("password: {0}", [("secret", "hunter2-Correct-Horse")], "hard positive: a password in prose")
 emit("call +31 (0)6 {0}", [("phone", "1234 5678")], "positive: trunk prefix (0)")
 emit("the social security number we have on file for the new hire from 2021 is {0}", [("ssn", "123456789")], "hard positive: undashed SSN, context too far")
-emit("reach me on {0}", [("phone", "0031 6 12345678")], "hard positive: 00 international prefix")
+emit("reach me on {0}", [("phone", "0031 6 12345678")], "positive: 00 international prefix")
 
 # Hard negatives.
 NEG = []
@@ -100,7 +124,22 @@ for i in range(30):
     NEG.append("Mijn BSN is %s." % V.bsn(r, valid=False))
     NEG.append("Klantnummer %s, factuur volgt." % V.bsn(r))
     NEG.append("SSN %s" % V.ssn(r, valid=False))
+for i in range(30):
+    # look-alikes of the new formats: amounts and codes in 3-3-3 groups that
+    # pass the 11-proef, DNI-shaped codes with a wrong letter, order numbers,
+    # timestamps, versions, prices, invoice numbers
+    NEG.append("Revenue was EUR %s last year." % V.bsn_grouped(r).replace(" ", "."))
+    NEG.append("Population estimate: %s people." % V.bsn_grouped(r).replace(".", " "))
+    NEG.append("Mi DNI es %s." % V.national_id(r, valid=False))
+    NEG.append("Order %s%s shipped." % (r.choice(["0", "00", ""]), "".join(r.choice("0123456789") for _ in range(10))))
+    NEG.append("at 20%02d-%02d-%02d %02d:%02d:%02d UTC" % (r.randint(0, 30), r.randint(1, 12), r.randint(1, 28), r.randint(0, 23), r.randint(0, 59), r.randint(0, 59)))
+    NEG.append("on %02d-%02d-20%02d %02d:%02d" % (r.randint(1, 28), r.randint(1, 12), r.randint(0, 30), r.randint(0, 23), r.randint(0, 59)))
+    NEG.append("Price: %d %03d,%02d EUR" % (r.randint(1, 9), r.randint(0, 999), r.randint(0, 99)))
+    NEG.append("Invoice INV-20%02d-%06d due" % (r.randint(10, 30), r.randint(0, 999999)))
+    NEG.append("upgrade to %d.%d.%d, build 0.%d.%d" % (r.randint(0, 20), r.randint(0, 20), r.randint(0, 20), r.randint(0, 99), r.randint(0, 999)))
 NEG += [
+    "ISBN 978-0-306-40615-7", "ISBN 0-306-40615-2", "ticket #0912345678123",
+    "items 912345678 in stock", "dial-in code 845 221 907",
     "Upgrade to version 1.2.3.4 before Monday.", "Running v10.0.0.1 in production.",
     "firmware 2.4.10.1 fixes it", "OID 1.3.6.1.4.1.311 is Microsoft's arc.", "See 1.2.3.4.5 in the table.",
     "Chrome/120.0.6099.129 Safari/537.36", "release 4.1.0.2 notes", "Version: 3.2.1.0",

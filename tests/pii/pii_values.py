@@ -162,3 +162,51 @@ def secret(r):
     if k == 10:
         return "hf_" + _rand(r, 34)
     return "eyJhbGciOiJIUzI1NiJ9.eyJ" + _rand(r, 30, string.ascii_letters + string.digits + "_-") + "." + _rand(r, 43, string.ascii_letters + string.digits + "_-")
+
+def phone_national(r):
+    """National notation of the default phone regions, and the 00 prefix:
+    shapes libphonenumber accepts (area codes and mobile ranges in use)."""
+    d = lambda n: "".join(r.choice(string.digits) for _ in range(n))
+    k = r.randint(0, 10)
+    if k == 0:      # DE Berlin
+        return r.choice(["(030) %s %s" % (d(4), d(4)), "030 %s" % ("2" + d(7))])
+    if k == 1:      # GB mobile
+        return "07700 900" + d(3)
+    if k == 2:      # FR Paris
+        return "01 %s %s %s %s" % ("4" + d(1), d(2), d(2), d(2))
+    if k == 3:      # BE Brussels
+        return "02 %s %s %s" % ("5" + d(2), d(2), d(2))
+    if k == 4:      # ES mobile / Madrid
+        return r.choice(["6%s %s %s" % (d(2), d(3), d(3)), "91%s %s %s" % (d(1), d(3), d(3))])
+    if k == 5:      # IT Rome
+        return "06 %s %s" % ("6" + d(3), d(4))
+    if k == 6:      # NL mobile, 00 prefix
+        return "0031 6 " + str(r.randint(1, 9)) + d(7)
+    if k == 7:
+        return "0049 30 " + "2" + d(7)
+    if k == 8:      # NL grouped
+        return "06 %s %s %s %s" % (str(r.randint(1, 9)) + d(1), d(2), d(2), d(2))
+    if k == 9:      # GB London
+        return "020 7%s %s" % (d(3), d(4))
+    return "+44 20 7%s %s" % (d(3), d(4))
+
+DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+def national_id(r, valid=True):
+    """Spanish DNI (8 digits + letter) or NIE (X/Y/Z + 7 digits + letter)."""
+    if r.random() < 0.6:
+        n = r.randint(1000000, 99999999)
+        body, v = "%08d" % n, n
+    else:
+        p = r.choice("XYZ")
+        n = r.randint(0, 9999999)
+        body, v = p + "%07d" % n, int(str("XYZ".index(p)) + "%07d" % n)
+    letter = DNI_LETTERS[v % 23]
+    if not valid:
+        letter = DNI_LETTERS[(v + r.randint(1, 22)) % 23]
+    return body + r.choice(["", "", "-"]) + letter
+
+def bsn_grouped(r, valid=True):
+    b = bsn(r, valid)
+    sep = r.choice([" ", "."])
+    return sep.join([b[:3], b[3:6], b[6:]])

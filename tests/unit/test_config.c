@@ -537,6 +537,11 @@ struct bad_case {
 static const struct bad_case bad_cases[] = {
     {"pii validator unknown", BACKENDS MODELS "pii:\n  custom:\n    - { name: emp, regex: \"E[0-9]+\", validator: crc }\n",
      {"t.yaml:11:49: pii.custom[0].validator: \"crc\" is not one of luhn, mod97, elfproef"}},
+    {"pii phone region unknown", BACKENDS MODELS "pii:\n  phone_regions: [NL, XX, de]\n",
+     {"t.yaml:10:23: pii.phone_regions: \"XX\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)",
+      "t.yaml:10:27: pii.phone_regions: \"de\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)"}},
+    {"pii phone regions not a list", BACKENDS MODELS "pii:\n  phone_regions: NL\n",
+     {"t.yaml:10:18: pii.phone_regions: want a list of region codes, e.g. [NL, DE, GB, US]"}},
     {"pii policy unknown", BACKENDS MODELS "pii:\n  policy: maybe\n",
      {"t.yaml:10:11: pii.policy: \"maybe\" is not one of inherit, off, mask, local_only, block"}},
     {"latency hysteresis inverted", BACKENDS MODELS "routing:\n  latency: { degrade_ms: 100, recover_ms: 120 }\n",
@@ -732,6 +737,25 @@ static void test_bad(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* pii.phone_regions: unset means the engine's default; a list is kept in order. */
+static void test_phone_regions(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(BACKENDS MODELS);
+    assert_false(cfg->pii.phone_regions_set);
+    sw_config_unref(cfg);
+    cfg = parse_ok(BACKENDS MODELS "pii:\n  phone_regions: [NL, GB]\n");
+    assert_true(cfg->pii.phone_regions_set);
+    assert_int_equal(cfg->pii.n_phone_regions, 2);
+    assert_string_equal(cfg->pii.phone_regions[0], "NL");
+    assert_string_equal(cfg->pii.phone_regions[1], "GB");
+    sw_config_unref(cfg);
+    cfg = parse_ok(BACKENDS MODELS "pii:\n  phone_regions: []\n");
+    assert_true(cfg->pii.phone_regions_set);
+    assert_int_equal(cfg->pii.n_phone_regions, 0);
+    sw_config_unref(cfg);
+}
+
 /* Messages are bounded: the first SW_WALK_MAX_ERRORS (100), then a count. */
 static void test_too_many_errors(void **state)
 {
@@ -822,6 +846,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_phone_regions),
         cmocka_unit_test(test_too_many_errors),
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_pii_binary_parts),

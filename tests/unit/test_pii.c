@@ -611,6 +611,232 @@ static void test_json_text_mask(void **state)
     sw_pii_map_free(m);
 }
 
+
+/* Detection on the normalised view: Unicode spaces, format characters and
+ * full-width forms; the span is the original bytes, zero-width chars inside
+ * it included. */
+static void test_unicode_view(void **state)
+{
+    (void)state;
+    static const struct det_case cases[] = {
+        {"mail john\xe2\x80\x8b.doe@example.com now", "email:john\xe2\x80\x8b.doe@example.com"},
+        {"x\xc2\xad@example.com", "email:x\xc2\xad@example.com"},                     /* soft hyphen */
+        {"\xef\xbb\xbfjane@example.org", "email:jane@example.org"},                   /* BOM before */
+        {"\xef\xbd\x8a\xef\xbd\x8f@example.com", "email:\xef\xbd\x8a\xef\xbd\x8f@example.com"}, /* full-width jo */
+        {"jo\xef\xbc\xa0" "example.com", "email:jo\xef\xbc\xa0" "example.com"},       /* full-width @ */
+        {"card 4111\xc2\xa0" "1111\xc2\xa0" "1111\xc2\xa0" "1111 exp",
+         "card:4111\xc2\xa0" "1111\xc2\xa0" "1111\xc2\xa0" "1111"},                  /* no-break spaces */
+        {"card 4111\xe2\x80\xaf" "1111\xe3\x80\x80" "1111\xe2\x80\x89" "1111",
+         "card:4111\xe2\x80\xaf" "1111\xe3\x80\x80" "1111\xe2\x80\x89" "1111"},      /* U+202F U+3000 U+2009 */
+        {"\xef\xbc\x94\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91"
+         "\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91",
+         "card:\xef\xbc\x94\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91"
+         "\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91\xef\xbc\x91"},
+        {"NL91\xe2\x81\xa0" "ABNA0417164300", "iban:NL91\xe2\x81\xa0" "ABNA0417164300"},  /* word joiner */
+        {"caf\xc3\xa9 x@example.com \xe2\x82\xac", "email:x@example.com"},          /* offsets after multibyte */
+        {"\xe2\x80\x8b\xe2\x80\x8b\xe2\x80\x8b", ""},
+        {"na\xc3\xafve r\xc3\xa9sum\xc3\xa9 1.0", ""},
+        {"\xff\xfe x@example.com", "email:x@example.com"},                         /* not UTF-8: kept */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = find(cases[i].text);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i, got, cases[i].want);
+    }
+    /* masking takes the whole value: no part of it stays in clear */
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *out = mask(m, "to john\xe2\x80\x8b.doe@example.com!", NULL);
+    assert_string_equal(out, "to [EMAIL_1]!");
+    char *back = unmask(m, out, 0);
+    assert_string_equal(back, "to john\xe2\x80\x8b.doe@example.com!");
+    free(out), free(back);
+    sw_pii_map_free(m);
+}
+
+static char *mask_json(struct sw_pii_map *m, const char *in)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 20);
+    assert_int_equal(sw_pii_mask_json_text(E, m, in, strlen(in), &b, NULL), SW_OK);
+    char *s = strdup(b.ptr ? b.ptr : "");
+    sw_buf_free(&b);
+    json_t *a = json_loads(in, JSON_DECODE_ANY, NULL);
+    if (a) {        /* JSON in, JSON out */
+        json_t *o = json_loads(s, JSON_DECODE_ANY, NULL);
+        if (!o)
+            fail_msg("masked JSON does not parse: %s", s);
+        json_decref(o);
+        json_decref(a);
+    }
+    return s;
+}
+
+static int count_span(void *ud, const struct sw_pii_span *sp)
+{
+    (void)sp;
+    (*(int *)ud)++;
+    return SW_OK;
+}
+
+/* JSON text: detection on the decoded strings, the placeholder replaces the
+ * escaped range, the output is JSON. */
+static void test_json_escapes(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *o;
+    /* a card right after an escaped newline */
+    o = mask_json(m, "{\"note\":\"line\\n4111 1111 1111 1111\"}");
+    assert_string_equal(o, "{\"note\":\"line\\n[CARD_1]\"}");
+    free(o);
+    /* an e-mail after an escape; e-mail written with \u0040 */
+    o = mask_json(m, "{\"a\":\"x\\nbob@example.com\",\"b\":\"a\\u0040b.com\"}");
+    assert_string_equal(o, "{\"a\":\"x\\n[EMAIL_1]\",\"b\":\"[EMAIL_2]\"}");
+    free(o);
+    char *back = unmask(m, "[EMAIL_2]", 0);
+    assert_string_equal(back, "a@b.com");       /* the decoded value */
+    free(back);
+    /* escapes inside the value: \/ and a surrogate pair before, \t inside a card */
+    o = mask_json(m, "[\"\\ud83d\\ude00 jane\\u002edoe@example.org\", \"4111\\t1111 1111 1111\"]");
+    assert_string_equal(o, "[\"\\ud83d\\ude00 [EMAIL_3]\", \"4111\\t1111 1111 1111\"]");
+    free(o);
+    o = mask_json(m, "{\"iban\":\"NL91\\u0020ABNA\\u00200417\\u00201643\\u002000\"}");
+    assert_string_equal(o, "{\"iban\":\"[IBAN_1]\"}");
+    free(o);
+    back = unmask(m, "[IBAN_1]", 0);
+    assert_string_equal(back, "NL91 ABNA 0417 1643 00");
+    free(back);
+    /* a value with a quote-looking escape next to it stays inside its string */
+    o = mask_json(m, "{\"u\":\"smtp://u:p@h\\\"\",\"v\":1}");
+    assert_non_null(strstr(o, "[SECRET_1]"));
+    free(o);
+    /* a bare number that is a card: the whole literal, quoted */
+    o = mask_json(m, "{\"n\":4111111111111111}");
+    assert_string_equal(o, "{\"n\":\"[CARD_2]\"}");
+    free(o);
+    /* the scan of arguments sees the same */
+    int n = 0;
+    const char *args = "{\"to\":\"a\\u0040b.com\",\"c\":\"\\n4111 1111 1111 1111\"}";
+    assert_int_equal(sw_pii_scan_json_text(E, args, strlen(args), count_span, &n), SW_OK);
+    assert_int_equal(n, 2);
+    /* and so does the request scanner on tool-call arguments */
+    json_t *body = json_pack("{s:s, s:[{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}]}", "model", "m",
+                             "messages", "role", "assistant", "content", "tool_calls", "id", "c",
+                             "type", "function", "function", "name", "f", "arguments", args);
+    struct sw_pii_counts counts;
+    assert_int_equal(sw_pii_scan_request(E, body, &counts), SW_OK);
+    assert_int_equal(counts.n[SW_PII_EMAIL], 1);
+    assert_int_equal(counts.n[SW_PII_CARD], 1);
+    json_decref(body);
+    /* plain text with a backslash is not decoded */
+    assert_string_equal(find("a\\u0040b.com"), "");
+    sw_pii_map_free(m);
+}
+
+/* National phone numbers, validated by libphonenumber for the configured
+ * regions; look-alikes stay clean. */
+static void test_phone_national(void **state)
+{
+    (void)state;
+    static const struct det_case cases[] = {
+        {"bel (030) 3327 0601 aub", "phone:(030) 3327 0601"},        /* DE */
+        {"Tel. 030 33270601", "phone:030 33270601"},
+        {"call 07700 900464 now", "phone:07700 900464"},             /* GB */
+        {"or +44 7700 900464", "phone:+44 7700 900464"},
+        {"appelez le 01 42 68 53 00.", "phone:01 42 68 53 00"},      /* FR */
+        {"+33 1 42 68 53 00", "phone:+33 1 42 68 53 00"},
+        {"bel 02 555 12 12", "phone:02 555 12 12"},                 /* BE */
+        {"llame al 912 345 678", "phone:912 345 678"},              /* ES */
+        {"chiama 06 6982 1234", "phone:06 6982 1234"},              /* IT */
+        {"(415) 555-0132", "phone:(415) 555-0132"},                 /* US */
+        {"bel 0031 6 12345678", "phone:0031 6 12345678"},           /* 00 prefix */
+        {"0049 30 33270601", "phone:0049 30 33270601"},
+        {"06-12345678", "phone:06-12345678"},                       /* NL */
+        /* negatives */
+        {"order 0001234567 shipped", ""},
+        {"at 2024-06-01 12:30:45 UTC", ""},
+        {"on 01-06-2024 12:30", ""},
+        {"on 01.06.2024 the price was 1 299,00 EUR", ""},
+        {"version 10.2.3.4567 build 0.9.1", ""},
+        {"invoice INV-2024-000123", ""},
+        {"ISBN 978-0-306-40615-7", ""},
+        {"ISBN 0-306-40615-2", ""},
+        {"ticket #0912345678123", ""},
+        {"items 912345678", ""},                                    /* ES needs its groups */
+        {"078-05-1120", ""},                                         /* SSN shape */
+        {"0000 000 000", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = find(cases[i].text);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu \"%s\": want \"%s\", got \"%s\"", i, cases[i].text, cases[i].want, got);
+    }
+    /* the regions are configurable: with only NL, Spanish and German numbers are not phones */
+    char err[256];
+    struct sw_pii_engine *nl;
+    assert_int_equal(sw_pii_engine_new(NULL, 0, &nl, err, sizeof err), SW_OK);
+    const char *only[] = {"NL"};
+    assert_int_equal(sw_pii_engine_set_phone_regions(nl, only, 1, err, sizeof err), SW_OK);
+    int n = 0;
+    const char *t = "912 345 678 / 030 33270601 / 06-12345678";
+    assert_int_equal(sw_pii_scan_text(nl, t, strlen(t), count_span, &n), SW_OK);
+    assert_int_equal(n, 1);
+    n = 0;      /* the default engine finds all three */
+    assert_int_equal(sw_pii_scan_text(E, t, strlen(t), count_span, &n), SW_OK);
+    assert_int_equal(n, 3);
+    const char *bad[] = {"NL", "XX"};
+    assert_int_equal(sw_pii_engine_set_phone_regions(nl, bad, 2, err, sizeof err), SW_EINVAL);
+    assert_non_null(strstr(err, "XX"));
+    const char *lower[] = {"nl"};
+    assert_int_equal(sw_pii_engine_set_phone_regions(nl, lower, 1, err, sizeof err), SW_EINVAL);
+    sw_pii_engine_free(nl);
+}
+
+/* BSN in 3-3-3 groups (with the word, like a plain run); Spanish DNI/NIE. */
+static void test_national_ids(void **state)
+{
+    (void)state;
+    static const struct det_case cases[] = {
+        {"Mijn BSN is 768 844 198.", "bsn:768 844 198"},
+        {"BSN: 768.844.198", "bsn:768.844.198"},
+        {"burgerservicenummer 111 222 333", "bsn:111 222 333"},
+        {"formulier 1234.56.782", "bsn:1234.56.782"},           /* 4-2-3 dots: no word needed */
+        {"Revenue EUR 768.844.198 in 2023", ""},                /* 11-proef ok, no word */
+        {"population 768 844 198", ""},
+        {"BSN 768 844 199", ""},                                /* 11-proef fails */
+        {"BSN 1 768 844 198 00", ""},                           /* part of a longer number */
+        {"Mi DNI es 12345678Z.", "national_id:12345678Z"},
+        {"DNI 12345678-Z", "national_id:12345678-Z"},
+        {"NIE X1234567L", "national_id:X1234567L"},
+        {"NIE Y1234567X y Z1234567R", "national_id:Y1234567X|national_id:Z1234567R"},
+        {"dni 00000023t", "national_id:00000023t"},
+        {"DNI 12345678A", ""},                                  /* wrong letter */
+        {"NIE X12345678L", ""},                                 /* NIE has 7 digits */
+        {"code AB12345678Z", ""},                               /* glued to letters */
+        {"ref 912345678Z9", ""},
+        /* Belgian national register number */
+        {"RRN 85.07.30-033.28 ok", "national_id:85.07.30-033.28"},
+        {"geboren 2017: 17.01.01-001.71", "national_id:17.01.01-001.71"},
+        {"850730-033-28", "national_id:850730-033-28"},
+        {"rijksregisternummer 85073003328", "national_id:85073003328"},
+        {"order 85073003328", ""},                               /* bare: needs the word */
+        {"85.07.30-033.29", ""},                                 /* check digits fail */
+        {"85.13.30-033.70", ""},                                 /* month 13 (check digits ok) */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = find(cases[i].text);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu \"%s\": want \"%s\", got \"%s\"", i, cases[i].text, cases[i].want, got);
+    }
+    struct sw_pii_map *m = sw_pii_map_new();
+    char *out = mask(m, "DNI 12345678Z", NULL);
+    assert_string_equal(out, "DNI [NATIONAL_ID_1]");
+    free(out);
+    sw_pii_map_free(m);
+    assert_string_equal(sw_pii_type_name(E, SW_PII_NATIONAL_ID), "national_id");
+    assert_int_equal(SW_PII_MAX_CUSTOM, 22);
+}
+
 static void test_request_empty_and_bad(void **state)
 {
     (void)state;
@@ -880,6 +1106,10 @@ int main(void)
         cmocka_unit_test(test_request_depth),
         cmocka_unit_test(test_request_masked_rescans_clean),
         cmocka_unit_test(test_json_text_mask),
+        cmocka_unit_test(test_unicode_view),
+        cmocka_unit_test(test_json_escapes),
+        cmocka_unit_test(test_phone_national),
+        cmocka_unit_test(test_national_ids),
         cmocka_unit_test(test_request_empty_and_bad),
         cmocka_unit_test(test_stream_every_split),
         cmocka_unit_test(test_stream_finish_reason_flush),

@@ -1,0 +1,25 @@
+/* Phone number validation by libphonenumber (phone.cc, C++ behind a C API).
+ * Runs only on the candidates the vectorscan pass found. Thread-safe; never
+ * logs (libphonenumber's logger is replaced by a null logger). */
+#ifndef SW_PII_PHONE_H
+#define SW_PII_PHONE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether cc (two upper-case letters) is a region libphonenumber knows. */
+bool sw_pii_phone_region_ok(const char *cc);
+/* Whether s[0..len) (digits and punctuation as written) is a valid number:
+ * starting with '+', in international notation (any country); else a
+ * national number valid for one of the n regions (two-letter codes). */
+bool sw_pii_phone_valid(const char *s, size_t len, const char (*regions)[3], size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

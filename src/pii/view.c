@@ -1,0 +1,220 @@
+/* Normalised view of a text for detection; see view.h. */
+#include "pii/view.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "common/err.h"
+
+bool sw_pii_view_needed(const char *text, size_t len, int json)
+{
+    const unsigned char *t = (const unsigned char *)text;
+    size_t i = 0;
+    /* eight bytes at a time: any high bit */
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, t + i, 8);
+        if (w & 0x8080808080808080ull)
+            return true;
+    }
+    for (; i < len; i++)
+        if (t[i] & 0x80)
+            return true;
+    return json && (memchr(text, '\\', len) || memchr(text, '"', len));
+}
+
+static int grow(struct sw_pii_view *v, size_t need)
+{
+    if (v->len + need <= v->cap)
+        return SW_OK;
+    size_t nc = v->cap ? v->cap : 64;
+    while (nc < v->len + need)
+        nc *= 2;
+    char *t = realloc(v->t, nc);
+    if (!t)
+        return SW_ENOMEM;
+    v->t = t;
+    uint32_t *os = realloc(v->os, nc * sizeof *os);
+    if (!os)
+        return SW_ENOMEM;
+    v->os = os;
+    uint32_t *oe = realloc(v->oe, nc * sizeof *oe);
+    if (!oe)
+        return SW_ENOMEM;
+    v->oe = oe;
+    v->cap = nc;
+    return SW_OK;
+}
+
+static int emit(struct sw_pii_view *v, const char *b, size_t n, size_t s, size_t e)
+{
+    int rc = grow(v, n);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        v->t[v->len] = b[i];
+        v->os[v->len] = (uint32_t)s;
+        v->oe[v->len] = (uint32_t)e;
+        v->len++;
+    }
+    return SW_OK;
+}
+
+static bool space_cp(utf8proc_int32_t c)
+{
+    return c == 0xa0 || (c >= 0x2000 && c <= 0x200a) || c == 0x202f || c == 0x205f ||
+           c == 0x3000 || c == 0x1680;
+}
+
+/* One code point of the input [s, e): folded into the view. */
+static int fold(struct sw_pii_view *v, utf8proc_int32_t c, size_t s, size_t e)
+{
+    char b[4];
+    if (c < 0x80) {
+        b[0] = (char)c;
+        return emit(v, b, 1, s, e);
+    }
+    if (space_cp(c))
+        return emit(v, " ", 1, s, e);
+    utf8proc_category_t cat = utf8proc_category(c);
+    if (cat == UTF8PROC_CATEGORY_CF)
+        return SW_OK;           /* zero-width, soft hyphen, BOM, bidi marks: removed */
+    if (cat == UTF8PROC_CATEGORY_ZS)
+        return emit(v, " ", 1, s, e);
+    /* compatibility decomposition (NFKC's K): when it is all ASCII (full-width
+     * forms, small/compatibility variants), the ASCII is what a reader sees */
+    utf8proc_int32_t d[8];
+    int last = 0;
+    utf8proc_ssize_t n = utf8proc_decompose_char(c, d, 8, UTF8PROC_COMPAT | UTF8PROC_DECOMPOSE, &last);
+    if (n > 0 && n <= 8) {
+        bool ascii = true;
+        for (utf8proc_ssize_t k = 0; k < n && ascii; k++)
+            ascii = d[k] >= 0 && d[k] < 0x80;
+        if (ascii) {
+            char a[8];
+            for (utf8proc_ssize_t k = 0; k < n; k++)
+                a[k] = (char)d[k];
+            return emit(v, a, (size_t)n, s, e);
+        }
+    }
+    utf8proc_uint8_t u[4];
+    utf8proc_ssize_t ul = utf8proc_encode_char(c, u);
+    return emit(v, (const char *)u, (size_t)ul, s, e);
+}
+
+static int hexv(unsigned char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch |= 0x20;
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+static int hex4(const unsigned char *t, size_t len, size_t i, utf8proc_int32_t *out)
+{
+    if (i + 4 > len)
+        return -1;
+    int r = 0;
+    for (int k = 0; k < 4; k++) {
+        int h = hexv(t[i + k]);
+        if (h < 0)
+            return -1;
+        r = r * 16 + h;
+    }
+    *out = r;
+    return 0;
+}
+
+int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json)
+{
+    const unsigned char *t = (const unsigned char *)text;
+    bool in_str = false;
+    int rc = SW_OK;
+    memset(v, 0, sizeof *v);
+    if ((rc = grow(v, len + 16)))
+        return rc;
+    for (size_t i = 0; i < len && !rc;) {
+        unsigned char ch = t[i];
+        if (json && in_str && ch == '\\' && i + 1 < len) {
+            utf8proc_int32_t c;
+            size_t s = i;
+            switch (t[i + 1]) {
+            case 'n': c = '\n'; i += 2; break;
+            case 't': c = '\t'; i += 2; break;
+            case 'r': c = '\r'; i += 2; break;
+            case 'b': c = '\b'; i += 2; break;
+            case 'f': c = '\f'; i += 2; break;
+            case 'u':
+                if (hex4(t, len, i + 2, &c)) {
+                    c = 'u';
+                    i += 2;
+                    break;
+                }
+                i += 6;
+                if (c >= 0xd800 && c < 0xdc00) {
+                    utf8proc_int32_t lo;
+                    if (i + 1 < len && t[i] == '\\' && t[i + 1] == 'u' && !hex4(t, len, i + 2, &lo) &&
+                        lo >= 0xdc00 && lo < 0xe000) {
+                        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+                        i += 6;
+                    } else {
+                        c = 0xfffd;
+                    }
+                } else if (c >= 0xdc00 && c < 0xe000) {
+                    c = 0xfffd;
+                }
+                break;
+            default: c = t[i + 1]; i += 2; break;     /* \" \\ \/ */
+            }
+            rc = fold(v, c, s, i);
+            continue;
+        }
+        if (ch < 0x80 && !(json && (ch == '"' || (in_str && ch == '\\')))) {
+            /* a run of plain ASCII: copied as it is */
+            size_t j = i + 1;
+            while (j < len && t[j] < 0x80 && !(json && (t[j] == '"' || (in_str && t[j] == '\\'))))
+                j++;
+            if ((rc = grow(v, j - i)))
+                break;
+            memcpy(v->t + v->len, t + i, j - i);
+            for (size_t k = i; k < j; k++) {
+                v->os[v->len] = (uint32_t)k;
+                v->oe[v->len] = (uint32_t)(k + 1);
+                v->len++;
+            }
+            i = j;
+            continue;
+        }
+        if (ch < 0x80) {
+            char b = (char)ch;
+            if (json && ch == '"') {
+                in_str = !in_str;
+                b = '\n';      /* a string's edge ends any value, as a line break does */
+            }
+            rc = emit(v, &b, 1, i, i + 1);
+            i++;
+            continue;
+        }
+        utf8proc_int32_t c;
+        utf8proc_ssize_t n = utf8proc_iterate(t + i, (utf8proc_ssize_t)(len - i), &c);
+        if (n <= 0) {
+            rc = emit(v, (const char *)t + i, 1, i, i + 1);    /* not UTF-8: as it is */
+            i++;
+            continue;
+        }
+        rc = fold(v, c, i, i + (size_t)n);
+        i += (size_t)n;
+    }
+    if (rc)
+        sw_pii_view_free(v);
+    return rc;
+}
+
+void sw_pii_view_free(struct sw_pii_view *v)
+{
+    free(v->t);
+    free(v->os);
+    free(v->oe);
+    memset(v, 0, sizeof *v);
+}

@@ -1,0 +1,29 @@
+/* The text detection runs on: the input with JSON string escapes decoded
+ * (for JSON text, where the quotes around strings become line breaks so no
+ * value runs from one string into the next) and Unicode folded (NFKC compatibility forms such as
+ * full-width digits and letters to ASCII, Unicode spaces to ' ', format
+ * characters such as zero-width spaces and soft hyphens removed), with, per
+ * byte of the view, the byte range of the input it came from. A span of the
+ * view maps back to [os[first], oe[last]) of the input: every byte of the
+ * value, including removed characters inside it and whole escapes. */
+#ifndef SW_PII_VIEW_H
+#define SW_PII_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sw_pii_view {
+    char *t;                    /* view text (not NUL-terminated) */
+    size_t len, cap;
+    uint32_t *os, *oe;          /* per view byte: input range of its character */
+};
+
+/* Whether text needs a view: any byte >= 0x80, or (json) any backslash or quote.
+ * Pure ASCII plain text is scanned as it is (the fast path). */
+bool sw_pii_view_needed(const char *text, size_t len, int json);
+/* Builds the view of text[0..len) (len < 2^32). SW_OK or SW_ENOMEM. */
+int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json);
+void sw_pii_view_free(struct sw_pii_view *v);
+
+#endif
