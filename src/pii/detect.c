@@ -933,6 +933,8 @@ static bool r_ipv6(const struct scan *sc, size_t *ps, size_t *pe)
     for (int tries = 0; tries < 10 && e > s + 2; tries++) {
         while (e > s && sc->t[e - 1] == '.')
             e--;
+        if (e <= s + 2)
+            return false;   /* nothing left but dots: no address, and no byte before s to back off to */
         int n = at(sc, e);
         bool right = n < 0 || !(is_alnum((unsigned char)n) || n == '_');
         if (right && sw_pii_ipv6_ok((const char *)sc->t + s, e - s)) {
