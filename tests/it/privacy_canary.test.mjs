@@ -275,7 +275,7 @@ function matrix(path, sent, res) {
   for (const s of sent) { inc(total, `${s.cell.format}|${s.cell.field}`); inc(total, `v|${s.cell.variant}`); inc(total, `f|${s.cell.format}`); }
   const attributed = res.leaked.filter((l) => l.attributed);
   for (const { slot: s } of attributed) { inc(leak, `${s.cell.format}|${s.cell.field}`); inc(leak, `v|${s.cell.variant}`); inc(leak, `f|${s.cell.format}`); }
-  const lines = [`${path}: ${res.leaked.length} of ${sent.length} values leaked (${attributed.length} attributed below; cell = leaked values, '.' none; each row x field has ${sent.length / FORMATS.length / FIELDS.length | 0} values on average)`];
+  const lines = [`${path}: ${res.leaked.length} of ${sent.length} values leaked (${attributed.length} attributed below; a cell is the values of that format leaked from that field, '.' none)`];
   lines.push(`${'format'.padEnd(16)} ${FIELDS.map((f) => SHORT[f].padStart(4)).join(' ')}   leaked/sent`);
   for (const format of FORMATS) {
     const row = FIELDS.map((field) => String(leak.get(`${format}|${field}`) || '.').padStart(4)).join(' ');
