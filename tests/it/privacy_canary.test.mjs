@@ -15,7 +15,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
 import { fragments, stripPlaceholders } from './lib/leak.mjs';
-import { rng, FORMATS, generate, variantsFor, render, normalise } from './lib/piigen.mjs';
+import { rng, FORMATS, generate, variantsFor, render, normalise, luhnOk, ibanOk, elfproefOk } from './lib/piigen.mjs';
 
 const ADMIN = 'sk-admin-canary';
 const SEED = Number(process.env.CANARY_SEED || 20261130);
@@ -75,10 +75,10 @@ function cleanSlots() {
 // ---- The request body: every field of the chat schema ----
 const jsonInner = (s) => JSON.stringify(s).slice(1, -1);
 
-function build(tag, slots, { stream, n, blank = false }) {
+function build(tag, slots, { stream, n, fill = null }) {
   const by = Object.fromEntries(FIELDS.map((f) => [f, []]));
   for (const s of slots) {
-    const raw = blank ? '\u0000' : s.raw;
+    const raw = fill ?? s.raw;
     if (s.cell.field === 'args') by.args.push(s.cell.variant === 'esc' ? s.before + raw + s.after : jsonInner(s.before + raw + s.after));
     else by[s.cell.field].push(s.before + raw + s.after);
   }
@@ -137,7 +137,7 @@ function makeRequests(slots, perRequest, { prefix }) {
     const tag = `${prefix}${String(i).padStart(5, '0')}`;
     const stream = i % 2 === 1;
     const { body, lastUser } = build(tag, mine, { stream, n: i });
-    out.push({ tag, slots: mine, body, lastUser, skeleton: build(tag, mine, { stream, n: i, blank: true }).body });
+    out.push({ tag, slots: mine, body, lastUser, skeleton: build(tag, mine, { stream, n: i, fill: '\u0000' }).body });
   }
   return out;
 }
@@ -260,7 +260,7 @@ function checkLeaks(reqs, bodies, cleanBodies) {
       if (hits.length === 0) return;
       const own = fs.filter((f) => uses.get(f) === 1);
       const attributed = own.length === 0 || own.some((f) => hay.has(f));
-      result.leaked.push({ slot: s, attributed, fragment: hits[0] });
+      result.leaked.push({ slot: s, attributed, fragment: hits[0], whole: hits.length === fs.length });
     });
   }
   return result;
@@ -415,5 +415,51 @@ describe('privacy canary at scale', () => {
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
     }
+  });
+});
+
+describe("the canary's own tools", () => {
+  test('the generator: seeded, every value valid for its kind, every variant normalises back to the value', () => {
+    const a = slotsFor(1, 1);
+    const b = slotsFor(1, 1);
+    assert.deepEqual(a.map((s) => s.raw), b.map((s) => s.raw), 'the same seed gives the same values');
+    assert.notDeepEqual(slotsFor(2, 1).map((s) => s.raw), a.map((s) => s.raw));
+    const r = rng(3);
+    for (let i = 0; i < 300; i++) {
+      const digits = (v) => v.replace(/\D/g, '');
+      const card = generate(r, FORMATS.filter((f) => f.startsWith('card/'))[i % 3]).value;
+      assert.ok(luhnOk(digits(card)), `card ${card} is Luhn valid`);
+      const iban = generate(r, 'iban/grouped').value;
+      assert.ok(ibanOk(iban.replace(/ /g, '')), `IBAN ${iban} passes mod 97`);
+      const bsn = generate(r, FORMATS.filter((f) => f.startsWith('bsn/'))[i % 3]).value;
+      assert.ok(elfproefOk(digits(bsn)), `BSN ${bsn} passes the 11-proef`);
+      const dni = generate(r, i % 2 ? 'dni/dni' : 'dni/nie').value.replace(/[-. ]/g, '');
+      const number = Number(dni.slice(0, -1).replace(/^[XYZ]/, (c) => String('XYZ'.indexOf(c))));
+      assert.equal(dni.at(-1), 'TRWAGMYFPDXBNJZSQVHLCKE'[number % 23], `DNI/NIE ${dni} check letter`);
+      const ssn = generate(r, 'ssn/dashed').value;
+      assert.match(ssn, /^(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}$/, `SSN ${ssn}`);
+    }
+    for (const s of a) assert.equal(normalise(s.raw), s.value, `${s.cell.variant} of ${s.cell.format}`);
+  });
+
+  test('the leak check: a value split by zero-width characters, no-break spaced, full-width or JSON-escaped in arguments still counts', () => {
+    const r = rng(4);
+    const slots = ['zw', 'nbsp', 'fullwidth', 'esc', 'plain'].map((variant) => {
+      const v = generate(r, 'phone/NL/plus');
+      v.value = v.value.replace(/^\+31\d/, '+31 6 ').replace(/-/g, ' '); // has a space for nbsp
+      return { cell: { format: 'phone/NL/plus', field: 'args', variant }, value: v.value, ...render(r, v, variant) };
+    });
+    // One request per value, so no value's fragments show through another's.
+    const reqs = makeRequests(slots, 1, { prefix: 't' });
+    // The cloud got the bodies as they were sent: every value leaked...
+    const all = checkLeaks(reqs, reqs.map((q) => JSON.parse(JSON.stringify(q.body))), []);
+    assert.equal(all.leaked.length, slots.length, JSON.stringify(all.leaked.map((l) => l.slot.cell.variant)));
+    // ... and seen whole: every fragment of each, once the tricks are undone.
+    assert.deepEqual(all.leaked.filter((l) => !l.whole).map((l) => l.slot.cell.variant), []);
+    // The cloud got each value as a placeholder: nothing leaked.
+    const masked = reqs.map((q, i) => build(q.tag, q.slots, { stream: false, n: i, fill: '[PHONE_1]' }).body);
+    const none = checkLeaks(reqs, masked, []);
+    assert.deepEqual(none.leaked, []);
+    assert.deepEqual(none.vacuous, []);
   });
 });

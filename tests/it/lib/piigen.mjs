@@ -366,5 +366,5 @@ export function normalise(s) {
     s = s.replace(/\\u([0-9a-fA-F]{4})|\\(["\\/bfnrt])/g, (m, u, c) => (u ? String.fromCharCode(parseInt(u, 16))
       : ({ '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' })[c]));
   }
-  return s.normalize('NFKC').replace(/[\u200b-\u200d\u2060\ufeff\u00ad]/g, '').replace(/[\u00a0\u2007\u202f]/g, ' ');
+  return s.normalize('NFKC').replace(/[\u200b-\u200d\u2060\ufeff\u00ad]/g, '');
 }
