@@ -192,6 +192,15 @@ async function sendAll(gw, reqs, { concurrency = 1, headers = {} } = {}) {
 
 const received = async (sim) => (await getJSON(`${sim.url}/admin/received?n=100000`)).body.requests.map((q) => q.body);
 const countReceived = async (sim) => (await received(sim)).length;
+const cloudCount = async (sim) => (await getJSON(`${sim.url}/admin/stats`)).body.chat_requests;
+// A later promise's outcome, without an unhandled rejection if a test ends first.
+const later = (promise) => promise.then((v) => ({ v }), (e) => ({ e }));
+const settle = async (p) => { const r = await p; if (r.e) throw r.e; return r.v; };
+// With the local slot held, the cloud takes what may leave as `overflow`; on
+// a loaded machine the held box may miss a health check, and the same request
+// goes as `fallback`: either way the cloud was chosen.
+const SPILL = ['overflow', 'fallback'];
+const WAVE = 60;
 const gwBackend = async (gw, name) => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } }))
   .body.backends.find((b) => b.name === name);
 
@@ -208,7 +217,7 @@ async function proveCloudChosen(gw, cloud, { reason, headers = {} }) {
     const r = await send(gw, q.body, headers);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.backend, 'cloud', `a clean request must go to the cloud on this path (reason ${r.reason})`);
-    if (reason) assert.equal(r.reason, reason);
+    if (reason) assert.ok([reason].flat().includes(r.reason), `reason ${r.reason}, expected ${reason}`);
   }
   const got = (await received(cloud)).slice(before);
   assert.equal(got.length, reqs.length, 'the cloud received the clean requests');
@@ -360,22 +369,40 @@ describe('privacy canary at scale', () => {
     }
   });
 
-  test('local saturated, local_only: a request with a value waits for local or fails its deadline, never the cloud; one cell per request', async () => {
+  test('local saturated, local_only: a request with a value waits for local and is served there, never by the cloud; one cell per request', async () => {
     const edge = await startEdge();
     const cloud = await startCloud();
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
     try {
-      const hold = await holdLocal(gw, edge);
-      const clean = await proveCloudChosen(gw, cloud, { reason: 'overflow' });
+      let hold = await holdLocal(gw, edge);
+      const clean = await proveCloudChosen(gw, cloud, { reason: SPILL });
       const reqs = makeRequests(slotsFor(SEED + 1, LOCAL_PER_CELL, 1), LOCAL_PER_CELL, { prefix: 's' });
-      // A request that must stay local waits behind the held slot until its
-      // own deadline; queue_max (64) bounds how many may wait at once.
-      const answers = await sendAll(gw, reqs, { concurrency: 48, headers: { 'x-request-timeout-ms': '300' } });
-      const odd = answers.filter((a) => !(a.status === 200 && a.backend === 'cloud') && !(a.status === 504 && a.json?.error?.code === 'deadline_exceeded'));
-      assert.deepEqual(odd.slice(0, 3), [], 'every answer is the cloud (a value not found) or deadline_exceeded while waiting for local');
-      assert.equal((await getJSON(`${edge.url}/admin/stats`)).body.chat_requests, 1, 'the local box saw only the request holding its slot');
-      await hold.release();
+      // In waves that fit the local queue (queue_max 64): while the slot is
+      // held, each request of a wave either reaches the cloud (no value
+      // found: a leak) or waits in the local queue; once every one is in one
+      // of the two, the slot is freed, the queue drains locally, and the slot
+      // is held again for the next wave. No deadline decides the outcome.
+      const answers = [];
+      for (let i = 0; i < reqs.length; i += WAVE) {
+        const wave = reqs.slice(i, i + WAVE);
+        if (!hold) hold = await holdLocal(gw, edge);
+        const before = await cloudCount(cloud);
+        const done = [];
+        const pending = wave.map((q) => later(send(gw, q.body).then((a) => { if (a.backend !== 'cloud') done.push(a); return a; })));
+        await waitFor(async () => (await cloudCount(cloud)) - before + (await gwBackend(gw, 'edge')).queued + done.length === wave.length,
+          { timeout: 30000, what: 'every request of the wave at the cloud or in the local queue' });
+        await hold.release();
+        hold = null;
+        answers.push(...await Promise.all(pending.map(settle)));
+        await waitFor(async () => { const e = await gwBackend(gw, 'edge'); return e.in_flight === 0 && e.queued === 0 && (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 0; },
+          { timeout: 10000, what: 'the local box idle again' });
+      }
+      const odd = answers.filter((a) => !(a.status === 200 && a.backend === 'cloud')
+        && !(a.status === 200 && a.backend === 'edge' && a.reason === 'privacy')
+        && !(a.status === 503 && a.json?.error?.code === 'privacy_restricted'));
+      assert.deepEqual(odd.slice(0, 3), [], 'every answer is the cloud (a value not found) or the local box (or privacy_restricted if it was seen down)');
       assertNoLeaks('local saturated, local_only', reqs, await received(cloud), clean);
+      assert.ok(answers.some((a) => a.backend === 'edge'), 'requests with a value were served locally');
     } finally {
       await gw.stop(); await edge.stop(); await cloud.stop();
     }
@@ -406,10 +433,10 @@ describe('privacy canary at scale', () => {
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask' }));
     try {
       const hold = await holdLocal(gw, edge);
-      const clean = await proveCloudChosen(gw, cloud, { reason: 'overflow' });
+      const clean = await proveCloudChosen(gw, cloud, { reason: SPILL });
       const reqs = makeRequests(shuffled(slotsFor(SEED + 3, MASK_PER_CELL), SEED + 3), PER_REQUEST, { prefix: 'm' });
       const answers = await sendAll(gw, reqs, { concurrency: 2 });
-      assertRestored(reqs, answers, ['overflow']);
+      assertRestored(reqs, answers, SPILL);
       await hold.release();
       assertNoLeaks('mask, local saturated', reqs, await received(cloud), clean);
     } finally {
