@@ -19,7 +19,7 @@
 /* ---- Patterns ---- */
 
 enum kind {
-    K_EMAIL, K_PHONE_INTL, K_PHONE_NAT, K_PHONE_IDD, K_PHONE_ES, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
+    K_EMAIL, K_PHONE_INTL, K_PHONE_NAT, K_PHONE_IDD, K_PHONE_ES, K_PHONE_IT, K_PHONE_US, K_IBAN, K_CARD, K_NINE,
     K_SSN, K_DNI, K_RRN, K_IPV4, K_IPV6, K_TOKEN, K_FIXED, K_BEARER, K_JWT,
     K_PRIVKEY, K_URLCRED, K_CUSTOM
 };
@@ -45,19 +45,24 @@ static const struct pattern builtin[] = {
      * national and 00 patterns are short triggers, the candidate is the run
      * of phone characters after them (on_match, at most 32 bytes). */
     {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]"},
-    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00[1-9]"},
+    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00 ?[1-9]"},
     {SW_PII_PHONE, K_PHONE_ES, 0, 0, 0,
-     "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2})"},
+     "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2}"
+     "|[679][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2})"},
+    /* Italian mobile numbers (10 digits, 3xx) have no trunk prefix either: grouped */
+    {SW_PII_PHONE, K_PHONE_IT, 0, 0, 0,
+     "(?:^|[^0-9A-Za-z_])3[0-9]{2}[ .\\-/][0-9]{3}[ .\\-]?[0-9]{4}"},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
      "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
-    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"},
+    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}(?: ?[A-Za-z0-9]){11,32}"},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
      "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}"},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
     {SW_PII_BSN, K_NINE, 0, 0, 0,
      "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}"},
     /* Spanish DNI (8 digits + control letter) and NIE (X/Y/Z + 7 digits + letter) */
-    {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0, "[0-9]{8}-?[A-Za-z]|[XYZxyz][0-9]{7}-?[A-Za-z]"},
+    {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0,
+     "[0-9]{8}[ \\-]?[A-Za-z]|[0-9]{2}\\.[0-9]{3}\\.[0-9]{3}[ \\-]?[A-Za-z]|[XYZxyz][ \\-]?[0-9]{7}[ \\-]?[A-Za-z]"},
     /* Belgian national register number: YY.MM.DD-SSS.CC (or 11 digits after a word) */
     {SW_PII_NATIONAL_ID, K_RRN, 0, 0, 0,
      "[0-9]{2}\\.[0-9]{2}\\.[0-9]{2}-[0-9]{3}\\.[0-9]{2}|[0-9]{6}-[0-9]{3}-[0-9]{2}|[0-9]{11}"},
@@ -653,20 +658,24 @@ static bool r_phone_checked(const struct scan *sc, int kind, size_t *ps, size_t 
         return false;       /* a later group of a longer grouped number (an account) */
     if (sc->t[s] == '(' && !memchr(sc->t + s, ')', e - s))
         s++;        /* "(06-12345678)": the parenthesis is the text's */
-    int n = phone_ends(sc, s, e, kind == K_PHONE_ES ? 9 : kind == K_PHONE_IDD ? 10 : 9,
-                       kind == K_PHONE_ES ? 9 : kind == K_PHONE_IDD ? 17 : 13, ends, glen, &ng);
+    int n = phone_ends(sc, s, e, kind == K_PHONE_ES ? 9 : kind == K_PHONE_IT || kind == K_PHONE_IDD ? 10 : 9,
+                       kind == K_PHONE_ES ? 9 : kind == K_PHONE_IT ? 10 : kind == K_PHONE_IDD ? 17 : 13,
+                       ends, glen, &ng);
     if (n == 0 || date_groups(sc, s, glen, ng) || context_before(sc, s, 24, not_phone_words))
         return false;
-    if (ng == 1 && glen[0] > 11)
-        return false;           /* a long unbroken run is an id, not a number to dial */
+    if (ng == 1 && glen[0] > 11 && kind != K_PHONE_IDD)
+        return false;           /* a long unbroken run is an id, not a number to dial
+                                   (but "0031612345678" is one: 00 + country + number) */
     if (ng == 3 && glen[0] == 3 && glen[1] == 2 && glen[2] == 4 && sc->t[s + 3] == '-')
         return false;           /* AAA-GG-SSSS is the shape of a US SSN */
-    /* Spanish numbers have no trunk prefix: checked for ES only */
+    /* Spanish numbers and Italian mobiles have no trunk prefix: checked for
+     * their own country only */
     const char(*regions)[3] = (const char(*)[3])sc->e->regions;
     size_t n_regions = sc->e->n_regions;
-    if (kind == K_PHONE_ES) {
+    if (kind == K_PHONE_ES || kind == K_PHONE_IT) {
+        const char *own = kind == K_PHONE_ES ? "ES" : "IT";
         size_t k = 0;
-        while (k < n_regions && memcmp(regions[k], "ES", 2))
+        while (k < n_regions && memcmp(regions[k], own, 2))
             k++;
         if (k == n_regions)
             return false;
@@ -843,19 +852,36 @@ static bool r_dni(const struct scan *sc, size_t *ps, size_t *pe)
     int n = at(sc, e);
     if (n >= 0 && (is_alnum((unsigned char)n) || n == '_'))
         return false;
+    /* DNI: 8 digits (or 2.3.3 with dots), NIE: X/Y/Z + 7 digits; then the
+     * letter, glued or after one space or dash (after a space only in upper
+     * case: "12345678 a year" is prose) */
     unsigned long v = 0;
     int nd = 0;
     size_t i = s;
     unsigned char c0 = sc->t[s] & (unsigned char)~0x20;
-    if (c0 == 'X' || c0 == 'Y' || c0 == 'Z') {
+    bool nie = c0 == 'X' || c0 == 'Y' || c0 == 'Z';
+    if (nie) {
         v = (unsigned long)(c0 - 'X');
         i++;
+        if (i < e && (sc->t[i] == ' ' || sc->t[i] == '-'))
+            i++;
     }
-    for (; i < e && is_digit(sc->t[i]); i++, nd++)
-        v = v * 10 + (unsigned long)(sc->t[i] - '0');
-    if ((i - s) != 8 || (nd != 8 && nd != 7) || (nd == 7 && i - s != 8))
-        return false;       /* DNI: 8 digits; NIE: letter + 7 digits */
-    if (v == 0)
+    for (; i < e; i++) {
+        if (is_digit(sc->t[i])) {
+            v = v * 10 + (unsigned long)(sc->t[i] - '0');
+            nd++;
+        } else if (sc->t[i] != '.' || nie) {
+            break;
+        }
+    }
+    if (nd != (nie ? 7 : 8))
+        return false;
+    if (i < e - 1 && (sc->t[i] == ' ' || sc->t[i] == '-')) {
+        if (sc->t[i] == ' ' && (sc->t[e - 1] < 'A' || sc->t[e - 1] > 'Z'))
+            return false;
+        i++;
+    }
+    if (i != e - 1 || v == 0)
         return false;
     char want = letters[v % 23];
     return (char)(sc->t[e - 1] & ~0x20) == want && sc->t[e - 1] >= 'A';
@@ -1092,7 +1118,8 @@ static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, si
     case K_PHONE_US: return r_phone(sc, p->kind, s, e);
     case K_PHONE_NAT:
     case K_PHONE_IDD:
-    case K_PHONE_ES: return r_phone_checked(sc, p->kind, s, e);
+    case K_PHONE_ES:
+    case K_PHONE_IT: return r_phone_checked(sc, p->kind, s, e);
     case K_IBAN: return r_iban(sc, s, e);
     case K_CARD: return r_card(sc, s, e);
     case K_NINE: return r_nine(sc, s, e, type);
@@ -1114,6 +1141,7 @@ static bool early_ok(const struct scan *sc, int kind, size_t s)
 {
     switch (kind) {
     case K_CARD: case K_NINE: case K_SSN: case K_RRN: case K_PHONE_NAT: case K_PHONE_IDD: case K_PHONE_ES:
+    case K_PHONE_IT:
     case K_PHONE_US:
         return left_num_ok(sc, s);
     case K_IPV4:
@@ -1162,7 +1190,8 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
-    if ((p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD || p->kind == K_PHONE_ES) &&
+    if ((p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD || p->kind == K_PHONE_ES ||
+         p->kind == K_PHONE_IT) &&
         !is_digit(sc->t[s]) && sc->t[s] != '(')
         s++;        /* the boundary byte */
     if (p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD)

@@ -541,15 +541,31 @@ static int mask_field(void *ud, json_t *str, int json_text)
     if (c->counts->total == before)
         return SW_OK;
     /* The masked text must scan clean: masking can change what surrounds a
-     * value (digits glued to a masked one become a number of their own), and
-     * what the scanner finds only then was never masked. Such a text fails
-     * the mask rather than go out with it. */
-    struct sw_pii_counts again = {{0}, 0, 0};
-    if ((rc = sw_pii_scan_text(c->e, c->buf.ptr ? c->buf.ptr : "", c->buf.len, on_count_span,
-                               &again)))
-        return rc;
-    if (again.total)
-        return SW_EINVAL;
+     * value (a number right after a masked one is no longer "a later group of
+     * a longer number"), and what the scanner finds only then was never
+     * masked. It is masked in further passes (same map; placeholders are
+     * never detected); a text still not clean after them fails the mask
+     * rather than go out with it. */
+    for (int pass = 0;; pass++) {
+        struct sw_pii_counts again = {{0}, 0, 0};
+        if ((rc = sw_pii_scan_text(c->e, c->buf.ptr ? c->buf.ptr : "", c->buf.len, on_count_span,
+                                   &again)))
+            return rc;
+        if (!again.total)
+            break;
+        if (pass == 3)
+            return SW_EINVAL;
+        struct sw_buf next;
+        sw_buf_init(&next, c->buf.max);
+        rc = mask_text(c->e, c->m, c->buf.ptr ? c->buf.ptr : "", c->buf.len, &next, c->counts,
+                       json_text);
+        if (rc) {
+            sw_buf_free(&next);
+            return rc;
+        }
+        sw_buf_free(&c->buf);
+        c->buf = next;
+    }
     if (json_text) {
         /* Arguments that were valid JSON must stay valid JSON. */
         json_t *a = json_loadb(t, len, JSON_DECODE_ANY, NULL);

@@ -41,9 +41,13 @@ extern "C" bool sw_pii_phone_valid(const char *s, size_t len, const char (*regio
         const PhoneNumberUtil *u = util();
         std::string text(s, len);
         PhoneNumber pn;
+        // International notation (the 00 prefix, written as +): a known
+        // country code and a length possible for it is enough, as for numbers
+        // written with + (an explicit international prefix is a strong sign;
+        // number ranges change faster than the metadata).
         if (len > 0 && s[0] == '+')
             return u->Parse(text, "ZZ", &pn) == PhoneNumberUtil::NO_PARSING_ERROR &&
-                   u->IsValidNumber(pn);
+                   u->IsPossibleNumber(pn);
         // National notation: the number is built directly (country code of
         // the region, the trunk prefix dropped) rather than parsed, which is
         // several times cheaper than Parse's regular expressions.

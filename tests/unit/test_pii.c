@@ -751,6 +751,17 @@ static void test_phone_national(void **state)
         {"(415) 555-0132", "phone:(415) 555-0132"},                 /* US */
         {"bel 0031 6 12345678", "phone:0031 6 12345678"},           /* 00 prefix */
         {"0049 30 33270601", "phone:0049 30 33270601"},
+        {"bel 00 31 6 12345678", "phone:00 31 6 12345678"},       /* 00, a space, the country */
+        {"tel 0031612345678.", "phone:0031612345678"},             /* 00 + country + number, unbroken */
+        {"llame al 919 65 44 25", "phone:919 65 44 25"},          /* ES, 3-2-2-2 */
+        {"chiama il 335 069 5869", "phone:335 069 5869"},        /* IT mobile, no trunk 0 */
+        {"costa 335 069 5869 euro", "phone:335 069 5869"},
+        {"cell 335/8670234", "phone:335/8670234"},
+        {"cell 335-8670234", "phone:335-8670234"},
+        {"lotto 335 069", ""},
+        {"iban nl91abna0417164300 ok", "iban:nl91abna0417164300"},  /* typed in lower case */
+        {"iban nl91 abna 0417 1643 00", "iban:nl91 abna 0417 1643 00"},
+        {"sha de4432109876543210987654 x", ""},                  /* not the length of a DE IBAN */
         {"06-12345678", "phone:06-12345678"},                       /* NL */
         /* negatives */
         {"order 0001234567 shipped", ""},
@@ -808,6 +819,12 @@ static void test_national_ids(void **state)
         {"Mi DNI es 12345678Z.", "national_id:12345678Z"},
         {"DNI 12345678-Z", "national_id:12345678-Z"},
         {"NIE X1234567L", "national_id:X1234567L"},
+        {"DNI 12.345.678-Z", "national_id:12.345.678-Z"},         /* dotted */
+        {"DNI 12345678 Z", "national_id:12345678 Z"},
+        {"it costs 12345678 z a year", ""},                       /* a lower-case letter after a space is prose */
+        {"NIE X 1234567 L", "national_id:X 1234567 L"},
+        {"NIE X-1234567-L", "national_id:X-1234567-L"},
+        {"DNI 12.345.678-A", ""},                                 /* wrong letter */
         {"NIE Y1234567X y Z1234567R", "national_id:Y1234567X|national_id:Z1234567R"},
         {"dni 00000023t", "national_id:00000023t"},
         {"DNI 12345678A", ""},                                  /* wrong letter */

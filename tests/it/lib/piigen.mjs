@@ -164,7 +164,13 @@ function phone(r, format) {
   const [, country, notation] = format.split('/');
   const c = COUNTRIES[country];
   const p = (r.int(2) ? c.mobile : c.geo)(r);
-  if (notation === 'nat') return r.pick(c.nat)(p);
+  if (notation === 'nat') {
+    // A bare run of digits with no trunk 0 (Spanish, Italian mobile, US) is a
+    // documented limit (docs/privacy.md: too many order numbers and ids look
+    // the same); everything else people write is generated.
+    const forms = c.trunk === '0' && country !== 'IT' ? c.nat : c.nat.filter((f) => !/^\d+$/.test(f({ area: '1', rest: '2', nsn: '12' })));
+    return r.pick(forms)(p);
+  }
   // International: the number without its trunk prefix (Italy keeps its 0).
   const body = c.intl ? c.intl(p) : `${p.area} ${r.int(3) ? grp(p.rest, GROUPS[p.rest.length] ?? [9]) : p.rest}`;
   const trunk = c.trunk === '0' && r.int(3) === 0 ? ' (0)' : '';
@@ -215,8 +221,11 @@ const BSN_WORDS = ['BSN ', 'BSN: ', 'burgerservicenummer ', 'mijn BSN is ', 'sof
 function bsn(r, format) {
   const d = bsnDigits(r);
   if (format === 'bsn/context') return { pre: r.pick(BSN_WORDS), value: d };
-  if (format === 'bsn/dotted') return { pre: '', value: r.int(2) ? `${d.slice(0, 4)}.${d.slice(4, 6)}.${d.slice(6)}` : `${d.slice(0, 3)}.${d.slice(3, 6)}.${d.slice(6)}` };
-  return { pre: r.pick(['', 'BSN ']), value: `${d.slice(0, 3)} ${d.slice(3, 6)} ${d.slice(6)}` };
+  // 4.2.3 dots are a BSN's own shape; 3.3.3 groups need a BSN word (docs/privacy.md).
+  if (format === 'bsn/dotted') return r.int(2) ? { pre: '', value: `${d.slice(0, 4)}.${d.slice(4, 6)}.${d.slice(6)}` } : { pre: r.pick(BSN_WORDS), value: `${d.slice(0, 3)}.${d.slice(3, 6)}.${d.slice(6)}` };
+  // Nine digits in 3-3-3 groups are a BSN only after a BSN word (docs/privacy.md:
+  // without it 30 % of such groups in prose are not BSNs), so the word comes with them.
+  return { pre: r.pick(BSN_WORDS), value: `${d.slice(0, 3)} ${d.slice(3, 6)} ${d.slice(6)}` };
 }
 
 function dni(r, format) {
