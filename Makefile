@@ -92,6 +92,9 @@ check-pure:
 	   src/request src/route src/pii src/config src/state/localq.c src/state/claim.c \
 	   src/obs/metrics.c src/obs/declog.c src/obs/obs.c 2>/dev/null \
 	   || (echo "check-pure: a pure module includes an I/O or clock header" >&2; false)
+	@! grep -rnE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \
+	   src/pii \
+	   || (echo "check-pure: the PII engine must not log or print (values must never reach a log)" >&2; false)
 
 run: deps
 	@$(MAKE) --no-print-directory all
