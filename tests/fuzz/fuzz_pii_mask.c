@@ -3,8 +3,8 @@
  *  - a non-object is refused by both (SW_EINVAL);
  *  - scan and mask agree: the mask succeeds exactly when the scan does and no
  *    key holds an entity (and the tool-call arguments stay JSON), and then
- *    masks as many entities, and counts as many binary parts, as the scan
- *    counted;
+ *    masks at least the entities the scan counted (more when masking
+ *    revealed a number next to a masked value) and as many binary parts;
  *  - the masked body serialises to valid JSON that parses back equal to it;
  *  - re-scanning the masked body finds no entity in any string or key the
  *    walker reads, and the same binary parts;
@@ -55,9 +55,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(scan.total > 0);
         goto done;
     }
-    CHECK(masked.total == scan.total);
+    /* every entity the scan found is masked, and what masking revealed
+     * (a number after a masked value) in further passes */
+    CHECK(masked.total >= scan.total);
     CHECK(masked.binary == scan.binary);
-    CHECK(sw_pii_map_size(m) <= scan.total);
+    CHECK(sw_pii_map_size(m) <= masked.total);
     CHECK((scan.total == 0) == (sw_pii_map_size(m) == 0));
 
     char *dump = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
