@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ctype.h>
 #include <jansson.h>
 
 #include "common/err.h"
@@ -165,10 +166,23 @@ static void check_accepted(const uint8_t *data, size_t size, const struct sw_cha
                 CHECK(json_is_string(v));
                 continue;
             }
+            /* a boolean, or a flag word in any case with blanks around it */
+            char w[8] = "";
             const char *sv = json_string_value(v);
-            if (json_is_true(v) || (sv && !strcmp(sv, "true")))
+            size_t n = sv ? json_string_length(v) : 0, k = 0;
+            while (n && (*sv == ' ' || *sv == '\t'))
+                sv++, n--;
+            while (n && (sv[n - 1] == ' ' || sv[n - 1] == '\t'))
+                n--;
+            for (; sv && k < n && k < sizeof w - 1; k++)
+                w[k] = (char)tolower((unsigned char)sv[k]);
+            w[k] = 0;
+            bool word = sv && n == k;
+            if (json_is_true(v) || (word && (!strcmp(w, "true") || !strcmp(w, "1") ||
+                                             !strcmp(w, "yes") || !strcmp(w, "on"))))
                 allow = 1;
-            else if (json_is_false(v) || (sv && !strcmp(sv, "false")))
+            else if (json_is_false(v) || (word && (!strcmp(w, "false") || !strcmp(w, "0") ||
+                                                   !strcmp(w, "no") || !strcmp(w, "off"))))
                 allow = 0;
             else
                 CHECK(json_is_null(v));
