@@ -547,11 +547,19 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct sw_h1req *r = arg;
-    if (r->fail_err)
+    if (r->fail_err) {
         finish(r, r->fail_err, r->fail_why);
-    else
-        finish(r, SW_ETIMEOUT, r->connected ? "no complete answer before the deadline"
-                                            : "connect timeout");
+        return;
+    }
+    /* libevent's timer clock is coarse (a few ms): a deadline timer can fire
+     * before the deadline the relay measures. Wait out the rest, so that a
+     * request that runs out of time is always seen as past its deadline. */
+    if (r->connected && sw_now_ms() < r->deadline_ms) {
+        arm(r, -1);
+        return;
+    }
+    finish(r, SW_ETIMEOUT, r->connected ? "no complete answer before the deadline"
+                                        : "connect timeout");
 }
 
 static void want_write(struct sw_h1req *r)
