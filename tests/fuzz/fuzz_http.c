@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +114,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(cl.fd >= 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (connect(cl.fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    int rc = connect(cl.fd, (struct sockaddr *)&a, sizeof a);
+    if (rc != 0 && errno == EINTR) {
+        /* libFuzzer's timers (SIGALRM) interrupt a blocking connect; the
+         * handshake goes on: wait for it and take its result */
+        struct pollfd pfd = {.fd = cl.fd, .events = POLLOUT};
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+            ;
+        CHECK(getsockopt(cl.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0);
+        errno = soerr;
+        rc = soerr ? -1 : 0;
+    }
+    if (rc != 0) {
         /* Every input is one loopback connection: a long run can use up the
          * ephemeral ports (TIME_WAIT). That says nothing about the server:
          * skip the input; any other failure is one. */
@@ -129,6 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t off = 0;
     while (off < size) {
         ssize_t n = write(cl.fd, data + off, size - off);
+        if (n < 0 && errno == EINTR)
+            continue;
         CHECK(n > 0);
         off += (size_t)n;
     }
