@@ -107,7 +107,7 @@ ifneq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory soak-smoke
 endif
 
-unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo
+unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp
 
 # Test helper: the TCP sockets of a process and their options (it/gateway).
 $(BUILD)/tests/sockinfo: tests/it/lib/sockinfo.c
@@ -117,7 +117,12 @@ $(BUILD)/tests/sockinfo: tests/it/lib/sockinfo.c
 test-unit: $(UT_BIN)
 	@set -e; for t in $(UT_BIN); do echo "== $$t"; $$t; done
 
-test-it: all $(BUILD)/tests/sockinfo
+# Test helper: an impaired IP link (delay, loss, reordering) where tc netem is missing (it/faults).
+$(BUILD)/tests/netimp: tests/it/lib/netimp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lm
+
+test-it: all $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp
 	SPILLWAY_BUILD=$(BUILD) node --test --test-concurrency=1 tests/it/*.test.mjs
 
 bench:

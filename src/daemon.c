@@ -191,6 +191,9 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
     sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"ok"}, 1);
     sw_info("reloaded %s: %zu model(s) on %zu backend(s)", d->config_path, cfg->n_models,
             cfg->n_backends);
+    /* A reloaded file may name new backends or new URLs: check them as at start. */
+    sw_startcheck_free(d->startcheck);
+    d->startcheck = sw_startcheck_new(d->cev, live);
     return SW_OK;
 }
 

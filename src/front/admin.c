@@ -179,9 +179,9 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
     }
     /* Rejections and PII: the very counters GET /metrics shows. Every PII type
      * of the snapshot under each outcome, 0 until counted. */
-    static const char *const outcomes[] = {"kept_local", "masked_cloud", "blocked"};
+    static const char *const outcomes[] = {"kept_local", "masked_cloud", "region_cloud", "blocked"};
     json_t *pii = json_object();
-    for (int o = 0; o < 3; o++) {
+    for (size_t o = 0; o < sizeof outcomes / sizeof *outcomes; o++) {
         json_t *types = json_object();
         for (int t = 0; t < sw_pii_type_count(l->pii); t++)
             json_object_set_new(types, sw_pii_type_name(l->pii, t), json_integer(0));

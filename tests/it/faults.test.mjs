@@ -4,7 +4,9 @@
 // network namespaces on their own veth links (lib/netns.mjs), so the network
 // between the gateway and each tier can be shaped, cut and restored; without root
 // or `ip netns` the backend-fault cells run on loopback and the network cells skip
-// with the reason, as do the netem cells on a kernel without sch_netem.
+// with the reason. Delay, jitter, loss and reordering come from tc netem, or on a
+// kernel without sch_netem from lib/netimp.c, a userspace link that impairs every
+// IP packet alike (lib/netns.mjs).
 //
 // Every cell checks, besides its own expectation:
 //   - every request sent got exactly one answer: served (complete, [DONE] for a
@@ -35,9 +37,10 @@ const EDGE_PORT = 18081;
 const CLOUD_PORT = 18082;
 
 const caps = netCapabilities();
-const topo = caps.ok ? createTopology(['local', 'cloud']) : null;
+const topo = caps.ok ? await createTopology(['local', 'cloud'], { impair: caps.impair || 'netem' }) : null;
 if (!caps.ok) console.log(`# faults: no network namespaces (${caps.reason}): backends on loopback, network cells skipped`);
-else if (!caps.netem) console.log(`# faults: ${caps.netemReason}: netem cells skipped`);
+else if (!caps.impair) console.log(`# faults: ${caps.netemReason}: delay and loss cells skipped`);
+else if (caps.impair === 'netimp') console.log(`# faults: ${caps.netemReason}: delay and loss from the userspace link (lib/netimp.c)`);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -171,13 +174,21 @@ async function runCell(cell) {
     // SIGTERM, so a sanitizer build reports leaks; a sanitizer report fails the cell.
     const errors = [];
     for (const p of procs.reverse()) await p()?.stop().catch((e) => errors.push(e));
-    if (topo) { topo.clear('local'); topo.clear('cloud'); topo.up('local'); topo.up('cloud'); }
+    if (topo) { await topo.clear('local'); await topo.clear('cloud'); topo.up('local'); topo.up('cloud'); }
     if (errors.length) throw errors[0];
   }
 }
 
 const served = (c) => c.local + c.cloud;
-const netCell = (need) => (!caps.ok ? caps.reason : need === 'netem' && !caps.netem ? caps.netemReason : need === 'tbf' && !caps.tbf ? caps.tbfReason : false);
+const netCell = (need) => (!caps.ok ? caps.reason : need === 'netem' && !caps.impair ? caps.netemReason : need === 'tbf' && !caps.tbf ? caps.tbfReason : false);
+
+// The time a plain HTTP exchange with a tier's backend takes through its link
+// (connect + request + answer: two round trips), to show a delay is in force.
+async function exchangeMs(sim) {
+  const t = Date.now();
+  await fetch(`${sim.url}/healthz`, { headers: { connection: 'close' } }).then((r) => r.text());
+  return Date.now() - t;
+}
 
 const cells = [
   {
@@ -258,17 +269,34 @@ const cells = [
   {
     name: 'latency +300 ms with jitter (local link)',
     skip: netCell('netem'),
-    during: () => topo.shape('local', ['netem', 'delay', '300ms', '100ms', 'distribution', 'normal']),
+    during: async (ctx) => {
+      await topo.shape('local', ['netem', 'delay', '300ms', '100ms', 'distribution', 'normal']);
+      ctx.delayedMs = await exchangeMs(ctx.edge);
+    },
     heal: async () => topo?.clear('local'),
+    expect: (c, results, ctx) => {
+      // Two round trips at 2 x (300 +- 100) ms each: far above loopback's < 10 ms.
+      assert.ok(ctx.delayedMs >= 400, `the local link is delayed (an exchange took ${ctx.delayedMs} ms)`);
+      assert.ok(c.cloud > 0, 'open requests spill while the local link is slow');
+    },
   },
   {
     name: '5 % loss and reordering (both links)',
     skip: netCell('netem'),
-    during: () => {
-      topo.shape('local', ['netem', 'loss', '5%', 'delay', '10ms', 'reorder', '25%', '50%']);
-      topo.shape('cloud', ['netem', 'loss', '5%', 'delay', '10ms', 'reorder', '25%', '50%']);
+    during: async (ctx) => {
+      await topo.shape('local', ['netem', 'loss', '5%', 'delay', '10ms', 'reorder', '25%', '50%']);
+      await topo.shape('cloud', ['netem', 'loss', '5%', 'delay', '10ms', 'reorder', '25%', '50%']);
+      await sleep(CELL_MS - 500);
+      ctx.linkStats = [await topo.stats('local'), await topo.stats('cloud')];
     },
-    heal: async () => { topo?.clear('local'); topo?.clear('cloud'); },
+    heal: async () => { await topo?.clear('local'); await topo?.clear('cloud'); },
+    expect: (c, results, ctx) => {
+      // With the userspace link, its counters show packets were really lost.
+      if (caps.impair === 'netimp') {
+        for (const st of ctx.linkStats) assert.ok(st.dropped_loss > 0, `packets dropped on the link: ${JSON.stringify(st)}`);
+      }
+      assert.ok(served(c) > 0, 'requests are served over lossy links');
+    },
   },
   {
     name: 'partition of the cloud link (down 1.5 s, then up)',

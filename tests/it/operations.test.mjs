@@ -790,6 +790,31 @@ models:
     }
   });
 
+  test('a reload checks the backends again: a URL changed to a wrong prefix is named in the log and /admin/state', async () => {
+    const procs = [];
+    try {
+      const sim = await startLlmsim(['--model', 'edge-model']);
+      procs.push(sim);
+      const yaml = (url) => `
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: edge, tier: local, url: "${url}", model: edge-model }
+models:
+  - { name: chat, backends: [edge] }
+`;
+      const gw = await startSpillway(yaml(sim.url));
+      procs.push(gw);
+      assert.equal((await backendState(gw, 'edge')).last_error, null);
+      writeFileSync(gw.configFile, yaml(`${sim.url}/api`));
+      gw.proc.kill('SIGHUP');
+      await waitFor(() => / warn .*backend edge \(.*\/api\) failed its start-up check/.test(gw.output()), { timeout: 10000, what: 'the reloaded backend checked' });
+      assert.match((await backendState(gw, 'edge')).last_error, /^404 from GET \/api\/v1\/models/);
+    } finally {
+      for (const p of procs.reverse()) await p.stop();
+    }
+  });
+
   test('a backend that passed its start-up check but then fails requests shows the failure as last_error; a success clears it', async () => {
     const procs = [];
     try {

@@ -595,6 +595,9 @@ pii:
       const lines = await waitFor(() => { const l = readLines().filter((x) => ids.has(x.request_id)); return l.length === ids.size && l; }, { timeout: 10000, what: 'the decision-log lines' });
       for (const l of lines) assert.equal(l.region, ids.get(l.request_id), JSON.stringify(l));
       assert.equal(lines.find((l) => l.request_id === withPii.id).pii_outcome, 'region_cloud');
+      // /admin/state counts the outcome under its own name, as /metrics does.
+      const st = (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
+      assert.ok(Object.values(st.pii.region_cloud).some((n) => n >= 1), JSON.stringify(st.pii));
     } finally {
       await gw.stop(); await edge.stop(); await us.stop(); await eu.stop();
     }
