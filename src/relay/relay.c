@@ -136,6 +136,7 @@ static void record_decision(struct proxy *p)
         .tokens_out = p->served ? p->tok_out : -1,
         .cost_usd = p->cost_usd,
         .stream = p->chat.stream,
+        .api = p->chat.api == SW_API_EMBEDDINGS ? "embeddings" : NULL,
         .pii = pii,
         .n_pii = n_pii,
         .pii_outcome = !n_pii ? NULL
@@ -656,7 +657,9 @@ static void serve_answer(struct proxy *p, char *s, size_t len)
  * rewritten, usage read) without building a tree. */
 static void finish_plain(struct proxy *p)
 {
-    static const char *const keys[] = {"model", "choices", "usage"};
+    /* An embeddings answer carries its vectors in "data", a chat answer its
+     * choices in "choices": either must be there, an array. */
+    const char *const keys[] = {"model", p->chat.api == SW_API_EMBEDDINGS ? "data" : "choices", "usage"};
     struct sw_jspan sp[3];
     const char *text = p->resp.ptr ? p->resp.ptr : "";
     if (!sw_jscan_object(text, p->resp.len, keys, sp, NULL, 3) || !sp[1].len || text[sp[1].off] != '[') {
@@ -673,7 +676,8 @@ static void finish_plain(struct proxy *p)
 
 static void finish_non_stream(struct proxy *p)
 {
-    if (!p->masked) {
+    /* Vectors hold no placeholders: a masked embeddings answer is plain. */
+    if (!p->masked || p->chat.api == SW_API_EMBEDDINGS) {
         finish_plain(p);
         return;
     }
@@ -1034,7 +1038,8 @@ static void dispatch(struct proxy *p)
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     static const struct sw_upstream_cbs cbs = {on_data, on_done};
-    int err = sw_upstream_start(&p->up, p->env.cev, be, "/v1/chat/completions", body,
+    const char *path = p->chat.api == SW_API_EMBEDDINGS ? "/v1/embeddings" : "/v1/chat/completions";
+    int err = sw_upstream_start(&p->up, p->env.cev, be, path, body,
                                 body_len, (long)left, p->id, &cbs, p);
     if (err) {
         attempt_failed(p, sw_err_str(err), 0, err);
