@@ -43,10 +43,13 @@ static int check_tokens(const json_t *arr, const char *param, long *tokens,
     size_t k;
     json_t *t;
     json_array_foreach(arr, k, t) {
-        if (!token_id(t))
-            BAD("invalid_type", param,
-                "Invalid '%s[%zu]': expected a token id (an integer from 0 to %lld), but got %s.",
-                param, k, TOKEN_ID_MAX, type_name(t));
+        if (!token_id(t)) {
+            char at[48];
+            snprintf(at, sizeof at, "%s[%zu]", param, k);
+            BAD("invalid_type", at,
+                "Invalid '%s': expected a token id (an integer from 0 to %lld), but got %s.", at,
+                TOKEN_ID_MAX, type_name(t));
+        }
     }
     *tokens += (long)json_array_size(arr);
     return SW_OK;

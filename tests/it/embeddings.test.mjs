@@ -200,7 +200,7 @@ describe('embeddings', () => {
         [{ model: 'emb', input: [] }, 'input', 'invalid_value'],
         [{ model: 'emb', input: ['ok', 7] }, 'input[1]', 'invalid_type'],
         [{ model: 'emb', input: { text: 'x' } }, 'input', 'invalid_type'],
-        [{ model: 'emb', input: [[1, -2]] }, 'input[0]', 'invalid_type'],
+        [{ model: 'emb', input: [[1, -2]] }, 'input[0][1]', 'invalid_type'],
         [{ model: 'emb', input: Array(2049).fill('x') }, 'input', 'invalid_value'],
         [{ model: 'emb' }, 'input', 'missing_required_parameter'],
         [{ model: 'emb', input: 'x', dimensions: 0 }, 'dimensions', 'invalid_value'],

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "contract/contract.h"
 #include "contract/schema.h"
 
 /* The suite files run, one per implemented keyword. */
@@ -155,11 +156,43 @@ static void test_paths_and_limits(void **state)
     assert_string_equal(err.path, "/2");
 }
 
+/* The contract finds the schema in response_format json_schema only, and
+ * tells conforming JSON, other JSON, non-JSON and an unusable schema apart. */
+static void test_contract(void **state)
+{
+    (void)state;
+    json_t *body = js("{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\","
+                      "\"schema\":{\"type\":\"object\",\"required\":[\"a\"]}}}}");
+    const json_t *s = sw_contract_schema(body);
+    assert_non_null(s);
+    struct sw_schema_error err;
+    assert_int_equal(sw_contract_check(s, "{\"a\":1}", 7, &err), SW_CONTRACT_OK);
+    assert_int_equal(sw_contract_check(s, "{\"b\":1}", 7, &err), SW_CONTRACT_VIOLATION);
+    assert_int_equal(sw_contract_check(s, "Sure! {\"a\":1}", 13, &err), SW_CONTRACT_INVALID_JSON);
+    assert_int_equal(sw_contract_check(s, NULL, 0, &err), SW_CONTRACT_INVALID_JSON);
+    assert_string_equal(sw_contract_verdict_name(SW_CONTRACT_INVALID_JSON), "invalid_json");
+    json_decref(body);
+    json_t *bad = js("{\"$ref\":\"#/nowhere\"}");
+    assert_int_equal(sw_contract_check(bad, "1", 1, &err), SW_CONTRACT_UNCHECKED);
+    json_decref(bad);
+    static const char *const none[] = {
+        "{}", "{\"response_format\":{\"type\":\"json_object\"}}",
+        "{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}}",
+        "{\"response_format\":\"json_schema\"}",
+    };
+    for (size_t k = 0; k < sizeof none / sizeof *none; k++) {
+        json_t *b = js(none[k]);
+        assert_null(sw_contract_schema(b));
+        json_decref(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_suite),
         cmocka_unit_test(test_paths_and_limits),
+        cmocka_unit_test(test_contract),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
