@@ -22,12 +22,14 @@ pc jansson libjansson-dev
 pc yaml-0.1 libyaml-dev
 pc libhs libvectorscan-dev
 pc libutf8proc libutf8proc-dev         # PII: Unicode normalisation (NFKC, categories)
+pc libpcre2-8 libpcre2-dev             # output contract: JSON Schema "pattern" (src/contract/schema.c)
 bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
 hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
 hdr phonenumbers/phonenumberutil.h libphonenumber-dev   # PII: phone validation (no pkg-config file)
 if [ "$what" = test ]; then
   pc cmocka libcmocka-dev
+  [ -d /usr/share/json-schema-test-suite/tests ] || need+=(json-schema-test-suite)   # tests/unit/test_schema.c
   bin node nodejs
   bin npm npm
   bin wrk wrk

@@ -670,6 +670,18 @@ static const struct sw_walk_section backend_section = {
     sizeof(struct sw_config_backend), check_backend};
 
 #define MO(f) offsetof(struct sw_config_model, f)
+static const char *const contract_violation_names[] = {"pass", "retry", "reject", NULL};
+static const char *const contract_stream_names[] = {"log", "enforce", NULL};
+static const struct sw_walk_setting contract_settings[] = {
+    {.key = "on_violation", .type = SW_WALK_ENUM,
+     .off = offsetof(struct sw_config_contract, on_violation), .names = contract_violation_names,
+     .def = SW_CONTRACT_PASS, .hint = "pass, retry or reject"},
+    {.key = "stream", .type = SW_WALK_ENUM, .off = offsetof(struct sw_config_contract, stream),
+     .names = contract_stream_names, .def = SW_CONTRACT_STREAM_LOG, .hint = "log or enforce"},
+};
+static const struct sw_walk_section contract_section = {
+    contract_settings, sizeof(contract_settings) / sizeof(contract_settings[0]), 0, NULL};
+
 static const struct sw_walk_setting model_settings[] = {
     {.key = "name", .type = SW_WALK_TEXT, .off = MO(name), .required = true,
      .hint = "the model name clients ask for"},
@@ -683,6 +695,7 @@ static const struct sw_walk_setting model_settings[] = {
      .parse = parse_regions, .hint = "a list of cloud region labels"},
     {.key = "pii_binary_parts", .type = SW_WALK_ENUM, .off = MO(pii_binary_parts),
      .names = pii_binary_names, .def = SW_PII_BINARY_INHERIT, .hint = "inherit, allow or local"},
+    {.key = "contract", .type = SW_WALK_MAP, .off = MO(contract), .sub = &contract_section},
 };
 static const struct sw_walk_section model_section = {
     model_settings, sizeof(model_settings) / sizeof(model_settings[0]),

@@ -94,6 +94,22 @@ struct sw_config_backend {
     bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
 };
 
+/* The output contract: what happens when an answer's content breaks the
+ * request's response_format JSON schema (docs/routing.md "Output contract"). */
+enum sw_contract_on_violation {
+    SW_CONTRACT_PASS,           /* log and count, answer as it is (default) */
+    SW_CONTRACT_RETRY,          /* once more on the other tier within the deadline (non-streamed) */
+    SW_CONTRACT_REJECT,         /* 502 contract_violation */
+};
+enum sw_contract_stream {
+    SW_CONTRACT_STREAM_LOG,     /* streamed: log and count at the end (default) */
+    SW_CONTRACT_STREAM_ENFORCE, /* streamed: end with an error event instead of [DONE] */
+};
+struct sw_config_contract {
+    enum sw_contract_on_violation on_violation;
+    enum sw_contract_stream stream;
+};
+
 struct sw_config_model {
     char *name;                 /* what clients ask for; unique */
     size_t *backends;           /* indices into sw_config.backends, in configured order */
@@ -102,6 +118,7 @@ struct sw_config_model {
     enum sw_pii_policy pii;     /* default inherit */
     struct sw_config_regions sensitive_regions;     /* default unset */
     enum sw_pii_binary pii_binary_parts;    /* default inherit */
+    struct sw_config_contract contract;     /* default pass, log */
 };
 
 enum sw_spend_window { SW_SPEND_HOUR, SW_SPEND_DAY };

@@ -15,6 +15,7 @@
 #include "front/internal.h"
 #include "relay/relay.h"
 #include "relay/reply.h"
+#include "request/embed.h"
 #include "request/request.h"
 
 /* Requests may say how long they are willing to wait, within these bounds. */
@@ -254,7 +255,7 @@ static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *
 
 /* One decision-log line and the metrics for a chat request the front
  * refused before routing (the relay records everything after). */
-static void record_rejection(struct sw_front *f, const char *id, const char *model,
+static void record_rejection(struct sw_front *f, enum sw_api api, const char *id, const char *model,
                              const struct sw_config_key *key, int status, const char *code,
                              const struct sw_pii_counts *counts, int64_t start_ms)
 {
@@ -278,11 +279,14 @@ static void record_rejection(struct sw_front *f, const char *id, const char *mod
         .pii = pii,
         .n_pii = n_pii,
         .pii_outcome = n_pii ? "blocked" : NULL,
+        .api = api == SW_API_EMBEDDINGS ? "embeddings" : NULL,
     };
     sw_obs_record(f->obs, &e, false, now / 1000);
 }
 
-static void handle_chat(struct sw_front *f, struct sw_http_req *req)
+/* A chat-completions or embeddings request: both are authenticated,
+ * scanned and routed the same way; api says which parser reads the body. */
+static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api)
 {
     int64_t start_ms = sw_now_ms();
     char id[48];
@@ -291,7 +295,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
     const char *denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
     if (denied) {
-        record_rejection(f, id, NULL, NULL, 401, denied, NULL, start_ms);
+        record_rejection(f, api, id, NULL, NULL, 401, denied, NULL, start_ms);
         return;
     }
 
@@ -299,7 +303,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
     const char *body = sw_http_body(req, &len);
     long timeout_ms = request_timeout_ms(f, req);
     if (timeout_ms < 0) {
-        record_rejection(f, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, api, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
@@ -308,16 +312,18 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
     bool cloud_yes, cloud_no, sens_yes, sens_no;
     if (!privacy_flag(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
         !privacy_flag(req, "X-Spillway-Sensitive", &sens_yes, &sens_no)) {
-        record_rejection(f, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, api, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
     struct sw_chat_request chat;
     struct sw_request_error rerr;
-    if (sw_request_parse(body, len, &chat, &rerr)) {
+    int perr = api == SW_API_EMBEDDINGS ? sw_embed_parse(body, len, &chat, &rerr)
+                                        : sw_request_parse(body, len, &chat, &rerr);
+    if (perr) {
         sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
                        rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
-        record_rejection(f, id, NULL, key, rerr.status,
+        record_rejection(f, api, id, NULL, key, rerr.status,
                          rerr.code[0] ? rerr.code : "invalid_request", NULL, start_ms);
         return;
     }
@@ -327,7 +333,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
                        "The model '%s' does not exist. GET /v1/models lists the models.",
                        chat.model);
-        record_rejection(f, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
+        record_rejection(f, api, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
         sw_request_free(&chat);
         return;
     }
@@ -337,7 +343,10 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
      * sensitive: any source can set it, none can clear it. */
     struct sw_route_facts facts = {
         .prompt_tokens_est = chat.prompt_tokens_est,
-        .max_tokens = chat.max_tokens > 0 ? chat.max_tokens : f->cfg->routing.default_max_tokens,
+        /* An embedding has no output tokens: its estimate is the prefill alone. */
+        .max_tokens = api == SW_API_EMBEDDINGS ? 1
+                      : chat.max_tokens > 0   ? chat.max_tokens
+                                              : f->cfg->routing.default_max_tokens,
         .allows_cloud = (!key || key->allow_cloud) &&
                         !cloud_no && chat.allow_cloud != 0,
         .sensitive = (key && key->sensitive) || sens_yes,
@@ -363,6 +372,9 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         facts.sensitive = true;
         sw_warn("request %s: PII scan failed; treated as sensitive", id);
     }
+    /* Token ids are text the scanner cannot read: like binary parts. */
+    if (chat.token_inputs)
+        pii.counts.binary++;
     if (pii.counts.total > 0) {
         if (policy == SW_PII_POLICY_BLOCK) {
             char types[256];
@@ -370,7 +382,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
             sw_reply_error(req, 400, "invalid_request_error", "pii_blocked", "messages",
                            "The request contains personal data or secrets (%s) and its policy "
                            "blocks such requests.", types);
-            record_rejection(f, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
+            record_rejection(f, api, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
             sw_info("request %s: rejected pii_blocked (%s)", id, types);
             sw_request_free(&chat);
             return;
@@ -402,6 +414,16 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
                    key ? key->name : NULL);
 }
 
+static void handle_chat(struct sw_front *f, struct sw_http_req *req)
+{
+    handle_api(f, req, SW_API_CHAT);
+}
+
+static void handle_embeddings(struct sw_front *f, struct sw_http_req *req)
+{
+    handle_api(f, req, SW_API_EMBEDDINGS);
+}
+
 /* ---- URLs ---- */
 
 struct route {
@@ -413,6 +435,7 @@ struct route {
 
 static const struct route routes[] = {
     {"/v1/chat/completions", SW_HTTP_POST, handle_chat, false},
+    {"/v1/embeddings", SW_HTTP_POST, handle_embeddings, false},
     {"/v1/models", SW_HTTP_GET, handle_models, false},
     {"/healthz", SW_HTTP_GET, handle_healthz, false},
     {"/metrics", SW_HTTP_GET, sw_admin_metrics, false},
@@ -476,7 +499,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     if (!r) {
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. Spillway serves POST /v1/chat/completions, "
-                       "GET /v1/models and GET /healthz.", path);
+                       "POST /v1/embeddings, GET /v1/models and GET /healthz.", path);
         return false;
     }
     if (!method_ok(r, sw_http_method(req))) {
@@ -487,9 +510,10 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     }
     if (r->admin)
         return sw_admin_authorized(f, req);
-    if ((r->fn == handle_chat || r->fn == handle_models) && !key_ok(f, req)) {
-        if (r->fn == handle_chat) {
-            handle_chat(f, req); /* answers 401 before reading the body, and logs it */
+    if ((r->fn == handle_chat || r->fn == handle_embeddings || r->fn == handle_models) &&
+        !key_ok(f, req)) {
+        if (r->fn == handle_chat || r->fn == handle_embeddings) {
+            r->fn(f, req); /* answers 401 before reading the body, and logs it */
         } else {
             const char *denied;
             authenticate(f, req, &denied);

@@ -83,6 +83,10 @@ struct sw_declog_entry {
     const char *pii_outcome;    /* "kept_local" | "masked_cloud" | "region_cloud" (sent
                                    unmasked to a cloud in an allowed region) | "blocked";
                                    NULL: none found */
+    const char *api;            /* "embeddings" for POST /v1/embeddings; NULL (not
+                                   written): chat completions */
+    const char *contract;       /* output contract verdict: "ok" | "violation" |
+                                   "invalid_json"; NULL (not written): no contract */
 };
 
 /* The entry as one JSON object without a trailing newline, fields in the

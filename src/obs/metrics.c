@@ -71,6 +71,14 @@ static const struct family_def families[SW_M__COUNT] = {
                      "Attempts sent past an open breaker because every backend the request "
                      "may use had its breaker open (routing reason panic), per backend.",
                      COUNTER, {"backend"}, 1, 64, NULL, 0},
+    [SW_M_EMBEDDINGS] = {"spillway_embeddings_requests_total",
+                         "Embeddings requests served (also in spillway_requests_total), by "
+                         "requested model, backend and tier.",
+                         COUNTER, {"model", "backend", "tier"}, 3, 256, NULL, 0},
+    [SW_M_CONTRACT] = {"spillway_contract_violations_total",
+                       "Answers whose content broke the request's JSON schema (output "
+                       "contract), per backend that answered and requested model.",
+                       COUNTER, {"backend", "model"}, 2, 256, NULL, 0},
 };
 
 /* ---- Storage ---- */

@@ -34,6 +34,8 @@ enum sw_metric {
     SW_M_CONFIG_RELOADS,    /* spillway_config_reloads_total{result="ok"|"failed"} */
     SW_M_EMERGENCY,         /* spillway_emergency_declarations_total{state="declared"|"cleared"} */
     SW_M_PANIC,             /* spillway_panic_attempts_total{backend} */
+    SW_M_EMBEDDINGS,        /* spillway_embeddings_requests_total{model,backend,tier} */
+    SW_M_CONTRACT,          /* spillway_contract_violations_total{backend,model} */
     SW_M__COUNT
 };
 

@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "common/jscan.h"
 #include "common/log.h"
+#include "contract/contract.h"
 #include "relay/reply.h"
 #include "relay/sse.h"
 #include "route/route.h"
@@ -67,6 +68,13 @@ struct proxy {
     bool masked;                    /* ... and was: the answer must be unmasked */
     struct sw_pii_map *map;         /* per request; never logged */
     struct sw_pii_stream *pstream;  /* per masked streaming attempt */
+
+    /* Output contract: the schema of the request's response_format (borrowed
+     * from chat.body), the verdict on the answer, the streamed content so far. */
+    const json_t *schema;
+    const char *contract;           /* static verdict name; NULL: no contract */
+    bool contract_retried;          /* the other tier was asked after a violation */
+    struct sw_buf contract_text;
 
     /* For the decision log and the metrics (never prompt or answer text). */
     const char *key_name;           /* borrowed from cfg */
@@ -136,6 +144,8 @@ static void record_decision(struct proxy *p)
         .tokens_out = p->served ? p->tok_out : -1,
         .cost_usd = p->cost_usd,
         .stream = p->chat.stream,
+        .api = p->chat.api == SW_API_EMBEDDINGS ? "embeddings" : NULL,
+        .contract = p->contract,
         .pii = pii,
         .n_pii = n_pii,
         .pii_outcome = !n_pii ? NULL
@@ -164,6 +174,7 @@ static void proxy_free(struct proxy *p)
     if (p->req) /* not answered (out of memory on the way): the client is told nothing more */
         sw_http_on_gone(p->req, NULL, NULL);
     sw_buf_free(&p->resp);
+    sw_buf_free(&p->contract_text);
     sw_sse_free(&p->sse);
     if (p->out)
         evbuffer_free(p->out);
@@ -440,6 +451,20 @@ static int plain_event(struct proxy *p, const char *data, size_t len)
     return SW_OK;
 }
 
+/* Appends a chunk's choices[0].delta.content to the streamed content the
+ * contract judges at the end (bounded like a non-streamed answer). */
+static void contract_collect(struct proxy *p, const json_t *chunk)
+{
+    if (!p->schema)
+        return;
+    const json_t *c = json_object_get(
+        json_object_get(json_array_get(json_object_get(chunk, "choices"), 0), "delta"), "content");
+    if (json_is_string(c))
+        sw_buf_append(&p->contract_text, json_string_value(c), json_string_length(c));
+}
+
+static enum sw_contract_verdict contract_judge(struct proxy *p, const char *content, size_t len);
+
 static int on_sse_event(void *ud, const char *event, const char *data, size_t len)
 {
     (void)event;
@@ -448,6 +473,7 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
         p->saw_done = true;
         json_t *held = p->pstream ? sw_pii_stream_finish(p->pstream) : NULL;
         if (held) {
+            contract_collect(p, held);
             json_object_set_new(held, "model", json_string(p->public_model));
             char *s = json_dumps(held, JSON_COMPACT);
             json_decref(held);
@@ -455,10 +481,27 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
                 evbuffer_add_printf(p->out, "data: %s\n\n", s);
             free(s);
         }
+        /* A streamed answer is judged at its end; under stream: enforce a
+         * violation ends it with an error event instead of a clean [DONE]. */
+        if (p->schema &&
+            contract_judge(p, p->contract_text.ptr ? p->contract_text.ptr : "",
+                           p->contract_text.len) != SW_CONTRACT_OK &&
+            strcmp(p->contract, "unchecked") != 0 &&
+            p->model->contract.stream == SW_CONTRACT_STREAM_ENFORCE) {
+            json_t *ev = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
+                                   "The answer does not follow the JSON schema the request's "
+                                   "response_format asked for.",
+                                   "type", "server_error", "param", "code", "contract_violation");
+            char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+            if (s)
+                evbuffer_add_printf(p->out, "data: %s\n\n", s);
+            free(s);
+            json_decref(ev);
+        }
         evbuffer_add(p->out, "data: [DONE]\n\n", 14);
         return SW_OK;
     }
-    if (!p->pstream)
+    if (!p->pstream && !p->schema)
         return plain_event(p, data, len);
     json_error_t jerr;
     json_t *chunk = json_loadb(data, len, 0, &jerr);
@@ -494,6 +537,7 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
         snprintf(p->abort_msg, sizeof p->abort_msg, "could not restore the masked values");
         return SW_EPROTO;
     }
+    contract_collect(p, chunk);
     if (json_is_string(json_object_get(chunk, "model")))
         json_object_set_new(chunk, "model", json_string(p->public_model));
     char *s = json_dumps(chunk, JSON_COMPACT);
@@ -656,7 +700,9 @@ static void serve_answer(struct proxy *p, char *s, size_t len)
  * rewritten, usage read) without building a tree. */
 static void finish_plain(struct proxy *p)
 {
-    static const char *const keys[] = {"model", "choices", "usage"};
+    /* An embeddings answer carries its vectors in "data", a chat answer its
+     * choices in "choices": either must be there, an array. */
+    const char *const keys[] = {"model", p->chat.api == SW_API_EMBEDDINGS ? "data" : "choices", "usage"};
     struct sw_jspan sp[3];
     const char *text = p->resp.ptr ? p->resp.ptr : "";
     if (!sw_jscan_object(text, p->resp.len, keys, sp, NULL, 3) || !sp[1].len || text[sp[1].off] != '[') {
@@ -671,9 +717,66 @@ static void finish_plain(struct proxy *p)
     serve_answer(p, s, len);
 }
 
+/* Judges the final answer's content against the request's schema: the
+ * verdict goes to the decision log; a violation (or no JSON) is counted per
+ * backend and logged (never the content). */
+static enum sw_contract_verdict contract_judge(struct proxy *p, const char *content, size_t len)
+{
+    struct sw_schema_error err;
+    enum sw_contract_verdict v = sw_contract_check(p->schema, content, len, &err);
+    p->contract = sw_contract_verdict_name(v);
+    if (v == SW_CONTRACT_UNCHECKED) {
+        sw_warn("request %s: output contract not checked: the schema cannot be applied (%s)",
+                p->id, err.reason);
+    } else if (v != SW_CONTRACT_OK) {
+        const char *labels[] = {cur_backend(p)->name, p->public_model};
+        if (p->env.obs && p->env.obs->metrics)
+            sw_metrics_inc(p->env.obs->metrics, SW_M_CONTRACT, labels, 1);
+        sw_info("request %s: the answer from %s breaks the output contract: %s%s%s", p->id,
+                cur_backend(p)->name, p->contract, err.reason[0] ? ", " : "", err.reason);
+    }
+    return v;
+}
+
+/* A non-streamed answer that broke the contract under retry or reject:
+ * retry asks the other tier once (within the deadline); reject, or a retry
+ * that cannot happen or broke it again, answers 502 contract_violation. */
+static void contract_refuse(struct proxy *p)
+{
+    const struct sw_config_backend *be = cur_backend(p);
+    bool other = false;
+    for (size_t i = 0; i < p->model->n_backends; i++)
+        other |= p->cfg->backends[p->model->backends[i]].tier != be->tier;
+    if (p->model->contract.on_violation == SW_CONTRACT_RETRY && !p->contract_retried && other) {
+        p->contract_retried = true;
+        note_failure(p, "contract_violation");
+        p->end_class = "contract_violation";
+        attempt_end(p, OUTCOME_NEUTRAL, (int)p->up.status, 0);
+        sw_upstream_cleanup(&p->up);
+        sw_buf_free(&p->resp);
+        for (size_t k = 0; k < p->snap.view.n; k++)
+            if (p->cfg->backends[p->snap.map[k]].tier == be->tier)
+                p->facts.exclude |= 1u << k;
+        sw_info("request %s: asking the other tier after a contract violation", p->id);
+        plan_next(p);
+        return;
+    }
+    p->end_class = "contract_violation";
+    attempt_end(p, OUTCOME_NEUTRAL, (int)p->up.status, 0);
+    p->served = true; /* a backend answered; the answer was refused */
+    p->final_status = 502;
+    set_route_headers(p);
+    sw_reply_error(p->req, 502, "server_error", "contract_violation", "response_format",
+                   "The answer from backend '%s' does not follow the JSON schema the "
+                   "request's response_format asked for (%s).", be->name, p->contract);
+    detach_client(p);
+    proxy_free(p);
+}
+
 static void finish_non_stream(struct proxy *p)
 {
-    if (!p->masked) {
+    /* Vectors hold no placeholders: a masked embeddings answer is plain. */
+    if (p->chat.api == SW_API_EMBEDDINGS || (!p->masked && !p->schema)) {
         finish_plain(p);
         return;
     }
@@ -689,6 +792,19 @@ static void finish_non_stream(struct proxy *p)
         json_decref(body);
         attempt_failed(p, "could not restore the masked values", (int)p->up.status, SW_EPROTO);
         return;
+    }
+    if (p->schema) {
+        const json_t *c = json_object_get(
+            json_object_get(json_array_get(json_object_get(body, "choices"), 0), "message"),
+            "content");
+        enum sw_contract_verdict v = contract_judge(p, json_string_value(c),
+                                                    json_is_string(c) ? json_string_length(c) : 0);
+        if ((v == SW_CONTRACT_VIOLATION || v == SW_CONTRACT_INVALID_JSON) &&
+            (p->model->contract.on_violation != SW_CONTRACT_PASS || p->contract_retried)) {
+            json_decref(body);
+            contract_refuse(p);
+            return;
+        }
     }
     json_object_set_new(body, "model", json_string(p->public_model));
     char *s = json_dumps(body, JSON_COMPACT);
@@ -1031,10 +1147,13 @@ static void dispatch(struct proxy *p)
     sw_claim_mark_sent(&p->claim);
     p->first_byte_ms = p->last_byte_ms = 0;
     p->usage_in = p->usage_out = p->chunks = 0;
+    sw_buf_free(&p->contract_text);
+    sw_buf_init(&p->contract_text, (size_t)p->cfg->limits.max_response_bytes);
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     static const struct sw_upstream_cbs cbs = {on_data, on_done};
-    int err = sw_upstream_start(&p->up, p->env.cev, be, "/v1/chat/completions", body,
+    const char *path = p->chat.api == SW_API_EMBEDDINGS ? "/v1/embeddings" : "/v1/chat/completions";
+    int err = sw_upstream_start(&p->up, p->env.cev, be, path, body,
                                 body_len, (long)left, p->id, &cbs, p);
     if (err) {
         attempt_failed(p, sw_err_str(err), 0, err);
@@ -1236,6 +1355,8 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     snprintf(p->id, sizeof p->id, "%s", request_id);
     sw_buf_init(&p->resp, ERROR_BODY_MAX);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
+    if (p->chat.api == SW_API_CHAT)
+        p->schema = sw_contract_schema(p->chat.body);
     strip_spillway_fields(p->chat.body);
     ask_for_usage(p);
     sw_http_on_gone(req, on_client_gone, p);

@@ -49,6 +49,12 @@
 #define SW_REQUEST_MAX_JSON_VALUES 100000   /* values in a body (object keys not counted) */
 #define SW_REQUEST_MAX_JSON_DEPTH 64        /* arrays and objects nested in a body */
 
+/* Which OpenAI endpoint a request came in on. */
+enum sw_api {
+    SW_API_CHAT = 0,            /* POST /v1/chat/completions */
+    SW_API_EMBEDDINGS,          /* POST /v1/embeddings (request/embed.h) */
+};
+
 struct sw_chat_request {
     json_t *body;               /* owned: the parsed body, forwarded upstream after edits */
     const char *model;          /* borrowed from body: the public model name asked for;
@@ -61,6 +67,8 @@ struct sw_chat_request {
     bool has_tools;             /* non-empty "tools" (or legacy "functions") */
     bool has_images;            /* any content part of type image_url / input_audio / file */
     int allow_cloud;            /* metadata.allow_cloud: -1 absent, 0 false, 1 true */
+    enum sw_api api;            /* the endpoint; SW_API_CHAT from sw_request_parse */
+    bool token_inputs;          /* embeddings: input given as token ids (cannot be scanned) */
 };
 
 /* A yes/no flag as clients may write it (headers, metadata): true/false,

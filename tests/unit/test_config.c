@@ -817,6 +817,48 @@ static void test_pii_binary_parts(void **state)
     }
 }
 
+/* models[].contract: defaults pass/log, each value parsed, typos refused
+ * with the path and what is allowed. */
+static void test_contract_keys(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(BACKENDS MODELS);
+    assert_int_equal(cfg->models[0].contract.on_violation, SW_CONTRACT_PASS);
+    assert_int_equal(cfg->models[0].contract.stream, SW_CONTRACT_STREAM_LOG);
+    sw_config_unref(cfg);
+    cfg = parse_ok(BACKENDS MODELS "    contract: { on_violation: retry, stream: enforce }\n");
+    assert_int_equal(cfg->models[0].contract.on_violation, SW_CONTRACT_RETRY);
+    assert_int_equal(cfg->models[0].contract.stream, SW_CONTRACT_STREAM_ENFORCE);
+    sw_config_unref(cfg);
+    cfg = parse_ok(BACKENDS MODELS "    contract: { on_violation: reject }\n");
+    assert_int_equal(cfg->models[0].contract.on_violation, SW_CONTRACT_REJECT);
+    assert_int_equal(cfg->models[0].contract.stream, SW_CONTRACT_STREAM_LOG);
+    sw_config_unref(cfg);
+
+    static const char *const bad[] = {
+        BACKENDS MODELS "    contract: { on_violation: retri }\n",
+        BACKENDS MODELS "    contract: { stream: drop }\n",
+        BACKENDS MODELS "    contract: { strem: log }\n",
+        BACKENDS MODELS "    contract: reject\n",
+    };
+    static const char *const want[] = {
+        "models[0].contract.on_violation: \"retri\" is not one of pass, retry, reject",
+        "models[0].contract.stream: \"drop\" is not one of log, enforce",
+        "models[0].contract.strem: unknown key; did you mean \"stream\"?",
+        "models[0].contract:",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct sw_config *c = (struct sw_config *)1;
+        struct sw_config_errors errs;
+        assert_int_equal(parse(bad[i], &c, &errs), SW_EINVAL);
+        assert_null(c);
+        assert_int_equal(errs.n, 1);
+        if (!strstr(errs.msgs[0], want[i]))
+            fail_msg("case %zu: %s", i, errs.msgs[0]);
+        sw_config_errors_free(&errs);
+    }
+}
+
 /* Anchors and aliases are plain YAML: a shared price block. */
 static void test_aliases(void **state)
 {
@@ -850,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_too_many_errors),
         cmocka_unit_test(test_aliases),
         cmocka_unit_test(test_pii_binary_parts),
+        cmocka_unit_test(test_contract_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,6 +156,38 @@ static void test_rejected_entry(void **state)
     free(line);
 }
 
+/* api and contract are written, last, only when set: chat lines without a
+ * contract keep exactly the documented fields. */
+static void test_api_and_contract(void **state)
+{
+    (void)state;
+    struct sw_declog_entry e = {
+        .request_id = "r2",
+        .decision = SW_DECLOG_SERVED,
+        .status = 200,
+        .ttft_ms = -1,
+        .tokens_in = 3,
+        .tokens_out = 0,
+        .api = "embeddings",
+        .contract = "violation",
+    };
+    char *line = sw_declog_format(&e);
+    json_t *j = parse(line);
+    assert_string_equal(json_string_value(json_object_get(j, "api")), "embeddings");
+    assert_string_equal(json_string_value(json_object_get(j, "contract")), "violation");
+    assert_non_null(strstr(line, "\"pii_outcome\":null,\"api\":\"embeddings\",\"contract\":\"violation\"}"));
+    json_decref(j);
+    free(line);
+    e.api = e.contract = NULL;
+    line = sw_declog_format(&e);
+    j = parse(line);
+    assert_keys(j, entry_keys, N(entry_keys));
+    assert_null(json_object_get(j, "api"));
+    assert_null(json_object_get(j, "contract"));
+    json_decref(j);
+    free(line);
+}
+
 static void test_strings_stay_valid(void **state)
 {
     (void)state;
@@ -298,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_served_entry),  cmocka_unit_test(test_rejected_entry),
         cmocka_unit_test(test_strings_stay_valid), cmocka_unit_test(test_time),
         cmocka_unit_test(test_ring),          cmocka_unit_test(test_writer),
+        cmocka_unit_test(test_api_and_contract),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,8 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
         return fail(err, errlen, "max_tokens: Field required");
     }
 
+    const char *rft = json_string_value(json_object_get(json_object_get(root, "response_format"), "type"));
+    c->wants_json = rft && (!strcmp(rft, "json_schema") || !strcmp(rft, "json_object"));
     json_t *so = json_object_get(root, "stream_options");
     if (so && json_is_object(so))
         c->include_usage = json_is_true(json_object_get(so, "include_usage"));

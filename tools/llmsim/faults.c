@@ -83,6 +83,17 @@ int sw_llmsim_faults_parse(const char *text, size_t len, struct sw_llmsim_faults
                 snprintf(err, errlen, "malformed: must be \"json\", \"sse\" or null");
                 rc = SW_EINVAL;
             }
+        } else if (!strcmp(key, "drift")) {
+            if (json_is_null(v)) {
+                f.drift = SW_LLMSIM_DRIFT_NONE;
+            } else if (json_is_string(v) && !strcmp(json_string_value(v), "shape")) {
+                f.drift = SW_LLMSIM_DRIFT_SHAPE;
+            } else if (json_is_string(v) && !strcmp(json_string_value(v), "prose")) {
+                f.drift = SW_LLMSIM_DRIFT_PROSE;
+            } else {
+                snprintf(err, errlen, "drift: must be \"shape\", \"prose\" or null");
+                rc = SW_EINVAL;
+            }
         } else if (!strcmp(key, "exit")) {
             rc = bool_field(v, key, &f.exit, err, errlen);
         } else if (!strcmp(key, "exit_after")) {
@@ -94,7 +105,8 @@ int sw_llmsim_faults_parse(const char *text, size_t len, struct sw_llmsim_faults
         } else {
             snprintf(err, errlen,
                      "unknown field \"%.64s\" (allowed: error_rate, error_status, retry_after_s, "
-                     "latency_ms, hang, close_after_chunks, malformed, exit, exit_after, rpm, tpm)",
+                     "latency_ms, hang, close_after_chunks, malformed, drift, exit, exit_after, rpm, "
+                     "tpm)",
                      key);
             rc = SW_EINVAL;
         }
@@ -110,12 +122,14 @@ done:
 json_t *sw_llmsim_faults_to_json(const struct sw_llmsim_faults *f)
 {
     static const char *mal[] = {NULL, "json", "sse"};
-    const char *m = mal[f->malformed];
-    return json_pack("{s:f, s:i, s:i, s:i, s:b, s:i, s:o, s:b, s:i, s:i, s:i}",
+    static const char *drift[] = {NULL, "shape", "prose"};
+    const char *m = mal[f->malformed], *dr = drift[f->drift];
+    return json_pack("{s:f, s:i, s:i, s:i, s:b, s:i, s:o, s:o, s:b, s:i, s:i, s:i}",
                      "error_rate", f->error_rate, "error_status", f->error_status,
                      "retry_after_s", f->retry_after_s, "latency_ms", f->latency_ms,
                      "hang", (int)f->hang, "close_after_chunks", f->close_after_chunks,
-                     "malformed", m ? json_string(m) : json_null(), "exit", (int)f->exit,
+                     "malformed", m ? json_string(m) : json_null(),
+                     "drift", dr ? json_string(dr) : json_null(), "exit", (int)f->exit,
                      "exit_after", f->exit_after, "rpm", f->rpm, "tpm", f->tpm);
 }
 

@@ -17,6 +17,14 @@ enum sw_llmsim_malformed {
     SW_LLMSIM_MALFORMED_SSE      /* an SSE event whose data line is broken in two */
 };
 
+/* Answers in another shape than asked (output drift): applies to a chat
+ * request with response_format json_schema or json_object. */
+enum sw_llmsim_drift {
+    SW_LLMSIM_DRIFT_NONE,
+    SW_LLMSIM_DRIFT_SHAPE,       /* valid JSON of another shape: {"answer": "<text>"} */
+    SW_LLMSIM_DRIFT_PROSE        /* not JSON: "Sure! Here it is: <text>" */
+};
+
 struct sw_llmsim_faults {
     double error_rate;           /* probability a chat request fails, 0..1 */
     int error_status;            /* status of those failures, 400..599 (default 500) */
@@ -29,6 +37,7 @@ struct sw_llmsim_faults {
     int exit_after;              /* exit(1) on receiving the N-th chat request, 0 = off */
     int rpm;                     /* requests per minute, 0 = unlimited */
     int tpm;                     /* tokens per minute (prompt + output), 0 = unlimited */
+    enum sw_llmsim_drift drift;  /* answer JSON requests in another shape */
 };
 
 /* A token bucket holding at most `cap` units and refilling cap per minute. */

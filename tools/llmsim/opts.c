@@ -34,6 +34,7 @@ static const char usage[] =
     "  --hang                      accept chat requests and never answer\n"
     "  --close-after-chunks K      close a stream after K token chunks (0 = off)\n"
     "  --malformed json|sse        send broken JSON / a broken SSE event\n"
+    "  --drift shape|prose         answer response_format (JSON) requests in another shape\n"
     "  --exit-after N              exit(1) on receiving the N-th chat request (0 = off)\n"
     "  --rpm N                     requests per minute, beyond: 429 (0 = unlimited)\n"
     "  --tpm N                     tokens per minute (prompt + output), beyond: 429 (0)\n"
@@ -98,6 +99,7 @@ static const struct flag flags[] = {
     {"--hang", K_FLAG, 0, 0},
     {"--close-after-chunks", K_INT, 0, 1000000000},
     {"--malformed", K_STR, 0, 0},
+    {"--drift", K_STR, 0, 0},
     {"--exit-after", K_INT, 0, 1000000000},
     {"--rpm", K_INT, 0, 1000000000},
     {"--tpm", K_INT, 0, 1000000000},
@@ -189,6 +191,13 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
             f->malformed = SW_LLMSIM_MALFORMED_JSON;
         else if (!strcmp(s, "sse"))
             f->malformed = SW_LLMSIM_MALFORMED_SSE;
+        else
+            return false;
+    } else if (!strcmp(name, "--drift")) {
+        if (!strcmp(s, "shape"))
+            f->drift = SW_LLMSIM_DRIFT_SHAPE;
+        else if (!strcmp(s, "prose"))
+            f->drift = SW_LLMSIM_DRIFT_PROSE;
         else
             return false;
     } else if (!strcmp(name, "--exit-after")) {

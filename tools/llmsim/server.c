@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "chat.h"
+#include "embed.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -48,6 +49,7 @@ struct sim {
     struct sw_llmsim_chat chat;  /* owns the echo source text */
     struct sw_llmsim_reply reply;
     struct sw_llmsim_text text;
+    struct sw_buf drifted;       /* echo source under the drift fault (owned) */
     struct sw_llmsim_verdict verdict;
     bool length;                 /* stopped by max_tokens */
     bool headers_sent;           /* stream started */
@@ -164,6 +166,7 @@ static void arm_next(struct sim *r)
 static void sim_free(struct sim *r)
 {
     struct sw_llmsim_server *s = r->srv;
+    sw_buf_free(&r->drifted);
     if (evtimer_initialized(&r->timer))
         evtimer_del(&r->timer);
     if (r->prev)
@@ -449,6 +452,26 @@ static void clear_received(struct sw_llmsim_server *s)
 
 /* ---- Chat endpoint ---- */
 
+/* The echo text as a drifting model would answer a JSON request: valid
+ * JSON of another shape ({"answer": "<text>"}), or prose around it. */
+static int drift_text(struct sw_buf *out, enum sw_llmsim_drift d, const char *src, size_t len)
+{
+    sw_buf_init(out, SW_LLMSIM_ECHO_MAX + 64);
+    int err;
+    if (d == SW_LLMSIM_DRIFT_SHAPE) {
+        err = sw_buf_append_str(out, "{\"answer\": \"");
+        if (!err)
+            err = sw_llmsim_json_escape(out, src, len);
+        if (!err)
+            err = sw_buf_append_str(out, "\"}");
+    } else {
+        err = sw_buf_append_str(out, "Sure! Here it is: ");
+        if (!err)
+            err = sw_buf_append(out, src, len);
+    }
+    return err;
+}
+
 static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path)
 {
     enum sw_llmsim_dialect d = s->o.dialect;
@@ -513,10 +536,17 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     r->gen.prompt_tokens = r->chat.prompt_tokens;
     if (s->o.reply == SW_LLMSIM_REPLY_ECHO) {
         int limit = r->chat.max_tokens > 0 ? r->chat.max_tokens : s->o.params.max_output_tokens;
-        int pieces = sw_llmsim_echo_tokens(r->chat.last_user.ptr, r->chat.last_user.len);
+        const char *src = r->chat.last_user.ptr;
+        size_t srclen = r->chat.last_user.len;
+        if (r->chat.wants_json && s->faults.f.drift != SW_LLMSIM_DRIFT_NONE &&
+            drift_text(&r->drifted, s->faults.f.drift, src, srclen) == SW_OK) {
+            src = r->drifted.ptr;
+            srclen = r->drifted.len;
+        }
+        int pieces = sw_llmsim_echo_tokens(src, srclen);
         r->gen.output_tokens = pieces < limit ? pieces : limit;
         r->length = pieces > limit;
-        sw_llmsim_text_echo(&r->text, r->chat.last_user.ptr, r->chat.last_user.len);
+        sw_llmsim_text_echo(&r->text, src, srclen);
     } else {
         r->gen.output_tokens = sw_llmsim_output_len(&s->model, r->chat.max_tokens);
         r->length = r->chat.max_tokens > 0;
@@ -543,6 +573,51 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
         return;
     }
     proceed(r);
+}
+
+/* ---- Embeddings ---- */
+
+/* Answered at once (no slot, no prefill time): recorded like a chat request,
+ * subject to the error faults (error_rate, rpm, tpm), not to the timing ones. */
+static void on_embeddings(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path)
+{
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, 0, &jerr);
+    record_received(s, req, path, root, body, len);
+    char msg[256];
+    if (!root) {
+        snprintf(msg, sizeof msg, "We could not parse the JSON body of your request: %s", jerr.text);
+        count_status(s, 400);
+        send_error(s, req, SW_LLMSIM_OPENAI, 400, msg, NULL, -1);
+        return;
+    }
+    struct sw_buf out;
+    sw_buf_init(&out, MAX_RENDER_BYTES);
+    int tokens = 0;
+    int err = sw_llmsim_embed(root, s->o.model, &out, &tokens, msg, sizeof msg);
+    json_decref(root);
+    if (err) {
+        sw_buf_free(&out);
+        count_status(s, err == SW_EINVAL ? 400 : 500);
+        send_error(s, req, SW_LLMSIM_OPENAI, err == SW_EINVAL ? 400 : 500, msg, NULL, -1);
+        return;
+    }
+    struct sw_llmsim_verdict v;
+    sw_llmsim_faults_decide(&s->faults, now_us(), tokens, &v);
+    if (v.status) {
+        sw_buf_free(&out);
+        count_status(s, v.status);
+        send_error(s, req, SW_LLMSIM_OPENAI, v.status, "llmsim: injected error", v.limit,
+                   v.retry_after_s);
+        return;
+    }
+    s->prompt_tokens_total += (uint64_t)tokens;
+    s->served++;
+    count_status(s, 200);
+    send_bytes(s, req, 200, "application/json", out.ptr ? out.ptr : "", out.len);
+    sw_buf_free(&out);
 }
 
 /* ---- Other endpoints ---- */
@@ -772,6 +847,13 @@ static void on_request(struct sw_http_req *req, void *arg)
             return;
         }
         on_chat(s, req, path);
+        return;
+    }
+    if (s->o.dialect == SW_LLMSIM_OPENAI && !strcmp(path, "/v1/embeddings")) {
+        if (cmd != SW_HTTP_POST)
+            send_error(s, req, s->o.dialect, 405, "use POST", NULL, -1);
+        else
+            on_embeddings(s, req, path);
         return;
     }
     /* HEAD is answered as GET; the HTTP server sends the headers only */

@@ -1,0 +1,170 @@
+// The output contract with the official openai client: a request with
+// response_format json_schema gets its answer checked against the schema on
+// whichever tier served it. The local simulator conforms (it echoes the
+// JSON it is sent); the cloud one drifts (llmsim --drift: another shape, or
+// prose). pass logs and counts, reject answers 502 contract_violation, retry
+// asks the other tier once; streamed answers are judged at the end.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+
+const ADMIN = 'sk-admin-contract';
+const auth = { authorization: `Bearer ${ADMIN}` };
+
+const SCHEMA = {
+  type: 'object',
+  properties: { name: { type: 'string', minLength: 1 }, age: { type: 'integer', minimum: 0 } },
+  required: ['name', 'age'],
+  additionalProperties: false,
+};
+const ANSWER = '{"name":"Ada","age":36}';
+const responseFormat = { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: SCHEMA } };
+
+const config = (edgeUrl, cloudUrl) => `
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: edge, tier: local, url: "${edgeUrl}", model: edge-model, slots: 1 }
+  - { name: cloud, tier: cloud, url: "${cloudUrl}", model: cloud-2025-01-31 }
+models:
+  - { name: chat, backends: [edge, cloud] }
+  - { name: strict, backends: [edge, cloud], contract: { on_violation: reject, stream: enforce } }
+  - { name: retry, backends: [edge, cloud], contract: { on_violation: retry } }
+routing:
+  health_interval_ms: 100
+  ttft_budget_ms: 300
+pii:
+  policy: off
+`;
+
+const client = (gw) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20000 });
+const ask = (gw, model, extra = {}) => client(gw).chat.completions.create({
+  model, max_tokens: 64, response_format: responseFormat, messages: [{ role: 'user', content: ANSWER }], ...extra,
+});
+const decisions = async (gw, n = 1) => (await getJSON(`${gw.url}/admin/decisions?n=${n}`, { headers: auth })).body.decisions;
+const gwBackend = async (gw, name) => (await getJSON(`${gw.url}/admin/state`, { headers: auth })).body.backends.find((b) => b.name === name);
+async function violations(gw, backend, model) {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const m = text.match(new RegExp(`^spillway_contract_violations_total\\{backend="${backend}",model="${model}"\\} (\\S+)$`, 'm'));
+  return m ? Number(m[1]) : 0;
+}
+
+// Holds the only local slot with a request the edge never answers (llmsim's
+// hang fault, on while that one arrives): meanwhile requests overflow to the
+// cloud. release() ends it, freeing the slot for whatever waits.
+async function holdLocal(gw, edge) {
+  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
+  const ac = new AbortController();
+  const held = fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', signal: ac.signal,
+    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false' },
+    body: JSON.stringify({ model: 'chat', max_tokens: 8, messages: [{ role: 'user', content: 'hold' }] }),
+  }).then((r) => r.text()).catch(() => null);
+  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
+  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
+  await waitFor(async () => (await gwBackend(gw, 'edge')).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
+  return { async release() { ac.abort(); await held; } };
+}
+
+async function withGateway(fn) {
+  const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
+  const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--drift', 'shape']);
+  const gw = await startSpillway(config(edge.url, cloud.url));
+  try {
+    await fn({ gw, edge, cloud });
+  } finally {
+    await gw.stop(); await edge.stop(); await cloud.stop();
+  }
+}
+
+describe('output contract', () => {
+  test('pass: the local answer conforms (ok); the cloud\'s drifted answer goes through, logged as violation or invalid_json and counted per backend', async () => {
+    await withGateway(async ({ gw, edge, cloud }) => {
+      const { data: local, response } = await ask(gw, 'chat').withResponse();
+      assert.equal(response.headers.get('x-spillway-backend'), 'edge');
+      assert.deepEqual(JSON.parse(local.choices[0].message.content), { name: 'Ada', age: 36 });
+      assert.equal((await decisions(gw))[0].contract, 'ok');
+
+      const hold = await holdLocal(gw, edge);
+      const { data: drifted, response: r2 } = await ask(gw, 'chat').withResponse();
+      assert.equal(r2.headers.get('x-spillway-backend'), 'cloud');
+      assert.ok(JSON.parse(drifted.choices[0].message.content).answer, 'the drifted shape reached the client');
+      assert.equal((await decisions(gw))[0].contract, 'violation');
+      assert.equal(await violations(gw, 'cloud', 'chat'), 1);
+      assert.equal(await violations(gw, 'edge', 'chat'), 0);
+
+      await getJSON(`${cloud.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ drift: 'prose' }) });
+      await ask(gw, 'chat');
+      assert.equal((await decisions(gw))[0].contract, 'invalid_json');
+      assert.equal(await violations(gw, 'cloud', 'chat'), 2);
+
+      // Without response_format nothing is judged.
+      await client(gw).chat.completions.create({ model: 'chat', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal((await decisions(gw))[0].contract, undefined);
+      await hold.release();
+    });
+  });
+
+  test('reject: a drifted cloud answer becomes 502 contract_violation in OpenAI\'s shape', async () => {
+    await withGateway(async ({ gw, edge }) => {
+      const hold = await holdLocal(gw, edge);
+      await assert.rejects(ask(gw, 'strict'), (e) => {
+        assert.equal(e.status, 502);
+        assert.equal(e.code, 'contract_violation');
+        assert.equal(e.type, 'server_error');
+        assert.match(e.message, /cloud/);
+        return true;
+      });
+      const d = (await decisions(gw))[0];
+      assert.equal(d.status, 502);
+      assert.equal(d.contract, 'violation');
+      assert.equal(d.backend, 'cloud');
+      assert.equal(await violations(gw, 'cloud', 'strict'), 1);
+      await hold.release();
+      // The local answer conforms: served as usual.
+      const ok = await ask(gw, 'strict');
+      assert.deepEqual(JSON.parse(ok.choices[0].message.content), { name: 'Ada', age: 36 });
+    });
+  });
+
+  test('retry: a drifted cloud answer is asked again of the local tier, whose conforming answer is served', async () => {
+    await withGateway(async ({ gw, edge }) => {
+      const hold = await holdLocal(gw, edge);
+      const pending = ask(gw, 'retry').withResponse();
+      await waitFor(async () => (await gwBackend(gw, 'edge')).queued === 1, { timeout: 10000, what: 'the retry waiting for the local slot' });
+      await hold.release();
+      const { data, response } = await pending;
+      assert.equal(response.headers.get('x-spillway-backend'), 'edge');
+      assert.deepEqual(JSON.parse(data.choices[0].message.content), { name: 'Ada', age: 36 });
+      const d = (await decisions(gw))[0];
+      assert.equal(d.contract, 'ok');
+      assert.deepEqual(d.attempts.map((a) => [a.backend, a.error]), [['cloud', 'contract_violation'], ['edge', null]]);
+      assert.equal(await violations(gw, 'cloud', 'retry'), 1);
+    });
+  });
+
+  test('stream: judged at the end; enforce ends a drifted stream with an error event, log lets it finish and counts it', async () => {
+    await withGateway(async ({ gw, edge }) => {
+      const hold = await holdLocal(gw, edge);
+      const stream = await ask(gw, 'strict', { stream: true });
+      let text = '';
+      await assert.rejects((async () => { for await (const c of stream) text += c.choices[0]?.delta?.content ?? ''; })(),
+        (e) => /JSON schema/.test(e.message));
+      assert.ok(text.includes('answer'), 'the drifted content streamed before the verdict');
+      assert.equal((await decisions(gw))[0].contract, 'violation');
+
+      let logged = '';
+      for await (const c of await ask(gw, 'chat', { stream: true })) logged += c.choices[0]?.delta?.content ?? '';
+      assert.ok(JSON.parse(logged).answer);
+      assert.equal((await decisions(gw))[0].contract, 'violation');
+      assert.equal(await violations(gw, 'cloud', 'chat'), 1);
+      await hold.release();
+
+      let ok = '';
+      for await (const c of await ask(gw, 'strict', { stream: true })) ok += c.choices[0]?.delta?.content ?? '';
+      assert.equal(ok, ANSWER);
+      assert.equal((await decisions(gw))[0].contract, 'ok');
+    });
+  });
+});
