@@ -71,6 +71,10 @@ static const struct family_def families[SW_M__COUNT] = {
                      "Attempts sent past an open breaker because every backend the request "
                      "may use had its breaker open (routing reason panic), per backend.",
                      COUNTER, {"backend"}, 1, 64, NULL, 0},
+    [SW_M_PRIORITY] = {"spillway_priority_requests_total",
+                       "Requests served, by priority (interactive, batch), tier and routing "
+                       "reason.",
+                       COUNTER, {"priority", "tier", "reason"}, 3, 128, NULL, 0},
 };
 
 /* ---- Storage ---- */

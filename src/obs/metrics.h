@@ -34,6 +34,7 @@ enum sw_metric {
     SW_M_CONFIG_RELOADS,    /* spillway_config_reloads_total{result="ok"|"failed"} */
     SW_M_EMERGENCY,         /* spillway_emergency_declarations_total{state="declared"|"cleared"} */
     SW_M_PANIC,             /* spillway_panic_attempts_total{backend} */
+    SW_M_PRIORITY,          /* spillway_priority_requests_total{priority,tier,reason} */
     SW_M__COUNT
 };
 

@@ -30,6 +30,10 @@ void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
     } else {
         const char *req[] = {e->model, e->backend, e->tier, e->reason};
         sw_metrics_inc(m, SW_M_REQUESTS, req, 1);
+        if (e->priority) {
+            const char *pr[] = {e->priority, e->tier, e->reason};
+            sw_metrics_inc(m, SW_M_PRIORITY, pr, 1);
+        }
         const char *in[] = {e->backend, "in"}, *out[] = {e->backend, "out"};
         if (e->tokens_in >= 0)
             sw_metrics_inc(m, SW_M_TOKENS, in, (double)e->tokens_in);

@@ -138,6 +138,7 @@ static void record_decision(struct proxy *p)
         .stream = p->chat.stream,
         .pii = pii,
         .n_pii = n_pii,
+        .priority = p->facts.priority == SW_PRIORITY_BATCH ? "batch" : "interactive",
         .pii_outcome = !n_pii ? NULL
                        : be && be->tier == SW_TIER_CLOUD && !p->masked ? "region_cloud"
                        : be && be->tier == SW_TIER_CLOUD ? "masked_cloud"
@@ -1001,7 +1002,17 @@ static void dispatch(struct proxy *p)
     char *body = NULL;
     size_t body_len = 0;
     p->masked = false;
-    if (!p->need_mask)
+    /* Under a spend cap a cloud attempt without max_tokens is reserved at
+     * the backend's max_output_tokens: that limit goes upstream too, so the
+     * answer cannot cost more than was reserved. */
+    bool limit = !p->facts.max_tokens_given && be->tier == SW_TIER_CLOUD &&
+                 be->max_output_tokens > 0 && sw_live_spend_cap_usd(p->live) > 0;
+    if (limit)
+        json_object_set_new(p->chat.body, "max_completion_tokens",
+                            json_integer(be->max_output_tokens));
+    else if (!p->facts.max_tokens_given)
+        json_object_del(p->chat.body, "max_completion_tokens");
+    if (!p->need_mask && !limit)
         body = plain_body(p, be, &body_len);
     if (body) {
         /* spliced from the client's bytes */

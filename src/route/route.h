@@ -123,6 +123,8 @@ struct sw_route_facts {
                                    gateway's estimate; under a spend cap a cloud then
                                    reserves its max_output_tokens) */
     enum sw_priority priority;  /* batch: its own budget (policy.batch_ttft_budget_ms) */
+    long ttft_budget_cap_ms;    /* a client's tighter budget (X-Spillway-TTFT-Budget-Ms):
+                                   the budget is at most this; 0: none */
 };
 
 /* One backend as the router sees it, in the model's configured order. */
@@ -217,13 +219,18 @@ struct sw_route_plan {
 };
 
 /* The TTFT budget that applies to this request: for a batch request the
- * batch budget (0: none); else the key's (possibly tightened by a header),
- * else the policy's. */
+ * batch budget (0: none); else the key's, else the policy's; a client's
+ * ttft_budget_cap_ms can only make it tighter. */
 static inline long sw_route_budget_ms(const struct sw_route_facts *f, const struct sw_route_policy *p)
 {
+    long b;
     if (f->priority == SW_PRIORITY_BATCH)
-        return p->batch_ttft_budget_ms > 0 ? p->batch_ttft_budget_ms : 0;
-    return f->ttft_budget_ms > 0 ? f->ttft_budget_ms : p->ttft_budget_ms;
+        b = p->batch_ttft_budget_ms > 0 ? p->batch_ttft_budget_ms : 0;
+    else
+        b = f->ttft_budget_ms > 0 ? f->ttft_budget_ms : p->ttft_budget_ms;
+    if (f->ttft_budget_cap_ms > 0 && (b <= 0 || f->ttft_budget_cap_ms < b))
+        b = f->ttft_budget_cap_ms;
+    return b;
 }
 
 /* The output tokens a request is reserved for on backend b: what it asked
