@@ -234,11 +234,13 @@ static int parse_priority(const char *v, size_t len)
 }
 
 /* The request's priority: X-Spillway-Priority, else metadata.priority, else
- * the key's default. -1 when a given one is invalid (answered 400). */
+ * the key's default. -1 when a given one is invalid: answered 400 (req is
+ * gone), *code says which error. */
 static int request_priority(struct sw_http_req *req, const struct sw_config_key *key,
-                            const json_t *body)
+                            const json_t *body, const char **code)
 {
     const char *h = sw_http_header(req, "X-Spillway-Priority", NULL);
+    *code = "invalid_header";
     if (h) {
         int p = parse_priority(h, strlen(h));
         if (p < 0)
@@ -249,6 +251,7 @@ static int request_priority(struct sw_http_req *req, const struct sw_config_key 
     }
     const json_t *md = json_object_get(body, "metadata");
     const json_t *mp = json_is_object(md) ? json_object_get(md, "priority") : NULL;
+    *code = "invalid_value";
     if (mp) {
         int p = json_is_string(mp) ? parse_priority(json_string_value(mp),
                                                     json_string_length(mp)) : -1;
@@ -404,12 +407,10 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         return;
     }
 
-    int priority = request_priority(req, key, chat.body);
+    const char *priority_code;
+    int priority = request_priority(req, key, chat.body, &priority_code);
     if (priority < 0) {
-        record_rejection(f, id, chat.model, key, 400,
-                         sw_http_header(req, "X-Spillway-Priority", NULL) ? "invalid_header"
-                                                                          : "invalid_value",
-                         NULL, start_ms);
+        record_rejection(f, id, chat.model, key, 400, priority_code, NULL, start_ms);
         sw_request_free(&chat);
         return;
     }

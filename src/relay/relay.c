@@ -1101,7 +1101,9 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
             double est = (double)(now - p->start_ms) +
                          sw_route_est_ttft_ms(&v, p->facts.prompt_tokens_est);
             long budget = sw_route_budget_ms(&p->facts, &snap.policy);
-            if (est > (double)budget && cloud_would_take(p, &snap, k, now)) {
+            /* budget 0: none (a batch request without a batch budget waits
+             * for its deadline) */
+            if (budget > 0 && est > (double)budget && cloud_would_take(p, &snap, k, now)) {
                 sw_info("request %s: estimated first token on %s at %.0f ms > budget %ld ms: "
                         "leaving the local queue", p->id, cur_backend(p)->name, est,
                         budget);

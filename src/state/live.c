@@ -210,12 +210,11 @@ double sw_live_outside_load(const struct sw_live *l, size_t i, int64_t now_ms)
         return 0;
     if (b->load.saturated)
         return be->slots > 0 ? (double)be->slots : 1;
-    double outside = b->load.processing + b->load.waiting - (double)b->q.in_flight;
-    return outside > 0 ? outside : 0;
+    return b->load.outside;
 }
 
 void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double processing,
-                     double waiting, bool saturated, const char *error)
+                     double waiting, bool saturated, long own, const char *error)
 {
     struct sw_live_backend *b = l->b[i];
     if (error) {
@@ -226,6 +225,14 @@ void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double process
     b->load.processing = processing;
     b->load.waiting = waiting;
     b->load.saturated = saturated;
+    b->load.own = own;
+    /* The larger of the last two samples: a request of Spillway's still on
+     * its way when the server counted is not taken for a slot freed. */
+    double outside = processing + waiting - (double)own;
+    outside = outside > 0 ? outside : 0;
+    b->load.outside = outside > b->load.prev_outside || !b->load.at_ms ? outside
+                                                                        : b->load.prev_outside;
+    b->load.prev_outside = outside;
     b->load.at_ms = now_ms;
 }
 

@@ -49,6 +49,10 @@ struct sw_live_backend {
     struct {
         double processing, waiting;
         bool saturated;
+        long own;               /* Spillway's in-flight requests there when the poll was
+                                   sent: the server's count includes them */
+        double outside;         /* sw_live_outside_load of the latest samples */
+        double prev_outside;    /* the latest sample's own estimate */
         int64_t at_ms;          /* when it was read */
         char error[160];        /* why the latest poll failed; "" after a success */
     } load;
@@ -123,12 +127,15 @@ double sw_live_spend_cap_usd(const struct sw_live *l);
 #define SW_LIVE_LOAD_STALE_POLLS 4
 
 /* A load poll of backend i answered (error NULL) or failed (error says why;
- * the last values are kept for operators but no longer used). */
+ * the last values are kept for operators but no longer used). own: Spillway's
+ * in-flight requests on it when the poll was sent (the server's counts
+ * include those; one sent later may not have reached it yet). */
 void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double processing,
-                     double waiting, bool saturated, const char *error);
+                     double waiting, bool saturated, long own, const char *error);
 /* Work on backend i's server beyond Spillway's in-flight requests there:
- * processing + waiting - in_flight (at least 0; the slot count when the
- * server reports saturation); 0 without a fresh sample. */
+ * processing + waiting - Spillway's in_flight when the poll was sent (at
+ * least 0), the larger of the last two samples; the slot count when the
+ * server reports saturation; 0 without a fresh sample. */
 double sw_live_outside_load(const struct sw_live *l, size_t i, int64_t now_ms);
 /* Backend i has a load source but no fresh sample (none yet, too old, or the
  * latest poll failed): the router uses Spillway's own queue alone. */

@@ -18,6 +18,7 @@ struct poll {
     enum sw_load_source source;
     const char *path;           /* "/metrics", "/slots" or "/api/ps" */
     CURL *easy;                 /* the GET in flight, or NULL */
+    long own;                   /* Spillway's in-flight requests there when it was sent */
     struct sw_buf body;
     bool too_big;
     struct event *timer;
@@ -57,7 +58,7 @@ static void on_done(void *ud, CURLcode rc)
     if (rc != CURLE_OK) {
         snprintf(err, sizeof err, "GET %s: %s", pl->path,
                  pl->too_big ? "answer too large" : curl_easy_strerror(rc));
-        sw_live_on_load(lp->live, pl->i, now, 0, 0, false, err);
+        sw_live_on_load(lp->live, pl->i, now, 0, 0, false, 0, err);
         return;
     }
     /* llama-server answers 501 on /metrics unless started with --metrics:
@@ -71,10 +72,10 @@ static void on_done(void *ud, CURLcode rc)
     struct sw_load_sample s;
     if (sw_load_parse(pl->source, pl->path, (int)status, pl->body.ptr ? pl->body.ptr : "",
                       pl->body.len, &s, err, sizeof err)) {
-        sw_live_on_load(lp->live, pl->i, now, 0, 0, false, err);
+        sw_live_on_load(lp->live, pl->i, now, 0, 0, false, 0, err);
         return;
     }
-    sw_live_on_load(lp->live, pl->i, now, s.processing, s.waiting, s.saturated, NULL);
+    sw_live_on_load(lp->live, pl->i, now, s.processing, s.waiting, s.saturated, pl->own, NULL);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -96,6 +97,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     curl_easy_setopt(pl->easy, CURLOPT_URL, url.ptr);
     sw_buf_free(&url);
+    pl->own = lp->live->b[pl->i]->q.in_flight;
     curl_easy_setopt(pl->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(pl->easy, CURLOPT_WRITEDATA, pl);
     curl_easy_setopt(pl->easy, CURLOPT_NOSIGNAL, 1L);
