@@ -219,6 +219,7 @@ void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double process
     struct sw_live_backend *b = l->b[i];
     if (error) {
         snprintf(b->load.error, sizeof b->load.error, "%s", error);
+        b->load.prev_outside = 0;   /* no older sample vouches for the next one */
         return;
     }
     b->load.error[0] = '\0';
@@ -230,8 +231,9 @@ void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double process
      * its way when the server counted is not taken for a slot freed. */
     double outside = processing + waiting - (double)own;
     outside = outside > 0 ? outside : 0;
-    b->load.outside = outside > b->load.prev_outside || !b->load.at_ms ? outside
-                                                                        : b->load.prev_outside;
+    bool prev = b->load.at_ms > 0 && now_ms - b->load.at_ms <=
+                                         SW_LIVE_LOAD_STALE_POLLS * l->cfg->backends[i].load.poll_ms;
+    b->load.outside = prev && b->load.prev_outside > outside ? b->load.prev_outside : outside;
     b->load.prev_outside = outside;
     b->load.at_ms = now_ms;
 }
