@@ -10,6 +10,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "config/walk.h"
+#include "upstream/loadsig.h"
 #include "pii/pii.h"
 
 #define CONFIG_MAX_FILE_BYTES (1024 * 1024)
@@ -494,6 +495,12 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
         if (!b->region)
             w->oom = true;
     }
+    if (!local && b->load.source != SW_LOAD_NONE) {
+        sw_walk_path_key(p, sizeof(p), path, "load");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "load"), p,
+                      "load signals are read from local inference servers only (omit it for a "
+                      "cloud backend)");
+    }
     if (!b->health_path && local && !sw_walk_val(&backend_section, vals, "health_path"))
         b->health_path = strdup("/health");
     for (size_t j = 0; b->name && j < index; j++) {
@@ -591,6 +598,10 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
 static const char *const pii_policy_names[] = {"inherit", "off", "mask", "local_only", "block",
                                                NULL};
 static const char *const pii_binary_names[] = {"inherit", "allow", "local", NULL};
+static const char *const priority_names[] = {"interactive", "batch", NULL};
+/* In the order of enum sw_load_source. */
+static const char *const load_source_names[] = {"none", "llamacpp", "vllm", "sglang", "tgi",
+                                                "ollama", NULL};
 
 #define KEY(f) offsetof(struct sw_config_key, f)
 static const struct sw_walk_setting key_settings[] = {
@@ -608,6 +619,8 @@ static const struct sw_walk_setting key_settings[] = {
      .parse = parse_regions, .hint = "a list of cloud region labels"},
     {.key = "pii_binary_parts", .type = SW_WALK_ENUM, .off = KEY(pii_binary_parts),
      .names = pii_binary_names, .def = SW_PII_BINARY_INHERIT, .hint = "inherit, allow or local"},
+    {.key = "priority", .type = SW_WALK_ENUM, .off = KEY(priority), .names = priority_names,
+     .def = SW_PRIORITY_INTERACTIVE, .hint = "interactive or batch"},
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
@@ -630,6 +643,16 @@ static const struct sw_walk_setting price_settings[] = {
 };
 static const struct sw_walk_section price_section = {
     price_settings, sizeof(price_settings) / sizeof(price_settings[0]), 0, NULL};
+
+static const struct sw_walk_setting load_settings[] = {
+    {.key = "source", .type = SW_WALK_ENUM, .off = BE(load.source) - BE(load),
+     .names = load_source_names, .def = SW_LOAD_NONE,
+     .hint = "llamacpp, vllm, sglang, tgi, ollama or none"},
+    {.key = "poll_ms", .type = SW_WALK_LONG, .off = BE(load.poll_ms) - BE(load), .min = 50,
+     .max = 60000, .def = 250},
+};
+static const struct sw_walk_section load_section = {
+    load_settings, sizeof(load_settings) / sizeof(load_settings[0]), 0, NULL};
 
 static const struct sw_walk_setting backend_settings[] = {
     {.key = "name", .type = SW_WALK_NAME, .off = BE(name), .required = true,
@@ -664,6 +687,9 @@ static const struct sw_walk_setting backend_settings[] = {
      .max = 86400000, .def = 0},
     {.key = "region", .type = SW_WALK_CUSTOM, .off = BE(region), .parse = parse_region,
      .hint = "a region label such as eu-west; local backends are always \"local\""},
+    {.key = "load", .type = SW_WALK_MAP, .off = BE(load), .sub = &load_section},
+    {.key = "max_output_tokens", .type = SW_WALK_LONG, .off = BE(max_output_tokens), .min = 1,
+     .max = 10000000, .def = 4096},
 };
 static const struct sw_walk_section backend_section = {
     backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),
@@ -754,6 +780,8 @@ static const struct sw_walk_setting routing_settings[] = {
      .min = 1, .max = 3600000, .def = 30000},
     {.key = "default_max_tokens", .type = SW_WALK_LONG, .off = RT(default_max_tokens), .min = 1,
      .max = 1000000, .def = 256},
+    {.key = "batch_ttft_budget_ms", .type = SW_WALK_LONG, .off = RT(batch_ttft_budget_ms),
+     .min = 0, .max = 3600000, .def = 0},
     {.key = "health_interval_ms", .type = SW_WALK_LONG, .off = RT(health_interval_ms),
      .min = 100, .max = 3600000, .def = 2000},
     {.key = "emergency", .type = SW_WALK_BOOL, .off = RT(emergency), .def = 0},

@@ -57,6 +57,8 @@ struct sw_config_pii_custom {
     char *validator;            /* NULL, "luhn", "mod97" or "elfproef" */
 };
 enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC };
+/* A request's priority (X-Spillway-Priority, metadata.priority, keys[].priority). */
+enum sw_priority { SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH };
 
 struct sw_config_key {
     char *name;                 /* shown in logs and metrics */
@@ -67,6 +69,7 @@ struct sw_config_key {
     enum sw_pii_policy pii;     /* default inherit */
     struct sw_config_regions sensitive_regions;     /* default unset */
     enum sw_pii_binary pii_binary_parts;    /* default inherit */
+    int priority;               /* enum sw_priority: default interactive */
 };
 
 struct sw_config_backend {
@@ -92,6 +95,13 @@ struct sw_config_backend {
     long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
     char *region;               /* local: "local" (always); cloud: a label, NULL when not given */
     bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
+    /* load: the server's own report of the work it holds (docs/routing.md, "Load signals") */
+    struct {
+        int source;             /* enum sw_load_source (upstream/loadsig.h); default none */
+        long poll_ms;           /* default 250 */
+    } load;
+    long max_output_tokens;     /* worst-case output of a request that names no max_tokens,
+                                   reserved (and sent upstream) under a spend cap; default 4096 */
 };
 
 /* The output contract: what happens when an answer's content breaks the
@@ -128,6 +138,7 @@ struct sw_config_routing {
     long ttft_budget_ms;        /* default 800 */
     long request_timeout_ms;    /* default 30000 */
     long default_max_tokens;    /* output estimate when a request sets none, default 256 */
+    long batch_ttft_budget_ms;  /* TTFT budget of batch requests; default 0: the request timeout */
     long health_interval_ms;    /* local health checks, default 2000 */
     bool emergency;             /* start with an emergency declared, default false */
     struct {

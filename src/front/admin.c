@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "obs/dashboard.h"
 #include "relay/reply.h"
+#include "upstream/loadsig.h"
 
 static const char *health_name(enum sw_health h)
 {
@@ -58,6 +59,9 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
             .decode_tps = v->decode_tps,
             .rpm_available = v->rpm_available,
             .tpm_available = v->tpm_available,
+            .load_signal = v->tier == SW_TIER_LOCAL && l->cfg->backends[i].load.source != 0,
+            .outside_load = v->outside_load,
+            .load_stale = sw_live_load_stale(l, i, now),
         };
     }
     struct sw_obs_gauges g = {
@@ -154,6 +158,27 @@ static void add_pii(void *ud, const char *const *labels, double v)
     json_object_set_new(types, labels[0], json_integer((json_int_t)v));
 }
 
+/* A backend's load signal: source, the last values and their age, whether
+ * the router uses them, and why the latest poll failed. */
+static json_t *load_state(const struct sw_live *l, size_t i, int64_t now)
+{
+    const struct sw_config_backend *be = &l->cfg->backends[i];
+    const struct sw_live_backend *b = l->b[i];
+    json_t *o = json_pack("{s:s}", "source", sw_load_source_name(be->load.source));
+    if (!o || be->load.source == SW_LOAD_NONE)
+        return o;
+    bool have = b->load.at_ms > 0;
+    json_object_set_new(o, "poll_ms", json_integer(be->load.poll_ms));
+    json_object_set_new(o, "processing", have ? json_real(b->load.processing) : json_null());
+    json_object_set_new(o, "waiting", have ? json_real(b->load.waiting) : json_null());
+    json_object_set_new(o, "saturated", json_boolean(have && b->load.saturated));
+    json_object_set_new(o, "age_ms", have ? json_integer(now - b->load.at_ms) : json_null());
+    json_object_set_new(o, "stale", json_boolean(sw_live_load_stale(l, i, now)));
+    json_object_set_new(o, "outside_load", json_real(sw_live_outside_load(l, i, now)));
+    json_object_set_new(o, "error", b->load.error[0] ? json_string(b->load.error) : json_null());
+    return o;
+}
+
 /* GET /admin/state: what the router sees right now, per backend. */
 void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
 {
@@ -174,8 +199,9 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
                       v.ttft_avg_ms, "rpm_available", v.rpm_available, "tpm_available",
                       v.tpm_available));
         const char *why = l->b[i]->last_error;
-        json_object_set_new(json_array_get(backends, json_array_size(backends) - 1), "last_error",
-                            why[0] ? json_string(why) : json_null());
+        json_t *entry = json_array_get(backends, json_array_size(backends) - 1);
+        json_object_set_new(entry, "last_error", why[0] ? json_string(why) : json_null());
+        json_object_set_new(entry, "load", load_state(l, i, now));
     }
     /* Rejections and PII: the very counters GET /metrics shows. Every PII type
      * of the snapshot under each outcome, 0 until counted. */

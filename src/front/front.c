@@ -217,6 +217,75 @@ static long request_timeout_ms(struct sw_front *f, struct sw_http_req *req)
     return ms < f->cfg->routing.request_timeout_ms ? ms : f->cfg->routing.request_timeout_ms;
 }
 
+/* A priority as clients write it: "interactive" or "batch", any case,
+ * blanks around. Returns the priority, or -1 for anything else. */
+static int parse_priority(const char *v, size_t len)
+{
+    while (len && (*v == ' ' || *v == '\t')) {
+        v++;
+        len--;
+    }
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;
+    if (len == 11 && !strncasecmp(v, "interactive", 11))
+        return SW_PRIORITY_INTERACTIVE;
+    if (len == 5 && !strncasecmp(v, "batch", 5))
+        return SW_PRIORITY_BATCH;
+    return -1;
+}
+
+/* The request's priority: X-Spillway-Priority, else metadata.priority, else
+ * the key's default. -1 when a given one is invalid: answered 400 (req is
+ * gone), *code says which error. */
+static int request_priority(struct sw_http_req *req, const struct sw_config_key *key,
+                            const json_t *body, const char **code)
+{
+    const char *h = sw_http_header(req, "X-Spillway-Priority", NULL);
+    *code = "invalid_header";
+    if (h) {
+        int p = parse_priority(h, strlen(h));
+        if (p < 0)
+            sw_reply_error(req, 400, "invalid_request_error", "invalid_header",
+                           "X-Spillway-Priority",
+                           "Invalid X-Spillway-Priority: expected interactive or batch.");
+        return p;
+    }
+    const json_t *md = json_object_get(body, "metadata");
+    const json_t *mp = json_is_object(md) ? json_object_get(md, "priority") : NULL;
+    *code = "invalid_value";
+    if (mp) {
+        int p = json_is_string(mp) ? parse_priority(json_string_value(mp),
+                                                    json_string_length(mp)) : -1;
+        if (p < 0)
+            sw_reply_error(req, 400, "invalid_request_error", "invalid_value",
+                           "metadata.priority",
+                           "Invalid metadata.priority: expected \"interactive\" or \"batch\".");
+        return p;
+    }
+    return key ? key->priority : SW_PRIORITY_INTERACTIVE;
+}
+
+/* X-Spillway-TTFT-Budget-Ms: a tighter TTFT budget for this request (it can
+ * never loosen the key's or the model's). 0 when absent, -1 when invalid
+ * (answered 400). */
+static long ttft_budget_header(struct sw_http_req *req)
+{
+    const char *v = sw_http_header(req, "X-Spillway-TTFT-Budget-Ms", NULL);
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    long ms = strtol(v, &end, 10);
+    if (errno || end == v || *end || ms < 1 || ms > REQUEST_TIMEOUT_MAX_MS) {
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_header",
+                       "X-Spillway-TTFT-Budget-Ms",
+                       "Invalid X-Spillway-TTFT-Budget-Ms: expected milliseconds from 1 to %ld.",
+                       REQUEST_TIMEOUT_MAX_MS);
+        return -1;
+    }
+    return ms;
+}
+
 /* Residency: the cloud regions a sensitive request may use, the intersection
  * of the lists that are set (global, key, model); none set: none. The names
  * are the config's and live as long as it. */
@@ -316,6 +385,12 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
+    long budget_cap_ms = ttft_budget_header(req);
+    if (budget_cap_ms < 0) {
+        record_rejection(f, api, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        return;
+    }
+
     struct sw_chat_request chat;
     struct sw_request_error rerr;
     int perr = api == SW_API_EMBEDDINGS ? sw_embed_parse(body, len, &chat, &rerr)
@@ -338,6 +413,14 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
+    const char *priority_code;
+    int priority = request_priority(req, key, chat.body, &priority_code);
+    if (priority < 0) {
+        record_rejection(f, api, id, chat.model, key, 400, priority_code, NULL, start_ms);
+        sw_request_free(&chat);
+        return;
+    }
+
     /* allows_cloud: the key's policy, the header and the body; the most
      * restrictive wins, so a header cannot widen what a key allows. Same for
      * sensitive: any source can set it, none can clear it. */
@@ -355,6 +438,9 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         .needs_images = chat.has_images,
         .deadline_ms = start_ms + timeout_ms,
         .ttft_budget_ms = key ? key->ttft_budget_ms : 0,
+        .max_tokens_given = chat.max_tokens > 0,
+        .priority = (enum sw_priority)priority,
+        .ttft_budget_cap_ms = budget_cap_ms,
     };
 
     allowed_regions(f->cfg, key, model, &facts);

@@ -87,6 +87,7 @@ struct sw_declog_entry {
                                    written): chat completions */
     const char *contract;       /* output contract verdict: "ok" | "violation" |
                                    "invalid_json"; NULL (not written): no contract */
+    const char *priority;       /* "interactive" | "batch"; NULL: not known (field omitted) */
 };
 
 /* The entry as one JSON object without a trailing newline, fields in the

@@ -79,6 +79,10 @@ static const struct family_def families[SW_M__COUNT] = {
                        "Answers whose content broke the request's JSON schema (output "
                        "contract), per backend that answered and requested model.",
                        COUNTER, {"backend", "model"}, 2, 256, NULL, 0},
+    [SW_M_PRIORITY] = {"spillway_priority_requests_total",
+                       "Requests served, by priority (interactive, batch), tier and routing "
+                       "reason.",
+                       COUNTER, {"priority", "tier", "reason"}, 3, 128, NULL, 0},
 };
 
 /* ---- Storage ---- */

@@ -36,6 +36,7 @@ enum sw_metric {
     SW_M_PANIC,             /* spillway_panic_attempts_total{backend} */
     SW_M_EMBEDDINGS,        /* spillway_embeddings_requests_total{model,backend,tier} */
     SW_M_CONTRACT,          /* spillway_contract_violations_total{backend,model} */
+    SW_M_PRIORITY,          /* spillway_priority_requests_total{priority,tier,reason} */
     SW_M__COUNT
 };
 

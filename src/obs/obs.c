@@ -32,6 +32,10 @@ void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
         sw_metrics_inc(m, SW_M_REQUESTS, req, 1);
         if (e->api && strcmp(e->api, "embeddings") == 0)
             sw_metrics_inc(m, SW_M_EMBEDDINGS, req, 1);
+        if (e->priority) {
+            const char *pr[] = {e->priority, e->tier, e->reason};
+            sw_metrics_inc(m, SW_M_PRIORITY, pr, 1);
+        }
         const char *in[] = {e->backend, "in"}, *out[] = {e->backend, "out"};
         if (e->tokens_in >= 0)
             sw_metrics_inc(m, SW_M_TOKENS, in, (double)e->tokens_in);
@@ -68,7 +72,7 @@ void sw_obs_record(struct sw_obs_sinks *s, const struct sw_declog_entry *e, bool
 /* ---- Gauges at scrape time ---- */
 
 enum which {
-    QUEUE, IN_FLIGHT, WAIT, PREFILL, DECODE, BREAKER, UP, RPM, TPM
+    QUEUE, IN_FLIGHT, WAIT, PREFILL, DECODE, BREAKER, UP, RPM, TPM, OUTSIDE, STALE
 };
 
 static const struct {
@@ -97,6 +101,12 @@ static const struct {
      "Requests left in a backend's requests-per-minute bucket (backends with a limit).", false},
     {TPM, "spillway_bucket_tokens_available",
      "Tokens left in a backend's tokens-per-minute bucket (backends with a limit).", false},
+    {OUTSIDE, "spillway_backend_outside_load",
+     "Requests a local server reports (processing + waiting) beyond Spillway's own in flight "
+     "there; 0 while its load signal is stale (backends with a load source).", true},
+    {STALE, "spillway_load_signal_stale",
+     "1 when a local backend's load signal is missing, older than 4 polls or failing (the "
+     "wait estimate then uses Spillway's own queue alone), else 0.", true},
 };
 
 int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
@@ -111,6 +121,9 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
             const struct sw_obs_backend *b = &g->backends[i];
             if (per_backend[f].local_only && !b->local)
                 continue;
+            if ((per_backend[f].which == OUTSIDE || per_backend[f].which == STALE) &&
+                !b->load_signal)
+                continue;
             double v;
             switch (per_backend[f].which) {
             case QUEUE: v = b->queued; break;
@@ -124,6 +137,8 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                 break;
             case RPM: v = b->rpm_available; break;
             case TPM: v = b->tpm_available; break;
+            case OUTSIDE: v = b->outside_load; break;
+            case STALE: v = b->load_stale; break;
             default: v = NAN; break;
             }
             if ((per_backend[f].which == RPM || per_backend[f].which == TPM) &&

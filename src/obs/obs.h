@@ -79,6 +79,9 @@ struct sw_obs_backend {
     double decode_tps;              /* local: learned, per slot */
     double rpm_available;           /* requests left in its bucket; < 0 or infinite: no limit */
     double tpm_available;           /* tokens left in its bucket; < 0 or infinite: no limit */
+    bool load_signal;               /* local with a load source: the two below are shown */
+    double outside_load;            /* work the server reports beyond Spillway's in flight */
+    bool load_stale;                /* no fresh sample: the estimate ignores outside load */
 };
 
 struct sw_obs_gauges {

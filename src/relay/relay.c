@@ -148,6 +148,7 @@ static void record_decision(struct proxy *p)
         .contract = p->contract,
         .pii = pii,
         .n_pii = n_pii,
+        .priority = p->facts.priority == SW_PRIORITY_BATCH ? "batch" : "interactive",
         .pii_outcome = !n_pii ? NULL
                        : be && be->tier == SW_TIER_CLOUD && !p->masked ? "region_cloud"
                        : be && be->tier == SW_TIER_CLOUD ? "masked_cloud"
@@ -1117,7 +1118,17 @@ static void dispatch(struct proxy *p)
     char *body = NULL;
     size_t body_len = 0;
     p->masked = false;
-    if (!p->need_mask)
+    /* Under a spend cap a cloud attempt without max_tokens is reserved at
+     * the backend's max_output_tokens: that limit goes upstream too, so the
+     * answer cannot cost more than was reserved. */
+    bool limit = !p->facts.max_tokens_given && be->tier == SW_TIER_CLOUD &&
+                 be->max_output_tokens > 0 && sw_live_spend_cap_usd(p->live) > 0;
+    if (limit)
+        json_object_set_new(p->chat.body, "max_completion_tokens",
+                            json_integer(be->max_output_tokens));
+    else if (!p->facts.max_tokens_given)
+        json_object_del(p->chat.body, "max_completion_tokens");
+    if (!p->need_mask && !limit)
         body = plain_body(p, be, &body_len);
     if (body) {
         /* spliced from the client's bytes */
@@ -1209,7 +1220,9 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
             double est = (double)(now - p->start_ms) +
                          sw_route_est_ttft_ms(&v, p->facts.prompt_tokens_est);
             long budget = sw_route_budget_ms(&p->facts, &snap.policy);
-            if (est > (double)budget && cloud_would_take(p, &snap, k, now)) {
+            /* budget 0: none (a batch request without a batch budget waits
+             * for its deadline) */
+            if (budget > 0 && est > (double)budget && cloud_would_take(p, &snap, k, now)) {
                 sw_info("request %s: estimated first token on %s at %.0f ms > budget %ld ms: "
                         "leaving the local queue", p->id, cur_backend(p)->name, est,
                         budget);

@@ -342,6 +342,14 @@ static const char *role_parts_supported(enum role r)
     }
 }
 
+/* input_audio and file parts: ceil(inline data bytes / 4), at least
+ * SW_REQUEST_MEDIA_MIN_TOKENS (a file given by file_id counts the minimum). */
+static long media_tokens(const json_t *data)
+{
+    long t = json_is_string(data) ? sw_request_estimate_tokens(json_string_length(data)) : 0;
+    return t > SW_REQUEST_MEDIA_MIN_TOKENS ? t : SW_REQUEST_MEDIA_MIN_TOKENS;
+}
+
 static int check_part(struct ctx *c, enum role role, json_t *part, const char *path)
 {
     json_t *type, *v, *obj;
@@ -384,6 +392,11 @@ static int check_part(struct ctx *c, enum role role, json_t *part, const char *p
         if (err)
             return err;
         c->has_images = true;
+        json_t *detail = json_object_get(obj, "detail");
+        c->tokens = sw_sat_add_long(c->tokens, json_is_string(detail) &&
+                                                   !strcmp(json_string_value(detail), "low")
+                                                   ? SW_REQUEST_IMAGE_LOW_TOKENS
+                                                   : SW_REQUEST_IMAGE_TOKENS);
         break;
     }
     case PART_INPUT_AUDIO: {
@@ -399,6 +412,7 @@ static int check_part(struct ctx *c, enum role role, json_t *part, const char *p
         if (err)
             return err;
         c->has_images = true;
+        c->tokens = sw_sat_add_long(c->tokens, media_tokens(json_object_get(obj, "data")));
         break;
     }
     case PART_FILE:
@@ -406,6 +420,7 @@ static int check_part(struct ctx *c, enum role role, json_t *part, const char *p
         if (err)
             return err;
         c->has_images = true;
+        c->tokens = sw_sat_add_long(c->tokens, media_tokens(json_object_get(obj, "file_data")));
         break;
     }
     return SW_OK;

@@ -104,6 +104,16 @@ void sw_request_free(struct sw_chat_request *req);
  * contents, so they are counted as contents. */
 long sw_request_estimate_tokens(size_t text_bytes);
 
+/* Media parts count in prompt_tokens_est too (so a spend reservation covers
+ * them): an image_url part SW_REQUEST_IMAGE_TOKENS (detail "low":
+ * SW_REQUEST_IMAGE_LOW_TOKENS, OpenAI's count for a low-detail image); an
+ * input_audio or file part ceil(bytes of its inline base64 data / 4), at
+ * least SW_REQUEST_MEDIA_MIN_TOKENS. */
+#define SW_REQUEST_IMAGE_TOKENS 1445        /* OpenAI's largest high-detail image: 85 + 8 tiles
+                                               x 170 (768 x 2048 after scaling) */
+#define SW_REQUEST_IMAGE_LOW_TOKENS 85
+#define SW_REQUEST_MEDIA_MIN_TOKENS 1000
+
 /* The shape of a JSON text, counted without decoding it. */
 struct sw_json_shape {
     size_t values;              /* objects, arrays, strings, numbers, booleans, nulls;

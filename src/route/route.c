@@ -74,8 +74,10 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
         long in_flight = b->in_flight > 0 ? b->in_flight : 0;
         long queued = b->queued > 0 ? b->queued : 0;
         /* Slot releases this request needs before it starts: everyone ahead of
-         * it beyond the free slots, plus one for itself. */
-        double ahead = (double)in_flight + (double)queued - (double)b->slots + 1;
+         * it beyond the free slots (the server's outside work included), plus
+         * one for itself. */
+        double ahead = (double)in_flight + (double)queued + nonneg(b->outside_load) -
+                       (double)b->slots + 1;
         if (ahead > 0) {
             double avg_prompt = learned(b->avg_prompt_tokens, prompt);
             double service = avg_prompt * prefill +
@@ -136,11 +138,13 @@ struct ctx {
                                                 stayed local) */
 };
 
-static double request_cost_usd(const struct sw_route_facts *f, const struct sw_route_backend_view *b)
+static double request_cost_usd(const struct sw_route_facts *f, const struct sw_route_backend_view *b,
+                               double cap_usd)
 {
     double in = f->prompt_tokens_est > 0 ? (double)f->prompt_tokens_est : 0;
-    double out = f->max_tokens > 0 ? (double)f->max_tokens
-                                   : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
+    long reserve = sw_route_reserve_tokens(f, b, cap_usd);
+    double out = reserve > 0 ? (double)reserve
+                             : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
     return (in * nonneg(b->input_usd_per_mtok) + out * nonneg(b->output_usd_per_mtok)) / 1e6;
 }
 
@@ -178,7 +182,8 @@ static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_
             return SW_EXCL_QUEUE_FULL;
     } else {
         const struct sw_route_policy *p = c->p;
-        if (p->spend_cap_usd > 0 && c->v->spend_usd + request_cost_usd(f, b) > p->spend_cap_usd)
+        if (p->spend_cap_usd > 0 &&
+            c->v->spend_usd + request_cost_usd(f, b, p->spend_cap_usd) > p->spend_cap_usd)
             return SW_EXCL_BUDGET;
         return rate_check(c, b);
     }
@@ -191,7 +196,9 @@ static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_
  * with a free slot. */
 static bool starts_now(const struct sw_route_backend_view *b)
 {
-    return b->health == SW_HEALTH_UP && (b->slots <= 0 || b->in_flight + b->queued < b->slots);
+    return b->health == SW_HEALTH_UP &&
+           (b->slots <= 0 ||
+            (double)(b->in_flight + b->queued) + nonneg(b->outside_load) < (double)b->slots);
 }
 
 static bool before(const struct ctx *c, size_t a, size_t b)

@@ -119,6 +119,12 @@ struct sw_route_facts {
      * Borrowed strings. Ignored when the request is not sensitive or may not leave. */
     const char *regions[SW_CONFIG_MAX_REGIONS];
     size_t n_regions;
+    bool max_tokens_given;      /* the request named max_tokens (else max_tokens is the
+                                   gateway's estimate; under a spend cap a cloud then
+                                   reserves its max_output_tokens) */
+    enum sw_priority priority;  /* batch: its own budget (policy.batch_ttft_budget_ms) */
+    long ttft_budget_cap_ms;    /* a client's tighter budget (X-Spillway-TTFT-Budget-Ms):
+                                   the budget is at most this; 0: none */
 };
 
 /* One backend as the router sees it, in the model's configured order. */
@@ -160,6 +166,12 @@ struct sw_route_backend_view {
     bool panic_free;                /* breaker not closed and a panic request may go now */
     int64_t breaker_failed_ms;      /* its latest qualifying failure (same clock as now; 0:
                                        none): panic tries the one that failed longest ago */
+    /* local: work the server reports beyond what Spillway has in flight there
+     * (its processing + waiting minus in_flight, from a fresh load signal; 0:
+     * none or stale, the estimate is then Spillway's own queue alone) */
+    double outside_load;
+    long max_output_tokens;         /* cloud: the output a request without max_tokens is
+                                       reserved for under a spend cap (0: facts.max_tokens) */
 };
 
 struct sw_route_view {
@@ -179,6 +191,8 @@ struct sw_route_policy {
                                        -1 none: degrade then behaves as keep_local */
     bool masking_available;         /* PII masking exists; without it sensitive never goes to cloud */
     long shed_retry_after_s;        /* Retry-After of budget_exhausted; <= 0: none */
+    long batch_ttft_budget_ms;      /* the TTFT budget of batch requests; <= 0: none (a batch
+                                       request overflows only on its deadline) */
 };
 
 struct sw_route_attempt {
@@ -204,10 +218,31 @@ struct sw_route_plan {
                                                    window average if degraded */
 };
 
-/* The TTFT budget that applies to this request: the key's, else the policy's. */
+/* The TTFT budget that applies to this request: for a batch request the
+ * batch budget (0: none); else the key's, else the policy's; a client's
+ * ttft_budget_cap_ms can only make it tighter. */
 static inline long sw_route_budget_ms(const struct sw_route_facts *f, const struct sw_route_policy *p)
 {
-    return f->ttft_budget_ms > 0 ? f->ttft_budget_ms : p->ttft_budget_ms;
+    long b;
+    if (f->priority == SW_PRIORITY_BATCH)
+        b = p->batch_ttft_budget_ms > 0 ? p->batch_ttft_budget_ms : 0;
+    else
+        b = f->ttft_budget_ms > 0 ? f->ttft_budget_ms : p->ttft_budget_ms;
+    if (f->ttft_budget_cap_ms > 0 && (b <= 0 || f->ttft_budget_cap_ms < b))
+        b = f->ttft_budget_cap_ms;
+    return b;
+}
+
+/* The output tokens a request is reserved for on backend b: what it asked
+ * for; without max_tokens, under a spend cap (cap_usd > 0) on a cloud with
+ * max_output_tokens, that worst case; else the gateway's estimate. */
+static inline long sw_route_reserve_tokens(const struct sw_route_facts *f,
+                                           const struct sw_route_backend_view *b, double cap_usd)
+{
+    if (!f->max_tokens_given && cap_usd > 0 && b->tier == SW_TIER_CLOUD &&
+        b->max_output_tokens > 0)
+        return b->max_output_tokens;
+    return f->max_tokens;
 }
 
 /* Decides where the request goes. Never fails: the plan holds either attempts
@@ -221,7 +256,8 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
 /* Estimated ms before a request arriving now at local backend b would start
  * generating its first token: queue position and learned service times, plus
  * its own prefill and the RTT. Warm-up (cold/warming) is NOT included; the
- * router adds warm_eta_ms itself. Wait = max(0, in_flight + queued - slots + 1)
+ * router adds warm_eta_ms itself. Wait = max(0, in_flight + queued + outside_load
+ * - slots + 1)
  * x service / slots, service (ms) = avg_prompt x prefill_ms_per_token +
  * 1000 x avg_output_tokens / decode_tps;
  * slots <= 0 means unbounded (no wait). A cloud backend with a measured

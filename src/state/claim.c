@@ -60,7 +60,14 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     }
 
     if (cb->tier == SW_TIER_CLOUD) {
-        long tokens = sw_sat_add_long(facts->prompt_tokens_est, facts->max_tokens);
+        /* Under a spend cap a request without max_tokens is held at its worst
+         * case: the backend's max_output_tokens, which the relay sends as its
+         * limit (docs/routing.md, "Worst-case reservation under a cap"). */
+        long out = facts->max_tokens;
+        if (!facts->max_tokens_given && sw_live_spend_cap_usd(live) > 0 &&
+            cb->max_output_tokens > 0)
+            out = cb->max_output_tokens;
+        long tokens = sw_sat_add_long(facts->prompt_tokens_est, out);
         if (cb->rpm || cb->tpm) {
             if (!sw_bucket_take(&lb->bucket, now_ms, tokens)) {
                 undo(live, c, now_ms);
@@ -68,7 +75,7 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
             }
             c->bucket_tokens = tokens;
         }
-        double est = sw_spend_cost_usd(facts->prompt_tokens_est, facts->max_tokens,
+        double est = sw_spend_cost_usd(facts->prompt_tokens_est, out,
                                        cb->input_usd_per_mtok, cb->output_usd_per_mtok);
         if (est > 0) {
             if (sw_spend_reserve(&live->g->spend, sw_live_wall_ms(live, now_ms), est,
@@ -81,6 +88,7 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     }
 
     c->waiter.on_grant = on_slot;
+    c->waiter.batch = facts->priority == SW_PRIORITY_BATCH;
     switch (sw_localq_acquire(&lb->q, &c->waiter)) {
     case SW_LOCALQ_GRANTED:
         c->holding_slot = true;

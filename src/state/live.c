@@ -182,6 +182,60 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
     v->tpm_available = be->tpm ? sw_bucket_tpm_available(&b->bucket, now_ms) : -1;
     v->input_usd_per_mtok = be->input_usd_per_mtok;
     v->output_usd_per_mtok = be->output_usd_per_mtok;
+    v->max_output_tokens = be->tier == SW_TIER_CLOUD ? be->max_output_tokens : 0;
+    if (be->tier == SW_TIER_LOCAL)
+        v->outside_load = sw_live_outside_load(l, i, now_ms);
+}
+
+/* A sample counts while younger than SW_LIVE_LOAD_STALE_POLLS polls and no
+ * poll failed since. */
+static bool load_fresh(const struct sw_live *l, size_t i, int64_t now_ms)
+{
+    const struct sw_config_backend *be = &l->cfg->backends[i];
+    const struct sw_live_backend *b = l->b[i];
+    return be->load.source != 0 && b->load.at_ms > 0 && !b->load.error[0] &&
+           now_ms - b->load.at_ms <= SW_LIVE_LOAD_STALE_POLLS * be->load.poll_ms;
+}
+
+bool sw_live_load_stale(const struct sw_live *l, size_t i, int64_t now_ms)
+{
+    return l->cfg->backends[i].load.source != 0 && !load_fresh(l, i, now_ms);
+}
+
+double sw_live_outside_load(const struct sw_live *l, size_t i, int64_t now_ms)
+{
+    const struct sw_config_backend *be = &l->cfg->backends[i];
+    const struct sw_live_backend *b = l->b[i];
+    if (!load_fresh(l, i, now_ms))
+        return 0;
+    if (b->load.saturated)
+        return be->slots > 0 ? (double)be->slots : 1;
+    return b->load.outside;
+}
+
+void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double processing,
+                     double waiting, bool saturated, long own, const char *error)
+{
+    struct sw_live_backend *b = l->b[i];
+    if (error) {
+        snprintf(b->load.error, sizeof b->load.error, "%s", error);
+        b->load.prev_outside = 0;   /* no older sample vouches for the next one */
+        return;
+    }
+    b->load.error[0] = '\0';
+    b->load.processing = processing;
+    b->load.waiting = waiting;
+    b->load.saturated = saturated;
+    b->load.own = own;
+    /* The larger of the last two samples: a request of Spillway's still on
+     * its way when the server counted is not taken for a slot freed. */
+    double outside = processing + waiting - (double)own;
+    outside = outside > 0 ? outside : 0;
+    bool prev = b->load.at_ms > 0 && now_ms - b->load.at_ms <=
+                                         SW_LIVE_LOAD_STALE_POLLS * l->cfg->backends[i].load.poll_ms;
+    b->load.outside = prev && b->load.prev_outside > outside ? b->load.prev_outside : outside;
+    b->load.prev_outside = outside;
+    b->load.at_ms = now_ms;
 }
 
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
@@ -222,6 +276,7 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
         .degrade_backend = degrade,
         .masking_available = l->pii != NULL,
         .shed_retry_after_s = r->spend.shed_retry_after_s,
+        .batch_ttft_budget_ms = r->batch_ttft_budget_ms,
     };
 }
 

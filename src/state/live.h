@@ -45,6 +45,17 @@ struct sw_live_backend {
     /* Why the last attempt, health check or start-up check failed, for
      * operators (GET /admin/state); "" after a success. */
     char last_error[240];
+    /* The server's last load report (backends[].load); at_ms 0: none yet. */
+    struct {
+        double processing, waiting;
+        bool saturated;
+        long own;               /* Spillway's in-flight requests there when the poll was
+                                   sent: the server's count includes them */
+        double outside;         /* sw_live_outside_load of the latest samples */
+        double prev_outside;    /* the latest sample's own estimate */
+        int64_t at_ms;          /* when it was read */
+        char error[160];        /* why the latest poll failed; "" after a success */
+    } load;
 };
 
 /* Process-wide state that no reload resets: spend, emergency and the runtime
@@ -111,6 +122,24 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
  * force: the admin override, else the config's (0: none). */
 double sw_live_spend_usd(struct sw_live *l, int64_t now_ms);
 double sw_live_spend_cap_usd(const struct sw_live *l);
+
+/* A load sample older than this many poll intervals is stale. */
+#define SW_LIVE_LOAD_STALE_POLLS 4
+
+/* A load poll of backend i answered (error NULL) or failed (error says why;
+ * the last values are kept for operators but no longer used). own: Spillway's
+ * in-flight requests on it when the poll was sent (the server's counts
+ * include those; one sent later may not have reached it yet). */
+void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double processing,
+                     double waiting, bool saturated, long own, const char *error);
+/* Work on backend i's server beyond Spillway's in-flight requests there:
+ * processing + waiting - Spillway's in_flight when the poll was sent (at
+ * least 0), the larger of the last two samples; the slot count when the
+ * server reports saturation; 0 without a fresh sample. */
+double sw_live_outside_load(const struct sw_live *l, size_t i, int64_t now_ms);
+/* Backend i has a load source but no fresh sample (none yet, too old, or the
+ * latest poll failed): the router uses Spillway's own queue alone. */
+bool sw_live_load_stale(const struct sw_live *l, size_t i, int64_t now_ms);
 
 /* Outcome of one attempt on backend i. ttft_ms < 0 when no first byte came. */
 void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt_tokens,

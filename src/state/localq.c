@@ -87,6 +87,19 @@ enum sw_localq_result sw_localq_acquire(struct sw_localq *q, struct sw_localq_wa
         q->full_total++;
         return SW_LOCALQ_FULL;
     }
+    if (w->batch) {
+        w->next = NULL;
+        w->prev = q->btail;
+        if (q->btail)
+            q->btail->next = w;
+        else
+            q->bhead = w;
+        q->btail = w;
+        w->queued = true;
+        q->queued++;
+        q->queued_batch++;
+        return SW_LOCALQ_QUEUED;
+    }
     if (!q->fw || q->next_ticket - q->base_ticket >= q->fw_cap)
         reindex(q);
     w->next = NULL;
@@ -103,8 +116,28 @@ enum sw_localq_result sw_localq_acquire(struct sw_localq *q, struct sw_localq_wa
     return SW_LOCALQ_QUEUED;
 }
 
+static void unlink_batch(struct sw_localq *q, struct sw_localq_waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->bhead = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->btail = w->prev;
+    w->prev = w->next = NULL;
+    w->queued = false;
+    q->queued--;
+    q->queued_batch--;
+}
+
 static void unlink_waiter(struct sw_localq *q, struct sw_localq_waiter *w)
 {
+    if (w->batch) {
+        unlink_batch(q, w);
+        return;
+    }
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -134,8 +167,8 @@ void sw_localq_release_spare(struct sw_localq *q)
     if (q->granting)
         return;
     q->granting = true;
-    while (q->head && q->in_flight < q->slots) {
-        struct sw_localq_waiter *w = q->head;
+    while ((q->head || q->bhead) && q->in_flight < q->slots) {
+        struct sw_localq_waiter *w = q->head ? q->head : q->bhead;
         unlink_waiter(q, w);
         q->in_flight++;
         q->granted_total++;
@@ -155,6 +188,14 @@ long sw_localq_position(const struct sw_localq *q, const struct sw_localq_waiter
     uint64_t *work = &((struct sw_localq *)q)->work;
     if (!w->queued)
         return 0;
+    if (w->batch) {
+        long pos = q->queued - q->queued_batch;
+        for (const struct sw_localq_waiter *it = q->bhead; it && it != w; it = it->next) {
+            pos++;
+            (*work)++;
+        }
+        return pos;
+    }
     if (q->fw)
         return fw_before(q, w->ticket, work);
     long pos = 0;

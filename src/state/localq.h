@@ -8,7 +8,14 @@
  * a Fenwick tree counts the waiters by ticket, and is re-indexed from the
  * list once the tickets outgrow it); granting is iterative, so a slot that
  * an on_grant callback gives straight back (a waiter whose deadline passed)
- * neither recurses nor grows the stack with the number of such waiters. */
+ * neither recurses nor grows the stack with the number of such waiters.
+ *
+ * Priority: waiters marked batch wait in a lane of their own. A slot goes to
+ * the first interactive waiter; the batch lane is served FIFO only when no
+ * interactive request waits, so an interactive request never waits behind a
+ * batch one (queue_max bounds both lanes together). A batch waiter's
+ * position counts every interactive waiter plus the batch waiters before it
+ * (a list walk: O(batch waiters ahead)). */
 #ifndef SW_STATE_LOCALQ_H
 #define SW_STATE_LOCALQ_H
 
@@ -24,14 +31,19 @@ struct sw_localq_waiter {
     void (*on_grant)(struct sw_localq_waiter *w);
     bool queued;
     uint64_t ticket;            /* order of arrival (internal) */
+    bool batch;                 /* set by the caller before acquire: a batch request waits
+                                   in the batch lane, behind every interactive waiter */
 };
 
 struct sw_localq {
     long slots;                 /* concurrent requests allowed upstream */
     long queue_max;             /* waiters allowed; 0: none may wait */
     long in_flight;             /* slots held */
-    long queued;                /* waiters */
-    struct sw_localq_waiter *head, *tail;
+    long queued;                /* waiters, both lanes */
+    struct sw_localq_waiter *head, *tail;   /* the interactive lane */
+    struct sw_localq_waiter *bhead, *btail; /* the batch lane: granted only when the
+                                               interactive lane is empty */
+    long queued_batch;          /* waiters in the batch lane */
     uint64_t granted_total;     /* slots granted, at once or after waiting */
     uint64_t full_total;        /* acquisitions refused: queue full */
 

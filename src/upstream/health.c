@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "upstream/loadpoll.h"
 #include "upstream/upstream.h"
 
 /* Longest a warm-up may take (a big model loading from disk). */
@@ -33,6 +34,7 @@ struct sw_healthcheck {
     struct event *timer;
     struct probe *probes;
     size_t n;
+    struct sw_loadpoll *load;   /* the load signals of the same snapshot */
 };
 
 static size_t discard(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -163,7 +165,8 @@ struct sw_healthcheck *sw_healthcheck_new(struct event_base *base, struct sw_cur
     h->live = live;
     h->probes = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *h->probes);
     h->timer = event_new(base, -1, EV_PERSIST, on_tick, h);
-    if (!h->probes || !h->timer) {
+    h->load = sw_loadpoll_new(base, cev, cfg, live);
+    if (!h->probes || !h->timer || !h->load) {
         sw_healthcheck_free(h);
         return NULL;
     }
@@ -197,6 +200,7 @@ void sw_healthcheck_free(struct sw_healthcheck *h)
     }
     if (h->timer)
         event_free(h->timer);
+    sw_loadpoll_free(h->load);
     free(h->probes);
     free(h);
 }

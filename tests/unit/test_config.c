@@ -535,6 +535,16 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+    {"load signal, priority and worst-case keys",
+     BACKENDS "    load: { source: prom, poll_ms: 10 }\n"
+     "  - { name: c, tier: cloud, url: \"https://x.example\", model: m, load: { source: vllm }, max_output_tokens: 0 }\n"
+     MODELS "keys:\n  - { name: a, key: \"k1\", priority: urgent }\nrouting:\n  batch_ttft_budget_ms: -1\n",
+     {"t.yaml:6:21: backends[0].load.source: \"prom\" is not one of none, llamacpp, vllm, sglang, tgi, ollama",
+      "t.yaml:6:36: backends[0].load.poll_ms: \"10\" is out of range (50..60000)",
+      "t.yaml:7:71: backends[1].load: load signals are read from local inference servers only (omit it for a cloud backend)",
+      "t.yaml:7:108: backends[1].max_output_tokens: \"0\" is out of range (1..10000000)",
+      "t.yaml:12:37: keys[0].priority: \"urgent\" is not one of interactive, batch",
+      "t.yaml:14:25: routing.batch_ttft_budget_ms: \"-1\" is out of range (0..3600000)"}},
     {"pii validator unknown", BACKENDS MODELS "pii:\n  custom:\n    - { name: emp, regex: \"E[0-9]+\", validator: crc }\n",
      {"t.yaml:11:49: pii.custom[0].validator: \"crc\" is not one of luhn, mod97, elfproef"}},
     {"pii phone region unknown", BACKENDS MODELS "pii:\n  phone_regions: [NL, XX, de]\n",
@@ -572,8 +582,8 @@ static const struct bad_case bad_cases[] = {
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
      {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits, pii, decision_log)",
-      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region)",
-      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region)",
+      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens)",
+      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens)",
       "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits, pii, decision_log)"}},
     {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
      "backends:\n"

@@ -26,6 +26,31 @@ static void test_prompt_tokens(void **state)
     assert_int_equal(sw_llmsim_prompt_tokens(400, 3), 112);
 }
 
+/* Outside load holds slots: with 3 of 4 taken, one generation runs and the
+ * next waits; when the outside load shrinks the waiter starts. */
+static void test_outside_load_holds_slots(void **state)
+{
+    (void)state;
+    struct sw_llmsim_params p = params(4);
+    struct sw_llmsim_model m;
+    sw_llmsim_model_init(&m, &p);
+    sw_llmsim_set_outside(&m, 3, 5);
+    assert_int_equal(m.outside, 3);
+    assert_int_equal(m.outside_waiting, 5);
+    struct sw_llmsim_gen a = {.prompt_tokens = 1, .output_tokens = 1};
+    struct sw_llmsim_gen b = a;
+    assert_int_equal(sw_llmsim_submit(&m, &a, 0), SW_LLMSIM_STARTED);
+    assert_int_equal(sw_llmsim_submit(&m, &b, 0), SW_LLMSIM_QUEUED);
+    assert_null(sw_llmsim_start_next(&m, 1));
+    sw_llmsim_set_outside(&m, 2, 0);
+    assert_ptr_equal(sw_llmsim_start_next(&m, 2), &b);
+    assert_int_equal(b.state, SW_LLMSIM_GEN_ACTIVE);
+    assert_null(sw_llmsim_start_next(&m, 2));
+    sw_llmsim_set_outside(&m, 99, -1);          /* clamped: one slot always remains */
+    assert_int_equal(m.outside, 3);
+    assert_int_equal(m.outside_waiting, 0);
+}
+
 static void test_slots_and_fifo(void **state)
 {
     (void)state;
@@ -217,6 +242,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prompt_tokens),
         cmocka_unit_test(test_slots_and_fifo),
+        cmocka_unit_test(test_outside_load_holds_slots),
         cmocka_unit_test(test_new_request_does_not_jump_the_queue),
         cmocka_unit_test(test_queue_max),
         cmocka_unit_test(test_prefill_and_decode_timing),

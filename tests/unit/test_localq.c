@@ -64,6 +64,50 @@ static void test_slots_then_fifo(void **state)
     sw_localq_free(&q);
 }
 
+/* Batch waiters wait in their own lane: every interactive waiter, however
+ * late, is granted before any batch one; batch keeps FIFO among itself;
+ * queue_max bounds both lanes together; positions count the interactive
+ * lane first. */
+static void test_batch_lane(void **state)
+{
+    (void)state;
+    struct sw_localq q;
+    sw_localq_init(&q, 1, 5);
+    struct tw w[7];
+    for (int i = 0; i < 7; i++)
+        w[i] = (struct tw){.w = {.on_grant = on_grant, .batch = i == 1 || i == 2}, .id = i};
+    n_grants = 0;
+    assert_int_equal(sw_localq_acquire(&q, &w[0].w), SW_LOCALQ_GRANTED);
+    assert_int_equal(sw_localq_acquire(&q, &w[1].w), SW_LOCALQ_QUEUED);   /* batch */
+    assert_int_equal(sw_localq_acquire(&q, &w[2].w), SW_LOCALQ_QUEUED);   /* batch */
+    assert_int_equal(sw_localq_acquire(&q, &w[3].w), SW_LOCALQ_QUEUED);   /* interactive */
+    assert_int_equal(sw_localq_position(&q, &w[3].w), 0);
+    assert_int_equal(sw_localq_position(&q, &w[1].w), 1);
+    assert_int_equal(sw_localq_position(&q, &w[2].w), 2);
+    assert_int_equal(sw_localq_acquire(&q, &w[4].w), SW_LOCALQ_QUEUED);   /* interactive */
+    assert_int_equal(sw_localq_position(&q, &w[2].w), 3);
+    assert_int_equal(sw_localq_acquire(&q, &w[5].w), SW_LOCALQ_QUEUED);   /* 5 waiting */
+    assert_int_equal(sw_localq_acquire(&q, &w[6].w), SW_LOCALQ_FULL);
+    assert_int_equal(q.queued, 5);
+    assert_int_equal(q.queued_batch, 2);
+    sw_localq_cancel(&q, &w[2].w);     /* a batch waiter gives up */
+    assert_int_equal(q.queued_batch, 1);
+    for (int k = 0; k < 4; k++)
+        sw_localq_release(&q);
+    assert_int_equal(n_grants, 4);
+    assert_int_equal(grants[0], 3);
+    assert_int_equal(grants[1], 4);
+    assert_int_equal(grants[2], 5);
+    assert_int_equal(grants[3], 1);
+    assert_int_equal(q.queued, 0);
+    assert_int_equal(q.queued_batch, 0);
+    /* An idle queue grants batch at once like anything else. */
+    sw_localq_release(&q);
+    w[2].w.queued = false;
+    assert_int_equal(sw_localq_acquire(&q, &w[2].w), SW_LOCALQ_GRANTED);
+    sw_localq_free(&q);
+}
+
 static void test_waiters_keep_order_over_newcomers(void **state)
 {
     (void)state;
@@ -240,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_slots_then_fifo),
         cmocka_unit_test(test_waiters_keep_order_over_newcomers),
         cmocka_unit_test(test_zero_queue),
+        cmocka_unit_test(test_batch_lane),
         cmocka_unit_test(test_expired_waiters_do_not_grow_the_stack),
         cmocka_unit_test(test_positions_are_exact_and_cheap),
         cmocka_unit_test(test_index_survives_churn),

@@ -76,8 +76,8 @@ static void test_gauges(void **state)
 {
     (void)state;
     const struct sw_obs_backend b[] = {
-        {"edge", true, "up", 0, 2, 3, 1500, 0.5, 40, -1, INFINITY},
-        {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 58, 90000},
+        {"edge", true, "up", 0, 2, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false},
+        {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 58, 90000, false, 0, false},
     };
     const struct sw_obs_gauges g = {b, 2, 1.25, 10, 0.75, true, 3, 250};
     struct sw_buf out;

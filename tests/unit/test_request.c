@@ -405,14 +405,21 @@ static const struct good_case good[] = {
     /* empty content: 0 + 4 */
     { "{'model':'m','messages':[{'role':'developer','content':''}]}",
       4, 1, 0, 0, 0, 0, 0, -1 },
-    /* text parts 5 -> 2 and 8 -> 2; the image counts nothing: 4 + 4 */
+    /* text parts 5 -> 2 and 8 -> 2; a low-detail image 85: 4 + 4 + 85 */
     { "{'model':'m','messages':[{'role':'user','content':[{'type':'text','text':'abcde'},"
       "{'type':'image_url','image_url':{'url':'data:image/png;base64,AAAA','detail':'low'}},"
-      "{'type':'text','text':'12345678'}]}]}", 8, 1, 0, 0, 0, 0, 1, -1 },
+      "{'type':'text','text':'12345678'}]}]}", 8 + SW_REQUEST_IMAGE_LOW_TOKENS, 1, 0, 0, 0, 0, 1,
+      -1 },
+    /* any other detail: the largest high-detail image */
+    { "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url',"
+      "'image_url':{'url':'http://x/a.png'}}]}]}", 4 + SW_REQUEST_IMAGE_TOKENS, 1, 0, 0, 0, 0, 1,
+      -1 },
+    /* small inline audio and a file by id: the media minimum */
     { "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio',"
-      "'input_audio':{'data':'AAAA','format':'wav'}}]}]}", 4, 1, 0, 0, 0, 0, 1, -1 },
+      "'input_audio':{'data':'AAAA','format':'wav'}}]}]}", 4 + SW_REQUEST_MEDIA_MIN_TOKENS, 1, 0,
+      0, 0, 0, 1, -1 },
     { "{'model':'m','messages':[{'role':'user','content':[{'type':'file',"
-      "'file':{'file_id':'file-1'}}]}]}", 4, 1, 0, 0, 0, 0, 1, -1 },
+      "'file':{'file_id':'file-1'}}]}]}", 4 + SW_REQUEST_MEDIA_MIN_TOKENS, 1, 0, 0, 0, 0, 1, -1 },
     /* 'q' 1 + 4; arguments {"a":1} 7 -> 2, + 4; tool result '42' 1 + 4 */
     { "{'model':'m','messages':[{'role':'user','content':'q'},{'role':'assistant',"
       "'content':null,'tool_calls':[{'id':'c1','type':'function','function':{'name':'f',"

@@ -739,6 +739,103 @@ static void test_estimate(void **state)
     assert_float_equal(sw_route_est_ttft_ms(&c, 1000), 540, 1e-9);
 }
 
+/* ---- Load signals, priority, worst-case reservation ---- */
+
+static const char *primary(const struct sw_route_facts *f, const struct sw_route_backend_view *b,
+                           size_t n, const struct sw_route_policy *p, double spend,
+                           enum sw_reason *why)
+{
+    struct sw_route_view v = {.backends = b, .n = n, .spend_usd = spend};
+    struct sw_route_plan pl;
+    sw_route_decide(f, &v, p, NOW, &pl);
+    if (pl.n == 0)
+        return pl.code;
+    *why = pl.attempts[0].reason;
+    return b[pl.attempts[0].backend].name;
+}
+
+static void test_load_priority_reserve(void **state)
+{
+    (void)state;
+    enum sw_reason why = SW_REASON__COUNT;
+
+    /* Outside load counts as work ahead: four outside requests on four slots
+     * make this one wait a release, as four of Spillway's own would. */
+    struct sw_route_backend_view l = LOCAL("L", .outside_load = 4);
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251 + 5250.0 / 4, 1e-9);
+    l.outside_load = 3;
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251, 1e-9);
+    l = (struct sw_route_backend_view)LOCAL("L", .in_flight = 2, .outside_load = 3.0);
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251 + 2 * 5250.0 / 4, 1e-9);
+    l.outside_load = NAN;     /* garbage counts as none */
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251, 1e-9);
+
+    /* The same box, idle to Spillway: local without the signal, cloud
+     * (overflow) when the server reports six requests of others. */
+    struct sw_route_facts f = FACTS();
+    struct sw_route_policy p = POLICY();
+    struct sw_route_backend_view bs[2] = {LOCAL("L1"), CLOUD("C1")};
+    assert_string_equal(primary(&f, bs, 2, &p, 0, &why), "L1");
+    bs[0].outside_load = 6;
+    assert_string_equal(primary(&f, bs, 2, &p, 0, &why), "C1");
+    assert_int_equal(why, SW_REASON_OVERFLOW);
+
+    /* A free slot beats a queue: the box busy with outside work ranks after
+     * an idle one. */
+    struct sw_route_backend_view two[2] = {LOCAL("L1", .outside_load = 4), LOCAL("L2")};
+    assert_string_equal(primary(&f, two, 2, &p, 0, &why), "L2");
+
+    /* Batch: its own budget. Without one it stays local however long the
+     * wait (the deadline aside); with one it spills only past it. */
+    struct sw_route_backend_view busy[2] = {LOCAL("L1", BUSY), CLOUD("C1")};  /* wait 3937 */
+    assert_string_equal(primary(&f, busy, 2, &p, 0, &why), "C1");
+    f.priority = SW_PRIORITY_BATCH;
+    assert_string_equal(primary(&f, busy, 2, &p, 0, &why), "L1");
+    assert_int_equal(why, SW_REASON_BASELINE);
+    p.batch_ttft_budget_ms = 10000;
+    assert_string_equal(primary(&f, busy, 2, &p, 0, &why), "L1");
+    p.batch_ttft_budget_ms = 2000;
+    assert_string_equal(primary(&f, busy, 2, &p, 0, &why), "C1");
+    assert_int_equal(why, SW_REASON_OVERFLOW);
+    f.deadline_ms = NOW + 3000;     /* the deadline still applies to batch */
+    p.batch_ttft_budget_ms = 0;
+    assert_string_equal(primary(&f, busy, 2, &p, 0, &why), "C1");
+
+    /* A client's budget header tightens, never loosens. */
+    struct sw_route_facts g = FACTS(.ttft_budget_cap_ms = 100);
+    p = (struct sw_route_policy)POLICY();
+    assert_string_equal(primary(&g, bs, 1, &p, 0, &why), "L1"); /* no cloud: stays */
+    struct sw_route_backend_view idle[2] = {LOCAL("L1"), CLOUD("C1")};      /* 251 ms */
+    assert_string_equal(primary(&g, idle, 2, &p, 0, &why), "C1");
+    g.ttft_budget_cap_ms = 60000;
+    assert_string_equal(primary(&g, busy, 2, &p, 0, &why), "C1");  /* 800 still applies */
+    g.ttft_budget_ms = 5000;        /* the key's 5000, capped at 60000: 5000 */
+    assert_string_equal(primary(&g, busy, 2, &p, 0, &why), "L1");
+    assert_int_equal(sw_route_budget_ms(&g, &p), 5000);
+    g.ttft_budget_cap_ms = 300;
+    assert_int_equal(sw_route_budget_ms(&g, &p), 300);
+    g.priority = SW_PRIORITY_BATCH;
+    assert_int_equal(sw_route_budget_ms(&g, &p), 300);
+    g.ttft_budget_cap_ms = 0;
+    assert_int_equal(sw_route_budget_ms(&g, &p), 0);
+
+    /* Worst case under a cap: without max_tokens a cloud is held at its
+     * max_output_tokens ($3 x 500 + $15 x 4096 per M = $0.06294). */
+    struct sw_route_backend_view cl[1] = {CLOUD("C1", .max_output_tokens = 4096)};
+    struct sw_route_facts h = FACTS(.max_tokens_given = true);
+    p = (struct sw_route_policy)POLICY(.spend_cap_usd = 1.0);
+    assert_int_equal(sw_route_reserve_tokens(&h, &cl[0], 1.0), 200);    /* given */
+    h.max_tokens_given = false;
+    h.max_tokens = 256;             /* the gateway's estimate */
+    assert_int_equal(sw_route_reserve_tokens(&h, &cl[0], 1.0), 4096);
+    assert_int_equal(sw_route_reserve_tokens(&h, &cl[0], 0), 256);     /* no cap */
+    assert_string_equal(primary(&h, cl, 1, &p, 1.0 - 0.06, &why), "budget_exhausted");
+    assert_string_equal(primary(&h, cl, 1, &p, 1.0 - 0.0629, &why), "budget_exhausted");
+    assert_string_equal(primary(&h, cl, 1, &p, 1.0 - 0.06295, &why), "C1");
+    h.max_tokens_given = true;      /* 256 asked for: $0.00534 fits */
+    assert_string_equal(primary(&h, cl, 1, &p, 1.0 - 0.006, &why), "C1");
+}
+
 /* ---- Names ---- */
 
 static void test_names(void **state)
@@ -930,6 +1027,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_load_priority_reserve),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_many_backends),
         cmocka_unit_test(test_long_name),

@@ -62,7 +62,7 @@ enum sw_llmsim_admit sw_llmsim_submit(struct sw_llmsim_model *m, struct sw_llmsi
 {
     g->submitted_us = now_us;
     g->next = NULL;
-    if (m->in_flight < m->p.slots && m->queued == 0) {
+    if (m->in_flight + m->outside < m->p.slots && m->queued == 0) {
         m->seq++;
         start(m, g, now_us);
         return SW_LLMSIM_STARTED;
@@ -105,8 +105,19 @@ struct sw_llmsim_gen *sw_llmsim_release(struct sw_llmsim_model *m, struct sw_llm
         return NULL;
     g->state = SW_LLMSIM_GEN_IDLE;
     m->in_flight--;
+    return sw_llmsim_start_next(m, now_us);
+}
+
+void sw_llmsim_set_outside(struct sw_llmsim_model *m, int processing, int waiting)
+{
+    m->outside = processing < 0 ? 0 : processing >= m->p.slots ? m->p.slots - 1 : processing;
+    m->outside_waiting = waiting < 0 ? 0 : waiting;
+}
+
+struct sw_llmsim_gen *sw_llmsim_start_next(struct sw_llmsim_model *m, int64_t now_us)
+{
     struct sw_llmsim_gen *n = m->qhead;
-    if (!n || m->in_flight >= m->p.slots)
+    if (!n || m->in_flight + m->outside >= m->p.slots)
         return NULL;
     m->qhead = n->next;
     if (!m->qhead)

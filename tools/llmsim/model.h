@@ -56,6 +56,8 @@ struct sw_llmsim_model {
     struct sw_llmsim_params p;
     int in_flight;               /* generations holding a slot */
     int queued;                  /* generations waiting */
+    int outside;                 /* slots held by outside work (another client of the box) */
+    int outside_waiting;         /* requests of that client reported waiting (never run) */
     struct sw_llmsim_gen *qhead, *qtail;
     enum sw_llmsim_load load;
     int64_t load_done_us;        /* when LOADING turns LOADED */
@@ -83,6 +85,14 @@ enum sw_llmsim_load sw_llmsim_load_state(struct sw_llmsim_model *m, int64_t now_
 /* Makes the model cold again (only when cold_start_ms > 0). Generations that
  * already hold a slot keep their timing; the next one to start reloads. */
 void sw_llmsim_unload(struct sw_llmsim_model *m);
+
+/* Outside load: `processing` slots (clamped to 0..slots-1) are held by work
+ * of another client of the box for as long as it is set, so fewer remain for
+ * the requests this server answers; `waiting` (>= 0) is only reported. */
+void sw_llmsim_set_outside(struct sw_llmsim_model *m, int processing, int waiting);
+/* After the outside load shrank: starts the head of the queue at now_us if
+ * a slot is free and returns it (call until NULL), else NULL. */
+struct sw_llmsim_gen *sw_llmsim_start_next(struct sw_llmsim_model *m, int64_t now_us);
 
 /* Prefill duration of `prompt_tokens` tokens, in microseconds. */
 int64_t sw_llmsim_prefill_us(const struct sw_llmsim_params *p, int prompt_tokens);

@@ -697,12 +697,68 @@ static void on_metrics(struct sw_llmsim_server *s, struct sw_http_req *req)
         "llamacpp:requests_deferred %d\n",
         (unsigned long long)s->prompt_tokens_total, s->prompt_seconds_total,
         (unsigned long long)s->tokens_predicted_total, s->predicted_seconds_total, ptps, dtps,
-        s->model.in_flight, s->model.queued);
+        s->model.in_flight + s->model.outside, s->model.queued + s->model.outside_waiting);
+    /* vLLM's names for the same two numbers, so one simulator stands for both. */
+    if (!err)
+        err = sw_buf_appendf(
+            &b,
+            "# HELP vllm:num_requests_running Number of requests currently running on GPU.\n"
+            "# TYPE vllm:num_requests_running gauge\n"
+            "vllm:num_requests_running{model_name=\"%s\"} %d.0\n"
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            "vllm:num_requests_waiting{model_name=\"%s\"} %d.0\n",
+            s->o.model, s->model.in_flight + s->model.outside, s->o.model,
+            s->model.queued + s->model.outside_waiting);
     if (err)
         send_bytes(s, req, 500, "text/plain", "", 0);
     else
         send_bytes(s, req, 200, "text/plain; version=0.0.4", b.ptr, b.len);
     sw_buf_free(&b);
+}
+
+/* llama.cpp's GET /slots: one entry per slot, the busy ones first (this
+ * server's generations and the outside load's). */
+static void on_slots(struct sw_llmsim_server *s, struct sw_http_req *req)
+{
+    json_t *a = json_array();
+    int busy = s->model.in_flight + s->model.outside;
+    for (int i = 0; a && i < s->o.params.slots; i++)
+        json_array_append_new(a, json_pack("{s:i, s:i, s:b}", "id", i, "n_ctx", s->o.n_ctx,
+                                           "is_processing", i < busy));
+    send_json(s, req, 200, a);
+}
+
+/* POST /admin/outside-load {"processing":N,"waiting":M}: another client's
+ * work on this box (N slots held, M reported waiting); GET: the current. */
+static void on_outside(struct sw_llmsim_server *s, struct sw_http_req *req, bool post)
+{
+    if (post) {
+        size_t len;
+        const char *body = sw_http_body(req, &len);
+        json_t *j = json_loadb(body ? body : "", len, 0, NULL);
+        json_t *p = json_object_get(j, "processing"), *w = json_object_get(j, "waiting");
+        bool ok = json_is_object(j) && (!p || json_is_integer(p)) && (!w || json_is_integer(w)) &&
+                  json_object_size(j) == (size_t)(!!p + !!w);
+        json_int_t np = p ? json_integer_value(p) : 0, nw = w ? json_integer_value(w) : 0;
+        json_decref(j);
+        if (!ok || np < 0 || nw < 0 || np >= s->o.params.slots || nw > 1000000) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "expected {\"processing\": 0..%d, \"waiting\": 0..1000000}",
+                     s->o.params.slots - 1);
+            send_error(s, req, SW_LLMSIM_OPENAI, 400, msg, NULL, -1);
+            return;
+        }
+        sw_llmsim_set_outside(&s->model, (int)np, (int)nw);
+        struct sw_llmsim_gen *g;
+        while ((g = sw_llmsim_start_next(&s->model, now_us()))) {
+            struct sim *n = (struct sim *)((char *)g - offsetof(struct sim, gen));
+            n->state = S_ACTIVE;
+            arm_next(n);
+        }
+    }
+    send_json(s, req, 200, json_pack("{s:i, s:i}", "processing", s->model.outside, "waiting",
+                                     s->model.outside_waiting));
 }
 
 static void on_stats(struct sw_llmsim_server *s, struct sw_http_req *req)
@@ -866,6 +922,10 @@ static void on_request(struct sw_http_req *req, void *arg)
         on_props(s, req);
     else if (get && !strcmp(path, "/metrics"))
         on_metrics(s, req);
+    else if (get && !strcmp(path, "/slots"))
+        on_slots(s, req);
+    else if ((get || cmd == SW_HTTP_POST) && !strcmp(path, "/admin/outside-load"))
+        on_outside(s, req, cmd == SW_HTTP_POST);
     else if (get && !strcmp(path, "/admin/stats"))
         on_stats(s, req);
     else if ((get || cmd == SW_HTTP_DELETE) && !strcmp(path, "/admin/received"))

@@ -1,0 +1,62 @@
+/* Load signals: what an inference server reports about the work it holds,
+ * read from its own endpoints (docs/routing.md, "Load signals"). Parsers
+ * only: pure, no I/O, no clock. The poller (loadpoll.c) fetches the text
+ * and hands it here.
+ *
+ * Sources and what is read:
+ *   llamacpp  GET /metrics  llamacpp:requests_processing, llamacpp:requests_deferred;
+ *             GET /slots    (when /metrics is not enabled) slots with is_processing true
+ *   vllm      GET /metrics  vllm:num_requests_running, vllm:num_requests_waiting
+ *   sglang    GET /metrics  sglang:num_running_reqs, sglang:num_queue_reqs
+ *   tgi       GET /metrics  tgi_batch_current_size (absent: 0), tgi_queue_size
+ *   ollama    GET /api/ps   200: running models only (no counts: processing 0,
+ *                           waiting 0); 503: the server's queue is full (saturated)
+ * A metric given with several label sets (one per model, say) is summed. */
+#ifndef SW_UPSTREAM_LOADSIG_H
+#define SW_UPSTREAM_LOADSIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum sw_load_source {
+    SW_LOAD_NONE,
+    SW_LOAD_LLAMACPP,
+    SW_LOAD_VLLM,
+    SW_LOAD_SGLANG,
+    SW_LOAD_TGI,
+    SW_LOAD_OLLAMA,
+    SW_LOAD__COUNT
+};
+
+/* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
+const char *sw_load_source_name(enum sw_load_source s);
+
+/* The path polled first for a source ("/metrics", "/api/ps"); NULL for none. */
+const char *sw_load_path(enum sw_load_source s);
+
+struct sw_load_sample {
+    double processing;          /* requests the server is generating for */
+    double waiting;             /* requests queued inside the server */
+    bool saturated;             /* the server refuses more work (Ollama's 503) */
+};
+
+/* The sum of every sample of metric `name` in Prometheus text exposition
+ * format (comments and blank lines skipped; labels in braces, quoted label
+ * values with \" \\ \n escapes; an optional timestamp after the value;
+ * NaN, +Inf, -Inf accepted as values). Returns 0 and *out when at least one
+ * finite sample was found; -1 when none was (absent, only NaN/Inf, or
+ * malformed lines, which are skipped). */
+int sw_prom_sum(const char *text, size_t len, const char *name, double *out);
+
+/* Parses the answer of a poll of `path` for source s: status is the HTTP
+ * status. Returns 0 with *out filled, or -1 with a short reason in err
+ * (never the body's content beyond a metric name). */
+int sw_load_parse(enum sw_load_source s, const char *path, int status, const char *body,
+                  size_t len, struct sw_load_sample *out, char *err, size_t errlen);
+
+/* llama.cpp's GET /slots: a JSON array of slots; counts those whose
+ * "is_processing" is true (older servers: "state" != 0). -1 when the body is
+ * not such an array. */
+int sw_load_parse_slots(const char *body, size_t len, double *processing);
+
+#endif
