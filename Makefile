@@ -1,6 +1,6 @@
 # Spillway: plain Makefile with pkg-config (see ../shared/STYLE.md "Build").
 #   make            build build/spillway and build/llmsim
-#   make run        install what is missing, build, start the demo (examples/demo.yaml)
+#   make run        install what is missing, build, start the demo (examples/demo.yaml, dashboard URL printed)
 #   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests, install check, 60 s soak
 #   make test-unit / test-it / fuzz-smoke / bench / fuzz / soak / check-pure
 #   make install    binary, man page, examples, systemd unit (PREFIX=/usr/local, DESTDIR honoured)
@@ -96,9 +96,12 @@ check-pure:
 	   src/pii \
 	   || (echo "check-pure: the PII engine must not log or print (values must never reach a log)" >&2; false)
 
-run: deps
+# DEMO_TRAFFIC=0: no background traffic (scripts/demo.sh --no-traffic).
+DEMO_TRAFFIC ?= 1
+run:
+	@scripts/deps.sh run
 	@$(MAKE) --no-print-directory all
-	@scripts/demo.sh
+	@DEMO_TRAFFIC=$(DEMO_TRAFFIC) scripts/demo.sh
 
 test: deps-test
 	@$(MAKE) --no-print-directory all unit-bins

@@ -160,8 +160,8 @@ void sw_series_record(struct sw_series *s, int64_t now_s, const struct sw_series
         };
     }
     x->ttft_budget_ms = (float)in->ttft_budget_ms;
-    x->spend_usd = (float)in->spend_usd;
-    x->spend_cap_usd = (float)in->spend_cap_usd;
+    x->spend_usd = in->spend_usd;
+    x->spend_cap_usd = in->spend_cap_usd;
     x->emergency = in->emergency;
 }
 

@@ -76,7 +76,8 @@ struct sw_series_sample {
     uint32_t spilled;
     float ttft_p50_ms[SW_SERIES_TIERS]; /* NaN: no first token that second */
     float ttft_p99_ms[SW_SERIES_TIERS];
-    float ttft_budget_ms, spend_usd, spend_cap_usd;
+    float ttft_budget_ms;
+    double spend_usd, spend_cap_usd;
     uint8_t emergency;
     uint16_t rejections[SW_SERIES_MAX_CODES];
     struct sw_series_backend backends[SW_SERIES_MAX_BACKENDS];

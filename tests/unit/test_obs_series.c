@@ -180,7 +180,7 @@ static void test_gauges_codes_and_bounded_tables(void **state)
     assert_int_equal(x->backends[0].queued, 65535);     /* saturated, not wrapped */
     assert_int_equal(x->backends[1].breaker, 2);
     assert_int_equal(x->backends[0].present, 1);
-    assert_true(x->spend_usd == 1.5f && x->spend_cap_usd == 5 && x->emergency);
+    assert_true(x->spend_usd == 1.5 && x->spend_cap_usd == 5 && x->emergency);
     /* 15 codes by name, the 4 beyond under "other". */
     assert_string_equal(sw_series_code_name(s, 0), "code0");
     assert_string_equal(sw_series_code_name(s, SW_SERIES_MAX_CODES - 2), "code14");
