@@ -290,7 +290,7 @@ routing:
       return seriesSum(sr.requests.local) === want.local && seriesSum(sr.requests.cloud) === want.cloud &&
         seriesSum(sr.rejections.model_not_found || []) === 1 && sr.spend_usd.at(-1) === want.spend;
     }, { timeout: 10000, every: 200, what: 'the series to hold every request' })
-      .catch((e) => { throw new Error(`${e.message}; want ${JSON.stringify(want)}, got ${JSON.stringify(sr?.requests)}`); });
+      .catch((e) => { throw new Error(`${e.message}; want ${JSON.stringify(want)}, got local ${sr && seriesSum(sr.requests.local)}, cloud ${sr && seriesSum(sr.requests.cloud)}`); });
     assert.equal(sr.t.length, 900);
     assert.equal(seriesSum(sr.spilled), want.spilled);
     assert.equal(sr.backends.edge.tier, 'local');
