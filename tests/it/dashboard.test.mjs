@@ -229,7 +229,7 @@ routing:
   }
 });
 
-test('the charts plot what /admin/series and /metrics say, over a selectable window, with markers', { timeout: 120000 }, async () => {
+test('the charts plot what /admin/series and /metrics say, over a selectable window, with breaker and emergency markers', { timeout: 120000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
   const procs = [];
   const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
@@ -250,9 +250,11 @@ backends:
       price: { input_usd_per_mtok: 3, output_usd_per_mtok: 15 } }
 models:
   - { name: "chat", backends: ["edge", "cloud"] }
+  - { name: "cloud-only", backends: ["cloud"] }
 routing:
   health_interval_ms: 100
   ttft_budget_ms: 500
+  breaker: { failures: 2, cooldown_ms: 3600000 }
   spend:
     cap_usd: 5
 `);
@@ -348,6 +350,23 @@ routing:
     await page.click('[data-testid="window-3600"]');
     await waitFor(matches(3600), { timeout: 15000, every: 200, what: 'the 60-minute window' }).catch(fail);
 
+    // The cloud failing opens its breaker (a marker), the admin reset closes it (another).
+    await fetch(`${cloud.url}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ error_rate: 1, error_status: 503 }) }).then((r) => r.text());
+    for (let i = 0; i < 2; i++) {
+      const r = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'cloud-only', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }) });
+      assert.ok(r.status >= 500, `cloud-only answered ${r.status}`);
+      await r.text();
+    }
+    await fetch(`${cloud.url}/admin/faults`, { method: 'DELETE' }).then((r) => r.text());
+    await waitFor(async () => (await getJSON(`${gw.url}/admin/series?window=60`, { headers: auth })).body.events.some((e) => e.state === 'open'),
+      { timeout: 10000, what: 'the open breaker sampled' });
+    const reset = await fetch(`${gw.url}/admin/breakers/cloud/reset`, { method: 'POST', headers: auth });
+    assert.equal(reset.status, 200, await reset.text());
+    await waitFor(async () => (got = await plotted()).markers.join() === 'breaker:open,breaker:closed',
+      { timeout: 15000, every: 200, what: 'the breaker markers' }).catch(fail);
+
     // An emergency declared and cleared shows as two markers, as /admin/series lists them.
     const emergency = (declared) => fetch(`${gw.url}/admin/emergency`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
       body: JSON.stringify({ declared, reason: 'dashboard test' }) }).then((r) => r.text());
@@ -355,12 +374,14 @@ routing:
     await waitFor(async () => (await getJSON(`${gw.url}/admin/series?window=60`, { headers: auth })).body.emergency.at(-1) === true,
       { timeout: 10000, what: 'the emergency sampled' });
     await emergency(false);
-    await waitFor(async () => (got = await plotted()).markers.join() === 'emergency:declared,emergency:cleared',
+    await waitFor(async () => (got = await plotted()).markers.join() === 'breaker:open,breaker:closed,emergency:declared,emergency:cleared',
       { timeout: 15000, every: 200, what: 'the emergency markers' }).catch(fail);
     // Every chart carries them.
     assert.equal(await page.locator('[data-testid="marker"][data-kind="emergency"]').count(), 12);
+    assert.equal(await page.locator('[data-testid="marker"][data-kind="breaker"]').count(), 12);
     const events = (await getJSON(`${gw.url}/admin/series?window=3600`, { headers: auth })).body.events;
-    assert.deepEqual(events.map((e) => `${e.kind}:${e.state}`), ['emergency:declared', 'emergency:cleared']);
+    assert.deepEqual(events.map((e) => `${e.kind}:${e.state}`), ['breaker:open', 'breaker:closed', 'emergency:declared', 'emergency:cleared']);
+    assert.ok(events.filter((e) => e.kind === 'breaker').every((e) => e.backend === 'cloud'));
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-charts.png'), fullPage: true });
