@@ -66,6 +66,10 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+if [ "$TRAFFIC" != 0 ] && ! command -v node > /dev/null; then
+  echo "demo: node not found (scripts/deps.sh run installs it): no background traffic" >&2
+  TRAFFIC=0
+fi
 if [ "$TRAFFIC" != 0 ]; then
   node scripts/demo-traffic.mjs "http://127.0.0.1:$PORT" "${DEMO_SPIKE_EVERY:-60}" &
   pids+=($!)
