@@ -75,7 +75,7 @@ if [ "$TRAFFIC" != 0 ]; then
   pids+=($!)
   traffic="background traffic: a trickle, and a spike every ${DEMO_SPIKE_EVERY:-60} s (--no-traffic: none)"
 else
-  traffic="no background traffic (run without --no-traffic / DEMO_TRAFFIC=0 for some)"
+  traffic="no background traffic: --no-traffic or DEMO_TRAFFIC=0"
 fi
 
 cat <<TXT
