@@ -1,6 +1,6 @@
 # Spillway: plain Makefile with pkg-config (see ../shared/STYLE.md "Build").
 #   make            build build/spillway and build/llmsim
-#   make run        install what is missing, build, start the demo (examples/demo.yaml)
+#   make run        install what is missing, build, start the demo (examples/demo.yaml, dashboard URL printed)
 #   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests, install check, 60 s soak
 #   make test-unit / test-it / fuzz-smoke / bench / fuzz / soak / check-pure
 #   make install    binary, man page, examples, systemd unit (PREFIX=/usr/local, DESTDIR honoured)
@@ -90,15 +90,18 @@ $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BU
 check-pure:
 	@! grep -rnE '#include [<"](event2/|curl/|hiredis|time\.h|sys/time\.h)' \
 	   src/request src/route src/pii src/config src/contract src/state/localq.c src/state/claim.c \
-	   src/obs/metrics.c src/obs/declog.c src/obs/obs.c 2>/dev/null \
+	   src/obs/metrics.c src/obs/declog.c src/obs/obs.c src/obs/series.c 2>/dev/null \
 	   || (echo "check-pure: a pure module includes an I/O or clock header" >&2; false)
 	@! grep -rnE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \
 	   src/pii \
 	   || (echo "check-pure: the PII engine must not log or print (values must never reach a log)" >&2; false)
 
-run: deps
+# DEMO_TRAFFIC=0: no background traffic (scripts/demo.sh --no-traffic).
+DEMO_TRAFFIC ?= 1
+run:
+	@scripts/deps.sh run
 	@$(MAKE) --no-print-directory all
-	@scripts/demo.sh
+	@DEMO_TRAFFIC=$(DEMO_TRAFFIC) scripts/demo.sh
 
 test: deps-test
 	@$(MAKE) --no-print-directory all unit-bins

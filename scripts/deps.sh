@@ -3,6 +3,7 @@
 # Debian packages via apt-get (only for what pkg-config / PATH cannot find),
 # npm packages via `npm ci` from the committed lock file.
 #   scripts/deps.sh build   libraries for building spillway and llmsim
+#   scripts/deps.sh run     build + node (make run: the demo's traffic generator)
 #   scripts/deps.sh test    build + test tools (cmocka, node, wrk, clang, curl, python3, ab, ...) + npm ci
 #   scripts/deps.sh bench   build + what bench/proxy.sh runs (nginx, haproxy, wrk, ...)
 set -euo pipefail
@@ -27,6 +28,9 @@ bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
 hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
 hdr phonenumbers/phonenumberutil.h libphonenumber-dev   # PII: phone validation (no pkg-config file)
+if [ "$what" = run ]; then
+  bin node nodejs             # scripts/demo-traffic.mjs (make run)
+fi
 if [ "$what" = test ]; then
   pc cmocka libcmocka-dev
   [ -d /usr/share/json-schema-test-suite/tests ] || need+=(json-schema-test-suite)   # tests/unit/test_schema.c

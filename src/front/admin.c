@@ -1,6 +1,7 @@
 #include "front/admin.h"
 
 #include <errno.h>
+#include <math.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
@@ -14,6 +15,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "obs/dashboard.h"
+#include "obs/series.h"
 #include "relay/reply.h"
 #include "upstream/loadsig.h"
 
@@ -382,4 +384,236 @@ void sw_admin_thresholds(struct sw_front *f, struct sw_http_req *req)
     sw_warn("admin: thresholds changed (ttft_budget_ms %ld, spend_cap_usd %.4f)",
             g->ttft_budget_ms, g->spend_cap_usd);
     sw_admin_state(f, req);
+}
+
+/* ---- Time series for the dashboard's charts ---- */
+
+struct series_read {
+    struct sw_front *f;
+    struct sw_series_input *in;
+    struct sw_series_code_in codes[SW_SERIES_MAX_CODES * 4];
+    size_t n_codes;
+};
+
+static void read_request(void *ud, const char *const *labels, double v)
+{
+    struct series_read *r = ud;
+    r->in->requests[strcmp(labels[2], "local") == 0 ? SW_SERIES_LOCAL : SW_SERIES_CLOUD] += v;
+}
+
+static void read_spilled(void *ud, const char *const *labels, double v)
+{
+    (void)labels;
+    ((struct series_read *)ud)->in->spilled += v;
+}
+
+static void read_code(void *ud, const char *const *labels, double v)
+{
+    struct series_read *r = ud;
+    if (r->n_codes < sizeof r->codes / sizeof r->codes[0])
+        r->codes[r->n_codes++] = (struct sw_series_code_in){labels[0], v};
+}
+
+/* spillway_ttft_seconds{backend}, summed by the backend's tier (a backend
+ * the configuration no longer has is left out). */
+static void read_ttft(void *ud, const char *const *labels, const double *bounds,
+                      const uint64_t *counts, size_t n_bounds, uint64_t total)
+{
+    struct series_read *r = ud;
+    struct sw_live *l = r->f->live;
+    int tier = -1;
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->b[i]->name, labels[0]) == 0)
+            tier = l->b[i]->tier == SW_TIER_LOCAL ? SW_SERIES_LOCAL : SW_SERIES_CLOUD;
+    if (tier < 0 || n_bounds > SW_SERIES_MAX_BOUNDS)
+        return;
+    r->in->ttft_bounds = bounds;
+    r->in->n_bounds = n_bounds;
+    uint64_t below = 0;
+    for (size_t i = 0; i < n_bounds; i++) {
+        r->in->ttft[tier][i] += counts[i];
+        below += counts[i];
+    }
+    r->in->ttft[tier][n_bounds] += total > below ? total - below : 0;
+}
+
+void sw_admin_series_tick(struct sw_front *f)
+{
+    if (!f->series)
+        return;
+    struct sw_live *l = f->live;
+    int64_t now = sw_now_ms();
+    struct sw_series_input in = {0};
+    struct series_read r = {.f = f, .in = &in};
+    const struct sw_metrics *m = f->obs ? f->obs->metrics : NULL;
+    sw_metrics_each(m, SW_M_REQUESTS, read_request, &r);
+    sw_metrics_each(m, SW_M_SPILLED, read_spilled, &r);
+    sw_metrics_each(m, SW_M_REJECTIONS, read_code, &r);
+    sw_metrics_each_hist(m, SW_M_TTFT, read_ttft, &r);
+    in.codes = r.codes;
+    in.n_codes = r.n_codes;
+    struct sw_series_backend_in be[SW_SERIES_MAX_BACKENDS];
+    size_t n = 0;
+    for (size_t i = 0; i < l->n && n < SW_SERIES_MAX_BACKENDS; i++) {
+        struct sw_route_backend_view v = backend_view(l, i, now);
+        be[n++] = (struct sw_series_backend_in){
+            .name = v.name,
+            .local = v.tier == SW_TIER_LOCAL,
+            .in_flight = (double)v.in_flight,
+            .queued = (double)v.queued,
+            .slots = (double)v.slots,
+            .breaker = v.breaker == SW_BREAKER_OPEN        ? 2
+                       : v.breaker == SW_BREAKER_HALF_OPEN ? 1
+                                                           : 0,
+        };
+    }
+    in.backends = be;
+    in.n_backends = n;
+    in.spend_usd = sw_live_spend_usd(l, now);
+    in.spend_cap_usd = sw_live_spend_cap_usd(l);
+    in.ttft_budget_ms = (double)(l->g->ttft_budget_ms ? l->g->ttft_budget_ms
+                                                      : f->cfg->routing.ttft_budget_ms);
+    in.emergency = l->g->emergency;
+    sw_series_record(f->series, now / 1000, &in);
+}
+
+/* A number, or null for a gap / no value (JSON has no NaN). */
+static json_t *num_or_null(const struct sw_series_sample *x, double v)
+{
+    return x && isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *int_or_null(const struct sw_series_sample *x, double v)
+{
+    return x ? json_integer((json_int_t)v) : json_null();
+}
+
+static const char *const breaker_names[] = {"closed", "half_open", "open"};
+
+/* GET /admin/series?window=S (1..3600, default 900): the last S seconds of
+ * the one-second ring, one array entry per second, oldest first; null where
+ * the ring has no sample (a gap). */
+void sw_admin_series(struct sw_front *f, struct sw_http_req *req)
+{
+    long window = 900;
+    const char *q = sw_http_query(req);
+    struct evkeyvalq params = {0};
+    if (q && evhttp_parse_query_str(q, &params) == 0) {
+        const char *v = evhttp_find_header(&params, "window");
+        char *end;
+        if (v) {
+            errno = 0;
+            window = strtol(v, &end, 10);
+            if (errno || end == v || *end || window < 1 || window > SW_SERIES_SLOTS) {
+                evhttp_clear_headers(&params);
+                sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "window",
+                               "window must be an integer number of seconds from 1 to %d.",
+                               SW_SERIES_SLOTS);
+                return;
+            }
+        }
+    }
+    evhttp_clear_headers(&params);
+    if (!f->series) {
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+        return;
+    }
+    const struct sw_series *s = f->series;
+    int64_t last = sw_series_last(s);
+    if (last < 0)
+        last = sw_now_ms() / 1000;
+    /* Unix seconds of the ring's monotonic seconds. */
+    int64_t offset = sw_wall_s() - sw_now_ms() / 1000;
+    int64_t from = last - window + 1;
+
+    json_t *t = json_array(), *req_local = json_array(), *req_cloud = json_array(),
+           *spilled = json_array(), *budget = json_array(), *spend = json_array(),
+           *cap = json_array(), *emergency = json_array(), *events = json_array();
+    json_t *ttft = json_object();
+    const char *tiers[SW_SERIES_TIERS] = {"local", "cloud"};
+    json_t *p50[SW_SERIES_TIERS], *p99[SW_SERIES_TIERS];
+    for (int k = 0; k < SW_SERIES_TIERS; k++) {
+        p50[k] = json_array();
+        p99[k] = json_array();
+        json_object_set_new(ttft, tiers[k], json_pack("{s:o, s:o}", "p50", p50[k], "p99", p99[k]));
+    }
+    json_t *codes = json_object(), *code_arr[SW_SERIES_MAX_CODES] = {0};
+    for (size_t c = 0; c < SW_SERIES_MAX_CODES; c++) {
+        const char *name = sw_series_code_name(s, c);
+        if (name) {
+            code_arr[c] = json_array();
+            json_object_set_new(codes, name, code_arr[c]);
+        }
+    }
+    json_t *backends = json_object();
+    json_t *b_in[SW_SERIES_MAX_BACKENDS] = {0}, *b_q[SW_SERIES_MAX_BACKENDS] = {0},
+           *b_slots[SW_SERIES_MAX_BACKENDS] = {0};
+    for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS; i++) {
+        const char *name = sw_series_backend_name(s, i);
+        if (!name)
+            break;
+        b_in[i] = json_array();
+        b_q[i] = json_array();
+        b_slots[i] = json_array();
+        json_object_set_new(backends, name,
+                            json_pack("{s:s, s:o, s:o, s:o}", "tier",
+                                      sw_series_backend_local(s, i) ? "local" : "cloud",
+                                      "in_flight", b_in[i], "queued", b_q[i], "slots",
+                                      b_slots[i]));
+    }
+
+    const struct sw_series_sample *prev = NULL;
+    for (int64_t sec = from; sec <= last; sec++) {
+        const struct sw_series_sample *x = sw_series_at(s, sec);
+        json_array_append_new(t, json_integer((json_int_t)(sec + offset)));
+        json_array_append_new(req_local, int_or_null(x, x ? x->requests[SW_SERIES_LOCAL] : 0));
+        json_array_append_new(req_cloud, int_or_null(x, x ? x->requests[SW_SERIES_CLOUD] : 0));
+        json_array_append_new(spilled, int_or_null(x, x ? x->spilled : 0));
+        for (int k = 0; k < SW_SERIES_TIERS; k++) {
+            json_array_append_new(p50[k], num_or_null(x, x ? x->ttft_p50_ms[k] : NAN));
+            json_array_append_new(p99[k], num_or_null(x, x ? x->ttft_p99_ms[k] : NAN));
+        }
+        json_array_append_new(budget, num_or_null(x, x ? x->ttft_budget_ms : NAN));
+        json_array_append_new(spend, num_or_null(x, x ? x->spend_usd : NAN));
+        json_array_append_new(cap, num_or_null(x, x ? x->spend_cap_usd : NAN));
+        json_array_append_new(emergency, x ? json_boolean(x->emergency) : json_null());
+        for (size_t c = 0; c < SW_SERIES_MAX_CODES; c++)
+            if (code_arr[c])
+                json_array_append_new(code_arr[c], int_or_null(x, x ? x->rejections[c] : 0));
+        for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS && b_in[i]; i++) {
+            const struct sw_series_backend *b = x && x->backends[i].present ? &x->backends[i]
+                                                                            : NULL;
+            json_array_append_new(b_in[i], b ? json_integer(b->in_flight) : json_null());
+            json_array_append_new(b_q[i], b ? json_integer(b->queued) : json_null());
+            json_array_append_new(b_slots[i], b ? json_integer(b->slots) : json_null());
+        }
+        /* Markers: a breaker or the emergency flag that changed since the previous sample. */
+        if (x && prev) {
+            json_int_t ts = (json_int_t)(sec + offset);
+            for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS && b_in[i]; i++) {
+                const struct sw_series_backend *a = &prev->backends[i], *b = &x->backends[i];
+                if (a->present && b->present && a->breaker != b->breaker)
+                    json_array_append_new(
+                        events, json_pack("{s:I, s:s, s:s, s:s}", "t", ts, "kind", "breaker",
+                                          "backend", sw_series_backend_name(s, i), "state",
+                                          breaker_names[b->breaker % 3]));
+            }
+            if (prev->emergency != x->emergency)
+                json_array_append_new(events, json_pack("{s:I, s:s, s:s}", "t", ts, "kind",
+                                                        "emergency", "state",
+                                                        x->emergency ? "declared" : "cleared"));
+        }
+        if (x)
+            prev = x;
+    }
+    reply_json_value(
+        req, 200,
+        json_pack("{s:I, s:I, s:i, s:I, s:I, s:o, s:{s:o, s:o}, s:o, s:o, s:o, s:o, s:o, s:o, "
+                  "s:o, s:o, s:o}",
+                  "now", (json_int_t)(last + offset), "window", (json_int_t)window, "capacity",
+                  SW_SERIES_SLOTS, "memory_bytes", (json_int_t)sw_series_memory(), "step",
+                  (json_int_t)1, "t", t, "requests", "local", req_local, "cloud", req_cloud,
+                  "spilled", spilled, "ttft_ms", ttft, "ttft_budget_ms", budget, "spend_usd",
+                  spend, "spend_cap_usd", cap, "emergency", emergency, "rejections", codes,
+                  "backends", backends, "events", events));
 }

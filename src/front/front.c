@@ -531,6 +531,7 @@ static const struct route routes[] = {
     {"/admin/reload", SW_HTTP_POST, sw_admin_reload, true},
     {"/admin/decisions", SW_HTTP_GET, sw_admin_decisions, true},
     {"/admin/thresholds", SW_HTTP_PUT, sw_admin_thresholds, true},
+    {"/admin/series", SW_HTTP_GET, sw_admin_series, true},
 };
 
 static const char breakers_prefix[] = "/admin/breakers/", reset_suffix[] = "/reset";
@@ -684,6 +685,13 @@ static void on_lag_tick(evutil_socket_t fd, short what, void *arg)
     f->lag_last_ms = now;
 }
 
+static void on_series_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sw_admin_series_tick(arg);
+}
+
 double sw_front_loop_lag_ms(const struct sw_front *f)
 {
     int64_t worst = 0;
@@ -715,6 +723,11 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
     f->lag_last_ms = sw_now_ms();
     struct timeval lag_tv = {0, SW_LAG_TICK_MS * 1000};
     event_add(f->lag_timer, &lag_tv);
+    f->series = sw_series_new();
+    f->series_timer = event_new(base, -1, EV_PERSIST, on_series_tick, f);
+    if (!f->series || !f->series_timer)
+        goto fail;
+    event_add(f->series_timer, &(struct timeval){1, 0});
     struct sw_http_limits lim = http_limits(&cfg->limits);
     struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f};
     f->http = sw_http_server_new(base, cfg->listen_host, cfg->listen_port, LISTEN_BACKLOG, &lim, &h);
@@ -758,6 +771,9 @@ void sw_front_free(struct sw_front *f)
         event_free(f->drain_check);
     if (f->lag_timer)
         event_free(f->lag_timer);
+    if (f->series_timer)
+        event_free(f->series_timer);
+    sw_series_free(f->series);
     sw_live_unref(f->live);
     sw_config_unref(f->cfg);
     free(f);

@@ -10,6 +10,7 @@
 #include "front/front.h"
 #include "http/server.h"
 #include "obs/obs.h"
+#include "obs/series.h"
 #include "state/live.h"
 #include "upstream/curlev.h"
 
@@ -37,6 +38,9 @@ struct sw_front {
     int64_t lag_last_ms;
     int64_t lag_ms[SW_LAG_TICKS];
     unsigned lag_i;
+    /* The dashboard's one-hour ring of one-second samples, filled by a 1 s timer. */
+    struct sw_series *series;
+    struct event *series_timer;
 };
 
 /* The worst event-loop lag (ms) of the last second. */

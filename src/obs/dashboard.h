@@ -1,8 +1,8 @@
 /* The live dashboard: one self-contained HTML page (src/obs/dashboard.html,
  * inline CSS and JS, no external resources) compiled into the binary. The
  * Makefile turns the file into build/gen/dashboard_html.h. The page polls
- * GET /admin/state, GET /admin/decisions?n=20 (with the admin key) and
- * GET /metrics once a second. */
+ * GET /admin/state, GET /admin/decisions?n=20, GET /admin/series?window=S
+ * (with the admin key) and GET /metrics once a second. */
 #ifndef SW_OBS_DASHBOARD_H
 #define SW_OBS_DASHBOARD_H
 

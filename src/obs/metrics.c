@@ -327,6 +327,23 @@ void sw_metrics_each(const struct sw_metrics *m, enum sw_metric fam,
         fn(ud, (const char *const *)f->other->labels, f->other->value);
 }
 
+void sw_metrics_each_hist(const struct sw_metrics *m, enum sw_metric fam,
+                          void (*fn)(void *ud, const char *const *labels, const double *bounds,
+                                     const uint64_t *counts, size_t n_bounds, uint64_t total),
+                          void *ud)
+{
+    if (!m || (unsigned)fam >= SW_M__COUNT || families[fam].kind != HISTOGRAM)
+        return;
+    const struct family_def *d = &families[fam];
+    const struct family *f = &m->fam[fam];
+    for (size_t i = 0; i < f->n; i++)
+        fn(ud, (const char *const *)f->series[i].labels, d->buckets, f->series[i].buckets,
+           d->n_buckets, f->series[i].count);
+    if (f->other)
+        fn(ud, (const char *const *)f->other->labels, d->buckets, f->other->buckets,
+           d->n_buckets, f->other->count);
+}
+
 /* ---- Text exposition format ---- */
 
 /* v as Prometheus writes a float into tmp (at least 32 bytes). */

@@ -80,6 +80,15 @@ double sw_metrics_value(const struct sw_metrics *m, enum sw_metric fam,
 void sw_metrics_each(const struct sw_metrics *m, enum sw_metric fam,
                      void (*fn)(void *ud, const char *const *labels, double v), void *ud);
 
+/* The same for a histogram family: its bucket upper bounds (ascending, in
+ * seconds; n_bounds of them), the observations per bucket (not cumulative;
+ * n_bounds entries) and the total of observations (those above the highest
+ * bound are total minus the sum of counts). */
+void sw_metrics_each_hist(const struct sw_metrics *m, enum sw_metric fam,
+                          void (*fn)(void *ud, const char *const *labels, const double *bounds,
+                                     const uint64_t *counts, size_t n_bounds, uint64_t total),
+                          void *ud);
+
 /* Appends every family in the text exposition format (version 0.0.4), then
  * spillway_metrics_series_dropped_total{family}. Series appear in the order
  * they were created. SW_OK, or SW_ETOOBIG / SW_ENOMEM from the buffer. */

@@ -228,3 +228,167 @@ routing:
     rmSync(profile, { recursive: true, force: true });
   }
 });
+
+test('the charts plot what /admin/series and /metrics say, over a selectable window, with breaker and emergency markers', { timeout: 120000 }, async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
+  const procs = [];
+  const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
+  let browser;
+  try {
+    // A one-slot local box at 20 tokens/s: a spike of 6 at once overflows to the priced cloud.
+    const edge = await startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']);
+    procs.push(edge);
+    const cloud = await startLlmsim(['--model', 'cloud-model']);
+    procs.push(cloud);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin:
+  key: "${ADMIN}"
+backends:
+  - { name: "edge", tier: "local", url: "${edge.url}", model: "edge-model", slots: 1 }
+  - { name: "cloud", tier: "cloud", url: "${cloud.url}", model: "cloud-model",
+      price: { input_usd_per_mtok: 3, output_usd_per_mtok: 15 } }
+models:
+  - { name: "chat", backends: ["edge", "cloud"] }
+  - { name: "cloud-only", backends: ["cloud"] }
+routing:
+  health_interval_ms: 100
+  ttft_budget_ms: 500
+  breaker: { failures: 2, cooldown_ms: 3600000 }
+  spend:
+    cap_usd: 5
+`);
+    procs.push(gw);
+
+    // Baseline: three served locally one after another; then the spike, and one rejection.
+    for (let i = 0; i < 3; i++) assert.equal((await chat(gw)).status, 200);
+    const spike = await Promise.all(Array.from({ length: 6 }, () => chat(gw, { maxTokens: 30 })));
+    for (const r of spike) assert.equal(r.status, 200, r.text);
+    assert.ok(spike.some((r) => r.backend === 'cloud'), 'the spike spilled over');
+    const bad = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }) });
+    assert.equal(bad.status, 404);
+    await bad.text();
+
+    // The counters, once the traffic is over; the gateway is fresh, so they are the deltas of its life.
+    const samples = parseMetrics(await (await fetch(`${gw.url}/metrics`)).text());
+    const sum = (name, labels) => samples.filter((s) => s.name === name &&
+      Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+    const want = {
+      local: sum('spillway_requests_total', { tier: 'local' }),
+      cloud: sum('spillway_requests_total', { tier: 'cloud' }),
+      spilled: sum('spillway_spilled_requests_total', {}),
+      rejected: sum('spillway_rejections_total', { code: 'model_not_found' }),
+      spend: metric(samples, 'spillway_cloud_spend_usd').value,
+    };
+    assert.equal(want.local + want.cloud, 9);
+    assert.ok(want.cloud > 0 && want.spilled > 0 && want.rejected === 1 && want.spend > 0, JSON.stringify(want));
+
+    // /admin/series: the 1 s timer has sampled them all.
+    const seriesSum = (a) => a.reduce((x, v) => x + (v || 0), 0);
+    let sr;
+    await waitFor(async () => {
+      sr = (await getJSON(`${gw.url}/admin/series?window=900`, { headers: auth })).body;
+      return seriesSum(sr.requests.local) === want.local && seriesSum(sr.requests.cloud) === want.cloud &&
+        seriesSum(sr.rejections.model_not_found || []) === 1 && sr.spend_usd.at(-1) === want.spend;
+    }, { timeout: 10000, every: 200, what: 'the series to hold every request' })
+      .catch((e) => { throw new Error(`${e.message}; want ${JSON.stringify(want)}, got local ${sr && seriesSum(sr.requests.local)}, cloud ${sr && seriesSum(sr.requests.cloud)}`); });
+    assert.equal(sr.t.length, 900);
+    assert.equal(seriesSum(sr.spilled), want.spilled);
+    assert.equal(sr.backends.edge.tier, 'local');
+    assert.equal(sr.backends.edge.slots.at(-1), 1);
+    assert.equal(sr.ttft_budget_ms.at(-1), 500);
+    assert.ok(sr.ttft_ms.local.p50.some((v) => v > 0) && sr.ttft_ms.cloud.p99.some((v) => v > 0));
+    assert.ok(sr.memory_bytes > 0 && sr.memory_bytes < 1 << 20, `memory bound: ${sr.memory_bytes}`);
+    assert.equal((await getJSON(`${gw.url}/admin/series?window=0`, { headers: auth })).status, 400);
+    assert.equal((await getJSON(`${gw.url}/admin/series`)).status, 401);
+
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1400, height: 1000 },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+             '--disable-component-update', '--disable-sync'],
+    });
+    const page = browser.pages()[0] || await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(String(err)));
+    await page.goto(`${gw.url}/dashboard#key=${encodeURIComponent(ADMIN)}`);
+
+    // The plotted numbers, as each line states them (data-* and its aria-label).
+    const plotted = () => page.evaluate(() => {
+      const p = (id) => {
+        const e = document.querySelector(`[data-testid="${id}"]`);
+        return e ? { sum: Number(e.dataset.sum), last: e.dataset.last === '' ? null : Number(e.dataset.last), count: Number(e.dataset.count), aria: e.getAttribute('aria-label') } : null;
+      };
+      const c = document.querySelector('[data-testid="charts"]').dataset;
+      return {
+        window: Number(c.window), points: Number(c.points),
+        local: p('series-requests-local'), cloud: p('series-requests-cloud'),
+        spilled: Number(document.getElementById('chart-spill').dataset.spilled),
+        rejected: p('series-rejections-model_not_found'),
+        budget: p('series-ttft-budget'), spend: p('series-spend-spend'), cap: p('series-spend-cap'),
+        slots: p('series-local-edge-slots'), localP50: p('series-ttft-local-p50'),
+        markers: [...document.querySelectorAll('#chart-requests [data-testid="marker"]')].map((m) => `${m.dataset.kind}:${m.dataset.state}`),
+      };
+    });
+    let got;
+    const matches = (w) => async () => {
+      got = await plotted();
+      return got.window === w && got.points === w && got.local?.sum === want.local && got.cloud?.sum === want.cloud &&
+        got.spilled === want.spilled && got.rejected?.sum === 1 && got.budget?.last === 500 &&
+        got.spend?.last === want.spend && got.cap?.last === 5 && got.slots?.last === 1 && got.localP50?.count > 0;
+    };
+    const fail = (e) => { throw new Error(`${e.message}; want ${JSON.stringify(want)}, plotted ${JSON.stringify(got)}`); };
+    await waitFor(matches(900), { timeout: 15000, every: 200, what: 'the 15-minute charts to plot the counters' }).catch(fail);
+    assert.match(got.local.aria, new RegExp(`^local: sum ${want.local},`));
+
+    // The window selector: 5 and 60 minutes plot the same requests over 300 and 3600 seconds.
+    await page.click('[data-testid="window-300"]');
+    await waitFor(matches(300), { timeout: 15000, every: 200, what: 'the 5-minute window' }).catch(fail);
+    assert.equal(await page.getAttribute('[data-testid="window-300"]', 'aria-pressed'), 'true');
+    await page.click('[data-testid="window-3600"]');
+    await waitFor(matches(3600), { timeout: 15000, every: 200, what: 'the 60-minute window' }).catch(fail);
+
+    // The cloud failing opens its breaker (a marker), the admin reset closes it (another).
+    await fetch(`${cloud.url}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ error_rate: 1, error_status: 503 }) }).then((r) => r.text());
+    for (let i = 0; i < 2; i++) {
+      const r = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'cloud-only', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }) });
+      assert.ok(r.status >= 500, `cloud-only answered ${r.status}`);
+      await r.text();
+    }
+    await fetch(`${cloud.url}/admin/faults`, { method: 'DELETE' }).then((r) => r.text());
+    await waitFor(async () => (await getJSON(`${gw.url}/admin/series?window=60`, { headers: auth })).body.events.some((e) => e.state === 'open'),
+      { timeout: 10000, what: 'the open breaker sampled' });
+    const reset = await fetch(`${gw.url}/admin/breakers/cloud/reset`, { method: 'POST', headers: auth });
+    assert.equal(reset.status, 200, await reset.text());
+    await waitFor(async () => (got = await plotted()).markers.join() === 'breaker:open,breaker:closed',
+      { timeout: 15000, every: 200, what: 'the breaker markers' }).catch(fail);
+
+    // An emergency declared and cleared shows as two markers, as /admin/series lists them.
+    const emergency = (declared) => fetch(`${gw.url}/admin/emergency`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ declared, reason: 'dashboard test' }) }).then((r) => r.text());
+    await emergency(true);
+    await waitFor(async () => (await getJSON(`${gw.url}/admin/series?window=60`, { headers: auth })).body.emergency.at(-1) === true,
+      { timeout: 10000, what: 'the emergency sampled' });
+    await emergency(false);
+    await waitFor(async () => (got = await plotted()).markers.join() === 'breaker:open,breaker:closed,emergency:declared,emergency:cleared',
+      { timeout: 15000, every: 200, what: 'the emergency markers' }).catch(fail);
+    // Every chart carries them.
+    assert.equal(await page.locator('[data-testid="marker"][data-kind="emergency"]').count(), 12);
+    assert.equal(await page.locator('[data-testid="marker"][data-kind="breaker"]').count(), 12);
+    const events = (await getJSON(`${gw.url}/admin/series?window=3600`, { headers: auth })).body.events;
+    assert.deepEqual(events.map((e) => `${e.kind}:${e.state}`), ['breaker:open', 'breaker:closed', 'emergency:declared', 'emergency:cleared']);
+    assert.ok(events.filter((e) => e.kind === 'breaker').every((e) => e.backend === 'cloud'));
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-charts.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    if (browser) await browser.close();
+    for (const p of procs.reverse()) await p.stop();
+    rmSync(profile, { recursive: true, force: true });
+  }
+});
