@@ -23,6 +23,7 @@ pc jansson libjansson-dev
 pc yaml-0.1 libyaml-dev
 pc libhs libvectorscan-dev
 pc libutf8proc libutf8proc-dev         # PII: Unicode normalisation (NFKC, categories)
+pc libsystemd libsystemd-dev          # sd_notify: readiness and reload for systemd (Type=notify)
 pc libpcre2-8 libpcre2-dev             # output contract: JSON Schema "pattern" (src/contract/schema.c)
 bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
