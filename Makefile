@@ -8,7 +8,7 @@
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
 
 CC      ?= cc
-PKGS    := libevent libcurl jansson yaml-0.1 libhs libutf8proc
+PKGS    := libevent libcurl jansson yaml-0.1 libhs libutf8proc hiredis
 ifeq ($(SANITIZE),1)
 BUILD   ?= build/asan
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

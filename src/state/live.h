@@ -45,12 +45,20 @@ struct sw_live_backend {
     /* Why the last attempt, health check or start-up check failed, for
      * operators (GET /admin/state); "" after a success. */
     char last_error[240];
+    /* Shared state (state.redis), as the last sync read it: leases held by
+     * every replica, requests the other replicas queue, and the open-until
+     * of the breaker this replica last announced (wall ms; 0: closed). */
+    long remote_in_flight;
+    long remote_queued;
+    int64_t announced_open_until;
 };
 
 /* Process-wide state that no reload resets: spend, emergency and the runtime
  * threshold overrides of the admin API. Counters of finished requests
  * (rejections, PII outcomes) are not kept here: the metrics registry holds
  * them (sw_obs_record), and GET /admin/state reads them from there. */
+struct sw_rstate;
+
 struct sw_live_shared {
     struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
     int64_t wall_offset_ms;     /* wall-clock ms minus the monotonic clock, at start */
@@ -59,6 +67,10 @@ struct sw_live_shared {
     /* Runtime overrides (PUT /admin/thresholds); until the next reload. */
     long ttft_budget_ms;        /* 0: the config's */
     double spend_cap_usd;       /* < 0: the config's */
+    /* Shared state (state.redis; docs/scaling.md). */
+    struct sw_rstate *rstate;   /* NULL: in memory only */
+    bool remote_degraded;       /* Redis unreachable or slow: cap as if reached */
+    double remote_spend_usd;    /* every replica's spend in the window, last read */
 };
 
 /* One config snapshot's view of the state: reference-counted, so requests
