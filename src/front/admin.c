@@ -68,6 +68,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .spend_cap_usd = sw_live_spend_cap_usd(l),
         .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
         .emergency = l->g->emergency,
+        .state_shared = l->g->rstate != NULL,
+        .state_degraded = sw_rstate_degraded(l->g->rstate),
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
         .loop_lag_ms = sw_front_loop_lag_ms(f),
     };

@@ -51,6 +51,7 @@ struct proxy {
     struct sw_claim claim;          /* what it holds of the shared state */
     struct sw_rstate_hold rh;       /* ... and of the state shared by replicas (state.redis) */
     bool lease_wait;                /* holds its local slot, waits for a replica-wide lease */
+    bool spend_refused;             /* the shared spend counter refused a reservation */
     struct event *queue_timer;
     struct event *ttft_timer;       /* the attempt's TTFT budget (abandon when no first byte) */
     long ttft_abandon_ms;           /* that budget, 0: none */
@@ -1080,7 +1081,16 @@ static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
         note_failure(p, sw_rstate_degraded(p->live->g->rstate)
                             ? "no shared spend counter (fails closed)"
                             : "spend cap reached (shared by the replicas)");
-        break;
+        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        if (!p->spend_refused) {
+            /* decide again on the spend the refusal reported: the cap's
+             * policy (shed, degrade, keep_local) applies as on one gateway */
+            p->spend_refused = true;
+            plan_next(p);
+        } else {
+            exclude_and_replan(p);
+        }
+        return;
     case SW_RSTATE_PROBE_TAKEN:
         note_failure(p, "breaker half-open, its probe out on another replica");
         break;

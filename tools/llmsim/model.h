@@ -55,6 +55,7 @@ enum sw_llmsim_admit {
 struct sw_llmsim_model {
     struct sw_llmsim_params p;
     int in_flight;               /* generations holding a slot */
+    int concurrent_max;          /* peak of in_flight + queued: requests held at once */
     int queued;                  /* generations waiting */
     struct sw_llmsim_gen *qhead, *qtail;
     enum sw_llmsim_load load;
