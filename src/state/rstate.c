@@ -350,7 +350,10 @@ static void apply_sync(struct sw_rstate *rs, const redisReply *r)
     }
 }
 
-static enum sw_rstate_verdict verdict_of(const redisReply *r, struct sw_rstate *rs)
+/* cap: the cap in force. A refusal leaves the view at the cap at least, so
+ * the router applies the cap's policy to priced requests (a backend without
+ * a price still takes them) until the next sync reads the total again. */
+static enum sw_rstate_verdict verdict_of(const redisReply *r, struct sw_rstate *rs, double cap)
 {
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
@@ -363,7 +366,7 @@ static enum sw_rstate_verdict verdict_of(const redisReply *r, struct sw_rstate *
         return SW_RSTATE_OK;
     }
     if (!strcmp(w, "spend")) {
-        rs->g->remote_spend_usd = t;
+        rs->g->remote_spend_usd = t > cap ? t : cap;
         return SW_RSTATE_SPEND_FULL;
     }
     if (!strcmp(w, "slot"))
@@ -407,7 +410,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
                 if (!ok) {
                     h->cb(h, degraded_admit(rs, op->live, h));
                 } else {
-                    enum sw_rstate_verdict v = verdict_of(r, rs);
+                    enum sw_rstate_verdict v = verdict_of(r, rs, sw_live_spend_cap_usd(op->live));
                     if (v == SW_RSTATE_OK) {
                         h->spend = h->est_usd > 0;
                         h->lease = op->argv[3 + 7][0] != 0;
@@ -416,7 +419,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
                     h->cb(h, v);
                 }
             }
-        } else if (ok && verdict_of(r, rs) == SW_RSTATE_OK && op->live) {
+        } else if (ok && verdict_of(r, rs, 0) == SW_RSTATE_OK && op->live) {
             /* granted after the caller gave up waiting: give it back */
             release_ids(rs, op->live, op->argv[3 + 2], 0, strtod(op->argv[3 + 3], NULL) > 0, 0,
                         op->argv[3 + 7][0] != 0, op->argv[3 + 10][0] != 0);

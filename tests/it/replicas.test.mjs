@@ -11,7 +11,7 @@ import { startRedis } from './lib/redis.mjs';
 const ADMIN = 'sk-admin-test';
 const admin = { authorization: `Bearer ${ADMIN}` };
 const PRICE = 1000; // USD per million tokens, in and out: one request costs cents
-const CAP = 2;
+const CAP = 0.3;
 const MAX_TOKENS = 16;
 
 let redis, local, cloud, free, flaky;
@@ -76,7 +76,7 @@ describe('replicas sharing one Redis', () => {
   before(async () => {
     redis = await startRedis();
     local = await startLlmsim(['--slots', '8', '--decode-tps', '40']);
-    cloud = await startLlmsim(['--decode-tps', '0', '--keep-received', '0']);
+    cloud = await startLlmsim(["--decode-tps", "0", "--latency-ms", "200", "--keep-received", "0"]);
     free = await startLlmsim(['--decode-tps', '0', '--keep-received', '0']);
     flaky = await startLlmsim(['--error-rate', '1', '--error-status', '503']);
     const yaml = config(redis.url, `it${process.pid}:`);
