@@ -88,10 +88,10 @@ struct sw_obs_gauges {
     double spend_cap_usd;           /* 0: no cap */
     double spill_ratio;             /* sw_spill_ratio(now) */
     bool emergency;
-    int state_shared;               /* state.redis: 1 shared, 0 in memory */
-    bool state_degraded;            /* state.redis configured and Redis unreachable or slow */
     uint64_t declog_write_errors;   /* sw_declog_write_errors */
     double loop_lag_ms;             /* worst event-loop lag of the last second */
+    int state_shared;               /* state.redis: 1 shared, 0 in memory */
+    bool state_degraded;            /* state.redis configured and Redis unreachable or slow */
 };
 
 /* Appends every gauge of GET /metrics (docs/operations.md lists them) to out,
