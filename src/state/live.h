@@ -5,8 +5,9 @@
  * outcomes of attempts back (sw_live_on_*). Clock values come in as
  * arguments, so this stays testable with a fake clock.
  *
- * This is the in-memory implementation; sharing across replicas (Redis)
- * comes with its own issue. */
+ * This is the in-memory state; with state.redis the spend window, local
+ * slots, breakers and flags are also shared by the replicas (state/rstate.h):
+ * the remote_* fields hold what the other replicas do, as last read. */
 #ifndef SW_STATE_LIVE_H
 #define SW_STATE_LIVE_H
 
