@@ -14,7 +14,7 @@ const PRICE = 1000; // USD per million tokens, in and out: one request costs cen
 const CAP = 0.06; // two or three requests: replicas racing for the last of it must not all win
 const MAX_TOKENS = 16;
 
-let redis, local, cloud, free, flaky;
+let redis, local, cloud, free, flaky, yaml;
 const gws = [];
 
 function config(redisUrl, prefix) {
@@ -79,7 +79,7 @@ describe('replicas sharing one Redis', () => {
     cloud = await startLlmsim(["--decode-tps", "0", "--latency-ms", "200", "--keep-received", "0"]);
     free = await startLlmsim(['--decode-tps', '0', '--keep-received', '0']);
     flaky = await startLlmsim(['--error-rate', '1', '--error-status', '503']);
-    const yaml = config(redis.url, `it${process.pid}:`);
+    yaml = config(redis.url, `it${process.pid}:`);
     for (let i = 0; i < 3; i++) gws.push(await startSpillway(yaml));
     await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === null),
       { timeout: 10000, what: 'every replica connected to Redis' });
@@ -129,6 +129,11 @@ describe('replicas sharing one Redis', () => {
       { timeout: 1000, what: 'the emergency on replicas B and C' });
     const s = await state(gws[2]);
     assert.equal(s.emergency_reason, 'replica test');
+    // Stored: a replica that starts now reads it.
+    await gws[2].stop();
+    gws[2] = await startSpillway(yaml);
+    await waitFor(async () => (await state(gws[2])).emergency === true,
+      { timeout: 5000, what: 'the emergency on a restarted replica' });
   });
 
   test('a breaker opened by one replica keeps the others off that backend', async () => {
