@@ -259,6 +259,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                         : 0;
     p->end_class = NULL;
     double cost_before = p->cost_usd;
+    bool sent = p->claim.sent;
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
@@ -267,7 +268,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                                    p->up.retry_after_s, now);
     if (live->g->rstate) {
         double usd = p->cost_usd - cost_before;
-        sw_rstate_release(live->g->rstate, live, &p->rh, usd > 0 ? usd : 0);
+        sw_rstate_release(live->g->rstate, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
         sw_rstate_breaker_check(live->g->rstate, live, p->be);
     }
     p->lease_wait = false;
@@ -1094,6 +1095,9 @@ static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
     case SW_RSTATE_PROBE_TAKEN:
         note_failure(p, "breaker half-open, its probe out on another replica");
         break;
+    case SW_RSTATE_RATE_LIMITED:
+        note_failure(p, "provider rate limit reached across the replicas (skipped)");
+        break;
     }
     attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
     exclude_and_replan(p);
@@ -1118,8 +1122,11 @@ static void gate(struct proxy *p)
         est = sw_spend_cost_usd(in, p->facts.max_tokens, be->input_usd_per_mtok,
                                 be->output_usd_per_mtok);
     }
+    long tokens = be->tier == SW_TIER_CLOUD && (be->rpm || be->tpm)
+                      ? p->facts.prompt_tokens_est + p->facts.max_tokens
+                      : 0;
     p->rh.cb = on_gate;
-    int v = sw_rstate_admit(rs, p->live, &p->rh, p->be, est, p->claim.probe);
+    int v = sw_rstate_admit(rs, p->live, &p->rh, p->be, est, p->claim.probe, tokens);
     if (v >= 0)
         on_gate(&p->rh, (enum sw_rstate_verdict)v);
 }

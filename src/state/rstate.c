@@ -33,12 +33,22 @@
     "  if #old > 0 then redis.call('ZREMRANGEBYSCORE', p..'spend:resv', '-inf', now) end\n" \
     "  if redis.call('ZCARD', p..'spend:resv') == 0 then redis.call('SET', p..'spend:reserved', '0') end\n" \
     "end\n" \
+    "local function bucket(k, rpm, tpm, now)\n" \
+    "  local h = redis.call('HMGET', k, 'req', 'tok', 'last')\n" \
+    "  local req = tonumber(h[1]) or rpm * 60000\n" \
+    "  local tok = tonumber(h[2]) or tpm * 60000\n" \
+    "  local el = now - (tonumber(h[3]) or now)\n" \
+    "  if el < 0 then el = 0 end\n" \
+    "  if el > 120000 then el = 120000 end\n" \
+    "  return math.min(req + el * rpm, rpm * 60000), math.min(tok + el * tpm, tpm * 60000)\n" \
+    "end\n" \
     "local function total(p, win)\n" \
     "  return tonumber(redis.call('GET', p..'spend:'..win) or '0') +\n" \
     "         tonumber(redis.call('GET', p..'spend:reserved') or '0')\n" \
     "end\n"
 
-/* ARGV: prefix now id est cap resv_ttl window lease_be slots lease_ttl probe_be probe_ttl */
+/* ARGV: prefix now id est cap resv_ttl window lease_be slots lease_ttl probe_be probe_ttl
+ * bucket_be rpm tpm tokens */
 static const char lua_admit[] = LUA_PURGE
     "local p, now, id = ARGV[1], tonumber(ARGV[2]), ARGV[3]\n"
     "local est, cap = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
@@ -48,6 +58,13 @@ static const char lua_admit[] = LUA_PURGE
     "  redis.call('ZREMRANGEBYSCORE', p..'slots:'..lease, '-inf', now)\n"
     "  n = redis.call('ZCARD', p..'slots:'..lease)\n"
     "  if n >= slots then return {'slot', tostring(n)} end\n"
+    "end\n"
+    "local bk, rpm, tpm, tokens = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])\n"
+    "local req, tok = 0, 0\n"
+    "if bk ~= '' then\n"
+    "  req, tok = bucket(p..'bucket:'..bk, rpm, tpm, now)\n"
+    "  if (rpm > 0 and req < 60000) or (tpm > 0 and tok < tokens * 60000) then\n"
+    "    return {'rate', '0'} end\n"
     "end\n"
     "if probe ~= '' then\n"
     "  if not redis.call('SET', p..'probe:'..probe, id, 'NX', 'PX', ARGV[12]) then\n"
@@ -70,9 +87,15 @@ static const char lua_admit[] = LUA_PURGE
     "  redis.call('ZADD', p..'slots:'..lease, now + tonumber(ARGV[10]), id)\n"
     "  n = n + 1\n"
     "end\n"
+    "if bk ~= '' then\n"
+    "  local k = p..'bucket:'..bk\n"
+    "  redis.call('HSET', k, 'req', tostring(req - 60000), 'tok', tostring(tok - tokens * 60000), 'last', ARGV[2])\n"
+    "  redis.call('PEXPIRE', k, 120000)\n"
+    "end\n"
     "return {'ok', tostring(t), tostring(n)}\n";
 
-/* ARGV: prefix id actual(-1: no reservation) window window_ttl lease_be probe_be */
+/* ARGV: prefix id actual(-1: no reservation) window window_ttl lease_be probe_be
+ * bucket_be rpm tpm refund_tokens refund_request now */
 static const char lua_release[] = LUA_PURGE
     "local p, id, actual = ARGV[1], ARGV[2], tonumber(ARGV[3])\n"
     "if actual >= 0 then\n"
@@ -89,6 +112,14 @@ static const char lua_release[] = LUA_PURGE
     "  end\n"
     "end\n"
     "if ARGV[6] ~= '' then redis.call('ZREM', p..'slots:'..ARGV[6], id) end\n"
+    "if ARGV[8] ~= '' then\n"
+    "  local k, rpm, tpm, now = p..'bucket:'..ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[13])\n"
+    "  local req, tok = bucket(k, rpm, tpm, now)\n"
+    "  req = math.min(req + tonumber(ARGV[12]) * 60000, rpm * 60000)\n"
+    "  tok = math.max(-tpm * 60000, math.min(tok + tonumber(ARGV[11]) * 60000, tpm * 60000))\n"
+    "  redis.call('HSET', k, 'req', tostring(req), 'tok', tostring(tok), 'last', ARGV[13])\n"
+    "  redis.call('PEXPIRE', k, 120000)\n"
+    "end\n"
     "if ARGV[7] ~= '' and redis.call('GET', p..'probe:'..ARGV[7]) == id then\n"
     "  redis.call('DEL', p..'probe:'..ARGV[7]) end\n"
     "return tostring(total(p, ARGV[4]))\n";
@@ -143,6 +174,7 @@ struct sw_rstate_op {
     bool eval_retry;            /* resent as EVAL after NOSCRIPT */
     struct sw_rstate_hold *hold;/* admit: NULL once cancelled */
     struct sw_live *live;       /* admit: referenced */
+    size_t hold_be;             /* admit: the backend */
     int argc;
     char *argv[MAX_ARGS + 3 * 64];
 };
@@ -371,11 +403,14 @@ static enum sw_rstate_verdict verdict_of(const redisReply *r, struct sw_rstate *
     }
     if (!strcmp(w, "slot"))
         return SW_RSTATE_NO_SLOT;
+    if (!strcmp(w, "rate"))
+        return SW_RSTATE_RATE_LIMITED;
     return SW_RSTATE_PROBE_TAKEN;
 }
 
 static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *id, size_t be,
-                        bool spend, double actual, bool lease, bool probe);
+                        bool spend, double actual, bool lease, bool probe, bool bucket,
+                        long refund_tokens, bool refund_request);
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
@@ -415,14 +450,17 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
                         h->spend = h->est_usd > 0;
                         h->lease = op->argv[3 + 7][0] != 0;
                         h->probe = op->argv[3 + 10][0] != 0;
+                        h->bucket = op->argv[3 + 12][0] != 0;
                     }
                     h->cb(h, v);
                 }
             }
         } else if (ok && verdict_of(r, rs, 0) == SW_RSTATE_OK && op->live) {
             /* granted after the caller gave up waiting: give it back */
-            release_ids(rs, op->live, op->argv[3 + 2], 0, strtod(op->argv[3 + 3], NULL) > 0, 0,
-                        op->argv[3 + 7][0] != 0, op->argv[3 + 10][0] != 0);
+            release_ids(rs, op->live, op->argv[3 + 2], op->hold_be,
+                        strtod(op->argv[3 + 3], NULL) > 0, 0, op->argv[3 + 7][0] != 0,
+                        op->argv[3 + 10][0] != 0, op->argv[3 + 12][0] != 0,
+                        strtol(op->argv[3 + 15], NULL, 10), true);
         }
     } else if (op->kind == OP_SYNC && ok) {
         apply_sync(rs, r);
@@ -820,19 +858,21 @@ static enum sw_rstate_verdict degraded_admit(struct sw_rstate *rs, struct sw_liv
 }
 
 int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
-                    size_t be, double est_usd, bool probe)
+                    size_t be, double est_usd, bool probe, long tokens)
 {
     const struct sw_config_backend *cb = &live->cfg->backends[be];
     bool lease = cb->tier == SW_TIER_LOCAL && cb->slots > 0;
+    bool bucket = cb->tier == SW_TIER_CLOUD && (cb->rpm > 0 || cb->tpm > 0);
     h->be = be;
     h->est_usd = est_usd > 0 ? est_usd : 0;
-    if (!lease && !(h->est_usd > 0) && !probe)
+    h->bucket_tokens = tokens > 0 ? tokens : 0;
+    if (!lease && !(h->est_usd > 0) && !probe && !bucket)
         return SW_RSTATE_OK;
     if (!ready(rs))
         return degraded_admit(rs, live, h);
     snprintf(h->id, sizeof h->id, "%s:%llu", rs->replica, (unsigned long long)++rs->next_id);
     char now[24], est[40], cap[40], resv_ttl[24], win[24], slots[24], lease_ttl[24],
-        probe_ttl[24];
+        probe_ttl[24], rpm[24], tpm[24], toks[24];
     snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
     fmt_double(est, sizeof est, h->est_usd);
     fmt_double(cap, sizeof cap, sw_live_spend_cap_usd(live));
@@ -841,13 +881,17 @@ int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate
     snprintf(slots, sizeof slots, "%ld", cb->slots);
     snprintf(lease_ttl, sizeof lease_ttl, "%ld", rs->lease_ttl_ms);
     snprintf(probe_ttl, sizeof probe_ttl, "%ld", rs->resv_ttl_ms);
+    snprintf(rpm, sizeof rpm, "%ld", cb->rpm > 0 ? cb->rpm : 0);
+    snprintf(tpm, sizeof tpm, "%ld", cb->tpm > 0 ? cb->tpm : 0);
+    snprintf(toks, sizeof toks, "%ld", h->bucket_tokens);
     char *args[] = {rs->prefix, now,   h->id, est,       cap,
                     resv_ttl,   win,   lease ? cb->name : "", slots, lease_ttl,
-                    probe ? cb->name : "", probe_ttl};
-    struct sw_rstate_op *op = script_op(rs, OP_ADMIT, S_ADMIT, args, 12);
+                    probe ? cb->name : "", probe_ttl, bucket ? cb->name : "", rpm, tpm, toks};
+    struct sw_rstate_op *op = script_op(rs, OP_ADMIT, S_ADMIT, args, 16);
     if (!op)
         return degraded_admit(rs, live, h);
     op->hold = h;
+    op->hold_be = be;
     op->live = sw_live_ref(live);
     if (send_op(rs, op)) {
         op_free(op);
@@ -858,25 +902,31 @@ int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate
 }
 
 static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *id, size_t be,
-                        bool spend, double actual, bool lease, bool probe)
+                        bool spend, double actual, bool lease, bool probe, bool bucket,
+                        long refund_tokens, bool refund_request)
 {
-    (void)be;
     if (!rs->ac || !rs->connected)
         return; /* leases and reservations expire on their own */
     const struct sw_config_backend *cb = &live->cfg->backends[be];
-    char act[40], win[24], win_ttl[24];
+    char act[40], win[24], win_ttl[24], rpm[24], tpm[24], refund[24], now[24];
     fmt_double(act, sizeof act, spend ? (actual > 0 ? actual : 0) : -1);
     window_arg(rs, win, sizeof win);
     snprintf(win_ttl, sizeof win_ttl, "%lld", (long long)rs->window_ms * 2);
+    snprintf(rpm, sizeof rpm, "%ld", cb->rpm > 0 ? cb->rpm : 0);
+    snprintf(tpm, sizeof tpm, "%ld", cb->tpm > 0 ? cb->tpm : 0);
+    snprintf(refund, sizeof refund, "%ld", refund_tokens);
+    snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
     char *args[] = {rs->prefix, (char *)id, act, win, win_ttl,
-                    lease ? cb->name : "", probe ? cb->name : ""};
-    struct sw_rstate_op *op = script_op(rs, OP_RELEASE, S_RELEASE, args, 7);
+                    lease ? cb->name : "", probe ? cb->name : "",
+                    bucket ? cb->name : "", rpm, tpm, refund,
+                    refund_request ? "1" : "0", now};
+    struct sw_rstate_op *op = script_op(rs, OP_RELEASE, S_RELEASE, args, 13);
     if (op && send_op(rs, op))
         op_free(op);
 }
 
 void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
-                       double actual_usd)
+                       double actual_usd, bool sent, long actual_tokens)
 {
     if (h->op) {
         /* still asking: the late answer gives back whatever it granted */
@@ -885,17 +935,19 @@ void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_rst
     }
     if (h->fallback_lease && rs && h->be < rs->n_fallback && rs->fallback_held[h->be] > 0)
         rs->fallback_held[h->be]--;
-    if (rs && (h->spend || h->lease || h->probe)) {
-        /* the lease is in the op's argv for a late answer; here it is h's */
-        const struct sw_config_backend *cb = &live->cfg->backends[h->be];
-        (void)cb;
-        release_ids(rs, live, h->id, h->be, h->spend, actual_usd, h->lease, h->probe);
-    } else if (rs && actual_usd > 0 && !h->spend) {
+    /* the provider counts every request it received: refund the estimate's
+     * excess when sent, all of it when not */
+    long refund = h->bucket ? (sent ? h->bucket_tokens - actual_tokens : h->bucket_tokens) : 0;
+    if (rs && (h->spend || h->lease || h->probe || h->bucket))
+        release_ids(rs, live, h->id, h->be, h->spend, actual_usd, h->lease, h->probe, h->bucket,
+                    refund, h->bucket && !sent);
+    else if (rs && actual_usd > 0)
         /* spent without a shared reservation (no cap in force): still counted */
-        release_ids(rs, live, h->id[0] ? h->id : "none", h->be, true, actual_usd, false, false);
-    }
-    h->spend = h->lease = h->probe = h->fallback_lease = false;
+        release_ids(rs, live, h->id[0] ? h->id : "none", h->be, true, actual_usd, false, false,
+                    false, 0, false);
+    h->spend = h->lease = h->probe = h->bucket = h->fallback_lease = false;
     h->est_usd = 0;
+    h->bucket_tokens = 0;
 }
 
 void sw_rstate_breaker_check(struct sw_rstate *rs, struct sw_live *live, size_t be)

@@ -29,6 +29,7 @@ int sw_rurl_parse(const char *url, struct sw_rurl *out, char *why, size_t why_ca
  *   <p>spend:reserved            sum of the reservations (float)
  *   <p>slots:<backend>           leases of a local backend: zset id -> expiry (wall ms)
  *   <p>queue:<backend>           waiting requests per replica: hash replica -> "n expiry_ms"
+ *   <p>bucket:<backend>          a cloud backend's rpm/tpm levels: hash req tok last
  *   <p>breaker:<backend>         an open breaker: wall ms it turns half-open (PX until then)
  *   <p>probe:<backend>           the replica holding the half-open probe (SET NX PX)
  *   <p>flags                     hash: emergency, emergency_reason, ttft_budget_ms, spend_cap_usd

@@ -14,7 +14,7 @@ const PRICE = 1000; // USD per million tokens, in and out: one request costs cen
 const CAP = 0.06; // two or three requests: replicas racing for the last of it must not all win
 const MAX_TOKENS = 16;
 
-let redis, local, cloud, free, flaky, yaml;
+let redis, local, cloud, free, flaky, metered, yaml;
 const gws = [];
 
 function config(redisUrl, prefix) {
@@ -33,10 +33,12 @@ backends:
       price: { input_usd_per_mtok: ${PRICE}, output_usd_per_mtok: ${PRICE} } }
   - { name: "free", tier: cloud, url: "${free.url}", model: "m" }
   - { name: "flaky", tier: local, url: "${flaky.url}", model: "m", slots: 8 }
+  - { name: "metered", tier: cloud, url: "${metered.url}", model: "m", rpm: 20 }
 models:
   - { name: "paid", backends: [cloud] }
   - { name: "spill", backends: [local, free] }
   - { name: "flaky", backends: [flaky, free] }
+  - { name: "metered", backends: [metered] }
 routing:
   health_interval_ms: 100
   ttft_budget_ms: 400
@@ -79,6 +81,8 @@ describe('replicas sharing one Redis', () => {
     cloud = await startLlmsim(["--decode-tps", "0", "--latency-ms", "200", "--keep-received", "0"]);
     free = await startLlmsim(['--decode-tps', '0', '--keep-received', '0']);
     flaky = await startLlmsim(['--error-rate', '1', '--error-status', '503']);
+    // The provider's limit, a little above the configured rpm (the bucket refills meanwhile).
+    metered = await startLlmsim(['--decode-tps', '0', '--rpm', '25']);
     yaml = config(redis.url, `it${process.pid}:`);
     for (let i = 0; i < 3; i++) gws.push(await startSpillway(yaml));
     await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === null),
@@ -86,7 +90,7 @@ describe('replicas sharing one Redis', () => {
   });
   after(async () => {
     await Promise.all(gws.map((g) => g.stop()));
-    await Promise.all([local, cloud, free, flaky].filter(Boolean).map((s) => s.stop()));
+    await Promise.all([local, cloud, free, flaky, metered].filter(Boolean).map((s) => s.stop()));
     await redis?.stop();
   });
 
@@ -148,6 +152,16 @@ describe('replicas sharing one Redis', () => {
     const res = await Promise.all(Array.from({ length: 10 }, (_, i) => chat(gws[1 + (i % 2)], 'flaky')));
     assert.ok(res.every((r) => r.status === 200 && r.backend === 'free'), JSON.stringify(res));
     assert.equal((await simStats(flaky)).chat_requests, before, 'B and C sent nothing to flaky');
+  });
+
+  test("a provider's rpm is counted over all replicas: the provider never answers 429", async () => {
+    const res = await Promise.all(Array.from({ length: 60 }, (_, i) => chat(gws[i % 3], 'metered')));
+    assert.deepEqual(res.filter((r) => r.status === 0), [], 'every request answered');
+    const st = await simStats(metered);
+    assert.ok(st.chat_requests >= 20, `the limit was used (${st.chat_requests})`);
+    assert.ok(st.chat_requests <= 22, `at most the rpm (and its refill) reached the provider: ${st.chat_requests}`);
+    assert.equal(st.status['429'] ?? 0, 0, 'the provider never refused one');
+    assert.equal(res.filter((r) => r.status === 200).length, st.chat_requests);
   });
 
   test('Redis killed mid-load: every request answered, the cap fails closed, degradation shown; back when Redis returns', async () => {
