@@ -89,6 +89,9 @@ describe('replicas sharing one Redis', () => {
       { timeout: 10000, what: 'every replica connected to Redis' });
   });
   after(async () => {
+    for (const g of gws) {
+      if (g.proc.exitCode !== null || g.proc.signalCode !== null) console.log(`a replica died:\n${g.output()}`);
+    }
     await Promise.all(gws.map((g) => g.stop()));
     await Promise.all([local, cloud, free, flaky, metered].filter(Boolean).map((s) => s.stop()));
     await redis?.stop();
@@ -175,6 +178,10 @@ describe('replicas sharing one Redis', () => {
       { timeout: 5000, what: 'every replica degraded: redis' });
     const m = await metrics(gws[0]);
     assert.equal(m['spillway_state_degraded{reason="redis"}'], 1);
+    // A replica that starts while Redis is down serves too.
+    gws.push(await startSpillway(yaml));
+    assert.equal((await chat(gws[3], 'spill')).status, 200);
+    assert.equal((await state(gws[3])).state.degraded, 'redis');
     const res = await load;
     assert.deepEqual(res.filter((r) => r.status !== 200 && r.status !== 429), [], 'no request lost');
     assert.ok(res.filter((_, i) => i % 2).every((r) => r.status === 200), 'local traffic kept flowing');
@@ -190,5 +197,16 @@ describe('replicas sharing one Redis', () => {
     // The new (empty) shared window lets paid traffic through again.
     await waitFor(async () => (await chat(gws[2], 'paid')).status === 200,
       { timeout: 5000, what: 'paid traffic on the fresh shared counter' });
+  });
+
+  test('Redis slower than timeout_ms: requests still answered, degraded while slow, shared again after', async () => {
+    const sleeping = redis.command('DEBUG', 'SLEEP', '2'); // blocks the server for 2 s
+    await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === 'redis'),
+      { timeout: 5000, what: 'every replica degraded while Redis is slow' });
+    const res = await Promise.all(gws.map((g) => chat(g, 'spill')));
+    assert.deepEqual(res.map((r) => r.status), gws.map(() => 200));
+    await sleeping;
+    await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === null),
+      { timeout: 10000, what: 'every replica shared again' });
   });
 });

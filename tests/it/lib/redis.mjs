@@ -3,7 +3,7 @@
 // again on the same port (an empty server: what a crash without persistence
 // leaves).
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createServer, connect } from 'node:net';
 
 async function freePort() {
   return new Promise((res, rej) => {
@@ -18,7 +18,7 @@ async function freePort() {
 
 function spawnRedis(port, timeout) {
   const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
-    '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--appendonly', 'no', '--enable-debug-command', 'local'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const ready = new Promise((res, rej) => {
     const onData = (d) => {
@@ -54,6 +54,16 @@ export async function startRedis({ timeout = 10000 } = {}) {
     },
     async stop() {
       await this.kill();
+    },
+    // Sends one command (RESP) and resolves with the raw reply once it starts
+    // arriving, e.g. command('DEBUG', 'SLEEP', '1') after the sleep.
+    command(...args) {
+      return new Promise((res, rej) => {
+        const sock = connect(port, '127.0.0.1');
+        sock.on('error', rej);
+        sock.on('data', (d) => { sock.destroy(); res(d.toString()); });
+        sock.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`).join('')}`);
+      });
     },
   };
 }
