@@ -310,6 +310,7 @@ void sw_admin_breaker_reset(struct sw_front *f, struct sw_http_req *req,
         struct sw_live_backend *b = f->live->b[i];
         if (strlen(b->name) == len && !memcmp(b->name, name, len)) {
             sw_breaker_reset(&b->breaker);
+            sw_rstate_breaker_reset(f->live->g->rstate, f->live, i);
             sw_warn("admin: breaker of %s reset", b->name);
             reply_json_value(req, 200, json_pack("{s:s, s:s}", "backend", b->name, "breaker",
                                                  "closed"));

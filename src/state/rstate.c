@@ -980,6 +980,20 @@ void sw_rstate_breaker_check(struct sw_rstate *rs, struct sw_live *live, size_t 
     plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, msg});
 }
 
+void sw_rstate_breaker_reset(struct sw_rstate *rs, struct sw_live *live, size_t be)
+{
+    if (!rs || !rs->ac || !rs->connected)
+        return;
+    struct sw_live_backend *b = live->b[be];
+    b->announced_open_until = 0;
+    char key[300], ch[300], msg[200];
+    sw_rkey(key, sizeof key, rs->prefix, "breaker", b->name);
+    sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
+    snprintf(msg, sizeof msg, "breaker %s 0", b->name);
+    plain(rs, OP_PLAIN, 2, (const char *[]){"DEL", key});
+    plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, msg});
+}
+
 void sw_rstate_flags_changed(struct sw_rstate *rs)
 {
     if (!rs || !rs->ac || !rs->connected)

@@ -71,6 +71,8 @@ void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_rst
                        double actual_usd, bool sent, long actual_tokens);
 /* After an outcome on backend be: announces its breaker when it opened or closed. */
 void sw_rstate_breaker_check(struct sw_rstate *rs, struct sw_live *live, size_t be);
+/* The admin API closed backend be's breaker: closed on every replica. */
+void sw_rstate_breaker_reset(struct sw_rstate *rs, struct sw_live *live, size_t be);
 /* The admin API changed the emergency flag or the thresholds: store and announce. */
 void sw_rstate_flags_changed(struct sw_rstate *rs);
 

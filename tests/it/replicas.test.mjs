@@ -155,6 +155,12 @@ describe('replicas sharing one Redis', () => {
     const res = await Promise.all(Array.from({ length: 10 }, (_, i) => chat(gws[1 + (i % 2)], 'flaky')));
     assert.ok(res.every((r) => r.status === 200 && r.backend === 'free'), JSON.stringify(res));
     assert.equal((await simStats(flaky)).chat_requests, before, 'B and C sent nothing to flaky');
+    // An operator's reset on one replica closes it on all.
+    const r = await getJSON(`${gws[1].url}/admin/breakers/flaky/reset`, { method: 'POST', headers: admin });
+    assert.equal(r.status, 200);
+    await waitFor(async () => (await Promise.all(gws.map(state)))
+      .every((s) => s.backends.find((b) => b.name === 'flaky').breaker === 'closed'),
+    { timeout: 1000, what: 'the breaker closed on every replica' });
   });
 
   test("a provider's rpm is counted over all replicas: the provider never answers 429", async () => {
