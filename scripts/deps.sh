@@ -25,6 +25,7 @@ pc libhs libvectorscan-dev
 pc libutf8proc libutf8proc-dev         # PII: Unicode normalisation (NFKC, categories)
 pc libsystemd libsystemd-dev          # sd_notify: readiness and reload for systemd (Type=notify)
 pc libpcre2-8 libpcre2-dev             # output contract: JSON Schema "pattern" (src/contract/schema.c)
+pc hiredis libhiredis-dev              # state.redis: shared state across replicas (docs/scaling.md)
 bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
 hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
@@ -42,6 +43,7 @@ if [ "$what" = test ]; then
   bin python3 python3         # tests/it/http_clients.test.mjs: urllib, http.client
   bin ab apache2-utils        # tests/it/http_clients.test.mjs: ApacheBench
   bin bc bc
+  bin redis-server redis-server   # tests/it/replicas.test.mjs: the shared state (state.redis)
   bin openssl openssl
   bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)
   sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ] || need+=("$2"); }

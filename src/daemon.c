@@ -18,6 +18,7 @@
 #include "obs/metrics.h"
 #include "pii/pii.h"
 #include "state/live.h"
+#include "state/rstate.h"
 #include "upstream/curlev.h"
 #include "upstream/health.h"
 #include "upstream/startcheck.h"
@@ -99,6 +100,7 @@ struct daemon {
     struct sw_config *cfg;          /* the snapshot new requests get */
     struct sw_live_shared *shared;  /* survives reloads */
     struct sw_live *live;
+    struct sw_rstate *rstate;       /* state.redis; NULL: in memory */
     struct sw_healthcheck *hc;
     struct sw_startcheck *startcheck;
     struct sw_front *front;
@@ -183,6 +185,7 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
     sw_healthcheck_free(d->hc);
     d->hc = hc;
     sw_front_swap(d->front, cfg, live);
+    sw_rstate_set_live(d->rstate, live);
     sw_live_unref(d->live);
     sw_config_unref(d->cfg);
     d->live = live;
@@ -269,6 +272,12 @@ int sw_daemon_run(const char *config_path)
     d.hc = sw_healthcheck_new(d.base, d.cev, cfg, d.live);
     if (!d.hc)
         goto out;
+    if (cfg->state.redis) {
+        d.rstate = sw_rstate_new(d.base, cfg, d.shared);
+        if (!d.rstate)
+            goto out;
+        sw_rstate_set_live(d.rstate, d.live);
+    }
     d.obs.metrics = sw_metrics_new();
     d.obs.log = sw_declog_open(cfg->decision_log ? cfg->decision_log : "-");
     d.obs.ring = sw_declog_ring_new(1000);
@@ -322,6 +331,7 @@ out:
     sw_startcheck_free(d.startcheck);
     sw_front_free(d.front);
     sw_healthcheck_free(d.hc);
+    sw_rstate_free(d.rstate);
     sw_live_unref(d.live);
     sw_live_shared_free(d.shared);
     sw_metrics_free(d.obs.metrics);

@@ -12,6 +12,7 @@
 #include "config/walk.h"
 #include "upstream/loadsig.h"
 #include "pii/pii.h"
+#include "state/rurl.h"
 
 #define CONFIG_MAX_FILE_BYTES (1024 * 1024)
 #define DEFAULT_LISTEN_HOST "127.0.0.1"
@@ -811,6 +812,53 @@ static const struct sw_walk_setting limits_settings[] = {
 static const struct sw_walk_section limits_section = {
     limits_settings, sizeof(limits_settings) / sizeof(limits_settings[0]), 0, NULL};
 
+#define ST(f) offsetof(struct sw_config_state, f)
+static void parse_redis_url(struct sw_walk *w, const struct sw_walk_setting *s,
+                            const yaml_node_t *node, void *base, const char *path)
+{
+    char *str = NULL;
+    if (sw_walk_string(w, s, node, path, &str))
+        return;
+    struct sw_rurl u;
+    char why[256];
+    if (sw_rurl_parse(str, &u, why, sizeof why)) {
+        sw_walk_error(w, node, path, "%s", why); /* never the URL: it may hold a password */
+        free(str);
+        return;
+    }
+    *(char **)((char *)base + s->off) = str;
+}
+static const struct sw_walk_setting state_settings[] = {
+    {.key = "redis", .type = SW_WALK_CUSTOM, .off = ST(redis), .parse = parse_redis_url,
+     .hint = "redis://[:PASSWORD@]HOST:PORT/DB (rediss:// is not supported)"},
+    {.key = "key_prefix", .type = SW_WALK_TEXT, .off = ST(key_prefix),
+     .hint = "prefix of every key, default \"spillway:\""},
+    {.key = "timeout_ms", .type = SW_WALK_LONG, .off = ST(timeout_ms), .min = 1, .max = 10000,
+     .def = 50},
+    {.key = "replicas", .type = SW_WALK_LONG, .off = ST(replicas), .min = 1, .max = 1000,
+     .def = 1},
+    {.key = "fallback_share", .type = SW_WALK_DOUBLE, .off = ST(fallback_share), .dmin = 0.001,
+     .dmax = 1},
+    {.key = "lease_ttl_ms", .type = SW_WALK_LONG, .off = ST(lease_ttl_ms), .min = 1000,
+     .max = 600000, .def = 5000},
+};
+static void check_state(struct sw_walk *w, void *base, const yaml_node_t *map,
+                        const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)w;
+    (void)map;
+    (void)vals;
+    (void)path;
+    (void)index;
+    struct sw_config_state *st = base;
+    if (!st->key_prefix)
+        st->key_prefix = strdup("spillway:");
+    if (!(st->fallback_share > 0))
+        st->fallback_share = 1.0 / (double)(st->replicas > 0 ? st->replicas : 1);
+}
+static const struct sw_walk_section state_section = {
+    state_settings, sizeof(state_settings) / sizeof(state_settings[0]), 0, check_state};
+
 /* Table order is processing order: backends before models (which refer to
  * them), routing before models (model budgets are checked against it), keys
  * before admin. Messages are sorted by position afterwards. */
@@ -879,6 +927,7 @@ static const struct sw_walk_setting top_settings[] = {
      .hint = "a list of models, each with name and backends"},
     {.key = "limits", .type = SW_WALK_MAP, .off = CFG(limits), .sub = &limits_section},
     {.key = "pii", .type = SW_WALK_MAP, .off = CFG(pii), .sub = &pii_section},
+    {.key = "state", .type = SW_WALK_MAP, .off = CFG(state), .sub = &state_section},
     {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
      .hint = "a file path, or \"-\" for standard output"},
 };
@@ -1144,6 +1193,8 @@ void sw_config_unref(struct sw_config *cfg)
     free(cfg->keys);
     free(cfg->admin_key);
     free(cfg->decision_log);
+    free(cfg->state.redis);
+    free(cfg->state.key_prefix);
     free(cfg->routing.spend.degrade_to);
     for (size_t i = 0; i < cfg->pii.n_custom; i++) {
         free(cfg->pii.custom[i].name);

@@ -171,6 +171,17 @@ struct sw_config_limits {
     long drain_timeout_ms;      /* SIGTERM: how long in-flight requests may finish, default 15000 */
 };
 
+/* state: shared state on Redis (docs/scaling.md); redis NULL: in memory. */
+struct sw_config_state {
+    char *redis;                /* redis://[:PASSWORD@]HOST:PORT/DB (a secret: never shown) */
+    char *key_prefix;           /* default "spillway:" */
+    long timeout_ms;            /* every round trip, default 50 */
+    long replicas;              /* replicas expected, default 1 (fallback_share's default) */
+    double fallback_share;      /* share of a local backend's slots per replica while Redis is
+                                   unreachable; 0 in the file: 1 / replicas */
+    long lease_ttl_ms;          /* a dead replica's slots and probe come back after this */
+};
+
 struct sw_config {
     int refcount;
     char *path;                 /* the file it came from */
@@ -187,6 +198,7 @@ struct sw_config {
     size_t n_models;
     struct sw_config_routing routing;
     struct sw_config_limits limits;
+    struct sw_config_state state;
     struct {
         enum sw_pii_policy policy;          /* default local_only */
         enum sw_pii_binary binary_parts;    /* default local */

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "obs/dashboard.h"
 #include "obs/series.h"
+#include "state/rstate.h"
 #include "relay/reply.h"
 #include "upstream/loadsig.h"
 
@@ -73,6 +74,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .spend_cap_usd = sw_live_spend_cap_usd(l),
         .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
         .emergency = l->g->emergency,
+        .state_shared = l->g->rstate != NULL,
+        .state_degraded = sw_rstate_degraded(l->g->rstate),
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
         .loop_lag_ms = sw_front_loop_lag_ms(f),
     };
@@ -219,12 +222,17 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
     const struct sw_metrics *m = f->obs ? f->obs->metrics : NULL;
     sw_metrics_each(m, SW_M_REJECTIONS, add_rejection, rejections);
     sw_metrics_each(m, SW_M_PII, add_pii, pii);
+    json_t *st = json_pack("{s:s, s:o}", "backend", l->g->rstate ? "redis" : "memory",
+                           "degraded",
+                           sw_rstate_degraded_reason(l->g->rstate)
+                               ? json_string(sw_rstate_degraded_reason(l->g->rstate))
+                               : json_null());
     reply_json_value(req, 200,
-                     json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o}", "emergency", l->g->emergency,
-                               "emergency_reason", l->g->emergency_reason, "spend_usd",
-                               sw_live_spend_usd(l, now), "spend_cap_usd",
-                               sw_live_spend_cap_usd(l), "backends", backends,
-                               "rejections", rejections, "pii", pii));
+                     json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o, s:o}", "emergency",
+                               l->g->emergency, "emergency_reason", l->g->emergency_reason,
+                               "spend_usd", sw_live_spend_usd(l, now), "spend_cap_usd",
+                               sw_live_spend_cap_usd(l), "backends", backends, "rejections",
+                               rejections, "pii", pii, "state", st));
 }
 
 /* Parses the admin call's JSON body; answers 400 and returns NULL if it is not an object. */
@@ -265,6 +273,7 @@ void sw_admin_emergency(struct sw_front *f, struct sw_http_req *req)
                    (const char *const[]){l->g->emergency ? "declared" : "cleared"}, 1);
     snprintf(l->g->emergency_reason, sizeof l->g->emergency_reason, "%s",
              reason ? json_string_value(reason) : "");
+    sw_rstate_flags_changed(l->g->rstate);
     sw_warn("admin: emergency %s (reason: %s)", l->g->emergency ? "DECLARED" : "cleared",
             l->g->emergency_reason[0] ? l->g->emergency_reason : "none given");
     json_decref(body);
@@ -329,6 +338,7 @@ void sw_admin_breaker_reset(struct sw_front *f, struct sw_http_req *req,
         struct sw_live_backend *b = f->live->b[i];
         if (strlen(b->name) == len && !memcmp(b->name, name, len)) {
             sw_breaker_reset(&b->breaker);
+            sw_rstate_breaker_reset(f->live->g->rstate, f->live, i);
             sw_warn("admin: breaker of %s reset", b->name);
             reply_json_value(req, 200, json_pack("{s:s, s:s}", "backend", b->name, "breaker",
                                                  "closed"));
@@ -381,6 +391,7 @@ void sw_admin_thresholds(struct sw_front *f, struct sw_http_req *req)
             f->live->b[i]->latwin.recover_ms = json_number_value(rec);
     }
     json_decref(body);
+    sw_rstate_flags_changed(g->rstate);
     sw_warn("admin: thresholds changed (ttft_budget_ms %ld, spend_cap_usd %.4f)",
             g->ttft_budget_ms, g->spend_cap_usd);
     sw_admin_state(f, req);

@@ -18,6 +18,7 @@
 #include "route/route.h"
 #include "state/claim.h"
 #include "state/live.h"
+#include "state/rstate.h"
 #include "upstream/upstream.h"
 
 /* Largest error body kept from a failed attempt, and largest SSE event. */
@@ -49,6 +50,9 @@ struct proxy {
     enum sw_reason reason;
     bool attempting;                /* begun: its settle and log entry are due */
     struct sw_claim claim;          /* what it holds of the shared state */
+    struct sw_rstate_hold rh;       /* ... and of the state shared by replicas (state.redis) */
+    bool lease_wait;                /* holds its local slot, waits for a replica-wide lease */
+    bool spend_refused;             /* the shared spend counter refused a reservation */
     struct event *queue_timer;
     struct event *ttft_timer;       /* the attempt's TTFT budget (abandon when no first byte) */
     long ttft_abandon_ms;           /* that budget, 0: none */
@@ -266,12 +270,20 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                         ? (double)(p->last_byte_ms - p->first_byte_ms)
                         : 0;
     p->end_class = NULL;
+    double cost_before = p->cost_usd;
+    bool sent = p->claim.sent;
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
                                                          : SW_CLAIM_NEUTRAL,
                                    in, out, ttft, decode, http_status, transport_err,
                                    p->up.retry_after_s, now);
+    if (live->g->rstate) {
+        double usd = p->cost_usd - cost_before;
+        sw_rstate_release(live->g->rstate, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
+        sw_rstate_breaker_check(live->g->rstate, live, p->be);
+    }
+    p->lease_wait = false;
     if (o == OUTCOME_OK) {
         p->served = true;
         p->tok_in = in;
@@ -1173,12 +1185,88 @@ static void dispatch(struct proxy *p)
     arm_ttft_timer(p, left);
 }
 
+static void on_queue_check(evutil_socket_t fd, short what, void *arg);
+
+/* What the replicas' shared state said about the attempt that holds its
+ * local claim: send, wait for a replica-wide slot, or decide again. */
+static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
+{
+    struct proxy *p = (struct proxy *)((char *)h - offsetof(struct proxy, rh));
+    switch (v) {
+    case SW_RSTATE_OK:
+        p->lease_wait = false;
+        dispatch(p);
+        return;
+    case SW_RSTATE_NO_SLOT:
+        /* every replica's slots are busy: wait (the queue check asks again,
+         * and moves the request to the cloud when the wait breaks its budget) */
+        p->lease_wait = true;
+        if (!p->queue_timer)
+            p->queue_timer = evtimer_new(p->env.base, on_queue_check, p);
+        if (p->queue_timer) {
+            struct timeval tv = {0, QUEUE_CHECK_US};
+            evtimer_add(p->queue_timer, &tv);
+        }
+        return;
+    case SW_RSTATE_SPEND_FULL:
+        note_failure(p, sw_rstate_degraded(p->live->g->rstate)
+                            ? "no shared spend counter (fails closed)"
+                            : "spend cap reached (shared by the replicas)");
+        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        if (!p->spend_refused) {
+            /* decide again on the spend the refusal reported: the cap's
+             * policy (shed, degrade, keep_local) applies as on one gateway */
+            p->spend_refused = true;
+            plan_next(p);
+        } else {
+            exclude_and_replan(p);
+        }
+        return;
+    case SW_RSTATE_PROBE_TAKEN:
+        note_failure(p, "breaker half-open, its probe out on another replica");
+        break;
+    case SW_RSTATE_RATE_LIMITED:
+        note_failure(p, "provider rate limit reached across the replicas (skipped)");
+        break;
+    }
+    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    exclude_and_replan(p);
+}
+
+/* The local claim is held: asks the shared state (state.redis) for the rest
+ * (spend reservation, replica-wide slot lease, the half-open probe). */
+static void gate(struct proxy *p)
+{
+    struct sw_rstate *rs = p->live->g->rstate;
+    if (!rs) {
+        dispatch(p);
+        return;
+    }
+    const struct sw_config_backend *be = cur_backend(p);
+    double est = 0;
+    if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0) {
+        /* The shared reservation bounds the cap across replicas, so it must
+         * not fall short of the bill: providers count a few template tokens
+         * per message on top of the text (OpenAI: about 4, plus 3 priming). */
+        long in = p->facts.prompt_tokens_est + 4 * (long)p->chat.n_messages + 3;
+        est = sw_spend_cost_usd(in, p->facts.max_tokens, be->input_usd_per_mtok,
+                                be->output_usd_per_mtok);
+    }
+    long tokens = be->tier == SW_TIER_CLOUD && (be->rpm || be->tpm)
+                      ? p->facts.prompt_tokens_est + p->facts.max_tokens
+                      : 0;
+    p->rh.cb = on_gate;
+    int v = sw_rstate_admit(rs, p->live, &p->rh, p->be, est, p->claim.probe, tokens);
+    if (v >= 0)
+        on_gate(&p->rh, (enum sw_rstate_verdict)v);
+}
+
 static void on_slot_granted(struct sw_claim *c)
 {
     struct proxy *p = (struct proxy *)((char *)c - offsetof(struct proxy, claim));
     if (p->queue_timer)
         evtimer_del(p->queue_timer);
-    dispatch(p);
+    gate(p);
 }
 
 /* Whether, without local backend k, the router would send this request to a
@@ -1234,6 +1322,15 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
             }
         }
     }
+    if (p->lease_wait) {
+        if (!p->rh.op)
+            gate(p); /* ask for a replica-wide slot again */
+        else {
+            struct timeval again = {0, QUEUE_CHECK_US};
+            evtimer_add(p->queue_timer, &again);
+        }
+        return;
+    }
     struct timeval tv = {0, QUEUE_CHECK_US};
     evtimer_add(p->queue_timer, &tv);
 }
@@ -1267,7 +1364,7 @@ static void try_attempt(struct proxy *p)
     p->attempt_ms = 0; /* set by dispatch: the request went out */
     p->first_byte_ms = p->last_byte_ms = 0;
     if (r == SW_CLAIM_GRANTED) {
-        dispatch(p);
+        gate(p);
         return;
     }
     if (r == SW_CLAIM_QUEUED) {

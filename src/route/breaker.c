@@ -199,3 +199,17 @@ bool sw_breaker_qualifies(int http_status, int transport_err)
         return false;
     }
 }
+
+void sw_breaker_force_open(struct sw_breaker *b, int64_t now_ms, int64_t until_ms)
+{
+    if (until_ms <= now_ms)
+        return;
+    if (b->state != SW_BREAKER_OPEN) {
+        b->opened_total++;
+        b->state = SW_BREAKER_OPEN;
+        b->open_until_ms = until_ms;
+    } else if (until_ms > b->open_until_ms) {
+        b->open_until_ms = until_ms;
+    }
+    b->probe_out = false;
+}

@@ -156,6 +156,11 @@ bool sw_breaker_allow_panic(struct sw_breaker *b, int64_t now_ms);
 void sw_breaker_panic_end(struct sw_breaker *b, int64_t now_ms, int64_t sent_ms,
                           enum sw_breaker_verdict v);
 
+/* Another replica opened this breaker until until_ms (this clock): OPEN
+ * until then (a longer open period already in force stays), the probe free.
+ * No-op when until_ms <= now_ms. */
+void sw_breaker_force_open(struct sw_breaker *b, int64_t now_ms, int64_t until_ms);
+
 /* Back to CLOSED with no recorded failures (admin action, config reload).
  * Keeps the configuration and the counters. */
 void sw_breaker_reset(struct sw_breaker *b);

@@ -163,6 +163,12 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
     v->slots = be->tier == SW_TIER_LOCAL ? be->slots : 0;
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;
+    if (l->g->rstate && !l->g->remote_degraded && be->tier == SW_TIER_LOCAL) {
+        /* every replica's leases, every replica's queue */
+        if (b->remote_in_flight > v->in_flight)
+            v->in_flight = b->remote_in_flight;
+        v->queued += b->remote_queued;
+    }
     v->queue_max = b->q.queue_max;
     v->prefill_ms_per_token = b->ewma.prefill_ms_per_token;
     v->decode_tps = b->ewma.decode_tps;
@@ -333,7 +339,13 @@ void sw_live_set_error(struct sw_live *l, size_t i, const char *msg)
 
 double sw_live_spend_usd(struct sw_live *l, int64_t now_ms)
 {
-    return sw_spend_total(&l->g->spend, sw_live_wall_ms(l, now_ms));
+    double local = sw_spend_total(&l->g->spend, sw_live_wall_ms(l, now_ms));
+    if (!l->g->rstate)
+        return local;
+    double cap = sw_live_spend_cap_usd(l);
+    if (l->g->remote_degraded && cap > 0)
+        return local > cap ? local : cap; /* no shared counter: fails closed */
+    return local > l->g->remote_spend_usd ? local : l->g->remote_spend_usd;
 }
 
 double sw_live_spend_cap_usd(const struct sw_live *l)

@@ -5,8 +5,9 @@
  * outcomes of attempts back (sw_live_on_*). Clock values come in as
  * arguments, so this stays testable with a fake clock.
  *
- * This is the in-memory implementation; sharing across replicas (Redis)
- * comes with its own issue. */
+ * This is the in-memory state; with state.redis the spend window, local
+ * slots, breakers and flags are also shared by the replicas (state/rstate.h):
+ * the remote_* fields hold what the other replicas do, as last read. */
 #ifndef SW_STATE_LIVE_H
 #define SW_STATE_LIVE_H
 
@@ -56,12 +57,20 @@ struct sw_live_backend {
         int64_t at_ms;          /* when it was read */
         char error[160];        /* why the latest poll failed; "" after a success */
     } load;
+    /* Shared state (state.redis), as the last sync read it: leases held by
+     * every replica, requests the other replicas queue, and the open-until
+     * of the breaker this replica last announced (wall ms; 0: closed). */
+    long remote_in_flight;
+    long remote_queued;
+    int64_t announced_open_until;
 };
 
 /* Process-wide state that no reload resets: spend, emergency and the runtime
  * threshold overrides of the admin API. Counters of finished requests
  * (rejections, PII outcomes) are not kept here: the metrics registry holds
  * them (sw_obs_record), and GET /admin/state reads them from there. */
+struct sw_rstate;
+
 struct sw_live_shared {
     struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
     int64_t wall_offset_ms;     /* wall-clock ms minus the monotonic clock, at start */
@@ -70,6 +79,10 @@ struct sw_live_shared {
     /* Runtime overrides (PUT /admin/thresholds); until the next reload. */
     long ttft_budget_ms;        /* 0: the config's */
     double spend_cap_usd;       /* < 0: the config's */
+    /* Shared state (state.redis; docs/scaling.md). */
+    struct sw_rstate *rstate;   /* NULL: in memory only */
+    bool remote_degraded;       /* Redis unreachable or slow: cap as if reached */
+    double remote_spend_usd;    /* every replica's spend in the window, last read */
 };
 
 /* One config snapshot's view of the state: reference-counted, so requests

@@ -55,6 +55,8 @@ static void start(struct sw_llmsim_model *m, struct sw_llmsim_gen *g, int64_t no
     g->ready_us = ls == SW_LLMSIM_LOADING ? m->load_done_us : now_us;
     g->next = NULL;
     m->in_flight++;
+    if (m->in_flight + m->queued > m->concurrent_max)
+        m->concurrent_max = m->in_flight + m->queued;
 }
 
 enum sw_llmsim_admit sw_llmsim_submit(struct sw_llmsim_model *m, struct sw_llmsim_gen *g,
@@ -79,6 +81,8 @@ enum sw_llmsim_admit sw_llmsim_submit(struct sw_llmsim_model *m, struct sw_llmsi
         m->qhead = g;
     m->qtail = g;
     m->queued++;
+    if (m->in_flight + m->queued > m->concurrent_max)
+        m->concurrent_max = m->in_flight + m->queued;
     return SW_LLMSIM_QUEUED;
 }
 

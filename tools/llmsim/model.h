@@ -55,6 +55,7 @@ enum sw_llmsim_admit {
 struct sw_llmsim_model {
     struct sw_llmsim_params p;
     int in_flight;               /* generations holding a slot */
+    int concurrent_max;          /* peak of in_flight + queued: requests held at once */
     int queued;                  /* generations waiting */
     int outside;                 /* slots held by outside work (another client of the box) */
     int outside_waiting;         /* requests of that client reported waiting (never run) */

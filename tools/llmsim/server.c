@@ -787,6 +787,7 @@ static void on_stats(struct sw_llmsim_server *s, struct sw_http_req *req)
         send_bytes(s, req, 500, "application/json", "{}", 2);
         return;
     }
+    json_object_set_new(o, "concurrent_max", json_integer(s->model.concurrent_max));
     json_object_set_new(o, "timer_lag_us_avg",
                         json_integer(s->lag_n ? (json_int_t)(s->lag_sum_us / s->lag_n) : 0));
     json_object_set_new(o, "timer_lag_us_max", json_integer((json_int_t)s->lag_max_us));

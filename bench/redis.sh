@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# What the shared state (state.redis, docs/scaling.md) adds per request: the
+# same gateway config with and without Redis, side by side in one run, in
+# front of one llmsim (instant answers) and one redis-server. Each request
+# takes a local slot, so with Redis it makes two round trips (lease, release).
+# Reports wrk's p50/p99 latency and the gateway's CPU per request (and Redis's),
+# and the ratios Redis on / off. Runs alternate off/on ROUNDS times.
+#   bench/redis.sh                 DURATION=10 CONNS=16 ROUNDS=2
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+DURATION=${DURATION:-10}
+CONNS=${CONNS:-16}
+ROUNDS=${ROUNDS:-2}
+for bin in redis-server wrk "$BUILD/spillway" "$BUILD/llmsim"; do
+  command -v "$bin" >/dev/null || { echo "bench/redis.sh: $bin not found" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup INT TERM EXIT
+
+port_of() { # the port a process printed: "listening on HOST:PORT"
+  for _ in $(seq 100); do
+    p=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$1" 2>/dev/null | head -1 | sed 's/.*://') && [ -n "$p" ] && { echo "$p"; return; }
+    sleep 0.1
+  done
+  echo "bench/redis.sh: no port in $1" >&2; exit 1
+}
+ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no > "$tmp/redis.log" &
+rpid=$!; pids+=($rpid)
+"$BUILD/llmsim" --port 0 --slots 1000 --decode-tps 0 --keep-received 0 > "$tmp/sim.log" 2>&1 &
+pids+=($!)
+sim=$(port_of "$tmp/sim.log")
+for _ in $(seq 100); do grep -q "Ready to accept" "$tmp/redis.log" && break; sleep 0.1; done
+
+conf() { # $1: extra section
+  cat <<YAML
+listen: "127.0.0.1:0"
+decision_log: "/dev/null"
+backends:
+  - { name: edge, tier: local, url: "http://127.0.0.1:$sim", model: m, slots: 256, queue_max: 1000 }
+models:
+  - { name: chat, backends: [edge] }
+$1
+YAML
+}
+conf "" > "$tmp/off.yaml"
+conf "state: { redis: \"redis://127.0.0.1:$rport/0\", timeout_ms: 200 }" > "$tmp/on.yaml"
+declare -A gw gwpid
+for mode in off on; do
+  "$BUILD/spillway" -c "$tmp/$mode.yaml" --log-level info > "$tmp/$mode.log" 2>&1 &
+  gwpid[$mode]=$!; pids+=($!)
+  gw[$mode]=$(port_of "$tmp/$mode.log")
+done
+wait_log() { for _ in $(seq 100); do grep -q "$2" "$1" && return; sleep 0.1; done; echo "bench/redis.sh: no '$2' in $1" >&2; exit 1; }
+wait_log "$tmp/off.log" "start-up checks done"
+wait_log "$tmp/on.log" "start-up checks done"
+wait_log "$tmp/on.log" "shared state again"
+
+run() { # $1 mode -> "p50_ms p99_ms reqs gw_ticks redis_ticks"
+  local g=${gwpid[$1]} t0 r0
+  t0=$(ticks "$g"); r0=$(ticks "$rpid")
+  wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s bench/chat.lua "http://127.0.0.1:${gw[$1]}/v1/chat/completions" > "$tmp/wrk.txt"
+  local t1 r1
+  t1=$(ticks "$g"); r1=$(ticks "$rpid")
+  awk -v gt=$((t1 - t0)) -v rt=$((r1 - r0)) '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    / 50%/ { p50 = ms($2) } / 99%/ { p99 = ms($2) } /requests in/ { n = $1 }
+    END { print p50, p99, n, gt, rt }' "$tmp/wrk.txt"
+}
+printf "%-5s %-6s %10s %10s %9s %14s %14s\n" round mode p50_ms p99_ms requests gw_cpu_us/req redis_cpu_us/req
+declare -A sum
+for r in $(seq "$ROUNDS"); do
+  for mode in off on; do
+    read -r p50 p99 n gt rt < <(run "$mode")
+    g=$(awk -v t="$gt" -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    rr=$(awk -v t="$rt" -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    printf "%-5s %-6s %10.3f %10.3f %9d %14s %14s\n" "$r" "$mode" "$p50" "$p99" "$n" "$g" "$rr"
+    sum[$mode.p50]=$(awk -v a="${sum[$mode.p50]:-0}" -v b="$p50" 'BEGIN{print a+b}')
+    sum[$mode.p99]=$(awk -v a="${sum[$mode.p99]:-0}" -v b="$p99" 'BEGIN{print a+b}')
+    sum[$mode.cpu]=$(awk -v a="${sum[$mode.cpu]:-0}" -v b="$g" 'BEGIN{print a+b}')
+  done
+done
+awk -v a="${sum[on.p50]}" -v b="${sum[off.p50]}" -v c="${sum[on.p99]}" -v d="${sum[off.p99]}" \
+    -v e="${sum[on.cpu]}" -v f="${sum[off.cpu]}" -v n="$ROUNDS" 'BEGIN {
+  printf "redis on / off: p50 x%.2f (+%.3f ms), p99 x%.2f (+%.3f ms), gateway CPU per request x%.2f (+%.1f us)\n",
+    a / b, (a - b) / n, c / d, (c - d) / n, e / f, (e - f) / n }'
+grep -q "unreachable or slow" "$tmp/on.log" && echo "note: the Redis replica was degraded during the run (see its log)" || true

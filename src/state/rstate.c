@@ -1,0 +1,1011 @@
+/* Shared state on Redis: see rstate.h and docs/scaling.md. */
+#include "state/rstate.h"
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "state/rurl.h"
+
+#define SYNC_MS 200             /* shared view refresh, lease renewal */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 2000
+#define CONNECT_TIMEOUT_MS 1000
+#define MAX_ARGS 16
+
+/* KEYS: none (single-instance Redis; keys are built from the prefix in ARGV). */
+#define LUA_PURGE \
+    "local function purge(p, now)\n" \
+    "  local old = redis.call('ZRANGEBYSCORE', p..'spend:resv', '-inf', now)\n" \
+    "  for _, r in ipairs(old) do\n" \
+    "    local a = tonumber(redis.call('HGET', p..'spend:amt', r) or '0')\n" \
+    "    redis.call('HDEL', p..'spend:amt', r)\n" \
+    "    redis.call('INCRBYFLOAT', p..'spend:reserved', -a)\n" \
+    "  end\n" \
+    "  if #old > 0 then redis.call('ZREMRANGEBYSCORE', p..'spend:resv', '-inf', now) end\n" \
+    "  if redis.call('ZCARD', p..'spend:resv') == 0 then redis.call('SET', p..'spend:reserved', '0') end\n" \
+    "end\n" \
+    "local function bucket(k, rpm, tpm, now)\n" \
+    "  local h = redis.call('HMGET', k, 'req', 'tok', 'last')\n" \
+    "  local req = tonumber(h[1]) or rpm * 60000\n" \
+    "  local tok = tonumber(h[2]) or tpm * 60000\n" \
+    "  local el = now - (tonumber(h[3]) or now)\n" \
+    "  if el < 0 then el = 0 end\n" \
+    "  if el > 120000 then el = 120000 end\n" \
+    "  return math.min(req + el * rpm, rpm * 60000), math.min(tok + el * tpm, tpm * 60000)\n" \
+    "end\n" \
+    "local function total(p, win)\n" \
+    "  return tonumber(redis.call('GET', p..'spend:'..win) or '0') +\n" \
+    "         tonumber(redis.call('GET', p..'spend:reserved') or '0')\n" \
+    "end\n"
+
+/* ARGV: prefix now id est cap resv_ttl window lease_be slots lease_ttl probe_be probe_ttl
+ * bucket_be rpm tpm tokens */
+static const char lua_admit[] = LUA_PURGE
+    "local p, now, id = ARGV[1], tonumber(ARGV[2]), ARGV[3]\n"
+    "local est, cap = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
+    "local lease, slots, probe = ARGV[8], tonumber(ARGV[9]), ARGV[11]\n"
+    "local n = 0\n"
+    "if lease ~= '' then\n"
+    "  redis.call('ZREMRANGEBYSCORE', p..'slots:'..lease, '-inf', now)\n"
+    "  n = redis.call('ZCARD', p..'slots:'..lease)\n"
+    "  if n >= slots then return {'slot', tostring(n)} end\n"
+    "end\n"
+    "local bk, rpm, tpm, tokens = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])\n"
+    "local req, tok = 0, 0\n"
+    "if bk ~= '' then\n"
+    "  req, tok = bucket(p..'bucket:'..bk, rpm, tpm, now)\n"
+    "  if (rpm > 0 and req < 60000) or (tpm > 0 and tok < tokens * 60000) then\n"
+    "    return {'rate', '0'} end\n"
+    "end\n"
+    "if probe ~= '' then\n"
+    "  if not redis.call('SET', p..'probe:'..probe, id, 'NX', 'PX', ARGV[12]) then\n"
+    "    return {'probe', '0'} end\n"
+    "end\n"
+    "local t = 0\n"
+    "if est > 0 then\n"
+    "  purge(p, now)\n"
+    "  t = total(p, ARGV[7])\n"
+    "  if cap > 0 and t + est > cap then\n"
+    "    if probe ~= '' then redis.call('DEL', p..'probe:'..probe) end\n"
+    "    return {'spend', tostring(t)}\n"
+    "  end\n"
+    "  redis.call('ZADD', p..'spend:resv', now + tonumber(ARGV[6]), id)\n"
+    "  redis.call('HSET', p..'spend:amt', id, ARGV[4])\n"
+    "  redis.call('INCRBYFLOAT', p..'spend:reserved', est)\n"
+    "  t = t + est\n"
+    "end\n"
+    "if lease ~= '' then\n"
+    "  redis.call('ZADD', p..'slots:'..lease, now + tonumber(ARGV[10]), id)\n"
+    "  n = n + 1\n"
+    "end\n"
+    "if bk ~= '' then\n"
+    "  local k = p..'bucket:'..bk\n"
+    "  redis.call('HSET', k, 'req', tostring(req - 60000), 'tok', tostring(tok - tokens * 60000), 'last', ARGV[2])\n"
+    "  redis.call('PEXPIRE', k, 120000)\n"
+    "end\n"
+    "return {'ok', tostring(t), tostring(n)}\n";
+
+/* ARGV: prefix id actual(-1: no reservation) window window_ttl lease_be probe_be
+ * bucket_be rpm tpm refund_tokens refund_request now */
+static const char lua_release[] = LUA_PURGE
+    "local p, id, actual = ARGV[1], ARGV[2], tonumber(ARGV[3])\n"
+    "if actual >= 0 then\n"
+    "  local a = redis.call('HGET', p..'spend:amt', id)\n"
+    "  if a then\n"
+    "    redis.call('HDEL', p..'spend:amt', id)\n"
+    "    redis.call('ZREM', p..'spend:resv', id)\n"
+    "    redis.call('INCRBYFLOAT', p..'spend:reserved', -tonumber(a))\n"
+    "    if redis.call('ZCARD', p..'spend:resv') == 0 then redis.call('SET', p..'spend:reserved', '0') end\n"
+    "  end\n"
+    "  if actual > 0 then\n"
+    "    redis.call('INCRBYFLOAT', p..'spend:'..ARGV[4], actual)\n"
+    "    redis.call('PEXPIRE', p..'spend:'..ARGV[4], ARGV[5])\n"
+    "  end\n"
+    "end\n"
+    "if ARGV[6] ~= '' then redis.call('ZREM', p..'slots:'..ARGV[6], id) end\n"
+    "if ARGV[8] ~= '' then\n"
+    "  local k, rpm, tpm, now = p..'bucket:'..ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[13])\n"
+    "  local req, tok = bucket(k, rpm, tpm, now)\n"
+    "  req = math.min(req + tonumber(ARGV[12]) * 60000, rpm * 60000)\n"
+    "  tok = math.max(-tpm * 60000, math.min(tok + tonumber(ARGV[11]) * 60000, tpm * 60000))\n"
+    "  redis.call('HSET', k, 'req', tostring(req), 'tok', tostring(tok), 'last', ARGV[13])\n"
+    "  redis.call('PEXPIRE', k, 120000)\n"
+    "end\n"
+    "if ARGV[7] ~= '' and redis.call('GET', p..'probe:'..ARGV[7]) == id then\n"
+    "  redis.call('DEL', p..'probe:'..ARGV[7]) end\n"
+    "return tostring(total(p, ARGV[4]))\n";
+
+/* ARGV: prefix now replica window lease_ttl queue_ttl, then per backend:
+ * name local(1|0) queued. Returns spend total, then per backend: leases,
+ * others' queued, breaker open-until (wall ms, 0: closed). */
+static const char lua_sync[] = LUA_PURGE
+    "local p, now, me = ARGV[1], tonumber(ARGV[2]), ARGV[3]\n"
+    "purge(p, now)\n"
+    "local out = {tostring(total(p, ARGV[4]))}\n"
+    "local i = 7\n"
+    "while i + 2 <= #ARGV do\n"
+    "  local name, loc, q = ARGV[i], ARGV[i+1], ARGV[i+2]\n"
+    "  local n, others = 0, 0\n"
+    "  if loc == '1' then\n"
+    "    local k = p..'slots:'..name\n"
+    "    redis.call('ZREMRANGEBYSCORE', k, '-inf', now)\n"
+    "    for _, m in ipairs(redis.call('ZRANGE', k, 0, -1)) do\n"
+    "      if string.sub(m, 1, #me + 1) == me..':' then\n"
+    "        redis.call('ZADD', k, 'XX', now + tonumber(ARGV[5]), m) end\n"
+    "    end\n"
+    "    n = redis.call('ZCARD', k)\n"
+    "    local qk = p..'queue:'..name\n"
+    "    redis.call('HSET', qk, me, q..' '..(now + tonumber(ARGV[6])))\n"
+    "    local all = redis.call('HGETALL', qk)\n"
+    "    for j = 1, #all, 2 do\n"
+    "      local c, x = string.match(all[j+1], '^(%d+) (%d+)$')\n"
+    "      if not x or tonumber(x) < now then redis.call('HDEL', qk, all[j])\n"
+    "      elseif all[j] ~= me then others = others + tonumber(c) end\n"
+    "    end\n"
+    "  end\n"
+    "  local b = redis.call('GET', p..'breaker:'..name) or '0'\n"
+    "  table.insert(out, tostring(n))\n"
+    "  table.insert(out, tostring(others))\n"
+    "  table.insert(out, b)\n"
+    "  i = i + 3\n"
+    "end\n"
+    "return out\n";
+
+enum script { S_ADMIT, S_RELEASE, S_SYNC, N_SCRIPTS };
+static const char *const scripts[N_SCRIPTS] = {lua_admit, lua_release, lua_sync};
+
+enum op_kind { OP_ADMIT, OP_RELEASE, OP_SYNC, OP_FLAGS, OP_PLAIN };
+
+struct sw_rstate_op {
+    struct sw_rstate *rs;
+    enum op_kind kind;
+    enum script script;
+    struct event *timer;
+    bool answered;              /* timed out or replied: the caller has its answer */
+    bool eval_retry;            /* resent as EVAL after NOSCRIPT */
+    struct sw_rstate_hold *hold;/* admit: NULL once cancelled */
+    struct sw_live *live;       /* admit: referenced */
+    size_t hold_be;             /* admit: the backend */
+    int argc;
+    char *argv[MAX_ARGS + 3 * 64];
+};
+
+struct sw_rstate {
+    struct event_base *base;
+    struct sw_live_shared *g;
+    struct sw_live *live;           /* referenced */
+    struct sw_rurl url;
+    char *prefix;
+    long timeout_ms, lease_ttl_ms, resv_ttl_ms;
+    double share;
+    int64_t window_ms;
+    char replica[40];
+    uint64_t next_id;
+    redisAsyncContext *ac, *sub;
+    bool connected, sub_connected;  /* connect callbacks said so */
+    bool slow;                      /* a round trip timed out; cleared by the next reply */
+    char sha[N_SCRIPTS][41];
+    long backoff_ms;
+    struct event *reconnect_timer, *connect_timer, *sync_timer;
+    long *fallback_held;            /* per backend index: fallback slots held */
+    size_t n_fallback;
+    int64_t degraded_since;
+};
+
+static void schedule_reconnect(struct sw_rstate *rs);
+static void update_degraded(struct sw_rstate *rs);
+
+/* ---- Helpers ---- */
+
+static void fmt_double(char *buf, size_t cap, double v)
+{
+    snprintf(buf, cap, "%.17g", v);
+}
+
+static bool ready(const struct sw_rstate *rs)
+{
+    return rs->ac && rs->connected && rs->sub_connected && !rs->slow;
+}
+
+static void update_degraded(struct sw_rstate *rs)
+{
+    bool d = !ready(rs);
+    if (d && !rs->g->remote_degraded)
+        sw_warn("state: Redis %s:%d unreachable or slow: degraded (spend cap fails closed, "
+                "local slots at %.0f%% per replica)", rs->url.host, rs->url.port, rs->share * 100);
+    else if (!d && rs->g->remote_degraded)
+        sw_info("state: Redis %s:%d back: shared state again", rs->url.host, rs->url.port);
+    rs->g->remote_degraded = d;
+}
+
+static void op_free(struct sw_rstate_op *op)
+{
+    if (op->timer)
+        event_free(op->timer);
+    for (int i = 0; i < op->argc; i++)
+        free(op->argv[i]);
+    if (op->live)
+        sw_live_unref(op->live);
+    free(op);
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *priv);
+static enum sw_rstate_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
+                                             struct sw_rstate_hold *h);
+
+static void on_op_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_rstate_op *op = arg;
+    if (op->answered)
+        return;
+    op->answered = true;
+    struct sw_rstate *rs = op->rs;
+    if (!rs->slow)
+        sw_warn("state: a Redis round trip took longer than %ld ms", rs->timeout_ms);
+    rs->slow = true;
+    update_degraded(rs);
+    if (op->kind == OP_ADMIT && op->hold) {
+        struct sw_rstate_hold *h = op->hold;
+        h->op = NULL;
+        op->hold = NULL;
+        h->spend = h->lease = h->probe = false;
+        h->cb(h, degraded_admit(rs, op->live, h));
+    }
+}
+
+/* Sends op (its argv) on the command connection; on failure the op is
+ * answered as a failure at once. */
+static int send_op(struct sw_rstate *rs, struct sw_rstate_op *op)
+{
+    if (!rs->ac || !rs->connected)
+        return -1;
+    size_t lens[MAX_ARGS + 3 * 64];
+    for (int i = 0; i < op->argc; i++)
+        lens[i] = strlen(op->argv[i]);
+    if (redisAsyncCommandArgv(rs->ac, on_reply, op, op->argc, (const char **)op->argv, lens) !=
+        REDIS_OK)
+        return -1;
+    if (!op->timer) {
+        op->timer = evtimer_new(rs->base, on_op_timeout, op);
+        if (op->timer) {
+            struct timeval tv = {rs->timeout_ms / 1000, (rs->timeout_ms % 1000) * 1000};
+            evtimer_add(op->timer, &tv);
+        }
+    }
+    return 0;
+}
+
+/* An op running script s with the script's ARGV (args; NULL-terminated is not
+ * needed: n). EVALSHA when the SHA is known, else EVAL. */
+static struct sw_rstate_op *script_op(struct sw_rstate *rs, enum op_kind kind, enum script s,
+                                      char **args, int n)
+{
+    struct sw_rstate_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    op->rs = rs;
+    op->kind = kind;
+    op->script = s;
+    bool sha = rs->sha[s][0] != 0;
+    op->argv[op->argc++] = strdup(sha ? "EVALSHA" : "EVAL");
+    op->argv[op->argc++] = strdup(sha ? rs->sha[s] : scripts[s]);
+    op->argv[op->argc++] = strdup("0");
+    for (int i = 0; i < n && op->argc < (int)(sizeof op->argv / sizeof op->argv[0]); i++)
+        op->argv[op->argc++] = strdup(args[i] ? args[i] : "");
+    for (int i = 0; i < op->argc; i++)
+        if (!op->argv[i]) {
+            op_free(op);
+            return NULL;
+        }
+    return op;
+}
+
+static bool is_noscript(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8);
+}
+
+/* ---- Replies ---- */
+
+static void apply_flags(struct sw_rstate *rs, const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return;
+    struct sw_live_shared *g = rs->g;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        if (!strcmp(k->str, "emergency")) {
+            bool e = !strcmp(v->str, "1");
+            if (e != g->emergency)
+                sw_warn("state: emergency %s by another replica", e ? "DECLARED" : "cleared");
+            g->emergency = e;
+        } else if (!strcmp(k->str, "emergency_reason")) {
+            snprintf(g->emergency_reason, sizeof g->emergency_reason, "%s", v->str);
+        } else if (!strcmp(k->str, "ttft_budget_ms")) {
+            long t = strtol(v->str, NULL, 10);
+            if (t >= 0 && t <= 600000)
+                g->ttft_budget_ms = t;
+        } else if (!strcmp(k->str, "spend_cap_usd")) {
+            double c = strtod(v->str, NULL);
+            if (isfinite(c))
+                g->spend_cap_usd = c;
+        }
+    }
+}
+
+static int64_t wall_to_mono(int64_t wall)
+{
+    return wall - (sw_wall_ms() - sw_now_ms());
+}
+
+static void apply_sync(struct sw_rstate *rs, const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    rs->g->remote_spend_usd = strtod(r->element[0]->str, NULL);
+    struct sw_live *l = rs->live;
+    if (!l)
+        return;
+    int64_t now = sw_now_ms(), wall = sw_wall_ms();
+    for (size_t i = 0; i < l->n && 1 + 3 * i + 2 < r->elements; i++) {
+        const redisReply *n = r->element[1 + 3 * i], *q = r->element[2 + 3 * i],
+                         *b = r->element[3 + 3 * i];
+        if (n->type != REDIS_REPLY_STRING || q->type != REDIS_REPLY_STRING ||
+            b->type != REDIS_REPLY_STRING)
+            return;
+        struct sw_live_backend *lb = l->b[i];
+        lb->remote_in_flight = strtol(n->str, NULL, 10);
+        lb->remote_queued = strtol(q->str, NULL, 10);
+        int64_t until = strtoll(b->str, NULL, 10);
+        if (until > wall) {
+            sw_breaker_force_open(&lb->breaker, now, wall_to_mono(until));
+        } else if (lb->announced_open_until == 0 && until == 0 &&
+                   sw_breaker_state(&lb->breaker, now) != SW_BREAKER_CLOSED &&
+                   lb->breaker.fail_n == 0) {
+            /* opened by another replica and closed there since */
+            sw_breaker_reset(&lb->breaker);
+        }
+    }
+}
+
+/* cap: the cap in force. A refusal leaves the view at the cap at least, so
+ * the router applies the cap's policy to priced requests (a backend without
+ * a price still takes them) until the next sync reads the total again. */
+static enum sw_rstate_verdict verdict_of(const redisReply *r, struct sw_rstate *rs, double cap)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return SW_RSTATE_SPEND_FULL;
+    const char *w = r->element[0]->str;
+    double t = strtod(r->element[1]->str, NULL);
+    if (!strcmp(w, "ok")) {
+        if (t > rs->g->remote_spend_usd)
+            rs->g->remote_spend_usd = t;
+        return SW_RSTATE_OK;
+    }
+    if (!strcmp(w, "spend")) {
+        rs->g->remote_spend_usd = t > cap ? t : cap;
+        return SW_RSTATE_SPEND_FULL;
+    }
+    if (!strcmp(w, "slot"))
+        return SW_RSTATE_NO_SLOT;
+    if (!strcmp(w, "rate"))
+        return SW_RSTATE_RATE_LIMITED;
+    return SW_RSTATE_PROBE_TAKEN;
+}
+
+static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *id, size_t be,
+                        bool spend, double actual, bool lease, bool probe, bool bucket,
+                        long refund_tokens, bool refund_request);
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+    (void)ac;
+    struct sw_rstate_op *op = priv;
+    struct sw_rstate *rs = op->rs;
+    redisReply *r = reply;
+    if (is_noscript(r) && !op->eval_retry && rs->ac && rs->connected) {
+        /* the server lost the script (restart, SCRIPT FLUSH): EVAL it */
+        op->eval_retry = true;
+        rs->sha[op->script][0] = 0;
+        free(op->argv[0]);
+        free(op->argv[1]);
+        op->argv[0] = strdup("EVAL");
+        op->argv[1] = strdup(scripts[op->script]);
+        if (op->argv[0] && op->argv[1] && send_op(rs, op) == 0)
+            return;
+    }
+    bool ok = r && r->type != REDIS_REPLY_ERROR;
+    if (r && r->type == REDIS_REPLY_ERROR)
+        sw_warn("state: Redis answered an error: %.200s", r->str);
+    if (ok && rs->slow) {
+        rs->slow = false;
+        update_degraded(rs);
+    }
+    if (op->kind == OP_ADMIT) {
+        if (!op->answered) {
+            op->answered = true;
+            struct sw_rstate_hold *h = op->hold;
+            if (h) {
+                h->op = NULL;
+                if (!ok) {
+                    h->cb(h, degraded_admit(rs, op->live, h));
+                } else {
+                    enum sw_rstate_verdict v = verdict_of(r, rs, sw_live_spend_cap_usd(op->live));
+                    if (v == SW_RSTATE_OK) {
+                        h->spend = h->est_usd > 0;
+                        h->lease = op->argv[3 + 7][0] != 0;
+                        h->probe = op->argv[3 + 10][0] != 0;
+                        h->bucket = op->argv[3 + 12][0] != 0;
+                    }
+                    h->cb(h, v);
+                }
+            }
+        } else if (ok && verdict_of(r, rs, 0) == SW_RSTATE_OK && op->live) {
+            /* granted after the caller gave up waiting: give it back */
+            release_ids(rs, op->live, op->argv[3 + 2], op->hold_be,
+                        strtod(op->argv[3 + 3], NULL) > 0, 0, op->argv[3 + 7][0] != 0,
+                        op->argv[3 + 10][0] != 0, op->argv[3 + 12][0] != 0,
+                        strtol(op->argv[3 + 15], NULL, 10), true);
+        }
+    } else if (op->kind == OP_SYNC && ok) {
+        apply_sync(rs, r);
+    } else if (op->kind == OP_FLAGS && ok) {
+        apply_flags(rs, r);
+    } else if (op->kind == OP_RELEASE && ok && r->type == REDIS_REPLY_STRING) {
+        rs->g->remote_spend_usd = strtod(r->str, NULL);
+    }
+    op->answered = true;
+    op_free(op);
+}
+
+/* Fires a plain command; its reply only counts as a sign of life. */
+static void plain(struct sw_rstate *rs, enum op_kind kind, int argc, const char **argv)
+{
+    struct sw_rstate_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return;
+    op->rs = rs;
+    op->kind = kind;
+    for (int i = 0; i < argc && i < MAX_ARGS; i++) {
+        op->argv[op->argc] = strdup(argv[i]);
+        if (!op->argv[op->argc]) {
+            op_free(op);
+            return;
+        }
+        op->argc++;
+    }
+    if (send_op(rs, op))
+        op_free(op);
+}
+
+static void on_script_loaded(redisAsyncContext *ac, void *reply, void *priv)
+{
+    (void)priv;
+    struct sw_rstate *rs = ac->data;
+    redisReply *r = reply;
+    if (!rs || !r || r->type != REDIS_REPLY_STRING || r->len != 40)
+        return;
+    for (int s = 0; s < N_SCRIPTS; s++)
+        if (!rs->sha[s][0] && priv == scripts[s])
+            memcpy(rs->sha[s], r->str, 41);
+}
+
+/* ---- Connections ---- */
+
+static void window_arg(struct sw_rstate *rs, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%lld", sw_rkey_window_start(sw_wall_ms(), rs->window_ms));
+}
+
+static void fetch_flags(struct sw_rstate *rs)
+{
+    char key[300];
+    sw_rkey(key, sizeof key, rs->prefix, "flags", NULL);
+    plain(rs, OP_FLAGS, 2, (const char *[]){"HGETALL", key});
+}
+
+static void teardown(struct sw_rstate *rs)
+{
+    redisAsyncContext *ac = rs->ac, *sub = rs->sub;
+    bool was = rs->connected, sub_was = rs->sub_connected;
+    rs->ac = rs->sub = NULL;
+    rs->connected = rs->sub_connected = false;
+    if (ac) {
+        ac->data = NULL;
+        if (was)
+            redisAsyncFree(ac); /* pending callbacks get NULL */
+        else
+            redisAsyncFree(ac);
+    }
+    if (sub) {
+        sub->data = NULL;
+        (void)sub_was;
+        redisAsyncFree(sub);
+    }
+    update_degraded(rs);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    struct sw_rstate *rs = ac->data;
+    if (!rs)
+        return;
+    sw_warn("state: lost the connection to Redis %s:%d", rs->url.host, rs->url.port);
+    if (ac == rs->ac) {
+        rs->ac = NULL;
+        rs->connected = false;
+    } else if (ac == rs->sub) {
+        rs->sub = NULL;
+        rs->sub_connected = false;
+    }
+    teardown(rs);
+    schedule_reconnect(rs);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct sw_rstate *rs = ac->data;
+    if (!rs)
+        return;
+    if (status != REDIS_OK) {
+        /* hiredis frees ac after this callback */
+        if (ac == rs->ac) {
+            rs->ac = NULL;
+            rs->connected = false;
+        } else if (ac == rs->sub) {
+            rs->sub = NULL;
+            rs->sub_connected = false;
+        }
+        teardown(rs);
+        schedule_reconnect(rs);
+        return;
+    }
+    if (ac == rs->ac)
+        rs->connected = true;
+    else
+        rs->sub_connected = true;
+    if (rs->connected && rs->sub_connected) {
+        evtimer_del(rs->connect_timer);
+        rs->backoff_ms = BACKOFF_MIN_MS;
+        rs->slow = false;
+        update_degraded(rs);
+        fetch_flags(rs); /* resync: what changed while we were away */
+    }
+}
+
+static void on_event(redisAsyncContext *ac, void *reply, void *priv)
+{
+    (void)priv;
+    struct sw_rstate *rs = ac->data;
+    redisReply *r = reply;
+    if (!rs || !r || r->type != REDIS_REPLY_ARRAY || r->elements < 3)
+        return;
+    const redisReply *kind = r->element[0], *msg = r->element[2];
+    if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, "message") ||
+        msg->type != REDIS_REPLY_STRING)
+        return;
+    if (!strcmp(msg->str, "flags"))
+        fetch_flags(rs);
+    else if (!strncmp(msg->str, "breaker ", 8) && rs->live) {
+        /* "breaker <name> <open-until wall ms, 0: closed>" */
+        char name[80];
+        long long until = 0;
+        if (sscanf(msg->str + 8, "%79s %lld", name, &until) != 2)
+            return;
+        struct sw_live *l = rs->live;
+        int64_t now = sw_now_ms();
+        for (size_t i = 0; i < l->n; i++) {
+            struct sw_live_backend *b = l->b[i];
+            if (strcmp(b->name, name))
+                continue;
+            if (until > 0)
+                sw_breaker_force_open(&b->breaker, now, wall_to_mono(until));
+            else if (sw_breaker_state(&b->breaker, now) != SW_BREAKER_CLOSED)
+                sw_breaker_reset(&b->breaker);
+        }
+    }
+}
+
+static redisAsyncContext *open_ctx(struct sw_rstate *rs)
+{
+    redisAsyncContext *ac = redisAsyncConnect(rs->url.host, rs->url.port);
+    if (!ac)
+        return NULL;
+    if (ac->err) {
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = rs;
+    redisLibeventAttach(ac, rs->base);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (rs->url.password[0])
+        redisAsyncCommand(ac, NULL, NULL, "AUTH %s", rs->url.password);
+    if (rs->url.db)
+        redisAsyncCommand(ac, NULL, NULL, "SELECT %d", rs->url.db);
+    return ac;
+}
+
+static void do_connect(struct sw_rstate *rs)
+{
+    rs->ac = open_ctx(rs);
+    rs->sub = rs->ac ? open_ctx(rs) : NULL;
+    if (!rs->ac || !rs->sub) {
+        teardown(rs);
+        schedule_reconnect(rs);
+        return;
+    }
+    for (int s = 0; s < N_SCRIPTS; s++) {
+        rs->sha[s][0] = 0;
+        redisAsyncCommand(rs->ac, on_script_loaded, (void *)scripts[s], "SCRIPT LOAD %s",
+                          scripts[s]);
+    }
+    char ch[300];
+    sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
+    redisAsyncCommand(rs->sub, on_event, NULL, "SUBSCRIBE %s", ch);
+    struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, (CONNECT_TIMEOUT_MS % 1000) * 1000};
+    evtimer_add(rs->connect_timer, &tv);
+}
+
+static void on_connect_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_rstate *rs = arg;
+    if (rs->connected && rs->sub_connected)
+        return;
+    sw_warn("state: no connection to Redis %s:%d within %d ms", rs->url.host, rs->url.port,
+            CONNECT_TIMEOUT_MS);
+    teardown(rs);
+    schedule_reconnect(rs);
+}
+
+static void on_reconnect(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_rstate *rs = arg;
+    if (!rs->ac)
+        do_connect(rs);
+}
+
+static void schedule_reconnect(struct sw_rstate *rs)
+{
+    if (evtimer_pending(rs->reconnect_timer, NULL))
+        return;
+    struct timeval tv = {rs->backoff_ms / 1000, (rs->backoff_ms % 1000) * 1000};
+    evtimer_add(rs->reconnect_timer, &tv);
+    rs->backoff_ms = rs->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : rs->backoff_ms * 2;
+}
+
+/* ---- Sync ---- */
+
+static void on_sync(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_rstate *rs = arg;
+    struct sw_live *l = rs->live;
+    if (!l || !rs->ac || !rs->connected)
+        return;
+    char now[24], win[24], lease_ttl[24], queue_ttl[24];
+    snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
+    window_arg(rs, win, sizeof win);
+    snprintf(lease_ttl, sizeof lease_ttl, "%ld", rs->lease_ttl_ms);
+    snprintf(queue_ttl, sizeof queue_ttl, "%d", SYNC_MS * 5);
+    char *args[6 + 3 * 64];
+    char qbuf[64][24];
+    int n = 0;
+    args[n++] = rs->prefix;
+    args[n++] = now;
+    args[n++] = rs->replica;
+    args[n++] = win;
+    args[n++] = lease_ttl;
+    args[n++] = queue_ttl;
+    for (size_t i = 0; i < l->n && i < 64; i++) {
+        args[n++] = l->b[i]->name;
+        args[n++] = l->b[i]->tier == SW_TIER_LOCAL ? "1" : "0";
+        snprintf(qbuf[i], sizeof qbuf[i], "%ld", l->b[i]->q.queued);
+        args[n++] = qbuf[i];
+    }
+    struct sw_rstate_op *op = script_op(rs, OP_SYNC, S_SYNC, args, n);
+    if (op && send_op(rs, op))
+        op_free(op);
+}
+
+/* ---- Public ---- */
+
+struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config *cfg,
+                                struct sw_live_shared *g)
+{
+    const struct sw_config_state *st = &cfg->state;
+    if (!st->redis)
+        return NULL;
+    struct sw_rstate *rs = calloc(1, sizeof *rs);
+    if (!rs)
+        return NULL;
+    char why[256];
+    if (sw_rurl_parse(st->redis, &rs->url, why, sizeof why)) {
+        free(rs);
+        return NULL;
+    }
+    rs->base = base;
+    rs->g = g;
+    rs->prefix = strdup(st->key_prefix ? st->key_prefix : "spillway:");
+    rs->timeout_ms = st->timeout_ms > 0 ? st->timeout_ms : 50;
+    rs->lease_ttl_ms = st->lease_ttl_ms > 0 ? st->lease_ttl_ms : 5000;
+    rs->resv_ttl_ms = cfg->routing.request_timeout_ms + rs->lease_ttl_ms;
+    rs->share = st->fallback_share > 0 ? st->fallback_share : 1.0;
+    rs->window_ms = cfg->routing.spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS;
+    rs->backoff_ms = BACKOFF_MIN_MS;
+    unsigned long long rnd = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&rnd, sizeof rnd, 1, f) != 1)
+            rnd = 0;
+        fclose(f);
+    }
+    snprintf(rs->replica, sizeof rs->replica, "%llx.%ld", rnd, (long)getpid());
+    rs->reconnect_timer = evtimer_new(base, on_reconnect, rs);
+    rs->connect_timer = evtimer_new(base, on_connect_timeout, rs);
+    rs->sync_timer = event_new(base, -1, EV_PERSIST, on_sync, rs);
+    if (!rs->prefix || !rs->reconnect_timer || !rs->connect_timer || !rs->sync_timer) {
+        sw_rstate_free(rs);
+        return NULL;
+    }
+    g->rstate = rs;
+    g->remote_degraded = true; /* until connected */
+    struct timeval tv = {0, SYNC_MS * 1000};
+    event_add(rs->sync_timer, &tv);
+    sw_info("state: shared on Redis %s:%d db %d (prefix %s, replica %s)", rs->url.host,
+            rs->url.port, rs->url.db, rs->prefix, rs->replica);
+    do_connect(rs);
+    return rs;
+}
+
+void sw_rstate_free(struct sw_rstate *rs)
+{
+    if (!rs)
+        return;
+    if (rs->g && rs->g->rstate == rs)
+        rs->g->rstate = NULL;
+    if (rs->reconnect_timer)
+        event_free(rs->reconnect_timer);
+    if (rs->connect_timer)
+        event_free(rs->connect_timer);
+    if (rs->sync_timer)
+        event_free(rs->sync_timer);
+    rs->reconnect_timer = rs->connect_timer = rs->sync_timer = NULL;
+    redisAsyncContext *ac = rs->ac, *sub = rs->sub;
+    rs->ac = rs->sub = NULL;
+    if (ac) {
+        ac->data = NULL;
+        redisAsyncFree(ac);
+    }
+    if (sub) {
+        sub->data = NULL;
+        redisAsyncFree(sub);
+    }
+    if (rs->live)
+        sw_live_unref(rs->live);
+    free(rs->fallback_held);
+    free(rs->prefix);
+    free(rs);
+}
+
+void sw_rstate_set_live(struct sw_rstate *rs, struct sw_live *live)
+{
+    if (!rs)
+        return;
+    struct sw_live *old = rs->live;
+    rs->live = sw_live_ref(live);
+    if (old)
+        sw_live_unref(old);
+    if (live->n > rs->n_fallback) {
+        long *nf = realloc(rs->fallback_held, live->n * sizeof *nf);
+        if (nf) {
+            memset(nf + rs->n_fallback, 0, (live->n - rs->n_fallback) * sizeof *nf);
+            rs->fallback_held = nf;
+            rs->n_fallback = live->n;
+        }
+    }
+}
+
+bool sw_rstate_degraded(const struct sw_rstate *rs)
+{
+    return rs && rs->g->remote_degraded;
+}
+
+const char *sw_rstate_degraded_reason(const struct sw_rstate *rs)
+{
+    return sw_rstate_degraded(rs) ? "redis" : NULL;
+}
+
+/* Without Redis: no spend (fails closed), slots from the fallback share, the
+ * probe this replica's own. */
+static enum sw_rstate_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
+                                             struct sw_rstate_hold *h)
+{
+    if (h->est_usd > 0)
+        return SW_RSTATE_SPEND_FULL;
+    const struct sw_config_backend *cb = &live->cfg->backends[h->be];
+    if (cb->tier == SW_TIER_LOCAL && cb->slots > 0) {
+        long share = (long)ceil((double)cb->slots * rs->share - 1e-9);
+        if (share < 1)
+            share = 1;
+        if (h->be >= rs->n_fallback || rs->fallback_held[h->be] >= share)
+            return SW_RSTATE_NO_SLOT;
+        rs->fallback_held[h->be]++;
+        h->fallback_lease = true;
+    }
+    return SW_RSTATE_OK;
+}
+
+int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+                    size_t be, double est_usd, bool probe, long tokens)
+{
+    const struct sw_config_backend *cb = &live->cfg->backends[be];
+    bool lease = cb->tier == SW_TIER_LOCAL && cb->slots > 0;
+    bool bucket = cb->tier == SW_TIER_CLOUD && (cb->rpm > 0 || cb->tpm > 0);
+    h->be = be;
+    h->est_usd = est_usd > 0 ? est_usd : 0;
+    h->bucket_tokens = tokens > 0 ? tokens : 0;
+    if (!lease && !(h->est_usd > 0) && !probe && !bucket)
+        return SW_RSTATE_OK;
+    if (!ready(rs))
+        return degraded_admit(rs, live, h);
+    snprintf(h->id, sizeof h->id, "%s:%llu", rs->replica, (unsigned long long)++rs->next_id);
+    char now[24], est[40], cap[40], resv_ttl[24], win[24], slots[24], lease_ttl[24],
+        probe_ttl[24], rpm[24], tpm[24], toks[24];
+    snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
+    fmt_double(est, sizeof est, h->est_usd);
+    fmt_double(cap, sizeof cap, sw_live_spend_cap_usd(live));
+    snprintf(resv_ttl, sizeof resv_ttl, "%ld", rs->resv_ttl_ms);
+    window_arg(rs, win, sizeof win);
+    snprintf(slots, sizeof slots, "%ld", cb->slots);
+    snprintf(lease_ttl, sizeof lease_ttl, "%ld", rs->lease_ttl_ms);
+    snprintf(probe_ttl, sizeof probe_ttl, "%ld", rs->resv_ttl_ms);
+    snprintf(rpm, sizeof rpm, "%ld", cb->rpm > 0 ? cb->rpm : 0);
+    snprintf(tpm, sizeof tpm, "%ld", cb->tpm > 0 ? cb->tpm : 0);
+    snprintf(toks, sizeof toks, "%ld", h->bucket_tokens);
+    char *args[] = {rs->prefix, now,   h->id, est,       cap,
+                    resv_ttl,   win,   lease ? cb->name : "", slots, lease_ttl,
+                    probe ? cb->name : "", probe_ttl, bucket ? cb->name : "", rpm, tpm, toks};
+    struct sw_rstate_op *op = script_op(rs, OP_ADMIT, S_ADMIT, args, 16);
+    if (!op)
+        return degraded_admit(rs, live, h);
+    op->hold = h;
+    op->hold_be = be;
+    op->live = sw_live_ref(live);
+    if (send_op(rs, op)) {
+        op_free(op);
+        return degraded_admit(rs, live, h);
+    }
+    h->op = op;
+    return -1;
+}
+
+static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *id, size_t be,
+                        bool spend, double actual, bool lease, bool probe, bool bucket,
+                        long refund_tokens, bool refund_request)
+{
+    if (!rs->ac || !rs->connected)
+        return; /* leases and reservations expire on their own */
+    const struct sw_config_backend *cb = &live->cfg->backends[be];
+    char act[40], win[24], win_ttl[24], rpm[24], tpm[24], refund[24], now[24];
+    fmt_double(act, sizeof act, spend ? (actual > 0 ? actual : 0) : -1);
+    window_arg(rs, win, sizeof win);
+    snprintf(win_ttl, sizeof win_ttl, "%lld", (long long)rs->window_ms * 2);
+    snprintf(rpm, sizeof rpm, "%ld", cb->rpm > 0 ? cb->rpm : 0);
+    snprintf(tpm, sizeof tpm, "%ld", cb->tpm > 0 ? cb->tpm : 0);
+    snprintf(refund, sizeof refund, "%ld", refund_tokens);
+    snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
+    char *args[] = {rs->prefix, (char *)id, act, win, win_ttl,
+                    lease ? cb->name : "", probe ? cb->name : "",
+                    bucket ? cb->name : "", rpm, tpm, refund,
+                    refund_request ? "1" : "0", now};
+    struct sw_rstate_op *op = script_op(rs, OP_RELEASE, S_RELEASE, args, 13);
+    if (op && send_op(rs, op))
+        op_free(op);
+}
+
+void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+                       double actual_usd, bool sent, long actual_tokens)
+{
+    if (h->op) {
+        /* still asking: the late answer gives back whatever it granted */
+        h->op->hold = NULL;
+        h->op = NULL;
+    }
+    if (h->fallback_lease && rs && h->be < rs->n_fallback && rs->fallback_held[h->be] > 0)
+        rs->fallback_held[h->be]--;
+    /* the provider counts every request it received: refund the estimate's
+     * excess when sent, all of it when not */
+    long refund = h->bucket ? (sent ? h->bucket_tokens - actual_tokens : h->bucket_tokens) : 0;
+    if (rs && (h->spend || h->lease || h->probe || h->bucket))
+        release_ids(rs, live, h->id, h->be, h->spend, actual_usd, h->lease, h->probe, h->bucket,
+                    refund, h->bucket && !sent);
+    else if (rs && actual_usd > 0)
+        /* spent without a shared reservation (no cap in force): still counted */
+        release_ids(rs, live, h->id[0] ? h->id : "none", h->be, true, actual_usd, false, false,
+                    false, 0, false);
+    h->spend = h->lease = h->probe = h->bucket = h->fallback_lease = false;
+    h->est_usd = 0;
+    h->bucket_tokens = 0;
+}
+
+void sw_rstate_breaker_check(struct sw_rstate *rs, struct sw_live *live, size_t be)
+{
+    if (!rs || !ready(rs))
+        return;
+    struct sw_live_backend *b = live->b[be];
+    int64_t now = sw_now_ms();
+    int64_t until = sw_breaker_open_until(&b->breaker, now);
+    int64_t until_wall = until ? until + (sw_wall_ms() - now) : 0;
+    bool open = until != 0;
+    bool was = b->announced_open_until != 0;
+    if (open == was && (!open || until_wall <= b->announced_open_until + 50))
+        return;
+    if (!open && sw_breaker_state(&b->breaker, now) != SW_BREAKER_CLOSED)
+        return; /* half-open: the probe decides */
+    b->announced_open_until = open ? until_wall : 0;
+    char key[300], ch[300], msg[200], val[24], px[24];
+    sw_rkey(key, sizeof key, rs->prefix, "breaker", b->name);
+    sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
+    snprintf(msg, sizeof msg, "breaker %s %lld", b->name, (long long)(open ? until_wall : 0));
+    if (open) {
+        snprintf(val, sizeof val, "%lld", (long long)until_wall);
+        snprintf(px, sizeof px, "%lld", (long long)(until - now > 0 ? until - now : 1));
+        plain(rs, OP_PLAIN, 5, (const char *[]){"SET", key, val, "PX", px});
+        sw_info("state: breaker of %s open until %lld: announced", b->name, (long long)until_wall);
+    } else {
+        plain(rs, OP_PLAIN, 2, (const char *[]){"DEL", key});
+    }
+    plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, msg});
+}
+
+void sw_rstate_breaker_reset(struct sw_rstate *rs, struct sw_live *live, size_t be)
+{
+    if (!rs || !rs->ac || !rs->connected)
+        return;
+    struct sw_live_backend *b = live->b[be];
+    b->announced_open_until = 0;
+    char key[300], ch[300], msg[200];
+    sw_rkey(key, sizeof key, rs->prefix, "breaker", b->name);
+    sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
+    snprintf(msg, sizeof msg, "breaker %s 0", b->name);
+    plain(rs, OP_PLAIN, 2, (const char *[]){"DEL", key});
+    plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, msg});
+}
+
+void sw_rstate_flags_changed(struct sw_rstate *rs)
+{
+    if (!rs || !rs->ac || !rs->connected)
+        return;
+    struct sw_live_shared *g = rs->g;
+    char key[300], ch[300], ttft[24], cap[40];
+    sw_rkey(key, sizeof key, rs->prefix, "flags", NULL);
+    sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
+    snprintf(ttft, sizeof ttft, "%ld", g->ttft_budget_ms);
+    fmt_double(cap, sizeof cap, g->spend_cap_usd);
+    plain(rs, OP_PLAIN, 10,
+          (const char *[]){"HSET", key, "emergency", g->emergency ? "1" : "0", "emergency_reason",
+                           g->emergency_reason, "ttft_budget_ms", ttft, "spend_cap_usd", cap});
+    plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, "flags"});
+}

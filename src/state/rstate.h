@@ -1,0 +1,79 @@
+/* Shared state on Redis (state.redis; docs/scaling.md): what N replicas must
+ * agree on, kept in one Redis, on hiredis's asynchronous API on the daemon's
+ * event loop. Every round trip has a timeout (state.timeout_ms); read-modify-
+ * writes are Lua scripts (EVALSHA, EVAL when the server lost them).
+ *
+ *   spend     reserve before dispatch, settle after, against the cap, atomically
+ *   slots     a local backend's slots are leases (TTL, renewed while held)
+ *   breakers  an open breaker is announced (stored + pub/sub); one probe (SET NX PX)
+ *   flags     emergency, ttft_budget_ms, spend_cap_usd: stored + pub/sub
+ *   buckets   a cloud backend's rpm/tpm (the provider account's) over all replicas
+ *
+ * When Redis is unreachable or slow the replica keeps serving: the spend cap
+ * fails closed (as if reached), local slots fall back to state.fallback_share
+ * of each backend's slots, breakers and flags are this replica's; it
+ * reconnects with backoff and resyncs. */
+#ifndef SW_STATE_RSTATE_H
+#define SW_STATE_RSTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "state/live.h"
+
+struct event_base;
+struct sw_rstate;
+struct sw_rstate_op;
+
+enum sw_rstate_verdict {
+    SW_RSTATE_OK,           /* granted: send */
+    SW_RSTATE_SPEND_FULL,   /* the shared cap (or no shared counter) refuses the cost */
+    SW_RSTATE_NO_SLOT,      /* every slot of the backend is leased: wait and ask again */
+    SW_RSTATE_PROBE_TAKEN,  /* another replica holds the half-open probe */
+    SW_RSTATE_RATE_LIMITED, /* the provider's rpm/tpm, counted over every replica, is spent */
+};
+
+/* What one attempt holds in Redis; zeroed by the caller before first use. */
+struct sw_rstate_hold {
+    struct sw_rstate_op *op;    /* an admit in flight */
+    void (*cb)(struct sw_rstate_hold *h, enum sw_rstate_verdict v);
+    char id[48];                /* this attempt's id in Redis */
+    size_t be;                  /* config index of the backend */
+    double est_usd;             /* > 0: a reservation is (asked to be) held */
+    long bucket_tokens;         /* > 0 or a request: taken from the shared token bucket */
+    bool spend, lease, probe, bucket; /* held in Redis */
+    bool fallback_lease;        /* a slot of the fallback share (Redis down) */
+};
+
+/* NULL when cfg has no state.redis (or on allocation failure: check cfg). */
+struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config *cfg,
+                                struct sw_live_shared *g);
+void sw_rstate_free(struct sw_rstate *rs);
+/* The snapshot now serving (breakers, queues and leases are looked up in it). */
+void sw_rstate_set_live(struct sw_rstate *rs, struct sw_live *live);
+bool sw_rstate_degraded(const struct sw_rstate *rs);
+/* For GET /admin/state: "redis" when degraded, NULL otherwise. */
+const char *sw_rstate_degraded_reason(const struct sw_rstate *rs);
+
+/* Asks for what an attempt on backend be needs of the shared state: a spend
+ * reservation of est_usd (> 0, when the cap is in force), a lease (local
+ * backend), the half-open probe (probe), a request and `tokens` from the
+ * token bucket (cloud backend with rpm or tpm). Returns -1 when the answer
+ * comes later through h->cb, else the verdict now (nothing to ask, or
+ * degraded). */
+int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+                    size_t be, double est_usd, bool probe, long tokens);
+/* The attempt is over: gives back what h holds (settling actual_usd on the
+ * spend window; the bucket on actual_tokens when the request was sent, in
+ * full when not) and forgets a pending admit. */
+void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+                       double actual_usd, bool sent, long actual_tokens);
+/* After an outcome on backend be: announces its breaker when it opened or closed. */
+void sw_rstate_breaker_check(struct sw_rstate *rs, struct sw_live *live, size_t be);
+/* The admin API closed backend be's breaker: closed on every replica. */
+void sw_rstate_breaker_reset(struct sw_rstate *rs, struct sw_live *live, size_t be);
+/* The admin API changed the emergency flag or the thresholds: store and announce. */
+void sw_rstate_flags_changed(struct sw_rstate *rs);
+
+#endif

@@ -1,0 +1,69 @@
+// A real redis-server for tests: on a free loopback port, no persistence
+// (--save '' --appendonly no), stopped when the test ends. restart() starts it
+// again on the same port (an empty server: what a crash without persistence
+// leaves).
+import { spawn } from 'node:child_process';
+import { createServer, connect } from 'node:net';
+
+async function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+function spawnRedis(port, timeout) {
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
+    '--appendonly', 'no', '--enable-debug-command', 'local'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const ready = new Promise((res, rej) => {
+    const onData = (d) => {
+      out += d.toString();
+      if (/Ready to accept connections/.test(out)) res();
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.on('error', rej);
+    proc.on('exit', (code, sig) => rej(new Error(`redis-server exited (${code ?? sig}) before ready:\n${out}`)));
+    setTimeout(() => rej(new Error(`redis-server not ready after ${timeout} ms:\n${out}`)), timeout).unref();
+  });
+  const exited = new Promise((res) => proc.on('exit', () => res()));
+  return { proc, ready, exited };
+}
+
+export async function startRedis({ timeout = 10000 } = {}) {
+  const port = await freePort();
+  let cur = spawnRedis(port, timeout);
+  await cur.ready;
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    // SIGKILL: a crash, nothing flushed.
+    async kill() {
+      if (cur.proc.exitCode === null && cur.proc.signalCode === null) cur.proc.kill('SIGKILL');
+      await cur.exited;
+    },
+    async restart() {
+      await this.kill();
+      cur = spawnRedis(port, timeout);
+      await cur.ready;
+    },
+    async stop() {
+      await this.kill();
+    },
+    // Sends one command (RESP) and resolves with the raw reply once it starts
+    // arriving, e.g. command('DEBUG', 'SLEEP', '1') after the sleep.
+    command(...args) {
+      return new Promise((res, rej) => {
+        const sock = connect(port, '127.0.0.1');
+        sock.on('error', rej);
+        sock.on('data', (d) => { sock.destroy(); res(d.toString()); });
+        sock.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`).join('')}`);
+      });
+    },
+  };
+}

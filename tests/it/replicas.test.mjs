@@ -1,0 +1,218 @@
+// Replicas: N gateways sharing one Redis act as one (docs/scaling.md). Three
+// real spillway processes share a real redis-server (started here) in front
+// of real llmsim backends; clients are the official openai SDK. Every wait is
+// a bounded wait on a condition.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { startRedis } from './lib/redis.mjs';
+
+const ADMIN = 'sk-admin-test';
+const admin = { authorization: `Bearer ${ADMIN}` };
+const PRICE = 1000; // USD per million tokens, in and out: one request costs cents
+const CAP = 0.06; // two or three requests: replicas racing for the last of it must not all win
+const MAX_TOKENS = 16;
+
+let redis, local, cloud, free, flaky, metered, yaml;
+const gws = [];
+
+function config(redisUrl, prefix) {
+  return `
+listen: "127.0.0.1:0"
+admin:
+  key: "${ADMIN}"
+state:
+  redis: "${redisUrl}"
+  key_prefix: "${prefix}"
+  timeout_ms: 500
+  replicas: 3
+backends:
+  - { name: "local", tier: local, url: "${local.url}", model: "m", slots: 2, queue_max: 1000 }
+  - { name: "cloud", tier: cloud, url: "${cloud.url}", model: "m",
+      price: { input_usd_per_mtok: ${PRICE}, output_usd_per_mtok: ${PRICE} } }
+  - { name: "free", tier: cloud, url: "${free.url}", model: "m" }
+  - { name: "flaky", tier: local, url: "${flaky.url}", model: "m", slots: 8 }
+  - { name: "metered", tier: cloud, url: "${metered.url}", model: "m", rpm: 20 }
+models:
+  - { name: "paid", backends: [cloud] }
+  - { name: "spill", backends: [local, free] }
+  - { name: "flaky", backends: [flaky, free] }
+  - { name: "metered", backends: [metered] }
+routing:
+  health_interval_ms: 100
+  ttft_budget_ms: 400
+  breaker: { failures: 3, cooldown_ms: 600000 }
+  spend: { cap_usd: ${CAP}, on_cap: shed }
+`;
+}
+
+const client = (gw) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+
+// One chat request; { status, backend } whatever happened (never throws).
+async function chat(gw, model, content = 'hello there') {
+  try {
+    const { response } = await client(gw).chat.completions
+      .create({ model, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content }] }).withResponse();
+    return { status: response.status, backend: response.headers.get('x-spillway-backend') };
+  } catch (e) {
+    return { status: e.status ?? 0, backend: null, error: e.status ? null : String(e) };
+  }
+}
+
+const state = async (gw) => (await getJSON(`${gw.url}/admin/state`, { headers: admin })).body;
+const simStats = async (sim) => (await getJSON(`${sim.url}/admin/stats`)).body;
+
+async function metrics(gw) {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const out = {};
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const i = line.lastIndexOf(' ');
+    out[line.slice(0, i)] = Number(line.slice(i + 1));
+  }
+  return out;
+}
+
+describe('replicas sharing one Redis', () => {
+  before(async () => {
+    redis = await startRedis();
+    local = await startLlmsim(['--slots', '8', '--decode-tps', '40']);
+    cloud = await startLlmsim(["--decode-tps", "0", "--latency-ms", "200", "--keep-received", "0"]);
+    free = await startLlmsim(['--decode-tps', '0', '--keep-received', '0']);
+    flaky = await startLlmsim(['--error-rate', '1', '--error-status', '503']);
+    // The provider's limit, a little above the configured rpm (the bucket refills meanwhile).
+    metered = await startLlmsim(['--decode-tps', '0', '--rpm', '25']);
+    yaml = config(redis.url, `it${process.pid}:`);
+    for (let i = 0; i < 3; i++) gws.push(await startSpillway(yaml));
+    await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === null),
+      { timeout: 10000, what: 'every replica connected to Redis' });
+  });
+  after(async () => {
+    for (const g of gws) {
+      if (g.proc.exitCode !== null || g.proc.signalCode !== null) console.log(`a replica died:\n${g.output()}`);
+    }
+    await Promise.all(gws.map((g) => g.stop()));
+    await Promise.all([local, cloud, free, flaky, metered].filter(Boolean).map((s) => s.stop()));
+    await redis?.stop();
+  });
+
+  test('a local backend with 2 slots never runs more than 2 across the replicas; overflow spills', async () => {
+    const res = await Promise.all(Array.from({ length: 30 }, (_, i) => chat(gws[i % 3], 'spill')));
+    assert.deepEqual(res.filter((r) => r.status !== 200), [], 'every request answered');
+    const st = await simStats(local);
+    assert.ok(st.concurrent_max <= 2, `local llmsim held ${st.concurrent_max} requests at once`);
+    assert.ok(res.some((r) => r.backend === 'local'), 'local served some');
+    assert.ok(res.some((r) => r.backend === 'free'), 'the overflow spilled to the cloud');
+  });
+
+  test('600 concurrent requests across replicas: settled spend stays within the cap plus one reservation', async () => {
+    const res = await Promise.all(Array.from({ length: 600 }, (_, i) => chat(gws[i % 3], 'paid')));
+    assert.deepEqual(res.filter((r) => r.status !== 200 && r.status !== 429), [],
+      'every request answered: served, or shed by the cap');
+    const served = res.filter((r) => r.status === 200).length;
+    assert.ok(served > 0 && served < 600, `the cap both served and shed (${served} served)`);
+    const settled = (await Promise.all(gws.map(metrics)))
+      .reduce((s, m) => s + (m['spillway_cloud_cost_usd_total{backend="cloud"}'] || 0), 0);
+    const st = await simStats(cloud);
+    // What the cloud billed, at the configured price.
+    const billed = (st.prompt_tokens + st.tokens_generated) * PRICE / 1e6;
+    assert.equal(st.chat_requests, served, 'the cloud saw exactly the requests that were served');
+    assert.ok(Math.abs(billed - settled) < 1e-6, `settled ${settled} = billed ${billed}`);
+    // One request's reservation: its prompt estimate + max_tokens, priced.
+    const oneReservation = (st.prompt_tokens / served + MAX_TOKENS) * PRICE / 1e6;
+    assert.ok(settled <= CAP + oneReservation, `settled ${settled} <= cap ${CAP} + ${oneReservation}`);
+    const s = await state(gws[1]);
+    assert.ok(s.spend_usd >= settled - oneReservation, `replica B sees the shared spend (${s.spend_usd})`);
+  });
+
+  test('an emergency declared on one replica is in force on the others within 1 s', async () => {
+    const r = await getJSON(`${gws[0].url}/admin/emergency`, {
+      method: 'POST', headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ declared: true, reason: 'replica test' }),
+    });
+    assert.equal(r.status, 200);
+    await waitFor(async () => (await Promise.all(gws.slice(1).map(state))).every((s) => s.emergency === true),
+      { timeout: 1000, what: 'the emergency on replicas B and C' });
+    const s = await state(gws[2]);
+    assert.equal(s.emergency_reason, 'replica test');
+    // Stored: a replica that starts now reads it.
+    await gws[2].stop();
+    gws[2] = await startSpillway(yaml);
+    await waitFor(async () => (await state(gws[2])).emergency === true,
+      { timeout: 5000, what: 'the emergency on a restarted replica' });
+  });
+
+  test('a breaker opened by one replica keeps the others off that backend', async () => {
+    await waitFor(async () => {
+      await chat(gws[0], 'flaky');
+      return (await state(gws[0])).backends.find((b) => b.name === 'flaky').breaker === 'open';
+    }, { timeout: 10000, every: 1, what: "replica A's breaker on flaky" });
+    await waitFor(async () => (await Promise.all(gws.slice(1).map(state)))
+      .every((s) => s.backends.find((b) => b.name === 'flaky').breaker === 'open'),
+    { timeout: 1000, what: 'the breaker open on B and C' });
+    const before = (await simStats(flaky)).chat_requests;
+    const res = await Promise.all(Array.from({ length: 10 }, (_, i) => chat(gws[1 + (i % 2)], 'flaky')));
+    assert.ok(res.every((r) => r.status === 200 && r.backend === 'free'), JSON.stringify(res));
+    assert.equal((await simStats(flaky)).chat_requests, before, 'B and C sent nothing to flaky');
+    // An operator's reset on one replica closes it on all.
+    const r = await getJSON(`${gws[1].url}/admin/breakers/flaky/reset`, { method: 'POST', headers: admin });
+    assert.equal(r.status, 200);
+    await waitFor(async () => (await Promise.all(gws.map(state)))
+      .every((s) => s.backends.find((b) => b.name === 'flaky').breaker === 'closed'),
+    { timeout: 1000, what: 'the breaker closed on every replica' });
+  });
+
+  test("a provider's rpm is counted over all replicas: the provider never answers 429", async () => {
+    const res = await Promise.all(Array.from({ length: 60 }, (_, i) => chat(gws[i % 3], 'metered')));
+    assert.deepEqual(res.filter((r) => r.status === 0), [], 'every request answered');
+    const st = await simStats(metered);
+    assert.ok(st.chat_requests >= 20, `the limit was used (${st.chat_requests})`);
+    assert.ok(st.chat_requests <= 22, `at most the rpm (and its refill) reached the provider: ${st.chat_requests}`);
+    assert.equal(st.status['429'] ?? 0, 0, 'the provider never refused one');
+    assert.equal(res.filter((r) => r.status === 200).length, st.chat_requests);
+  });
+
+  test('Redis killed mid-load: every request answered, the cap fails closed, degradation shown; back when Redis returns', async () => {
+    const cloudBefore = (await simStats(cloud)).chat_requests;
+    const load = Promise.all(Array.from({ length: 60 }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, i * 10)); // spread over the kill
+      return chat(gws[i % 3], i % 2 ? 'spill' : 'paid');
+    }));
+    await redis.kill();
+    await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === 'redis'),
+      { timeout: 5000, what: 'every replica degraded: redis' });
+    const m = await metrics(gws[0]);
+    assert.equal(m['spillway_state_degraded{reason="redis"}'], 1);
+    // A replica that starts while Redis is down serves too.
+    gws.push(await startSpillway(yaml));
+    assert.equal((await chat(gws[3], 'spill')).status, 200);
+    assert.equal((await state(gws[3])).state.degraded, 'redis');
+    const res = await load;
+    assert.deepEqual(res.filter((r) => r.status !== 200 && r.status !== 429), [], 'no request lost');
+    assert.ok(res.filter((_, i) => i % 2).every((r) => r.status === 200), 'local traffic kept flowing');
+    // The cap was reached before the kill, and without Redis it fails closed.
+    assert.equal((await simStats(cloud)).chat_requests, cloudBefore, 'no cloud spend without the shared counter');
+    const paid = await chat(gws[1], 'paid');
+    assert.equal(paid.status, 429, 'paid traffic shed while degraded');
+
+    await redis.restart(); // empty: a crash without persistence
+    await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === null),
+      { timeout: 10000, what: 'every replica back on Redis' });
+    assert.equal((await metrics(gws[2]))['spillway_state_degraded{reason="redis"}'], 0);
+    // The new (empty) shared window lets paid traffic through again.
+    await waitFor(async () => (await chat(gws[2], 'paid')).status === 200,
+      { timeout: 5000, what: 'paid traffic on the fresh shared counter' });
+  });
+
+  test('Redis slower than timeout_ms: requests still answered, degraded while slow, shared again after', async () => {
+    const sleeping = redis.command('DEBUG', 'SLEEP', '2'); // blocks the server for 2 s
+    await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === 'redis'),
+      { timeout: 5000, what: 'every replica degraded while Redis is slow' });
+    const res = await Promise.all(gws.map((g) => chat(g, 'spill')));
+    assert.deepEqual(res.map((r) => r.status), gws.map(() => 200));
+    await sleeping;
+    await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === null),
+      { timeout: 10000, what: 'every replica shared again' });
+  });
+});
