@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { BUILD, startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
 import { netCapabilities, createTopology } from './lib/netns.mjs';
 import { mixload, CANARY } from './lib/mixload.mjs';
+import { startRedis } from './lib/redis.mjs';
 
 const ADMIN = 'sk-admin-faults';
 const DEADLINE_MS = 4000;        // routing.request_timeout_ms
@@ -122,7 +123,12 @@ async function runCell(cell) {
     ctx.edge = await startBackend('local', [...EDGE_ARGS, ...(cell.edgeArgs || [])]);
     ctx.cloud = await startBackend('cloud', [...CLOUD_ARGS, ...(cell.cloudArgs || [])]);
     procs.push(() => ctx.edge, () => ctx.cloud);
-    ctx.gw = await startSpillway(config(ctx.edge.url, ctx.cloud.url));
+    if (cell.redis) {
+      ctx.redis = await startRedis();
+      procs.push(() => ctx.redis);
+    }
+    ctx.gw = await startSpillway(config(ctx.edge.url, ctx.cloud.url,
+      ctx.redis ? `state:\n  redis: "${ctx.redis.url}"\n  timeout_ms: 100\n` : ''));
     procs.push(() => ctx.gw);
     ctx.config = config;
     if (cell.coldEdge) {
@@ -314,6 +320,27 @@ const cells = [
     skip: netCell('tbf'),
     during: () => topo.shape('local', ['tbf', 'rate', '64kbit', 'burst', '4kbit', 'latency', '500ms']),
     heal: async () => topo?.clear('local'),
+  },
+  {
+    name: 'Redis down 1.5 s, then back (shared state)',
+    redis: true,
+    during: async (ctx) => {
+      await sleep(800);
+      await ctx.redis.kill();
+      await waitFor(async () => (await getJSON(`${ctx.gw.url}/admin/state`, { headers: admin })).body.state?.degraded === 'redis',
+        { timeout: 5000, what: 'the gateway to report degraded: redis' });
+      ctx.sawDegraded = true;
+      await sleep(1500);
+      await ctx.redis.restart();
+    },
+    heal: async (ctx) => {
+      await waitFor(async () => (await getJSON(`${ctx.gw.url}/admin/state`, { headers: admin })).body.state?.degraded === null,
+        { timeout: 15000, what: 'shared state back once Redis is' });
+    },
+    expect: (c, results, ctx) => {
+      assert.ok(ctx.sawDegraded, 'the loss of Redis was visible in /admin/state');
+      assert.ok(c.local > 0, 'the local tier keeps serving without Redis');
+    },
   },
   {
     name: 'bad reload then good reload (SIGHUP)',
