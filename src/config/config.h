@@ -92,6 +92,9 @@ struct sw_config_backend {
     long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
     char *region;               /* local: "local" (always); cloud: a label, NULL when not given */
     bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
+    /* For `spillway plan` only (the gateway learns these from traffic); 0: not given */
+    double prefill_ms_per_token;    /* prefill cost per prompt token, ms */
+    double decode_tokens_per_s;     /* decode speed per slot, tokens/s */
 };
 
 struct sw_config_model {
@@ -171,6 +174,10 @@ struct sw_config {
         char phone_regions[32][3];
         size_t n_phone_regions;
     } pii;
+    struct {                    /* plan: `spillway plan` only; the gateway ignores it */
+        double local_usd_per_hour;  /* plan.local_cost.usd_per_hour, default 0 */
+        double local_usd_per_month; /* plan.local_cost.usd_per_month, default 0 */
+    } plan;
 };
 
 /* The collected validation messages, each "file:line:col: key: message". */
