@@ -47,6 +47,7 @@ struct sim {
     const struct sw_config_model *model;
     struct sw_plan_result *res;
     double now;
+    double last_done;           /* when the latest answer ended */
     bool has_cloud;
     long deadline_ms;
     double prefill[SW_ROUTE_MAX_BACKENDS * 8];
@@ -304,8 +305,9 @@ static void plan_next(struct sim *s, struct sreq *r)
         if (cr == SW_CLAIM_QUEUED) {
             r->queued = true;
             r->enq = s->now;
-            schedule_check(s, r, 0, sw_route_budget_ms(&r->facts, &snap.policy), false);
             /* the first check is the relay's first poll; the estimate decides there */
+            long budget = sw_route_budget_ms(&r->facts, &snap.policy);
+            schedule_check(s, r, (double)budget, budget, false);
             return;
         }
         r->facts.exclude |= 1u << a->backend;  /* skipped: decide again without it */
@@ -365,7 +367,7 @@ static double percentile(const uint32_t *hist, uint64_t n, double q)
     for (size_t i = 0; i <= SW_PLAN_TTFT_HIST_MS; i++) {
         acc += hist[i];
         if (acc >= want)
-            return (double)i + 1;   /* upper edge of the 1 ms bucket */
+            return (double)i;   /* the whole milliseconds of that TTFT */
     }
     return SW_PLAN_TTFT_HIST_MS;
 }
@@ -454,6 +456,7 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
                         on_check(&s, e.r);
                 } else {
                     struct sreq *r = e.r;
+                    s.last_done = s.now;
                     double usd = sw_claim_settle(s.live, &r->claim, SW_CLAIM_OK,
                                                  r->facts.prompt_tokens_est, r->facts.max_tokens,
                                                  r->ttft_from_dispatch, r->decode_ms, 0, 0, -1,
@@ -486,6 +489,8 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
         snprintf(err, errlen, "out of memory");
         goto done;
     }
+    if (s.last_done > out->duration_ms)
+        out->duration_ms = s.last_done;   /* until the last answer ended */
     uint64_t served = out->local + out->cloud;
     out->ttft_p50 = percentile(s.hist, served, 0.50);
     out->ttft_p95 = percentile(s.hist, served, 0.95);

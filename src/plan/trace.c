@@ -162,10 +162,10 @@ int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, cha
         char *s = trim(line);
         if (!*s || *s == '#')
             continue;
-        char *f[6];
+        char *f[7];
         int nf = 0;
         for (char *tok = s;; nf++) {
-            if (nf == 6) {
+            if (nf == 5) {
                 seterr(err, errlen, "line %zu: more than 5 fields; expected "
                        "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
                 goto fail;
@@ -179,6 +179,11 @@ int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, cha
                 break;
             }
             tok = c + 1;
+        }
+        if (nf > 5) {
+            seterr(err, errlen, "line %zu: more than 5 fields; expected "
+                   "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
+            goto fail;
         }
         if (lineno == 1 || rv.n == 0) {
             if (!strcmp(f[0], "time")) /* the header */
