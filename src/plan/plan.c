@@ -105,8 +105,13 @@ static int parse_sweep(const char *arg, struct sw_plan_sweep *sw, char *err, siz
     char *e;
     const char *dots = strstr(v, "..");
     if (dots) {
-        lo = strtod(v, &e);
-        bool bad = e != dots;
+        char first[64];
+        size_t fl = (size_t)(dots - v);
+        bool bad = fl == 0 || fl >= sizeof first;
+        memcpy(first, v, bad ? 0 : fl);
+        first[bad ? 0 : fl] = '\0';
+        lo = strtod(first, &e);     /* alone: "1..4" would read as "1." */
+        bad = bad || *e;
         hi = strtod(dots + 2, &e);
         if (*e == ':')
             step = strtod(e + 1, &e);
