@@ -41,6 +41,7 @@ static void usage(FILE *out)
             "      --model NAME      the model to plan (default: the first in the config)\n"
             "      --sweep P=A..B[:STEP] | P=V1,V2,...  what-if rows, P one of slots,\n"
             "                        budget_ms, cap (USD per spend window); repeatable\n"
+            "      --strategies LIST only these of baseline,peak,cloud,hybrid (default all)\n"
             "      --no-breakeven    skip the peak-ratio search for the break-even point\n"
             "      --out DIR         also write DIR/report.html and DIR/summary.json\n"
             "  -h, --help            this text\n");
@@ -152,6 +153,32 @@ static int parse_sweep(const char *arg, struct sw_plan_sweep *sw, char *err, siz
     return 0;
 }
 
+#define STRAT_BASE 1
+#define STRAT_PEAK 2
+#define STRAT_CLOUD 4
+#define STRAT_HYBRID 8
+
+static int parse_strategies(const char *arg, int *out)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", arg);
+    *out = 0;
+    char *save = NULL;
+    for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(w, "baseline"))
+            *out |= STRAT_BASE;
+        else if (!strcmp(w, "peak"))
+            *out |= STRAT_PEAK;
+        else if (!strcmp(w, "cloud"))
+            *out |= STRAT_CLOUD;
+        else if (!strcmp(w, "hybrid"))
+            *out |= STRAT_HYBRID;
+        else
+            return -1;
+    }
+    return *out ? 0 : -1;
+}
+
 static bool model_has(const struct sw_config *cfg, const struct sw_config_model *m, enum sw_tier t)
 {
     for (size_t k = 0; k < m->n_backends; k++)
@@ -168,6 +195,35 @@ static int search_peak(struct sw_config *cfg, const struct sw_config_model *m,
     struct sw_plan_strategy st = {.name = "local, sized for peak", .tiers = SW_PLAN_LOCAL,
                                   .cap_usd = -1};
     struct sw_plan_result r;
+    /* Fewer slots than the busiest hour's offered load (arrivals x mean
+     * service time) cannot hold it; start there. */
+    {
+        double prefill = 0, tps = 0;
+        for (size_t k = 0; k < m->n_backends; k++)
+            if (cfg->backends[m->backends[k]].tier == SW_TIER_LOCAL) {
+                sw_plan_speeds(cfg, m->backends[k], &t->learned, &prefill, &tps);
+                break;
+            }
+        size_t nh = (size_t)(t->duration_ms / 3600000) + 1;
+        uint32_t *per = calloc(nh, sizeof *per);
+        double busiest = 0, svc = 0;
+        if (per && tps > 0) {
+            for (size_t i = 0; i < t->n; i++) {
+                per[t->r[i].t_ms / 3600000]++;
+                svc += t->r[i].prompt * prefill + 1000.0 * t->r[i].output / tps;
+            }
+            for (size_t i = 0; i < nh; i++)
+                if (per[i] > busiest)
+                    busiest = per[i];
+            svc = t->n ? svc / (double)t->n : 0;
+            double load = busiest / 3600.0 * svc / 1000.0;
+            if (load > (double)from)
+                from = (long)load;
+        }
+        free(per);
+    }
+    if (from > 1024)
+        from = 1024;
     long lo = from > 0 ? from : 1, hi = lo;
     *ok = false;
     memset(best, 0, sizeof *best);
@@ -190,10 +246,11 @@ static int search_peak(struct sw_config *cfg, const struct sw_config_model *m,
             break;
         }
         lo = hi + 1;
-        hi = hi * 2 > 1024 ? 1024 : hi * 2;
+        hi = hi + hi / 4 + 1 > 1024 ? 1024 : hi + hi / 4 + 1;
     }
     *best = r;
-    while (*ok && lo < hi) {
+    /* to within 2 % (or one slot) of the fewest */
+    while (*ok && lo < hi && hi - lo > hi / 50) {
         long mid = lo + (hi - lo) / 2;
         st.slots = mid;
         if (sw_plan_run(cfg, m, t, &st, &r, err, errlen))
@@ -335,6 +392,7 @@ int sw_plan_main(int argc, char **argv)
         {"synthetic", required_argument, NULL, 's'}, {"model", required_argument, NULL, 'm'},
         {"sweep", required_argument, NULL, 'w'},   {"out", required_argument, NULL, 'o'},
         {"no-breakeven", no_argument, NULL, 'B'},  {"help", no_argument, NULL, 'h'},
+        {"strategies", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     const char *config_path = NULL, *trace_path = NULL, *synth = NULL, *model_name = NULL,
@@ -342,6 +400,7 @@ int sw_plan_main(int argc, char **argv)
     const char *sweep_args[MAX_SWEEPS];
     size_t n_sweep_args = 0;
     bool do_breakeven = true;
+    int strategies = STRAT_BASE | STRAT_PEAK | STRAT_CLOUD | STRAT_HYBRID;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -352,6 +411,13 @@ int sw_plan_main(int argc, char **argv)
         case 'm': model_name = optarg; break;
         case 'o': out_dir = optarg; break;
         case 'B': do_breakeven = false; break;
+        case 'S':
+            if (parse_strategies(optarg, &strategies)) {
+                fprintf(stderr, "spillway plan: --strategies \"%s\": a comma list of baseline, "
+                                "peak, cloud, hybrid\n", optarg);
+                return 2;
+            }
+            break;
         case 'w':
             if (n_sweep_args == MAX_SWEEPS) {
                 fprintf(stderr, "spillway plan: at most %d --sweep options\n", MAX_SWEEPS);
@@ -434,10 +500,13 @@ int sw_plan_main(int argc, char **argv)
                             conly = {.name = "cloud only", .tiers = SW_PLAN_CLOUD, .cap_usd = -1},
                             hyb = {.name = "hybrid", .tiers = SW_PLAN_LOCAL | SW_PLAN_CLOUD,
                                    .cap_usd = -1};
-    if (local) {
+    if (local && (strategies & STRAT_BASE)) {
         if (sw_plan_run(cfg, m, &trace, &base, &res[n_res], err, sizeof err))
             goto fail;
         sw_plan_derive(cfg, m, &res[n_res++]);
+    }
+    rep.peak_target_ok = 1;
+    if (local && (strategies & STRAT_PEAK)) {
         bool ok;
         if (search_peak(cfg, m, &trace, sw_plan_config_slots(cfg, m), &res[n_res], &ok, err,
                         sizeof err))
@@ -445,12 +514,12 @@ int sw_plan_main(int argc, char **argv)
         rep.peak_target_ok = ok;
         n_res++;
     }
-    if (cloud) {
+    if (cloud && (strategies & STRAT_CLOUD)) {
         if (sw_plan_run(cfg, m, &trace, &conly, &res[n_res], err, sizeof err))
             goto fail;
         sw_plan_derive(cfg, m, &res[n_res++]);
     }
-    if (local && cloud) {
+    if (local && cloud && (strategies & STRAT_HYBRID)) {
         if (sw_plan_run(cfg, m, &trace, &hyb, &res[n_res], err, sizeof err))
             goto fail;
         sw_plan_derive(cfg, m, &res[n_res++]);
