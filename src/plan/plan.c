@@ -339,7 +339,6 @@ static int breakeven(struct sw_config *cfg, const struct sw_config_model *m,
     be->n = 0;
     be->ratio = 0;
     long from = sw_plan_config_slots(cfg, m);
-    bool cheapest_before = false;
     for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++) {
         shape.peak_ratio = ratios[i];
         if (sw_plan_trace_generate(&shape)) {
@@ -367,21 +366,28 @@ static int breakeven(struct sw_config *cfg, const struct sw_config_model *m,
         be->local_peak[k] = ok ? rp.total_per_month : INFINITY;
         be->peak_slots[k] = ok ? rp.slots : -1;
         be->hybrid_within[k] = rh.within_share;
-        bool cheapest = rh.total_per_month < be->local_peak[k] &&
-                        rh.total_per_month <= rc.total_per_month;
-        if (cheapest && !cheapest_before)
-            be->ratio = ratios[i];
-        if (!cheapest)
-            be->ratio = 0;
-        cheapest_before = cheapest;
-        if (cheapest && be->ratio == 0)
-            be->ratio = ratios[i];
         from = ok ? rp.slots : from;
         sw_plan_result_free(&rh);
         sw_plan_result_free(&rc);
         sw_plan_result_free(&rp);
     }
     sw_plan_trace_free(&shape);
+    /* The hybrid's cost less the cheaper single tier's: where it changes
+     * sign (the first time), interpolated, is the break-even ratio. */
+    double prev = 0;
+    int pos = 0, neg = 0;
+    for (size_t k = 0; k < be->n; k++) {
+        double single = be->local_peak[k] < be->cloud[k] ? be->local_peak[k] : be->cloud[k];
+        double d = be->hybrid[k] - single;
+        d < 0 ? neg++ : pos++;
+        if (k > 0 && be->ratio == 0 && ((prev < 0) != (d < 0))) {
+            double f = isfinite(prev) && isfinite(d) && d != prev ? prev / (prev - d) : 0.5;
+            be->ratio = be->ratios[k - 1] + f * (be->ratios[k] - be->ratios[k - 1]);
+            be->pays_above = d < 0;
+        }
+        prev = d;
+    }
+    be->always = be->ratio > 0 ? 0 : neg && !pos ? 1 : -1;
     return 0;
 }
 

@@ -10,6 +10,20 @@
 
 /* ---- Text ---- */
 
+static void breakeven_line(char *out, size_t len, const struct sw_plan_breakeven *b)
+{
+    if (b->ratio > 0)
+        snprintf(out, len, "the hybrid costs less than the cheaper single tier %s a peak of "
+                 "%.2gx the baseline, more %s it", b->pays_above ? "above" : "below", b->ratio,
+                 b->pays_above ? "below" : "above");
+    else if (b->always > 0)
+        snprintf(out, len, "the hybrid costs less than either single tier at every peak ratio "
+                 "from 1x to 10x");
+    else
+        snprintf(out, len, "the hybrid never costs less than the cheaper single tier between "
+                 "1x and 10x with these costs");
+}
+
 static void text_row(FILE *o, const struct sw_plan_result *r, const char *label)
 {
     fprintf(o, "%-28s %6ld %7.1f%% %6.0f %6.0f %6.0f %6.1f%% %7.1f %6.0f %10.2f %10.2f %10.2f %10.2f %8.3f %6.1f%%\n",
@@ -62,12 +76,9 @@ void sw_plan_report_text(FILE *o, const struct sw_plan_report *r)
             fprintf(o, "%7.1fx %12.2f %12.2f %8ld %12.2f %8.1f%%\n", r->be.ratios[i],
                     r->be.hybrid[i], r->be.local_peak[i], r->be.peak_slots[i], r->be.cloud[i],
                     100 * r->be.hybrid_within[i]);
-        if (r->be.ratio > 0)
-            fprintf(o, "break-even: the hybrid is the cheapest from a peak of %.3gx the baseline "
-                    "up; below that a single tier costs less\n", r->be.ratio);
-        else
-            fprintf(o, "break-even: the hybrid is not the cheapest at any peak ratio up to 10x "
-                    "with these costs\n");
+        char line[256];
+        breakeven_line(line, sizeof line, &r->be);
+        fprintf(o, "break-even: %s\n", line);
     }
 }
 
@@ -155,8 +166,10 @@ int sw_plan_report_json(const char *path, const struct sw_plan_report *r)
                                                   "cloud_usd_per_month", r->be.cloud[i],
                                                   "hybrid_within_share", r->be.hybrid_within[i]));
         json_object_set_new(root, "break_even",
-                            json_pack("{s:o,s:b,s:f,s:i,s:o}", "peak_ratio",
+                            json_pack("{s:o,s:b,s:i,s:b,s:f,s:i,s:o}", "peak_ratio",
                                       r->be.ratio > 0 ? json_real(r->be.ratio) : json_null(),
+                                      "hybrid_cheaper_above", r->be.pays_above,
+                                      "hybrid_cheaper_always", r->be.always,
                                       "derived_shape", r->be.derived, "baseline_rps",
                                       r->be.baseline_rps, "peak_hours", r->be.peak_hours, "rows",
                                       rows));
@@ -301,12 +314,10 @@ int sw_plan_report_html(const char *path, const struct sw_plan_report *r)
                     "<td>%.1f %%</td></tr>\n", r->be.ratios[i], r->be.hybrid[i],
                     r->be.local_peak[i], r->be.peak_slots[i], r->be.cloud[i],
                     100 * r->be.hybrid_within[i]);
-        fputs("</table>\n<p id=\"breakeven-line\">", o);
-        if (r->be.ratio > 0)
-            fprintf(o, "The hybrid is the cheapest from a peak of <b>%.3gx</b> the baseline up; "
-                    "below that a single tier costs less.", r->be.ratio);
-        else
-            fputs("The hybrid is not the cheapest at any peak ratio up to 10x with these costs.", o);
+        char line[256];
+        breakeven_line(line, sizeof line, &r->be);
+        fputs("</table>\n<p id=\"breakeven-line\">Break-even: ", o);
+        esc(o, line);
         fputs("</p>\n", o);
     }
     const struct sw_plan_result *h = hybrid_of(r);

@@ -19,7 +19,10 @@ struct sw_plan_breakeven {
     long peak_slots[16];
     double hybrid_within[16];
     size_t n;
-    double ratio;               /* smallest ratio from which the hybrid is cheapest; 0: never */
+    double ratio;               /* where the hybrid's cost crosses the cheaper single tier's
+                                   (interpolated); 0: no crossing in the range */
+    bool pays_above;            /* the hybrid is the cheaper above `ratio` (else below it) */
+    int always;                 /* no crossing: 1 hybrid cheapest throughout, -1 never, 0 mixed */
     bool derived;               /* shape derived from a file trace */
     double baseline_rps;
     int peak_hours;
