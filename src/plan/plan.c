@@ -562,6 +562,7 @@ int sw_plan_main(int argc, char **argv)
     rep.n_sweeps = n_sweep_args;
     rep.local_usd_per_hour = cfg->plan.local_usd_per_hour;
     rep.local_usd_per_month = cfg->plan.local_usd_per_month;
+    rep.config_slots = sw_plan_config_slots(cfg, m);
     for (size_t k = 0; k < m->n_backends; k++)
         if (cfg->backends[m->backends[k]].tier == SW_TIER_LOCAL) {
             sw_plan_speeds(cfg, m->backends[k], &trace.learned, &rep.local_prefill_ms,

@@ -50,7 +50,7 @@ void sw_plan_report_text(FILE *o, const struct sw_plan_report *r)
     if (r->n_strategies)
         fprintf(o, "TTFT budget %ld ms; local cost $%.2f/h + $%.2f/month for %ld slots\n\n",
                 r->strategies[0].budget_ms, r->local_usd_per_hour, r->local_usd_per_month,
-                r->n_strategies ? r->strategies[0].slots : 0);
+                r->config_slots);
     text_head(o, "strategy");
     for (size_t i = 0; i < r->n_strategies; i++)
         text_row(o, &r->strategies[i], r->strategies[i].name);
@@ -285,9 +285,9 @@ int sw_plan_report_html(const char *path, const struct sw_plan_report *r)
             r->trace->n, (double)r->trace->duration_ms / 3600000.0);
     esc(o, r->model);
     fprintf(o, " &middot; local prefill %.3g ms/token, decode %.3g tokens/s per slot &middot; "
-            "local cost $%.2f/h + $%.2f/month</p>\n",
+            "local cost $%.2f/h + $%.2f/month for %ld slots</p>\n",
             r->local_prefill_ms, r->local_decode_tps, r->local_usd_per_hour,
-            r->local_usd_per_month);
+            r->local_usd_per_month, r->config_slots);
     fputs("<h2>Strategies</h2>\n<table id=\"strategies\">\n", o);
     html_head_row(o, "strategy");
     for (size_t i = 0; i < r->n_strategies; i++)

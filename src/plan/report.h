@@ -39,6 +39,7 @@ struct sw_plan_report {
     struct sw_plan_breakeven be;
     double local_prefill_ms, local_decode_tps;
     double local_usd_per_hour, local_usd_per_month;
+    long config_slots;          /* the model's local slots as configured */
     long peak_target_ok;        /* 1: the peak-sized search reached 99 % */
 };
 
