@@ -275,6 +275,27 @@ static void test_strategy_without_backends_is_an_error(void **state)
     sw_config_unref(cfg);
 }
 
+/* The planner's keys are validated with the rest of the config. */
+static void test_plan_keys_validated(void **state)
+{
+    (void)state;
+    static const char bad[] =
+        "backends:\n"
+        "  - {name: b, tier: local, url: \"http://127.0.0.1:1\", model: m, decode_tokens_per_s: -1}\n"
+        "models:\n"
+        "  - {name: c, backends: [b]}\n"
+        "plan:\n"
+        "  local_cost: {usd_per_hour: x, usd_per_mnth: 3}\n";
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs = {0};
+    assert_int_not_equal(sw_config_parse("p.yaml", bad, strlen(bad), NULL, NULL, &cfg, &errs), 0);
+    assert_int_equal(errs.n, 3);
+    assert_non_null(strstr(errs.msgs[0], "backends[0].decode_tokens_per_s: \"-1\" is out of range"));
+    assert_non_null(strstr(errs.msgs[1], "plan.local_cost.usd_per_hour: expected a number"));
+    assert_non_null(strstr(errs.msgs[2], "plan.local_cost.usd_per_mnth: unknown key"));
+    sw_config_errors_free(&errs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_overflows_on_the_wait_estimate),
         cmocka_unit_test(test_waiter_moves_to_cloud_at_the_crossing_poll),
         cmocka_unit_test(test_strategy_without_backends_is_an_error),
+        cmocka_unit_test(test_plan_keys_validated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
