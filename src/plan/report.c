@@ -87,7 +87,7 @@ void sw_plan_report_text(FILE *o, const struct sw_plan_report *r)
 static json_t *result_json(const struct sw_plan_result *r)
 {
     return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,"
-                     "s:f,s:f,s:f,s:I,s:f}",
+                     "s:f,s:f,s:f,s:I,s:f,s:f}",
                      "name", r->name, "slots", (json_int_t)r->slots, "requests", (json_int_t)r->n,
                      "local", (json_int_t)r->local, "cloud", (json_int_t)r->cloud,
                      "rejected", (json_int_t)r->rejected, "spilled", (json_int_t)r->spilled,
@@ -101,7 +101,8 @@ static json_t *result_json(const struct sw_plan_result *r)
                      "local_usd_per_month", r->local_per_month,
                      "total_usd_per_month", r->total_per_month,
                      "usd_per_mtok", r->usd_per_mtok, "local_utilisation", r->utilisation,
-                     "budget_ms", (json_int_t)r->budget_ms, "cap_usd", r->cap_usd);
+                     "budget_ms", (json_int_t)r->budget_ms, "cap_usd", r->cap_usd,
+                     "ttft_mean_ms", r->local + r->cloud ? r->ttft_sum_ms / (double)(r->local + r->cloud) : 0.0);
 }
 
 static json_t *hours_json(const struct sw_plan_result *r)

@@ -183,6 +183,7 @@ static void dispatch(struct sim *s, struct sreq *r)
     struct sw_plan_hour *h = hour_at(s, r->arr);
     size_t b = ttft < SW_PLAN_TTFT_HIST_MS ? (size_t)ttft : SW_PLAN_TTFT_HIST_MS;
     s->hist[b]++;
+    res->ttft_sum_ms += ttft;
     long budget = res->budget_ms;
     if (ttft <= (double)budget) {
         res->within++;

@@ -48,6 +48,7 @@ struct sw_plan_result {
     double cap_usd;
     uint64_t n, local, cloud, rejected, within, spilled;
     double ttft_p50, ttft_p95, ttft_p99;    /* served requests, ms */
+    double ttft_sum_ms;         /* served requests, exact */
     double spend_usd;           /* cloud */
     double tokens;              /* prompt + output of served requests */
     double local_busy_ms;       /* slot-ms spent generating locally */

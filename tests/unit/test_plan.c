@@ -241,6 +241,7 @@ static void test_waiter_moves_to_cloud_at_the_crossing_poll(void **state)
     assert_int_equal(r.within, 3);
     assert_float_equal(r.ttft_p99, 200, 1e-9);      /* the locals: 200 ms each */
     assert_float_equal(r.ttft_p50, 200, 1e-9);      /* B's 157.5 ms is the smallest */
+    assert_float_equal(r.ttft_sum_ms, 200 + 200 + 157.5, 1e-9);
     assert_float_equal(r.spend_usd, 0.0012, 1e-12);
     sw_plan_result_free(&r);
     /* Local only, the same trace: B waits for A (done at 3.1 s): TTFT 1300. */
