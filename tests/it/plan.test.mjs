@@ -273,6 +273,19 @@ routing:
     assert.ok(Math.abs(hybrid.within_share - live.within) <= 0.02, msg);
     assert.ok(Math.abs(hybrid.cloud_share - live.cloud) <= 0.03, msg);
     console.log(msg);
+
+    // The decision log itself as the trace: the same requests, and the local speeds
+    // learned from it when the config gives none (llmsim: 20 tokens/s, 0.5 ms/token).
+    writeFileSync(join(dir, 'q.yaml'), yaml('http://127.0.0.1:9', 'http://127.0.0.1:9').replace(/^decision_log.*$/m, '')
+      .replace(/prefill_ms_per_token: 0.5, decode_tokens_per_s: 20/, 'queue_max: 64'));
+    const r2 = await runPlan(['-c', join(dir, 'q.yaml'), '--trace', logFile, '--no-breakeven', '--strategies', 'hybrid', '--out', join(dir, 'out2')]);
+    assert.equal(r2.code, 0, r2.err);
+    const s2 = JSON.parse(readFileSync(join(dir, 'out2', 'summary.json'), 'utf8'));
+    assert.equal(s2.trace.requests, trace.length);
+    const learned = `learned ${s2.trace.local_decode_tokens_per_s} tokens/s, ${s2.trace.local_prefill_ms_per_token} ms/token`;
+    assert.ok(Math.abs(s2.trace.local_decode_tokens_per_s - 20) <= 1, learned);
+    assert.ok(s2.trace.local_prefill_ms_per_token > 0.4 && s2.trace.local_prefill_ms_per_token < 0.7, learned);
+    console.log(learned);
   } finally {
     for (const p of procs.reverse()) await p.stop().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
