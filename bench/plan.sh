@@ -15,15 +15,12 @@ SPEC=${1:-baseline=10/s,peak=5x,peak_hours=3,days=7,seed=1}
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/spillway"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-run() { # name args...: prints "name wall cpu"
+run() { # name args...: prints "name wall cpu" (bash's own timing: real, user + sys)
   local name=$1; shift
-  local t0 t1 c
-  t0=$(date +%s.%N)
-  /usr/bin/time -f '%U %S' -o "$out/time" taskset -c 0 "$BUILD/spillway" plan -c bench/plan.yaml \
-    --synthetic "$SPEC" --no-breakeven "$@" > "$out/$name.txt"
-  t1=$(date +%s.%N)
-  c=$(awk '{print $1 + $2}' "$out/time")
-  echo "$name $(echo "$t1 - $t0" | bc -l) $c"
+  local TIMEFORMAT='%R %U %S'
+  { time taskset -c 0 "$BUILD/spillway" plan -c bench/plan.yaml \
+      --synthetic "$SPEC" --no-breakeven "$@" > "$out/$name.txt"; } 2> "$out/time"
+  awk -v n="$name" '{print n, $1, $2 + $3}' "$out/time"
 }
 one=$(run one --strategies hybrid)
 all=$(run all)
@@ -33,5 +30,7 @@ echo
 read -r _ w1 c1 <<<"$one"
 read -r _ w2 c2 <<<"$all"
 printf 'requests: %s\n' "$n"
-printf 'one replay (hybrid):        wall %6.1f s  cpu %6.1f s  %5.0f ns per request\n' "$w1" "$c1" "$(echo "$c1 * 1000000000 / $n" | bc -l)"
-printf 'whole plan (4 strategies):  wall %6.1f s  cpu %6.1f s  = %.1f replays\n' "$w2" "$c2" "$(echo "$c2 / $c1" | bc -l)"
+awk -v w1="$w1" -v c1="$c1" -v w2="$w2" -v c2="$c2" -v n="$n" 'BEGIN {
+  printf "one replay (hybrid):        wall %6.1f s  cpu %6.1f s  %5.0f ns per request\n", w1, c1, c1 * 1e9 / n
+  printf "whole plan (4 strategies):  wall %6.1f s  cpu %6.1f s  = %.1f replays\n", w2, c2, c2 / c1
+}'
