@@ -203,9 +203,9 @@ test('validation: the planner agrees with the live gateway on a 60 s trace', { t
   const procs = [];
   const dir = tmp();
   try {
-    // The same speeds for llmsim and the planner: local 2 slots, 0.5 ms per prompt
+    // The same speeds for llmsim and the planner: local 4 slots, 0.5 ms per prompt
     // token, 20 tokens/s; the cloud 0.2 ms per token, 80 tokens/s, no slot limit.
-    const edge = await startLlmsim(['--slots', '2', '--prefill-ms-per-token', '0.5', '--decode-tps', '20']);
+    const edge = await startLlmsim(['--slots', '4', '--prefill-ms-per-token', '0.5', '--decode-tps', '20']);
     procs.push(edge);
     const cloud = await startLlmsim(['--slots', '100000', '--prefill-ms-per-token', '0.2', '--decode-tps', '80']);
     procs.push(cloud);
@@ -214,7 +214,7 @@ test('validation: the planner agrees with the live gateway on a 60 s trace', { t
 listen: "127.0.0.1:0"
 decision_log: "${logFile}"
 backends:
-  - {name: edge, tier: local, url: "${edgeUrl}", model: m, slots: 2,
+  - {name: edge, tier: local, url: "${edgeUrl}", model: m, slots: 4,
      prefill_ms_per_token: 0.5, decode_tokens_per_s: 20}
   - {name: cloud, tier: cloud, url: "${cloudUrl}", model: c,
      prefill_ms_per_token: 0.2, decode_tokens_per_s: 80,
@@ -228,11 +228,11 @@ routing:
     const gw = await startSpillway(yaml(edge.url, cloud.url), { args: ['--log-level', 'warn'] });
     procs.push(gw);
 
-    // 60 s: 20 s at ~0.5/s, a 20 s burst at ~2.5/s, 20 s at ~0.5/s; 10 % restricted.
+    // 60 s: 20 s at ~1/s, a 20 s burst at ~5/s, 20 s at ~1/s; 10 % restricted.
     const rnd = lcg(42);
     const trace = [];
     for (let t = 0; t < 60;) {
-      const rate = t >= 20 && t < 40 ? 2.5 : 0.5;
+      const rate = t >= 20 && t < 40 ? 5 : 1;
       t += -Math.log(1 - rnd()) / rate;
       if (t >= 60) break;
       trace.push({ t, prompt: 40 + Math.floor(rnd() * 300), output: 10 + Math.floor(rnd() * 50), allow: rnd() >= 0.1 });
