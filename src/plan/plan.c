@@ -342,6 +342,8 @@ static int breakeven(struct sw_config *cfg, const struct sw_config_model *m,
     for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++) {
         shape.peak_ratio = ratios[i];
         if (sw_plan_trace_generate(&shape)) {
+            if (shape.r)
+                continue;   /* no request in a day at this ratio: nothing to compare */
             snprintf(err, errlen, "break-even: out of memory");
             sw_plan_trace_free(&shape);
             return -1;

@@ -518,7 +518,9 @@ int sw_plan_trace_synthetic(const char *spec, struct sw_plan_trace *t, char *err
         }
     }
     if (sw_plan_trace_generate(t)) {
-        seterr(err, errlen, "--synthetic: out of memory or no requests");
+        seterr(err, errlen, t->r ? "--synthetic: the shape gives no requests (raise baseline or "
+                                   "days)" : "--synthetic: out of memory");
+        sw_plan_trace_free(t);
         return -1;
     }
     return 0;
