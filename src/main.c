@@ -6,12 +6,14 @@
 
 #include "common/log.h"
 #include "daemon.h"
+#include "plan/plan.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: spillway -c FILE [--log-level LEVEL]\n"
             "       spillway --check-config FILE\n"
+            "       spillway plan -c FILE (--trace FILE | --synthetic SPEC) [--out DIR] (see plan --help)\n"
             "       spillway --version | --help\n"
             "\n"
             "Spillway is an OpenAI-compatible LLM gateway that keeps the baseline on local\n"
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
     };
     const char *config_path = NULL, *check_path = NULL;
     int c;
+    if (argc > 1 && !strcmp(argv[1], "plan"))
+        return sw_plan_main(argc - 1, argv + 1);
     while ((c = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
         switch (c) {
         case 'c': config_path = optarg; break;

@@ -691,6 +691,10 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "load", .type = SW_WALK_MAP, .off = BE(load), .sub = &load_section},
     {.key = "max_output_tokens", .type = SW_WALK_LONG, .off = BE(max_output_tokens), .min = 1,
      .max = 10000000, .def = 4096},
+    {.key = "prefill_ms_per_token", .type = SW_WALK_DOUBLE, .off = BE(prefill_ms_per_token),
+     .dmin = 0, .dmax = 10000},
+    {.key = "decode_tokens_per_s", .type = SW_WALK_DOUBLE, .off = BE(decode_tokens_per_s),
+     .dmin = 0, .dmax = 100000},
 };
 static const struct sw_walk_section backend_section = {
     backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),
@@ -912,6 +916,20 @@ static void check_pii(struct sw_walk *w, void *base, const yaml_node_t *map,
 static const struct sw_walk_section pii_section = {
     pii_settings, sizeof(pii_settings) / sizeof(pii_settings[0]), 0, check_pii};
 
+static const struct sw_walk_setting plan_cost_settings[] = {
+    {.key = "usd_per_hour", .type = SW_WALK_DOUBLE, .off = CFG(plan.local_usd_per_hour) - CFG(plan),
+     .dmin = 0, .dmax = 1e6},
+    {.key = "usd_per_month", .type = SW_WALK_DOUBLE,
+     .off = CFG(plan.local_usd_per_month) - CFG(plan), .dmin = 0, .dmax = 1e9},
+};
+static const struct sw_walk_section plan_cost_section = {
+    plan_cost_settings, sizeof(plan_cost_settings) / sizeof(plan_cost_settings[0]), 0, NULL};
+static const struct sw_walk_setting plan_settings[] = {
+    {.key = "local_cost", .type = SW_WALK_MAP, .off = 0, .sub = &plan_cost_section},
+};
+static const struct sw_walk_section plan_section = {
+    plan_settings, sizeof(plan_settings) / sizeof(plan_settings[0]), 0, NULL};
+
 static const struct sw_walk_setting top_settings[] = {
     {.key = "listen", .type = SW_WALK_CUSTOM, .off = CFG(listen_host),
      .aux_off = CFG(listen_port), .parse = parse_listen, .hint = "\"host:port\""},
@@ -930,6 +948,7 @@ static const struct sw_walk_setting top_settings[] = {
     {.key = "state", .type = SW_WALK_MAP, .off = CFG(state), .sub = &state_section},
     {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
      .hint = "a file path, or \"-\" for standard output"},
+    {.key = "plan", .type = SW_WALK_MAP, .off = CFG(plan), .sub = &plan_section},
 };
 static const struct sw_walk_section top_section = {
     top_settings, sizeof(top_settings) / sizeof(top_settings[0]), 0, check_top};

@@ -102,6 +102,9 @@ struct sw_config_backend {
     } load;
     long max_output_tokens;     /* worst-case output of a request that names no max_tokens,
                                    reserved (and sent upstream) under a spend cap; default 4096 */
+    /* For `spillway plan` only (the gateway learns these from traffic); 0: not given */
+    double prefill_ms_per_token;    /* prefill cost per prompt token, ms */
+    double decode_tokens_per_s;     /* decode speed per slot, tokens/s */
 };
 
 /* The output contract: what happens when an answer's content breaks the
@@ -211,6 +214,10 @@ struct sw_config {
         char phone_regions[32][3];
         size_t n_phone_regions;
     } pii;
+    struct {                    /* plan: `spillway plan` only; the gateway ignores it */
+        double local_usd_per_hour;  /* plan.local_cost.usd_per_hour, default 0 */
+        double local_usd_per_month; /* plan.local_cost.usd_per_month, default 0 */
+    } plan;
 };
 
 /* The collected validation messages, each "file:line:col: key: message". */

@@ -1,0 +1,549 @@
+/* The planner's event loop (sim.h). One request's life mirrors the relay's
+ * (src/relay/relay.c): snapshot + decide, claim the first attempt (a local
+ * slot, a place in the gateway's queue, or a cloud's bucket and spend), fall
+ * through to the next attempt when a claim is refused, leave the local queue
+ * for the cloud when the estimated start breaks the budget, settle on
+ * completion (which teaches the learned rates and hands the slot on). */
+#include "plan/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "route/route.h"
+#include "state/claim.h"
+#include "state/live.h"
+
+#define QUEUE_CHECK_MS 25.0     /* the relay's poll of a queued request (QUEUE_CHECK_US) */
+#define REFUSED_CHECK_MS 1000.0 /* the cloud would not take it (cap, breaker): look again later */
+#define PROBE_PROMPT_TOKENS 16  /* a latency probe's prompt */
+
+enum ev_kind { EV_DONE, EV_CHECK, EV_TICK };
+
+struct sreq;
+
+struct ev {
+    double t;
+    uint64_t seq;
+    struct sreq *r;
+    uint32_t gen;
+    uint8_t kind;
+};
+
+struct sreq {
+    struct sw_claim claim;      /* first: on_grant casts back */
+    struct sreq *next_free;
+    struct sim *sim;
+    uint32_t gen;               /* bumped when a scheduled check becomes stale */
+    double arr, enq;            /* arrival; when it entered the local queue */
+    double ttft_from_dispatch, decode_ms;
+    struct sw_route_facts facts;
+    bool queued;
+};
+
+struct sim {
+    struct sw_live *live;
+    const struct sw_config_model *model;
+    struct sw_plan_result *res;
+    double now;
+    double last_done;           /* when the latest answer ended */
+    bool has_cloud;
+    long deadline_ms;
+    double prefill[SW_ROUTE_MAX_BACKENDS * 8];
+    double period[SW_ROUTE_MAX_BACKENDS * 8];
+    size_t nb;
+    struct ev *heap;
+    size_t hn, hcap;
+    uint64_t seq;
+    struct sreq *free_list;
+    struct sreq **blocks;
+    size_t n_blocks;
+    uint32_t *hist;
+    bool oom;
+};
+
+/* ---- Binary heap of events, earliest first (ties: scheduling order) ---- */
+
+static bool ev_before(const struct ev *a, const struct ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void push(struct sim *s, double t, uint8_t kind, struct sreq *r)
+{
+    if (s->hn == s->hcap) {
+        size_t nc = s->hcap ? s->hcap * 2 : 1024;
+        struct ev *nh = realloc(s->heap, nc * sizeof *nh);
+        if (!nh) {
+            s->oom = true;
+            return;
+        }
+        s->heap = nh;
+        s->hcap = nc;
+    }
+    struct ev e = {.t = t, .seq = s->seq++, .r = r, .gen = r ? r->gen : 0, .kind = kind};
+    size_t i = s->hn++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_before(&e, &s->heap[p]))
+            break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = e;
+}
+
+static struct ev pop(struct sim *s)
+{
+    struct ev top = s->heap[0], last = s->heap[--s->hn];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->hn)
+            break;
+        if (c + 1 < s->hn && ev_before(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!ev_before(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (s->hn)
+        s->heap[i] = last;
+    return top;
+}
+
+/* ---- Requests ---- */
+
+static struct sreq *req_new(struct sim *s)
+{
+    if (!s->free_list) {
+        enum { BLOCK = 4096 };
+        struct sreq **nb = realloc(s->blocks, (s->n_blocks + 1) * sizeof *nb);
+        struct sreq *blk = nb ? calloc(BLOCK, sizeof *blk) : NULL;
+        if (nb)
+            s->blocks = nb;
+        if (!blk) {
+            s->oom = true;
+            return NULL;
+        }
+        s->blocks[s->n_blocks++] = blk;
+        for (size_t i = 0; i < BLOCK; i++) {
+            blk[i].next_free = s->free_list;
+            s->free_list = &blk[i];
+        }
+    }
+    struct sreq *r = s->free_list;
+    s->free_list = r->next_free;
+    uint32_t gen = r->gen;
+    memset(r, 0, sizeof *r);
+    r->gen = gen + 1;
+    r->sim = s;
+    return r;
+}
+
+static void req_free(struct sim *s, struct sreq *r)
+{
+    r->gen++;
+    r->next_free = s->free_list;
+    s->free_list = r;
+}
+
+static struct sw_plan_hour *hour_at(struct sim *s, double t)
+{
+    size_t h = (size_t)(t / 3600000.0);
+    if (h >= s->res->n_hours)
+        h = s->res->n_hours - 1;
+    return &s->res->hours[h];
+}
+
+static void reject(struct sim *s, struct sreq *r)
+{
+    s->res->rejected++;
+    hour_at(s, r->arr)->rejected++;
+    req_free(s, r);
+}
+
+static void plan_next(struct sim *s, struct sreq *r);
+
+static void dispatch(struct sim *s, struct sreq *r)
+{
+    size_t be = r->claim.be;
+    const struct sw_config_backend *cb = &s->live->cfg->backends[be];
+    double prompt = (double)r->facts.prompt_tokens_est, out = (double)r->facts.max_tokens;
+    double pre = prompt * s->prefill[be], per = s->period[be];
+    sw_claim_mark_sent(&r->claim);
+    r->queued = false;
+    r->gen++;   /* any pending check is stale */
+    r->ttft_from_dispatch = pre + per;
+    r->decode_ms = (out - 1) * per;
+    double ttft = s->now - r->arr + r->ttft_from_dispatch;
+    struct sw_plan_result *res = s->res;
+    struct sw_plan_hour *h = hour_at(s, r->arr);
+    size_t b = ttft < SW_PLAN_TTFT_HIST_MS ? (size_t)ttft : SW_PLAN_TTFT_HIST_MS;
+    s->hist[b]++;
+    res->ttft_sum_ms += ttft;
+    long budget = res->budget_ms;
+    if (ttft <= (double)budget) {
+        res->within++;
+        h->within++;
+    }
+    res->tokens += prompt + out;
+    if (cb->tier == SW_TIER_LOCAL) {
+        res->local++;
+        res->local_busy_ms += pre + out * per;
+    } else {
+        res->cloud++;
+        h->cloud++;
+    }
+    push(s, s->now + pre + out * per, EV_DONE, r);
+}
+
+static void on_grant(struct sw_claim *c)
+{
+    struct sreq *r = (struct sreq *)c;
+    dispatch(r->sim, r);
+}
+
+static long local_queued(const struct sim *s)
+{
+    long q = 0;
+    for (size_t i = 0; i < s->live->n; i++)
+        if (s->live->cfg->backends[i].tier == SW_TIER_LOCAL)
+            q += s->live->b[i]->q.queued;
+    return q;
+}
+
+/* When a queued request should be looked at next: the relay polls every
+ * 25 ms from the moment it queued; nothing can change the estimate's
+ * verdict before it crosses the budget (the queue only shortens), so the
+ * first poll after that crossing (or the deadline) is the next that matters. */
+static void schedule_check(struct sim *s, struct sreq *r, double est, long budget, bool refused)
+{
+    double deadline = r->arr + (double)s->deadline_ms;
+    double want;
+    if (!r->facts.allows_cloud || !s->has_cloud)
+        want = deadline;
+    else if (refused)
+        want = s->now + REFUSED_CHECK_MS;
+    else
+        want = s->now + ((double)budget - est);
+    double k = ceil((want - r->enq) / QUEUE_CHECK_MS);
+    double t = r->enq + (k < 1 ? 1 : k) * QUEUE_CHECK_MS;
+    if (t <= s->now)
+        t = s->now + QUEUE_CHECK_MS;
+    if (t > deadline)
+        t = deadline;
+    push(s, t, EV_CHECK, r);
+}
+
+static void on_check(struct sim *s, struct sreq *r)
+{
+    int64_t now = (int64_t)s->now;
+    if (s->now >= r->arr + (double)s->deadline_ms) {
+        sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
+        reject(s, r);
+        return;
+    }
+    struct sw_live_snapshot snap;
+    sw_live_snapshot(s->live, s->model, now, &snap);
+    long budget = sw_route_budget_ms(&r->facts, &snap.policy);
+    double est = 0;
+    bool refused = false;
+    if (r->facts.allows_cloud && s->has_cloud) {
+        for (size_t k = 0; k < snap.view.n; k++) {
+            if (snap.map[k] != r->claim.be)
+                continue;
+            struct sw_route_backend_view v = snap.backends[k];
+            v.queued = sw_claim_queue_position(s->live, &r->claim);
+            est = (s->now - r->arr) + sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est);
+            if (est > (double)budget) {
+                struct sw_route_facts f = r->facts;
+                f.exclude |= 1u << k;
+                struct sw_route_plan plan;
+                sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
+                if (plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD) {
+                    sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1,
+                                    now);
+                    r->queued = false;
+                    r->facts.exclude |= 1u << k;
+                    s->res->spilled++;
+                    plan_next(s, r);
+                    return;
+                }
+                refused = true;
+            }
+        }
+    }
+    schedule_check(s, r, est, budget, refused);
+}
+
+static void plan_next(struct sim *s, struct sreq *r)
+{
+    int64_t now = (int64_t)s->now;
+    for (int guard = 0; guard <= SW_ROUTE_MAX_BACKENDS; guard++) {
+        struct sw_live_snapshot snap;
+        struct sw_route_plan plan;
+        sw_live_snapshot(s->live, s->model, now, &snap);
+        sw_route_decide(&r->facts, &snap.view, &snap.policy, now, &plan);
+        if (plan.n == 0) {
+            reject(s, r);
+            return;
+        }
+        const struct sw_route_attempt *a = &plan.attempts[0];
+        r->claim.on_grant = on_grant;
+        r->claim.allow_panic = a->panic;
+        enum sw_claim_result cr = sw_claim_take(s->live, snap.map[a->backend], &r->facts, now,
+                                                &r->claim);
+        if (cr == SW_CLAIM_GRANTED) {
+            if (s->live->cfg->backends[r->claim.be].tier == SW_TIER_CLOUD &&
+                a->reason == SW_REASON_OVERFLOW && !(r->facts.exclude))
+                s->res->spilled++;
+            dispatch(s, r);
+            return;
+        }
+        if (cr == SW_CLAIM_QUEUED) {
+            r->queued = true;
+            r->enq = s->now;
+            /* the first check is the relay's first poll; the estimate decides there */
+            long budget = sw_route_budget_ms(&r->facts, &snap.policy);
+            schedule_check(s, r, (double)budget, budget, false);
+            return;
+        }
+        r->facts.exclude |= 1u << a->backend;  /* skipped: decide again without it */
+    }
+    reject(s, r);
+}
+
+static void on_tick(struct sim *s)
+{
+    int64_t now = (int64_t)s->now;
+    for (size_t i = 0; i < s->live->n; i++) {
+        struct sw_live_backend *b = s->live->b[i];
+        if (s->live->cfg->backends[i].tier != SW_TIER_LOCAL ||
+            !sw_latwin_degraded(&b->latwin, now))
+            continue;
+        /* The health checker's latency probe of a degraded backend (a one-token
+         * request): it waits for a slot like any other. */
+        double wait = b->q.in_flight >= b->q.slots ? sw_route_est_ttft_ms(&(struct sw_route_backend_view){
+            .tier = SW_TIER_LOCAL, .slots = b->q.slots, .in_flight = b->q.in_flight,
+            .queued = b->q.queued, .prefill_ms_per_token = b->ewma.prefill_ms_per_token,
+            .decode_tps = b->ewma.decode_tps, .avg_output_tokens = b->ewma.output_tokens}, 0) : 0;
+        sw_live_on_probe(s->live, i, now, wait + PROBE_PROMPT_TOKENS * s->prefill[i] + s->period[i]);
+    }
+}
+
+void sw_plan_speeds(const struct sw_config *cfg, size_t i, const struct sw_plan_learned *l,
+                    double *prefill, double *tps)
+{
+    const struct sw_config_backend *b = &cfg->backends[i];
+    bool local = b->tier == SW_TIER_LOCAL;
+    *prefill = b->prefill_ms_per_token > 0 ? b->prefill_ms_per_token
+               : local && l && l->prefill_ms_per_token > 0 ? l->prefill_ms_per_token
+               : local ? SW_PLAN_DEFAULT_LOCAL_PREFILL_MS
+                       : SW_PLAN_DEFAULT_CLOUD_PREFILL_MS;
+    *tps = b->decode_tokens_per_s > 0 ? b->decode_tokens_per_s
+           : local && l && l->decode_tokens_per_s > 0 ? l->decode_tokens_per_s
+           : local ? SW_PLAN_DEFAULT_LOCAL_DECODE_TPS
+                   : SW_PLAN_DEFAULT_CLOUD_DECODE_TPS;
+}
+
+long sw_plan_config_slots(const struct sw_config *cfg, const struct sw_config_model *model)
+{
+    long n = 0;
+    for (size_t k = 0; k < model->n_backends; k++)
+        if (cfg->backends[model->backends[k]].tier == SW_TIER_LOCAL)
+            n += cfg->backends[model->backends[k]].slots;
+    return n;
+}
+
+static double percentile(const uint32_t *hist, uint64_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    uint64_t want = (uint64_t)ceil(q * (double)n), acc = 0;
+    if (want == 0)
+        want = 1;
+    for (size_t i = 0; i <= SW_PLAN_TTFT_HIST_MS; i++) {
+        acc += hist[i];
+        if (acc >= want)
+            return (double)i;   /* the whole milliseconds of that TTFT */
+    }
+    return SW_PLAN_TTFT_HIST_MS;
+}
+
+int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
+                const struct sw_plan_trace *t, const struct sw_plan_strategy *st,
+                struct sw_plan_result *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", st->name);
+    size_t idx[SW_ROUTE_MAX_BACKENDS];
+    struct sw_config_model m = *model;
+    m.n_backends = 0;
+    bool has_cloud = false;
+    for (size_t k = 0; k < model->n_backends && m.n_backends < SW_ROUTE_MAX_BACKENDS; k++) {
+        enum sw_tier tier = cfg->backends[model->backends[k]].tier;
+        if (!(st->tiers & (tier == SW_TIER_LOCAL ? SW_PLAN_LOCAL : SW_PLAN_CLOUD)))
+            continue;
+        has_cloud |= tier == SW_TIER_CLOUD;
+        idx[m.n_backends++] = model->backends[k];
+    }
+    m.backends = idx;
+    if (m.n_backends == 0) {
+        snprintf(err, errlen, "model \"%s\" has no %s backend for strategy %s", model->name,
+                 st->tiers == SW_PLAN_LOCAL ? "local" : "cloud", st->name);
+        return -1;
+    }
+    long *saved = calloc(cfg->n_backends, sizeof *saved);
+    if (!saved)
+        return -1;
+    for (size_t i = 0; i < cfg->n_backends; i++) {
+        saved[i] = cfg->backends[i].slots;
+        if (st->slots > 0 && cfg->backends[i].tier == SW_TIER_LOCAL)
+            cfg->backends[i].slots = st->slots;
+    }
+    struct sim s = {.model = &m, .res = out, .has_cloud = has_cloud};
+    int rc = -1;
+    s.deadline_ms = cfg->routing.request_timeout_ms;
+    struct sw_live_shared *g = sw_live_shared_new(cfg, 0, t->start_epoch_ms);
+    if (g) {
+        s.live = sw_live_new(cfg, g, NULL, NULL, 0);
+        if (st->budget_ms > 0)
+            g->ttft_budget_ms = st->budget_ms;
+        if (st->cap_usd >= 0)
+            g->spend_cap_usd = st->cap_usd;
+    }
+    out->n_hours = (size_t)((t->duration_ms + 3599999) / 3600000);
+    if (out->n_hours == 0)
+        out->n_hours = 1;
+    out->hours = calloc(out->n_hours, sizeof *out->hours);
+    s.hist = calloc(SW_PLAN_TTFT_HIST_MS + 1, sizeof *s.hist);
+    if (!s.live || !out->hours || !s.hist)
+        goto done;
+    s.nb = cfg->n_backends;
+    if (s.nb > sizeof s.prefill / sizeof s.prefill[0]) {
+        snprintf(err, errlen, "too many backends");
+        goto done;
+    }
+    for (size_t i = 0; i < s.nb; i++) {
+        double tps;
+        sw_plan_speeds(cfg, i, &t->learned, &s.prefill[i], &tps);
+        s.period[i] = round(1e6 / tps) / 1000.0;    /* llmsim rounds to the microsecond */
+    }
+    {
+        struct sw_live_snapshot snap;
+        sw_live_snapshot(s.live, &m, 0, &snap);
+        out->budget_ms = snap.policy.ttft_budget_ms;
+        out->cap_usd = snap.policy.spend_cap_usd;
+    }
+    out->slots = sw_plan_config_slots(cfg, &m);
+    out->duration_ms = (double)t->duration_ms;
+    double tick = (double)(cfg->routing.health_interval_ms > 0 ? cfg->routing.health_interval_ms : 2000);
+    push(&s, tick, EV_TICK, NULL);
+    size_t next = 0;
+    while (!s.oom && (next < t->n || s.hn > 1 || (s.hn == 1 && s.heap[0].kind != EV_TICK))) {
+        double ta = next < t->n ? (double)t->r[next].t_ms : INFINITY;
+        if (s.hn && s.heap[0].t <= ta) {
+            struct ev e = pop(&s);
+            s.now = e.t;
+            if (e.kind == EV_TICK) {
+                on_tick(&s);
+                push(&s, s.now + tick, EV_TICK, NULL);
+            } else if (e.gen == e.r->gen) {
+                if (e.kind == EV_CHECK) {
+                    if (e.r->queued)
+                        on_check(&s, e.r);
+                } else {
+                    struct sreq *r = e.r;
+                    s.last_done = s.now;
+                    double usd = sw_claim_settle(s.live, &r->claim, SW_CLAIM_OK,
+                                                 r->facts.prompt_tokens_est, r->facts.max_tokens,
+                                                 r->ttft_from_dispatch, r->decode_ms, 0, 0, -1,
+                                                 (int64_t)s.now);
+                    out->spend_usd += usd;
+                    hour_at(&s, s.now)->spend_usd += usd;
+                    req_free(&s, r);
+                }
+            }
+            continue;
+        }
+        const struct sw_plan_req *q = &t->r[next++];
+        s.now = ta;
+        struct sreq *r = req_new(&s);
+        if (!r)
+            break;
+        r->arr = ta;
+        r->facts.prompt_tokens_est = q->prompt;
+        r->facts.max_tokens = q->output;
+        r->facts.allows_cloud = q->allow_cloud;
+        out->n++;
+        struct sw_plan_hour *h = hour_at(&s, ta);
+        h->arrivals++;
+        uint32_t qd = (uint32_t)local_queued(&s);
+        if (qd > h->queue_max)
+            h->queue_max = qd;
+        plan_next(&s, r);
+    }
+    if (s.oom) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    if (s.last_done > out->duration_ms)
+        out->duration_ms = s.last_done;   /* until the last answer ended */
+    uint64_t served = out->local + out->cloud;
+    out->ttft_p50 = percentile(s.hist, served, 0.50);
+    out->ttft_p95 = percentile(s.hist, served, 0.95);
+    out->ttft_p99 = percentile(s.hist, served, 0.99);
+    rc = 0;
+done:
+    if (rc && !err[0])
+        snprintf(err, errlen, "out of memory");
+    if (s.live)
+        sw_live_unref(s.live);
+    if (g)
+        sw_live_shared_free(g);
+    for (size_t i = 0; i < cfg->n_backends; i++)
+        cfg->backends[i].slots = saved[i];
+    free(saved);
+    for (size_t i = 0; i < s.n_blocks; i++)
+        free(s.blocks[i]);
+    free(s.blocks);
+    free(s.heap);
+    free(s.hist);
+    return rc;
+}
+
+void sw_plan_derive(const struct sw_config *cfg, const struct sw_config_model *model,
+                    struct sw_plan_result *r)
+{
+    double n = r->n ? (double)r->n : 1;
+    double hours = r->duration_ms / 3600000.0, days = hours / 24.0;
+    if (hours <= 0)
+        hours = days = 1e-9;
+    r->within_share = (double)r->within / n;
+    r->cloud_share = (double)r->cloud / n;
+    r->rejected_share = (double)r->rejected / n;
+    r->spill_per_hour_mean = (double)r->cloud / hours;
+    r->spill_per_hour_max = 0;
+    for (size_t i = 0; i < r->n_hours; i++)
+        if (r->hours[i].cloud > r->spill_per_hour_max)
+            r->spill_per_hour_max = r->hours[i].cloud;
+    r->spend_per_day = r->spend_usd / days;
+    r->spend_per_month = r->spend_per_day * SW_PLAN_DAYS_IN_MONTH;
+    long conf = sw_plan_config_slots(cfg, model);
+    double scale = conf > 0 ? (double)r->slots / (double)conf : 0;
+    r->local_per_month = scale * (cfg->plan.local_usd_per_month +
+                                  cfg->plan.local_usd_per_hour * SW_PLAN_HOURS_IN_MONTH);
+    r->total_per_month = r->local_per_month + r->spend_per_month;
+    double tokens_per_month = r->tokens / hours * SW_PLAN_HOURS_IN_MONTH;
+    r->usd_per_mtok = tokens_per_month > 0 ? r->total_per_month / tokens_per_month * 1e6 : 0;
+    r->utilisation = r->slots > 0 ? r->local_busy_ms / ((double)r->slots * r->duration_ms) : 0;
+}
+
+void sw_plan_result_free(struct sw_plan_result *r)
+{
+    free(r->hours);
+    r->hours = NULL;
+}
