@@ -181,9 +181,11 @@ static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_
         if (b->slots > 0 && b->in_flight >= b->slots && b->queued >= b->queue_max)
             return SW_EXCL_QUEUE_FULL;
     } else {
+        /* The cap limits spending: a backend this request costs nothing on (no
+         * price set) is never shed for it. */
         const struct sw_route_policy *p = c->p;
-        if (p->spend_cap_usd > 0 &&
-            c->v->spend_usd + request_cost_usd(f, b, p->spend_cap_usd) > p->spend_cap_usd)
+        double cost = p->spend_cap_usd > 0 ? request_cost_usd(f, b, p->spend_cap_usd) : 0;
+        if (cost > 0 && c->v->spend_usd + cost > p->spend_cap_usd)
             return SW_EXCL_BUDGET;
         return rate_check(c, b);
     }

@@ -489,6 +489,10 @@ static const struct row rows[] = {
       FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"),
                  CLOUD("free", .input_usd_per_mtok = 0, .output_usd_per_mtok = 0) }, 3,
       .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10), .plan = "free:overflow L1:fallback" },
+    { "cap: a free cloud backend still fits once spend is past the cap (a settled answer longer than reserved)",
+      FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"),
+                 CLOUD("free", .input_usd_per_mtok = 0, .output_usd_per_mtok = 0) }, 3,
+      .spend_usd = 10.5, .p = POLICY(.spend_cap_usd = 10), .plan = "free:overflow L1:fallback" },
 
     /* ---- models without local backends ---- */
     { "cloud-only: first cloud is the baseline",
