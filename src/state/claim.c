@@ -8,6 +8,8 @@ static void on_slot(struct sw_localq_waiter *w)
 {
     struct sw_claim *c = (struct sw_claim *)((char *)w - offsetof(struct sw_claim, waiter));
     c->holding_slot = true;
+    c->busy.since_ms = c->lb->grant_ms;
+    sw_live_busy_add(c->lb, &c->busy);
     if (c->on_grant)
         c->on_grant(c);
 }
@@ -47,6 +49,8 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
                            .taken_ms = now_ms};
     struct sw_live_backend *lb = live->b[be];
     const struct sw_config_backend *cb = &live->cfg->backends[be];
+    c->lb = lb;
+    c->busy = (struct sw_live_busy){now_ms, facts->prompt_tokens_est, facts->max_tokens};
 
     enum sw_breaker_state st = sw_breaker_state(&lb->breaker, now_ms);
     if (allow_panic && st != SW_BREAKER_CLOSED && !sw_breaker_probe_free(&lb->breaker, now_ms)) {
@@ -84,6 +88,7 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     switch (sw_localq_acquire(&lb->q, &c->waiter)) {
     case SW_LOCALQ_GRANTED:
         c->holding_slot = true;
+        sw_live_busy_add(lb, &c->busy);
         c->held = true;
         return SW_CLAIM_GRANTED;
     case SW_LOCALQ_QUEUED:
@@ -155,6 +160,8 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
 
     if (c->holding_slot) {
         c->holding_slot = false;
+        sw_live_busy_remove(lb, &c->busy);
+        lb->grant_ms = now_ms;
         sw_localq_release(&lb->q); /* may grant the slot to the next waiter right here */
     }
     return usd;

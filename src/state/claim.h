@@ -72,6 +72,8 @@ struct sw_claim {
     bool spend_held;
     sw_spend_handle spend;
     struct sw_localq_waiter waiter; /* in the queue while waiting for a slot */
+    struct sw_live_backend *lb;     /* the backend's state (live->b[be]) */
+    struct sw_live_busy busy;       /* its slot: since when, its size (holding_slot) */
 };
 
 /* Claims what an attempt on backend `be` of `live` needs for a request with
