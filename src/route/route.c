@@ -91,17 +91,21 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
                  * request; beyond those known, the fluid rate. */
                 long k = (long)ahead <= known ? (long)ahead : known;
                 wait = nonneg(b->busy_left_ms[k - 1]) + (ahead - (double)k) * service / (double)b->slots;
-            } else {
-                /* Fluid approximation: slots release at slots / service per ms. */
-                wait = ahead * service / (double)b->slots;
             }
+            /* Fluid approximation: slots release at slots / service per ms. It
+             * caps the above when the running requests' max_tokens say little
+             * (set far above what they generate). */
+            double fluid = ahead * service / (double)b->slots;
+            if (known <= 0 || fluid < wait)
+                wait = fluid;
         }
     }
     double own;
     if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0)
         own = b->ttft_avg_ms;   /* measured: the provider's queue, prefill and network */
-    else
-        own = prompt * prefill + nonneg(b->rtt_ms);
+    else    /* prefill, then the first token's own decode step */
+        own = prompt * prefill + 1000.0 / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
+              nonneg(b->rtt_ms);
     double est = wait + own;
     return isfinite(est) ? est : 1e300;
 }
