@@ -4,7 +4,11 @@
  * Built by the Makefile (make replay: $(BUILD)/bench/replay).
  *
  *   replay [uniform|varied|both] [SEED] [SCALE]
- *     SCALE multiplies the phase lengths (600 s / 300 s / 600 s at 1). */
+ *     SCALE multiplies the phase lengths (600 s / 300 s / 600 s at 1).
+ *   REPLAY_KNOWS_OUTPUT=1 replay ...
+ *     analysis: every request's max_tokens is its true output length, as if
+ *     the gateway knew it (the oracle does): what is left of the gap then is
+ *     not the output-length uncertainty. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +23,15 @@ static int run(bool varied, unsigned seed, double scale)
     struct rp_result r;
     rp_params_default(&p, varied);
     p.seed = seed;
+    p.knows_output = getenv("REPLAY_KNOWS_OUTPUT") && *getenv("REPLAY_KNOWS_OUTPUT") == '1';
     for (int k = 0; k < RP_NPHASES; k++)
         p.phase_s[k] *= scale;
     if (rp_run(&p, &r))
         return 1;
-    printf("variant %s, seed %u: box %d slots, %.2f ms/prompt token, %.0f tokens/s per slot, "
+    printf("variant %s%s, seed %u: box %d slots, %.2f ms/prompt token, %.0f tokens/s per slot, "
            "capacity %.3f req/s; load %.1f / %.1f / %.1f x capacity; budget %ld ms; "
            "slowdown x%.1f in %.0f..%.0f %% of the spike\n",
-           varied ? "varied" : "uniform", seed, p.slots, p.prefill_ms_per_token, p.decode_tps,
+           varied ? "varied" : "uniform", p.knows_output ? " (output lengths known)" : "", seed, p.slots, p.prefill_ms_per_token, p.decode_tps,
            r.capacity_rps, p.base_load, p.spike_load, p.base_load, p.budget_ms, p.slow_factor,
            p.slow_from * 100, p.slow_to * 100);
     printf("%-15s %6s %9s %9s %7s %9s %9s %8s %7s %8s %6s\n", "phase", "n", "gw_cloud%",

@@ -406,6 +406,8 @@ int rp_run(const struct rp_params *p, struct rp_result *out)
             q->t_arr = t;
             q->phase = k;
             draw_size(xs, p->varied, &q->prompt, &q->max_tokens, &q->out);
+            if (p->knows_output)
+                q->max_tokens = q->out;
             out->ph[k].n++;
         }
     }

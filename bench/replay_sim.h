@@ -36,6 +36,8 @@ struct rp_params {
     double phase_s[RP_NPHASES]; /* phase lengths, seconds */
     long budget_ms;             /* routing.ttft_budget_ms */
     double cloud_ttft_ms;       /* the cloud's first byte */
+    bool knows_output;          /* analysis: requests declare their true output length as
+                                   max_tokens (what the gateway would do if it knew it) */
 };
 
 /* The defaults of bench/replay (uniform variant). */
