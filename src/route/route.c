@@ -118,7 +118,12 @@ double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_
                                 : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
     double hold = prompt * learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN) +
                   1000.0 * out / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
+    /* Past its bound at the learned rates, the box is slower than learned
+     * (the rates lag a slowdown): it still holds a tenth of its bound rather
+     * than being counted as free. */
     double left = hold - nonneg(elapsed_ms);
+    if (!(left > 0))
+        left = SW_ROUTE_OVERRUN_FRACTION * hold;
     return isfinite(left) && left > 0 ? left : 0;
 }
 

@@ -90,8 +90,11 @@ const char *sw_route_excl_name(enum sw_route_excl e);
 #define SW_ROUTE_PRIOR_OUTPUT_TOKENS        256.0
 #define SW_ROUTE_PRIOR_WARM_MS              10000.0
 
-/* How many running requests' slot-holding times a view carries per backend. */
+/* How many running requests' slot releases a view carries per backend. */
 #define SW_ROUTE_BUSY_MAX 8
+/* What a running request past its bound still counts as holding, as a
+ * fraction of the bound (sw_route_busy_left_ms). */
+#define SW_ROUTE_OVERRUN_FRACTION 0.1
 
 enum sw_health {
     SW_HEALTH_UP,
@@ -242,10 +245,12 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
 double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens);
 
 /* At most how many ms a request running on local backend b still holds its
- * slot, elapsed_ms after it got it: its prefill (prompt_tokens x
- * prefill_ms_per_token) and max_tokens at decode_tps (it may stop sooner,
- * never later), less the time elapsed; learned rates or the priors, as in
- * sw_route_est_ttft_ms. The view's busy_left_ms. Always finite and >= 0. */
+ * slot, elapsed_ms after it got it: its bound, prefill (prompt_tokens x
+ * prefill_ms_per_token) plus max_tokens (the learned average output without
+ * one) at decode_tps (it may stop sooner, never later at those rates), less
+ * the time elapsed; once past it, SW_ROUTE_OVERRUN_FRACTION of the bound
+ * (running past it shows the rates are stale). Learned rates or the priors,
+ * as in sw_route_est_ttft_ms. The view's busy_left_ms. Always finite, >= 0. */
 double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
                              long max_tokens, double elapsed_ms);
 

@@ -779,11 +779,14 @@ static void test_estimate_busy(void **state)
     assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276, 1e-9);
 
     /* What a running request still holds at most: its prefill and max_tokens,
-     * less the time it has run; never negative. */
+     * less the time it has run. */
     struct sw_route_backend_view v = LOCAL("L");
     assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 0), 500 + 2000, 1e-9);
     assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 1500), 1000, 1e-9);
-    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 9000), 0, 1e-9);
+    /* Running past its bound: the rates are stale; it still holds a tenth of it. */
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 2400), 100, 1e-9);
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 2500), 250, 1e-9);
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 9000), 250, 1e-9);
     /* Without max_tokens: the learned average output. */
     assert_float_equal(sw_route_busy_left_ms(&v, 0, 0, 0), 5000, 1e-9);
     assert_float_equal(sw_route_busy_left_ms(&v, -5, -1, -100), 5000, 1e-9);
