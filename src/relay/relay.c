@@ -254,6 +254,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                         ? (double)(p->last_byte_ms - p->first_byte_ms)
                         : 0;
     p->end_class = NULL;
+    p->claim.whole_answer = !p->chat.stream;
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED

@@ -531,6 +531,38 @@ static void test_success_teaches_the_latency_window(void **state)
     assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 250);
 }
 
+/* A non-streamed answer's first byte comes with its last: it teaches the
+ * output length, not the prefill or decode speed (the latency window still
+ * hears it); it is still billed. A streamed one teaches all three. */
+static void test_whole_answer_teaches_no_speed(void **state)
+{
+    struct fx *f = *state;
+    struct sw_ewma *e = &lb(f, EDGE)->ewma;
+    struct sw_claim c = fresh();
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    c.whole_answer = true;
+    sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 50, 5000, 30, 200, 0, -1, T0);
+    assert_int_equal(e->n_prefill, 0);
+    assert_int_equal(e->n_decode, 0);
+    assert_int_equal(e->n_output, 1);
+    assert_true(e->output_tokens == 50);
+    assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 5000);
+    /* Billed all the same (the cloud's usage). */
+    c = fresh();
+    assert_int_equal(sw_claim_take(f->live, CLOUD, &facts, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    c.whole_answer = true;
+    assert_true(sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 50, 5000, 0, 200, 0, -1, T0) > 0);
+    /* Streamed: the first byte is the first token. */
+    c = fresh();
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 50, 300, 2450, 200, 0, -1, T0);
+    assert_int_equal(e->n_prefill, 1);
+    assert_int_equal(e->n_decode, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -552,6 +584,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_success_teaches_the_latency_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_panic_claim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_holders_in_the_view, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_answer_teaches_no_speed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
