@@ -150,14 +150,9 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
         sw_breaker_panic_end(&lb->breaker, now_ms, c->taken_ms, v);
         c->panic = false;
     }
-    if (o == SW_CLAIM_OK && c->whole_answer) {
-        /* No speed sample; the latency window still hears the first byte. */
-        sw_live_on_success(live, c->be, now_ms, usage_in, -1, 0, usage_out);
-        if (ttft_ms >= 0)
-            sw_latwin_add(&lb->latwin, now_ms, ttft_ms);
-    } else if (o == SW_CLAIM_OK) {
-        sw_live_on_success(live, c->be, now_ms, usage_in, ttft_ms, decode_ms, usage_out);
-    }
+    if (o == SW_CLAIM_OK)   /* a whole answer: no speed or first-token sample */
+        sw_live_on_success(live, c->be, now_ms, usage_in, c->whole_answer ? -1 : ttft_ms,
+                           c->whole_answer ? 0 : decode_ms, usage_out);
     else if (o == SW_CLAIM_FAILED)
         sw_live_on_failure(live, c->be, now_ms, http_status, transport_err, retry_after_s);
     else if (c->probe)

@@ -74,9 +74,9 @@ struct sw_claim {
     struct sw_localq_waiter waiter; /* in the queue while waiting for a slot */
     /* Set by the caller before sw_claim_settle: the answer came in one piece
      * (not streamed), so its first byte came with its last and says nothing
-     * about prefill or decode speed: the learned rates take no speed sample
-     * from it (its output length still teaches; the latency window still
-     * hears its first byte). */
+     * about the first token: the learned rates take no prefill or decode
+     * sample from it and the latency window no TTFT sample (its output length
+     * still teaches). */
     bool whole_answer;
     struct sw_live_backend *lb;     /* the backend's state (live->b[be]) */
     struct sw_live_busy busy;       /* its slot: since when, its size (holding_slot) */

@@ -532,8 +532,8 @@ static void test_success_teaches_the_latency_window(void **state)
 }
 
 /* A non-streamed answer's first byte comes with its last: it teaches the
- * output length, not the prefill or decode speed (the latency window still
- * hears it); it is still billed. A streamed one teaches all three. */
+ * output length, not the prefill or decode speed, and is no TTFT sample for
+ * the latency window; it is still billed. A streamed one teaches all. */
 static void test_whole_answer_teaches_no_speed(void **state)
 {
     struct fx *f = *state;
@@ -547,7 +547,7 @@ static void test_whole_answer_teaches_no_speed(void **state)
     assert_int_equal(e->n_decode, 0);
     assert_int_equal(e->n_output, 1);
     assert_true(e->output_tokens == 50);
-    assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 5000);
+    assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 0);
     /* Billed all the same (the cloud's usage). */
     c = fresh();
     assert_int_equal(sw_claim_take(f->live, CLOUD, &facts, T0, &c), SW_CLAIM_GRANTED);
@@ -561,6 +561,7 @@ static void test_whole_answer_teaches_no_speed(void **state)
     sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 50, 300, 2450, 200, 0, -1, T0);
     assert_int_equal(e->n_prefill, 1);
     assert_int_equal(e->n_decode, 1);
+    assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 300);
 }
 
 int main(void)
