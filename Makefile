@@ -110,12 +110,17 @@ ifneq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory soak-smoke
 endif
 
-unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp
+unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp $(BUILD)/bench/replay
 
 # Test helper: the TCP sockets of a process and their options (it/gateway).
 $(BUILD)/tests/sockinfo: tests/it/lib/sockinfo.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# Offline replay of the spill decision against an oracle (docs/routing.md).
+$(BUILD)/bench/replay: bench/replay.c bench/replay_sim.c bench/replay_sim.h $(BUILD)/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ibench $(LDFLAGS) -o $@ bench/replay.c bench/replay_sim.c $(BUILD)/libspillway.a $(LDLIBS)
 
 test-unit: $(UT_BIN)
 	@set -e; for t in $(UT_BIN); do echo "== $$t"; $$t; done

@@ -272,6 +272,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
     p->end_class = NULL;
     double cost_before = p->cost_usd;
     bool sent = p->claim.sent;
+    p->claim.whole_answer = !p->chat.stream;
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED

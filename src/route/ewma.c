@@ -32,18 +32,21 @@ unsigned sw_ewma_observe(struct sw_ewma *e, long prompt_tokens, double ttft_ms, 
 
     if (!(rtt_ms > 0)) /* negative, NaN */
         rtt_ms = 0;
-    /* isfinite() also rejects NaN and infinities coming from a broken timer. */
-    if (prompt_tokens >= min_prefill && isfinite(ttft_ms) && ttft_ms - rtt_ms > 0) {
-        double v = (ttft_ms - rtt_ms) / (double)prompt_tokens;
-        update(&e->prefill_ms_per_token, &e->n_prefill, e->alpha,
-               clamp(v, SW_EWMA_MIN_PREFILL_MS_PER_TOKEN, SW_EWMA_MAX_PREFILL_MS_PER_TOKEN));
-        took |= SW_EWMA_PREFILL;
-    }
     if (output_tokens >= 2 && isfinite(decode_ms) && decode_ms > 0) {
         double v = (double)(output_tokens - 1) * 1000.0 / decode_ms;
         update(&e->decode_tps, &e->n_decode, e->alpha,
                clamp(v, SW_EWMA_MIN_DECODE_TPS, SW_EWMA_MAX_DECODE_TPS));
         took |= SW_EWMA_DECODE;
+    }
+    /* isfinite() also rejects NaN and infinities coming from a broken timer.
+     * The first token's own decode step (one period at the learned speed) is
+     * not prefill: without taking it out, short prompts would teach a rate
+     * that overestimates every long prompt. */
+    if (prompt_tokens >= min_prefill && isfinite(ttft_ms) && ttft_ms - rtt_ms > 0) {
+        double v = (ttft_ms - rtt_ms - 1000.0 / e->decode_tps) / (double)prompt_tokens;
+        update(&e->prefill_ms_per_token, &e->n_prefill, e->alpha,
+               clamp(v, SW_EWMA_MIN_PREFILL_MS_PER_TOKEN, SW_EWMA_MAX_PREFILL_MS_PER_TOKEN));
+        took |= SW_EWMA_PREFILL;
     }
     if (output_tokens >= 1) {
         update(&e->output_tokens, &e->n_output, e->alpha,

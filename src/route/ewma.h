@@ -5,7 +5,9 @@
  * Three exponentially weighted moving averages, each updated as
  * avg += alpha * (sample - avg):
  *
- *   prefill_ms_per_token  (ttft_ms - rtt_ms) / prompt_tokens
+ *   prefill_ms_per_token  (ttft_ms - rtt_ms - 1000 / decode_tps) / prompt_tokens:
+ *                         the first token's own decode step taken out, at the
+ *                         decode speed learned so far (this sample's included)
  *   decode_tps            (output_tokens - 1) / (decode_ms / 1000): tokens
  *                         after the first over the time from the first token
  *                         to the last, i.e. per slot under the load it ran in

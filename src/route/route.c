@@ -83,17 +83,50 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
             double service = avg_prompt * prefill +
                              1000.0 * learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
                                  learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
-            /* Fluid approximation: slots release at slots / service per ms. */
-            wait = ahead * service / (double)b->slots;
+            long known = b->n_busy > 0 ? b->n_busy : 0;
+            if (known > SW_ROUTE_BUSY_MAX)
+                known = SW_ROUTE_BUSY_MAX;
+            if (known > in_flight)
+                known = in_flight;
+            if (known > 0) {
+                /* The k-th release is the k-th soonest end of a running
+                 * request; beyond those known, the fluid rate. */
+                long k = (long)ahead <= known ? (long)ahead : known;
+                wait = nonneg(b->busy_left_ms[k - 1]) + (ahead - (double)k) * service / (double)b->slots;
+            }
+            /* Fluid approximation: slots release at slots / service per ms. It
+             * caps the above when the running requests' max_tokens say little
+             * (set far above what they generate). */
+            double fluid = ahead * service / (double)b->slots;
+            if (known <= 0 || fluid < wait)
+                wait = fluid;
         }
     }
     double own;
     if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0)
         own = b->ttft_avg_ms;   /* measured: the provider's queue, prefill and network */
-    else
-        own = prompt * prefill + nonneg(b->rtt_ms);
+    else    /* prefill, then the first token's own decode step */
+        own = prompt * prefill + 1000.0 / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
+              nonneg(b->rtt_ms);
     double est = wait + own;
     return isfinite(est) ? est : 1e300;
+}
+
+double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
+                             long max_tokens, double elapsed_ms)
+{
+    double prompt = prompt_tokens > 0 ? (double)prompt_tokens : 0;
+    double out = max_tokens > 0 ? (double)max_tokens
+                                : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
+    double hold = prompt * learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN) +
+                  1000.0 * out / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
+    /* Past its bound at the learned rates, the box is slower than learned
+     * (the rates lag a slowdown): it still holds a tenth of its bound rather
+     * than being counted as free. */
+    double left = hold - nonneg(elapsed_ms);
+    if (!(left > 0))
+        left = SW_ROUTE_OVERRUN_FRACTION * hold;
+    return isfinite(left) && left > 0 ? left : 0;
 }
 
 /* The estimate the router orders by: the wait plus warm-up for a cold or

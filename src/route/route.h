@@ -90,6 +90,12 @@ const char *sw_route_excl_name(enum sw_route_excl e);
 #define SW_ROUTE_PRIOR_OUTPUT_TOKENS        256.0
 #define SW_ROUTE_PRIOR_WARM_MS              10000.0
 
+/* How many running requests' slot releases a view carries per backend. */
+#define SW_ROUTE_BUSY_MAX 8
+/* What a running request past its bound still counts as holding, as a
+ * fraction of the bound (sw_route_busy_left_ms). */
+#define SW_ROUTE_OVERRUN_FRACTION 0.1
+
 enum sw_health {
     SW_HEALTH_UP,
     SW_HEALTH_DEGRADED,     /* latency window above the threshold (with hysteresis) */
@@ -172,6 +178,11 @@ struct sw_route_backend_view {
     double outside_load;
     long max_output_tokens;         /* cloud: the output a request without max_tokens is
                                        reserved for under a spend cap (0: facts.max_tokens) */
+    /* local: the running requests that free their slots soonest, as ms until
+     * each does at the latest (sw_route_busy_left_ms), soonest first; n_busy 0:
+     * not known (the fluid wait estimate) */
+    long n_busy;                    /* 0..SW_ROUTE_BUSY_MAX */
+    double busy_left_ms[SW_ROUTE_BUSY_MAX];
 };
 
 struct sw_route_view {
@@ -261,8 +272,26 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
  * x service / slots, service (ms) = avg_prompt x prefill_ms_per_token +
  * 1000 x avg_output_tokens / decode_tps;
  * slots <= 0 means unbounded (no wait). A cloud backend with a measured
+ * router adds warm_eta_ms itself. It needs ahead = in_flight + queued - slots
+ * + 1 slot releases (none: no wait). service (ms) = avg_prompt x
+ * prefill_ms_per_token + 1000 x avg_output_tokens / decode_tps. When the view
+ * knows when the running requests free their slots (n_busy, busy_left_ms),
+ * the k-th release is the k-th soonest of those; releases beyond the n_busy
+ * known come at slots / service per ms after the last known one. Without
+ * them (fluid): wait = ahead x service / slots. slots <= 0 means unbounded
+ * (no wait). A cloud backend with a measured
  * ttft_avg_ms uses that in place of prefill + RTT. Missing data uses the
  * SW_ROUTE_PRIOR_* values. Always finite and >= 0. */
 double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens);
+
+/* At most how many ms a request running on local backend b still holds its
+ * slot, elapsed_ms after it got it: its bound, prefill (prompt_tokens x
+ * prefill_ms_per_token) plus max_tokens (the learned average output without
+ * one) at decode_tps (it may stop sooner, never later at those rates), less
+ * the time elapsed; once past it, SW_ROUTE_OVERRUN_FRACTION of the bound
+ * (running past it shows the rates are stale). Learned rates or the priors,
+ * as in sw_route_est_ttft_ms. The view's busy_left_ms. Always finite, >= 0. */
+double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
+                             long max_tokens, double elapsed_ms);
 
 #endif

@@ -8,6 +8,8 @@ static void on_slot(struct sw_localq_waiter *w)
 {
     struct sw_claim *c = (struct sw_claim *)((char *)w - offsetof(struct sw_claim, waiter));
     c->holding_slot = true;
+    c->busy.since_ms = c->lb->grant_ms;
+    sw_live_busy_add(c->lb, &c->busy);
     if (c->on_grant)
         c->on_grant(c);
 }
@@ -47,6 +49,8 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
                            .taken_ms = now_ms};
     struct sw_live_backend *lb = live->b[be];
     const struct sw_config_backend *cb = &live->cfg->backends[be];
+    c->lb = lb;
+    c->busy = (struct sw_live_busy){now_ms, facts->prompt_tokens_est, facts->max_tokens};
 
     enum sw_breaker_state st = sw_breaker_state(&lb->breaker, now_ms);
     if (allow_panic && st != SW_BREAKER_CLOSED && !sw_breaker_probe_free(&lb->breaker, now_ms)) {
@@ -92,6 +96,7 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     switch (sw_localq_acquire(&lb->q, &c->waiter)) {
     case SW_LOCALQ_GRANTED:
         c->holding_slot = true;
+        sw_live_busy_add(lb, &c->busy);
         c->held = true;
         return SW_CLAIM_GRANTED;
     case SW_LOCALQ_QUEUED:
@@ -153,8 +158,9 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
         sw_breaker_panic_end(&lb->breaker, now_ms, c->taken_ms, v);
         c->panic = false;
     }
-    if (o == SW_CLAIM_OK)
-        sw_live_on_success(live, c->be, now_ms, usage_in, ttft_ms, decode_ms, usage_out);
+    if (o == SW_CLAIM_OK)   /* a whole answer: no speed or first-token sample */
+        sw_live_on_success(live, c->be, now_ms, usage_in, c->whole_answer ? -1 : ttft_ms,
+                           c->whole_answer ? 0 : decode_ms, usage_out);
     else if (o == SW_CLAIM_FAILED)
         sw_live_on_failure(live, c->be, now_ms, http_status, transport_err, retry_after_s);
     else if (c->probe)
@@ -163,6 +169,8 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
 
     if (c->holding_slot) {
         c->holding_slot = false;
+        sw_live_busy_remove(lb, &c->busy);
+        lb->grant_ms = now_ms;
         sw_localq_release(&lb->q); /* may grant the slot to the next waiter right here */
     }
     return usd;

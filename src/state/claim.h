@@ -72,6 +72,14 @@ struct sw_claim {
     bool spend_held;
     sw_spend_handle spend;
     struct sw_localq_waiter waiter; /* in the queue while waiting for a slot */
+    /* Set by the caller before sw_claim_settle: the answer came in one piece
+     * (not streamed), so its first byte came with its last and says nothing
+     * about the first token: the learned rates take no prefill or decode
+     * sample from it and the latency window no TTFT sample (its output length
+     * still teaches). */
+    bool whole_answer;
+    struct sw_live_backend *lb;     /* the backend's state (live->b[be]) */
+    struct sw_live_busy busy;       /* its slot: since when, its size (holding_slot) */
 };
 
 /* Claims what an attempt on backend `be` of `live` needs for a request with

@@ -44,6 +44,57 @@ static void apply_limits(struct sw_live_backend *b, const struct sw_config_backe
     b->latwin.dwell_ms = r->latency.dwell_ms;
     b->q.slots = be->tier == SW_TIER_LOCAL ? be->slots : 1000000;
     b->q.queue_max = be->tier == SW_TIER_LOCAL ? be->queue_max : 0;
+    /* Room for every slot holder (local: at most slots, plus those still
+     * running past a reload that lowered slots). */
+    size_t want = be->tier == SW_TIER_LOCAL ? (size_t)be->slots : 0;
+    if (want < b->n_busy)
+        want = b->n_busy;
+    if (want > b->cap_busy) {
+        struct sw_live_busy *nb = realloc(b->busy, want * sizeof *nb);
+        if (nb) {
+            b->busy = nb;
+            b->cap_busy = want;
+        }
+    }
+}
+
+void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r)
+{
+    if (b->n_busy < b->cap_busy)
+        b->busy[b->n_busy++] = *r;
+}
+
+void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r)
+{
+    for (size_t i = 0; i < b->n_busy; i++)
+        if (b->busy[i].since_ms == r->since_ms && b->busy[i].prompt_tokens == r->prompt_tokens &&
+            b->busy[i].max_tokens == r->max_tokens) {
+            b->busy[i] = b->busy[--b->n_busy];
+            return;
+        }
+}
+
+/* The view's busy_left_ms: the up to SW_ROUTE_BUSY_MAX slot holders that
+ * free their slots soonest, soonest first; none unless every holder is
+ * recorded. Needs the view's learned rates. */
+static void fill_busy(const struct sw_live_backend *b, int64_t now_ms,
+                      struct sw_route_backend_view *v)
+{
+    if (b->tier != SW_TIER_LOCAL || b->q.in_flight <= 0 || (long)b->n_busy != b->q.in_flight)
+        return;
+    for (size_t i = 0; i < b->n_busy; i++) {
+        const struct sw_live_busy *r = &b->busy[i];
+        double left = sw_route_busy_left_ms(v, r->prompt_tokens, r->max_tokens,
+                                            (double)(now_ms - r->since_ms));
+        long k = v->n_busy < SW_ROUTE_BUSY_MAX ? v->n_busy++ : SW_ROUTE_BUSY_MAX;
+        while (k > 0 && v->busy_left_ms[k - 1] > left) {
+            if (k < SW_ROUTE_BUSY_MAX)
+                v->busy_left_ms[k] = v->busy_left_ms[k - 1];
+            k--;
+        }
+        if (k < SW_ROUTE_BUSY_MAX)
+            v->busy_left_ms[k] = left;
+    }
 }
 
 static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
@@ -78,6 +129,7 @@ static void backend_unref(struct sw_live_backend *b)
 {
     if (b && --b->refs == 0) {
         sw_localq_free(&b->q);
+        free(b->busy);
         free(b->name);
         free(b->url);
         free(b);
@@ -121,6 +173,7 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         }
         b->refs++;
         l->b[l->n++] = b;
+        b->grant_ms = now_ms;
         sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
     g->spend.window_ms = r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS;
@@ -175,6 +228,7 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
     v->avg_output_tokens = b->ewma.output_tokens;
     v->ttft_avg_ms = sw_latwin_avg(&b->latwin, now_ms);
     v->rtt_ms = b->rtt_ms;
+    fill_busy(b, now_ms, v);
     if (b->health == SW_HEALTH_COLD) {
         v->warm_eta_ms = b->load_ms;
     } else if (b->health == SW_HEALTH_WARMING) {

@@ -27,6 +27,12 @@
 /* Until a backend has been seen loading, how long a cold start is assumed to take. */
 #define SW_LIVE_PRIOR_LOAD_MS 10000.0
 
+/* A request holding a local slot: since when, and its size. */
+struct sw_live_busy {
+    int64_t since_ms;
+    long prompt_tokens, max_tokens;
+};
+
 /* One backend's state. It outlives config reloads: a new snapshot whose
  * backend has the same name, tier and url takes the same state (breaker,
  * queue with its waiters, learned rates) with the new limits applied. */
@@ -43,6 +49,12 @@ struct sw_live_backend {
     int64_t warming_since_ms;   /* WARMING: when our warm-up request went out */
     double load_ms;             /* learned time a cold start takes */
     double rtt_ms;              /* last health-check round trip */
+    /* When each request holding a slot of q got it (unordered; n_busy of
+     * cap_busy used), for the wait estimate; grant_ms is the clock of the
+     * release that is granting slots right now (sw_claim sets it). */
+    struct sw_live_busy *busy;
+    size_t n_busy, cap_busy;
+    int64_t grant_ms;
     /* Why the last attempt, health check or start-up check failed, for
      * operators (GET /admin/state); "" after a success. */
     char last_error[240];
@@ -153,6 +165,11 @@ double sw_live_outside_load(const struct sw_live *l, size_t i, int64_t now_ms);
 /* Backend i has a load source but no fresh sample (none yet, too old, or the
  * latest poll failed): the router uses Spillway's own queue alone. */
 bool sw_live_load_stale(const struct sw_live *l, size_t i, int64_t now_ms);
+/* A request took a slot of b / gave it back (the same record). Without room
+ * to record it (allocation failed) the view falls back to the fluid
+ * estimate. */
+void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r);
+void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r);
 
 /* Outcome of one attempt on backend i. ttft_ms < 0 when no first byte came. */
 void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt_tokens,

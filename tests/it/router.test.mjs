@@ -247,10 +247,12 @@ describe('latency routing', () => {
       healthMs: 300,
       routing: '  ttft_budget_ms: 5000\n  latency: { window_ms: 2000, degrade_ms: 200, recover_ms: 150, dwell_ms: 500 }',
     })));
-    // Slow first tokens on local traffic push the window average over 200 ms.
-    await waitFor(async () => (await chat(gw, 'chat')).backend === 'cloud', { timeout: 8000, every: 1, what: 'edge skipped' });
+    // Slow first tokens on local traffic push the window average over 200 ms
+    // (streamed: a non-streamed answer's first byte is its last, no TTFT).
+    const streamed = { extra: { stream: true } };
+    await waitFor(async () => (await chat(gw, 'chat', streamed)).backend === 'cloud', { timeout: 8000, every: 1, what: 'edge skipped' });
     assert.equal((await backendState(gw, 'edge')).health, 'degraded');
-    const r = await chat(gw, 'chat');
+    const r = await chat(gw, 'chat', streamed);
     assert.equal(r.backend, 'cloud');
     assert.equal(r.reason, 'latency');
     // The fault is gone; only fast health checks feed the window now. It

@@ -130,6 +130,46 @@ static void trip(struct fx *f, size_t i, int64_t now_ms)
 
 /* ---- Local slot and queue ---- */
 
+/* The view of the edge backend for model chat at now_ms. */
+static struct sw_route_backend_view edge_view(struct fx *f, int64_t now_ms)
+{
+    struct sw_live_snapshot snap;
+    sw_live_snapshot(f->live, sw_config_find_model(f->live->cfg, "chat"), now_ms, &snap);
+    assert_int_equal(snap.map[0], EDGE);
+    return snap.backends[0];
+}
+
+/* The router's view knows when the request holding a slot got it and how big
+ * it is (what it may still hold), from the take or the grant that gave it the
+ * slot, until it settles. */
+static void test_slot_holders_in_the_view(void **state)
+{
+    struct fx *f = *state;
+    struct sw_claim a = fresh(), b = fresh();
+    struct sw_route_facts big = {.prompt_tokens_est = 400, .max_tokens = 50};
+    struct sw_route_backend_view v = edge_view(f, T0);
+    assert_int_equal(v.n_busy, 0);
+
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &a), SW_CLAIM_GRANTED);
+    v = edge_view(f, T0 + 300);
+    assert_int_equal(v.n_busy, 1);
+    assert_float_equal(v.busy_left_ms[0], sw_route_busy_left_ms(&v, 100, 200, 300), 1e-9);
+    assert_true(v.busy_left_ms[0] > 0);
+
+    /* Queued: not running, not in the view. */
+    assert_int_equal(sw_claim_take(f->live, EDGE, &big, T0 + 100, &b), SW_CLAIM_QUEUED);
+    assert_int_equal(edge_view(f, T0 + 300).n_busy, 1);
+    /* a ends at T0 + 1000: b gets the slot then, and the view counts from there. */
+    sw_claim_mark_sent(&a);
+    sw_claim_settle(f->live, &a, SW_CLAIM_OK, 100, 200, 300, 5000, 200, 0, -1, T0 + 1000);
+    assert_int_equal(grants, 1);
+    v = edge_view(f, T0 + 1200);
+    assert_int_equal(v.n_busy, 1);
+    assert_float_equal(v.busy_left_ms[0], sw_route_busy_left_ms(&v, 400, 50, 200), 1e-9);
+    neutral(f, &b);
+    assert_int_equal(edge_view(f, T0 + 1200).n_busy, 0);
+}
+
 static void test_local_slot_released_exactly_once(void **state)
 {
     struct fx *f = *state;
@@ -491,6 +531,39 @@ static void test_success_teaches_the_latency_window(void **state)
     assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 250);
 }
 
+/* A non-streamed answer's first byte comes with its last: it teaches the
+ * output length, not the prefill or decode speed, and is no TTFT sample for
+ * the latency window; it is still billed. A streamed one teaches all. */
+static void test_whole_answer_teaches_no_speed(void **state)
+{
+    struct fx *f = *state;
+    struct sw_ewma *e = &lb(f, EDGE)->ewma;
+    struct sw_claim c = fresh();
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    c.whole_answer = true;
+    sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 50, 5000, 30, 200, 0, -1, T0);
+    assert_int_equal(e->n_prefill, 0);
+    assert_int_equal(e->n_decode, 0);
+    assert_int_equal(e->n_output, 1);
+    assert_true(e->output_tokens == 50);
+    assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 0);
+    /* Billed all the same (the cloud's usage). */
+    c = fresh();
+    assert_int_equal(sw_claim_take(f->live, CLOUD, &facts, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    c.whole_answer = true;
+    assert_true(sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 50, 5000, 0, 200, 0, -1, T0) > 0);
+    /* Streamed: the first byte is the first token. */
+    c = fresh();
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 50, 300, 2450, 200, 0, -1, T0);
+    assert_int_equal(e->n_prefill, 1);
+    assert_int_equal(e->n_decode, 1);
+    assert_true(sw_latwin_avg(&lb(f, EDGE)->latwin, T0) == 300);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +584,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_spend_full_holds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_success_teaches_the_latency_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_panic_claim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_holders_in_the_view, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_answer_teaches_no_speed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,8 +28,9 @@
 #define T30 (NOW + 30000)
 
 /* Idle local: 4 slots, 0.5 ms/token prefill, 40 tok/s decode, 200 output
- * tokens: a 500-token prompt starts in 251 ms; one request queued behind 4 in
- * flight waits 1 x (250 + 5000) / 4 = 1312 ms more. */
+ * tokens: a 500-token prompt has its first token in 276 ms (prefill, one decode
+ * step, RTT); one request queued behind 4 in flight waits 1 x (250 + 5000) / 4 =
+ * 1312 ms more. */
 #define LOCAL(n, ...) { .name = n, .tier = SW_TIER_LOCAL, .health = SW_HEALTH_UP,           \
         .breaker = SW_BREAKER_CLOSED, .slots = 4, .queue_max = 64,                          \
         .prefill_ms_per_token = 0.5, .decode_tps = 40, .avg_output_tokens = 200,            \
@@ -699,29 +700,29 @@ static void test_estimate(void **state)
     (void)state;
     struct sw_route_backend_view b = LOCAL("L");
 
-    /* Idle: own prefill + RTT. */
-    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251, 1e-9);
+    /* Idle: own prefill, the first token's decode step (25 ms at 40 tok/s), RTT. */
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276, 1e-9);
     /* A free slot left: no wait. */
     b.in_flight = 3;
-    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276, 1e-9);
     /* First in the queue: one release of four slots, 5250 ms service. */
     b.in_flight = 4;
-    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251 + 5250.0 / 4, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276 + 5250.0 / 4, 1e-9);
     /* Learned average prompt of others replaces this request's. */
     b.avg_prompt_tokens = 100;
-    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251 + 5050.0 / 4, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276 + 5050.0 / 4, 1e-9);
     /* Tenth in the queue. */
     b.queued = 9;
-    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 251 + 10 * 5050.0 / 4, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276 + 10 * 5050.0 / 4, 1e-9);
 
     /* No data at all: priors 0.5 ms/token, 30 tok/s, 256 tokens; no RTT. */
     struct sw_route_backend_view z = { .tier = SW_TIER_LOCAL, .slots = 1, .in_flight = 1 };
     assert_float_equal(sw_route_est_ttft_ms(&z, 100),
-                       50 + (100 * 0.5 + 1000.0 * 256 / 30), 1e-6);
+                       50 + 1000.0 / 30 + (100 * 0.5 + 1000.0 * 256 / 30), 1e-6);
     /* slots 0: unbounded, never waits. */
     z.slots = 0;
     z.in_flight = 1000;
-    assert_float_equal(sw_route_est_ttft_ms(&z, 100), 50, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&z, 100), 50 + 1000.0 / 30, 1e-9);
     /* Negative or absurd inputs stay finite and non-negative. */
     struct sw_route_backend_view bad = { .tier = SW_TIER_LOCAL, .slots = 2, .in_flight = -5,
                                          .queued = -1, .prefill_ms_per_token = NAN,
@@ -729,6 +730,10 @@ static void test_estimate(void **state)
     double e = sw_route_est_ttft_ms(&bad, -10);
     assert_true(isfinite(e) && e >= 0);
     bad.in_flight = 3;
+    e = sw_route_est_ttft_ms(&bad, 10);
+    assert_true(isfinite(e) && e > 0);
+    bad.n_busy = 1000;
+    bad.busy_left_ms[0] = NAN;
     e = sw_route_est_ttft_ms(&bad, 10);
     assert_true(isfinite(e) && e > 0);
     struct sw_route_backend_view huge = LOCAL("H", .in_flight = 4, .queued = 2000000000L,
@@ -740,7 +745,58 @@ static void test_estimate(void **state)
     struct sw_route_backend_view c = CLOUD("C");
     assert_float_equal(sw_route_est_ttft_ms(&c, 5000), 400, 1e-9);
     c.ttft_avg_ms = 0;
-    assert_float_equal(sw_route_est_ttft_ms(&c, 1000), 540, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&c, 1000), 540 + 1000.0 / 30, 1e-9);
+}
+
+/* The wait when the view knows when the running requests free their slots:
+ * the k-th soonest release, not a full service time per slot; never more
+ * than the fluid estimate. */
+static void test_estimate_busy(void **state)
+{
+    (void)state;
+    /* 4 slots busy; the soonest frees in 100 ms, the next ones later. The
+     * fluid estimate would be 5250 / 4 = 1312.5 ms of wait. */
+    struct sw_route_backend_view b = LOCAL("L", .in_flight = 4, .n_busy = 4,
+                                           .busy_left_ms = {100, 700, 3000, 4000});
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276 + 100, 1e-9);
+    /* Second in line: the second release. */
+    b.queued = 1;
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276 + 700, 1e-9);
+    /* Sixth: beyond the known releases, one service per slot each after the last. */
+    b.queued = 5;
+    double fluid6 = 6 * 5250.0 / 4;
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500),
+                       276 + fmin(4000 + 2 * 5250.0 / 4, fluid6), 1e-9);
+    /* Only some known (the view carries at most SW_ROUTE_BUSY_MAX): the last known
+     * one and the fluid rate after it. */
+    b.queued = 2;
+    b.n_busy = 2;
+    assert_float_equal(sw_route_est_ttft_ms(&b, 500), 276 + 700 + 5250.0 / 4, 1e-9);
+    /* Running requests whose bounds say they may run long (max_tokens far
+     * above what they produce): never more than the fluid estimate. */
+    struct sw_route_backend_view l = LOCAL("L", .in_flight = 4, .n_busy = 4,
+                                           .busy_left_ms = {60000, 60000, 60000, 60000});
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276 + 5250.0 / 4, 1e-9);
+    /* A free slot: no wait, whatever the running ones do. */
+    l.in_flight = 3;
+    l.n_busy = 3;
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276, 1e-9);
+
+    /* What a running request still holds at most: its prefill and max_tokens,
+     * less the time it has run. */
+    struct sw_route_backend_view v = LOCAL("L");
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 0), 500 + 2000, 1e-9);
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 1500), 1000, 1e-9);
+    /* Running past its bound: the rates are stale; it still holds a tenth of it. */
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 2400), 100, 1e-9);
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 2500), 250, 1e-9);
+    assert_float_equal(sw_route_busy_left_ms(&v, 1000, 80, 9000), 250, 1e-9);
+    /* Without max_tokens: the learned average output. */
+    assert_float_equal(sw_route_busy_left_ms(&v, 0, 0, 0), 5000, 1e-9);
+    assert_float_equal(sw_route_busy_left_ms(&v, -5, -1, -100), 5000, 1e-9);
+    struct sw_route_backend_view z = { .tier = SW_TIER_LOCAL };
+    assert_float_equal(sw_route_busy_left_ms(&z, 100, 30, 0), 50 + 1000, 1e-9);
+    assert_true(isfinite(sw_route_busy_left_ms(&z, 100, 30, NAN)));
 }
 
 /* ---- Load signals, priority, worst-case reservation ---- */
@@ -1032,6 +1088,7 @@ int main(void)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_load_priority_reserve),
+        cmocka_unit_test(test_estimate_busy),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_many_backends),
         cmocka_unit_test(test_long_name),

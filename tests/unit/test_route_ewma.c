@@ -50,12 +50,16 @@ struct obs_case {
 #define PRI_O SW_EWMA_PRIOR_OUTPUT_TOKENS
 
 static const struct obs_case obs_cases[] = {
-    {"everything", 1000, 510, 10, 2000, 101, P | D | O, 0.5, 50, 101},
+    /* prefill: (530 - rtt 10 - one period at the 50 tokens/s just learned) / 1000 */
+    {"everything", 1000, 530, 10, 2000, 101, P | D | O, 0.5, 50, 101},
     {"rtt larger than ttft: no prefill", 1000, 10, 20, 2000, 101, D | O, PRI_P, 50, 101},
     {"ttft equal to rtt: no prefill", 1000, 10, 10, 2000, 101, D | O, PRI_P, 50, 101},
-    {"negative rtt counts as 0", 1000, 500, -50, 0, 0, P, 0.5, PRI_D, PRI_O},
+    /* no decode sample: the period is the prior's (20 tokens/s: 50 ms) */
+    {"negative rtt counts as 0", 1000, 550, -50, 0, 0, P, 0.5, PRI_D, PRI_O},
     {"short prompt: no prefill", 31, 500, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
-    {"min prompt: prefill", 32, 64, 0, 0, 0, P, 2, PRI_D, PRI_O},
+    {"min prompt: prefill", 32, 114, 0, 0, 0, P, 2, PRI_D, PRI_O},
+    {"first token alone: the fastest prefill", 100, 50, 0, 0, 0, P,
+     SW_EWMA_MIN_PREFILL_MS_PER_TOKEN, PRI_D, PRI_O},
     {"zero prompt", 0, 500, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
     {"negative prompt", -100, 500, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
     {"NaN ttft", 1000, NAN, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
@@ -100,19 +104,22 @@ static void test_update_rule(void **state)
     struct sw_ewma e;
     sw_ewma_init(&e, 0.25);
     /* first: replaces; then avg += 0.25 * (x - avg), exact in binary */
-    sw_ewma_observe(&e, 100, 100, 0, 1000, 11);      /* 1 ms/tok, 10 tps, 11 out */
+    /* 10 tps (a 100 ms period, taken out of the TTFT), 1 ms/tok, 11 out */
+    sw_ewma_observe(&e, 100, 200, 0, 1000, 11);
     assert_true(e.prefill_ms_per_token == 1 && e.decode_tps == 10 && e.output_tokens == 11);
-    sw_ewma_observe(&e, 100, 500, 0, 250, 51);       /* 5 ms/tok, 200 tps, 51 out */
+    sw_ewma_observe(&e, 100, 600, 0, 0, 51);         /* 5 ms/tok, 51 out, no decode sample */
     assert_true(e.prefill_ms_per_token == 2);        /* 1 + 0.25 * 4 */
-    assert_true(e.decode_tps == 57.5);               /* 10 + 0.25 * 190 */
     assert_true(e.output_tokens == 21);              /* 11 + 0.25 * 40 */
+    sw_ewma_observe(&e, 0, 0, 0, 250, 51);           /* 200 tps, 51 out */
+    assert_true(e.decode_tps == 57.5);               /* 10 + 0.25 * 190 */
+    assert_true(e.output_tokens == 28.5);            /* 21 + 0.25 * 30 */
     /* a rejected sample leaves the average alone */
     assert_int_equal(sw_ewma_observe(&e, 100, -1, 0, -1, 0), 0);
-    assert_true(e.prefill_ms_per_token == 2 && e.decode_tps == 57.5 && e.output_tokens == 21);
+    assert_true(e.prefill_ms_per_token == 2 && e.decode_tps == 57.5 && e.output_tokens == 28.5);
     /* min_prefill_tokens may be lowered after init */
     e.min_prefill_tokens = 1;
-    assert_int_equal(sw_ewma_observe(&e, 2, 12, 0, 0, 0), P);
-    assert_true(e.prefill_ms_per_token == 3);        /* 2 + 0.25 * (6 - 2) */
+    assert_int_equal(sw_ewma_observe(&e, 2, 12 + 1000.0 / 57.5, 0, 0, 0), P);
+    assert_float_equal(e.prefill_ms_per_token, 3, 1e-9);  /* 2 + 0.25 * (6 - 2) */
 }
 
 static void test_convergence(void **state)
@@ -132,7 +139,7 @@ static void test_convergence(void **state)
      * of the new regime (0.8^30 ~ 0.1%), and never overshoots */
     int n = 0;
     while (n < 100 && fabs(e.decode_tps - 10) > 0.1) {
-        sw_ewma_observe(&e, 1000, 3205, 5, 299 * 1000.0 / 10, 300);
+        sw_ewma_observe(&e, 1000, 3305, 5, 299 * 1000.0 / 10, 300);
         assert_true(e.decode_tps >= 10 && e.prefill_ms_per_token <= 3.2 + 1e-9);
         n++;
     }
