@@ -249,6 +249,9 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     }
     if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS)
         goto fail;
+    /* libphonenumber loads its metadata on first use (tens of millions of
+     * instructions): here, not in the first request's scan */
+    (void)sw_pii_phone_region_ok("NL");
     /* The engine keeps custom patterns' regex strings only during compile. */
     for (size_t i = N_BUILTIN; i < e->n_pat; i++)
         e->pat[i].re = NULL;
