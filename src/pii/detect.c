@@ -34,8 +34,9 @@ struct pattern {
 };
 
 static const struct pattern builtin[] = {
-    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0,
-     "@[A-Za-z0-9\\-]+(?:\\.[A-Za-z0-9\\-]+)*\\.[A-Za-z]{2,}"},
+    /* e-mail: a short trigger; the domain is found in C (email_end()): a
+     * pattern ending in "\.[A-Za-z]{2,}" made vectorscan look at every '.' */
+    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-]"},
     {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]"},
     /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
      * international prefix, Spanish numbers (no trunk prefix, grouped):
@@ -54,7 +55,10 @@ static const struct pattern builtin[] = {
      "(?:^|[^0-9A-Za-z_])3[0-9]{2}[ .\\-/][0-9]{3}[ .\\-]?[0-9]{4}"},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
      "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
-    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}(?: ?[A-Za-z0-9]){11,32}"},
+    /* IBAN: country and check digits as the trigger; the rest, 11-32 of
+     * [A-Za-z0-9] each after at most one space, is found in C (iban_end():
+     * the repeat with leftmost start of match was ~a third of the scan) */
+    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}"},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
      "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}"},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
@@ -1251,6 +1255,51 @@ static void expand(const struct scan *sc, bool v6, size_t *ps, size_t *pe)
     *pe = e;
 }
 
+/* The end of the longest domain after the '@' at a that
+ * label(.label)*.tld matches (labels of [A-Za-z0-9-], a TLD of 2+ letters,
+ * at most 255 bytes), or 0. */
+static size_t email_end(const struct scan *sc, size_t a)
+{
+    size_t i = a + 1, seg = i, best = 0, lim = a + 1 + 255;
+    bool dot = false, letters = true;
+    while (i < sc->len && i < lim) {
+        unsigned char ch = sc->t[i];
+        if (ch == '.') {
+            if (i == seg)
+                break;          /* an empty label */
+            dot = true;
+            seg = ++i;
+            letters = true;
+            continue;
+        }
+        if (!is_alnum(ch) && ch != '-')
+            break;
+        letters = letters && is_alpha(ch);
+        i++;
+        if (dot && letters && i - seg >= 2)
+            best = i;
+    }
+    return best;
+}
+
+/* The end of the longest run of 11-32 alphanumerics, each after at most
+ * one space, from e (after an IBAN's country and check digits), or 0. */
+static size_t iban_end(const struct scan *sc, size_t e)
+{
+    size_t i = e;
+    int n = 0;
+    while (n < 32 && i < sc->len) {
+        if (sc->t[i] == ' ' && i + 1 < sc->len && is_alnum(sc->t[i + 1]))
+            i += 2;
+        else if (is_alnum(sc->t[i]))
+            i++;
+        else
+            break;
+        n++;
+    }
+    return n >= 11 ? i : 0;
+}
+
 static int on_match(unsigned int id, unsigned long long from, unsigned long long to,
                     unsigned int flags, void *ctx)
 {
@@ -1261,6 +1310,10 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
+    if (p->kind == K_EMAIL && (e = email_end(sc, s)) == 0)
+        return 0;
+    if (p->kind == K_IBAN && (e = iban_end(sc, e)) == 0)
+        return 0;
     if ((p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD || p->kind == K_PHONE_ES ||
          p->kind == K_PHONE_IT) &&
         !is_digit(sc->t[s]) && sc->t[s] != '(')
