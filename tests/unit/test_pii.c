@@ -761,6 +761,8 @@ static void test_phone_national(void **state)
         {"lotto 335 069", ""},
         {"iban nl91abna0417164300 ok", "iban:nl91abna0417164300"},  /* typed in lower case */
         {"iban nl91 abna 0417 1643 00", "iban:nl91 abna 0417 1643 00"},
+        {"konto NO93 8601 1117 947 ok", "iban:NO93 8601 1117 947"},   /* the shortest: 15 characters */
+        {"konto NO9386011117947.", "iban:NO9386011117947"},
         {"sha de4432109876543210987654 x", ""},                  /* not the length of a DE IBAN */
         {"06-12345678", "phone:06-12345678"},                       /* NL */
         /* national numbers as people type them, some in ranges the metadata
