@@ -1310,6 +1310,8 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
+    if (p->kind == K_PHONE_US && sc->t[s] == '1' && e - s > 2 && !left_num_ok(sc, s))
+        s += 2;     /* "+44 20 7035 3171 212 636 0207": the "1 " ends the number before */
     if (p->kind == K_EMAIL && (e = email_end(sc, s)) == 0)
         return 0;
     if (p->kind == K_IBAN && (e = iban_end(sc, e)) == 0)

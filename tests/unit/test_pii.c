@@ -775,6 +775,7 @@ static void test_phone_national(void **state)
         {"ring 07781531292", "phone:07781531292"},                 /* GB mobile */
         /* a number right after another entity is a number of its own */
         {"Mis datos son 93 736 14 15 643 604 451", "phone:93 736 14 15|phone:643 604 451"},
+        {"+44 20 7035 3171 212 636 0207", "phone:+44 20 7035 3171 212 636 0207"},  /* US after another number */
         {"BSN: 818 083 530 00 34 96 346 7158 01315220003",
          "bsn:818 083 530 00 34 96 346 7158|phone:01315220003"},
         /* a not-phone word belongs to the number after it, not to the next one */
