@@ -34,8 +34,9 @@ struct pattern {
 };
 
 static const struct pattern builtin[] = {
-    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0,
-     "@[A-Za-z0-9\\-]+(?:\\.[A-Za-z0-9\\-]+)*\\.[A-Za-z]{2,}"},
+    /* e-mail: a short trigger; the domain is found in C (email_end()): a
+     * pattern ending in "\.[A-Za-z]{2,}" made vectorscan look at every '.' */
+    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-]"},
     {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]"},
     /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
      * international prefix, Spanish numbers (no trunk prefix, grouped):
@@ -54,7 +55,10 @@ static const struct pattern builtin[] = {
      "(?:^|[^0-9A-Za-z_])3[0-9]{2}[ .\\-/][0-9]{3}[ .\\-]?[0-9]{4}"},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
      "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
-    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}(?: ?[A-Za-z0-9]){11,32}"},
+    /* IBAN: country and check digits as the trigger; the rest, 11-32 of
+     * [A-Za-z0-9] each after at most one space, is found in C (iban_end():
+     * the repeat with leftmost start of match was ~a third of the scan) */
+    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}"},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
      "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}"},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
@@ -249,6 +253,9 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     }
     if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS)
         goto fail;
+    /* libphonenumber loads its metadata on first use (tens of millions of
+     * instructions): here, not in the first request's scan */
+    (void)sw_pii_phone_region_ok("NL");
     /* The engine keeps custom patterns' regex strings only during compile. */
     for (size_t i = N_BUILTIN; i < e->n_pat; i++)
         e->pat[i].re = NULL;
@@ -376,6 +383,8 @@ struct scan {
     bool full;
     struct sw_pii_span *sp;
     size_t nsp, capsp;
+    bool later;                 /* the refiner rejected a "later group" (retried, see scan_raw) */
+    bool later_ok;              /* retrying: the digits before are an entity of their own */
 };
 
 static inline int at(const struct scan *sc, size_t i)
@@ -642,30 +651,78 @@ static bool date_groups(const struct scan *sc, size_t s, const int *glen, int ng
  * candidate; a number in +CC notation is a phone whatever precedes it). */
 static const char *const not_phone_words[] = {
     "order", "invoice", "factuur", "bestelnummer", "ticket", "tracking", "serial", "batch",
-    "sku", "#", "eur", "usd", "gbp",
+    "sku", "#", "eur", "usd", "gbp", "bsn",
     "\xe2\x82\xac" /* € */, "$", "\xc2\xa3" /* £ */, NULL};
+
+/* A not-phone word counts in the 24 bytes before s, back to the nearest digit
+ * or line break: "SSN# 173532604 tomorrow. 02 383 40 24" is a phone number
+ * (the '#' belongs to the number before it), "Order no. 0612345678" is not. */
+static bool not_phone_context(const struct scan *sc, size_t s)
+{
+    size_t back = 0;
+    while (back < 24 && back < s) {
+        unsigned char ch = sc->t[s - back - 1];
+        if (is_digit(ch) || ch == '\n')
+            break;
+        back++;
+    }
+    return back > 0 && context_before(sc, s, back, not_phone_words);
+}
+
+/* Length of the digit group that ends at e (0 if none). */
+static size_t group_back(const struct scan *sc, size_t s, size_t e)
+{
+    size_t i = e;
+    while (i > s && is_digit(sc->t[i - 1]))
+        i--;
+    return e - i;
+}
+
+/* Does the run [s, e) end in two groups of four digits that a third group
+ * of four continues after a separator? */
+static bool fours_go_on(const struct scan *sc, size_t s, size_t e)
+{
+    int sep = at(sc, e);
+    if (!(sep == ' ' || sep == '-' || sep == '.'))
+        return false;
+    size_t n = 0;
+    while (at(sc, e + 1 + n) >= 0 && is_digit((unsigned char)at(sc, e + 1 + n)))
+        n++;
+    if (n != 4 || group_back(sc, s, e) != 4 || e < s + 5)
+        return false;
+    return group_back(sc, s, e - 5) == 4;
+}
 
 /* National (trunk 0), 00-prefixed and Spanish candidates: the longest run
  * that libphonenumber accepts for one of the engine's regions (00 numbers:
  * for their own country). */
-static bool r_phone_checked(const struct scan *sc, int kind, size_t *ps, size_t *pe)
+static bool r_phone_checked(struct scan *sc, int kind, size_t *ps, size_t *pe)
 {
     size_t s = *ps, e = *pe, ends[8];
     int glen[8], ng;
     if (!left_num_ok(sc, s) || before(sc, s, 1) == '+')
         return false;
-    if (before(sc, s, 1) == ' ' && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2)))
-        return false;       /* a later group of a longer grouped number (an account) */
+    if (before(sc, s, 1) == ' ' && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2)) &&
+        !sc->later_ok) {
+        /* a later group of a longer grouped number (an account), unless the
+         * digits before it are an entity of their own (two numbers written
+         * one after the other): scan_raw retries it once spans are known */
+        sc->later = true;
+        return false;
+    }
     if (sc->t[s] == '(' && !memchr(sc->t + s, ')', e - s))
         s++;        /* "(06-12345678)": the parenthesis is the text's */
     int n = phone_ends(sc, s, e, kind == K_PHONE_ES ? 9 : kind == K_PHONE_IT || kind == K_PHONE_IDD ? 10 : 9,
                        kind == K_PHONE_ES ? 9 : kind == K_PHONE_IT ? 10 : kind == K_PHONE_IDD ? 17 : 13,
                        ends, glen, &ng);
-    if (n == 0 || date_groups(sc, s, glen, ng) || context_before(sc, s, 24, not_phone_words))
+    if (n == 0 || date_groups(sc, s, glen, ng) || not_phone_context(sc, s))
         return false;
-    if (ng == 1 && glen[0] > 11 && kind != K_PHONE_IDD)
+    if (ng == 1 && glen[0] > 11 && kind != K_PHONE_IDD &&
+        !(glen[0] == 12 && sc->t[s] == '0' && sc->t[s + 1] == '1' && sc->t[s + 2] >= '5' &&
+          sc->t[s + 2] <= '7'))
         return false;           /* a long unbroken run is an id, not a number to dial
-                                   (but "0031612345678" is one: 00 + country + number) */
+                                   (but "0031612345678" is one: 00 + country + number,
+                                   and so is a German mobile 015x/016x/017x of 12 digits) */
     if (ng == 3 && glen[0] == 3 && glen[1] == 2 && glen[2] == 4 && sc->t[s + 3] == '-')
         return false;           /* AAA-GG-SSSS is the shape of a US SSN */
     /* Spanish numbers and Italian mobiles have no trunk prefix: checked for
@@ -716,6 +773,21 @@ static bool r_phone_checked(const struct scan *sc, int kind, size_t *ps, size_t 
             return true;
         }
         explicit_bzero(buf, sizeof buf);
+    }
+    /* Not valid but possible (a range the metadata does not allocate yet),
+     * unless it is the start of a longer number in groups of four ("0123
+     * 4567 8901 2345" is an account, not a phone and a rest). */
+    if (kind == K_PHONE_IDD)
+        return false;
+    for (int k = n - 1; k >= 0; k--) {
+        size_t l = ends[k] - s;
+        if (l + 1 >= 64 || fours_go_on(sc, s, ends[k]))
+            continue;
+        if (sw_pii_phone_possible((const char *)sc->t + s, l, regions, n_regions)) {
+            *ps = s;
+            *pe = ends[k];
+            return true;
+        }
     }
     return false;
 }
@@ -813,10 +885,13 @@ static bool r_nine(const struct scan *sc, size_t *ps, size_t *pe, int *type)
     bool grouped = e - s == 11 && (sc->t[s + 3] == ' ' || sc->t[s + 3] == '.') &&
                    sc->t[s + 7] == sc->t[s + 3];
     if (grouped) {
-        /* not a part of a longer grouped number: "1 768 844 198 00" */
+        /* not a part of a longer grouped number: "1 768 844 198 00"; a
+         * number right after its BSN word ("BSN: 818 083 530 00 34 ...")
+         * starts there, whatever follows it */
         int p = before(sc, s, 1), n = at(sc, e);
         if ((p == ' ' && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2))) ||
-            (n == ' ' && at(sc, e + 1) >= 0 && is_digit((unsigned char)at(sc, e + 1))))
+            (n == ' ' && at(sc, e + 1) >= 0 && is_digit((unsigned char)at(sc, e + 1)) &&
+             !context_before(sc, s, 24, bsn_words)))
             return false;
         if (sw_pii_elfproef((const char *)sc->t + s, e - s) &&
             (!BSN_GROUPED_NEEDS_WORD || context_before(sc, s, 48, bsn_words))) {
@@ -1109,7 +1184,7 @@ static bool r_custom(const struct scan *sc, int type, size_t *ps, size_t *pe)
     }
 }
 
-static bool refine(const struct scan *sc, const struct pattern *p, size_t *s, size_t *e, int *type)
+static bool refine(struct scan *sc, const struct pattern *p, size_t *s, size_t *e, int *type)
 {
     *type = p->type;
     switch (p->kind) {
@@ -1180,6 +1255,51 @@ static void expand(const struct scan *sc, bool v6, size_t *ps, size_t *pe)
     *pe = e;
 }
 
+/* The end of the longest domain after the '@' at a that
+ * label(.label)*.tld matches (labels of [A-Za-z0-9-], a TLD of 2+ letters,
+ * at most 255 bytes), or 0. */
+static size_t email_end(const struct scan *sc, size_t a)
+{
+    size_t i = a + 1, seg = i, best = 0, lim = a + 1 + 255;
+    bool dot = false, letters = true;
+    while (i < sc->len && i < lim) {
+        unsigned char ch = sc->t[i];
+        if (ch == '.') {
+            if (i == seg)
+                break;          /* an empty label */
+            dot = true;
+            seg = ++i;
+            letters = true;
+            continue;
+        }
+        if (!is_alnum(ch) && ch != '-')
+            break;
+        letters = letters && is_alpha(ch);
+        i++;
+        if (dot && letters && i - seg >= 2)
+            best = i;
+    }
+    return best;
+}
+
+/* The end of the longest run of 11-32 alphanumerics, each after at most
+ * one space, from e (after an IBAN's country and check digits), or 0. */
+static size_t iban_end(const struct scan *sc, size_t e)
+{
+    size_t i = e;
+    int n = 0;
+    while (n < 32 && i < sc->len) {
+        if (sc->t[i] == ' ' && i + 1 < sc->len && is_alnum(sc->t[i + 1]))
+            i += 2;
+        else if (is_alnum(sc->t[i]))
+            i++;
+        else
+            break;
+        n++;
+    }
+    return n >= 11 ? i : 0;
+}
+
 static int on_match(unsigned int id, unsigned long long from, unsigned long long to,
                     unsigned int flags, void *ctx)
 {
@@ -1190,6 +1310,12 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
+    if (p->kind == K_PHONE_US && sc->t[s] == '1' && e - s > 2 && !left_num_ok(sc, s))
+        s += 2;     /* "+44 20 7035 3171 212 636 0207": the "1 " ends the number before */
+    if (p->kind == K_EMAIL && (e = email_end(sc, s)) == 0)
+        return 0;
+    if (p->kind == K_IBAN && (e = iban_end(sc, e)) == 0)
+        return 0;
     if ((p->kind == K_PHONE_NAT || p->kind == K_PHONE_IDD || p->kind == K_PHONE_ES ||
          p->kind == K_PHONE_IT) &&
         !is_digit(sc->t[s]) && sc->t[s] != '(')
@@ -1277,15 +1403,49 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         rc = hr == HS_NOMEM ? SW_ENOMEM : SW_EINVAL;
         goto done;
     }
+    size_t n_later = 0;
     for (size_t i = 0; i < sc.n; i++) {
         const struct pattern *p = &e->pat[sc.c[i].id];
         size_t s = sc.c[i].s, en = sc.c[i].e;
         int type;
+        sc.later = false;
         if (refine(&sc, p, &s, &en, &type) && en > s) {
             rc = add_span(&sc, s, en, type);
             if (rc)
                 goto done;
+        } else if (sc.later) {
+            sc.c[n_later++] = sc.c[i];      /* i >= n_later: kept for the retry */
         }
+    }
+    /* A number right after another number ("02 383 40 24 643 604 451"): a
+     * candidate that looked like a later group of one long number is taken
+     * after all when the digits before it are part of an entity found on
+     * their own (each is then masked; the union when they touch). */
+    /* Repeated while it finds more: a number taken this way can be the one
+     * before the next ("... 7158 01315220003"). */
+    sc.later_ok = true;
+    for (size_t added = 1; added && n_later;) {
+        added = 0;
+        size_t nsp = sc.nsp, keep = 0;
+        for (size_t i = 0; i < n_later; i++) {
+            const struct pattern *p = &e->pat[sc.c[i].id];
+            size_t s = sc.c[i].s, en = sc.c[i].e;
+            int type;
+            bool covered = false;
+            for (size_t k = 0; k < nsp && !covered; k++)
+                covered = s >= 2 && sc.sp[k].start <= s - 2 && s - 2 < sc.sp[k].start + sc.sp[k].len;
+            if (!covered) {
+                sc.c[keep++] = sc.c[i];
+                continue;
+            }
+            if (refine(&sc, p, &s, &en, &type) && en > s) {
+                rc = add_span(&sc, s, en, type);
+                if (rc)
+                    goto done;
+                added++;
+            }
+        }
+        n_later = keep;
     }
     /* Merge overlaps: the union is kept, typed by the highest priority. */
     if (sc.nsp > 1)

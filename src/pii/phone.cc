@@ -35,6 +35,9 @@ extern "C" bool sw_pii_phone_region_ok(const char *cc)
     }
 }
 
+static bool national(const PhoneNumberUtil *u, const char *s, size_t len, const char (*regions)[3],
+                     size_t n, bool possible);
+
 extern "C" bool sw_pii_phone_valid(const char *s, size_t len, const char (*regions)[3], size_t n)
 {
     try {
@@ -48,9 +51,32 @@ extern "C" bool sw_pii_phone_valid(const char *s, size_t len, const char (*regio
         if (len > 0 && s[0] == '+')
             return u->Parse(text, "ZZ", &pn) == PhoneNumberUtil::NO_PARSING_ERROR &&
                    u->IsPossibleNumber(pn);
-        // National notation: the number is built directly (country code of
-        // the region, the trunk prefix dropped) rather than parsed, which is
-        // several times cheaper than Parse's regular expressions.
+        return national(u, s, len, regions, n, false);
+    } catch (...) {
+        return false;
+    }
+}
+
+extern "C" bool sw_pii_phone_possible(const char *s, size_t len, const char (*regions)[3], size_t n)
+{
+    try {
+        return national(util(), s, len, regions, n, true);
+    } catch (...) {
+        return false;
+    }
+}
+
+// National notation: the number is built directly (country code of the
+// region, the trunk prefix dropped) rather than parsed, which is several
+// times cheaper than Parse's regular expressions. Valid for one of the
+// regions, or (possible) of a length a fixed-line or mobile number of one
+// of them has and in a range the region uses (its first two digits start
+// a valid number of that length).
+static bool national(const PhoneNumberUtil *u, const char *s, size_t len, const char (*regions)[3],
+                     size_t n, bool possible)
+{
+    {
+        PhoneNumber pn;
         std::string digits;
         for (size_t i = 0; i < len; i++)
             if (s[i] >= '0' && s[i] <= '9')
@@ -80,11 +106,15 @@ extern "C" bool sw_pii_phone_valid(const char *s, size_t len, const char (*regio
                     pn.set_number_of_leading_zeros((int)zeros);
             }
             pn.set_national_number(std::stoull(nsn));
-            if (u->IsValidNumberForRegion(pn, region))
+            if (!possible) {
+                if (u->IsValidNumberForRegion(pn, region))
+                    return true;
+                continue;
+            }
+            if (u->IsPossibleNumberForType(pn, PhoneNumberUtil::FIXED_LINE) ||
+                u->IsPossibleNumberForType(pn, PhoneNumberUtil::MOBILE))
                 return true;
         }
-        return false;
-    } catch (...) {
         return false;
     }
 }

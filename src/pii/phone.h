@@ -17,6 +17,9 @@ bool sw_pii_phone_region_ok(const char *cc);
  * starting with '+', in international notation (any country); else a
  * national number valid for one of the n regions (two-letter codes). */
 bool sw_pii_phone_valid(const char *s, size_t len, const char (*regions)[3], size_t n);
+/* Whether s[0..len), in national notation, has the length of a fixed-line or
+ * mobile number of one of the n regions (valid or not). */
+bool sw_pii_phone_possible(const char *s, size_t len, const char (*regions)[3], size_t n);
 
 #ifdef __cplusplus
 }

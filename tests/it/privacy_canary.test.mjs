@@ -202,13 +202,6 @@ const settle = async (p) => { const r = await p; if (r.e) throw r.e; return r.v;
 // goes as `fallback`: either way the cloud was chosen.
 const SPILL = ['overflow', 'fallback'];
 const WAVE = 60;
-// Paths that still leak a few values (the matrix printed on each run says
-// which): national numbers written next to other numbers in one string (a
-// name or user field holding several), Spanish and Belgian national numbers in
-// some groupings, and German mobiles written as one unbroken run. They run on
-// every `make test` and print their matrix, but do not fail it until the
-// detector closes them; the local-saturated path has none and must stay so.
-const KNOWN_GAPS = 'a few national phone formats still leak (matrix above; docs/privacy.md, known limits)';
 // Masked paths: a value in an object key cannot be masked (a key is structure;
 // renaming it would break a tool schema), so a request carrying one is never
 // sent to the cloud at all (tests/it/privacy.test.mjs covers that); the masked
@@ -304,6 +297,12 @@ function matrix(path, sent, res) {
     lines.push(`${format.padEnd(16)} ${row}   ${leak.get(`f|${format}`) || 0}/${total.get(`f|${format}`) || 0}`);
   }
   lines.push(`by variant: ${['plain', 'text', 'zw', 'nbsp', 'fullwidth', 'esc'].map((v) => `${v} ${leak.get(`v|${v}`) || 0}/${total.get(`v|${v}`) || 0}`).join(', ')}`);
+  // The values themselves are generated (no real person's), so they are
+  // listed: what leaked, where, and what was written around it.
+  for (const l of res.leaked) {
+    const s = l.slot;
+    lines.push(`  leaked ${s.cell.format} in ${s.cell.field} (${s.cell.variant}${l.attributed ? '' : ', not attributed'}): ${JSON.stringify(s.before + s.raw + s.after)}`);
+  }
   if (res.vacuous.length) lines.push(`${res.vacuous.length} value(s) had no fragment to check (all in the baseline): ${res.vacuous.slice(0, 3).map((s) => s.cell.format).join(', ')}`);
   if (res.untagged) lines.push(`${res.untagged} body/bodies the cloud received carried no request tag`);
   return lines.join('\n');
@@ -367,7 +366,7 @@ function assertRestored(reqs, answers, reasons) {
 }
 
 describe('privacy canary at scale', () => {
-  test('local down, local_only: a request with a value is refused, never sent; one cell per request', { todo: KNOWN_GAPS }, async () => {
+  test('local down, local_only: a request with a value is refused, never sent; one cell per request', async () => {
     const cloud = await startCloud();
     const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url }));
     try {
@@ -425,7 +424,7 @@ describe('privacy canary at scale', () => {
     }
   });
 
-  test('emergency (local down, local_only): what goes to the cloud is masked and comes back restored, streamed and not', { todo: KNOWN_GAPS }, async () => {
+  test('emergency (local down, local_only): what goes to the cloud is masked and comes back restored, streamed and not', async () => {
     const cloud = await startCloud();
     const gw = await startSpillway(config({ edgeUrl: DOWN, cloudUrl: cloud.url }));
     try {
@@ -444,7 +443,7 @@ describe('privacy canary at scale', () => {
     }
   });
 
-  test('policy mask under overflow (local saturated): what spills is masked and comes back restored, streamed and not', { todo: KNOWN_GAPS }, async () => {
+  test('policy mask under overflow (local saturated): what spills is masked and comes back restored, streamed and not', async () => {
     const edge = await startEdge();
     const cloud = await startCloud();
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask' }));
