@@ -173,10 +173,12 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                "1 while an emergency is declared (sensitive requests may reach "
                                "the cloud, masked), else 0.",
                                NULL, NULL, 0, g->emergency ? 1 : 0);
-    if (!err && g->state_shared)
+    /* Also without state.redis (always 0 then), so an alert on it loads everywhere. */
+    if (!err)
         err = sw_metrics_gauge(&s, "spillway_state_degraded",
                                "1 while the shared state (state.redis) is unreachable or slow and "
-                               "this replica runs on its own (spend cap closed, slot share).",
+                               "this replica runs on its own (spend cap closed, slot share); "
+                               "always 0 without state.redis.",
                                (const char *const[]){"reason"}, (const char *const[]){"redis"},
                                1, g->state_degraded ? 1 : 0);
     if (!err)

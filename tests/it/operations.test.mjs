@@ -707,7 +707,7 @@ describe('the shipped Prometheus alert rules', () => {
       const rules = readFileSync(new URL('../../docs/prometheus/alerts.yml', import.meta.url), 'utf8');
       const used = new Set([...rules.matchAll(/spillway_[a-z_]+/g)].map(([n]) => n));
       assert.ok(used.size >= 8, `expected the alerts' metric names, got ${[...used]}`);
-      for (const alert of ['SpillwayHighSpillRate', 'SpillwayTTFTBudgetMisses', 'SpillwayBreakerOpen', 'SpillwaySpendCapNear', 'SpillwayConfigReloadFailed'])
+      for (const alert of ['SpillwayHighSpillRate', 'SpillwayTTFTBudgetMisses', 'SpillwayBreakerOpen', 'SpillwaySpendCapNear', 'SpillwayConfigReloadFailed', 'SpillwayStateDegraded'])
         assert.match(rules, new RegExp(`alert: ${alert}\\n`));
       const missing = [...used].filter((n) => !exported.has(n)).sort();
       assert.deepEqual(missing, [], `metrics docs/prometheus/alerts.yml uses but /metrics lacks: ${missing.join(', ')}`);
