@@ -56,6 +56,7 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
                        : v->breaker == SW_BREAKER_HALF_OPEN ? 1
                                                             : 0,
             .in_flight = (double)v->in_flight,
+            .slots = (double)v->slots,
             .queued = (double)v->queued,
             .est_wait_ms = sw_route_est_ttft_ms(v, 0),
             .prefill_ms_per_token = v->prefill_ms_per_token,
@@ -72,6 +73,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .n_backends = n,
         .spend_usd = sw_live_spend_usd(l, now),
         .spend_cap_usd = sw_live_spend_cap_usd(l),
+        .ttft_budget_ms = (double)(l->g->ttft_budget_ms ? l->g->ttft_budget_ms
+                                                        : f->cfg->routing.ttft_budget_ms),
         .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
         .emergency = l->g->emergency,
         .state_shared = l->g->rstate != NULL,

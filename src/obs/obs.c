@@ -72,7 +72,7 @@ void sw_obs_record(struct sw_obs_sinks *s, const struct sw_declog_entry *e, bool
 /* ---- Gauges at scrape time ---- */
 
 enum which {
-    QUEUE, IN_FLIGHT, WAIT, PREFILL, DECODE, BREAKER, UP, RPM, TPM, OUTSIDE, STALE
+    QUEUE, IN_FLIGHT, SLOTS, WAIT, PREFILL, DECODE, BREAKER, UP, RPM, TPM, OUTSIDE, STALE
 };
 
 static const struct {
@@ -85,6 +85,8 @@ static const struct {
      "Requests waiting in Spillway's own queue for a local backend.", true},
     {IN_FLIGHT, "spillway_local_in_flight",
      "Requests running on a local backend now (at most its slots).", true},
+    {SLOTS, "spillway_local_slots",
+     "Slots of a local backend (the most requests it runs at once; 0: unbounded).", true},
     {WAIT, "spillway_local_estimated_wait_seconds",
      "Estimated time before a new request would start generating on a local backend.", true},
     {PREFILL, "spillway_learned_prefill_seconds_per_token",
@@ -128,6 +130,7 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
             switch (per_backend[f].which) {
             case QUEUE: v = b->queued; break;
             case IN_FLIGHT: v = b->in_flight; break;
+            case SLOTS: v = b->slots; break;
             case WAIT: v = b->est_wait_ms / 1000; break;
             case PREFILL: v = b->prefill_ms_per_token / 1000; break;
             case DECODE: v = b->decode_tps; break;
@@ -154,6 +157,11 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
             }
         }
     }
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_ttft_budget_seconds",
+                               "The TTFT budget in force (routing.ttft_budget_ms, or a runtime "
+                               "threshold set through PUT /admin/thresholds).",
+                               NULL, NULL, 0, g->ttft_budget_ms / 1000);
     if (!err)
         err = sw_metrics_gauge(&s, "spillway_cloud_spend_usd",
                                "Cloud spend in the current spend window, in US dollars "

@@ -73,6 +73,7 @@ struct sw_obs_backend {
     const char *health;             /* "up" | "degraded" | "cold" | "warming" | "down" */
     int breaker;                    /* 0 closed, 1 half-open, 2 open */
     double in_flight;               /* requests running on it now */
+    double slots;                   /* local: its slots (0: unbounded) */
     double queued;                  /* local: waiting in Spillway's queue for it */
     double est_wait_ms;             /* local: estimated wait before a new request starts */
     double prefill_ms_per_token;    /* local: learned */
@@ -89,6 +90,7 @@ struct sw_obs_gauges {
     size_t n_backends;
     double spend_usd;               /* cloud spend in the current window */
     double spend_cap_usd;           /* 0: no cap */
+    double ttft_budget_ms;          /* the TTFT budget in force (runtime threshold or config) */
     double spill_ratio;             /* sw_spill_ratio(now) */
     bool emergency;
     uint64_t declog_write_errors;   /* sw_declog_write_errors */

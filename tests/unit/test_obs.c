@@ -76,10 +76,10 @@ static void test_gauges(void **state)
 {
     (void)state;
     const struct sw_obs_backend b[] = {
-        {"edge", true, "up", 0, 2, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false},
-        {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 58, 90000, false, 0, false},
+        {"edge", true, "up", 0, 2, 4, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false},
+        {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false},
     };
-    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 0.75, true, 3, 250, 0, false};
+    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 0, false};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
@@ -88,6 +88,7 @@ static void test_gauges(void **state)
         "# TYPE spillway_local_queue_depth gauge",
         "spillway_local_queue_depth{backend=\"edge\"} 3",
         "spillway_local_in_flight{backend=\"edge\"} 2",
+        "spillway_local_slots{backend=\"edge\"} 4",
         "spillway_local_estimated_wait_seconds{backend=\"edge\"} 1.5",
         "spillway_learned_prefill_seconds_per_token{backend=\"edge\"} 0.0005",
         "spillway_learned_decode_tokens_per_second{backend=\"edge\"} 40",
@@ -97,6 +98,7 @@ static void test_gauges(void **state)
         "spillway_backend_up{backend=\"cloud\",health=\"down\"} 0",
         "spillway_bucket_requests_available{backend=\"cloud\"} 58",
         "spillway_bucket_tokens_available{backend=\"cloud\"} 90000",
+        "spillway_ttft_budget_seconds 0.8",
         "spillway_cloud_spend_usd 1.25",
         "spillway_cloud_spend_cap_usd 10",
         "spillway_spill_ratio 0.75",
@@ -114,6 +116,7 @@ static void test_gauges(void **state)
         p = q;
     }
     assert_null(strstr(out.ptr, "spillway_local_queue_depth{backend=\"cloud\"}"));
+    assert_null(strstr(out.ptr, "spillway_local_slots{backend=\"cloud\"}"));
     assert_null(strstr(out.ptr, "bucket_requests_available{backend=\"edge\"}"));
     sw_buf_free(&out);
 }
