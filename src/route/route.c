@@ -121,11 +121,16 @@ double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_
     double hold = prompt * learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN) +
                   1000.0 * out / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
     /* Past its bound at the learned rates, the box is slower than learned
-     * (the rates lag a slowdown): it still holds a tenth of its bound rather
-     * than being counted as free. */
+     * (the rates lag a slowdown) or the request hangs: it still holds a tenth
+     * of its bound, and as long again as it has overrun so far, so a request
+     * that never ends makes the wait grow, never shrink to nothing. */
     double left = hold - nonneg(elapsed_ms);
-    if (!(left > 0))
+    if (!(left > 0)) {
+        double overrun = nonneg(elapsed_ms) - hold;
         left = SW_ROUTE_OVERRUN_FRACTION * hold;
+        if (overrun > left)
+            left = overrun;
+    }
     return isfinite(left) && left > 0 ? left : 0;
 }
 

@@ -288,8 +288,9 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
  * slot, elapsed_ms after it got it: its bound, prefill (prompt_tokens x
  * prefill_ms_per_token) plus max_tokens (the learned average output without
  * one) at decode_tps (it may stop sooner, never later at those rates), less
- * the time elapsed; once past it, SW_ROUTE_OVERRUN_FRACTION of the bound
- * (running past it shows the rates are stale). Learned rates or the priors,
+ * the time elapsed; once past it, the larger of SW_ROUTE_OVERRUN_FRACTION of
+ * the bound and the overrun so far (running past it shows the rates are stale,
+ * or the request hangs). Learned rates or the priors,
  * as in sw_route_est_ttft_ms. The view's busy_left_ms. Always finite, >= 0. */
 double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
                              long max_tokens, double elapsed_ms);

@@ -170,8 +170,9 @@ const gwBackend = async (gw, name) => (await getJSON(`${gw.url}/admin/state`, { 
 
 // Holds the single local slot with a request the local box accepts and never
 // answers (llmsim's hang fault, on only while that one request arrives).
-// While it is held, a request that may leave is estimated to start locally
-// far beyond the TTFT budget and overflows to the cloud; one that may not
+// Its max_tokens (4000) bounds how long it may hold the slot, so while it is
+// held a request that may leave is estimated to start locally far beyond the
+// TTFT budget and overflows to the cloud; one that may not
 // leave waits in Spillway's local queue. release() lets the holder's client
 // go away, which frees the slot for the queue.
 async function holdLocal(gw, edge, headers = {}) {
@@ -180,7 +181,7 @@ async function holdLocal(gw, edge, headers = {}) {
   const held = fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST', signal: ac.signal,
     headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false', ...headers },
-    body: chatBody('hold the only local slot', { maxTokens: 8 }),
+    body: chatBody('hold the only local slot', { maxTokens: 4000 }),
   }).then((r) => r.text()).catch(() => null);
   await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
   await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
