@@ -19,6 +19,14 @@
         goto fail;                                                                     \
     } while (0)
 
+/* A field that is valid Anthropic but has no OpenAI form. */
+#define NOPE(param, ...)                                                                  \
+    do {                                                                                  \
+        sw_request_error_set(err, 400, "invalid_request_error", "untranslatable", param, \
+                             __VA_ARGS__);                                                \
+        goto fail;                                                                        \
+    } while (0)
+
 static int oom(struct sw_request_error *err)
 {
     sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
@@ -111,7 +119,7 @@ static json_t *image_part(const json_t *blk, const char *path, struct sw_request
         return part;
     }
     snprintf(p, sizeof p, "%s.source.type", path);
-    BAD(p, "%s: image source type '%s' cannot be translated (base64 and url can).", p, st);
+    NOPE(p, "%s: image source type '%s' cannot be translated (base64 and url can).", p, st);
 fail:
     return NULL;
 }
@@ -133,7 +141,7 @@ static json_t *tool_message(const json_t *blk, const char *path, struct sw_reque
             snprintf(p, sizeof p, "%s.content[%ld]", path, bad);
         else
             snprintf(p, sizeof p, "%s.content", path);
-        BAD(p, "%s: tool results can be translated only as text (a string or text blocks).",
+        NOPE(p, "%s: tool results can be translated only as text (a string or text blocks).",
             p);
     }
     json_t *err_flag = json_object_get(blk, "is_error");
@@ -219,7 +227,7 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
                 goto nomem;
         } else if (!strcmp(t, "tool_result") && user) {
             if (json_array_size(parts) > 0)
-                BAD(pb, "%s: tool_result blocks must come before the other blocks of a user "
+                NOPE(pb, "%s: tool_result blocks must come before the other blocks of a user "
                         "message to be translated.", pb);
             json_t *tm = tool_message(blk, pb, err);
             if (!tm)
@@ -244,7 +252,7 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
         } else {
             char pt[176];
             snprintf(pt, sizeof pt, "%s.type", pb);
-            BAD(pt, "%s: a '%s' block in a%s message cannot be translated to the OpenAI "
+            NOPE(pt, "%s: a '%s' block in a%s message cannot be translated to the OpenAI "
                     "chat format.", pt, t[0] ? t : "(missing)", user ? " user" : "n assistant");
         }
     }
@@ -300,7 +308,7 @@ static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_e
         if (type && !json_is_null(type) &&
             !(json_is_string(type) && !strcmp(json_string_value(type), "custom"))) {
             snprintf(p, sizeof p, "tools[%zu].type", i);
-            BAD(p, "%s: server and client tools of type '%s' cannot be translated; only "
+            NOPE(p, "%s: server and client tools of type '%s' cannot be translated; only "
                    "custom tools (name, description, input_schema) can.",
                 p, json_is_string(type) ? json_string_value(type) : "?");
         }
@@ -377,7 +385,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
         if (!ok) {
             char p[128];
             snprintf(p, sizeof p, "%.100s", k);
-            BAD(p, "%s: this field cannot be translated by the gateway and is refused rather "
+            NOPE(p, "%s: this field cannot be translated by the gateway and is refused rather "
                    "than dropped.", p);
         }
     }
@@ -400,7 +408,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
     json_t *th = json_object_get(in, "thinking");
     if (th && !(json_is_object(th) && json_is_string(json_object_get(th, "type")) &&
                 !strcmp(json_string_value(json_object_get(th, "type")), "disabled")))
-        BAD("thinking", "thinking: extended thinking cannot be translated; only "
+        NOPE("thinking", "thinking: extended thinking cannot be translated; only "
                         "{\"type\":\"disabled\"} is accepted.");
 
     o = json_object();
@@ -492,7 +500,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
             } else {
                 char p[128];
                 snprintf(p, sizeof p, "metadata.%.100s", k);
-                BAD(p, "%s: only user_id (and Spillway's allow_cloud) can be translated.", p);
+                NOPE(p, "%s: only user_id (and Spillway's allow_cloud) can be translated.", p);
             }
         }
     }
@@ -821,4 +829,110 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
 fail:
     json_decref(o);
     return SW_EINVAL;
+}
+
+/* ---- Parsing an Anthropic body ---- */
+
+/* Removes from `root` what `param` points into, at the level that can go
+ * without the rest: a top-level field, a tool, a metadata key, a system
+ * block, or a message's content block. Returns false when nothing was
+ * removed (the path points nowhere removable). */
+static bool prune(json_t *root, const char *param)
+{
+    char key[128];
+    size_t n = strcspn(param, ".[");
+    if (n == 0 || n >= sizeof key)
+        return false;
+    memcpy(key, param, n);
+    key[n] = '\0';
+    const char *rest = param + n;
+    if (!strcmp(key, "metadata") && rest[0] == '.')
+        return json_object_del(json_object_get(root, "metadata"), rest + 1) == 0;
+    if ((!strcmp(key, "tools") || !strcmp(key, "system")) && rest[0] == '[') {
+        unsigned long i = strtoul(rest + 1, NULL, 10);
+        return json_array_remove(json_object_get(root, key), i) == 0;
+    }
+    if (!strcmp(key, "messages") && rest[0] == '[') {
+        char *end;
+        unsigned long i = strtoul(rest + 1, &end, 10);
+        unsigned long j;
+        if (strncmp(end, "].content[", 10) != 0)
+            return false;
+        j = strtoul(end + 10, NULL, 10);
+        json_t *msg = json_array_get(json_object_get(root, "messages"), i);
+        json_t *content = json_object_get(msg, "content");
+        if (json_array_remove(content, j))
+            return false;
+        if (json_array_size(content) == 0)
+            json_object_set_new(msg, "content", json_string(""));
+        return true;
+    }
+    return json_object_del(root, key) == 0;
+}
+
+int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
+                          struct sw_chat_request *req, struct sw_request_error *err)
+{
+    memset(req, 0, sizeof *req);
+    req->allow_cloud = -1;
+    struct sw_json_shape shape;
+    if (!sw_request_json_shape(body ? body : "", body ? len : 0, SW_REQUEST_MAX_JSON_VALUES,
+                               SW_REQUEST_MAX_JSON_DEPTH, &shape)) {
+        sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
+                             "The body has more than %d values or nests deeper than %d.",
+                             SW_REQUEST_MAX_JSON_VALUES, SW_REQUEST_MAX_JSON_DEPTH);
+        return SW_EINVAL;
+    }
+    json_error_t je;
+    json_t *in = json_loadb(body ? body : "", body ? len : 0,
+                            JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (!in) {
+        sw_request_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                             "The body is not valid JSON: %s (line %d, column %d).", je.text,
+                             je.line, je.column);
+        return SW_EINVAL;
+    }
+    /* Fields the internal form cannot carry are noted (the first one) and
+     * left out of the translation; the request still routes, and a backend
+     * that speaks Anthropic gets the body whole. */
+    json_t *work = NULL, *oai = NULL;
+    struct sw_request_error *first = NULL;
+    int rc = SW_OK;
+    for (int round = 0; round < 64; round++) {
+        rc = sw_anth_req_to_openai(work ? work : in, require_max_tokens, &oai, err);
+        if (rc != SW_EINVAL || strcmp(err->code, "untranslatable"))
+            break;
+        if (!first && !(first = malloc(sizeof *first))) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        if (round == 0)
+            *first = *err;
+        if (!work && !(work = json_deep_copy(in))) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        if (!prune(work, err->param)) {
+            *err = *first;
+            break;
+        }
+    }
+    json_decref(work);
+    if (rc == SW_OK) {
+        char *text = json_dumps(oai, JSON_COMPACT);
+        json_decref(oai);
+        rc = text ? sw_request_parse(text, strlen(text), req, err) : SW_ENOMEM;
+        free(text);
+    }
+    if (rc) {
+        if (rc == SW_ENOMEM)
+            oom(err);
+        free(first);
+        json_decref(in);
+        return rc;
+    }
+    req->api = 1;
+    req->native = in;
+    req->untranslatable = first;
+    return SW_OK;
 }

@@ -39,4 +39,15 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
 int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **out,
                             struct sw_request_error *err);
 
+/* Parses len bytes of an Anthropic Messages body (borrowed) into *req for
+ * routing: req->body is the OpenAI translation (validated and estimated by
+ * sw_request_parse), req->native the decoded body itself, req->api 1.
+ * Fields that are valid Anthropic but have no OpenAI form (code
+ * "untranslatable": thinking, document blocks, server tools, ...) are left
+ * out of req->body and the first is kept in req->untranslatable, so the
+ * request can still go whole to a backend that speaks Anthropic. Any other
+ * problem is a 400 in *err. Returns SW_OK, SW_EINVAL or SW_ENOMEM. */
+int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
+                          struct sw_chat_request *req, struct sw_request_error *err);
+
 #endif

@@ -16,6 +16,7 @@
 #include "relay/relay.h"
 #include "relay/reply.h"
 #include "request/request.h"
+#include "dialect/anth_req.h"
 
 /* Requests may say how long they are willing to wait, within these bounds. */
 #define REQUEST_TIMEOUT_MAX_MS 3600000L
@@ -131,11 +132,16 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
         return NULL;
     static const char bearer[] = "Bearer ";
     const char *auth = sw_http_header(req, "Authorization", NULL);
-    if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0) {
+    const char *secret = NULL;
+    if (auth && strncasecmp(auth, bearer, sizeof bearer - 1) == 0)
+        secret = auth + sizeof bearer - 1;
+    else if (!auth)
+        secret = sw_http_header(req, "x-api-key", NULL); /* Anthropic's clients */
+    if (!secret) {
         *denied = "missing_api_key";
         return NULL;
     }
-    const struct sw_config_key *k = sw_config_find_key(f->cfg, auth + sizeof bearer - 1);
+    const struct sw_config_key *k = sw_config_find_key(f->cfg, secret);
     if (!k)
         *denied = "invalid_api_key";
     return k;
@@ -157,7 +163,8 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
     const struct sw_config_key *k = find_key(f, req, denied);
     if (*denied && !strcmp(*denied, "missing_api_key")) {
         sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
-                       "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
+                       "You didn't provide an API key. Send it as 'Authorization: Bearer KEY' "
+                       "(or 'x-api-key: KEY').");
     } else if (*denied) {
         sw_reply_error(req, 401, "invalid_request_error", "invalid_api_key", NULL,
                        "Incorrect API key provided. Send one of the secrets under keys: in the "
@@ -254,7 +261,8 @@ static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *
 
 /* One decision-log line and the metrics for a chat request the front
  * refused before routing (the relay records everything after). */
-static void record_rejection(struct sw_front *f, const char *id, const char *model,
+static void record_rejection(struct sw_front *f, struct sw_http_req *req, const char *id,
+                             const char *model,
                              const struct sw_config_key *key, int status, const char *code,
                              const struct sw_pii_counts *counts, int64_t start_ms)
 {
@@ -278,11 +286,14 @@ static void record_rejection(struct sw_front *f, const char *id, const char *mod
         .pii = pii,
         .n_pii = n_pii,
         .pii_outcome = n_pii ? "blocked" : NULL,
+        .api = req && sw_reply_is_anthropic(req) ? "anthropic" : "openai",
     };
     sw_obs_record(f->obs, &e, false, now / 1000);
 }
 
-static void handle_chat(struct sw_front *f, struct sw_http_req *req)
+/* A chat request in either API: `api` says which (enum sw_dialect); it is
+ * parsed into the internal form and then routed the same way. */
+static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
 {
     int64_t start_ms = sw_now_ms();
     char id[48];
@@ -291,7 +302,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
     const char *denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
     if (denied) {
-        record_rejection(f, id, NULL, NULL, 401, denied, NULL, start_ms);
+        record_rejection(f, req, id, NULL, NULL, 401, denied, NULL, start_ms);
         return;
     }
 
@@ -299,7 +310,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
     const char *body = sw_http_body(req, &len);
     long timeout_ms = request_timeout_ms(f, req);
     if (timeout_ms < 0) {
-        record_rejection(f, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, req, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
@@ -308,16 +319,17 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
     bool cloud_yes, cloud_no, sens_yes, sens_no;
     if (!privacy_flag(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
         !privacy_flag(req, "X-Spillway-Sensitive", &sens_yes, &sens_no)) {
-        record_rejection(f, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, req, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
     struct sw_chat_request chat;
     struct sw_request_error rerr;
-    if (sw_request_parse(body, len, &chat, &rerr)) {
+    if (api == SW_DIALECT_ANTHROPIC ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
+                                    : sw_request_parse(body, len, &chat, &rerr)) {
         sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
                        rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
-        record_rejection(f, id, NULL, key, rerr.status,
+        record_rejection(f, req, id, NULL, key, rerr.status,
                          rerr.code[0] ? rerr.code : "invalid_request", NULL, start_ms);
         return;
     }
@@ -327,7 +339,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
                        "The model '%s' does not exist. GET /v1/models lists the models.",
                        chat.model);
-        record_rejection(f, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
+        record_rejection(f, req, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
         sw_request_free(&chat);
         return;
     }
@@ -363,6 +375,22 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
         facts.sensitive = true;
         sw_warn("request %s: PII scan failed; treated as sensitive", id);
     }
+    /* Fields of another API's body that its translation does not carry may
+     * still go upstream whole: that body is scanned too, and per type the
+     * larger count of the two is kept. */
+    if (policy != SW_PII_POLICY_OFF && chat.native && chat.untranslatable) {
+        struct sw_pii_counts nat;
+        if (sw_pii_scan_request(f->live->pii, chat.native, &nat) != SW_OK) {
+            facts.sensitive = true;
+            sw_warn("request %s: PII scan failed; treated as sensitive", id);
+        } else {
+            for (int t = 0; t < SW_PII_MAX_TYPES; t++)
+                if (nat.n[t] > pii.counts.n[t]) {
+                    pii.counts.total += nat.n[t] - pii.counts.n[t];
+                    pii.counts.n[t] = nat.n[t];
+                }
+        }
+    }
     if (pii.counts.total > 0) {
         if (policy == SW_PII_POLICY_BLOCK) {
             char types[256];
@@ -370,7 +398,7 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
             sw_reply_error(req, 400, "invalid_request_error", "pii_blocked", "messages",
                            "The request contains personal data or secrets (%s) and its policy "
                            "blocks such requests.", types);
-            record_rejection(f, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
+            record_rejection(f, req, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
             sw_info("request %s: rejected pii_blocked (%s)", id, types);
             sw_request_free(&chat);
             return;
@@ -402,6 +430,48 @@ static void handle_chat(struct sw_front *f, struct sw_http_req *req)
                    key ? key->name : NULL);
 }
 
+static void handle_chat(struct sw_front *f, struct sw_http_req *req)
+{
+    serve_chat(f, req, SW_DIALECT_OPENAI);
+}
+
+static void handle_messages(struct sw_front *f, struct sw_http_req *req)
+{
+    serve_chat(f, req, SW_DIALECT_ANTHROPIC);
+}
+
+/* POST /v1/messages/count_tokens: the gateway's own prompt estimate (the
+ * one routing uses, sw_request_estimate_tokens), not a tokenizer's count. */
+static void handle_count_tokens(struct sw_front *f, struct sw_http_req *req)
+{
+    char id[48];
+    make_request_id(f, req, id, sizeof id);
+    const char *denied;
+    authenticate(f, req, &denied);
+    if (denied)
+        return;
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    struct sw_chat_request chat;
+    struct sw_request_error rerr;
+    if (sw_anth_request_parse(body, len, 0, &chat, &rerr)) {
+        sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
+                       rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
+        return;
+    }
+    if (!sw_config_find_model(f->cfg, chat.model)) {
+        sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                       "The model '%s' does not exist. GET /v1/models lists the models.",
+                       chat.model);
+        sw_request_free(&chat);
+        return;
+    }
+    char out[64];
+    int n = snprintf(out, sizeof out, "{\"input_tokens\":%ld}", chat.prompt_tokens_est);
+    sw_request_free(&chat);
+    sw_reply_json(req, 200, out, (size_t)n);
+}
+
 /* ---- URLs ---- */
 
 struct route {
@@ -413,6 +483,8 @@ struct route {
 
 static const struct route routes[] = {
     {"/v1/chat/completions", SW_HTTP_POST, handle_chat, false},
+    {"/v1/messages", SW_HTTP_POST, handle_messages, false},
+    {"/v1/messages/count_tokens", SW_HTTP_POST, handle_count_tokens, false},
     {"/v1/models", SW_HTTP_GET, handle_models, false},
     {"/healthz", SW_HTTP_GET, handle_healthz, false},
     {"/metrics", SW_HTTP_GET, sw_admin_metrics, false},
@@ -476,7 +548,8 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     if (!r) {
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. Spillway serves POST /v1/chat/completions, "
-                       "GET /v1/models and GET /healthz.", path);
+                       "POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models "
+                       "and GET /healthz.", path);
         return false;
     }
     if (!method_ok(r, sw_http_method(req))) {
@@ -487,9 +560,10 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     }
     if (r->admin)
         return sw_admin_authorized(f, req);
-    if ((r->fn == handle_chat || r->fn == handle_models) && !key_ok(f, req)) {
-        if (r->fn == handle_chat) {
-            handle_chat(f, req); /* answers 401 before reading the body, and logs it */
+    if ((r->fn == handle_chat || r->fn == handle_messages || r->fn == handle_count_tokens ||
+         r->fn == handle_models) && !key_ok(f, req)) {
+        if (r->fn == handle_chat || r->fn == handle_messages) {
+            r->fn(f, req); /* answers 401 before reading the body, and logs it */
         } else {
             const char *denied;
             authenticate(f, req, &denied);

@@ -311,6 +311,8 @@ static int format(struct sw_buf *out, const struct sw_declog_entry *e)
     if (!err)
         err = field_str(out, "pii_outcome", e->pii_outcome);
     if (!err)
+        err = field_str(out, "api", e->api ? e->api : "openai");
+    if (!err)
         err = sw_buf_append(out, "}", 1);
     return err;
 }

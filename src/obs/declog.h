@@ -83,6 +83,7 @@ struct sw_declog_entry {
     const char *pii_outcome;    /* "kept_local" | "masked_cloud" | "region_cloud" (sent
                                    unmasked to a cloud in an allowed region) | "blocked";
                                    NULL: none found */
+    const char *api;            /* the client's API: "openai" | "anthropic"; NULL: "openai" */
 };
 
 /* The entry as one JSON object without a trailing newline, fields in the

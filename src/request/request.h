@@ -49,6 +49,8 @@
 #define SW_REQUEST_MAX_JSON_VALUES 100000   /* values in a body (object keys not counted) */
 #define SW_REQUEST_MAX_JSON_DEPTH 64        /* arrays and objects nested in a body */
 
+struct sw_request_error;
+
 struct sw_chat_request {
     json_t *body;               /* owned: the parsed body, forwarded upstream after edits */
     const char *model;          /* borrowed from body: the public model name asked for;
@@ -61,6 +63,14 @@ struct sw_chat_request {
     bool has_tools;             /* non-empty "tools" (or legacy "functions") */
     bool has_images;            /* any content part of type image_url / input_audio / file */
     int allow_cloud;            /* metadata.allow_cloud: -1 absent, 0 false, 1 true */
+    /* Requests that came in another API (dialect/anth_req.h): `body` is their
+     * translation, `native` the client's own body (owned; NULL for OpenAI
+     * clients), sent as it is to a backend that speaks the client's API. */
+    int api;                    /* enum sw_dialect of the client's API: 0 OpenAI */
+    json_t *native;
+    struct sw_request_error *untranslatable;    /* owned; NULL: `body` carries all of
+                                                 * `native`; else the first field it could
+                                                 * not (a 400 for a backend that needs it) */
 };
 
 /* A yes/no flag as clients may write it (headers, metadata): true/false,
