@@ -10,7 +10,9 @@
 
 /* JSON paths of offending fields are cut to fit their buffers on purpose
  * (the error's param holds 128 bytes anyway). */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 #define BAD(param, ...)                                                                \
     do {                                                                               \

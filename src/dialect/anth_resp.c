@@ -98,9 +98,8 @@ json_t *sw_anth_resp_to_openai(const json_t *in, const char *model, long long cr
             memcpy(text + at, json_string_value(t), json_string_length(t));
             at += json_string_length(t);
         } else if (!strcmp(type, "tool_use")) {
-            char *args = json_dumps(json_object_get(b, "input") ? json_object_get(b, "input")
-                                                                : json_object(),
-                                    JSON_COMPACT | JSON_ENCODE_ANY);
+            json_t *input = json_object_get(b, "input");
+            char *args = input ? json_dumps(input, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
             const char *tid = json_string_value(json_object_get(b, "id"));
             const char *name = json_string_value(json_object_get(b, "name"));
             json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id",
