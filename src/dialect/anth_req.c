@@ -684,7 +684,16 @@ static int messages_from_openai(json_t *o, const json_t *in, struct sw_request_e
                 json_array_append_new(blocks, json_pack("{s:s, s:s}", "type", "text", "text", "")))
                 goto nomem;
         } else if (!strcmp(role, "tool")) {
+            /* Tool results lead their user message: after other user blocks
+             * they start a message of their own. */
             json_t *blocks = open_message(msgs, "user");
+            size_t nb = json_array_size(blocks);
+            if (nb && strcmp(type_of(json_array_get(blocks, nb - 1)), "tool_result")) {
+                json_t *fresh = json_array();
+                json_t *nm = fresh ? json_pack("{s:s, s:o}", "role", "user", "content", fresh)
+                                   : NULL;
+                blocks = nm && !json_array_append_new(msgs, nm) ? fresh : NULL;
+            }
             const char *id = json_string_value(json_object_get(m, "tool_call_id"));
             long bad;
             char *s = joined_text(c, &bad);

@@ -126,6 +126,10 @@ static const struct req_case from_openai[] = {
      "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]},"
      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"},{\"type\":\"tool_use\",\"id\":\"c1\",\"name\":\"f\",\"input\":{\"a\":1}},{\"type\":\"tool_use\",\"id\":\"c2\",\"name\":\"g\",\"input\":{}}]},"
      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":\"r1\"},{\"type\":\"tool_result\",\"tool_use_id\":\"c2\",\"content\":\"r2\"},{\"type\":\"text\",\"text\":\"next\"}]}]}", NULL, NULL},
+    {"a tool result after user text starts its own user message",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":\"r\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]},"
+     "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c\",\"content\":\"r\"}]}]}", NULL, NULL},
     {"tool_choice none", "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":\"none\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
      "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":\"none\"},\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}", NULL, NULL},
     /* errors */
