@@ -310,4 +310,77 @@ describe('Anthropic front: overflow, privacy, everything down', () => {
       await gw.stop();
     }
   });
+
+  test('policy mask: an Anthropic request spills masked (tool input and system too) and the answer comes back restored', async () => {
+    const cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    const gw = await startSpillway(config({ edgeUrl: 'http://127.0.0.1:9', cloudUrl: cloud.url, pii: 'mask' }));
+    try {
+      const email = 'jane.doe.canary@example.org';
+      const ask = (stream) => ({
+        model: 'cloud-only', max_tokens: 50, system: [{ type: 'text', text: `the user is ${email}` }],
+        messages: [
+          { role: 'user', content: 'earlier' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { who: email } }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'found' }, { type: 'text', text: `write to ${email}` }] },
+        ],
+        ...(stream ? { stream: true } : {}),
+      });
+      const m = await anth(gw).messages.create(ask(false));
+      assert.equal(m.content[0].text, `write to ${email}`, 'the placeholder was restored');
+      const streamed = await anth(gw).messages.stream(ask(true)).finalMessage();
+      assert.equal(streamed.content[0].text, `write to ${email}`);
+      const got = JSON.stringify(await received(cloud));
+      assert.equal((await received(cloud)).length, 2);
+      assert.ok(!got.includes('jane.doe'), 'no fragment reached the cloud');
+      assert.match(got, /\[EMAIL_1\]/);
+      const d = (await decisions(gw)).filter((x) => x.api === 'anthropic' && x.backend === 'claude');
+      assert.equal(d.length, 2);
+      assert.ok(d.every((x) => x.pii_outcome === 'masked_cloud'), JSON.stringify(d));
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+
+  test('dialects: [openai, anthropic]: an Anthropic client goes through untranslated; a 529 with Retry-After fails over and opens the breaker', async () => {
+    const both = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    const busy = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--error-rate', '1', '--error-status', '529', '--retry-after-s', '30']);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: busy, tier: cloud, url: "${busy.url}", model: claude-upstream, dialect: anthropic }
+  - { name: both, tier: cloud, url: "${both.url}", model: claude-upstream, dialects: [openai, anthropic] }
+models:
+  - { name: m, backends: [busy, both] }
+  - { name: both-only, backends: [both] }
+routing:
+  health_interval_ms: 100
+  breaker: { failures: 1 }
+`);
+    try {
+      const { data: m, response } = await new Anthropic({ baseURL: gw.url, apiKey: 'x', maxRetries: 0 }).messages.create({
+        model: 'both-only', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'as is', cache_control: { type: 'ephemeral' } }] }],
+      }).withResponse();
+      assert.equal(m.content[0].text, 'as is');
+      assert.equal(response.headers.get('x-spillway-backend'), 'both');
+      const [r] = await received(both);
+      assert.equal(r.path, '/v1/messages');
+      assert.deepEqual(r.body.messages[0].content[0].cache_control, { type: 'ephemeral' }, 'untranslated');
+
+      const first = await post(gw, '/v1/messages', { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'spill over' }] });
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.headers.get('x-spillway-backend'), 'both');
+      const id = first.headers.get('x-request-id');
+      const d = await waitFor(async () => (await decisions(gw)).find((x) => x.request_id === id), { what: 'the decision' });
+      assert.deepEqual(d.attempts.map((a) => [a.backend, a.outcome, a.status]), [['busy', 'failed', 529], ['both', 'ok', 200]]);
+      const st = (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
+      assert.equal(st.backends.find((b) => b.name === 'busy').breaker, 'open', 'a 529 qualifies: the breaker opens (for Retry-After: 30 s)');
+      const n = (await received(busy)).length;
+      const second = await post(gw, '/v1/messages', { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'again' }] });
+      assert.equal(second.headers.get('x-spillway-backend'), 'both');
+      assert.equal((await received(busy)).length, n, 'not attempted while its breaker is open');
+    } finally {
+      await gw.stop(); await both.stop(); await busy.stop();
+    }
+  });
 });
