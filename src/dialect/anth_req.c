@@ -712,9 +712,13 @@ static int messages_from_openai(json_t *o, const json_t *in, struct sw_request_e
                 role);
         }
     }
+    /* User messages with nothing to say (empty text) have no Anthropic form. */
+    for (size_t k = json_array_size(msgs); k-- > 0;)
+        if (json_array_size(json_object_get(json_array_get(msgs, k), "content")) == 0)
+            json_array_remove(msgs, k);
     if (json_array_size(msgs) == 0)
-        BAD("messages", "messages: only system messages; Anthropic's Messages API needs at "
-                        "least one user message.");
+        BAD("messages", "messages: no message with content; Anthropic's Messages API needs at "
+                        "least one.");
     if (sys.len && json_object_set_new(o, "system", json_string(sys.ptr)))
         goto nomem;
     sw_buf_free(&sys);
