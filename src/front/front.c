@@ -261,7 +261,7 @@ static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *
 
 /* One decision-log line and the metrics for a chat request the front
  * refused before routing (the relay records everything after). */
-static void record_rejection(struct sw_front *f, struct sw_http_req *req, const char *id,
+static void record_rejection(struct sw_front *f, const char *api, const char *id,
                              const char *model,
                              const struct sw_config_key *key, int status, const char *code,
                              const struct sw_pii_counts *counts, int64_t start_ms)
@@ -286,7 +286,7 @@ static void record_rejection(struct sw_front *f, struct sw_http_req *req, const 
         .pii = pii,
         .n_pii = n_pii,
         .pii_outcome = n_pii ? "blocked" : NULL,
-        .api = req && sw_reply_is_anthropic(req) ? "anthropic" : "openai",
+        .api = api,
     };
     sw_obs_record(f->obs, &e, false, now / 1000);
 }
@@ -295,6 +295,8 @@ static void record_rejection(struct sw_front *f, struct sw_http_req *req, const 
  * parsed into the internal form and then routed the same way. */
 static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
 {
+    /* Kept apart from req, which is gone once an answer was sent. */
+    const char *api_name = api == SW_DIALECT_ANTHROPIC ? "anthropic" : "openai";
     int64_t start_ms = sw_now_ms();
     char id[48];
     make_request_id(f, req, id, sizeof id);
@@ -302,7 +304,7 @@ static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
     const char *denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
     if (denied) {
-        record_rejection(f, req, id, NULL, NULL, 401, denied, NULL, start_ms);
+        record_rejection(f, api_name, id, NULL, NULL, 401, denied, NULL, start_ms);
         return;
     }
 
@@ -310,7 +312,7 @@ static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
     const char *body = sw_http_body(req, &len);
     long timeout_ms = request_timeout_ms(f, req);
     if (timeout_ms < 0) {
-        record_rejection(f, req, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
@@ -319,7 +321,7 @@ static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
     bool cloud_yes, cloud_no, sens_yes, sens_no;
     if (!privacy_flag(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
         !privacy_flag(req, "X-Spillway-Sensitive", &sens_yes, &sens_no)) {
-        record_rejection(f, req, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
@@ -329,7 +331,7 @@ static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
                                     : sw_request_parse(body, len, &chat, &rerr)) {
         sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
                        rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
-        record_rejection(f, req, id, NULL, key, rerr.status,
+        record_rejection(f, api_name, id, NULL, key, rerr.status,
                          rerr.code[0] ? rerr.code : "invalid_request", NULL, start_ms);
         return;
     }
@@ -339,7 +341,7 @@ static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
         sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
                        "The model '%s' does not exist. GET /v1/models lists the models.",
                        chat.model);
-        record_rejection(f, req, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
+        record_rejection(f, api_name, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
         sw_request_free(&chat);
         return;
     }
@@ -398,7 +400,7 @@ static void serve_chat(struct sw_front *f, struct sw_http_req *req, int api)
             sw_reply_error(req, 400, "invalid_request_error", "pii_blocked", "messages",
                            "The request contains personal data or secrets (%s) and its policy "
                            "blocks such requests.", types);
-            record_rejection(f, req, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
+            record_rejection(f, api_name, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
             sw_info("request %s: rejected pii_blocked (%s)", id, types);
             sw_request_free(&chat);
             return;
