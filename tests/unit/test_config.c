@@ -323,7 +323,10 @@ static void test_example_ollama(void **state)
     assert_string_equal(cfg->backends[0].url, "http://127.0.0.1:11434");
     assert_string_equal(cfg->backends[0].model, "llama3.1:8b");
     assert_int_equal(cfg->backends[0].slots, 2);
-    assert_int_equal(cfg->backends[1].dialect, SW_DIALECT_OPENAI);
+    assert_int_equal(cfg->backends[1].dialect, SW_DIALECT_ANTHROPIC);
+    assert_int_equal(cfg->backends[1].dialects, 1u << SW_DIALECT_ANTHROPIC);
+    assert_string_equal(cfg->backends[1].anthropic_version, "2023-06-01");
+    assert_int_equal(cfg->backends[0].dialects, 1u << SW_DIALECT_OPENAI);
     assert_string_equal(cfg->backends[1].api_key, "sk-ant-secret");
     assert_non_null(sw_config_find_model(cfg, "llama3.1:8b"));
     assert_int_equal(cfg->limits.max_connections, 256);
