@@ -99,6 +99,7 @@ struct proxy {
     enum sw_dialect up_dialect;     /* what the current attempt speaks */
     bool native;                    /* the attempt carries the client's own body, no translation */
     struct sw_request_error *cannot;    /* a backend that could not carry the request, why */
+    bool other_failure;             /* an attempt failed for another reason */
     struct sw_anth_to_oai a2o;      /* an Anthropic upstream stream -> chunks */
     struct sw_oai_to_anth o2a;      /* chunks -> the Anthropic client's stream */
     struct sw_buf aout;             /* o2a's output, per chunk */
@@ -369,6 +370,7 @@ static void exclude_and_replan(struct proxy *p)
 /* Records why the current attempt failed and moves on to the next backend. */
 static void attempt_failed(struct proxy *p, const char *what, int http_status, int transport_err)
 {
+    p->other_failure = true;
     note_failure(p, what);
     sw_warn("request %s: attempt on %s failed: %s", p->id, cur_backend(p)->name, what);
     if (p->up.retry_after_s >= 0 &&
@@ -973,8 +975,9 @@ static void on_done(void *ud, int err)
 static void reject(struct proxy *p)
 {
     const struct sw_route_plan *pl = &p->plan;
-    if (p->cannot) {
-        /* Only backends whose API cannot carry the request were left. */
+    if (p->cannot && !p->other_failure) {
+        /* The backends tried could not carry the request, and no other may
+         * take it: the field is what the client must change. */
         p->final_status = 400;
         p->rej_code = "untranslatable";
         sw_reply_error(p->req, 400, p->cannot->type, p->cannot->code,
