@@ -7,77 +7,9 @@
 
 #include "common/buf.h"
 #include "common/err.h"
-
-/* JSON paths of offending fields are cut to fit their buffers on purpose
- * (the error's param holds 128 bytes anyway). */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wformat-truncation"
-#endif
-
-#define BAD(param, ...)                                                                \
-    do {                                                                               \
-        sw_request_error_set(err, 400, "invalid_request_error", "invalid_value", param, \
-                             __VA_ARGS__);                                             \
-        goto fail;                                                                     \
-    } while (0)
-
-/* A field that is valid Anthropic but has no OpenAI form. */
-#define NOPE(param, ...)                                                                  \
-    do {                                                                                  \
-        sw_request_error_set(err, 400, "invalid_request_error", "untranslatable", param, \
-                             __VA_ARGS__);                                                \
-        goto fail;                                                                        \
-    } while (0)
-
-static int oom(struct sw_request_error *err)
-{
-    sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
-    return SW_ENOMEM;
-}
-
-static bool is_num(const json_t *v)
-{
-    return json_is_integer(v) || json_is_real(v);
-}
+#include "dialect/req_util.h"
 
 /* ---- Anthropic -> OpenAI ---- */
-
-/* Text of a string or of an array of text blocks, joined with "\n"; NULL
- * (and *bad set to the offending index, or -1 for the type) otherwise. */
-static char *joined_text(const json_t *v, long *bad)
-{
-    *bad = -1;
-    if (json_is_string(v))
-        return strdup(json_string_value(v));
-    if (!json_is_array(v))
-        return NULL;
-    struct sw_buf b;
-    sw_buf_init(&b, (size_t)1 << 30);
-    size_t i;
-    json_t *blk;
-    json_array_foreach(v, i, blk) {
-        json_t *t = json_object_get(blk, "text");
-        if (!json_is_object(blk) || !json_is_string(json_object_get(blk, "type")) ||
-            strcmp(json_string_value(json_object_get(blk, "type")), "text") || !json_is_string(t)) {
-            *bad = (long)i;
-            sw_buf_free(&b);
-            return NULL;
-        }
-        if ((i && sw_buf_append(&b, "\n", 1)) || sw_buf_append_str(&b, json_string_value(t))) {
-            sw_buf_free(&b);
-            return NULL;
-        }
-    }
-    if (!b.ptr)
-        return strdup("");
-    return b.ptr;
-}
-
-static const char *type_of(const json_t *blk)
-{
-    const char *t = json_string_value(json_object_get(blk, "type"));
-    return t ? t : "";
-}
 
 /* An Anthropic image block as an OpenAI image_url part; NULL with *err set. */
 static json_t *image_part(const json_t *blk, const char *path, struct sw_request_error *err)
@@ -100,13 +32,13 @@ static json_t *image_part(const json_t *blk, const char *path, struct sw_request
         sw_buf_init(&u, (size_t)1 << 31);
         if (sw_buf_appendf(&u, "data:%s;base64,", mt) || sw_buf_append_str(&u, data)) {
             sw_buf_free(&u);
-            oom(err);
+            sw_dialect_oom(err);
             return NULL;
         }
         json_t *part = json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", u.ptr);
         sw_buf_free(&u);
         if (!part)
-            oom(err);
+            sw_dialect_oom(err);
         return part;
     }
     if (!strcmp(st, "url")) {
@@ -117,7 +49,7 @@ static json_t *image_part(const json_t *blk, const char *path, struct sw_request
         }
         json_t *part = json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url);
         if (!part)
-            oom(err);
+            sw_dialect_oom(err);
         return part;
     }
     snprintf(p, sizeof p, "%s.source.type", path);
@@ -137,7 +69,7 @@ static json_t *tool_message(const json_t *blk, const char *path, struct sw_reque
     }
     json_t *c = json_object_get(blk, "content");
     long bad;
-    char *text = c ? joined_text(c, &bad) : strdup("");
+    char *text = c ? sw_dialect_joined_text(c, &bad) : strdup("");
     if (!text) {
         if (bad >= 0)
             snprintf(p, sizeof p, "%s.content[%ld]", path, bad);
@@ -157,7 +89,7 @@ static json_t *tool_message(const json_t *blk, const char *path, struct sw_reque
     sw_buf_free(&b);
     free(text);
     if (!m)
-        oom(err);
+        sw_dialect_oom(err);
     return m;
 fail:
     return NULL;
@@ -188,7 +120,7 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
     if (json_is_string(content)) {
         json_t *o = json_pack("{s:s, s:O}", "role", role, "content", content);
         if (!o || json_array_append_new(msgs, o))
-            return oom(err);
+            return sw_dialect_oom(err);
         return SW_OK;
     }
     if (!json_is_array(content) || json_array_size(content) == 0)
@@ -203,7 +135,7 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
     json_array_foreach(content, j, blk) {
         char pb[160];
         snprintf(pb, sizeof pb, "%s[%zu]", pc, j);
-        const char *t = type_of(blk);
+        const char *t = sw_dialect_type_of(blk);
         if (!json_is_object(blk))
             BAD(pb, "%s: expected a content block object.", pb);
         if (!strcmp(t, "text")) {
@@ -279,7 +211,7 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
     sw_buf_free(&text);
     return SW_OK;
 nomem:
-    oom(err);
+    sw_dialect_oom(err);
     json_decref(parts);
     json_decref(calls);
     sw_buf_free(&text);
@@ -297,7 +229,7 @@ static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_e
         BAD("tools", "tools: expected an array of tool definitions.");
     json_t *list = json_array();
     if (!list)
-        return oom(err);
+        return sw_dialect_oom(err);
     json_object_set_new(out, "tools", list);
     size_t i;
     json_t *t;
@@ -330,7 +262,7 @@ static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_e
             json_object_set(fn, "description", desc);
         json_t *o = fn ? json_pack("{s:s, s:o}", "type", "function", "function", fn) : NULL;
         if (!o || json_array_append_new(list, o))
-            return oom(err);
+            return sw_dialect_oom(err);
     }
     return SW_OK;
 fail:
@@ -358,7 +290,7 @@ static int tool_choice_to_openai(json_t *out, const json_t *tc, struct sw_reques
         BAD("tool_choice.type", "tool_choice.type: '%s' is not auto, any, tool or none.", t);
     }
     if (!v)
-        return oom(err);
+        return sw_dialect_oom(err);
     json_object_set_new(out, "tool_choice", v);
     json_t *dp = json_object_get(tc, "disable_parallel_tool_use");
     if (json_is_true(dp))
@@ -424,7 +356,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
     json_t *sys = json_object_get(in, "system");
     if (sys && !json_is_null(sys)) {
         long bad;
-        char *s = joined_text(sys, &bad);
+        char *s = sw_dialect_joined_text(sys, &bad);
         if (!s) {
             char p[64];
             if (bad >= 0)
@@ -470,7 +402,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
         json_t *x = json_object_get(in, nums[n]);
         if (!x || json_is_null(x))
             continue;
-        if (!is_num(x) || json_number_value(x) < 0 || json_number_value(x) > 1)
+        if (!sw_dialect_is_num(x) || json_number_value(x) < 0 || json_number_value(x) > 1)
             BAD(nums[n], "%s: expected a number from 0 to 1.", nums[n]);
         json_object_set(o, nums[n], x);
     }
@@ -510,337 +442,10 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
     return SW_OK;
 nomem:
     json_decref(o);
-    return oom(err);
+    return sw_dialect_oom(err);
 fail_rc:
     json_decref(o);
     return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
-fail:
-    json_decref(o);
-    return SW_EINVAL;
-}
-
-/* ---- OpenAI -> Anthropic ---- */
-
-/* An OpenAI image_url part as an Anthropic image block. */
-static json_t *image_block(const json_t *part, const char *path, struct sw_request_error *err)
-{
-    json_t *iu = json_object_get(part, "image_url");
-    const char *url = json_is_string(iu) ? json_string_value(iu)
-                                         : json_string_value(json_object_get(iu, "url"));
-    char p[160];
-    snprintf(p, sizeof p, "%s.image_url", path);
-    if (!url)
-        BAD(p, "%s: expected a url.", p);
-    if (!strncmp(url, "data:", 5)) {
-        const char *semi = strstr(url, ";base64,");
-        if (!semi)
-            BAD(p, "%s: a data: URL can be translated only in base64.", p);
-        char mt[128];
-        size_t n = (size_t)(semi - url - 5);
-        if (n == 0 || n >= sizeof mt)
-            BAD(p, "%s: the data: URL has no media type.", p);
-        memcpy(mt, url + 5, n);
-        mt[n] = '\0';
-        json_t *b = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type",
-                              "base64", "media_type", mt, "data", semi + 8);
-        if (!b)
-            oom(err);
-        return b;
-    }
-    json_t *b = json_pack("{s:s, s:{s:s, s:s}}", "type", "image", "source", "type", "url", "url",
-                          url);
-    if (!b)
-        oom(err);
-    return b;
-fail:
-    return NULL;
-}
-
-/* OpenAI content (string or parts) as Anthropic blocks appended to `blocks`;
- * text only unless images is set. */
-static int content_blocks(json_t *blocks, const json_t *c, const char *path, bool images,
-                          struct sw_request_error *err)
-{
-    if (json_is_null(c) || !c)
-        return SW_OK;
-    if (json_is_string(c)) {
-        if (!json_string_length(c))
-            return SW_OK;
-        if (json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text", c)))
-            return oom(err);
-        return SW_OK;
-    }
-    size_t i;
-    json_t *part;
-    json_array_foreach(c, i, part) {
-        char p[160];
-        snprintf(p, sizeof p, "%s[%zu]", path, i);
-        const char *t = type_of(part);
-        json_t *b = NULL;
-        if (!strcmp(t, "text") || !strcmp(t, "refusal")) {
-            json_t *tx = json_object_get(part, !strcmp(t, "text") ? "text" : "refusal");
-            b = json_pack("{s:s, s:O}", "type", "text", "text", tx ? tx : json_string(""));
-        } else if (!strcmp(t, "image_url") && images) {
-            b = image_block(part, p, err);
-            if (!b)
-                return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
-        } else {
-            char pt[176];
-            snprintf(pt, sizeof pt, "%s.type", p);
-            sw_request_error_set(err, 400, "invalid_request_error", "invalid_value", pt,
-                                 "%s: a '%s' part cannot be translated to Anthropic's Messages "
-                                 "API here.", pt, t);
-            return SW_EINVAL;
-        }
-        if (!b || json_array_append_new(blocks, b))
-            return oom(err);
-    }
-    return SW_OK;
-}
-
-/* The last message of `msgs` when it has `role`, else a new one appended. */
-static json_t *open_message(json_t *msgs, const char *role)
-{
-    size_t n = json_array_size(msgs);
-    json_t *last = n ? json_array_get(msgs, n - 1) : NULL;
-    if (last && !strcmp(json_string_value(json_object_get(last, "role")), role))
-        return json_object_get(last, "content");
-    json_t *blocks = json_array();
-    json_t *m = blocks ? json_pack("{s:s, s:o}", "role", role, "content", blocks) : NULL;
-    if (!m || json_array_append_new(msgs, m))
-        return NULL;
-    return blocks;
-}
-
-static int messages_from_openai(json_t *o, const json_t *in, struct sw_request_error *err)
-{
-    json_t *msgs = json_array();
-    struct sw_buf sys;
-    sw_buf_init(&sys, (size_t)1 << 31);
-    if (!msgs)
-        return oom(err);
-    json_object_set_new(o, "messages", msgs);
-    size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(in, "messages"), i, m) {
-        char p[96];
-        snprintf(p, sizeof p, "messages[%zu]", i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        json_t *c = json_object_get(m, "content");
-        char pc[112];
-        snprintf(pc, sizeof pc, "%s.content", p);
-        if (!role)
-            role = "";
-        if (!strcmp(role, "system") || !strcmp(role, "developer")) {
-            long bad;
-            char *s = joined_text(c, &bad);
-            if (!s)
-                BAD(pc, "%s: a system message can be translated only as text.", pc);
-            int e = (sys.len && sw_buf_append(&sys, "\n\n", 2)) || sw_buf_append_str(&sys, s);
-            free(s);
-            if (e)
-                goto nomem;
-        } else if (!strcmp(role, "user")) {
-            json_t *blocks = open_message(msgs, "user");
-            if (!blocks)
-                goto nomem;
-            int rc = content_blocks(blocks, c, pc, true, err);
-            if (rc)
-                goto fail_rc;
-        } else if (!strcmp(role, "assistant")) {
-            if (json_object_get(m, "function_call") && !json_is_null(json_object_get(m, "function_call"))) {
-                char pf[112];
-                snprintf(pf, sizeof pf, "%s.function_call", p);
-                BAD(pf, "%s: legacy function calls cannot be translated; use tool_calls.", pf);
-            }
-            json_t *blocks = open_message(msgs, "assistant");
-            if (!blocks)
-                goto nomem;
-            int rc = content_blocks(blocks, c, pc, false, err);
-            if (rc)
-                goto fail_rc;
-            size_t j;
-            json_t *call;
-            json_array_foreach(json_object_get(m, "tool_calls"), j, call) {
-                char pa[160];
-                snprintf(pa, sizeof pa, "%s.tool_calls[%zu].function.arguments", p, j);
-                json_t *fn = json_object_get(call, "function");
-                const char *args = json_string_value(json_object_get(fn, "arguments"));
-                const char *id = json_string_value(json_object_get(call, "id"));
-                const char *name = json_string_value(json_object_get(fn, "name"));
-                json_error_t je;
-                json_t *input = args ? json_loads(args, JSON_REJECT_DUPLICATES, &je) : NULL;
-                if (!json_is_object(input)) {
-                    json_decref(input);
-                    BAD(pa, "%s: must be a JSON object to be translated to a tool_use input.",
-                        pa);
-                }
-                json_t *b = json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id",
-                                      id ? id : "", "name", name ? name : "", "input", input);
-                if (!b || json_array_append_new(blocks, b))
-                    goto nomem;
-            }
-            if (json_array_size(blocks) == 0 &&
-                json_array_append_new(blocks, json_pack("{s:s, s:s}", "type", "text", "text", "")))
-                goto nomem;
-        } else if (!strcmp(role, "tool")) {
-            /* Tool results lead their user message: after other user blocks
-             * they start a message of their own. */
-            json_t *blocks = open_message(msgs, "user");
-            size_t nb = json_array_size(blocks);
-            if (nb && strcmp(type_of(json_array_get(blocks, nb - 1)), "tool_result")) {
-                json_t *fresh = json_array();
-                json_t *nm = fresh ? json_pack("{s:s, s:o}", "role", "user", "content", fresh)
-                                   : NULL;
-                blocks = nm && !json_array_append_new(msgs, nm) ? fresh : NULL;
-            }
-            const char *id = json_string_value(json_object_get(m, "tool_call_id"));
-            long bad;
-            char *s = joined_text(c, &bad);
-            if (!s)
-                BAD(pc, "%s: a tool message can be translated only as text.", pc);
-            json_t *b = blocks ? json_pack("{s:s, s:s, s:s}", "type", "tool_result",
-                                           "tool_use_id", id ? id : "", "content", s)
-                               : NULL;
-            free(s);
-            if (!b || json_array_append_new(blocks, b))
-                goto nomem;
-        } else {
-            char pr[112];
-            snprintf(pr, sizeof pr, "%s.role", p);
-            BAD(pr, "%s: '%s' messages cannot be translated to Anthropic's Messages API.", pr,
-                role);
-        }
-    }
-    /* User messages with nothing to say (empty text) have no Anthropic form. */
-    for (size_t k = json_array_size(msgs); k-- > 0;)
-        if (json_array_size(json_object_get(json_array_get(msgs, k), "content")) == 0)
-            json_array_remove(msgs, k);
-    if (json_array_size(msgs) == 0)
-        BAD("messages", "messages: no message with content; Anthropic's Messages API needs at "
-                        "least one.");
-    if (sys.len && json_object_set_new(o, "system", json_string(sys.ptr)))
-        goto nomem;
-    sw_buf_free(&sys);
-    return SW_OK;
-nomem:
-    sw_buf_free(&sys);
-    return oom(err);
-fail_rc:
-    sw_buf_free(&sys);
-    return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
-fail:
-    sw_buf_free(&sys);
-    return SW_EINVAL;
-}
-
-int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **out,
-                            struct sw_request_error *err)
-{
-    *out = NULL;
-    json_t *o = json_object();
-    if (!o)
-        return oom(err);
-    static const char *const known[] = {
-        "model", "messages", "max_tokens", "max_completion_tokens", "stop", "temperature",
-        "top_p", "tools", "tool_choice", "parallel_tool_calls", "user", "stream",
-        "stream_options", "n", "metadata"};
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)in, k, v) {
-        bool ok = json_is_null(v);
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            ok |= !strcmp(k, known[i]);
-        if (!ok) {
-            char p[128];
-            snprintf(p, sizeof p, "%.100s", k);
-            BAD(p, "%s: this field has no counterpart in Anthropic's Messages API (the backend "
-                   "chosen speaks it) and is refused rather than dropped.", p);
-        }
-    }
-    json_t *md = json_object_get(in, "metadata");
-    if (json_is_object(md) && json_object_size(md))
-        BAD("metadata", "metadata: has no counterpart in Anthropic's Messages API.");
-    json_object_set(o, "model", json_object_get(in, "model"));
-    int rc = messages_from_openai(o, in, err);
-    if (rc) {
-        json_decref(o);
-        return rc;
-    }
-    json_t *mt = json_object_get(in, "max_completion_tokens");
-    if (!json_is_integer(mt))
-        mt = json_object_get(in, "max_tokens");
-    json_object_set_new(o, "max_tokens", json_integer(json_is_integer(mt) ? json_integer_value(mt)
-                                                                         : default_max_tokens));
-    json_t *stop = json_object_get(in, "stop");
-    if (json_is_string(stop))
-        json_object_set_new(o, "stop_sequences", json_pack("[O]", stop));
-    else if (json_is_array(stop) && json_array_size(stop))
-        json_object_set(o, "stop_sequences", stop);
-    json_t *temp = json_object_get(in, "temperature");
-    if (is_num(temp)) {
-        if (json_number_value(temp) > 1)
-            BAD("temperature", "temperature: Anthropic's Messages API takes 0 to 1; %g cannot "
-                               "be translated.", json_number_value(temp));
-        json_object_set(o, "temperature", temp);
-    }
-    if (is_num(json_object_get(in, "top_p")))
-        json_object_set(o, "top_p", json_object_get(in, "top_p"));
-    if (json_is_true(json_object_get(in, "stream")))
-        json_object_set_new(o, "stream", json_true());
-    json_t *user = json_object_get(in, "user");
-    if (json_is_string(user))
-        json_object_set_new(o, "metadata", json_pack("{s:O}", "user_id", user));
-    json_t *tools = json_object_get(in, "tools");
-    if (json_is_array(tools) && json_array_size(tools)) {
-        json_t *list = json_array();
-        json_object_set_new(o, "tools", list);
-        size_t i;
-        json_t *t;
-        json_array_foreach(tools, i, t) {
-            json_t *fn = json_object_get(t, "function");
-            if (strcmp(type_of(t), "function") || !json_is_object(fn)) {
-                char p[64];
-                snprintf(p, sizeof p, "tools[%zu].type", i);
-                BAD(p, "%s: only function tools can be translated.", p);
-            }
-            json_t *params = json_object_get(fn, "parameters");
-            json_t *schema = json_is_object(params) ? json_incref(params)
-                                                    : json_pack("{s:s}", "type", "object");
-            json_t *d = schema ? json_pack("{s:O, s:o}", "name", json_object_get(fn, "name"),
-                                           "input_schema", schema)
-                               : NULL;
-            if (d && json_is_string(json_object_get(fn, "description")))
-                json_object_set(d, "description", json_object_get(fn, "description"));
-            if (!d || json_array_append_new(list, d)) {
-                json_decref(o);
-                return oom(err);
-            }
-        }
-    }
-    json_t *tc = json_object_get(in, "tool_choice");
-    json_t *choice = NULL;
-    if (json_is_string(tc)) {
-        const char *s = json_string_value(tc);
-        const char *t = !strcmp(s, "required") ? "any" : !strcmp(s, "none") ? "none" : "auto";
-        choice = json_pack("{s:s}", "type", t);
-    } else if (json_is_object(tc)) {
-        const char *name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
-        if (!name)
-            BAD("tool_choice", "tool_choice: expected a function name.");
-        choice = json_pack("{s:s, s:s}", "type", "tool", "name", name);
-    }
-    if (json_is_false(json_object_get(in, "parallel_tool_calls")) &&
-        json_object_get(o, "tools")) {
-        if (!choice)
-            choice = json_pack("{s:s}", "type", "auto");
-        if (choice)
-            json_object_set_new(choice, "disable_parallel_tool_use", json_true());
-    }
-    if (choice)
-        json_object_set_new(o, "tool_choice", choice);
-    *out = o;
-    return SW_OK;
 fail:
     json_decref(o);
     return SW_EINVAL;
@@ -941,7 +546,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     }
     if (rc) {
         if (rc == SW_ENOMEM)
-            oom(err);
+            sw_dialect_oom(err);
         free(first);
         json_decref(in);
         return rc;
