@@ -67,19 +67,12 @@ static struct sw_config *load_config(const char *path, struct sw_pii_engine **pi
     sw_config_errors_free(&errs);
     if (err)
         return NULL;
-    /* The Anthropic adapter is its own piece of work; refuse rather than
-     * send an OpenAI body to an Anthropic endpoint. */
     int bad = 0;
     for (size_t i = 0; i < cfg->n_backends; i++) {
         if (cfg->backends[i].url_v1_stripped)
             fprintf(stderr, "%s: notice: backends[%zu].url (%s): read as \"%s\"; the /v1 is dropped "
-                    "because Spillway appends /v1/chat/completions itself\n",
+                    "because Spillway appends the API's path (/v1/chat/completions, /v1/messages) itself\n",
                     path, i, cfg->backends[i].name, cfg->backends[i].url);
-        if (cfg->backends[i].dialect != SW_DIALECT_OPENAI) {
-            fprintf(stderr, "%s: backends[%zu].dialect: %s is not supported by this build yet; use openai\n",
-                    path, i, sw_dialect_name(cfg->backends[i].dialect));
-            bad = 1;
-        }
     }
     struct sw_pii_engine *engine = bad ? NULL : build_pii(cfg, path);
     if (!engine) {

@@ -276,6 +276,46 @@ static void parse_regions(struct sw_walk *w, const struct sw_walk_setting *s,
     }
 }
 
+/* dialects: a non-empty list of dialect names, each once; the first is the
+ * one spoken to clients of the other APIs. */
+static void parse_dialects(struct sw_walk *w, const struct sw_walk_setting *s,
+                           const yaml_node_t *node, void *base, const char *path)
+{
+    (void)s;
+    struct sw_config_backend *b = base;
+    char ipath[SW_WALK_MAX_PATH];
+    if (node->type != YAML_SEQUENCE_NODE ||
+        node->data.sequence.items.top == node->data.sequence.items.start) {
+        sw_walk_error(w, node, path, "expected a non-empty list of dialects such as "
+                      "[openai, anthropic]");
+        return;
+    }
+    static const struct sw_walk_setting item_setting = {.key = "dialect", .type = SW_WALK_TEXT};
+    yaml_node_item_t *it = node->data.sequence.items.start;
+    size_t n = (size_t)(node->data.sequence.items.top - it);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
+        sw_walk_path_index(ipath, sizeof(ipath), path, i);
+        char *v = NULL;
+        if (sw_walk_string(w, &item_setting, item, ipath, &v))
+            continue;
+        int d = -1;
+        for (int k = 0; dialect_names[k]; k++)
+            if (!strcmp(v, dialect_names[k]))
+                d = k;
+        if (d < 0)
+            sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai or anthropic", v);
+        else if (b->dialects & (1u << d))
+            sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
+        else {
+            if (!b->dialects)
+                b->dialect = (enum sw_dialect)d;
+            b->dialects |= 1u << d;
+        }
+        free(v);
+    }
+}
+
 bool sw_config_regions_has(const struct sw_config_regions *r, const char *region)
 {
     for (size_t i = 0; region && i < r->n; i++)
@@ -464,6 +504,14 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
     struct sw_config_backend *b = base;
     char p[SW_WALK_MAX_PATH];
     bool local = b->tier == SW_TIER_LOCAL;
+    const yaml_node_t *dl = sw_walk_val(&backend_section, vals, "dialect");
+    const yaml_node_t *dls = sw_walk_val(&backend_section, vals, "dialects");
+    if (dl && dls) {
+        sw_walk_path_key(p, sizeof p, path, "dialects");
+        sw_walk_error(w, dls, p, "give either dialect or dialects, not both");
+    }
+    if (!b->dialects)
+        b->dialects = 1u << b->dialect;
     const yaml_node_t *slots = sw_walk_val(&backend_section, vals, "slots");
     if (b->slots < 0) {
         b->slots = local ? 1 : 0; /* absent (or invalid, reported already) */
@@ -664,6 +712,10 @@ static const struct sw_walk_setting backend_settings[] = {
      .parse = parse_url, .hint = "an http:// or https:// URL"},
     {.key = "dialect", .type = SW_WALK_ENUM, .off = BE(dialect), .names = dialect_names,
      .def = SW_DIALECT_OPENAI},
+    {.key = "dialects", .type = SW_WALK_CUSTOM, .off = BE(dialects), .parse = parse_dialects,
+     .hint = "a list of dialects, e.g. [openai, anthropic]"},
+    {.key = "anthropic_version", .type = SW_WALK_TEXT, .off = BE(anthropic_version),
+     .hint = "the anthropic-version header, e.g. \"2023-06-01\""},
     {.key = "model", .type = SW_WALK_TEXT, .off = BE(model), .required = true,
      .hint = "the model id the upstream expects"},
     {.key = "api_key", .type = SW_WALK_SECRET, .off = BE(api_key)},
@@ -1229,6 +1281,7 @@ void sw_config_unref(struct sw_config *cfg)
         free(b->model);
         free(b->api_key);
         free(b->ca_file);
+        free(b->anthropic_version);
         free(b->health_path);
         free(b->region);
     }

@@ -76,7 +76,10 @@ struct sw_config_backend {
     char *name;                 /* unique */
     enum sw_tier tier;          /* required: local | cloud */
     char *url;                  /* required: http(s)://host[:port][/prefix], no trailing slash */
-    enum sw_dialect dialect;    /* default openai */
+    enum sw_dialect dialect;    /* default openai; with dialects: the first listed */
+    unsigned dialects;          /* bit (1u << enum sw_dialect) per API the backend speaks:
+                                 * `dialects` when given, else `dialect` alone */
+    char *anthropic_version;    /* anthropic-version sent to it; NULL: the default */
     char *model;                /* required: the upstream's model id */
     char *api_key;              /* NULL when absent */
     long slots;                 /* concurrent generations; default 1 for local, 0 (unbounded) for cloud */

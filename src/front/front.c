@@ -17,6 +17,7 @@
 #include "relay/reply.h"
 #include "request/embed.h"
 #include "request/request.h"
+#include "dialect/anth_req.h"
 
 /* Requests may say how long they are willing to wait, within these bounds. */
 #define REQUEST_TIMEOUT_MAX_MS 3600000L
@@ -132,11 +133,16 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
         return NULL;
     static const char bearer[] = "Bearer ";
     const char *auth = sw_http_header(req, "Authorization", NULL);
-    if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0) {
+    const char *secret = NULL;
+    if (auth && strncasecmp(auth, bearer, sizeof bearer - 1) == 0)
+        secret = auth + sizeof bearer - 1;
+    else if (!auth)
+        secret = sw_http_header(req, "x-api-key", NULL); /* Anthropic's clients */
+    if (!secret) {
         *denied = "missing_api_key";
         return NULL;
     }
-    const struct sw_config_key *k = sw_config_find_key(f->cfg, auth + sizeof bearer - 1);
+    const struct sw_config_key *k = sw_config_find_key(f->cfg, secret);
     if (!k)
         *denied = "invalid_api_key";
     return k;
@@ -158,7 +164,8 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
     const struct sw_config_key *k = find_key(f, req, denied);
     if (*denied && !strcmp(*denied, "missing_api_key")) {
         sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
-                       "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
+                       "You didn't provide an API key. Send it as 'Authorization: Bearer KEY' "
+                       "(or 'x-api-key: KEY').");
     } else if (*denied) {
         sw_reply_error(req, 401, "invalid_request_error", "invalid_api_key", NULL,
                        "Incorrect API key provided. Send one of the secrets under keys: in the "
@@ -324,7 +331,8 @@ static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *
 
 /* One decision-log line and the metrics for a chat request the front
  * refused before routing (the relay records everything after). */
-static void record_rejection(struct sw_front *f, enum sw_api api, const char *id, const char *model,
+static void record_rejection(struct sw_front *f, const char *api, const char *id,
+                             const char *model,
                              const struct sw_config_key *key, int status, const char *code,
                              const struct sw_pii_counts *counts, int64_t start_ms)
 {
@@ -348,15 +356,20 @@ static void record_rejection(struct sw_front *f, enum sw_api api, const char *id
         .pii = pii,
         .n_pii = n_pii,
         .pii_outcome = n_pii ? "blocked" : NULL,
-        .api = api == SW_API_EMBEDDINGS ? "embeddings" : NULL,
+        .api = api,
     };
     sw_obs_record(f->obs, &e, false, now / 1000);
 }
 
-/* A chat-completions or embeddings request: both are authenticated,
- * scanned and routed the same way; api says which parser reads the body. */
+/* A chat-completions, Anthropic messages or embeddings request: all are
+ * authenticated, scanned and routed the same way; api says which parser
+ * reads the body into the internal (OpenAI) form. */
 static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api)
 {
+    /* Kept apart from req, which is gone once an answer was sent. */
+    const char *api_name = api == SW_API_EMBEDDINGS  ? "embeddings"
+                           : api == SW_API_MESSAGES ? "anthropic"
+                                                    : "openai";
     int64_t start_ms = sw_now_ms();
     char id[48];
     make_request_id(f, req, id, sizeof id);
@@ -364,7 +377,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     const char *denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
     if (denied) {
-        record_rejection(f, api, id, NULL, NULL, 401, denied, NULL, start_ms);
+        record_rejection(f, api_name, id, NULL, NULL, 401, denied, NULL, start_ms);
         return;
     }
 
@@ -372,7 +385,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     const char *body = sw_http_body(req, &len);
     long timeout_ms = request_timeout_ms(f, req);
     if (timeout_ms < 0) {
-        record_rejection(f, api, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
@@ -381,24 +394,25 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     bool cloud_yes, cloud_no, sens_yes, sens_no;
     if (!privacy_flag(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
         !privacy_flag(req, "X-Spillway-Sensitive", &sens_yes, &sens_no)) {
-        record_rejection(f, api, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
     long budget_cap_ms = ttft_budget_header(req);
     if (budget_cap_ms < 0) {
-        record_rejection(f, api, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
     struct sw_chat_request chat;
     struct sw_request_error rerr;
     int perr = api == SW_API_EMBEDDINGS ? sw_embed_parse(body, len, &chat, &rerr)
+               : api == SW_API_MESSAGES ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
                                         : sw_request_parse(body, len, &chat, &rerr);
     if (perr) {
         sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
                        rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
-        record_rejection(f, api, id, NULL, key, rerr.status,
+        record_rejection(f, api_name, id, NULL, key, rerr.status,
                          rerr.code[0] ? rerr.code : "invalid_request", NULL, start_ms);
         return;
     }
@@ -408,7 +422,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
                        "The model '%s' does not exist. GET /v1/models lists the models.",
                        chat.model);
-        record_rejection(f, api, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
+        record_rejection(f, api_name, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
         sw_request_free(&chat);
         return;
     }
@@ -416,7 +430,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     const char *priority_code;
     int priority = request_priority(req, key, chat.body, &priority_code);
     if (priority < 0) {
-        record_rejection(f, api, id, chat.model, key, 400, priority_code, NULL, start_ms);
+        record_rejection(f, api_name, id, chat.model, key, 400, priority_code, NULL, start_ms);
         sw_request_free(&chat);
         return;
     }
@@ -461,6 +475,22 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     /* Token ids are text the scanner cannot read: like binary parts. */
     if (chat.token_inputs)
         pii.counts.binary++;
+    /* Fields of another API's body that its translation does not carry may
+     * still go upstream whole: that body is scanned too, and per type the
+     * larger count of the two is kept. */
+    if (policy != SW_PII_POLICY_OFF && chat.native && chat.untranslatable) {
+        struct sw_pii_counts nat;
+        if (sw_pii_scan_request(f->live->pii, chat.native, &nat) != SW_OK) {
+            facts.sensitive = true;
+            sw_warn("request %s: PII scan failed; treated as sensitive", id);
+        } else {
+            for (int t = 0; t < SW_PII_MAX_TYPES; t++)
+                if (nat.n[t] > pii.counts.n[t]) {
+                    pii.counts.total += nat.n[t] - pii.counts.n[t];
+                    pii.counts.n[t] = nat.n[t];
+                }
+        }
+    }
     if (pii.counts.total > 0) {
         if (policy == SW_PII_POLICY_BLOCK) {
             char types[256];
@@ -468,7 +498,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
             sw_reply_error(req, 400, "invalid_request_error", "pii_blocked", "messages",
                            "The request contains personal data or secrets (%s) and its policy "
                            "blocks such requests.", types);
-            record_rejection(f, api, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
+            record_rejection(f, api_name, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
             sw_info("request %s: rejected pii_blocked (%s)", id, types);
             sw_request_free(&chat);
             return;
@@ -510,6 +540,43 @@ static void handle_embeddings(struct sw_front *f, struct sw_http_req *req)
     handle_api(f, req, SW_API_EMBEDDINGS);
 }
 
+static void handle_messages(struct sw_front *f, struct sw_http_req *req)
+{
+    handle_api(f, req, SW_API_MESSAGES);
+}
+
+/* POST /v1/messages/count_tokens: the gateway's own prompt estimate (the
+ * one routing uses, sw_request_estimate_tokens), not a tokenizer's count. */
+static void handle_count_tokens(struct sw_front *f, struct sw_http_req *req)
+{
+    char id[48];
+    make_request_id(f, req, id, sizeof id);
+    const char *denied;
+    authenticate(f, req, &denied);
+    if (denied)
+        return;
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    struct sw_chat_request chat;
+    struct sw_request_error rerr;
+    if (sw_anth_request_parse(body, len, 0, &chat, &rerr)) {
+        sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
+                       rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
+        return;
+    }
+    if (!sw_config_find_model(f->cfg, chat.model)) {
+        sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                       "The model '%s' does not exist. GET /v1/models lists the models.",
+                       chat.model);
+        sw_request_free(&chat);
+        return;
+    }
+    char out[64];
+    int n = snprintf(out, sizeof out, "{\"input_tokens\":%ld}", chat.prompt_tokens_est);
+    sw_request_free(&chat);
+    sw_reply_json(req, 200, out, (size_t)n);
+}
+
 /* ---- URLs ---- */
 
 struct route {
@@ -522,6 +589,8 @@ struct route {
 static const struct route routes[] = {
     {"/v1/chat/completions", SW_HTTP_POST, handle_chat, false},
     {"/v1/embeddings", SW_HTTP_POST, handle_embeddings, false},
+    {"/v1/messages", SW_HTTP_POST, handle_messages, false},
+    {"/v1/messages/count_tokens", SW_HTTP_POST, handle_count_tokens, false},
     {"/v1/models", SW_HTTP_GET, handle_models, false},
     {"/healthz", SW_HTTP_GET, handle_healthz, false},
     {"/metrics", SW_HTTP_GET, sw_admin_metrics, false},
@@ -586,7 +655,8 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     if (!r) {
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. Spillway serves POST /v1/chat/completions, "
-                       "POST /v1/embeddings, GET /v1/models and GET /healthz.", path);
+                       "POST /v1/embeddings, POST /v1/messages, POST /v1/messages/count_tokens, "
+                       "GET /v1/models and GET /healthz.", path);
         return false;
     }
     if (!method_ok(r, sw_http_method(req))) {
@@ -597,9 +667,9 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     }
     if (r->admin)
         return sw_admin_authorized(f, req);
-    if ((r->fn == handle_chat || r->fn == handle_embeddings || r->fn == handle_models) &&
-        !key_ok(f, req)) {
-        if (r->fn == handle_chat || r->fn == handle_embeddings) {
+    bool serves = r->fn == handle_chat || r->fn == handle_embeddings || r->fn == handle_messages;
+    if ((serves || r->fn == handle_count_tokens || r->fn == handle_models) && !key_ok(f, req)) {
+        if (serves) {
             r->fn(f, req); /* answers 401 before reading the body, and logs it */
         } else {
             const char *denied;

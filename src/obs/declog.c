@@ -310,10 +310,10 @@ static int format(struct sw_buf *out, const struct sw_declog_entry *e)
         err = sw_buf_append(out, "}", 1);
     if (!err)
         err = field_str(out, "pii_outcome", e->pii_outcome);
+    if (!err)
+        err = field_str(out, "api", e->api ? e->api : "openai");
     if (!err && e->priority)
         err = field_str(out, "priority", e->priority);
-    if (!err && e->api)
-        err = field_str(out, "api", e->api);
     if (!err && e->contract)
         err = field_str(out, "contract", e->contract);
     if (!err)

@@ -83,8 +83,8 @@ struct sw_declog_entry {
     const char *pii_outcome;    /* "kept_local" | "masked_cloud" | "region_cloud" (sent
                                    unmasked to a cloud in an allowed region) | "blocked";
                                    NULL: none found */
-    const char *api;            /* "embeddings" for POST /v1/embeddings; NULL (not
-                                   written): chat completions */
+    const char *api;            /* the client's API: "openai" (chat completions), "anthropic"
+                                   (messages), "embeddings"; NULL: "openai" */
     const char *contract;       /* output contract verdict: "ok" | "violation" |
                                    "invalid_json"; NULL (not written): no contract */
     const char *priority;       /* "interactive" | "batch"; NULL: not known (field omitted) */

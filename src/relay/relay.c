@@ -13,12 +13,14 @@
 #include "common/jscan.h"
 #include "common/log.h"
 #include "contract/contract.h"
+#include "dialect/anth_resp.h"
 #include "relay/reply.h"
 #include "relay/sse.h"
 #include "route/route.h"
 #include "state/claim.h"
 #include "state/live.h"
 #include "state/rstate.h"
+#include "upstream/dialect.h"
 #include "upstream/upstream.h"
 
 /* Largest error body kept from a failed attempt, and largest SSE event. */
@@ -104,6 +106,16 @@ struct proxy {
     int abort_err;                  /* why on_data aborted the transfer (SW_EPROTO, ...) */
     char abort_msg[160];
 
+    /* APIs (upstream/dialect.h): the client's, and the current attempt's. */
+    bool anth_client;               /* the client spoke Anthropic: answers go out in its shape */
+    enum sw_dialect up_dialect;     /* what the current attempt speaks */
+    bool native;                    /* the attempt carries the client's own body, no translation */
+    struct sw_request_error *cannot;    /* a backend that could not carry the request, why */
+    bool other_failure;             /* an attempt failed for another reason */
+    struct sw_anth_to_oai a2o;      /* an Anthropic upstream stream -> chunks */
+    struct sw_oai_to_anth o2a;      /* chunks -> the Anthropic client's stream */
+    struct sw_buf aout;             /* o2a's output, per chunk */
+
     /* The failures so far, for the final error message: "edge: connect_error; ..." */
     char failures[512];
     long retry_after_s;
@@ -148,7 +160,9 @@ static void record_decision(struct proxy *p)
         .tokens_out = p->served ? p->tok_out : -1,
         .cost_usd = p->cost_usd,
         .stream = p->chat.stream,
-        .api = p->chat.api == SW_API_EMBEDDINGS ? "embeddings" : NULL,
+        .api = p->chat.api == SW_API_EMBEDDINGS ? "embeddings"
+               : p->anth_client                ? "anthropic"
+                                               : "openai",
         .contract = p->contract,
         .pii = pii,
         .n_pii = n_pii,
@@ -180,6 +194,8 @@ static void proxy_free(struct proxy *p)
         sw_http_on_gone(p->req, NULL, NULL);
     sw_buf_free(&p->resp);
     sw_buf_free(&p->contract_text);
+    sw_buf_free(&p->aout);
+    free(p->cannot);
     sw_sse_free(&p->sse);
     if (p->out)
         evbuffer_free(p->out);
@@ -324,6 +340,18 @@ static void fail_all(struct proxy *p)
  * failure after the first byte is never a silent truncation. */
 static void fail_stream(struct proxy *p, const char *msg)
 {
+    if (p->anth_client) {
+        sw_buf_reset(&p->aout);
+        if (sw_oai_to_anth_error(&p->o2a, msg, &p->aout) == SW_OK) {
+            struct evbuffer *b = evbuffer_new();
+            if (b) {
+                evbuffer_add(b, p->aout.ptr, p->aout.len);
+                sw_http_stream_write(p->req, b);
+                evbuffer_free(b);
+            }
+        }
+        goto end;
+    }
     json_t *ev = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message", msg, "type",
                            "server_error", "param", "code", "upstream_stream_failed");
     char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
@@ -337,6 +365,7 @@ static void fail_stream(struct proxy *p, const char *msg)
     }
     free(s);
     json_decref(ev);
+end:
     sw_http_on_drained(p->req, 0, NULL, NULL);
     sw_http_stream_end(p->req);
     p->served = true;
@@ -367,6 +396,7 @@ static void exclude_and_replan(struct proxy *p)
 /* Records why the current attempt failed and moves on to the next backend. */
 static void attempt_failed(struct proxy *p, const char *what, int http_status, int transport_err)
 {
+    p->other_failure = true;
     note_failure(p, what);
     sw_warn("request %s: attempt on %s failed: %s", p->id, cur_backend(p)->name, what);
     if (p->up.retry_after_s >= 0 &&
@@ -479,52 +509,75 @@ static void contract_collect(struct proxy *p, const json_t *chunk)
 
 static enum sw_contract_verdict contract_judge(struct proxy *p, const char *content, size_t len);
 
-static int on_sse_event(void *ud, const char *event, const char *data, size_t len)
+/* A chunk for the client (borrowed): as it is for an OpenAI client, as
+ * Anthropic events for an Anthropic one. */
+static int emit_chunk(struct proxy *p, const json_t *chunk)
 {
-    (void)event;
-    struct proxy *p = ud;
-    if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
-        p->saw_done = true;
-        json_t *held = p->pstream ? sw_pii_stream_finish(p->pstream) : NULL;
-        if (held) {
-            contract_collect(p, held);
-            json_object_set_new(held, "model", json_string(p->public_model));
-            char *s = json_dumps(held, JSON_COMPACT);
-            json_decref(held);
-            if (s)
-                evbuffer_add_printf(p->out, "data: %s\n\n", s);
-            free(s);
-        }
-        /* A streamed answer is judged at its end; under stream: enforce a
-         * violation ends it with an error event instead of a clean [DONE]. */
-        if (p->schema &&
-            contract_judge(p, p->contract_text.ptr ? p->contract_text.ptr : "",
-                           p->contract_text.len) != SW_CONTRACT_OK &&
-            strcmp(p->contract, "unchecked") != 0 &&
-            p->model->contract.stream == SW_CONTRACT_STREAM_ENFORCE) {
-            json_t *ev = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
-                                   "The answer does not follow the JSON schema the request's "
-                                   "response_format asked for.",
-                                   "type", "server_error", "param", "code", "contract_violation");
-            char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-            if (s)
-                evbuffer_add_printf(p->out, "data: %s\n\n", s);
-            free(s);
-            json_decref(ev);
-        }
-        evbuffer_add(p->out, "data: [DONE]\n\n", 14);
+    if (p->anth_client) {
+        sw_buf_reset(&p->aout);
+        if (sw_oai_to_anth_chunk(&p->o2a, chunk, &p->aout))
+            return SW_ENOMEM;
+        evbuffer_add(p->out, p->aout.ptr, p->aout.len);
         return SW_OK;
     }
-    if (!p->pstream && !p->schema)
-        return plain_event(p, data, len);
-    json_error_t jerr;
-    json_t *chunk = json_loadb(data, len, 0, &jerr);
-    if (!chunk || !json_is_object(chunk)) {
-        json_decref(chunk);
-        p->abort_err = SW_EPROTO;
-        snprintf(p->abort_msg, sizeof p->abort_msg, "malformed JSON in stream event");
-        return SW_EPROTO;
+    char *s = json_dumps(chunk, JSON_COMPACT);
+    if (!s)
+        return SW_ENOMEM;
+    evbuffer_add_printf(p->out, "data: %s\n\n", s);
+    free(s);
+    return SW_OK;
+}
+
+/* The upstream's stream is complete: what the unmasker held back, then the
+ * end ([DONE], or message_delta and message_stop for an Anthropic client).
+ * A streamed answer is judged against the output contract here; under
+ * stream: enforce a violation ends it with an error event instead. */
+static int stream_done(struct proxy *p)
+{
+    p->saw_done = true;
+    json_t *held = p->pstream ? sw_pii_stream_finish(p->pstream) : NULL;
+    if (held) {
+        contract_collect(p, held);
+        json_object_set_new(held, "model", json_string(p->public_model));
+        emit_chunk(p, held);
+        json_decref(held);
     }
+    if (p->schema &&
+        contract_judge(p, p->contract_text.ptr ? p->contract_text.ptr : "",
+                       p->contract_text.len) != SW_CONTRACT_OK &&
+        strcmp(p->contract, "unchecked") != 0 &&
+        p->model->contract.stream == SW_CONTRACT_STREAM_ENFORCE) {
+        static const char msg[] = "The answer does not follow the JSON schema the request's "
+                                  "response_format asked for.";
+        json_t *ev = p->anth_client
+                         ? json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
+                                     "api_error", "message", msg)
+                         : json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message", msg, "type",
+                                     "server_error", "param", "code", "contract_violation");
+        char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+        if (s)
+            evbuffer_add_printf(p->out, "%sdata: %s\n\n", p->anth_client ? "event: error\n" : "",
+                                s);
+        free(s);
+        json_decref(ev);
+        if (p->anth_client)
+            return SW_OK;   /* an Anthropic stream ends at its error event */
+    }
+    if (p->anth_client) {
+        sw_buf_reset(&p->aout);
+        if (sw_oai_to_anth_finish(&p->o2a, &p->aout))
+            return SW_ENOMEM;
+        evbuffer_add(p->out, p->aout.ptr, p->aout.len);
+    } else {
+        evbuffer_add(p->out, "data: [DONE]\n\n", 14);
+    }
+    return SW_OK;
+}
+
+/* One OpenAI chunk (taken): usage read, masked values restored, model
+ * rewritten, then out to the client. */
+static int json_chunk(struct proxy *p, json_t *chunk)
+{
     if (json_object_get(chunk, "error") && !p->started) {
         json_decref(chunk);
         p->abort_err = SW_ESTATUS;
@@ -554,16 +607,114 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
     contract_collect(p, chunk);
     if (json_is_string(json_object_get(chunk, "model")))
         json_object_set_new(chunk, "model", json_string(p->public_model));
-    char *s = json_dumps(chunk, JSON_COMPACT);
+    int err = emit_chunk(p, chunk);
     json_decref(chunk);
+    if (err) {
+        p->abort_err = SW_ENOMEM;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "out of memory");
+    }
+    return err;
+}
+
+/* An Anthropic upstream's event, translated into chunks. */
+static int anth_event(struct proxy *p, const char *data, size_t len)
+{
+    json_t *chunks = json_array();
+    const char *msg = "out of memory";
+    if (!chunks || sw_anth_to_oai_event(&p->a2o, data, len, chunks, &msg)) {
+        json_decref(chunks);
+        p->abort_err = p->started ? SW_EPROTO : SW_ESTATUS;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "%s%s", msg,
+                 p->started ? "" : " before the first token");
+        return p->abort_err;
+    }
+    size_t i;
+    json_t *c;
+    int err = SW_OK;
+    json_array_foreach(chunks, i, c) {
+        if (!err)
+            err = json_chunk(p, json_incref(c));
+    }
+    json_decref(chunks);
+    if (!err && p->a2o.done)
+        err = stream_done(p);
+    return err;
+}
+
+/* An event of an Anthropic client's own stream from an Anthropic backend:
+ * passed on with the model rewritten, usage read on the way. */
+static int native_event(struct proxy *p, const char *event, const char *data, size_t len)
+{
+    json_error_t jerr;
+    json_t *ev = json_loadb(data, len, 0, &jerr);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    if (!type) {
+        json_decref(ev);
+        p->abort_err = SW_EPROTO;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "malformed JSON in stream event");
+        return SW_EPROTO;
+    }
+    if (!strcmp(type, "error")) {
+        json_decref(ev);
+        p->abort_err = p->started ? SW_EPROTO : SW_ESTATUS;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "error event%s",
+                 p->started ? " mid-stream" : " before the first token");
+        return p->abort_err;
+    }
+    json_t *usage = NULL;
+    if (!strcmp(type, "message_start")) {
+        json_t *m = json_object_get(ev, "message");
+        if (json_is_object(m))
+            json_object_set_new(m, "model", json_string(p->public_model));
+        usage = json_object_get(m, "usage");
+    } else if (!strcmp(type, "message_delta")) {
+        usage = json_object_get(ev, "usage");
+    } else if (!strcmp(type, "content_block_delta")) {
+        p->chunks++;
+    }
+    json_t *in = json_object_get(usage, "input_tokens");
+    json_t *out = json_object_get(usage, "output_tokens");
+    if (json_is_integer(in) && json_integer_value(in) > 0)
+        p->usage_in = (long)json_integer_value(in);
+    if (json_is_integer(out) && json_integer_value(out) >= 0)
+        p->usage_out = (long)json_integer_value(out);
+    bool stop = !strcmp(type, "message_stop");
+    char name[64];
+    snprintf(name, sizeof name, "%s", event[0] ? event : type);
+    char *s = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev); /* type pointed into ev */
     if (!s) {
         p->abort_err = SW_ENOMEM;
         snprintf(p->abort_msg, sizeof p->abort_msg, "out of memory");
         return SW_ENOMEM;
     }
-    evbuffer_add_printf(p->out, "data: %s\n\n", s);
+    evbuffer_add_printf(p->out, "event: %s\ndata: %s\n\n", name, s);
     free(s);
+    if (stop)
+        p->saw_done = true;
     return SW_OK;
+}
+
+static int on_sse_event(void *ud, const char *event, const char *data, size_t len)
+{
+    struct proxy *p = ud;
+    if (p->native)
+        return native_event(p, event, data, len);
+    if (p->up_dialect == SW_DIALECT_ANTHROPIC)
+        return anth_event(p, data, len);
+    if (len == 6 && memcmp(data, "[DONE]", 6) == 0)
+        return stream_done(p);
+    if (!p->pstream && !p->anth_client && !p->schema)
+        return plain_event(p, data, len);
+    json_error_t jerr;
+    json_t *chunk = json_loadb(data, len, 0, &jerr);
+    if (!chunk || !json_is_object(chunk)) {
+        json_decref(chunk);
+        p->abort_err = SW_EPROTO;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "malformed JSON in stream event");
+        return SW_EPROTO;
+    }
+    return json_chunk(p, chunk);
 }
 
 /* The slow client caught up: resume the upstream transfer. */
@@ -787,15 +938,47 @@ static void contract_refuse(struct proxy *p)
     proxy_free(p);
 }
 
+/* An Anthropic client's own answer from an Anthropic backend (taken):
+ * usage read, model rewritten. */
+static void finish_native(struct proxy *p, json_t *body)
+{
+    json_t *usage = json_object_get(body, "usage");
+    if (!json_is_array(json_object_get(body, "content")) || !json_is_object(usage)) {
+        json_decref(body);
+        attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
+        return;
+    }
+    json_t *in = json_object_get(usage, "input_tokens"), *out = json_object_get(usage, "output_tokens");
+    if (json_is_integer(in) && json_integer_value(in) >= 0)
+        p->usage_in = (long)json_integer_value(in);
+    if (json_is_integer(out) && json_integer_value(out) >= 0)
+        p->usage_out = (long)json_integer_value(out);
+    json_object_set_new(body, "model", json_string(p->public_model));
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    serve_answer(p, s, s ? strlen(s) : 0);
+}
+
 static void finish_non_stream(struct proxy *p)
 {
     /* Vectors hold no placeholders: a masked embeddings answer is plain. */
-    if (p->chat.api == SW_API_EMBEDDINGS || (!p->masked && !p->schema)) {
+    if (p->chat.api == SW_API_EMBEDDINGS ||
+        (!p->masked && !p->schema && !p->anth_client && p->up_dialect == SW_DIALECT_OPENAI)) {
         finish_plain(p);
         return;
     }
     json_error_t jerr;
     json_t *body = json_loadb(p->resp.ptr ? p->resp.ptr : "", p->resp.len, 0, &jerr);
+    if (body && p->native) {
+        finish_native(p, body);
+        return;
+    }
+    const struct sw_upstream_dialect *d = sw_upstream_dialect(p->up_dialect);
+    if (body && d->answer_to_openai) {
+        json_t *o = d->answer_to_openai(body, p->public_model, (long long)sw_wall_s());
+        json_decref(body);
+        body = o;
+    }
     if (!body || !json_is_object(body) || !json_is_array(json_object_get(body, "choices"))) {
         json_decref(body);
         attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
@@ -821,7 +1004,12 @@ static void finish_non_stream(struct proxy *p)
         }
     }
     json_object_set_new(body, "model", json_string(p->public_model));
-    char *s = json_dumps(body, JSON_COMPACT);
+    if (p->anth_client) {
+        json_t *a = sw_anth_resp_from_openai(body, p->public_model);
+        json_decref(body);
+        body = a;
+    }
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     serve_answer(p, s, s ? strlen(s) : 0);
 }
@@ -837,7 +1025,13 @@ static void pass_through_error(struct proxy *p)
     p->served = true; /* the backend answered; the request was wrong for it */
     p->final_status = (int)status;
     set_route_headers(p);
-    if (body && json_is_object(json_object_get(body, "error"))) {
+    json_t *emsg = json_object_get(json_object_get(body, "error"), "message");
+    if ((p->anth_client || p->up_dialect != SW_DIALECT_OPENAI) && json_is_string(emsg)) {
+        /* Another API's error, or a client of another API: its message in
+         * the client's shape. */
+        sw_reply_error(p->req, (int)status, "invalid_request_error", "upstream_rejected", NULL,
+                       "%s", json_string_value(emsg));
+    } else if (body && !p->anth_client && json_is_object(json_object_get(body, "error"))) {
         char *s = json_dumps(body, JSON_COMPACT);
         if (s)
             sw_reply_json(p->req, (int)status, s, strlen(s));
@@ -919,6 +1113,19 @@ static void on_done(void *ud, int err)
 static void reject(struct proxy *p)
 {
     const struct sw_route_plan *pl = &p->plan;
+    if (p->cannot && !p->other_failure) {
+        /* The backends tried could not carry the request, and no other may
+         * take it: the field is what the client must change. */
+        p->final_status = 400;
+        p->rej_code = "untranslatable";
+        sw_reply_error(p->req, 400, p->cannot->type, p->cannot->code,
+                       p->cannot->param[0] ? p->cannot->param : NULL, "%s (%s)",
+                       p->cannot->message, p->failures);
+        sw_info("request %s: rejected untranslatable (%s)", p->id, p->cannot->param);
+        detach_client(p);
+        proxy_free(p);
+        return;
+    }
     if (p->failures[0] && (!pl->code || !strcmp(pl->code, "all_backends_failed"))) {
         fail_all(p);
         return;
@@ -1114,6 +1321,44 @@ static void on_ttft_timer(evutil_socket_t fd, short what, void *arg)
     attempt_failed(p, what_s, 0, SW_ETIMEOUT);
 }
 
+/* The current backend cannot carry this request (a field its API has no
+ * form for): it is out for this request, and when no other backend takes
+ * it the client gets a 400 naming the field (see reject). */
+static void cannot_carry(struct proxy *p, const struct sw_request_error *why)
+{
+    if (!p->cannot && (p->cannot = malloc(sizeof *p->cannot)))
+        *p->cannot = *why;
+    char what[200];
+    snprintf(what, sizeof what, "cannot carry the request (%.120s)", why->param);
+    note_failure(p, what);
+    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    exclude_and_replan(p);
+}
+
+/* The Anthropic client's own body for a backend that speaks Anthropic:
+ * model replaced by the backend's, Spillway's metadata.allow_cloud removed. */
+static char *native_body(struct proxy *p, const struct sw_config_backend *be)
+{
+    json_t *copy = json_copy(p->chat.native);
+    if (!copy)
+        return NULL;
+    json_object_set_new(copy, "model", json_string(be->model));
+    json_t *md = json_object_get(copy, "metadata");
+    if (json_is_object(md) && json_object_get(md, "allow_cloud")) {
+        md = json_copy(md);
+        json_object_del(md, "allow_cloud");
+        if (json_object_size(md))
+            json_object_set_new(copy, "metadata", md);
+        else {
+            json_decref(md);
+            json_object_del(copy, "metadata");
+        }
+    }
+    char *s = json_dumps(copy, JSON_COMPACT);
+    json_decref(copy);
+    return s;
+}
+
 /* Sends the request to the current backend: it holds a slot (local) or has
  * passed the bucket and the spend reservation (cloud). */
 static void dispatch(struct proxy *p)
@@ -1131,6 +1376,21 @@ static void dispatch(struct proxy *p)
     char *body = NULL;
     size_t body_len = 0;
     p->masked = false;
+    enum sw_dialect ud = sw_upstream_dialect_for(be, (enum sw_dialect)p->chat.dialect);
+    if (p->chat.api == SW_API_EMBEDDINGS && ud != SW_DIALECT_OPENAI) {
+        /* Embeddings exist in OpenAI's API only: this backend is out for them. */
+        note_failure(p, "embeddings need a backend that speaks OpenAI's API");
+        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        exclude_and_replan(p);
+        return;
+    }
+    const struct sw_upstream_dialect *dops = sw_upstream_dialect(ud);
+    p->up_dialect = ud;
+    p->native = p->chat.dialect != SW_DIALECT_OPENAI && (int)ud == p->chat.dialect && !p->need_mask;
+    if (!p->native && p->chat.untranslatable) {
+        cannot_carry(p, p->chat.untranslatable);
+        return;
+    }
     /* Under a spend cap a cloud attempt without max_tokens is reserved at
      * the backend's max_output_tokens: that limit goes upstream too, so the
      * answer cannot cost more than was reserved. */
@@ -1141,7 +1401,9 @@ static void dispatch(struct proxy *p)
                             json_integer(be->max_output_tokens));
     else if (!p->facts.max_tokens_given)
         json_object_del(p->chat.body, "max_completion_tokens");
-    if (!p->need_mask && !limit)
+    if (p->native)
+        body = native_body(p, be);
+    else if (!p->need_mask && !limit && !p->anth_client && ud == SW_DIALECT_OPENAI)
         body = plain_body(p, be, &body_len);
     if (body) {
         /* spliced from the client's bytes */
@@ -1161,12 +1423,44 @@ static void dispatch(struct proxy *p)
         json_object_set_new(p->chat.body, "model", json_string(be->model));
         body = json_dumps(p->chat.body, JSON_COMPACT);
     }
+    if (body && !p->native && dops->request_body) {
+        /* The internal (OpenAI) body in the backend's API. */
+        json_error_t jerr;
+        json_t *tree = json_loadb(body, body_len ? body_len : strlen(body), 0, &jerr);
+        free(body);
+        body = NULL;
+        body_len = 0;
+        struct sw_request_error rerr;
+        if (tree)
+            body = dops->request_body(tree, p->cfg->routing.default_max_tokens, &rerr);
+        json_decref(tree);
+        if (tree && !body && rerr.status == 400) {
+            cannot_carry(p, &rerr);
+            return;
+        }
+    }
     if (!body) {
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
     if (!body_len)
         body_len = strlen(body);
+    if (p->anth_client && !p->started)
+        sw_oai_to_anth_init(&p->o2a, p->id, p->public_model, p->chat.prompt_tokens_est);
+    sw_anth_to_oai_init(&p->a2o, p->public_model, (long long)sw_wall_s());
+    struct sw_upstream_client_hdrs ch = {NULL, NULL};
+    if (p->anth_client && p->req) {
+        ch.anthropic_version = sw_http_header(p->req, "anthropic-version", NULL);
+        ch.anthropic_beta = sw_http_header(p->req, "anthropic-beta", NULL);
+    }
+    struct sw_buf hdrs;
+    sw_buf_init(&hdrs, 64 * 1024);
+    if (dops->headers(be, ud == (enum sw_dialect)p->chat.dialect ? &ch : NULL, &hdrs)) {
+        sw_buf_free(&hdrs);
+        free(body);
+        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
+        return;
+    }
     p->attempt_ms = now;
     sw_claim_mark_sent(&p->claim);
     p->first_byte_ms = p->last_byte_ms = 0;
@@ -1176,9 +1470,10 @@ static void dispatch(struct proxy *p)
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     static const struct sw_upstream_cbs cbs = {on_data, on_done};
-    const char *path = p->chat.api == SW_API_EMBEDDINGS ? "/v1/embeddings" : "/v1/chat/completions";
-    int err = sw_upstream_start(&p->up, p->env.cev, be, path, body,
+    const char *path = p->chat.api == SW_API_EMBEDDINGS ? "/v1/embeddings" : dops->chat_path;
+    int err = sw_upstream_start(&p->up, p->env.cev, be, path, hdrs.ptr, body,
                                 body_len, (long)left, p->id, &cbs, p);
+    sw_buf_free(&hdrs);
     if (err) {
         attempt_failed(p, sw_err_str(err), 0, err);
         return;
@@ -1403,7 +1698,8 @@ static void ask_for_usage(struct proxy *p)
 {
     if (!p->chat.stream)
         return;
-    p->client_wants_usage = p->chat.include_usage;
+    /* An Anthropic client always gets usage (in message_delta). */
+    p->client_wants_usage = p->chat.include_usage || p->anth_client;
     json_t *so = json_object_get(p->chat.body, "stream_options");
     if (!json_is_object(so)) {
         so = json_object();
@@ -1464,6 +1760,8 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     p->out = out;
     p->retry_after_s = -1;
     snprintf(p->id, sizeof p->id, "%s", request_id);
+    p->anth_client = p->chat.dialect == SW_DIALECT_ANTHROPIC;
+    sw_buf_init(&p->aout, SSE_EVENT_MAX * 4);
     sw_buf_init(&p->resp, ERROR_BODY_MAX);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     if (p->chat.api == SW_API_CHAT)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dialect/anth_resp.h"
 #include "request/request.h"
 
 void sw_reply_route_headers(struct sw_http_req *req, const char *backend, const char *tier,
@@ -23,6 +24,14 @@ void sw_reply_json(struct sw_http_req *req, int status, const char *body, size_t
     sw_http_reply(req, status, "application/json", body, len);
 }
 
+bool sw_reply_is_anthropic(struct sw_http_req *req)
+{
+    static const char prefix[] = "/v1/messages";
+    const char *path = sw_http_path(req);
+    return path && !strncmp(path, prefix, sizeof prefix - 1) &&
+           (!path[sizeof prefix - 1] || path[sizeof prefix - 1] == '/');
+}
+
 void sw_reply_error(struct sw_http_req *req, int status, const char *type,
                     const char *code, const char *param, const char *fmt, ...)
 {
@@ -32,6 +41,20 @@ void sw_reply_error(struct sw_http_req *req, int status, const char *type,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (sw_reply_is_anthropic(req)) {
+        /* Anthropic's shape; its "overloaded" status where OpenAI's says 503. */
+        if (status == 503)
+            status = 529;
+        sw_request_error_set(&e, status, type, code, param, "%s", msg);
+        char *body = sw_anth_error_json(status, e.message);
+        if (body)
+            sw_reply_json(req, status, body, strlen(body));
+        else
+            sw_reply_json(req, 500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
+                                    "\"message\":\"out of memory\"}}", 71);
+        free(body);
+        return;
+    }
     /* One renderer of OpenAI's error shape: it also keeps the text valid UTF-8. */
     sw_request_error_set(&e, status, type, code, param, "%s", msg);
     char *body = sw_request_error_json(&e);

@@ -3,6 +3,7 @@
 #ifndef SW_RELAY_REPLY_H
 #define SW_RELAY_REPLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "http/server.h"
@@ -16,7 +17,13 @@ void sw_reply_route_headers(struct sw_http_req *req, const char *backend,
 /* Sends a complete JSON answer (body is len bytes) with the given status. */
 void sw_reply_json(struct sw_http_req *req, int status, const char *body, size_t len);
 
-/* Sends an OpenAI-shaped error. `code` and `param` may be NULL (rendered as
+/* Whether the request came to Anthropic's API (/v1/messages...): its errors
+ * are then in Anthropic's shape. */
+bool sw_reply_is_anthropic(struct sw_http_req *req);
+
+/* Sends an error in the shape of the API the client called: OpenAI's, or
+ * for /v1/messages Anthropic's {"type":"error","error":{"type","message"}}
+ * (type from the status, 503 answered as 529 overloaded_error). `code` and `param` may be NULL (rendered as
  * null). The message is printf-formatted and must never contain prompt text
  * or secrets. */
 void sw_reply_error(struct sw_http_req *req, int status, const char *type,

@@ -1002,6 +1002,8 @@ oom:
 void sw_request_free(struct sw_chat_request *req)
 {
     json_decref(req->body);
+    json_decref(req->native);
+    free(req->untranslatable);
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
 }

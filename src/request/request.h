@@ -49,11 +49,14 @@
 #define SW_REQUEST_MAX_JSON_VALUES 100000   /* values in a body (object keys not counted) */
 #define SW_REQUEST_MAX_JSON_DEPTH 64        /* arrays and objects nested in a body */
 
-/* Which OpenAI endpoint a request came in on. */
+/* Which endpoint a request came in on. */
 enum sw_api {
     SW_API_CHAT = 0,            /* POST /v1/chat/completions */
     SW_API_EMBEDDINGS,          /* POST /v1/embeddings (request/embed.h) */
+    SW_API_MESSAGES,            /* POST /v1/messages: Anthropic's API, parsed into the chat
+                                   form (dialect/anth_req.h); never stored in a request */
 };
+struct sw_request_error;
 
 struct sw_chat_request {
     json_t *body;               /* owned: the parsed body, forwarded upstream after edits */
@@ -69,6 +72,14 @@ struct sw_chat_request {
     int allow_cloud;            /* metadata.allow_cloud: -1 absent, 0 false, 1 true */
     enum sw_api api;            /* the endpoint; SW_API_CHAT from sw_request_parse */
     bool token_inputs;          /* embeddings: input given as token ids (cannot be scanned) */
+    /* Requests that came in another API (dialect/anth_req.h): `body` is their
+     * translation, `native` the client's own body (owned; NULL for OpenAI
+     * clients), sent as it is to a backend that speaks the client's API. */
+    int dialect;                /* enum sw_dialect of the client's API: 0 OpenAI */
+    json_t *native;
+    struct sw_request_error *untranslatable;    /* owned; NULL: `body` carries all of
+                                                 * `native`; else the first field it could
+                                                 * not (a 400 for a backend that needs it) */
 };
 
 /* A yes/no flag as clients may write it (headers, metadata): true/false,

@@ -194,6 +194,7 @@ bool sw_breaker_qualifies(int http_status, int transport_err)
     case 502:
     case 503:
     case 504:
+    case 529: /* Anthropic's "overloaded" */
         return true;
     default:
         return false;

@@ -168,7 +168,7 @@ void sw_breaker_reset(struct sw_breaker *b);
 /* Does this outcome count against the backend? transport_err is an enum
  * sw_err (common/err.h) from the upstream layer, SW_OK when an HTTP status was
  * received. Qualifying: SW_ECONNECT and SW_ETIMEOUT (connectivity), and the
- * statuses 429, 502, 503 and 504. Not qualifying: every other status (2xx,
+ * statuses 429, 502, 503, 504 and 529 (Anthropic's overloaded). Not qualifying: every other status (2xx,
  * 4xx other than 429, and 500, which inference servers return for
  * request-specific errors such as a bad template or grammar; a crashed server
  * shows up as connection errors and timeouts instead), and other transport

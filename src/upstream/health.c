@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "upstream/dialect.h"
 #include "upstream/loadpoll.h"
 #include "upstream/upstream.h"
 
@@ -91,9 +92,20 @@ static void send_ping(struct probe *pr, int64_t now, bool latency_probe)
         return;
     }
     static const struct sw_upstream_cbs cbs = {on_warm_data, on_warm_done};
+    /* The body reads the same in both dialects; the backend's first is used. */
+    const struct sw_upstream_dialect *d = sw_upstream_dialect(be->dialect);
+    struct sw_buf hdrs;
+    sw_buf_init(&hdrs, 8192);
+    if (d->headers(be, NULL, &hdrs)) {
+        sw_buf_free(&hdrs);
+        sw_buf_free(&b);
+        return;
+    }
     /* Ownership of b.ptr passes to the upstream. */
-    if (sw_upstream_start(&pr->warm, pr->h->cev, be, "/v1/chat/completions", b.ptr, b.len,
-                          WARMUP_TIMEOUT_MS, "sw-warmup", &cbs, pr) == SW_OK) {
+    int err = sw_upstream_start(&pr->warm, pr->h->cev, be, d->chat_path, hdrs.ptr, b.ptr, b.len,
+                                WARMUP_TIMEOUT_MS, "sw-warmup", &cbs, pr);
+    sw_buf_free(&hdrs);
+    if (err == SW_OK) {
         pr->warming = true;
         pr->latency_probe = latency_probe;
         pr->last_ping_ms = now;

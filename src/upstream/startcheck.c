@@ -9,6 +9,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "upstream/dialect.h"
 
 struct check {
     struct sw_startcheck *s;
@@ -162,13 +163,16 @@ static int start(struct check *c, const struct sw_config_backend *be, long timeo
         goto fail;
     curl_easy_setopt(c->easy, CURLOPT_URL, url.ptr);
     c->hdrs = curl_slist_append(c->hdrs, "X-Request-Id: sw-startcheck");
-    if (be->api_key) {
-        struct sw_buf h;
-        sw_buf_init(&h, 8192);
-        if (!sw_buf_appendf(&h, "Authorization: Bearer %s", be->api_key))
-            c->hdrs = curl_slist_append(c->hdrs, h.ptr);
-        sw_buf_free(&h);
+    /* Authenticated and versioned the way the backend's (first) API wants. */
+    struct sw_buf h;
+    sw_buf_init(&h, 8192);
+    if (!sw_upstream_dialect(be->dialect)->headers(be, NULL, &h) && h.ptr) {
+        char *save = NULL;
+        for (char *line = strtok_r(h.ptr, "\r\n", &save); line;
+             line = strtok_r(NULL, "\r\n", &save))
+            c->hdrs = curl_slist_append(c->hdrs, line);
     }
+    sw_buf_free(&h);
     sw_buf_free(&url);
     sw_buf_init(&c->answer, 1 << 20);
     curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->hdrs);

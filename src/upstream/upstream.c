@@ -94,8 +94,8 @@ static void on_h1_done(void *ud, int err, const char *why)
 }
 
 static int start_h1(struct sw_upstream *u, struct sw_curlev *cev,
-                    const struct sw_config_backend *be, const char *path, long timeout_ms,
-                    const char *trace_id)
+                    const struct sw_config_backend *be, const char *path, const char *headers,
+                    long timeout_ms, const char *trace_id)
 {
     struct sw_buf h;
     sw_buf_init(&h, 8192);
@@ -108,13 +108,8 @@ static int start_h1(struct sw_upstream *u, struct sw_curlev *cev,
         if (!err)
             err = sw_buf_append(&h, "\r\n", 2);
     }
-    if (!err && be->api_key) {
-        err = sw_buf_append_str(&h, "Authorization: Bearer ");
-        if (!err)
-            err = sw_buf_append_str(&h, be->api_key);
-        if (!err)
-            err = sw_buf_append(&h, "\r\n", 2);
-    }
+    if (!err && headers)
+        err = sw_buf_append_str(&h, headers);
     if (!err)
         err = sw_buf_append(&h, "\r\n", 2);
     if (err) {
@@ -132,7 +127,7 @@ static int start_h1(struct sw_upstream *u, struct sw_curlev *cev,
 }
 
 int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
-                      const struct sw_config_backend *be, const char *path,
+                      const struct sw_config_backend *be, const char *path, const char *headers,
                       char *body, size_t body_len, long timeout_ms, const char *trace_id,
                       const struct sw_upstream_cbs *cbs, void *ud)
 {
@@ -145,7 +140,7 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
     u->body_len = body_len;
     int err = SW_ENOMEM;
     if (sw_h1_handles(be->url)) {
-        err = start_h1(u, cev, be, path, timeout_ms, trace_id);
+        err = start_h1(u, cev, be, path, headers, timeout_ms, trace_id);
         if (err)
             sw_upstream_cleanup(u);
         return err;
@@ -177,8 +172,13 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
     ADD_HEADER("Expect:"); /* no 100-continue round trip */
     if (trace_id)
         ADD_HEADER("X-Request-Id: %s", trace_id);
-    if (be->api_key)
-        ADD_HEADER("Authorization: Bearer %s", be->api_key);
+    for (const char *line = headers; line && *line;) {
+        size_t n = strcspn(line, "\r\n");
+        if (n)
+            ADD_HEADER("%.*s", (int)n, line);
+        line += n;
+        line += strspn(line, "\r\n");
+    }
 #undef ADD_HEADER
     u->headers = h;
     sw_buf_free(&tmp);

@@ -6,8 +6,8 @@
  * handle. Both keep keep-alive pools. The relay drives it through two
  * callbacks and cannot tell the two apart.
  *
- * Only the OpenAI dialect is spoken here; the Anthropic adapter is its own
- * issue and such backends are refused at start-up. */
+ * The headers that depend on the API the backend speaks (authentication,
+ * version) come from the caller (upstream/dialect.h). */
 #ifndef SW_UPSTREAM_UPSTREAM_H
 #define SW_UPSTREAM_UPSTREAM_H
 
@@ -48,9 +48,11 @@ struct sw_upstream {
 
 /* Starts POST {backend.url}{path} with `body` (ownership taken, freed by
  * sw_upstream_cleanup), a total timeout of timeout_ms and the backend's
- * connect timeout. `trace_id` goes out as X-Request-Id. */
+ * connect timeout. `trace_id` goes out as X-Request-Id; `headers` (borrowed,
+ * may be NULL) are more request headers, "Name: value\r\n" each: the
+ * dialect's authentication and version headers. */
 int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
-                      const struct sw_config_backend *be, const char *path,
+                      const struct sw_config_backend *be, const char *path, const char *headers,
                       char *body, size_t body_len, long timeout_ms, const char *trace_id,
                       const struct sw_upstream_cbs *cbs, void *ud);
 /* Aborts a running attempt at once; the upstream sees the connection close. */

@@ -34,10 +34,11 @@ if ! command -v clang >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
 fi
 
-# The modules under test and what they need: the parsers, the PII engine (its
+# The modules under test and what they need: the parsers, the dialect
+# translation, the PII engine (its
 # C++ phone validator too), the config loader and the HTTP server (driven over
 # loopback by fuzz_http).
-SRCS="src/request/request.c src/relay/sse.c $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c)
+SRCS="src/request/request.c src/relay/sse.c $(ls src/dialect/*.c) $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c)
       $(ls src/config/*.c) src/http/server.c src/contract/schema.c"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc

@@ -73,21 +73,22 @@ test('starting with an invalid config exits 1 without listening', () => {
 });
 
 test('--check-config: every shipped example is valid (with its secrets in the environment)', () => {
-  const env = { ...process.env, APP_KEY: 'sk-app-1', INTERNAL_KEY: 'sk-int-1', ADMIN_KEY: 'sk-admin-1', OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a' };
-  for (const f of ['examples/demo.yaml', 'examples/llamacpp-openai.yaml', 'examples/ollama.yaml']) {
+  const env = { ...process.env, APP_KEY: 'sk-app-1', INTERNAL_KEY: 'sk-int-1', ADMIN_KEY: 'sk-admin-1', OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a', CLAUDE_CODE_KEY: 'sk-cc' };
+  for (const f of ['examples/demo.yaml', 'examples/llamacpp-openai.yaml', 'examples/ollama.yaml', 'examples/claude-code.yaml']) {
     const r = spawnSync(bin, ['--check-config', f], { encoding: 'utf8', env, timeout: 10000 });
     assert.equal(r.status, 0, `${f}: ${r.stderr}`);
   }
 });
 
-test('--check-config: the anthropic dialect is refused until its adapter exists', () => {
+test('--check-config: anthropic backends, dialects and anthropic_version are accepted', () => {
   const r = run('--check-config', file(`backends:
-  - { name: c, tier: cloud, url: "https://api.anthropic.com", dialect: anthropic, model: m }
+  - { name: c, tier: cloud, url: "https://api.anthropic.com", dialect: anthropic, model: m, anthropic_version: "2023-06-01" }
+  - { name: both, tier: cloud, url: "https://gw.example", dialects: [anthropic, openai], model: m }
 models:
-  - { name: chat, backends: [c] }
+  - { name: chat, backends: [c, both] }
 `));
-  assert.equal(r.status, 1);
-  assert.match(r.stderr, /dialect: anthropic is not supported by this build yet/);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /: ok/);
 });
 
 // `make run` = build + scripts/demo.sh: two llmsim processes on :8081/:8082 and

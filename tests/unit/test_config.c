@@ -323,7 +323,10 @@ static void test_example_ollama(void **state)
     assert_string_equal(cfg->backends[0].url, "http://127.0.0.1:11434");
     assert_string_equal(cfg->backends[0].model, "llama3.1:8b");
     assert_int_equal(cfg->backends[0].slots, 2);
-    assert_int_equal(cfg->backends[1].dialect, SW_DIALECT_OPENAI);
+    assert_int_equal(cfg->backends[1].dialect, SW_DIALECT_ANTHROPIC);
+    assert_int_equal(cfg->backends[1].dialects, 1u << SW_DIALECT_ANTHROPIC);
+    assert_string_equal(cfg->backends[1].anthropic_version, "2023-06-01");
+    assert_int_equal(cfg->backends[0].dialects, 1u << SW_DIALECT_OPENAI);
     assert_string_equal(cfg->backends[1].api_key, "sk-ant-secret");
     assert_non_null(sw_config_find_model(cfg, "llama3.1:8b"));
     assert_int_equal(cfg->limits.max_connections, 256);
@@ -582,8 +585,8 @@ static const struct bad_case bad_cases[] = {
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
      {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits, pii, state, decision_log, plan)",
-      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
-      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
+      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
+      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
       "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits, pii, state, decision_log, plan)"}},
     {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
      "backends:\n"
@@ -635,6 +638,10 @@ static const struct bad_case bad_cases[] = {
     {"enums", BACKENDS "    dialect: OpenAI\n  - name: c\n    tier: \"${TIER}\"\n    url: https://x\n    model: m\n" MODELS, 
      {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic",
       "t.yaml:8:11: backends[1].tier: \"${TIER}\" (after substitution) is not one of local, cloud"}},
+    {"dialects", BACKENDS "    dialects: [openai, claude, openai]\n  - {name: c, tier: cloud, url: \"https://x\", model: m, dialect: openai, dialects: [anthropic]}\n" MODELS,
+     {"t.yaml:6:24: backends[0].dialects[1]: \"claude\" is not a dialect: openai or anthropic",
+      "t.yaml:6:32: backends[0].dialects[2]: \"openai\" is listed twice",
+      "t.yaml:7:83: backends[1].dialects: give either dialect or dialects, not both"}},
     {"prices", BACKENDS "    price: { input_usd_per_mtok: -0.1, output_usd_per_mtok: nan, cached: 1 }\n" MODELS, 
      {"t.yaml:6:34: backends[0].price.input_usd_per_mtok: \"-0.1\" is out of range (0..10000)",
       "t.yaml:6:61: backends[0].price.output_usd_per_mtok: expected a number 0..10000, got \"nan\"",

@@ -22,7 +22,7 @@ static const char *const entry_keys[] = {
     "time",      "request_id", "model",    "key_name",    "decision",  "status",
     "backend",   "tier",       "region",   "reason",   "code",        "attempts",  "ttft_ms",
     "duration_ms", "tokens_in", "tokens_out", "cost_usd", "stream",    "pii",
-    "pii_outcome",
+    "pii_outcome", "api",
 };
 static const char *const attempt_keys[] = {"backend", "reason", "outcome",
                                            "status",  "error",  "ttft_ms"};
@@ -98,7 +98,7 @@ static void test_served_entry(void **state)
         "\"error\":null,\"ttft_ms\":412.5}],"
         "\"ttft_ms\":640.123,\"duration_ms\":2210.25,\"tokens_in\":812,\"tokens_out\":97,"
         "\"cost_usd\":0.0012345,\"stream\":true,\"pii\":{\"email\":2,\"iban\":1},"
-        "\"pii_outcome\":\"masked_cloud\"}");
+        "\"pii_outcome\":\"masked_cloud\",\"api\":\"openai\"}");
 
     json_t *j = parse(line);
     assert_keys(j, entry_keys, N(entry_keys));
@@ -156,8 +156,9 @@ static void test_rejected_entry(void **state)
     free(line);
 }
 
-/* api and contract are written, last, only when set: chat lines without a
- * contract keep exactly the documented fields. */
+/* api is always written (a chat line without one says "openai"); contract,
+ * last, only when set: lines without a contract keep exactly the documented
+ * fields. */
 static void test_api_and_contract(void **state)
 {
     (void)state;
@@ -182,7 +183,7 @@ static void test_api_and_contract(void **state)
     line = sw_declog_format(&e);
     j = parse(line);
     assert_keys(j, entry_keys, N(entry_keys));
-    assert_null(json_object_get(j, "api"));
+    assert_string_equal(json_string_value(json_object_get(j, "api")), "openai");
     assert_null(json_object_get(j, "contract"));
     json_decref(j);
     free(line);

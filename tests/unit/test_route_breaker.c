@@ -269,7 +269,8 @@ static void test_qualifies(void **state)
     } t[] = {
         {200, SW_OK, false}, {400, SW_OK, false}, {401, SW_OK, false}, {404, SW_OK, false},
         {413, SW_OK, false}, {429, SW_OK, true},  {500, SW_OK, false}, {501, SW_OK, false},
-        {502, SW_OK, true},  {503, SW_OK, true},  {504, SW_OK, true},  {0, SW_ECONNECT, true},
+        {502, SW_OK, true},  {503, SW_OK, true},  {504, SW_OK, true},  {529, SW_OK, true},
+        {0, SW_ECONNECT, true},
         {0, SW_ETIMEOUT, true}, {0, SW_ECANCELED, false}, {0, SW_EPROTO, false},
         {503, SW_ECANCELED, false}, /* a transport error wins over a status */
         {200, SW_ETIMEOUT, true},   /* stalled mid-answer */

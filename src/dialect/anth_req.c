@@ -1,0 +1,558 @@
+#include "dialect/anth_req.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "dialect/req_util.h"
+
+/* ---- Anthropic -> OpenAI ---- */
+
+/* An Anthropic image block as an OpenAI image_url part; NULL with *err set. */
+static json_t *image_part(const json_t *blk, const char *path, struct sw_request_error *err)
+{
+    char p[128];
+    json_t *src = json_object_get(blk, "source");
+    const char *st = json_string_value(json_object_get(src, "type"));
+    if (!json_is_object(src) || !st) {
+        snprintf(p, sizeof p, "%s.source", path);
+        BAD(p, "%s: an image block needs a source object with a type.", p);
+    }
+    if (!strcmp(st, "base64")) {
+        const char *mt = json_string_value(json_object_get(src, "media_type"));
+        const char *data = json_string_value(json_object_get(src, "data"));
+        if (!mt || !data) {
+            snprintf(p, sizeof p, "%s.source", path);
+            BAD(p, "%s: a base64 image needs media_type and data strings.", p);
+        }
+        struct sw_buf u;
+        sw_buf_init(&u, (size_t)1 << 31);
+        if (sw_buf_appendf(&u, "data:%s;base64,", mt) || sw_buf_append_str(&u, data)) {
+            sw_buf_free(&u);
+            sw_dialect_oom(err);
+            return NULL;
+        }
+        json_t *part = json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", u.ptr);
+        sw_buf_free(&u);
+        if (!part)
+            sw_dialect_oom(err);
+        return part;
+    }
+    if (!strcmp(st, "url")) {
+        const char *url = json_string_value(json_object_get(src, "url"));
+        if (!url) {
+            snprintf(p, sizeof p, "%s.source.url", path);
+            BAD(p, "%s: a url image needs a url string.", p);
+        }
+        json_t *part = json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", url);
+        if (!part)
+            sw_dialect_oom(err);
+        return part;
+    }
+    snprintf(p, sizeof p, "%s.source.type", path);
+    NOPE(p, "%s: image source type '%s' cannot be translated (base64 and url can).", p, st);
+fail:
+    return NULL;
+}
+
+/* One tool_result block as an OpenAI tool message. */
+static json_t *tool_message(const json_t *blk, const char *path, struct sw_request_error *err)
+{
+    char p[128];
+    const char *id = json_string_value(json_object_get(blk, "tool_use_id"));
+    if (!id) {
+        snprintf(p, sizeof p, "%s.tool_use_id", path);
+        BAD(p, "%s: a tool_result block needs a tool_use_id string.", p);
+    }
+    json_t *c = json_object_get(blk, "content");
+    long bad;
+    char *text = c ? sw_dialect_joined_text(c, &bad) : strdup("");
+    if (!text) {
+        if (bad >= 0)
+            snprintf(p, sizeof p, "%s.content[%ld]", path, bad);
+        else
+            snprintf(p, sizeof p, "%s.content", path);
+        NOPE(p, "%s: tool results can be translated only as text (a string or text blocks).",
+            p);
+    }
+    json_t *err_flag = json_object_get(blk, "is_error");
+    const char *prefix = json_is_true(err_flag) ? "Error: " : "";
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 31);
+    json_t *m = NULL;
+    if (!sw_buf_appendf(&b, "%s", prefix) && !sw_buf_append_str(&b, text))
+        m = json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id", id, "content",
+                      b.ptr ? b.ptr : "");
+    sw_buf_free(&b);
+    free(text);
+    if (!m)
+        sw_dialect_oom(err);
+    return m;
+fail:
+    return NULL;
+}
+
+/* Appends the OpenAI messages for Anthropic message i to `msgs`. */
+static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_request_error *err)
+{
+    char p[128];
+    json_t *parts = NULL, *calls = NULL;
+    struct sw_buf text;
+    sw_buf_init(&text, (size_t)1 << 31);
+    snprintf(p, sizeof p, "messages[%zu]", i);
+    if (!json_is_object(m))
+        BAD(p, "%s: expected an object.", p);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    char pr[128];
+    snprintf(pr, sizeof pr, "%s.role", p);
+    if (!role)
+        BAD(pr, "%s: a role is required (user or assistant).", pr);
+    bool user = !strcmp(role, "user"), assistant = !strcmp(role, "assistant");
+    if (!user && !assistant)
+        BAD(pr, "%s: '%s' is not a role of the Messages API (user or assistant; the system "
+                "prompt is the top-level system field).", pr, role);
+    json_t *content = json_object_get(m, "content");
+    char pc[128];
+    snprintf(pc, sizeof pc, "%s.content", p);
+    if (json_is_string(content)) {
+        json_t *o = json_pack("{s:s, s:O}", "role", role, "content", content);
+        if (!o || json_array_append_new(msgs, o))
+            return sw_dialect_oom(err);
+        return SW_OK;
+    }
+    if (!json_is_array(content) || json_array_size(content) == 0)
+        BAD(pc, "%s: expected a string or a non-empty array of content blocks.", pc);
+
+    parts = json_array();
+    calls = json_array();
+    if (!parts || !calls)
+        goto nomem;
+    size_t j;
+    json_t *blk;
+    json_array_foreach(content, j, blk) {
+        char pb[160];
+        snprintf(pb, sizeof pb, "%s[%zu]", pc, j);
+        const char *t = sw_dialect_type_of(blk);
+        if (!json_is_object(blk))
+            BAD(pb, "%s: expected a content block object.", pb);
+        if (!strcmp(t, "text")) {
+            json_t *tx = json_object_get(blk, "text");
+            if (!json_is_string(tx)) {
+                char pt[176];
+                snprintf(pt, sizeof pt, "%s.text", pb);
+                BAD(pt, "%s: expected a string.", pt);
+            }
+            if (assistant) {
+                if ((text.len && sw_buf_append(&text, "\n", 1)) ||
+                    sw_buf_append_str(&text, json_string_value(tx)))
+                    goto nomem;
+            } else if (json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "text",
+                                                               "text", tx))) {
+                goto nomem;
+            }
+        } else if (!strcmp(t, "image") && user) {
+            json_t *part = image_part(blk, pb, err);
+            if (!part)
+                goto fail;
+            if (json_array_append_new(parts, part))
+                goto nomem;
+        } else if (!strcmp(t, "tool_result") && user) {
+            if (json_array_size(parts) > 0)
+                NOPE(pb, "%s: tool_result blocks must come before the other blocks of a user "
+                        "message to be translated.", pb);
+            json_t *tm = tool_message(blk, pb, err);
+            if (!tm)
+                goto fail;
+            if (json_array_append_new(msgs, tm))
+                goto nomem;
+        } else if (!strcmp(t, "tool_use") && assistant) {
+            const char *id = json_string_value(json_object_get(blk, "id"));
+            const char *name = json_string_value(json_object_get(blk, "name"));
+            json_t *input = json_object_get(blk, "input");
+            if (!id || !name || !json_is_object(input))
+                BAD(pb, "%s: a tool_use block needs id and name strings and an input object.",
+                    pb);
+            char *args = json_dumps(input, JSON_COMPACT);
+            json_t *call = args ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type",
+                                            "function", "function", "name", name, "arguments",
+                                            args)
+                                : NULL;
+            free(args);
+            if (!call || json_array_append_new(calls, call))
+                goto nomem;
+        } else {
+            char pt[176];
+            snprintf(pt, sizeof pt, "%s.type", pb);
+            NOPE(pt, "%s: a '%s' block in a%s message cannot be translated to the OpenAI "
+                    "chat format.", pt, t[0] ? t : "(missing)", user ? " user" : "n assistant");
+        }
+    }
+    if (assistant) {
+        json_t *o = json_pack("{s:s}", "role", "assistant");
+        if (!o)
+            goto nomem;
+        json_object_set_new(o, "content", text.len || !json_array_size(calls)
+                                              ? json_string(text.ptr ? text.ptr : "")
+                                              : json_null());
+        if (json_array_size(calls))
+            json_object_set(o, "tool_calls", calls);
+        if (json_array_append_new(msgs, o))
+            goto nomem;
+    } else if (json_array_size(parts)) {
+        json_t *o = json_pack("{s:s, s:O}", "role", "user", "content", parts);
+        if (!o || json_array_append_new(msgs, o))
+            goto nomem;
+    }
+    json_decref(parts);
+    json_decref(calls);
+    sw_buf_free(&text);
+    return SW_OK;
+nomem:
+    sw_dialect_oom(err);
+    json_decref(parts);
+    json_decref(calls);
+    sw_buf_free(&text);
+    return SW_ENOMEM;
+fail:
+    json_decref(parts);
+    json_decref(calls);
+    sw_buf_free(&text);
+    return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
+}
+
+static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_error *err)
+{
+    if (!json_is_array(tools))
+        BAD("tools", "tools: expected an array of tool definitions.");
+    json_t *list = json_array();
+    if (!list)
+        return sw_dialect_oom(err);
+    json_object_set_new(out, "tools", list);
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        char p[64];
+        snprintf(p, sizeof p, "tools[%zu]", i);
+        if (!json_is_object(t))
+            BAD(p, "%s: expected an object.", p);
+        json_t *type = json_object_get(t, "type");
+        if (type && !json_is_null(type) &&
+            !(json_is_string(type) && !strcmp(json_string_value(type), "custom"))) {
+            snprintf(p, sizeof p, "tools[%zu].type", i);
+            NOPE(p, "%s: server and client tools of type '%s' cannot be translated; only "
+                   "custom tools (name, description, input_schema) can.",
+                p, json_is_string(type) ? json_string_value(type) : "?");
+        }
+        const char *name = json_string_value(json_object_get(t, "name"));
+        json_t *schema = json_object_get(t, "input_schema");
+        if (!name) {
+            snprintf(p, sizeof p, "tools[%zu].name", i);
+            BAD(p, "%s: a tool needs a name string.", p);
+        }
+        if (!json_is_object(schema)) {
+            snprintf(p, sizeof p, "tools[%zu].input_schema", i);
+            BAD(p, "%s: a tool needs an input_schema object.", p);
+        }
+        json_t *fn = json_pack("{s:s, s:O}", "name", name, "parameters", schema);
+        json_t *desc = json_object_get(t, "description");
+        if (fn && json_is_string(desc))
+            json_object_set(fn, "description", desc);
+        json_t *o = fn ? json_pack("{s:s, s:o}", "type", "function", "function", fn) : NULL;
+        if (!o || json_array_append_new(list, o))
+            return sw_dialect_oom(err);
+    }
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+static int tool_choice_to_openai(json_t *out, const json_t *tc, struct sw_request_error *err)
+{
+    const char *t = json_string_value(json_object_get(tc, "type"));
+    if (!json_is_object(tc) || !t)
+        BAD("tool_choice", "tool_choice: expected an object with a type (auto, any, tool, none).");
+    json_t *v;
+    if (!strcmp(t, "auto"))
+        v = json_string("auto");
+    else if (!strcmp(t, "any"))
+        v = json_string("required");
+    else if (!strcmp(t, "none"))
+        v = json_string("none");
+    else if (!strcmp(t, "tool")) {
+        const char *name = json_string_value(json_object_get(tc, "name"));
+        if (!name)
+            BAD("tool_choice.name", "tool_choice.name: a tool choice of type tool needs a name.");
+        v = json_pack("{s:s, s:{s:s}}", "type", "function", "function", "name", name);
+    } else {
+        BAD("tool_choice.type", "tool_choice.type: '%s' is not auto, any, tool or none.", t);
+    }
+    if (!v)
+        return sw_dialect_oom(err);
+    json_object_set_new(out, "tool_choice", v);
+    json_t *dp = json_object_get(tc, "disable_parallel_tool_use");
+    if (json_is_true(dp))
+        json_object_set_new(out, "parallel_tool_calls", json_false());
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out,
+                          struct sw_request_error *err)
+{
+    *out = NULL;
+    json_t *o = NULL;
+    if (!json_is_object(in))
+        BAD(NULL, "The request body must be a JSON object.");
+    static const char *const known[] = {
+        "model", "messages", "max_tokens", "system", "stop_sequences", "temperature",
+        "top_p", "stream", "tools", "tool_choice", "metadata", "thinking"};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)in, k, v) {
+        bool ok = false;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            ok |= !strcmp(k, known[i]);
+        if (!ok) {
+            char p[128];
+            snprintf(p, sizeof p, "%.100s", k);
+            NOPE(p, "%s: this field cannot be translated by the gateway and is refused rather "
+                   "than dropped.", p);
+        }
+    }
+    json_t *model = json_object_get(in, "model");
+    if (!json_is_string(model) || !json_string_length(model))
+        BAD("model", "model: a non-empty string is required.");
+    json_t *mt = json_object_get(in, "max_tokens");
+    if (mt || require_max_tokens) {
+        if (!json_is_integer(mt) || json_integer_value(mt) < 1 ||
+            json_integer_value(mt) > SW_REQUEST_MAX_TOKENS)
+            BAD("max_tokens", "max_tokens: an integer from 1 to %ld is required.",
+                SW_REQUEST_MAX_TOKENS);
+    }
+    json_t *msgs_in = json_object_get(in, "messages");
+    if (!json_is_array(msgs_in) || json_array_size(msgs_in) == 0)
+        BAD("messages", "messages: a non-empty array of messages is required.");
+    json_t *st = json_object_get(in, "stream");
+    if (st && !json_is_boolean(st))
+        BAD("stream", "stream: expected a boolean.");
+    json_t *th = json_object_get(in, "thinking");
+    if (th && !(json_is_object(th) && json_is_string(json_object_get(th, "type")) &&
+                !strcmp(json_string_value(json_object_get(th, "type")), "disabled")))
+        NOPE("thinking", "thinking: extended thinking cannot be translated; only "
+                        "{\"type\":\"disabled\"} is accepted.");
+
+    o = json_object();
+    json_t *msgs = json_array();
+    if (!o || !msgs) {
+        json_decref(msgs);
+        goto nomem;
+    }
+    json_object_set(o, "model", model);
+    json_object_set_new(o, "messages", msgs);
+    json_t *sys = json_object_get(in, "system");
+    if (sys && !json_is_null(sys)) {
+        long bad;
+        char *s = sw_dialect_joined_text(sys, &bad);
+        if (!s) {
+            char p[64];
+            if (bad >= 0)
+                snprintf(p, sizeof p, "system[%ld]", bad);
+            else
+                snprintf(p, sizeof p, "system");
+            BAD(p, "%s: the system prompt must be a string or an array of text blocks.", p);
+        }
+        json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", s);
+        free(s);
+        if (!m || json_array_append_new(msgs, m))
+            goto nomem;
+    }
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs_in, i, m) {
+        int rc = add_message(msgs, m, i, err);
+        if (rc) {
+            json_decref(o);
+            return rc;
+        }
+    }
+    if (json_array_size(msgs) == 0)
+        BAD("messages", "messages: nothing to send.");
+    if (mt)
+        json_object_set(o, "max_tokens", mt);
+    json_t *ss = json_object_get(in, "stop_sequences");
+    if (ss && !json_is_null(ss)) {
+        size_t j;
+        json_t *s;
+        if (!json_is_array(ss))
+            BAD("stop_sequences", "stop_sequences: expected an array of strings.");
+        json_array_foreach(ss, j, s) if (!json_is_string(s)) {
+            char p[64];
+            snprintf(p, sizeof p, "stop_sequences[%zu]", j);
+            BAD(p, "%s: expected a string.", p);
+        }
+        if (json_array_size(ss))
+            json_object_set(o, "stop", ss);
+    }
+    static const char *const nums[] = {"temperature", "top_p"};
+    for (size_t n = 0; n < 2; n++) {
+        json_t *x = json_object_get(in, nums[n]);
+        if (!x || json_is_null(x))
+            continue;
+        if (!sw_dialect_is_num(x) || json_number_value(x) < 0 || json_number_value(x) > 1)
+            BAD(nums[n], "%s: expected a number from 0 to 1.", nums[n]);
+        json_object_set(o, nums[n], x);
+    }
+    if (json_is_true(st))
+        json_object_set_new(o, "stream", json_true());
+    json_t *tools = json_object_get(in, "tools");
+    if (tools && !json_is_null(tools) && tools_to_openai(o, tools, err))
+        goto fail_rc;
+    json_t *tc = json_object_get(in, "tool_choice");
+    if (tc && !json_is_null(tc) && tool_choice_to_openai(o, tc, err))
+        goto fail_rc;
+    json_t *md = json_object_get(in, "metadata");
+    if (md && !json_is_null(md)) {
+        if (!json_is_object(md))
+            BAD("metadata", "metadata: expected an object.");
+        json_object_foreach(md, k, v) {
+            if (!strcmp(k, "user_id")) {
+                if (!json_is_string(v) && !json_is_null(v))
+                    BAD("metadata.user_id", "metadata.user_id: expected a string.");
+                if (json_is_string(v))
+                    json_object_set(o, "user", v);
+            } else if (!strcmp(k, "allow_cloud")) {
+                json_t *omd = json_object_get(o, "metadata");
+                if (!omd) {
+                    omd = json_object();
+                    json_object_set_new(o, "metadata", omd);
+                }
+                json_object_set(omd, "allow_cloud", v);
+            } else {
+                char p[128];
+                snprintf(p, sizeof p, "metadata.%.100s", k);
+                NOPE(p, "%s: only user_id (and Spillway's allow_cloud) can be translated.", p);
+            }
+        }
+    }
+    *out = o;
+    return SW_OK;
+nomem:
+    json_decref(o);
+    return sw_dialect_oom(err);
+fail_rc:
+    json_decref(o);
+    return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
+fail:
+    json_decref(o);
+    return SW_EINVAL;
+}
+
+/* ---- Parsing an Anthropic body ---- */
+
+/* Removes from `root` what `param` points into, at the level that can go
+ * without the rest: a top-level field, a tool, a metadata key, a system
+ * block, or a message's content block. Returns false when nothing was
+ * removed (the path points nowhere removable). */
+static bool prune(json_t *root, const char *param)
+{
+    char key[128];
+    size_t n = strcspn(param, ".[");
+    if (n == 0 || n >= sizeof key)
+        return false;
+    memcpy(key, param, n);
+    key[n] = '\0';
+    const char *rest = param + n;
+    if (!strcmp(key, "metadata") && rest[0] == '.')
+        return json_object_del(json_object_get(root, "metadata"), rest + 1) == 0;
+    if ((!strcmp(key, "tools") || !strcmp(key, "system")) && rest[0] == '[') {
+        unsigned long i = strtoul(rest + 1, NULL, 10);
+        return json_array_remove(json_object_get(root, key), i) == 0;
+    }
+    if (!strcmp(key, "messages") && rest[0] == '[') {
+        char *end;
+        unsigned long i = strtoul(rest + 1, &end, 10);
+        unsigned long j;
+        if (strncmp(end, "].content[", 10) != 0)
+            return false;
+        j = strtoul(end + 10, NULL, 10);
+        json_t *msg = json_array_get(json_object_get(root, "messages"), i);
+        json_t *content = json_object_get(msg, "content");
+        if (json_array_remove(content, j))
+            return false;
+        if (json_array_size(content) == 0)
+            json_object_set_new(msg, "content", json_string(""));
+        return true;
+    }
+    return json_object_del(root, key) == 0;
+}
+
+int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
+                          struct sw_chat_request *req, struct sw_request_error *err)
+{
+    memset(req, 0, sizeof *req);
+    req->allow_cloud = -1;
+    struct sw_json_shape shape;
+    if (!sw_request_json_shape(body ? body : "", body ? len : 0, SW_REQUEST_MAX_JSON_VALUES,
+                               SW_REQUEST_MAX_JSON_DEPTH, &shape)) {
+        sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
+                             "The body has more than %d values or nests deeper than %d.",
+                             SW_REQUEST_MAX_JSON_VALUES, SW_REQUEST_MAX_JSON_DEPTH);
+        return SW_EINVAL;
+    }
+    json_error_t je;
+    json_t *in = json_loadb(body ? body : "", body ? len : 0,
+                            JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (!in) {
+        sw_request_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                             "The body is not valid JSON: %s (line %d, column %d).", je.text,
+                             je.line, je.column);
+        return SW_EINVAL;
+    }
+    /* Fields the internal form cannot carry are noted (the first one) and
+     * left out of the translation; the request still routes, and a backend
+     * that speaks Anthropic gets the body whole. */
+    json_t *work = NULL, *oai = NULL;
+    struct sw_request_error *first = NULL;
+    int rc = SW_OK;
+    for (int round = 0; round < 64; round++) {
+        rc = sw_anth_req_to_openai(work ? work : in, require_max_tokens, &oai, err);
+        if (rc != SW_EINVAL || strcmp(err->code, "untranslatable"))
+            break;
+        if (!first && !(first = malloc(sizeof *first))) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        if (round == 0)
+            *first = *err;
+        if (!work && !(work = json_deep_copy(in))) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        if (!prune(work, err->param)) {
+            *err = *first;
+            break;
+        }
+    }
+    json_decref(work);
+    if (rc == SW_OK) {
+        char *text = json_dumps(oai, JSON_COMPACT);
+        json_decref(oai);
+        rc = text ? sw_request_parse(text, strlen(text), req, err) : SW_ENOMEM;
+        free(text);
+    }
+    if (rc) {
+        if (rc == SW_ENOMEM)
+            sw_dialect_oom(err);
+        free(first);
+        json_decref(in);
+        return rc;
+    }
+    req->dialect = 1;
+    req->native = in;
+    req->untranslatable = first;
+    return SW_OK;
+}

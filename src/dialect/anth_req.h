@@ -1,0 +1,53 @@
+/* Anthropic Messages requests <-> OpenAI chat-completions requests, the
+ * gateway's internal form. Pure: no I/O, no clock.
+ *
+ * Both directions work on decoded JSON trees and build a new tree; the input
+ * is only read. What has no counterpart on the other side is refused with a
+ * 400 whose `param` names the field (JSON path of the input), never dropped
+ * in silence. docs/api.md has the field-by-field table; the rules below are
+ * that table's. */
+#ifndef SW_DIALECT_ANTH_REQ_H
+#define SW_DIALECT_ANTH_REQ_H
+
+#include <jansson.h>
+
+#include "request/request.h"
+
+/* The anthropic-version a backend gets when neither config nor client set one. */
+#define SW_ANTH_DEFAULT_VERSION "2023-06-01"
+
+/* An Anthropic Messages body (`in`, borrowed) as an OpenAI chat request.
+ * Validates Anthropic's shape as it goes: model (string), max_tokens (integer
+ * >= 1; when require_max_tokens is false an absent one is left absent, as
+ * count_tokens allows), messages (non-empty array of user/assistant messages,
+ * content a string or an array of blocks), system (string or text blocks),
+ * stop_sequences, temperature, top_p, stream, tools, tool_choice, metadata
+ * (user_id; Spillway's allow_cloud kept as metadata.allow_cloud), thinking
+ * (only {"type":"disabled"}). Unknown top-level fields are refused.
+ * On success *out is a new tree (caller decrefs) and SW_OK is returned;
+ * otherwise *err is filled (400 invalid_request_error, or 500 out of memory)
+ * and SW_EINVAL / SW_ENOMEM is returned. */
+int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out,
+                          struct sw_request_error *err);
+
+/* An OpenAI chat request (`in`, borrowed, already valid per sw_request_parse)
+ * as an Anthropic Messages body. max_tokens: max_completion_tokens, else
+ * max_tokens, else default_max_tokens. system and developer messages become
+ * the top-level system (joined with a blank line); tool messages become
+ * tool_result blocks of a user message; assistant tool_calls become tool_use
+ * blocks (their arguments must be a JSON object). Same contract as above. */
+int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **out,
+                            struct sw_request_error *err);
+
+/* Parses len bytes of an Anthropic Messages body (borrowed) into *req for
+ * routing: req->body is the OpenAI translation (validated and estimated by
+ * sw_request_parse), req->native the decoded body itself, req->dialect 1.
+ * Fields that are valid Anthropic but have no OpenAI form (code
+ * "untranslatable": thinking, document blocks, server tools, ...) are left
+ * out of req->body and the first is kept in req->untranslatable, so the
+ * request can still go whole to a backend that speaks Anthropic. Any other
+ * problem is a 400 in *err. Returns SW_OK, SW_EINVAL or SW_ENOMEM. */
+int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
+                          struct sw_chat_request *req, struct sw_request_error *err);
+
+#endif

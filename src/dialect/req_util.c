@@ -1,0 +1,55 @@
+#include "dialect/req_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+
+int sw_dialect_oom(struct sw_request_error *err)
+{
+    sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
+    return SW_ENOMEM;
+}
+
+bool sw_dialect_is_num(const json_t *v)
+{
+    return json_is_integer(v) || json_is_real(v);
+}
+
+/* Text of a string or of an array of text blocks, joined with "\n"; NULL
+ * (and *bad set to the offending index, or -1 for the type) otherwise. */
+char *sw_dialect_joined_text(const json_t *v, long *bad)
+{
+    *bad = -1;
+    if (json_is_string(v))
+        return strdup(json_string_value(v));
+    if (!json_is_array(v))
+        return NULL;
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    size_t i;
+    json_t *blk;
+    json_array_foreach(v, i, blk) {
+        json_t *t = json_object_get(blk, "text");
+        if (!json_is_object(blk) || !json_is_string(json_object_get(blk, "type")) ||
+            strcmp(json_string_value(json_object_get(blk, "type")), "text") || !json_is_string(t)) {
+            *bad = (long)i;
+            sw_buf_free(&b);
+            return NULL;
+        }
+        if ((i && sw_buf_append(&b, "\n", 1)) || sw_buf_append_str(&b, json_string_value(t))) {
+            sw_buf_free(&b);
+            return NULL;
+        }
+    }
+    if (!b.ptr)
+        return strdup("");
+    return b.ptr;
+}
+
+const char *sw_dialect_type_of(const json_t *blk)
+{
+    const char *t = json_string_value(json_object_get(blk, "type"));
+    return t ? t : "";
+}

@@ -1,0 +1,43 @@
+/* Helpers shared by the two request translators (anth_req.c, oai_req.c).
+ * Internal to src/dialect. */
+#ifndef SW_DIALECT_REQ_UTIL_H
+#define SW_DIALECT_REQ_UTIL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "request/request.h"
+
+/* JSON paths of offending fields are cut to fit their buffers on purpose
+ * (the error's param holds 128 bytes anyway). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
+
+/* A 400 naming `param`; jumps to the function's `fail` label. */
+#define BAD(param, ...)                                                                \
+    do {                                                                               \
+        sw_request_error_set(err, 400, "invalid_request_error", "invalid_value", param, \
+                             __VA_ARGS__);                                             \
+        goto fail;                                                                     \
+    } while (0)
+
+/* A field that is valid Anthropic but has no OpenAI form. */
+#define NOPE(param, ...)                                                                  \
+    do {                                                                                  \
+        sw_request_error_set(err, 400, "invalid_request_error", "untranslatable", param, \
+                             __VA_ARGS__);                                                \
+        goto fail;                                                                        \
+    } while (0)
+
+/* Fills *err with a 500 out of memory; returns SW_ENOMEM. */
+int sw_dialect_oom(struct sw_request_error *err);
+bool sw_dialect_is_num(const json_t *v);
+/* Text of a string or of an array of text blocks, joined with "\n"; NULL
+ * (and *bad set to the offending index, or -1 for the type) otherwise.
+ * Malloc'ed. */
+char *sw_dialect_joined_text(const json_t *v, long *bad);
+/* The "type" of a block or part, "" when it has none. */
+const char *sw_dialect_type_of(const json_t *blk);
+
+#endif

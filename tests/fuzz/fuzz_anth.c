@@ -1,0 +1,140 @@
+/* libFuzzer driver for the Anthropic <-> OpenAI translation (src/dialect/).
+ * The input is read three ways:
+ *  - as an Anthropic request body (sw_anth_request_parse): it parses or is
+ *    refused with a 400 naming something; a parsed body's translation is a
+ *    valid OpenAI request (sw_request_parse takes it), and the translation
+ *    back to Anthropic either succeeds or is a 400;
+ *  - as a whole Anthropic answer: when it translates to an OpenAI answer,
+ *    that one translates back;
+ *  - line by line as Anthropic stream events: every chunk they make goes
+ *    through the OpenAI -> Anthropic stream translator, whose every output
+ *    event is "event: NAME\ndata: <a JSON object>\n\n". */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "dialect/anth_req.h"
+#include "dialect/anth_resp.h"
+#include "request/request.h"
+
+#include "check.h"
+
+/* Every event in out[0..len) is well formed. */
+static void check_events(const struct sw_buf *out)
+{
+    const char *p = out->ptr, *end = out->ptr + out->len;
+    while (p && p < end) {
+        CHECK(!strncmp(p, "event: ", 7));
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        CHECK(nl && nl + 7 <= end && !strncmp(nl + 1, "data: ", 6));
+        const char *data = nl + 7;
+        const char *stop = memmem(data, (size_t)(end - data), "\n\n", 2);
+        CHECK(stop);
+        json_error_t je;
+        json_t *j = json_loadb(data, (size_t)(stop - data), 0, &je);
+        CHECK(json_is_object(j));
+        CHECK(json_is_string(json_object_get(j, "type")));
+        json_decref(j);
+        p = stop + 2;
+    }
+}
+
+static void requests(const uint8_t *data, size_t size)
+{
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    int rc = sw_anth_request_parse((const char *)data, size, (size & 1) != 0, &req, &err);
+    if (rc != SW_OK) {
+        CHECK(rc == SW_EINVAL || rc == SW_ENOMEM);
+        CHECK(err.status == 400 || err.status == 500);
+        CHECK(err.message[0]);
+        CHECK(!req.body && !req.native);
+        return;
+    }
+    CHECK(req.api == 1 && json_is_object(req.native) && json_is_object(req.body));
+    char *text = json_dumps(req.body, JSON_COMPACT);
+    CHECK(text);
+    struct sw_chat_request again;
+    int rc2 = sw_request_parse(text, strlen(text), &again, &err);
+    if (rc2 != SW_OK)
+        fprintf(stderr, "not a valid OpenAI request: %s at %s: %s\n", err.code, err.param, err.message);
+    CHECK(rc2 == SW_OK);
+    CHECK(again.prompt_tokens_est == req.prompt_tokens_est);
+    sw_request_free(&again);
+    free(text);
+    json_t *back = NULL;
+    rc = sw_anth_req_from_openai(req.body, 100, &back, &err);
+    CHECK(rc == SW_OK ? json_is_object(back) : (rc == SW_EINVAL && err.status == 400) || rc == SW_ENOMEM);
+    if (back) {
+        /* What went back to Anthropic translates forward again. */
+        json_t *fwd = NULL;
+        rc = sw_anth_req_to_openai(back, 1, &fwd, &err);
+        if (rc)
+            fprintf(stderr, "round trip refused: %s at %s: %s\n", err.code, err.param, err.message);
+        CHECK(rc == SW_OK || rc == SW_ENOMEM);
+        json_decref(fwd);
+    }
+    json_decref(back);
+    sw_request_free(&req);
+}
+
+static void answers(const uint8_t *data, size_t size)
+{
+    json_error_t je;
+    json_t *in = json_loadb((const char *)data, size, 0, &je);
+    if (!in)
+        return;
+    json_t *o = sw_anth_resp_to_openai(in, "m", 1);
+    if (o) {
+        json_t *a = sw_anth_resp_from_openai(o, "m");
+        CHECK(a);
+        CHECK(json_is_array(json_object_get(a, "content")));
+        json_decref(a);
+    }
+    json_decref(o);
+    json_t *a = sw_anth_resp_from_openai(in, "m");
+    json_decref(a);
+    json_decref(in);
+}
+
+static void streams(const uint8_t *data, size_t size)
+{
+    struct sw_anth_to_oai a2o;
+    struct sw_oai_to_anth o2a;
+    sw_anth_to_oai_init(&a2o, "m", 1);
+    sw_oai_to_anth_init(&o2a, "id", "m", 3);
+    struct sw_buf out;
+    sw_buf_init(&out, 1 << 26);
+    const char *p = (const char *)data, *end = p + size;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        json_t *chunks = json_array();
+        CHECK(chunks);
+        const char *msg = NULL;
+        if (sw_anth_to_oai_event(&a2o, p, n, chunks, &msg) != 0)
+            CHECK(msg && msg[0]);
+        size_t i;
+        json_t *c;
+        json_array_foreach(chunks, i, c) {
+            CHECK(json_is_object(c));
+            CHECK(sw_oai_to_anth_chunk(&o2a, c, &out) == SW_OK);
+        }
+        json_decref(chunks);
+        p += n + (nl ? 1 : 0);
+    }
+    CHECK(sw_oai_to_anth_finish(&o2a, &out) == SW_OK);
+    check_events(&out);
+    sw_buf_free(&out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    requests(data, size);
+    answers(data, size);
+    streams(data, size);
+    return 0;
+}

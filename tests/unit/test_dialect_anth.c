@@ -1,0 +1,377 @@
+/* Unit tests of the Anthropic <-> OpenAI translation (src/dialect/): table
+ * driven, each case an input JSON and the exact JSON expected (or the
+ * error's param and code). Streams are fed event by event and the whole
+ * output compared. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "dialect/anth_req.h"
+#include "dialect/anth_resp.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static json_t *load(const char *s)
+{
+    json_error_t e;
+    json_t *j = json_loads(s, 0, &e);
+    if (!j)
+        fail_msg("bad test JSON (%s): %s", e.text, s);
+    return j;
+}
+
+static void assert_json_eq(const json_t *got, const char *want, const char *name)
+{
+    json_t *w = load(want);
+    if (!json_equal(got, w)) {
+        char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+        char *ws = json_dumps(w, JSON_COMPACT | JSON_SORT_KEYS);
+        print_error("case %s:\n  got:  %s\n  want: %s\n", name, g, ws);
+        free(g);
+        free(ws);
+        json_decref(w);
+        fail();
+    }
+    json_decref(w);
+}
+
+/* ---- Requests ---- */
+
+struct req_case {
+    const char *name;
+    const char *in;
+    const char *out;        /* NULL: an error is expected */
+    const char *param;      /* the error's param */
+    const char *code;
+};
+
+static const struct req_case to_openai[] = {
+    {"system string, stop, sampling", 
+     "{\"model\":\"m\",\"max_tokens\":9,\"system\":\"be brief\",\"stop_sequences\":[\"X\"],\"temperature\":0.2,\"top_p\":0.9,\"stream\":true,"
+     "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":9,\"stop\":[\"X\"],\"temperature\":0.2,\"top_p\":0.9,\"stream\":true,"
+     "\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\"hi\"}]}", NULL, NULL},
+    {"system blocks joined", 
+     "{\"model\":\"m\",\"max_tokens\":1,\"system\":[{\"type\":\"text\",\"text\":\"a\",\"cache_control\":{\"type\":\"ephemeral\"}},{\"type\":\"text\",\"text\":\"b\"}],"
+     "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"system\",\"content\":\"a\\nb\"},{\"role\":\"user\",\"content\":\"hi\"}]}", NULL, NULL},
+    {"images base64 and url", 
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":["
+     "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"QUJD\"}},"
+     "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":\"https://x/y.png\"}},{\"type\":\"text\",\"text\":\"what?\"}]}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":["
+     "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,QUJD\"}},"
+     "{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://x/y.png\"}},{\"type\":\"text\",\"text\":\"what?\"}]}]}", NULL, NULL},
+    {"tool_use and tool_result (is_error)", 
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"go\"},"
+     "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{\"a\":1}},{\"type\":\"tool_use\",\"id\":\"t2\",\"name\":\"g\",\"input\":{}}]},"
+     "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]},"
+     "{\"type\":\"tool_result\",\"tool_use_id\":\"t2\",\"content\":\"boom\",\"is_error\":true}]}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"go\"},"
+     "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}},"
+     "{\"id\":\"t2\",\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]},"
+     "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"ok\"},{\"role\":\"tool\",\"tool_call_id\":\"t2\",\"content\":\"Error: boom\"}]}", NULL, NULL},
+    {"tools, tool_choice tool, no parallel, metadata", 
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+     "\"tools\":[{\"name\":\"f\",\"description\":\"d\",\"input_schema\":{\"type\":\"object\"}}],"
+     "\"tool_choice\":{\"type\":\"tool\",\"name\":\"f\",\"disable_parallel_tool_use\":true},"
+     "\"metadata\":{\"user_id\":\"u\",\"allow_cloud\":false}}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+     "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"d\",\"parameters\":{\"type\":\"object\"}}}],"
+     "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}},\"parallel_tool_calls\":false,"
+     "\"user\":\"u\",\"metadata\":{\"allow_cloud\":false}}", NULL, NULL},
+    {"tool_choice any", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":{\"type\":\"any\"}}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}", NULL, NULL},
+    {"thinking disabled accepted", "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"disabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    /* errors */
+    {"missing max_tokens", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "max_tokens", "invalid_value"},
+    {"max_tokens 0", "{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "max_tokens", "invalid_value"},
+    {"system role in messages", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", NULL, "messages[0].role", "invalid_value"},
+    {"empty messages", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[]}", NULL, "messages", "invalid_value"},
+    {"temperature above 1", "{\"model\":\"m\",\"max_tokens\":1,\"temperature\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "temperature", "invalid_value"},
+    {"thinking enabled", "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "thinking", "untranslatable"},
+    {"document block", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"document\"}]}]}", NULL, "messages[0].content[0].type", "untranslatable"},
+    {"server tool", "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"w\"}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "tools[0].type", "untranslatable"},
+    {"unknown field", "{\"model\":\"m\",\"max_tokens\":1,\"top_k\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "top_k", "untranslatable"},
+    {"image in tool_result", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":[{\"type\":\"image\"}]}]}]}", NULL, "messages[0].content[0].content[0]", "untranslatable"},
+    {"tool_use input not an object", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":[]}]}]}", NULL, "messages[0].content[0]", "invalid_value"},
+};
+
+static const struct req_case from_openai[] = {
+    {"system and developer to top-level, default max_tokens, stop string", 
+     "{\"model\":\"m\",\"stop\":\"END\",\"user\":\"u\",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[{\"role\":\"system\",\"content\":\"a\"},{\"role\":\"developer\",\"content\":[{\"type\":\"text\",\"text\":\"b\"}]},{\"role\":\"user\",\"content\":\"hi\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":77,\"system\":\"a\\n\\nb\",\"stop_sequences\":[\"END\"],\"stream\":true,\"metadata\":{\"user_id\":\"u\"},"
+     "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}", NULL, NULL},
+    {"max_completion_tokens wins, images", 
+     "{\"model\":\"m\",\"max_tokens\":5,\"max_completion_tokens\":6,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/jpeg;base64,QQ==\"}},{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://x/i.png\"}}]}]}",
+     "{\"model\":\"m\",\"max_tokens\":6,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/jpeg\",\"data\":\"QQ==\"}},"
+     "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":\"https://x/i.png\"}}]}]}", NULL, NULL},
+    {"tool calls and consecutive tool results merged", 
+     "{\"model\":\"m\",\"max_tokens\":1,\"parallel_tool_calls\":false,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}},"
+     "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"d\",\"parameters\":{\"type\":\"object\"}}},{\"type\":\"function\",\"function\":{\"name\":\"g\"}}],"
+     "\"messages\":[{\"role\":\"user\",\"content\":\"go\"},{\"role\":\"assistant\",\"content\":\"ok\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}},"
+     "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]},"
+     "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1\"},{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"r2\"},{\"role\":\"user\",\"content\":\"next\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":\"tool\",\"name\":\"f\",\"disable_parallel_tool_use\":true},"
+     "\"tools\":[{\"name\":\"f\",\"description\":\"d\",\"input_schema\":{\"type\":\"object\"}},{\"name\":\"g\",\"input_schema\":{\"type\":\"object\"}}],"
+     "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]},"
+     "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"},{\"type\":\"tool_use\",\"id\":\"c1\",\"name\":\"f\",\"input\":{\"a\":1}},{\"type\":\"tool_use\",\"id\":\"c2\",\"name\":\"g\",\"input\":{}}]},"
+     "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":\"r1\"},{\"type\":\"tool_result\",\"tool_use_id\":\"c2\",\"content\":\"r2\"},{\"type\":\"text\",\"text\":\"next\"}]}]}", NULL, NULL},
+    {"a tool result after user text starts its own user message",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":\"r\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]},"
+     "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c\",\"content\":\"r\"}]}]}", NULL, NULL},
+    {"tool_choice none", "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":\"none\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":\"none\"},\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}", NULL, NULL},
+    /* errors */
+    {"seed", "{\"model\":\"m\",\"seed\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "seed", "invalid_value"},
+    {"response_format", "{\"model\":\"m\",\"response_format\":{\"type\":\"json_object\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "response_format", "invalid_value"},
+    {"temperature 1.5", "{\"model\":\"m\",\"temperature\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "temperature", "invalid_value"},
+    {"arguments not an object", "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1]\"}}]}]}", NULL, "messages[0].tool_calls[0].function.arguments", "invalid_value"},
+    {"audio part", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"x\",\"format\":\"wav\"}}]}]}", NULL, "messages[0].content[0].type", "invalid_value"},
+    {"only system", "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", NULL, "messages", "invalid_value"},
+    {"function role", "{\"model\":\"m\",\"messages\":[{\"role\":\"function\",\"name\":\"f\",\"content\":\"x\"}]}", NULL, "messages[0].role", "invalid_value"},
+};
+
+static void run_req_cases(const struct req_case *cases, size_t n, int dir)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct req_case *c = &cases[i];
+        json_t *in = load(c->in), *out = NULL;
+        struct sw_request_error err = {0};
+        int rc = dir ? sw_anth_req_from_openai(in, 77, &out, &err)
+                     : sw_anth_req_to_openai(in, 1, &out, &err);
+        if (c->out) {
+            if (rc != SW_OK)
+                fail_msg("case %s: error %s at %s: %s", c->name, err.code, err.param, err.message);
+            assert_json_eq(out, c->out, c->name);
+        } else {
+            if (rc != SW_EINVAL)
+                fail_msg("case %s: expected an error, got %d", c->name, rc);
+            if (strcmp(err.param, c->param) || strcmp(err.code, c->code))
+                fail_msg("case %s: got %s at '%s' (%s), want %s at '%s'", c->name, err.code,
+                         err.param, err.message, c->code, c->param);
+            assert_int_equal(err.status, 400);
+            assert_null(out);
+        }
+        json_decref(out);
+        json_decref(in);
+    }
+}
+
+static void test_req_to_openai(void **state)
+{
+    (void)state;
+    run_req_cases(to_openai, N(to_openai), 0);
+}
+
+static void test_req_from_openai(void **state)
+{
+    (void)state;
+    run_req_cases(from_openai, N(from_openai), 1);
+}
+
+/* The whole-body parse: untranslatable fields are left out of the internal
+ * form and the first is remembered; invalid ones are refused. */
+static void test_request_parse(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"model\":\"m\",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"document\",\"source\":{}},{\"type\":\"text\",\"text\":\"abcd\"}]}]}";
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    assert_int_equal(sw_anth_request_parse(body, strlen(body), 1, &req, &err), SW_OK);
+    assert_int_equal(req.dialect, 1);
+    assert_non_null(req.native);
+    assert_non_null(req.untranslatable);
+    assert_string_equal(req.untranslatable->param, "thinking");
+    assert_json_eq(req.body, "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"abcd\"}]}]}", "pruned");
+    assert_int_equal(req.max_tokens, 5);
+    assert_int_equal(req.prompt_tokens_est, 1 + 4);
+    sw_request_free(&req);
+
+    static const char *const bad[][2] = {
+        {"{\"model\":", "invalid_json"},
+        {"[1]", "invalid_value"},
+        {"{\"model\":\"m\",\"model\":\"n\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "invalid_json"},
+        {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "invalid_value"},
+    };
+    for (size_t i = 0; i < N(bad); i++) {
+        assert_int_equal(sw_anth_request_parse(bad[i][0], strlen(bad[i][0]), 1, &req, &err), SW_EINVAL);
+        assert_string_equal(err.code, bad[i][1]);
+        assert_null(req.body);
+    }
+    /* count_tokens: max_tokens may be absent */
+    static const char ct[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+    assert_int_equal(sw_anth_request_parse(ct, strlen(ct), 0, &req, &err), SW_OK);
+    assert_null(req.untranslatable);
+    sw_request_free(&req);
+}
+
+/* ---- Whole answers ---- */
+
+static void test_answers(void **state)
+{
+    (void)state;
+    json_t *a = load("{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"up\","
+                     "\"content\":[{\"type\":\"text\",\"text\":\"hel\"},{\"type\":\"text\",\"text\":\"lo\"},"
+                     "{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{\"a\":1}}],"
+                     "\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}");
+    json_t *o = sw_anth_resp_to_openai(a, "pub", 123);
+    assert_json_eq(o, "{\"id\":\"msg_1\",\"object\":\"chat.completion\",\"created\":123,\"model\":\"pub\","
+                      "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hello\","
+                      "\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]},"
+                      "\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}",
+                   "anthropic -> openai");
+    json_t *back = sw_anth_resp_from_openai(o, "pub");
+    assert_json_eq(back, "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"pub\","
+                         "\"content\":[{\"type\":\"text\",\"text\":\"hello\"},{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{\"a\":1}}],"
+                         "\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}",
+                   "openai -> anthropic");
+    json_decref(a);
+    json_decref(o);
+    json_decref(back);
+    json_t *bad = load("{\"type\":\"message\"}");
+    assert_null(sw_anth_resp_to_openai(bad, "p", 0));
+    assert_null(sw_anth_resp_from_openai(bad, "p"));
+    json_decref(bad);
+
+    static const char *const reasons[][2] = {{"end_turn", "stop"}, {"stop_sequence", "stop"},
+                                             {"max_tokens", "length"}, {"tool_use", "tool_calls"},
+                                             {"refusal", "content_filter"}};
+    for (size_t i = 0; i < N(reasons); i++)
+        assert_string_equal(sw_anth_finish_reason(reasons[i][0]), reasons[i][1]);
+    assert_string_equal(sw_anth_stop_reason("length"), "max_tokens");
+    assert_string_equal(sw_anth_stop_reason("tool_calls"), "tool_use");
+    assert_string_equal(sw_anth_stop_reason("stop"), "end_turn");
+    static const int st[] = {400, 401, 404, 429, 503, 529, 504, 500};
+    static const char *const ty[] = {"invalid_request_error", "authentication_error", "not_found_error",
+                                     "rate_limit_error", "overloaded_error", "overloaded_error",
+                                     "timeout_error", "api_error"};
+    for (size_t i = 0; i < N(st); i++)
+        assert_string_equal(sw_anth_error_type(st[i]), ty[i]);
+}
+
+/* ---- Streams ---- */
+
+static void test_stream_anth_to_oai(void **state)
+{
+    (void)state;
+    static const char *const events[] = {
+        "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_9\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}",
+        "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}",
+        "{\"type\":\"ping\"}",
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}",
+        "{\"type\":\"content_block_stop\",\"index\":0}",
+        "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}}",
+        "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":\"}}",
+        "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"1}\"}}",
+        "{\"type\":\"content_block_stop\",\"index\":1}",
+        "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}",
+        "{\"type\":\"message_stop\"}",
+    };
+    struct sw_anth_to_oai s;
+    sw_anth_to_oai_init(&s, "pub", 5);
+    json_t *chunks = json_array();
+    for (size_t i = 0; i < N(events); i++)
+        assert_int_equal(sw_anth_to_oai_event(&s, events[i], strlen(events[i]), chunks, NULL), 0);
+    assert_true(s.done);
+#define CH(delta, fin) "{\"id\":\"msg_9\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"pub\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"finish_reason\":" fin "}]}"
+    assert_json_eq(chunks,
+                   "[" CH("{\"role\":\"assistant\",\"content\":\"\"}", "null") ","
+                   CH("{\"content\":\"Hi\"}", "null") ","
+                   CH("{\"tool_calls\":[{\"index\":0,\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}", "null") ","
+                   CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\\\":\"}}]}", "null") ","
+                   CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"1}\"}}]}", "null") ","
+                   CH("{}", "\"tool_calls\"") ","
+                   "{\"id\":\"msg_9\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"pub\",\"choices\":[],"
+                   "\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,\"total_tokens\":16}}]",
+                   "anthropic stream");
+#undef CH
+    json_decref(chunks);
+    /* An error event, garbage, a delta for no tool: refused. */
+    static const char *const bad[] = {
+        "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}",
+        "not json",
+        "{\"type\":\"content_block_delta\",\"index\":7,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}",
+    };
+    for (size_t i = 0; i < N(bad); i++) {
+        sw_anth_to_oai_init(&s, "pub", 5);
+        chunks = json_array();
+        const char *msg = NULL;
+        assert_int_equal(sw_anth_to_oai_event(&s, bad[i], strlen(bad[i]), chunks, &msg), -1);
+        assert_non_null(msg);
+        json_decref(chunks);
+    }
+}
+
+static void test_stream_oai_to_anth(void **state)
+{
+    (void)state;
+    static const char *const chunks[] = {
+        "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
+        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"He\"}}]}",
+        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"y\"}}]}",
+        "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}}]}",
+        "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}}]}",
+        "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}",
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}",
+    };
+    struct sw_oai_to_anth s;
+    sw_oai_to_anth_init(&s, "req-1", "pub", 3);
+    struct sw_buf out;
+    sw_buf_init(&out, 1 << 20);
+    for (size_t i = 0; i < N(chunks); i++) {
+        json_t *c = load(chunks[i]);
+        assert_int_equal(sw_oai_to_anth_chunk(&s, c, &out), SW_OK);
+        json_decref(c);
+    }
+    assert_int_equal(sw_oai_to_anth_finish(&s, &out), SW_OK);
+    assert_int_equal(sw_oai_to_anth_finish(&s, &out), SW_OK); /* once only */
+    static const char want[] =
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_req-1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"pub\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n"
+        "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"He\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"y\"}}\n\n"
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"c1\",\"name\":\"f\",\"input\":{}}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n"
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"input_tokens\":9,\"output_tokens\":4}}\n\n"
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.ptr, want, out.len);
+
+    sw_buf_reset(&out);
+    sw_oai_to_anth_init(&s, "msg_x", "pub", 0);
+    assert_int_equal(sw_oai_to_anth_error(&s, "boom", &out), SW_OK);
+    static const char err_want[] =
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}\n\n";
+    assert_int_equal(out.len, strlen(err_want));
+    assert_memory_equal(out.ptr, err_want, out.len);
+    sw_buf_free(&out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_req_to_openai),
+        cmocka_unit_test(test_req_from_openai),
+        cmocka_unit_test(test_request_parse),
+        cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_stream_anth_to_oai),
+        cmocka_unit_test(test_stream_oai_to_anth),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
