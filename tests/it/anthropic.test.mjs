@@ -255,13 +255,14 @@ describe('Anthropic front: overflow, privacy, everything down', () => {
     const cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, pii: 'local_only' }));
     try {
-      // Hold the only local slot (a hanging request that may not leave).
+      // Hold the only local slot (a hanging request that may not leave); its
+      // max_tokens bounds how long the router expects it to hold the slot.
       await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
       const ac = new AbortController();
       const held = fetch(`${gw.url}/v1/messages`, {
         method: 'POST', signal: ac.signal,
         headers: { 'content-type': 'application/json', 'x-api-key': CLIENT_KEY, 'x-spillway-allow-cloud': 'false' },
-        body: JSON.stringify({ model: 'chat', max_tokens: 5, messages: [{ role: 'user', content: 'hold' }] }),
+        body: JSON.stringify({ model: 'chat', max_tokens: 4000, messages: [{ role: 'user', content: 'hold' }] }),
       }).then((r) => r.text()).catch(() => null);
       await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
       await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
