@@ -820,15 +820,16 @@ static void test_load_priority_reserve(void **state)
     enum sw_reason why = SW_REASON__COUNT;
 
     /* Outside load counts as work ahead: four outside requests on four slots
-     * make this one wait a release, as four of Spillway's own would. */
+     * make this one wait a release, as four of Spillway's own would. Its own
+     * part: 500 x 0.5 prefill + the first token's step 1000/40 + 1 ms RTT = 276. */
     struct sw_route_backend_view l = LOCAL("L", .outside_load = 4);
-    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251 + 5250.0 / 4, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276 + 5250.0 / 4, 1e-9);
     l.outside_load = 3;
-    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276, 1e-9);
     l = (struct sw_route_backend_view)LOCAL("L", .in_flight = 2, .outside_load = 3.0);
-    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251 + 2 * 5250.0 / 4, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276 + 2 * 5250.0 / 4, 1e-9);
     l.outside_load = NAN;     /* garbage counts as none */
-    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 251, 1e-9);
+    assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276, 1e-9);
 
     /* The same box, idle to Spillway: local without the signal, cloud
      * (overflow) when the server reports six requests of others. */
@@ -865,7 +866,7 @@ static void test_load_priority_reserve(void **state)
     struct sw_route_facts g = FACTS(.ttft_budget_cap_ms = 100);
     p = (struct sw_route_policy)POLICY();
     assert_string_equal(primary(&g, bs, 1, &p, 0, &why), "L1"); /* no cloud: stays */
-    struct sw_route_backend_view idle[2] = {LOCAL("L1"), CLOUD("C1")};      /* 251 ms */
+    struct sw_route_backend_view idle[2] = {LOCAL("L1"), CLOUD("C1")};      /* 276 ms */
     assert_string_equal(primary(&g, idle, 2, &p, 0, &why), "C1");
     g.ttft_budget_cap_ms = 60000;
     assert_string_equal(primary(&g, busy, 2, &p, 0, &why), "C1");  /* 800 still applies */
