@@ -40,6 +40,7 @@ struct sreq {
     double ttft_from_dispatch, decode_ms;
     struct sw_route_facts facts;
     bool queued;
+    bool whole;                 /* not streamed: settling teaches no speeds */
 };
 
 struct sim {
@@ -216,10 +217,14 @@ static long local_queued(const struct sim *s)
 }
 
 /* When a queued request should be looked at next: the relay polls every
- * 25 ms from the moment it queued; nothing can change the estimate's
- * verdict before it crosses the budget (the queue only shortens), so the
- * first poll after that crossing (or the deadline) is the next that matters. */
-static void schedule_check(struct sim *s, struct sreq *r, double est, long budget, bool refused)
+ * 25 ms from the moment it queued, and so does the simulation while the
+ * request could move to a cloud. Every poll counts: the estimate does not
+ * just grow with the wait. It stays flat while the slot holders run within
+ * their bounds, jumps when one runs past its bound (it then still holds a
+ * fraction of it), and changes when a slot changes hands or a completion
+ * teaches new rates. A request that cannot move is looked at only at its
+ * deadline; one the cloud refused (cap, breaker), a second later. */
+static void schedule_check(struct sim *s, struct sreq *r, bool refused)
 {
     double deadline = r->arr + (double)s->deadline_ms;
     double want;
@@ -228,7 +233,7 @@ static void schedule_check(struct sim *s, struct sreq *r, double est, long budge
     else if (refused)
         want = s->now + REFUSED_CHECK_MS;
     else
-        want = s->now + ((double)budget - est);
+        want = s->now;  /* the next poll */
     double k = ceil((want - r->enq) / QUEUE_CHECK_MS);
     double t = r->enq + (k < 1 ? 1 : k) * QUEUE_CHECK_MS;
     if (t <= s->now)
@@ -249,7 +254,6 @@ static void on_check(struct sim *s, struct sreq *r)
     struct sw_live_snapshot snap;
     sw_live_snapshot(s->live, s->model, now, &snap);
     long budget = sw_route_budget_ms(&r->facts, &snap.policy);
-    double est = 0;
     bool refused = false;
     if (r->facts.allows_cloud && s->has_cloud) {
         for (size_t k = 0; k < snap.view.n; k++) {
@@ -257,8 +261,8 @@ static void on_check(struct sim *s, struct sreq *r)
                 continue;
             struct sw_route_backend_view v = snap.backends[k];
             v.queued = sw_claim_queue_position(s->live, &r->claim);
-            est = (s->now - r->arr) + sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est);
-            if (est > (double)budget) {
+            double est = (s->now - r->arr) + sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est);
+            if (budget > 0 && est > (double)budget) {
                 struct sw_route_facts f = r->facts;
                 f.exclude |= 1u << k;
                 struct sw_route_plan plan;
@@ -276,7 +280,7 @@ static void on_check(struct sim *s, struct sreq *r)
             }
         }
     }
-    schedule_check(s, r, est, budget, refused);
+    schedule_check(s, r, refused);
 }
 
 static void plan_next(struct sim *s, struct sreq *r)
@@ -307,8 +311,7 @@ static void plan_next(struct sim *s, struct sreq *r)
             r->queued = true;
             r->enq = s->now;
             /* the first check is the relay's first poll; the estimate decides there */
-            long budget = sw_route_budget_ms(&r->facts, &snap.policy);
-            schedule_check(s, r, (double)budget, budget, false);
+            schedule_check(s, r, false);
             return;
         }
         r->facts.exclude |= 1u << a->backend;  /* skipped: decide again without it */
@@ -458,6 +461,7 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
                 } else {
                     struct sreq *r = e.r;
                     s.last_done = s.now;
+                    r->claim.whole_answer = r->whole;   /* as the relay: !stream */
                     double usd = sw_claim_settle(s.live, &r->claim, SW_CLAIM_OK,
                                                  r->facts.prompt_tokens_est, r->facts.max_tokens,
                                                  r->ttft_from_dispatch, r->decode_ms, 0, 0, -1,
@@ -477,6 +481,8 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
         r->arr = ta;
         r->facts.prompt_tokens_est = q->prompt;
         r->facts.max_tokens = q->output;
+        r->facts.max_tokens_given = true;   /* clients ask for what they get */
+        r->whole = q->whole;
         r->facts.allows_cloud = q->allow_cloud;
         out->n++;
         struct sw_plan_hour *h = hour_at(&s, ta);

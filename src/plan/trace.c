@@ -32,7 +32,7 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 struct raw {
     double t;
     uint32_t prompt, output;
-    uint8_t allow, prio;
+    uint8_t allow, prio, whole;
 };
 
 struct rawvec {
@@ -89,7 +89,8 @@ static int raw_finish(struct rawvec *rv, struct sw_plan_trace *t, bool epoch, ch
                                        .prompt = rv->v[i].prompt,
                                        .output = rv->v[i].output,
                                        .allow_cloud = rv->v[i].allow,
-                                       .priority = rv->v[i].prio};
+                                       .priority = rv->v[i].prio,
+                                       .whole = rv->v[i].whole};
     t->n = t->cap = rv->n;
     t->start_epoch_ms = epoch ? (int64_t)t0 : 0;
     t->duration_ms = (int64_t)llround(t1 - t0) + 1;
@@ -308,9 +309,12 @@ int sw_plan_trace_declog(const char *text, size_t len, struct sw_plan_trace *t, 
             .output = (uint32_t)json_number_value(to),
             .allow = !((reason && !strcmp(reason, "privacy")) ||
                        (pii && !strcmp(pii, "kept_local"))),
+            .whole = json_is_false(json_object_get(o, "stream")),
         };
         json_t *tt = json_object_get(o, "ttft_ms"), *du = json_object_get(o, "duration_ms");
-        if (tier && !strcmp(tier, "local") && json_is_number(tt) && json_is_number(du)) {
+        /* a non-streamed answer's first byte is its whole generation: no speed */
+        if (tier && !strcmp(tier, "local") && !r.whole && json_is_number(tt) &&
+            json_is_number(du)) {
             double ttft = json_number_value(tt), dur = json_number_value(du);
             if (n_dec + 2 >= cap_s || n_pre + 2 >= cap_s) {
                 size_t nc = cap_s ? cap_s * 2 : 1024;

@@ -15,6 +15,8 @@ struct sw_plan_req {
     uint32_t output;            /* output tokens (the request's max_tokens: always reached) */
     uint8_t allow_cloud;        /* 1: may leave the network */
     uint8_t priority;           /* carried from the trace; the router does not read it yet */
+    uint8_t whole;              /* 1: not streamed (a decision log's "stream": false): the
+                                   answer comes in one piece and teaches no speeds */
 };
 
 /* Local speeds seen in a decision log (0: not enough data). */
@@ -51,7 +53,9 @@ int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, cha
  * (served requests; a rejected one counts with its estimate when present),
  * key allow_cloud is not logged, so a request is cloud-eligible unless it was
  * kept local for privacy (reason "privacy" or pii_outcome "kept_local").
- * Local requests teach the local speeds (trace->learned). */
+ * Local streamed requests teach the local speeds (trace->learned); a
+ * non-streamed one ("stream": false) does not: its first byte came with its
+ * last. */
 int sw_plan_trace_declog(const char *text, size_t len, struct sw_plan_trace *t, char *err,
                          size_t errlen);
 

@@ -77,7 +77,8 @@ static void test_declog_reads_and_learns(void **state)
 {
     (void)state;
     /* local: 100 prompt tokens, 11 out; first token at 300 ms, last at 1300:
-     * decode (11-1)/1.0 s = 10 tokens/s, prefill (300 - 100)/100 = 2 ms/token */
+     * decode (11-1)/1.0 s = 10 tokens/s, prefill (300 - 100)/100 = 2 ms/token;
+     * non-streamed answers teach no speed */
     const char *log =
         "{\"time\":\"2026-11-30T10:00:00.000Z\",\"decision\":\"served\",\"tier\":\"local\","
         "\"reason\":\"baseline\",\"ttft_ms\":300,\"duration_ms\":1300,\"tokens_in\":100,"
@@ -85,14 +86,25 @@ static void test_declog_reads_and_learns(void **state)
         "{\"time\":\"2026-11-30T10:00:02.000Z\",\"decision\":\"served\",\"tier\":\"local\","
         "\"reason\":\"privacy\",\"ttft_ms\":300,\"duration_ms\":1300,\"tokens_in\":100,"
         "\"tokens_out\":11}\n"
-        "{\"time\":\"2026-11-30T10:00:01.000Z\",\"decision\":\"rejected\",\"code\":\"x\"}\n";
+        "{\"time\":\"2026-11-30T10:00:01.000Z\",\"decision\":\"rejected\",\"code\":\"x\"}\n"
+        /* not streamed: the first byte came 10 ms before the end; counted, the
+         * two would make the median decode 10 tokens in 10 ms = 1000/s */
+        "{\"time\":\"2026-11-30T10:00:03.000Z\",\"decision\":\"served\",\"tier\":\"local\","
+        "\"reason\":\"baseline\",\"ttft_ms\":1290,\"duration_ms\":1300,\"tokens_in\":100,"
+        "\"tokens_out\":11,\"stream\":false}\n"
+        "{\"time\":\"2026-11-30T10:00:04.000Z\",\"decision\":\"served\",\"tier\":\"local\","
+        "\"reason\":\"baseline\",\"ttft_ms\":1290,\"duration_ms\":1300,\"tokens_in\":100,"
+        "\"tokens_out\":11,\"stream\":false}\n";
     struct sw_plan_trace t;
     char err[256] = "";
     assert_int_equal(sw_plan_trace_declog(log, strlen(log), &t, err, sizeof err), 0);
-    assert_int_equal(t.n, 2);
+    assert_int_equal(t.n, 4);
     assert_int_equal(t.r[1].t_ms, 2000);
     assert_int_equal(t.r[0].allow_cloud, 1);
     assert_int_equal(t.r[1].allow_cloud, 0); /* kept local for privacy */
+    assert_int_equal(t.r[1].whole, 0);
+    assert_int_equal(t.r[2].whole, 1);      /* replayed as non-streamed */
+    assert_int_equal(t.learned.samples, 2);
     assert_float_equal(t.learned.decode_tokens_per_s, 10.0, 1e-9);
     assert_float_equal(t.learned.prefill_ms_per_token, 2.0, 1e-9);
     sw_plan_trace_free(&t);
@@ -195,22 +207,27 @@ static void test_local_only_queues_fifo(void **state)
     sw_config_unref(cfg);
 }
 
-/* Hybrid: the first takes the slot; for the next two the router's wait
- * estimate (priors: 100 x 1 ms + 256 tokens at 20/s = 12.9 s) breaks the
- * 800 ms budget, so they overflow at once: TTFT 100 x 0.2 + 12.5 = 32.5 ms,
- * cost (100 x 10 + 10 x 20) / 1e6 each. */
+/* Hybrid, 700 ms budget, no learned rates yet (the router's priors: 1 ms
+ * per prompt token, 20 tokens/s). The first finds the slot free: estimate
+ * 100 x 1 + 1000/20 = 150 ms, local. For the next two the slot is held: the
+ * wait is the holder's latest finish, its bound at the priors, 100 x 1 +
+ * 10 x 50 = 600 ms (capped by the fluid 100 x 1 + 256 x 50 = 12.9 s), plus
+ * their own 150: 750 > 700, so each overflows at once (the second saw the
+ * same: the first overflow left nobody queued). Cloud TTFT 100 x 0.2 + 12.5 =
+ * 32.5 ms, cost (100 x 10 + 10 x 20) / 1e6 each. */
 static void test_hybrid_overflows_on_the_wait_estimate(void **state)
 {
     (void)state;
     struct sw_config *cfg = load();
     struct sw_plan_result r = run(cfg, "0,100,10\n0,100,10\n0,100,10\n",
-                                  SW_PLAN_LOCAL | SW_PLAN_CLOUD, 0);
+                                  SW_PLAN_LOCAL | SW_PLAN_CLOUD, 700);
     assert_int_equal(r.local, 1);
     assert_int_equal(r.cloud, 2);
     assert_int_equal(r.spilled, 2);
     assert_int_equal(r.within, 3);
     assert_float_equal(r.spend_usd, 2 * 0.0012, 1e-12);
     assert_float_equal(r.ttft_p50, 32, 1e-9);
+    assert_float_equal(r.ttft_sum_ms, 200 + 32.5 + 32.5, 1e-9);
     sw_plan_result_free(&r);
 
     /* Cloud only: no local cost, every request billed. */
@@ -222,33 +239,92 @@ static void test_hybrid_overflows_on_the_wait_estimate(void **state)
     sw_config_unref(cfg);
 }
 
-/* A waiter leaves the local queue for the cloud once its estimated start
- * breaks the budget, at the relay's 25 ms poll. The first request teaches
- * the rates (prefill (200 ms TTFT)/100 = 2 ms/token, 10 tokens/s, 10
- * tokens). At 2 s, A takes the slot; B's estimate is 1 x (100 x 2 + 10 /
- * 10 s) + 100 x 2 = 1400 ms <= 1500: it queues. Its estimate grows with its
- * wait and passes 1500 after 100 ms; the poll at 125 ms sees 1525 and moves
- * it: TTFT 125 + 32.5 ms. */
+/* A waiter leaves the local queue for the cloud at the relay's first 25 ms
+ * poll after its estimated first token passes the budget (1500 ms). The
+ * first request teaches the rates: 10 tokens/s from its decode (9 tokens in
+ * 900 ms), prefill (200 ms TTFT - one 100 ms period) / 100 = 1 ms/token, 10
+ * output tokens. At 2 s, A (30 tokens) takes the slot. B's wait is A's
+ * latest finish, 100 x 1 + 30 x 100 = 3100 ms, capped by the fluid
+ * 100 x 1 + 10 x 100 = 1100 ms (A asked for more than the average); with
+ * its own 100 + 100 its estimate is 1300 <= 1500: it queues. A's bound
+ * stays 3100 - wait, so the fluid cap decides and the estimate grows with
+ * the wait: 1500 at 200 ms (not past), 1525 at the 225 ms poll: it moves.
+ * TTFT 225 + 32.5 ms. */
 static void test_waiter_moves_to_cloud_at_the_crossing_poll(void **state)
 {
     (void)state;
     struct sw_config *cfg = load();
-    struct sw_plan_result r = run(cfg, "0,100,10\n2,100,10\n2,100,10\n",
+    struct sw_plan_result r = run(cfg, "0,100,10\n2,100,30\n2,100,10\n",
                                   SW_PLAN_LOCAL | SW_PLAN_CLOUD, 1500);
     assert_int_equal(r.local, 2);
     assert_int_equal(r.cloud, 1);
     assert_int_equal(r.spilled, 1);
     assert_int_equal(r.within, 3);
-    assert_float_equal(r.ttft_p99, 200, 1e-9);      /* the locals: 200 ms each */
-    assert_float_equal(r.ttft_p50, 200, 1e-9);      /* B's 157.5 ms is the smallest */
-    assert_float_equal(r.ttft_sum_ms, 200 + 200 + 157.5, 1e-9);
+    assert_float_equal(r.ttft_p50, 200, 1e-9);      /* the locals: 200 ms each */
+    assert_float_equal(r.ttft_p99, 257, 1e-9);      /* B's 257.5 ms, whole ms */
+    assert_float_equal(r.ttft_sum_ms, 200 + 200 + 257.5, 1e-9);
     assert_float_equal(r.spend_usd, 0.0012, 1e-12);
     sw_plan_result_free(&r);
-    /* Local only, the same trace: B waits for A (done at 3.1 s): TTFT 1300. */
-    r = run(cfg, "0,100,10\n2,100,10\n2,100,10\n", SW_PLAN_LOCAL, 1500);
+    /* Local only, the same trace: B waits for A (done at 5.1 s): TTFT 3300. */
+    r = run(cfg, "0,100,10\n2,100,30\n2,100,10\n", SW_PLAN_LOCAL, 1500);
     assert_int_equal(r.local, 3);
+    assert_int_equal(r.within, 2);
+    assert_float_equal(r.ttft_p99, 3300, 1e-9);
+    sw_plan_result_free(&r);
+    sw_config_unref(cfg);
+}
+
+/* The estimate does not only grow with the wait: it jumps when a slot
+ * holder runs past its bound, and the planner sees that at the same poll as
+ * the relay. 800 ms budget, the priors (1 ms/token, 20 tokens/s): the first
+ * takes the slot (its bound 100 + 10 x 50 = 600 ms; it really needs 1100 at
+ * the box's 10 tokens/s). The second's estimate is 600 + 150 = 750 <= 800:
+ * it queues; the wait uses the holder's bound, 600 - elapsed, so every poll
+ * sees 750, up to 575 ms. At 600 ms the holder is past its bound and still
+ * counts a tenth of it, 60 ms: 600 + 60 + 150 = 810 > 800, it moves at that
+ * poll: TTFT 600 + 32.5. The third's estimate counts the holder and the
+ * waiter: 600 + 12.9 s of fluid for the second release: it overflows at
+ * once (32.5 ms). */
+static void test_waiter_moves_when_the_holder_passes_its_bound(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load();
+    struct sw_plan_result r = run(cfg, "0,100,10\n0,100,10\n0,100,10\n",
+                                  SW_PLAN_LOCAL | SW_PLAN_CLOUD, 0);
+    assert_int_equal(r.budget_ms, 800);
+    assert_int_equal(r.local, 1);
+    assert_int_equal(r.cloud, 2);
+    assert_int_equal(r.spilled, 2);
     assert_int_equal(r.within, 3);
-    assert_float_equal(r.ttft_p99, 1300, 1e-9);
+    assert_float_equal(r.ttft_sum_ms, 200 + 632.5 + 32.5, 1e-9);
+    assert_float_equal(r.ttft_p99, 632, 1e-9);
+    sw_plan_result_free(&r);
+    sw_config_unref(cfg);
+}
+
+/* A non-streamed answer teaches the output length but no speeds, as in the
+ * gateway. The waiter trace above with the first request non-streamed: the
+ * rates stay at the priors (1 ms/token, 20 tokens/s), the average output is
+ * 10. At 2 s A takes the slot (estimate 100 + 50 = 150). B's wait: A's bound
+ * 100 + 30 x 50 = 1600, capped by the fluid 100 + 10 x 50 = 600; with its
+ * own 150, 750 <= 1500: it queues; the estimate grows with the wait, 1500
+ * at 750 ms (not past), 1525 at the 775 ms poll: it moves. TTFT 775 + 32.5
+ * (streamed, the first request taught 10 tokens/s: 225 + 32.5). */
+static void test_non_streamed_answer_teaches_no_speed(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load();
+    struct sw_plan_trace t = parse_csv_ok("0,100,10\n2,100,30\n2,100,10\n");
+    t.r[0].whole = 1;
+    struct sw_plan_strategy st = {.name = "s", .tiers = SW_PLAN_LOCAL | SW_PLAN_CLOUD,
+                                  .budget_ms = 1500, .cap_usd = -1};
+    struct sw_plan_result r;
+    char err[256] = "";
+    assert_int_equal(sw_plan_run(cfg, &cfg->models[0], &t, &st, &r, err, sizeof err), 0);
+    sw_plan_trace_free(&t);
+    assert_int_equal(r.local, 2);
+    assert_int_equal(r.cloud, 1);
+    assert_float_equal(r.ttft_sum_ms, 200 + 200 + 807.5, 1e-9);
     sw_plan_result_free(&r);
     sw_config_unref(cfg);
 }
@@ -307,6 +383,8 @@ int main(void)
         cmocka_unit_test(test_local_only_queues_fifo),
         cmocka_unit_test(test_hybrid_overflows_on_the_wait_estimate),
         cmocka_unit_test(test_waiter_moves_to_cloud_at_the_crossing_poll),
+        cmocka_unit_test(test_waiter_moves_when_the_holder_passes_its_bound),
+        cmocka_unit_test(test_non_streamed_answer_teaches_no_speed),
         cmocka_unit_test(test_strategy_without_backends_is_an_error),
         cmocka_unit_test(test_plan_keys_validated),
     };
