@@ -54,7 +54,7 @@ static void requests(const uint8_t *data, size_t size)
         CHECK(!req.body && !req.native);
         return;
     }
-    CHECK(req.api == 1 && json_is_object(req.native) && json_is_object(req.body));
+    CHECK(req.dialect == 1 && json_is_object(req.native) && json_is_object(req.body));
     char *text = json_dumps(req.body, JSON_COMPACT);
     CHECK(text);
     struct sw_chat_request again;

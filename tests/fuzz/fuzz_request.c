@@ -125,9 +125,21 @@ static void check_accepted(const uint8_t *data, size_t size, const struct sw_cha
                     est += tok(json_string_length(json_object_get(part, "text")));
                 else if (!strcmp(type, "refusal"))
                     est += tok(json_string_length(json_object_get(part, "refusal")));
-                else if (!strcmp(type, "image_url") || !strcmp(type, "input_audio") ||
-                         !strcmp(type, "file"))
+                else if (!strcmp(type, "image_url")) {
+                    /* media parts count by the documented estimate */
+                    const char *detail = json_string_value(
+                        json_object_get(json_object_get(part, "image_url"), "detail"));
+                    est += detail && !strcmp(detail, "low") ? SW_REQUEST_IMAGE_LOW_TOKENS
+                                                            : SW_REQUEST_IMAGE_TOKENS;
                     images = true;
+                } else if (!strcmp(type, "input_audio") || !strcmp(type, "file")) {
+                    json_t *data = !strcmp(type, "file")
+                                       ? json_object_get(json_object_get(part, "file"), "file_data")
+                                       : json_object_get(json_object_get(part, "input_audio"), "data");
+                    long t = json_is_string(data) ? tok(json_string_length(data)) : 0;
+                    est += t > SW_REQUEST_MEDIA_MIN_TOKENS ? t : SW_REQUEST_MEDIA_MIN_TOKENS;
+                    images = true;
+                }
             }
         }
         est += 4;

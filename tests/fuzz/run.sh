@@ -39,12 +39,12 @@ fi
 # C++ phone validator too), the config loader and the HTTP server (driven over
 # loopback by fuzz_http).
 SRCS="src/request/request.c src/relay/sse.c $(ls src/dialect/*.c) $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c)
-      $(ls src/config/*.c) src/http/server.c src/contract/schema.c"
+      $(ls src/config/*.c) src/state/rurl.c src/http/server.c src/contract/schema.c"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
         $(pkg-config --cflags jansson libhs yaml-0.1 libevent libutf8proc)"
 CXXFLAGS="-std=gnu++17 -g -O1 $SAN -fno-sanitize=vptr,function -fno-omit-frame-pointer -Wall -Wextra -Werror -Isrc"
-LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8) -lphonenumber -lstdc++ -lhttp_parser -lpthread -lm"
+LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8 libsystemd) -lphonenumber -lstdc++ -lhttp_parser -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}
