@@ -73,6 +73,10 @@ static struct sw_config *load_config(const char *path, struct sw_pii_engine **pi
             fprintf(stderr, "%s: notice: backends[%zu].url (%s): read as \"%s\"; the /v1 is dropped "
                     "because Spillway appends the API's path (/v1/chat/completions, /v1/messages) itself\n",
                     path, i, cfg->backends[i].name, cfg->backends[i].url);
+        if (cfg->backends[i].tier == SW_TIER_CLOUD && !cfg->backends[i].api_key)
+            fprintf(stderr, "%s: notice: backends[%zu] (%s): a cloud backend without api_key is "
+                    "called without credentials; a provider answers 401 unless you add "
+                    "api_key: \"${PROVIDER_API_KEY}\"\n", path, i, cfg->backends[i].name);
     }
     struct sw_pii_engine *engine = bad ? NULL : build_pii(cfg, path);
     if (!engine) {

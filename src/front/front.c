@@ -802,8 +802,14 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
     struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f};
     f->http = sw_http_server_new(base, cfg->listen_host, cfg->listen_port, LISTEN_BACKLOG, &lim, &h);
     if (!f->http) {
-        sw_error("cannot listen on %s:%d: %s", cfg->listen_host, cfg->listen_port,
-                 strerror(errno));
+        int e = errno;
+        sw_error("cannot listen on %s:%d: %s%s", cfg->listen_host, cfg->listen_port, strerror(e),
+                 e == EADDRINUSE ? "; another process (another spillway?) holds the port: stop "
+                                   "it or change listen: in the config"
+                 : e == EACCES ? "; ports below 1024 need privileges: use a port >= 1024 in listen:"
+                 : e == EADDRNOTAVAIL ? "; no interface has this address: use 127.0.0.1 or "
+                                        "0.0.0.0 in listen:"
+                 : "");
         goto fail;
     }
     fprintf(stderr, "spillway: listening on %s:%d\n", cfg->listen_host,
