@@ -1162,7 +1162,9 @@ static void reject(struct proxy *p)
     /* What to do next: when to retry, or where to look. */
     char next[160] = "";
     if (retry >= 0)
-        snprintf(next, sizeof next, " Retry in %ld s (the Retry-After header).", retry);
+        snprintf(next, sizeof next, " Retry in %ld s (the Retry-After header)%s.", retry,
+                 !strcmp(p->rej_code, "budget_exhausted")
+                     ? "; routing.spend.cap_usd in the gateway's config sets the cap" : "");
     else if (!strcmp(p->rej_code, "all_backends_failed"))
         snprintf(next, sizeof next, " GET /admin/state shows each backend's state and last_error.");
     sw_reply_error(p->req, status,
