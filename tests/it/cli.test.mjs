@@ -264,6 +264,7 @@ test('--check-config: each first-time mistake names file:line, the key, the valu
       assert.match(r.stderr, re, what);
     }
     assert.ok(!r.stderr.includes(secret), `${what}: a secret is never printed`);
+    assert.doesNotMatch(r.stderr, /Sanitizer|runtime error:/, what);
   }
   const missing = run('--check-config', '/nonexistent/spillway.yaml');
   assert.equal(missing.status, 1);
