@@ -55,6 +55,32 @@ static struct sw_pii_engine *build_pii(const struct sw_config *cfg, const char *
     return e;
 }
 
+/* A backend at a provider's public API host without api_key: that API
+ * refuses every call. The usual variable for the key, else NULL. */
+static const char *provider_key_env(const struct sw_config_backend *b)
+{
+    static const struct { const char *host, *env; } providers[] = {
+        {"api.openai.com", "OPENAI_API_KEY"},
+        {"api.anthropic.com", "ANTHROPIC_API_KEY"},
+        {"api.groq.com", "GROQ_API_KEY"},
+        {"api.mistral.ai", "MISTRAL_API_KEY"},
+        {"api.deepseek.com", "DEEPSEEK_API_KEY"},
+        {"api.together.xyz", "TOGETHER_API_KEY"},
+        {"openrouter.ai", "OPENROUTER_API_KEY"},
+    };
+    if (b->api_key)
+        return NULL;
+    const char *host = strstr(b->url, "://");
+    if (!host)
+        return NULL;
+    host += 3;
+    size_t len = strcspn(host, ":/");
+    for (size_t k = 0; k < sizeof providers / sizeof *providers; k++)
+        if (strlen(providers[k].host) == len && !strncmp(host, providers[k].host, len))
+            return providers[k].env;
+    return NULL;
+}
+
 /* Loads and validates the config and builds its PII engine (handed to *pii,
  * or freed when pii is NULL); prints every error. NULL when invalid. */
 static struct sw_config *load_config(const char *path, struct sw_pii_engine **pii)
@@ -73,6 +99,11 @@ static struct sw_config *load_config(const char *path, struct sw_pii_engine **pi
             fprintf(stderr, "%s: notice: backends[%zu].url (%s): read as \"%s\"; the /v1 is dropped "
                     "because Spillway appends the API's path (/v1/chat/completions, /v1/messages) itself\n",
                     path, i, cfg->backends[i].name, cfg->backends[i].url);
+        const char *env = provider_key_env(&cfg->backends[i]);
+        if (env)
+            fprintf(stderr, "%s: notice: backends[%zu] (%s): no api_key, so the provider will "
+                    "answer 401; add api_key: \"${%s}\" and set %s in the environment\n",
+                    path, i, cfg->backends[i].name, env, env);
     }
     struct sw_pii_engine *engine = bad ? NULL : build_pii(cfg, path);
     if (!engine) {

@@ -165,6 +165,24 @@ static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
     size_t len = strlen(url);
     while (len > skip + auth_len && url[len - 1] == '/')
         url[--len] = '\0';
+    /* An endpoint copied into url would be appended to twice. */
+    static const char *const endpoints[] = {"/chat/completions", "/completions", "/messages",
+                                            "/embeddings", "/models"};
+    for (size_t e = 0; s->off == offsetof(struct sw_config_backend, url) &&
+                       e < sizeof endpoints / sizeof *endpoints; e++) {
+        size_t el = strlen(endpoints[e]);
+        if (len < skip + auth_len + el || strcmp(url + len - el, endpoints[e]))
+            continue;
+        size_t root = len - el;
+        if (root >= skip + auth_len + 3 && !strncmp(url + root - 3, "/v1", 3))
+            root -= 3;
+        sw_walk_error(w, node, path,
+                      "%s ends in the API endpoint %s; url is the server's root and Spillway "
+                      "appends /v1/chat/completions or /v1/messages itself: use \"%.*s\"",
+                      shown, endpoints[e], (int)root, url);
+        free(url);
+        return;
+    }
     /* The server's root is wanted: Spillway appends /v1/chat/completions. A
      * URL written as the OpenAI and llama.cpp docs show it (.../v1) means
      * the same server, so the /v1 is dropped (the daemon says so). */
@@ -711,7 +729,8 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "url", .type = SW_WALK_CUSTOM, .off = BE(url), .required = true,
      .parse = parse_url, .hint = "an http:// or https:// URL"},
     {.key = "dialect", .type = SW_WALK_ENUM, .off = BE(dialect), .names = dialect_names,
-     .def = SW_DIALECT_OPENAI},
+     .def = SW_DIALECT_OPENAI,
+     .fix = "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic"},
     {.key = "dialects", .type = SW_WALK_CUSTOM, .off = BE(dialects), .parse = parse_dialects,
      .hint = "a list of dialects, e.g. [openai, anthropic]"},
     {.key = "anthropic_version", .type = SW_WALK_TEXT, .off = BE(anthropic_version),
@@ -1198,7 +1217,8 @@ int sw_config_load_file(const char *path, struct sw_config **out,
     sw_buf_init(&b, CONFIG_MAX_FILE_BYTES);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(msg, sizeof(msg), "%s: cannot read: %s", path, strerror(errno));
+        snprintf(msg, sizeof(msg), "%s: cannot read: %s; check the path and that the user "
+                 "Spillway runs as may read it", path, strerror(errno));
         goto fail;
     }
     char chunk[16384];

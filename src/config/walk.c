@@ -228,7 +228,9 @@ int sw_walk_scalar(struct sw_walk *w, const yaml_node_t *node, const char *path,
         name[len] = '\0';
         const char *val = w->getenv_fn(name, w->getenv_ud);
         if (!val) {
-            sw_walk_error(w, node, path, "environment variable %s is not set", name);
+            sw_walk_error(w, node, path, "environment variable %s is not set; export it in the environment "
+                          "Spillway starts in (e.g. %s=... spillway -c FILE), or write the value "
+                          "in place of \"${%s}\"", name, name, name);
             err = SW_EINVAL;
             break;
         }
@@ -513,7 +515,8 @@ static void parse_enum(struct sw_walk *w, const struct sw_walk_setting *s,
     }
     char shown[SHOW_MAX * 4 + 32], what[256];
     sw_walk_show(&v, shown, sizeof(shown));
-    sw_walk_error(w, node, path, "%s is not %s", shown, type_what(s, what, sizeof(what)));
+    sw_walk_error(w, node, path, "%s is not %s%s%s", shown, type_what(s, what, sizeof(what)),
+                  s->fix ? "; " : "", s->fix ? s->fix : "");
     free(v.v);
 }
 

@@ -50,6 +50,7 @@ struct sw_walk_setting {
     const char *const *names;          /* ENUM: NULL-terminated */
     const struct sw_walk_section *sub; /* MAP, LIST */
     const char *hint;       /* what is allowed, appended to "missing" and type errors */
+    const char *fix;        /* ENUM: what to write instead, appended to a wrong value's error */
     /* CUSTOM: parses node into base; reports its own errors. */
     void (*parse)(struct sw_walk *w, const struct sw_walk_setting *s,
                   const yaml_node_t *node, void *base, const char *path);

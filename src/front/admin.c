@@ -125,7 +125,8 @@ bool sw_admin_authorized(struct sw_front *f, struct sw_http_req *req)
     if (!auth || strncasecmp(auth, bearer, sizeof bearer - 1) != 0 ||
         !sw_config_secret_equal(f->cfg->admin_key, auth + sizeof bearer - 1)) {
         sw_reply_error(req, 401, "invalid_request_error", "invalid_admin_key", NULL,
-                       "The admin API needs 'Authorization: Bearer ADMIN_KEY'.");
+                       "The admin API needs 'Authorization: Bearer ADMIN_KEY', the secret "
+                       "under admin.key in the gateway's config.");
         sw_warn("admin: rejected a call without the admin key");
         return false;
     }

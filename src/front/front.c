@@ -148,6 +148,27 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
     return k;
 }
 
+/* 404 model_not_found: the names the config defines (the first few), and
+ * where they come from. */
+static void reply_no_model(struct sw_http_req *req, const struct sw_config *cfg, const char *name)
+{
+    char names[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < cfg->n_models && used < sizeof names; i++) {
+        int w = i < 8 ? snprintf(names + used, sizeof names - used, "%s'%s'", i ? ", " : "",
+                                 cfg->models[i].name)
+                      : snprintf(names + used, sizeof names - used, ", ...");
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        if (i >= 8)
+            break;
+    }
+    sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                   "The model '%s' does not exist. This gateway serves %s (GET /v1/models lists "
+                   "them; models: in the gateway's config defines them).", name, names);
+}
+
 /* Whether the request carries a known client key (or auth is off). */
 static bool key_ok(struct sw_front *f, struct sw_http_req *req)
 {
@@ -162,7 +183,12 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
                                                 const char **denied)
 {
     const struct sw_config_key *k = find_key(f, req, denied);
-    if (*denied && !strcmp(*denied, "missing_api_key")) {
+    const char *auth = sw_http_header(req, "Authorization", NULL);
+    if (*denied && !strcmp(*denied, "missing_api_key") && auth) {
+        sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
+                       "The Authorization header is not a bearer token. Send the key as "
+                       "'Authorization: Bearer KEY' (or 'x-api-key: KEY' without Authorization).");
+    } else if (*denied && !strcmp(*denied, "missing_api_key")) {
         sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
                        "You didn't provide an API key. Send it as 'Authorization: Bearer KEY' "
                        "(or 'x-api-key: KEY').");
@@ -419,9 +445,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     const struct sw_config_model *model = sw_config_find_model(f->cfg, chat.model);
     if (!model) {
-        sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
-                       "The model '%s' does not exist. GET /v1/models lists the models.",
-                       chat.model);
+        reply_no_model(req, f->cfg, chat.model);
         record_rejection(f, api_name, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
         sw_request_free(&chat);
         return;
@@ -565,9 +589,7 @@ static void handle_count_tokens(struct sw_front *f, struct sw_http_req *req)
         return;
     }
     if (!sw_config_find_model(f->cfg, chat.model)) {
-        sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
-                       "The model '%s' does not exist. GET /v1/models lists the models.",
-                       chat.model);
+        reply_no_model(req, f->cfg, chat.model);
         sw_request_free(&chat);
         return;
     }
@@ -652,6 +674,14 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         return sw_admin_authorized(f, req);
     }
     const struct route *r = find_route(path);
+    if (!r && !strncmp(path, "/admin/", 7)) {
+        sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
+                       "Unknown URL: %s. The admin API serves GET /admin/state, "
+                       "GET /admin/decisions, GET /admin/series, POST /admin/reload, "
+                       "POST /admin/emergency, PUT /admin/thresholds and "
+                       "POST /admin/breakers/NAME/reset (docs/operations.md).", path);
+        return false;
+    }
     if (!r) {
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. Spillway serves POST /v1/chat/completions, "
@@ -702,8 +732,15 @@ static void on_http_error(struct sw_http_req *req, int status, const char *code,
                           const char *message, void *arg)
 {
     (void)arg;
+    const char *fix = status == 413 ? " Send a smaller request, or raise limits.max_body_bytes in "
+                                      "the gateway's config."
+                      : status == 431 ? " Send fewer or shorter headers, or raise "
+                                        "limits.max_header_bytes in the gateway's config."
+                      : status == 408 ? " Send the whole request without pausing, or raise "
+                                        "limits.client_timeout_ms in the gateway's config."
+                                      : "";
     sw_reply_error(req, status, status == 408 ? "timeout_error" : "invalid_request_error", code,
-                   NULL, "%s", message);
+                   NULL, "%s%s", message, fix);
 }
 
 static void on_conn_closed(void *arg)
@@ -802,8 +839,14 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
     struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f};
     f->http = sw_http_server_new(base, cfg->listen_host, cfg->listen_port, LISTEN_BACKLOG, &lim, &h);
     if (!f->http) {
-        sw_error("cannot listen on %s:%d: %s", cfg->listen_host, cfg->listen_port,
-                 strerror(errno));
+        int e = errno;
+        sw_error("cannot listen on %s:%d: %s%s", cfg->listen_host, cfg->listen_port, strerror(e),
+                 e == EADDRINUSE ? "; another process (another spillway?) holds the port: stop "
+                                   "it or change listen: in the config"
+                 : e == EACCES ? "; ports below 1024 need privileges: use a port >= 1024 in listen:"
+                 : e == EADDRNOTAVAIL ? "; no interface has this address: use 127.0.0.1 or "
+                                        "0.0.0.0 in listen:"
+                 : "");
         goto fail;
     }
     fprintf(stderr, "spillway: listening on %s:%d\n", cfg->listen_host,

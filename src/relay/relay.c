@@ -1159,12 +1159,20 @@ static void reject(struct proxy *p)
             p->failures[sizeof p->failures - 1] = '\0';
     }
     p->final_status = status;
+    /* What to do next: when to retry, or where to look. */
+    char next[160] = "";
+    if (retry >= 0)
+        snprintf(next, sizeof next, " Retry in %ld s (the Retry-After header)%s.", retry,
+                 !strcmp(p->rej_code, "budget_exhausted")
+                     ? "; routing.spend.cap_usd in the gateway's config sets the cap" : "");
+    else if (!strcmp(p->rej_code, "all_backends_failed"))
+        snprintf(next, sizeof next, " GET /admin/state shows each backend's state and last_error.");
     sw_reply_error(p->req, status,
                    status == 429   ? "rate_limit_error"
                    : status < 500 ? "invalid_request_error"
                                   : "server_error",
-                   pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s", pl->message,
-                   p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "");
+                   pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s%s", pl->message,
+                   p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "", next);
     sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
     detach_client(p);
     proxy_free(p);

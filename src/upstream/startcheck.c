@@ -86,8 +86,12 @@ void sw_startcheck_verdict(const struct sw_config_backend *be, int curl_rc, cons
     snprintf(what, sizeof what, "GET %.100s/v1/models", prefix);
     out[0] = '\0';
     if (curl_rc != CURLE_OK) {
-        snprintf(out, cap, "%s: %s", what,
-                 errbuf && errbuf[0] ? errbuf : curl_easy_strerror((CURLcode)curl_rc));
+        snprintf(out, cap, "%s: %s%s", what,
+                 errbuf && errbuf[0] ? errbuf : curl_easy_strerror((CURLcode)curl_rc),
+                 curl_rc == CURLE_COULDNT_CONNECT || curl_rc == CURLE_COULDNT_RESOLVE_HOST ||
+                 curl_rc == CURLE_OPERATION_TIMEDOUT
+                     ? "; is the server running and listening at this backend's url?"
+                     : "");
         return;
     }
     char text[160];

@@ -518,7 +518,8 @@ static void test_load_file(void **state)
     assert_null(cfg);
     assert_int_equal(errs.n, 1);
     assert_string_equal(errs.msgs[0], "tests/unit/config/does-not-exist.yaml: cannot read: "
-                                      "No such file or directory");
+                                      "No such file or directory; check the path and that "
+                                      "the user Spillway runs as may read it");
     sw_config_errors_free(&errs);
 
     err = sw_config_load_file("tests/unit/config", &cfg, &errs); /* a directory */
@@ -636,7 +637,8 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:6:21: backends[0].supports_tools: expected true or false, got \"yes\" (yes/no/on/off are not booleans here; write true or false)",
       "t.yaml:7:17: backends[0].tls_verify: expected true or false, got \"1\""}},
     {"enums", BACKENDS "    dialect: OpenAI\n  - name: c\n    tier: \"${TIER}\"\n    url: https://x\n    model: m\n" MODELS, 
-     {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic",
+     {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic; "
+      "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic",
       "t.yaml:8:11: backends[1].tier: \"${TIER}\" (after substitution) is not one of local, cloud"}},
     {"dialects", BACKENDS "    dialects: [openai, claude, openai]\n  - {name: c, tier: cloud, url: \"https://x\", model: m, dialect: openai, dialects: [anthropic]}\n" MODELS,
      {"t.yaml:6:24: backends[0].dialects[1]: \"claude\" is not a dialect: openai or anthropic",
@@ -710,7 +712,8 @@ static const struct bad_case bad_cases[] = {
     {"key not a mapping", "keys: [abc]\n" BACKENDS MODELS, 
      {"t.yaml:1:8: keys[0]: expected a mapping (key: value lines), got \"abc\""}},
     {"env errors", BACKENDS "    api_key: \"${NOPE}\"\n    ca_file: \"${1X}\"\n    dialect: \"x${OPEN\"\n" MODELS, 
-     {"t.yaml:6:14: backends[0].api_key: environment variable NOPE is not set",
+     {"t.yaml:6:14: backends[0].api_key: environment variable NOPE is not set; export it in the "
+      "environment Spillway starts in (e.g. NOPE=... spillway -c FILE), or write the value in place of \"${NOPE}\"",
       "t.yaml:7:14: backends[0].ca_file: \"${1X}\" is not a valid variable reference (${NAME}: letters, digits and _, not starting with a digit; $${ for a literal \"${\")",
       "t.yaml:8:14: backends[0].dialect: unterminated \"${\" (write ${NAME}, or $${ for a literal \"${\")"}},
     {"env never shown", BACKENDS "    slots: \"${OPENAI_API_KEY}\"\n    tls_verify: \"${OPENAI_API_KEY}\"\n" MODELS, 

@@ -44,9 +44,11 @@ static void test_verdicts(void **state)
     assert_null(strstr(out, "llama.cpp"));
     /* Transport error: curl's message, the path with the url's prefix. */
     VERDICT(cloud, CURLE_COULDNT_CONNECT, "Failed to connect to gw.example port 443", 0, NULL);
-    assert_string_equal(out, "GET /openai/v1/models: Failed to connect to gw.example port 443");
+    assert_string_equal(out, "GET /openai/v1/models: Failed to connect to gw.example port 443"
+                             "; is the server running and listening at this backend's url?");
     VERDICT(local, CURLE_COULDNT_CONNECT, "", 0, NULL);
-    assert_string_equal(out, "GET /v1/models: Couldn't connect to server");
+    assert_string_equal(out, "GET /v1/models: Couldn't connect to server"
+                             "; is the server running and listening at this backend's url?");
     /* Error answers: status, the error's message, what to check. */
     VERDICT(cloud, CURLE_OK, "", 401, "{\"error\":{\"message\":\"Incorrect API key\"}}");
     assert_string_equal(out, "401 from GET /openai/v1/models: Incorrect API key; check the backend's api_key");
