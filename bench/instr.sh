@@ -171,3 +171,14 @@ if [ "$STREAM_N" -gt 0 ]; then
   echo "top syscalls per stream:"
   for t in $TARGETS; do echo "  $t: $(sys_top "$tmp/strace.$t.stream" "$STREAM_N")"; done
 fi
+case " $TARGETS " in *" spillway "*)
+  echo
+  echo "where Spillway's instructions go, non-streamed:"
+  python3 bench/callgrind_libs.py "$tmp/callgrind.spillway.req.out" "$N" spillway 12 request
+  if [ "$STREAM_N" -gt 0 ]; then
+    echo
+    echo "streamed:"
+    python3 bench/callgrind_libs.py "$tmp/callgrind.spillway.stream.out" "$STREAM_N" spillway 12 stream
+  fi
+  echo "(KEEP=1 keeps the profiles: callgrind_annotate --inclusive=yes --tree=both FILE)" ;;
+esac
