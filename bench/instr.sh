@@ -18,10 +18,16 @@
 # results and where Spillway's instructions go.
 #
 #   bench/instr.sh                    about 3 minutes
-#   N=500 STREAM_N=50 bench/instr.sh  quicker, same ratios within a few %
+#   STREAM_N=0 bench/instr.sh         non-streamed only, about 1.5 minutes
 #
-# Knobs (environment): N (2000), WARM (200), CONC (8), STREAM_N (200; 0: no
-# streamed run), EVENT_MS (5: gap between SSE events), TARGETS ("spillway
+# Non-streamed figures repeat within 1 % whatever else the machine runs.
+# Streamed ones depend on each SSE event reaching the proxy on its own: a
+# proxy (or the upstream) that falls behind reads several events at once and
+# spends fewer instructions and syscalls per stream; EVENT_MS 20 keeps the
+# events apart on a busy machine.
+#
+# Knobs (environment): N (2000), WARM (200), CONC (8), STREAM_N (100; 0: no
+# streamed run), EVENT_MS (20: gap between SSE events), TARGETS ("spillway
 # nginx haproxy"), TOP (syscalls listed per target, 6), BUILD (build),
 # KEEP=1 (keep the temporary directory: callgrind.*.out for callgrind_annotate).
 set -euo pipefail
@@ -32,8 +38,8 @@ PATH=$PATH:/usr/sbin:/sbin   # nginx, haproxy
 N=${N:-2000}
 WARM=${WARM:-200}
 CONC=${CONC:-8}
-STREAM_N=${STREAM_N:-200}
-EVENT_MS=${EVENT_MS:-5}
+STREAM_N=${STREAM_N:-100}
+EVENT_MS=${EVENT_MS:-20}
 TARGETS=${TARGETS:-"spillway nginx haproxy"}
 TOP=${TOP:-6}
 PROXY_CPU=${PROXY_CPU:-1}
@@ -103,7 +109,7 @@ strace_run() { # target label cmd...: syscalls of the target while cmd runs
   shift 2
   strace -c -f -p "${PID_OF[$t]}" -o "$tmp/strace.$t.$l" 2>"$tmp/strace.$t.$l.err" &
   s=$!
-  for _ in $(seq 1 200); do grep -q 'attached' "$tmp/strace.$t.$l.err" && break; sleep 0.05; done
+  for _ in $(seq 1 200); do grep -qs 'attached' "$tmp/strace.$t.$l.err" && break; sleep 0.05; done
   "$@"
   kill -INT "$s"
   wait "$s" || true
