@@ -21,10 +21,11 @@
 #   STREAM_N=0 bench/instr.sh         non-streamed only, about 1.5 minutes
 #
 # Non-streamed figures repeat within 1 % whatever else the machine runs.
-# Streamed ones depend on each SSE event reaching the proxy on its own: a
-# proxy (or the upstream) that falls behind reads several events at once and
-# spends fewer instructions and syscalls per stream; EVENT_MS 20 keeps the
-# events apart on a busy machine.
+# Streamed ones do not (nginx's and HAProxy's varied up to 2x between runs):
+# a proxy (or the upstream) that falls behind reads several events at once
+# and spends fewer instructions and syscalls per stream, and under callgrind
+# the timer work while a proxy waits between events counts too. Compare them
+# within one run only.
 #
 # Knobs (environment): N (2000), WARM (200), CONC (8), STREAM_N (100; 0: no
 # streamed run), EVENT_MS (20: gap between SSE events), TARGETS ("spillway
