@@ -5,7 +5,7 @@
 #   scripts/deps.sh build   libraries for building spillway and llmsim
 #   scripts/deps.sh run     build + node (make run: the demo's traffic generator)
 #   scripts/deps.sh test    build + test tools (cmocka, node, wrk, clang, curl, python3, ab, ...) + npm ci
-#   scripts/deps.sh bench   build + what bench/proxy.sh runs (nginx, haproxy, wrk, ...)
+#   scripts/deps.sh bench   build + what bench/proxy.sh and bench/instr.sh run (nginx, haproxy, wrk, valgrind, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
@@ -69,6 +69,9 @@ if [ "$what" = bench ]; then
   bin python3 python3
   bin bc bc
   pc libpcre2-8 libpcre2-dev            # bench/pii.sh: the PCRE2-JIT baseline
+  bin valgrind valgrind                 # bench/instr.sh, bench/pii_instr.sh: callgrind
+  bin strace strace                     # bench/instr.sh: syscalls per request
+  bin ab apache2-utils                  # bench/instr.sh: a fixed number of requests
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

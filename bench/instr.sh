@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# What one proxied request costs, counted rather than timed, so the figures do
+# not depend on what else the machine runs: Spillway (every feature on, as in
+# bench/proxy.sh), nginx and HAProxy in front of the same fixed upstream
+# (bench/upstream.c) with the same 1 KB body (bench/chat-1k.json), configured by
+# bench/targets.sh like bench/proxy.sh does.
+#
+# For each target, one at a time:
+#  1. under `valgrind --tool=callgrind` (nginx: master_process off, one worker;
+#     HAProxy: -db, nbthread 1): WARM requests, callgrind_control -z, N
+#     non-streamed POSTs over CONC keep-alive connections (ab -k), dump:
+#     user-space instructions per request. Then STREAM_N streamed requests
+#     (22 SSE events each, CONC at a time, one connection each,
+#     bench/streams.c), dump: instructions per stream.
+#  2. without valgrind: WARM requests, then `strace -c -f -p PID` over the same
+#     N requests (and STREAM_N streams): syscalls per request, the top ones.
+# docs/internals/datapath.md ("Instructions and syscalls per request") has the
+# results and where Spillway's instructions go.
+#
+#   bench/instr.sh                    about 3 minutes
+#   STREAM_N=0 bench/instr.sh         non-streamed only, about 1.5 minutes
+#
+# Non-streamed figures repeat within 1 % whatever else the machine runs.
+# Streamed ones do not (nginx's and HAProxy's varied up to 2x between runs):
+# a proxy (or the upstream) that falls behind reads several events at once
+# and spends fewer instructions and syscalls per stream, and under callgrind
+# the timer work while a proxy waits between events counts too. Compare them
+# within one run only.
+#
+# Knobs (environment): N (2000), WARM (200), CONC (8), STREAM_N (100; 0: no
+# streamed run), EVENT_MS (20: gap between SSE events), TARGETS ("spillway
+# nginx haproxy"), TOP (syscalls listed per target, 6), BUILD (build),
+# KEEP=1 (keep the temporary directory: callgrind.*.out for callgrind_annotate).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+PATH=$PATH:/usr/sbin:/sbin   # nginx, haproxy
+N=${N:-2000}
+WARM=${WARM:-200}
+CONC=${CONC:-8}
+STREAM_N=${STREAM_N:-100}
+EVENT_MS=${EVENT_MS:-20}
+TARGETS=${TARGETS:-"spillway nginx haproxy"}
+TOP=${TOP:-6}
+PROXY_CPU=${PROXY_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-0}
+WAIT_TRIES=${WAIT_TRIES:-2400}   # start-up under valgrind: up to 2 minutes
+NGINX_MAIN="master_process off;"  # one process: the one valgrind and strace watch
+BODY=bench/chat-1k.json
+
+scripts/deps.sh bench
+for b in valgrind callgrind_control strace ab; do
+  command -v "$b" >/dev/null || { echo "instr.sh: needs $b" >&2; exit 1; }
+done
+make -s --no-print-directory BUILD="$BUILD" all
+mkdir -p "$BUILD/bench"
+for p in upstream streams; do
+  ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$BUILD/bench/$p" "bench/$p.c"
+done
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "${KEEP:-0}" = 1 ]; then echo "instr.sh: kept $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+. bench/targets.sh   # write_configs, start_target, log_port, wait_http
+
+taskset -c "$LOAD_CPU" "$BUILD/bench/upstream" 0 "$EVENT_MS" >"$tmp/upstream.log" 2>&1 &
+pids+=($!)
+UP=$(log_port "$tmp/upstream.log")
+write_configs "$UP"
+
+ab_run() { # target n: n POSTs over CONC keep-alive connections; fails unless all 200
+  local out=$tmp/ab.$1 bad
+  taskset -c "$LOAD_CPU" ab -q -k -n "$2" -c "$CONC" -p "$BODY" -T application/json \
+    "http://${URL[$1]}/v1/chat/completions" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+  bad=$(awk '/^Failed requests:/ {b += $3} /^Non-2xx responses:/ {b += $3}
+             /^Complete requests:/ {c = $3} END {print (c == n) ? b + 0 : "incomplete"}' n="$2" "$out")
+  [ "$bad" = 0 ] || { echo "instr.sh: $1: $bad failed of $2" >&2; cat "$out" >&2; exit 1; }
+}
+streams_run() { # target n
+  local line
+  line=$(taskset -c "$LOAD_CPU" "$BUILD/bench/streams" "${URL[$1]}" "$2" "$BODY" "" "$CONC" 1)
+  case $line in *" done=$2 "*) ;; *) echo "instr.sh: $1 streams: $line" >&2; exit 1 ;; esac
+}
+cg_dump() { # target label: dump the counters since the last zeroing; prints Ir
+  local t=$1 f before after
+  before=$(ls "$tmp"/callgrind."$t".out.* 2>/dev/null | wc -l)
+  callgrind_control -d "$2" "${PID_OF[$t]}" >/dev/null 2>&1
+  for _ in $(seq 1 600); do   # the dump is written once the process next runs
+    after=$(ls "$tmp"/callgrind."$t".out.* 2>/dev/null | wc -l)
+    [ "$after" -gt "$before" ] && break
+    sleep 0.1
+  done
+  f=$(ls -t "$tmp"/callgrind."$t".out.* | head -1)
+  for _ in $(seq 1 100); do grep -q '^totals:' "$f" && break; sleep 0.1; done
+  mv "$f" "$tmp/callgrind.$t.$2.out"
+  awk '/^totals:/ {print $2}' "$tmp/callgrind.$t.$2.out"
+}
+stop_target() {
+  kill "${PID_OF[$1]}" 2>/dev/null || true
+  wait "${PID_OF[$1]}" 2>/dev/null || true
+}
+strace_run() { # target label cmd...: syscalls of the target while cmd runs
+  local t=$1 l=$2 s
+  shift 2
+  strace -c -f -p "${PID_OF[$t]}" -o "$tmp/strace.$t.$l" 2>"$tmp/strace.$t.$l.err" &
+  s=$!
+  for _ in $(seq 1 200); do grep -qs 'attached' "$tmp/strace.$t.$l.err" && break; sleep 0.05; done
+  "$@"
+  kill -INT "$s"
+  wait "$s" || true
+}
+
+res=$tmp/results   # target key value
+for t in $TARGETS; do
+  echo "  $t under callgrind" >&2
+  start_target "$t" valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.$t.out"
+  wait_http "http://${URL[$t]}/health"
+  ab_run "$t" "$WARM"
+  callgrind_control -z "${PID_OF[$t]}" >/dev/null 2>&1
+  ab_run "$t" "$N"
+  echo "$t ir_req $(( $(cg_dump "$t" req) / N ))" >>"$res"
+  if [ "$STREAM_N" -gt 0 ]; then
+    callgrind_control -z "${PID_OF[$t]}" >/dev/null 2>&1
+    streams_run "$t" "$STREAM_N"
+    echo "$t ir_stream $(( $(cg_dump "$t" stream) / STREAM_N ))" >>"$res"
+  fi
+  stop_target "$t"
+
+  echo "  $t under strace" >&2
+  start_target "$t"
+  wait_http "http://${URL[$t]}/health"
+  ab_run "$t" "$WARM"
+  strace_run "$t" req ab_run "$t" "$N"
+  [ "$STREAM_N" -gt 0 ] && strace_run "$t" stream streams_run "$t" "$STREAM_N"
+  stop_target "$t"
+done
+
+# strace -c's table: % time, seconds, usecs/call, calls, [errors,] syscall;
+# counted from the rows (the total row's layout varies between versions)
+sys_sum() { awk -v n="$2" '/^-/ || /^% time/ || $NF == "total" || NF < 5 { next } { c += $4 } END { printf "%.2f", c / n }' "$1"; }
+sys_top() { # file n: the TOP syscalls by count, per request
+  awk -v n="$2" -v top="$TOP" '
+    /^-/ || /^% time/ || $NF == "total" || NF < 5 { next }
+    { c[$NF] = $4 }
+    END { k = 0; for (s in c) order[++k] = s
+          for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (c[order[j]] > c[order[i]]) { x = order[i]; order[i] = order[j]; order[j] = x }
+          for (i = 1; i <= k && i <= top; i++) printf "%s%s %.2f", (i > 1 ? ", " : ""), order[i], c[order[i]] / n }' "$1"
+}
+get() { awk -v t="$1" -v k="$2" '$1 == t && $2 == k {print $3}' "$res"; }
+
+echo
+echo "instr.sh: $N non-streamed requests (1 KB body, ab -k -c $CONC) after $WARM warm-up;" \
+  "$STREAM_N streams of 22 SSE events ($CONC at a time, one connection each)"
+printf '\n%-10s %14s %14s %14s %14s\n' target "instr/req" "syscalls/req" "instr/stream" "syscalls/stream"
+for t in $TARGETS; do
+  ss=-; is=$(get "$t" ir_stream)
+  [ "$STREAM_N" -gt 0 ] && ss=$(sys_sum "$tmp/strace.$t.stream" "$STREAM_N")
+  printf '%-10s %14s %14s %14s %14s\n' "$t" "$(get "$t" ir_req)" "$(sys_sum "$tmp/strace.$t.req" "$N")" "${is:--}" "$ss"
+done
+for b in nginx haproxy; do
+  case " $TARGETS " in *" spillway "*) ;; *) break ;; esac
+  case " $TARGETS " in *" $b "*) ;; *) continue ;; esac
+  printf 'spillway/%-8s instructions %.2f (non-streamed)' "$b" \
+    "$(echo "$(get spillway ir_req) / $(get "$b" ir_req)" | bc -l)"
+  [ "$STREAM_N" -gt 0 ] && printf ', %.2f (streamed)' "$(echo "$(get spillway ir_stream) / $(get "$b" ir_stream)" | bc -l)"
+  echo
+done
+echo
+echo "top syscalls per non-streamed request:"
+for t in $TARGETS; do echo "  $t: $(sys_top "$tmp/strace.$t.req" "$N")"; done
+if [ "$STREAM_N" -gt 0 ]; then
+  echo "top syscalls per stream:"
+  for t in $TARGETS; do echo "  $t: $(sys_top "$tmp/strace.$t.stream" "$STREAM_N")"; done
+fi
+case " $TARGETS " in *" spillway "*)
+  echo
+  echo "where Spillway's instructions go, non-streamed:"
+  python3 bench/callgrind_libs.py "$tmp/callgrind.spillway.req.out" "$N" spillway 12 request
+  if [ "$STREAM_N" -gt 0 ]; then
+    echo
+    echo "streamed:"
+    python3 bench/callgrind_libs.py "$tmp/callgrind.spillway.stream.out" "$STREAM_N" spillway 12 stream
+  fi
+  echo "(KEEP=1 keeps the profiles: callgrind_annotate --inclusive=yes --tree=both FILE)" ;;
+esac
