@@ -740,7 +740,7 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     struct sw_rstate *rs = calloc(1, sizeof *rs);
     if (!rs)
         return NULL;
-    char why[256];
+    char why[512];
     if (sw_rurl_parse(st->redis, &rs->url, why, sizeof why)) {
         free(rs);
         return NULL;
