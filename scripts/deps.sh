@@ -49,6 +49,7 @@ if [ "$what" = test ]; then
   sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ] || need+=("$2"); }
   sbin ip iproute2            # tests/it/faults.test.mjs: network namespaces, veth, tc netem / tbf
   sbin modprobe kmod          # tests/it/faults.test.mjs: modprobe sch_netem
+  sbin haproxy haproxy        # tests/it/redis_tls.test.mjs: the TLS tunnel to a TLS-only Redis
   bin promtool prometheus     # make install-check: promtool check rules docs/prometheus/alerts.yml
   bin man man-db              # make install-check: man -l renders dist/spillway.1
   bin groff groff             #   ... and checks it for warnings

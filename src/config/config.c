@@ -895,7 +895,7 @@ static void parse_redis_url(struct sw_walk *w, const struct sw_walk_setting *s,
     if (sw_walk_string(w, s, node, path, &str))
         return;
     struct sw_rurl u;
-    char why[256];
+    char why[512];
     if (sw_rurl_parse(str, &u, why, sizeof why)) {
         sw_walk_error(w, node, path, "%s", why); /* never the URL: it may hold a password */
         free(str);

@@ -1550,11 +1550,10 @@ static void gate(struct proxy *p)
     double est = 0;
     if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0) {
         /* The shared reservation bounds the cap across replicas, so it must
-         * not fall short of the bill: providers count a few template tokens
-         * per message on top of the text (OpenAI: about 4, plus 3 priming). */
-        long in = p->facts.prompt_tokens_est + 4 * (long)p->chat.n_messages + 3;
-        est = sw_spend_cost_usd(in, p->facts.max_tokens, be->input_usd_per_mtok,
-                                be->output_usd_per_mtok);
+         * not fall short of the bill: prompt_tokens_est counts the template
+         * tokens providers bill (sw_request_estimate_tokens). */
+        est = sw_spend_cost_usd(p->facts.prompt_tokens_est, p->facts.max_tokens,
+                                be->input_usd_per_mtok, be->output_usd_per_mtok);
     }
     long tokens = be->tier == SW_TIER_CLOUD && (be->rpm || be->tpm)
                       ? p->facts.prompt_tokens_est + p->facts.max_tokens

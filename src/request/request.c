@@ -607,8 +607,9 @@ static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *r
         err = check_message(c, msg, i);
         if (err)
             return err;
-        c->tokens = sw_sat_add_long(c->tokens, 4);
+        c->tokens = sw_sat_add_long(c->tokens, SW_REQUEST_MESSAGE_TOKENS);
     }
+    c->tokens = sw_sat_add_long(c->tokens, SW_REQUEST_PRIMING_TOKENS);
     req->n_messages = json_array_size(v);
     return SW_OK;
 }

@@ -106,14 +106,20 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
 void sw_request_free(struct sw_chat_request *req);
 
 /* Estimated tokens of a text: ceil(bytes / 4), the usual rule of thumb for
- * English BPE tokenizers. The request estimate adds 4 tokens per message.
+ * English BPE tokenizers. The request estimate adds the chat template's
+ * tokens that providers bill on top of the text: SW_REQUEST_MESSAGE_TOKENS
+ * per message and SW_REQUEST_PRIMING_TOKENS once (the reply's priming).
  * prompt_tokens_est is the sum, each piece rounded up on its own, over: every
  * string message content, every "text" and "refusal" part's text, every
  * assistant tool call's (and function_call's) "arguments", and every entry
  * of "tools" and "functions" serialized as compact JSON (json_dumpb with
- * JSON_COMPACT); plus 4 per message. Tool results are tool messages'
- * contents, so they are counted as contents. */
+ * JSON_COMPACT); plus 4 per message, plus 3. Tool results are tool messages'
+ * contents, so they are counted as contents. Every consumer (routing, the
+ * spend reservation, local or shared, token buckets, count_tokens) uses
+ * prompt_tokens_est as it is: the template tokens are counted here only. */
 long sw_request_estimate_tokens(size_t text_bytes);
+#define SW_REQUEST_MESSAGE_TOKENS 4     /* OpenAI's per-message template; llmsim bills it too */
+#define SW_REQUEST_PRIMING_TOKENS 3     /* OpenAI's reply priming, once per request */
 
 /* Media parts count in prompt_tokens_est too (so a spend reservation covers
  * them): an image_url part SW_REQUEST_IMAGE_TOKENS (detail "low":

@@ -576,16 +576,36 @@ static void on_connect(const redisAsyncContext *ac, int status)
         schedule_reconnect(rs);
         return;
     }
-    if (ac == rs->ac)
-        rs->connected = true;
-    else
-        rs->sub_connected = true;
+    /* A TCP connection is not yet Redis (a tunnel or proxy accepts it even
+     * when Redis is unreachable behind it): connected once Redis answers,
+     * the PING (after AUTH and SELECT) and the SUBSCRIBE. */
+}
+
+static void on_answered(struct sw_rstate *rs)
+{
     if (rs->connected && rs->sub_connected) {
         evtimer_del(rs->connect_timer);
         rs->backoff_ms = BACKOFF_MIN_MS;
         rs->slow = false;
         update_degraded(rs);
         fetch_flags(rs); /* resync: what changed while we were away */
+    }
+}
+
+static void on_pong(redisAsyncContext *ac, void *reply, void *priv)
+{
+    (void)priv;
+    struct sw_rstate *rs = ac->data;
+    const redisReply *r = reply;
+    if (!rs || ac != rs->ac || !r)
+        return;
+    if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "PONG")) {
+        rs->connected = true;
+        on_answered(rs);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        /* e.g. NOAUTH or WRONGPASS: the connect timeout retries */
+        sw_warn("state: Redis %s:%d refused the connection: %.200s", rs->url.host, rs->url.port,
+                r->str);
     }
 }
 
@@ -597,6 +617,11 @@ static void on_event(redisAsyncContext *ac, void *reply, void *priv)
     if (!rs || !r || r->type != REDIS_REPLY_ARRAY || r->elements < 3)
         return;
     const redisReply *kind = r->element[0], *msg = r->element[2];
+    if (kind->type == REDIS_REPLY_STRING && !strcmp(kind->str, "subscribe") && ac == rs->sub) {
+        rs->sub_connected = true;
+        on_answered(rs);
+        return;
+    }
     if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, "message") ||
         msg->type != REDIS_REPLY_STRING)
         return;
@@ -656,6 +681,7 @@ static void do_connect(struct sw_rstate *rs)
         redisAsyncCommand(rs->ac, on_script_loaded, (void *)scripts[s], "SCRIPT LOAD %s",
                           scripts[s]);
     }
+    redisAsyncCommand(rs->ac, on_pong, NULL, "PING"); /* answered after the scripts' SHAs */
     char ch[300];
     sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
     redisAsyncCommand(rs->sub, on_event, NULL, "SUBSCRIBE %s", ch);
@@ -740,7 +766,7 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     struct sw_rstate *rs = calloc(1, sizeof *rs);
     if (!rs)
         return NULL;
-    char why[256];
+    char why[512];
     if (sw_rurl_parse(st->redis, &rs->url, why, sizeof why)) {
         free(rs);
         return NULL;

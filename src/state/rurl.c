@@ -54,9 +54,11 @@ int sw_rurl_parse(const char *url, struct sw_rurl *out, char *why, size_t cap)
     if (!url)
         return fail(why, cap, "is empty");
     if (!strncmp(url, "rediss://", 9))
-        return fail(why, cap, "uses rediss:// (TLS), which this build cannot speak: the hiredis "
-                              "of Debian 12 (0.14) has no TLS; use redis:// on a trusted network "
-                              "or a TLS tunnel (stunnel, spiped) to the Redis server");
+        return fail(why, cap, "uses rediss:// (TLS), which this build cannot speak (the hiredis "
+                              "of Debian 12, 0.14, has no TLS): run a TLS tunnel to the Redis "
+                              "server next to Spillway (stunnel or HAProxy) and point state.redis "
+                              "at its local end, e.g. redis://:PASSWORD@127.0.0.1:6380; see "
+                              "\"Redis over TLS\" in docs/scaling.md");
     if (strncmp(url, "redis://", 8))
         return fail(why, cap, "is not a redis:// URL (redis://[:PASSWORD@]HOST:PORT/DB)");
     const char *s = url + 8;

@@ -207,9 +207,9 @@ describe('Anthropic Messages front and upstream', () => {
     ]);
   });
 
-  test('count_tokens: the gateway estimate (ceil(bytes/4) per text + 4 per message)', async () => {
+  test('count_tokens: the gateway estimate (ceil(bytes/4) per text + 4 per message + 3)', async () => {
     const r = await anth(gw).messages.countTokens({ model: 'chat', system: 'abcd', messages: [{ role: 'user', content: 'abcdefgh' }] });
-    assert.deepEqual(r, { input_tokens: 1 + 4 + 2 + 4 });
+    assert.deepEqual(r, { input_tokens: 1 + 4 + 2 + 4 + 3 });
   });
 
   test('error shapes: bad JSON, missing max_tokens, unknown model, bad key, untranslatable field', async () => {

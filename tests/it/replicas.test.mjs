@@ -17,9 +17,18 @@ const MAX_TOKENS = 16;
 let redis, local, cloud, free, flaky, metered, yaml;
 const gws = [];
 
+// limits.client_timeout_ms: the clients below share Node's keep-alive pool
+// across tests, with maxRetries 0. A gateway closes a connection idle for
+// client_timeout_ms (15 s by default, advertised in Keep-Alive); a loaded
+// client that read the last answer on it seconds late still counts it as
+// fresh, and its next request written while the close is in flight fails
+// with "Connection error" (no retry here). The idle limit is set above any
+// test's length so that idle connections stay open.
 function config(redisUrl, prefix) {
   return `
 listen: "127.0.0.1:0"
+limits:
+  client_timeout_ms: 300000
 admin:
   key: "${ADMIN}"
 state:

@@ -319,8 +319,9 @@ describe('never overspend: a reservation covers the worst case', () => {
     assert.equal(sim.served, served, 'llmsim served exactly the requests answered 200');
     const simCost = cost(sim.prompt_tokens, sim.tokens_generated);
     assert.ok(Math.abs(simCost - spend) < 1e-9, `spend ${spend} = llmsim's usage priced ${simCost}`);
-    // Largest single reservation: the biggest prompt with the worst-case output.
-    const largest = Math.max(...reqs.map((b) => cost(Math.ceil(Buffer.byteLength(b.messages[0].content) / 4) + 4, b.max_tokens ?? MAX_OUT)));
+    // Largest single reservation: the biggest prompt (its estimate: text, 4 per
+    // message, 3 priming) with the worst-case output.
+    const largest = Math.max(...reqs.map((b) => cost(Math.ceil(Buffer.byteLength(b.messages[0].content) / 4) + 4 + 3, b.max_tokens ?? MAX_OUT)));
     return { spend, largest, received: (await getJSON(`${cloud.url}/admin/received`)).body.requests };
   }
 

@@ -197,7 +197,7 @@ static void test_request_parse(void **state)
     assert_string_equal(req.untranslatable->param, "thinking");
     assert_json_eq(req.body, "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"abcd\"}]}]}", "pruned");
     assert_int_equal(req.max_tokens, 5);
-    assert_int_equal(req.prompt_tokens_est, 1 + 4);
+    assert_int_equal(req.prompt_tokens_est, 1 + 4 + 3);
     sw_request_free(&req);
 
     static const char *const bad[][2] = {

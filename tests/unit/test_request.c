@@ -390,98 +390,100 @@ struct good_case {
     int stream, include_usage, has_tools, has_images, allow_cloud;
 };
 
+/* Every request's estimate ends with the 3 priming tokens
+ * (SW_REQUEST_PRIMING_TOKENS), after 4 per message. */
 static const struct good_case good[] = {
     /* "Hello, world": 12 bytes -> 3, + 4 */
     { "{'model':'m','messages':[{'role':'user','content':'Hello, world'}]}",
-      7, 1, 0, 0, 0, 0, 0, -1 },
+      10, 1, 0, 0, 0, 0, 0, -1 },
     /* 14 bytes -> 4, 2 -> 1, + 2 * 4 */
     { "{'model':'m','messages':[{'role':'system','content':'You are terse.'},"
-      "{'role':'user','content':'Hi'}]}", 13, 2, 0, 0, 0, 0, 0, -1 },
+      "{'role':'user','content':'Hi'}]}", 16, 2, 0, 0, 0, 0, 0, -1 },
     /* "héllo" is 6 bytes, written raw or escaped: 2 + 4 */
     { "{'model':'m','messages':[{'role':'user','content':'h\xc3\xa9llo'}]}",
-      6, 1, 0, 0, 0, 0, 0, -1 },
+      9, 1, 0, 0, 0, 0, 0, -1 },
     { "{'model':'m','messages':[{'role':'user','content':'h\\u00e9llo'}]}",
-      6, 1, 0, 0, 0, 0, 0, -1 },
+      9, 1, 0, 0, 0, 0, 0, -1 },
     /* empty content: 0 + 4 */
     { "{'model':'m','messages':[{'role':'developer','content':''}]}",
-      4, 1, 0, 0, 0, 0, 0, -1 },
+      7, 1, 0, 0, 0, 0, 0, -1 },
     /* text parts 5 -> 2 and 8 -> 2; a low-detail image 85: 4 + 4 + 85 */
     { "{'model':'m','messages':[{'role':'user','content':[{'type':'text','text':'abcde'},"
       "{'type':'image_url','image_url':{'url':'data:image/png;base64,AAAA','detail':'low'}},"
-      "{'type':'text','text':'12345678'}]}]}", 8 + SW_REQUEST_IMAGE_LOW_TOKENS, 1, 0, 0, 0, 0, 1,
+      "{'type':'text','text':'12345678'}]}]}", 8 + SW_REQUEST_IMAGE_LOW_TOKENS + 3, 1, 0, 0, 0, 0, 1,
       -1 },
     /* any other detail: the largest high-detail image */
     { "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url',"
-      "'image_url':{'url':'http://x/a.png'}}]}]}", 4 + SW_REQUEST_IMAGE_TOKENS, 1, 0, 0, 0, 0, 1,
+      "'image_url':{'url':'http://x/a.png'}}]}]}", 4 + SW_REQUEST_IMAGE_TOKENS + 3, 1, 0, 0, 0, 0, 1,
       -1 },
     /* small inline audio and a file by id: the media minimum */
     { "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio',"
-      "'input_audio':{'data':'AAAA','format':'wav'}}]}]}", 4 + SW_REQUEST_MEDIA_MIN_TOKENS, 1, 0,
+      "'input_audio':{'data':'AAAA','format':'wav'}}]}]}", 4 + SW_REQUEST_MEDIA_MIN_TOKENS + 3, 1, 0,
       0, 0, 0, 1, -1 },
     { "{'model':'m','messages':[{'role':'user','content':[{'type':'file',"
-      "'file':{'file_id':'file-1'}}]}]}", 4 + SW_REQUEST_MEDIA_MIN_TOKENS, 1, 0, 0, 0, 0, 1, -1 },
+      "'file':{'file_id':'file-1'}}]}]}", 4 + SW_REQUEST_MEDIA_MIN_TOKENS + 3, 1, 0, 0, 0, 0, 1, -1 },
     /* 'q' 1 + 4; arguments {"a":1} 7 -> 2, + 4; tool result '42' 1 + 4 */
     { "{'model':'m','messages':[{'role':'user','content':'q'},{'role':'assistant',"
       "'content':null,'tool_calls':[{'id':'c1','type':'function','function':{'name':'f',"
       "'arguments':'{\\'a\\':1}'}}]},{'role':'tool','tool_call_id':'c1','content':'42'}]}",
-      16, 3, 0, 0, 0, 0, 0, -1 },
+      19, 3, 0, 0, 0, 0, 0, -1 },
     /* assistant without content but with a legacy function_call: arguments '{}' 1 + 4;
      * function result with null content: 4 */
     { "{'model':'m','messages':[{'role':'assistant','function_call':{'name':'f',"
       "'arguments':'{}'}},{'role':'function','name':'f','content':null}]}",
-      9, 2, 0, 0, 0, 0, 0, -1 },
+      12, 2, 0, 0, 0, 0, 0, -1 },
     /* assistant text and refusal parts: 'ok' 1, 'no' 1, + 4 */
     { "{'model':'m','messages':[{'role':'assistant','content':[{'type':'text','text':'ok'},"
-      "{'type':'refusal','refusal':'no'}]}]}", 6, 1, 0, 0, 0, 0, 0, -1 },
+      "{'type':'refusal','refusal':'no'}]}]}", 9, 1, 0, 0, 0, 0, 0, -1 },
     /* a tool definition: its compact JSON is 84 bytes -> 21; 'hi' 1 + 4 */
     { "{'model':'m'," MSGS ",'tools':[{'type':'function','function':{'name':'get_weather',"
-      "'parameters':{'type':'object'}}}]}", 26, 1, 0, 0, 0, 1, 0, -1 },
+      "'parameters':{'type':'object'}}}]}", 29, 1, 0, 0, 0, 1, 0, -1 },
     /* the same definition pretty-printed estimates the same */
     { "{'model':'m'," MSGS ",'tools':[ { 'type' : 'function' , 'function' : { 'name' : "
-      "'get_weather', 'parameters': {'type': 'object'} } } ]}", 26, 1, 0, 0, 0, 1, 0, -1 },
+      "'get_weather', 'parameters': {'type': 'object'} } } ]}", 29, 1, 0, 0, 0, 1, 0, -1 },
     /* legacy functions: 48 bytes -> 12; + 5 */
     { "{'model':'m'," MSGS ",'functions':[{'name':'lookup','description':'Look up a word'}]}",
-      17, 1, 0, 0, 0, 1, 0, -1 },
+      20, 1, 0, 0, 0, 1, 0, -1 },
     /* stream flags */
-    { "{'model':'m'," MSGS ",'stream':true}", 5, 1, 0, 1, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'stream':true}", 8, 1, 0, 1, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'stream':true,'stream_options':{'include_usage':true}}",
-      5, 1, 0, 1, 1, 0, 0, -1 },
+      8, 1, 0, 1, 1, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'stream':true,'stream_options':{'include_usage':false}}",
-      5, 1, 0, 1, 0, 0, 0, -1 },
-    { "{'model':'m'," MSGS ",'stream':true,'stream_options':{}}", 5, 1, 0, 1, 0, 0, 0, -1 },
-    { "{'model':'m'," MSGS ",'stream':false}", 5, 1, 0, 0, 0, 0, 0, -1 },
+      8, 1, 0, 1, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'stream':true,'stream_options':{}}", 8, 1, 0, 1, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'stream':false}", 8, 1, 0, 0, 0, 0, 0, -1 },
     /* max tokens: max_completion_tokens wins over max_tokens */
-    { "{'model':'m'," MSGS ",'max_tokens':100}", 5, 1, 100, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'max_tokens':100}", 8, 1, 100, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'max_completion_tokens':50,'max_tokens':100}",
-      5, 1, 50, 0, 0, 0, 0, -1 },
+      8, 1, 50, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'max_tokens':100,'max_completion_tokens':50}",
-      5, 1, 50, 0, 0, 0, 0, -1 },
+      8, 1, 50, 0, 0, 0, 0, -1 },
     /* the largest accepted */
-    { "{'model':'m'," MSGS ",'max_tokens':10000000}", 5, 1, 10000000, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'max_tokens':10000000}", 8, 1, 10000000, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'max_completion_tokens':10000000}",
-      5, 1, 10000000, 0, 0, 0, 0, -1 },
+      8, 1, 10000000, 0, 0, 0, 0, -1 },
     /* boundaries and nulls (null optional parameters are absent) */
-    { "{'model':'m'," MSGS ",'temperature':0,'top_p':1,'n':1}", 5, 1, 0, 0, 0, 0, 0, -1 },
-    { "{'model':'m'," MSGS ",'temperature':2.0,'top_p':0.0}", 5, 1, 0, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'temperature':0,'top_p':1,'n':1}", 8, 1, 0, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'temperature':2.0,'top_p':0.0}", 8, 1, 0, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'temperature':null,'top_p':null,'n':null,'stream':null,"
       "'stream_options':null,'max_tokens':null,'tools':null,'metadata':null}",
-      5, 1, 0, 0, 0, 0, 0, -1 },
+      8, 1, 0, 0, 0, 0, 0, -1 },
     /* allow_cloud */
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':true}}", 5, 1, 0, 0, 0, 0, 0, 1 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':false}}", 5, 1, 0, 0, 0, 0, 0, 0 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':' No '}}", 5, 1, 0, 0, 0, 0, 0, 0 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'off'}}", 5, 1, 0, 0, 0, 0, 0, 0 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'0'}}", 5, 1, 0, 0, 0, 0, 0, 0 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'YES'}}", 5, 1, 0, 0, 0, 0, 0, 1 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'on'}}", 5, 1, 0, 0, 0, 0, 0, 1 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'true'}}", 5, 1, 0, 0, 0, 0, 0, 1 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':true}}", 8, 1, 0, 0, 0, 0, 0, 1 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':false}}", 8, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':' No '}}", 8, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'off'}}", 8, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'0'}}", 8, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'YES'}}", 8, 1, 0, 0, 0, 0, 0, 1 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'on'}}", 8, 1, 0, 0, 0, 0, 0, 1 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'true'}}", 8, 1, 0, 0, 0, 0, 0, 1 },
     { "{'model':'m'," MSGS ",'metadata':{'team':'x','allow_cloud':'false'}}",
-      5, 1, 0, 0, 0, 0, 0, 0 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':null}}", 5, 1, 0, 0, 0, 0, 0, -1 },
-    { "{'model':'m'," MSGS ",'metadata':{'team':'x'}}", 5, 1, 0, 0, 0, 0, 0, -1 },
+      8, 1, 0, 0, 0, 0, 0, 0 },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':null}}", 8, 1, 0, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS ",'metadata':{'team':'x'}}", 8, 1, 0, 0, 0, 0, 0, -1 },
     /* unknown fields pass */
     { "{'model':'m'," MSGS ",'cache_prompt':true,'seed':7,'response_format':{'type':'text'}}",
-      5, 1, 0, 0, 0, 0, 0, -1 },
+      8, 1, 0, 0, 0, 0, 0, -1 },
 };
 
 static void test_request_good(void **state)
@@ -548,7 +550,7 @@ static void test_request_not_terminated(void **state)
     assert_non_null(body);
     memcpy(body, text, len);
     assert_int_equal(sw_request_parse(body, len, &req, &err), SW_OK);
-    assert_int_equal(req.prompt_tokens_est, 5);
+    assert_int_equal(req.prompt_tokens_est, 5 + 3);
     sw_request_free(&req);
     assert_int_equal(sw_request_parse(NULL, 0, &req, &err), SW_EINVAL);
     assert_string_equal(err.code, "invalid_json");
@@ -652,7 +654,7 @@ static void expect_ok(const char *body, size_t len)
     if (sw_request_parse(body, len, &req, &err) != SW_OK)
         print_error("%.*s...: %s\n", 60, body, err.message);
     assert_non_null(req.body);
-    assert_int_equal(req.prompt_tokens_est, 5);
+    assert_int_equal(req.prompt_tokens_est, 5 + 3);
     sw_request_free(&req);
 }
 
@@ -784,7 +786,7 @@ static void test_request_json_shape(void **state)
     struct sw_chat_request req;
     struct sw_request_error err;
     assert_int_equal(sw_request_parse(body, o, &req, &err), SW_OK);
-    assert_int_equal(req.prompt_tokens_est, 4 + (long)(n / 7 * 5 + 3) / 4);
+    assert_int_equal(req.prompt_tokens_est, 4 + 3 + (long)(n / 7 * 5 + 3) / 4);
     sw_request_free(&req);
     free(body);
 }
@@ -1103,7 +1105,7 @@ static void test_request_alloc_failures(void **state)
     }
     assert_int_equal(rc, SW_OK);
     assert_true(n > in_load);      /* the validator's own allocations were failed too */
-    assert_int_equal(req.prompt_tokens_est, 2 + 4 + 1 + 4 + 28);
+    assert_int_equal(req.prompt_tokens_est, 2 + 4 + 1 + 4 + 28 + 3);
     sw_request_free(&req);
     json_set_alloc_funcs(malloc, free);
 }

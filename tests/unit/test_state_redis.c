@@ -45,7 +45,7 @@ static void test_url_bad(void **state)
 {
     (void)state;
     struct sw_rurl u;
-    char why[256];
+    char why[512];
     static const char *const bad[] = {
         "http://h:6379", "redis://", "redis://h:0", "redis://h:65536", "redis://h:x",
         "redis://h/x", "redis://[::1", "redis://user@h", "redis://:pw%zz@h", NULL,
@@ -57,6 +57,10 @@ static void test_url_bad(void **state)
     }
     assert_int_equal(sw_rurl_parse("rediss://:topsecret@h:6380", &u, why, sizeof why), -1);
     assert_non_null(strstr(why, "TLS"));
+    /* it says what to do: a tunnel, and where to point state.redis */
+    assert_non_null(strstr(why, "tunnel"));
+    assert_non_null(strstr(why, "redis://:PASSWORD@127.0.0.1:6380"));
+    assert_non_null(strstr(why, "docs/scaling.md"));
     assert_null(strstr(why, "topsecret")); /* the password is never in a message */
 }
 

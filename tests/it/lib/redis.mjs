@@ -1,11 +1,12 @@
-// A real redis-server for tests: on a free loopback port, no persistence
+// A real redis-server for tests: on a free loopback port (TLS only with
+// { tls: { cert, key } }; command() then does not apply), no persistence
 // (--save '' --appendonly no), stopped when the test ends. restart() starts it
 // again on the same port (an empty server: what a crash without persistence
 // leaves).
 import { spawn } from 'node:child_process';
 import { createServer, connect } from 'node:net';
 
-async function freePort() {
+export async function freePort() {
   return new Promise((res, rej) => {
     const s = createServer();
     s.once('error', rej);
@@ -16,8 +17,13 @@ async function freePort() {
   });
 }
 
-function spawnRedis(port, timeout) {
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
+function spawnRedis(port, timeout, tls) {
+  // tls { cert, key }: TLS only (no plain-text port), clients not asked for certificates
+  const listen = tls
+    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key,
+      '--tls-auth-clients', 'no']
+    : ['--port', String(port)];
+  const proc = spawn('redis-server', [...listen, '--bind', '127.0.0.1', '--save', '',
     '--appendonly', 'no', '--enable-debug-command', 'local'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const ready = new Promise((res, rej) => {
@@ -35,9 +41,9 @@ function spawnRedis(port, timeout) {
   return { proc, ready, exited };
 }
 
-export async function startRedis({ timeout = 10000 } = {}) {
+export async function startRedis({ timeout = 10000, tls } = {}) {
   const port = await freePort();
-  let cur = spawnRedis(port, timeout);
+  let cur = spawnRedis(port, timeout, tls);
   await cur.ready;
   return {
     port,
@@ -49,7 +55,7 @@ export async function startRedis({ timeout = 10000 } = {}) {
     },
     async restart() {
       await this.kill();
-      cur = spawnRedis(port, timeout);
+      cur = spawnRedis(port, timeout, tls);
       await cur.ready;
     },
     async stop() {
