@@ -69,7 +69,7 @@ static void check_accepted(const uint8_t *data, size_t size, const struct sw_cha
                             NULL);
     const json_t *b = req->body;
     json_t *msgs = json_object_get(b, "messages"), *m, *v;
-    long est = 0;
+    long est = SW_REQUEST_PRIMING_TOKENS;   /* once per request */
     bool images = false;
     size_t i, k;
 
@@ -142,7 +142,7 @@ static void check_accepted(const uint8_t *data, size_t size, const struct sw_cha
                 }
             }
         }
-        est += 4;
+        est += SW_REQUEST_MESSAGE_TOKENS;
     }
     bool tools = false;
     json_t *defs[2] = {opt(b, "tools"), opt(b, "functions")}, *d;
