@@ -101,6 +101,9 @@ struct proxy {
 
     bool started;                   /* the first byte went to the client */
     bool saw_done;                  /* upstream sent data: [DONE] */
+    bool anth_preamble;             /* an Anthropic stream sent only message_start,
+                                     * content_block_start or ping so far: what they
+                                     * made is held, so an error event still fails over */
     bool client_gone;
     bool paused;                    /* upstream paused for a slow client */
     int abort_err;                  /* why on_data aborted the transfer (SW_EPROTO, ...) */
@@ -408,6 +411,8 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
     sw_sse_free(&p->sse);
     p->abort_err = SW_OK;
     p->saw_done = false;
+    if (!p->started) /* what a failed attempt's preamble made is not sent */
+        evbuffer_drain(p->out, evbuffer_get_length(p->out));
     /* A local queue left for an attempt that failed is no failure of that
      * local: it may take the request again (once), within the deadline. */
     p->facts.exclude &= ~p->left_queue;
@@ -616,9 +621,30 @@ static int json_chunk(struct proxy *p, json_t *chunk)
     return err;
 }
 
+/* message_start, content_block_start and ping carry no token: a stream
+ * that sent only these has not started answering. */
+static bool anth_preamble_type(const char *t, size_t n)
+{
+    return (n == 13 && !memcmp(t, "message_start", 13)) ||
+           (n == 19 && !memcmp(t, "content_block_start", 19)) || (n == 4 && !memcmp(t, "ping", 4));
+}
+
+static void anth_preamble_check(struct proxy *p, const char *data, size_t len)
+{
+    static const char *const keys[] = {"type"};
+    struct sw_jspan v[1];
+    if (!p->anth_preamble)
+        return;
+    if (sw_jscan_object(data, len, keys, v, NULL, 1) && v[0].len >= 2 && data[v[0].off] == '"' &&
+        anth_preamble_type(data + v[0].off + 1, v[0].len - 2))
+        return;
+    p->anth_preamble = false;
+}
+
 /* An Anthropic upstream's event, translated into chunks. */
 static int anth_event(struct proxy *p, const char *data, size_t len)
 {
+    anth_preamble_check(p, data, len);
     json_t *chunks = json_array();
     const char *msg = "out of memory";
     if (!chunks || sw_anth_to_oai_event(&p->a2o, data, len, chunks, &msg)) {
@@ -654,6 +680,8 @@ static int native_event(struct proxy *p, const char *event, const char *data, si
         snprintf(p->abort_msg, sizeof p->abort_msg, "malformed JSON in stream event");
         return SW_EPROTO;
     }
+    if (p->anth_preamble && !anth_preamble_type(type, strlen(type)))
+        p->anth_preamble = false;
     if (!strcmp(type, "error")) {
         json_decref(ev);
         p->abort_err = p->started ? SW_EPROTO : SW_ESTATUS;
@@ -746,7 +774,9 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
         snprintf(p->abort_msg, sizeof p->abort_msg, "stream event larger than %d bytes",
                  SSE_EVENT_MAX);
     }
-    if (evbuffer_get_length(p->out) > 0) {
+    /* Nothing goes out of an attempt that is failing before its first byte. */
+    if (evbuffer_get_length(p->out) > 0 &&
+        (p->started || (!p->anth_preamble && !p->abort_err))) {
         if (!p->started)
             start_client_stream(p);
         sw_http_stream_write(p->req, p->out);
@@ -1465,6 +1495,7 @@ static void dispatch(struct proxy *p)
     sw_claim_mark_sent(&p->claim);
     p->first_byte_ms = p->last_byte_ms = 0;
     p->usage_in = p->usage_out = p->chunks = 0;
+    p->anth_preamble = p->chat.stream && ud == SW_DIALECT_ANTHROPIC;
     sw_buf_free(&p->contract_text);
     sw_buf_init(&p->contract_text, (size_t)p->cfg->limits.max_response_bytes);
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);

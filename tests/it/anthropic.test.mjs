@@ -384,3 +384,82 @@ routing:
     }
   });
 });
+
+describe('Anthropic upstream: an error event in the stream', () => {
+  let errs, good, gw;
+  const setFaults = (sim, f) => getJSON(`${sim.url}/admin/faults`, { method: 'POST', body: JSON.stringify(f) });
+  before(async () => {
+    // 5 tokens/s: the first token reaches the client 200 ms before the error
+    // event does, so the error comes after the first byte.
+    errs = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '5']);
+    good = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+keys:
+  - { name: team, key: "${CLIENT_KEY}" }
+backends:
+  - { name: errs, tier: cloud, url: "${errs.url}", model: claude-upstream, dialect: anthropic }
+  - { name: good, tier: cloud, url: "${good.url}", model: claude-upstream, dialect: anthropic }
+models:
+  - { name: errs-only, backends: [errs] }
+  - { name: m, backends: [errs, good] }
+routing:
+  health_interval_ms: 100
+  breaker: { failures: 1000 }
+`);
+  });
+  after(async () => {
+    await gw?.stop(); await errs?.stop(); await good?.stop();
+  });
+  const ask = { max_tokens: 50, messages: [{ role: 'user', content: 'abcdefghijklmnopqrstuvwxyz' }] };
+
+  test('after the first token: an OpenAI client gets the error event and [DONE], an Anthropic client event: error', async () => {
+    await setFaults(errs, { stream_error_after: 2 });
+    // OpenAI client: the two tokens, then the SDK raises on the error event.
+    let text = '';
+    await assert.rejects(async () => {
+      const stream = await oai(gw).chat.completions.create({ model: 'errs-only', stream: true, ...ask });
+      for await (const ch of stream) text += ch.choices[0]?.delta?.content ?? '';
+    }, (e) => /error event/.test(e.message));
+    assert.equal(text, 'abcdefgh');
+    const raw = await post(gw, '/v1/chat/completions', { model: 'errs-only', stream: true, ...ask }, { authorization: `Bearer ${CLIENT_KEY}` });
+    assert.equal(raw.status, 200);
+    const events = raw.text.trim().split('\n\n');
+    assert.equal(events.at(-1), 'data: [DONE]');
+    assert.equal(JSON.parse(events.at(-2).slice(6)).error.code, 'upstream_stream_failed');
+
+    // Anthropic client (native: the backend speaks Anthropic): the SDK raises on event: error.
+    let atext = '';
+    await assert.rejects(async () => {
+      const s = anth(gw).messages.stream({ model: 'errs-only', ...ask });
+      s.on('text', (t) => { atext += t; });
+      await s.finalMessage();
+    }, (e) => e.error?.type === 'error' && e.error.error.type === 'api_error');
+    assert.equal(atext, 'abcdefgh');
+    const araw = await post(gw, '/v1/messages', { model: 'errs-only', stream: true, ...ask });
+    const aev = araw.text.trim().split('\n\n');
+    assert.match(aev.at(-1), /^event: error\ndata: \{"type":"error"/);
+    assert.ok(!araw.text.includes('message_stop'), 'no message_stop after the error');
+  });
+
+  test('before the first token (after message_start): the attempt fails over to the next backend, both APIs', async () => {
+    await setFaults(errs, { stream_error_after: 0 });
+    let text = '';
+    const { data: stream, response } = await oai(gw).chat.completions.create({ model: 'm', stream: true, ...ask }).withResponse();
+    for await (const ch of stream) text += ch.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'abcdefghijklmnopqrstuvwxyz');
+    assert.equal(response.headers.get('x-spillway-backend'), 'good');
+    const id = response.headers.get('x-request-id');
+    const d = await waitFor(async () => (await decisions(gw)).find((x) => x.request_id === id), { what: 'the decision' });
+    assert.deepEqual(d.attempts.map((a) => [a.backend, a.outcome]), [['errs', 'failed'], ['good', 'ok']]);
+
+    const s = anth(gw).messages.stream({ model: 'm', ...ask });
+    const m = await s.finalMessage();
+    assert.equal(m.content[0].text, 'abcdefghijklmnopqrstuvwxyz');
+    const araw = await post(gw, '/v1/messages', { model: 'm', stream: true, ...ask });
+    assert.equal(araw.headers.get('x-spillway-backend'), 'good');
+    assert.equal(araw.text.match(/event: message_start/g).length, 1, 'one message_start: the failed attempt\'s was dropped');
+    assert.ok(!araw.text.includes('event: error'));
+  });
+});

@@ -129,6 +129,15 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
     return str(b, "\"}}\n\n");
 }
 
+int sw_llmsim_render_stream_error(struct sw_buf *b, const struct sw_llmsim_reply *r)
+{
+    if (r->dialect == SW_LLMSIM_OPENAI)
+        return str(b, "data: {\"error\":{\"message\":\"The server is overloaded.\","
+                      "\"type\":\"server_error\",\"param\":null,\"code\":\"overloaded\"}}\n\n");
+    return str(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+                  "\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+}
+
 int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *r,
                                 int output_tokens, bool length)
 {
