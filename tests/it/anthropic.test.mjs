@@ -463,3 +463,72 @@ routing:
     assert.ok(!araw.text.includes('event: error'));
   });
 });
+
+describe('images both ways, and pii.binary_parts on the Messages front', () => {
+  let edge, cloud, gw;
+  // A 1x1 PNG.
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+  before(async () => {
+    edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
+    cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    gw = await startSpillway(config({
+      edgeUrl: edge.url, cloudUrl: cloud.url, pii: 'local_only',
+      extra: '  binary_parts: allow\n',
+    }).replace('slots: 1 }', 'slots: 1, supports_images: true }').replace('  - { name: cloud-only, backends: [claude] }',
+      '  - { name: cloud-only, backends: [claude] }\n  - { name: cloud-strict, backends: [claude], pii_binary_parts: local }'));
+  });
+  after(async () => {
+    await gw?.stop(); await edge?.stop(); await cloud?.stop();
+  });
+  const anthImage = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } };
+  const oaiImage = { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } };
+
+  test('an Anthropic base64 image block reaches an OpenAI backend as an image_url data: URL part', async () => {
+    await clear(edge);
+    const m = await anth(gw).messages.create({
+      model: 'local-only', max_tokens: 20,
+      messages: [{ role: 'user', content: [anthImage, { type: 'text', text: 'what is this' }] }],
+    });
+    assert.equal(m.content[0].text, 'what is this');
+    const [r] = await received(edge);
+    assert.deepEqual(r.body.messages[0].content, [oaiImage, { type: 'text', text: 'what is this' }]);
+  });
+
+  test('an OpenAI image_url data: URL reaches an Anthropic backend as a base64 image block, streamed too', async () => {
+    await clear(cloud);
+    const ask = { model: 'cloud-only', max_tokens: 20, messages: [{ role: 'user', content: [{ type: 'text', text: 'describe' }, oaiImage] }] };
+    const c = await oai(gw).chat.completions.create(ask);
+    assert.equal(c.choices[0].message.content, 'describe');
+    let text = '';
+    for await (const ch of await oai(gw).chat.completions.create({ ...ask, stream: true })) text += ch.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'describe');
+    const got = await received(cloud);
+    assert.equal(got.length, 2);
+    for (const r of got) {
+      assert.equal(r.path, '/v1/messages');
+      assert.deepEqual(r.body.messages[0].content, [{ type: 'text', text: 'describe' }, anthImage]);
+    }
+  });
+
+  test('binary_parts: local keeps an image off the cloud on the Messages front too (Anthropic error shape); allow lets it go whole', async () => {
+    await clear(cloud);
+    const body = (model) => ({ model, max_tokens: 20, messages: [{ role: 'user', content: [anthImage, { type: 'text', text: 'no pii here' }] }] });
+    const r = await post(gw, '/v1/messages', body('cloud-strict'));
+    assert.equal(r.status, 422, r.text);
+    assert.equal(r.json.type, 'error');
+    assert.equal(r.json.error.type, 'invalid_request_error');
+    assert.match(r.json.error.message, /may not be sent to the cloud/);
+    assert.equal((await received(cloud)).length, 0, 'the image did not reach the cloud');
+    // The same through the OpenAI front.
+    const o = await post(gw, '/v1/chat/completions', { model: 'cloud-strict', max_tokens: 20, messages: [{ role: 'user', content: [oaiImage, { type: 'text', text: 'no pii here' }] }] },
+      { authorization: `Bearer ${CLIENT_KEY}` });
+    assert.equal(o.status, 422, o.text);
+    assert.match(o.json.error.message, /may not be sent to the cloud/);
+    assert.equal((await received(cloud)).length, 0);
+
+    const ok = await anth(gw).messages.create(body('cloud-only'));
+    assert.equal(ok.content[0].text, 'no pii here');
+    const [c] = await received(cloud);
+    assert.deepEqual(c.body.messages[0].content[0], anthImage, 'the image block as the client sent it');
+  });
+});
