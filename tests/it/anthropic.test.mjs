@@ -532,3 +532,37 @@ describe('images both ways, and pii.binary_parts on the Messages front', () => {
     assert.deepEqual(c.body.messages[0].content[0], anthImage, 'the image block as the client sent it');
   });
 });
+
+describe('spend on an Anthropic-dialect cloud: the usage its answers report is what is settled', () => {
+  test('both clients, streamed or not: the gateway\'s spend and tokens equal the cloud\'s own bill', async () => {
+    const IN = 3, OUT = 15; // USD per million tokens
+    const cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--decode-tps', '0']);
+    const gw = await startSpillway(config({
+      edgeUrl: 'http://127.0.0.1:9', cloudUrl: cloud.url,
+      cloudOpts: `, price: { input_usd_per_mtok: ${IN}, output_usd_per_mtok: ${OUT} }, tpm: 1000000`,
+    }).replace('  default_max_tokens: 300\n', '  default_max_tokens: 300\n  spend: { cap_usd: 100, window: day }\n'));
+    try {
+      const msgs = (t) => [{ role: 'user', content: `${t} ${'lorem ipsum '.repeat(20)}` }];
+      // Output lengths differ from the estimate and from message_start's output_tokens: 1,
+      // so only the final (cumulative) usage settles the right amount.
+      await oai(gw).chat.completions.create({ model: 'cloud-only', max_tokens: 7, messages: msgs('a') });
+      for await (const _ of await oai(gw).chat.completions.create({ model: 'cloud-only', max_tokens: 13, stream: true, messages: msgs('bb') })) { /* drain */ }
+      await anth(gw).messages.create({ model: 'cloud-only', max_tokens: 21, messages: msgs('ccc') });
+      await anth(gw).messages.stream({ model: 'cloud-only', max_tokens: 34, messages: msgs('dddd') }).finalMessage();
+      const st = async () => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
+      await waitFor(async () => (await st()).backends.find((b) => b.name === 'claude').in_flight === 0, { what: 'all settled' });
+      const sim = (await getJSON(`${cloud.url}/admin/stats`)).body;
+      assert.equal(sim.served, 4);
+      assert.equal(sim.tokens_generated, 7 + 13 + 21 + 34);
+      const bill = (sim.prompt_tokens * IN + sim.tokens_generated * OUT) / 1e6;
+      const spend = (await st()).spend_usd;
+      assert.ok(Math.abs(spend - bill) < 1e-9, `spend ${spend} = the cloud's bill ${bill}`);
+      const d = (await decisions(gw)).filter((x) => x.backend === 'claude');
+      assert.equal(d.length, 4);
+      assert.equal(d.reduce((a, x) => a + x.tokens_in, 0), sim.prompt_tokens);
+      assert.deepEqual(d.map((x) => x.tokens_out).sort((a, b) => a - b), [7, 13, 21, 34]);
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+});
