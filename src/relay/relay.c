@@ -79,6 +79,8 @@ struct proxy {
      * from chat.body), the verdict on the answer, the streamed content so far. */
     const json_t *schema;
     const char *contract;           /* static verdict name; NULL: no contract */
+    const char *contract_tool;      /* an Anthropic client's forced tool: the schema is its
+                                     * input_schema, the judged text its input (borrowed) */
     bool contract_retried;          /* the other tier was asked after a violation */
     struct sw_buf contract_text;
 
@@ -506,8 +508,13 @@ static void contract_collect(struct proxy *p, const json_t *chunk)
 {
     if (!p->schema)
         return;
-    const json_t *c = json_object_get(
-        json_object_get(json_array_get(json_object_get(chunk, "choices"), 0), "delta"), "content");
+    const json_t *delta =
+        json_object_get(json_array_get(json_object_get(chunk, "choices"), 0), "delta");
+    const json_t *c = json_object_get(delta, "content");
+    if (p->contract_tool) /* the forced tool's arguments (its only call) */
+        c = json_object_get(json_object_get(json_array_get(json_object_get(delta, "tool_calls"), 0),
+                                            "function"),
+                            "arguments");
     if (json_is_string(c))
         sw_buf_append(&p->contract_text, json_string_value(c), json_string_length(c));
 }
@@ -961,9 +968,15 @@ static void contract_refuse(struct proxy *p)
     p->served = true; /* a backend answered; the answer was refused */
     p->final_status = 502;
     set_route_headers(p);
-    sw_reply_error(p->req, 502, "server_error", "contract_violation", "response_format",
-                   "The answer from backend '%s' does not follow the JSON schema the "
-                   "request's response_format asked for (%s).", be->name, p->contract);
+    if (p->contract_tool)
+        sw_reply_error(p->req, 502, "server_error", "contract_violation", "tool_choice",
+                       "The answer from backend '%s' does not call the tool '%s' that tool_choice "
+                       "forces with an input its input_schema accepts (%s).",
+                       be->name, p->contract_tool, p->contract);
+    else
+        sw_reply_error(p->req, 502, "server_error", "contract_violation", "response_format",
+                       "The answer from backend '%s' does not follow the JSON schema the "
+                       "request's response_format asked for (%s).", be->name, p->contract);
     detach_client(p);
     proxy_free(p);
 }
@@ -983,6 +996,28 @@ static void finish_native(struct proxy *p, json_t *body)
         p->usage_in = (long)json_integer_value(in);
     if (json_is_integer(out) && json_integer_value(out) >= 0)
         p->usage_out = (long)json_integer_value(out);
+    if (p->schema && p->contract_tool) {
+        /* the forced tool's tool_use block: its input is the judged text */
+        size_t i;
+        const json_t *blk;
+        char *input = NULL;
+        json_array_foreach(json_object_get(body, "content"), i, blk) {
+            const char *t = json_string_value(json_object_get(blk, "type"));
+            const char *n = json_string_value(json_object_get(blk, "name"));
+            if (t && n && !strcmp(t, "tool_use") && !strcmp(n, p->contract_tool)) {
+                input = json_dumps(json_object_get(blk, "input"), JSON_COMPACT | JSON_ENCODE_ANY);
+                break;
+            }
+        }
+        enum sw_contract_verdict v = contract_judge(p, input, input ? strlen(input) : 0);
+        free(input);
+        if ((v == SW_CONTRACT_VIOLATION || v == SW_CONTRACT_INVALID_JSON) &&
+            (p->model->contract.on_violation != SW_CONTRACT_PASS || p->contract_retried)) {
+            json_decref(body);
+            contract_refuse(p);
+            return;
+        }
+    }
     json_object_set_new(body, "model", json_string(p->public_model));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -1021,9 +1056,23 @@ static void finish_non_stream(struct proxy *p)
         return;
     }
     if (p->schema) {
-        const json_t *c = json_object_get(
-            json_object_get(json_array_get(json_object_get(body, "choices"), 0), "message"),
-            "content");
+        const json_t *msg =
+            json_object_get(json_array_get(json_object_get(body, "choices"), 0), "message");
+        const json_t *c = json_object_get(msg, "content");
+        if (p->contract_tool) {
+            /* the forced tool's call: its arguments are the judged text */
+            size_t i;
+            const json_t *tc;
+            c = NULL;
+            json_array_foreach(json_object_get(msg, "tool_calls"), i, tc) {
+                const json_t *fn = json_object_get(tc, "function");
+                const char *n = json_string_value(json_object_get(fn, "name"));
+                if (n && !strcmp(n, p->contract_tool)) {
+                    c = json_object_get(fn, "arguments");
+                    break;
+                }
+            }
+        }
         enum sw_contract_verdict v = contract_judge(p, json_string_value(c),
                                                     json_is_string(c) ? json_string_length(c) : 0);
         if ((v == SW_CONTRACT_VIOLATION || v == SW_CONTRACT_INVALID_JSON) &&
@@ -1795,8 +1844,11 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     sw_buf_init(&p->aout, SSE_EVENT_MAX * 4);
     sw_buf_init(&p->resp, ERROR_BODY_MAX);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
-    if (p->chat.api == SW_API_CHAT)
+    if (p->chat.api == SW_API_CHAT) {
         p->schema = sw_contract_schema(p->chat.body);
+        if (!p->schema && p->anth_client)
+            p->schema = sw_contract_tool_schema(p->chat.body, &p->contract_tool);
+    }
     strip_spillway_fields(p->chat.body);
     ask_for_usage(p);
     sw_http_on_gone(req, on_client_gone, p);
