@@ -559,8 +559,11 @@ static int stream_done(struct proxy *p)
                        p->contract_text.len) != SW_CONTRACT_OK &&
         strcmp(p->contract, "unchecked") != 0 &&
         p->model->contract.stream == SW_CONTRACT_STREAM_ENFORCE) {
-        static const char msg[] = "The answer does not follow the JSON schema the request's "
-                                  "response_format asked for.";
+        const char *msg = p->contract_tool
+                              ? "The answer does not call the tool that tool_choice forces with "
+                                "an input its input_schema accepts."
+                              : "The answer does not follow the JSON schema the request's "
+                                "response_format asked for.";
         json_t *ev = p->anth_client
                          ? json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
                                      "api_error", "message", msg)
