@@ -1046,6 +1046,9 @@ static void finish_non_stream(struct proxy *p)
         json_t *o = d->answer_to_openai(body, p->public_model, (long long)sw_wall_s());
         json_decref(body);
         body = o;
+        /* an OpenAI client's response_format went as a forced tool */
+        if (body && p->schema && !p->contract_tool && p->up_dialect == SW_DIALECT_ANTHROPIC)
+            sw_anth_resp_format_tool_to_content(body);
     }
     if (!body || !json_is_object(body) || !json_is_array(json_object_get(body, "choices"))) {
         json_decref(body);

@@ -235,6 +235,22 @@ pii:
     assert.deepEqual(fine.content[0].input, { name: 'Ada', age: 36 });
   }));
 
+  test('an OpenAI client\'s response_format to an Anthropic backend: sent as a forced tool, its input is the content, judged the same (ok, reject); streamed: refused naming the field', () => withAnth(async ({ gw, cloud }) => {
+    await fetch(`${cloud.url}/admin/received`, { method: 'DELETE' });
+    const c = await ask(gw, 'cloud-pass');
+    assert.equal(c.choices[0].message.content, ANSWER);
+    assert.equal(c.choices[0].finish_reason, 'stop');
+    assert.equal((await decisions(gw))[0].contract, 'ok');
+    const [r] = (await getJSON(`${cloud.url}/admin/received`)).body.requests;
+    assert.equal(r.body.response_format, undefined);
+    assert.deepEqual(r.body.tools.map((t) => [t.name, t.input_schema]), [['json_answer', SCHEMA]]);
+    assert.deepEqual(r.body.tool_choice, { type: 'tool', name: 'json_answer' });
+    await drift(cloud, 'shape');
+    await assert.rejects(ask(gw, 'cloud-strict'), (e) => e.status === 502 && e.code === 'contract_violation');
+    assert.equal((await decisions(gw))[0].contract, 'violation');
+    await assert.rejects(ask(gw, 'cloud-pass', { stream: true }), (e) => e.status === 400 && /response_format/.test(e.message));
+  }));
+
   test('retry: a drifted local tool input is asked again of the cloud (Anthropic backend), whose conforming input is served', () => withAnth(async ({ gw, edge }) => {
     await drift(edge, 'shape');
     const { data: m, response } = await anthAsk(gw, 'retry');
