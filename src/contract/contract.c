@@ -12,6 +12,27 @@ const json_t *sw_contract_schema(const json_t *body)
     return json_is_object(schema) || json_is_boolean(schema) ? schema : NULL;
 }
 
+const json_t *sw_contract_tool_schema(const json_t *body, const char **name)
+{
+    const json_t *tc = json_object_get(body, "tool_choice");
+    const char *type = json_string_value(json_object_get(tc, "type"));
+    const char *want = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+    if (!type || strcmp(type, "function") != 0 || !want)
+        return NULL;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(body, "tools"), i, t) {
+        const json_t *fn = json_object_get(t, "function");
+        const char *n = json_string_value(json_object_get(fn, "name"));
+        const json_t *schema = json_object_get(fn, "parameters");
+        if (n && !strcmp(n, want) && (json_is_object(schema) || json_is_boolean(schema))) {
+            *name = n;
+            return schema;
+        }
+    }
+    return NULL;
+}
+
 enum sw_contract_verdict sw_contract_check(const json_t *schema, const char *content, size_t len,
                                            struct sw_schema_error *err)
 {

@@ -23,6 +23,13 @@ enum sw_contract_verdict {
  * or NULL when it asks for none. */
 const json_t *sw_contract_schema(const json_t *body);
 
+/* An Anthropic client's equivalent of response_format: a tool_choice that
+ * forces one tool ({type: function, function: {name}} in the OpenAI form of
+ * its request); the answer is that tool's input, held to the tool's
+ * parameters (its input_schema). The schema (borrowed from body) and in
+ * *name the tool's name, or NULL when no tool with a schema is forced. */
+const json_t *sw_contract_tool_schema(const json_t *body, const char **name);
+
 /* Judges content (len bytes, borrowed; NULL: no content) against schema.
  * err (may be NULL) says where a violation is (never the content itself). */
 enum sw_contract_verdict sw_contract_check(const json_t *schema, const char *content, size_t len,

@@ -450,3 +450,23 @@ int sw_oai_to_anth_error(struct sw_oai_to_anth *s, const char *message, struct s
                 json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
                           "message", message ? message : ""));
 }
+
+void sw_anth_resp_format_tool_to_content(json_t *answer)
+{
+    json_t *choice = json_array_get(json_object_get(answer, "choices"), 0);
+    json_t *msg = json_object_get(choice, "message");
+    json_t *calls = json_object_get(msg, "tool_calls");
+    size_t i;
+    json_t *tc;
+    json_array_foreach(calls, i, tc) {
+        json_t *fn = json_object_get(tc, "function");
+        const char *n = json_string_value(json_object_get(fn, "name"));
+        json_t *args = json_object_get(fn, "arguments");
+        if (n && !strcmp(n, SW_ANTH_FORMAT_TOOL) && json_is_string(args)) {
+            json_object_set(msg, "content", args);
+            json_object_del(msg, "tool_calls");
+            json_object_set_new(choice, "finish_reason", json_string("stop"));
+            return;
+        }
+    }
+}

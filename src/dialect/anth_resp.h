@@ -24,6 +24,13 @@
 json_t *sw_anth_resp_to_openai(const json_t *in, const char *model, long long created);
 json_t *sw_anth_resp_from_openai(const json_t *in, const char *model);
 
+/* The tool an OpenAI request's response_format json_schema becomes for an
+ * Anthropic backend (forced, input_schema = the schema). */
+#define SW_ANTH_FORMAT_TOOL "json_answer"
+/* In a translated OpenAI answer (edited in place): the call of that tool
+ * becomes message.content (its arguments) with finish_reason stop. */
+void sw_anth_resp_format_tool_to_content(json_t *answer);
+
 /* finish_reason for a stop_reason and back; never NULL. */
 const char *sw_anth_finish_reason(const char *stop_reason);
 const char *sw_anth_stop_reason(const char *finish_reason);

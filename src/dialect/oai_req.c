@@ -7,6 +7,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "dialect/anth_resp.h"
 #include "dialect/req_util.h"
 
 /* OpenAI chat requests as Anthropic Messages requests (anth_req.h). */
@@ -234,7 +235,7 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
     static const char *const known[] = {
         "model", "messages", "max_tokens", "max_completion_tokens", "stop", "temperature",
         "top_p", "tools", "tool_choice", "parallel_tool_calls", "user", "stream",
-        "stream_options", "n", "metadata"};
+        "stream_options", "n", "metadata", "response_format"};
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)in, k, v) {
@@ -247,6 +248,22 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
             BAD(p, "%s: this field has no counterpart in Anthropic's Messages API (the backend "
                    "chosen speaks it) and is refused rather than dropped.", p);
         }
+    }
+    /* response_format json_schema, not streamed, without tools of its own:
+     * a forced tool whose input_schema is the schema (Anthropic's way to ask
+     * for a shape); the answer's tool input becomes the content again. */
+    json_t *rf = json_object_get(in, "response_format");
+    json_t *rf_schema = NULL;
+    if (rf && !json_is_null(rf)) {
+        const char *rft = json_string_value(json_object_get(rf, "type"));
+        rf_schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+        if (!rft || strcmp(rft, "json_schema") || !json_is_object(rf_schema) ||
+            json_is_true(json_object_get(in, "stream")) || json_object_get(in, "tools") ||
+            json_object_get(in, "tool_choice"))
+            BAD("response_format",
+                "response_format: only a json_schema with an object schema, not streamed and "
+                "without tools, can be translated for Anthropic's Messages API (as a forced "
+                "tool).");
     }
     json_t *md = json_object_get(in, "metadata");
     if (json_is_object(md) && json_object_size(md))
@@ -329,6 +346,13 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
     }
     if (choice)
         json_object_set_new(o, "tool_choice", choice);
+    if (rf_schema) {
+        json_object_set_new(o, "tools", json_pack("[{s:s, s:s, s:O}]", "name", SW_ANTH_FORMAT_TOOL,
+                                                  "description", "Answer with this tool's input.",
+                                                  "input_schema", rf_schema));
+        json_object_set_new(o, "tool_choice", json_pack("{s:s, s:s}", "type", "tool", "name",
+                                                        SW_ANTH_FORMAT_TOOL));
+    }
     *out = o;
     return SW_OK;
 fail:

@@ -79,6 +79,8 @@ struct proxy {
      * from chat.body), the verdict on the answer, the streamed content so far. */
     const json_t *schema;
     const char *contract;           /* static verdict name; NULL: no contract */
+    const char *contract_tool;      /* an Anthropic client's forced tool: the schema is its
+                                     * input_schema, the judged text its input (borrowed) */
     bool contract_retried;          /* the other tier was asked after a violation */
     struct sw_buf contract_text;
 
@@ -101,6 +103,9 @@ struct proxy {
 
     bool started;                   /* the first byte went to the client */
     bool saw_done;                  /* upstream sent data: [DONE] */
+    bool anth_preamble;             /* an Anthropic stream sent only message_start,
+                                     * content_block_start or ping so far: what they
+                                     * made is held, so an error event still fails over */
     bool client_gone;
     bool paused;                    /* upstream paused for a slow client */
     int abort_err;                  /* why on_data aborted the transfer (SW_EPROTO, ...) */
@@ -408,6 +413,8 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
     sw_sse_free(&p->sse);
     p->abort_err = SW_OK;
     p->saw_done = false;
+    if (!p->started) /* what a failed attempt's preamble made is not sent */
+        evbuffer_drain(p->out, evbuffer_get_length(p->out));
     /* A local queue left for an attempt that failed is no failure of that
      * local: it may take the request again (once), within the deadline. */
     p->facts.exclude &= ~p->left_queue;
@@ -501,8 +508,13 @@ static void contract_collect(struct proxy *p, const json_t *chunk)
 {
     if (!p->schema)
         return;
-    const json_t *c = json_object_get(
-        json_object_get(json_array_get(json_object_get(chunk, "choices"), 0), "delta"), "content");
+    const json_t *delta =
+        json_object_get(json_array_get(json_object_get(chunk, "choices"), 0), "delta");
+    const json_t *c = json_object_get(delta, "content");
+    if (p->contract_tool) /* the forced tool's arguments (its only call) */
+        c = json_object_get(json_object_get(json_array_get(json_object_get(delta, "tool_calls"), 0),
+                                            "function"),
+                            "arguments");
     if (json_is_string(c))
         sw_buf_append(&p->contract_text, json_string_value(c), json_string_length(c));
 }
@@ -547,8 +559,11 @@ static int stream_done(struct proxy *p)
                        p->contract_text.len) != SW_CONTRACT_OK &&
         strcmp(p->contract, "unchecked") != 0 &&
         p->model->contract.stream == SW_CONTRACT_STREAM_ENFORCE) {
-        static const char msg[] = "The answer does not follow the JSON schema the request's "
-                                  "response_format asked for.";
+        const char *msg = p->contract_tool
+                              ? "The answer does not call the tool that tool_choice forces with "
+                                "an input its input_schema accepts."
+                              : "The answer does not follow the JSON schema the request's "
+                                "response_format asked for.";
         json_t *ev = p->anth_client
                          ? json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
                                      "api_error", "message", msg)
@@ -616,9 +631,30 @@ static int json_chunk(struct proxy *p, json_t *chunk)
     return err;
 }
 
+/* message_start, content_block_start and ping carry no token: a stream
+ * that sent only these has not started answering. */
+static bool anth_preamble_type(const char *t, size_t n)
+{
+    return (n == 13 && !memcmp(t, "message_start", 13)) ||
+           (n == 19 && !memcmp(t, "content_block_start", 19)) || (n == 4 && !memcmp(t, "ping", 4));
+}
+
+static void anth_preamble_check(struct proxy *p, const char *data, size_t len)
+{
+    static const char *const keys[] = {"type"};
+    struct sw_jspan v[1];
+    if (!p->anth_preamble)
+        return;
+    if (sw_jscan_object(data, len, keys, v, NULL, 1) && v[0].len >= 2 && data[v[0].off] == '"' &&
+        anth_preamble_type(data + v[0].off + 1, v[0].len - 2))
+        return;
+    p->anth_preamble = false;
+}
+
 /* An Anthropic upstream's event, translated into chunks. */
 static int anth_event(struct proxy *p, const char *data, size_t len)
 {
+    anth_preamble_check(p, data, len);
     json_t *chunks = json_array();
     const char *msg = "out of memory";
     if (!chunks || sw_anth_to_oai_event(&p->a2o, data, len, chunks, &msg)) {
@@ -654,6 +690,8 @@ static int native_event(struct proxy *p, const char *event, const char *data, si
         snprintf(p->abort_msg, sizeof p->abort_msg, "malformed JSON in stream event");
         return SW_EPROTO;
     }
+    if (p->anth_preamble && !anth_preamble_type(type, strlen(type)))
+        p->anth_preamble = false;
     if (!strcmp(type, "error")) {
         json_decref(ev);
         p->abort_err = p->started ? SW_EPROTO : SW_ESTATUS;
@@ -746,7 +784,9 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
         snprintf(p->abort_msg, sizeof p->abort_msg, "stream event larger than %d bytes",
                  SSE_EVENT_MAX);
     }
-    if (evbuffer_get_length(p->out) > 0) {
+    /* Nothing goes out of an attempt that is failing before its first byte. */
+    if (evbuffer_get_length(p->out) > 0 &&
+        (p->started || (!p->anth_preamble && !p->abort_err))) {
         if (!p->started)
             start_client_stream(p);
         sw_http_stream_write(p->req, p->out);
@@ -931,9 +971,15 @@ static void contract_refuse(struct proxy *p)
     p->served = true; /* a backend answered; the answer was refused */
     p->final_status = 502;
     set_route_headers(p);
-    sw_reply_error(p->req, 502, "server_error", "contract_violation", "response_format",
-                   "The answer from backend '%s' does not follow the JSON schema the "
-                   "request's response_format asked for (%s).", be->name, p->contract);
+    if (p->contract_tool)
+        sw_reply_error(p->req, 502, "server_error", "contract_violation", "tool_choice",
+                       "The answer from backend '%s' does not call the tool '%s' that tool_choice "
+                       "forces with an input its input_schema accepts (%s).",
+                       be->name, p->contract_tool, p->contract);
+    else
+        sw_reply_error(p->req, 502, "server_error", "contract_violation", "response_format",
+                       "The answer from backend '%s' does not follow the JSON schema the "
+                       "request's response_format asked for (%s).", be->name, p->contract);
     detach_client(p);
     proxy_free(p);
 }
@@ -953,6 +999,28 @@ static void finish_native(struct proxy *p, json_t *body)
         p->usage_in = (long)json_integer_value(in);
     if (json_is_integer(out) && json_integer_value(out) >= 0)
         p->usage_out = (long)json_integer_value(out);
+    if (p->schema && p->contract_tool) {
+        /* the forced tool's tool_use block: its input is the judged text */
+        size_t i;
+        const json_t *blk;
+        char *input = NULL;
+        json_array_foreach(json_object_get(body, "content"), i, blk) {
+            const char *t = json_string_value(json_object_get(blk, "type"));
+            const char *n = json_string_value(json_object_get(blk, "name"));
+            if (t && n && !strcmp(t, "tool_use") && !strcmp(n, p->contract_tool)) {
+                input = json_dumps(json_object_get(blk, "input"), JSON_COMPACT | JSON_ENCODE_ANY);
+                break;
+            }
+        }
+        enum sw_contract_verdict v = contract_judge(p, input, input ? strlen(input) : 0);
+        free(input);
+        if ((v == SW_CONTRACT_VIOLATION || v == SW_CONTRACT_INVALID_JSON) &&
+            (p->model->contract.on_violation != SW_CONTRACT_PASS || p->contract_retried)) {
+            json_decref(body);
+            contract_refuse(p);
+            return;
+        }
+    }
     json_object_set_new(body, "model", json_string(p->public_model));
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -978,6 +1046,9 @@ static void finish_non_stream(struct proxy *p)
         json_t *o = d->answer_to_openai(body, p->public_model, (long long)sw_wall_s());
         json_decref(body);
         body = o;
+        /* an OpenAI client's response_format went as a forced tool */
+        if (body && p->schema && !p->contract_tool && p->up_dialect == SW_DIALECT_ANTHROPIC)
+            sw_anth_resp_format_tool_to_content(body);
     }
     if (!body || !json_is_object(body) || !json_is_array(json_object_get(body, "choices"))) {
         json_decref(body);
@@ -991,9 +1062,23 @@ static void finish_non_stream(struct proxy *p)
         return;
     }
     if (p->schema) {
-        const json_t *c = json_object_get(
-            json_object_get(json_array_get(json_object_get(body, "choices"), 0), "message"),
-            "content");
+        const json_t *msg =
+            json_object_get(json_array_get(json_object_get(body, "choices"), 0), "message");
+        const json_t *c = json_object_get(msg, "content");
+        if (p->contract_tool) {
+            /* the forced tool's call: its arguments are the judged text */
+            size_t i;
+            const json_t *tc;
+            c = NULL;
+            json_array_foreach(json_object_get(msg, "tool_calls"), i, tc) {
+                const json_t *fn = json_object_get(tc, "function");
+                const char *n = json_string_value(json_object_get(fn, "name"));
+                if (n && !strcmp(n, p->contract_tool)) {
+                    c = json_object_get(fn, "arguments");
+                    break;
+                }
+            }
+        }
         enum sw_contract_verdict v = contract_judge(p, json_string_value(c),
                                                     json_is_string(c) ? json_string_length(c) : 0);
         if ((v == SW_CONTRACT_VIOLATION || v == SW_CONTRACT_INVALID_JSON) &&
@@ -1473,6 +1558,7 @@ static void dispatch(struct proxy *p)
     sw_claim_mark_sent(&p->claim);
     p->first_byte_ms = p->last_byte_ms = 0;
     p->usage_in = p->usage_out = p->chunks = 0;
+    p->anth_preamble = p->chat.stream && ud == SW_DIALECT_ANTHROPIC;
     sw_buf_free(&p->contract_text);
     sw_buf_init(&p->contract_text, (size_t)p->cfg->limits.max_response_bytes);
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
@@ -1771,8 +1857,11 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     sw_buf_init(&p->aout, SSE_EVENT_MAX * 4);
     sw_buf_init(&p->resp, ERROR_BODY_MAX);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
-    if (p->chat.api == SW_API_CHAT)
+    if (p->chat.api == SW_API_CHAT) {
         p->schema = sw_contract_schema(p->chat.body);
+        if (!p->schema && p->anth_client)
+            p->schema = sw_contract_tool_schema(p->chat.body, &p->contract_tool);
+    }
     strip_spillway_fields(p->chat.body);
     ask_for_usage(p);
     sw_http_on_gone(req, on_client_gone, p);

@@ -385,3 +385,185 @@ routing:
     }
   });
 });
+
+describe('Anthropic upstream: an error event in the stream', () => {
+  let errs, good, gw;
+  const setFaults = (sim, f) => getJSON(`${sim.url}/admin/faults`, { method: 'POST', body: JSON.stringify(f) });
+  before(async () => {
+    // 5 tokens/s: the first token reaches the client 200 ms before the error
+    // event does, so the error comes after the first byte.
+    errs = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '5']);
+    good = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+keys:
+  - { name: team, key: "${CLIENT_KEY}" }
+backends:
+  - { name: errs, tier: cloud, url: "${errs.url}", model: claude-upstream, dialect: anthropic }
+  - { name: good, tier: cloud, url: "${good.url}", model: claude-upstream, dialect: anthropic }
+models:
+  - { name: errs-only, backends: [errs] }
+  - { name: m, backends: [errs, good] }
+routing:
+  health_interval_ms: 100
+  breaker: { failures: 1000 }
+`);
+  });
+  after(async () => {
+    await gw?.stop(); await errs?.stop(); await good?.stop();
+  });
+  const ask = { max_tokens: 50, messages: [{ role: 'user', content: 'abcdefghijklmnopqrstuvwxyz' }] };
+
+  test('after the first token: an OpenAI client gets the error event and [DONE], an Anthropic client event: error', async () => {
+    await setFaults(errs, { stream_error_after: 2 });
+    // OpenAI client: the two tokens, then the SDK raises on the error event.
+    let text = '';
+    await assert.rejects(async () => {
+      const stream = await oai(gw).chat.completions.create({ model: 'errs-only', stream: true, ...ask });
+      for await (const ch of stream) text += ch.choices[0]?.delta?.content ?? '';
+    }, (e) => /error event/.test(e.message));
+    assert.equal(text, 'abcdefgh');
+    const raw = await post(gw, '/v1/chat/completions', { model: 'errs-only', stream: true, ...ask }, { authorization: `Bearer ${CLIENT_KEY}` });
+    assert.equal(raw.status, 200);
+    const events = raw.text.trim().split('\n\n');
+    assert.equal(events.at(-1), 'data: [DONE]');
+    assert.equal(JSON.parse(events.at(-2).slice(6)).error.code, 'upstream_stream_failed');
+
+    // Anthropic client (native: the backend speaks Anthropic): the SDK raises on event: error.
+    let atext = '';
+    await assert.rejects(async () => {
+      const s = anth(gw).messages.stream({ model: 'errs-only', ...ask });
+      s.on('text', (t) => { atext += t; });
+      await s.finalMessage();
+    }, (e) => e.error?.type === 'error' && e.error.error.type === 'api_error');
+    assert.equal(atext, 'abcdefgh');
+    const araw = await post(gw, '/v1/messages', { model: 'errs-only', stream: true, ...ask });
+    const aev = araw.text.trim().split('\n\n');
+    assert.match(aev.at(-1), /^event: error\ndata: \{"type":"error"/);
+    assert.ok(!araw.text.includes('message_stop'), 'no message_stop after the error');
+  });
+
+  test('before the first token (after message_start): the attempt fails over to the next backend, both APIs', async () => {
+    await setFaults(errs, { stream_error_after: 0 });
+    let text = '';
+    const { data: stream, response } = await oai(gw).chat.completions.create({ model: 'm', stream: true, ...ask }).withResponse();
+    for await (const ch of stream) text += ch.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'abcdefghijklmnopqrstuvwxyz');
+    assert.equal(response.headers.get('x-spillway-backend'), 'good');
+    const id = response.headers.get('x-request-id');
+    const d = await waitFor(async () => (await decisions(gw)).find((x) => x.request_id === id), { what: 'the decision' });
+    assert.deepEqual(d.attempts.map((a) => [a.backend, a.outcome]), [['errs', 'failed'], ['good', 'ok']]);
+
+    const s = anth(gw).messages.stream({ model: 'm', ...ask });
+    const m = await s.finalMessage();
+    assert.equal(m.content[0].text, 'abcdefghijklmnopqrstuvwxyz');
+    const araw = await post(gw, '/v1/messages', { model: 'm', stream: true, ...ask });
+    assert.equal(araw.headers.get('x-spillway-backend'), 'good');
+    assert.equal(araw.text.match(/event: message_start/g).length, 1, 'one message_start: the failed attempt\'s was dropped');
+    assert.ok(!araw.text.includes('event: error'));
+  });
+});
+
+describe('images both ways, and pii.binary_parts on the Messages front', () => {
+  let edge, cloud, gw;
+  // A 1x1 PNG.
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+  before(async () => {
+    edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
+    cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    gw = await startSpillway(config({
+      edgeUrl: edge.url, cloudUrl: cloud.url, pii: 'local_only',
+      extra: '  binary_parts: allow\n',
+    }).replace('slots: 1 }', 'slots: 1, supports_images: true }').replace('  - { name: cloud-only, backends: [claude] }',
+      '  - { name: cloud-only, backends: [claude] }\n  - { name: cloud-strict, backends: [claude], pii_binary_parts: local }'));
+  });
+  after(async () => {
+    await gw?.stop(); await edge?.stop(); await cloud?.stop();
+  });
+  const anthImage = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } };
+  const oaiImage = { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } };
+
+  test('an Anthropic base64 image block reaches an OpenAI backend as an image_url data: URL part', async () => {
+    await clear(edge);
+    const m = await anth(gw).messages.create({
+      model: 'local-only', max_tokens: 20,
+      messages: [{ role: 'user', content: [anthImage, { type: 'text', text: 'what is this' }] }],
+    });
+    assert.equal(m.content[0].text, 'what is this');
+    const [r] = await received(edge);
+    assert.deepEqual(r.body.messages[0].content, [oaiImage, { type: 'text', text: 'what is this' }]);
+  });
+
+  test('an OpenAI image_url data: URL reaches an Anthropic backend as a base64 image block, streamed too', async () => {
+    await clear(cloud);
+    const ask = { model: 'cloud-only', max_tokens: 20, messages: [{ role: 'user', content: [{ type: 'text', text: 'describe' }, oaiImage] }] };
+    const c = await oai(gw).chat.completions.create(ask);
+    assert.equal(c.choices[0].message.content, 'describe');
+    let text = '';
+    for await (const ch of await oai(gw).chat.completions.create({ ...ask, stream: true })) text += ch.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'describe');
+    const got = await received(cloud);
+    assert.equal(got.length, 2);
+    for (const r of got) {
+      assert.equal(r.path, '/v1/messages');
+      assert.deepEqual(r.body.messages[0].content, [{ type: 'text', text: 'describe' }, anthImage]);
+    }
+  });
+
+  test('binary_parts: local keeps an image off the cloud on the Messages front too (Anthropic error shape); allow lets it go whole', async () => {
+    await clear(cloud);
+    const body = (model) => ({ model, max_tokens: 20, messages: [{ role: 'user', content: [anthImage, { type: 'text', text: 'no pii here' }] }] });
+    const r = await post(gw, '/v1/messages', body('cloud-strict'));
+    assert.equal(r.status, 422, r.text);
+    assert.equal(r.json.type, 'error');
+    assert.equal(r.json.error.type, 'invalid_request_error');
+    assert.match(r.json.error.message, /may not be sent to the cloud/);
+    assert.equal((await received(cloud)).length, 0, 'the image did not reach the cloud');
+    // The same through the OpenAI front.
+    const o = await post(gw, '/v1/chat/completions', { model: 'cloud-strict', max_tokens: 20, messages: [{ role: 'user', content: [oaiImage, { type: 'text', text: 'no pii here' }] }] },
+      { authorization: `Bearer ${CLIENT_KEY}` });
+    assert.equal(o.status, 422, o.text);
+    assert.match(o.json.error.message, /may not be sent to the cloud/);
+    assert.equal((await received(cloud)).length, 0);
+
+    const ok = await anth(gw).messages.create(body('cloud-only'));
+    assert.equal(ok.content[0].text, 'no pii here');
+    const [c] = await received(cloud);
+    assert.deepEqual(c.body.messages[0].content[0], anthImage, 'the image block as the client sent it');
+  });
+});
+
+describe('spend on an Anthropic-dialect cloud: the usage its answers report is what is settled', () => {
+  test('both clients, streamed or not: the gateway\'s spend and tokens equal the cloud\'s own bill', async () => {
+    const IN = 3, OUT = 15; // USD per million tokens
+    const cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--decode-tps', '0']);
+    const gw = await startSpillway(config({
+      edgeUrl: 'http://127.0.0.1:9', cloudUrl: cloud.url,
+      cloudOpts: `, price: { input_usd_per_mtok: ${IN}, output_usd_per_mtok: ${OUT} }, tpm: 1000000`,
+    }).replace('  default_max_tokens: 300\n', '  default_max_tokens: 300\n  spend: { cap_usd: 100, window: day }\n'));
+    try {
+      const msgs = (t) => [{ role: 'user', content: `${t} ${'lorem ipsum '.repeat(20)}` }];
+      // Output lengths differ from the estimate and from message_start's output_tokens: 1,
+      // so only the final (cumulative) usage settles the right amount.
+      await oai(gw).chat.completions.create({ model: 'cloud-only', max_tokens: 7, messages: msgs('a') });
+      for await (const _ of await oai(gw).chat.completions.create({ model: 'cloud-only', max_tokens: 13, stream: true, messages: msgs('bb') })) { /* drain */ }
+      await anth(gw).messages.create({ model: 'cloud-only', max_tokens: 21, messages: msgs('ccc') });
+      await anth(gw).messages.stream({ model: 'cloud-only', max_tokens: 34, messages: msgs('dddd') }).finalMessage();
+      const st = async () => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
+      await waitFor(async () => (await st()).backends.find((b) => b.name === 'claude').in_flight === 0, { what: 'all settled' });
+      const sim = (await getJSON(`${cloud.url}/admin/stats`)).body;
+      assert.equal(sim.served, 4);
+      assert.equal(sim.tokens_generated, 7 + 13 + 21 + 34);
+      const bill = (sim.prompt_tokens * IN + sim.tokens_generated * OUT) / 1e6;
+      const spend = (await st()).spend_usd;
+      assert.ok(Math.abs(spend - bill) < 1e-9, `spend ${spend} = the cloud's bill ${bill}`);
+      const d = (await decisions(gw)).filter((x) => x.backend === 'claude');
+      assert.equal(d.length, 4);
+      assert.equal(d.reduce((a, x) => a + x.tokens_in, 0), sim.prompt_tokens);
+      assert.deepEqual(d.map((x) => x.tokens_out).sort((a, b) => a - b), [7, 13, 21, 34]);
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+});

@@ -7,6 +7,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
 
 const ADMIN = 'sk-admin-contract';
@@ -167,4 +168,96 @@ describe('output contract', () => {
       assert.equal((await decisions(gw))[0].contract, 'ok');
     });
   });
+});
+
+// The Messages front: Anthropic clients have no response_format; a
+// tool_choice that forces one tool is their way to ask for a shape, so the
+// forced tool's input is held to its input_schema under the same policy.
+describe('output contract on the Messages front: a forced tool\'s input against its input_schema', () => {
+  const TOOL = { name: 'record_person', description: 'store a person', input_schema: SCHEMA };
+  const anthAsk = (gw, model) => new Anthropic({ baseURL: gw.url, apiKey: 'unused', maxRetries: 0 }).messages.create({
+    model, max_tokens: 64, tools: [TOOL], tool_choice: { type: 'tool', name: TOOL.name },
+    messages: [{ role: 'user', content: ANSWER }],
+  }).withResponse();
+  async function withAnth(fn) {
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
+    const cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: edge, tier: local, url: "${edge.url}", model: edge-model }
+  - { name: claude, tier: cloud, url: "${cloud.url}", model: claude-upstream, dialect: anthropic }
+models:
+  - { name: local-pass, backends: [edge] }
+  - { name: cloud-pass, backends: [claude] }
+  - { name: cloud-strict, backends: [claude], contract: { on_violation: reject } }
+  - { name: retry, backends: [edge, claude], contract: { on_violation: retry } }
+routing:
+  health_interval_ms: 100
+pii:
+  policy: off
+`);
+    try {
+      await fn({ gw, edge, cloud });
+    } finally {
+      await gw.stop(); await edge.stop(); await cloud.stop();
+    }
+  }
+  const drift = (sim, d) => getJSON(`${sim.url}/admin/faults`, { method: 'POST', body: JSON.stringify(d ? { drift: d } : {}) });
+
+  test('pass: a conforming tool input is ok (translated from an OpenAI backend); a drifted one from an Anthropic backend goes through as violation, counted', () => withAnth(async ({ gw, cloud }) => {
+    const { data: ok } = await anthAsk(gw, 'local-pass');
+    assert.equal(ok.stop_reason, 'tool_use');
+    assert.deepEqual(ok.content[0], { type: 'tool_use', id: ok.content[0].id, name: TOOL.name, input: { name: 'Ada', age: 36 } });
+    assert.equal((await decisions(gw))[0].contract, 'ok');
+    await drift(cloud, 'shape');
+    const { data: bad } = await anthAsk(gw, 'cloud-pass');
+    assert.deepEqual(bad.content[0].input, { answer: ANSWER });
+    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal(await violations(gw, 'claude', 'cloud-pass'), 1);
+  }));
+
+  test('reject: a drifted tool input becomes a 502 in Anthropic\'s error shape naming the tool', () => withAnth(async ({ gw, cloud }) => {
+    await drift(cloud, 'prose');
+    const r = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'cloud-strict', max_tokens: 64, tools: [TOOL], tool_choice: { type: 'tool', name: TOOL.name }, messages: [{ role: 'user', content: ANSWER }] }),
+    });
+    assert.equal(r.status, 502);
+    const body = await r.json();
+    assert.equal(body.type, 'error');
+    assert.equal(body.error.type, 'api_error');
+    assert.match(body.error.message, /tool 'record_person' that tool_choice forces/);
+    await assert.rejects(anthAsk(gw, 'cloud-strict'), (e) => e.status === 502 && e.error.error.type === 'api_error');
+    await drift(cloud, null);
+    const { data: fine } = await anthAsk(gw, 'cloud-strict');
+    assert.deepEqual(fine.content[0].input, { name: 'Ada', age: 36 });
+  }));
+
+  test('an OpenAI client\'s response_format to an Anthropic backend: sent as a forced tool, its input is the content, judged the same (ok, reject); streamed: refused naming the field', () => withAnth(async ({ gw, cloud }) => {
+    await fetch(`${cloud.url}/admin/received`, { method: 'DELETE' });
+    const c = await ask(gw, 'cloud-pass');
+    assert.equal(c.choices[0].message.content, ANSWER);
+    assert.equal(c.choices[0].finish_reason, 'stop');
+    assert.equal((await decisions(gw))[0].contract, 'ok');
+    const [r] = (await getJSON(`${cloud.url}/admin/received`)).body.requests;
+    assert.equal(r.body.response_format, undefined);
+    assert.deepEqual(r.body.tools.map((t) => [t.name, t.input_schema]), [['json_answer', SCHEMA]]);
+    assert.deepEqual(r.body.tool_choice, { type: 'tool', name: 'json_answer' });
+    await drift(cloud, 'shape');
+    await assert.rejects(ask(gw, 'cloud-strict'), (e) => e.status === 502 && e.code === 'contract_violation');
+    assert.equal((await decisions(gw))[0].contract, 'violation');
+    await assert.rejects(ask(gw, 'cloud-pass', { stream: true }), (e) => e.status === 400 && /response_format/.test(e.message));
+  }));
+
+  test('retry: a drifted local tool input is asked again of the cloud (Anthropic backend), whose conforming input is served', () => withAnth(async ({ gw, edge }) => {
+    await drift(edge, 'shape');
+    const { data: m, response } = await anthAsk(gw, 'retry');
+    assert.equal(response.headers.get('x-spillway-backend'), 'claude');
+    assert.deepEqual(m.content[0].input, { name: 'Ada', age: 36 });
+    const d = (await decisions(gw))[0];
+    assert.equal(d.contract, 'ok');
+    assert.deepEqual(d.attempts.map((a) => [a.backend, a.error ?? null]), [['edge', 'contract_violation'], ['claude', null]]);
+  }));
 });

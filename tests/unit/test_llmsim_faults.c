@@ -139,6 +139,13 @@ static void test_latency_close_malformed_pass_through(void **state)
     assert_int_equal(v.latency_ms, 250);
     assert_int_equal(v.close_after_chunks, 4);
     assert_int_equal(v.malformed, SW_LLMSIM_MALFORMED_JSON);
+    assert_int_equal(v.stream_error_after, -1); /* absent: off */
+    s = state_with("{\"stream_error_after\":0}");
+    sw_llmsim_faults_decide(&s, 0, 10, &v);
+    assert_int_equal(v.stream_error_after, 0);
+    s = state_with("{\"stream_error_after\":null}");
+    sw_llmsim_faults_decide(&s, 0, 10, &v);
+    assert_int_equal(v.stream_error_after, -1);
 }
 
 static void test_hang(void **state)

@@ -77,6 +77,17 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
 
     const char *rft = json_string_value(json_object_get(json_object_get(root, "response_format"), "type"));
     c->wants_json = rft && (!strcmp(rft, "json_schema") || !strcmp(rft, "json_object"));
+    json_t *tc = json_object_get(root, "tool_choice");
+    const char *tct = json_string_value(json_object_get(tc, "type"));
+    const char *tool = NULL;
+    if (tct && d == SW_LLMSIM_OPENAI && !strcmp(tct, "function"))
+        tool = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+    else if (tct && d == SW_LLMSIM_ANTHROPIC && !strcmp(tct, "tool"))
+        tool = json_string_value(json_object_get(tc, "name"));
+    if (tool && strlen(tool) < sizeof c->forced_tool) {
+        snprintf(c->forced_tool, sizeof c->forced_tool, "%s", tool);
+        c->wants_json = true;
+    }
     json_t *so = json_object_get(root, "stream_options");
     if (so && json_is_object(so))
         c->include_usage = json_is_true(json_object_get(so, "include_usage"));

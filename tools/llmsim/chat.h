@@ -29,7 +29,10 @@ struct sw_llmsim_chat {
     size_t text_bytes;           /* bytes of all message text */
     int prompt_tokens;           /* sw_llmsim_prompt_tokens(text_bytes, n_messages) */
     struct sw_buf last_user;     /* text of the last user message (owned) */
-    bool wants_json;             /* OpenAI response_format type json_schema or json_object */
+    bool wants_json;             /* OpenAI response_format type json_schema or json_object,
+                                  * or a forced tool */
+    char forced_tool[128];       /* tool_choice names one tool (OpenAI {type: function},
+                                  * Anthropic {type: tool}); "" = none */
 };
 
 /* Validates root (borrowed) as a request of dialect d and fills *c. On

@@ -72,6 +72,10 @@ int sw_llmsim_faults_parse(const char *text, size_t len, struct sw_llmsim_faults
             rc = bool_field(v, key, &f.hang, err, errlen);
         } else if (!strcmp(key, "close_after_chunks")) {
             rc = int_field(v, key, 0, 1000000000, &f.close_after_chunks, err, errlen);
+        } else if (!strcmp(key, "stream_error_after")) {
+            f.stream_error = !json_is_null(v);
+            if (f.stream_error)
+                rc = int_field(v, key, 0, 1000000000, &f.stream_error_after, err, errlen);
         } else if (!strcmp(key, "malformed")) {
             if (json_is_null(v)) {
                 f.malformed = SW_LLMSIM_MALFORMED_NONE;
@@ -105,7 +109,7 @@ int sw_llmsim_faults_parse(const char *text, size_t len, struct sw_llmsim_faults
         } else {
             snprintf(err, errlen,
                      "unknown field \"%.64s\" (allowed: error_rate, error_status, retry_after_s, "
-                     "latency_ms, hang, close_after_chunks, malformed, drift, exit, exit_after, rpm, "
+                     "latency_ms, hang, close_after_chunks, stream_error_after, malformed, drift, exit, exit_after, rpm, "
                      "tpm)",
                      key);
             rc = SW_EINVAL;
@@ -124,10 +128,12 @@ json_t *sw_llmsim_faults_to_json(const struct sw_llmsim_faults *f)
     static const char *mal[] = {NULL, "json", "sse"};
     static const char *drift[] = {NULL, "shape", "prose"};
     const char *m = mal[f->malformed], *dr = drift[f->drift];
-    return json_pack("{s:f, s:i, s:i, s:i, s:b, s:i, s:o, s:o, s:b, s:i, s:i, s:i}",
+    return json_pack("{s:f, s:i, s:i, s:i, s:b, s:i, s:o, s:o, s:o, s:b, s:i, s:i, s:i}",
                      "error_rate", f->error_rate, "error_status", f->error_status,
                      "retry_after_s", f->retry_after_s, "latency_ms", f->latency_ms,
                      "hang", (int)f->hang, "close_after_chunks", f->close_after_chunks,
+                     "stream_error_after",
+                     f->stream_error ? json_integer(f->stream_error_after) : json_null(),
                      "malformed", m ? json_string(m) : json_null(),
                      "drift", dr ? json_string(dr) : json_null(), "exit", (int)f->exit,
                      "exit_after", f->exit_after, "rpm", f->rpm, "tpm", f->tpm);
@@ -182,6 +188,7 @@ void sw_llmsim_faults_decide(struct sw_llmsim_fault_state *s, int64_t now_us, in
     v->retry_after_s = -1;
     v->latency_ms = f->latency_ms;
     v->close_after_chunks = f->close_after_chunks;
+    v->stream_error_after = f->stream_error ? f->stream_error_after : -1;
     v->malformed = f->malformed;
     if (f->hang) {
         v->hang = true;

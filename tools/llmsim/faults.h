@@ -32,6 +32,8 @@ struct sw_llmsim_faults {
     int latency_ms;              /* added before the first byte */
     bool hang;                   /* accept chat requests, never answer */
     int close_after_chunks;      /* close a stream after K token chunks, 0 = off */
+    bool stream_error;           /* end a stream with an error event ... */
+    int stream_error_after;      /* ... after K token events (K >= 0) */
     enum sw_llmsim_malformed malformed;
     bool exit;                   /* (admin only) exit(1) after answering the call */
     int exit_after;              /* exit(1) on receiving the N-th chat request, 0 = off */
@@ -62,6 +64,7 @@ struct sw_llmsim_verdict {
     const char *limit;           /* "requests" or "tokens" for rpm/tpm 429s, else NULL */
     int latency_ms;              /* delay before the first byte */
     int close_after_chunks;
+    int stream_error_after;      /* -1 = off, else the error event follows K token events */
     enum sw_llmsim_malformed malformed;
 };
 

@@ -33,6 +33,7 @@ static const char usage[] =
     "  --latency-ms N              added before the first byte (0)\n"
     "  --hang                      accept chat requests and never answer\n"
     "  --close-after-chunks K      close a stream after K token chunks (0 = off)\n"
+    "  --stream-error-after K      end a stream with an error event after K tokens\n"
     "  --malformed json|sse        send broken JSON / a broken SSE event\n"
     "  --drift shape|prose         answer response_format (JSON) requests in another shape\n"
     "  --exit-after N              exit(1) on receiving the N-th chat request (0 = off)\n"
@@ -98,6 +99,7 @@ static const struct flag flags[] = {
     {"--latency-ms", K_INT, 0, 3600000},
     {"--hang", K_FLAG, 0, 0},
     {"--close-after-chunks", K_INT, 0, 1000000000},
+    {"--stream-error-after", K_INT, 0, 1000000000},
     {"--malformed", K_STR, 0, 0},
     {"--drift", K_STR, 0, 0},
     {"--exit-after", K_INT, 0, 1000000000},
@@ -186,6 +188,9 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
         f->hang = true;
     } else if (!strcmp(name, "--close-after-chunks")) {
         f->close_after_chunks = (int)l;
+    } else if (!strcmp(name, "--stream-error-after")) {
+        f->stream_error = true;
+        f->stream_error_after = (int)l;
     } else if (!strcmp(name, "--malformed")) {
         if (!strcmp(s, "json"))
             f->malformed = SW_LLMSIM_MALFORMED_JSON;

@@ -129,6 +129,15 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
     return str(b, "\"}}\n\n");
 }
 
+int sw_llmsim_render_stream_error(struct sw_buf *b, const struct sw_llmsim_reply *r)
+{
+    if (r->dialect == SW_LLMSIM_OPENAI)
+        return str(b, "data: {\"error\":{\"message\":\"The server is overloaded.\","
+                      "\"type\":\"server_error\",\"param\":null,\"code\":\"overloaded\"}}\n\n");
+    return str(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+                  "\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+}
+
 int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *r,
                                 int output_tokens, bool length)
 {
@@ -163,11 +172,51 @@ int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *
                           length ? "max_tokens" : "end_turn", output_tokens);
 }
 
+/* A forced tool's call: the text is its arguments (OpenAI, as a string) or
+ * its input (Anthropic: the text parsed; text that is not a JSON object
+ * becomes {"text": ...}). */
+static int render_tool_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
+                               const char *text, size_t len, int output_tokens)
+{
+    json_t *m;
+    if (r->dialect == SW_LLMSIM_OPENAI) {
+        m = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s%}}]}, "
+                      "s:n, s:s}], s:{s:i, s:i, s:i}}",
+                      "id", r->id, "object", "chat.completion", "created", (json_int_t)r->created,
+                      "model", r->model, "choices", "index", 0, "message", "role", "assistant",
+                      "content", "tool_calls", "id", "call_sim1", "type", "function", "function",
+                      "name", r->tool, "arguments", text, len, "logprobs", "finish_reason",
+                      "tool_calls", "usage", "prompt_tokens", r->prompt_tokens,
+                      "completion_tokens", output_tokens, "total_tokens",
+                      r->prompt_tokens + output_tokens);
+    } else {
+        json_error_t je;
+        json_t *input = json_loadb(text, len, 0, &je);
+        if (!json_is_object(input)) {
+            json_decref(input);
+            input = json_pack("{s:s%}", "text", text, len);
+        }
+        m = json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:s, s:s, s:o}], s:s, s:n, "
+                      "s:{s:i, s:i}}",
+                      "id", r->id, "type", "message", "role", "assistant", "model", r->model,
+                      "content", "type", "tool_use", "id", "toolu_sim1", "name", r->tool, "input",
+                      input, "stop_reason", "tool_use", "stop_sequence", "usage", "input_tokens",
+                      r->prompt_tokens, "output_tokens", output_tokens);
+    }
+    char *s = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    int err = s ? sw_buf_append_str(b, s) : SW_ENOMEM;
+    free(s);
+    return err;
+}
+
 int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
                              const char *text, size_t len, int output_tokens, bool length,
                              enum sw_llmsim_malformed malformed)
 {
     int err;
+    if (r->tool[0] && !malformed)
+        return render_tool_message(b, r, text, len, output_tokens);
     if (r->dialect == SW_LLMSIM_OPENAI) {
         err = sw_buf_appendf(b,
                              "{\"id\":\"%s\",\"object\":\"chat.completion\",\"created\":%lld,"

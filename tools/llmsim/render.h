@@ -18,6 +18,7 @@ struct sw_llmsim_reply {
     char id[48];                 /* "chatcmpl-..." or "msg_..." */
     long long created;           /* unix seconds (OpenAI) */
     char model[SW_LLMSIM_MODEL_MAX]; /* echoed model id, raw */
+    char tool[128];              /* a forced tool: the non-streamed answer calls it, "" = text */
     int prompt_tokens;
     bool include_usage;          /* OpenAI: send the usage chunk */
     char head[2048];             /* OpenAI chunk prefix, by sw_llmsim_reply_prepare */
@@ -37,6 +38,9 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
  * Anthropic: content_block_stop, message_delta, message_stop. */
 int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *r,
                                 int output_tokens, bool length);
+/* A mid-stream error event: Anthropic `event: error` (overloaded_error),
+ * OpenAI a `data: {"error": ...}` chunk; the stream ends after it. */
+int sw_llmsim_render_stream_error(struct sw_buf *b, const struct sw_llmsim_reply *r);
 /* The whole non-streaming body; `malformed` (either kind) cuts the JSON short. */
 int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
                              const char *text, size_t len, int output_tokens, bool length,

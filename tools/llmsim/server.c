@@ -72,7 +72,7 @@ struct sw_llmsim_server {
     /* evidence */
     json_t **received;           /* ring of o.keep_received entries */
     size_t recv_head, recv_count;
-    uint64_t served, aborted, hanging, closed_by_fault, delayed;
+    uint64_t served, aborted, hanging, closed_by_fault, errored_by_fault, delayed;
     uint64_t status[MAX_STATUS];
     uint64_t prompt_tokens_total, tokens_predicted_total;
     uint64_t tokens_sent;        /* tokens written, streams cut short included */
@@ -252,11 +252,20 @@ static void tick_stream(struct sim *r, int due)
         count_status(s, 200);
         r->headers_sent = true;
         err = sw_llmsim_render_stream_start(&s->scratch, &r->reply);
+        if (!err && r->verdict.stream_error_after == 0 && r->gen.output_tokens > 0) {
+            /* an error before any token: the start goes out alone, the error
+             * event one decode period later (as an upstream that accepted
+             * the request and then failed) */
+            send_stream_bytes(r);
+            arm_at(r, sw_llmsim_token_due_us(&s->model, &r->gen, r->gen.output_tokens >= 2 ? 2 : 1));
+            return;
+        }
     }
     /* the malformed event is token 2 (token 1 when there is only one) */
     int bad = r->gen.output_tokens >= 2 ? 2 : 1;
     int close_k = r->verdict.close_after_chunks;
-    while (!err && r->sent < due) {
+    int error_k = r->verdict.stream_error_after;
+    while (!err && r->sent < due && r->sent != error_k) {
         struct sw_str t = sw_llmsim_text_next(&r->text);
         r->sent++;
         s->tokens_sent++;
@@ -276,6 +285,18 @@ static void tick_stream(struct sim *r, int due)
         s->closed_by_fault++;
         detach(r);
         sw_http_stream_abort(r->req);
+        release_slot(r);
+        sim_free(r);
+        return;
+    }
+    if (error_k >= 0 && r->sent == error_k && r->sent < r->gen.output_tokens) {
+        /* stream-error-after: the error event ends a stream that started well */
+        if (sw_llmsim_render_stream_error(&s->scratch, &r->reply))
+            sw_error("llmsim: rendering a stream error failed");
+        send_stream_bytes(r);
+        s->errored_by_fault++;
+        detach(r);
+        sw_http_stream_end(r->req);
         release_slot(r);
         sim_free(r);
         return;
@@ -530,6 +551,8 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     snprintf(rp->model, sizeof rp->model, "%s", r->chat.model[0] ? r->chat.model : s->o.model);
     rp->prompt_tokens = r->chat.prompt_tokens;
     rp->include_usage = r->chat.include_usage;
+    if (!r->chat.stream && s->o.reply == SW_LLMSIM_REPLY_ECHO)
+        snprintf(rp->tool, sizeof rp->tool, "%s", r->chat.forced_tool);
     if (sw_llmsim_reply_prepare(rp))
         rp->head_len = 0; /* too long to cache: built per chunk */
 
@@ -782,6 +805,8 @@ static void on_stats(struct sw_llmsim_server *s, struct sw_http_req *req)
                           (json_int_t)s->prompt_tokens_total, "tokens_generated",
                           (json_int_t)s->tokens_predicted_total, "tokens_sent",
                           (json_int_t)s->tokens_sent);
+    if (o)
+        json_object_set_new(o, "errored_by_fault", json_integer((json_int_t)s->errored_by_fault));
     if (!o) {
         json_decref(st);
         send_bytes(s, req, 500, "application/json", "{}", 2);
