@@ -13,6 +13,8 @@ extern "C" {
 
 /* Whether cc (two upper-case letters) is a region libphonenumber knows. */
 bool sw_pii_phone_region_ok(const char *cc);
+/* Compiles the validation rules of the n regions ahead of the first scan. */
+void sw_pii_phone_warm(const char (*regions)[3], size_t n);
 /* Whether s[0..len) (digits and punctuation as written) is a valid number:
  * starting with '+', in international notation (any country); else a
  * national number valid for one of the n regions (two-letter codes). */
