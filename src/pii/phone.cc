@@ -225,6 +225,30 @@ int rules_valid(const char *region, const std::string &nsn)
 }
 }   // namespace
 
+extern "C" int sw_pii_phone_rules_vs_lib(const char *region, const char *nsn, int *lib)
+{
+    try {
+        const PhoneNumberUtil *u = util();
+        std::string r(region, 2), n(nsn);
+        PhoneNumber pn;
+        pn.set_country_code(u->GetCountryCodeForRegion(r));
+        size_t zeros = 0;
+        while (zeros < n.size() && n[zeros] == '0')
+            zeros++;
+        if (zeros > 0) {
+            pn.set_italian_leading_zero(true);
+            if (zeros > 1)
+                pn.set_number_of_leading_zeros((int)zeros);
+        }
+        pn.set_national_number(zeros < n.size() ? std::stoull(n) : 0);
+        *lib = u->IsValidNumberForRegion(pn, r);
+        return rules_valid(region, n);
+    } catch (...) {
+        *lib = -1;
+        return -1;
+    }
+}
+
 // National notation: the number is built directly (country code of the
 // region, the trunk prefix dropped) rather than parsed, which is several
 // times cheaper than Parse's regular expressions. Valid for one of the

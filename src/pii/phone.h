@@ -23,6 +23,12 @@ bool sw_pii_phone_valid(const char *s, size_t len, const char (*regions)[3], siz
  * mobile number of one of the n regions (valid or not). */
 bool sw_pii_phone_possible(const char *s, size_t len, const char (*regions)[3], size_t n);
 
+/* Whether nsn (a national significant number: digits only, NUL-terminated)
+ * is valid for region by the compiled rules sw_pii_phone_valid uses (1 or 0,
+ * -1: the region has none and libphonenumber decides), with *lib set to
+ * libphonenumber's own IsValidNumberForRegion. For tests: the two agree. */
+int sw_pii_phone_rules_vs_lib(const char *region, const char *nsn, int *lib);
+
 #ifdef __cplusplus
 }
 #endif
