@@ -26,7 +26,7 @@ CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-form
 # libphonenumber (C++, no pkg-config file) validates phone candidates: src/pii/phone.cc
 CXX     ?= g++
 CXXFLAGS += -std=gnu++17 $(OPT) -Wall -Wextra -Werror -Isrc $(SANFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lphonenumber -lstdc++ -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lphonenumber -lprotobuf -lstdc++ -lm
 LDFLAGS += $(SANFLAGS)
 
 SW_SRC   := $(shell find src -name '*.c' ! -path src/main.c | sort)

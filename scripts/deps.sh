@@ -30,6 +30,7 @@ bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
 hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
 hdr phonenumbers/phonenumberutil.h libphonenumber-dev   # PII: phone validation (no pkg-config file)
+pc protobuf libprotobuf-dev             # PII: libphonenumber's metadata read in src/pii/phone.cc
 if [ "$what" = run ]; then
   bin node nodejs             # scripts/demo-traffic.mjs (make run)
 fi

@@ -256,6 +256,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     /* libphonenumber loads its metadata on first use (tens of millions of
      * instructions): here, not in the first request's scan */
     (void)sw_pii_phone_region_ok("NL");
+    sw_pii_phone_warm((const char(*)[3])e->regions, e->n_regions);
     /* The engine keeps custom patterns' regex strings only during compile. */
     for (size_t i = N_BUILTIN; i < e->n_pat; i++)
         e->pat[i].re = NULL;
@@ -294,6 +295,7 @@ int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *
     for (size_t i = 0; i < n; i++)
         memcpy(e->regions[i], codes[i], 3);
     e->n_regions = n;
+    sw_pii_phone_warm((const char(*)[3])e->regions, e->n_regions);
     return SW_OK;
 }
 

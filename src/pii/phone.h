@@ -13,6 +13,8 @@ extern "C" {
 
 /* Whether cc (two upper-case letters) is a region libphonenumber knows. */
 bool sw_pii_phone_region_ok(const char *cc);
+/* Compiles the validation rules of the n regions ahead of the first scan. */
+void sw_pii_phone_warm(const char (*regions)[3], size_t n);
 /* Whether s[0..len) (digits and punctuation as written) is a valid number:
  * starting with '+', in international notation (any country); else a
  * national number valid for one of the n regions (two-letter codes). */
@@ -20,6 +22,12 @@ bool sw_pii_phone_valid(const char *s, size_t len, const char (*regions)[3], siz
 /* Whether s[0..len), in national notation, has the length of a fixed-line or
  * mobile number of one of the n regions (valid or not). */
 bool sw_pii_phone_possible(const char *s, size_t len, const char (*regions)[3], size_t n);
+
+/* Whether nsn (a national significant number: digits only, NUL-terminated)
+ * is valid for region by the compiled rules sw_pii_phone_valid uses (1 or 0,
+ * -1: the region has none and libphonenumber decides), with *lib set to
+ * libphonenumber's own IsValidNumberForRegion. For tests: the two agree. */
+int sw_pii_phone_rules_vs_lib(const char *region, const char *nsn, int *lib);
 
 #ifdef __cplusplus
 }

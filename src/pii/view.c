@@ -126,6 +126,32 @@ static int hex4(const unsigned char *t, size_t len, size_t i, utf8proc_int32_t *
     return 0;
 }
 
+/* The end of the run of plain ASCII from i: no byte >= 0x80 and, in JSON,
+ * no quote (nor, inside a string, backslash). Eight bytes at a time while
+ * none of them is special. */
+static size_t ascii_run(const unsigned char *t, size_t len, size_t i, int json, bool in_str)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, t + i, 8);
+        uint64_t bad = w & high;
+        if (json) {
+            uint64_t q = w ^ (ones * '"');
+            bad |= (q - ones) & ~q & high;          /* a '"' byte */
+            if (in_str) {
+                uint64_t b = w ^ (ones * '\\');
+                bad |= (b - ones) & ~b & high;      /* a '\\' byte */
+            }
+        }
+        if (bad)
+            break;
+    }
+    while (i < len && t[i] < 0x80 && !(json && (t[i] == '"' || (in_str && t[i] == '\\'))))
+        i++;
+    return i;
+}
+
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json)
 {
     const unsigned char *t = (const unsigned char *)text;
@@ -172,17 +198,17 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
         }
         if (ch < 0x80 && !(json && (ch == '"' || (in_str && ch == '\\')))) {
             /* a run of plain ASCII: copied as it is */
-            size_t j = i + 1;
-            while (j < len && t[j] < 0x80 && !(json && (t[j] == '"' || (in_str && t[j] == '\\'))))
-                j++;
+            size_t j = ascii_run(t, len, i + 1, json, in_str);
             if ((rc = grow(v, j - i)))
                 break;
             memcpy(v->t + v->len, t + i, j - i);
-            for (size_t k = i; k < j; k++) {
-                v->os[v->len] = (uint32_t)k;
-                v->oe[v->len] = (uint32_t)(k + 1);
-                v->len++;
+            uint32_t *os = v->os + v->len, *oe = v->oe + v->len;
+            uint32_t k0 = (uint32_t)i;
+            for (uint32_t k = 0; k < (uint32_t)(j - i); k++) {
+                os[k] = k0 + k;
+                oe[k] = k0 + k + 1;
             }
+            v->len += j - i;
             i = j;
             continue;
         }

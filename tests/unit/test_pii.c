@@ -17,6 +17,7 @@
 #include "common/err.h"
 #include "pii/pii.h"
 #include "pii/map.h"
+#include "pii/phone.h"
 #include "pii/validate.h"
 
 static struct sw_pii_engine *E;
@@ -824,6 +825,37 @@ static void test_phone_national(void **state)
 }
 
 /* BSN in 3-3-3 groups (with the word, like a plain run); Spanish DNI/NIE. */
+/* National phone numbers are checked against libphonenumber's metadata by
+ * compiled rules of their own: on random national numbers of each default
+ * region (4-13 digits, some with a leading 0) they must say what
+ * libphonenumber's IsValidNumberForRegion says. */
+static void test_phone_rules_match_libphonenumber(void **state)
+{
+    (void)state;
+    static const char *const regions[] = {"NL", "DE", "FR", "BE", "ES", "IT", "GB", "US"};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    int valid = 0, disagree = 0;
+    for (size_t r = 0; r < sizeof regions / sizeof regions[0]; r++) {
+        for (int k = 0; k < 5000; k++) {
+            char nsn[16];
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            int len = 4 + (int)(x % 10), lead = (x >> 8) % 5 == 0;
+            for (int i = 0; i < len; i++) {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                nsn[i] = (char)('0' + (i < lead ? 0 : i == lead ? 1 + (int)(x % 9) : (int)(x % 10)));
+            }
+            nsn[len] = '\0';
+            int lib = -1, rules = sw_pii_phone_rules_vs_lib(regions[r], nsn, &lib);
+            assert_int_not_equal(rules, -1);        /* the compiled rules are in use */
+            if (rules != lib && disagree++ < 5)
+                fprintf(stderr, "%s %s: rules %d, libphonenumber %d\n", regions[r], nsn, rules, lib);
+            valid += lib == 1;
+        }
+    }
+    assert_int_equal(disagree, 0);
+    assert_true(valid > 1000);      /* the sample reaches valid numbers of every kind */
+}
+
 static void test_national_ids(void **state)
 {
     (void)state;
@@ -1134,6 +1166,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detect_table),
         cmocka_unit_test(test_validators),
+        cmocka_unit_test(test_phone_rules_match_libphonenumber),
         cmocka_unit_test(test_engine_errors),
         cmocka_unit_test(test_mask_stable),
         cmocka_unit_test(test_map_bound),
