@@ -8,11 +8,10 @@
 // and a screenshot goes to tests/it/artifacts/dashboard.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
-import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { startLlmsim, startSpillway, waitFor, getJSON, tempDir } from './lib/harness.mjs';
 
 const ADMIN = 'sk-admin-dashboard';
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -47,7 +46,7 @@ test('the dashboard renders live values that match /metrics and /admin/state', {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
   const procs = [];
   const hold = new AbortController();
-  const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
+  const profile = tempDir('spillway-chromium-');
   let browser;
   try {
     // 20 tokens/s and 400 max tokens: a held request keeps the one slot ~20 s.
@@ -175,7 +174,7 @@ routing:
 test('the admin key from #key= lives in sessionStorage only and leaves the address bar', { timeout: 60000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
   const procs = [];
-  const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
+  const profile = tempDir('spillway-chromium-');
   let browser;
   try {
     const edge = await startLlmsim(['--model', 'edge-model']);
@@ -232,7 +231,7 @@ routing:
 test('the charts plot what /admin/series and /metrics say, over a selectable window, with breaker and emergency markers', { timeout: 120000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
   const procs = [];
-  const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
+  const profile = tempDir('spillway-chromium-');
   let browser;
   try {
     // A one-slot local box at 20 tokens/s: a spike of 6 at once overflows to the priced cloud.

@@ -8,12 +8,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
-import { BUILD, startProcess, waitFor } from './lib/harness.mjs';
+import { BUILD, startProcess, waitFor, tempDir } from './lib/harness.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -35,7 +34,7 @@ const leftovers = (port) => execFileSync('ps', ['-eo', 'pid=,args='], { encoding
 test('the demo prints a dashboard URL that opens charts with its traffic and spike, no key typed', { timeout: 120000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
   const [port, localPort, cloudPort] = [await freePort(), await freePort(), await freePort()];
-  const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
+  const profile = tempDir('spillway-chromium-');
   let demo, browser;
   try {
     demo = await startProcess(join(ROOT, 'scripts/demo.sh'), [], {

@@ -7,11 +7,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { startLlmsim, startSpillway, waitFor } from './lib/harness.mjs';
+import { startLlmsim, startSpillway, waitFor, tempDir } from './lib/harness.mjs';
 import { run, python, rawConnect, rawRequest, sseData, abReport } from './lib/clients.mjs';
 
 // Echoed back by llmsim --reply echo: 44 bytes, 11 tokens, under max_tokens.
@@ -280,7 +279,7 @@ for (const name of ['spillway', 'llmsim']) {
     });
 
     test('ab: 50 GETs and 50 POSTs, 5 at a time, with and without -k, all answered', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'spillway-ab-'));
+      const dir = tempDir('spillway-ab-');
       const file = join(dir, 'body.json');
       writeFileSync(file, chatBody(T.model));
       const runs = [

@@ -4,8 +4,7 @@
 // breaker reset, and the emergency switch showing in state, logs and metrics.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync, renameSync, existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
@@ -357,7 +356,7 @@ describe('decision log file and admin decisions', () => {
   test('SIGHUP reopens the decision log: after a rename the next line lands in a new file at the configured path', async () => {
     const edge = await startLlmsim(['--model', 'edge-model', '--decode-tps', '0']);
     const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']);
-    const logFile = join(mkdtempSync(join(tmpdir(), 'spillway-rotate-')), 'decisions.jsonl');
+    const logFile = join(tempDir('spillway-rotate-'), 'decisions.jsonl');
     const gw = await startSpillway(yaml({ edge: edge.url, cloud: cloud.url, extra: `decision_log: "${logFile}"` }));
     const lines = (f) => (existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
     try {

@@ -8,13 +8,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import { chromium } from 'playwright-core';
-import { BUILD, startLlmsim, startSpillway, waitFor } from './lib/harness.mjs';
+import { BUILD, startLlmsim, startSpillway, waitFor, tempDir } from './lib/harness.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = resolve(new URL('.', import.meta.url).pathname, 'artifacts');
@@ -30,7 +29,7 @@ function runPlan(args) {
 }
 
 function tmp() {
-  return mkdtempSync(join(tmpdir(), 'spillway-plan-'));
+  return tempDir('spillway-plan-');
 }
 
 // One slot, 1 ms per prompt token, 10 tokens/s; a priced cloud (docs/planning.md's
@@ -130,7 +129,7 @@ const fmt = {
 test('a synthetic trace: report.html in Chromium shows the numbers of summary.json', { timeout: 120000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: scripts/deps.sh test installs Debian's chromium`);
   const dir = tmp();
-  const profile = mkdtempSync(join(tmpdir(), 'spillway-chromium-'));
+  const profile = tempDir('spillway-chromium-');
   let browser;
   try {
     writeFileSync(join(dir, 'p.yaml'), exampleYaml);

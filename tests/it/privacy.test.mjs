@@ -11,11 +11,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
-import { startLlmsim, startSpillway, waitFor, getJSON, BUILD } from './lib/harness.mjs';
+import { startLlmsim, startSpillway, waitFor, getJSON, BUILD, tempDir } from './lib/harness.mjs';
 import { run } from './lib/clients.mjs';
 import { assertNoLeak, findLeaks, receivedBodies, bodiesText } from './lib/leak.mjs';
 import { startToolsim } from './lib/toolsim.mjs';
@@ -496,7 +495,7 @@ describe('residency: sensitive data stays local or in the listed regions', () =>
     const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
     const us = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
     const eu = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
-    const logFile = join(mkdtempSync(join(tmpdir(), 'spillway-declog-')), 'decisions.jsonl');
+    const logFile = join(tempDir('spillway-declog-'), 'decisions.jsonl');
     const gw = await startSpillway(`
 listen: "127.0.0.1:0"
 admin: { key: "${ADMIN}" }
@@ -605,7 +604,7 @@ pii:
   });
 
   test('--check-config rejects a sensitive region no cloud backend has, and a local backend in another region', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'spillway-regions-'));
+    const dir = tempDir('spillway-regions-');
     const file = join(dir, 'bad.yaml');
     writeFileSync(file, `
 backends:
@@ -825,7 +824,7 @@ describe('decision log', () => {
   test('a file decision log records what happened to PII (kept local, masked, blocked) and never a value', async () => {
     const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
-    const logFile = join(mkdtempSync(join(tmpdir(), 'spillway-declog-')), 'decisions.jsonl');
+    const logFile = join(tempDir('spillway-declog-'), 'decisions.jsonl');
     const keys = `keys:
   - { name: app, key: "sk-app" }
   - { name: keeper, key: "sk-keeper", pii: local_only }

@@ -6,10 +6,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import https from 'node:https';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSpillway, getJSON } from './lib/harness.mjs';
+import { startSpillway, getJSON, tempDir } from './lib/harness.mjs';
 
 let server, port, dir;
 const sockets = new Set();
@@ -17,7 +16,7 @@ let requests = 0;
 let handshakes = 0; // TLS connections the upstream accepted
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'spillway-tls-'));
+  dir = tempDir('spillway-tls-');
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1',
     '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
     '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
