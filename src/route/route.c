@@ -178,7 +178,7 @@ double sw_route_first_release_ms(const struct sw_route_backend_view *b,
         double done = 0;    /* tokens produced so far, at the learned rates */
         if (learnt) {
             done = elapsed > prefill ? (elapsed - prefill) / period : 0;
-            first = (int)floor(done / max * SW_OUTLEN_BINS);
+            first = (int)floor(done * SW_OUTLEN_BINS / max);
             if (first > SW_OUTLEN_BINS - 1)
                 first = SW_OUTLEN_BINS - 1;
             for (int j = first; j < SW_OUTLEN_BINS; j++)
@@ -194,7 +194,7 @@ double sw_route_first_release_ms(const struct sw_route_backend_view *b,
         for (int j = first; j < SW_OUTLEN_BINS; j++) {
             if (!d->count[j])
                 continue;
-            double tokens = ceil((double)(j + 1) / SW_OUTLEN_BINS * max);
+            double tokens = ceil((double)(j + 1) * max / SW_OUTLEN_BINS);
             double t = prefill + tokens * period - elapsed;
             if (!(t > 0))
                 t = 0;
