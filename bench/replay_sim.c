@@ -120,6 +120,7 @@ struct sim {
     struct sw_live *live;
     const struct sw_config_model *model;
     size_t local_be;            /* config index of the local backend */
+    size_t cloud_be;            /* config index of the cloud backend */
     struct rp_result *res;
 };
 
@@ -181,6 +182,7 @@ static void facts_of(const struct req *q, struct sw_route_facts *f)
     memset(f, 0, sizeof *f);
     f->prompt_tokens_est = q->prompt;
     f->max_tokens = q->max_tokens;
+    f->max_tokens_given = true;     /* every request of the trace names its max_tokens */
     f->allows_cloud = true;
     f->deadline_ms = T0_MS + (int64_t)floor(q->t_arr) + TIMEOUT_MS;
 }
@@ -188,6 +190,10 @@ static void facts_of(const struct req *q, struct sw_route_facts *f)
 static void to_cloud(struct sim *s, struct req *q, long *why)
 {
     struct rp_phase *ph = &s->res->ph[q->phase];
+    /* The gateway measures the cloud's first byte (its latency window; the
+     * queue check compares it with the budget). */
+    sw_live_on_success(s->live, s->cloud_be, now_ms(s), q->prompt, s->p->cloud_ttft_ms, 0,
+                       q->out);
     ph->gw_cloud++;
     (*why)++;
     if (s->now - q->t_arr + s->p->cloud_ttft_ms <= (double)s->p->budget_ms)
@@ -249,8 +255,10 @@ static void arrive(struct sim *s, struct req *q)
 }
 
 /* The relay's check of a queued request (on_queue_check): past the deadline
- * it fails; once its estimated first token breaks the budget and the router
- * would send it to a cloud without this local, it leaves the queue. */
+ * it fails; when the router would send it to a cloud without this local and
+ * sw_route_leave_queue says so (its estimated first token breaks the budget,
+ * or the cloud's would not make it after one more check), it leaves the
+ * queue. */
 static void queue_check(struct sim *s, struct req *q)
 {
     if (q->state != R_QUEUED)
@@ -271,14 +279,19 @@ static void queue_check(struct sim *s, struct req *q)
             continue;
         struct sw_route_backend_view v = snap.backends[k];
         v.queued = sw_claim_queue_position(s->live, &q->claim);
-        double est = (s->now - q->t_arr) + sw_route_est_ttft_ms(&v, q->prompt);
+        double elapsed = s->now - q->t_arr;
+        double est = sw_route_est_ttft_ms(&v, q->prompt);
         long budget = sw_route_budget_ms(&f, &snap.policy);
-        if (est > (double)budget) {
-            struct sw_route_facts fx = f;
-            struct sw_route_plan plan;
-            fx.exclude |= 1u << k;
-            sw_route_decide(&fx, &snap.view, &snap.policy, now, &plan);
-            if (plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD) {
+        struct sw_route_facts fx = f;
+        struct sw_route_plan plan;
+        fx.exclude |= 1u << k;
+        sw_route_decide(&fx, &snap.view, &snap.policy, now, &plan);
+        if (plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD) {
+            struct sw_route_backend_view vb = v;
+            vb.first_release_ms = 0;    /* every running request at its bound */
+            if (sw_route_leave_queue(elapsed, est, sw_route_est_ttft_ms(&vb, q->prompt),
+                                     plan.est_ttft_ms[plan.attempts[0].backend], budget,
+                                     QUEUE_CHECK_MS)) {
                 sw_claim_settle(s->live, &q->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1,
                                 now);
                 to_cloud(s, q, &s->res->ph[q->phase].gw_left_queue);
@@ -427,6 +440,9 @@ int rp_run(const struct rp_params *p, struct rp_result *out)
         return -1;
     }
     s.model = sw_config_find_model(cfg, "chat");
+    for (size_t i = 0; i < cfg->n_backends; i++)
+        if (cfg->backends[i].tier == SW_TIER_CLOUD)
+            s.cloud_be = i;
     g_sim = &s;
     for (long i = 0; i < s.n; i++)
         push(&s, s.reqs[i].t_arr, EV_ARRIVE, i);

@@ -1659,20 +1659,34 @@ static void on_slot_granted(struct sw_claim *c)
 }
 
 /* Whether, without local backend k, the router would send this request to a
- * cloud now (not reject it: the spend cap, privacy or breakers may say no). */
+ * cloud now (not reject it: the spend cap, privacy or breakers may say no);
+ * if so, *est_ms is its estimated first token there. */
 static bool cloud_would_take(const struct proxy *p, const struct sw_live_snapshot *snap,
-                             size_t k, int64_t now)
+                             size_t k, int64_t now, double *est_ms)
 {
     struct sw_route_facts f = p->facts;
     f.exclude |= 1u << k;
     struct sw_route_plan plan;
     sw_route_decide(&f, &snap->view, &snap->policy, now, &plan);
-    return plan.n > 0 && snap->backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD;
+    if (plan.n == 0 || snap->backends[plan.attempts[0].backend].tier != SW_TIER_CLOUD)
+        return false;
+    *est_ms = plan.est_ttft_ms[plan.attempts[0].backend];
+    return true;
+}
+
+/* The local estimate with every running request at its bound. */
+static double bound_est(const struct sw_route_backend_view *v, const struct sw_route_facts *f)
+{
+    struct sw_route_backend_view b = *v;
+    b.first_release_ms = 0;
+    return sw_route_est_ttft_ms(&b, f->prompt_tokens_est);
 }
 
 /* A request waiting for a local slot: past its deadline it fails (504); when
- * it may leave and its estimated start now breaks the TTFT budget, it moves
- * to the cloud before it ever started locally (reason overflow). */
+ * it may leave and its estimated start now breaks the TTFT budget, or the
+ * slot has not come by the last check at which the cloud still makes the
+ * budget (sw_route_leave_queue), it moves to the cloud before it ever started
+ * locally (reason overflow). */
 static void on_queue_check(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -1699,10 +1713,13 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
             long budget = sw_route_budget_ms(&p->facts, &snap.policy);
             /* budget 0: none (a batch request without a batch budget waits
              * for its deadline) */
-            if (budget > 0 && est > (double)budget && cloud_would_take(p, &snap, k, now)) {
-                sw_info("request %s: estimated first token on %s at %.0f ms > budget %ld ms: "
-                        "leaving the local queue", p->id, cur_backend(p)->name, est,
-                        budget);
+            double elapsed = (double)(now - p->start_ms), cloud_est = 0;
+            if (budget > 0 && cloud_would_take(p, &snap, k, now, &cloud_est) &&
+                sw_route_leave_queue(elapsed, est - elapsed, bound_est(&v, &p->facts),
+                                     cloud_est, budget, QUEUE_CHECK_US / 1000.0)) {
+                sw_info("request %s: estimated first token on %s at %.0f ms, on the cloud at "
+                        "%.0f ms, budget %ld ms: leaving the local queue", p->id,
+                        cur_backend(p)->name, est, elapsed + cloud_est, budget);
                 attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
                 p->overflowed = true;
                 p->left_queue |= 1u << k;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "route/outlen.h"
 
 #define SW_ROUTE_MAX_BACKENDS 16
 
@@ -95,6 +96,12 @@ const char *sw_route_excl_name(enum sw_route_excl e);
 /* What a running request past its bound still counts as holding, as a
  * fraction of the bound (sw_route_busy_left_ms). */
 #define SW_ROUTE_OVERRUN_FRACTION 0.1
+/* The chance at which the first slot release of a full local backend is
+ * expected (sw_route_first_release_ms; the view's first_release_ms): low, so
+ * a request waits for a slot that may well come in time; the queue check
+ * (sw_route_leave_queue) sends it to the cloud while that still makes the
+ * budget if the slot did not come. */
+#define SW_ROUTE_FIRST_RELEASE_Q 0.1
 
 enum sw_health {
     SW_HEALTH_UP,
@@ -183,6 +190,13 @@ struct sw_route_backend_view {
      * not known (the fluid wait estimate) */
     long n_busy;                    /* 0..SW_ROUTE_BUSY_MAX */
     double busy_left_ms[SW_ROUTE_BUSY_MAX];
+    /* local: learned output tokens / max_tokens of the requests that named
+     * max_tokens (route/outlen.h); all zero: no data */
+    struct sw_outlen_dist out_ratio;
+    /* local: in how many ms the first running request is expected to end
+     * (sw_route_first_release_ms at SW_ROUTE_FIRST_RELEASE_Q), when sooner
+     * than busy_left_ms[0]; 0: not known (busy_left_ms[0] counts) */
+    double first_release_ms;
 };
 
 struct sw_route_view {
@@ -295,4 +309,31 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
 double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
                              long max_tokens, double elapsed_ms);
 
+/* One request holding a slot of a local backend, for
+ * sw_route_first_release_ms. */
+struct sw_route_holder {
+    long prompt_tokens, max_tokens;
+    bool max_tokens_given;
+    double elapsed_ms;
+};
+
+/* In how many ms, with confidence q, the first of the n running requests h
+ * frees its slot: the least T at which the chance that at least one has
+ * ended (1 - the product of the chances that each still runs) reaches q.
+ * Each request that named max_tokens ends as the answers on b that got as
+ * far as it has (b->out_ratio); any other, and any while b has too few
+ * samples, at its bound (sw_route_busy_left_ms). Never later than the
+ * soonest sw_route_busy_left_ms of them; n 0: 0. Always finite, >= 0. */
+double sw_route_first_release_ms(const struct sw_route_backend_view *b,
+                                 const struct sw_route_holder *h, size_t n, double q);
+
+/* Whether a request waiting in a local queue should leave it for the cloud
+ * now (when the router would send it there): its estimated first token
+ * locally (elapsed_ms since it arrived + est_local_ms) breaks the budget; or
+ * this is the last check (check_ms apart) at which the cloud's estimated first
+ * token (elapsed_ms + est_cloud_ms) still comes within it, and the local one
+ * with every running request at its bound (est_bound_ms: the estimate with
+ * first_release_ms 0) does not. budget_ms <= 0: never (no budget). */
+bool sw_route_leave_queue(double elapsed_ms, double est_local_ms, double est_bound_ms,
+                          double est_cloud_ms, long budget_ms, double check_ms);
 #endif

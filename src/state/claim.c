@@ -50,7 +50,8 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     struct sw_live_backend *lb = live->b[be];
     const struct sw_config_backend *cb = &live->cfg->backends[be];
     c->lb = lb;
-    c->busy = (struct sw_live_busy){now_ms, facts->prompt_tokens_est, facts->max_tokens};
+    c->busy = (struct sw_live_busy){now_ms, facts->prompt_tokens_est, facts->max_tokens,
+                                    facts->max_tokens_given};
 
     enum sw_breaker_state st = sw_breaker_state(&lb->breaker, now_ms);
     if (allow_panic && st != SW_BREAKER_CLOSED && !sw_breaker_probe_free(&lb->breaker, now_ms)) {
@@ -161,6 +162,10 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
     if (o == SW_CLAIM_OK)   /* a whole answer: no speed or first-token sample */
         sw_live_on_success(live, c->be, now_ms, usage_in, c->whole_answer ? -1 : ttft_ms,
                            c->whole_answer ? 0 : decode_ms, usage_out);
+    /* How far into its limit an answer stopped: bounds the running requests
+     * that name one (sw_route_first_release_ms). */
+    if (o == SW_CLAIM_OK && cb->tier == SW_TIER_LOCAL && c->busy.max_tokens_given)
+        sw_outlen_observe(&lb->outlen, usage_out, c->busy.max_tokens);
     else if (o == SW_CLAIM_FAILED)
         sw_live_on_failure(live, c->be, now_ms, http_status, transport_err, retry_after_s);
     else if (c->probe)

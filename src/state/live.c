@@ -76,7 +76,7 @@ void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r
 
 /* The view's busy_left_ms: the up to SW_ROUTE_BUSY_MAX slot holders that
  * free their slots soonest, soonest first; none unless every holder is
- * recorded. Needs the view's learned rates. */
+ * recorded. Needs the view's learned rates and output lengths. */
 static void fill_busy(const struct sw_live_backend *b, int64_t now_ms,
                       struct sw_route_backend_view *v)
 {
@@ -95,6 +95,19 @@ static void fill_busy(const struct sw_live_backend *b, int64_t now_ms,
         if (k < SW_ROUTE_BUSY_MAX)
             v->busy_left_ms[k] = left;
     }
+    /* The first release: when one of them has ended with the chance
+     * SW_ROUTE_FIRST_RELEASE_Q, from where answers learned to stop. */
+    struct sw_route_holder h[SW_ROUTE_BUSY_MAX];
+    size_t n = b->n_busy < SW_ROUTE_BUSY_MAX ? b->n_busy : SW_ROUTE_BUSY_MAX;
+    if (n < b->n_busy)
+        return; /* more than the sweep takes: keep the soonest bounds */
+    for (size_t i = 0; i < n; i++)
+        h[i] = (struct sw_route_holder){b->busy[i].prompt_tokens, b->busy[i].max_tokens,
+                                        b->busy[i].max_tokens_given,
+                                        (double)(now_ms - b->busy[i].since_ms)};
+    double first = sw_route_first_release_ms(v, h, n, SW_ROUTE_FIRST_RELEASE_Q);
+    if (v->n_busy > 0 && first < v->busy_left_ms[0])
+        v->first_release_ms = first;
 }
 
 static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
@@ -118,6 +131,7 @@ static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
     sw_latwin_init(&b->latwin, r->latency.window_ms, (double)r->latency.degrade_ms,
                    (double)r->latency.recover_ms, r->latency.dwell_ms);
     sw_ewma_init(&b->ewma, SW_EWMA_DEFAULT_ALPHA);
+    sw_outlen_init(&b->outlen);
     sw_localq_init(&b->q, 0, 0);
     apply_limits(b, be, r);
     b->health = SW_HEALTH_UP;
@@ -228,6 +242,8 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
     v->avg_output_tokens = b->ewma.output_tokens;
     v->ttft_avg_ms = sw_latwin_avg(&b->latwin, now_ms);
     v->rtt_ms = b->rtt_ms;
+    if (be->tier == SW_TIER_LOCAL)
+        v->out_ratio = b->outlen.dist;
     fill_busy(b, now_ms, v);
     if (b->health == SW_HEALTH_COLD) {
         v->warm_eta_ms = b->load_ms;

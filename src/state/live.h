@@ -20,6 +20,7 @@
 #include "route/bucket.h"
 #include "route/ewma.h"
 #include "route/latwin.h"
+#include "route/outlen.h"
 #include "route/route.h"
 #include "route/spend.h"
 #include "state/localq.h"
@@ -27,10 +28,12 @@
 /* Until a backend has been seen loading, how long a cold start is assumed to take. */
 #define SW_LIVE_PRIOR_LOAD_MS 10000.0
 
-/* A request holding a local slot: since when, and its size. */
+/* A request holding a local slot: since when, and its size (max_tokens_given:
+ * the request named max_tokens, else max_tokens is the gateway's default). */
 struct sw_live_busy {
     int64_t since_ms;
     long prompt_tokens, max_tokens;
+    bool max_tokens_given;
 };
 
 /* One backend's state. It outlives config reloads: a new snapshot whose
@@ -44,6 +47,7 @@ struct sw_live_backend {
     struct sw_bucket bucket;
     struct sw_latwin latwin;
     struct sw_ewma ewma;
+    struct sw_outlen outlen;    /* output / max_tokens of answers that named max_tokens */
     struct sw_localq q;
     enum sw_health health;      /* from health checks and transport errors */
     int64_t warming_since_ms;   /* WARMING: when our warm-up request went out */

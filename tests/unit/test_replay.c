@@ -5,8 +5,9 @@
  * every request's true service time. The gateway must keep the first token
  * within the TTFT budget for >= 99 % of the requests of every phase, and
  * must not send more to the cloud than needed: within 2 points of the
- * oracle's cloud share when requests are alike, or when their output
- * lengths are known (max_tokens = what they generate). docs/routing.md,
+ * oracle's cloud share when requests are alike, when their output lengths
+ * are known (max_tokens = what they generate), and on average over seeds
+ * 1..5 when they vary. docs/routing.md,
  * "Replay against an oracle". */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -69,18 +70,35 @@ static void test_uniform(void **state)
 
 /* Varied prompts (50..4000 tokens), max_tokens 32..512, answers stopping
  * anywhere in [max_tokens / 4, max_tokens], the box 2 x slower for part of
- * the spike. The gateway cannot know where an answer stops, so it plans with
- * max_tokens: it stays within the budget, at the price of some cloud share
- * above the oracle's (docs/routing.md has the numbers). */
+ * the spike. The gateway cannot know where an answer stops; it learns where
+ * answers stop relative to max_tokens, waits for a slot that may well come in
+ * time and leaves for the cloud while that still makes the budget. Over seeds
+ * 1..5: every seed within the budget for >= 99 % of each phase, and the mean
+ * cloud share within 2 points of the oracle's (docs/routing.md has the
+ * numbers). */
 static void test_varied(void **state)
 {
     (void)state;
     struct rp_params p;
     struct rp_result r;
-    rp_params_default(&p, true);
-    run(&p, &r);
-    for (int k = 0; k < RP_NPHASES; k++)
-        assert_within(&r, k, 99);
+    double gw[RP_NPHASES] = {0}, orc[RP_NPHASES] = {0};
+    for (unsigned seed = 1; seed <= 5; seed++) {
+        rp_params_default(&p, true);
+        p.seed = seed;
+        run(&p, &r);
+        for (int k = 0; k < RP_NPHASES; k++) {
+            assert_within(&r, k, 99);
+            gw[k] += rp_pct(r.ph[k].gw_cloud, r.ph[k].n) / 5;
+            orc[k] += rp_pct(r.ph[k].or_cloud, r.ph[k].n) / 5;
+        }
+    }
+    for (int k = 0; k < RP_NPHASES; k++) {
+        print_message("%-15s mean over seeds 1..5: cloud %6.2f %% (oracle %6.2f %%)\n", names[k],
+                      gw[k], orc[k]);
+        if (gw[k] > orc[k] + 2)
+            fail_msg("%s: mean cloud share %.2f %%, oracle %.2f %%: more than 2 points above",
+                     names[k], gw[k], orc[k]);
+    }
 }
 
 /* The same varied trace with every max_tokens equal to the answer's true
