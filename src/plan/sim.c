@@ -261,23 +261,34 @@ static void on_check(struct sim *s, struct sreq *r)
                 continue;
             struct sw_route_backend_view v = snap.backends[k];
             v.queued = sw_claim_queue_position(s->live, &r->claim);
-            double est = (s->now - r->arr) + sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est);
-            if (budget > 0 && est > (double)budget) {
-                struct sw_route_facts f = r->facts;
-                f.exclude |= 1u << k;
-                struct sw_route_plan plan;
-                sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
-                if (plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD) {
-                    sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1,
-                                    now);
-                    r->queued = false;
-                    r->facts.exclude |= 1u << k;
-                    s->res->spilled++;
-                    plan_next(s, r);
-                    return;
-                }
-                refused = true;
+            double elapsed = s->now - r->arr;
+            double est = elapsed + sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est);
+            if (budget <= 0)
+                continue;
+            /* The relay's rule (sw_route_leave_queue): leave when the estimated
+             * start breaks the budget, or at the last poll at which the cloud
+             * still makes it unless the cautious bound says local will. */
+            struct sw_route_facts f = r->facts;
+            f.exclude |= 1u << k;
+            struct sw_route_plan plan;
+            sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
+            bool cloud = plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD;
+            struct sw_route_backend_view bound = v;
+            bound.first_release_ms = 0;
+            if (cloud &&
+                sw_route_leave_queue(elapsed, est - elapsed,
+                                     sw_route_est_ttft_ms(&bound, r->facts.prompt_tokens_est),
+                                     plan.est_ttft_ms[plan.attempts[0].backend], budget,
+                                     QUEUE_CHECK_MS)) {
+                sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
+                r->queued = false;
+                r->facts.exclude |= 1u << k;
+                s->res->spilled++;
+                plan_next(s, r);
+                return;
             }
+            if (!cloud && est > (double)budget)
+                refused = true;     /* would leave, but the cloud takes nothing now */
         }
     }
     schedule_check(s, r, refused);
