@@ -192,6 +192,7 @@ models:
   - { name: local-pass, backends: [edge] }
   - { name: cloud-pass, backends: [claude] }
   - { name: cloud-strict, backends: [claude], contract: { on_violation: reject } }
+  - { name: cloud-enforce, backends: [claude], contract: { stream: enforce } }
   - { name: retry, backends: [edge, claude], contract: { on_violation: retry } }
 routing:
   health_interval_ms: 100
@@ -235,7 +236,7 @@ pii:
     assert.deepEqual(fine.content[0].input, { name: 'Ada', age: 36 });
   }));
 
-  test('an OpenAI client\'s response_format to an Anthropic backend: sent as a forced tool, its input is the content, judged the same (ok, reject); streamed: refused naming the field', () => withAnth(async ({ gw, cloud }) => {
+  test('an OpenAI client\'s response_format to an Anthropic backend: sent as a forced tool, its input is the content, judged the same (ok, reject)', () => withAnth(async ({ gw, cloud }) => {
     await fetch(`${cloud.url}/admin/received`, { method: 'DELETE' });
     const c = await ask(gw, 'cloud-pass');
     assert.equal(c.choices[0].message.content, ANSWER);
@@ -248,7 +249,72 @@ pii:
     await drift(cloud, 'shape');
     await assert.rejects(ask(gw, 'cloud-strict'), (e) => e.status === 502 && e.code === 'contract_violation');
     assert.equal((await decisions(gw))[0].contract, 'violation');
-    await assert.rejects(ask(gw, 'cloud-pass', { stream: true }), (e) => e.status === 400 && /response_format/.test(e.message));
+  }));
+
+  // Streamed, the forced tool's input_json_delta fragments come back as
+  // delta.content and the whole is judged at the end, as from an OpenAI backend.
+  test('an OpenAI client\'s streamed response_format to an Anthropic backend: the forced tool\'s input streams as content, judged at the end (ok; log counts a violation; enforce ends with the error event)', () => withAnth(async ({ gw, cloud }) => {
+    await fetch(`${cloud.url}/admin/received`, { method: 'DELETE' });
+    let text = '';
+    const finish = [];
+    for await (const ch of await ask(gw, 'cloud-enforce', { stream: true })) {
+      text += ch.choices[0]?.delta?.content ?? '';
+      if (ch.choices[0]?.finish_reason) finish.push(ch.choices[0].finish_reason);
+      assert.equal(ch.choices[0]?.delta?.tool_calls, undefined, 'the format tool is not a tool call for the client');
+    }
+    assert.equal(text, ANSWER);
+    assert.deepEqual(finish, ['stop']);
+    assert.equal((await decisions(gw))[0].contract, 'ok');
+    const [r] = (await getJSON(`${cloud.url}/admin/received`)).body.requests;
+    assert.equal(r.body.stream, true);
+    assert.deepEqual(r.body.tool_choice, { type: 'tool', name: 'json_answer' });
+    await drift(cloud, 'shape');
+    let logged = '';
+    for await (const ch of await ask(gw, 'cloud-pass', { stream: true })) logged += ch.choices[0]?.delta?.content ?? '';
+    assert.deepEqual(JSON.parse(logged), { answer: ANSWER });
+    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal(await violations(gw, 'claude', 'cloud-pass'), 1);
+    let enforced = '';
+    await assert.rejects((async () => {
+      for await (const ch of await ask(gw, 'cloud-enforce', { stream: true })) enforced += ch.choices[0]?.delta?.content ?? '';
+    })(), (e) => /JSON schema/.test(e.message));
+    assert.ok(enforced.includes('answer'), 'the drifted content streamed before the verdict');
+    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal(await violations(gw, 'claude', 'cloud-enforce'), 1);
+  }));
+
+  // An Anthropic client's stream from an Anthropic backend goes through
+  // untranslated; the forced tool's input_json_delta fragments are collected
+  // on the way and judged at message_stop.
+  test('streamed from an Anthropic backend, passed through: the forced tool\'s input is judged at the end (ok; log counts a violation; enforce ends with event: error before message_stop)', () => withAnth(async ({ gw, cloud }) => {
+    const anthStream = (model) => new Anthropic({ baseURL: gw.url, apiKey: 'unused', maxRetries: 0 }).messages.stream({
+      model, max_tokens: 64, tools: [TOOL], tool_choice: { type: 'tool', name: TOOL.name },
+      messages: [{ role: 'user', content: ANSWER }],
+    });
+    await fetch(`${cloud.url}/admin/received`, { method: 'DELETE' });
+    const ok = await anthStream('cloud-enforce').finalMessage();
+    assert.equal(ok.stop_reason, 'tool_use');
+    assert.deepEqual(ok.content[0].input, { name: 'Ada', age: 36 });
+    assert.equal((await decisions(gw))[0].contract, 'ok');
+    const [r] = (await getJSON(`${cloud.url}/admin/received`)).body.requests;
+    assert.deepEqual(r.body.tool_choice, { type: 'tool', name: TOOL.name }, 'the client\'s own body (not translated)');
+    assert.equal(r.body.stream, true);
+    await drift(cloud, 'shape');
+    const bad = await anthStream('cloud-pass').finalMessage();
+    assert.deepEqual(bad.content[0].input, { answer: ANSWER });
+    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal(await violations(gw, 'claude', 'cloud-pass'), 1);
+    await assert.rejects(anthStream('cloud-enforce').finalMessage(),
+      (e) => e.error?.error?.type === 'api_error' && /input_schema/.test(e.error.error.message));
+    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal(await violations(gw, 'claude', 'cloud-enforce'), 1);
+    const raw = await (await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'cloud-enforce', stream: true, max_tokens: 64, tools: [TOOL], tool_choice: { type: 'tool', name: TOOL.name }, messages: [{ role: 'user', content: ANSWER }] }),
+    })).text();
+    const events = raw.trim().split('\n\n');
+    assert.match(events.at(-1), /^event: error\ndata: \{"type":"error"/);
+    assert.ok(raw.includes('input_json_delta') && !raw.includes('message_stop'), 'the input streamed; no message_stop after the error');
   }));
 
   test('retry: a drifted local tool input is asked again of the cloud (Anthropic backend), whose conforming input is served', () => withAnth(async ({ gw, edge }) => {
