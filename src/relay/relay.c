@@ -82,6 +82,7 @@ struct proxy {
     const char *contract_tool;      /* an Anthropic client's forced tool: the schema is its
                                      * input_schema, the judged text its input (borrowed) */
     bool contract_retried;          /* the other tier was asked after a violation */
+    bool contract_refused;          /* a backend answered, Spillway refused it (502) */
     struct sw_buf contract_text;
     int contract_block;             /* native stream: the forced tool's tool_use block, -1 none */
     bool contract_called;           /* native stream: that block started */
@@ -153,13 +154,15 @@ static void record_decision(struct proxy *p)
         .time_ms = sw_live_wall_ms(p->live, p->start_ms),
         .model = p->public_model,
         .key_name = p->key_name,
-        .decision = p->served ? SW_DECLOG_SERVED : SW_DECLOG_REJECTED,
+        .decision = p->served && !p->contract_refused ? SW_DECLOG_SERVED : SW_DECLOG_REJECTED,
         .status = p->final_status ? p->final_status : (p->client_gone ? 499 : 0),
         .backend = be ? be->name : NULL,
         .tier = be ? sw_tier_name(be->tier) : NULL,
         .region = be ? be->region : NULL,
         .reason = reason,
-        .code = p->served ? NULL : (p->rej_code ? p->rej_code : "client_gone"),
+        .code = p->contract_refused ? "contract_violation"
+                : p->served         ? NULL
+                                    : (p->rej_code ? p->rej_code : "client_gone"),
         .attempts = p->att,
         .n_attempts = p->n_att,
         .ttft_ms = p->ttft_ms,
@@ -1029,7 +1032,10 @@ static void contract_refuse(struct proxy *p)
     }
     p->end_class = "contract_violation";
     attempt_end(p, OUTCOME_NEUTRAL, (int)p->up.status, 0);
-    p->served = true; /* a backend answered; the answer was refused */
+    p->served = true; /* a backend answered (its backend, tokens and cost are logged) */
+    p->contract_refused = true; /* ... and Spillway refused it: decision rejected */
+    p->tok_in = p->usage_in ? p->usage_in : p->chat.prompt_tokens_est;
+    p->tok_out = p->usage_out ? p->usage_out : p->chunks;
     p->final_status = 502;
     set_route_headers(p);
     if (p->contract_tool)

@@ -121,6 +121,14 @@ describe('output contract', () => {
       assert.equal(d.status, 502);
       assert.equal(d.contract, 'violation');
       assert.equal(d.backend, 'cloud');
+      // Spillway refused the answer: a rejection, code contract_violation; the
+      // refused answer's backend and tokens stay in the line and the token counter.
+      assert.equal(d.decision, 'rejected');
+      assert.equal(d.code, 'contract_violation');
+      assert.ok(d.tokens_out > 0, 'the refused answer\'s tokens are logged');
+      const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+      assert.match(metrics, /^spillway_rejections_total\{code="contract_violation"\} 1$/m);
+      assert.match(metrics, /^spillway_tokens_total\{backend="cloud",direction="out"\} [1-9]/m);
       assert.equal(await violations(gw, 'cloud', 'strict'), 1);
       await hold.release();
       // The local answer conforms: served as usual.
@@ -226,6 +234,8 @@ pii:
       body: JSON.stringify({ model: 'cloud-strict', max_tokens: 64, tools: [TOOL], tool_choice: { type: 'tool', name: TOOL.name }, messages: [{ role: 'user', content: ANSWER }] }),
     });
     assert.equal(r.status, 502);
+    const d = (await decisions(gw))[0];
+    assert.deepEqual([d.decision, d.code, d.backend, d.api], ['rejected', 'contract_violation', 'claude', 'anthropic']);
     const body = await r.json();
     assert.equal(body.type, 'error');
     assert.equal(body.error.type, 'api_error');
