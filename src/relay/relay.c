@@ -84,6 +84,7 @@ struct proxy {
     bool contract_retried;          /* the other tier was asked after a violation */
     bool contract_refused;          /* a backend answered, Spillway refused it (502) */
     struct sw_buf contract_text;
+    bool contract_overflow;         /* the streamed text passed its bound: judged as no JSON */
     int contract_block;             /* native stream: the forced tool's tool_use block, -1 none */
     bool contract_called;           /* native stream: that block started */
     char up_error_type[32];         /* native stream: the upstream error event's type */
@@ -523,8 +524,9 @@ static void contract_collect(struct proxy *p, const json_t *chunk)
         c = json_object_get(json_object_get(json_array_get(json_object_get(delta, "tool_calls"), 0),
                                             "function"),
                             "arguments");
-    if (json_is_string(c))
-        sw_buf_append(&p->contract_text, json_string_value(c), json_string_length(c));
+    if (json_is_string(c) &&
+        sw_buf_append(&p->contract_text, json_string_value(c), json_string_length(c)))
+        p->contract_overflow = true;
 }
 
 static enum sw_contract_verdict contract_judge(struct proxy *p, const char *content, size_t len);
@@ -588,7 +590,9 @@ static int stream_done(struct proxy *p)
         emit_chunk(p, held);
         json_decref(held);
     }
-    if (p->schema && contract_stream_end(p, p->contract_text.ptr ? p->contract_text.ptr : "",
+    if (p->schema && contract_stream_end(p, p->contract_overflow  ? NULL
+                                            : p->contract_text.ptr ? p->contract_text.ptr
+                                                                   : "",
                                          p->contract_text.len) &&
         p->anth_client)
         return SW_OK;   /* an Anthropic stream ends at its error event */
@@ -710,8 +714,9 @@ static void contract_collect_native(struct proxy *p, const char *type, const jso
         const json_t *d = json_object_get(ev, "delta");
         const json_t *pj = json_object_get(d, "partial_json");
         const char *dt = json_string_value(json_object_get(d, "type"));
-        if (dt && !strcmp(dt, "input_json_delta") && json_is_string(pj))
-            sw_buf_append(&p->contract_text, json_string_value(pj), json_string_length(pj));
+        if (dt && !strcmp(dt, "input_json_delta") && json_is_string(pj) &&
+            sw_buf_append(&p->contract_text, json_string_value(pj), json_string_length(pj)))
+            p->contract_overflow = true;
     } else if (!strcmp(type, "content_block_stop") && json_is_integer(idx) &&
                json_integer_value(idx) == p->contract_block) {
         p->contract_block = -2; /* done: a later block of the same name is not judged */
@@ -719,10 +724,11 @@ static void contract_collect_native(struct proxy *p, const char *type, const jso
 }
 
 /* The judged text of a native stream: the tool's input; "{}" when it was
- * called with no fragments (an empty input); NULL when it was not called. */
+ * called with no fragments (an empty input); NULL when it was not called or
+ * its input passed the bound. */
 static const char *contract_native_text(struct proxy *p)
 {
-    if (!p->contract_called)
+    if (!p->contract_called || p->contract_overflow)
         return NULL;
     return p->contract_text.len ? p->contract_text.ptr : "{}";
 }
@@ -1630,6 +1636,7 @@ static void dispatch(struct proxy *p)
     p->anth_preamble = p->chat.stream && ud == SW_DIALECT_ANTHROPIC;
     sw_buf_free(&p->contract_text);
     sw_buf_init(&p->contract_text, (size_t)p->cfg->limits.max_response_bytes);
+    p->contract_overflow = false;
     p->contract_block = -1;
     p->contract_called = false;
     p->up_error_type[0] = '\0';

@@ -327,6 +327,44 @@ pii:
     assert.ok(raw.includes('input_json_delta') && !raw.includes('message_stop'), 'the input streamed; no message_stop after the error');
   }));
 
+  // The streamed text the contract collects is bounded by
+  // limits.max_response_bytes: a longer input is judged invalid_json, never
+  // held whole; a short one in the same gateway is ok.
+  test('streamed: the collected tool input is bounded by limits.max_response_bytes (beyond: invalid_json), native and translated', async () => {
+    const cloud = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '0']);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: claude, tier: cloud, url: "${cloud.url}", model: claude-upstream, dialect: anthropic }
+models:
+  - { name: cloud-pass, backends: [claude] }
+limits: { max_response_bytes: 1024 }
+routing:
+  health_interval_ms: 100
+pii:
+  policy: off
+`);
+    try {
+      const long = JSON.stringify({ name: 'a'.repeat(1500), age: 36 });
+      const anthStream = (content) => new Anthropic({ baseURL: gw.url, apiKey: 'unused', maxRetries: 0 }).messages.stream({
+        model: 'cloud-pass', max_tokens: 1000, tools: [TOOL], tool_choice: { type: 'tool', name: TOOL.name },
+        messages: [{ role: 'user', content }],
+      }).finalMessage();
+      assert.deepEqual((await anthStream(ANSWER)).content[0].input, { name: 'Ada', age: 36 });
+      assert.equal((await decisions(gw))[0].contract, 'ok');
+      const m = await anthStream(long);
+      assert.equal(m.content[0].input.name.length, 1500, 'the whole input reached the client');
+      assert.equal((await decisions(gw))[0].contract, 'invalid_json');
+      let text = '';
+      for await (const ch of await ask(gw, 'cloud-pass', { stream: true, max_tokens: 1000, messages: [{ role: 'user', content: long }] })) text += ch.choices[0]?.delta?.content ?? '';
+      assert.equal(text, long);
+      assert.equal((await decisions(gw))[0].contract, 'invalid_json');
+    } finally {
+      await gw.stop(); await cloud.stop();
+    }
+  });
+
   test('retry: a drifted local tool input is asked again of the cloud (Anthropic backend), whose conforming input is served', () => withAnth(async ({ gw, edge }) => {
     await drift(edge, 'shape');
     const { data: m, response } = await anthAsk(gw, 'retry');
