@@ -44,6 +44,14 @@ const ask = (gw, model, extra = {}) => client(gw).chat.completions.create({
   model, max_tokens: 64, response_format: responseFormat, messages: [{ role: 'user', content: ANSWER }], ...extra,
 });
 const decisions = async (gw, n = 1) => (await getJSON(`${gw.url}/admin/decisions?n=${n}`, { headers: auth })).body.decisions;
+// The k-th decision of a fresh gateway, once logged: a stream's client can see
+// its last event before the gateway has finished the request and logged it.
+async function decisionNo(gw, k) {
+  let d;
+  await waitFor(async () => (d = await decisions(gw, 1000)).length >= k, { timeout: 10000, what: `decision ${k}` });
+  assert.equal(d.length, k, 'no other request was logged');
+  return d[0];
+}
 const gwBackend = async (gw, name) => (await getJSON(`${gw.url}/admin/state`, { headers: auth })).body.backends.find((b) => b.name === name);
 async function violations(gw, backend, model) {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
@@ -274,7 +282,7 @@ pii:
     }
     assert.equal(text, ANSWER);
     assert.deepEqual(finish, ['stop']);
-    assert.equal((await decisions(gw))[0].contract, 'ok');
+    assert.equal((await decisionNo(gw, 1)).contract, 'ok');
     const [r] = (await getJSON(`${cloud.url}/admin/received`)).body.requests;
     assert.equal(r.body.stream, true);
     assert.deepEqual(r.body.tool_choice, { type: 'tool', name: 'json_answer' });
@@ -282,14 +290,14 @@ pii:
     let logged = '';
     for await (const ch of await ask(gw, 'cloud-pass', { stream: true })) logged += ch.choices[0]?.delta?.content ?? '';
     assert.deepEqual(JSON.parse(logged), { answer: ANSWER });
-    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal((await decisionNo(gw, 2)).contract, 'violation');
     assert.equal(await violations(gw, 'claude', 'cloud-pass'), 1);
     let enforced = '';
     await assert.rejects((async () => {
       for await (const ch of await ask(gw, 'cloud-enforce', { stream: true })) enforced += ch.choices[0]?.delta?.content ?? '';
     })(), (e) => /JSON schema/.test(e.message));
     assert.ok(enforced.includes('answer'), 'the drifted content streamed before the verdict');
-    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal((await decisionNo(gw, 3)).contract, 'violation');
     assert.equal(await violations(gw, 'claude', 'cloud-enforce'), 1);
   }));
 
@@ -305,18 +313,18 @@ pii:
     const ok = await anthStream('cloud-enforce').finalMessage();
     assert.equal(ok.stop_reason, 'tool_use');
     assert.deepEqual(ok.content[0].input, { name: 'Ada', age: 36 });
-    assert.equal((await decisions(gw))[0].contract, 'ok');
+    assert.equal((await decisionNo(gw, 1)).contract, 'ok');
     const [r] = (await getJSON(`${cloud.url}/admin/received`)).body.requests;
     assert.deepEqual(r.body.tool_choice, { type: 'tool', name: TOOL.name }, 'the client\'s own body (not translated)');
     assert.equal(r.body.stream, true);
     await drift(cloud, 'shape');
     const bad = await anthStream('cloud-pass').finalMessage();
     assert.deepEqual(bad.content[0].input, { answer: ANSWER });
-    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal((await decisionNo(gw, 2)).contract, 'violation');
     assert.equal(await violations(gw, 'claude', 'cloud-pass'), 1);
     await assert.rejects(anthStream('cloud-enforce').finalMessage(),
       (e) => e.error?.error?.type === 'api_error' && /input_schema/.test(e.error.error.message));
-    assert.equal((await decisions(gw))[0].contract, 'violation');
+    assert.equal((await decisionNo(gw, 3)).contract, 'violation');
     assert.equal(await violations(gw, 'claude', 'cloud-enforce'), 1);
     const raw = await (await fetch(`${gw.url}/v1/messages`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
@@ -352,14 +360,14 @@ pii:
         messages: [{ role: 'user', content }],
       }).finalMessage();
       assert.deepEqual((await anthStream(ANSWER)).content[0].input, { name: 'Ada', age: 36 });
-      assert.equal((await decisions(gw))[0].contract, 'ok');
+      assert.equal((await decisionNo(gw, 1)).contract, 'ok');
       const m = await anthStream(long);
       assert.equal(m.content[0].input.name.length, 1500, 'the whole input reached the client');
-      assert.equal((await decisions(gw))[0].contract, 'invalid_json');
+      assert.equal((await decisionNo(gw, 2)).contract, 'invalid_json');
       let text = '';
       for await (const ch of await ask(gw, 'cloud-pass', { stream: true, max_tokens: 1000, messages: [{ role: 'user', content: long }] })) text += ch.choices[0]?.delta?.content ?? '';
       assert.equal(text, long);
-      assert.equal((await decisions(gw))[0].contract, 'invalid_json');
+      assert.equal((await decisionNo(gw, 3)).contract, 'invalid_json');
     } finally {
       await gw.stop(); await cloud.stop();
     }
