@@ -234,7 +234,13 @@ int sw_anth_to_oai_event(struct sw_anth_to_oai *s, const char *data, size_t len,
         json_t *cb = json_object_get(ev, "content_block");
         json_t *idx = json_object_get(ev, "index");
         const char *bt = json_string_value(json_object_get(cb, "type"));
-        if (bt && !strcmp(bt, "tool_use")) {
+        const char *name = json_string_value(json_object_get(cb, "name"));
+        if (bt && !strcmp(bt, "tool_use") && s->format_tool && name &&
+            !strcmp(name, SW_ANTH_FORMAT_TOOL) && json_is_integer(idx) &&
+            json_integer_value(idx) >= 0 && json_integer_value(idx) < 64) {
+            s->tool_index[json_integer_value(idx)] = -2; /* its input is the content */
+            s->format_seen = true;
+        } else if (bt && !strcmp(bt, "tool_use")) {
             if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
                 json_integer_value(idx) >= 64 || s->n_tools >= 64) {
                 *msg = "tool_use block index out of range";
@@ -244,7 +250,6 @@ int sw_anth_to_oai_event(struct sw_anth_to_oai *s, const char *data, size_t len,
             int k = s->n_tools++;
             s->tool_index[json_integer_value(idx)] = k;
             const char *tid = json_string_value(json_object_get(cb, "id"));
-            const char *name = json_string_value(json_object_get(cb, "name"));
             rc = add_chunk(s, chunks,
                            json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls",
                                      "index", k, "id", tid ? tid : "", "type", "function",
@@ -268,6 +273,10 @@ int sw_anth_to_oai_event(struct sw_anth_to_oai *s, const char *data, size_t len,
                             json_integer_value(idx) < 64
                         ? s->tool_index[json_integer_value(idx)]
                         : -1;
+            if (k == -2 && json_is_string(pj)) {
+                rc = add_chunk(s, chunks, json_pack("{s:O}", "content", pj), NULL);
+                goto out;
+            }
             if (k < 0 || !json_is_string(pj)) {
                 *msg = "input_json_delta outside a tool_use block";
                 rc = -1;
@@ -287,6 +296,8 @@ int sw_anth_to_oai_event(struct sw_anth_to_oai *s, const char *data, size_t len,
         if (json_object_get(u, "input_tokens"))
             s->input_tokens = usage_of(u, "input_tokens");
         const char *sr = json_string_value(json_object_get(json_object_get(ev, "delta"), "stop_reason"));
+        if (sr && s->format_seen && !strcmp(sr, "tool_use"))
+            sr = "end_turn"; /* the format tool's call is the answer: finish_reason stop */
         if (sr)
             rc = add_chunk(s, chunks, json_object(), sw_anth_finish_reason(sr));
     } else if (!strcmp(type, "message_stop")) {
@@ -299,6 +310,11 @@ int sw_anth_to_oai_event(struct sw_anth_to_oai *s, const char *data, size_t len,
         rc = c && !json_array_append_new(chunks, c) ? 0 : -1;
         s->done = true;
     } else if (!strcmp(type, "error")) {
+        const char *et = json_string_value(json_object_get(json_object_get(ev, "error"), "type"));
+        /* kept only when it looks like one of Anthropic's types (error_type's size, a-z _) */
+        size_t n = et ? strlen(et) : 0;
+        bool ok = n > 0 && n < sizeof s->error_type && strspn(et, "abcdefghijklmnopqrstuvwxyz_") == n;
+        snprintf(s->error_type, sizeof s->error_type, "%s", ok ? et : "");
         *msg = "error event from the upstream";
         rc = -1;
     }
@@ -445,10 +461,17 @@ int sw_oai_to_anth_finish(struct sw_oai_to_anth *s, struct sw_buf *out)
 
 int sw_oai_to_anth_error(struct sw_oai_to_anth *s, const char *message, struct sw_buf *out)
 {
+    return sw_oai_to_anth_error_typed(s, NULL, message, out);
+}
+
+int sw_oai_to_anth_error_typed(struct sw_oai_to_anth *s, const char *type, const char *message,
+                               struct sw_buf *out)
+{
     s->finished = true;
     return emit(out, "error",
-                json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
-                          "message", message ? message : ""));
+                json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
+                          type && type[0] ? type : "api_error", "message",
+                          message ? message : ""));
 }
 
 void sw_anth_resp_format_tool_to_content(json_t *answer)

@@ -53,6 +53,11 @@ struct sw_anth_to_oai {
     int tool_index[64];         /* content block index -> tool call index, -1: not a tool */
     int n_tools;
     bool done;                  /* message_stop seen */
+    bool format_tool;           /* the request's response_format went as the forced tool
+                                 * SW_ANTH_FORMAT_TOOL: its input streams as content, its
+                                 * stop (tool_use) as finish_reason stop; set after init */
+    bool format_seen;           /* ... and the answer called it */
+    char error_type[32];        /* an error event's error.type ("" none): overloaded_error ... */
 };
 
 /* Prepares *s; `model` is the name the chunks carry (truncated to fit). */
@@ -90,5 +95,9 @@ int sw_oai_to_anth_chunk(struct sw_oai_to_anth *s, const json_t *chunk, struct s
 int sw_oai_to_anth_finish(struct sw_oai_to_anth *s, struct sw_buf *out);
 /* A failure after the first byte: an `error` event. */
 int sw_oai_to_anth_error(struct sw_oai_to_anth *s, const char *message, struct sw_buf *out);
+/* The same with Anthropic's error type (an upstream's own, such as
+ * overloaded_error); NULL or "": api_error. */
+int sw_oai_to_anth_error_typed(struct sw_oai_to_anth *s, const char *type, const char *message,
+                               struct sw_buf *out);
 
 #endif

@@ -249,7 +249,7 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
                    "chosen speaks it) and is refused rather than dropped.", p);
         }
     }
-    /* response_format json_schema, not streamed, without tools of its own:
+    /* response_format json_schema without tools of its own, streamed or not:
      * a forced tool whose input_schema is the schema (Anthropic's way to ask
      * for a shape); the answer's tool input becomes the content again. */
     json_t *rf = json_object_get(in, "response_format");
@@ -258,12 +258,10 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
         const char *rft = json_string_value(json_object_get(rf, "type"));
         rf_schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
         if (!rft || strcmp(rft, "json_schema") || !json_is_object(rf_schema) ||
-            json_is_true(json_object_get(in, "stream")) || json_object_get(in, "tools") ||
-            json_object_get(in, "tool_choice"))
+            json_object_get(in, "tools") || json_object_get(in, "tool_choice"))
             BAD("response_format",
-                "response_format: only a json_schema with an object schema, not streamed and "
-                "without tools, can be translated for Anthropic's Messages API (as a forced "
-                "tool).");
+                "response_format: only a json_schema with an object schema, without tools, "
+                "can be translated for Anthropic's Messages API (as a forced tool).");
     }
     json_t *md = json_object_get(in, "metadata");
     if (json_is_object(md) && json_object_size(md))

@@ -27,6 +27,15 @@ void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
     if (e->decision == SW_DECLOG_REJECTED) {
         const char *code = e->code ? e->code : "unknown";
         sw_metrics_inc(m, SW_M_REJECTIONS, &code, 1);
+        /* An answer that was refused (output contract) still used tokens
+         * and, on a cloud, cost money. */
+        const char *in[] = {e->backend, "in"}, *out[] = {e->backend, "out"};
+        if (e->backend && e->tokens_in >= 0)
+            sw_metrics_inc(m, SW_M_TOKENS, in, (double)e->tokens_in);
+        if (e->backend && e->tokens_out >= 0)
+            sw_metrics_inc(m, SW_M_TOKENS, out, (double)e->tokens_out);
+        if (e->backend && e->tier && strcmp(e->tier, "cloud") == 0)
+            sw_metrics_inc(m, SW_M_CLOUD_COST, &e->backend, e->cost_usd);
     } else {
         const char *req[] = {e->model, e->backend, e->tier, e->reason};
         sw_metrics_inc(m, SW_M_REQUESTS, req, 1);

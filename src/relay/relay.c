@@ -82,7 +82,12 @@ struct proxy {
     const char *contract_tool;      /* an Anthropic client's forced tool: the schema is its
                                      * input_schema, the judged text its input (borrowed) */
     bool contract_retried;          /* the other tier was asked after a violation */
+    bool contract_refused;          /* a backend answered, Spillway refused it (502) */
     struct sw_buf contract_text;
+    bool contract_overflow;         /* the streamed text passed its bound: judged as no JSON */
+    int contract_block;             /* native stream: the forced tool's tool_use block, -1 none */
+    bool contract_called;           /* native stream: that block started */
+    char up_error_type[32];         /* native stream: the upstream error event's type */
 
     /* For the decision log and the metrics (never prompt or answer text). */
     const char *key_name;           /* borrowed from cfg */
@@ -150,13 +155,15 @@ static void record_decision(struct proxy *p)
         .time_ms = sw_live_wall_ms(p->live, p->start_ms),
         .model = p->public_model,
         .key_name = p->key_name,
-        .decision = p->served ? SW_DECLOG_SERVED : SW_DECLOG_REJECTED,
+        .decision = p->served && !p->contract_refused ? SW_DECLOG_SERVED : SW_DECLOG_REJECTED,
         .status = p->final_status ? p->final_status : (p->client_gone ? 499 : 0),
         .backend = be ? be->name : NULL,
         .tier = be ? sw_tier_name(be->tier) : NULL,
         .region = be ? be->region : NULL,
         .reason = reason,
-        .code = p->served ? NULL : (p->rej_code ? p->rej_code : "client_gone"),
+        .code = p->contract_refused ? "contract_violation"
+                : p->served         ? NULL
+                                    : (p->rej_code ? p->rej_code : "client_gone"),
         .attempts = p->att,
         .n_attempts = p->n_att,
         .ttft_ms = p->ttft_ms,
@@ -347,7 +354,9 @@ static void fail_stream(struct proxy *p, const char *msg)
 {
     if (p->anth_client) {
         sw_buf_reset(&p->aout);
-        if (sw_oai_to_anth_error(&p->o2a, msg, &p->aout) == SW_OK) {
+        /* an Anthropic upstream's own error type (overloaded_error ...) */
+        const char *type = p->native ? p->up_error_type : p->a2o.error_type;
+        if (sw_oai_to_anth_error_typed(&p->o2a, type, msg, &p->aout) == SW_OK) {
             struct evbuffer *b = evbuffer_new();
             if (b) {
                 evbuffer_add(b, p->aout.ptr, p->aout.len);
@@ -515,8 +524,9 @@ static void contract_collect(struct proxy *p, const json_t *chunk)
         c = json_object_get(json_object_get(json_array_get(json_object_get(delta, "tool_calls"), 0),
                                             "function"),
                             "arguments");
-    if (json_is_string(c))
-        sw_buf_append(&p->contract_text, json_string_value(c), json_string_length(c));
+    if (json_is_string(c) &&
+        sw_buf_append(&p->contract_text, json_string_value(c), json_string_length(c)))
+        p->contract_overflow = true;
 }
 
 static enum sw_contract_verdict contract_judge(struct proxy *p, const char *content, size_t len);
@@ -540,6 +550,32 @@ static int emit_chunk(struct proxy *p, const json_t *chunk)
     return SW_OK;
 }
 
+/* A streamed answer's judged text at its end: the verdict; under stream:
+ * enforce a violation (or no JSON) adds the client's error event. True when
+ * it did (an Anthropic stream then ends there). */
+static bool contract_stream_end(struct proxy *p, const char *text, size_t len)
+{
+    if (contract_judge(p, text, len) == SW_CONTRACT_OK || !strcmp(p->contract, "unchecked") ||
+        p->model->contract.stream != SW_CONTRACT_STREAM_ENFORCE)
+        return false;
+    const char *msg = p->contract_tool
+                          ? "The answer does not call the tool that tool_choice forces with "
+                            "an input its input_schema accepts."
+                          : "The answer does not follow the JSON schema the request's "
+                            "response_format asked for.";
+    json_t *ev = p->anth_client
+                     ? json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
+                                 "api_error", "message", msg)
+                     : json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message", msg, "type",
+                                 "server_error", "param", "code", "contract_violation");
+    char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    if (s)
+        evbuffer_add_printf(p->out, "%sdata: %s\n\n", p->anth_client ? "event: error\n" : "", s);
+    free(s);
+    json_decref(ev);
+    return true;
+}
+
 /* The upstream's stream is complete: what the unmasker held back, then the
  * end ([DONE], or message_delta and message_stop for an Anthropic client).
  * A streamed answer is judged against the output contract here; under
@@ -554,30 +590,12 @@ static int stream_done(struct proxy *p)
         emit_chunk(p, held);
         json_decref(held);
     }
-    if (p->schema &&
-        contract_judge(p, p->contract_text.ptr ? p->contract_text.ptr : "",
-                       p->contract_text.len) != SW_CONTRACT_OK &&
-        strcmp(p->contract, "unchecked") != 0 &&
-        p->model->contract.stream == SW_CONTRACT_STREAM_ENFORCE) {
-        const char *msg = p->contract_tool
-                              ? "The answer does not call the tool that tool_choice forces with "
-                                "an input its input_schema accepts."
-                              : "The answer does not follow the JSON schema the request's "
-                                "response_format asked for.";
-        json_t *ev = p->anth_client
-                         ? json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
-                                     "api_error", "message", msg)
-                         : json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message", msg, "type",
-                                     "server_error", "param", "code", "contract_violation");
-        char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-        if (s)
-            evbuffer_add_printf(p->out, "%sdata: %s\n\n", p->anth_client ? "event: error\n" : "",
-                                s);
-        free(s);
-        json_decref(ev);
-        if (p->anth_client)
-            return SW_OK;   /* an Anthropic stream ends at its error event */
-    }
+    if (p->schema && contract_stream_end(p, p->contract_overflow  ? NULL
+                                            : p->contract_text.ptr ? p->contract_text.ptr
+                                                                   : "",
+                                         p->contract_text.len) &&
+        p->anth_client)
+        return SW_OK;   /* an Anthropic stream ends at its error event */
     if (p->anth_client) {
         sw_buf_reset(&p->aout);
         if (sw_oai_to_anth_finish(&p->o2a, &p->aout))
@@ -677,6 +695,44 @@ static int anth_event(struct proxy *p, const char *data, size_t len)
     return err;
 }
 
+/* An Anthropic client's forced tool, streamed from an Anthropic backend:
+ * the input_json_delta fragments of its tool_use block (bounded like a
+ * non-streamed answer). */
+static void contract_collect_native(struct proxy *p, const char *type, const json_t *ev)
+{
+    const json_t *idx = json_object_get(ev, "index");
+    if (!strcmp(type, "content_block_start") && p->contract_block < 0 && json_is_integer(idx)) {
+        const json_t *cb = json_object_get(ev, "content_block");
+        const char *t = json_string_value(json_object_get(cb, "type"));
+        const char *n = json_string_value(json_object_get(cb, "name"));
+        if (t && n && !strcmp(t, "tool_use") && !strcmp(n, p->contract_tool)) {
+            p->contract_block = (int)json_integer_value(idx);
+            p->contract_called = true;
+        }
+    } else if (!strcmp(type, "content_block_delta") && p->contract_block >= 0 &&
+               json_is_integer(idx) && json_integer_value(idx) == p->contract_block) {
+        const json_t *d = json_object_get(ev, "delta");
+        const json_t *pj = json_object_get(d, "partial_json");
+        const char *dt = json_string_value(json_object_get(d, "type"));
+        if (dt && !strcmp(dt, "input_json_delta") && json_is_string(pj) &&
+            sw_buf_append(&p->contract_text, json_string_value(pj), json_string_length(pj)))
+            p->contract_overflow = true;
+    } else if (!strcmp(type, "content_block_stop") && json_is_integer(idx) &&
+               json_integer_value(idx) == p->contract_block) {
+        p->contract_block = -2; /* done: a later block of the same name is not judged */
+    }
+}
+
+/* The judged text of a native stream: the tool's input; "{}" when it was
+ * called with no fragments (an empty input); NULL when it was not called or
+ * its input passed the bound. */
+static const char *contract_native_text(struct proxy *p)
+{
+    if (!p->contract_called || p->contract_overflow)
+        return NULL;
+    return p->contract_text.len ? p->contract_text.ptr : "{}";
+}
+
 /* An event of an Anthropic client's own stream from an Anthropic backend:
  * passed on with the model rewritten, usage read on the way. */
 static int native_event(struct proxy *p, const char *event, const char *data, size_t len)
@@ -693,6 +749,11 @@ static int native_event(struct proxy *p, const char *event, const char *data, si
     if (p->anth_preamble && !anth_preamble_type(type, strlen(type)))
         p->anth_preamble = false;
     if (!strcmp(type, "error")) {
+        const char *et = json_string_value(json_object_get(json_object_get(ev, "error"), "type"));
+        size_t etn = et ? strlen(et) : 0; /* kept when it looks like Anthropic's (a-z _) */
+        if (etn && etn < sizeof p->up_error_type &&
+            strspn(et, "abcdefghijklmnopqrstuvwxyz_") == etn)
+            snprintf(p->up_error_type, sizeof p->up_error_type, "%s", et);
         json_decref(ev);
         p->abort_err = p->started ? SW_EPROTO : SW_ESTATUS;
         snprintf(p->abort_msg, sizeof p->abort_msg, "error event%s",
@@ -710,6 +771,8 @@ static int native_event(struct proxy *p, const char *event, const char *data, si
     } else if (!strcmp(type, "content_block_delta")) {
         p->chunks++;
     }
+    if (p->contract_tool)
+        contract_collect_native(p, type, ev);
     json_t *in = json_object_get(usage, "input_tokens");
     json_t *out = json_object_get(usage, "output_tokens");
     if (json_is_integer(in) && json_integer_value(in) > 0)
@@ -717,6 +780,13 @@ static int native_event(struct proxy *p, const char *event, const char *data, si
     if (json_is_integer(out) && json_integer_value(out) >= 0)
         p->usage_out = (long)json_integer_value(out);
     bool stop = !strcmp(type, "message_stop");
+    if (stop && p->contract_tool &&
+        contract_stream_end(p, contract_native_text(p),
+                            !p->contract_called ? 0 : p->contract_text.len ? p->contract_text.len : 2)) {
+        json_decref(ev); /* an Anthropic stream ends at its error event */
+        p->saw_done = true;
+        return SW_OK;
+    }
     char name[64];
     snprintf(name, sizeof name, "%s", event[0] ? event : type);
     char *s = json_dumps(ev, JSON_COMPACT);
@@ -968,7 +1038,10 @@ static void contract_refuse(struct proxy *p)
     }
     p->end_class = "contract_violation";
     attempt_end(p, OUTCOME_NEUTRAL, (int)p->up.status, 0);
-    p->served = true; /* a backend answered; the answer was refused */
+    p->served = true; /* a backend answered (its backend, tokens and cost are logged) */
+    p->contract_refused = true; /* ... and Spillway refused it: decision rejected */
+    p->tok_in = p->usage_in ? p->usage_in : p->chat.prompt_tokens_est;
+    p->tok_out = p->usage_out ? p->usage_out : p->chunks;
     p->final_status = 502;
     set_route_headers(p);
     if (p->contract_tool)
@@ -1541,6 +1614,8 @@ static void dispatch(struct proxy *p)
     if (p->anth_client && !p->started)
         sw_oai_to_anth_init(&p->o2a, p->id, p->public_model, p->chat.prompt_tokens_est);
     sw_anth_to_oai_init(&p->a2o, p->public_model, (long long)sw_wall_s());
+    /* an OpenAI client's response_format went as the forced format tool */
+    p->a2o.format_tool = p->schema && !p->contract_tool && ud == SW_DIALECT_ANTHROPIC;
     struct sw_upstream_client_hdrs ch = {NULL, NULL};
     if (p->anth_client && p->req) {
         ch.anthropic_version = sw_http_header(p->req, "anthropic-version", NULL);
@@ -1561,6 +1636,10 @@ static void dispatch(struct proxy *p)
     p->anth_preamble = p->chat.stream && ud == SW_DIALECT_ANTHROPIC;
     sw_buf_free(&p->contract_text);
     sw_buf_init(&p->contract_text, (size_t)p->cfg->limits.max_response_bytes);
+    p->contract_overflow = false;
+    p->contract_block = -1;
+    p->contract_called = false;
+    p->up_error_type[0] = '\0';
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
     sw_sse_init(&p->sse, SSE_EVENT_MAX, on_sse_event, p);
     static const struct sw_upstream_cbs cbs = {on_data, on_done};

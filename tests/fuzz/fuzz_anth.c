@@ -105,6 +105,7 @@ static void streams(const uint8_t *data, size_t size)
     struct sw_anth_to_oai a2o;
     struct sw_oai_to_anth o2a;
     sw_anth_to_oai_init(&a2o, "m", 1);
+    a2o.format_tool = size && (data[0] & 1); /* a response_format sent as the format tool */
     sw_oai_to_anth_init(&o2a, "id", "m", 3);
     struct sw_buf out;
     sw_buf_init(&out, 1 << 26);

@@ -436,12 +436,44 @@ routing:
       const s = anth(gw).messages.stream({ model: 'errs-only', ...ask });
       s.on('text', (t) => { atext += t; });
       await s.finalMessage();
-    }, (e) => e.error?.type === 'error' && e.error.error.type === 'api_error');
+    }, (e) => e.error?.type === 'error' && e.error.error.type === 'overloaded_error');
     assert.equal(atext, 'abcdefgh');
     const araw = await post(gw, '/v1/messages', { model: 'errs-only', stream: true, ...ask });
     const aev = araw.text.trim().split('\n\n');
     assert.match(aev.at(-1), /^event: error\ndata: \{"type":"error"/);
     assert.ok(!araw.text.includes('message_stop'), 'no message_stop after the error');
+  });
+
+  // The upstream's own error type reaches an Anthropic client: a mid-stream
+  // overloaded_error stays overloaded_error (not api_error); an OpenAI client
+  // gets OpenAI's error shape as before.
+  test('an Anthropic upstream\'s mid-stream error type reaches an Anthropic client (overloaded_error, not api_error); OpenAI clients keep their shape', async () => {
+    await setFaults(errs, { stream_error_after: 2 });
+    const araw = await post(gw, '/v1/messages', { model: 'errs-only', stream: true, ...ask });
+    const last = araw.text.trim().split('\n\n').at(-1);
+    assert.match(last, /^event: error\ndata: /);
+    assert.equal(JSON.parse(last.slice(last.indexOf('data: ') + 6)).error.type, 'overloaded_error');
+    // the OpenAI client's shape as before
+    const oraw = await post(gw, '/v1/chat/completions', { model: 'errs-only', stream: true, ...ask }, { authorization: `Bearer ${CLIENT_KEY}` });
+    assert.equal(JSON.parse(oraw.text.trim().split('\n\n').at(-2).slice(6)).error.code, 'upstream_stream_failed');
+  });
+
+  // Masked, an Anthropic client's request to an Anthropic backend is translated
+  // both ways (not passed through): the type still reaches the client.
+  test('masked (translated both ways): the upstream\'s mid-stream error type reaches the Anthropic client too', async () => {
+    const sim = await startLlmsim(['--dialect', 'anthropic', '--model', 'claude-upstream', '--reply', 'echo', '--decode-tps', '5']);
+    const mgw = await startSpillway(config({ edgeUrl: 'http://127.0.0.1:9', cloudUrl: sim.url, pii: 'mask' }));
+    try {
+      await setFaults(sim, { stream_error_after: 2 });
+      const raw = await post(mgw, '/v1/messages', { model: 'cloud-only', stream: true, max_tokens: 50, messages: [{ role: 'user', content: 'write to jane.doe.canary@example.org' }] });
+      const last = raw.text.trim().split('\n\n').at(-1);
+      assert.match(last, /^event: error\ndata: /);
+      assert.equal(JSON.parse(last.slice(last.indexOf('data: ') + 6)).error.type, 'overloaded_error');
+      const got = JSON.stringify(await received(sim));
+      assert.ok(!got.includes('jane.doe') && /\[EMAIL_1\]/.test(got), 'the masked (translated) path was taken');
+    } finally {
+      await mgw.stop(); await sim.stop();
+    }
   });
 
   test('before the first token (after message_start): the attempt fails over to the next backend, both APIs', async () => {

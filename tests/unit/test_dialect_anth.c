@@ -315,6 +315,65 @@ static void test_stream_anth_to_oai(void **state)
     }
 }
 
+/* An OpenAI response_format sent as the forced format tool: its input
+ * streams as content, its tool_use stop is finish_reason stop; another tool
+ * stays a tool call. An error event's type is kept (a-z and _ only). */
+static void test_stream_format_tool_and_error_type(void **state)
+{
+    (void)state;
+    static const char *const events[] = {
+        "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_9\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}",
+        "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"json_answer\",\"input\":{}}}",
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":\"}}",
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"1}\"}}",
+        "{\"type\":\"content_block_stop\",\"index\":0}",
+        "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}",
+    };
+    struct sw_anth_to_oai s;
+    sw_anth_to_oai_init(&s, "pub", 5);
+    s.format_tool = true;
+    json_t *chunks = json_array();
+    for (size_t i = 0; i < N(events); i++)
+        assert_int_equal(sw_anth_to_oai_event(&s, events[i], strlen(events[i]), chunks, NULL), 0);
+#define CH(delta, fin) "{\"id\":\"msg_9\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"pub\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"finish_reason\":" fin "}]}"
+    assert_json_eq(chunks,
+                   "[" CH("{\"role\":\"assistant\",\"content\":\"\"}", "null") ","
+                   CH("{\"content\":\"{\\\"a\\\":\"}", "null") ","
+                   CH("{\"content\":\"1}\"}", "null") ","
+                   CH("{}", "\"stop\"") "]",
+                   "format tool stream");
+#undef CH
+    json_decref(chunks);
+    /* without format_tool the same block is a tool call */
+    sw_anth_to_oai_init(&s, "pub", 5);
+    chunks = json_array();
+    assert_int_equal(sw_anth_to_oai_event(&s, events[1], strlen(events[1]), chunks, NULL), 0);
+    assert_non_null(json_object_get(json_object_get(json_array_get(json_object_get(json_array_get(chunks, 0), "choices"), 0), "delta"), "tool_calls"));
+    json_decref(chunks);
+    static const char *const errs[][2] = {
+        {"{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}", "overloaded_error"},
+        {"{\"type\":\"error\",\"error\":{\"type\":\"Bad\\nType\",\"message\":\"x\"}}", ""},
+        {"{\"type\":\"error\"}", ""},
+    };
+    for (size_t i = 0; i < N(errs); i++) {
+        sw_anth_to_oai_init(&s, "pub", 5);
+        chunks = json_array();
+        assert_int_equal(sw_anth_to_oai_event(&s, errs[i][0], strlen(errs[i][0]), chunks, NULL), -1);
+        assert_string_equal(s.error_type, errs[i][1]);
+        json_decref(chunks);
+    }
+    struct sw_oai_to_anth o;
+    struct sw_buf out;
+    sw_buf_init(&out, 4096);
+    sw_oai_to_anth_init(&o, "r1", "pub", 3);
+    assert_int_equal(sw_oai_to_anth_error_typed(&o, "overloaded_error", "m", &out), SW_OK);
+    assert_non_null(strstr(out.ptr, "\"type\":\"overloaded_error\""));
+    sw_buf_reset(&out);
+    assert_int_equal(sw_oai_to_anth_error_typed(&o, "", "m", &out), SW_OK);
+    assert_non_null(strstr(out.ptr, "\"type\":\"api_error\""));
+    sw_buf_free(&out);
+}
+
 static void test_stream_oai_to_anth(void **state)
 {
     (void)state;
@@ -371,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_request_parse),
         cmocka_unit_test(test_answers),
         cmocka_unit_test(test_stream_anth_to_oai),
+        cmocka_unit_test(test_stream_format_tool_and_error_type),
         cmocka_unit_test(test_stream_oai_to_anth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,11 +90,22 @@ int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply
         err = str(b, "\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,");
     if (!err)
         err = an_usage(b, r->prompt_tokens, 1);
-    if (!err)
+    if (!err && r->tool[0]) { /* a forced tool: one tool_use block, its input streamed */
+        err = str(b, "}}\n\n"
+                     "event: content_block_start\ndata: {\"type\":\"content_block_start\","
+                     "\"index\":0,\"content_block\":{\"type\":\"tool_use\","
+                     "\"id\":\"toolu_sim1\",\"name\":\"");
+        if (!err)
+            err = esc(b, r->tool);
+        if (!err)
+            err = str(b, "\",\"input\":{}}}\n\n"
+                         "event: ping\ndata: {\"type\": \"ping\"}\n\n");
+    } else if (!err) {
         err = str(b, "}}\n\n"
                      "event: content_block_start\ndata: {\"type\":\"content_block_start\","
                      "\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
                      "event: ping\ndata: {\"type\": \"ping\"}\n\n");
+    }
     return err;
 }
 
@@ -116,7 +127,9 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
         if (!err)
             err = str(b, brk);
         if (!err)
-            err = str(b, "\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
+            err = str(b, r->tool[0] ? "\"index\":0,\"delta\":{\"type\":\"input_json_delta\","
+                                      "\"partial_json\":\""
+                                    : "\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
     }
     if (!err)
         err = sw_llmsim_json_escape(b, text.ptr, text.len);
@@ -169,7 +182,8 @@ int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *
                           "\"stop_reason\":\"%s\",\"stop_sequence\":null},\"usage\":{"
                           "\"output_tokens\":%d}}\n\n"
                           "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-                          length ? "max_tokens" : "end_turn", output_tokens);
+                          length ? "max_tokens" : r->tool[0] ? "tool_use" : "end_turn",
+                          output_tokens);
 }
 
 /* A forced tool's call: the text is its arguments (OpenAI, as a string) or

@@ -18,7 +18,8 @@ struct sw_llmsim_reply {
     char id[48];                 /* "chatcmpl-..." or "msg_..." */
     long long created;           /* unix seconds (OpenAI) */
     char model[SW_LLMSIM_MODEL_MAX]; /* echoed model id, raw */
-    char tool[128];              /* a forced tool: the non-streamed answer calls it, "" = text */
+    char tool[128];              /* a forced tool: the answer calls it (Anthropic streams it as a
+                                  * tool_use block), "" = text */
     int prompt_tokens;
     bool include_usage;          /* OpenAI: send the usage chunk */
     char head[2048];             /* OpenAI chunk prefix, by sw_llmsim_reply_prepare */

@@ -551,7 +551,9 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     snprintf(rp->model, sizeof rp->model, "%s", r->chat.model[0] ? r->chat.model : s->o.model);
     rp->prompt_tokens = r->chat.prompt_tokens;
     rp->include_usage = r->chat.include_usage;
-    if (!r->chat.stream && s->o.reply == SW_LLMSIM_REPLY_ECHO)
+    /* A forced tool is called (echo only); streamed, only the anthropic
+     * dialect sends it as a tool_use block. */
+    if (s->o.reply == SW_LLMSIM_REPLY_ECHO && (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC))
         snprintf(rp->tool, sizeof rp->tool, "%s", r->chat.forced_tool);
     if (sw_llmsim_reply_prepare(rp))
         rp->head_len = 0; /* too long to cache: built per chunk */
