@@ -616,6 +616,18 @@ static int command(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, bool su
     return sw_rconn_command(c, cb, priv, subscribe, argc, argv, lens);
 }
 
+/* AUTH's answer: a refusal (WRONGPASS, an unknown ACL user) is logged here,
+ * the connect timeout retries. Redis's message never holds the password. */
+static void on_auth(struct sw_rconn *c, void *reply, void *priv)
+{
+    (void)priv;
+    struct sw_rstate *rs = sw_rconn_data(c);
+    const redisReply *r = reply;
+    if (rs && c == rs->ac && r && r->type == REDIS_REPLY_ERROR)
+        sw_warn("state: Redis %s:%d refused the connection: %.200s", rs->url.host, rs->url.port,
+                r->str);
+}
+
 static struct sw_rconn *open_ctx(struct sw_rstate *rs)
 {
     struct sw_rconn *c = sw_rconn_new(rs->base, rs->url.host, rs->url.port, rs->tls,
@@ -626,10 +638,10 @@ static struct sw_rconn *open_ctx(struct sw_rstate *rs)
     snprintf(db, sizeof db, "%d", rs->url.db);
     int err = 0;
     if (rs->url.password[0] && rs->url.user[0])
-        err |= command(c, NULL, NULL, false, 3,
+        err |= command(c, on_auth, NULL, false, 3,
                        (const char *[]){"AUTH", rs->url.user, rs->url.password});
     else if (rs->url.password[0])
-        err |= command(c, NULL, NULL, false, 2, (const char *[]){"AUTH", rs->url.password});
+        err |= command(c, on_auth, NULL, false, 2, (const char *[]){"AUTH", rs->url.password});
     if (rs->url.db)
         err |= command(c, NULL, NULL, false, 2, (const char *[]){"SELECT", db});
     if (err) {
