@@ -181,6 +181,13 @@ describe('Redis over TLS, native (rediss://)', () => {
     await assertDegraded(gw, /lost the connection to Redis 127\.0\.0\.1:\d+: TLS: certificate not accepted: hostname mismatch/);
   });
 
+  test('verify: false is never silent: it connects without checking the certificate and warns at start', async () => {
+    const gw = await start({ tls: `{ ca_file: "${join(dir, 'other.crt')}", verify: false }` });
+    await waitFor(async () => (await state(gw)).state.degraded === null,
+      { timeout: 10000, what: `the replica on Redis without verification:\n${gw.output()}` });
+    assert.match(gw.output(), /warn state: state\.tls\.verify is false: the certificate of Redis 127\.0\.0\.1:\d+ is NOT checked/);
+  });
+
   test('a wrong password over TLS: refused by Redis, degraded, the password never logged', async () => {
     const gw = await start({ password: 'not-the-password' });
     await assertDegraded(gw, /Redis 127\.0\.0\.1:\d+ refused the connection: WRONGPASS/);
