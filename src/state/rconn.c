@@ -17,6 +17,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+/* Bytes waiting to be written: past this Redis is not keeping up, and a
+ * command is refused (the caller treats it as a failed round trip). */
+#define MAX_PENDING_OUT (16u << 20)
+
 struct sw_rtls {
     SSL_CTX *ctx;
     bool verify;
@@ -277,7 +281,8 @@ void *sw_rconn_data(const struct sw_rconn *c)
 int sw_rconn_command(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, bool subscribe,
                      int argc, const char **argv, const size_t *lens)
 {
-    if (!c || c->freed || c->failed)
+    if (!c || c->freed || c->failed ||
+        evbuffer_get_length(bufferevent_get_output(c->bev)) > MAX_PENDING_OUT)
         return -1;
     struct pending *p = calloc(1, sizeof *p);
     if (!p)

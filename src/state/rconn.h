@@ -44,9 +44,10 @@ struct sw_rconn *sw_rconn_new(struct event_base *base, const char *host, int por
 void sw_rconn_free(struct sw_rconn *c);
 void *sw_rconn_data(const struct sw_rconn *c);
 
-/* Queues a command; cb (may be NULL) gets its reply. subscribe: cb gets this
- * reply and every later one (SUBSCRIBE). 0, or -1 when it could not be queued
- * (cb not called). */
+/* Queues a command (argv/lens borrowed: copied into the output buffer); cb
+ * (may be NULL) gets its reply. subscribe: cb gets this reply and every later
+ * one (SUBSCRIBE). 0, or -1 when it could not be queued (cb not called): the
+ * connection failed, or 16 MiB are already waiting to be written. */
 int sw_rconn_command(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, bool subscribe,
                      int argc, const char **argv, const size_t *lens);
 
