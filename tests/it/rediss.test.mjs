@@ -222,4 +222,26 @@ describe('Redis over TLS, native (rediss://)', () => {
       await new Promise((res) => srv.close(res));
     }
   });
+
+  test('Redis over TLS lost and back: degraded while away, shared again over TLS without a restart', async () => {
+    const gw = await start();
+    await waitFor(async () => (await state(gw)).state.degraded === null,
+      { timeout: 10000, what: `the replica on Redis over TLS:\n${gw.output()}` });
+    await redis.restart(); // killed (a crash, nothing kept) and started again on the same port
+    await waitFor(() => /state: lost the connection to Redis 127\.0\.0\.1:\d+: closed by the server/.test(gw.output()),
+      { timeout: 10000, what: `the loss in the replica's log:\n${gw.output()}` });
+    await waitFor(async () => (await state(gw)).state.degraded === null,
+      { timeout: 15000, what: `shared again after the restart:\n${gw.output()}` });
+    assert.match(gw.output(), /state: Redis 127\.0\.0\.1:\d+ back: shared state again/);
+    // the scripts are loaded again: a paid request is admitted through them
+    const r = await getJSON(`${gw.url}/admin/thresholds`, {
+      method: 'PUT', headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ spend_cap_usd: 100 }),
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await waitFor(async () => (await state(gw)).spend_cap_usd === 100, { timeout: 5000, what: 'the raised cap' });
+    const before = (await simStats(cloud)).chat_requests;
+    assert.equal(await paid(gw), 200, 'a paid request admitted through Redis over TLS again');
+    assert.equal((await simStats(cloud)).chat_requests, before + 1);
+  });
 });
