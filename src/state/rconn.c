@@ -70,6 +70,10 @@ struct sw_rtls *sw_rtls_new(const char *ca_file, const char *cert_file, const ch
         goto fail;
     }
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    /* a server that dies without close_notify: an end of stream, as in plain text */
+    SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
     if (ca_file ? SSL_CTX_load_verify_locations(t->ctx, ca_file, NULL) != 1
                 : SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
         ssl_why(why, cap, ca_file ? "state.tls.ca_file" : "the system CA store");
