@@ -158,7 +158,7 @@ static void test_config(void **state)
 
     /* a CA file that cannot be read, a certificate without its key */
     assert_int_equal(parse(BASE "state:\n  redis: \"rediss://r\"\n"
-                                "  tls: { ca_file: /nonexistent/ca.pem, cert_file: /etc/hostname }\n",
+                                "  tls: { ca_file: /nonexistent/ca.pem, cert_file: /etc/passwd }\n",
                            &cfg, &errs),
                      SW_EINVAL);
     assert_int_equal(errs.n, 2);
