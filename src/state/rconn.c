@@ -34,6 +34,11 @@ struct pending {
 };
 
 struct sw_rconn {
+    struct event_base *base;
+    struct sw_rtls *tls;        /* borrowed: outlives the connection */
+    char name[256];             /* TLS: the name the certificate must carry */
+    struct evutil_addrinfo *addrs, *next_addr; /* the host's addresses; the next to try */
+    bool connected;             /* TCP connected (TLS: handshake done) */
     struct bufferevent *bev;
     redisReader *reader;
     SSL *ssl;                   /* owned by bev once it exists */
@@ -104,6 +109,16 @@ void sw_rtls_free(struct sw_rtls *t)
     free(t);
 }
 
+static bool is_ip(const char *s)
+{
+    unsigned char b[16];
+    return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+}
+
+static int connect_next(struct sw_rconn *c);
+static void on_read(struct bufferevent *bev, void *arg);
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
 static void fail_pending(struct sw_rconn *c)
 {
     c->failed = true;
@@ -124,6 +139,8 @@ static void destroy(struct sw_rconn *c)
         bufferevent_free(c->bev);
     else if (c->ssl)
         SSL_free(c->ssl);
+    if (c->addrs)
+        evutil_freeaddrinfo(c->addrs);
     if (c->reader)
         redisReaderFree(c->reader);
     free(c);
@@ -144,6 +161,8 @@ static void lose(struct sw_rconn *c, const char *why)
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct sw_rconn *c = arg;
+    if (bev != c->bev)
+        return;
     struct evbuffer *in = bufferevent_get_input(bev);
     char buf[16384];
     int n;
@@ -184,8 +203,12 @@ static void on_read(struct bufferevent *bev, void *arg)
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct sw_rconn *c = arg;
-    if (what & BEV_EVENT_CONNECTED)
+    if (bev != c->bev)
+        return; /* an address given up for the next one */
+    if (what & BEV_EVENT_CONNECTED) {
+        c->connected = true;
         return;
+    }
     char why[300];
     if (what & BEV_EVENT_EOF) {
         snprintf(why, sizeof why, "closed by the server");
@@ -205,6 +228,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     } else {
         snprintf(why, sizeof why, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
     }
+    if (!c->connected && c->next_addr && connect_next(c) == 0)
+        return; /* another address of the host (e.g. ::1, then 127.0.0.1) */
     c->busy++;
     lose(c, why);
     c->busy--;
@@ -212,10 +237,64 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         destroy(c);
 }
 
-static bool is_ip(const char *s)
+/* A bufferevent (with a fresh SSL for TLS) connecting to the next address;
+ * what was queued on the previous one moves over (nothing of it was sent:
+ * that one never connected). 0, or -1 when no address is left. */
+static int connect_next(struct sw_rconn *c)
 {
-    unsigned char b[16];
-    return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+    struct evbuffer *queued = evbuffer_new();
+    if (!queued)
+        return -1;
+    if (c->bev) {
+        evbuffer_add_buffer(queued, bufferevent_get_output(c->bev));
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+        c->ssl = NULL;
+    }
+    int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
+    while (c->next_addr) {
+        struct evutil_addrinfo *ai = c->next_addr;
+        c->next_addr = ai->ai_next;
+        if (c->tls) {
+            c->ssl = SSL_new(c->tls->ctx);
+            if (!c->ssl)
+                break;
+            if (!is_ip(c->name) && SSL_set_tlsext_host_name(c->ssl, c->name) != 1)
+                break;
+            if (c->tls->verify) {
+                X509_VERIFY_PARAM *vp = SSL_get0_param(c->ssl);
+                X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+                if ((is_ip(c->name) ? X509_VERIFY_PARAM_set1_ip_asc(vp, c->name)
+                                    : X509_VERIFY_PARAM_set1_host(vp, c->name, 0)) != 1)
+                    break;
+            }
+            c->bev = bufferevent_openssl_socket_new(c->base, -1, c->ssl,
+                                                    BUFFEREVENT_SSL_CONNECTING, opts);
+            if (c->bev)
+                bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+        } else {
+            c->bev = bufferevent_socket_new(c->base, -1, opts);
+        }
+        if (!c->bev)
+            break;
+        c->ssl = c->tls ? c->ssl : NULL; /* now owned by bev */
+        bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+        if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) == 0 &&
+            bufferevent_socket_connect(c->bev, ai->ai_addr, (int)ai->ai_addrlen) == 0) {
+            evbuffer_add_buffer(bufferevent_get_output(c->bev), queued);
+            evbuffer_free(queued);
+            return 0;
+        }
+        bufferevent_free(c->bev); /* and its SSL */
+        c->bev = NULL;
+        c->ssl = NULL;
+    }
+    if (c->ssl && !c->bev)
+        SSL_free(c->ssl);
+    c->ssl = NULL;
+    ERR_clear_error();
+    evbuffer_free(queued);
+    return -1;
 }
 
 struct sw_rconn *sw_rconn_new(struct event_base *base, const char *host, int port,
@@ -225,42 +304,26 @@ struct sw_rconn *sw_rconn_new(struct event_base *base, const char *host, int por
     struct sw_rconn *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    c->base = base;
+    c->tls = tls;
     c->lost = lost;
     c->data = data;
+    snprintf(c->name, sizeof c->name, "%s", server_name && server_name[0] ? server_name : host);
     c->reader = redisReaderCreate();
     if (!c->reader)
         goto fail;
-    int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
-    if (tls) {
-        const char *name = server_name && server_name[0] ? server_name : host;
-        c->ssl = SSL_new(tls->ctx);
-        if (!c->ssl)
-            goto fail;
-        if (!is_ip(name) && SSL_set_tlsext_host_name(c->ssl, name) != 1)
-            goto fail;
-        if (tls->verify) {
-            X509_VERIFY_PARAM *vp = SSL_get0_param(c->ssl);
-            X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-            if ((is_ip(name) ? X509_VERIFY_PARAM_set1_ip_asc(vp, name)
-                             : X509_VERIFY_PARAM_set1_host(vp, name, 0)) != 1)
-                goto fail;
-        }
-        c->bev = bufferevent_openssl_socket_new(base, -1, c->ssl, BUFFEREVENT_SSL_CONNECTING,
-                                                opts);
-        if (c->bev)
-            bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
-    } else {
-        c->bev = bufferevent_socket_new(base, -1, opts);
-    }
-    if (!c->bev)
+    /* resolved here, blocking, as hiredis did; every address is tried in turn */
+    char ports[16];
+    snprintf(ports, sizeof ports, "%d", port);
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                    .ai_protocol = IPPROTO_TCP};
+    if (evutil_getaddrinfo(host, ports, &hints, &c->addrs) || !c->addrs)
         goto fail;
-    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
-    if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) ||
-        bufferevent_socket_connect_hostname(c->bev, NULL, AF_UNSPEC, host, port))
+    c->next_addr = c->addrs;
+    if (connect_next(c))
         goto fail;
     return c;
 fail:
-    ERR_clear_error();
     destroy(c);
     return NULL;
 }
