@@ -8,7 +8,8 @@
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
 
 CC      ?= cc
-PKGS    := libevent libcurl jansson yaml-0.1 libhs libutf8proc libpcre2-8 libsystemd hiredis
+PKGS    := libevent libcurl jansson yaml-0.1 libhs libutf8proc libpcre2-8 libsystemd hiredis \
+           libevent_openssl openssl
 ifeq ($(SANITIZE),1)
 BUILD   ?= build/asan
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -18,6 +18,8 @@ bin pkg-config pkg-config
 bin cc gcc
 bin make make
 pc libevent libevent-dev
+pc libevent_openssl libevent-dev    # state.redis rediss://: the OpenSSL bufferevent
+pc openssl libssl-dev                # state.redis rediss://: TLS to Redis (src/state/rconn.c)
 pc libcurl libcurl4-openssl-dev
 pc jansson libjansson-dev
 pc yaml-0.1 libyaml-dev

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/err.h"
@@ -903,9 +904,47 @@ static void parse_redis_url(struct sw_walk *w, const struct sw_walk_setting *s,
     }
     *(char **)((char *)base + s->off) = str;
 }
+#define STLS(f) offsetof(struct sw_config_state_tls, f)
+static const struct sw_walk_setting state_tls_settings[] = {
+    {.key = "ca_file", .type = SW_WALK_TEXT, .off = STLS(ca_file),
+     .hint = "a PEM file of the CA(s) that sign the Redis server's certificate"},
+    {.key = "cert_file", .type = SW_WALK_TEXT, .off = STLS(cert_file),
+     .hint = "a PEM client certificate (with key_file)"},
+    {.key = "key_file", .type = SW_WALK_TEXT, .off = STLS(key_file),
+     .hint = "the PEM private key of cert_file"},
+    {.key = "server_name", .type = SW_WALK_TEXT, .off = STLS(server_name),
+     .hint = "the name (or IP) the server's certificate must carry, default the URL's host"},
+    {.key = "verify", .type = SW_WALK_BOOL, .off = STLS(verify), .def = 1},
+};
+static void check_state_tls(struct sw_walk *w, void *base, const yaml_node_t *map,
+                            const yaml_node_t *const *vals, const char *path, size_t index);
+static const struct sw_walk_section state_tls_section = {
+    state_tls_settings, sizeof(state_tls_settings) / sizeof(state_tls_settings[0]), 0,
+    check_state_tls};
+static void check_state_tls(struct sw_walk *w, void *base, const yaml_node_t *map,
+                            const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)index;
+    struct sw_config_state_tls *t = base;
+    char p[SW_WALK_MAX_PATH];
+    static const char *const files[] = {"ca_file", "cert_file", "key_file"};
+    char *const vals_f[] = {t->ca_file, t->cert_file, t->key_file};
+    for (size_t i = 0; i < 3; i++) {
+        if (vals_f[i] && access(vals_f[i], R_OK)) {
+            sw_walk_path_key(p, sizeof p, path, files[i]);
+            sw_walk_error(w, sw_walk_val(&state_tls_section, vals, files[i]), p,
+                          "cannot read \"%s\": %s", vals_f[i], strerror(errno));
+        }
+    }
+    if (!t->cert_file != !t->key_file)
+        sw_walk_error(w, map, path, "cert_file and key_file go together (a client certificate "
+                                    "and its key), or neither");
+}
 static const struct sw_walk_setting state_settings[] = {
     {.key = "redis", .type = SW_WALK_CUSTOM, .off = ST(redis), .parse = parse_redis_url,
-     .hint = "redis://[:PASSWORD@]HOST:PORT/DB (rediss:// is not supported)"},
+     .hint = "redis[s]://[[USER]:PASSWORD@]HOST:PORT/DB"},
+    {.key = "tls", .type = SW_WALK_MAP, .off = ST(tls), .sub = &state_tls_section,
+     .hint = "{ ca_file, cert_file, key_file, server_name, verify } for rediss://"},
     {.key = "key_prefix", .type = SW_WALK_TEXT, .off = ST(key_prefix),
      .hint = "prefix of every key, default \"spillway:\""},
     {.key = "timeout_ms", .type = SW_WALK_LONG, .off = ST(timeout_ms), .min = 1, .max = 10000,
@@ -917,15 +956,20 @@ static const struct sw_walk_setting state_settings[] = {
     {.key = "lease_ttl_ms", .type = SW_WALK_LONG, .off = ST(lease_ttl_ms), .min = 1000,
      .max = 600000, .def = 5000},
 };
+static const struct sw_walk_section state_section;
 static void check_state(struct sw_walk *w, void *base, const yaml_node_t *map,
                         const yaml_node_t *const *vals, const char *path, size_t index)
 {
-    (void)w;
     (void)map;
-    (void)vals;
-    (void)path;
     (void)index;
     struct sw_config_state *st = base;
+    const yaml_node_t *tls = sw_walk_val(&state_section, vals, "tls");
+    if (tls && st->redis && strncmp(st->redis, "rediss://", 9)) {
+        char p[SW_WALK_MAX_PATH];
+        sw_walk_path_key(p, sizeof p, path, "tls");
+        sw_walk_error(w, tls, p, "is set but state.redis is a plain redis:// URL: write "
+                                 "rediss://HOST:PORT for TLS, or drop state.tls");
+    }
     if (!st->key_prefix)
         st->key_prefix = strdup("spillway:");
     if (!(st->fallback_share > 0))
@@ -1286,6 +1330,10 @@ void sw_config_unref(struct sw_config *cfg)
     free(cfg->decision_log);
     free(cfg->state.redis);
     free(cfg->state.key_prefix);
+    free(cfg->state.tls.ca_file);
+    free(cfg->state.tls.cert_file);
+    free(cfg->state.tls.key_file);
+    free(cfg->state.tls.server_name);
     free(cfg->routing.spend.degrade_to);
     for (size_t i = 0; i < cfg->pii.n_custom; i++) {
         free(cfg->pii.custom[i].name);

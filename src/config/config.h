@@ -177,9 +177,18 @@ struct sw_config_limits {
     long drain_timeout_ms;      /* SIGTERM: how long in-flight requests may finish, default 15000 */
 };
 
+/* state.tls: how a rediss:// connection is checked (docs/scaling.md). */
+struct sw_config_state_tls {
+    char *ca_file;              /* PEM CA bundle; NULL: the system CA store */
+    char *cert_file, *key_file; /* client certificate (both or neither) */
+    char *server_name;          /* name (or IP) the certificate must carry; NULL: the URL's host */
+    bool verify;                /* default true; false logs a warning at start */
+};
+
 /* state: shared state on Redis (docs/scaling.md); redis NULL: in memory. */
 struct sw_config_state {
-    char *redis;                /* redis://[:PASSWORD@]HOST:PORT/DB (a secret: never shown) */
+    char *redis;                /* redis[s]://[[USER]:PASSWORD@]HOST:PORT/DB (a secret: never shown) */
+    struct sw_config_state_tls tls;
     char *key_prefix;           /* default "spillway:" */
     long timeout_ms;            /* every round trip, default 50 */
     long replicas;              /* replicas expected, default 1 (fallback_share's default) */

@@ -2,8 +2,6 @@
 #include "state/rstate.h"
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "state/rconn.h"
 #include "state/rurl.h"
 
 #define SYNC_MS 200             /* shared view refresh, lease renewal */
@@ -190,8 +189,10 @@ struct sw_rstate {
     int64_t window_ms;
     char replica[40];
     uint64_t next_id;
-    redisAsyncContext *ac, *sub;
-    bool connected, sub_connected;  /* connect callbacks said so */
+    struct sw_rtls *tls;            /* rediss:// */
+    char *server_name;              /* rediss://: the certificate's name; NULL: the host */
+    struct sw_rconn *ac, *sub;      /* commands; pub/sub */
+    bool connected, sub_connected;  /* Redis answered PING; SUBSCRIBE */
     bool slow;                      /* a round trip timed out; cleared by the next reply */
     char sha[N_SCRIPTS][41];
     long backoff_ms;
@@ -238,7 +239,7 @@ static void op_free(struct sw_rstate_op *op)
     free(op);
 }
 
-static void on_reply(redisAsyncContext *ac, void *r, void *priv);
+static void on_reply(struct sw_rconn *ac, void *r, void *priv);
 static enum sw_rstate_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
                                              struct sw_rstate_hold *h);
 
@@ -273,8 +274,7 @@ static int send_op(struct sw_rstate *rs, struct sw_rstate_op *op)
     size_t lens[MAX_ARGS + 3 * 64];
     for (int i = 0; i < op->argc; i++)
         lens[i] = strlen(op->argv[i]);
-    if (redisAsyncCommandArgv(rs->ac, on_reply, op, op->argc, (const char **)op->argv, lens) !=
-        REDIS_OK)
+    if (sw_rconn_command(rs->ac, on_reply, op, false, op->argc, (const char **)op->argv, lens))
         return -1;
     if (!op->timer) {
         op->timer = evtimer_new(rs->base, on_op_timeout, op);
@@ -412,7 +412,7 @@ static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *
                         bool spend, double actual, bool lease, bool probe, bool bucket,
                         long refund_tokens, bool refund_request);
 
-static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
 {
     (void)ac;
     struct sw_rstate_op *op = priv;
@@ -493,12 +493,11 @@ static void plain(struct sw_rstate *rs, enum op_kind kind, int argc, const char 
         op_free(op);
 }
 
-static void on_script_loaded(redisAsyncContext *ac, void *reply, void *priv)
+static void on_script_loaded(struct sw_rconn *ac, void *reply, void *priv)
 {
-    (void)priv;
-    struct sw_rstate *rs = ac->data;
+    struct sw_rstate *rs = sw_rconn_data(ac);
     redisReply *r = reply;
-    if (!rs || !r || r->type != REDIS_REPLY_STRING || r->len != 40)
+    if (!rs || ac != rs->ac || !r || r->type != REDIS_REPLY_STRING || r->len != 40)
         return;
     for (int s = 0; s < N_SCRIPTS; s++)
         if (!rs->sha[s][0] && priv == scripts[s])
@@ -519,66 +518,27 @@ static void fetch_flags(struct sw_rstate *rs)
     plain(rs, OP_FLAGS, 2, (const char *[]){"HGETALL", key});
 }
 
+/* Closes both connections; pending commands are answered with NULL. */
 static void teardown(struct sw_rstate *rs)
 {
-    redisAsyncContext *ac = rs->ac, *sub = rs->sub;
-    bool was = rs->connected, sub_was = rs->sub_connected;
+    struct sw_rconn *ac = rs->ac, *sub = rs->sub;
     rs->ac = rs->sub = NULL;
     rs->connected = rs->sub_connected = false;
-    if (ac) {
-        ac->data = NULL;
-        if (was)
-            redisAsyncFree(ac); /* pending callbacks get NULL */
-        else
-            redisAsyncFree(ac);
-    }
-    if (sub) {
-        sub->data = NULL;
-        (void)sub_was;
-        redisAsyncFree(sub);
-    }
+    sw_rconn_free(ac);
+    sw_rconn_free(sub);
     update_degraded(rs);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+/* A connection failed: connect, TLS handshake (an untrusted certificate, a
+ * wrong name), I/O. Never a plain-text retry: the same URL after backoff. */
+static void on_lost(struct sw_rconn *c, const char *why, void *data)
 {
-    (void)status;
-    struct sw_rstate *rs = ac->data;
-    if (!rs)
+    struct sw_rstate *rs = data;
+    if (c != rs->ac && c != rs->sub)
         return;
-    sw_warn("state: lost the connection to Redis %s:%d", rs->url.host, rs->url.port);
-    if (ac == rs->ac) {
-        rs->ac = NULL;
-        rs->connected = false;
-    } else if (ac == rs->sub) {
-        rs->sub = NULL;
-        rs->sub_connected = false;
-    }
+    sw_warn("state: lost the connection to Redis %s:%d: %s", rs->url.host, rs->url.port, why);
     teardown(rs);
     schedule_reconnect(rs);
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-    struct sw_rstate *rs = ac->data;
-    if (!rs)
-        return;
-    if (status != REDIS_OK) {
-        /* hiredis frees ac after this callback */
-        if (ac == rs->ac) {
-            rs->ac = NULL;
-            rs->connected = false;
-        } else if (ac == rs->sub) {
-            rs->sub = NULL;
-            rs->sub_connected = false;
-        }
-        teardown(rs);
-        schedule_reconnect(rs);
-        return;
-    }
-    /* A TCP connection is not yet Redis (a tunnel or proxy accepts it even
-     * when Redis is unreachable behind it): connected once Redis answers,
-     * the PING (after AUTH and SELECT) and the SUBSCRIBE. */
 }
 
 static void on_answered(struct sw_rstate *rs)
@@ -592,10 +552,10 @@ static void on_answered(struct sw_rstate *rs)
     }
 }
 
-static void on_pong(redisAsyncContext *ac, void *reply, void *priv)
+static void on_pong(struct sw_rconn *ac, void *reply, void *priv)
 {
     (void)priv;
-    struct sw_rstate *rs = ac->data;
+    struct sw_rstate *rs = sw_rconn_data(ac);
     const redisReply *r = reply;
     if (!rs || ac != rs->ac || !r)
         return;
@@ -609,12 +569,12 @@ static void on_pong(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
-static void on_event(redisAsyncContext *ac, void *reply, void *priv)
+static void on_event(struct sw_rconn *ac, void *reply, void *priv)
 {
     (void)priv;
-    struct sw_rstate *rs = ac->data;
+    struct sw_rstate *rs = sw_rconn_data(ac);
     redisReply *r = reply;
-    if (!rs || !r || r->type != REDIS_REPLY_ARRAY || r->elements < 3)
+    if (!rs || ac != rs->sub || !r || r->type != REDIS_REPLY_ARRAY || r->elements < 3)
         return;
     const redisReply *kind = r->element[0], *msg = r->element[2];
     if (kind->type == REDIS_REPLY_STRING && !strcmp(kind->str, "subscribe") && ac == rs->sub) {
@@ -647,24 +607,48 @@ static void on_event(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
-static redisAsyncContext *open_ctx(struct sw_rstate *rs)
+static int command(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, bool subscribe, int argc,
+                   const char **argv)
 {
-    redisAsyncContext *ac = redisAsyncConnect(rs->url.host, rs->url.port);
-    if (!ac)
+    size_t lens[8];
+    for (int i = 0; i < argc && i < 8; i++)
+        lens[i] = strlen(argv[i]);
+    return sw_rconn_command(c, cb, priv, subscribe, argc, argv, lens);
+}
+
+/* AUTH's answer: a refusal (WRONGPASS, an unknown ACL user) is logged here,
+ * the connect timeout retries. Redis's message never holds the password. */
+static void on_auth(struct sw_rconn *c, void *reply, void *priv)
+{
+    (void)priv;
+    struct sw_rstate *rs = sw_rconn_data(c);
+    const redisReply *r = reply;
+    if (rs && c == rs->ac && r && r->type == REDIS_REPLY_ERROR)
+        sw_warn("state: Redis %s:%d refused the connection: %.200s", rs->url.host, rs->url.port,
+                r->str);
+}
+
+static struct sw_rconn *open_ctx(struct sw_rstate *rs)
+{
+    struct sw_rconn *c = sw_rconn_new(rs->base, rs->url.host, rs->url.port, rs->tls,
+                                      rs->server_name, on_lost, rs);
+    if (!c)
         return NULL;
-    if (ac->err) {
-        redisAsyncFree(ac);
+    char db[16];
+    snprintf(db, sizeof db, "%d", rs->url.db);
+    int err = 0;
+    if (rs->url.password[0] && rs->url.user[0])
+        err |= command(c, on_auth, NULL, false, 3,
+                       (const char *[]){"AUTH", rs->url.user, rs->url.password});
+    else if (rs->url.password[0])
+        err |= command(c, on_auth, NULL, false, 2, (const char *[]){"AUTH", rs->url.password});
+    if (rs->url.db)
+        err |= command(c, NULL, NULL, false, 2, (const char *[]){"SELECT", db});
+    if (err) {
+        sw_rconn_free(c);
         return NULL;
     }
-    ac->data = rs;
-    redisLibeventAttach(ac, rs->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    if (rs->url.password[0])
-        redisAsyncCommand(ac, NULL, NULL, "AUTH %s", rs->url.password);
-    if (rs->url.db)
-        redisAsyncCommand(ac, NULL, NULL, "SELECT %d", rs->url.db);
-    return ac;
+    return c;
 }
 
 static void do_connect(struct sw_rstate *rs)
@@ -678,13 +662,13 @@ static void do_connect(struct sw_rstate *rs)
     }
     for (int s = 0; s < N_SCRIPTS; s++) {
         rs->sha[s][0] = 0;
-        redisAsyncCommand(rs->ac, on_script_loaded, (void *)scripts[s], "SCRIPT LOAD %s",
-                          scripts[s]);
+        command(rs->ac, on_script_loaded, (void *)scripts[s], false, 3,
+                (const char *[]){"SCRIPT", "LOAD", scripts[s]});
     }
-    redisAsyncCommand(rs->ac, on_pong, NULL, "PING"); /* answered after the scripts' SHAs */
+    command(rs->ac, on_pong, NULL, false, 1, (const char *[]){"PING"}); /* after the SHAs */
     char ch[300];
     sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
-    redisAsyncCommand(rs->sub, on_event, NULL, "SUBSCRIBE %s", ch);
+    command(rs->sub, on_event, NULL, true, 2, (const char *[]){"SUBSCRIBE", ch});
     struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, (CONNECT_TIMEOUT_MS % 1000) * 1000};
     evtimer_add(rs->connect_timer, &tv);
 }
@@ -773,6 +757,24 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     }
     rs->base = base;
     rs->g = g;
+    if (rs->url.tls) {
+        const struct sw_config_state_tls *t = &st->tls;
+        rs->tls = sw_rtls_new(t->ca_file, t->cert_file, t->key_file, t->verify, why, sizeof why);
+        if (!rs->tls) {
+            sw_error("state: TLS for Redis %s:%d: %s", rs->url.host, rs->url.port, why);
+            free(rs);
+            return NULL;
+        }
+        if (t->server_name && !(rs->server_name = strdup(t->server_name))) {
+            sw_rtls_free(rs->tls);
+            free(rs);
+            return NULL;
+        }
+        if (!t->verify)
+            sw_warn("state: state.tls.verify is false: the certificate of Redis %s:%d is NOT "
+                    "checked (anyone on the path can read and change the shared state)",
+                    rs->url.host, rs->url.port);
+    }
     rs->prefix = strdup(st->key_prefix ? st->key_prefix : "spillway:");
     rs->timeout_ms = st->timeout_ms > 0 ? st->timeout_ms : 50;
     rs->lease_ttl_ms = st->lease_ttl_ms > 0 ? st->lease_ttl_ms : 5000;
@@ -799,8 +801,8 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     g->remote_degraded = true; /* until connected */
     struct timeval tv = {0, SYNC_MS * 1000};
     event_add(rs->sync_timer, &tv);
-    sw_info("state: shared on Redis %s:%d db %d (prefix %s, replica %s)", rs->url.host,
-            rs->url.port, rs->url.db, rs->prefix, rs->replica);
+    sw_info("state: shared on Redis %s:%d db %d%s (prefix %s, replica %s)", rs->url.host,
+            rs->url.port, rs->url.db, rs->tls ? " over TLS" : "", rs->prefix, rs->replica);
     do_connect(rs);
     return rs;
 }
@@ -818,16 +820,12 @@ void sw_rstate_free(struct sw_rstate *rs)
     if (rs->sync_timer)
         event_free(rs->sync_timer);
     rs->reconnect_timer = rs->connect_timer = rs->sync_timer = NULL;
-    redisAsyncContext *ac = rs->ac, *sub = rs->sub;
+    struct sw_rconn *ac = rs->ac, *sub = rs->sub;
     rs->ac = rs->sub = NULL;
-    if (ac) {
-        ac->data = NULL;
-        redisAsyncFree(ac);
-    }
-    if (sub) {
-        sub->data = NULL;
-        redisAsyncFree(sub);
-    }
+    sw_rconn_free(ac);
+    sw_rconn_free(sub);
+    sw_rtls_free(rs->tls);
+    free(rs->server_name);
     if (rs->live)
         sw_live_unref(rs->live);
     free(rs->fallback_held);

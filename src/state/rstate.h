@@ -1,7 +1,8 @@
 /* Shared state on Redis (state.redis; docs/scaling.md): what N replicas must
- * agree on, kept in one Redis, on hiredis's asynchronous API on the daemon's
- * event loop. Every round trip has a timeout (state.timeout_ms); read-modify-
- * writes are Lua scripts (EVALSHA, EVAL when the server lost them).
+ * agree on, kept in one Redis, over two rconn.c connections (plain TCP or
+ * TLS: rediss://) on the daemon's event loop. Every round trip has a timeout
+ * (state.timeout_ms); read-modify-writes are Lua scripts (EVALSHA, EVAL when
+ * the server lost them).
  *
  *   spend     reserve before dispatch, settle after, against the cap, atomically
  *   slots     a local backend's slots are leases (TTL, renewed while held)

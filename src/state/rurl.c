@@ -53,15 +53,16 @@ int sw_rurl_parse(const char *url, struct sw_rurl *out, char *why, size_t cap)
     *out = (struct sw_rurl){.port = 6379};
     if (!url)
         return fail(why, cap, "is empty");
-    if (!strncmp(url, "rediss://", 9))
-        return fail(why, cap, "uses rediss:// (TLS), which this build cannot speak (the hiredis "
-                              "of Debian 12, 0.14, has no TLS): run a TLS tunnel to the Redis "
-                              "server next to Spillway (stunnel or HAProxy) and point state.redis "
-                              "at its local end, e.g. redis://:PASSWORD@127.0.0.1:6380; see "
-                              "\"Redis over TLS\" in docs/scaling.md");
-    if (strncmp(url, "redis://", 8))
-        return fail(why, cap, "is not a redis:// URL (redis://[:PASSWORD@]HOST:PORT/DB)");
-    const char *s = url + 8;
+    const char *s;
+    if (!strncmp(url, "rediss://", 9)) {
+        out->tls = true;
+        s = url + 9;
+    } else if (!strncmp(url, "redis://", 8)) {
+        s = url + 8;
+    } else {
+        return fail(why, cap, "is not a redis:// or rediss:// URL "
+                              "(redis[s]://[[USER]:PASSWORD@]HOST:PORT/DB)");
+    }
     const char *end = s + strlen(s);
     const char *slash = strchr(s, '/');
     const char *auth_end = memchr(s, '@', (size_t)((slash ? slash : end) - s));
@@ -70,6 +71,8 @@ int sw_rurl_parse(const char *url, struct sw_rurl *out, char *why, size_t cap)
         const char *colon = memchr(s, ':', (size_t)(auth_end - s));
         if (!colon)
             return fail(why, cap, "has user info without a password (redis://:PASSWORD@HOST)");
+        if (decode(s, (size_t)(colon - s), out->user, sizeof out->user))
+            return fail(why, cap, "has a user name that is too long or badly percent-encoded");
         if (decode(colon + 1, (size_t)(auth_end - colon - 1), out->password, sizeof out->password))
             return fail(why, cap, "has a password that is too long or badly percent-encoded");
         s = auth_end + 1;

@@ -1,10 +1,11 @@
 /* The Redis URL of `state.redis` and the key layout of the shared state.
  * Pure: no I/O, no clock, no allocation beyond what the caller passes.
  *
- *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     plain TCP
+ *   rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB]    TLS (state.tls)
  *
- * PORT defaults to 6379, DB to 0. rediss:// (TLS) is refused: the hiredis of
- * Debian 12 (0.14) has no TLS support. */
+ * PORT defaults to 6379, DB to 0. USER (Redis 6 ACL) is optional: AUTH with
+ * the password alone when absent. */
 #ifndef SW_STATE_RURL_H
 #define SW_STATE_RURL_H
 
@@ -14,6 +15,8 @@
 struct sw_rurl {
     char host[256];
     int port;
+    bool tls;                   /* rediss:// */
+    char user[128];             /* "" when none */
     char password[256];         /* "" when none */
     int db;
 };

@@ -1,6 +1,6 @@
 /* Unit tests of the pure parts of the shared state: the Redis URL of
  * state.redis, the key layout, the queue field of a replica, the state
- * section of the config (password from ${ENV}, rediss:// refused, the
+ * section of the config (password from ${ENV}, rediss:// and state.tls, the
  * fallback share's default) and a breaker opened by another replica. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,9 +36,19 @@ static void test_url_ok(void **state)
     assert_int_equal(u.port, 1);
     assert_int_equal(sw_rurl_parse("redis://user:pw@[::1]:7000/3", &u, why, sizeof why), 0);
     assert_string_equal(u.host, "::1");
+    assert_string_equal(u.user, "user");
     assert_string_equal(u.password, "pw");
     assert_int_equal(u.port, 7000);
     assert_int_equal(u.db, 3);
+    assert_false(u.tls);
+    /* rediss://: TLS, same layout */
+    assert_int_equal(sw_rurl_parse("rediss://app:s%2Fcret@redis.example:6380/1", &u, why, sizeof why), 0);
+    assert_true(u.tls);
+    assert_string_equal(u.user, "app");
+    assert_string_equal(u.password, "s/cret");
+    assert_string_equal(u.host, "redis.example");
+    assert_int_equal(u.port, 6380);
+    assert_int_equal(u.db, 1);
 }
 
 static void test_url_bad(void **state)
@@ -55,13 +65,11 @@ static void test_url_bad(void **state)
         assert_int_equal(sw_rurl_parse(bad[i], &u, why, sizeof why), -1);
         assert_true(why[0] != 0);
     }
-    assert_int_equal(sw_rurl_parse("rediss://:topsecret@h:6380", &u, why, sizeof why), -1);
-    assert_non_null(strstr(why, "TLS"));
-    /* it says what to do: a tunnel, and where to point state.redis */
-    assert_non_null(strstr(why, "tunnel"));
-    assert_non_null(strstr(why, "redis://:PASSWORD@127.0.0.1:6380"));
-    assert_non_null(strstr(why, "docs/scaling.md"));
+    assert_int_equal(sw_rurl_parse("redisx://:topsecret@h:6380", &u, why, sizeof why), -1);
+    assert_non_null(strstr(why, "rediss://"));
     assert_null(strstr(why, "topsecret")); /* the password is never in a message */
+    assert_int_equal(sw_rurl_parse("rediss://:topsecret@h:0", &u, why, sizeof why), -1);
+    assert_null(strstr(why, "topsecret"));
 }
 
 static void test_keys(void **state)
@@ -126,12 +134,37 @@ static void test_config(void **state)
     sw_config_unref(cfg);
     sw_config_errors_free(&errs);
 
-    assert_int_equal(parse(BASE "state:\n  redis: \"rediss://:hunter2@r:6380\"\n", &cfg, &errs),
+    /* rediss:// with state.tls: verified by default against the system CA store */
+    assert_int_equal(parse(BASE "state:\n  redis: \"rediss://:${REDIS_PASSWORD}@r:6380\"\n"
+                                "  tls: { server_name: redis.internal }\n",
+                           &cfg, &errs),
+                     SW_OK);
+    assert_true(cfg->state.tls.verify);
+    assert_null(cfg->state.tls.ca_file);
+    assert_string_equal(cfg->state.tls.server_name, "redis.internal");
+    sw_config_unref(cfg);
+    sw_config_errors_free(&errs);
+
+    /* state.tls without rediss://: the plain connection would not be encrypted */
+    assert_int_equal(parse(BASE "state:\n  redis: \"redis://:hunter2@r:6380\"\n"
+                                "  tls: { verify: true }\n",
+                           &cfg, &errs),
                      SW_EINVAL);
     assert_int_equal(errs.n, 1);
-    assert_non_null(strstr(errs.msgs[0], "state.redis"));
-    assert_non_null(strstr(errs.msgs[0], "TLS"));
+    assert_non_null(strstr(errs.msgs[0], "state.tls"));
+    assert_non_null(strstr(errs.msgs[0], "rediss://"));
     assert_null(strstr(errs.msgs[0], "hunter2"));
+    sw_config_errors_free(&errs);
+
+    /* a CA file that cannot be read, a certificate without its key */
+    assert_int_equal(parse(BASE "state:\n  redis: \"rediss://r\"\n"
+                                "  tls: { ca_file: /nonexistent/ca.pem, cert_file: /etc/passwd }\n",
+                           &cfg, &errs),
+                     SW_EINVAL);
+    assert_int_equal(errs.n, 2);
+    assert_non_null(strstr(errs.msgs[0], "key_file")); /* sorted by position: the map first */
+    assert_non_null(strstr(errs.msgs[1], "state.tls.ca_file"));
+    assert_non_null(strstr(errs.msgs[1], "/nonexistent/ca.pem"));
     sw_config_errors_free(&errs);
 
     assert_int_equal(parse(BASE "state:\n  redis: \"redis://r\"\n  fallback_share: 2\n", &cfg,

@@ -17,14 +17,14 @@ export async function freePort() {
   });
 }
 
-function spawnRedis(port, timeout, tls) {
+function spawnRedis(port, timeout, tls, args = []) {
   // tls { cert, key }: TLS only (no plain-text port), clients not asked for certificates
   const listen = tls
     ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key,
       '--tls-auth-clients', 'no']
     : ['--port', String(port)];
   const proc = spawn('redis-server', [...listen, '--bind', '127.0.0.1', '--save', '',
-    '--appendonly', 'no', '--enable-debug-command', 'local'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--appendonly', 'no', '--enable-debug-command', 'local', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const ready = new Promise((res, rej) => {
     const onData = (d) => {
@@ -41,9 +41,9 @@ function spawnRedis(port, timeout, tls) {
   return { proc, ready, exited };
 }
 
-export async function startRedis({ timeout = 10000, tls } = {}) {
+export async function startRedis({ timeout = 10000, tls, args } = {}) {
   const port = await freePort();
-  let cur = spawnRedis(port, timeout, tls);
+  let cur = spawnRedis(port, timeout, tls, args);
   await cur.ready;
   return {
     port,
@@ -55,7 +55,7 @@ export async function startRedis({ timeout = 10000, tls } = {}) {
     },
     async restart() {
       await this.kill();
-      cur = spawnRedis(port, timeout, tls);
+      cur = spawnRedis(port, timeout, tls, args);
       await cur.ready;
     },
     async stop() {
