@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "common/notify.h"
 #include "config/config.h"
 #include "front/front.h"
@@ -280,7 +281,7 @@ int sw_daemon_run(const char *config_path)
     struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
     stat(config_path, &d.seen);
     d.drain_timeout_ms = cfg->limits.drain_timeout_ms;
-    d.base = event_base_new();
+    d.base = sw_loop_new();
     if (!d.base)
         goto out;
     d.cev = sw_curlev_new(d.base, 256);
