@@ -11,7 +11,6 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/loop.h"
 #include "common/notify.h"
 #include "config/config.h"
 #include "front/front.h"
@@ -281,7 +280,7 @@ int sw_daemon_run(const char *config_path)
     struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
     stat(config_path, &d.seen);
     d.drain_timeout_ms = cfg->limits.drain_timeout_ms;
-    d.base = sw_loop_new();
+    d.base = event_base_new();
     if (!d.base)
         goto out;
     d.cev = sw_curlev_new(d.base, 256);

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "common/buf.h"
-#include "common/loop.h"
 #include "common/log.h"
 
 /* Headers per request, and response headers set by the application. */
@@ -100,8 +99,7 @@ struct conn {
 
 struct sw_http_server {
     struct event_base *base;
-    struct evconnlistener *listener; /* owns the bound socket; never enabled */
-    struct event *aev;               /* the listening socket readable */
+    struct evconnlistener *listener;
     struct sw_http_limits lim;
     struct sw_http_handler h;
     struct conn *conns;
@@ -181,10 +179,10 @@ static void listener_update(struct sw_http_server *s)
 {
     bool want = !s->stopping && s->n_conns < s->lim.max_connections;
     if (want && !s->accepting) {
-        event_add(s->aev, NULL);
+        evconnlistener_enable(s->listener);
         s->accepting = true;
     } else if (!want && s->accepting) {
-        event_del(s->aev);
+        evconnlistener_disable(s->listener);
         s->accepting = false;
         if (!s->stopping)
             sw_warn("connection limit %ld reached; not accepting until one closes",
@@ -789,8 +787,13 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
 
 /* ---- Accepting ---- */
 
-static void on_accept(struct sw_http_server *s, int fd)
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                      int socklen, void *arg)
 {
+    (void)l;
+    (void)sa;
+    (void)socklen;
+    struct sw_http_server *s = arg;
     struct conn *c = calloc(1, sizeof *c);
     if (c) {
         c->s = s;
@@ -827,23 +830,12 @@ static void on_accept(struct sw_http_server *s, int fd)
     start_timer(c, s->lim.client_timeout_ms);
 }
 
-/* A few connections per callback (nginx without multi_accept takes one): a
- * burst in the backlog is accepted as the loop gets to it, between the
- * requests already accepted, not all before any of them is read. */
-static void on_acceptable(evutil_socket_t lfd, short what, void *arg)
+static void on_accept_error(struct evconnlistener *l, void *arg)
 {
-    (void)what;
-    struct sw_http_server *s = arg;
-    for (int i = 0; i < SW_ACCEPT_BATCH && s->accepting; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                errno != ECONNABORTED)
-                sw_warn("accept: %s", strerror(errno));
-            return;
-        }
-        on_accept(s, fd);
-    }
+    (void)l;
+    (void)arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    sw_warn("accept: %s", evutil_socket_error_to_string(err));
 }
 
 struct sw_http_server *sw_http_server_new(struct event_base *base, const char *host, int port,
@@ -866,9 +858,9 @@ struct sw_http_server *sw_http_server_new(struct event_base *base, const char *h
         errno = EADDRNOTAVAIL;
         return NULL;
     }
-    s->listener = evconnlistener_new_bind(base, NULL, NULL,
+    s->listener = evconnlistener_new_bind(base, on_accept, s,
                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                              LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_DISABLED,
+                                              LEV_OPT_CLOSE_ON_EXEC,
                                           backlog, ai->ai_addr, (int)ai->ai_addrlen);
     evutil_freeaddrinfo(ai);
     if (!s->listener) {
@@ -877,16 +869,7 @@ struct sw_http_server *sw_http_server_new(struct event_base *base, const char *h
         errno = e;
         return NULL;
     }
-    s->aev = event_new(base, evconnlistener_get_fd(s->listener), EV_READ | EV_PERSIST,
-                       on_acceptable, s);
-    if (!s->aev) {
-        evconnlistener_free(s->listener);
-        free(s);
-        errno = ENOMEM;
-        return NULL;
-    }
-    sw_loop_pri(s->aev, SW_PRI_DEFAULT);
-    event_add(s->aev, NULL);
+    evconnlistener_set_error_cb(s->listener, on_accept_error);
     s->accepting = true;
     struct sockaddr_storage bound;
     socklen_t bl = sizeof bound;
@@ -942,8 +925,6 @@ void sw_http_server_free(struct sw_http_server *s)
     s->stopping = true;
     while (s->conns)
         conn_free(s->conns);
-    if (s->aev)
-        event_free(s->aev);
     if (s->listener)
         evconnlistener_free(s->listener);
     free(s);

@@ -18,7 +18,6 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/loop.h"
 
 /* Idle keep-alive connections kept per backend address. */
 #define IDLE_MAX 1024
@@ -35,7 +34,6 @@
 struct conn {
     int fd;
     struct event rev;
-    bool bulk;                      /* rev is at SW_PRI_BULK: the answer has begun */
     bool reading;                   /* rev is added */
     struct entry *e;
     struct sw_h1req *req;           /* the request using it; NULL while idle */
@@ -123,11 +121,7 @@ static struct conn *conn_new(struct entry *e)
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     c->e = e;
-    /* Edge-triggered (every read goes on to EAGAIN, or stops reading): an
-     * answer waiting its turn at SW_PRI_BULK is reported once, not again by
-     * every poll until it is read. */
-    event_assign(&c->rev, e->pool->base, c->fd, EV_READ | EV_PERSIST | EV_ET, on_conn_read, c);
-    sw_loop_pri(&c->rev, SW_PRI_FIRST);
+    event_assign(&c->rev, e->pool->base, c->fd, EV_READ | EV_PERSIST, on_conn_read, c);
     return c;
 }
 
@@ -467,12 +461,6 @@ static void fail_io(struct sw_h1req *r, int err, const char *why)
 
 static void read_answer(struct sw_h1req *r)
 {
-    /* The connect and the answer's first bytes go before everything
-     * (SW_PRI_FIRST); the rest of the answer after new requests (SW_PRI_BULK). */
-    if (r->got_bytes && !r->c->bulk) {
-        sw_loop_pri(&r->c->rev, SW_PRI_BULK);
-        r->c->bulk = true;
-    }
     char buf[READ_BUF];
     for (;;) {
         ssize_t n = read(r->c->fd, buf, sizeof buf);
@@ -578,7 +566,6 @@ static void want_write(struct sw_h1req *r)
 {
     if (!r->writing) {
         event_assign(&r->wev, r->pool->base, r->c->fd, EV_WRITE | EV_PERSIST, on_writable, r);
-        sw_loop_pri(&r->wev, SW_PRI_FIRST);
         event_add(&r->wev, NULL);
         r->writing = true;
     }
@@ -625,8 +612,6 @@ static void open_conn(struct sw_h1req *r, bool allow_idle)
     r->reused = r->c != NULL;
     if (r->reused) {
         r->c->req = r;
-        if (r->c->bulk && sw_loop_pri(&r->c->rev, SW_PRI_FIRST) == 0)
-            r->c->bulk = false; /* (an active event keeps its priority) */
         r->connected = true;
         arm(r, -1);
         send_request(r);
