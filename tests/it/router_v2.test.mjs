@@ -25,9 +25,9 @@ ${routing}
 `;
 }
 
-async function chat(gw, model, { headers = {}, body = {} } = {}) {
+async function chat(gw, model, { headers = {}, body = {}, signal } = {}) {
   const r = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
+    method: 'POST', signal,
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model, max_tokens: 8, messages: [{ role: 'user', content: 'hello there' }], ...body }),
   });
@@ -199,12 +199,22 @@ describe('priority: batch waits behind interactive and has its own budget', () =
 
   test('batch spills once its own budget would be missed', () => withProcs(async (track) => {
     const { gw } = await oneSlot(track, '  ttft_budget_ms: 800\n  batch_ttft_budget_ms: 2000');
-    const long = send(gw, 'occupy', 'interactive', 40);
+    // The slot is held for 10 s (200 tokens at 20 tokens/s, as the priors
+    // say): the batch's wait stays far above its 2 s budget however late it
+    // comes. (The estimate counts down from when the holder started, so a
+    // holder ending near the budget races the test on a loaded machine.)
+    const stop = new AbortController();
+    const long = chat(gw, 'chat', {
+      headers: { 'x-spillway-priority': 'interactive' },
+      body: { max_tokens: 200, messages: [{ role: 'user', content: 'occupy' }] },
+      signal: stop.signal,
+    }).catch((e) => e);
     await waitFor(async () => (await backendState(gw, 'edge')).in_flight === 1, { what: 'the slot taken' });
     const batch = await send(gw, 'b', 'batch');
     assert.equal(batch.backend, 'cloud');
     assert.equal(batch.reason, 'overflow');
-    await long;
+    stop.abort();
+    assert.equal((await long).name, 'AbortError');
   }));
 });
 
