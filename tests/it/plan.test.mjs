@@ -276,10 +276,26 @@ routing:
     const r = await runPlan(['-c', join(dir, 'p.yaml'), '--trace', join(dir, 't.csv'), '--no-breakeven', '--out', join(dir, 'out')]);
     assert.equal(r.code, 0, r.err);
     const hybrid = JSON.parse(readFileSync(join(dir, 'out', 'summary.json'), 'utf8')).strategies.find((x) => x.name === 'hybrid');
+    // What the planner leaves out: the machine's own lateness. The cloud
+    // llmsim never queues, so its requests should see their first token after
+    // their prefill and one decode step (0.2 ms a prompt token, 12.5 ms); the
+    // rest is the gateway, the loopback and late timers, and on a loaded
+    // machine it is tens of ms. A request queued locally meets it twice (the
+    // holder's last token, its own first one), so a live request that missed
+    // the budget by less than twice the lag (its 90th percentile) may be one
+    // the planner, without lag, counts within. Only that way round: the live
+    // run cannot be faster than planned.
+    const lags = log.filter((e) => e.tier === 'cloud' && e.decision === 'served')
+      .map((e) => e.ttft_ms - (0.2 * e.tokens_in + 12.5)).sort((a, b) => a - b);
+    const lag = Math.max(0, lags[Math.floor(0.9 * (lags.length - 1))]);
+    const nearMiss = log.filter((e) => e.decision === 'served' && e.ttft_ms > 800 && e.ttft_ms <= 800 + 2 * lag).length / log.length;
     const msg = `live ${JSON.stringify(live)} planned within ${hybrid.within_share} cloud ${hybrid.cloud_share} (${trace.length} requests; ` +
-      `arrivals ${Math.min(...late)}..${Math.max(...late)} ms from the schedule)`;
+      `arrivals ${Math.min(...late).toFixed(0)}..${Math.max(...late).toFixed(0)} ms from the schedule; lag p90 ${lag.toFixed(1)} ms over ` +
+      `${lags.length} cloud requests; ${(100 * nearMiss).toFixed(1)} % missed the budget by less than twice that)`;
+    assert.ok(lags.length >= 10, `enough cloud requests to measure the lag: ${msg}`);
     assert.ok(live.cloud > 0.1 && live.cloud < 0.9, `the burst spills some, not all: ${msg}`);
-    assert.ok(Math.abs(hybrid.within_share - live.within) <= 0.02, msg);
+    assert.ok(live.within - hybrid.within_share <= 0.02, msg);
+    assert.ok(hybrid.within_share - live.within <= 0.02 + nearMiss, msg);
     assert.ok(Math.abs(hybrid.cloud_share - live.cloud) <= 0.03, msg);
     console.log(msg);
 
