@@ -25,7 +25,8 @@ bench_cleanup() {
 bench_scratch() {
   tmp=$(mktemp -d)
   pids=()
-  trap bench_cleanup INT TERM EXIT
+  trap bench_cleanup EXIT
+  trap 'bench_cleanup; exit 130' INT TERM
 }
 
 log_port() { # FILE
