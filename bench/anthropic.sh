@@ -14,23 +14,18 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-32}
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
+. bench/lib.sh   # bench_scratch, log_port
+bench_scratch
 
-start() {   # $1 log, rest: command; echoes its listening URL
+# Starts a command in this shell (so its pid is in pids, stopped on exit) with
+# its output in $tmp/LOG; sets URL to where it listens.
+start() {   # LOG command...
   "${@:2}" >"$tmp/$1" 2>&1 &
   pids+=($!)
-  for _ in $(seq 100); do
-    url=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/http:\/\/\1/p' "$tmp/$1" | head -n 1)
-    [ -n "$url" ] && { echo "$url"; return; }
-    sleep 0.1
-  done
-  echo "bench: $1 did not start" >&2; cat "$tmp/$1" >&2; exit 1
+  URL="http://127.0.0.1:$(log_port "$tmp/$1")"
 }
-oai=$(start oai.log "$BUILD/llmsim" --port 0 --model m --decode-tps 0 --slots 10000)
-ant=$(start ant.log "$BUILD/llmsim" --port 0 --dialect anthropic --model m --decode-tps 0 --slots 10000)
+start oai.log "$BUILD/llmsim" --port 0 --model m --decode-tps 0 --slots 10000; oai=$URL
+start ant.log "$BUILD/llmsim" --port 0 --dialect anthropic --model m --decode-tps 0 --slots 10000; ant=$URL
 cat >"$tmp/gw.yaml" <<YAML
 listen: "127.0.0.1:0"
 backends:
@@ -41,7 +36,7 @@ models:
   - { name: to-anthropic, backends: [a] }
 pii: { policy: off }
 YAML
-gw=$(start gw.log "$BUILD/spillway" -c "$tmp/gw.yaml" --log-level error)
+start gw.log "$BUILD/spillway" -c "$tmp/gw.yaml" --log-level error; gw=$URL
 
 run() {   # $1 client API, $2 model: requests/s
   out=$(BENCH_API=$1 BENCH_MODEL=$2 wrk -t1 -c"$CONNS" -d"${DURATION}s" -s bench/anthropic.lua "$gw")

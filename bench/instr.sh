@@ -54,20 +54,10 @@ for b in valgrind callgrind_control strace ab; do
   command -v "$b" >/dev/null || { echo "instr.sh: needs $b" >&2; exit 1; }
 done
 make -s --no-print-directory BUILD="$BUILD" all
-mkdir -p "$BUILD/bench"
-for p in upstream streams; do
-  ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$BUILD/bench/$p" "bench/$p.c"
-done
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "${KEEP:-0}" = 1 ]; then echo "instr.sh: kept $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-. bench/targets.sh   # write_configs, start_target, log_port, wait_http
+. bench/lib.sh       # bench_scratch, log_port, wait_http
+bench_scratch
+. bench/targets.sh   # build_tools, write_configs, start_target
+build_tools
 
 taskset -c "$LOAD_CPU" "$BUILD/bench/upstream" 0 "$EVENT_MS" >"$tmp/upstream.log" 2>&1 &
 pids+=($!)

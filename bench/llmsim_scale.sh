@@ -32,14 +32,14 @@ fi
 command -v wrk >/dev/null || { echo "llmsim_scale: needs wrk (scripts/deps.sh test)" >&2; exit 1; }
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/llmsim"
 
-out=$(mktemp)
+. bench/lib.sh   # bench_scratch, log_port
+bench_scratch
+out=$tmp/llmsim.log
 taskset -c "$SIM_CPU" "$BUILD/llmsim" --port 0 --slots "$CONNS" --decode-tps "$TPS" \
   --keep-received 0 >"$out" 2>&1 &
 sim=$!
-wrk=
-trap 'kill $sim $wrk 2>/dev/null || true; rm -f "$out" "$out.wrk"' EXIT
-for _ in $(seq 100); do grep -q 'listening on' "$out" && break; sleep 0.05; done
-port=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$out")
+pids+=($sim)
+port=$(log_port "$out")
 url="http://127.0.0.1:$port"
 
 # one sample: "time tokens_sent served lag_sum ticks sim_cpu_ticks wrk_cpu_ticks"
@@ -58,11 +58,13 @@ sample() {
 MAX_TOKENS=$MAX_TOKENS taskset -c "$LOAD_CPU" wrk -t1 -c "$CONNS" -d "${DURATION}s" --timeout 60s \
   -s bench/llmsim_stream.lua "$url" >"$out.wrk" &
 wrk=$!
+pids+=($wrk)
 sleep "$WARMUP"
 a=$(sample)
 sleep $((DURATION - WARMUP - 1))
 b=$(sample)
 wait "$wrk" || true
+pids=("$sim")   # wrk has ended: its pid may be another process's by now
 wrk=
 grep '^wrk:' "$out.wrk" || cat "$out.wrk" >&2
 

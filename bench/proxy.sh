@@ -42,20 +42,10 @@ ulimit -n "$(ulimit -Hn)"
 scripts/deps.sh bench
 command -v bc >/dev/null || { echo "proxy.sh: needs bc" >&2; exit 1; }
 make -s --no-print-directory BUILD="$BUILD" SANITIZE="$SANITIZE" all
-mkdir -p "$BUILD/bench"
-for p in upstream streams; do
-  ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$BUILD/bench/$p" "bench/$p.c"
-done
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "${KEEP:-0}" = 1 ]; then echo "proxy.sh: kept $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-. bench/targets.sh   # write_configs, start_target, log_port, wait_http
+. bench/lib.sh       # bench_scratch, log_port, wait_http
+bench_scratch
+. bench/targets.sh   # build_tools, write_configs, start_target
+build_tools
 
 proc_pids() { # a target's processes: the one started and its children (nginx's worker)
   local pid=$1 kids

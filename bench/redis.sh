@@ -17,27 +17,12 @@ ROUNDS=${ROUNDS:-2}
 for bin in redis-server wrk openssl "$BUILD/spillway" "$BUILD/llmsim"; do
   command -v "$bin" >/dev/null || { echo "bench/redis.sh: $bin not found" >&2; exit 1; }
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  trap - INT TERM EXIT
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup INT TERM EXIT
-
-port_of() { # the port a process printed: "listening on HOST:PORT"
-  for _ in $(seq 100); do
-    p=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$1" 2>/dev/null | head -1 | sed 's/.*://') && [ -n "$p" ] && { echo "$p"; return; }
-    sleep 0.1
-  done
-  echo "bench/redis.sh: no port in $1" >&2; exit 1
-}
+. bench/lib.sh   # bench_scratch, log_port, free_port, wait_log
+bench_scratch
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
-rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+rport=$(free_port)
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no > "$tmp/redis.log" &
 rpid=$!; pids+=($rpid)
 ( cd "$tmp"
@@ -46,15 +31,15 @@ rpid=$!; pids+=($rpid)
   echo 'subjectAltName=IP:127.0.0.1' > ext
   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile ext -out server.crt
 ) > /dev/null 2>&1
-tport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+tport=$(free_port)
 redis-server --port 0 --tls-port "$tport" --tls-cert-file "$tmp/server.crt" --tls-key-file "$tmp/server.key" \
   --tls-auth-clients no --bind 127.0.0.1 --save '' --appendonly no > "$tmp/redis-tls.log" &
 tpid=$!; pids+=($tpid)
 "$BUILD/llmsim" --port 0 --slots 1000 --decode-tps 0 --keep-received 0 > "$tmp/sim.log" 2>&1 &
 pids+=($!)
-sim=$(port_of "$tmp/sim.log")
-for _ in $(seq 100); do grep -q "Ready to accept" "$tmp/redis.log" && break; sleep 0.1; done
-for _ in $(seq 100); do grep -q "Ready to accept" "$tmp/redis-tls.log" && break; sleep 0.1; done
+sim=$(log_port "$tmp/sim.log")
+wait_log "$tmp/redis.log" "Ready to accept"
+wait_log "$tmp/redis-tls.log" "Ready to accept"
 
 conf() { # $1: extra section
   cat <<YAML
@@ -74,9 +59,8 @@ declare -A gw gwpid rpids=([off]=$rpid [on]=$rpid [tls]=$tpid)
 for mode in off on tls; do
   "$BUILD/spillway" -c "$tmp/$mode.yaml" --log-level info > "$tmp/$mode.log" 2>&1 &
   gwpid[$mode]=$!; pids+=($!)
-  gw[$mode]=$(port_of "$tmp/$mode.log")
+  gw[$mode]=$(log_port "$tmp/$mode.log")
 done
-wait_log() { for _ in $(seq 100); do grep -q "$2" "$1" && return; sleep 0.1; done; echo "bench/redis.sh: no '$2' in $1" >&2; exit 1; }
 wait_log "$tmp/off.log" "start-up checks done"
 wait_log "$tmp/on.log" "start-up checks done"
 wait_log "$tmp/on.log" "shared state again"

@@ -12,24 +12,13 @@ CONNS=${2:-64}
 scripts/deps.sh test
 make -s all
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-port_of() { # waits for "listening on H:P" in a log file, bounded
-  for _ in $(seq 1 200); do
-    p=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$1" 2>/dev/null | head -1 | sed 's/.*://')
-    [ -n "$p" ] && { echo "$p"; return; }
-    sleep 0.05
-  done
-  echo "bench: $1 never listened" >&2; exit 1
-}
+. bench/lib.sh   # bench_scratch, log_port
+bench_scratch
 
 # A fast upstream: instant decode, many slots, 16 tokens per answer.
 "$BUILD/llmsim" --port 0 --model fast --slots 4096 --decode-tps 0 --max-output-tokens 16 >"$tmp/sim.log" 2>&1 &
 pids+=($!)
-SIM=$(port_of "$tmp/sim.log")
+SIM=$(log_port "$tmp/sim.log")
 cat >"$tmp/gw.yaml" <<YAML
 listen: "127.0.0.1:0"
 backends:
@@ -40,7 +29,7 @@ limits: { max_connections: 4096 }
 YAML
 "$BUILD/spillway" -c "$tmp/gw.yaml" --log-level warn >"$tmp/gw.log" 2>&1 &
 pids+=($!)
-GW=$(port_of "$tmp/gw.log")
+GW=$(log_port "$tmp/gw.log")
 
 run() { # name url model
   BENCH_MODEL=$3 wrk -t1 -c"$CONNS" -d"${DUR}s" --latency -s bench/chat.lua "$2/v1/chat/completions" >"$tmp/$1.txt"

@@ -10,12 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 N=${N:-200}
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-LP=$(port); GP=$(port)
+. bench/lib.sh   # bench_scratch, free_port, wait_http
+bench_scratch
+LP=$(free_port); GP=$(free_port)
 "$BUILD/llmsim" --port "$LP" --model m --slots 4 --decode-tps 2000 > /dev/null 2>&1 &
 pids+=($!)
 cat > "$tmp/c.yaml" <<YAML
@@ -28,7 +25,7 @@ models:
 YAML
 "$BUILD/spillway" -c "$tmp/c.yaml" > /dev/null 2> "$tmp/log" &
 pids+=($!)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$GP/healthz" > /dev/null && break; sleep 0.1; done
+wait_http "http://127.0.0.1:$GP/healthz"
 # A few seconds of traffic so the samples are not all empty.
 for _ in $(seq 40); do
   curl -s -o /dev/null "http://127.0.0.1:$GP/v1/chat/completions" \

@@ -1,8 +1,10 @@
 # Sourced by bench/proxy.sh and bench/instr.sh: the proxies they compare, each
-# configured the same way in both, and the helpers that start and wait for them.
+# configured the same way in both, and the helpers that start them.
 #
-# Before sourcing: tmp (a scratch directory), BUILD, PROXY_CPU, pids (an array
-# the caller kills on exit). Then:
+# Before sourcing: bench/lib.sh (its bench_scratch run: tmp, pids), BUILD,
+# PROXY_CPU. Then:
+#   build_tools           compiles the upstream and the stream client
+#                         (bench/upstream.c, bench/streams.c) into $BUILD/bench
 #   write_configs UP      configs for Spillway, nginx and HAProxy in front of
 #                         the upstream on 127.0.0.1:UP; sets NGX and HAP (ports)
 #   start_target T [WRAPPER...]
@@ -10,30 +12,17 @@
 #                         PROXY_CPU, under WRAPPER (e.g. valgrind) if given;
 #                         sets PID_OF[T] (the pid started) and URL[T] (H:P)
 # Knobs: NGINX_MAIN (extra top-level nginx directives, e.g. "master_process
-# off;"), WAIT_TRIES (tries 50 ms apart for a port or an answer, 200).
+# off;"); bench/lib.sh's WAIT_TRIES.
 
 declare -A URL PID_OF
-WAIT_TRIES=${WAIT_TRIES:-200}
 NGINX_MAIN=${NGINX_MAIN:-}
 
-log_port() { # waits for "listening on H:P" in a log file, bounded
+build_tools() {
   local p
-  for _ in $(seq 1 "$WAIT_TRIES"); do
-    p=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$1" 2>/dev/null | head -1 | sed 's/.*://')
-    [ -n "$p" ] && { echo "$p"; return; }
-    sleep 0.05
+  mkdir -p "$BUILD/bench"
+  for p in upstream streams; do
+    ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$BUILD/bench/$p" "bench/$p.c"
   done
-  echo "$(basename "$0"): $1 never listened:" >&2; cat "$1" >&2; exit 1
-}
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_http() { # url: bounded wait until it answers at all
-  for _ in $(seq 1 "$WAIT_TRIES"); do
-    curl -s -o /dev/null -m 1 "$1" && return
-    sleep 0.05
-  done
-  echo "$(basename "$0"): $1 does not answer" >&2; exit 1
 }
 
 write_configs() { # UP

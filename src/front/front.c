@@ -250,21 +250,14 @@ static long request_timeout_ms(struct sw_front *f, struct sw_http_req *req)
     return ms < f->cfg->routing.request_timeout_ms ? ms : f->cfg->routing.request_timeout_ms;
 }
 
-/* A priority as clients write it: "interactive" or "batch", any case,
- * blanks around. Returns the priority, or -1 for anything else. */
+/* A priority as clients write it: "interactive" or "batch", as
+ * sw_request_word reads them. Returns the priority, or -1 for anything else. */
 static int parse_priority(const char *v, size_t len)
 {
-    while (len && (*v == ' ' || *v == '\t')) {
-        v++;
-        len--;
-    }
-    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
-        len--;
-    if (len == 11 && !strncasecmp(v, "interactive", 11))
-        return SW_PRIORITY_INTERACTIVE;
-    if (len == 5 && !strncasecmp(v, "batch", 5))
-        return SW_PRIORITY_BATCH;
-    return -1;
+    static const char *const words[] = {"interactive", "batch"};
+    static const int priority[] = {SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH};
+    int i = sw_request_word(v, len, words, sizeof words / sizeof words[0]);
+    return i < 0 ? -1 : priority[i];
 }
 
 /* The request's priority: X-Spillway-Priority, else metadata.priority, else

@@ -777,22 +777,26 @@ static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
     return SW_OK;
 }
 
-int sw_request_flag(const char *s, size_t len)
+int sw_request_word(const char *s, size_t len, const char *const *words, size_t n)
 {
-    static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
     while (len && (*s == ' ' || *s == '\t')) {
         s++;
         len--;
     }
     while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
         len--;
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
-        if (len == strlen(yes[i]) && !strncasecmp(s, yes[i], len))
-            return 1;
-        if (len == strlen(no[i]) && !strncasecmp(s, no[i], len))
-            return 0;
-    }
+    for (size_t i = 0; i < n; i++)
+        if (len == strlen(words[i]) && !strncasecmp(s, words[i], len))
+            return (int)i;
     return -1;
+}
+
+int sw_request_flag(const char *s, size_t len)
+{
+    /* no at even places, yes at odd ones */
+    static const char *const words[] = {"false", "true", "0", "1", "no", "yes", "off", "on"};
+    int i = sw_request_word(s, len, words, sizeof words / sizeof words[0]);
+    return i < 0 ? -1 : i % 2;
 }
 
 /* metadata: string values as OpenAI requires, except allow_cloud, Spillway's

@@ -82,8 +82,13 @@ struct sw_chat_request {
                                                  * not (a 400 for a backend that needs it) */
 };
 
+/* A word as clients may write one of a header's or metadata's few values:
+ * any case, surrounding spaces and tabs ignored. Returns the index of the
+ * word in words[0..n) that s[0..len) is, or -1 for anything else. */
+int sw_request_word(const char *s, size_t len, const char *const *words, size_t n);
+
 /* A yes/no flag as clients may write it (headers, metadata): true/false,
- * 1/0, yes/no, on/off, any case, surrounding spaces and tabs ignored.
+ * 1/0, yes/no, on/off, as sw_request_word reads them.
  * Returns 1, 0, or -1 for anything else (empty, "n", "false;"). */
 int sw_request_flag(const char *s, size_t len);
 

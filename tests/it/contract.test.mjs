@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { holdLocal } from './lib/hold.mjs';
 
 const ADMIN = 'sk-admin-contract';
 const auth = { authorization: `Bearer ${ADMIN}` };
@@ -59,23 +60,6 @@ async function violations(gw, backend, model) {
   return m ? Number(m[1]) : 0;
 }
 
-// Holds the only local slot with a request the edge never answers (llmsim's
-// hang fault, on while that one arrives): meanwhile requests overflow to the
-// cloud. release() ends it, freeing the slot for whatever waits.
-async function holdLocal(gw, edge) {
-  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
-  const ac = new AbortController();
-  const held = fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', signal: ac.signal,
-    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false' },
-    body: JSON.stringify({ model: 'chat', max_tokens: 8, messages: [{ role: 'user', content: 'hold' }] }),
-  }).then((r) => r.text()).catch(() => null);
-  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
-  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
-  await waitFor(async () => (await gwBackend(gw, 'edge')).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
-  return { async release() { ac.abort(); await held; } };
-}
-
 async function withGateway(fn) {
   const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0']);
   const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--drift', 'shape']);
@@ -95,7 +79,7 @@ describe('output contract', () => {
       assert.deepEqual(JSON.parse(local.choices[0].message.content), { name: 'Ada', age: 36 });
       assert.equal((await decisions(gw))[0].contract, 'ok');
 
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const { data: drifted, response: r2 } = await ask(gw, 'chat').withResponse();
       assert.equal(r2.headers.get('x-spillway-backend'), 'cloud');
       assert.ok(JSON.parse(drifted.choices[0].message.content).answer, 'the drifted shape reached the client');
@@ -117,7 +101,7 @@ describe('output contract', () => {
 
   test('reject: a drifted cloud answer becomes 502 contract_violation in OpenAI\'s shape', async () => {
     await withGateway(async ({ gw, edge }) => {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       await assert.rejects(ask(gw, 'strict'), (e) => {
         assert.equal(e.status, 502);
         assert.equal(e.code, 'contract_violation');
@@ -147,7 +131,7 @@ describe('output contract', () => {
 
   test('retry: a drifted cloud answer is asked again of the local tier, whose conforming answer is served', async () => {
     await withGateway(async ({ gw, edge }) => {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const pending = ask(gw, 'retry').withResponse();
       await waitFor(async () => (await gwBackend(gw, 'edge')).queued === 1, { timeout: 10000, what: 'the retry waiting for the local slot' });
       await hold.release();
@@ -163,7 +147,7 @@ describe('output contract', () => {
 
   test('stream: judged at the end; enforce ends a drifted stream with an error event, log lets it finish and counts it', async () => {
     await withGateway(async ({ gw, edge }) => {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const stream = await ask(gw, 'strict', { stream: true });
       let text = '';
       await assert.rejects((async () => { for await (const c of stream) text += c.choices[0]?.delta?.content ?? ''; })(),

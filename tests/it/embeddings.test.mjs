@@ -7,6 +7,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { holdLocal } from './lib/hold.mjs';
 
 const ADMIN = 'sk-admin-embed';
 const auth = { authorization: `Bearer ${ADMIN}` };
@@ -51,22 +52,6 @@ async function direct(sim, body) {
   const r = await getJSON(`${sim.url}/v1/embeddings`, { method: 'POST', body: JSON.stringify(body) });
   assert.equal(r.status, 200);
   return r.body;
-}
-
-// Holds the only local slot with a chat request the edge never answers
-// (llmsim's hang fault, on while that one request arrives); release() ends it.
-async function holdLocal(gw, edge) {
-  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
-  const ac = new AbortController();
-  const held = fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', signal: ac.signal,
-    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false' },
-    body: JSON.stringify({ model: 'emb', max_tokens: 8, messages: [{ role: 'user', content: 'hold the slot' }] }),
-  }).then((r) => r.text()).catch(() => null);
-  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
-  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
-  await waitFor(async () => (await gwBackend(gw, 'edge')).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
-  return { async release() { ac.abort(); await held; } };
 }
 
 describe('embeddings', () => {
@@ -136,7 +121,7 @@ describe('embeddings', () => {
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
     try {
       const oa = client(gw);
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN, model: 'emb' });
       const { response } = await oa.embeddings.create({ model: 'emb', input: 'a clean sentence' }).withResponse();
       assert.equal(response.headers.get('x-spillway-backend'), 'cloud');
       assert.equal(response.headers.get('x-spillway-reason'), 'overflow');
@@ -163,7 +148,7 @@ describe('embeddings', () => {
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask' }));
     try {
       const oa = client(gw);
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN, model: 'emb' });
       const { data: res, response } = await oa.embeddings.create({ model: 'emb', input: [`write to ${EMAIL}`, 'nothing here', `cc ${EMAIL}`] }).withResponse();
       assert.equal(response.headers.get('x-spillway-backend'), 'cloud');
       assert.equal(res.data.length, 3);

@@ -8,20 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { waitFor, getJSON } from './lib/harness.mjs';
+import { ADMIN, withProcs, edgeAndCloud } from './lib/gateway.mjs';
 
-const ADMIN = 'sk-admin-test';
 const auth = { authorization: `Bearer ${ADMIN}` };
-
-async function withProcs(fn) {
-  const procs = [];
-  const track = async (pending) => { const p = await pending; procs.push(p); return p; };
-  try {
-    await fn(track);
-  } finally {
-    for (const p of procs.reverse()) await p.stop();
-  }
-}
 
 // A streamed request; resolves to what served it and the text.
 async function stream(client, content, maxTokens) {
@@ -41,22 +31,11 @@ async function stream(client, content, maxTokens) {
 test('a full box whose answers mostly stop early is waited for instead of spilling at once, and left for the cloud when its slot does not come', () => withProcs(async (track) => {
   // Echo answers: as long as the prompt, below max_tokens 4000. 100 tokens/s:
   // the first 5 % of 4000 tokens take 2 s.
-  const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '100', '--reply', 'echo']));
-  const cloud = await track(startLlmsim(['--model', 'cloud-model']));
-  const gw = await track(startSpillway(`
-listen: "127.0.0.1:0"
-admin:
-  key: "${ADMIN}"
-backends:
-  - { name: edge, tier: local, url: "${edge.url}", model: edge-model, slots: 1 }
-  - { name: cloud, tier: cloud, url: "${cloud.url}", model: cloud-model }
-models:
-  - { name: chat, backends: [edge, cloud] }
-routing:
-  health_interval_ms: 100
-  ttft_budget_ms: 2500
-  request_timeout_ms: 60000
-`));
+  const { edge, gw } = await edgeAndCloud(track, {
+    edgeArgs: ['--slots', '1', '--decode-tps', '100', '--reply', 'echo'],
+    edge: { slots: 1 },
+    routing: '  ttft_budget_ms: 2500\n  request_timeout_ms: 60000',
+  });
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   const words = (n, tag) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
 

@@ -241,15 +241,15 @@ routing:
     const sends = trace.map((q) => new Promise((res) => setTimeout(res, Math.max(0, t0 + q.t * 1000 - Date.now()))).then(async () => {
       // The gateway counts ceil(bytes / 4) + 4 per message: this content is `prompt` tokens.
       const content = 'abcd'.repeat(q.prompt - 4);
-      const stream = await client.chat.completions.create({
+      const { data: stream, response } = await client.chat.completions.create({
         model: 'chat', stream: true, max_tokens: q.output, messages: [{ role: 'user', content }],
-      }, { headers: q.allow ? {} : { 'x-spillway-allow-cloud': 'false' } });
+      }, { headers: q.allow ? {} : { 'x-spillway-allow-cloud': 'false' } }).withResponse();
       let n = 0;
       for await (const chunk of stream) if (chunk.choices?.[0]?.delta?.content) n++;
-      return n;
+      return { n, id: response.headers.get('x-request-id') };
     }));
-    const counts = await Promise.all(sends);
-    assert.ok(counts.every((n, i) => n === trace[i].output), 'every answer streamed its max_tokens');
+    const answers = await Promise.all(sends);
+    assert.ok(answers.every((a, i) => a.n === trace[i].output), 'every answer streamed its max_tokens');
     const lines = await waitFor(() => {
       const text = existsSync(logFile) ? readFileSync(logFile, 'utf8').trim() : '';
       const l = text ? text.split('\n') : [];
@@ -257,19 +257,45 @@ routing:
     }, { timeout: 10000, what: 'every decision logged' });
     const log = lines.map((l) => JSON.parse(l));
     assert.equal(log.length, trace.length);
+    // The planner replays the arrivals as the gateway saw them (the log's
+    // "time"): on a loaded machine a timer fires tens of ms late, and a
+    // request near the budget's edge then meets another queue than planned.
+    const arrived = new Map(log.map((e) => [e.request_id, Date.parse(e.time)]));
+    const seen = answers.map((a) => arrived.get(a.id));
+    assert.ok(seen.every(Number.isFinite), 'every request found in the decision log by its X-Request-Id');
+    const late = seen.map((ms, i) => ms - (t0 + trace[i].t * 1000));
     const live = {
       within: log.filter((e) => e.decision === 'served' && e.ttft_ms <= 800).length / log.length,
       cloud: log.filter((e) => e.tier === 'cloud').length / log.length,
     };
 
     writeFileSync(join(dir, 'p.yaml'), yaml('http://127.0.0.1:9', 'http://127.0.0.1:9').replace(/^decision_log.*$/m, ''));
-    writeFileSync(join(dir, 't.csv'), trace.map((q) => `${q.t.toFixed(3)},${q.prompt},${q.output},${q.allow}`).join('\n') + '\n');
+    const first = Math.min(...seen);
+    const replay = trace.map((q, i) => ({ ...q, t: (seen[i] - first) / 1000 })).sort((a, b) => a.t - b.t);
+    writeFileSync(join(dir, 't.csv'), replay.map((q) => `${q.t.toFixed(3)},${q.prompt},${q.output},${q.allow}`).join('\n') + '\n');
     const r = await runPlan(['-c', join(dir, 'p.yaml'), '--trace', join(dir, 't.csv'), '--no-breakeven', '--out', join(dir, 'out')]);
     assert.equal(r.code, 0, r.err);
     const hybrid = JSON.parse(readFileSync(join(dir, 'out', 'summary.json'), 'utf8')).strategies.find((x) => x.name === 'hybrid');
-    const msg = `live ${JSON.stringify(live)} planned within ${hybrid.within_share} cloud ${hybrid.cloud_share} (${trace.length} requests)`;
+    // What the planner leaves out: the machine's own lateness. The cloud
+    // llmsim never queues, so its requests should see their first token after
+    // their prefill and one decode step (0.2 ms a prompt token, 12.5 ms); the
+    // rest is the gateway, the loopback and late timers, and on a loaded
+    // machine it is tens of ms. A request queued locally meets it twice (the
+    // holder's last token, its own first one), so a live request that missed
+    // the budget by less than twice the lag (its 90th percentile) may be one
+    // the planner, without lag, counts within. Only that way round: the live
+    // run cannot be faster than planned.
+    const lags = log.filter((e) => e.tier === 'cloud' && e.decision === 'served')
+      .map((e) => e.ttft_ms - (0.2 * e.tokens_in + 12.5)).sort((a, b) => a - b);
+    const lag = Math.max(0, lags[Math.floor(0.9 * (lags.length - 1))]);
+    const nearMiss = log.filter((e) => e.decision === 'served' && e.ttft_ms > 800 && e.ttft_ms <= 800 + 2 * lag).length / log.length;
+    const msg = `live ${JSON.stringify(live)} planned within ${hybrid.within_share} cloud ${hybrid.cloud_share} (${trace.length} requests; ` +
+      `arrivals ${Math.min(...late).toFixed(0)}..${Math.max(...late).toFixed(0)} ms from the schedule; lag p90 ${lag.toFixed(1)} ms over ` +
+      `${lags.length} cloud requests; ${(100 * nearMiss).toFixed(1)} % missed the budget by less than twice that)`;
+    assert.ok(lags.length >= 10, `enough cloud requests to measure the lag: ${msg}`);
     assert.ok(live.cloud > 0.1 && live.cloud < 0.9, `the burst spills some, not all: ${msg}`);
-    assert.ok(Math.abs(hybrid.within_share - live.within) <= 0.02, msg);
+    assert.ok(live.within - hybrid.within_share <= 0.02, msg);
+    assert.ok(hybrid.within_share - live.within <= 0.02 + nearMiss, msg);
     assert.ok(Math.abs(hybrid.cloud_share - live.cloud) <= 0.03, msg);
     console.log(msg);
 

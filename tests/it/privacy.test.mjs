@@ -15,6 +15,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
 import { startLlmsim, startSpillway, waitFor, getJSON, BUILD, tempDir } from './lib/harness.mjs';
+import { holdLocal } from './lib/hold.mjs';
 import { run } from './lib/clients.mjs';
 import { assertNoLeak, findLeaks, receivedBodies, bodiesText } from './lib/leak.mjs';
 import { startToolsim } from './lib/toolsim.mjs';
@@ -167,29 +168,6 @@ const count = async (sim) => (await receivedBodies(sim)).length;
 const gwBackend = async (gw, name) => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } }))
   .body.backends.find((b) => b.name === name);
 
-// Holds the single local slot with a request the local box accepts and never
-// answers (llmsim's hang fault, on only while that one request arrives).
-// Its max_tokens (4000) bounds how long it may hold the slot, so while it is
-// held a request that may leave is estimated to start locally far beyond the
-// TTFT budget and overflows to the cloud; one that may not
-// leave waits in Spillway's local queue. release() lets the holder's client
-// go away, which frees the slot for the queue.
-async function holdLocal(gw, edge, headers = {}) {
-  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
-  const ac = new AbortController();
-  const held = fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', signal: ac.signal,
-    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false', ...headers },
-    body: chatBody('hold the only local slot', { maxTokens: 4000 }),
-  }).then((r) => r.text()).catch(() => null);
-  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
-  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
-  await waitFor(async () => (await gwBackend(gw, 'edge')).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
-  return {
-    async release() { ac.abort(); await held; },
-  };
-}
-
 // Sends clean requests while the local box is saturated (or down) and
 // asserts they went to the cloud: the precondition that makes every "the
 // cloud saw none of it" below mean something. Returns the clean bodies the
@@ -232,7 +210,7 @@ describe('privacy canary', () => {
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
     try {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const clean = await proveCloudChosen(gw, cloud, { n: 3 });
       const prompts = Array.from({ length: 6 }, (_, i) => canaryPrompt(PER_TYPE, i));
       const pending = prompts.map((p, i) => later(send(gw, p.text, { stream: i % 2 === 1 })));
@@ -299,7 +277,7 @@ describe('privacy canary', () => {
     const all = [];
     const prompts = [];
     try {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const clean = await proveCloudChosen(gw, cloud);
       for (let i = 0; i < ROUNDS; i++) {
         const p = canaryPrompt(PER_TYPE, 500 + i);
@@ -366,7 +344,7 @@ async function restrictedStayLocal(variants, { during } = {}) {
   const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
   const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, keys: KEYS, policy: 'off' }));
   try {
-    const hold = await holdLocal(gw, edge, { authorization: 'Bearer sk-app' });
+    const hold = await holdLocal(gw, edge, { admin: ADMIN, headers: { authorization: 'Bearer sk-app' } });
     const clean = await proveCloudChosen(gw, cloud, { headers: { authorization: 'Bearer sk-app' } });
     if (during) await during(gw, cloud);
     const texts = variants.map(() => marker());
@@ -445,7 +423,7 @@ describe('privacy flags fail closed', () => {
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, keys: KEYS, policy: 'off' }));
     try {
       const app = { authorization: 'Bearer sk-app' };
-      const hold = await holdLocal(gw, edge, app);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN, headers: app });
       await proveCloudChosen(gw, cloud, { headers: app });
       const sentEdge = await count(edge);
       const sentCloud = await count(cloud);
@@ -522,7 +500,7 @@ pii:
     const auth = (k) => ({ authorization: `Bearer ${k}` });
     const sens = { 'x-spillway-sensitive': 'true' };
     try {
-      const hold = await holdLocal(gw, edge, auth('sk-app'));
+      const hold = await holdLocal(gw, edge, { admin: ADMIN, headers: auth('sk-app') });
       // A clean overflow goes to the first cloud, us-east.
       const clean = await send(gw, 'a clean question', { headers: auth('sk-app') });
       assert.equal(clean.status, 200, JSON.stringify(clean.json));
@@ -739,7 +717,7 @@ describe('fail closed', () => {
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
     try {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const clean = await proveCloudChosen(gw, cloud);
       // "a:b:" starts an IPv6 candidate (and is none): 262,200 of them are
       // more than the scanner's 262,144 candidates, so the scan fails before
@@ -832,7 +810,7 @@ describe('decision log', () => {
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, keys, policy: 'mask', extra: `decision_log: "${logFile}"` }));
     const readLines = () => { try { return readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)); } catch { return []; } };
     try {
-      const hold = await holdLocal(gw, edge, { authorization: 'Bearer sk-app' });
+      const hold = await holdLocal(gw, edge, { admin: ADMIN, headers: { authorization: 'Bearer sk-app' } });
       await proveCloudChosen(gw, cloud, { n: 1, headers: { authorization: 'Bearer sk-app' } });
       const prompts = [canaryPrompt(3, 1), canaryPrompt(3, 2), canaryPrompt(3, 3)];
       const masked = await send(gw, prompts[0].text, { headers: { authorization: 'Bearer sk-app' } });
@@ -1056,7 +1034,7 @@ describe('binary content parts (data: images, audio, file bytes)', () => {
     const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, edgeOpts: ', supports_images: true' }));
     try {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const clean = await proveCloudChosen(gw, cloud, { n: 1 });
       const img = await post(gw, withPart('describe this picture', HTTP_IMAGE));
       assert.equal(img.status, 200, JSON.stringify(img.json));

@@ -14,6 +14,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { holdLocal } from './lib/hold.mjs';
 import { fragments, stripPlaceholders } from './lib/leak.mjs';
 import { rng, FORMATS, generate, variantsFor, render, normalise, luhnOk, ibanOk, elfproefOk } from './lib/piigen.mjs';
 
@@ -339,22 +340,6 @@ pii:
 const startCloud = () => startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '100000']);
 const startEdge = () => startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
 
-// Holds the single local slot with a request the local box accepts and never
-// answers, so that a request that may leave overflows to the cloud.
-async function holdLocal(gw, edge) {
-  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
-  const ac = new AbortController();
-  const held = fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', signal: ac.signal,
-    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false' },
-    body: JSON.stringify({ model: 'chat', max_tokens: 8, messages: [{ role: 'user', content: 'hold the only local slot' }] }),
-  }).then((r) => r.text()).catch(() => null);
-  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
-  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
-  await waitFor(async () => (await gwBackend(gw, 'edge')).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
-  return { async release() { ac.abort(); await held; } };
-}
-
 // Masked paths: every answer is the echo of the last user message, restored.
 function assertRestored(reqs, answers, reasons) {
   const bad = [];
@@ -386,7 +371,7 @@ describe('privacy canary at scale', () => {
     const cloud = await startCloud();
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url }));
     try {
-      let hold = await holdLocal(gw, edge);
+      let hold = await holdLocal(gw, edge, { admin: ADMIN });
       const clean = await proveCloudChosen(gw, cloud, { reason: SPILL });
       const reqs = makeRequests(slotsFor(SEED + 1, LOCAL_PER_CELL, 1), LOCAL_PER_CELL, { prefix: 's' });
       // In waves that fit the local queue (queue_max 64): while the slot is
@@ -397,7 +382,7 @@ describe('privacy canary at scale', () => {
       const answers = [];
       for (let i = 0; i < reqs.length; i += WAVE) {
         const wave = reqs.slice(i, i + WAVE);
-        if (!hold) hold = await holdLocal(gw, edge);
+        if (!hold) hold = await holdLocal(gw, edge, { admin: ADMIN });
         // Answered or waiting in the local queue: a request is never both (a
         // queued request that moves on to the cloud leaves the queue first), so
         // the sum reaches the wave's size only once every request was routed.
@@ -448,7 +433,7 @@ describe('privacy canary at scale', () => {
     const cloud = await startCloud();
     const gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, policy: 'mask' }));
     try {
-      const hold = await holdLocal(gw, edge);
+      const hold = await holdLocal(gw, edge, { admin: ADMIN });
       const clean = await proveCloudChosen(gw, cloud, { reason: SPILL });
       const reqs = makeRequests(shuffled(slotsFor(SEED + 3, MASK_PER_CELL, null, UNMASKABLE), SEED + 3), PER_REQUEST, { prefix: 'm' });
       const answers = await sendAll(gw, reqs, { concurrency: 2 });

@@ -7,23 +7,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
-
-const ADMIN = 'sk-admin-test';
-
-function yaml({ backends, models, routing = '', healthMs = 100 }) {
-  return `
-listen: "127.0.0.1:0"
-admin:
-  key: "${ADMIN}"
-backends:
-${backends.map((b) => `  - { ${Object.entries(b).map(([k, v]) => `${k}: ${typeof v === 'string' ? `"${v}"` : v}`).join(', ')} }`).join('\n')}
-models:
-${models.map((m) => `  - { name: "${m.name}", backends: [${m.backends.join(', ')}] }`).join('\n')}
-routing:
-  health_interval_ms: ${healthMs}
-${routing}
-`;
-}
+import { ADMIN, gatewayYaml as yaml, withProcs, edgeAndCloud } from './lib/gateway.mjs';
 
 async function chat(gw, { headers = {}, stream = false, content = 'hello there', maxTokens = 8 } = {}) {
   const r = await fetch(`${gw.url}/v1/chat/completions`, {
@@ -58,16 +42,6 @@ async function metrics(gw) {
     out[line.slice(0, i)] = Number(line.slice(i + 1));
   }
   return out;
-}
-
-async function withProcs(fn) {
-  const procs = [];
-  const track = async (pending) => { const p = await pending; procs.push(p); return p; };
-  try {
-    await fn(track);
-  } finally {
-    for (const p of procs.reverse()) await p.stop();
-  }
 }
 
 const twoTiers = (edge, cloud, routing) => yaml({
@@ -209,17 +183,13 @@ const MARKER = 'RESTRICTED-7f3a';
 
 describe('never dark while a tier is healthy', () => {
   test('faults rotating between local and cloud every 3 s: >= 97 % of cloud-allowed requests answered in full, restricted ones all local', { timeout: 120000 }, () => withProcs(async (track) => {
-    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '8', '--decode-tps', '200', '--keep-received', '100000']));
-    const cloud = await track(startLlmsim(['--model', 'cloud-model', '--slots', '64', '--decode-tps', '200', '--keep-received', '100000']));
-    const gw = await track(startSpillway(yaml({
-      backends: [
-        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 8 },
-        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
-      ],
-      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    const { edge, cloud, gw } = await edgeAndCloud(track, {
+      edgeArgs: ['--slots', '8', '--decode-tps', '200', '--keep-received', '100000'],
+      cloudArgs: ['--slots', '64', '--decode-tps', '200', '--keep-received', '100000'],
+      edge: { slots: 8 },
       // The defaults of the breaker (5 failures in 60 s, 30 s cooldown).
       routing: '  ttft_budget_ms: 500\n  request_timeout_ms: 15000',
-    })));
+    });
 
     let running = true;
     let window = -1;

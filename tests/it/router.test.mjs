@@ -5,25 +5,8 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { ADMIN, gatewayYaml as yaml, withProcs, edgeAndCloud } from './lib/gateway.mjs';
 import { assertNoLeak } from './lib/leak.mjs';
-
-const ADMIN = 'sk-admin-test';
-
-function yaml({ backends, models, routing = '', keys = '', healthMs = 100 }) {
-  return `
-listen: "127.0.0.1:0"
-admin:
-  key: "${ADMIN}"
-${keys}
-backends:
-${backends.map((b) => `  - { ${Object.entries(b).map(([k, v]) => `${k}: ${typeof v === 'string' ? `"${v}"` : (v.raw ?? v)}`).join(', ')} }`).join('\n')}
-models:
-${models.map((m) => `  - { name: "${m.name}", backends: [${m.backends.join(', ')}] }`).join('\n')}
-routing:
-  health_interval_ms: ${healthMs}
-${routing}
-`;
-}
 
 const body = (model, extra = {}) => JSON.stringify({ model, max_tokens: 8, messages: [{ role: 'user', content: 'hello there' }], ...extra });
 
@@ -50,28 +33,13 @@ const simStats = async (sim) => (await getJSON(`${sim.url}/admin/stats`)).body;
 const decision = async (gw, requestId) => (await getJSON(`${gw.url}/admin/decisions?n=1000`, { headers: { authorization: `Bearer ${ADMIN}` } }))
   .body.decisions.find((d) => d.request_id === requestId);
 
-async function withProcs(fn) {
-  const procs = [];
-  const track = async (pending) => { const p = await pending; procs.push(p); return p; };
-  try {
-    await fn(track);
-  } finally {
-    for (const p of procs.reverse()) await p.stop();
-  }
-}
-
 describe('overflow: spill only what the local box cannot start within the TTFT budget', () => {
   test('a spike against a 2-slot box: the baseline stays local, only the overflow goes to the cloud', () => withProcs(async (track) => {
-    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '2', '--decode-tps', '20']));
-    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
-    const gw = await track(startSpillway(yaml({
-      backends: [
-        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 2 },
-        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
-      ],
-      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    const { edge, cloud, gw } = await edgeAndCloud(track, {
+      edgeArgs: ['--slots', '2', '--decode-tps', '20'],
+      edge: { slots: 2 },
       routing: '  ttft_budget_ms: 800',
-    })));
+    });
     const results = await Promise.all(Array.from({ length: 8 }, () => chat(gw, 'chat', { extra: { max_tokens: 40 } })));
     for (const r of results) assert.equal(r.status, 200, r.text);
     const local = results.filter((r) => r.backend === 'edge');
@@ -91,16 +59,11 @@ describe('overflow: spill only what the local box cannot start within the TTFT b
   }));
 
   test('a request queued locally moves to the cloud once its estimated first token falls behind the TTFT budget', () => withProcs(async (track) => {
-    const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']));
-    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
-    const gw = await track(startSpillway(yaml({
-      backends: [
-        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 1 },
-        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
-      ],
-      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    const { edge, cloud, gw } = await edgeAndCloud(track, {
+      edgeArgs: ['--slots', '1', '--decode-tps', '20'],
+      edge: { slots: 1 },
       routing: '  ttft_budget_ms: 1500',
-    })));
+    });
     // One short answer teaches the router this box's service time (8 tokens
     // at 20/s: well under a second), so waiting behind one request fits the budget.
     const warm = await chat(gw, 'chat', { extra: { stream: true, max_tokens: 8 } });
@@ -212,15 +175,7 @@ describe('circuit breaker', () => {
 
 describe('warm/cold endpoints', () => {
   test('a cold local box: the cloud answers first, local once the background warm-up finished', () => withProcs(async (track) => {
-    const edge = await track(startLlmsim(['--model', 'edge-model', '--cold-start-ms', '1500']));
-    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
-    const gw = await track(startSpillway(yaml({
-      backends: [
-        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 2 },
-        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
-      ],
-      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
-    })));
+    const { edge, cloud, gw } = await edgeAndCloud(track, { edgeArgs: ['--cold-start-ms', '1500'], edge: { slots: 2 } });
     await waitFor(async () => ['cold', 'warming'].includes((await backendState(gw, 'edge')).health), { what: 'edge seen cold' });
     const first = await chat(gw, 'chat', { headers: { 'x-request-timeout-ms': '3000' } });
     assert.equal(first.status, 200);
@@ -236,17 +191,12 @@ describe('warm/cold endpoints', () => {
 
 describe('latency routing', () => {
   test('a slow local endpoint is marked degraded and skipped, and recovers with hysteresis', () => withProcs(async (track) => {
-    const edge = await track(startLlmsim(['--model', 'edge-model', '--latency-ms', '300']));
-    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
-    const gw = await track(startSpillway(yaml({
-      backends: [
-        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', slots: 4 },
-        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
-      ],
-      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
+    const { edge, cloud, gw } = await edgeAndCloud(track, {
+      edgeArgs: ['--latency-ms', '300'],
+      edge: { slots: 4 },
       healthMs: 300,
       routing: '  ttft_budget_ms: 5000\n  latency: { window_ms: 2000, degrade_ms: 200, recover_ms: 150, dwell_ms: 500 }',
-    })));
+    });
     // Slow first tokens on local traffic push the window average over 200 ms
     // (streamed: a non-streamed answer's first byte is its last, no TTFT).
     const streamed = { extra: { stream: true } };
@@ -379,15 +329,7 @@ describe('privacy first and the emergency switch', () => {
   }));
 
   test('capability: a request the local model cannot serve and that may not leave gets a structured rejection', () => withProcs(async (track) => {
-    const edge = await track(startLlmsim(['--model', 'edge-model']));
-    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
-    const gw = await track(startSpillway(yaml({
-      backends: [
-        { name: 'edge', tier: 'local', url: edge.url, model: 'edge-model', max_context_tokens: 64 },
-        { name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' },
-      ],
-      models: [{ name: 'chat', backends: ['edge', 'cloud'] }],
-    })));
+    const { edge, cloud, gw } = await edgeAndCloud(track, { edge: { max_context_tokens: 64 } });
     const big = { max_tokens: 500 };
     const spilled = await chat(gw, 'chat', { extra: big });
     assert.equal(spilled.backend, 'cloud');

@@ -1110,6 +1110,39 @@ static void test_request_alloc_failures(void **state)
     json_set_alloc_funcs(malloc, free);
 }
 
+/* The few-word values of headers and metadata: any case, blanks around. */
+static void test_request_word(void **state)
+{
+    (void)state;
+    static const char *const words[] = {"interactive", "batch"};
+    const size_t n = sizeof words / sizeof words[0];
+#define W(s) sw_request_word(s, strlen(s), words, n)
+    assert_int_equal(W("interactive"), 0);
+    assert_int_equal(W(" \tBatch\t "), 1);
+    assert_int_equal(W("INTERACTIVE"), 0);
+    assert_int_equal(W(""), -1);
+    assert_int_equal(W("  "), -1);
+    assert_int_equal(W("batc"), -1);
+    assert_int_equal(W("batchy"), -1);
+    assert_int_equal(W("inter active"), -1);
+#undef W
+    assert_int_equal(sw_request_word("batch;x", 5, words, n), 1); /* only len bytes */
+#define F(s) sw_request_flag(s, strlen(s))
+    assert_int_equal(F("true"), 1);
+    assert_int_equal(F(" YES "), 1);
+    assert_int_equal(F("1"), 1);
+    assert_int_equal(F("On"), 1);
+    assert_int_equal(F("false"), 0);
+    assert_int_equal(F("\tno"), 0);
+    assert_int_equal(F("0"), 0);
+    assert_int_equal(F("OFF"), 0);
+    assert_int_equal(F(""), -1);
+    assert_int_equal(F("n"), -1);
+    assert_int_equal(F("false;"), -1);
+    assert_int_equal(F("2"), -1);
+#undef F
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1125,6 +1158,7 @@ int main(void)
         cmocka_unit_test(test_request_tokens),
         cmocka_unit_test(test_request_error_set),
         cmocka_unit_test(test_request_alloc_failures),
+        cmocka_unit_test(test_request_word),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
