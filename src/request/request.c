@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "common/err.h"
+#include "common/jfast.h"
 #include "common/satmath.h"
 
 /* Validation walks the body once, depth first, in the order a reader of the
@@ -948,8 +949,8 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                     "limit.", SW_REQUEST_MAX_JSON_VALUES);
     }
     memset(&je, 0, sizeof(je));     /* jansson leaves the code byte unset on some failures */
-    root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-                      &je);
+    root = sw_json_load(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                        &je);
     if (!root) {
         /* jansson fails without a message when its first allocation fails. */
         if (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0') {
