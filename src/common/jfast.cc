@@ -1,7 +1,6 @@
 // A fast JSON loader: simdjson parses, a jansson tree is built; see jfast.h.
 #include "common/jfast.h"
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -127,12 +126,9 @@ json_t *build(dom::element el, Ctx &c)
         // Beyond int64: jansson rejects it ("too big integer").
         return nullptr;
     case dom::element_type::DOUBLE: {
-        double d = el.get_double().value_unsafe();
-        // simdjson reads "-0" as the real -0.0; jansson as the integer 0.
-        // Which one was written is not in the tree: json_loadb decides.
-        if (d == 0 && std::signbit(d))
-            return nullptr;
-        return alloced(json_real(d), c);
+        // simdjson, like jansson, reads a number with a fraction or an
+        // exponent as a real (-0.0 too), one without as an integer ("-0": 0).
+        return alloced(json_real(el.get_double().value_unsafe()), c);
     }
     case dom::element_type::BOOL:
         return json_boolean(el.get_bool().value_unsafe());

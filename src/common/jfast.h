@@ -5,9 +5,9 @@
  * Same semantics as json_loadb(s, len, flags, err): accepts what it accepts,
  * rejects what it rejects, the same values with the same types (integers
  * that fit int64 are integers, the rest of the numbers reals). When simdjson
- * rejects the text, or meets what it cannot map one-to-one (an integer
- * beyond int64, a -0 that may have been written as an integer, a \u0000, a
- * flag other than JSON_REJECT_DUPLICATES / JSON_DECODE_ANY), json_loadb
+ * rejects the text, or meets what jansson rejects and simdjson takes (an
+ * integer beyond int64, a \u0000, a duplicate key), or a flag other than
+ * JSON_REJECT_DUPLICATES / JSON_DECODE_ANY, json_loadb
  * runs instead: its error (text, line, column, code) or its tree is the
  * answer, so bad input gets jansson's exact message. */
 #ifndef SW_COMMON_JFAST_H
