@@ -26,8 +26,9 @@ extern "C" {
  * json_loadb fills it (err may be NULL). */
 json_t *sw_json_load(const char *s, size_t len, size_t flags, json_error_t *err);
 
-/* The text that would have been parsed by simdjson alone, for tests and the
- * differential fuzzer: NULL when the fast path declines (json_loadb's turn). */
+/* sw_json_load without the fallback, for tests and the differential fuzzer:
+ * the tree the fast path builds, or NULL when it declines (json_loadb's
+ * turn) or runs out of memory. */
 json_t *sw_json_load_fast_only(const char *s, size_t len, size_t flags);
 
 #ifdef __cplusplus
