@@ -25,9 +25,10 @@ CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-form
            -D_GNU_SOURCE -DSW_VERSION='"$(VERSION)"' -Isrc -I$(BUILD)/gen $(SANFLAGS) \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libphonenumber (C++, no pkg-config file) validates phone candidates: src/pii/phone.cc
+# simdjson (C++, no pkg-config file on Debian 12) parses request bodies: src/common/jfast.cc
 CXX     ?= g++
 CXXFLAGS += -std=gnu++17 $(OPT) -Wall -Wextra -Werror -Isrc $(SANFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lphonenumber -lprotobuf -lstdc++ -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lm
 LDFLAGS += $(SANFLAGS)
 
 SW_SRC   := $(shell find src -name '*.c' ! -path src/main.c | sort)

@@ -33,6 +33,7 @@ hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
 hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
 hdr phonenumbers/phonenumberutil.h libphonenumber-dev   # PII: phone validation (no pkg-config file)
 pc protobuf libprotobuf-dev             # PII: libphonenumber's metadata read in src/pii/phone.cc
+hdr simdjson.h libsimdjson-dev           # request bodies parsed by src/common/jfast.cc (no pkg-config file)
 if [ "$what" = run ]; then
   bin node nodejs             # scripts/demo-traffic.mjs (make run)
 fi

@@ -7,6 +7,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jfast.h"
 #include "dialect/req_util.h"
 
 /* ---- Anthropic -> OpenAI ---- */
@@ -504,8 +505,8 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
         return SW_EINVAL;
     }
     json_error_t je;
-    json_t *in = json_loadb(body ? body : "", body ? len : 0,
-                            JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    json_t *in = sw_json_load(body ? body : "", body ? len : 0,
+                              JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!in) {
         sw_request_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
                              "The body is not valid JSON: %s (line %d, column %d).", je.text,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jfast.h"
 
 #define TOKEN_ID_MAX 2147483647LL
 
@@ -156,8 +157,8 @@ int sw_embed_parse(const char *body, size_t len, struct sw_chat_request *req,
             "than %d levels deep.", SW_REQUEST_MAX_JSON_VALUES, SW_REQUEST_MAX_JSON_DEPTH);
     json_error_t je;
     memset(&je, 0, sizeof je);
-    json_t *root = json_loadb(body ? body : "", body ? len : 0,
-                              JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    json_t *root = sw_json_load(body ? body : "", body ? len : 0,
+                                JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!root) {
         if (json_error_code(&je) == json_error_out_of_memory) {
             sw_request_error_set(err, 500, "server_error", NULL, NULL, "Out of memory.");

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "common/err.h"
+#include "common/jfast.h"
 #include "common/satmath.h"
 
 /* Validation walks the body once, depth first, in the order a reader of the
@@ -225,21 +226,46 @@ static int fail_enum(struct ctx *c, const char *path, const char *got, const cha
 
 /* path = base + suffix, e.g. "messages[2]" + ".role"; the result is bounded
  * (a metadata key may be long) and only ever used for display. */
-static void join(char *out, size_t size, const char *base, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void join(char *out, size_t size, const char *base, const char *fmt, ...)
+/* out = a b c, cut to fit size (never inside a UTF-8 character). Paths
+ * are built for every member checked, so no printf here. */
+static void join3(char *out, size_t size, const char *a, const char *b, const char *c)
 {
-    va_list ap;
-    int n = snprintf(out, size, "%s", base), m = 0;
+    const char *parts[3] = { a, b, c };
+    size_t n = 0;
+    bool cut = false;
 
-    if (n >= 0 && (size_t)n < size) {
-        va_start(ap, fmt);
-        m = vsnprintf(out + n, size - (size_t)n, fmt, ap);
-        va_end(ap);
+    for (int i = 0; i < 3 && !cut; i++) {
+        size_t len = strlen(parts[i]);
+
+        if (len > size - 1 - n) {
+            len = size - 1 - n;
+            cut = true;
+        }
+        memcpy(out + n, parts[i], len);
+        n += len;
     }
-    if (n < 0 || m < 0 || (size_t)n + (size_t)m >= size)
-        out[utf8_trim(out, strlen(out))] = '\0';     /* cut: not in a character */
+    out[cut ? utf8_trim(out, n) : n] = '\0';
+}
+
+/* out = base suffix */
+static void join(char *out, size_t size, const char *base, const char *suffix)
+{
+    join3(out, size, base, suffix, "");
+}
+
+/* out = base[i] */
+static void join_index(char *out, size_t size, const char *base, size_t i)
+{
+    char num[24];
+    char *p = num + sizeof(num);
+
+    *--p = '\0';
+    *--p = ']';
+    do
+        *--p = (char)('0' + i % 10);
+    while ((i /= 10) != 0);
+    *--p = '[';
+    join3(out, size, base, p, "");
 }
 
 /* Optional members: absent and null are the same. */
@@ -266,7 +292,7 @@ static int need_string(struct ctx *c, json_t *obj, const char *key, const char *
     char path[PATH_MAX_BYTES];
     json_t *v = json_object_get(obj, key);
 
-    join(path, sizeof(path), base, ".%s", key);
+    join3(path, sizeof(path), base, ".", key);
     if (!v)
         return fail_missing(c, path);
     if (!json_is_string(v))
@@ -283,7 +309,7 @@ static int need_object(struct ctx *c, json_t *obj, const char *key, const char *
     char path[PATH_MAX_BYTES];
     json_t *v = json_object_get(obj, key);
 
-    join(path, sizeof(path), base, ".%s", key);
+    join3(path, sizeof(path), base, ".", key);
     if (!v)
         return fail_missing(c, path);
     if (!json_is_object(v))
@@ -456,7 +482,7 @@ static int check_tool_calls(struct ctx *c, json_t *calls, const char *base)
     if (json_array_size(calls) == 0)
         return fail_empty_array(c, path);
     json_array_foreach(calls, i, call) {
-        join(cpath, sizeof(cpath), path, "[%zu]", i);
+        join_index(cpath, sizeof(cpath), path, i);
         if (!json_is_object(call))
             return fail_type(c, cpath, "an object", call);
         err = need_string(c, call, "id", cpath, NULL);
@@ -489,7 +515,7 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
     size_t i;
     int err;
 
-    join(base, sizeof(base), "messages", "[%zu]", index);
+    join_index(base, sizeof(base), "messages", index);
     if (!json_is_object(msg))
         return fail_type(c, base, "an object", msg);
 
@@ -565,7 +591,7 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
         return fail_empty_array(c, path);
     json_array_foreach(content, i, v) {
         char ppath[PATH_MAX_BYTES];
-        join(ppath, sizeof(ppath), path, "[%zu]", i);
+        join_index(ppath, sizeof(ppath), path, i);
         err = check_part(c, role, v, ppath);
         if (err)
             return err;
@@ -733,7 +759,7 @@ static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
         if (json_array_size(tools) == 0)
             return fail_empty_array(c, "tools");
         json_array_foreach(tools, i, t) {
-            join(path, sizeof(path), "tools", "[%zu]", i);
+            join_index(path, sizeof(path), "tools", i);
             if (!json_is_object(t))
                 return fail_type(c, path, "an object", t);
             err = need_string(c, t, "type", path, &type);
@@ -762,7 +788,7 @@ static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
         if (json_array_size(funcs) == 0)
             return fail_empty_array(c, "functions");
         json_array_foreach(funcs, i, fn) {
-            join(path, sizeof(path), "functions", "[%zu]", i);
+            join_index(path, sizeof(path), "functions", i);
             if (!json_is_object(fn))
                 return fail_type(c, path, "an object", fn);
             err = need_string(c, fn, "name", path, NULL);
@@ -813,7 +839,7 @@ static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *r
     if (!json_is_object(md))
         return fail_type(c, "metadata", "an object", md);
     json_object_foreach(md, key, v) {
-        join(path, sizeof(path), "metadata", ".%s", key);
+        join3(path, sizeof(path), "metadata", ".", key);
         if (strcmp(key, "allow_cloud") != 0) {
             if (!json_is_string(v))
                 return fail_type(c, path, "a string", v);
@@ -952,8 +978,8 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                     "limit.", SW_REQUEST_MAX_JSON_VALUES);
     }
     memset(&je, 0, sizeof(je));     /* jansson leaves the code byte unset on some failures */
-    root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-                      &je);
+    root = sw_json_load(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                        &je);
     if (!root) {
         /* jansson fails without a message when its first allocation fails. */
         if (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0') {

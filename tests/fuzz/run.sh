@@ -34,17 +34,18 @@ if ! command -v clang >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
 fi
 
-# The modules under test and what they need: the parsers, the dialect
+# The modules under test and what they need: the parsers (the fast JSON
+# loader, C++ with simdjson, too), the dialect
 # translation, the PII engine (its
 # C++ phone validator too), the config loader and the HTTP server (driven over
 # loopback by fuzz_http).
-SRCS="src/request/request.c src/relay/sse.c $(ls src/dialect/*.c) $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c)
+SRCS="src/request/request.c src/relay/sse.c $(ls src/dialect/*.c) $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c src/common/*.cc)
       $(ls src/config/*.c) src/state/rurl.c src/http/server.c src/contract/schema.c"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
         $(pkg-config --cflags jansson libhs yaml-0.1 libevent libutf8proc)"
 CXXFLAGS="-std=gnu++17 -g -O1 $SAN -fno-sanitize=vptr,function -fno-omit-frame-pointer -Wall -Wextra -Werror -Isrc"
-LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8 libsystemd) -lphonenumber -lprotobuf -lstdc++ -lhttp_parser -lpthread -lm"
+LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8 libsystemd) -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lhttp_parser -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}

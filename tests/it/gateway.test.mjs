@@ -152,6 +152,34 @@ describe('gateway core with healthy backends', () => {
     assert.equal(r.headers.get('x-spillway-backend'), 'none');
   });
 
+  test('request bodies decode as JSON says: a duplicate key, a \\u0000 or an integer beyond 64 bits is a 400 saying where; non-ASCII, escapes and surrogate pairs reach the backend as sent', async () => {
+    const post = (body) => getJSON(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: 'Bearer sk-app', 'content-type': 'application/json' }, body,
+    });
+    for (const [body, why] of [
+      ['{"model": "chat", "model": "chat", "messages": [{"role": "user", "content": "x"}]}', /duplicate object key/],
+      ['{"model": "chat", "messages": [{"role": "user", "content": "a\\u0000b"}]}', /\\u0000 is not allowed/],
+      ['{"model": "chat", "messages": [{"role": "user", "content": "x"}], "max_tokens": 9223372036854775808}', /too big integer/],
+    ]) {
+      const r = await post(body);
+      assert.equal(r.status, 400, body);
+      assert.equal(r.body.error.code, 'invalid_json');
+      assert.match(r.body.error.message, why);
+      assert.match(r.body.error.message, /line 1 column \d+/);
+    }
+    const raw = await post('{"model":"chat","messages":[{"role":"user","content":"\\ud83d\\ude00 \\u00e9\\t\\"q\\""}],"max_tokens":32,"temperature":0.25}');
+    assert.equal(raw.status, 200);
+    assert.equal(raw.body.choices[0].message.content, '\u{1F600} \u00e9\t"q"');
+    const text = 'caf\u00e9 \u4e2d \u{1F600} \\ "q"\n';
+    const r = await client(gw, 'sk-app').chat.completions
+      .create({ model: 'chat', messages: [{ role: 'user', content: text }], max_tokens: 64, temperature: 0.5 });
+    assert.equal(r.choices[0].message.content, text);
+    const last = (await received(edge)).at(-1);
+    assert.equal(last.body.messages[0].content, text);
+    assert.equal(last.body.temperature, 0.5);
+    assert.equal(last.body.max_tokens, 64);
+  });
+
   test('invalid request: 400 naming the field', async () => {
     await assert.rejects(
       client(gw, 'sk-app').chat.completions.create({ model: 'chat', messages: [{ role: 'robot', content: 'x' }] }),

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "common/err.h"
+#include "common/jfast.h"
 #include "request/request.h"
 
 /* Table rows leave trailing fields to their zero default. */
@@ -1061,7 +1062,7 @@ static void *failing_malloc(size_t n)
 
 /* Fails jansson's Nth allocation for every N until the parse succeeds: each
  * run must end in SW_OK or a clean error, never a crash or a leak (valgrind,
- * ASan). After json_loadb, a failure is SW_ENOMEM (500). Inside it, jansson
+ * ASan). After the load (sw_json_load), a failure is SW_ENOMEM (500). Inside it, jansson
  * sometimes reports a failed allocation as a syntax error (a failed string
  * copy in the lexer becomes "string or '}' expected"), which it gives us no
  * way to tell apart, so invalid_json is accepted there. */
@@ -1081,7 +1082,7 @@ static void test_request_alloc_failures(void **state)
 
     json_set_alloc_funcs(failing_malloc, free);
     alloc_count = 0;
-    json_decref(json_loadb(body, strlen(body), 0, NULL));
+    json_decref(sw_json_load(body, strlen(body), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL));
     long in_load = alloc_count;
     for (n = 0; n < 10000 && rc != SW_OK; n++) {
         alloc_countdown = n;

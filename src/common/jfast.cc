@@ -1,0 +1,214 @@
+// A fast JSON loader: simdjson parses, a jansson tree is built; see jfast.h.
+#include "common/jfast.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include <simdjson.h>
+
+namespace dom = simdjson::dom;
+
+namespace {
+
+// Texts up to this size reuse one parser and one padded copy per thread
+// (their memory stays for the next request: simdjson's index and tape take
+// about 10 bytes per byte of text); a larger one gets its own, freed when it
+// is parsed, so one big body does not pin its memory.
+constexpr size_t kKeepBytes = 64u << 10;
+
+// The flags the fast path implements; any other one is json_loadb's job.
+constexpr size_t kFlags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
+
+struct Scratch {
+    dom::parser parser;
+    std::unique_ptr<char[]> buf;
+    size_t cap = 0;
+
+    // A copy of s with SIMDJSON_PADDING readable bytes after it, or nullptr.
+    const char *pad(const char *s, size_t len)
+    {
+        if (cap < len + simdjson::SIMDJSON_PADDING) {
+            size_t want = len + simdjson::SIMDJSON_PADDING;
+            if (want < 4096)
+                want = 4096;
+            buf.reset(new (std::nothrow) char[want]);
+            cap = buf ? want : 0;
+            if (!buf)
+                return nullptr;
+        }
+        memcpy(buf.get(), s, len);
+        memset(buf.get() + len, 0, simdjson::SIMDJSON_PADDING);
+        return buf.get();
+    }
+};
+
+struct Ctx {
+    bool reject_dups;
+    bool oom;       // an allocation failed: the answer is "out of memory"
+};
+
+json_t *build(dom::element el, Ctx &c);
+
+// An allocation result: nullptr marks the context out of memory.
+json_t *alloced(json_t *j, Ctx &c)
+{
+    if (!j)
+        c.oom = true;
+    return j;
+}
+
+json_t *build_object(dom::object obj, Ctx &c)
+{
+    json_t *o = alloced(json_object(), c);
+
+    if (!o)
+        return nullptr;
+    for (dom::key_value_pair kv : obj) {
+        std::string_view k = kv.key;
+        // jansson refuses a NUL in a key whatever the flags.
+        if (memchr(k.data(), '\0', k.size()) ||
+            (c.reject_dups && json_object_getn(o, k.data(), k.size()))) {
+            json_decref(o);
+            return nullptr;
+        }
+        json_t *v = build(kv.value, c);
+        // json_object_setn_new_nocheck releases v when it fails (memory:
+        // the key is neither NULL nor the object its own value).
+        if (!v || json_object_setn_new_nocheck(o, k.data(), k.size(), v)) {
+            if (v)
+                c.oom = true;
+            json_decref(o);
+            return nullptr;
+        }
+    }
+    return o;
+}
+
+json_t *build_array(dom::array arr, Ctx &c)
+{
+    json_t *a = alloced(json_array(), c);
+
+    if (!a)
+        return nullptr;
+    for (dom::element e : arr) {
+        json_t *v = build(e, c);
+        if (!v || json_array_append_new(a, v)) {
+            if (v)
+                c.oom = true;
+            json_decref(a);
+            return nullptr;
+        }
+    }
+    return a;
+}
+
+// nullptr: out of memory (c.oom), or a value the fast path does not map
+// (json_loadb decides).
+json_t *build(dom::element el, Ctx &c)
+{
+    switch (el.type()) {
+    case dom::element_type::OBJECT:
+        return build_object(el.get_object().value_unsafe(), c);
+    case dom::element_type::ARRAY:
+        return build_array(el.get_array().value_unsafe(), c);
+    case dom::element_type::STRING: {
+        std::string_view s = el.get_string().value_unsafe();
+        // \u0000: jansson rejects it without JSON_ALLOW_NUL, with its message.
+        if (memchr(s.data(), '\0', s.size()))
+            return nullptr;
+        // simdjson has checked the UTF-8 of the whole text and the escapes.
+        return alloced(json_stringn_nocheck(s.data(), s.size()), c);
+    }
+    case dom::element_type::INT64:
+        return alloced(json_integer(el.get_int64().value_unsafe()), c);
+    case dom::element_type::UINT64:
+        // Beyond int64: jansson rejects it ("too big integer").
+        return nullptr;
+    case dom::element_type::DOUBLE: {
+        // simdjson, like jansson, reads a number with a fraction or an
+        // exponent as a real (-0.0 too), one without as an integer ("-0": 0).
+        return alloced(json_real(el.get_double().value_unsafe()), c);
+    }
+    case dom::element_type::BOOL:
+        return json_boolean(el.get_bool().value_unsafe());
+    case dom::element_type::NULL_VALUE:
+        return json_null();
+    }
+    return nullptr;
+}
+
+json_t *parse_with(dom::parser &parser, const char *padded, size_t len, size_t flags, Ctx &c)
+{
+    dom::element root;
+
+    if (parser.parse(padded, len, false).get(root))
+        return nullptr;
+    // Without JSON_DECODE_ANY jansson takes only an object or an array.
+    if (!(flags & JSON_DECODE_ANY) && root.type() != dom::element_type::OBJECT &&
+        root.type() != dom::element_type::ARRAY)
+        return nullptr;
+    return build(root, c);
+}
+
+json_t *fast(const char *s, size_t len, size_t flags, Ctx &c)
+{
+    c.reject_dups = flags & JSON_REJECT_DUPLICATES;
+    c.oom = false;
+    if ((flags & ~kFlags) || len == 0 || !s)
+        return nullptr;
+    try {
+        if (len <= kKeepBytes) {
+            thread_local Scratch scratch;
+            const char *p = scratch.pad(s, len);
+            if (!p) {
+                c.oom = true;
+                return nullptr;
+            }
+            return parse_with(scratch.parser, p, len, flags, c);
+        }
+        simdjson::padded_string copy(s, len);
+        if (copy.size() != len) {
+            c.oom = true;
+            return nullptr;
+        }
+        dom::parser parser;
+        return parse_with(parser, copy.data(), len, flags, c);
+    } catch (...) {
+        // std::bad_alloc from the parser's growth or the padded copy.
+        c.oom = true;
+        return nullptr;
+    }
+}
+
+}  // namespace
+
+json_t *sw_json_load_fast_only(const char *s, size_t len, size_t flags)
+{
+    Ctx c;
+    return fast(s, len, flags, c);
+}
+
+json_t *sw_json_load(const char *s, size_t len, size_t flags, json_error_t *err)
+{
+    Ctx c;
+    json_t *j = fast(s, len, flags, c);
+
+    if (j || c.oom) {
+        // What json_loadb leaves in err on success.
+        if (err) {
+            err->line = err->column = -1;
+            err->position = 0;
+            snprintf(err->source, sizeof err->source, "%s", "<buffer>");
+            err->text[0] = '\0';
+            if (!j) {
+                // As jansson reports a failed allocation.
+                snprintf(err->text, sizeof err->text, "%s", "out of memory");
+                err->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
+            }
+        }
+        return j;
+    }
+    return json_loadb(s ? s : "", s ? len : 0, flags, err);
+}
