@@ -101,10 +101,29 @@ static const char *const builtin_names[SW_PII_CUSTOM_BASE] = {
 
 enum validator { V_NONE, V_LUHN, V_MOD97, V_ELFPROEF };
 
+/* The digit patterns: every match of one lies inside a run of digits and
+ * the separators " ().-/+" (with at most the byte before the run, a boundary
+ * byte or the X/Y/Z of a NIE, and the byte after it, a DNI's letter), and
+ * every match that can be accepted has at least 7 digits, or 4 and three
+ * dots (an IPv4 address). */
+static bool digit_kind(int kind)
+{
+    switch (kind) {
+    case K_PHONE_INTL: case K_PHONE_NAT: case K_PHONE_IDD: case K_PHONE_ES: case K_PHONE_IT:
+    case K_PHONE_US: case K_CARD: case K_NINE: case K_DNI: case K_RRN: case K_SSN: case K_IPV4:
+        return true;
+    default:
+        return false;
+    }
+}
+
+
 #define SCRATCH_POOL 16
 
 struct sw_pii_engine {
-    hs_database_t *db;
+    hs_database_t *db;          /* all but the digit patterns and the IBAN trigger */
+    hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
+    unsigned iban_id;           /* the IBAN trigger's pattern, found in C (digit_runs()) */
     size_t n_pat;
     struct pattern *pat;        /* n_pat: builtin then one per custom type */
     int n_types;
@@ -170,9 +189,9 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     pthread_mutex_init(&e->lock, NULL);
     e->n_pat = N_BUILTIN + n_custom;
     e->pat = calloc(e->n_pat, sizeof *e->pat);
-    res = calloc(e->n_pat, sizeof *res);
-    flags = calloc(e->n_pat, sizeof *flags);
-    ids = calloc(e->n_pat, sizeof *ids);
+    res = calloc(e->n_pat + 1, sizeof *res);
+    flags = calloc(e->n_pat + 1, sizeof *flags);
+    ids = calloc(e->n_pat + 1, sizeof *ids);
     if (!e->pat || !res || !flags || !ids)
         goto fail;
     e->n_types = SW_PII_CUSTOM_BASE + (int)n_custom;
@@ -234,14 +253,23 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         }
         e->tags[t][k] = '\0';
     }
+    /* Two databases: the digit patterns only ever match inside a run of
+     * digits and separators, so they are scanned only on those runs, found
+     * in C (digit_runs(), which also finds the IBAN trigger: two letters and
+     * two digits start such a run); everything else and the custom types
+     * scan the whole text. */
+    unsigned nm = 0, nd = 0;
     for (size_t i = 0; i < e->n_pat; i++) {
-        res[i] = e->pat[i].re;
-        flags[i] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
-        ids[i] = (unsigned)i;
+        if (e->pat[i].kind == K_IBAN)
+            e->iban_id = (unsigned)i;
+        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN) {
+            res[nm] = e->pat[i].re;
+            flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+            ids[nm++] = (unsigned)i;
+        }
     }
-    if (hs_compile_multi(res, flags, ids, (unsigned)e->n_pat, HS_MODE_BLOCK, NULL, &e->db,
-                         &cerr) != HS_SUCCESS) {
-        int bad = cerr ? cerr->expression : -1;
+    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->db, &cerr) != HS_SUCCESS) {
+        int bad = cerr && cerr->expression >= 0 ? (int)ids[cerr->expression] : -1;
         if (bad >= (int)N_BUILTIN)
             rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
                          e->names[e->pat[bad].type], cerr->message);
@@ -251,7 +279,21 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         hs_free_compile_error(cerr);
         goto fail;
     }
-    if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS)
+    for (size_t i = 0; i < N_BUILTIN; i++)
+        if (digit_kind(e->pat[i].kind)) {
+            res[nd] = e->pat[i].re;
+            flags[nd] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+            ids[nd++] = (unsigned)i;
+        }
+    if (hs_compile_multi(res, flags, ids, nd, HS_MODE_BLOCK, NULL, &e->ddb, &cerr) != HS_SUCCESS) {
+        rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+                     cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        goto fail;
+    }
+    /* one scratch serves both databases */
+    if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS ||
+        hs_alloc_scratch(e->ddb, &e->proto) != HS_SUCCESS)
         goto fail;
     /* libphonenumber loads its metadata on first use (tens of millions of
      * instructions): here, not in the first request's scan */
@@ -307,6 +349,7 @@ void sw_pii_engine_free(struct sw_pii_engine *e)
         hs_free_scratch(e->pool[i]);
     hs_free_scratch(e->proto);
     hs_free_database(e->db);
+    hs_free_database(e->ddb);
     pthread_mutex_destroy(&e->lock);
     free(e->pat);
     free(e);
@@ -385,6 +428,9 @@ struct scan {
     bool full;
     struct sw_pii_span *sp;
     size_t nsp, capsp;
+    size_t off;                 /* offset of the scanned window in t (digit runs) */
+    struct win { size_t s, e; } *w;     /* digit runs to scan with the digit patterns */
+    size_t nw, capw;
     bool later;                 /* the refiner rejected a "later group" (retried, see scan_raw) */
     bool later_ok;              /* retrying: the digits before are an entity of their own */
 };
@@ -1302,13 +1348,19 @@ static size_t iban_end(const struct scan *sc, size_t e)
     return n >= 11 ? i : 0;
 }
 
+static inline bool run_char(unsigned char c)
+{
+    return is_digit(c) || c == ' ' || c == '.' || c == '-' || c == '(' || c == ')' || c == '/' ||
+           c == '+';
+}
+
 static int on_match(unsigned int id, unsigned long long from, unsigned long long to,
                     unsigned int flags, void *ctx)
 {
     struct scan *sc = ctx;
     (void)flags;
     const struct pattern *p = &sc->e->pat[id];
-    size_t s = (size_t)from, e = (size_t)to;
+    size_t s = (size_t)from + sc->off, e = (size_t)to + sc->off;
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
@@ -1351,6 +1403,74 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     }
     sc->c[sc->n] = (struct cand){id, s, e};
     sc->last[id] = ++sc->n;
+    return 0;
+}
+
+/* Any byte of the 8 in w a digit? (bytes >= 0x80 are not) */
+static inline bool has_digit8(uint64_t w)
+{
+    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full, hi = 0x8080808080808080ull;
+    uint64_t x = w & lo7;
+    uint64_t ge0 = x + 0x5050505050505050ull;      /* bit 7: x >= '0' */
+    uint64_t gt9 = x + 0x4646464646464646ull;      /* bit 7: x > '9' */
+    return (ge0 & ~gt9 & ~w & hi) != 0;
+}
+
+/* The runs of digits and separators (run_char()) in the text: each with
+ * enough digits for an entity is kept, one byte more on each side, for the
+ * digit patterns (scan_raw). A run that starts with two digits right after
+ * two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters end the
+ * previous run). Digit-free words of eight bytes are skipped at once. */
+static int digit_runs(struct scan *sc)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0, prev = 0;
+    while (i < len) {
+        while (i + 8 <= len) {
+            uint64_t w;
+            memcpy(&w, t + i, 8);
+            if (has_digit8(w))
+                break;
+            i += 8;
+        }
+        while (i < len && !is_digit(t[i]))
+            i++;
+        if (i >= len)
+            break;
+        size_t s = i, e = i + 1;
+        while (s > prev && run_char(t[s - 1]))
+            s--;
+        while (e < len && run_char(t[e]))
+            e++;
+        prev = i = e;
+        if (i - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
+            is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
+            return 1;
+        int nd = 0, dots = 0;
+        for (size_t k = s; k < e; k++) {
+            nd += is_digit(t[k]);
+            dots += t[k] == '.';
+        }
+        if (nd < 7 && (nd < 4 || dots < 3))
+            continue;
+        if (s > 0)
+            s--;
+        if (e < len)
+            e++;
+        if (sc->nw && sc->w[sc->nw - 1].e >= s) {
+            sc->w[sc->nw - 1].e = e;    /* one byte apart: one window */
+            continue;
+        }
+        if (sc->nw == sc->capw) {
+            size_t nc = sc->capw ? sc->capw * 2 : 16;
+            struct win *w = realloc(sc->w, nc * sizeof *w);
+            if (!w)
+                return 1;               /* not full: ENOMEM */
+            sc->w = w;
+            sc->capw = nc;
+        }
+        sc->w[sc->nw++] = (struct win){s, e};
+    }
     return 0;
 }
 
@@ -1397,6 +1517,12 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         goto done;
     }
     hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
+    if (hr == HS_SUCCESS && digit_runs(&sc))
+        hr = HS_SCAN_TERMINATED;
+    for (size_t i = 0; hr == HS_SUCCESS && i < sc.nw; i++) {
+        sc.off = sc.w[i].s;
+        hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[i].e - sc.off), 0, scratch, on_match, &sc);
+    }
     if (hr == HS_SCAN_TERMINATED) {
         rc = sc.full ? SW_ETOOBIG : SW_ENOMEM;
         goto done;
@@ -1473,6 +1599,7 @@ done:
     if (scratch)
         scratch_put(me, scratch);
     free(sc.last);
+    free(sc.w);
     free(sc.c);
     free(sc.sp);
     return rc;
