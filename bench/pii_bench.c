@@ -3,9 +3,11 @@
  * REPS passes, printed next to baselines measured in the same process.
  *   pii_bench engines CORPUS   vectorscan vs PCRE2-JIT on the built-in patterns
  *   pii_bench pii CORPUS       the engine: detection, mask, mask+unmask
- *   pii_bench spans CORPUS     every span found (message start length type), to diff two trees */
+ *   pii_bench spans CORPUS     every span found (message start length type), to diff two trees
+ *   pii_bench request BODY     sw_pii_scan_request on one JSON body, 1000 times */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <hs/hs.h>
+#include <jansson.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,13 +395,37 @@ static int spans(void)
     return 0;
 }
 
+/* sw_pii_scan_request on one request body (bench/chat-1k.json), 1000 times,
+ * for an instruction count per request (bench/pii_instr.sh). */
+static int request(const char *path)
+{
+    struct sw_pii_engine *e;
+    char err[256];
+    json_error_t je;
+    json_t *body = json_load_file(path, 0, &je);
+    if (!body || sw_pii_engine_new(NULL, 0, &e, err, sizeof err)) {
+        fprintf(stderr, "%s\n", body ? err : je.text);
+        return 1;
+    }
+    struct sw_pii_counts counts;
+    for (int i = 0; i < 1000; i++)
+        if (sw_pii_scan_request(e, body, &counts))
+            return 3;
+    printf("1000 requests, %u entities each\n", (unsigned)counts.total);
+    json_decref(body);
+    sw_pii_engine_free(e);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3 || (strcmp(argv[1], "engines") && strcmp(argv[1], "pii") && strcmp(argv[1], "count") &&
-                      strcmp(argv[1], "spans"))) {
-        fprintf(stderr, "usage: %s engines|pii|count|spans CORPUS\n", argv[0]);
+                      strcmp(argv[1], "spans") && strcmp(argv[1], "request"))) {
+        fprintf(stderr, "usage: %s engines|pii|count|spans CORPUS | request BODY.json\n", argv[0]);
         return 2;
     }
+    if (!strcmp(argv[1], "request"))
+        return request(argv[2]);
     load(argv[2]);
     if (!strcmp(argv[1], "spans"))
         return spans();

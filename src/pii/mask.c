@@ -2,7 +2,9 @@
  * response shapes. See pii.h. */
 #include "pii/mask.h"
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -337,52 +339,94 @@ struct walk_fns {
     int (*key)(void *ud, const char *key, size_t len);
 };
 
+/* The lists above, split into segments once: a field's path is matched
+ * while the walk descends, one segment per level, as the set of paths its
+ * prefix still matches (a bit each), so a string value is classified by a
+ * few mask operations, with no string built or split per value. */
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define PATH_SEGS 6
+enum { N_SKIP = N_OF(skip_paths), N_JSON = N_OF(json_text_paths), N_BIN = N_OF(binary_paths),
+       N_IMG = N_OF(image_url_paths), N_PATHS = N_SKIP + N_JSON + N_BIN + N_IMG };
+_Static_assert(N_PATHS <= 64, "one bit per path");
+
+struct cpath {
+    size_t nseg;
+    struct { const char *s; size_t len; } seg[PATH_SEGS];      /* s NULL: "*" */
+};
+static struct cpath cpaths[N_PATHS];
+static uint64_t ends_at[PATH_SEGS + 1];     /* paths of that many segments */
+static pthread_once_t cpaths_once = PTHREAD_ONCE_INIT;
+
+#define BITS(from, n) ((((n) >= 64 ? 0 : (1ull << (n))) - 1) << (from))
+static const uint64_t skip_bits = BITS(0, N_SKIP);
+static const uint64_t json_bits = BITS(N_SKIP, N_JSON);
+static const uint64_t bin_bits = BITS(N_SKIP + N_JSON, N_BIN);
+static const uint64_t img_bits = BITS(N_SKIP + N_JSON + N_BIN, N_IMG);
+
+static void cpaths_init(void)
+{
+    const char *const *lists[] = {skip_paths, json_text_paths, binary_paths, image_url_paths};
+    const size_t ns[] = {N_SKIP, N_JSON, N_BIN, N_IMG};
+    size_t k = 0;
+    for (size_t l = 0; l < 4; l++)
+        for (size_t i = 0; i < ns[l]; i++, k++) {
+            struct cpath *c = &cpaths[k];
+            for (const char *p = lists[l][i]; c->nseg < PATH_SEGS; c->nseg++) {
+                const char *dot = strchr(p, '.');
+                size_t n = dot ? (size_t)(dot - p) : strlen(p);
+                c->seg[c->nseg].s = (n == 1 && p[0] == '*') ? NULL : p;
+                c->seg[c->nseg].len = n;
+                if (!dot) {
+                    c->nseg++;
+                    break;
+                }
+                p = dot + 1;
+            }
+            ends_at[c->nseg] |= 1ull << k;
+        }
+}
+
 struct walk {
     const struct walk_fns *fns;
     void *ud;
     size_t depth;
-    struct { const char *k; size_t len; } seg[WALK_MAX_DEPTH];  /* k NULL: an array index */
+    uint64_t paths[WALK_MAX_DEPTH + 1];     /* per depth: the paths its prefix matches */
 };
 
-static bool path_is(const struct walk *w, const char *pat)
+/* The paths that still match one level down, under key k (NULL: an array
+ * index). */
+static void descend(struct walk *w, const char *k, size_t klen)
 {
-    size_t d = 0;
-    for (const char *p = pat;; d++) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (d >= w->depth)
-            return false;
-        if (n == 1 && p[0] == '*') {
-            if (w->seg[d].k)
-                return false;
-        } else if (!w->seg[d].k || w->seg[d].len != n || memcmp(w->seg[d].k, p, n) != 0) {
-            return false;
-        }
-        if (!dot)
-            return d + 1 == w->depth;
-        p = dot + 1;
+    size_t d = w->depth;
+    uint64_t m = w->paths[d], nm = 0;
+    if (d >= PATH_SEGS)
+        m = 0;
+    while (m) {
+        int p = __builtin_ctzll(m);
+        m &= m - 1;
+        const struct cpath *c = &cpaths[p];
+        if (c->nseg <= d)
+            continue;
+        const char *s = c->seg[d].s;
+        if (s ? (k && klen == c->seg[d].len && !memcmp(k, s, klen)) : !k)
+            nm |= 1ull << p;
     }
+    w->paths[d + 1] = nm;
+    w->depth = d + 1;
 }
-
-static bool path_in(const struct walk *w, const char *const *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (path_is(w, list[i]))
-            return true;
-    return false;
-}
-
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static enum field_kind classify(const struct walk *w, const json_t *str)
 {
-    if (path_in(w, skip_paths, N_OF(skip_paths)))
+    uint64_t m = w->depth <= PATH_SEGS ? w->paths[w->depth] & ends_at[w->depth] : 0;
+    if (!m)
+        return FIELD_TEXT;
+    if (m & skip_bits)
         return FIELD_SKIP;
-    if (path_in(w, json_text_paths, N_OF(json_text_paths)))
+    if (m & json_bits)
         return FIELD_JSON_TEXT;
-    if (path_in(w, binary_paths, N_OF(binary_paths)))
+    if (m & bin_bits)
         return FIELD_BINARY;
-    if (path_in(w, image_url_paths, N_OF(image_url_paths)) && json_string_length(str) >= 5 &&
+    if ((m & img_bits) && json_string_length(str) >= 5 &&
         !strncasecmp(json_string_value(str), "data:", 5))
         return FIELD_BINARY;
     return FIELD_TEXT;
@@ -411,9 +455,7 @@ static int walk_value(struct walk *w, json_t *v)
         json_object_keylen_foreach(v, key, klen, val) {
             if (w->fns->key && (rc = w->fns->key(w->ud, key, klen)))
                 return rc;
-            w->seg[w->depth].k = key;
-            w->seg[w->depth].len = klen;
-            w->depth++;
+            descend(w, key, klen);
             rc = walk_value(w, val);
             w->depth--;
             if (rc)
@@ -423,9 +465,7 @@ static int walk_value(struct walk *w, json_t *v)
         size_t i;
         json_t *val;
         json_array_foreach(v, i, val) {
-            w->seg[w->depth].k = NULL;
-            w->seg[w->depth].len = 0;
-            w->depth++;
+            descend(w, NULL, 0);
             rc = walk_value(w, val);
             w->depth--;
             if (rc)
@@ -440,9 +480,11 @@ static int walk_request(json_t *body, const struct walk_fns *fns, void *ud)
     struct walk *w = malloc(sizeof *w);
     if (!w)
         return SW_ENOMEM;
+    pthread_once(&cpaths_once, cpaths_init);
     w->fns = fns;
     w->ud = ud;
     w->depth = 0;
+    w->paths[0] = BITS(0, N_PATHS);
     int rc = walk_value(w, body);
     free(w);
     return rc;
