@@ -4,7 +4,6 @@
 
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -339,97 +338,97 @@ struct walk_fns {
     int (*key)(void *ud, const char *key, size_t len);
 };
 
-/* The lists above, split into segments once: a field's path is matched
- * while the walk descends, one segment per level, as the set of paths its
- * prefix still matches (a bit each), so a string value is classified by a
- * few mask operations, with no string built or split per value. */
+/* The lists above as a tree of path segments, built once: the walk keeps
+ * the node its path has reached (one step per level, among a node's few
+ * children), so a string value is classified by one lookup, with no string
+ * built or split per value. */
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-#define PATH_SEGS 6
-enum { N_SKIP = N_OF(skip_paths), N_JSON = N_OF(json_text_paths), N_BIN = N_OF(binary_paths),
-       N_IMG = N_OF(image_url_paths), N_PATHS = N_SKIP + N_JSON + N_BIN + N_IMG };
-_Static_assert(N_PATHS <= 64, "one bit per path");
+enum { END_NONE, END_SKIP, END_JSON, END_BIN, END_IMG };
+#define PATH_NODES 96
 
-struct cpath {
-    size_t nseg;
-    struct { const char *s; size_t len; } seg[PATH_SEGS];      /* s NULL: "*" */
+struct pnode {
+    const char *seg;            /* NULL: "*", any array index */
+    size_t len;
+    int end;                    /* END_*: a listed path ends here */
+    int child, next;            /* first child, next sibling; -1 none */
 };
-static struct cpath cpaths[N_PATHS];
-static uint64_t ends_at[PATH_SEGS + 1];     /* paths of that many segments */
-static pthread_once_t cpaths_once = PTHREAD_ONCE_INIT;
+static struct pnode pnodes[PATH_NODES];
+static int n_pnodes;
+static pthread_once_t pnodes_once = PTHREAD_ONCE_INIT;
 
-#define BITS(from, n) ((((n) >= 64 ? 0 : (1ull << (n))) - 1) << (from))
-static const uint64_t skip_bits = BITS(0, N_SKIP);
-static const uint64_t json_bits = BITS(N_SKIP, N_JSON);
-static const uint64_t bin_bits = BITS(N_SKIP + N_JSON, N_BIN);
-static const uint64_t img_bits = BITS(N_SKIP + N_JSON + N_BIN, N_IMG);
-
-static void cpaths_init(void)
+static int pnode_child(int n, const char *k, size_t klen)
 {
-    const char *const *lists[] = {skip_paths, json_text_paths, binary_paths, image_url_paths};
-    const size_t ns[] = {N_SKIP, N_JSON, N_BIN, N_IMG};
-    size_t k = 0;
-    for (size_t l = 0; l < 4; l++)
-        for (size_t i = 0; i < ns[l]; i++, k++) {
-            struct cpath *c = &cpaths[k];
-            for (const char *p = lists[l][i]; c->nseg < PATH_SEGS; c->nseg++) {
-                const char *dot = strchr(p, '.');
-                size_t n = dot ? (size_t)(dot - p) : strlen(p);
-                c->seg[c->nseg].s = (n == 1 && p[0] == '*') ? NULL : p;
-                c->seg[c->nseg].len = n;
-                if (!dot) {
-                    c->nseg++;
-                    break;
-                }
-                p = dot + 1;
-            }
-            ends_at[c->nseg] |= 1ull << k;
+    for (int c = pnodes[n].child; c >= 0; c = pnodes[c].next)
+        if (pnodes[c].seg ? (k && klen == pnodes[c].len && !memcmp(k, pnodes[c].seg, klen))
+                          : !k)
+            return c;
+    return -1;
+}
+
+static void pnodes_add(const char *path, int end)
+{
+    int n = 0;
+    for (const char *p = path;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        bool any = len == 1 && p[0] == '*';
+        int c = pnode_child(n, any ? NULL : p, len);
+        if (c < 0) {
+            if (n_pnodes == PATH_NODES)
+                abort();        /* fixed lists (53 nodes): never at run time */
+            c = n_pnodes++;
+            pnodes[c] = (struct pnode){any ? NULL : p, len, END_NONE, -1, pnodes[n].child};
+            pnodes[n].child = c;
         }
+        n = c;
+        if (!dot)
+            break;
+        p = dot + 1;
+    }
+    pnodes[n].end = end;
+}
+
+static void pnodes_init(void)
+{
+    pnodes[0] = (struct pnode){NULL, 0, END_NONE, -1, -1};     /* the root */
+    n_pnodes = 1;
+    for (size_t i = 0; i < N_OF(skip_paths); i++)
+        pnodes_add(skip_paths[i], END_SKIP);
+    for (size_t i = 0; i < N_OF(json_text_paths); i++)
+        pnodes_add(json_text_paths[i], END_JSON);
+    for (size_t i = 0; i < N_OF(binary_paths); i++)
+        pnodes_add(binary_paths[i], END_BIN);
+    for (size_t i = 0; i < N_OF(image_url_paths); i++)
+        pnodes_add(image_url_paths[i], END_IMG);
 }
 
 struct walk {
     const struct walk_fns *fns;
     void *ud;
     size_t depth;
-    uint64_t paths[WALK_MAX_DEPTH + 1];     /* per depth: the paths its prefix matches */
+    int node[WALK_MAX_DEPTH + 1];   /* per depth: the tree node its path reached, -1 none */
 };
 
-/* The paths that still match one level down, under key k (NULL: an array
- * index). */
+/* One level down, under key k (NULL: an array index). */
 static void descend(struct walk *w, const char *k, size_t klen)
 {
-    size_t d = w->depth;
-    uint64_t m = w->paths[d], nm = 0;
-    if (d >= PATH_SEGS)
-        m = 0;
-    while (m) {
-        int p = __builtin_ctzll(m);
-        m &= m - 1;
-        const struct cpath *c = &cpaths[p];
-        if (c->nseg <= d)
-            continue;
-        const char *s = c->seg[d].s;
-        if (s ? (k && klen == c->seg[d].len && !memcmp(k, s, klen)) : !k)
-            nm |= 1ull << p;
-    }
-    w->paths[d + 1] = nm;
-    w->depth = d + 1;
+    int n = w->node[w->depth];
+    w->node[++w->depth] = n < 0 ? -1 : pnode_child(n, k, klen);
 }
 
 static enum field_kind classify(const struct walk *w, const json_t *str)
 {
-    uint64_t m = w->depth <= PATH_SEGS ? w->paths[w->depth] & ends_at[w->depth] : 0;
-    if (!m)
+    int n = w->node[w->depth];
+    switch (n < 0 ? END_NONE : pnodes[n].end) {
+    case END_SKIP: return FIELD_SKIP;
+    case END_JSON: return FIELD_JSON_TEXT;
+    case END_BIN: return FIELD_BINARY;
+    case END_IMG:
+        if (json_string_length(str) >= 5 && !strncasecmp(json_string_value(str), "data:", 5))
+            return FIELD_BINARY;
         return FIELD_TEXT;
-    if (m & skip_bits)
-        return FIELD_SKIP;
-    if (m & json_bits)
-        return FIELD_JSON_TEXT;
-    if (m & bin_bits)
-        return FIELD_BINARY;
-    if ((m & img_bits) && json_string_length(str) >= 5 &&
-        !strncasecmp(json_string_value(str), "data:", 5))
-        return FIELD_BINARY;
-    return FIELD_TEXT;
+    default: return FIELD_TEXT;
+    }
 }
 
 static int walk_value(struct walk *w, json_t *v)
@@ -480,11 +479,11 @@ static int walk_request(json_t *body, const struct walk_fns *fns, void *ud)
     struct walk *w = malloc(sizeof *w);
     if (!w)
         return SW_ENOMEM;
-    pthread_once(&cpaths_once, cpaths_init);
+    pthread_once(&pnodes_once, pnodes_init);
     w->fns = fns;
     w->ud = ud;
     w->depth = 0;
-    w->paths[0] = BITS(0, N_PATHS);
+    w->node[0] = 0;
     int rc = walk_value(w, body);
     free(w);
     return rc;
