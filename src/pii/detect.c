@@ -424,7 +424,9 @@ struct scan {
     size_t len;
     struct cand { unsigned id; size_t s, e; } *c;
     size_t n, cap;
-    size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
+    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM]; /* per pattern: index+1 of its latest candidate, 0 none */
+    struct cand cbuf[32];       /* the first candidates and spans: no allocation for most texts */
+    struct sw_pii_span spbuf[16];
     bool full;
     struct sw_pii_span *sp;
     size_t nsp, capsp;
@@ -1392,12 +1394,14 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
             return 1;
         }
         size_t nc = sc->cap ? sc->cap * 2 : 64;
-        struct cand *c = realloc(sc->c, nc * sizeof *c);
+        struct cand *c = sc->c == sc->cbuf ? malloc(nc * sizeof *c) : realloc(sc->c, nc * sizeof *c);
         if (!c) {
             sc->full = false;
             sc->cap = 0;        /* marks ENOMEM */
             return 1;
         }
+        if (sc->c == sc->cbuf)
+            memcpy(c, sc->cbuf, sizeof sc->cbuf);
         sc->c = c;
         sc->cap = nc;
     }
@@ -1478,9 +1482,12 @@ static int add_span(struct scan *sc, size_t s, size_t e, int type)
 {
     if (sc->nsp == sc->capsp) {
         size_t nc = sc->capsp ? sc->capsp * 2 : 32;
-        struct sw_pii_span *n = realloc(sc->sp, nc * sizeof *n);
+        struct sw_pii_span *n = sc->sp == sc->spbuf ? malloc(nc * sizeof *n)
+                                                     : realloc(sc->sp, nc * sizeof *n);
         if (!n)
             return SW_ENOMEM;
+        if (sc->sp == sc->spbuf)
+            memcpy(n, sc->spbuf, sizeof sc->spbuf);
         sc->sp = n;
         sc->capsp = nc;
     }
@@ -1510,9 +1517,12 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         return SW_OK;
     if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
         return SW_ETOOBIG;
-    sc.last = calloc(e->n_pat, sizeof *sc.last);
+    sc.c = sc.cbuf;
+    sc.cap = sizeof sc.cbuf / sizeof sc.cbuf[0];
+    sc.sp = sc.spbuf;
+    sc.capsp = sizeof sc.spbuf / sizeof sc.spbuf[0];
     scratch = scratch_get(me);
-    if (!sc.last || !scratch) {
+    if (!scratch) {
         rc = SW_ENOMEM;
         goto done;
     }
@@ -1598,10 +1608,11 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
 done:
     if (scratch)
         scratch_put(me, scratch);
-    free(sc.last);
     free(sc.w);
-    free(sc.c);
-    free(sc.sp);
+    if (sc.c != sc.cbuf)
+        free(sc.c);
+    if (sc.sp != sc.spbuf)
+        free(sc.sp);
     return rc;
 }
 
