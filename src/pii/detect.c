@@ -4,6 +4,9 @@
 #include "pii/pii.h"
 
 #include <hs/hs.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1350,12 +1353,6 @@ static size_t iban_end(const struct scan *sc, size_t e)
     return n >= 11 ? i : 0;
 }
 
-static inline bool run_char(unsigned char c)
-{
-    return is_digit(c) || c == ' ' || c == '.' || c == '-' || c == '(' || c == ')' || c == '/' ||
-           c == '+';
-}
-
 static int on_match(unsigned int id, unsigned long long from, unsigned long long to,
                     unsigned int flags, void *ctx)
 {
@@ -1410,51 +1407,67 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     return 0;
 }
 
-/* Any byte of the 8 in w a digit? (bytes >= 0x80 are not) */
-static inline bool has_digit8(uint64_t w)
+/* Byte classes of a digit run: digits, the dot, other separators. */
+enum { RC_NONE, RC_SEP, RC_DOT, RC_DIGIT };
+static const unsigned char run_class[256] = {
+    [' '] = RC_SEP, ['('] = RC_SEP, [')'] = RC_SEP, ['-'] = RC_SEP, ['/'] = RC_SEP,
+    ['+'] = RC_SEP, ['.'] = RC_DOT,
+    ['0'] = RC_DIGIT, ['1'] = RC_DIGIT, ['2'] = RC_DIGIT, ['3'] = RC_DIGIT, ['4'] = RC_DIGIT,
+    ['5'] = RC_DIGIT, ['6'] = RC_DIGIT, ['7'] = RC_DIGIT, ['8'] = RC_DIGIT, ['9'] = RC_DIGIT,
+};
+
+/* The offset of the first digit at or after i, or len. */
+static inline size_t next_digit(const unsigned char *t, size_t i, size_t len)
 {
-    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full, hi = 0x8080808080808080ull;
-    uint64_t x = w & lo7;
-    uint64_t ge0 = x + 0x5050505050505050ull;      /* bit 7: x >= '0' */
-    uint64_t gt9 = x + 0x4646464646464646ull;      /* bit 7: x > '9' */
-    return (ge0 & ~gt9 & ~w & hi) != 0;
+#ifdef __SSE2__
+    const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
+    for (; i + 16 <= len; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
+        /* signed compares: bytes >= 0x80 are negative, never digits */
+        unsigned m = (unsigned)_mm_movemask_epi8(
+            _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi)));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+#else
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w, x;
+        memcpy(&w, t + i, 8);
+        x = w & 0x7f7f7f7f7f7f7f7full;
+        /* bit 7 of each byte: x >= '0' and not x > '9' and not w >= 0x80 */
+        if ((x + 0x5050505050505050ull) & ~(x + 0x4646464646464646ull) & ~w & 0x8080808080808080ull)
+            break;
+    }
+#endif
+    while (i < len && !is_digit(t[i]))
+        i++;
+    return i;
 }
 
-/* The runs of digits and separators (run_char()) in the text: each with
+/* The runs of digits and separators (run_class) in the text: each with
  * enough digits for an entity is kept, one byte more on each side, for the
  * digit patterns (scan_raw). A run that starts with two digits right after
  * two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters end the
- * previous run). Digit-free words of eight bytes are skipped at once. */
+ * previous run). Digit-free stretches are skipped 16 bytes at a time. */
 static int digit_runs(struct scan *sc)
 {
     const unsigned char *t = sc->t;
     size_t len = sc->len, i = 0, prev = 0;
-    while (i < len) {
-        while (i + 8 <= len) {
-            uint64_t w;
-            memcpy(&w, t + i, 8);
-            if (has_digit8(w))
-                break;
-            i += 8;
-        }
-        while (i < len && !is_digit(t[i]))
-            i++;
-        if (i >= len)
-            break;
+    while ((i = next_digit(t, i, len)) < len) {
         size_t s = i, e = i + 1;
-        while (s > prev && run_char(t[s - 1]))
+        int nd = 1, dots = 0;
+        while (s > prev && run_class[t[s - 1]]) {
             s--;
-        while (e < len && run_char(t[e]))
-            e++;
+            dots += run_class[t[s]] == RC_DOT;      /* no digit before i */
+        }
+        for (unsigned c; e < len && (c = run_class[t[e]]); e++) {
+            nd += c == RC_DIGIT;
+            dots += c == RC_DOT;
+        }
         prev = i = e;
-        if (i - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
+        if (e - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
             is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
             return 1;
-        int nd = 0, dots = 0;
-        for (size_t k = s; k < e; k++) {
-            nd += is_digit(t[k]);
-            dots += t[k] == '.';
-        }
         if (nd < 7 && (nd < 4 || dots < 3))
             continue;
         if (s > 0)
