@@ -1,4 +1,5 @@
-/* Detection: one vectorscan database (SOM leftmost) finds candidates, a C
+/* Detection: vectorscan (SOM leftmost) finds candidates, the digit patterns
+ * only on the text's runs of digits and separators (found in C); a C
  * refiner per pattern kind fixes the span and validates it, overlapping
  * results are merged. See pii.h and docs/internals/pii.md. */
 #include "pii/pii.h"
