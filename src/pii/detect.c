@@ -128,6 +128,7 @@ struct sw_pii_engine {
     hs_database_t *db;          /* all but the digit patterns and the IBAN trigger */
     hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
     unsigned iban_id;           /* the IBAN trigger's pattern, found in C (digit_runs()) */
+    unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_triggers()) */
     size_t n_pat;
     struct pattern *pat;        /* n_pat: builtin then one per custom type */
     int n_types;
@@ -266,7 +267,9 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     for (size_t i = 0; i < e->n_pat; i++) {
         if (e->pat[i].kind == K_IBAN)
             e->iban_id = (unsigned)i;
-        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN) {
+        if (e->pat[i].kind == K_IPV6)
+            e->ipv6_id = (unsigned)i;
+        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN && e->pat[i].kind != K_IPV6) {
             res[nm] = e->pat[i].re;
             flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
             ids[nm++] = (unsigned)i;
@@ -1492,6 +1495,58 @@ static int digit_runs(struct scan *sc)
     return 0;
 }
 
+/* The IPv6 trigger ::[0-9A-Fa-f]|[0-9A-Fa-f]::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:
+ * as vectorscan reports it with the leftmost start (each end once, in
+ * increasing order), found from the text's colons: a colon c ends the
+ * second or third alternative (the third, when it matches, starts further
+ * left) at c+1, and ends "::h" at c+2 when it is the second colon. */
+static int ipv6_triggers(struct scan *sc)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0;
+    unsigned id = sc->e->ipv6_id;
+    for (;;) {
+#ifdef __SSE2__
+        const __m128i colon = _mm_set1_epi8(':');
+        while (i + 16 <= len) {
+            unsigned m = (unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(t + i)), colon));
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                break;
+            }
+            i += 16;
+        }
+#endif
+        const unsigned char *p = i < len ? memchr(t + i, ':', len - i) : NULL;
+        if (!p)
+            return 0;
+        size_t c = (size_t)(p - t), s = 0;
+        bool hit = false;
+        for (size_t k = 4; k >= 1 && !hit; k--) {
+            if (c < k + 2 || t[c - k - 1] != ':' || !is_hex(t[c - k - 2]))
+                continue;
+            size_t h = 0;
+            while (h < k && is_hex(t[c - 1 - h]))
+                h++;
+            if (h == k) {
+                hit = true;
+                s = c - k - 2;
+            }
+        }
+        if (!hit && c >= 2 && t[c - 1] == ':' && is_hex(t[c - 2])) {
+            hit = true;
+            s = c - 2;
+        }
+        if (hit && on_match(id, s, c + 1, 0, sc))
+            return 1;
+        if (c >= 1 && t[c - 1] == ':' && c + 1 < len && is_hex(t[c + 1]) &&
+            on_match(id, c - 1, c + 2, 0, sc))
+            return 1;
+        i = c + 1;
+    }
+}
+
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
 {
     if (sc->nsp == sc->capsp) {
@@ -1541,7 +1596,7 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         goto done;
     }
     hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
-    if (hr == HS_SUCCESS && digit_runs(&sc))
+    if (hr == HS_SUCCESS && (digit_runs(&sc) || ipv6_triggers(&sc)))
         hr = HS_SCAN_TERMINATED;
     for (size_t i = 0; hr == HS_SUCCESS && i < sc.nw; i++) {
         sc.off = sc.w[i].s;
