@@ -2,9 +2,12 @@
  * (bench/pii_corpus.py). Every figure is MB/s over the same bytes, best of
  * REPS passes, printed next to baselines measured in the same process.
  *   pii_bench engines CORPUS   vectorscan vs PCRE2-JIT on the built-in patterns
- *   pii_bench pii CORPUS       the engine: detection, mask, mask+unmask */
+ *   pii_bench pii CORPUS       the engine: detection, mask, mask+unmask
+ *   pii_bench spans CORPUS     every span found (message start length type), to diff two trees
+ *   pii_bench request BODY     sw_pii_scan_request on one JSON body, 1000 times */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <hs/hs.h>
+#include <jansson.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "pii/detect.h"
+#include "pii/map.h"
 #include "pii/pii.h"
 
 #define REPS 5
@@ -289,11 +293,27 @@ static void p_mask(void *ud)
     }
 }
 
+/* Placeholder-shaped text already in the message ("[EMAIL_1]" in the docs)
+ * is reserved before masking, as the request path does (mask.c,
+ * reserve_field): never issued, never "restored". */
+static void reserve_present(struct sw_pii_map *m, const char *t, size_t len)
+{
+    for (const char *b = t; (b = memchr(b, '[', (size_t)(t + len - b))); b++) {
+        size_t i = (size_t)(b - t), j = i + 1;
+        while (j < len && j - i < SW_PII_MAX_PLACEHOLDER && sw_pii_ph_char((unsigned char)t[j]))
+            j++;
+        if (j < len && t[j] == ']' && j > i + 1 && j + 1 - i <= SW_PII_MAX_PLACEHOLDER &&
+            sw_pii_map_reserve(m, b, j + 1 - i))
+            exit(3);
+    }
+}
+
 static void p_mask_unmask(void *ud)
 {
     struct eng_ctx *c = ud;
     for (size_t i = 0; i < n_msgs; i++) {
         struct sw_pii_map *m = sw_pii_map_new();
+        reserve_present(m, msgs[i].p, msgs[i].n);
         sw_buf_reset(&c->masked);
         sw_buf_reset(&c->restored);
         if (sw_pii_mask_text(c->e, m, msgs[i].p, msgs[i].n, &c->masked, NULL) ||
@@ -349,12 +369,65 @@ static int count(void)
     return 0;
 }
 
+/* Every span of every message (message, start, length, type), to compare
+ * two versions of the detector on the whole corpus: diff their outputs. */
+struct dump_ctx { size_t msg; };
+
+static int on_dump(void *ud, const struct sw_pii_span *sp)
+{
+    printf("%zu %zu %zu %d\n", ((struct dump_ctx *)ud)->msg, sp->start, sp->len, sp->type);
+    return 0;
+}
+
+static int spans(void)
+{
+    struct sw_pii_engine *e;
+    char err[256];
+    if (sw_pii_engine_new(NULL, 0, &e, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    struct dump_ctx d;
+    for (d.msg = 0; d.msg < n_msgs; d.msg++)
+        if (sw_pii_scan_text(e, msgs[d.msg].p, msgs[d.msg].n, on_dump, &d))
+            return 3;
+    sw_pii_engine_free(e);
+    return 0;
+}
+
+/* sw_pii_scan_request on one request body (bench/chat-1k.json), 1000 times,
+ * for an instruction count per request (bench/pii_instr.sh). */
+static int request(const char *path)
+{
+    struct sw_pii_engine *e;
+    char err[256];
+    json_error_t je;
+    json_t *body = json_load_file(path, 0, &je);
+    if (!body || sw_pii_engine_new(NULL, 0, &e, err, sizeof err)) {
+        fprintf(stderr, "%s\n", body ? err : je.text);
+        return 1;
+    }
+    struct sw_pii_counts counts;
+    for (int i = 0; i < 1000; i++)
+        if (sw_pii_scan_request(e, body, &counts))
+            return 3;
+    printf("1000 requests, %u entities each\n", (unsigned)counts.total);
+    json_decref(body);
+    sw_pii_engine_free(e);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "engines") && strcmp(argv[1], "pii") && strcmp(argv[1], "count"))) {
-        fprintf(stderr, "usage: %s engines|pii|count CORPUS\n", argv[0]);
+    if (argc != 3 || (strcmp(argv[1], "engines") && strcmp(argv[1], "pii") && strcmp(argv[1], "count") &&
+                      strcmp(argv[1], "spans") && strcmp(argv[1], "request"))) {
+        fprintf(stderr, "usage: %s engines|pii|count|spans CORPUS | request BODY.json\n", argv[0]);
         return 2;
     }
+    if (!strcmp(argv[1], "request"))
+        return request(argv[2]);
     load(argv[2]);
+    if (!strcmp(argv[1], "spans"))
+        return spans();
     return !strcmp(argv[1], "engines") ? engines() : !strcmp(argv[1], "count") ? count() : pii();
 }

@@ -1,9 +1,13 @@
-/* Detection: one vectorscan database (SOM leftmost) finds candidates, a C
+/* Detection: vectorscan (SOM leftmost) finds candidates, the digit patterns
+ * only on the text's runs of digits and separators (found in C); a C
  * refiner per pattern kind fixes the span and validates it, overlapping
  * results are merged. See pii.h and docs/internals/pii.md. */
 #include "pii/pii.h"
 
 #include <hs/hs.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -101,10 +105,30 @@ static const char *const builtin_names[SW_PII_CUSTOM_BASE] = {
 
 enum validator { V_NONE, V_LUHN, V_MOD97, V_ELFPROEF };
 
+/* The digit patterns: every match of one lies inside a run of digits and
+ * the separators " ().-/+" (with at most the byte before the run, a boundary
+ * byte or the X/Y/Z of a NIE, and the byte after it, a DNI's letter), and
+ * every match that can be accepted has at least 7 digits, or 4 and three
+ * dots (an IPv4 address). */
+static bool digit_kind(int kind)
+{
+    switch (kind) {
+    case K_PHONE_INTL: case K_PHONE_NAT: case K_PHONE_IDD: case K_PHONE_ES: case K_PHONE_IT:
+    case K_PHONE_US: case K_CARD: case K_NINE: case K_DNI: case K_RRN: case K_SSN: case K_IPV4:
+        return true;
+    default:
+        return false;
+    }
+}
+
+
 #define SCRATCH_POOL 16
 
 struct sw_pii_engine {
-    hs_database_t *db;
+    hs_database_t *db;          /* all but the digit patterns and the IBAN trigger */
+    hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
+    unsigned iban_id;           /* the IBAN trigger's pattern, found in C (digit_runs()) */
+    unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_triggers()) */
     size_t n_pat;
     struct pattern *pat;        /* n_pat: builtin then one per custom type */
     int n_types;
@@ -170,9 +194,9 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     pthread_mutex_init(&e->lock, NULL);
     e->n_pat = N_BUILTIN + n_custom;
     e->pat = calloc(e->n_pat, sizeof *e->pat);
-    res = calloc(e->n_pat, sizeof *res);
-    flags = calloc(e->n_pat, sizeof *flags);
-    ids = calloc(e->n_pat, sizeof *ids);
+    res = calloc(e->n_pat + 1, sizeof *res);
+    flags = calloc(e->n_pat + 1, sizeof *flags);
+    ids = calloc(e->n_pat + 1, sizeof *ids);
     if (!e->pat || !res || !flags || !ids)
         goto fail;
     e->n_types = SW_PII_CUSTOM_BASE + (int)n_custom;
@@ -234,14 +258,25 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         }
         e->tags[t][k] = '\0';
     }
+    /* Two databases: the digit patterns only ever match inside a run of
+     * digits and separators, so they are scanned only on those runs, found
+     * in C (digit_runs(), which also finds the IBAN trigger: two letters and
+     * two digits start such a run); everything else and the custom types
+     * scan the whole text. */
+    unsigned nm = 0, nd = 0;
     for (size_t i = 0; i < e->n_pat; i++) {
-        res[i] = e->pat[i].re;
-        flags[i] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
-        ids[i] = (unsigned)i;
+        if (e->pat[i].kind == K_IBAN)
+            e->iban_id = (unsigned)i;
+        if (e->pat[i].kind == K_IPV6)
+            e->ipv6_id = (unsigned)i;
+        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN && e->pat[i].kind != K_IPV6) {
+            res[nm] = e->pat[i].re;
+            flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+            ids[nm++] = (unsigned)i;
+        }
     }
-    if (hs_compile_multi(res, flags, ids, (unsigned)e->n_pat, HS_MODE_BLOCK, NULL, &e->db,
-                         &cerr) != HS_SUCCESS) {
-        int bad = cerr ? cerr->expression : -1;
+    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->db, &cerr) != HS_SUCCESS) {
+        int bad = cerr && cerr->expression >= 0 ? (int)ids[cerr->expression] : -1;
         if (bad >= (int)N_BUILTIN)
             rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
                          e->names[e->pat[bad].type], cerr->message);
@@ -251,7 +286,21 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         hs_free_compile_error(cerr);
         goto fail;
     }
-    if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS)
+    for (size_t i = 0; i < N_BUILTIN; i++)
+        if (digit_kind(e->pat[i].kind)) {
+            res[nd] = e->pat[i].re;
+            flags[nd] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+            ids[nd++] = (unsigned)i;
+        }
+    if (hs_compile_multi(res, flags, ids, nd, HS_MODE_BLOCK, NULL, &e->ddb, &cerr) != HS_SUCCESS) {
+        rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+                     cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        goto fail;
+    }
+    /* one scratch serves both databases */
+    if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS ||
+        hs_alloc_scratch(e->ddb, &e->proto) != HS_SUCCESS)
         goto fail;
     /* libphonenumber loads its metadata on first use (tens of millions of
      * instructions): here, not in the first request's scan */
@@ -307,6 +356,7 @@ void sw_pii_engine_free(struct sw_pii_engine *e)
         hs_free_scratch(e->pool[i]);
     hs_free_scratch(e->proto);
     hs_free_database(e->db);
+    hs_free_database(e->ddb);
     pthread_mutex_destroy(&e->lock);
     free(e->pat);
     free(e);
@@ -381,10 +431,15 @@ struct scan {
     size_t len;
     struct cand { unsigned id; size_t s, e; } *c;
     size_t n, cap;
-    size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
+    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM]; /* per pattern: index+1 of its latest candidate, 0 none */
+    struct cand cbuf[32];       /* the first candidates and spans: no allocation for most texts */
+    struct sw_pii_span spbuf[16];
     bool full;
     struct sw_pii_span *sp;
     size_t nsp, capsp;
+    size_t off;                 /* offset of the scanned window in t (digit runs) */
+    struct win { size_t s, e; } *w;     /* digit runs to scan with the digit patterns */
+    size_t nw, capw;
     bool later;                 /* the refiner rejected a "later group" (retried, see scan_raw) */
     bool later_ok;              /* retrying: the digits before are an entity of their own */
 };
@@ -1308,7 +1363,7 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     struct scan *sc = ctx;
     (void)flags;
     const struct pattern *p = &sc->e->pat[id];
-    size_t s = (size_t)from, e = (size_t)to;
+    size_t s = (size_t)from + sc->off, e = (size_t)to + sc->off;
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
         expand(sc, p->kind == K_IPV6, &s, &e);
@@ -1340,12 +1395,14 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
             return 1;
         }
         size_t nc = sc->cap ? sc->cap * 2 : 64;
-        struct cand *c = realloc(sc->c, nc * sizeof *c);
+        struct cand *c = sc->c == sc->cbuf ? malloc(nc * sizeof *c) : realloc(sc->c, nc * sizeof *c);
         if (!c) {
             sc->full = false;
             sc->cap = 0;        /* marks ENOMEM */
             return 1;
         }
+        if (sc->c == sc->cbuf)
+            memcpy(c, sc->cbuf, sizeof sc->cbuf);
         sc->c = c;
         sc->cap = nc;
     }
@@ -1354,13 +1411,152 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     return 0;
 }
 
+/* Byte classes of a digit run: digits, the dot, other separators. */
+enum { RC_NONE, RC_SEP, RC_DOT, RC_DIGIT };
+static const unsigned char run_class[256] = {
+    [' '] = RC_SEP, ['('] = RC_SEP, [')'] = RC_SEP, ['-'] = RC_SEP, ['/'] = RC_SEP,
+    ['+'] = RC_SEP, ['.'] = RC_DOT,
+    ['0'] = RC_DIGIT, ['1'] = RC_DIGIT, ['2'] = RC_DIGIT, ['3'] = RC_DIGIT, ['4'] = RC_DIGIT,
+    ['5'] = RC_DIGIT, ['6'] = RC_DIGIT, ['7'] = RC_DIGIT, ['8'] = RC_DIGIT, ['9'] = RC_DIGIT,
+};
+
+/* The offset of the first digit at or after i, or len. */
+static inline size_t next_digit(const unsigned char *t, size_t i, size_t len)
+{
+#ifdef __SSE2__
+    const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
+    for (; i + 16 <= len; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
+        /* signed compares: bytes >= 0x80 are negative, never digits */
+        unsigned m = (unsigned)_mm_movemask_epi8(
+            _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi)));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+#else
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w, x;
+        memcpy(&w, t + i, 8);
+        x = w & 0x7f7f7f7f7f7f7f7full;
+        /* bit 7 of each byte: x >= '0' and not x > '9' and not w >= 0x80 */
+        if ((x + 0x5050505050505050ull) & ~(x + 0x4646464646464646ull) & ~w & 0x8080808080808080ull)
+            break;
+    }
+#endif
+    while (i < len && !is_digit(t[i]))
+        i++;
+    return i;
+}
+
+/* The runs of digits and separators (run_class) in the text: each with
+ * enough digits for an entity is kept, one byte more on each side, for the
+ * digit patterns (scan_raw). A run that starts with two digits right after
+ * two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters end the
+ * previous run). Digit-free stretches are skipped 16 bytes at a time. */
+static int digit_runs(struct scan *sc)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0, prev = 0;
+    while ((i = next_digit(t, i, len)) < len) {
+        size_t s = i, e = i + 1;
+        int nd = 1, dots = 0;
+        while (s > prev && run_class[t[s - 1]]) {
+            s--;
+            dots += run_class[t[s]] == RC_DOT;      /* no digit before i */
+        }
+        for (unsigned c; e < len && (c = run_class[t[e]]); e++) {
+            nd += c == RC_DIGIT;
+            dots += c == RC_DOT;
+        }
+        prev = i = e;
+        if (e - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
+            is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
+            return 1;
+        if (nd < 7 && (nd < 4 || dots < 3))
+            continue;
+        if (s > 0)
+            s--;
+        if (e < len)
+            e++;
+        if (sc->nw && sc->w[sc->nw - 1].e >= s) {
+            sc->w[sc->nw - 1].e = e;    /* one byte apart: one window */
+            continue;
+        }
+        if (sc->nw == sc->capw) {
+            size_t nc = sc->capw ? sc->capw * 2 : 16;
+            struct win *w = realloc(sc->w, nc * sizeof *w);
+            if (!w)
+                return 1;               /* not full: ENOMEM */
+            sc->w = w;
+            sc->capw = nc;
+        }
+        sc->w[sc->nw++] = (struct win){s, e};
+    }
+    return 0;
+}
+
+/* The IPv6 trigger ::[0-9A-Fa-f]|[0-9A-Fa-f]::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:
+ * as vectorscan reports it with the leftmost start (each end once, in
+ * increasing order), found from the text's colons: a colon c ends the
+ * second or third alternative (the third, when it matches, starts further
+ * left) at c+1, and ends "::h" at c+2 when it is the second colon. */
+static int ipv6_triggers(struct scan *sc)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0;
+    unsigned id = sc->e->ipv6_id;
+    for (;;) {
+#ifdef __SSE2__
+        const __m128i colon = _mm_set1_epi8(':');
+        while (i + 16 <= len) {
+            unsigned m = (unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(t + i)), colon));
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                break;
+            }
+            i += 16;
+        }
+#endif
+        const unsigned char *p = i < len ? memchr(t + i, ':', len - i) : NULL;
+        if (!p)
+            return 0;
+        size_t c = (size_t)(p - t), s = 0;
+        bool hit = false;
+        for (size_t k = 4; k >= 1 && !hit; k--) {
+            if (c < k + 2 || t[c - k - 1] != ':' || !is_hex(t[c - k - 2]))
+                continue;
+            size_t h = 0;
+            while (h < k && is_hex(t[c - 1 - h]))
+                h++;
+            if (h == k) {
+                hit = true;
+                s = c - k - 2;
+            }
+        }
+        if (!hit && c >= 2 && t[c - 1] == ':' && is_hex(t[c - 2])) {
+            hit = true;
+            s = c - 2;
+        }
+        if (hit && on_match(id, s, c + 1, 0, sc))
+            return 1;
+        if (c >= 1 && t[c - 1] == ':' && c + 1 < len && is_hex(t[c + 1]) &&
+            on_match(id, c - 1, c + 2, 0, sc))
+            return 1;
+        i = c + 1;
+    }
+}
+
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
 {
     if (sc->nsp == sc->capsp) {
         size_t nc = sc->capsp ? sc->capsp * 2 : 32;
-        struct sw_pii_span *n = realloc(sc->sp, nc * sizeof *n);
+        struct sw_pii_span *n = sc->sp == sc->spbuf ? malloc(nc * sizeof *n)
+                                                     : realloc(sc->sp, nc * sizeof *n);
         if (!n)
             return SW_ENOMEM;
+        if (sc->sp == sc->spbuf)
+            memcpy(n, sc->spbuf, sizeof sc->spbuf);
         sc->sp = n;
         sc->capsp = nc;
     }
@@ -1390,13 +1586,22 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         return SW_OK;
     if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
         return SW_ETOOBIG;
-    sc.last = calloc(e->n_pat, sizeof *sc.last);
+    sc.c = sc.cbuf;
+    sc.cap = sizeof sc.cbuf / sizeof sc.cbuf[0];
+    sc.sp = sc.spbuf;
+    sc.capsp = sizeof sc.spbuf / sizeof sc.spbuf[0];
     scratch = scratch_get(me);
-    if (!sc.last || !scratch) {
+    if (!scratch) {
         rc = SW_ENOMEM;
         goto done;
     }
     hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
+    if (hr == HS_SUCCESS && (digit_runs(&sc) || ipv6_triggers(&sc)))
+        hr = HS_SCAN_TERMINATED;
+    for (size_t i = 0; hr == HS_SUCCESS && i < sc.nw; i++) {
+        sc.off = sc.w[i].s;
+        hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[i].e - sc.off), 0, scratch, on_match, &sc);
+    }
     if (hr == HS_SCAN_TERMINATED) {
         rc = sc.full ? SW_ETOOBIG : SW_ENOMEM;
         goto done;
@@ -1472,9 +1677,11 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
 done:
     if (scratch)
         scratch_put(me, scratch);
-    free(sc.last);
-    free(sc.c);
-    free(sc.sp);
+    free(sc.w);
+    if (sc.c != sc.cbuf)
+        free(sc.c);
+    if (sc.sp != sc.spbuf)
+        free(sc.sp);
     return rc;
 }
 

@@ -2,6 +2,7 @@
  * response shapes. See pii.h. */
 #include "pii/mask.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,55 +338,97 @@ struct walk_fns {
     int (*key)(void *ud, const char *key, size_t len);
 };
 
+/* The lists above as a tree of path segments, built once: the walk keeps
+ * the node its path has reached (one step per level, among a node's few
+ * children), so a string value is classified by one lookup, with no string
+ * built or split per value. */
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+enum { END_NONE, END_SKIP, END_JSON, END_BIN, END_IMG };
+#define PATH_NODES 96
+
+struct pnode {
+    const char *seg;            /* NULL: "*", any array index */
+    size_t len;
+    int end;                    /* END_*: a listed path ends here */
+    int child, next;            /* first child, next sibling; -1 none */
+};
+static struct pnode pnodes[PATH_NODES];
+static int n_pnodes;
+static pthread_once_t pnodes_once = PTHREAD_ONCE_INIT;
+
+static int pnode_child(int n, const char *k, size_t klen)
+{
+    for (int c = pnodes[n].child; c >= 0; c = pnodes[c].next)
+        if (pnodes[c].seg ? (k && klen == pnodes[c].len && !memcmp(k, pnodes[c].seg, klen))
+                          : !k)
+            return c;
+    return -1;
+}
+
+static void pnodes_add(const char *path, int end)
+{
+    int n = 0;
+    for (const char *p = path;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        bool any = len == 1 && p[0] == '*';
+        int c = pnode_child(n, any ? NULL : p, len);
+        if (c < 0) {
+            if (n_pnodes == PATH_NODES)
+                abort();        /* fixed lists (53 nodes): never at run time */
+            c = n_pnodes++;
+            pnodes[c] = (struct pnode){any ? NULL : p, len, END_NONE, -1, pnodes[n].child};
+            pnodes[n].child = c;
+        }
+        n = c;
+        if (!dot)
+            break;
+        p = dot + 1;
+    }
+    pnodes[n].end = end;
+}
+
+static void pnodes_init(void)
+{
+    pnodes[0] = (struct pnode){NULL, 0, END_NONE, -1, -1};     /* the root */
+    n_pnodes = 1;
+    for (size_t i = 0; i < N_OF(skip_paths); i++)
+        pnodes_add(skip_paths[i], END_SKIP);
+    for (size_t i = 0; i < N_OF(json_text_paths); i++)
+        pnodes_add(json_text_paths[i], END_JSON);
+    for (size_t i = 0; i < N_OF(binary_paths); i++)
+        pnodes_add(binary_paths[i], END_BIN);
+    for (size_t i = 0; i < N_OF(image_url_paths); i++)
+        pnodes_add(image_url_paths[i], END_IMG);
+}
+
 struct walk {
     const struct walk_fns *fns;
     void *ud;
     size_t depth;
-    struct { const char *k; size_t len; } seg[WALK_MAX_DEPTH];  /* k NULL: an array index */
+    int node[WALK_MAX_DEPTH + 1];   /* per depth: the tree node its path reached, -1 none */
 };
 
-static bool path_is(const struct walk *w, const char *pat)
+/* One level down, under key k (NULL: an array index). */
+static void descend(struct walk *w, const char *k, size_t klen)
 {
-    size_t d = 0;
-    for (const char *p = pat;; d++) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (d >= w->depth)
-            return false;
-        if (n == 1 && p[0] == '*') {
-            if (w->seg[d].k)
-                return false;
-        } else if (!w->seg[d].k || w->seg[d].len != n || memcmp(w->seg[d].k, p, n) != 0) {
-            return false;
-        }
-        if (!dot)
-            return d + 1 == w->depth;
-        p = dot + 1;
-    }
+    int n = w->node[w->depth];
+    w->node[++w->depth] = n < 0 ? -1 : pnode_child(n, k, klen);
 }
-
-static bool path_in(const struct walk *w, const char *const *list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (path_is(w, list[i]))
-            return true;
-    return false;
-}
-
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static enum field_kind classify(const struct walk *w, const json_t *str)
 {
-    if (path_in(w, skip_paths, N_OF(skip_paths)))
-        return FIELD_SKIP;
-    if (path_in(w, json_text_paths, N_OF(json_text_paths)))
-        return FIELD_JSON_TEXT;
-    if (path_in(w, binary_paths, N_OF(binary_paths)))
-        return FIELD_BINARY;
-    if (path_in(w, image_url_paths, N_OF(image_url_paths)) && json_string_length(str) >= 5 &&
-        !strncasecmp(json_string_value(str), "data:", 5))
-        return FIELD_BINARY;
-    return FIELD_TEXT;
+    int n = w->node[w->depth];
+    switch (n < 0 ? END_NONE : pnodes[n].end) {
+    case END_SKIP: return FIELD_SKIP;
+    case END_JSON: return FIELD_JSON_TEXT;
+    case END_BIN: return FIELD_BINARY;
+    case END_IMG:
+        if (json_string_length(str) >= 5 && !strncasecmp(json_string_value(str), "data:", 5))
+            return FIELD_BINARY;
+        return FIELD_TEXT;
+    default: return FIELD_TEXT;
+    }
 }
 
 static int walk_value(struct walk *w, json_t *v)
@@ -411,9 +454,7 @@ static int walk_value(struct walk *w, json_t *v)
         json_object_keylen_foreach(v, key, klen, val) {
             if (w->fns->key && (rc = w->fns->key(w->ud, key, klen)))
                 return rc;
-            w->seg[w->depth].k = key;
-            w->seg[w->depth].len = klen;
-            w->depth++;
+            descend(w, key, klen);
             rc = walk_value(w, val);
             w->depth--;
             if (rc)
@@ -423,9 +464,7 @@ static int walk_value(struct walk *w, json_t *v)
         size_t i;
         json_t *val;
         json_array_foreach(v, i, val) {
-            w->seg[w->depth].k = NULL;
-            w->seg[w->depth].len = 0;
-            w->depth++;
+            descend(w, NULL, 0);
             rc = walk_value(w, val);
             w->depth--;
             if (rc)
@@ -440,9 +479,11 @@ static int walk_request(json_t *body, const struct walk_fns *fns, void *ud)
     struct walk *w = malloc(sizeof *w);
     if (!w)
         return SW_ENOMEM;
+    pthread_once(&pnodes_once, pnodes_init);
     w->fns = fns;
     w->ud = ud;
     w->depth = 0;
+    w->node[0] = 0;
     int rc = walk_value(w, body);
     free(w);
     return rc;

@@ -28,6 +28,10 @@ bool sw_pii_phone_possible(const char *s, size_t len, const char (*regions)[3], 
  * -1: the region has none and libphonenumber decides), with *lib set to
  * libphonenumber's own IsValidNumberForRegion. For tests: the two agree. */
 int sw_pii_phone_rules_vs_lib(const char *region, const char *nsn, int *lib);
+/* Whether s[0..len) ('+' and digits with " ().-/") is a possible number by
+ * the direct check sw_pii_phone_valid uses (1 or 0, -1: Parse decides), with
+ * *parse set to libphonenumber's Parse + IsPossibleNumber. For tests. */
+int sw_pii_phone_intl_vs_parse(const char *s, size_t len, int *parse);
 
 #ifdef __cplusplus
 }

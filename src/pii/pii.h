@@ -3,9 +3,10 @@
  * whole or streamed. Pure: no I/O, no clock, no logging (the values must never
  * reach a log; nothing here logs).
  *
- * Detection is two stages (docs/internals/pii.md): one vectorscan database of
- * every pattern, compiled with HS_FLAG_SOM_LEFTMOST, finds candidate spans in a
- * single pass; a C refiner per type then fixes the exact span and checks what
+ * Detection is two stages (docs/internals/pii.md): vectorscan databases
+ * compiled with HS_FLAG_SOM_LEFTMOST find candidate spans (one pass over the
+ * text; the digit patterns only over its runs of digits and separators, found
+ * in C); a C refiner per type then fixes the exact span and checks what
  * a regex cannot (Luhn, mod-97 with the country's length, 11-proef, SSN area
  * rules, IPv4 octets, IPv6 syntax, boundaries, context words, randomness of a
  * key). Overlapping accepted spans are merged (the union is masked; the type is

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/err.h"
 
@@ -203,8 +206,18 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
                 break;
             memcpy(v->t + v->len, t + i, j - i);
             uint32_t *os = v->os + v->len, *oe = v->oe + v->len;
-            uint32_t k0 = (uint32_t)i;
-            for (uint32_t k = 0; k < (uint32_t)(j - i); k++) {
+            uint32_t k0 = (uint32_t)i, n = (uint32_t)(j - i), k = 0;
+#ifdef __SSE2__
+            /* four offsets a store: the run's bytes are i, i+1, ... */
+            __m128i o = _mm_add_epi32(_mm_set1_epi32((int)k0), _mm_setr_epi32(0, 1, 2, 3));
+            const __m128i four = _mm_set1_epi32(4), one = _mm_set1_epi32(1);
+            for (; k + 4 <= n; k += 4) {
+                _mm_storeu_si128((__m128i *)(os + k), o);
+                _mm_storeu_si128((__m128i *)(oe + k), _mm_add_epi32(o, one));
+                o = _mm_add_epi32(o, four);
+            }
+#endif
+            for (; k < n; k++) {
                 os[k] = k0 + k;
                 oe[k] = k0 + k + 1;
             }

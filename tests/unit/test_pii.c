@@ -856,6 +856,49 @@ static void test_phone_rules_match_libphonenumber(void **state)
     assert_true(valid > 1000);      /* the sample reaches valid numbers of every kind */
 }
 
+/* International numbers ('+' or 00 written as +) are checked without
+ * libphonenumber's Parse where Parse would strip no national prefix; the
+ * direct check must give Parse + IsPossibleNumber's answer whenever it
+ * answers. Random country codes (valid and not), lengths, separators and
+ * trunk prefixes. */
+static void test_phone_intl_matches_parse(void **state)
+{
+    (void)state;
+    static const char *const ccs[] = {"1", "7", "20", "31", "32", "33", "34", "39", "44", "49",
+                                      "52", "54", "55", "61", "81", "86", "91", "351", "353",
+                                      "358", "380", "800", "882", "979", "28", "42", "999"};
+    static const char seps[] = " .-/()";
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    int answered = 0, possible = 0, disagree = 0;
+    for (int k = 0; k < 20000; k++) {
+        char b[64];
+        size_t n = 0;
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        const char *cc = ccs[x % (sizeof ccs / sizeof ccs[0])];
+        b[n++] = '+';
+        for (const char *c = cc; *c; c++)
+            b[n++] = *c;
+        int digits = 4 + (int)((x >> 8) % 14), trunk = (x >> 16) % 4 == 0;
+        for (int i = 0; i < digits; i++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            if (x % 4 == 0)
+                b[n++] = seps[(x >> 4) % (sizeof seps - 1)];
+            b[n++] = (char)('0' + (i == 0 && trunk ? 0 : (int)((x >> 12) % 10)));
+        }
+        int parse = -1, fast = sw_pii_phone_intl_vs_parse(b, n, &parse);
+        assert_int_not_equal(parse, -1);
+        if (fast < 0)
+            continue;
+        answered++;
+        possible += fast;
+        if (fast != parse && disagree++ < 5)
+            fprintf(stderr, "%.*s: direct %d, Parse %d\n", (int)n, b, fast, parse);
+    }
+    assert_int_equal(disagree, 0);
+    assert_true(answered > 10000);      /* the direct check answers most */
+    assert_true(possible > 2000);       /* and the sample reaches possible numbers */
+}
+
 static void test_national_ids(void **state)
 {
     (void)state;
@@ -1167,6 +1210,7 @@ int main(void)
         cmocka_unit_test(test_detect_table),
         cmocka_unit_test(test_validators),
         cmocka_unit_test(test_phone_rules_match_libphonenumber),
+        cmocka_unit_test(test_phone_intl_matches_parse),
         cmocka_unit_test(test_engine_errors),
         cmocka_unit_test(test_mask_stable),
         cmocka_unit_test(test_map_bound),
