@@ -353,6 +353,10 @@ struct sw_declog {
     uint64_t lines;
     uint64_t errors;
     bool failing;           /* the last write failed: log again only on recovery */
+    void (*schedule)(void *);   /* batching on: asks the owner for a flush */
+    void *schedule_ud;
+    struct sw_buf pend;         /* batched lines not written yet, each ending in "\n" */
+    uint64_t pend_lines;
 };
 
 static int open_append(const char *path)
@@ -385,6 +389,7 @@ int sw_declog_reopen(struct sw_declog *d)
 {
     if (!d || !d->path)
         return SW_OK;
+    sw_declog_flush(d); /* what was logged before goes to the file it was logged to */
     int fd = open_append(d->path);
     if (fd < 0) {
         sw_warn("decision log: cannot reopen %s: %s; keeping the old file", d->path,
@@ -410,21 +415,11 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-int sw_declog_write(struct sw_declog *d, const char *line)
+/* The outcome of writing n lines: counted, and logged when it changes. */
+static int written(struct sw_declog *d, int e, uint64_t n)
 {
-    if (!d || !line)
-        return SW_EINVAL;
-    size_t n = strlen(line);
-    char *buf = malloc(n + 1);
-    int e = ENOMEM;
-    if (buf) {
-        memcpy(buf, line, n);
-        buf[n] = '\n';
-        e = write_all(d->fd, buf, n + 1);
-        free(buf);
-    }
     if (e) {
-        d->errors++;
+        d->errors += n;
         if (!d->failing)
             sw_warn("decision log: write to %s failed: %s; lines are dropped (counted) "
                     "until it works again",
@@ -436,8 +431,64 @@ int sw_declog_write(struct sw_declog *d, const char *line)
         sw_info("decision log: writing to %s again after %llu lost lines",
                 d->path ? d->path : "stdout", (unsigned long long)d->errors);
     d->failing = false;
-    d->lines++;
+    d->lines += n;
     return SW_OK;
+}
+
+int sw_declog_write(struct sw_declog *d, const char *line)
+{
+    if (!d || !line)
+        return SW_EINVAL;
+    size_t n = strlen(line);
+    if (d->schedule) {
+        bool was_empty = d->pend.len == 0;
+        if (!was_empty && d->pend.len + n + 1 > SW_DECLOG_BATCH_MAX)
+            sw_declog_flush(d), was_empty = true;
+        if (sw_buf_append(&d->pend, line, n) == SW_OK) {
+            if (sw_buf_append(&d->pend, "\n", 1) == SW_OK) {
+                d->pend_lines++;
+                if (d->pend.len >= SW_DECLOG_BATCH_MAX)
+                    return sw_declog_flush(d);
+                if (was_empty)
+                    d->schedule(d->schedule_ud);
+                return SW_OK;
+            }
+            d->pend.len -= n; /* no half line stays behind */
+            d->pend.ptr[d->pend.len] = '\0';
+        }
+        return written(d, ENOMEM, 1);
+    }
+    char *buf = malloc(n + 1);
+    int e = ENOMEM;
+    if (buf) {
+        memcpy(buf, line, n);
+        buf[n] = '\n';
+        e = write_all(d->fd, buf, n + 1);
+        free(buf);
+    }
+    return written(d, e, 1);
+}
+
+void sw_declog_batch(struct sw_declog *d, void (*schedule)(void *ud), void *ud)
+{
+    if (!d)
+        return;
+    sw_declog_flush(d);
+    d->schedule = schedule;
+    d->schedule_ud = ud;
+    /* a whole line fits whatever is buffered before it (flushed past the batch size) */
+    sw_buf_init(&d->pend, SW_DECLOG_BATCH_MAX + SW_DECLOG_MAX_LINE + 1);
+}
+
+int sw_declog_flush(struct sw_declog *d)
+{
+    if (!d || !d->pend.len)
+        return SW_OK;
+    int e = write_all(d->fd, d->pend.ptr, d->pend.len);
+    uint64_t n = d->pend_lines;
+    d->pend_lines = 0;
+    sw_buf_reset(&d->pend);
+    return written(d, e, n);
 }
 
 uint64_t sw_declog_lines(const struct sw_declog *d)
@@ -454,6 +505,8 @@ void sw_declog_close(struct sw_declog *d)
 {
     if (!d)
         return;
+    sw_declog_flush(d);
+    sw_buf_free(&d->pend);
     if (d->path)
         close(d->fd);
     free(d->path);
