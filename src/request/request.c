@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/err.h"
 #include "common/satmath.h"
 
@@ -230,16 +231,45 @@ static void join(char *out, size_t size, const char *base, const char *fmt, ...)
 
 static void join(char *out, size_t size, const char *base, const char *fmt, ...)
 {
+    /* base, then fmt, whose only conversions are %s and %zu: no printf, as
+     * this runs several times per message. */
+    size_t n = 0;
+    bool cut = false;
     va_list ap;
-    int n = snprintf(out, size, "%s", base), m = 0;
+    const char *s = base;
+    size_t len = strlen(base);
+    char digits[24];
 
-    if (n >= 0 && (size_t)n < size) {
-        va_start(ap, fmt);
-        m = vsnprintf(out + n, size - (size_t)n, fmt, ap);
-        va_end(ap);
+    va_start(ap, fmt);
+    for (;;) {
+        size_t room = size - 1 - n;
+        if (len > room) {
+            len = room;
+            cut = true;
+        }
+        memcpy(out + n, s, len);
+        n += len;
+        if (!*fmt || cut)
+            break;
+        if (fmt[0] == '%' && fmt[1] == 's') {
+            s = va_arg(ap, const char *);
+            len = strlen(s);
+            fmt += 2;
+        } else if (fmt[0] == '%' && fmt[1] == 'z' && fmt[2] == 'u') {
+            s = digits;
+            len = sw_fmt_u64(digits, va_arg(ap, size_t), 10, 1);
+            fmt += 3;
+        } else {
+            s = fmt;
+            len = strcspn(fmt, "%");
+            len += len == 0; /* a lone '%' stays as it is */
+            fmt += len;
+        }
     }
-    if (n < 0 || m < 0 || (size_t)n + (size_t)m >= size)
-        out[utf8_trim(out, strlen(out))] = '\0';     /* cut: not in a character */
+    va_end(ap);
+    out[n] = '\0';
+    if (cut)
+        out[utf8_trim(out, n)] = '\0';     /* cut: not in a character */
 }
 
 /* Optional members: absent and null are the same. */
