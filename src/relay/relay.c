@@ -1877,7 +1877,9 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     p->deadline_ms = facts->deadline_ms;
     p->out = out;
     p->retry_after_s = -1;
-    snprintf(p->id, sizeof p->id, "%s", request_id);
+    size_t id_len = strnlen(request_id, sizeof p->id - 1);
+    memcpy(p->id, request_id, id_len);
+    p->id[id_len] = '\0';
     p->anth_client = p->chat.dialect == SW_DIALECT_ANTHROPIC;
     sw_buf_init(&p->aout, SSE_EVENT_MAX * 4);
     sw_buf_init(&p->resp, ERROR_BODY_MAX);
