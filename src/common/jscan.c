@@ -96,6 +96,10 @@ static bool string(struct scan *s, bool key)
                 break;
             s->p += 8;
         }
+        /* Then the plain bytes before the one that stopped it, one by one
+         * (not eight at a time again for each: short strings are most keys). */
+        while (s->p < s->end && *s->p >= 0x20 && *s->p < 0x80 && *s->p != '"' && *s->p != '\\')
+            s->p++;
         if (s->p == s->end)
             break;
         unsigned c = *s->p;
