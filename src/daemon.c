@@ -130,6 +130,7 @@ struct daemon {
     struct sw_front *front;
     struct sw_obs_sinks obs;
     struct event *drain_timer, *watch_timer;
+    struct event *declog_flush;     /* writes the decision log's batch, once per loop turn */
     struct stat seen;               /* the config file as last loaded */
     long drain_timeout_ms;
     int signals;
@@ -224,6 +225,22 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
     return SW_OK;
 }
 
+static void on_declog_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct daemon *d = arg;
+    sw_declog_flush(d->obs.log);
+}
+
+/* A decision-log line was buffered: written once the callbacks active in
+ * this turn of the loop have run. */
+static void schedule_declog_flush(void *arg)
+{
+    struct daemon *d = arg;
+    event_active(d->declog_flush, EV_TIMEOUT, 0);
+}
+
 static void on_sighup(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
@@ -306,7 +323,10 @@ int sw_daemon_run(const char *config_path)
     d.obs.log = sw_declog_open(cfg->decision_log ? cfg->decision_log : "-");
     d.obs.ring = sw_declog_ring_new(1000);
     sw_spill_init(&d.obs.spill);
-    if (!d.obs.metrics || !d.obs.log || !d.obs.ring) {
+    d.declog_flush = event_new(d.base, -1, 0, on_declog_flush, &d);
+    if (d.declog_flush && d.obs.log)
+        sw_declog_batch(d.obs.log, schedule_declog_flush, &d);
+    if (!d.obs.metrics || !d.obs.log || !d.obs.ring || !d.declog_flush) {
         sw_error("cannot open the decision log %s or allocate the metrics",
                  cfg->decision_log ? cfg->decision_log : "-");
         goto out;
@@ -359,7 +379,9 @@ out:
     sw_live_unref(d.live);
     sw_live_shared_free(d.shared);
     sw_metrics_free(d.obs.metrics);
-    sw_declog_close(d.obs.log);
+    sw_declog_close(d.obs.log); /* writes what is still batched */
+    if (d.declog_flush)
+        event_free(d.declog_flush);
     sw_declog_ring_free(d.obs.ring);
     sw_pii_engine_free(pii);
     sw_curlev_free(d.cev);

@@ -1,6 +1,7 @@
 #include "common/jscan.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 struct scan {
@@ -62,12 +63,45 @@ static bool utf8_seq(struct scan *s)
     return false;
 }
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Whether a byte of v is 0 (may also flag a byte after one that is). */
+static inline uint64_t zero8(uint64_t v)
+{
+    return (v - ONES) & ~v & HIGHS;
+}
+
+/* Whether one of the 8 bytes in w is a quote, a backslash, below 0x20 or
+ * 0x80 and above (may also flag a plain byte that follows such a byte:
+ * callers then look at the bytes one by one). */
+static inline bool special8(uint64_t w)
+{
+    return ((w | ((w - 0x20 * ONES) & ~w) | zero8(w ^ ('"' * ONES)) |
+             zero8(w ^ ('\\' * ONES))) & HIGHS) != 0;
+}
+
 /* A string; s->p on the opening quote. A key may not hold \u0000 (jansson,
  * which decodes the same text elsewhere, refuses it there). */
 static bool string(struct scan *s, bool key)
 {
     s->p++;
     while (s->p < s->end) {
+        /* Eight plain bytes at a time: none a quote, a backslash, a
+         * control character or past ASCII (most of any text). */
+        while (s->end - s->p >= 8) {
+            uint64_t w;
+            memcpy(&w, s->p, 8);
+            if (special8(w))
+                break;
+            s->p += 8;
+        }
+        /* Then the plain bytes before the one that stopped it, one by one
+         * (not eight at a time again for each: short strings are most keys). */
+        while (s->p < s->end && *s->p >= 0x20 && *s->p < 0x80 && *s->p != '"' && *s->p != '\\')
+            s->p++;
+        if (s->p == s->end)
+            break;
         unsigned c = *s->p;
         if (c == '"') {
             s->p++;
@@ -244,6 +278,111 @@ bool sw_jscan_object(const char *text, size_t len, const char *const *keys,
         return false;
     skip_ws(&s);
     return s.p == s.end;
+}
+
+/* ---- Locating members in a text known to be well-formed ---- */
+
+/* Past the closing quote of a string whose content starts at p; NULL: none. */
+static const unsigned char *skip_string(const unsigned char *p, const unsigned char *end)
+{
+    for (;;) {
+        const unsigned char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            return NULL;
+        const unsigned char *b = q; /* an even run of backslashes before it: it ends */
+        while (b > p && b[-1] == '\\')
+            b--;
+        if (((q - b) & 1) == 0)
+            return q + 1;
+        p = q + 1;
+    }
+}
+
+static const unsigned char *skip_ws_to(const unsigned char *p, const unsigned char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* Past the value starting at p; NULL when the text ends first. */
+static const unsigned char *skip_value(const unsigned char *p, const unsigned char *end)
+{
+    if (*p == '"')
+        return skip_string(p + 1, end);
+    if (*p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
+               *p != '\r' && *p != '\t')
+            p++;
+        return p;
+    }
+    size_t depth = 0;
+    while (p < end) {
+        unsigned char c = *p;
+        if (c == '"') {
+            if (!(p = skip_string(p + 1, end)))
+                return NULL;
+            continue;
+        }
+        p++;
+        if (c == '{' || c == '[')
+            depth++;
+        else if ((c == '}' || c == ']') && --depth == 0)
+            return p;
+    }
+    return NULL;
+}
+
+bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
+                      struct sw_jspan *spans, struct sw_jspan *members, size_t n)
+{
+    const unsigned char *base = (const unsigned char *)text, *end = base + len;
+    for (size_t i = 0; i < n; i++) {
+        spans[i] = (struct sw_jspan){0, 0};
+        if (members)
+            members[i] = (struct sw_jspan){0, 0};
+    }
+    const unsigned char *p = skip_ws_to(base, end);
+    if (p == end || *p++ != '{')
+        return false;
+    p = skip_ws_to(p, end);
+    if (p < end && *p == '}')
+        return skip_ws_to(p + 1, end) == end;
+    for (;;) {
+        if (p == end || *p != '"')
+            return false;
+        const unsigned char *k = p + 1;
+        if (!(p = skip_string(k, end)))
+            return false;
+        size_t klen = (size_t)(p - 1 - k), want = n;
+        for (size_t i = 0; i < n; i++) {
+            if (strlen(keys[i]) != klen || memcmp(keys[i], k, klen) != 0)
+                continue;
+            if (spans[i].len)
+                return false;
+            want = i;
+        }
+        p = skip_ws_to(p, end);
+        if (p == end || *p++ != ':')
+            return false;
+        p = skip_ws_to(p, end);
+        const unsigned char *v = p;
+        if (p == end || !(p = skip_value(p, end)) || p == v)
+            return false;
+        if (want < n) {
+            spans[want] = (struct sw_jspan){(size_t)(v - base), (size_t)(p - v)};
+            if (members)
+                members[want] = (struct sw_jspan){(size_t)(k - 1 - base), (size_t)(p - k + 1)};
+        }
+        p = skip_ws_to(p, end);
+        if (p == end)
+            return false;
+        if (*p == '}')
+            return skip_ws_to(p + 1, end) == end;
+        if (*p++ != ',')
+            return false;
+        p = skip_ws_to(p, end);
+    }
 }
 
 long sw_jscan_long(const char *text, struct sw_jspan span)

@@ -29,6 +29,14 @@ struct sw_jspan {
 bool sw_jscan_object(const char *text, size_t len, const char *const *keys,
                      struct sw_jspan *spans, struct sw_jspan *members, size_t n);
 
+/* The same spans for a text already known to be well-formed JSON (a request
+ * body its parser accepted): the syntax is not checked again, so little more
+ * than the quotes and brackets are looked at. Returns false when the text is
+ * not an object or a key occurs twice; on a text that is not well-formed
+ * JSON the spans are meaningless (never read out of bounds). */
+bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
+                      struct sw_jspan *spans, struct sw_jspan *members, size_t n);
+
 /* The span of a member together with the comma that separates it from its
  * neighbour, so that cutting it leaves a well-formed object. */
 struct sw_jspan sw_jscan_cut(const char *text, size_t len, struct sw_jspan member);

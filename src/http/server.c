@@ -1025,51 +1025,76 @@ bool sw_http_has_header_out(const struct sw_http_req *req, const char *name)
 }
 
 /* The status line and headers into the connection's output. */
+/* An answer's head gathered in one buffer and added to the output at once
+ * (one evbuffer_add instead of one per piece). */
+struct head {
+    struct evbuffer *o;
+    size_t n;
+    char buf[2048];
+};
+
+static void head_put(struct head *h, const void *p, size_t len)
+{
+    if (len > sizeof h->buf - h->n) {
+        evbuffer_add(h->o, h->buf, h->n);
+        h->n = 0;
+        if (len > sizeof h->buf) {
+            evbuffer_add(h->o, p, len);
+            return;
+        }
+    }
+    memcpy(h->buf + h->n, p, len);
+    h->n += len;
+}
+#define HEAD_LIT(h, lit) head_put((h), (lit), sizeof(lit) - 1)
+
 static void write_head(struct sw_http_req *r, int status, const char *ctype, bool has_len,
                        uint64_t len)
 {
     struct conn *c = r->c;
-    struct evbuffer *o = c->out;
+    struct head h = {.o = c->out};
+    struct head *o = &h;
     char num[24];
-    ADD_LIT(o, "HTTP/1.1 ");
-    evbuffer_add(o, num, sw_fmt_u64(num, (uint64_t)status, 10, 1));
-    evbuffer_add(o, " ", 1);
+    HEAD_LIT(o, "HTTP/1.1 ");
+    head_put(o, num, sw_fmt_u64(num, (uint64_t)status, 10, 1));
+    head_put(o, " ", 1);
     const char *text = sw_http_status_text(status);
-    evbuffer_add(o, text, strlen(text));
-    ADD_LIT(o, "\r\n");
+    head_put(o, text, strlen(text));
+    HEAD_LIT(o, "\r\n");
     size_t dl;
     const char *d = date_line(&dl);
-    evbuffer_add(o, d, dl);
-    ADD_LIT(o, "Content-Type: ");
+    head_put(o, d, dl);
+    HEAD_LIT(o, "Content-Type: ");
     ctype = ctype ? ctype : "application/json";
-    evbuffer_add(o, ctype, strlen(ctype));
-    ADD_LIT(o, "\r\n");
+    head_put(o, ctype, strlen(ctype));
+    HEAD_LIT(o, "\r\n");
     if (has_len) {
-        ADD_LIT(o, "Content-Length: ");
-        evbuffer_add(o, num, sw_fmt_u64(num, len, 10, 1));
-        ADD_LIT(o, "\r\n");
+        HEAD_LIT(o, "Content-Length: ");
+        head_put(o, num, sw_fmt_u64(num, len, 10, 1));
+        HEAD_LIT(o, "\r\n");
     } else if (r->chunked) {
-        ADD_LIT(o, "Transfer-Encoding: chunked\r\n");
+        HEAD_LIT(o, "Transfer-Encoding: chunked\r\n");
     }
     if (!c->keep_alive) {
-        ADD_LIT(o, "Connection: close\r\n");
+        HEAD_LIT(o, "Connection: close\r\n");
     } else {
         if (r->minor == 0)
-            ADD_LIT(o, "Connection: keep-alive\r\n");
+            HEAD_LIT(o, "Connection: keep-alive\r\n");
         /* The idle limit, rounded down, so that a client honouring it (Node's
          * undici, Go, curl) closes an idle connection before the server does
          * instead of racing a new request against the server's close. */
-        ADD_LIT(o, "Keep-Alive: timeout=");
-        evbuffer_add(o, num, sw_fmt_u64(num, (uint64_t)(c->s->lim.client_timeout_ms / 1000), 10, 1));
-        ADD_LIT(o, "\r\n");
+        HEAD_LIT(o, "Keep-Alive: timeout=");
+        head_put(o, num, sw_fmt_u64(num, (uint64_t)(c->s->lim.client_timeout_ms / 1000), 10, 1));
+        HEAD_LIT(o, "\r\n");
     }
     for (int i = 0; i < r->n_out; i++) {
-        evbuffer_add(o, r->out[i].name, strlen(r->out[i].name));
-        ADD_LIT(o, ": ");
-        evbuffer_add(o, r->out[i].value, strlen(r->out[i].value));
-        ADD_LIT(o, "\r\n");
+        head_put(o, r->out[i].name, strlen(r->out[i].name));
+        HEAD_LIT(o, ": ");
+        head_put(o, r->out[i].value, strlen(r->out[i].value));
+        HEAD_LIT(o, "\r\n");
     }
-    ADD_LIT(o, "\r\n");
+    HEAD_LIT(o, "\r\n");
+    evbuffer_add(h.o, h.buf, h.n);
 }
 
 /* The answer is queued in full: the request ends here. */

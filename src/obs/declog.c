@@ -24,6 +24,26 @@ const char *sw_declog_outcome_name(enum sw_declog_outcome o)
 
 /* ---- JSON pieces ---- */
 
+/* sw_buf_append inlined for the pieces of a line: one compare and a memcpy
+ * while the buffer has room (it is sized for a typical line up front). */
+static inline int put(struct sw_buf *out, const void *data, size_t n)
+{
+    if (out->ptr && n < out->cap - out->len && n <= out->max - out->len) {
+        memcpy(out->ptr + out->len, data, n);
+        out->len += n;
+        out->ptr[out->len] = '\0';
+        return SW_OK;
+    }
+    return sw_buf_append(out, data, n);
+}
+#define PUT_LIT(out, lit) put((out), (lit), sizeof(lit) - 1)
+
+/* Bytes a JSON string may hold as they are: printable ASCII but the quote
+ * and the backslash. */
+static const unsigned char plain_byte[256] = {
+    [0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1,
+};
+
 /* Length of a valid UTF-8 sequence at s (at most n bytes available), 0 if invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
@@ -61,14 +81,14 @@ static int append_string(struct sw_buf *out, const char *str)
         return sw_buf_append(out, "null", 4);
     const unsigned char *s = (const unsigned char *)str;
     size_t n = strnlen(str, SW_DECLOG_MAX_FIELD);
-    int err = sw_buf_append(out, "\"", 1);
+    int err = put(out, "\"", 1);
     size_t i = 0;
     while (i < n && !err) {
         size_t run = i;
-        while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+        while (run < n && plain_byte[s[run]])
             run++;
         if (run > i) {
-            err = sw_buf_append(out, s + i, run - i);
+            err = put(out, s + i, run - i);
             i = run;
             continue;
         }
@@ -94,7 +114,7 @@ static int append_string(struct sw_buf *out, const char *str)
             }
         }
     }
-    return err ? err : sw_buf_append(out, "\"", 1);
+    return err ? err : put(out, "\"", 1);
 }
 
 /* A number with at most `decimals` decimals, shortest form; null if not finite. */
@@ -181,143 +201,131 @@ int sw_declog_append_time(struct sw_buf *out, int64_t epoch_ms)
 
 /* ---- Formatting ---- */
 
-/* "name": */
-static int key(struct sw_buf *out, const char *name, bool first)
-{
-    int err = sw_buf_append(out, first ? "\"" : ",\"", first ? 1 : 2);
-    if (!err)
-        err = sw_buf_append_str(out, name);
-    return err ? err : sw_buf_append(out, "\":", 2);
-}
+/* A member's key with its separator: ",\"name\":" as one literal. */
+#define KEY(name) ",\"" name "\":"
 
-static int field_str(struct sw_buf *out, const char *name, const char *v)
+static int field_str(struct sw_buf *out, const char *k, size_t klen, const char *v)
 {
-    int err = key(out, name, false);
+    int err = put(out, k, klen);
     return err ? err : append_string(out, v);
 }
 
-static int field_num(struct sw_buf *out, const char *name, double v, int decimals)
+static int field_num(struct sw_buf *out, const char *k, size_t klen, double v, int decimals)
 {
-    int err = key(out, name, false);
+    int err = put(out, k, klen);
     return err ? err : append_number(out, v, decimals);
 }
 
-static int field_opt(struct sw_buf *out, const char *name, double v, bool present, int decimals)
+static int field_opt(struct sw_buf *out, const char *k, size_t klen, double v, bool present,
+                     int decimals)
 {
-    int err = key(out, name, false);
+    int err = put(out, k, klen);
     if (err)
         return err;
-    return present ? append_number(out, v, decimals) : sw_buf_append(out, "null", 4);
+    return present ? append_number(out, v, decimals) : PUT_LIT(out, "null");
 }
+
+#define FIELD_STR(out, name, v) field_str((out), KEY(name), sizeof KEY(name) - 1, (v))
+#define FIELD_NUM(out, name, ...) field_num((out), KEY(name), sizeof KEY(name) - 1, __VA_ARGS__)
+#define FIELD_OPT(out, name, ...) field_opt((out), KEY(name), sizeof KEY(name) - 1, __VA_ARGS__)
 
 static int format_attempt(struct sw_buf *out, const struct sw_declog_attempt *a)
 {
-    int err = key(out, "backend", true);
+    int err = PUT_LIT(out, "\"backend\":");
     if (!err)
         err = append_string(out, a->backend);
     if (!err)
-        err = field_str(out, "reason", a->reason);
+        err = FIELD_STR(out, "reason", a->reason);
     if (!err)
-        err = field_str(out, "outcome", sw_declog_outcome_name(a->outcome));
+        err = FIELD_STR(out, "outcome", sw_declog_outcome_name(a->outcome));
     if (!err)
-        err = field_opt(out, "status", a->status, a->status > 0, 0);
+        err = FIELD_OPT(out, "status", a->status, a->status > 0, 0);
     if (!err)
-        err = field_str(out, "error", a->error);
+        err = FIELD_STR(out, "error", a->error);
     if (!err)
-        err = field_opt(out, "ttft_ms", a->ttft_ms, a->ttft_ms >= 0, 3);
+        err = FIELD_OPT(out, "ttft_ms", a->ttft_ms, a->ttft_ms >= 0, 3);
     return err;
 }
 
 static int format(struct sw_buf *out, const struct sw_declog_entry *e)
 {
-    int err = sw_buf_append(out, "{", 1);
-    if (!err)
-        err = key(out, "time", true);
-    if (!err)
-        err = sw_buf_append(out, "\"", 1);
+    int err = PUT_LIT(out, "{\"time\":\"");
     if (!err)
         err = sw_declog_append_time(out, e->time_ms);
     if (!err)
-        err = sw_buf_append(out, "\"", 1);
+        err = PUT_LIT(out, "\"");
     if (!err)
-        err = field_str(out, "request_id", e->request_id);
+        err = FIELD_STR(out, "request_id", e->request_id);
     if (!err)
-        err = field_str(out, "model", e->model);
+        err = FIELD_STR(out, "model", e->model);
     if (!err)
-        err = field_str(out, "key_name", e->key_name);
+        err = FIELD_STR(out, "key_name", e->key_name);
     if (!err)
-        err = field_str(out, "decision", sw_declog_decision_name(e->decision));
+        err = FIELD_STR(out, "decision", sw_declog_decision_name(e->decision));
     if (!err)
-        err = field_opt(out, "status", e->status, e->status > 0, 0);
+        err = FIELD_OPT(out, "status", e->status, e->status > 0, 0);
     if (!err)
-        err = field_str(out, "backend", e->backend);
+        err = FIELD_STR(out, "backend", e->backend);
     if (!err)
-        err = field_str(out, "tier", e->tier);
+        err = FIELD_STR(out, "tier", e->tier);
     if (!err)
-        err = field_str(out, "region", e->region);
+        err = FIELD_STR(out, "region", e->region);
     if (!err)
-        err = field_str(out, "reason", e->reason);
+        err = FIELD_STR(out, "reason", e->reason);
     if (!err)
-        err = field_str(out, "code", e->code);
+        err = FIELD_STR(out, "code", e->code);
     if (!err)
-        err = key(out, "attempts", false);
-    if (!err)
-        err = sw_buf_append(out, "[", 1);
+        err = PUT_LIT(out, KEY("attempts") "[");
     size_t na = e->attempts ? e->n_attempts : 0;
     if (na > SW_DECLOG_MAX_ATTEMPTS)
         na = SW_DECLOG_MAX_ATTEMPTS;
     for (size_t i = 0; i < na && !err; i++) {
-        err = sw_buf_append(out, i ? ",{" : "{", i ? 2 : 1);
+        err = i ? PUT_LIT(out, ",{") : PUT_LIT(out, "{");
         if (!err)
             err = format_attempt(out, &e->attempts[i]);
         if (!err)
-            err = sw_buf_append(out, "}", 1);
+            err = PUT_LIT(out, "}");
     }
     if (!err)
-        err = sw_buf_append(out, "]", 1);
+        err = PUT_LIT(out, "]");
     if (!err)
-        err = field_opt(out, "ttft_ms", e->ttft_ms, e->ttft_ms >= 0, 3);
+        err = FIELD_OPT(out, "ttft_ms", e->ttft_ms, e->ttft_ms >= 0, 3);
     if (!err)
-        err = field_num(out, "duration_ms", e->duration_ms, 3);
+        err = FIELD_NUM(out, "duration_ms", e->duration_ms, 3);
     if (!err)
-        err = field_opt(out, "tokens_in", (double)e->tokens_in, e->tokens_in >= 0, 0);
+        err = FIELD_OPT(out, "tokens_in", (double)e->tokens_in, e->tokens_in >= 0, 0);
     if (!err)
-        err = field_opt(out, "tokens_out", (double)e->tokens_out, e->tokens_out >= 0, 0);
+        err = FIELD_OPT(out, "tokens_out", (double)e->tokens_out, e->tokens_out >= 0, 0);
     if (!err)
-        err = field_num(out, "cost_usd", e->cost_usd, 9);
+        err = FIELD_NUM(out, "cost_usd", e->cost_usd, 9);
     if (!err)
-        err = key(out, "stream", false);
-    if (!err)
-        err = sw_buf_append(out, e->stream ? "true" : "false", e->stream ? 4 : 5);
-    if (!err)
-        err = key(out, "pii", false);
-    if (!err)
-        err = sw_buf_append(out, "{", 1);
+        err = e->stream ? PUT_LIT(out, KEY("stream") "true" KEY("pii") "{")
+                        : PUT_LIT(out, KEY("stream") "false" KEY("pii") "{");
     size_t np = e->pii ? e->n_pii : 0;
     if (np > SW_DECLOG_MAX_PII_TYPES)
         np = SW_DECLOG_MAX_PII_TYPES;
     for (size_t i = 0; i < np && !err; i++) {
         if (i)
-            err = sw_buf_append(out, ",", 1);
+            err = PUT_LIT(out, ",");
         if (!err)
             err = append_string(out, e->pii[i].type ? e->pii[i].type : "");
         if (!err)
-            err = sw_buf_append(out, ":", 1);
+            err = PUT_LIT(out, ":");
         if (!err)
             err = sw_buf_append_u64(out, e->pii[i].n, 1);
     }
     if (!err)
-        err = sw_buf_append(out, "}", 1);
+        err = PUT_LIT(out, "}");
     if (!err)
-        err = field_str(out, "pii_outcome", e->pii_outcome);
+        err = FIELD_STR(out, "pii_outcome", e->pii_outcome);
     if (!err)
-        err = field_str(out, "api", e->api ? e->api : "openai");
+        err = FIELD_STR(out, "api", e->api ? e->api : "openai");
     if (!err && e->priority)
-        err = field_str(out, "priority", e->priority);
+        err = FIELD_STR(out, "priority", e->priority);
     if (!err && e->contract)
-        err = field_str(out, "contract", e->contract);
+        err = FIELD_STR(out, "contract", e->contract);
     if (!err)
-        err = sw_buf_append(out, "}", 1);
+        err = PUT_LIT(out, "}");
     return err;
 }
 
@@ -325,6 +333,11 @@ char *sw_declog_format(const struct sw_declog_entry *e)
 {
     struct sw_buf b;
     sw_buf_init(&b, SW_DECLOG_MAX_LINE);
+    /* Room for a typical line at once: the pieces then go in without growing. */
+    if ((b.ptr = malloc(1024)) != NULL) {
+        b.cap = 1024;
+        b.ptr[0] = '\0';
+    }
     if (format(&b, e) != SW_OK) {
         sw_buf_free(&b);
         return NULL;
@@ -340,6 +353,10 @@ struct sw_declog {
     uint64_t lines;
     uint64_t errors;
     bool failing;           /* the last write failed: log again only on recovery */
+    void (*schedule)(void *);   /* batching on: asks the owner for a flush */
+    void *schedule_ud;
+    struct sw_buf pend;         /* batched lines not written yet, each ending in "\n" */
+    uint64_t pend_lines;
 };
 
 static int open_append(const char *path)
@@ -372,6 +389,7 @@ int sw_declog_reopen(struct sw_declog *d)
 {
     if (!d || !d->path)
         return SW_OK;
+    sw_declog_flush(d); /* what was logged before goes to the file it was logged to */
     int fd = open_append(d->path);
     if (fd < 0) {
         sw_warn("decision log: cannot reopen %s: %s; keeping the old file", d->path,
@@ -397,21 +415,11 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-int sw_declog_write(struct sw_declog *d, const char *line)
+/* The outcome of writing n lines: counted, and logged when it changes. */
+static int written(struct sw_declog *d, int e, uint64_t n)
 {
-    if (!d || !line)
-        return SW_EINVAL;
-    size_t n = strlen(line);
-    char *buf = malloc(n + 1);
-    int e = ENOMEM;
-    if (buf) {
-        memcpy(buf, line, n);
-        buf[n] = '\n';
-        e = write_all(d->fd, buf, n + 1);
-        free(buf);
-    }
     if (e) {
-        d->errors++;
+        d->errors += n;
         if (!d->failing)
             sw_warn("decision log: write to %s failed: %s; lines are dropped (counted) "
                     "until it works again",
@@ -423,8 +431,64 @@ int sw_declog_write(struct sw_declog *d, const char *line)
         sw_info("decision log: writing to %s again after %llu lost lines",
                 d->path ? d->path : "stdout", (unsigned long long)d->errors);
     d->failing = false;
-    d->lines++;
+    d->lines += n;
     return SW_OK;
+}
+
+int sw_declog_write(struct sw_declog *d, const char *line)
+{
+    if (!d || !line)
+        return SW_EINVAL;
+    size_t n = strlen(line);
+    if (d->schedule) {
+        bool was_empty = d->pend.len == 0;
+        if (!was_empty && d->pend.len + n + 1 > SW_DECLOG_BATCH_MAX)
+            sw_declog_flush(d), was_empty = true;
+        if (sw_buf_append(&d->pend, line, n) == SW_OK) {
+            if (sw_buf_append(&d->pend, "\n", 1) == SW_OK) {
+                d->pend_lines++;
+                if (d->pend.len >= SW_DECLOG_BATCH_MAX)
+                    return sw_declog_flush(d);
+                if (was_empty)
+                    d->schedule(d->schedule_ud);
+                return SW_OK;
+            }
+            d->pend.len -= n; /* no half line stays behind */
+            d->pend.ptr[d->pend.len] = '\0';
+        }
+        return written(d, ENOMEM, 1);
+    }
+    char *buf = malloc(n + 1);
+    int e = ENOMEM;
+    if (buf) {
+        memcpy(buf, line, n);
+        buf[n] = '\n';
+        e = write_all(d->fd, buf, n + 1);
+        free(buf);
+    }
+    return written(d, e, 1);
+}
+
+void sw_declog_batch(struct sw_declog *d, void (*schedule)(void *ud), void *ud)
+{
+    if (!d)
+        return;
+    sw_declog_flush(d);
+    d->schedule = schedule;
+    d->schedule_ud = ud;
+    /* a whole line fits whatever is buffered before it (flushed past the batch size) */
+    sw_buf_init(&d->pend, SW_DECLOG_BATCH_MAX + SW_DECLOG_MAX_LINE + 1);
+}
+
+int sw_declog_flush(struct sw_declog *d)
+{
+    if (!d || !d->pend.len)
+        return SW_OK;
+    int e = write_all(d->fd, d->pend.ptr, d->pend.len);
+    uint64_t n = d->pend_lines;
+    d->pend_lines = 0;
+    sw_buf_reset(&d->pend);
+    return written(d, e, n);
 }
 
 uint64_t sw_declog_lines(const struct sw_declog *d)
@@ -441,6 +505,8 @@ void sw_declog_close(struct sw_declog *d)
 {
     if (!d)
         return;
+    sw_declog_flush(d);
+    sw_buf_free(&d->pend);
     if (d->path)
         close(d->fd);
     free(d->path);

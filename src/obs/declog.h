@@ -8,7 +8,8 @@
  *
  * Three parts:
  * - sw_declog_format: pure, entry -> malloc'ed line (no clock, no I/O);
- * - the writer: appends lines to a file or stdout with one write(2) each;
+ * - the writer: appends lines to a file or stdout with one write(2) each,
+ *   or batched: one write(2) per turn of the event loop;
  * - the ring: the last N lines in memory for GET /admin/decisions and the
  *   dashboard. */
 #ifndef SW_OBS_DECLOG_H
@@ -105,14 +106,28 @@ struct sw_declog;
 /* "-" writes to stdout; any other path is opened for appending (created 0640).
  * NULL if the file cannot be opened (errno set). */
 struct sw_declog *sw_declog_open(const char *path);
-/* Writes line + "\n" with one write(2), so concurrent writers (other
- * replicas appending to one file) never interleave within a line. A failed or
+/* Writes line + "\n" with one write(2) (batched: into the buffer), so
+ * concurrent writers (other replicas appending to one file) never
+ * interleave within a line. A failed or
  * short write is counted and logged once per run of failures; the caller goes
  * on serving. SW_OK or SW_EIO. */
 int sw_declog_write(struct sw_declog *d, const char *line);
+/* Batching: from now on sw_declog_write appends the line to a buffer and
+ * returns SW_OK; `schedule(ud)` is called when the buffer stops being empty,
+ * and the owner calls sw_declog_flush soon after (the daemon: once per turn
+ * of its event loop). The buffer is written with one write(2) of whole lines
+ * (concurrent writers still never interleave within a line), at once when it
+ * holds SW_DECLOG_BATCH_MAX bytes, and by sw_declog_reopen and
+ * sw_declog_close. A process killed outright (SIGKILL, a crash) loses the
+ * lines not flushed yet: those of the current loop turn. */
+#define SW_DECLOG_BATCH_MAX (64 * 1024)
+void sw_declog_batch(struct sw_declog *d, void (*schedule)(void *ud), void *ud);
+/* Writes the buffered lines; a failed write counts each of them as lost.
+ * SW_OK or SW_EIO. */
+int sw_declog_flush(struct sw_declog *d);
 /* Reopens the file (after logrotate moved it; on SIGHUP). stdout: no-op. */
 int sw_declog_reopen(struct sw_declog *d);
-uint64_t sw_declog_lines(const struct sw_declog *d);        /* lines written */
+uint64_t sw_declog_lines(const struct sw_declog *d);        /* lines written (flushed) */
 uint64_t sw_declog_write_errors(const struct sw_declog *d); /* lines lost */
 void sw_declog_close(struct sw_declog *d);
 

@@ -51,9 +51,20 @@ struct entry {
     struct entry *next;
 };
 
+/* A URL seen before: whether it is handled here, its address entry and the
+ * path prefix after host:port, so a request does not parse the URL again. */
+struct known_url {
+    char *url;
+    bool handled;
+    struct entry *e;
+    size_t prefix_off;
+    struct known_url *next;
+};
+
 struct sw_h1pool {
     struct event_base *base;
     struct entry *entries;
+    struct known_url *urls;
 };
 
 /* One attempt: a POST on a connection of the pool. */
@@ -188,6 +199,12 @@ void sw_h1pool_free(struct sw_h1pool *pool)
             conn_free(c);
         free(e);
     }
+    while (pool->urls) {
+        struct known_url *k = pool->urls;
+        pool->urls = k->next;
+        free(k->url);
+        free(k);
+    }
     free(pool);
 }
 
@@ -286,6 +303,33 @@ static struct entry *entry_for(struct sw_h1pool *pool, const struct target *t)
     e->next = pool->entries;
     pool->entries = e;
     return e;
+}
+
+/* The URL's record (created on first sight); NULL when out of memory. */
+static struct known_url *known_url(struct sw_h1pool *pool, const char *url)
+{
+    for (struct known_url *k = pool->urls; k; k = k->next)
+        if (strcmp(k->url, url) == 0)
+            return k;
+    struct known_url *k = calloc(1, sizeof *k);
+    if (!k || !(k->url = strdup(url))) {
+        free(k);
+        return NULL;
+    }
+    struct target t;
+    if (parse_url(url, &t) && (k->e = entry_for(pool, &t))) {
+        k->handled = true;
+        k->prefix_off = (size_t)(t.prefix - url);
+    }
+    k->next = pool->urls;
+    pool->urls = k;
+    return k;
+}
+
+bool sw_h1pool_handles(struct sw_h1pool *pool, const char *url)
+{
+    struct known_url *k = known_url(pool, url);
+    return k ? k->handled : sw_h1_handles(url);
 }
 
 /* ---- Response parsing ---- */
@@ -664,8 +708,8 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
                              size_t body_len, long connect_timeout_ms, long timeout_ms,
                              const struct sw_h1_cbs *cbs, void *ud)
 {
-    struct target t;
-    if (!parse_url(url, &t))
+    struct known_url *k = known_url(pool, url);
+    if (!k || !k->handled)
         return NULL;
     struct sw_h1req *r = calloc(1, sizeof *r);
     if (!r)
@@ -682,17 +726,29 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     sw_buf_init(&r->pending, PENDING_MAX * 4);
     http_parser_init(&r->parser, HTTP_RESPONSE);
     r->parser.data = r;
-    r->e = entry_for(pool, &t);
+    r->e = k->e;
     r->timer = evtimer_new(pool->base, on_timer, r);
-    int n = r->e ? snprintf(r->line, sizeof r->line,
-                            "POST %s%s HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: %zu\r\n",
-                            t.prefix, path, t.host, t.port, body_len)
-                 : -1;
-    if (!r->e || !r->timer || n < 0 || (size_t)n >= sizeof r->line) {
+    /* "POST {prefix}{path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {n}\r\n" */
+    const char *prefix = url + k->prefix_off;
+    size_t lp = strlen(prefix), lpath = strlen(path), lkey = strlen(r->e->key);
+    static const char a[] = "POST ", b[] = " HTTP/1.1\r\nHost: ", c[] = "\r\nContent-Length: ";
+    char digits[24];
+    size_t ld = sw_fmt_u64(digits, body_len, 10, 1);
+    size_t n = sizeof a - 1 + lp + lpath + sizeof b - 1 + lkey + sizeof c - 1 + ld + 2;
+    if (!r->timer || n >= sizeof r->line) {
         req_free(r);
         return NULL;
     }
-    r->line_len = (size_t)n;
+    char *o = r->line;
+    memcpy(o, a, sizeof a - 1), o += sizeof a - 1;
+    memcpy(o, prefix, lp), o += lp;
+    memcpy(o, path, lpath), o += lpath;
+    memcpy(o, b, sizeof b - 1), o += sizeof b - 1;
+    memcpy(o, r->e->key, lkey), o += lkey;
+    memcpy(o, c, sizeof c - 1), o += sizeof c - 1;
+    memcpy(o, digits, ld), o += ld;
+    memcpy(o, "\r\n", 3);
+    r->line_len = n;
     r->starting = true;
     open_conn(r, true);
     r->starting = false;

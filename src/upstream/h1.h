@@ -41,6 +41,8 @@ void sw_h1pool_free(struct sw_h1pool *pool);
 
 /* Whether url ("http://HOST[:PORT][/prefix]") is served by this client. */
 bool sw_h1_handles(const char *url);
+/* The same, remembered per URL in the pool (no parsing once a URL was seen). */
+bool sw_h1pool_handles(struct sw_h1pool *pool, const char *url);
 
 /* Starts POST {url}{path}. `head` holds the extra request headers, each
  * line ending in CRLF (borrowed until done or abort); `body` is borrowed

@@ -19,7 +19,8 @@
 struct probe {
     struct sw_healthcheck *h;
     size_t i;                   /* backend index */
-    CURL *easy;                 /* the health GET in flight, or NULL */
+    CURL *easy;                 /* the health GET, set up once and reused by every poll */
+    bool polling;               /* ... and in flight */
     int64_t sent_ms;
     struct sw_upstream warm;    /* the warm-up or latency-probe request */
     bool warming;               /* a ping is in flight */
@@ -51,8 +52,7 @@ static void on_check_done(void *ud, CURLcode rc)
     long status = 0;
     if (rc == CURLE_OK)
         curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(pr->easy);
-    pr->easy = NULL;
+    pr->polling = false;
     int64_t now = sw_now_ms();
     sw_live_on_health(pr->h->live, pr->i, now, (int)status, (double)(now - pr->sent_ms));
 }
@@ -112,6 +112,8 @@ static void send_ping(struct probe *pr, int64_t now, bool latency_probe)
     }
 }
 
+static CURL *health_get(struct sw_healthcheck *h, const struct sw_config_backend *be);
+
 static void check(struct probe *pr, int64_t now)
 {
     struct sw_healthcheck *h = pr->h;
@@ -129,30 +131,38 @@ static void check(struct probe *pr, int64_t now)
          * whether their first-token latency came back down. */
         send_ping(pr, now, true);
     }
-    if (pr->easy || !be->health_path)
+    if (pr->polling || !be->health_path)
         return;
-    struct sw_buf url;
-    sw_buf_init(&url, 8192);
-    if (sw_buf_appendf(&url, "%s%s", be->url, be->health_path) || !(pr->easy = curl_easy_init())) {
-        sw_buf_free(&url);
+    if (!pr->easy && !(pr->easy = health_get(h, be)))
         return;
-    }
-    curl_easy_setopt(pr->easy, CURLOPT_URL, url.ptr);
-    sw_buf_free(&url);
-    curl_easy_setopt(pr->easy, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(pr->easy, CURLOPT_NOSIGNAL, 1L);
-    long timeout = h->cfg->routing.health_interval_ms;
-    curl_easy_setopt(pr->easy, CURLOPT_TIMEOUT_MS, timeout < 2000 ? timeout : 2000L);
-    curl_easy_setopt(pr->easy, CURLOPT_CONNECTTIMEOUT_MS, be->connect_timeout_ms);
-    curl_easy_setopt(pr->easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
-    curl_easy_setopt(pr->easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
-    if (be->ca_file)
-        curl_easy_setopt(pr->easy, CURLOPT_CAINFO, be->ca_file);
     pr->sent_ms = now;
-    if (sw_curlev_add(h->cev, pr->easy, on_check_done, pr)) {
-        curl_easy_cleanup(pr->easy);
-        pr->easy = NULL;
+    if (sw_curlev_add(h->cev, pr->easy, on_check_done, pr) == SW_OK)
+        pr->polling = true;
+}
+
+/* The health GET of a backend; the options stay with the handle, so each
+ * poll only adds it to the multi again (no new handle, no new options). */
+static CURL *health_get(struct sw_healthcheck *h, const struct sw_config_backend *be)
+{
+    struct sw_buf url;
+    CURL *easy = NULL;
+    sw_buf_init(&url, 8192);
+    if (sw_buf_appendf(&url, "%s%s", be->url, be->health_path) || !(easy = curl_easy_init())) {
+        sw_buf_free(&url);
+        return NULL;
     }
+    curl_easy_setopt(easy, CURLOPT_URL, url.ptr);
+    sw_buf_free(&url);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    long timeout = h->cfg->routing.health_interval_ms;
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout < 2000 ? timeout : 2000L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, be->connect_timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
+    if (be->ca_file)
+        curl_easy_setopt(easy, CURLOPT_CAINFO, be->ca_file);
+    return easy;
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -204,10 +214,10 @@ void sw_healthcheck_free(struct sw_healthcheck *h)
         return;
     for (size_t k = 0; k < h->n; k++) {
         struct probe *pr = &h->probes[k];
-        if (pr->easy) {
+        if (pr->polling)
             sw_curlev_remove(h->cev, pr->easy);
+        if (pr->easy)
             curl_easy_cleanup(pr->easy);
-        }
         sw_upstream_cleanup(&pr->warm);
     }
     if (h->timer)

@@ -139,7 +139,7 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
     u->retry_after_s = -1;
     u->body_len = body_len;
     int err = SW_ENOMEM;
-    if (sw_h1_handles(be->url)) {
+    if (sw_h1pool_handles(sw_curlev_h1(cev), be->url)) {
         err = start_h1(u, cev, be, path, headers, timeout_ms, trace_id);
         if (err)
             sw_upstream_cleanup(u);

@@ -5,7 +5,9 @@
  *  - whatever jansson accepts as an object without duplicate keys or raw NUL
  *    bytes, within the scanner's depth limit, it accepts too;
  *  - a member it reports spans exactly one value, and cutting that member
- *    (sw_jscan_cut) leaves an object jansson still accepts. */
+ *    (sw_jscan_cut) leaves an object jansson still accepts;
+ *  - on a text it accepts, sw_jscan_members (no syntax check) finds the
+ *    same members; on any text it stays within the bytes given (ASan). */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +54,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const keys[] = {"model", "usage", "choices", "a"};
     struct sw_jspan v[4], m[4];
     bool mine = sw_jscan_object(text, size, keys, v, m, 4);
+    struct sw_jspan lv[4], lm[4];
+    bool located = sw_jscan_members(text, size, keys, lv, lm, 4);
+    if (mine) {
+        CHECK(located);
+        CHECK(memcmp(v, lv, sizeof v) == 0 && memcmp(m, lm, sizeof m) == 0);
+    }
     json_t *tree = load(text, size);
     bool theirs = json_is_object(tree);
     if (mine && !theirs && out_of_range)

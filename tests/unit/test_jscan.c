@@ -116,6 +116,60 @@ static void test_cut_keeps_the_object_valid(void **state)
     assert_false(sw_jscan_empty_array("[1]", (struct sw_jspan){0, 3}));
 }
 
+/* Strings are skipped eight plain bytes at a time: a byte that ends the
+ * run (quote, escape, control character, invalid or valid UTF-8) at any
+ * offset of a long string is still judged as jansson judges it. */
+static void test_special_byte_at_every_offset(void **state)
+{
+    (void)state;
+    static const char *const specials[] = {"\\\"", "\\\\", "\x01", "\x1f", "\xc3\xa9",
+                                           "\xff", "\xc3", "\x7f", "\"", "\\u0041"};
+    for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++)
+        for (size_t at = 0; at < 24; at++) {
+            char buf[128];
+            int n = snprintf(buf, sizeof buf, "{\"a\":\"%.*s%s%.*s\",\"b\":1}", (int)at,
+                             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", specials[k], (int)(24 - at),
+                             "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy");
+            struct sw_jspan sp;
+            bool mine = sw_jscan_object(buf, (size_t)n, (const char *const[]){"b"}, &sp, NULL, 1);
+            if (mine != jansson_object(buf, (size_t)n))
+                fail_msg("special %zu at %zu <%s>: jscan says %d", k, at, buf, mine);
+            if (mine)
+                assert_memory_equal(buf + sp.off, "1", 1);
+        }
+}
+
+/* On well-formed text, locating members without checking the syntax finds
+ * exactly what the checking scan finds; a key given twice is refused. */
+static void test_members_agree_on_wellformed_text(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{}", " { } ",
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a \\\"}\\\" b\"}]}",
+        "{ \"messages\" : [ {\"content\":\"[{\\\\\"}], \"model\" : \"x\\\\\" ,\"n\":-1.5e3,"
+        "\"metadata\":{\"model\":\"inner\"},\"stream_options\":null }",
+        "{\"stream\":true,\"model\":\"h\xc3\xa9\",\"t\":[[],{},\"}\"],\"f\":false}",
+    };
+    static const char *const keys[] = {"model", "metadata", "stream_options"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const char *t = texts[i];
+        size_t len = strlen(t);
+        assert_true(jansson_object(t, len));
+        struct sw_jspan a[3], am[3], b[3], bm[3];
+        assert_true(sw_jscan_object(t, len, keys, a, am, 3));
+        if (!sw_jscan_members(t, len, keys, b, bm, 3))
+            fail_msg("text %zu: not located", i);
+        assert_memory_equal(a, b, sizeof a);
+        assert_memory_equal(am, bm, sizeof am);
+    }
+    const char *dup = "{\"model\":\"a\",\"x\":{},\"model\":\"b\"}";
+    struct sw_jspan v;
+    assert_false(sw_jscan_members(dup, strlen(dup), keys, &v, NULL, 1));
+    assert_false(sw_jscan_members("[1]", 3, keys, &v, NULL, 1));
+    assert_false(sw_jscan_members("{\"model\":\"open", 15, keys, &v, NULL, 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +177,8 @@ int main(void)
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_finds_top_level_members_only),
         cmocka_unit_test(test_cut_keeps_the_object_valid),
+        cmocka_unit_test(test_special_byte_at_every_offset),
+        cmocka_unit_test(test_members_agree_on_wellformed_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
