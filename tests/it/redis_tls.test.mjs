@@ -6,12 +6,12 @@
 // stays degraded, as with Redis down.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startLlmsim, startSpillway, waitFor, getJSON, tempDir, removeTempDir } from './lib/harness.mjs';
-import { startRedis, freePort } from './lib/redis.mjs';
+import { startRedis, freePort, makeTestCerts } from './lib/redis.mjs';
 
 const ADMIN = 'sk-admin-test';
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -20,16 +20,6 @@ const HAPROXY = ['/usr/sbin/haproxy', '/sbin/haproxy'].find((p) => existsSync(p)
 let dir, redis, sim;
 const procs = [];
 const gws = [];
-
-function openssl(...args) {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-}
-
-// A self-signed CA: name.crt, name.key.
-function makeCA(name) {
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`,
-    '-keyout', `${name}.key`, '-out', `${name}.crt`);
-}
 
 function portOpen(port) {
   return new Promise((res) => {
@@ -86,12 +76,7 @@ const state = async (gw) => (await getJSON(`${gw.url}/admin/state`, { headers: a
 describe('Redis over TLS through a local tunnel', () => {
   before(async () => {
     dir = tempDir('spillway-redis-tls-');
-    makeCA('ca');
-    makeCA('other');
-    writeFileSync(join(dir, 'ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr');
-    openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2',
-      '-extfile', 'ext', '-out', 'server.crt');
+    makeTestCerts(dir);
     redis = await startRedis({ tls: { cert: join(dir, 'server.crt'), key: join(dir, 'server.key') } });
     sim = await startLlmsim(['--decode-tps', '0']);
   });

@@ -6,13 +6,11 @@
 // falls back to plain text. Clients are the official openai SDK.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { startLlmsim, startSpillway, waitFor, getJSON, tempDir, removeTempDir } from './lib/harness.mjs';
-import { startRedis, freePort } from './lib/redis.mjs';
+import { startRedis, freePort, makeTestCerts } from './lib/redis.mjs';
 
 const ADMIN = 'sk-admin-test';
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -23,16 +21,6 @@ const env = { REDIS_PASSWORD: PASSWORD };
 
 let dir, redis, local, cloud;
 const gws = [];
-
-function openssl(...args) {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-}
-
-// A self-signed CA: name.crt, name.key.
-function makeCA(name) {
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`,
-    '-keyout', `${name}.key`, '-out', `${name}.crt`);
-}
 
 // url: the host:port part; tls: the state.tls mapping (YAML flow); password:
 // a literal, else ${REDIS_PASSWORD}.
@@ -107,12 +95,7 @@ async function assertDegraded(gw, why) {
 describe('Redis over TLS, native (rediss://)', () => {
   before(async () => {
     dir = tempDir('spillway-rediss-');
-    makeCA('ca');
-    makeCA('other');
-    writeFileSync(join(dir, 'ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr');
-    openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2',
-      '-extfile', 'ext', '-out', 'server.crt');
+    makeTestCerts(dir);
     // TLS only; the default user needs a password nobody here has, the
     // replicas log in as the ACL user "app"
     redis = await startRedis({

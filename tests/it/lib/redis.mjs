@@ -3,7 +3,9 @@
 // (--save '' --appendonly no), stopped when the test ends. restart() starts it
 // again on the same port (an empty server: what a crash without persistence
 // leaves).
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer, connect } from 'node:net';
 
 export async function freePort() {
@@ -72,4 +74,20 @@ export async function startRedis({ timeout = 10000, tls, args } = {}) {
       });
     },
   };
+}
+
+// Test certificates in dir: a CA "ca" (ca.crt, ca.key), a second CA "other"
+// nobody's certificate is signed by (other.crt), and a server certificate for
+// localhost and 127.0.0.1 signed by "ca" (server.crt, server.key).
+export function makeTestCerts(dir) {
+  const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  for (const name of ['ca', 'other'])
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`,
+      '-keyout', `${name}.key`, '-out', `${name}.crt`);
+  writeFileSync(join(dir, 'ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr');
+  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2',
+    '-extfile', 'ext', '-out', 'server.crt');
+  return { ca: join(dir, 'ca.crt'), other: join(dir, 'other.crt'), cert: join(dir, 'server.crt'),
+    key: join(dir, 'server.key') };
 }
