@@ -43,7 +43,7 @@ struct conn {
 /* The connections of one address ("127.0.0.1:8081"). */
 struct entry {
     struct sw_h1pool *pool;
-    char key[80];                   /* host (< 64) ":" port */
+    char key[80];                   /* host (< 64, IPv6 in brackets) ":" port */
     struct sockaddr_storage addr;
     socklen_t addr_len;
     struct conn *idle;              /* LIFO: the warmest first */
@@ -287,7 +287,11 @@ bool sw_h1_handles(const char *url)
 static struct entry *entry_for(struct sw_h1pool *pool, const struct target *t)
 {
     char key[sizeof ((struct entry *)0)->key];
-    snprintf(key, sizeof key, "%s:%d", t->host, t->port);
+    /* also the Host header: an IPv6 literal goes in brackets */
+    if (strchr(t->host, ':'))
+        snprintf(key, sizeof key, "[%s]:%d", t->host, t->port);
+    else
+        snprintf(key, sizeof key, "%s:%d", t->host, t->port);
     for (struct entry *e = pool->entries; e; e = e->next)
         if (strcmp(e->key, key) == 0)
             return e;

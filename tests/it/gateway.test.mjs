@@ -811,6 +811,43 @@ describe('limits.max_response_bytes', () => {
   });
 });
 
+describe('IPv6 backends', () => {
+  test('a backend at an IPv6 literal ([::1]) is reached, with a Host header in brackets as HTTP requires', async (t) => {
+    const hosts = [];
+    const v6 = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.method !== 'POST') { res.writeHead(200); res.end('ok'); return; }
+        hosts.push(req.headers.host);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({
+          id: 'chatcmpl-v6', object: 'chat.completion', created: 0, model: 'edge-model',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'over six' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+        }));
+      });
+    });
+    try {
+      await new Promise((r, j) => { v6.once('error', j); v6.listen(0, '::1', r); });
+    } catch (e) {
+      t.skip(`no IPv6 loopback here: ${e.code}`);
+      return;
+    }
+    const { port } = v6.address();
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']);
+    const gw = await startSpillway(config({ edge: `http://[::1]:${port}`, cloud: cloud.url }));
+    try {
+      const r = await client(gw).chat.completions.create({ model: 'local-only', max_tokens: 4,
+        messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(r.choices[0].message.content, 'over six');
+      assert.deepEqual(hosts, [`[::1]:${port}`]);
+    } finally {
+      await gw.stop(); await cloud.stop();
+      await new Promise((r) => v6.close(r));
+    }
+  });
+});
+
 // The TCP sockets of a process with their TCP_NODELAY, read by the helper
 // build/tests/sockinfo (pidfd_getfd); null when this machine does not allow
 // borrowing another process's fds.
