@@ -65,19 +65,7 @@ static void make_request_id(struct sw_front *f, struct sw_http_req *req, char *o
     sw_http_add_header(req, "X-Request-Id", out);
 }
 
-/* Parses "true"/"false" (any case, also 1/0); -1 if absent or unparsable. */
-static int parse_bool_header(const char *v)
-{
-    if (!v)
-        return -1;
-    if (!strcasecmp(v, "true") || !strcmp(v, "1"))
-        return 1;
-    if (!strcasecmp(v, "false") || !strcmp(v, "0"))
-        return 0;
-    return -1;
-}
-
-/* A privacy flag header, failing closed: every occurrence counts and a
+/* A flag header (privacy, latency-critical), failing closed: every occurrence counts and a
  * comma-separated value counts element by element; each element must be a
  * flag (sw_request_flag). *any_true / *any_false say whether some element was
  * true / false. Returns false (and answers 400 invalid_header naming the
@@ -107,7 +95,7 @@ static void scan_flag(const char *name, const char *value, void *ud)
     }
 }
 
-static bool privacy_flag(struct sw_http_req *req, const char *name, bool *any_true,
+static bool flag_header(struct sw_http_req *req, const char *name, bool *any_true,
                          bool *any_false)
 {
     struct flag_scan fs = {.name = name};
@@ -410,9 +398,10 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     /* Privacy headers: the most restrictive element wins (any false keeps
      * the request off the cloud, any true makes it sensitive). */
-    bool cloud_yes, cloud_no, sens_yes, sens_no;
-    if (!privacy_flag(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
-        !privacy_flag(req, "X-Spillway-Sensitive", &sens_yes, &sens_no)) {
+    bool cloud_yes, cloud_no, sens_yes, sens_no, critical, not_critical;
+    if (!flag_header(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
+        !flag_header(req, "X-Spillway-Sensitive", &sens_yes, &sens_no) ||
+        !flag_header(req, "X-Spillway-Latency-Critical", &critical, &not_critical)) {
         record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
@@ -464,7 +453,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         .allows_cloud = (!key || key->allow_cloud) &&
                         !cloud_no && chat.allow_cloud != 0,
         .sensitive = (key && key->sensitive) || sens_yes,
-        .latency_critical = parse_bool_header(sw_http_header(req, "X-Spillway-Latency-Critical", NULL)) == 1,
+        .latency_critical = critical,
         .needs_tools = chat.has_tools,
         .needs_images = chat.has_images,
         .deadline_ms = start_ms + timeout_ms,

@@ -360,7 +360,7 @@ describe('provider limits, per-key budgets, latency-critical requests, rejection
     assert.equal((await backendState(gw, 'primary')).breaker, 'closed', 'skipping is not a failure');
   }));
 
-  test('a key with its own TTFT budget spills sooner; latency-critical requests take the fastest start', () => withProcs(async (track) => {
+  test('a key with its own TTFT budget spills sooner; latency-critical requests take the fastest start; an invalid latency-critical value is a 400', () => withProcs(async (track) => {
     const edge = await track(startLlmsim(['--model', 'edge-model', '--slots', '1', '--decode-tps', '20']));
     const cloud = await track(startLlmsim(['--model', 'cloud-model']));
     const gw = await track(startSpillway(yaml({
@@ -379,9 +379,15 @@ describe('provider limits, per-key budgets, latency-critical requests, rejection
     assert.equal(eager.reason, 'overflow');
     const patient = chat(gw, 'chat', { headers: { authorization: 'Bearer sk-patient' } });
     await waitFor(async () => (await backendState(gw, 'edge')).queued === 1, { what: 'patient request queued locally' });
-    const critical = await chat(gw, 'chat', { headers: { authorization: 'Bearer sk-patient', 'x-spillway-latency-critical': 'true' } });
+    // the flag takes the values the privacy headers take (yes/no, on/off ...)
+    const critical = await chat(gw, 'chat', { headers: { authorization: 'Bearer sk-patient', 'x-spillway-latency-critical': 'Yes' } });
     assert.equal(critical.backend, 'cloud');
     assert.equal(critical.reason, 'latency');
+    // and anything else is a 400 naming the header, not a silent "no"
+    const typo = await chat(gw, 'chat', { headers: { authorization: 'Bearer sk-patient', 'x-spillway-latency-critical': 'urgent' } });
+    assert.equal(typo.status, 400, typo.text);
+    assert.equal(typo.json.error.code, 'invalid_header');
+    assert.equal(typo.json.error.param, 'X-Spillway-Latency-Critical');
     assert.equal((await patient).backend, 'edge');
     await long;
   }));
