@@ -7,7 +7,6 @@
 
 #include "common/buf.h"
 #include "common/err.h"
-#include "common/jfast.h"
 #include "dialect/req_util.h"
 
 /* ---- Anthropic -> OpenAI ---- */
@@ -496,23 +495,10 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
 {
     memset(req, 0, sizeof *req);
     req->allow_cloud = -1;
-    struct sw_json_shape shape;
-    if (!sw_request_json_shape(body ? body : "", body ? len : 0, SW_REQUEST_MAX_JSON_VALUES,
-                               SW_REQUEST_MAX_JSON_DEPTH, &shape)) {
-        sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
-                             "The body has more than %d values or nests deeper than %d.",
-                             SW_REQUEST_MAX_JSON_VALUES, SW_REQUEST_MAX_JSON_DEPTH);
-        return SW_EINVAL;
-    }
-    json_error_t je;
-    json_t *in = sw_json_load(body ? body : "", body ? len : 0,
-                              JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-    if (!in) {
-        sw_request_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
-                             "The body is not valid JSON: %s (line %d, column %d).", je.text,
-                             je.line, je.column);
-        return SW_EINVAL;
-    }
+    int load_rc;
+    json_t *in = sw_request_json_load(body, len, err, &load_rc);
+    if (!in)
+        return load_rc;
     /* Fields the internal form cannot carry are noted (the first one) and
      * left out of the translation; the request still routes, and a backend
      * that speaks Anthropic gets the body whole. */

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "common/jfast.h"
 
 #define TOKEN_ID_MAX 2147483647LL
 
@@ -149,25 +148,10 @@ int sw_embed_parse(const char *body, size_t len, struct sw_chat_request *req,
     memset(req, 0, sizeof *req);
     req->allow_cloud = -1;
     req->api = SW_API_EMBEDDINGS;
-    struct sw_json_shape shape;
-    if (body && len && !sw_request_json_shape(body, len, SW_REQUEST_MAX_JSON_VALUES,
-                                              SW_REQUEST_MAX_JSON_DEPTH, &shape))
-        BAD("json_too_complex", NULL,
-            "The JSON body of your request is too complex: more than %d values or nested more "
-            "than %d levels deep.", SW_REQUEST_MAX_JSON_VALUES, SW_REQUEST_MAX_JSON_DEPTH);
-    json_error_t je;
-    memset(&je, 0, sizeof je);
-    json_t *root = sw_json_load(body ? body : "", body ? len : 0,
-                                JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-    if (!root) {
-        if (json_error_code(&je) == json_error_out_of_memory) {
-            sw_request_error_set(err, 500, "server_error", NULL, NULL, "Out of memory.");
-            return SW_ENOMEM;
-        }
-        BAD("invalid_json", NULL,
-            "We could not parse the JSON body of your request: %s (line %d, column %d).",
-            je.text, je.line, je.column);
-    }
+    int load_rc;
+    json_t *root = sw_request_json_load(body, len, err, &load_rc);
+    if (!root)
+        return load_rc;
     int rc = SW_EINVAL;
     const json_t *model = json_object_get(root, "model");
     if (!json_is_object(root)) {

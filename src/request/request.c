@@ -952,43 +952,57 @@ static void set_parse_error(struct sw_request_error *err, size_t len, const json
                          "column %d.", text, je->line, je->column);
 }
 
-int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
-                     struct sw_request_error *err)
+json_t *sw_request_json_load(const char *body, size_t len, struct sw_request_error *err,
+                             int *rc)
 {
-    struct ctx c = { .err = err };
     struct sw_json_shape shape;
     json_error_t je;
-    json_t *root;
-    int rc;
 
-    memset(req, 0, sizeof(*req));
-    req->allow_cloud = -1;
+    *rc = SW_EINVAL;
     /* Bounded work and memory whatever the client sent: the shape is checked
      * before jansson builds anything. */
     if (body && len && !sw_request_json_shape(body, len, SW_REQUEST_MAX_JSON_VALUES,
                                               SW_REQUEST_MAX_JSON_DEPTH, &shape)) {
         if (shape.depth > SW_REQUEST_MAX_JSON_DEPTH)
-            return fail(&c, "json_too_complex", NULL,
-                        "The JSON body of your request is too complex: arrays and objects are "
-                        "nested more than %d levels deep, the limit.",
-                        SW_REQUEST_MAX_JSON_DEPTH);
-        return fail(&c, "json_too_complex", NULL,
-                    "The JSON body of your request is too complex: it holds more than %d "
-                    "values (objects, arrays, strings, numbers, booleans and nulls), the "
-                    "limit.", SW_REQUEST_MAX_JSON_VALUES);
+            sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
+                                 "The JSON body of your request is too complex: arrays and "
+                                 "objects are nested more than %d levels deep, the limit.",
+                                 SW_REQUEST_MAX_JSON_DEPTH);
+        else
+            sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
+                                 "The JSON body of your request is too complex: it holds more "
+                                 "than %d values (objects, arrays, strings, numbers, booleans "
+                                 "and nulls), the limit.", SW_REQUEST_MAX_JSON_VALUES);
+        return NULL;
     }
     memset(&je, 0, sizeof(je));     /* jansson leaves the code byte unset on some failures */
-    root = sw_json_load(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-                        &je);
-    if (!root) {
-        /* jansson fails without a message when its first allocation fails. */
-        if (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0') {
-            rc = SW_ENOMEM;
-            goto oom;
-        }
+    json_t *root = sw_json_load(body ? body : "", body ? len : 0,
+                                JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (root)
+        return root;
+    /* jansson fails without a message when its first allocation fails. */
+    if (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0') {
+        *rc = SW_ENOMEM;
+        sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL,
+                             "The gateway ran out of memory while reading the request.");
+    } else {
         set_parse_error(err, body ? len : 0, &je);
-        return SW_EINVAL;
     }
+    return NULL;
+}
+
+int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
+                     struct sw_request_error *err)
+{
+    struct ctx c = { .err = err };
+    json_t *root;
+    int rc;
+
+    memset(req, 0, sizeof(*req));
+    req->allow_cloud = -1;
+    root = sw_request_json_load(body, len, err, &rc);
+    if (!root)
+        return rc;
     if (!json_is_object(root)) {
         rc = fail(&c, "invalid_type", NULL,
                   "Invalid type for the request body: expected an object, but got %s "
@@ -1024,7 +1038,6 @@ fail:
     req->allow_cloud = -1;
     if (rc != SW_ENOMEM)
         return rc;
-oom:
     sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL,
                          "The gateway ran out of memory while reading the request.");
     return rc;

@@ -152,6 +152,13 @@ struct sw_json_shape {
 bool sw_request_json_shape(const char *s, size_t len, size_t max_values, size_t max_depth,
                            struct sw_json_shape *out);
 
+/* A client's JSON body decoded (the same for every API, so each answers a
+ * bad body in the same words): its shape bounded first (json_too_complex),
+ * then decoded rejecting duplicate keys (invalid_json, saying where). NULL
+ * with *err set and *rc SW_EINVAL, or SW_ENOMEM (a 500) when memory ran out. */
+json_t *sw_request_json_load(const char *body, size_t len, struct sw_request_error *err,
+                             int *rc);
+
 /* Fills *e. `type`, `code`, `param` may be NULL (stored as ""); the message
  * is printf-style. Every field is truncated to fit its array, never in the
  * middle of a UTF-8 sequence, and bytes that are not valid UTF-8 (a client's

@@ -140,7 +140,7 @@ describe('gateway core with healthy backends', () => {
     assert.equal(r.body.error.code, 'missing_api_key');
   });
 
-  test('malformed JSON: 400 saying where', async () => {
+  test('malformed JSON: 400 saying where, in the same words on the chat, embeddings and Messages APIs', async () => {
     const r = await getJSON(`${gw.url}/v1/chat/completions`, {
       method: 'POST', headers: { authorization: 'Bearer sk-app', 'content-type': 'application/json' },
       body: '{"model": "chat", "messages": [',
@@ -150,6 +150,16 @@ describe('gateway core with healthy backends', () => {
     assert.equal(r.body.error.code, 'invalid_json');
     assert.match(r.body.error.message, /line 1/);
     assert.equal(r.headers.get('x-spillway-backend'), 'none');
+    // the embeddings and Anthropic Messages APIs say it in the same words
+    for (const path of ['/v1/embeddings', '/v1/messages']) {
+      const o = await getJSON(`${gw.url}${path}`, {
+        method: 'POST', headers: { authorization: 'Bearer sk-app', 'content-type': 'application/json' },
+        body: '{"model": "chat", "messages": [',
+      });
+      assert.equal(o.status, 400, path);
+      assert.equal(o.body.error.type, 'invalid_request_error', path);
+      assert.equal(o.body.error.message, r.body.error.message, path);
+    }
   });
 
   test('request bodies decode as JSON says: a duplicate key, a \\u0000 or an integer beyond 64 bits is a 400 saying where; non-ASCII, escapes and surrogate pairs reach the backend as sent', async () => {
