@@ -489,7 +489,10 @@ static int plain_event(struct proxy *p, const char *data, size_t len)
     struct sw_jspan edit[2];
     const char *with[2];
     int n = 0;
-    if (v[0].len && data[v[0].off] == '"' && p->public_model_json) {
+    /* The model is rewritten only when it differs from the public name. */
+    if (v[0].len && data[v[0].off] == '"' && p->public_model_json &&
+        (v[0].len != strlen(p->public_model_json) ||
+         memcmp(data + v[0].off, p->public_model_json, v[0].len) != 0)) {
         edit[n] = v[0];
         with[n++] = p->public_model_json;
     }
@@ -503,15 +506,35 @@ static int plain_event(struct proxy *p, const char *data, size_t len)
         edit[0] = edit[1], with[0] = with[1];
         edit[1] = t, with[1] = w;
     }
-    evbuffer_add(p->out, "data: ", 6);
+    /* Written in one piece: the event's size is known, so one reserved
+     * extent takes it instead of an evbuffer_add per part. */
+    size_t wlen[2], total = 6 + len + 2;
+    for (int i = 0; i < n; i++) {
+        wlen[i] = strlen(with[i]);
+        total += wlen[i] - edit[i].len;
+    }
+    struct evbuffer_iovec vec;
+    if (evbuffer_reserve_space(p->out, (ev_ssize_t)total, &vec, 1) != 1) {
+        p->abort_err = SW_ENOMEM;
+        snprintf(p->abort_msg, sizeof p->abort_msg, "out of memory");
+        return SW_ENOMEM;
+    }
+    char *o = vec.iov_base;
+    memcpy(o, "data: ", 6);
+    o += 6;
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        evbuffer_add(p->out, data + at, edit[i].off - at);
-        evbuffer_add(p->out, with[i], strlen(with[i]));
+        memcpy(o, data + at, edit[i].off - at);
+        o += edit[i].off - at;
+        memcpy(o, with[i], wlen[i]);
+        o += wlen[i];
         at = edit[i].off + edit[i].len;
     }
-    evbuffer_add(p->out, data + at, len - at);
-    evbuffer_add(p->out, "\n\n", 2);
+    memcpy(o, data + at, len - at);
+    o += len - at;
+    memcpy(o, "\n\n", 2);
+    vec.iov_len = total;
+    evbuffer_commit_space(p->out, &vec, 1);
     return SW_OK;
 }
 

@@ -79,10 +79,10 @@ static int on_field(struct sw_sse *p, const char *name, size_t name_len,
     return SW_OK;
 }
 
-static int on_line(struct sw_sse *p)
+/* One complete line (its terminator excluded): from `line`, or straight
+ * from the fed bytes when the whole line arrived in one feed. */
+static int on_line(struct sw_sse *p, const char *s, size_t len)
 {
-    const char *s = p->line.ptr ? p->line.ptr : "";
-    size_t len = p->line.len;
     int err;
 
     if (!p->seen_line) {
@@ -116,12 +116,13 @@ static int on_line(struct sw_sse *p)
 
 /* ---- Feeding ---- */
 
+/* The first '\n' or '\r': memchr for the '\n' (vectorised in libc), then
+ * for a '\r' before it (rare: most streams end lines with '\n' alone). */
 static const char *find_eol(const char *s, size_t len)
 {
-    for (size_t i = 0; i < len; i++)
-        if (s[i] == '\n' || s[i] == '\r')
-            return s + i;
-    return NULL;
+    const char *nl = memchr(s, '\n', len);
+    const char *cr = memchr(s, '\r', nl ? (size_t)(nl - s) : len);
+    return cr ? cr : nl;
 }
 
 int sw_sse_feed(struct sw_sse *p, const char *bytes, size_t len)
@@ -141,6 +142,20 @@ int sw_sse_feed(struct sw_sse *p, const char *bytes, size_t len)
         }
         const char *eol = find_eol(bytes + i, len - i);
         size_t n = eol ? (size_t)(eol - (bytes + i)) : len - i;
+        if (eol && p->line.len == 0) {
+            /* The whole line is in this feed: parsed where it is, not
+             * copied into `line` first (the same bound applies). */
+            if (n > p->line.max || p->data.len > p->line.max - n) {
+                err = SW_ETOOBIG;
+                goto fail;
+            }
+            p->last_cr = *eol == '\r';
+            err = on_line(p, bytes + i, n);
+            i += n + 1;
+            if (err)
+                goto fail;
+            continue;
+        }
         err = append_line(p, bytes + i, n);
         if (err)
             goto fail;
@@ -148,7 +163,7 @@ int sw_sse_feed(struct sw_sse *p, const char *bytes, size_t len)
             break;
         p->last_cr = *eol == '\r';
         i += n + 1;
-        err = on_line(p);
+        err = on_line(p, p->line.ptr ? p->line.ptr : "", p->line.len);
         if (err)
             goto fail;
     }
