@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <event2/listener.h>
 #include <http_parser.h>
 #include <netinet/in.h>
@@ -23,6 +24,7 @@
 /* Input read ahead (pipelined requests) while a request is being answered. */
 #define READ_AHEAD_MAX (64 * 1024)
 #define READ_CHUNK 4096
+#define SPARE_IN_MAX 32
 /* After the last byte of an answer on a connection that closes, unread
  * input is drained this long so the client is not reset before it read the
  * answer (a client still sending a refused body, say). */
@@ -41,17 +43,24 @@ enum conn_state {
 
 struct hdr {
     const char *name, *value;
+    size_t name_len;
 };
 
+/* Answer headers: name and value copied into the request's `outs` when they
+ * fit (the usual case: no allocation per header), else one allocation. */
 struct out_hdr {
     char *name, *value;
+    size_t name_len, value_len;
+    char *heap;                 /* owned: the copy that did not fit, or NULL */
 };
+#define OUT_ARENA 768
 
 struct conn;
 
 struct sw_http_req {
     struct conn *c;
-    char *head;                 /* copy of the header block; names and values point into it */
+    char *head;                 /* copy of the header block (allocated with the request);
+                                   names and values point into it */
     struct hdr hdrs[MAX_HEADERS];
     int n_hdrs;
     const char *url;            /* start of the URL in head */
@@ -69,6 +78,7 @@ struct sw_http_req {
     size_t body_len, body_cap;
     struct out_hdr out[MAX_OUT_HEADERS];
     int n_out;
+    size_t outs_used;
     bool streaming;             /* stream_start was called */
     bool chunked;               /* the stream is chunk-encoded */
     void (*on_gone)(void *ud);
@@ -76,6 +86,7 @@ struct sw_http_req {
     void (*on_drained)(void *ud);
     void *drained_ud;
     size_t drained_low;
+    char outs[OUT_ARENA];       /* last: not zeroed */
 };
 
 struct conn {
@@ -107,6 +118,10 @@ struct sw_http_server {
     bool accepting;
     bool stopping;
     int port;
+    /* Input buffers of READ_CHUNK bytes put back by connections whose request
+     * is being answered, taken again by the next read on any connection. */
+    char *spare_in[SPARE_IN_MAX];
+    int n_spare_in;
 };
 
 static void process(struct conn *c);
@@ -194,13 +209,24 @@ static void req_free(struct sw_http_req *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n_out; i++) {
-        free(r->out[i].name);
-        free(r->out[i].value);
-    }
-    free(r->head);
+    for (int i = 0; i < r->n_out; i++)
+        free(r->out[i].heap);
     free(r->body);
     free(r);
+}
+
+/* The connection's input buffer goes back to the server's spares (or is
+ * freed): a connection holds none while its request is answered. */
+static void in_release(struct conn *c)
+{
+    struct sw_http_server *s = c->s;
+    if (c->in && c->in_cap == READ_CHUNK && s->n_spare_in < SPARE_IN_MAX)
+        s->spare_in[s->n_spare_in++] = c->in;
+    else
+        free(c->in);
+    c->in = NULL;
+    c->in_cap = 0;
+    c->in_len = 0;
 }
 
 static void set_reading(struct conn *c, bool on)
@@ -234,7 +260,7 @@ static void conn_free(struct conn *c)
     evbuffer_free(c->out);
     if (c->fd >= 0)
         close(c->fd);
-    free(c->in);
+    in_release(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -387,6 +413,7 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
     }
     ((char *)at)[len] = '\0'; /* the ':' after the name */
     r->hdrs[r->n_hdrs].name = at;
+    r->hdrs[r->n_hdrs].name_len = len;
     r->hdrs[r->n_hdrs].value = "";
     r->n_hdrs++;
     return 0;
@@ -513,13 +540,15 @@ static void split_url(struct sw_http_req *r)
 static void begin_request(struct conn *c, size_t n)
 {
     struct sw_http_server *s = c->s;
-    struct sw_http_req *r = calloc(1, sizeof *r);
-    char *head = r ? malloc(n + 1) : NULL;
-    if (!head) {
-        free(r);
+    /* the request and its copy of the head in one allocation; the answer
+     * headers' arena is written before it is read */
+    struct sw_http_req *r = malloc(sizeof *r + n + 1);
+    if (!r) {
         conn_fail(c);
         return;
     }
+    memset(r, 0, offsetof(struct sw_http_req, outs));
+    char *head = (char *)(r + 1);
     memcpy(head, c->in, n);
     head[n] = '\0';
     consume(c, n);
@@ -662,11 +691,8 @@ static void process(struct conn *c)
             struct sw_http_req *r = c->req;
             r->handed = true;
             evtimer_del(c->timer);
-            if (c->in_len == 0) { /* nothing pipelined: no buffer while it is answered */
-                free(c->in);
-                c->in = NULL;
-                c->in_cap = 0;
-            }
+            if (c->in_len == 0) /* nothing pipelined: no buffer while it is answered */
+                in_release(c);
             s->h.on_request(r, s->h.ud);
             continue;
         }
@@ -694,6 +720,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     size_t limit = c->state == C_HEAD ? c->s->lim.max_header_bytes + READ_CHUNK : READ_AHEAD_MAX;
+    if (c->in_cap == 0 && c->s->n_spare_in > 0) {
+        c->in = c->s->spare_in[--c->s->n_spare_in];
+        c->in_cap = READ_CHUNK;
+    }
     if (c->in_cap - c->in_len < READ_CHUNK / 2 && c->in_cap < limit) {
         size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
         char *in = realloc(c->in, cap);
@@ -927,6 +957,8 @@ void sw_http_server_free(struct sw_http_server *s)
         conn_free(s->conns);
     if (s->listener)
         evconnlistener_free(s->listener);
+    while (s->n_spare_in > 0)
+        free(s->spare_in[--s->n_spare_in]);
     free(s);
 }
 
@@ -956,8 +988,9 @@ const char *sw_http_header(const struct sw_http_req *req, const char *name, int 
 {
     const char *first = NULL;
     int n = 0;
+    size_t len = strlen(name);
     for (int i = 0; i < req->n_hdrs; i++) {
-        if (strcasecmp(req->hdrs[i].name, name) != 0)
+        if (req->hdrs[i].name_len != len || strncasecmp(req->hdrs[i].name, name, len) != 0)
             continue;
         if (!first)
             first = req->hdrs[i].value;
@@ -988,40 +1021,68 @@ int sw_http_version_minor(const struct sw_http_req *req)
 
 /* ---- Answering ---- */
 
+/* A copy of name and value (each NUL-terminated) into h: the request's
+ * arena when it has room, else one allocation. */
+static bool out_copy(struct sw_http_req *req, struct out_hdr *h, const char *name,
+                     size_t name_len, const char *value, size_t value_len)
+{
+    size_t need = name_len + value_len + 2;
+    char *at;
+    char *heap = NULL;
+    if (need <= sizeof req->outs - req->outs_used) {
+        at = req->outs + req->outs_used;
+        req->outs_used += need;
+    } else {
+        at = heap = malloc(need);
+        if (!at)
+            return false;
+    }
+    memcpy(at, name, name_len);
+    at[name_len] = '\0';
+    memcpy(at + name_len + 1, value, value_len);
+    at[name_len + 1 + value_len] = '\0';
+    free(h->heap);
+    *h = (struct out_hdr){at, at + name_len + 1, name_len, value_len, heap};
+    return true;
+}
+
 void sw_http_add_header(struct sw_http_req *req, const char *name, const char *value)
 {
     if (req->n_out == MAX_OUT_HEADERS)
         return;
-    char *n = strdup(name), *v = strdup(value);
-    if (!n || !v) {
-        free(n);
-        free(v);
-        return;
-    }
-    req->out[req->n_out++] = (struct out_hdr){n, v};
+    struct out_hdr *h = &req->out[req->n_out];
+    *h = (struct out_hdr){0};
+    if (out_copy(req, h, name, strlen(name), value, strlen(value)))
+        req->n_out++;
+}
+
+static struct out_hdr *out_find(const struct sw_http_req *req, const char *name, size_t len)
+{
+    for (int i = 0; i < req->n_out; i++)
+        if (req->out[i].name_len == len && strncasecmp(req->out[i].name, name, len) == 0)
+            return (struct out_hdr *)&req->out[i];
+    return NULL;
 }
 
 void sw_http_set_header(struct sw_http_req *req, const char *name, const char *value)
 {
-    for (int i = 0; i < req->n_out; i++) {
-        if (strcasecmp(req->out[i].name, name) == 0) {
-            char *v = strdup(value);
-            if (v) {
-                free(req->out[i].value);
-                req->out[i].value = v;
-            }
-            return;
+    size_t len = strlen(name);
+    struct out_hdr *h = out_find(req, name, len);
+    if (h) {
+        /* the old copy stays in the arena until the request ends */
+        struct out_hdr n = {0};
+        if (out_copy(req, &n, h->name, h->name_len, value, strlen(value))) {
+            free(h->heap);
+            *h = n;
         }
+        return;
     }
     sw_http_add_header(req, name, value);
 }
 
 bool sw_http_has_header_out(const struct sw_http_req *req, const char *name)
 {
-    for (int i = 0; i < req->n_out; i++)
-        if (strcasecmp(req->out[i].name, name) == 0)
-            return true;
-    return false;
+    return out_find(req, name, strlen(name)) != NULL;
 }
 
 /* The status line and headers into the connection's output. */
@@ -1088,9 +1149,9 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
         HEAD_LIT(o, "\r\n");
     }
     for (int i = 0; i < r->n_out; i++) {
-        head_put(o, r->out[i].name, strlen(r->out[i].name));
+        head_put(o, r->out[i].name, r->out[i].name_len);
         HEAD_LIT(o, ": ");
-        head_put(o, r->out[i].value, strlen(r->out[i].value));
+        head_put(o, r->out[i].value, r->out[i].value_len);
         HEAD_LIT(o, "\r\n");
     }
     HEAD_LIT(o, "\r\n");

@@ -915,47 +915,94 @@ static void read_usage(struct proxy *p, const json_t *usage)
         p->usage_out = (long)json_integer_value(out);
 }
 
+/* `s` as a JSON string, quotes included, as jansson writes it (the same
+ * escapes), without building a jansson value: model names are quoted on every
+ * request. Non-ASCII text goes through jansson, which also checks its UTF-8. */
+static char *json_quote(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s), extra = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x80) {
+            json_t *j = json_string(s);
+            char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+            json_decref(j);
+            return out;
+        }
+        if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' ||
+            ch == '\t')
+            extra += 1;
+        else if (ch < 0x20)
+            extra += 5;
+    }
+    char *out = malloc(n + extra + 3);
+    if (!out)
+        return NULL;
+    char *o = out;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char e = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\f' ? 'f'
+               : ch == '\n' ? 'n' : ch == '\r' ? 'r' : ch == '\t' ? 't' : 0;
+        if (e) {
+            *o++ = '\\';
+            *o++ = e;
+        } else if (ch < 0x20) {
+            memcpy(o, "\\u00", 4);
+            o[4] = hex[ch >> 4];
+            o[5] = hex[ch & 15];
+            o += 6;
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
 /* `text` with the value at `at` replaced by `with` (at.len 0: `with` is
  * inserted as a new first member `"key":with,`). NULL when out of memory. */
 static char *splice_member(const char *text, size_t len, struct sw_jspan at, const char *key,
                            const char *with, size_t *out_len)
 {
-    struct sw_buf b;
-    sw_buf_init(&b, len + strlen(key) + strlen(with) + 8);
-    int err;
+    size_t wl = strlen(with), kl = strlen(key);
+    char *b = malloc(len + kl + wl + 8); /* the whole result, allocated once */
+    if (!b)
+        return NULL;
+    char *o = b;
     if (at.len) {
-        err = sw_buf_append(&b, text, at.off);
-        if (!err)
-            err = sw_buf_append_str(&b, with);
-        if (!err)
-            err = sw_buf_append(&b, text + at.off + at.len, len - at.off - at.len);
+        memcpy(o, text, at.off);
+        o += at.off;
+        memcpy(o, with, wl);
+        o += wl;
+        memcpy(o, text + at.off + at.len, len - at.off - at.len);
+        o += len - at.off - at.len;
     } else {
         const char *brace = memchr(text, '{', len);
         size_t head = brace ? (size_t)(brace - text) + 1 : 0;
-        err = sw_buf_append(&b, text, head);
-        if (!err)
-            err = sw_buf_append(&b, "\"", 1);
-        if (!err)
-            err = sw_buf_append_str(&b, key);
-        if (!err)
-            err = sw_buf_append(&b, "\":", 2);
-        if (!err)
-            err = sw_buf_append_str(&b, with);
+        memcpy(o, text, head);
+        o += head;
+        *o++ = '"';
+        memcpy(o, key, kl);
+        o += kl;
+        *o++ = '"';
+        *o++ = ':';
+        memcpy(o, with, wl);
+        o += wl;
         /* A member follows unless the object was empty. */
         size_t i = head;
         while (i < len && strchr(" \t\r\n", text[i]))
             i++;
-        if (!err && i < len && text[i] != '}')
-            err = sw_buf_append(&b, ",", 1);
-        if (!err)
-            err = sw_buf_append(&b, text + head, len - head);
+        if (i < len && text[i] != '}')
+            *o++ = ',';
+        memcpy(o, text + head, len - head);
+        o += len - head;
     }
-    if (err) {
-        sw_buf_free(&b);
-        return NULL;
-    }
-    *out_len = b.len;
-    return b.ptr;
+    *o = '\0';
+    *out_len = (size_t)(o - b);
+    return b;
 }
 
 /* The whole answer `s` (len bytes, taken; NULL: out of memory) is the
@@ -1378,9 +1425,7 @@ static char *plain_body(struct proxy *p, const struct sw_config_backend *be, siz
     if (!text || !sw_jscan_members(text, len, keys, sp, NULL, 3) || !sp[0].len || sp[1].len ||
         (sp[2].len && p->chat.stream))
         return NULL;
-    json_t *m = json_string(be->model);
-    char *model = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
-    json_decref(m);
+    char *model = json_quote(be->model);
     if (!model)
         return NULL;
     char *body = splice_member(text, len, sp[0], "model", model, out_len);
@@ -1947,9 +1992,7 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     p->chat = *chat;
     memset(chat, 0, sizeof *chat);
     p->public_model = public_model;
-    json_t *pm = json_string(public_model);
-    p->public_model_json = pm ? json_dumps(pm, JSON_ENCODE_ANY) : NULL;
-    json_decref(pm);
+    p->public_model_json = json_quote(public_model);
     p->model = model;
     p->facts = *facts;
     p->pii = *pii;
