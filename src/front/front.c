@@ -122,7 +122,9 @@ static bool privacy_flag(struct sw_http_req *req, const char *name, bool *any_tr
                          bool *any_false)
 {
     struct flag_scan fs = {.name = name};
-    sw_http_each_header(req, scan_flag, &fs);
+    int count;
+    if (sw_http_header(req, name, &count) && count > 0) /* absent (the usual case): no scan */
+        sw_http_each_header(req, scan_flag, &fs);
     if (fs.bad) {
         sw_reply_error(req, 400, "invalid_request_error", "invalid_header", name,
                        "Invalid %s: every value must be true/false, 1/0, yes/no or on/off.",

@@ -25,6 +25,9 @@
 #define READ_AHEAD_MAX (64 * 1024)
 #define READ_CHUNK 4096
 #define SPARE_IN_MAX 32
+/* Requests whose head fits REQ_HEAD_ROOM are kept for reuse, up to SPARE_REQ_MAX. */
+#define REQ_HEAD_ROOM 2048
+#define SPARE_REQ_MAX 32
 /* After the last byte of an answer on a connection that closes, unread
  * input is drained this long so the client is not reset before it read the
  * answer (a client still sending a refused body, say). */
@@ -74,6 +77,7 @@ struct sw_http_req {
     bool complete;              /* the whole message is in */
     bool body_too_big;
     bool bad_header;
+    bool pooled;                /* allocated with REQ_HEAD_ROOM bytes of head: reusable */
     char *body;
     size_t body_len, body_cap;
     struct out_hdr out[MAX_OUT_HEADERS];
@@ -122,6 +126,8 @@ struct sw_http_server {
      * is being answered, taken again by the next read on any connection. */
     char *spare_in[SPARE_IN_MAX];
     int n_spare_in;
+    struct sw_http_req *spare_req[SPARE_REQ_MAX];
+    int n_spare_req;
 };
 
 static void process(struct conn *c);
@@ -205,25 +211,39 @@ static void listener_update(struct sw_http_server *s)
     }
 }
 
-static void req_free(struct sw_http_req *r)
+/* A buffer of READ_CHUNK bytes: a spare one when there is, else a new one. */
+static char *chunk_get(struct sw_http_server *s)
+{
+    return s->n_spare_in > 0 ? s->spare_in[--s->n_spare_in] : malloc(READ_CHUNK);
+}
+
+/* buf (cap bytes) back to the spares when it is a READ_CHUNK one, else freed. */
+static void chunk_put(struct sw_http_server *s, char *buf, size_t cap)
+{
+    if (buf && cap == READ_CHUNK && s->n_spare_in < SPARE_IN_MAX)
+        s->spare_in[s->n_spare_in++] = buf;
+    else
+        free(buf);
+}
+
+static void req_free(struct sw_http_server *s, struct sw_http_req *r)
 {
     if (!r)
         return;
     for (int i = 0; i < r->n_out; i++)
         free(r->out[i].heap);
-    free(r->body);
-    free(r);
+    chunk_put(s, r->body, r->body_cap);
+    if (r->pooled && s->n_spare_req < SPARE_REQ_MAX)
+        s->spare_req[s->n_spare_req++] = r;
+    else
+        free(r);
 }
 
 /* The connection's input buffer goes back to the server's spares (or is
  * freed): a connection holds none while its request is answered. */
 static void in_release(struct conn *c)
 {
-    struct sw_http_server *s = c->s;
-    if (c->in && c->in_cap == READ_CHUNK && s->n_spare_in < SPARE_IN_MAX)
-        s->spare_in[s->n_spare_in++] = c->in;
-    else
-        free(c->in);
+    chunk_put(c->s, c->in, c->in_cap);
     c->in = NULL;
     c->in_cap = 0;
     c->in_len = 0;
@@ -252,7 +272,7 @@ static void conn_free(struct conn *c)
         r->c = NULL;
         cb(r->gone_ud);
     }
-    req_free(r);
+    req_free(s, r);
     event_free(c->rev);
     event_free(c->wev);
     event_free(c->timer);
@@ -542,12 +562,15 @@ static void begin_request(struct conn *c, size_t n)
     struct sw_http_server *s = c->s;
     /* the request and its copy of the head in one allocation; the answer
      * headers' arena is written before it is read */
-    struct sw_http_req *r = malloc(sizeof *r + n + 1);
+    bool pooled = n + 1 <= REQ_HEAD_ROOM;
+    struct sw_http_req *r = pooled && s->n_spare_req > 0 ? s->spare_req[--s->n_spare_req]
+                            : malloc(sizeof *r + (pooled ? REQ_HEAD_ROOM : n + 1));
     if (!r) {
         conn_fail(c);
         return;
     }
     memset(r, 0, offsetof(struct sw_http_req, outs));
+    r->pooled = pooled;
     char *head = (char *)(r + 1);
     memcpy(head, c->in, n);
     head[n] = '\0';
@@ -602,12 +625,18 @@ static void begin_request(struct conn *c, size_t n)
         return;
     }
     if ((c->parser.flags & F_CONTENTLENGTH) && !r->complete) {
-        r->body = malloc(c->parser.content_length + 1);
+        size_t cap = c->parser.content_length + 1;
+        if (cap <= READ_CHUNK) { /* the usual body: a spare buffer */
+            r->body = chunk_get(s);
+            cap = READ_CHUNK;
+        } else {
+            r->body = malloc(cap);
+        }
         if (!r->body) {
             conn_fail(c);
             return;
         }
-        r->body_cap = c->parser.content_length + 1;
+        r->body_cap = cap;
     }
     c->state = r->complete ? C_BUSY : C_BODY;
     /* Answered here: r is gone, and sw_http_reply closed the connection
@@ -959,6 +988,8 @@ void sw_http_server_free(struct sw_http_server *s)
         evconnlistener_free(s->listener);
     while (s->n_spare_in > 0)
         free(s->spare_in[--s->n_spare_in]);
+    while (s->n_spare_req > 0)
+        free(s->spare_req[--s->n_spare_req]);
     free(s);
 }
 
@@ -1163,7 +1194,7 @@ static void req_done(struct conn *c)
 {
     struct sw_http_req *r = c->req;
     c->req = NULL;
-    req_free(r);
+    req_free(c->s, r);
     if (c->dead)
         return;
     evtimer_del(c->timer);
