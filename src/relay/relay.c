@@ -482,6 +482,22 @@ static void read_usage_span(struct proxy *p, const char *text, struct sw_jspan s
         p->usage_out = out;
 }
 
+/* The same from the usage of an answer sw_jscan_object accepted whole: the
+ * syntax is not checked a second time. */
+static void read_usage_checked(struct proxy *p, const char *text, struct sw_jspan span)
+{
+    static const char *const keys[] = {"prompt_tokens", "completion_tokens"};
+    struct sw_jspan us[2];
+    if (!span.len || text[span.off] != '{' ||
+        !sw_jscan_members(text + span.off, span.len, keys, us, NULL, 2))
+        return;
+    long in = sw_jscan_long(text + span.off, us[0]), out = sw_jscan_long(text + span.off, us[1]);
+    if (in >= 0)
+        p->usage_in = in;
+    if (out >= 0)
+        p->usage_out = out;
+}
+
 /* An event of an unmasked stream, edited as bytes: `model` rewritten, the
  * usage Spillway asked for on the client's behalf dropped, usage read. */
 static int plain_event(struct proxy *p, const char *data, size_t len)
@@ -968,7 +984,7 @@ static char *json_quote(const char *s)
     *o++ = '"';
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
-        char e = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\f' ? 'f'
+        char e = ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\f' ? 'f'
                : ch == '\n' ? 'n' : ch == '\r' ? 'r' : ch == '\t' ? 't' : 0;
         if (e) {
             *o++ = '\\';
@@ -1060,7 +1076,7 @@ static void finish_plain(struct proxy *p)
         attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
         return;
     }
-    read_usage_span(p, text, sp[2]);
+    read_usage_checked(p, text, sp[2]);
     size_t len;
     char *s = p->public_model_json ? splice_member(text, p->resp.len, sp[0], "model",
                                                    p->public_model_json, &len)
