@@ -984,7 +984,7 @@ static char *json_quote(const char *s)
     *o++ = '"';
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
-        char e = ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\f' ? 'f'
+        char e = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\f' ? 'f'
                : ch == '\n' ? 'n' : ch == '\r' ? 'r' : ch == '\t' ? 't' : 0;
         if (e) {
             *o++ = '\\';
