@@ -64,7 +64,6 @@ struct sw_http_req {
     struct conn *c;
     char *head;                 /* copy of the header block (allocated with the request);
                                    names and values point into it */
-    struct hdr hdrs[MAX_HEADERS];
     int n_hdrs;
     const char *url;            /* start of the URL in head */
     size_t url_len;
@@ -80,7 +79,6 @@ struct sw_http_req {
     bool pooled;                /* allocated with REQ_HEAD_ROOM bytes of head: reusable */
     char *body;
     size_t body_len, body_cap;
-    struct out_hdr out[MAX_OUT_HEADERS];
     int n_out;
     size_t outs_used;
     bool streaming;             /* stream_start was called */
@@ -90,7 +88,11 @@ struct sw_http_req {
     void (*on_drained)(void *ud);
     void *drained_ud;
     size_t drained_low;
-    char outs[OUT_ARENA];       /* last: not zeroed */
+    /* Not zeroed when a request starts: each entry is written before it is
+     * read (n_hdrs, n_out and outs_used bound them). */
+    struct hdr hdrs[MAX_HEADERS];
+    struct out_hdr out[MAX_OUT_HEADERS];
+    char outs[OUT_ARENA];
 };
 
 struct conn {
@@ -523,9 +525,13 @@ static void consume(struct conn *c, size_t n)
 /* The end of the header block in c->in (just past the empty line), or 0. */
 static size_t header_end(const struct conn *c)
 {
-    for (size_t i = 0; i + 1 < c->in_len; i++) {
-        if (c->in[i] != '\n')
-            continue;
+    if (c->in_len == 0)
+        return 0;
+    const char *end = c->in + c->in_len;
+    for (const char *nl = c->in; (nl = memchr(nl, '\n', (size_t)(end - nl))) != NULL; nl++) {
+        size_t i = (size_t)(nl - c->in);
+        if (i + 1 >= c->in_len)
+            break;
         if (c->in[i + 1] == '\n')
             return i + 2;
         if (c->in[i + 1] == '\r' && i + 2 < c->in_len && c->in[i + 2] == '\n')
@@ -569,7 +575,7 @@ static void begin_request(struct conn *c, size_t n)
         conn_fail(c);
         return;
     }
-    memset(r, 0, offsetof(struct sw_http_req, outs));
+    memset(r, 0, offsetof(struct sw_http_req, hdrs));
     r->pooled = pooled;
     char *head = (char *)(r + 1);
     memcpy(head, c->in, n);
@@ -1144,7 +1150,9 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
                        uint64_t len)
 {
     struct conn *c = r->c;
-    struct head h = {.o = c->out};
+    struct head h; /* its buffer is written before it is read */
+    h.o = c->out;
+    h.n = 0;
     struct head *o = &h;
     char num[24];
     HEAD_LIT(o, "HTTP/1.1 ");
