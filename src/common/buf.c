@@ -55,6 +55,15 @@ size_t sw_fmt_u64(char *out, uint64_t v, unsigned base, int min_digits)
     static const char digits[] = "0123456789abcdef";
     char tmp[24];
     int n = 0;
+    if (base == 10) { /* a constant divisor: multiplications, not divisions */
+        do {
+            tmp[n++] = (char)('0' + v % 10);
+            v /= 10;
+        } while ((v || n < min_digits) && n < 20);
+        for (int i = 0; i < n; i++)
+            out[i] = tmp[n - 1 - i];
+        return (size_t)n;
+    }
     do {
         tmp[n++] = digits[v % base];
         v /= base;

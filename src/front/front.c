@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -60,8 +61,18 @@ static void on_relay_finish(void *ud)
 
 static void make_request_id(struct sw_front *f, struct sw_http_req *req, char *out, size_t n)
 {
-    snprintf(out, n, "sw-%08lx-%06llx", (unsigned long)f->started_s,
-             (unsigned long long)(++f->next_id & 0xffffff));
+    /* "sw-%08lx-%06llx" of the start time and a counter, without printf */
+    char id[64];
+    size_t k = 0;
+    memcpy(id, "sw-", 3);
+    k = 3;
+    k += sw_fmt_u64(id + k, (uint64_t)(unsigned long)f->started_s, 16, 8);
+    id[k++] = '-';
+    k += sw_fmt_u64(id + k, ++f->next_id & 0xffffff, 16, 6);
+    if (k > n - 1)
+        k = n - 1;
+    memcpy(out, id, k);
+    out[k] = '\0';
     sw_http_add_header(req, "X-Request-Id", out);
 }
 
@@ -99,7 +110,9 @@ static bool flag_header(struct sw_http_req *req, const char *name, bool *any_tru
                          bool *any_false)
 {
     struct flag_scan fs = {.name = name};
-    sw_http_each_header(req, scan_flag, &fs);
+    int count;
+    if (sw_http_header(req, name, &count) && count > 0) /* absent (the usual case): no scan */
+        sw_http_each_header(req, scan_flag, &fs);
     if (fs.bad) {
         sw_reply_error(req, 400, "invalid_request_error", "invalid_header", name,
                        "Invalid %s: every value must be true/false, 1/0, yes/no or on/off.",

@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <event2/listener.h>
 #include <http_parser.h>
 #include <netinet/in.h>
@@ -23,6 +24,10 @@
 /* Input read ahead (pipelined requests) while a request is being answered. */
 #define READ_AHEAD_MAX (64 * 1024)
 #define READ_CHUNK 4096
+#define SPARE_IN_MAX 32
+/* Requests whose head fits REQ_HEAD_ROOM are kept for reuse, up to SPARE_REQ_MAX. */
+#define REQ_HEAD_ROOM 2048
+#define SPARE_REQ_MAX 32
 /* After the last byte of an answer on a connection that closes, unread
  * input is drained this long so the client is not reset before it read the
  * answer (a client still sending a refused body, say). */
@@ -41,18 +46,24 @@ enum conn_state {
 
 struct hdr {
     const char *name, *value;
+    size_t name_len;
 };
 
+/* Answer headers: name and value copied into the request's `outs` when they
+ * fit (the usual case: no allocation per header), else one allocation. */
 struct out_hdr {
     char *name, *value;
+    size_t name_len, value_len;
+    char *heap;                 /* owned: the copy that did not fit, or NULL */
 };
+#define OUT_ARENA 768
 
 struct conn;
 
 struct sw_http_req {
     struct conn *c;
-    char *head;                 /* copy of the header block; names and values point into it */
-    struct hdr hdrs[MAX_HEADERS];
+    char *head;                 /* copy of the header block (allocated with the request);
+                                   names and values point into it */
     int n_hdrs;
     const char *url;            /* start of the URL in head */
     size_t url_len;
@@ -65,10 +76,11 @@ struct sw_http_req {
     bool complete;              /* the whole message is in */
     bool body_too_big;
     bool bad_header;
+    bool pooled;                /* allocated with REQ_HEAD_ROOM bytes of head: reusable */
     char *body;
     size_t body_len, body_cap;
-    struct out_hdr out[MAX_OUT_HEADERS];
     int n_out;
+    size_t outs_used;
     bool streaming;             /* stream_start was called */
     bool chunked;               /* the stream is chunk-encoded */
     void (*on_gone)(void *ud);
@@ -76,6 +88,11 @@ struct sw_http_req {
     void (*on_drained)(void *ud);
     void *drained_ud;
     size_t drained_low;
+    /* Not zeroed when a request starts: each entry is written before it is
+     * read (n_hdrs, n_out and outs_used bound them). */
+    struct hdr hdrs[MAX_HEADERS];
+    struct out_hdr out[MAX_OUT_HEADERS];
+    char outs[OUT_ARENA];
 };
 
 struct conn {
@@ -107,6 +124,12 @@ struct sw_http_server {
     bool accepting;
     bool stopping;
     int port;
+    /* Input buffers of READ_CHUNK bytes put back by connections whose request
+     * is being answered, taken again by the next read on any connection. */
+    char *spare_in[SPARE_IN_MAX];
+    int n_spare_in;
+    struct sw_http_req *spare_req[SPARE_REQ_MAX];
+    int n_spare_req;
 };
 
 static void process(struct conn *c);
@@ -190,17 +213,42 @@ static void listener_update(struct sw_http_server *s)
     }
 }
 
-static void req_free(struct sw_http_req *r)
+/* A buffer of READ_CHUNK bytes: a spare one when there is, else a new one. */
+static char *chunk_get(struct sw_http_server *s)
+{
+    return s->n_spare_in > 0 ? s->spare_in[--s->n_spare_in] : malloc(READ_CHUNK);
+}
+
+/* buf (cap bytes) back to the spares when it is a READ_CHUNK one, else freed. */
+static void chunk_put(struct sw_http_server *s, char *buf, size_t cap)
+{
+    if (buf && cap == READ_CHUNK && s->n_spare_in < SPARE_IN_MAX)
+        s->spare_in[s->n_spare_in++] = buf;
+    else
+        free(buf);
+}
+
+static void req_free(struct sw_http_server *s, struct sw_http_req *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n_out; i++) {
-        free(r->out[i].name);
-        free(r->out[i].value);
-    }
-    free(r->head);
-    free(r->body);
-    free(r);
+    for (int i = 0; i < r->n_out; i++)
+        free(r->out[i].heap);
+    chunk_put(s, r->body, r->body_cap);
+    if (r->pooled && s->n_spare_req < SPARE_REQ_MAX)
+        s->spare_req[s->n_spare_req++] = r;
+    else
+        free(r);
+}
+
+/* The connection's input buffer goes back to the server's spares (or is
+ * freed): a connection holds none while its request is answered. */
+static void in_release(struct conn *c)
+{
+    chunk_put(c->s, c->in, c->in_cap);
+    c->in = NULL;
+    c->in_cap = 0;
+    c->in_len = 0;
 }
 
 static void set_reading(struct conn *c, bool on)
@@ -226,7 +274,7 @@ static void conn_free(struct conn *c)
         r->c = NULL;
         cb(r->gone_ud);
     }
-    req_free(r);
+    req_free(s, r);
     event_free(c->rev);
     event_free(c->wev);
     event_free(c->timer);
@@ -234,7 +282,7 @@ static void conn_free(struct conn *c)
     evbuffer_free(c->out);
     if (c->fd >= 0)
         close(c->fd);
-    free(c->in);
+    in_release(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -387,6 +435,7 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
     }
     ((char *)at)[len] = '\0'; /* the ':' after the name */
     r->hdrs[r->n_hdrs].name = at;
+    r->hdrs[r->n_hdrs].name_len = len;
     r->hdrs[r->n_hdrs].value = "";
     r->n_hdrs++;
     return 0;
@@ -476,9 +525,13 @@ static void consume(struct conn *c, size_t n)
 /* The end of the header block in c->in (just past the empty line), or 0. */
 static size_t header_end(const struct conn *c)
 {
-    for (size_t i = 0; i + 1 < c->in_len; i++) {
-        if (c->in[i] != '\n')
-            continue;
+    if (c->in_len == 0)
+        return 0;
+    const char *end = c->in + c->in_len;
+    for (const char *nl = c->in; (nl = memchr(nl, '\n', (size_t)(end - nl))) != NULL; nl++) {
+        size_t i = (size_t)(nl - c->in);
+        if (i + 1 >= c->in_len)
+            break;
         if (c->in[i + 1] == '\n')
             return i + 2;
         if (c->in[i + 1] == '\r' && i + 2 < c->in_len && c->in[i + 2] == '\n')
@@ -513,13 +566,18 @@ static void split_url(struct sw_http_req *r)
 static void begin_request(struct conn *c, size_t n)
 {
     struct sw_http_server *s = c->s;
-    struct sw_http_req *r = calloc(1, sizeof *r);
-    char *head = r ? malloc(n + 1) : NULL;
-    if (!head) {
-        free(r);
+    /* the request and its copy of the head in one allocation; the answer
+     * headers' arena is written before it is read */
+    bool pooled = n + 1 <= REQ_HEAD_ROOM;
+    struct sw_http_req *r = pooled && s->n_spare_req > 0 ? s->spare_req[--s->n_spare_req]
+                            : malloc(sizeof *r + (pooled ? REQ_HEAD_ROOM : n + 1));
+    if (!r) {
         conn_fail(c);
         return;
     }
+    memset(r, 0, offsetof(struct sw_http_req, hdrs));
+    r->pooled = pooled;
+    char *head = (char *)(r + 1);
     memcpy(head, c->in, n);
     head[n] = '\0';
     consume(c, n);
@@ -573,12 +631,18 @@ static void begin_request(struct conn *c, size_t n)
         return;
     }
     if ((c->parser.flags & F_CONTENTLENGTH) && !r->complete) {
-        r->body = malloc(c->parser.content_length + 1);
+        size_t cap = c->parser.content_length + 1;
+        if (cap <= READ_CHUNK) { /* the usual body: a spare buffer */
+            r->body = chunk_get(s);
+            cap = READ_CHUNK;
+        } else {
+            r->body = malloc(cap);
+        }
         if (!r->body) {
             conn_fail(c);
             return;
         }
-        r->body_cap = c->parser.content_length + 1;
+        r->body_cap = cap;
     }
     c->state = r->complete ? C_BUSY : C_BODY;
     /* Answered here: r is gone, and sw_http_reply closed the connection
@@ -662,11 +726,8 @@ static void process(struct conn *c)
             struct sw_http_req *r = c->req;
             r->handed = true;
             evtimer_del(c->timer);
-            if (c->in_len == 0) { /* nothing pipelined: no buffer while it is answered */
-                free(c->in);
-                c->in = NULL;
-                c->in_cap = 0;
-            }
+            if (c->in_len == 0) /* nothing pipelined: no buffer while it is answered */
+                in_release(c);
             s->h.on_request(r, s->h.ud);
             continue;
         }
@@ -694,6 +755,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     size_t limit = c->state == C_HEAD ? c->s->lim.max_header_bytes + READ_CHUNK : READ_AHEAD_MAX;
+    if (c->in_cap == 0 && c->s->n_spare_in > 0) {
+        c->in = c->s->spare_in[--c->s->n_spare_in];
+        c->in_cap = READ_CHUNK;
+    }
     if (c->in_cap - c->in_len < READ_CHUNK / 2 && c->in_cap < limit) {
         size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
         char *in = realloc(c->in, cap);
@@ -927,6 +992,10 @@ void sw_http_server_free(struct sw_http_server *s)
         conn_free(s->conns);
     if (s->listener)
         evconnlistener_free(s->listener);
+    while (s->n_spare_in > 0)
+        free(s->spare_in[--s->n_spare_in]);
+    while (s->n_spare_req > 0)
+        free(s->spare_req[--s->n_spare_req]);
     free(s);
 }
 
@@ -956,8 +1025,9 @@ const char *sw_http_header(const struct sw_http_req *req, const char *name, int 
 {
     const char *first = NULL;
     int n = 0;
+    size_t len = strlen(name);
     for (int i = 0; i < req->n_hdrs; i++) {
-        if (strcasecmp(req->hdrs[i].name, name) != 0)
+        if (req->hdrs[i].name_len != len || strncasecmp(req->hdrs[i].name, name, len) != 0)
             continue;
         if (!first)
             first = req->hdrs[i].value;
@@ -988,40 +1058,68 @@ int sw_http_version_minor(const struct sw_http_req *req)
 
 /* ---- Answering ---- */
 
+/* A copy of name and value (each NUL-terminated) into h: the request's
+ * arena when it has room, else one allocation. */
+static bool out_copy(struct sw_http_req *req, struct out_hdr *h, const char *name,
+                     size_t name_len, const char *value, size_t value_len)
+{
+    size_t need = name_len + value_len + 2;
+    char *at;
+    char *heap = NULL;
+    if (need <= sizeof req->outs - req->outs_used) {
+        at = req->outs + req->outs_used;
+        req->outs_used += need;
+    } else {
+        at = heap = malloc(need);
+        if (!at)
+            return false;
+    }
+    memcpy(at, name, name_len);
+    at[name_len] = '\0';
+    memcpy(at + name_len + 1, value, value_len);
+    at[name_len + 1 + value_len] = '\0';
+    free(h->heap);
+    *h = (struct out_hdr){at, at + name_len + 1, name_len, value_len, heap};
+    return true;
+}
+
 void sw_http_add_header(struct sw_http_req *req, const char *name, const char *value)
 {
     if (req->n_out == MAX_OUT_HEADERS)
         return;
-    char *n = strdup(name), *v = strdup(value);
-    if (!n || !v) {
-        free(n);
-        free(v);
-        return;
-    }
-    req->out[req->n_out++] = (struct out_hdr){n, v};
+    struct out_hdr *h = &req->out[req->n_out];
+    *h = (struct out_hdr){0};
+    if (out_copy(req, h, name, strlen(name), value, strlen(value)))
+        req->n_out++;
+}
+
+static struct out_hdr *out_find(const struct sw_http_req *req, const char *name, size_t len)
+{
+    for (int i = 0; i < req->n_out; i++)
+        if (req->out[i].name_len == len && strncasecmp(req->out[i].name, name, len) == 0)
+            return (struct out_hdr *)&req->out[i];
+    return NULL;
 }
 
 void sw_http_set_header(struct sw_http_req *req, const char *name, const char *value)
 {
-    for (int i = 0; i < req->n_out; i++) {
-        if (strcasecmp(req->out[i].name, name) == 0) {
-            char *v = strdup(value);
-            if (v) {
-                free(req->out[i].value);
-                req->out[i].value = v;
-            }
-            return;
+    size_t len = strlen(name);
+    struct out_hdr *h = out_find(req, name, len);
+    if (h) {
+        /* the old copy stays in the arena until the request ends */
+        struct out_hdr n = {0};
+        if (out_copy(req, &n, h->name, h->name_len, value, strlen(value))) {
+            free(h->heap);
+            *h = n;
         }
+        return;
     }
     sw_http_add_header(req, name, value);
 }
 
 bool sw_http_has_header_out(const struct sw_http_req *req, const char *name)
 {
-    for (int i = 0; i < req->n_out; i++)
-        if (strcasecmp(req->out[i].name, name) == 0)
-            return true;
-    return false;
+    return out_find(req, name, strlen(name)) != NULL;
 }
 
 /* The status line and headers into the connection's output. */
@@ -1052,7 +1150,9 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
                        uint64_t len)
 {
     struct conn *c = r->c;
-    struct head h = {.o = c->out};
+    struct head h; /* its buffer is written before it is read */
+    h.o = c->out;
+    h.n = 0;
     struct head *o = &h;
     char num[24];
     HEAD_LIT(o, "HTTP/1.1 ");
@@ -1088,9 +1188,9 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
         HEAD_LIT(o, "\r\n");
     }
     for (int i = 0; i < r->n_out; i++) {
-        head_put(o, r->out[i].name, strlen(r->out[i].name));
+        head_put(o, r->out[i].name, r->out[i].name_len);
         HEAD_LIT(o, ": ");
-        head_put(o, r->out[i].value, strlen(r->out[i].value));
+        head_put(o, r->out[i].value, r->out[i].value_len);
         HEAD_LIT(o, "\r\n");
     }
     HEAD_LIT(o, "\r\n");
@@ -1102,7 +1202,7 @@ static void req_done(struct conn *c)
 {
     struct sw_http_req *r = c->req;
     c->req = NULL;
-    req_free(r);
+    req_free(c->s, r);
     if (c->dead)
         return;
     evtimer_del(c->timer);

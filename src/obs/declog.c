@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
 
@@ -122,7 +124,11 @@ static int append_number(struct sw_buf *out, double v, int decimals)
 {
     if (!isfinite(v))
         return sw_buf_append(out, "null", 4);
-    double scale = pow(10, decimals);
+    /* 10^decimals from a table: the line's numbers have 0 to 9 decimals */
+    static const uint64_t pow10_u[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                       100000000, 1000000000};
+    bool tab = decimals >= 0 && decimals <= 9;
+    double scale = tab ? (double)pow10_u[decimals] : pow(10, decimals);
     double r = round(v * scale) / scale;
     if (r == 0)
         r = 0;      /* no "-0" */
@@ -131,20 +137,22 @@ static int append_number(struct sw_buf *out, double v, int decimals)
      * milliseconds, dollars to 9 decimals): no printf on the hot path. */
     double scaled = fabs(r) * scale;
     if (scaled < 9e15) {
-        uint64_t u = (uint64_t)llround(scaled), div = (uint64_t)llround(scale);
-        int err = r < 0 ? sw_buf_append(out, "-", 1) : SW_OK;
-        if (!err)
-            err = sw_buf_append_u64(out, u / div, 1);
+        uint64_t u = (uint64_t)llround(scaled), div = tab ? pow10_u[decimals] : (uint64_t)llround(scale);
+        size_t k = 0;
+        if (r < 0)
+            tmp[k++] = '-';
+        k += sw_fmt_u64(tmp + k, u / div, 10, 1);
         uint64_t frac = u % div;
-        if (err || !frac)
-            return err;
-        int digits = decimals;
-        while (frac % 10 == 0) {
-            frac /= 10;
-            digits--;
+        if (frac) {
+            int digits = decimals;
+            while (frac % 10 == 0) {
+                frac /= 10;
+                digits--;
+            }
+            tmp[k++] = '.';
+            k += sw_fmt_u64(tmp + k, frac, 10, digits);
         }
-        err = sw_buf_append(out, ".", 1);
-        return err ? err : sw_buf_append_u64(out, frac, digits);
+        return put(out, tmp, k);
     }
     if (r == floor(r) && fabs(r) < 1e15)
         return sw_buf_appendf(out, "%.0f", r);

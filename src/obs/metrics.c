@@ -100,6 +100,7 @@ struct family {
     size_t n, cap;
     struct series *other;       /* the overflow series, created when first needed */
     uint64_t dropped;           /* updates that went to `other` */
+    size_t recent[2];           /* the last two series found (indexes; checked against n) */
 };
 
 struct sw_metrics {
@@ -195,10 +196,23 @@ static struct series *lookup(struct sw_metrics *m, enum sw_metric fam, const cha
         return NULL;
     const struct family_def *d = &families[fam];
     struct family *f = &m->fam[fam];
+    /* A request updates the same few series as the one before: those are
+     * compared first, without hashing. */
+    for (size_t j = 0; j < 2; j++) {
+        size_t i = f->recent[j];
+        if (i < f->n && tuple_equal(d, &f->series[i], labels)) {
+            f->recent[j] = f->recent[0];
+            f->recent[0] = i;
+            return &f->series[i];
+        }
+    }
     uint64_t h = tuple_hash(d, labels);
     for (size_t i = 0; i < f->n; i++)
-        if (f->series[i].hash == h && tuple_equal(d, &f->series[i], labels))
+        if (f->series[i].hash == h && tuple_equal(d, &f->series[i], labels)) {
+            f->recent[1] = f->recent[0];
+            f->recent[0] = i;
             return &f->series[i];
+        }
     if (f->n < d->max_series) {
         if (f->n == f->cap) {
             size_t cap = f->cap ? f->cap * 2 : 8;

@@ -197,6 +197,31 @@ static void record_decision(struct proxy *p)
     sw_obs_record(obs, &e, spilled, now / 1000);
 }
 
+/* Freed proxies kept for the next requests (the event loop is the only
+ * thread): a struct proxy is over 9 KB, and allocating one that size each
+ * request went through malloc's slow path. Sanitizer builds free them, so
+ * a use after free is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARE_PROXIES 0
+#else
+#define SPARE_PROXIES 16
+#endif
+static struct proxy *spare_proxy[SPARE_PROXIES + 1];
+static int n_spare_proxy;
+
+static struct proxy *proxy_get(void)
+{
+    return n_spare_proxy > 0 ? spare_proxy[--n_spare_proxy] : malloc(sizeof(struct proxy));
+}
+
+static void proxy_put(struct proxy *p)
+{
+    if (n_spare_proxy < SPARE_PROXIES)
+        spare_proxy[n_spare_proxy++] = p;
+    else
+        free(p);
+}
+
 static void proxy_free(struct proxy *p)
 {
     sw_upstream_cleanup(&p->up); /* abort first: the backend frees its slot at once */
@@ -224,7 +249,7 @@ static void proxy_free(struct proxy *p)
     sw_config_unref(p->cfg);
     void (*on_finish)(void *) = p->env.on_finish;
     void *ud = p->env.ud;
-    free(p);
+    proxy_put(p);
     if (on_finish)
         on_finish(ud);
 }
@@ -449,6 +474,22 @@ static void read_usage_span(struct proxy *p, const char *text, struct sw_jspan s
     struct sw_jspan us[2];
     if (!span.len || text[span.off] != '{' ||
         !sw_jscan_object(text + span.off, span.len, keys, us, NULL, 2))
+        return;
+    long in = sw_jscan_long(text + span.off, us[0]), out = sw_jscan_long(text + span.off, us[1]);
+    if (in >= 0)
+        p->usage_in = in;
+    if (out >= 0)
+        p->usage_out = out;
+}
+
+/* The same from the usage of an answer sw_jscan_object accepted whole: the
+ * syntax is not checked a second time. */
+static void read_usage_checked(struct proxy *p, const char *text, struct sw_jspan span)
+{
+    static const char *const keys[] = {"prompt_tokens", "completion_tokens"};
+    struct sw_jspan us[2];
+    if (!span.len || text[span.off] != '{' ||
+        !sw_jscan_members(text + span.off, span.len, keys, us, NULL, 2))
         return;
     long in = sw_jscan_long(text + span.off, us[0]), out = sw_jscan_long(text + span.off, us[1]);
     if (in >= 0)
@@ -938,47 +979,94 @@ static void read_usage(struct proxy *p, const json_t *usage)
         p->usage_out = (long)json_integer_value(out);
 }
 
+/* `s` as a JSON string, quotes included, as jansson writes it (the same
+ * escapes), without building a jansson value: model names are quoted on every
+ * request. Non-ASCII text goes through jansson, which also checks its UTF-8. */
+static char *json_quote(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s), extra = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x80) {
+            json_t *j = json_string(s);
+            char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+            json_decref(j);
+            return out;
+        }
+        if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' ||
+            ch == '\t')
+            extra += 1;
+        else if (ch < 0x20)
+            extra += 5;
+    }
+    char *out = malloc(n + extra + 3);
+    if (!out)
+        return NULL;
+    char *o = out;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char e = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\f' ? 'f'
+               : ch == '\n' ? 'n' : ch == '\r' ? 'r' : ch == '\t' ? 't' : 0;
+        if (e) {
+            *o++ = '\\';
+            *o++ = e;
+        } else if (ch < 0x20) {
+            memcpy(o, "\\u00", 4);
+            o[4] = hex[ch >> 4];
+            o[5] = hex[ch & 15];
+            o += 6;
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
 /* `text` with the value at `at` replaced by `with` (at.len 0: `with` is
  * inserted as a new first member `"key":with,`). NULL when out of memory. */
 static char *splice_member(const char *text, size_t len, struct sw_jspan at, const char *key,
                            const char *with, size_t *out_len)
 {
-    struct sw_buf b;
-    sw_buf_init(&b, len + strlen(key) + strlen(with) + 8);
-    int err;
+    size_t wl = strlen(with), kl = strlen(key);
+    char *b = malloc(len + kl + wl + 8); /* the whole result, allocated once */
+    if (!b)
+        return NULL;
+    char *o = b;
     if (at.len) {
-        err = sw_buf_append(&b, text, at.off);
-        if (!err)
-            err = sw_buf_append_str(&b, with);
-        if (!err)
-            err = sw_buf_append(&b, text + at.off + at.len, len - at.off - at.len);
+        memcpy(o, text, at.off);
+        o += at.off;
+        memcpy(o, with, wl);
+        o += wl;
+        memcpy(o, text + at.off + at.len, len - at.off - at.len);
+        o += len - at.off - at.len;
     } else {
         const char *brace = memchr(text, '{', len);
         size_t head = brace ? (size_t)(brace - text) + 1 : 0;
-        err = sw_buf_append(&b, text, head);
-        if (!err)
-            err = sw_buf_append(&b, "\"", 1);
-        if (!err)
-            err = sw_buf_append_str(&b, key);
-        if (!err)
-            err = sw_buf_append(&b, "\":", 2);
-        if (!err)
-            err = sw_buf_append_str(&b, with);
+        memcpy(o, text, head);
+        o += head;
+        *o++ = '"';
+        memcpy(o, key, kl);
+        o += kl;
+        *o++ = '"';
+        *o++ = ':';
+        memcpy(o, with, wl);
+        o += wl;
         /* A member follows unless the object was empty. */
         size_t i = head;
         while (i < len && strchr(" \t\r\n", text[i]))
             i++;
-        if (!err && i < len && text[i] != '}')
-            err = sw_buf_append(&b, ",", 1);
-        if (!err)
-            err = sw_buf_append(&b, text + head, len - head);
+        if (i < len && text[i] != '}')
+            *o++ = ',';
+        memcpy(o, text + head, len - head);
+        o += len - head;
     }
-    if (err) {
-        sw_buf_free(&b);
-        return NULL;
-    }
-    *out_len = b.len;
-    return b.ptr;
+    *o = '\0';
+    *out_len = (size_t)(o - b);
+    return b;
 }
 
 /* The whole answer `s` (len bytes, taken; NULL: out of memory) is the
@@ -1011,7 +1099,7 @@ static void finish_plain(struct proxy *p)
         attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
         return;
     }
-    read_usage_span(p, text, sp[2]);
+    read_usage_checked(p, text, sp[2]);
     size_t len;
     char *s = p->public_model_json ? splice_member(text, p->resp.len, sp[0], "model",
                                                    p->public_model_json, &len)
@@ -1401,9 +1489,7 @@ static char *plain_body(struct proxy *p, const struct sw_config_backend *be, siz
     if (!text || !sw_jscan_members(text, len, keys, sp, NULL, 3) || !sp[0].len || sp[1].len ||
         (sp[2].len && p->chat.stream))
         return NULL;
-    json_t *m = json_string(be->model);
-    char *model = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
-    json_decref(m);
+    char *model = json_quote(be->model);
     if (!model)
         return NULL;
     char *body = splice_member(text, len, sp[0], "model", model, out_len);
@@ -1947,14 +2033,15 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
                     const struct sw_relay_pii *pii, int64_t start_ms, const char *request_id,
                     const char *key_name)
 {
-    struct proxy *p = malloc(sizeof *p);
+    struct proxy *p = proxy_get();
     if (p)
         memset(p, 0, offsetof(struct proxy, snap));
     char *public_model = chat->model ? strdup(chat->model) : NULL;
     struct evbuffer *out = evbuffer_new();
     if (!p || !public_model || !out) {
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
-        free(p);
+        if (p)
+            proxy_put(p);
         free(public_model);
         if (out)
             evbuffer_free(out);
@@ -1970,9 +2057,7 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     p->chat = *chat;
     memset(chat, 0, sizeof *chat);
     p->public_model = public_model;
-    json_t *pm = json_string(public_model);
-    p->public_model_json = pm ? json_dumps(pm, JSON_ENCODE_ANY) : NULL;
-    json_decref(pm);
+    p->public_model_json = json_quote(public_model);
     p->model = model;
     p->facts = *facts;
     p->pii = *pii;

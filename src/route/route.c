@@ -17,6 +17,8 @@
 
 #include "common/satmath.h"
 
+_Static_assert(SW_ROUTE_MAX_BACKENDS <= 32, "add() keeps one bit per backend");
+
 #define NO_DEADLINE 1e300
 
 /* ---- Names ---- */
@@ -280,6 +282,9 @@ struct ctx {
     size_t n_clouds;
     bool resident;              /* sensitive, but the model has a cloud in an allowed region:
                                    only those clouds are open */
+    bool later[SW_ROUTE_MAX_BACKENDS];  /* eligible local: degraded or half-open */
+    bool queues[SW_ROUTE_MAX_BACKENDS]; /* eligible local: would not start at once */
+    uint32_t added;             /* backends add() put in the plan (a bit each) */
     bool would_cloud[SW_ROUTE_MAX_BACKENDS]; /* cloud eligible, or eligible but for privacy
                                                 or the spend cap (latency-critical compares
                                                 against these, so the reason can say why it
@@ -353,18 +358,14 @@ static bool starts_now(const struct sw_route_backend_view *b)
 
 static bool before(const struct ctx *c, size_t a, size_t b)
 {
-    const struct sw_route_backend_view *va = &c->v->backends[a], *vb = &c->v->backends[b];
     /* Degraded and half-open (probing) endpoints rank after healthy ones. */
-    int ra = va->health == SW_HEALTH_DEGRADED || va->breaker == SW_BREAKER_HALF_OPEN;
-    int rb = vb->health == SW_HEALTH_DEGRADED || vb->breaker == SW_BREAKER_HALF_OPEN;
-    if (ra != rb)
-        return ra < rb;
+    if (c->later[a] != c->later[b])
+        return c->later[a] < c->later[b];
     /* A free slot beats a place in a queue, whatever the estimates say: the
      * wait is a fluid average, and when the requests holding every slot
      * started together none frees before they all end. */
-    int qa = !starts_now(va), qb = !starts_now(vb);
-    if (qa != qb)
-        return qa < qb;
+    if (c->queues[a] != c->queues[b])
+        return c->queues[a] < c->queues[b];
     return c->plan->est_ttft_ms[a] < c->plan->est_ttft_ms[b];
 }
 
@@ -408,7 +409,10 @@ static void eligibility(struct ctx *c)
             c->would_cloud[i] = true;
             c->clouds[c->n_clouds++] = i;
         } else {
-            /* Insertion sort, stable: ties keep the configured order. */
+            /* Insertion sort, stable: ties keep the configured order. The
+             * ranks before() compares, once per backend. */
+            c->later[i] = b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN;
+            c->queues[i] = !starts_now(b);
             size_t k = c->n_locals++;
             while (k > 0 && before(c, i, c->locals[k - 1])) {
                 c->locals[k] = c->locals[k - 1];
@@ -421,18 +425,22 @@ static void eligibility(struct ctx *c)
 
 /* ---- Output ---- */
 
-static void add(struct sw_route_plan *plan, size_t backend, enum sw_reason reason, bool masked)
+static void add(struct ctx *c, size_t backend, enum sw_reason reason, bool masked)
 {
-    for (size_t i = 0; i < plan->n; i++)
-        if (plan->attempts[i].backend == backend)
-            return;
+    struct sw_route_plan *plan = c->plan;
+    uint32_t bit = 1u << backend; /* backend < SW_ROUTE_MAX_BACKENDS <= 32 */
+    if (c->added & bit) /* maybe in the plan (a rejection empties it): look */
+        for (size_t i = 0; i < plan->n; i++)
+            if (plan->attempts[i].backend == backend)
+                return;
+    c->added |= bit;
     plan->attempts[plan->n++] = (struct sw_route_attempt){ backend, reason, masked, false };
 }
 
 static void add_locals(struct ctx *c)
 {
     for (size_t i = 0; i < c->n_locals; i++)
-        add(c->plan, c->locals[i], SW_REASON_FALLBACK, false);
+        add(c, c->locals[i], SW_REASON_FALLBACK, false);
 }
 
 /* Clouds as fallbacks: masked ones carry emergency. */
@@ -440,12 +448,12 @@ static void add_clouds(struct ctx *c)
 {
     bool masked = c->mode == CLOUD_MASKED;
     for (size_t i = 0; i < c->n_clouds; i++)
-        add(c->plan, c->clouds[i], masked ? SW_REASON_EMERGENCY : SW_REASON_FALLBACK, masked);
+        add(c, c->clouds[i], masked ? SW_REASON_EMERGENCY : SW_REASON_FALLBACK, masked);
 }
 
 static void primary_local(struct ctx *c, size_t b, enum sw_reason r)
 {
-    add(c->plan, b, r, false);
+    add(c, b, r, false);
     add_locals(c);
     add_clouds(c);
 }
@@ -453,7 +461,7 @@ static void primary_local(struct ctx *c, size_t b, enum sw_reason r)
 static void primary_cloud(struct ctx *c, size_t b, enum sw_reason r)
 {
     bool masked = c->mode == CLOUD_MASKED;
-    add(c->plan, b, masked ? SW_REASON_EMERGENCY : r, masked);
+    add(c, b, masked ? SW_REASON_EMERGENCY : r, masked);
     add_clouds(c);
     add_locals(c);
 }
@@ -788,6 +796,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     c.n = view->n < SW_ROUTE_MAX_BACKENDS ? view->n : SW_ROUTE_MAX_BACKENDS;
     plan->n_backends = c.n;
     c.n_locals = c.n_clouds = 0;
+    c.added = 0;
     c.need_tokens = sw_sat_add_long(facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0,
                                     facts->max_tokens > 0 ? facts->max_tokens : 0);
     c.left_ms = facts->deadline_ms > 0 ? (double)(facts->deadline_ms - now_ms) : NO_DEADLINE;

@@ -469,8 +469,10 @@ static void finish(struct sw_h1req *r, int err, const char *why)
     }
     void (*done)(void *, int, const char *) = r->cbs.on_done;
     void *ud = r->ud;
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s", why ? why : "");
+    char msg[160]; /* why may live in r */
+    size_t n = why ? strnlen(why, sizeof msg - 1) : 0;
+    memcpy(msg, why ? why : "", n);
+    msg[n] = '\0';
     req_free(r);
     done(ud, err, msg);
 }

@@ -89,7 +89,9 @@ static void on_h1_done(void *ud, int err, const char *why)
     struct sw_upstream *u = ud;
     u->h1 = NULL; /* already freed */
     u->running = false;
-    snprintf(u->errbuf, sizeof u->errbuf, "%s", why ? why : "");
+    size_t n = why ? strnlen(why, sizeof u->errbuf - 1) : 0;
+    memcpy(u->errbuf, why ? why : "", n);
+    u->errbuf[n] = '\0';
     u->cbs.on_done(u->ud, err);
 }
 
