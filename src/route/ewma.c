@@ -1,6 +1,5 @@
 /* Learned service rates: see ewma.h. */
 #include "route/ewma.h"
-#include "route/route.h"  /* the priors: the router's, one set */
 
 #include <math.h>
 
@@ -20,9 +19,9 @@ void sw_ewma_init(struct sw_ewma *e, double alpha)
     *e = (struct sw_ewma){0};
     e->alpha = (alpha > 0 && alpha <= 1) ? alpha : SW_EWMA_DEFAULT_ALPHA;
     e->min_prefill_tokens = SW_EWMA_DEFAULT_MIN_PREFILL_TOKENS;
-    e->prefill_ms_per_token = SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN;
-    e->decode_tps = SW_ROUTE_PRIOR_DECODE_TPS;
-    e->output_tokens = SW_ROUTE_PRIOR_OUTPUT_TOKENS;
+    e->prefill_ms_per_token = SW_EWMA_PRIOR_PREFILL_MS_PER_TOKEN;
+    e->decode_tps = SW_EWMA_PRIOR_DECODE_TPS;
+    e->output_tokens = SW_EWMA_PRIOR_OUTPUT_TOKENS;
 }
 
 unsigned sw_ewma_observe(struct sw_ewma *e, long prompt_tokens, double ttft_ms, double rtt_ms,

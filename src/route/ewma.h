@@ -14,7 +14,7 @@
  *   output_tokens         tokens generated per completed request
  *
  * Until its first accepted sample each average holds its prior (the
- * router's SW_ROUTE_PRIOR_* values, route.h); the first sample replaces the prior outright, so a
+ * SW_EWMA_PRIOR_* values); the first sample replaces the prior outright, so a
  * new endpoint is learned after one request rather than after 1/alpha.
  *
  * Guards: a sample whose duration is zero or negative, or too small to mean
@@ -33,6 +33,10 @@
 
 #define SW_EWMA_DEFAULT_ALPHA          0.2
 #define SW_EWMA_DEFAULT_MIN_PREFILL_TOKENS 32
+
+#define SW_EWMA_PRIOR_PREFILL_MS_PER_TOKEN 1.0     /* ~1000 prompt tokens/s */
+#define SW_EWMA_PRIOR_DECODE_TPS           20.0
+#define SW_EWMA_PRIOR_OUTPUT_TOKENS        256.0
 
 #define SW_EWMA_MIN_PREFILL_MS_PER_TOKEN   0.001
 #define SW_EWMA_MAX_PREFILL_MS_PER_TOKEN   1000.0

@@ -11,7 +11,6 @@
 #include <cmocka.h>
 
 #include "route/ewma.h"
-#include "route/route.h"
 
 #define P SW_EWMA_PREFILL
 #define D SW_EWMA_DECODE
@@ -29,9 +28,9 @@ static void test_priors(void **state)
     sw_ewma_init(&e, 1.0);
     assert_true(e.alpha == 1.0);
     sw_ewma_init(&e, 0.25);
-    assert_true(e.prefill_ms_per_token == SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
-    assert_true(e.decode_tps == SW_ROUTE_PRIOR_DECODE_TPS);
-    assert_true(e.output_tokens == SW_ROUTE_PRIOR_OUTPUT_TOKENS);
+    assert_true(e.prefill_ms_per_token == SW_EWMA_PRIOR_PREFILL_MS_PER_TOKEN);
+    assert_true(e.decode_tps == SW_EWMA_PRIOR_DECODE_TPS);
+    assert_true(e.output_tokens == SW_EWMA_PRIOR_OUTPUT_TOKENS);
     assert_int_equal(e.n_prefill + e.n_decode + e.n_output, 0);
 }
 
@@ -46,26 +45,20 @@ struct obs_case {
     double prefill, tps, outavg;
 };
 
-/* equal up to rounding (the periods are 1000 / rate) */
-static bool near(double a, double b)
-{
-    return fabs(a - b) <= 1e-12 * (fabs(b) > 1 ? fabs(b) : 1);
-}
-
-#define PRI_P SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN
-#define PRI_D SW_ROUTE_PRIOR_DECODE_TPS
-#define PRI_O SW_ROUTE_PRIOR_OUTPUT_TOKENS
+#define PRI_P SW_EWMA_PRIOR_PREFILL_MS_PER_TOKEN
+#define PRI_D SW_EWMA_PRIOR_DECODE_TPS
+#define PRI_O SW_EWMA_PRIOR_OUTPUT_TOKENS
 
 static const struct obs_case obs_cases[] = {
     /* prefill: (530 - rtt 10 - one period at the 50 tokens/s just learned) / 1000 */
     {"everything", 1000, 530, 10, 2000, 101, P | D | O, 0.5, 50, 101},
     {"rtt larger than ttft: no prefill", 1000, 10, 20, 2000, 101, D | O, PRI_P, 50, 101},
     {"ttft equal to rtt: no prefill", 1000, 10, 10, 2000, 101, D | O, PRI_P, 50, 101},
-    /* no decode sample: the period is the prior's (1000 / PRI_D ms) */
-    {"negative rtt counts as 0", 1000, 500 + 1000.0 / PRI_D, -50, 0, 0, P, 0.5, PRI_D, PRI_O},
+    /* no decode sample: the period is the prior's (20 tokens/s: 50 ms) */
+    {"negative rtt counts as 0", 1000, 550, -50, 0, 0, P, 0.5, PRI_D, PRI_O},
     {"short prompt: no prefill", 31, 500, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
-    {"min prompt: prefill", 32, 64 + 1000.0 / PRI_D, 0, 0, 0, P, 2, PRI_D, PRI_O},
-    {"first token alone: the fastest prefill", 100, 1000.0 / PRI_D, 0, 0, 0, P,
+    {"min prompt: prefill", 32, 114, 0, 0, 0, P, 2, PRI_D, PRI_O},
+    {"first token alone: the fastest prefill", 100, 50, 0, 0, 0, P,
      SW_EWMA_MIN_PREFILL_MS_PER_TOKEN, PRI_D, PRI_O},
     {"zero prompt", 0, 500, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
     {"negative prompt", -100, 500, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
@@ -92,8 +85,8 @@ static void test_observe_table(void **state)
         struct sw_ewma e;
         sw_ewma_init(&e, 0.25);
         unsigned took = sw_ewma_observe(&e, c->prompt, c->ttft, c->rtt, c->decode, c->out);
-        if (took != c->took || !near(e.prefill_ms_per_token, c->prefill) ||
-            !near(e.decode_tps, c->tps) || !near(e.output_tokens, c->outavg)) {
+        if (took != c->took || e.prefill_ms_per_token != c->prefill || e.decode_tps != c->tps ||
+            e.output_tokens != c->outavg) {
             print_error("%s: took %u want %u; prefill %.17g want %.17g; tps %.17g want %.17g; "
                         "out %.17g want %.17g\n", c->name, took, c->took, e.prefill_ms_per_token,
                         c->prefill, e.decode_tps, c->tps, e.output_tokens, c->outavg);
