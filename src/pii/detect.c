@@ -1689,7 +1689,9 @@ done:
  * one input character (a compatibility form that expands to several
  * characters): such neighbours are merged, so input spans never overlap. */
 struct mapback {
-    const struct sw_pii_view *v;
+    const struct sw_pii_view *v;        /* NULL: the text itself (t, len) */
+    const unsigned char *t;
+    size_t len;
     sw_pii_on_span on_span;
     void *ud;
     struct sw_pii_span pend;
@@ -1699,7 +1701,20 @@ struct mapback {
 static int on_view_span(void *ud, const struct sw_pii_span *sp)
 {
     struct mapback *mb = ud;
-    size_t s = mb->v->os[sp->start], e = mb->v->oe[sp->start + sp->len - 1];
+    size_t s, e;
+    if (mb->v) {
+        s = mb->v->os[sp->start];
+        e = mb->v->oe[sp->start + sp->len - 1];
+    } else {
+        /* the text is its own view (valid UTF-8, every character kept): a
+         * span covers whole characters, as the view's offsets would give */
+        s = sp->start;
+        e = sp->start + sp->len;
+        while (s > 0 && (mb->t[s] & 0xc0) == 0x80)
+            s--;
+        while (e < mb->len && (mb->t[e] & 0xc0) == 0x80)
+            e++;
+    }
     if (mb->have && s < mb->pend.start + mb->pend.len) {
         if (e > mb->pend.start + mb->pend.len)
             mb->pend.len = e - mb->pend.start;
@@ -1803,8 +1818,16 @@ static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len
         return SW_OK;
     if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
         return SW_ETOOBIG;
-    if (!sw_pii_view_needed(text, len, json))
+    int kind = sw_pii_view_kind(text, len, json);
+    if (kind == SW_PII_VIEW_NONE)
         return scan_raw(e, text, len, on_span, ud);
+    if (kind == SW_PII_VIEW_UTF8) {
+        struct mapback mb = {.t = (const unsigned char *)text, .len = len, .on_span = on_span, .ud = ud};
+        int rc = scan_raw(e, text, len, on_view_span, &mb);
+        if (!rc && mb.have)
+            rc = on_span(ud, &mb.pend);
+        return rc;
+    }
     struct sw_pii_view v;
     int rc = sw_pii_view_build(&v, text, len, json);
     if (rc)
