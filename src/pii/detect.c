@@ -1500,51 +1500,63 @@ static int digit_runs(struct scan *sc)
  * increasing order), found from the text's colons: a colon c ends the
  * second or third alternative (the third, when it matches, starts further
  * left) at c+1, and ends "::h" at c+2 when it is the second colon. */
+static int ipv6_trigger_at(struct scan *sc, size_t c)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, s = 0;
+    unsigned id = sc->e->ipv6_id;
+    bool hit = false;
+    for (size_t k = 4; k >= 1 && !hit; k--) {
+        if (c < k + 2 || t[c - k - 1] != ':' || !is_hex(t[c - k - 2]))
+            continue;
+        size_t h = 0;
+        while (h < k && is_hex(t[c - 1 - h]))
+            h++;
+        if (h == k) {
+            hit = true;
+            s = c - k - 2;
+        }
+    }
+    if (!hit && c >= 2 && t[c - 1] == ':' && is_hex(t[c - 2])) {
+        hit = true;
+        s = c - 2;
+    }
+    if (hit && on_match(id, s, c + 1, 0, sc))
+        return 1;
+    if (c >= 1 && t[c - 1] == ':' && c + 1 < len && is_hex(t[c + 1]) &&
+        on_match(id, c - 1, c + 2, 0, sc))
+        return 1;
+    return 0;
+}
+
+/* Every alternative needs two colons at most five bytes apart (the second
+ * one at c), so a colon with no colon in the five bytes before it is
+ * passed over; colons are found 16 bytes at a time. */
 static int ipv6_triggers(struct scan *sc)
 {
     const unsigned char *t = sc->t;
-    size_t len = sc->len, i = 0;
-    unsigned id = sc->e->ipv6_id;
-    for (;;) {
+    size_t len = sc->len, i = 0, prev = (size_t)-1;
 #ifdef __SSE2__
-        const __m128i colon = _mm_set1_epi8(':');
-        while (i + 16 <= len) {
-            unsigned m = (unsigned)_mm_movemask_epi8(
-                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(t + i)), colon));
-            if (m) {
-                i += (size_t)__builtin_ctz(m);
-                break;
-            }
-            i += 16;
+    const __m128i colon = _mm_set1_epi8(':');
+    for (; i + 16 <= len; i += 16) {
+        unsigned m = (unsigned)_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(t + i)), colon));
+        while (m) {
+            size_t c = i + (size_t)__builtin_ctz(m);
+            m &= m - 1;
+            if (prev != (size_t)-1 && c - prev <= 5 && ipv6_trigger_at(sc, c))
+                return 1;
+            prev = c;
         }
-#endif
-        const unsigned char *p = i < len ? memchr(t + i, ':', len - i) : NULL;
-        if (!p)
-            return 0;
-        size_t c = (size_t)(p - t), s = 0;
-        bool hit = false;
-        for (size_t k = 4; k >= 1 && !hit; k--) {
-            if (c < k + 2 || t[c - k - 1] != ':' || !is_hex(t[c - k - 2]))
-                continue;
-            size_t h = 0;
-            while (h < k && is_hex(t[c - 1 - h]))
-                h++;
-            if (h == k) {
-                hit = true;
-                s = c - k - 2;
-            }
-        }
-        if (!hit && c >= 2 && t[c - 1] == ':' && is_hex(t[c - 2])) {
-            hit = true;
-            s = c - 2;
-        }
-        if (hit && on_match(id, s, c + 1, 0, sc))
-            return 1;
-        if (c >= 1 && t[c - 1] == ':' && c + 1 < len && is_hex(t[c + 1]) &&
-            on_match(id, c - 1, c + 2, 0, sc))
-            return 1;
-        i = c + 1;
     }
+#endif
+    for (; i < len; i++)
+        if (t[i] == ':') {
+            if (prev != (size_t)-1 && i - prev <= 5 && ipv6_trigger_at(sc, i))
+                return 1;
+            prev = i;
+        }
+    return 0;
 }
 
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
