@@ -438,8 +438,10 @@ struct scan {
     struct sw_pii_span *sp;
     size_t nsp, capsp;
     size_t off;                 /* offset of the scanned window in t (digit runs) */
-    struct win { size_t s, e; } *w;     /* digit runs to scan with the digit patterns */
+    struct win { size_t s, e, b; } *w;  /* digit runs to scan with the digit patterns; b: in cat */
     size_t nw, capw;
+    bool cat;                   /* scanning the runs joined: positions map through w[].b */
+    size_t wk;                  /* the run the last match was in */
     bool later;                 /* the refiner rejected a "later group" (retried, see scan_raw) */
     bool later_ok;              /* retrying: the digits before are an entity of their own */
 };
@@ -1363,6 +1365,14 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     struct scan *sc = ctx;
     (void)flags;
     const struct pattern *p = &sc->e->pat[id];
+    if (sc->cat) {
+        /* a match lies within one run (see scan_raw) */
+        while (sc->wk + 1 < sc->nw && sc->w[sc->wk + 1].b <= from)
+            sc->wk++;
+        while (sc->wk > 0 && sc->w[sc->wk].b > from)
+            sc->wk--;
+        sc->off = sc->w[sc->wk].s - sc->w[sc->wk].b;
+    }
     size_t s = (size_t)from + sc->off, e = (size_t)to + sc->off;
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
@@ -1490,7 +1500,7 @@ static int digit_runs(struct scan *sc)
             sc->w = w;
             sc->capw = nc;
         }
-        sc->w[sc->nw++] = (struct win){s, e};
+        sc->w[sc->nw++] = (struct win){s, e, 0};
     }
     return 0;
 }
@@ -1593,6 +1603,8 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     struct scan sc = {.e = e, .t = (const unsigned char *)text, .len = len};
     hs_scratch_t *scratch = NULL;
     int rc = SW_OK;
+    char catbuf[2048], *cat = NULL;     /* the digit runs joined (wiped after) */
+    size_t cat_len = 0;
 
     if (len == 0)
         return SW_OK;
@@ -1610,9 +1622,36 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && (digit_runs(&sc) || ipv6_triggers(&sc)))
         hr = HS_SCAN_TERMINATED;
-    for (size_t i = 0; hr == HS_SUCCESS && i < sc.nw; i++) {
-        sc.off = sc.w[i].s;
-        hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[i].e - sc.off), 0, scratch, on_match, &sc);
+    if (hr == HS_SUCCESS && sc.nw == 1) {
+        sc.off = sc.w[0].s;
+        hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[0].e - sc.off), 0, scratch, on_match, &sc);
+    } else if (hr == HS_SUCCESS && sc.nw > 1) {
+        /* One scan of the runs joined by '\n' (a scan's fixed cost is most of
+         * a short run's). No match can cross a '\n' (no digit pattern has it
+         * but as the boundary before a match, and a run's first byte, the one
+         * before its digits and separators, cannot start one), nor start at
+         * one: each match is a match of its run's own scan. */
+        size_t n = sc.nw - 1;
+        for (size_t i = 0; i < sc.nw; i++)
+            n += sc.w[i].e - sc.w[i].s;
+        cat = n <= sizeof catbuf ? catbuf : malloc(n);
+        if (!cat) {
+            rc = SW_ENOMEM;
+            goto done;
+        }
+        cat_len = n;
+        n = 0;
+        for (size_t i = 0; i < sc.nw; i++) {
+            if (i)
+                cat[n++] = '\n';
+            sc.w[i].b = n;
+            memcpy(cat + n, text + sc.w[i].s, sc.w[i].e - sc.w[i].s);
+            n += sc.w[i].e - sc.w[i].s;
+        }
+        sc.cat = true;
+        hr = hs_scan(e->ddb, cat, (unsigned)n, 0, scratch, on_match, &sc);
+        sc.cat = false;
+        sc.off = 0;
     }
     if (hr == HS_SCAN_TERMINATED) {
         rc = sc.full ? SW_ETOOBIG : SW_ENOMEM;
@@ -1689,6 +1728,11 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
 done:
     if (scratch)
         scratch_put(me, scratch);
+    if (cat) {
+        explicit_bzero(cat, cat_len);
+        if (cat != catbuf)
+            free(cat);
+    }
     free(sc.w);
     if (sc.c != sc.cbuf)
         free(sc.c);

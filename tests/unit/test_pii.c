@@ -669,6 +669,8 @@ static int collect_span(void *ud, const struct sw_pii_span *sp)
     return SW_OK;
 }
 
+static int collect_span_all(void *ud, const struct sw_pii_span *sp);
+
 /* Text whose every character the view keeps is scanned as it is: for each
  * code point, sw_pii_view_keeps says exactly whether the view is its UTF-8
  * unchanged; and spans found in such text cover whole characters, as they
@@ -732,6 +734,37 @@ static void test_view_identity(void **state)
         }
     }
     sw_pii_engine_free(e);
+}
+
+/* The runs of digits of a text are scanned joined: with many runs (more
+ * than a stack buffer's worth) every entity is found at its own place. */
+static void test_digit_runs_joined(void **state)
+{
+    (void)state;
+    static const char *const vals[] = {"4111 1111 1111 1111", "06-12345678", "+31 6 12345678",
+                                       "123-45-6789", "NL91ABNA0417164300", "192.0.2.44"};
+    enum { NV = sizeof vals / sizeof vals[0], REP = 60 };
+    static char text[REP * NV * 40];
+    size_t n = 0;
+    for (int r = 0; r < REP; r++)
+        for (int v = 0; v < NV; v++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "no %d: %s; ", r, vals[v]);
+    struct sw_pii_span sp[REP * NV + 8];
+    struct spans got = {sp, 0};
+    assert_int_equal(sw_pii_scan_text(E, text, n, collect_span_all, &got), SW_OK);
+    assert_int_equal(got.n, REP * NV);
+    for (int i = 0; i < got.n; i++) {
+        const char *want = vals[i % NV];
+        if (sp[i].len != strlen(want) || memcmp(text + sp[i].start, want, sp[i].len))
+            fail_msg("span %d: \"%.*s\", want \"%s\"", i, (int)sp[i].len, text + sp[i].start, want);
+    }
+}
+
+static int collect_span_all(void *ud, const struct sw_pii_span *sp)
+{
+    struct spans *c = ud;
+    c->sp[c->n++] = *sp;
+    return SW_OK;
 }
 
 static char *mask_json(struct sw_pii_map *m, const char *in)
@@ -1302,6 +1335,7 @@ int main(void)
         cmocka_unit_test(test_json_text_mask),
         cmocka_unit_test(test_unicode_view),
         cmocka_unit_test(test_view_identity),
+        cmocka_unit_test(test_digit_runs_joined),
         cmocka_unit_test(test_json_escapes),
         cmocka_unit_test(test_phone_national),
         cmocka_unit_test(test_national_ids),
