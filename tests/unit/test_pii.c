@@ -161,6 +161,8 @@ static const struct det_case det_cases[] = {
     {"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE cut", "secret:-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE cut"},
     {"pip install sk-learn; the task-force-alpha-bravo-charlie; risk-assessment-framework-2024x", ""},
     {"The bearer of bad news. Bearer token expired", ""},
+    {"curl -H 'authorization: bearer  eyZ0b2tlbiI6IjEyMzQ1Njc4OTAi==' x", "secret:eyZ0b2tlbiI6IjEyMzQ1Njc4OTAi=="},
+    {"xBearer Zm9vYmFyYmF6cXV4MTIzNDU2 Bearer short1 Bearer ab/cd+ef.gh~ij_kl-mn9", "secret:ab/cd+ef.gh~ij_kl-mn9"},
     {"https://example.com/path and http://user@host", ""},
     /* custom */
     {"emp EMP-123456.", "employee_id:EMP-123456"},
