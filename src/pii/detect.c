@@ -431,15 +431,17 @@ static inline bool is_hex(unsigned char c)
     return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
 
+enum { N_CBUF = 32, N_SPBUF = 16 };
+
 struct scan {
     const struct sw_pii_engine *e;
     const unsigned char *t;
     size_t len;
     struct cand { unsigned id; size_t s, e; } *c;
     size_t n, cap;
-    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM]; /* per pattern: index+1 of its latest candidate, 0 none */
-    struct cand cbuf[32];       /* the first candidates and spans: no allocation for most texts */
-    struct sw_pii_span spbuf[16];
+    size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
+    struct cand *cbuf;          /* the first candidates and spans, on scan_raw's stack (not */
+    struct sw_pii_span *spbuf;  /* zeroed): no allocation for most texts */
     bool full;
     struct sw_pii_span *sp;
     size_t nsp, capsp;
@@ -1418,7 +1420,7 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
             return 1;
         }
         if (sc->c == sc->cbuf)
-            memcpy(c, sc->cbuf, sizeof sc->cbuf);
+            memcpy(c, sc->cbuf, N_CBUF * sizeof *c);
         sc->c = c;
         sc->cap = nc;
     }
@@ -1620,7 +1622,7 @@ static int add_span(struct scan *sc, size_t s, size_t e, int type)
         if (!n)
             return SW_ENOMEM;
         if (sc->sp == sc->spbuf)
-            memcpy(n, sc->spbuf, sizeof sc->spbuf);
+            memcpy(n, sc->spbuf, N_SPBUF * sizeof *n);
         sc->sp = n;
         sc->capsp = nc;
     }
@@ -1646,16 +1648,21 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     hs_scratch_t *scratch = NULL;
     int rc = SW_OK;
     char catbuf[2048], *cat = NULL;     /* the digit runs joined (wiped after) */
+    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM];
+    struct cand cbuf[N_CBUF];
+    struct sw_pii_span spbuf[N_SPBUF];
     size_t cat_len = 0;
 
     if (len == 0)
         return SW_OK;
     if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
         return SW_ETOOBIG;
-    sc.c = sc.cbuf;
-    sc.cap = sizeof sc.cbuf / sizeof sc.cbuf[0];
-    sc.sp = sc.spbuf;
-    sc.capsp = sizeof sc.spbuf / sizeof sc.spbuf[0];
+    memset(last, 0, e->n_pat * sizeof *last);
+    sc.last = last;
+    sc.c = sc.cbuf = cbuf;
+    sc.cap = N_CBUF;
+    sc.sp = sc.spbuf = spbuf;
+    sc.capsp = N_SPBUF;
     scratch = scratch_get(me);
     if (!scratch) {
         rc = SW_ENOMEM;
