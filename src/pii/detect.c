@@ -506,9 +506,21 @@ static bool context_before(const struct scan *sc, size_t s, size_t back, const c
         w[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
     }
     w[n] = '\0';
-    for (; *words; words++)
-        if (memmem(w, n, *words, strlen(*words)))
-            return true;
+    /* one pass over the window: at each byte, the words starting with it
+     * (a list has at most 32 words) */
+    uint32_t first[256] = {0};
+    size_t wl[32];
+    int nw = 0;
+    for (; words[nw] && nw < 32; nw++) {
+        wl[nw] = strlen(words[nw]);
+        first[(unsigned char)words[nw][0]] |= 1u << nw;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t m = first[(unsigned char)w[i]]; m; m &= m - 1) {
+            int k = __builtin_ctz(m);
+            if (wl[k] <= n - i && !memcmp(w + i, words[k], wl[k]))
+                return true;
+        }
     return false;
 }
 
