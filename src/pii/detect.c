@@ -90,6 +90,8 @@ static const struct pattern builtin[] = {
     {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "AIza[0-9A-Za-z_\\-]{35}"},
     {SW_PII_SECRET, K_TOKEN, 2, 6, 0, "glpat-[0-9A-Za-z_\\-]{20,}"},
     {SW_PII_SECRET, K_TOKEN, 2, 3, 0, "hf_[A-Za-z0-9]{30,}"},
+    /* found in C (bearer_at(), from the pass that finds the colons): in
+     * vectorscan it was a quarter of the whole-text database's cost */
     {SW_PII_SECRET, K_BEARER, 2, 0, 0, "[Bb]earer +[A-Za-z0-9._~+/\\-]{16,}=*"},
     {SW_PII_SECRET, K_JWT, 0, 0, 0,
      "eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"},
@@ -129,6 +131,7 @@ struct sw_pii_engine {
     hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
     unsigned iban_id;           /* the IBAN trigger's pattern, found in C (digit_runs()) */
     unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_triggers()) */
+    unsigned bearer_id;         /* the Bearer pattern, found in C (bearer_at()) */
     size_t n_pat;
     struct pattern *pat;        /* n_pat: builtin then one per custom type */
     int n_types;
@@ -269,7 +272,10 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
             e->iban_id = (unsigned)i;
         if (e->pat[i].kind == K_IPV6)
             e->ipv6_id = (unsigned)i;
-        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN && e->pat[i].kind != K_IPV6) {
+        if (e->pat[i].kind == K_BEARER)
+            e->bearer_id = (unsigned)i;
+        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN && e->pat[i].kind != K_IPV6 &&
+            e->pat[i].kind != K_BEARER) {
             res[nm] = e->pat[i].re;
             flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
             ids[nm++] = (unsigned)i;
@@ -425,21 +431,25 @@ static inline bool is_hex(unsigned char c)
     return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
 
+enum { N_CBUF = 32, N_SPBUF = 16 };
+
 struct scan {
     const struct sw_pii_engine *e;
     const unsigned char *t;
     size_t len;
     struct cand { unsigned id; size_t s, e; } *c;
     size_t n, cap;
-    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM]; /* per pattern: index+1 of its latest candidate, 0 none */
-    struct cand cbuf[32];       /* the first candidates and spans: no allocation for most texts */
-    struct sw_pii_span spbuf[16];
+    size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
+    struct cand *cbuf;          /* the first candidates and spans, on scan_raw's stack (not */
+    struct sw_pii_span *spbuf;  /* zeroed): no allocation for most texts */
     bool full;
     struct sw_pii_span *sp;
     size_t nsp, capsp;
     size_t off;                 /* offset of the scanned window in t (digit runs) */
-    struct win { size_t s, e; } *w;     /* digit runs to scan with the digit patterns */
+    struct win { size_t s, e, b; } *w;  /* digit runs to scan with the digit patterns; b: in cat */
     size_t nw, capw;
+    bool cat;                   /* scanning the runs joined: positions map through w[].b */
+    size_t wk;                  /* the run the last match was in */
     bool later;                 /* the refiner rejected a "later group" (retried, see scan_raw) */
     bool later_ok;              /* retrying: the digits before are an entity of their own */
 };
@@ -496,9 +506,21 @@ static bool context_before(const struct scan *sc, size_t s, size_t back, const c
         w[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
     }
     w[n] = '\0';
-    for (; *words; words++)
-        if (memmem(w, n, *words, strlen(*words)))
-            return true;
+    /* one pass over the window: at each byte, the words starting with it
+     * (a list has at most 32 words) */
+    uint32_t first[256] = {0};
+    size_t wl[32];
+    int nw = 0;
+    for (; words[nw] && nw < 32; nw++) {
+        wl[nw] = strlen(words[nw]);
+        first[(unsigned char)words[nw][0]] |= 1u << nw;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t m = first[(unsigned char)w[i]]; m; m &= m - 1) {
+            int k = __builtin_ctz(m);
+            if (wl[k] <= n - i && !memcmp(w + i, words[k], wl[k]))
+                return true;
+        }
     return false;
 }
 
@@ -1363,6 +1385,14 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     struct scan *sc = ctx;
     (void)flags;
     const struct pattern *p = &sc->e->pat[id];
+    if (sc->cat) {
+        /* a match lies within one run (see scan_raw) */
+        while (sc->wk + 1 < sc->nw && sc->w[sc->wk + 1].b <= from)
+            sc->wk++;
+        while (sc->wk > 0 && sc->w[sc->wk].b > from)
+            sc->wk--;
+        sc->off = sc->w[sc->wk].s - sc->w[sc->wk].b;
+    }
     size_t s = (size_t)from + sc->off, e = (size_t)to + sc->off;
     size_t li = sc->last[id];
     if (p->kind == K_IPV4 || p->kind == K_IPV6)
@@ -1402,7 +1432,7 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
             return 1;
         }
         if (sc->c == sc->cbuf)
-            memcpy(c, sc->cbuf, sizeof sc->cbuf);
+            memcpy(c, sc->cbuf, N_CBUF * sizeof *c);
         sc->c = c;
         sc->cap = nc;
     }
@@ -1490,7 +1520,7 @@ static int digit_runs(struct scan *sc)
             sc->w = w;
             sc->capw = nc;
         }
-        sc->w[sc->nw++] = (struct win){s, e};
+        sc->w[sc->nw++] = (struct win){s, e, 0};
     }
     return 0;
 }
@@ -1500,51 +1530,99 @@ static int digit_runs(struct scan *sc)
  * increasing order), found from the text's colons: a colon c ends the
  * second or third alternative (the third, when it matches, starts further
  * left) at c+1, and ends "::h" at c+2 when it is the second colon. */
+static int ipv6_trigger_at(struct scan *sc, size_t c)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, s = 0;
+    unsigned id = sc->e->ipv6_id;
+    bool hit = false;
+    for (size_t k = 4; k >= 1 && !hit; k--) {
+        if (c < k + 2 || t[c - k - 1] != ':' || !is_hex(t[c - k - 2]))
+            continue;
+        size_t h = 0;
+        while (h < k && is_hex(t[c - 1 - h]))
+            h++;
+        if (h == k) {
+            hit = true;
+            s = c - k - 2;
+        }
+    }
+    if (!hit && c >= 2 && t[c - 1] == ':' && is_hex(t[c - 2])) {
+        hit = true;
+        s = c - 2;
+    }
+    if (hit && on_match(id, s, c + 1, 0, sc))
+        return 1;
+    if (c >= 1 && t[c - 1] == ':' && c + 1 < len && is_hex(t[c + 1]) &&
+        on_match(id, c - 1, c + 2, 0, sc))
+        return 1;
+    return 0;
+}
+
+static inline bool is_bearer_tok(unsigned char c)
+{
+    return is_alnum(c) || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' || c == '-';
+}
+
+/* The Bearer pattern [Bb]earer +[A-Za-z0-9._~+/-]{16,}=* at the "earer"
+ * at q, as vectorscan reports it: from the B, its longest end. */
+static int bearer_at(struct scan *sc, size_t q)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len;
+    if (q == 0 || (t[q - 1] != 'B' && t[q - 1] != 'b') || q + 6 > len || memcmp(t + q, "earer ", 6))
+        return 0;
+    size_t j = q + 6, k;
+    while (j < len && t[j] == ' ')
+        j++;
+    for (k = j; k < len && is_bearer_tok(t[k]); k++)
+        ;
+    if (k - j < 16)
+        return 0;
+    while (k < len && t[k] == '=')
+        k++;
+    return on_match(sc->e->bearer_id, q - 1, k, 0, sc);
+}
+
+/* Every alternative needs two colons at most five bytes apart (the second
+ * one at c), so a colon with no colon in the five bytes before it is
+ * passed over; colons are found 16 bytes at a time. The same pass finds the
+ * Bearer pattern's "earer". */
 static int ipv6_triggers(struct scan *sc)
 {
     const unsigned char *t = sc->t;
-    size_t len = sc->len, i = 0;
-    unsigned id = sc->e->ipv6_id;
-    for (;;) {
+    size_t len = sc->len, i = 0, prev = (size_t)-1;
 #ifdef __SSE2__
-        const __m128i colon = _mm_set1_epi8(':');
-        while (i + 16 <= len) {
-            unsigned m = (unsigned)_mm_movemask_epi8(
-                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(t + i)), colon));
-            if (m) {
-                i += (size_t)__builtin_ctz(m);
-                break;
-            }
-            i += 16;
+    const __m128i colon = _mm_set1_epi8(':');
+    const __m128i ce = _mm_set1_epi8('e'), cr = _mm_set1_epi8('r');
+    for (; i + 20 <= len; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
+        __m128i v4 = _mm_loadu_si128((const __m128i *)(t + i + 4));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon));
+        unsigned mb = (unsigned)_mm_movemask_epi8(
+            _mm_and_si128(_mm_cmpeq_epi8(v, ce), _mm_cmpeq_epi8(v4, cr)));   /* "e???r" */
+        for (; mb; mb &= mb - 1)
+            if (bearer_at(sc, i + (size_t)__builtin_ctz(mb)))
+                return 1;
+        while (m) {
+            size_t c = i + (size_t)__builtin_ctz(m);
+            m &= m - 1;
+            if (prev != (size_t)-1 && c - prev <= 5 && ipv6_trigger_at(sc, c))
+                return 1;
+            prev = c;
         }
-#endif
-        const unsigned char *p = i < len ? memchr(t + i, ':', len - i) : NULL;
-        if (!p)
-            return 0;
-        size_t c = (size_t)(p - t), s = 0;
-        bool hit = false;
-        for (size_t k = 4; k >= 1 && !hit; k--) {
-            if (c < k + 2 || t[c - k - 1] != ':' || !is_hex(t[c - k - 2]))
-                continue;
-            size_t h = 0;
-            while (h < k && is_hex(t[c - 1 - h]))
-                h++;
-            if (h == k) {
-                hit = true;
-                s = c - k - 2;
-            }
-        }
-        if (!hit && c >= 2 && t[c - 1] == ':' && is_hex(t[c - 2])) {
-            hit = true;
-            s = c - 2;
-        }
-        if (hit && on_match(id, s, c + 1, 0, sc))
-            return 1;
-        if (c >= 1 && t[c - 1] == ':' && c + 1 < len && is_hex(t[c + 1]) &&
-            on_match(id, c - 1, c + 2, 0, sc))
-            return 1;
-        i = c + 1;
     }
+#endif
+    for (; i < len; i++) {
+        if (t[i] == 'e' && bearer_at(sc, i))
+            return 1;
+        if (t[i] == ':') {
+            if (prev != (size_t)-1 && i - prev <= 5 && ipv6_trigger_at(sc, i))
+                return 1;
+            prev = i;
+        }
+    }
+    return 0;
 }
 
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
@@ -1556,7 +1634,7 @@ static int add_span(struct scan *sc, size_t s, size_t e, int type)
         if (!n)
             return SW_ENOMEM;
         if (sc->sp == sc->spbuf)
-            memcpy(n, sc->spbuf, sizeof sc->spbuf);
+            memcpy(n, sc->spbuf, N_SPBUF * sizeof *n);
         sc->sp = n;
         sc->capsp = nc;
     }
@@ -1581,15 +1659,22 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     struct scan sc = {.e = e, .t = (const unsigned char *)text, .len = len};
     hs_scratch_t *scratch = NULL;
     int rc = SW_OK;
+    char catbuf[2048], *cat = NULL;     /* the digit runs joined (wiped after) */
+    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM];
+    struct cand cbuf[N_CBUF];
+    struct sw_pii_span spbuf[N_SPBUF];
+    size_t cat_len = 0;
 
     if (len == 0)
         return SW_OK;
     if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
         return SW_ETOOBIG;
-    sc.c = sc.cbuf;
-    sc.cap = sizeof sc.cbuf / sizeof sc.cbuf[0];
-    sc.sp = sc.spbuf;
-    sc.capsp = sizeof sc.spbuf / sizeof sc.spbuf[0];
+    memset(last, 0, e->n_pat * sizeof *last);
+    sc.last = last;
+    sc.c = sc.cbuf = cbuf;
+    sc.cap = N_CBUF;
+    sc.sp = sc.spbuf = spbuf;
+    sc.capsp = N_SPBUF;
     scratch = scratch_get(me);
     if (!scratch) {
         rc = SW_ENOMEM;
@@ -1598,9 +1683,36 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && (digit_runs(&sc) || ipv6_triggers(&sc)))
         hr = HS_SCAN_TERMINATED;
-    for (size_t i = 0; hr == HS_SUCCESS && i < sc.nw; i++) {
-        sc.off = sc.w[i].s;
-        hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[i].e - sc.off), 0, scratch, on_match, &sc);
+    if (hr == HS_SUCCESS && sc.nw == 1) {
+        sc.off = sc.w[0].s;
+        hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[0].e - sc.off), 0, scratch, on_match, &sc);
+    } else if (hr == HS_SUCCESS && sc.nw > 1) {
+        /* One scan of the runs joined by '\n' (a scan's fixed cost is most of
+         * a short run's). No match can cross a '\n' (no digit pattern has it
+         * but as the boundary before a match, and a run's first byte, the one
+         * before its digits and separators, cannot start one), nor start at
+         * one: each match is a match of its run's own scan. */
+        size_t n = sc.nw - 1;
+        for (size_t i = 0; i < sc.nw; i++)
+            n += sc.w[i].e - sc.w[i].s;
+        cat = n <= sizeof catbuf ? catbuf : malloc(n);
+        if (!cat) {
+            rc = SW_ENOMEM;
+            goto done;
+        }
+        cat_len = n;
+        n = 0;
+        for (size_t i = 0; i < sc.nw; i++) {
+            if (i)
+                cat[n++] = '\n';
+            sc.w[i].b = n;
+            memcpy(cat + n, text + sc.w[i].s, sc.w[i].e - sc.w[i].s);
+            n += sc.w[i].e - sc.w[i].s;
+        }
+        sc.cat = true;
+        hr = hs_scan(e->ddb, cat, (unsigned)n, 0, scratch, on_match, &sc);
+        sc.cat = false;
+        sc.off = 0;
     }
     if (hr == HS_SCAN_TERMINATED) {
         rc = sc.full ? SW_ETOOBIG : SW_ENOMEM;
@@ -1677,6 +1789,11 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
 done:
     if (scratch)
         scratch_put(me, scratch);
+    if (cat) {
+        explicit_bzero(cat, cat_len);
+        if (cat != catbuf)
+            free(cat);
+    }
     free(sc.w);
     if (sc.c != sc.cbuf)
         free(sc.c);
@@ -1689,7 +1806,9 @@ done:
  * one input character (a compatibility form that expands to several
  * characters): such neighbours are merged, so input spans never overlap. */
 struct mapback {
-    const struct sw_pii_view *v;
+    const struct sw_pii_view *v;        /* NULL: the text itself (t, len) */
+    const unsigned char *t;
+    size_t len;
     sw_pii_on_span on_span;
     void *ud;
     struct sw_pii_span pend;
@@ -1699,7 +1818,20 @@ struct mapback {
 static int on_view_span(void *ud, const struct sw_pii_span *sp)
 {
     struct mapback *mb = ud;
-    size_t s = mb->v->os[sp->start], e = mb->v->oe[sp->start + sp->len - 1];
+    size_t s, e;
+    if (mb->v) {
+        s = mb->v->os[sp->start];
+        e = mb->v->oe[sp->start + sp->len - 1];
+    } else {
+        /* the text is its own view (valid UTF-8, every character kept): a
+         * span covers whole characters, as the view's offsets would give */
+        s = sp->start;
+        e = sp->start + sp->len;
+        while (s > 0 && (mb->t[s] & 0xc0) == 0x80)
+            s--;
+        while (e < mb->len && (mb->t[e] & 0xc0) == 0x80)
+            e++;
+    }
     if (mb->have && s < mb->pend.start + mb->pend.len) {
         if (e > mb->pend.start + mb->pend.len)
             mb->pend.len = e - mb->pend.start;
@@ -1803,8 +1935,16 @@ static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len
         return SW_OK;
     if (len > SW_PII_MAX_TEXT || len > 0xffffffffu)
         return SW_ETOOBIG;
-    if (!sw_pii_view_needed(text, len, json))
+    int kind = sw_pii_view_kind(text, len, json);
+    if (kind == SW_PII_VIEW_NONE)
         return scan_raw(e, text, len, on_span, ud);
+    if (kind == SW_PII_VIEW_UTF8) {
+        struct mapback mb = {.t = (const unsigned char *)text, .len = len, .on_span = on_span, .ud = ud};
+        int rc = scan_raw(e, text, len, on_view_span, &mb);
+        if (!rc && mb.have)
+            rc = on_span(ud, &mb.pend);
+        return rc;
+    }
     struct sw_pii_view v;
     int rc = sw_pii_view_build(&v, text, len, json);
     if (rc)

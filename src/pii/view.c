@@ -10,21 +10,72 @@
 
 #include "common/err.h"
 
-bool sw_pii_view_needed(const char *text, size_t len, int json)
+static bool space_cp(utf8proc_int32_t c)
 {
-    const unsigned char *t = (const unsigned char *)text;
-    size_t i = 0;
-    /* eight bytes at a time: any high bit */
+    return c == 0xa0 || (c >= 0x2000 && c <= 0x200a) || c == 0x202f || c == 0x205f ||
+           c == 0x3000 || c == 0x1680;
+}
+
+/* The offset of the first byte >= 0x80 at or after i, or len: 64 bytes a
+ * step while there is none. */
+static size_t next_high(const unsigned char *t, size_t i, size_t len)
+{
+#ifdef __SSE2__
+    for (; i + 64 <= len; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(t + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(t + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(t + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(t + i + 48));
+        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
+            break;
+    }
+#endif
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, t + i, 8);
         if (w & 0x8080808080808080ull)
-            return true;
+            break;
     }
-    for (; i < len; i++)
-        if (t[i] & 0x80)
+    while (i < len && t[i] < 0x80)
+        i++;
+    return i;
+}
+
+bool sw_pii_view_keeps(int32_t c)
+{
+    if (c < 0x80 || space_cp(c))
+        return c < 0x80;
+    const utf8proc_property_t *p = utf8proc_get_property(c);
+    if (p->category == UTF8PROC_CATEGORY_CF || p->category == UTF8PROC_CATEGORY_ZS)
+        return false;
+    if (p->decomp_seqindex == UINT16_MAX)
+        return true;            /* no decomposition: the character itself */
+    utf8proc_int32_t d[8];
+    int last = 0;
+    utf8proc_ssize_t n = utf8proc_decompose_char(c, d, 8, UTF8PROC_COMPAT | UTF8PROC_DECOMPOSE, &last);
+    if (n <= 0 || n > 8)
+        return true;
+    for (utf8proc_ssize_t k = 0; k < n; k++)
+        if (d[k] < 0 || d[k] >= 0x80)
             return true;
-    return json && (memchr(text, '\\', len) || memchr(text, '"', len));
+    return false;               /* an ASCII compatibility form: folded */
+}
+
+int sw_pii_view_kind(const char *text, size_t len, int json)
+{
+    const unsigned char *t = (const unsigned char *)text;
+    int kind = SW_PII_VIEW_NONE;
+    if (json && (memchr(text, '\\', len) || memchr(text, '"', len)))
+        return SW_PII_VIEW_BUILD;
+    for (size_t i = 0; (i = next_high(t, i, len)) < len;) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t n = utf8proc_iterate(t + i, (utf8proc_ssize_t)(len - i), &c);
+        if (n <= 0 || !sw_pii_view_keeps(c))
+            return SW_PII_VIEW_BUILD;
+        kind = SW_PII_VIEW_UTF8;
+        i += (size_t)n;
+    }
+    return kind;
 }
 
 static int grow(struct sw_pii_view *v, size_t need)
@@ -62,12 +113,6 @@ static int emit(struct sw_pii_view *v, const char *b, size_t n, size_t s, size_t
         v->len++;
     }
     return SW_OK;
-}
-
-static bool space_cp(utf8proc_int32_t c)
-{
-    return c == 0xa0 || (c >= 0x2000 && c <= 0x200a) || c == 0x202f || c == 0x205f ||
-           c == 0x3000 || c == 0x1680;
 }
 
 /* One code point of the input [s, e): folded into the view. */

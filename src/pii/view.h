@@ -19,9 +19,15 @@ struct sw_pii_view {
     uint32_t *os, *oe;          /* per view byte: input range of its character */
 };
 
-/* Whether text needs a view: any byte >= 0x80, or (json) any backslash or quote.
- * Pure ASCII plain text is scanned as it is (the fast path). */
-bool sw_pii_view_needed(const char *text, size_t len, int json);
+/* What detection on text needs: nothing (SW_PII_VIEW_NONE: pure ASCII, and
+ * in JSON no backslash or quote), nothing but spans widened to whole
+ * characters (SW_PII_VIEW_UTF8: valid UTF-8 whose every character the view
+ * keeps as it is, so the view would be the text byte for byte), or the view
+ * (SW_PII_VIEW_BUILD). */
+enum { SW_PII_VIEW_NONE, SW_PII_VIEW_UTF8, SW_PII_VIEW_BUILD };
+int sw_pii_view_kind(const char *text, size_t len, int json);
+/* Whether the view keeps code point c (c >= 0x80: its UTF-8 bytes as they are). */
+bool sw_pii_view_keeps(int32_t c);
 /* Builds the view of text[0..len) (len < 2^32). SW_OK or SW_ENOMEM. */
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json);
 void sw_pii_view_free(struct sw_pii_view *v);

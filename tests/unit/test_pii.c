@@ -19,6 +19,7 @@
 #include "pii/map.h"
 #include "pii/phone.h"
 #include "pii/validate.h"
+#include "pii/view.h"
 
 static struct sw_pii_engine *E;
 
@@ -160,6 +161,8 @@ static const struct det_case det_cases[] = {
     {"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE cut", "secret:-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE cut"},
     {"pip install sk-learn; the task-force-alpha-bravo-charlie; risk-assessment-framework-2024x", ""},
     {"The bearer of bad news. Bearer token expired", ""},
+    {"curl -H 'authorization: bearer  eyZ0b2tlbiI6IjEyMzQ1Njc4OTAi==' x", "secret:eyZ0b2tlbiI6IjEyMzQ1Njc4OTAi=="},
+    {"xBearer Zm9vYmFyYmF6cXV4MTIzNDU2 Bearer short1 Bearer ab/cd+ef.gh~ij_kl-mn9", "secret:ab/cd+ef.gh~ij_kl-mn9"},
     {"https://example.com/path and http://user@host", ""},
     /* custom */
     {"emp EMP-123456.", "employee_id:EMP-123456"},
@@ -652,6 +655,118 @@ static void test_unicode_view(void **state)
     assert_string_equal(back, "to john\xe2\x80\x8b.doe@example.com!");
     free(out), free(back);
     sw_pii_map_free(m);
+}
+
+struct spans {
+    struct sw_pii_span *sp;
+    int n;
+};
+
+static int collect_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct spans *c = ud;
+    if (c->n < 8)
+        c->sp[c->n] = *sp;
+    c->n++;
+    return SW_OK;
+}
+
+static int collect_span_all(void *ud, const struct sw_pii_span *sp);
+
+/* Text whose every character the view keeps is scanned as it is: for each
+ * code point, sw_pii_view_keeps says exactly whether the view is its UTF-8
+ * unchanged; and spans found in such text cover whole characters, as they
+ * do when the view is built (the same text with a full-width digit added,
+ * which forces the view). */
+static void test_view_identity(void **state)
+{
+    (void)state;
+    for (int32_t c = 0x80; c <= 0x10ffff; c++) {
+        if (c >= 0xd800 && c < 0xe000)
+            continue;
+        char u[4];
+        size_t n = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        if (n == 2) {
+            u[0] = (char)(0xc0 | (c >> 6)), u[1] = (char)(0x80 | (c & 0x3f));
+        } else if (n == 3) {
+            u[0] = (char)(0xe0 | (c >> 12)), u[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+            u[2] = (char)(0x80 | (c & 0x3f));
+        } else {
+            u[0] = (char)(0xf0 | (c >> 18)), u[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+            u[2] = (char)(0x80 | ((c >> 6) & 0x3f)), u[3] = (char)(0x80 | (c & 0x3f));
+        }
+        struct sw_pii_view v;
+        assert_int_equal(sw_pii_view_build(&v, u, n, 0), SW_OK);
+        bool same = v.len == n && !memcmp(v.t, u, n);
+        sw_pii_view_free(&v);
+        if (same != sw_pii_view_keeps(c))
+            fail_msg("U+%04X: view keeps it %d, sw_pii_view_keeps says %d", (unsigned)c, same,
+                     sw_pii_view_keeps(c));
+        assert_int_equal(sw_pii_view_kind(u, n, 0), same ? SW_PII_VIEW_UTF8 : SW_PII_VIEW_BUILD);
+    }
+    assert_int_equal(sw_pii_view_kind("plain ascii", 11, 0), SW_PII_VIEW_NONE);
+    assert_int_equal(sw_pii_view_kind("\xff x", 3, 0), SW_PII_VIEW_BUILD);     /* not UTF-8 */
+
+    /* "." matches one byte: these matches start or end inside a character */
+    struct sw_pii_engine *e = NULL;
+    struct sw_pii_custom c[] = {{"tail", "ID[0-9]{3}.", NULL}, {"head", ".KEY[0-9]{3}", NULL}};
+    char err[256];
+    assert_int_equal(sw_pii_engine_new(c, 2, &e, err, sizeof err), SW_OK);
+    static const char *const texts[] = {
+        "ref ID123\xc3\xa9 and \xe2\x82\xacKEY456 end",     /* é, € */
+        "ref ID123\xf0\x9f\x98\x80 and \xf0\x9f\x98\x80KEY456", /* U+1F600 */
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        char forced[128];
+        snprintf(forced, sizeof forced, "%s \xef\xbc\x91", texts[i]);
+        assert_int_equal(sw_pii_view_kind(texts[i], strlen(texts[i]), 0), SW_PII_VIEW_UTF8);
+        assert_int_equal(sw_pii_view_kind(forced, strlen(forced), 0), SW_PII_VIEW_BUILD);
+        struct sw_pii_span a[8], b[8];
+        struct spans sa = {a, 0}, sb = {b, 0};
+        assert_int_equal(sw_pii_scan_text(e, texts[i], strlen(texts[i]), collect_span, &sa), SW_OK);
+        assert_int_equal(sw_pii_scan_text(e, forced, strlen(forced), collect_span, &sb), SW_OK);
+        assert_int_equal(sa.n, 2);
+        assert_int_equal(sb.n, 2);
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(a[k].start, b[k].start);
+            assert_int_equal(a[k].len, b[k].len);
+            /* whole characters: neither edge is a continuation byte */
+            assert_true(((unsigned char)texts[i][a[k].start] & 0xc0) != 0x80);
+            assert_true(((unsigned char)texts[i][a[k].start + a[k].len] & 0xc0) != 0x80);
+        }
+    }
+    sw_pii_engine_free(e);
+}
+
+/* The runs of digits of a text are scanned joined: with many runs (more
+ * than a stack buffer's worth) every entity is found at its own place. */
+static void test_digit_runs_joined(void **state)
+{
+    (void)state;
+    static const char *const vals[] = {"4111 1111 1111 1111", "06-12345678", "+31 6 12345678",
+                                       "123-45-6789", "NL91ABNA0417164300", "192.0.2.44"};
+    enum { NV = sizeof vals / sizeof vals[0], REP = 60 };
+    static char text[REP * NV * 40];
+    size_t n = 0;
+    for (int r = 0; r < REP; r++)
+        for (int v = 0; v < NV; v++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "no %d: %s; ", r, vals[v]);
+    struct sw_pii_span sp[REP * NV + 8];
+    struct spans got = {sp, 0};
+    assert_int_equal(sw_pii_scan_text(E, text, n, collect_span_all, &got), SW_OK);
+    assert_int_equal(got.n, REP * NV);
+    for (int i = 0; i < got.n; i++) {
+        const char *want = vals[i % NV];
+        if (sp[i].len != strlen(want) || memcmp(text + sp[i].start, want, sp[i].len))
+            fail_msg("span %d: \"%.*s\", want \"%s\"", i, (int)sp[i].len, text + sp[i].start, want);
+    }
+}
+
+static int collect_span_all(void *ud, const struct sw_pii_span *sp)
+{
+    struct spans *c = ud;
+    c->sp[c->n++] = *sp;
+    return SW_OK;
 }
 
 static char *mask_json(struct sw_pii_map *m, const char *in)
@@ -1221,6 +1336,8 @@ int main(void)
         cmocka_unit_test(test_request_masked_rescans_clean),
         cmocka_unit_test(test_json_text_mask),
         cmocka_unit_test(test_unicode_view),
+        cmocka_unit_test(test_view_identity),
+        cmocka_unit_test(test_digit_runs_joined),
         cmocka_unit_test(test_json_escapes),
         cmocka_unit_test(test_phone_national),
         cmocka_unit_test(test_national_ids),
