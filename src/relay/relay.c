@@ -467,29 +467,16 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
  * the next backend can answer instead. */
 static void read_usage(struct proxy *p, const json_t *usage);
 
-/* Reads prompt_tokens and completion_tokens of a usage object span. */
-static void read_usage_span(struct proxy *p, const char *text, struct sw_jspan span)
-{
-    static const char *const keys[] = {"prompt_tokens", "completion_tokens"};
-    struct sw_jspan us[2];
-    if (!span.len || text[span.off] != '{' ||
-        !sw_jscan_object(text + span.off, span.len, keys, us, NULL, 2))
-        return;
-    long in = sw_jscan_long(text + span.off, us[0]), out = sw_jscan_long(text + span.off, us[1]);
-    if (in >= 0)
-        p->usage_in = in;
-    if (out >= 0)
-        p->usage_out = out;
-}
-
-/* The same from the usage of an answer sw_jscan_object accepted whole: the
+/* Reads prompt_tokens and completion_tokens of a usage object span; with
+ * `checked` (the span is inside text sw_jscan_object accepted whole) its
  * syntax is not checked a second time. */
-static void read_usage_checked(struct proxy *p, const char *text, struct sw_jspan span)
+static void read_usage_span(struct proxy *p, const char *text, struct sw_jspan span, bool checked)
 {
     static const char *const keys[] = {"prompt_tokens", "completion_tokens"};
     struct sw_jspan us[2];
-    if (!span.len || text[span.off] != '{' ||
-        !sw_jscan_members(text + span.off, span.len, keys, us, NULL, 2))
+    if (!span.len || text[span.off] != '{')
+        return;
+    if (!(checked ? sw_jscan_members : sw_jscan_object)(text + span.off, span.len, keys, us, NULL, 2))
         return;
     long in = sw_jscan_long(text + span.off, us[0]), out = sw_jscan_long(text + span.off, us[1]);
     if (in >= 0)
@@ -518,7 +505,7 @@ static int plain_event(struct proxy *p, const char *data, size_t len)
     bool no_choices = choices && sw_jscan_empty_array(data, v[1]);
     struct sw_jspan cut = {0, 0};
     if (v[2].len && data[v[2].off] == '{') {
-        read_usage_span(p, data, v[2]);
+        read_usage_span(p, data, v[2], false);
         if (!p->client_wants_usage && no_choices)
             return SW_OK; /* the usage-only chunk the client did not ask for */
     } else if (v[2].len == 4 && !memcmp(data + v[2].off, "null", 4) && !p->client_wants_usage) {
@@ -1099,7 +1086,7 @@ static void finish_plain(struct proxy *p)
         attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
         return;
     }
-    read_usage_checked(p, text, sp[2]);
+    read_usage_span(p, text, sp[2], true);
     size_t len;
     char *s = p->public_model_json ? splice_member(text, p->resp.len, sp[0], "model",
                                                    p->public_model_json, &len)

@@ -268,15 +268,20 @@ static void test_ring(void **state)
     sw_declog_ring_free(r);
 }
 
+/* A decision log on a new empty file; path: a mkstemp template, filled in. */
+static struct sw_declog *open_temp(char *path)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    return sw_declog_open(path);
+}
+
 static void test_writer(void **state)
 {
     (void)state;
     char path[] = "/tmp/sw-declog-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-
-    struct sw_declog *d = sw_declog_open(path);
+    struct sw_declog *d = open_temp(path);
     assert_non_null(d);
     struct sw_declog_ring *r = sw_declog_ring_new(10);
     const struct sw_declog_entry e = {.request_id = "a", .ttft_ms = -1, .tokens_in = -1,
@@ -349,10 +354,7 @@ static void test_batched_writer(void **state)
 {
     (void)state;
     char path[] = "/tmp/sw-declog-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    struct sw_declog *d = sw_declog_open(path);
+    struct sw_declog *d = open_temp(path);
     assert_non_null(d);
     schedules = 0;
     sw_declog_batch(d, count_schedule, NULL);
