@@ -6,6 +6,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
 #include <hiredis/hiredis.h>
@@ -38,6 +39,10 @@ struct sw_rconn {
     struct sw_rtls *tls;        /* borrowed: outlives the connection */
     char name[256];             /* TLS: the name the certificate must carry */
     struct evutil_addrinfo *addrs, *next_addr; /* the host's addresses; the next to try */
+    struct evdns_getaddrinfo_request *dns_req;  /* the host name being resolved */
+    struct evbuffer *queued;    /* commands queued while the name resolves */
+    bool starting;              /* inside sw_rconn_new */
+    int dns_result;             /* a lookup that ended inside sw_rconn_new */
     bool connected;             /* TCP connected (TLS: handshake done) */
     struct bufferevent *bev;
     redisReader *reader;
@@ -135,6 +140,10 @@ static void fail_pending(struct sw_rconn *c)
 
 static void destroy(struct sw_rconn *c)
 {
+    if (c->dns_req)
+        evdns_getaddrinfo_cancel(c->dns_req); /* its callback sees EVUTIL_EAI_CANCEL */
+    if (c->queued)
+        evbuffer_free(c->queued);
     if (c->bev)
         bufferevent_free(c->bev);
     else if (c->ssl)
@@ -245,6 +254,8 @@ static int connect_next(struct sw_rconn *c)
     struct evbuffer *queued = evbuffer_new();
     if (!queued)
         return -1;
+    if (c->queued)
+        evbuffer_add_buffer(queued, c->queued);
     if (c->bev) {
         evbuffer_add_buffer(queued, bufferevent_get_output(c->bev));
         bufferevent_free(c->bev);
@@ -297,6 +308,48 @@ static int connect_next(struct sw_rconn *c)
     return -1;
 }
 
+/* The resolver of an event loop, made at its first use and kept (the
+ * daemon has one loop); it does not keep the loop alive when idle. */
+static struct evdns_base *dns_for(struct event_base *base)
+{
+    static struct event_base *owner;
+    static struct evdns_base *dns;
+    if (dns && owner == base)
+        return dns;
+    struct evdns_base *d = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                                    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (d) {
+        owner = base;
+        dns = d; /* an earlier loop's resolver is left to it */
+    }
+    return d;
+}
+
+static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+    struct sw_rconn *c = arg;
+    if (result == EVUTIL_EAI_CANCEL)
+        return; /* the connection is being freed */
+    c->dns_req = NULL;
+    c->addrs = res;
+    c->next_addr = res;
+    if (!res && result == 0)
+        result = EVUTIL_EAI_FAIL;
+    if (c->starting) {
+        c->dns_result = result; /* sw_rconn_new goes on */
+        return;
+    }
+    if (result == 0 && connect_next(c) == 0)
+        return;
+    char why[300];
+    snprintf(why, sizeof why, "%s", result ? evutil_gai_strerror(result) : "could not connect");
+    c->busy++;
+    lose(c, why);
+    c->busy--;
+    if (c->freed && c->busy == 0)
+        destroy(c);
+}
+
 struct sw_rconn *sw_rconn_new(struct event_base *base, const char *host, int port,
                               struct sw_rtls *tls, const char *server_name, sw_rconn_lost_fn lost,
                               void *data)
@@ -312,13 +365,31 @@ struct sw_rconn *sw_rconn_new(struct event_base *base, const char *host, int por
     c->reader = redisReaderCreate();
     if (!c->reader)
         goto fail;
-    /* resolved here, blocking, as hiredis did; every address is tried in turn */
     char ports[16];
     snprintf(ports, sizeof ports, "%d", port);
     struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                                     .ai_protocol = IPPROTO_TCP};
-    if (evutil_getaddrinfo(host, ports, &hints, &c->addrs) || !c->addrs)
-        goto fail;
+    /* An address is taken as it is; a name is resolved on the event loop
+     * (evdns: /etc/hosts, then the resolv.conf name servers), never blocking
+     * it. Every address is tried in turn. */
+    if (is_ip(host)) {
+        hints.ai_flags = EVUTIL_AI_NUMERICHOST;
+        if (evutil_getaddrinfo(host, ports, &hints, &c->addrs) || !c->addrs)
+            goto fail;
+    } else {
+        struct evdns_base *dns = dns_for(base);
+        c->queued = evbuffer_new();
+        if (!dns || !c->queued)
+            goto fail;
+        c->starting = true;
+        c->dns_result = 1; /* still resolving */
+        c->dns_req = evdns_getaddrinfo(dns, host, ports, &hints, on_resolved, c);
+        c->starting = false;
+        if (c->dns_result == 1)
+            return c; /* on_resolved connects */
+        if (c->dns_result != 0)
+            goto fail;
+    }
     c->next_addr = c->addrs;
     if (connect_next(c))
         goto fail;
@@ -348,15 +419,17 @@ void *sw_rconn_data(const struct sw_rconn *c)
 int sw_rconn_command(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, bool subscribe,
                      int argc, const char **argv, const size_t *lens)
 {
-    if (!c || c->freed || c->failed ||
-        evbuffer_get_length(bufferevent_get_output(c->bev)) > MAX_PENDING_OUT)
+    if (!c || c->freed || c->failed)
+        return -1;
+    struct evbuffer *out = c->bev ? bufferevent_get_output(c->bev) : c->queued;
+    if (evbuffer_get_length(out) > MAX_PENDING_OUT)
         return -1;
     struct pending *p = calloc(1, sizeof *p);
     if (!p)
         return -1;
     char *cmd = NULL;
     int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (n < 0 || bufferevent_write(c->bev, cmd, (size_t)n)) {
+    if (n < 0 || evbuffer_add(out, cmd, (size_t)n)) {
         if (n >= 0)
             redisFreeCommand(cmd);
         free(p);

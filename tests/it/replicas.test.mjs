@@ -4,8 +4,12 @@
 // a bounded wait on a condition.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import OpenAI from 'openai';
-import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { startLlmsim, startSpillway, startProcess, waitFor, getJSON, tempDir, removeTempDir, BUILD } from './lib/harness.mjs';
 import { startRedis } from './lib/redis.mjs';
 
 const ADMIN = 'sk-admin-test';
@@ -225,5 +229,78 @@ describe('replicas sharing one Redis', () => {
     await sleeping;
     await waitFor(async () => (await Promise.all(gws.map(state))).every((s) => s.state.degraded === null),
       { timeout: 10000, what: 'every replica shared again' });
+  });
+});
+
+// A Redis host name is looked up on the event loop: while the name server
+// does not answer, the gateway starts and serves (degraded: redis), and once
+// the name resolves it shares state again. The gateway runs in its own mount
+// namespace whose /etc/resolv.conf names a name server started here (UDP
+// port 53 on a loopback address of its own), so the answer is the test's to give.
+describe('Redis by host name', () => {
+  test('a name server that does not answer never stalls the gateway; once the name resolves, the replica shares state', async (t) => {
+    const NS = '127.83.0.53';
+    const dns = createSocket('udp4');
+    try {
+      await new Promise((res, rej) => { dns.once('error', rej); dns.bind(53, NS, res); });
+    } catch (e) {
+      t.skip(`cannot serve DNS on ${NS}:53 here: ${e.code}`);
+      return;
+    }
+    const probe = spawnSync('unshare', ['-m', 'true']);
+    if (probe.status !== 0) {
+      dns.close();
+      t.skip(`no mount namespaces here: ${probe.stderr}`);
+      return;
+    }
+    const dir = tempDir('spillway-dns-');
+    const r = await startRedis();
+    const sim = await startLlmsim(['--decode-tps', '0']);
+    let answer = false;
+    const asked = [];
+    dns.on('message', (msg, rinfo) => {
+      // a query for A (type 1) or AAAA: answer A 127.0.0.1 once allowed
+      let i = 12;
+      while (msg[i]) i += msg[i] + 1;
+      const qtype = msg.readUInt16BE(i + 1);
+      const name = [];
+      for (let j = 12; msg[j]; j += msg[j] + 1) name.push(msg.subarray(j + 1, j + 1 + msg[j]).toString());
+      asked.push(`${name.join('.').toLowerCase()}/${qtype}`); // evdns mixes the case (0x20)
+      if (!answer) return; // silence: the resolver waits
+      const q = msg.subarray(12, i + 5);
+      const head = Buffer.from([msg[0], msg[1], 0x81, 0x80, 0, 1, 0, qtype === 1 ? 1 : 0, 0, 0, 0, 0]);
+      const rr = qtype === 1 ? Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 127, 0, 0, 1]) : Buffer.alloc(0);
+      dns.send(Buffer.concat([head, q, rr]), rinfo.port, rinfo.address);
+    });
+    writeFileSync(join(dir, 'resolv.conf'), `nameserver ${NS}\noptions timeout:30 attempts:1\n`);
+    writeFileSync(join(dir, 'spillway.yaml'), `
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+state: { redis: "redis://redis.spillway.test:${r.port}/0", key_prefix: "dns${process.pid}:", timeout_ms: 500 }
+backends:
+  - { name: "local", tier: local, url: "${sim.url}", model: "m", slots: 4 }
+models:
+  - { name: "chat", backends: [local] }
+`);
+    let gw;
+    try {
+      gw = await startProcess('unshare', ['-m', 'sh', '-c',
+        `mount --bind "${join(dir, 'resolv.conf')}" /etc/resolv.conf && exec "${join(BUILD, 'spillway')}" -c "${join(dir, 'spillway.yaml')}"`],
+      { timeout: 20000 });
+      await waitFor(() => asked.some((a) => a.startsWith('redis.spillway.test/')), { timeout: 10000, what: 'the name asked for' });
+      // the name server is silent: the gateway answers anyway, degraded
+      const ok = await client(gw).chat.completions.create({ model: 'chat', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] });
+      assert.ok(ok.choices[0].message.content.length > 0);
+      await waitFor(async () => (await state(gw)).state.degraded === 'redis', { timeout: 10000, what: 'degraded: redis' });
+      // the name resolves: the replica connects and shares state
+      answer = true;
+      await waitFor(async () => (await state(gw)).state.degraded === null, { timeout: 15000, what: 'connected to Redis by name' });
+    } finally {
+      await gw?.stop();
+      await sim.stop();
+      await r.stop();
+      dns.close();
+      removeTempDir(dir);
+    }
   });
 });
