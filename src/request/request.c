@@ -935,6 +935,12 @@ bool sw_request_json_shape(const char *s, size_t len, size_t max_values, size_t 
 
 /* ---- Parse ---- */
 
+static void set_oom(struct sw_request_error *err)
+{
+    sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL,
+                         "The gateway ran out of memory while reading the request.");
+}
+
 static void set_parse_error(struct sw_request_error *err, size_t len, const json_error_t *je)
 {
     const char *text = je->text;
@@ -983,8 +989,7 @@ json_t *sw_request_json_load(const char *body, size_t len, struct sw_request_err
     /* jansson fails without a message when its first allocation fails. */
     if (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0') {
         *rc = SW_ENOMEM;
-        sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL,
-                             "The gateway ran out of memory while reading the request.");
+        set_oom(err);
     } else {
         set_parse_error(err, body ? len : 0, &je);
     }
@@ -1038,8 +1043,7 @@ fail:
     req->allow_cloud = -1;
     if (rc != SW_ENOMEM)
         return rc;
-    sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL,
-                         "The gateway ran out of memory while reading the request.");
+    set_oom(err);
     return rc;
 }
 

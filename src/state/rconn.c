@@ -167,6 +167,15 @@ static void lose(struct sw_rconn *c, const char *why)
     c->busy--;
 }
 
+/* lose() from one of the loop's callbacks into this connection, which the
+ * owner may have freed meanwhile: then it goes. */
+static void lose_in_callback(struct sw_rconn *c, const char *why)
+{
+    lose(c, why);
+    if (c->freed && c->busy == 0)
+        destroy(c);
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct sw_rconn *c = arg;
@@ -239,11 +248,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     if (!c->connected && c->next_addr && connect_next(c) == 0)
         return; /* another address of the host (e.g. ::1, then 127.0.0.1) */
-    c->busy++;
-    lose(c, why);
-    c->busy--;
-    if (c->freed && c->busy == 0)
-        destroy(c);
+    lose_in_callback(c, why);
 }
 
 /* A bufferevent (with a fresh SSL for TLS) connecting to the next address;
@@ -343,11 +348,7 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
         return;
     char why[300];
     snprintf(why, sizeof why, "%s", result ? evutil_gai_strerror(result) : "could not connect");
-    c->busy++;
-    lose(c, why);
-    c->busy--;
-    if (c->freed && c->busy == 0)
-        destroy(c);
+    lose_in_callback(c, why);
 }
 
 struct sw_rconn *sw_rconn_new(struct event_base *base, const char *host, int port,
