@@ -513,9 +513,28 @@ static int scan_field(void *ud, json_t *str, int json_text)
         c->e, json_string_value(str), json_string_length(str), on_count_span, c->counts);
 }
 
+/* True when no built-in type can match the text: only lower-case ASCII
+ * letters and '_' ("max_tokens", "content"). Every built-in needs a digit,
+ * an upper-case letter, or one of "@:-+./ " (secret tokens with a lower-case
+ * prefix, "sk_live_", "ghp_", "hf_", need digits or mixed case in their body).
+ * Custom types can match anything, so an engine with any is asked. Most
+ * object keys are such words, and a scan's fixed cost is most of a short
+ * text's; test_request_plain_keys checks this premise against the engine. */
+static bool needs_no_scan(const struct sw_pii_engine *e, const char *t, size_t len)
+{
+    if (sw_pii_type_count(e) != SW_PII_CUSTOM_BASE)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((t[i] >= 'a' && t[i] <= 'z') || t[i] == '_'))
+            return false;
+    return true;
+}
+
 static int scan_key(void *ud, const char *key, size_t len)
 {
     struct req_ctx *c = ud;
+    if (needs_no_scan(c->e, key, len))
+        return SW_OK;
     return sw_pii_scan_text(c->e, key, len, on_count_span, c->counts);
 }
 
@@ -563,6 +582,8 @@ static int check_key(void *ud, const char *key, size_t len)
 {
     struct req_ctx *c = ud;
     struct sw_pii_counts n = {{0}, 0, 0};
+    if (needs_no_scan(c->e, key, len))
+        return SW_OK;
     int rc = sw_pii_scan_text(c->e, key, len, on_count_span, &n);
     if (rc)
         return rc;

@@ -546,6 +546,65 @@ static void test_request_keys(void **state)
     json_decref(o);
 }
 
+static int count_span(void *ud, const struct sw_pii_span *sp)
+{
+    (void)sp;
+    (*(int *)ud)++;
+    return SW_OK;
+}
+
+/* Keys of only lower-case letters and '_' are not scanned when the engine
+ * has no custom types: no built-in type can match such a text. The premise
+ * is checked here against the engine itself, on random words and on the
+ * lower-case forms of every secret prefix followed by long bodies; keys with
+ * a digit are still scanned; an engine with a custom type scans every key. */
+static void test_request_plain_keys(void **state)
+{
+    (void)state;
+    char err[256];
+    struct sw_pii_engine *e0 = NULL, *ec = NULL;
+    assert_int_equal(sw_pii_engine_new(NULL, 0, &e0, err, sizeof err), SW_OK);
+    static const char *const prefixes[] = {"", "sk_live_", "rk_test_", "ghp_", "gho_", "github_pat_",
+                                           "hf_", "bearer_", "xoxb_", "aiza", "glpat_", "akia",
+                                           "eyj", "sk_", "begin_private_key_"};
+    unsigned seed = 12345;
+    char w[300];
+    for (int i = 0; i < 20000; i++) {
+        const char *p = prefixes[i % (sizeof prefixes / sizeof prefixes[0])];
+        size_t n = strlen(p), len = n + (size_t)(rand_r(&seed) % 200);
+        memcpy(w, p, n);
+        for (size_t k = n; k < len; k++) {
+            unsigned r = (unsigned)rand_r(&seed) % 27;
+            w[k] = r == 26 ? '_' : (char)('a' + r);
+        }
+        int found = 0;
+        assert_int_equal(sw_pii_scan_text(e0, w, len, count_span, &found), SW_OK);
+        if (found)
+            fail_msg("a built-in type matched the lower-case word %.*s", (int)len, w);
+    }
+
+    struct sw_pii_counts c;
+    json_t *body = json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "model", "m", "messages", "role",
+                             "user", "content", "hello", "metadata",
+                             "sk_live_abcdefghijklmnopqrstuvwx", "plain",
+                             "sk_live_51habcdefghij1234567890", "with digits");
+    assert_int_equal(sw_pii_scan_request(e0, body, &c), SW_OK);
+    assert_int_equal(c.n[SW_PII_SECRET], 1);
+    json_decref(body);
+
+    struct sw_pii_custom custom = {"codename", "falcon_[a-z]+", NULL};
+    assert_int_equal(sw_pii_engine_new(&custom, 1, &ec, err, sizeof err), SW_OK);
+    body = json_pack("{s:s, s:{s:s}}", "model", "m", "metadata", "falcon_plan", "on file");
+    assert_int_equal(sw_pii_scan_request(ec, body, &c), SW_OK);
+    assert_int_equal(c.total, 1);
+    struct sw_pii_map *m = sw_pii_map_new();
+    assert_int_equal(sw_pii_mask_request(ec, m, body, &c), SW_EINVAL);
+    sw_pii_map_free(m);
+    json_decref(body);
+    sw_pii_engine_free(ec);
+    sw_pii_engine_free(e0);
+}
+
 /* Deep nesting is walked to the bound; past it the walk fails (fail closed). */
 static void test_request_depth(void **state)
 {
@@ -785,13 +844,6 @@ static char *mask_json(struct sw_pii_map *m, const char *in)
         json_decref(a);
     }
     return s;
-}
-
-static int count_span(void *ud, const struct sw_pii_span *sp)
-{
-    (void)sp;
-    (*(int *)ud)++;
-    return SW_OK;
 }
 
 /* JSON text: detection on the decoded strings, the placeholder replaces the
@@ -1332,6 +1384,7 @@ int main(void)
         cmocka_unit_test(test_request_roundtrip),
         cmocka_unit_test(test_request_whole_body),
         cmocka_unit_test(test_request_keys),
+        cmocka_unit_test(test_request_plain_keys),
         cmocka_unit_test(test_request_depth),
         cmocka_unit_test(test_request_masked_rescans_clean),
         cmocka_unit_test(test_json_text_mask),
