@@ -476,17 +476,12 @@ static int walk_value(struct walk *w, json_t *v)
 
 static int walk_request(json_t *body, const struct walk_fns *fns, void *ud)
 {
-    struct walk *w = malloc(sizeof *w);
-    if (!w)
-        return SW_ENOMEM;
+    /* on the stack (about 1 KB): as a heap block it was just over glibc's
+     * per-thread cache limit, and its malloc took the slow path every time */
+    struct walk w = {.fns = fns, .ud = ud, .depth = 0};
     pthread_once(&pnodes_once, pnodes_init);
-    w->fns = fns;
-    w->ud = ud;
-    w->depth = 0;
-    w->node[0] = 0;
-    int rc = walk_value(w, body);
-    free(w);
-    return rc;
+    w.node[0] = 0;
+    return walk_value(&w, body);
 }
 
 struct req_ctx {
