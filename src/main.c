@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/jalloc.h"
 #include "common/log.h"
 #include "daemon.h"
 #include "plan/plan.h"
@@ -42,6 +43,7 @@ int main(int argc, char **argv)
     };
     const char *config_path = NULL, *check_path = NULL;
     int c;
+    sw_jalloc_install();        /* before the first jansson value */
     if (argc > 1 && !strcmp(argv[1], "plan"))
         return sw_plan_main(argc - 1, argv + 1);
     while ((c = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
