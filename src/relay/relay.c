@@ -104,7 +104,7 @@ struct proxy {
     struct sw_upstream up;
     struct sw_buf resp;             /* non-stream body, or the error body of a failed attempt */
     struct sw_sse sse;
-    struct evbuffer *out;           /* events parsed from the current upstream write */
+    struct evbuffer *out;           /* events of the current upstream write (streams only) */
 
     bool started;                   /* the first byte went to the client */
     bool saw_done;                  /* upstream sent data: [DONE] */
@@ -451,7 +451,7 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
     sw_sse_free(&p->sse);
     p->abort_err = SW_OK;
     p->saw_done = false;
-    if (!p->started) /* what a failed attempt's preamble made is not sent */
+    if (!p->started && p->out) /* what a failed attempt's preamble made is not sent */
         evbuffer_drain(p->out, evbuffer_get_length(p->out));
     /* A local queue left for an attempt that failed is no failure of that
      * local: it may take the request again (once), within the deadline. */
@@ -2024,8 +2024,9 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     if (p)
         memset(p, 0, offsetof(struct proxy, snap));
     char *public_model = chat->model ? strdup(chat->model) : NULL;
-    struct evbuffer *out = evbuffer_new();
-    if (!p || !public_model || !out) {
+    /* the client's stream of events, for a streamed answer only */
+    struct evbuffer *out = chat->stream ? evbuffer_new() : NULL;
+    if (!p || !public_model || (chat->stream && !out)) {
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
         if (p)
             proxy_put(p);
