@@ -1058,7 +1058,9 @@ static char *splice_member(const char *text, size_t len, struct sw_jspan at, con
 
 /* The whole answer `s` (len bytes, taken; NULL: out of memory) is the
  * request's: the attempt succeeded, the client gets it. */
-static void serve_answer(struct proxy *p, char *s, size_t len)
+/* The answer `s` (len bytes; NULL: out of memory) goes to the client; `s`
+ * is copied, and stays the caller's. */
+static void serve_answer_copy(struct proxy *p, const char *s, size_t len)
 {
     if (!s) {
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
@@ -1068,9 +1070,28 @@ static void serve_answer(struct proxy *p, char *s, size_t len)
     p->final_status = 200;
     set_route_headers(p);
     sw_reply_json(p->req, 200, s, len);
-    free(s);
     detach_client(p);
     proxy_free(p);
+}
+
+static void serve_answer(struct proxy *p, char *s, size_t len)
+{
+    serve_answer_copy(p, s, len);
+    free(s);
+}
+
+/* The value at `at` (at.len > 0) of the text in b replaced by `with`, in
+ * place. False when b cannot grow that much (its limit, or memory). */
+static bool splice_in_place(struct sw_buf *b, struct sw_jspan at, const char *with)
+{
+    size_t wl = strlen(with), tail = b->len - at.off - at.len;
+    if (wl > at.len && sw_buf_append(b, with, wl - at.len))
+        return false;       /* grown by the difference; every byte is rewritten below */
+    memmove(b->ptr + at.off + wl, b->ptr + at.off + at.len, tail);
+    memcpy(b->ptr + at.off, with, wl);
+    b->len = at.off + wl + tail;
+    b->ptr[b->len] = '\0';
+    return true;
 }
 
 /* An answer that needs no unmasking: checked and edited in place (model
@@ -1087,10 +1108,16 @@ static void finish_plain(struct proxy *p)
         return;
     }
     read_usage_span(p, text, sp[2], true);
+    if (!p->public_model_json) {
+        serve_answer(p, NULL, 0);
+        return;
+    }
+    if (sp[0].len && splice_in_place(&p->resp, sp[0], p->public_model_json)) {
+        serve_answer_copy(p, p->resp.ptr, p->resp.len);
+        return;
+    }
     size_t len;
-    char *s = p->public_model_json ? splice_member(text, p->resp.len, sp[0], "model",
-                                                   p->public_model_json, &len)
-                                   : NULL;
+    char *s = splice_member(text, p->resp.len, sp[0], "model", p->public_model_json, &len);
     serve_answer(p, s, len);
 }
 
