@@ -570,6 +570,10 @@ static void read_answer(struct sw_h1req *r)
             conn_reading(r->c, false); /* read on after sw_h1_resume */
             return;
         }
+        /* A short read took all the socket had: the (level-triggered) read
+         * event says when more comes, without a read that finds nothing. */
+        if ((size_t)n < sizeof buf)
+            return;
     }
 }
 
