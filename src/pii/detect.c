@@ -35,13 +35,25 @@ struct pattern {
     int prefix;                 /* K_TOKEN/K_BEARER: bytes of the literal prefix (not the body) */
     unsigned flags;             /* extra hs flags */
     const char *re;
+    /* Whole-text built-ins: the literal triggers ('|' between them) that
+     * start every match, found by vectorscan without start-of-match
+     * tracking; the extent is found in C (lit_hit()). K_TOKEN/K_FIXED: the
+     * body after the literal, bytes of class bclass (BC_*), at least bmin of
+     * them, or exactly bfix. */
+    const char *lits;
+    unsigned char bclass;
+    unsigned char bmin, bfix;
 };
+
+/* Body classes of the secret-token patterns: a byte is in a class when
+ * body_cat[byte] & class. */
+enum { BC_ALNUM = 1, BC_US = 2, BC_DASH = 4, BC_UPDIG = 8 };
 
 static const struct pattern builtin[] = {
     /* e-mail: a short trigger; the domain is found in C (email_end()): a
      * pattern ending in "\.[A-Za-z]{2,}" made vectorscan look at every '.' */
-    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-]"},
-    {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]"},
+    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-]", "@", 0, 0, 0},
+    {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]", NULL, 0, 0, 0},
     /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
      * international prefix, Spanish numbers (no trunk prefix, grouped):
      * candidates only, libphonenumber validates them for the configured regions.
@@ -49,55 +61,59 @@ static const struct pattern builtin[] = {
      * start of a match is never inside an earlier number (on_match drops it);
      * national and 00 patterns are short triggers, the candidate is the run
      * of phone characters after them (on_match, at most 32 bytes). */
-    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]"},
-    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00 ?[1-9]"},
+    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]", NULL, 0, 0, 0},
+    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00 ?[1-9]", NULL, 0, 0, 0},
     {SW_PII_PHONE, K_PHONE_ES, 0, 0, 0,
      "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2}"
-     "|[679][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2})"},
+     "|[679][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2})", NULL, 0, 0, 0},
     /* Italian mobile numbers (10 digits, 3xx) have no trunk prefix either: grouped */
     {SW_PII_PHONE, K_PHONE_IT, 0, 0, 0,
-     "(?:^|[^0-9A-Za-z_])3[0-9]{2}[ .\\-/][0-9]{3}[ .\\-]?[0-9]{4}"},
+     "(?:^|[^0-9A-Za-z_])3[0-9]{2}[ .\\-/][0-9]{3}[ .\\-]?[0-9]{4}", NULL, 0, 0, 0},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
-     "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
+     "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}", NULL, 0, 0, 0},
     /* IBAN: country and check digits as the trigger; the rest, 11-32 of
      * [A-Za-z0-9] each after at most one space, is found in C (iban_end():
      * the repeat with leftmost start of match was ~a third of the scan) */
-    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}"},
+    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}", NULL, 0, 0, 0},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
-     "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}"},
+     "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}", NULL, 0, 0, 0},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
     {SW_PII_BSN, K_NINE, 0, 0, 0,
-     "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}"},
+     "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}", NULL, 0, 0, 0},
     /* Spanish DNI (8 digits + control letter) and NIE (X/Y/Z + 7 digits + letter) */
     {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0,
-     "[0-9]{8}[ \\-]?[A-Za-z]|[0-9]{2}\\.[0-9]{3}\\.[0-9]{3}[ \\-]?[A-Za-z]|[XYZxyz][ \\-]?[0-9]{7}[ \\-]?[A-Za-z]"},
+     "[0-9]{8}[ \\-]?[A-Za-z]|[0-9]{2}\\.[0-9]{3}\\.[0-9]{3}[ \\-]?[A-Za-z]|[XYZxyz][ \\-]?[0-9]{7}[ \\-]?[A-Za-z]", NULL, 0, 0, 0},
     /* Belgian national register number: YY.MM.DD-SSS.CC (or 11 digits after a word) */
     {SW_PII_NATIONAL_ID, K_RRN, 0, 0, 0,
-     "[0-9]{2}\\.[0-9]{2}\\.[0-9]{2}-[0-9]{3}\\.[0-9]{2}|[0-9]{6}-[0-9]{3}-[0-9]{2}|[0-9]{11}"},
-    {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}"},
+     "[0-9]{2}\\.[0-9]{2}\\.[0-9]{2}-[0-9]{3}\\.[0-9]{2}|[0-9]{6}-[0-9]{3}-[0-9]{2}|[0-9]{11}", NULL, 0, 0, 0},
+    {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}", NULL, 0, 0, 0},
     /* IP addresses: short triggers; the candidate is the surrounding run of
      * [0-9.] or [0-9A-Fa-f:.], found by a bounded scan both ways (expand()) */
-    {SW_PII_IPV4, K_IPV4, 0, 0, 0, "[0-9]\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]"},
-    {SW_PII_IPV6, K_IPV6, 0, 0, 0, "::[0-9A-Fa-f]|[0-9A-Fa-f]::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:"},
+    {SW_PII_IPV4, K_IPV4, 0, 0, 0, "[0-9]\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]", NULL, 0, 0, 0},
+    {SW_PII_IPV6, K_IPV6, 0, 0, 0, "::[0-9A-Fa-f]|[0-9A-Fa-f]::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:", NULL, 0, 0, 0},
     /* secrets */
     {SW_PII_SECRET, K_TOKEN, 3, 3, 0,
-     "sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|oat)[0-9]{2}-)?[A-Za-z0-9_\\-]{20,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 8, 0, "(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"},
-    {SW_PII_SECRET, K_FIXED, 0, 0, 0, "(?:AKIA|ASIA)[0-9A-Z]{16}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "gh[pousr]_[A-Za-z0-9]{30,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 11, 0, "github_pat_[A-Za-z0-9_]{22,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 5, 0, "xox[abposr]-[A-Za-z0-9\\-]{10,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "AIza[0-9A-Za-z_\\-]{35}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 6, 0, "glpat-[0-9A-Za-z_\\-]{20,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 3, 0, "hf_[A-Za-z0-9]{30,}"},
+     "sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|oat)[0-9]{2}-)?[A-Za-z0-9_\\-]{20,}",
+     /* the optional part is made of body bytes: the body covers it */
+     "sk-", BC_ALNUM | BC_US | BC_DASH, 20, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 8, 0, "(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+     "sk_live_|sk_test_|rk_live_|rk_test_", BC_ALNUM, 16, 0},
+    {SW_PII_SECRET, K_FIXED, 0, 0, 0, "(?:AKIA|ASIA)[0-9A-Z]{16}", "AKIA|ASIA", BC_UPDIG, 0, 16},
+    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "gh[pousr]_[A-Za-z0-9]{30,}", "ghp_|gho_|ghu_|ghs_|ghr_", BC_ALNUM, 30, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 11, 0, "github_pat_[A-Za-z0-9_]{22,}", "github_pat_", BC_ALNUM | BC_US, 22, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 5, 0, "xox[abposr]-[A-Za-z0-9\\-]{10,}",
+     "xoxa-|xoxb-|xoxp-|xoxo-|xoxs-|xoxr-", BC_ALNUM | BC_DASH, 10, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "AIza[0-9A-Za-z_\\-]{35}", "AIza", BC_ALNUM | BC_US | BC_DASH, 0, 35},
+    {SW_PII_SECRET, K_TOKEN, 2, 6, 0, "glpat-[0-9A-Za-z_\\-]{20,}", "glpat-", BC_ALNUM | BC_US | BC_DASH, 20, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 3, 0, "hf_[A-Za-z0-9]{30,}", "hf_", BC_ALNUM, 30, 0},
     /* found in C (bearer_at(), from the pass that finds the colons): in
      * vectorscan it was a quarter of the whole-text database's cost */
-    {SW_PII_SECRET, K_BEARER, 2, 0, 0, "[Bb]earer +[A-Za-z0-9._~+/\\-]{16,}=*"},
+    {SW_PII_SECRET, K_BEARER, 2, 0, 0, "[Bb]earer +[A-Za-z0-9._~+/\\-]{16,}=*", NULL, 0, 0, 0},
     {SW_PII_SECRET, K_JWT, 0, 0, 0,
-     "eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"},
-    {SW_PII_SECRET, K_PRIVKEY, 0, 0, 0, "-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----"},
+     "eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}", "eyJ", 0, 0, 0},
+    {SW_PII_SECRET, K_PRIVKEY, 0, 0, 0, "-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----", "-----BEGIN ", 0, 0, 0},
     {SW_PII_SECRET, K_URLCRED, 0, 0, 0,
-     "[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s:@/]+:[^\\s@/]+@"},
+     "[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s:@/]+:[^\\s@/]+@", "://", 0, 0, 0},
 };
 #define N_BUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -126,8 +142,15 @@ static bool digit_kind(int kind)
 
 #define SCRATCH_POOL 16
 
+#define MAX_LITS 48
+
 struct sw_pii_engine {
-    hs_database_t *db;          /* all but the digit patterns and the IBAN trigger */
+    hs_database_t *ldb;         /* the literal triggers of the whole-text built-ins */
+    hs_database_t *cdb;         /* the custom patterns (SOM leftmost), NULL without any */
+    hs_database_t *refdb;       /* tests: the whole-text built-ins' regexes, SOM leftmost */
+    unsigned n_lits;
+    unsigned lit_pat[MAX_LITS]; /* per literal: its pattern */
+    unsigned char lit_len[MAX_LITS];
     hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
     unsigned iban_id;           /* the IBAN trigger's pattern, found in C (digit_runs()) */
     unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_triggers()) */
@@ -248,7 +271,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         }
         snprintf(e->names[t], sizeof e->names[t], "%s", c->name);
         e->prio[t] = 1;
-        e->pat[N_BUILTIN + i] = (struct pattern){t, K_CUSTOM, 0, 0, 0, c->regex};
+        e->pat[N_BUILTIN + i] = (struct pattern){t, K_CUSTOM, 0, 0, 0, c->regex, NULL, 0, 0, 0};
     }
     /* Tags are cut to SW_PII_MAX_TAG; two types with the same cut tag still get
      * distinct placeholders (the map skips a number already issued). */
@@ -261,33 +284,54 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         }
         e->tags[t][k] = '\0';
     }
-    /* Two databases: the digit patterns only ever match inside a run of
-     * digits and separators, so they are scanned only on those runs, found
-     * in C (digit_runs(), which also finds the IBAN trigger: two letters and
-     * two digits start such a run); everything else and the custom types
-     * scan the whole text. */
+    /* The digit patterns only ever match inside a run of digits and
+     * separators, so they are scanned only on those runs, found in C
+     * (digit_runs(), which also finds the IBAN trigger: two letters and two
+     * digits start such a run); the other built-ins are literal triggers
+     * over the whole text, their extent found in C (lit_hit()); the custom
+     * types are a database of their own, with the leftmost start of match. */
     unsigned nm = 0, nd = 0;
-    for (size_t i = 0; i < e->n_pat; i++) {
+    char litbuf[MAX_LITS][16];
+    for (size_t i = 0; i < N_BUILTIN; i++) {
         if (e->pat[i].kind == K_IBAN)
             e->iban_id = (unsigned)i;
         if (e->pat[i].kind == K_IPV6)
             e->ipv6_id = (unsigned)i;
         if (e->pat[i].kind == K_BEARER)
             e->bearer_id = (unsigned)i;
-        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN && e->pat[i].kind != K_IPV6 &&
-            e->pat[i].kind != K_BEARER) {
-            res[nm] = e->pat[i].re;
-            flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
-            ids[nm++] = (unsigned)i;
+        for (const char *l = e->pat[i].lits; l && *l;) {
+            size_t k = strcspn(l, "|");
+            if (e->n_lits == MAX_LITS || k >= sizeof litbuf[0])
+                goto fail;
+            memcpy(litbuf[e->n_lits], l, k);
+            litbuf[e->n_lits][k] = '\0';
+            e->lit_pat[e->n_lits] = (unsigned)i;
+            e->lit_len[e->n_lits] = (unsigned char)k;
+            res[nm] = litbuf[e->n_lits];
+            flags[nm] = 0;
+            ids[nm++] = e->n_lits++;
+            l += k + (l[k] == '|');
         }
     }
-    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->db, &cerr) != HS_SUCCESS) {
+    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->ldb, &cerr) != HS_SUCCESS) {
+        rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+                     cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        goto fail;
+    }
+    nm = 0;
+    for (size_t i = N_BUILTIN; i < e->n_pat; i++) {
+        res[nm] = e->pat[i].re;
+        flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+        ids[nm++] = (unsigned)i;
+    }
+    if (nm && hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->cdb, &cerr) != HS_SUCCESS) {
         int bad = cerr && cerr->expression >= 0 ? (int)ids[cerr->expression] : -1;
         if (bad >= (int)N_BUILTIN)
             rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
                          e->names[e->pat[bad].type], cerr->message);
         else
-            rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+            rc = set_err(err, errlen, "pii: custom patterns: %s%s",
                          cerr ? cerr->message : "compile failed", "");
         hs_free_compile_error(cerr);
         goto fail;
@@ -304,9 +348,10 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         hs_free_compile_error(cerr);
         goto fail;
     }
-    /* one scratch serves both databases */
-    if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS ||
-        hs_alloc_scratch(e->ddb, &e->proto) != HS_SUCCESS)
+    /* one scratch serves all databases */
+    if (hs_alloc_scratch(e->ldb, &e->proto) != HS_SUCCESS ||
+        hs_alloc_scratch(e->ddb, &e->proto) != HS_SUCCESS ||
+        (e->cdb && hs_alloc_scratch(e->cdb, &e->proto) != HS_SUCCESS))
         goto fail;
     /* libphonenumber loads its metadata on first use (tens of millions of
      * instructions): here, not in the first request's scan */
@@ -361,7 +406,9 @@ void sw_pii_engine_free(struct sw_pii_engine *e)
     for (int i = 0; i < e->n_pool; i++)
         hs_free_scratch(e->pool[i]);
     hs_free_scratch(e->proto);
-    hs_free_database(e->db);
+    hs_free_database(e->ldb);
+    hs_free_database(e->cdb);
+    hs_free_database(e->refdb);
     hs_free_database(e->ddb);
     pthread_mutex_destroy(&e->lock);
     free(e->pat);
@@ -440,6 +487,7 @@ struct scan {
     struct cand { unsigned id; size_t s, e; } *c;
     size_t n, cap;
     size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
+    size_t mend[N_BUILTIN];     /* per literal-triggered pattern: the furthest candidate end */
     struct cand *cbuf;          /* the first candidates and spans, on scan_raw's stack (not */
     struct sw_pii_span *spbuf;  /* zeroed): no allocation for most texts */
     bool full;
@@ -1441,6 +1489,145 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     return 0;
 }
 
+/* The secret-token body classes (BC_*) of each byte. */
+static const unsigned char body_cat[256] = {
+    ['0'] = BC_ALNUM | BC_UPDIG, ['1'] = BC_ALNUM | BC_UPDIG, ['2'] = BC_ALNUM | BC_UPDIG,
+    ['3'] = BC_ALNUM | BC_UPDIG, ['4'] = BC_ALNUM | BC_UPDIG, ['5'] = BC_ALNUM | BC_UPDIG,
+    ['6'] = BC_ALNUM | BC_UPDIG, ['7'] = BC_ALNUM | BC_UPDIG, ['8'] = BC_ALNUM | BC_UPDIG,
+    ['9'] = BC_ALNUM | BC_UPDIG,
+    ['A'] = BC_ALNUM | BC_UPDIG, ['B'] = BC_ALNUM | BC_UPDIG, ['C'] = BC_ALNUM | BC_UPDIG,
+    ['D'] = BC_ALNUM | BC_UPDIG, ['E'] = BC_ALNUM | BC_UPDIG, ['F'] = BC_ALNUM | BC_UPDIG,
+    ['G'] = BC_ALNUM | BC_UPDIG, ['H'] = BC_ALNUM | BC_UPDIG, ['I'] = BC_ALNUM | BC_UPDIG,
+    ['J'] = BC_ALNUM | BC_UPDIG, ['K'] = BC_ALNUM | BC_UPDIG, ['L'] = BC_ALNUM | BC_UPDIG,
+    ['M'] = BC_ALNUM | BC_UPDIG, ['N'] = BC_ALNUM | BC_UPDIG, ['O'] = BC_ALNUM | BC_UPDIG,
+    ['P'] = BC_ALNUM | BC_UPDIG, ['Q'] = BC_ALNUM | BC_UPDIG, ['R'] = BC_ALNUM | BC_UPDIG,
+    ['S'] = BC_ALNUM | BC_UPDIG, ['T'] = BC_ALNUM | BC_UPDIG, ['U'] = BC_ALNUM | BC_UPDIG,
+    ['V'] = BC_ALNUM | BC_UPDIG, ['W'] = BC_ALNUM | BC_UPDIG, ['X'] = BC_ALNUM | BC_UPDIG,
+    ['Y'] = BC_ALNUM | BC_UPDIG, ['Z'] = BC_ALNUM | BC_UPDIG,
+    ['a'] = BC_ALNUM, ['b'] = BC_ALNUM, ['c'] = BC_ALNUM, ['d'] = BC_ALNUM, ['e'] = BC_ALNUM,
+    ['f'] = BC_ALNUM, ['g'] = BC_ALNUM, ['h'] = BC_ALNUM, ['i'] = BC_ALNUM, ['j'] = BC_ALNUM,
+    ['k'] = BC_ALNUM, ['l'] = BC_ALNUM, ['m'] = BC_ALNUM, ['n'] = BC_ALNUM, ['o'] = BC_ALNUM,
+    ['p'] = BC_ALNUM, ['q'] = BC_ALNUM, ['r'] = BC_ALNUM, ['s'] = BC_ALNUM, ['t'] = BC_ALNUM,
+    ['u'] = BC_ALNUM, ['v'] = BC_ALNUM, ['w'] = BC_ALNUM, ['x'] = BC_ALNUM, ['y'] = BC_ALNUM,
+    ['z'] = BC_ALNUM,
+    ['_'] = BC_US, ['-'] = BC_DASH,
+};
+
+/* The end of the run of bytes of body class c from i (at most to lim). */
+static inline size_t body_run(const struct scan *sc, size_t i, size_t lim, unsigned c)
+{
+    while (i < lim && (body_cat[sc->t[i]] & c))
+        i++;
+    return i;
+}
+
+static inline bool url_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');    /* \s: HT LF VT FF CR and space */
+}
+
+/* The match of pattern p whose literal trigger starts at s and ends at q:
+ * its start and its longest end, as vectorscan with the leftmost start of
+ * match reports it (every end, each with its leftmost start), or false. */
+static bool lit_extent(const struct scan *sc, const struct pattern *p, size_t *ps, size_t q,
+                       size_t *pe)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, r;
+    switch (p->kind) {
+    case K_EMAIL:           /* @[A-Za-z0-9-] */
+        if (q >= len || !(is_alnum(t[q]) || t[q] == '-'))
+            return false;
+        *pe = q + 1;
+        return true;
+    case K_TOKEN:
+    case K_FIXED:
+        if (p->bfix) {      /* exactly bfix body bytes: one end */
+            if (len - q < p->bfix || body_run(sc, q, q + p->bfix, p->bclass) != q + p->bfix)
+                return false;
+            *pe = q + p->bfix;
+            return true;
+        }
+        /* the body is the longest run; every end from bmin bytes on matches */
+        r = body_run(sc, q, len, p->bclass);
+        if (r - q < p->bmin)
+            return false;
+        *pe = r;
+        return true;
+    case K_JWT: {           /* eyJ B{8,} . eyJ B{8,} . B{8,}, B = [A-Za-z0-9_-] (no '.') */
+        const unsigned c = BC_ALNUM | BC_US | BC_DASH;
+        r = body_run(sc, q, len, c);
+        if (r - q < 8 || len - r < 4 || memcmp(t + r, ".eyJ", 4))
+            return false;
+        q = r + 4;
+        r = body_run(sc, q, len, c);
+        if (r - q < 8 || r >= len || t[r] != '.')
+            return false;
+        q = r + 1;
+        r = body_run(sc, q, len, c);
+        if (r - q < 8)
+            return false;
+        *pe = r;
+        return true;
+    }
+    case K_PRIVKEY: {       /* "-----BEGIN " [A-Z0-9 ]{0,40} "PRIVATE KEY-----" */
+        r = q;
+        while (r < len && r - q <= 51 && ((body_cat[t[r]] & BC_UPDIG) || t[r] == ' '))
+            r++;
+        /* the class holds "PRIVATE KEY" but not '-': it ends the run */
+        if (r - q < 11 || r - q > 51 || len - r < 5 || memcmp(t + r - 11, "PRIVATE KEY", 11) ||
+            memcmp(t + r, "-----", 5))
+            return false;
+        *pe = r + 5;
+        return true;
+    }
+    case K_URLCRED: {       /* [A-Za-z][A-Za-z0-9+.-]* :// [^\s:@/]+ : [^\s@/]+ @ */
+        size_t s = *ps;
+        while (s > 0 && (is_alnum(t[s - 1]) || t[s - 1] == '+' || t[s - 1] == '.' || t[s - 1] == '-'))
+            s--;
+        while (s < *ps && !is_alpha(t[s]))      /* the leftmost start: a letter */
+            s++;
+        if (s == *ps)
+            return false;
+        r = q;
+        while (r < len && !url_space(t[r]) && t[r] != ':' && t[r] != '@' && t[r] != '/')
+            r++;
+        if (r == q || r >= len || t[r] != ':')
+            return false;
+        q = ++r;
+        while (r < len && !url_space(t[r]) && t[r] != '@' && t[r] != '/')
+            r++;
+        if (r == q || r >= len || t[r] != '@')
+            return false;
+        *ps = s;
+        *pe = r + 1;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* A literal trigger of a whole-text built-in ends at `to`. Vectorscan with
+ * the leftmost start of match reported, per pattern, every end with its
+ * leftmost start, and on_match made one candidate of each start: the ends
+ * a later trigger shares with an earlier one went to the earlier start, so
+ * a trigger is a candidate only when its longest end goes further. */
+static int lit_hit(unsigned int id, unsigned long long from, unsigned long long to,
+                   unsigned int flags, void *ctx)
+{
+    struct scan *sc = ctx;
+    (void)from;
+    (void)flags;
+    unsigned pi = sc->e->lit_pat[id];
+    const struct pattern *p = &sc->e->pat[pi];
+    size_t s = (size_t)to - sc->e->lit_len[id], e;
+    if (!lit_extent(sc, p, &s, (size_t)to, &e) || e <= sc->mend[pi])
+        return 0;
+    sc->mend[pi] = e;
+    return on_match(pi, s, e, 0, sc);
+}
+
 /* Byte classes of a digit run: digits, the dot, other separators. */
 enum { RC_NONE, RC_SEP, RC_DOT, RC_DIGIT };
 static const unsigned char run_class[256] = {
@@ -1680,7 +1867,10 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         rc = SW_ENOMEM;
         goto done;
     }
-    hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
+    memset(sc.mend, 0, sizeof sc.mend);
+    hs_error_t hr = hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
+    if (hr == HS_SUCCESS && e->cdb)
+        hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && (digit_runs(&sc) || ipv6_triggers(&sc)))
         hr = HS_SCAN_TERMINATED;
     if (hr == HS_SUCCESS && sc.nw == 1) {
@@ -1799,6 +1989,48 @@ done:
         free(sc.c);
     if (sc.sp != sc.spbuf)
         free(sc.sp);
+    return rc;
+}
+
+int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, int reference,
+                           void (*cb)(void *ud, unsigned pat, size_t s, size_t end), void *ud)
+{
+    struct scan sc = {.e = e, .t = (const unsigned char *)t, .len = len};
+    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM] = {0};
+    struct cand cbuf[N_CBUF];
+    hs_scratch_t *scratch = NULL;
+    int rc = SW_OK;
+    if (len > 0xffffffffu)
+        return SW_ETOOBIG;
+    if (reference && !e->refdb) {
+        const char *res[N_BUILTIN];
+        unsigned flags[N_BUILTIN], ids[N_BUILTIN], n = 0;
+        hs_compile_error_t *cerr = NULL;
+        for (size_t i = 0; i < N_BUILTIN; i++)
+            if (builtin[i].lits) {
+                res[n] = builtin[i].re;
+                flags[n] = HS_FLAG_SOM_LEFTMOST | builtin[i].flags;
+                ids[n++] = (unsigned)i;
+            }
+        if (hs_compile_multi(res, flags, ids, n, HS_MODE_BLOCK, NULL, &e->refdb, &cerr) != HS_SUCCESS) {
+            hs_free_compile_error(cerr);
+            return SW_EINVAL;
+        }
+    }
+    sc.last = last;
+    sc.c = sc.cbuf = cbuf;
+    sc.cap = N_CBUF;
+    if (hs_alloc_scratch(reference ? e->refdb : e->ldb, &scratch) != HS_SUCCESS)
+        return SW_ENOMEM;
+    hs_error_t hr = reference ? hs_scan(e->refdb, t, (unsigned)len, 0, scratch, on_match, &sc)
+                              : hs_scan(e->ldb, t, (unsigned)len, 0, scratch, lit_hit, &sc);
+    if (hr != HS_SUCCESS)
+        rc = hr == HS_SCAN_TERMINATED && sc.full ? SW_ETOOBIG : SW_ENOMEM;
+    for (size_t i = 0; !rc && i < sc.n; i++)
+        cb(ud, sc.c[i].id, sc.c[i].s, sc.c[i].e);
+    hs_free_scratch(scratch);
+    if (sc.c != sc.cbuf)
+        free(sc.c);
     return rc;
 }
 

@@ -11,4 +11,12 @@ const char *sw_pii_type_tag(const struct sw_pii_engine *e, int type);
 /* The i-th built-in pattern (for the engine benchmark), NULL past the end. */
 const char *sw_pii_builtin_regex(size_t i, int *caseless);
 
+/* Tests: every candidate (pattern index, start, end) of the whole-text
+ * built-ins in t, in the order found: from the literal triggers and C
+ * (reference 0), or from the patterns' own regexes compiled with the
+ * leftmost start of match (reference 1; compiled on first use, not
+ * thread-safe). */
+int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, int reference,
+                           void (*cb)(void *ud, unsigned pat, size_t s, size_t end), void *ud);
+
 #endif
