@@ -8,6 +8,9 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -152,9 +155,10 @@ struct sw_pii_engine {
     unsigned lit_pat[MAX_LITS]; /* per literal: its pattern */
     unsigned char lit_len[MAX_LITS];
     hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
-    unsigned iban_id;           /* the IBAN trigger's pattern, found in C (digit_runs()) */
-    unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_triggers()) */
+    unsigned iban_id;           /* the IBAN trigger's pattern, found in C (run_at()) */
+    unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_trigger_at()) */
     unsigned bearer_id;         /* the Bearer pattern, found in C (bearer_at()) */
+    bool avx2;                  /* the pre-pass may use AVX2 (prepass()) */
     size_t n_pat;
     struct pattern *pat;        /* n_pat: builtin then one per custom type */
     int n_types;
@@ -219,6 +223,9 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         return SW_ENOMEM;
     pthread_mutex_init(&e->lock, NULL);
     e->n_pat = N_BUILTIN + n_custom;
+#if defined(__x86_64__) && defined(__GNUC__)
+    e->avx2 = __builtin_cpu_supports("avx2");
+#endif
     e->pat = calloc(e->n_pat, sizeof *e->pat);
     res = calloc(e->n_pat + 1, sizeof *res);
     flags = calloc(e->n_pat + 1, sizeof *flags);
@@ -286,7 +293,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     }
     /* The digit patterns only ever match inside a run of digits and
      * separators, so they are scanned only on those runs, found in C
-     * (digit_runs(), which also finds the IBAN trigger: two letters and two
+     * (run_at(), which also finds the IBAN trigger: two letters and two
      * digits start such a run); the other built-ins are literal triggers
      * over the whole text, their extent found in C (lit_hit()); the custom
      * types are a database of their own, with the leftmost start of match. */
@@ -1637,78 +1644,60 @@ static const unsigned char run_class[256] = {
     ['5'] = RC_DIGIT, ['6'] = RC_DIGIT, ['7'] = RC_DIGIT, ['8'] = RC_DIGIT, ['9'] = RC_DIGIT,
 };
 
-/* The offset of the first digit at or after i, or len. */
-static inline size_t next_digit(const unsigned char *t, size_t i, size_t len)
-{
-#ifdef __SSE2__
-    const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
-    for (; i + 16 <= len; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
-        /* signed compares: bytes >= 0x80 are negative, never digits */
-        unsigned m = (unsigned)_mm_movemask_epi8(
-            _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi)));
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
-    }
-#else
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w, x;
-        memcpy(&w, t + i, 8);
-        x = w & 0x7f7f7f7f7f7f7f7full;
-        /* bit 7 of each byte: x >= '0' and not x > '9' and not w >= 0x80 */
-        if ((x + 0x5050505050505050ull) & ~(x + 0x4646464646464646ull) & ~w & 0x8080808080808080ull)
-            break;
-    }
-#endif
-    while (i < len && !is_digit(t[i]))
-        i++;
-    return i;
-}
+/* The pre-pass state: where the last digit run ended (a run is not
+ * walked back past it), the last colon. */
+struct prepass {
+    size_t prev_run;
+    size_t prev_colon;          /* (size_t)-1: none yet */
+};
 
-/* The runs of digits and separators (run_class) in the text: each with
- * enough digits for an entity is kept, one byte more on each side, for the
- * digit patterns (scan_raw). A run that starts with two digits right after
- * two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters end the
- * previous run). Digit-free stretches are skipped 16 bytes at a time. */
-static int digit_runs(struct scan *sc)
+/* The run of digits and separators (run_class) around the digit at i: kept,
+ * one byte more on each side, for the digit patterns (scan_raw) when it has
+ * enough digits for an entity. A run that starts with two digits right
+ * after two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters
+ * end the previous run). */
+static int run_at(struct scan *sc, size_t i, struct prepass *pp)
 {
     const unsigned char *t = sc->t;
-    size_t len = sc->len, i = 0, prev = 0;
-    while ((i = next_digit(t, i, len)) < len) {
-        size_t s = i, e = i + 1;
-        int nd = 1, dots = 0;
-        while (s > prev && run_class[t[s - 1]]) {
-            s--;
-            dots += run_class[t[s]] == RC_DOT;      /* no digit before i */
-        }
-        for (unsigned c; e < len && (c = run_class[t[e]]); e++) {
-            nd += c == RC_DIGIT;
-            dots += c == RC_DOT;
-        }
-        prev = i = e;
-        if (e - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
-            is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
-            return 1;
-        if (nd < 7 && (nd < 4 || dots < 3))
-            continue;
-        if (s > 0)
-            s--;
-        if (e < len)
-            e++;
-        if (sc->nw && sc->w[sc->nw - 1].e >= s) {
-            sc->w[sc->nw - 1].e = e;    /* one byte apart: one window */
-            continue;
-        }
-        if (sc->nw == sc->capw) {
-            size_t nc = sc->capw ? sc->capw * 2 : 16;
-            struct win *w = realloc(sc->w, nc * sizeof *w);
-            if (!w)
-                return 1;               /* not full: ENOMEM */
-            sc->w = w;
-            sc->capw = nc;
-        }
-        sc->w[sc->nw++] = (struct win){s, e, 0};
+    size_t len = sc->len, s = i, e = i + 1;
+    int nd = 1, dots = 0, plus = 0;
+    while (s > pp->prev_run && run_class[t[s - 1]]) {
+        s--;
+        dots += run_class[t[s]] == RC_DOT;      /* no digit before i */
+        plus += t[s] == '+';
     }
+    for (unsigned c; e < len && (c = run_class[t[e]]); e++) {
+        nd += c == RC_DIGIT;
+        dots += c == RC_DOT;
+    }
+    pp->prev_run = e;
+    if (e - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
+        is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
+        return 1;
+    /* The fewest digits an accepted entity has: an IPv4 address 4 (and
+     * three dots); a NIE 7 and a DNI 8, each with its letter right after the
+     * run; a +CC number 8 (with its '+', before the first digit); all
+     * others 9 or more. */
+    if (nd < 9 && !(nd >= 4 && dots >= 3) &&
+        !(nd >= 7 && e < len && is_alpha(t[e])) && !(nd == 8 && plus))
+        return 0;
+    if (s > 0)
+        s--;
+    if (e < len)
+        e++;
+    if (sc->nw && sc->w[sc->nw - 1].e >= s) {
+        sc->w[sc->nw - 1].e = e;    /* one byte apart: one window */
+        return 0;
+    }
+    if (sc->nw == sc->capw) {
+        size_t nc = sc->capw ? sc->capw * 2 : 16;
+        struct win *w = realloc(sc->w, nc * sizeof *w);
+        if (!w)
+            return 1;               /* not full: ENOMEM */
+        sc->w = w;
+        sc->capw = nc;
+    }
+    sc->w[sc->nw++] = (struct win){s, e, 0};
     return 0;
 }
 
@@ -1771,45 +1760,118 @@ static int bearer_at(struct scan *sc, size_t q)
     return on_match(sc->e->bearer_id, q - 1, k, 0, sc);
 }
 
-/* Every alternative needs two colons at most five bytes apart (the second
- * one at c), so a colon with no colon in the five bytes before it is
- * passed over; colons are found 16 bytes at a time. The same pass finds the
- * Bearer pattern's "earer". */
-static int ipv6_triggers(struct scan *sc)
+/* At a colon c: every IPv6 alternative needs two colons at most five bytes
+ * apart (the second one at c), so a colon with no colon in the five bytes
+ * before it is passed over. */
+static inline int colon_at(struct scan *sc, size_t c, struct prepass *pp)
 {
-    const unsigned char *t = sc->t;
-    size_t len = sc->len, i = 0, prev = (size_t)-1;
-#ifdef __SSE2__
-    const __m128i colon = _mm_set1_epi8(':');
-    const __m128i ce = _mm_set1_epi8('e'), cr = _mm_set1_epi8('r');
-    for (; i + 20 <= len; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
-        __m128i v4 = _mm_loadu_si128((const __m128i *)(t + i + 4));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon));
-        unsigned mb = (unsigned)_mm_movemask_epi8(
-            _mm_and_si128(_mm_cmpeq_epi8(v, ce), _mm_cmpeq_epi8(v4, cr)));   /* "e???r" */
-        for (; mb; mb &= mb - 1)
-            if (bearer_at(sc, i + (size_t)__builtin_ctz(mb)))
-                return 1;
-        while (m) {
-            size_t c = i + (size_t)__builtin_ctz(m);
-            m &= m - 1;
-            if (prev != (size_t)-1 && c - prev <= 5 && ipv6_trigger_at(sc, c))
-                return 1;
-            prev = c;
-        }
-    }
-#endif
-    for (; i < len; i++) {
-        if (t[i] == 'e' && bearer_at(sc, i))
+    size_t prev = pp->prev_colon;
+    pp->prev_colon = c;
+    return prev != (size_t)-1 && c - prev <= 5 && ipv6_trigger_at(sc, c);
+}
+
+/* The pre-pass's work on one block of text at base: dm, its digits, cm,
+ * its colons, bm, its "ea??r" (the Bearer pattern's "earer"). */
+static inline int prepass_block(struct scan *sc, size_t base, uint32_t dm, uint32_t cm,
+                                uint32_t bm, struct prepass *pp)
+{
+    for (; bm; bm &= bm - 1)
+        if (bearer_at(sc, base + (size_t)__builtin_ctz(bm)))
             return 1;
-        if (t[i] == ':') {
-            if (prev != (size_t)-1 && i - prev <= 5 && ipv6_trigger_at(sc, i))
-                return 1;
-            prev = i;
-        }
+    for (; cm; cm &= cm - 1)
+        if (colon_at(sc, base + (size_t)__builtin_ctz(cm), pp))
+            return 1;
+    /* digits: each starts a run unless an earlier run covered it */
+    if (pp->prev_run > base)
+        dm = pp->prev_run - base >= 32 ? 0 : dm & (~0u << (pp->prev_run - base));
+    while (dm) {
+        if (run_at(sc, base + (size_t)__builtin_ctz(dm), pp))
+            return 1;
+        dm = pp->prev_run - base >= 32 ? 0 : dm & (~0u << (pp->prev_run - base));
     }
     return 0;
+}
+
+/* The bytes from i on, one at a time. */
+static int prepass_tail(struct scan *sc, size_t i, struct prepass *pp)
+{
+    const unsigned char *t = sc->t;
+    for (; i < sc->len; i++) {
+        if (t[i] == 'e' && bearer_at(sc, i))
+            return 1;
+        if (t[i] == ':' && colon_at(sc, i, pp))
+            return 1;
+        if (is_digit(t[i]) && i >= pp->prev_run && run_at(sc, i, pp))
+            return 1;
+    }
+    return 0;
+}
+
+/* One pass over the text finds the digit runs for the digit patterns (and
+ * the IBAN trigger), the IPv6 triggers and the Bearer pattern: 16 bytes a
+ * step with SSE2, 32 with AVX2 where the CPU has it. */
+#ifdef __SSE2__
+static int prepass_sse2(struct scan *sc, struct prepass *pp)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0;
+    const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
+    const __m128i colon = _mm_set1_epi8(':');
+    const __m128i ce = _mm_set1_epi8('e'), ca = _mm_set1_epi8('a'), cr = _mm_set1_epi8('r');
+    for (; i + 20 <= len; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(t + i + 1));
+        __m128i v4 = _mm_loadu_si128((const __m128i *)(t + i + 4));
+        /* signed compares: bytes >= 0x80 are negative, never digits */
+        uint32_t dm = (uint32_t)_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi)));
+        uint32_t cm = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon));
+        uint32_t bm = (uint32_t)_mm_movemask_epi8(_mm_and_si128(
+            _mm_and_si128(_mm_cmpeq_epi8(v, ce), _mm_cmpeq_epi8(v1, ca)), _mm_cmpeq_epi8(v4, cr)));
+        if ((dm | cm | bm) && prepass_block(sc, i, dm, cm, bm, pp))
+            return 1;
+    }
+    return prepass_tail(sc, i, pp);
+}
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_PASS 1
+__attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct prepass *pp)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0;
+    const __m256i lo = _mm256_set1_epi8('0' - 1), hi = _mm256_set1_epi8('9' + 1);
+    const __m256i colon = _mm256_set1_epi8(':');
+    const __m256i ce = _mm256_set1_epi8('e'), ca = _mm256_set1_epi8('a'), cr = _mm256_set1_epi8('r');
+    for (; i + 36 <= len; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(t + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(t + i + 1));
+        __m256i v4 = _mm256_loadu_si256((const __m256i *)(t + i + 4));
+        uint32_t dm = (uint32_t)_mm256_movemask_epi8(
+            _mm256_and_si256(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(hi, v)));
+        uint32_t cm = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, colon));
+        uint32_t bm = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
+            _mm256_and_si256(_mm256_cmpeq_epi8(v, ce), _mm256_cmpeq_epi8(v1, ca)),
+            _mm256_cmpeq_epi8(v4, cr)));
+        if ((dm | cm | bm) && prepass_block(sc, i, dm, cm, bm, pp))
+            return 1;
+    }
+    return prepass_tail(sc, i, pp);
+}
+#endif
+
+static int prepass(struct scan *sc)
+{
+    struct prepass pp = {0, (size_t)-1};
+#ifdef HAVE_AVX2_PASS
+    if (sc->e->avx2)
+        return prepass_avx2(sc, &pp);
+#endif
+#ifdef __SSE2__
+    return prepass_sse2(sc, &pp);
+#else
+    return prepass_tail(sc, 0, &pp);
+#endif
 }
 
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
@@ -1871,7 +1933,7 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     hs_error_t hr = hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
     if (hr == HS_SUCCESS && e->cdb)
         hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
-    if (hr == HS_SUCCESS && (digit_runs(&sc) || ipv6_triggers(&sc)))
+    if (hr == HS_SUCCESS && prepass(&sc))
         hr = HS_SCAN_TERMINATED;
     if (hr == HS_SUCCESS && sc.nw == 1) {
         sc.off = sc.w[0].s;
