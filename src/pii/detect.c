@@ -154,6 +154,15 @@ struct sw_pii_engine {
     unsigned n_lits;
     unsigned lit_pat[MAX_LITS]; /* per literal: its pattern */
     unsigned char lit_len[MAX_LITS];
+    char lit_str[MAX_LITS][16];
+    /* The literals for the AVX2 pre-pass: eight buckets, each a set of
+     * 3-byte probes (a literal's bytes from lit_off on, shorter ones padded
+     * with any byte) given as the buckets whose probe byte k may have a low
+     * (probe_lo[k]) and a high nibble (probe_hi[k]); a position where a
+     * bucket passes all three is checked against its literals. */
+    unsigned char probe_lo[3][16], probe_hi[3][16];
+    unsigned char lit_off[MAX_LITS];
+    unsigned char bucket[8][MAX_LITS], n_bucket[8];
     hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
     unsigned iban_id;           /* the IBAN trigger's pattern, found in C (run_at()) */
     unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_trigger_at()) */
@@ -319,6 +328,33 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
             ids[nm++] = e->n_lits++;
             l += k + (l[k] == '|');
         }
+    }
+    for (unsigned j = 0; j < e->n_lits; j++) {
+        /* buckets by the probe's first two bytes, so that no two literals
+         * of a bucket make a common word of their bytes ("ght" from "ghp_"
+         * and "github_pat_"); "-----BEGIN " is probed at "--B" ("---" is
+         * common in markdown) */
+        static const char firsts[8][3][3] = {{"@"}, {"sk", "rk"}, {"A"}, {"gh"}, {"gi", "gl"},
+                                             {"xo", "hf"}, {"ey", ":/"}, {"--"}};
+        const char *l = litbuf[j];
+        size_t ll = e->lit_len[j], o = ll >= 6 && !memcmp(l, "---", 3) ? 3 : 0;
+        int b = 0;
+        for (bool found = false; b < 8 && !found; b += !found)
+            for (int f = 0; f < 3 && !found; f++)
+                found = firsts[b][f][0] && !strncmp(l + o, firsts[b][f], strlen(firsts[b][f]));
+        if (b == 8)
+            goto fail;
+        memcpy(e->lit_str[j], l, ll + 1);
+        e->lit_off[j] = (unsigned char)o;
+        e->bucket[b][e->n_bucket[b]++] = (unsigned char)j;
+        for (size_t k = 0; k < 3; k++)
+            for (unsigned nb = 0; nb < 16; nb++) {
+                unsigned char c = o + k < ll ? (unsigned char)l[o + k] : 0;
+                if (o + k >= ll || (c & 15) == nb)
+                    e->probe_lo[k][nb] |= (unsigned char)(1u << b);
+                if (o + k >= ll || (c >> 4) == nb)
+                    e->probe_hi[k][nb] |= (unsigned char)(1u << b);
+            }
     }
     if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->ldb, &cerr) != HS_SUCCESS) {
         rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
@@ -1773,8 +1809,25 @@ static inline int colon_at(struct scan *sc, size_t c, struct prepass *pp)
 /* The pre-pass's work on one block of text at base: dm, its digits, cm,
  * its colons, bm, its "ea??r" (the Bearer pattern's "earer"). */
 static inline int prepass_block(struct scan *sc, size_t base, uint32_t dm, uint32_t cm,
-                                uint32_t bm, struct prepass *pp)
+                                uint32_t bm, uint32_t lm, const unsigned char *lb,
+                                struct prepass *pp)
 {
+    /* literal triggers: lm, the positions where a bucket's probe passes,
+     * lb[bit], those buckets */
+    for (; lm; lm &= lm - 1) {
+        unsigned bit = (unsigned)__builtin_ctz(lm);
+        size_t q = base + bit;
+        for (unsigned bb = lb[bit]; bb; bb &= bb - 1) {
+            unsigned b = (unsigned)__builtin_ctz(bb);
+            for (unsigned k = 0; k < sc->e->n_bucket[b]; k++) {
+                unsigned j = sc->e->bucket[b][k];
+                size_t o = sc->e->lit_off[j], ll = sc->e->lit_len[j];
+                if (q >= o && sc->len - (q - o) >= ll && !memcmp(sc->t + q - o, sc->e->lit_str[j], ll) &&
+                    lit_hit(j, 0, q - o + ll, 0, sc))
+                    return 1;
+            }
+        }
+    }
     for (; bm; bm &= bm - 1)
         if (bearer_at(sc, base + (size_t)__builtin_ctz(bm)))
             return 1;
@@ -1827,7 +1880,7 @@ static int prepass_sse2(struct scan *sc, struct prepass *pp)
         uint32_t cm = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon));
         uint32_t bm = (uint32_t)_mm_movemask_epi8(_mm_and_si128(
             _mm_and_si128(_mm_cmpeq_epi8(v, ce), _mm_cmpeq_epi8(v1, ca)), _mm_cmpeq_epi8(v4, cr)));
-        if ((dm | cm | bm) && prepass_block(sc, i, dm, cm, bm, pp))
+        if ((dm | cm | bm) && prepass_block(sc, i, dm, cm, bm, 0, NULL, pp))
             return 1;
     }
     return prepass_tail(sc, i, pp);
@@ -1843,17 +1896,31 @@ __attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct 
     const __m256i lo = _mm256_set1_epi8('0' - 1), hi = _mm256_set1_epi8('9' + 1);
     const __m256i colon = _mm256_set1_epi8(':');
     const __m256i ce = _mm256_set1_epi8('e'), ca = _mm256_set1_epi8('a'), cr = _mm256_set1_epi8('r');
+    const __m256i nib = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+    __m256i plo[3], phi[3];
+    unsigned char lb[32];
+    for (int k = 0; k < 3; k++) {
+        plo[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc->e->probe_lo[k]));
+        phi[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc->e->probe_hi[k]));
+    }
+#define PROBE(k, vk) _mm256_and_si256(_mm256_shuffle_epi8(plo[k], _mm256_and_si256(vk, nib)), \
+                                      _mm256_shuffle_epi8(phi[k], _mm256_and_si256(_mm256_srli_epi16(vk, 4), nib)))
     for (; i + 36 <= len; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(t + i));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(t + i + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(t + i + 2));
         __m256i v4 = _mm256_loadu_si256((const __m256i *)(t + i + 4));
+        __m256i lbv = _mm256_and_si256(_mm256_and_si256(PROBE(0, v), PROBE(1, v1)), PROBE(2, v2));
+        uint32_t lm = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lbv, zero));
+        if (lm)
+            _mm256_storeu_si256((__m256i *)lb, lbv);
         uint32_t dm = (uint32_t)_mm256_movemask_epi8(
             _mm256_and_si256(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(hi, v)));
         uint32_t cm = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, colon));
         uint32_t bm = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
             _mm256_and_si256(_mm256_cmpeq_epi8(v, ce), _mm256_cmpeq_epi8(v1, ca)),
             _mm256_cmpeq_epi8(v4, cr)));
-        if ((dm | cm | bm) && prepass_block(sc, i, dm, cm, bm, pp))
+        if ((dm | cm | bm | lm) && prepass_block(sc, i, dm, cm, bm, lm, lb, pp))
             return 1;
     }
     /* the rest (fewer than 36 bytes) as blocks of a zero-padded copy, wiped
@@ -1866,23 +1933,31 @@ __attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct 
         memset(pad + c, 0, sizeof pad - c);
         __m256i v = _mm256_loadu_si256((const __m256i *)pad);
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(pad + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(pad + 2));
         __m256i v4 = _mm256_loadu_si256((const __m256i *)(pad + 4));
         uint32_t keep = n == 32 ? ~0u : (1u << n) - 1;
+        __m256i lbv = _mm256_and_si256(_mm256_and_si256(PROBE(0, v), PROBE(1, v1)), PROBE(2, v2));
+        uint32_t lm = keep & ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lbv, zero));
+        if (lm)
+            _mm256_storeu_si256((__m256i *)lb, lbv);
         uint32_t dm = keep & (uint32_t)_mm256_movemask_epi8(
             _mm256_and_si256(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(hi, v)));
         uint32_t cm = keep & (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, colon));
         uint32_t bm = keep & (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
             _mm256_and_si256(_mm256_cmpeq_epi8(v, ce), _mm256_cmpeq_epi8(v1, ca)),
             _mm256_cmpeq_epi8(v4, cr)));
-        if (dm | cm | bm)
-            rc = prepass_block(sc, i, dm, cm, bm, pp);
+        if (dm | cm | bm | lm)
+            rc = prepass_block(sc, i, dm, cm, bm, lm, lb, pp);
         i += n;
     }
+#undef PROBE
     explicit_bzero(pad, sizeof pad);
     return rc;
 }
 #endif
 
+/* The pre-pass; with AVX2 it also finds the literal triggers (else
+ * scan_raw runs the literal database). */
 static int prepass(struct scan *sc)
 {
     struct prepass pp = {0, (size_t)-1};
@@ -1953,7 +2028,7 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         goto done;
     }
     memset(sc.mend, 0, sizeof sc.mend);
-    hs_error_t hr = hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
+    hs_error_t hr = e->avx2 ? HS_SUCCESS : hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
     if (hr == HS_SUCCESS && e->cdb)
         hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && prepass(&sc))
@@ -2107,12 +2182,19 @@ int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, i
     sc.cap = N_CBUF;
     if (hs_alloc_scratch(reference ? e->refdb : e->ldb, &scratch) != HS_SUCCESS)
         return SW_ENOMEM;
-    hs_error_t hr = reference ? hs_scan(e->refdb, t, (unsigned)len, 0, scratch, on_match, &sc)
-                              : hs_scan(e->ldb, t, (unsigned)len, 0, scratch, lit_hit, &sc);
+    hs_error_t hr;
+    if (reference == 1)
+        hr = hs_scan(e->refdb, t, (unsigned)len, 0, scratch, on_match, &sc);
+    else if (reference == 0 && e->avx2)
+        hr = prepass(&sc) ? HS_SCAN_TERMINATED : HS_SUCCESS;
+    else
+        hr = hs_scan(e->ldb, t, (unsigned)len, 0, scratch, lit_hit, &sc);
     if (hr != HS_SUCCESS)
         rc = hr == HS_SCAN_TERMINATED && sc.full ? SW_ETOOBIG : SW_ENOMEM;
     for (size_t i = 0; !rc && i < sc.n; i++)
-        cb(ud, sc.c[i].id, sc.c[i].s, sc.c[i].e);
+        if (e->pat[sc.c[i].id].lits)
+            cb(ud, sc.c[i].id, sc.c[i].s, sc.c[i].e);
+    free(sc.w);
     hs_free_scratch(scratch);
     if (sc.c != sc.cbuf)
         free(sc.c);

@@ -12,11 +12,12 @@ const char *sw_pii_type_tag(const struct sw_pii_engine *e, int type);
 const char *sw_pii_builtin_regex(size_t i, int *caseless);
 
 /* Tests: every candidate (pattern index, start, end) of the whole-text
- * built-ins in t, in the order found: from the literal triggers and C
- * (reference 0), or from the patterns' own regexes compiled with the
- * leftmost start of match (reference 1; compiled on first use, not
- * thread-safe). */
-int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, int reference,
+ * built-ins in t, in the order found. mode 0: as a scan finds them (the
+ * AVX2 pre-pass's probes where the CPU has AVX2, else the literal
+ * database), 1: from the patterns' own regexes compiled with the leftmost
+ * start of match (compiled on first use, not thread-safe), 2: from the
+ * literal database. */
+int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, int mode,
                            void (*cb)(void *ud, unsigned pat, size_t s, size_t end), void *ud);
 
 #endif
