@@ -1692,7 +1692,7 @@ struct prepass {
  * enough digits for an entity. A run that starts with two digits right
  * after two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters
  * end the previous run). */
-static int run_at(struct scan *sc, size_t i, struct prepass *pp)
+static inline __attribute__((always_inline)) int run_at(struct scan *sc, size_t i, struct prepass *pp)
 {
     const unsigned char *t = sc->t;
     size_t len = sc->len, s = i, e = i + 1;
@@ -1707,7 +1707,8 @@ static int run_at(struct scan *sc, size_t i, struct prepass *pp)
         dots += c == RC_DOT;
     }
     pp->prev_run = e;
-    if (e - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
+    /* (t[s] is a digit only when the run starts at i) */
+    if (s == i && e - s >= 2 && s >= 2 && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
         is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
         return 1;
     /* The fewest digits an accepted entity has: an IPv4 address 4 (and
@@ -1808,7 +1809,7 @@ static inline int colon_at(struct scan *sc, size_t c, struct prepass *pp)
 
 /* The pre-pass's work on one block of text at base: dm, its digits, cm,
  * its colons, bm, its "ea??r" (the Bearer pattern's "earer"). */
-static inline int prepass_block(struct scan *sc, size_t base, uint32_t dm, uint32_t cm,
+static inline __attribute__((always_inline)) int prepass_block(struct scan *sc, size_t base, uint32_t dm, uint32_t cm,
                                 uint32_t bm, uint32_t lm, const unsigned char *lb,
                                 struct prepass *pp)
 {
