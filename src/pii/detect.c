@@ -146,6 +146,7 @@ static bool digit_kind(int kind)
 #define SCRATCH_POOL 16
 
 #define MAX_LITS 48
+#define BEARER_BUCKET 0x80
 
 struct sw_pii_engine {
     hs_database_t *ldb;         /* the literal triggers of the whole-text built-ins */
@@ -334,15 +335,15 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
          * of a bucket make a common word of their bytes ("ght" from "ghp_"
          * and "github_pat_"); "-----BEGIN " is probed at "--B" ("---" is
          * common in markdown) */
-        static const char firsts[8][3][3] = {{"@"}, {"sk", "rk"}, {"A"}, {"gh"}, {"gi", "gl"},
-                                             {"xo", "hf"}, {"ey", ":/"}, {"--"}};
+        static const char firsts[7][5][3] = {{"@"}, {"sk", "rk"}, {"A"}, {"gh"}, {"gi", "gl"},
+                                             {"xo", "hf", "ey", ":/"}, {"--"}};
         const char *l = litbuf[j];
         size_t ll = e->lit_len[j], o = ll >= 6 && !memcmp(l, "---", 3) ? 3 : 0;
         int b = 0;
-        for (bool found = false; b < 8 && !found; b += !found)
-            for (int f = 0; f < 3 && !found; f++)
+        for (bool found = false; b < 7 && !found; b += !found)
+            for (int f = 0; f < 5 && !found; f++)
                 found = firsts[b][f][0] && !strncmp(l + o, firsts[b][f], strlen(firsts[b][f]));
-        if (b == 8)
+        if (b == 7)
             goto fail;
         memcpy(e->lit_str[j], l, ll + 1);
         e->lit_off[j] = (unsigned char)o;
@@ -355,6 +356,11 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
                 if (o + k >= ll || (c >> 4) == nb)
                     e->probe_hi[k][nb] |= (unsigned char)(1u << b);
             }
+    }
+    /* the last bucket is the Bearer pattern's "ear" (of "earer", bearer_at()) */
+    for (size_t k = 0; k < 3; k++) {
+        e->probe_lo[k]["ear"[k] & 15] |= BEARER_BUCKET;
+        e->probe_hi[k]["ear"[k] >> 4] |= BEARER_BUCKET;
     }
     if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->ldb, &cerr) != HS_SUCCESS) {
         rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
@@ -1818,7 +1824,9 @@ static inline __attribute__((always_inline)) int prepass_block(struct scan *sc, 
     for (; lm; lm &= lm - 1) {
         unsigned bit = (unsigned)__builtin_ctz(lm);
         size_t q = base + bit;
-        for (unsigned bb = lb[bit]; bb; bb &= bb - 1) {
+        if ((lb[bit] & BEARER_BUCKET) && bearer_at(sc, q))
+            return 1;
+        for (unsigned bb = lb[bit] & ~BEARER_BUCKET; bb; bb &= bb - 1) {
             unsigned b = (unsigned)__builtin_ctz(bb);
             for (unsigned k = 0; k < sc->e->n_bucket[b]; k++) {
                 unsigned j = sc->e->bucket[b][k];
@@ -1896,7 +1904,6 @@ __attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct 
     size_t len = sc->len, i = 0;
     const __m256i lo = _mm256_set1_epi8('0' - 1), hi = _mm256_set1_epi8('9' + 1);
     const __m256i colon = _mm256_set1_epi8(':');
-    const __m256i ce = _mm256_set1_epi8('e'), ca = _mm256_set1_epi8('a'), cr = _mm256_set1_epi8('r');
     const __m256i nib = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
     __m256i plo[3], phi[3];
     unsigned char lb[32];
@@ -1906,11 +1913,10 @@ __attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct 
     }
 #define PROBE(k, vk) _mm256_and_si256(_mm256_shuffle_epi8(plo[k], _mm256_and_si256(vk, nib)), \
                                       _mm256_shuffle_epi8(phi[k], _mm256_and_si256(_mm256_srli_epi16(vk, 4), nib)))
-    for (; i + 36 <= len; i += 32) {
+    for (; i + 34 <= len; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(t + i));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(t + i + 1));
         __m256i v2 = _mm256_loadu_si256((const __m256i *)(t + i + 2));
-        __m256i v4 = _mm256_loadu_si256((const __m256i *)(t + i + 4));
         __m256i lbv = _mm256_and_si256(_mm256_and_si256(PROBE(0, v), PROBE(1, v1)), PROBE(2, v2));
         uint32_t lm = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lbv, zero));
         if (lm)
@@ -1918,10 +1924,7 @@ __attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct 
         uint32_t dm = (uint32_t)_mm256_movemask_epi8(
             _mm256_and_si256(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(hi, v)));
         uint32_t cm = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, colon));
-        uint32_t bm = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
-            _mm256_and_si256(_mm256_cmpeq_epi8(v, ce), _mm256_cmpeq_epi8(v1, ca)),
-            _mm256_cmpeq_epi8(v4, cr)));
-        if ((dm | cm | bm | lm) && prepass_block(sc, i, dm, cm, bm, lm, lb, pp))
+        if ((dm | cm | lm) && prepass_block(sc, i, dm, cm, 0, lm, lb, pp))
             return 1;
     }
     /* the rest (fewer than 36 bytes) as blocks of a zero-padded copy, wiped
@@ -1929,13 +1932,12 @@ __attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct 
     unsigned char pad[72];
     int rc = 0;
     while (!rc && i < len) {
-        size_t n = len - i < 32 ? len - i : 32, c = len - i < 36 ? len - i : 36;
+        size_t n = len - i < 32 ? len - i : 32, c = len - i < 34 ? len - i : 34;
         memcpy(pad, t + i, c);
         memset(pad + c, 0, sizeof pad - c);
         __m256i v = _mm256_loadu_si256((const __m256i *)pad);
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(pad + 1));
         __m256i v2 = _mm256_loadu_si256((const __m256i *)(pad + 2));
-        __m256i v4 = _mm256_loadu_si256((const __m256i *)(pad + 4));
         uint32_t keep = n == 32 ? ~0u : (1u << n) - 1;
         __m256i lbv = _mm256_and_si256(_mm256_and_si256(PROBE(0, v), PROBE(1, v1)), PROBE(2, v2));
         uint32_t lm = keep & ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lbv, zero));
@@ -1944,11 +1946,8 @@ __attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct 
         uint32_t dm = keep & (uint32_t)_mm256_movemask_epi8(
             _mm256_and_si256(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(hi, v)));
         uint32_t cm = keep & (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, colon));
-        uint32_t bm = keep & (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
-            _mm256_and_si256(_mm256_cmpeq_epi8(v, ce), _mm256_cmpeq_epi8(v1, ca)),
-            _mm256_cmpeq_epi8(v4, cr)));
-        if (dm | cm | bm | lm)
-            rc = prepass_block(sc, i, dm, cm, bm, lm, lb, pp);
+        if (dm | cm | lm)
+            rc = prepass_block(sc, i, dm, cm, 0, lm, lb, pp);
         i += n;
     }
 #undef PROBE
