@@ -2022,10 +2022,13 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     sc.cap = N_CBUF;
     sc.sp = sc.spbuf = spbuf;
     sc.capsp = N_SPBUF;
-    scratch = scratch_get(me);
-    if (!scratch) {
-        rc = SW_ENOMEM;
-        goto done;
+    /* a scratch only for a database scan: most texts need none with AVX2 */
+    if (!e->avx2 || e->cdb) {
+        scratch = scratch_get(me);
+        if (!scratch) {
+            rc = SW_ENOMEM;
+            goto done;
+        }
     }
     memset(sc.mend, 0, sizeof sc.mend);
     hs_error_t hr = e->avx2 ? HS_SUCCESS : hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
@@ -2033,6 +2036,13 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && prepass(&sc))
         hr = HS_SCAN_TERMINATED;
+    if (hr == HS_SUCCESS && sc.nw && !scratch) {
+        scratch = scratch_get(me);
+        if (!scratch) {
+            rc = SW_ENOMEM;
+            goto done;
+        }
+    }
     if (hr == HS_SUCCESS && sc.nw == 1) {
         sc.off = sc.w[0].s;
         hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[0].e - sc.off), 0, scratch, on_match, &sc);
