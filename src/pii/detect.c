@@ -233,9 +233,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         return SW_ENOMEM;
     pthread_mutex_init(&e->lock, NULL);
     e->n_pat = N_BUILTIN + n_custom;
-#if defined(__x86_64__) && defined(__GNUC__)
-    e->avx2 = __builtin_cpu_supports("avx2");
-#endif
+    sw_pii_engine_set_avx2(e, 1);
     e->pat = calloc(e->n_pat, sizeof *e->pat);
     res = calloc(e->n_pat + 1, sizeof *res);
     flags = calloc(e->n_pat + 1, sizeof *flags);
@@ -462,6 +460,16 @@ void sw_pii_engine_free(struct sw_pii_engine *e)
     pthread_mutex_destroy(&e->lock);
     free(e->pat);
     free(e);
+}
+
+void sw_pii_engine_set_avx2(struct sw_pii_engine *e, int on)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    e->avx2 = on && __builtin_cpu_supports("avx2");
+#else
+    (void)on;
+    e->avx2 = false;
+#endif
 }
 
 int sw_pii_type_count(const struct sw_pii_engine *e)

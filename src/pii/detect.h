@@ -20,4 +20,8 @@ const char *sw_pii_builtin_regex(size_t i, int *caseless);
 int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, int mode,
                            void (*cb)(void *ud, unsigned pat, size_t s, size_t end), void *ud);
 
+/* Tests: whether scans may use the AVX2 pre-pass (on only where the CPU
+ * has AVX2); off, they take the SSE2 pass and the literal database. */
+void sw_pii_engine_set_avx2(struct sw_pii_engine *e, int on);
+
 #endif

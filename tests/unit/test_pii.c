@@ -294,6 +294,15 @@ static void test_detect_table(void **state)
     }
 }
 
+/* The same table through the SSE2 pre-pass and the literal database (what
+ * a CPU without AVX2 runs). */
+static void test_detect_table_without_avx2(void **state)
+{
+    sw_pii_engine_set_avx2(E, 0);
+    test_detect_table(state);
+    sw_pii_engine_set_avx2(E, 1);
+}
+
 static void test_validators(void **state)
 {
     (void)state;
@@ -1455,6 +1464,7 @@ int main(void)
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_literal_triggers_match_regexes),
+        cmocka_unit_test(test_detect_table_without_avx2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
