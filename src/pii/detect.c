@@ -1,7 +1,10 @@
-/* Detection: vectorscan (SOM leftmost) finds candidates, the digit patterns
- * only on the text's runs of digits and separators (found in C); a C
- * refiner per pattern kind fixes the span and validates it, overlapping
- * results are merged. See pii.h and docs/internals/pii.md. */
+/* Detection: candidates from the literal triggers of the whole-text
+ * built-ins (extent found in C), from one pre-pass over the text (digit
+ * runs, IPv6 and Bearer triggers; with AVX2 also the literals), from the
+ * digit patterns (vectorscan, SOM leftmost) on the digit runs and from the
+ * custom patterns (vectorscan, SOM leftmost); a C refiner per pattern kind
+ * fixes the span and validates it, overlapping results are merged. See
+ * pii.h and docs/internals/pii.md. */
 #include "pii/pii.h"
 
 #include <hs/hs.h>
@@ -39,8 +42,9 @@ struct pattern {
     unsigned flags;             /* extra hs flags */
     const char *re;
     /* Whole-text built-ins: the literal triggers ('|' between them) that
-     * start every match, found by vectorscan without start-of-match
-     * tracking; the extent is found in C (lit_hit()). K_TOKEN/K_FIXED: the
+     * start every match, found without start-of-match tracking (the AVX2
+     * pre-pass's probes, or a vectorscan database of the literals); the
+     * extent is found in C (lit_hit()). K_TOKEN/K_FIXED: the
      * body after the literal, bytes of class bclass (BC_*), at least bmin of
      * them, or exactly bfix. */
     const char *lits;
