@@ -549,6 +549,7 @@ struct scan {
     size_t n, cap;
     size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
     size_t mend[N_BUILTIN];     /* per literal-triggered pattern: the furthest candidate end */
+    size_t rfrom[N_BUILTIN], rend[N_BUILTIN];   /* per pattern: the last body run walked */
     struct cand *cbuf;          /* the first candidates and spans, on scan_raw's stack (not */
     struct sw_pii_span *spbuf;  /* zeroed): no allocation for most texts */
     bool full;
@@ -1582,6 +1583,19 @@ static inline size_t body_run(const struct scan *sc, size_t i, size_t lim, unsig
     return i;
 }
 
+/* body_run() to the end of the text for pattern pi, remembering the run: a
+ * later trigger inside it ("sk-sk-sk-...", "eyJeyJ...") ends at the same
+ * place, so a text of repeated triggers costs linear time, not quadratic. */
+static inline size_t body_run_memo(struct scan *sc, unsigned pi, size_t i, unsigned c)
+{
+    if (i >= sc->rfrom[pi] && i < sc->rend[pi])
+        return sc->rend[pi];
+    size_t r = body_run(sc, i, sc->len, c);
+    sc->rfrom[pi] = i;
+    sc->rend[pi] = r;
+    return r;
+}
+
 static inline bool url_space(unsigned char c)
 {
     return c == ' ' || (c >= '\t' && c <= '\r');    /* \s: HT LF VT FF CR and space */
@@ -1590,9 +1604,9 @@ static inline bool url_space(unsigned char c)
 /* The match of pattern p whose literal trigger starts at s and ends at q:
  * its start and its longest end, as vectorscan with the leftmost start of
  * match reports it (every end, each with its leftmost start), or false. */
-static bool lit_extent(const struct scan *sc, const struct pattern *p, size_t *ps, size_t q,
-                       size_t *pe)
+static bool lit_extent(struct scan *sc, unsigned pi, size_t *ps, size_t q, size_t *pe)
 {
+    const struct pattern *p = &sc->e->pat[pi];
     const unsigned char *t = sc->t;
     size_t len = sc->len, r;
     switch (p->kind) {
@@ -1610,14 +1624,14 @@ static bool lit_extent(const struct scan *sc, const struct pattern *p, size_t *p
             return true;
         }
         /* the body is the longest run; every end from bmin bytes on matches */
-        r = body_run(sc, q, len, p->bclass);
+        r = body_run_memo(sc, pi, q, p->bclass);
         if (r - q < p->bmin)
             return false;
         *pe = r;
         return true;
     case K_JWT: {           /* eyJ B{8,} . eyJ B{8,} . B{8,}, B = [A-Za-z0-9_-] (no '.') */
         const unsigned c = BC_ALNUM | BC_US | BC_DASH;
-        r = body_run(sc, q, len, c);
+        r = body_run_memo(sc, pi, q, c);
         if (r - q < 8 || len - r < 4 || memcmp(t + r, ".eyJ", 4))
             return false;
         q = r + 4;
@@ -1681,9 +1695,8 @@ static int lit_hit(unsigned int id, unsigned long long from, unsigned long long 
     (void)from;
     (void)flags;
     unsigned pi = sc->e->lit_pat[id];
-    const struct pattern *p = &sc->e->pat[pi];
     size_t s = (size_t)to - sc->e->lit_len[id], e;
-    if (!lit_extent(sc, p, &s, (size_t)to, &e) || e <= sc->mend[pi])
+    if (!lit_extent(sc, pi, &s, (size_t)to, &e) || e <= sc->mend[pi])
         return 0;
     sc->mend[pi] = e;
     return on_match(pi, s, e, 0, sc);

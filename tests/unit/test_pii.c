@@ -283,6 +283,40 @@ static void test_literal_triggers_match_regexes(void **state)
     assert_true(total > 20000);
 }
 
+/* A megabyte of one trigger repeated ("sk-sk-sk-...", "eyJeyJ...",
+ * "a://a://..."): the same candidates as the regexes, in linear time (a
+ * body run walked once per trigger would take minutes here). */
+static void test_literal_triggers_repeated(void **state)
+{
+    (void)state;
+    static const char *const unit[] = {"sk-", "eyJ", "github_pat_", "xoxb-", "glpat-", "a://u:p",
+                                       "-----BEGIN ", "u:p@"};
+    size_t n = 1 << 20;
+    char *t = malloc(n);
+    struct cands *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    assert_non_null(t);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t u = 0; u < sizeof unit / sizeof unit[0]; u++) {
+        size_t l = strlen(unit[u]);
+        for (size_t i = 0; i < n; i++)
+            t[i] = unit[u][i % l];
+        for (int mode = 0; mode <= 2; mode += 2) {
+            a->n = b->n = 0;
+            assert_int_equal(sw_pii_text_candidates(E, t, n, mode, cand_add, a), SW_OK);
+            assert_int_equal(sw_pii_text_candidates(E, t, n, 1, cand_add, b), SW_OK);
+            assert_true(a->n <= 4096);
+            assert_int_equal(a->n, b->n);
+            qsort(a->v, a->n, sizeof a->v[0], cand_cmp);
+            qsort(b->v, b->n, sizeof b->v[0], cand_cmp);
+            assert_memory_equal(a->v, b->v, a->n * sizeof a->v[0]);
+        }
+    }
+    free(a);
+    free(b);
+    free(t);
+}
+
 static void test_detect_table(void **state)
 {
     (void)state;
@@ -1464,6 +1498,7 @@ int main(void)
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_literal_triggers_match_regexes),
+        cmocka_unit_test(test_literal_triggers_repeated),
         cmocka_unit_test(test_detect_table_without_avx2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
