@@ -1,12 +1,18 @@
-/* Detection: vectorscan (SOM leftmost) finds candidates, the digit patterns
- * only on the text's runs of digits and separators (found in C); a C
- * refiner per pattern kind fixes the span and validates it, overlapping
- * results are merged. See pii.h and docs/internals/pii.md. */
+/* Detection: candidates from the literal triggers of the whole-text
+ * built-ins (extent found in C), from one pre-pass over the text (digit
+ * runs, IPv6 and Bearer triggers; with AVX2 also the literals), from the
+ * digit patterns (vectorscan, SOM leftmost) on the digit runs and from the
+ * custom patterns (vectorscan, SOM leftmost); a C refiner per pattern kind
+ * fixes the span and validates it, overlapping results are merged. See
+ * pii.h and docs/internals/pii.md. */
 #include "pii/pii.h"
 
 #include <hs/hs.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #endif
 #include <pthread.h>
 #include <stdbool.h>
@@ -35,13 +41,26 @@ struct pattern {
     int prefix;                 /* K_TOKEN/K_BEARER: bytes of the literal prefix (not the body) */
     unsigned flags;             /* extra hs flags */
     const char *re;
+    /* Whole-text built-ins: the literal triggers ('|' between them) that
+     * start every match, found without start-of-match tracking (the AVX2
+     * pre-pass's probes, or a vectorscan database of the literals); the
+     * extent is found in C (lit_hit()). K_TOKEN/K_FIXED: the
+     * body after the literal, bytes of class bclass (BC_*), at least bmin of
+     * them, or exactly bfix. */
+    const char *lits;
+    unsigned char bclass;
+    unsigned char bmin, bfix;
 };
+
+/* Body classes of the secret-token patterns: a byte is in a class when
+ * body_cat[byte] & class. */
+enum { BC_ALNUM = 1, BC_US = 2, BC_DASH = 4, BC_UPDIG = 8 };
 
 static const struct pattern builtin[] = {
     /* e-mail: a short trigger; the domain is found in C (email_end()): a
      * pattern ending in "\.[A-Za-z]{2,}" made vectorscan look at every '.' */
-    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-]"},
-    {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]"},
+    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-]", "@", 0, 0, 0},
+    {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]", NULL, 0, 0, 0},
     /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
      * international prefix, Spanish numbers (no trunk prefix, grouped):
      * candidates only, libphonenumber validates them for the configured regions.
@@ -49,55 +68,59 @@ static const struct pattern builtin[] = {
      * start of a match is never inside an earlier number (on_match drops it);
      * national and 00 patterns are short triggers, the candidate is the run
      * of phone characters after them (on_match, at most 32 bytes). */
-    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]"},
-    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00 ?[1-9]"},
+    {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]", NULL, 0, 0, 0},
+    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00 ?[1-9]", NULL, 0, 0, 0},
     {SW_PII_PHONE, K_PHONE_ES, 0, 0, 0,
      "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2}"
-     "|[679][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2})"},
+     "|[679][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2})", NULL, 0, 0, 0},
     /* Italian mobile numbers (10 digits, 3xx) have no trunk prefix either: grouped */
     {SW_PII_PHONE, K_PHONE_IT, 0, 0, 0,
-     "(?:^|[^0-9A-Za-z_])3[0-9]{2}[ .\\-/][0-9]{3}[ .\\-]?[0-9]{4}"},
+     "(?:^|[^0-9A-Za-z_])3[0-9]{2}[ .\\-/][0-9]{3}[ .\\-]?[0-9]{4}", NULL, 0, 0, 0},
     {SW_PII_PHONE, K_PHONE_US, 0, 0, 0,
-     "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}"},
+     "(?:1[ .\\-])?(?:\\([2-9][0-9]{2}\\) ?|[2-9][0-9]{2}[ .\\-])[2-9][0-9]{2}[ .\\-][0-9]{4}", NULL, 0, 0, 0},
     /* IBAN: country and check digits as the trigger; the rest, 11-32 of
      * [A-Za-z0-9] each after at most one space, is found in C (iban_end():
      * the repeat with leftmost start of match was ~a third of the scan) */
-    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}"},
+    {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}", NULL, 0, 0, 0},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
-     "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}"},
+     "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}", NULL, 0, 0, 0},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
     {SW_PII_BSN, K_NINE, 0, 0, 0,
-     "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}"},
+     "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}", NULL, 0, 0, 0},
     /* Spanish DNI (8 digits + control letter) and NIE (X/Y/Z + 7 digits + letter) */
     {SW_PII_NATIONAL_ID, K_DNI, 0, 0, 0,
-     "[0-9]{8}[ \\-]?[A-Za-z]|[0-9]{2}\\.[0-9]{3}\\.[0-9]{3}[ \\-]?[A-Za-z]|[XYZxyz][ \\-]?[0-9]{7}[ \\-]?[A-Za-z]"},
+     "[0-9]{8}[ \\-]?[A-Za-z]|[0-9]{2}\\.[0-9]{3}\\.[0-9]{3}[ \\-]?[A-Za-z]|[XYZxyz][ \\-]?[0-9]{7}[ \\-]?[A-Za-z]", NULL, 0, 0, 0},
     /* Belgian national register number: YY.MM.DD-SSS.CC (or 11 digits after a word) */
     {SW_PII_NATIONAL_ID, K_RRN, 0, 0, 0,
-     "[0-9]{2}\\.[0-9]{2}\\.[0-9]{2}-[0-9]{3}\\.[0-9]{2}|[0-9]{6}-[0-9]{3}-[0-9]{2}|[0-9]{11}"},
-    {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}"},
+     "[0-9]{2}\\.[0-9]{2}\\.[0-9]{2}-[0-9]{3}\\.[0-9]{2}|[0-9]{6}-[0-9]{3}-[0-9]{2}|[0-9]{11}", NULL, 0, 0, 0},
+    {SW_PII_SSN, K_SSN, 0, 0, 0, "[0-9]{3}-[0-9]{2}-[0-9]{4}", NULL, 0, 0, 0},
     /* IP addresses: short triggers; the candidate is the surrounding run of
      * [0-9.] or [0-9A-Fa-f:.], found by a bounded scan both ways (expand()) */
-    {SW_PII_IPV4, K_IPV4, 0, 0, 0, "[0-9]\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]"},
-    {SW_PII_IPV6, K_IPV6, 0, 0, 0, "::[0-9A-Fa-f]|[0-9A-Fa-f]::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:"},
+    {SW_PII_IPV4, K_IPV4, 0, 0, 0, "[0-9]\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]", NULL, 0, 0, 0},
+    {SW_PII_IPV6, K_IPV6, 0, 0, 0, "::[0-9A-Fa-f]|[0-9A-Fa-f]::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:", NULL, 0, 0, 0},
     /* secrets */
     {SW_PII_SECRET, K_TOKEN, 3, 3, 0,
-     "sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|oat)[0-9]{2}-)?[A-Za-z0-9_\\-]{20,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 8, 0, "(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"},
-    {SW_PII_SECRET, K_FIXED, 0, 0, 0, "(?:AKIA|ASIA)[0-9A-Z]{16}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "gh[pousr]_[A-Za-z0-9]{30,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 11, 0, "github_pat_[A-Za-z0-9_]{22,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 5, 0, "xox[abposr]-[A-Za-z0-9\\-]{10,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "AIza[0-9A-Za-z_\\-]{35}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 6, 0, "glpat-[0-9A-Za-z_\\-]{20,}"},
-    {SW_PII_SECRET, K_TOKEN, 2, 3, 0, "hf_[A-Za-z0-9]{30,}"},
+     "sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|oat)[0-9]{2}-)?[A-Za-z0-9_\\-]{20,}",
+     /* the optional part is made of body bytes: the body covers it */
+     "sk-", BC_ALNUM | BC_US | BC_DASH, 20, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 8, 0, "(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+     "sk_live_|sk_test_|rk_live_|rk_test_", BC_ALNUM, 16, 0},
+    {SW_PII_SECRET, K_FIXED, 0, 0, 0, "(?:AKIA|ASIA)[0-9A-Z]{16}", "AKIA|ASIA", BC_UPDIG, 0, 16},
+    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "gh[pousr]_[A-Za-z0-9]{30,}", "ghp_|gho_|ghu_|ghs_|ghr_", BC_ALNUM, 30, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 11, 0, "github_pat_[A-Za-z0-9_]{22,}", "github_pat_", BC_ALNUM | BC_US, 22, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 5, 0, "xox[abposr]-[A-Za-z0-9\\-]{10,}",
+     "xoxa-|xoxb-|xoxp-|xoxo-|xoxs-|xoxr-", BC_ALNUM | BC_DASH, 10, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 4, 0, "AIza[0-9A-Za-z_\\-]{35}", "AIza", BC_ALNUM | BC_US | BC_DASH, 0, 35},
+    {SW_PII_SECRET, K_TOKEN, 2, 6, 0, "glpat-[0-9A-Za-z_\\-]{20,}", "glpat-", BC_ALNUM | BC_US | BC_DASH, 20, 0},
+    {SW_PII_SECRET, K_TOKEN, 2, 3, 0, "hf_[A-Za-z0-9]{30,}", "hf_", BC_ALNUM, 30, 0},
     /* found in C (bearer_at(), from the pass that finds the colons): in
      * vectorscan it was a quarter of the whole-text database's cost */
-    {SW_PII_SECRET, K_BEARER, 2, 0, 0, "[Bb]earer +[A-Za-z0-9._~+/\\-]{16,}=*"},
+    {SW_PII_SECRET, K_BEARER, 2, 0, 0, "[Bb]earer +[A-Za-z0-9._~+/\\-]{16,}=*", NULL, 0, 0, 0},
     {SW_PII_SECRET, K_JWT, 0, 0, 0,
-     "eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"},
-    {SW_PII_SECRET, K_PRIVKEY, 0, 0, 0, "-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----"},
+     "eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}", "eyJ", 0, 0, 0},
+    {SW_PII_SECRET, K_PRIVKEY, 0, 0, 0, "-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----", "-----BEGIN ", 0, 0, 0},
     {SW_PII_SECRET, K_URLCRED, 0, 0, 0,
-     "[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s:@/]+:[^\\s@/]+@"},
+     "[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s:@/]+:[^\\s@/]+@", "://", 0, 0, 0},
 };
 #define N_BUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -126,12 +149,30 @@ static bool digit_kind(int kind)
 
 #define SCRATCH_POOL 16
 
+#define MAX_LITS 48
+#define BEARER_BUCKET 0x80
+
 struct sw_pii_engine {
-    hs_database_t *db;          /* all but the digit patterns and the IBAN trigger */
+    hs_database_t *ldb;         /* the literal triggers of the whole-text built-ins */
+    hs_database_t *cdb;         /* the custom patterns (SOM leftmost), NULL without any */
+    hs_database_t *refdb;       /* tests: the whole-text built-ins' regexes, SOM leftmost */
+    unsigned n_lits;
+    unsigned lit_pat[MAX_LITS]; /* per literal: its pattern */
+    unsigned char lit_len[MAX_LITS];
+    char lit_str[MAX_LITS][16];
+    /* The literals for the AVX2 pre-pass: eight buckets, each a set of
+     * 3-byte probes (a literal's bytes from lit_off on, shorter ones padded
+     * with any byte) given as the buckets whose probe byte k may have a low
+     * (probe_lo[k]) and a high nibble (probe_hi[k]); a position where a
+     * bucket passes all three is checked against its literals. */
+    unsigned char probe_lo[3][16], probe_hi[3][16];
+    unsigned char lit_off[MAX_LITS];
+    unsigned char bucket[8][MAX_LITS], n_bucket[8];
     hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
-    unsigned iban_id;           /* the IBAN trigger's pattern, found in C (digit_runs()) */
-    unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_triggers()) */
+    unsigned iban_id;           /* the IBAN trigger's pattern, found in C (run_at()) */
+    unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_trigger_at()) */
     unsigned bearer_id;         /* the Bearer pattern, found in C (bearer_at()) */
+    bool avx2;                  /* the pre-pass may use AVX2 (prepass()) */
     size_t n_pat;
     struct pattern *pat;        /* n_pat: builtin then one per custom type */
     int n_types;
@@ -196,6 +237,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         return SW_ENOMEM;
     pthread_mutex_init(&e->lock, NULL);
     e->n_pat = N_BUILTIN + n_custom;
+    sw_pii_engine_set_avx2(e, 1);
     e->pat = calloc(e->n_pat, sizeof *e->pat);
     res = calloc(e->n_pat + 1, sizeof *res);
     flags = calloc(e->n_pat + 1, sizeof *flags);
@@ -248,7 +290,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         }
         snprintf(e->names[t], sizeof e->names[t], "%s", c->name);
         e->prio[t] = 1;
-        e->pat[N_BUILTIN + i] = (struct pattern){t, K_CUSTOM, 0, 0, 0, c->regex};
+        e->pat[N_BUILTIN + i] = (struct pattern){t, K_CUSTOM, 0, 0, 0, c->regex, NULL, 0, 0, 0};
     }
     /* Tags are cut to SW_PII_MAX_TAG; two types with the same cut tag still get
      * distinct placeholders (the map skips a number already issued). */
@@ -261,33 +303,86 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         }
         e->tags[t][k] = '\0';
     }
-    /* Two databases: the digit patterns only ever match inside a run of
-     * digits and separators, so they are scanned only on those runs, found
-     * in C (digit_runs(), which also finds the IBAN trigger: two letters and
-     * two digits start such a run); everything else and the custom types
-     * scan the whole text. */
+    /* The digit patterns only ever match inside a run of digits and
+     * separators, so they are scanned only on those runs, found in C
+     * (run_at(), which also finds the IBAN trigger: two letters and two
+     * digits start such a run); the other built-ins are literal triggers
+     * over the whole text, their extent found in C (lit_hit()); the custom
+     * types are a database of their own, with the leftmost start of match. */
     unsigned nm = 0, nd = 0;
-    for (size_t i = 0; i < e->n_pat; i++) {
+    char litbuf[MAX_LITS][16];
+    for (size_t i = 0; i < N_BUILTIN; i++) {
         if (e->pat[i].kind == K_IBAN)
             e->iban_id = (unsigned)i;
         if (e->pat[i].kind == K_IPV6)
             e->ipv6_id = (unsigned)i;
         if (e->pat[i].kind == K_BEARER)
             e->bearer_id = (unsigned)i;
-        if (!digit_kind(e->pat[i].kind) && e->pat[i].kind != K_IBAN && e->pat[i].kind != K_IPV6 &&
-            e->pat[i].kind != K_BEARER) {
-            res[nm] = e->pat[i].re;
-            flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
-            ids[nm++] = (unsigned)i;
+        for (const char *l = e->pat[i].lits; l && *l;) {
+            size_t k = strcspn(l, "|");
+            if (e->n_lits == MAX_LITS || k >= sizeof litbuf[0])
+                goto fail;
+            memcpy(litbuf[e->n_lits], l, k);
+            litbuf[e->n_lits][k] = '\0';
+            e->lit_pat[e->n_lits] = (unsigned)i;
+            e->lit_len[e->n_lits] = (unsigned char)k;
+            res[nm] = litbuf[e->n_lits];
+            flags[nm] = 0;
+            ids[nm++] = e->n_lits++;
+            l += k + (l[k] == '|');
         }
     }
-    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->db, &cerr) != HS_SUCCESS) {
+    for (unsigned j = 0; j < e->n_lits; j++) {
+        /* buckets by the probe's first two bytes, so that no two literals
+         * of a bucket make a common word of their bytes ("ght" from "ghp_"
+         * and "github_pat_"); "-----BEGIN " is probed at "--B" ("---" is
+         * common in markdown) */
+        static const char firsts[7][5][3] = {{"@"}, {"sk", "rk"}, {"A"}, {"gh"}, {"gi", "gl"},
+                                             {"xo", "hf", "ey", ":/"}, {"--"}};
+        const char *l = litbuf[j];
+        size_t ll = e->lit_len[j], o = ll >= 6 && !memcmp(l, "---", 3) ? 3 : 0;
+        int b = 0;
+        for (bool found = false; b < 7 && !found; b += !found)
+            for (int f = 0; f < 5 && !found; f++)
+                found = firsts[b][f][0] && !strncmp(l + o, firsts[b][f], strlen(firsts[b][f]));
+        if (b == 7)
+            goto fail;
+        memcpy(e->lit_str[j], l, ll + 1);
+        e->lit_off[j] = (unsigned char)o;
+        e->bucket[b][e->n_bucket[b]++] = (unsigned char)j;
+        for (size_t k = 0; k < 3; k++)
+            for (unsigned nb = 0; nb < 16; nb++) {
+                unsigned char c = o + k < ll ? (unsigned char)l[o + k] : 0;
+                if (o + k >= ll || (c & 15) == nb)
+                    e->probe_lo[k][nb] |= (unsigned char)(1u << b);
+                if (o + k >= ll || (c >> 4) == nb)
+                    e->probe_hi[k][nb] |= (unsigned char)(1u << b);
+            }
+    }
+    /* the last bucket is the Bearer pattern's "ear" (of "earer", bearer_at()) */
+    for (size_t k = 0; k < 3; k++) {
+        e->probe_lo[k]["ear"[k] & 15] |= BEARER_BUCKET;
+        e->probe_hi[k]["ear"[k] >> 4] |= BEARER_BUCKET;
+    }
+    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->ldb, &cerr) != HS_SUCCESS) {
+        rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+                     cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        goto fail;
+    }
+    nm = 0;
+    for (size_t i = N_BUILTIN; i < e->n_pat; i++) {
+        res[nm] = e->pat[i].re;
+        flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+        ids[nm++] = (unsigned)i;
+    }
+    if (nm && hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->cdb, &cerr) != HS_SUCCESS) {
         int bad = cerr && cerr->expression >= 0 ? (int)ids[cerr->expression] : -1;
         if (bad >= (int)N_BUILTIN)
             rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
                          e->names[e->pat[bad].type], cerr->message);
         else
-            rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+            rc = set_err(err, errlen, "pii: custom patterns: %s%s",
                          cerr ? cerr->message : "compile failed", "");
         hs_free_compile_error(cerr);
         goto fail;
@@ -304,9 +399,10 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         hs_free_compile_error(cerr);
         goto fail;
     }
-    /* one scratch serves both databases */
-    if (hs_alloc_scratch(e->db, &e->proto) != HS_SUCCESS ||
-        hs_alloc_scratch(e->ddb, &e->proto) != HS_SUCCESS)
+    /* one scratch serves all databases */
+    if (hs_alloc_scratch(e->ldb, &e->proto) != HS_SUCCESS ||
+        hs_alloc_scratch(e->ddb, &e->proto) != HS_SUCCESS ||
+        (e->cdb && hs_alloc_scratch(e->cdb, &e->proto) != HS_SUCCESS))
         goto fail;
     /* libphonenumber loads its metadata on first use (tens of millions of
      * instructions): here, not in the first request's scan */
@@ -361,11 +457,23 @@ void sw_pii_engine_free(struct sw_pii_engine *e)
     for (int i = 0; i < e->n_pool; i++)
         hs_free_scratch(e->pool[i]);
     hs_free_scratch(e->proto);
-    hs_free_database(e->db);
+    hs_free_database(e->ldb);
+    hs_free_database(e->cdb);
+    hs_free_database(e->refdb);
     hs_free_database(e->ddb);
     pthread_mutex_destroy(&e->lock);
     free(e->pat);
     free(e);
+}
+
+void sw_pii_engine_set_avx2(struct sw_pii_engine *e, int on)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    e->avx2 = on && __builtin_cpu_supports("avx2");
+#else
+    (void)on;
+    e->avx2 = false;
+#endif
 }
 
 int sw_pii_type_count(const struct sw_pii_engine *e)
@@ -440,6 +548,8 @@ struct scan {
     struct cand { unsigned id; size_t s, e; } *c;
     size_t n, cap;
     size_t *last;               /* per pattern: index+1 of its latest candidate, 0 none */
+    size_t mend[N_BUILTIN];     /* per literal-triggered pattern: the furthest candidate end */
+    size_t rfrom[N_BUILTIN], rend[N_BUILTIN];   /* per pattern: the last body run walked */
     struct cand *cbuf;          /* the first candidates and spans, on scan_raw's stack (not */
     struct sw_pii_span *spbuf;  /* zeroed): no allocation for most texts */
     bool full;
@@ -1441,6 +1551,157 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     return 0;
 }
 
+/* The secret-token body classes (BC_*) of each byte. */
+static const unsigned char body_cat[256] = {
+    ['0'] = BC_ALNUM | BC_UPDIG, ['1'] = BC_ALNUM | BC_UPDIG, ['2'] = BC_ALNUM | BC_UPDIG,
+    ['3'] = BC_ALNUM | BC_UPDIG, ['4'] = BC_ALNUM | BC_UPDIG, ['5'] = BC_ALNUM | BC_UPDIG,
+    ['6'] = BC_ALNUM | BC_UPDIG, ['7'] = BC_ALNUM | BC_UPDIG, ['8'] = BC_ALNUM | BC_UPDIG,
+    ['9'] = BC_ALNUM | BC_UPDIG,
+    ['A'] = BC_ALNUM | BC_UPDIG, ['B'] = BC_ALNUM | BC_UPDIG, ['C'] = BC_ALNUM | BC_UPDIG,
+    ['D'] = BC_ALNUM | BC_UPDIG, ['E'] = BC_ALNUM | BC_UPDIG, ['F'] = BC_ALNUM | BC_UPDIG,
+    ['G'] = BC_ALNUM | BC_UPDIG, ['H'] = BC_ALNUM | BC_UPDIG, ['I'] = BC_ALNUM | BC_UPDIG,
+    ['J'] = BC_ALNUM | BC_UPDIG, ['K'] = BC_ALNUM | BC_UPDIG, ['L'] = BC_ALNUM | BC_UPDIG,
+    ['M'] = BC_ALNUM | BC_UPDIG, ['N'] = BC_ALNUM | BC_UPDIG, ['O'] = BC_ALNUM | BC_UPDIG,
+    ['P'] = BC_ALNUM | BC_UPDIG, ['Q'] = BC_ALNUM | BC_UPDIG, ['R'] = BC_ALNUM | BC_UPDIG,
+    ['S'] = BC_ALNUM | BC_UPDIG, ['T'] = BC_ALNUM | BC_UPDIG, ['U'] = BC_ALNUM | BC_UPDIG,
+    ['V'] = BC_ALNUM | BC_UPDIG, ['W'] = BC_ALNUM | BC_UPDIG, ['X'] = BC_ALNUM | BC_UPDIG,
+    ['Y'] = BC_ALNUM | BC_UPDIG, ['Z'] = BC_ALNUM | BC_UPDIG,
+    ['a'] = BC_ALNUM, ['b'] = BC_ALNUM, ['c'] = BC_ALNUM, ['d'] = BC_ALNUM, ['e'] = BC_ALNUM,
+    ['f'] = BC_ALNUM, ['g'] = BC_ALNUM, ['h'] = BC_ALNUM, ['i'] = BC_ALNUM, ['j'] = BC_ALNUM,
+    ['k'] = BC_ALNUM, ['l'] = BC_ALNUM, ['m'] = BC_ALNUM, ['n'] = BC_ALNUM, ['o'] = BC_ALNUM,
+    ['p'] = BC_ALNUM, ['q'] = BC_ALNUM, ['r'] = BC_ALNUM, ['s'] = BC_ALNUM, ['t'] = BC_ALNUM,
+    ['u'] = BC_ALNUM, ['v'] = BC_ALNUM, ['w'] = BC_ALNUM, ['x'] = BC_ALNUM, ['y'] = BC_ALNUM,
+    ['z'] = BC_ALNUM,
+    ['_'] = BC_US, ['-'] = BC_DASH,
+};
+
+/* The end of the run of bytes of body class c from i (at most to lim). */
+static inline size_t body_run(const struct scan *sc, size_t i, size_t lim, unsigned c)
+{
+    while (i < lim && (body_cat[sc->t[i]] & c))
+        i++;
+    return i;
+}
+
+/* body_run() to the end of the text for pattern pi, remembering the run: a
+ * later trigger inside it ("sk-sk-sk-...", "eyJeyJ...") ends at the same
+ * place, so a text of repeated triggers costs linear time, not quadratic. */
+static inline size_t body_run_memo(struct scan *sc, unsigned pi, size_t i, unsigned c)
+{
+    if (i >= sc->rfrom[pi] && i < sc->rend[pi])
+        return sc->rend[pi];
+    size_t r = body_run(sc, i, sc->len, c);
+    sc->rfrom[pi] = i;
+    sc->rend[pi] = r;
+    return r;
+}
+
+static inline bool url_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');    /* \s: HT LF VT FF CR and space */
+}
+
+/* The match of pattern p whose literal trigger starts at s and ends at q:
+ * its start and its longest end, as vectorscan with the leftmost start of
+ * match reports it (every end, each with its leftmost start), or false. */
+static bool lit_extent(struct scan *sc, unsigned pi, size_t *ps, size_t q, size_t *pe)
+{
+    const struct pattern *p = &sc->e->pat[pi];
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, r;
+    switch (p->kind) {
+    case K_EMAIL:           /* @[A-Za-z0-9-] */
+        if (q >= len || !(is_alnum(t[q]) || t[q] == '-'))
+            return false;
+        *pe = q + 1;
+        return true;
+    case K_TOKEN:
+    case K_FIXED:
+        if (p->bfix) {      /* exactly bfix body bytes: one end */
+            if (len - q < p->bfix || body_run(sc, q, q + p->bfix, p->bclass) != q + p->bfix)
+                return false;
+            *pe = q + p->bfix;
+            return true;
+        }
+        /* the body is the longest run; every end from bmin bytes on matches */
+        r = body_run_memo(sc, pi, q, p->bclass);
+        if (r - q < p->bmin)
+            return false;
+        *pe = r;
+        return true;
+    case K_JWT: {           /* eyJ B{8,} . eyJ B{8,} . B{8,}, B = [A-Za-z0-9_-] (no '.') */
+        const unsigned c = BC_ALNUM | BC_US | BC_DASH;
+        r = body_run_memo(sc, pi, q, c);
+        if (r - q < 8 || len - r < 4 || memcmp(t + r, ".eyJ", 4))
+            return false;
+        q = r + 4;
+        r = body_run(sc, q, len, c);
+        if (r - q < 8 || r >= len || t[r] != '.')
+            return false;
+        q = r + 1;
+        r = body_run(sc, q, len, c);
+        if (r - q < 8)
+            return false;
+        *pe = r;
+        return true;
+    }
+    case K_PRIVKEY: {       /* "-----BEGIN " [A-Z0-9 ]{0,40} "PRIVATE KEY-----" */
+        r = q;
+        while (r < len && r - q <= 51 && ((body_cat[t[r]] & BC_UPDIG) || t[r] == ' '))
+            r++;
+        /* the class holds "PRIVATE KEY" but not '-': it ends the run */
+        if (r - q < 11 || r - q > 51 || len - r < 5 || memcmp(t + r - 11, "PRIVATE KEY", 11) ||
+            memcmp(t + r, "-----", 5))
+            return false;
+        *pe = r + 5;
+        return true;
+    }
+    case K_URLCRED: {       /* [A-Za-z][A-Za-z0-9+.-]* :// [^\s:@/]+ : [^\s@/]+ @ */
+        size_t s = *ps;
+        while (s > 0 && (is_alnum(t[s - 1]) || t[s - 1] == '+' || t[s - 1] == '.' || t[s - 1] == '-'))
+            s--;
+        while (s < *ps && !is_alpha(t[s]))      /* the leftmost start: a letter */
+            s++;
+        if (s == *ps)
+            return false;
+        r = q;
+        while (r < len && !url_space(t[r]) && t[r] != ':' && t[r] != '@' && t[r] != '/')
+            r++;
+        if (r == q || r >= len || t[r] != ':')
+            return false;
+        q = ++r;
+        while (r < len && !url_space(t[r]) && t[r] != '@' && t[r] != '/')
+            r++;
+        if (r == q || r >= len || t[r] != '@')
+            return false;
+        *ps = s;
+        *pe = r + 1;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* A literal trigger of a whole-text built-in ends at `to`. Vectorscan with
+ * the leftmost start of match reported, per pattern, every end with its
+ * leftmost start, and on_match made one candidate of each start: the ends
+ * a later trigger shares with an earlier one went to the earlier start, so
+ * a trigger is a candidate only when its longest end goes further. */
+static int lit_hit(unsigned int id, unsigned long long from, unsigned long long to,
+                   unsigned int flags, void *ctx)
+{
+    struct scan *sc = ctx;
+    (void)from;
+    (void)flags;
+    unsigned pi = sc->e->lit_pat[id];
+    size_t s = (size_t)to - sc->e->lit_len[id], e;
+    if (!lit_extent(sc, pi, &s, (size_t)to, &e) || e <= sc->mend[pi])
+        return 0;
+    sc->mend[pi] = e;
+    return on_match(pi, s, e, 0, sc);
+}
+
 /* Byte classes of a digit run: digits, the dot, other separators. */
 enum { RC_NONE, RC_SEP, RC_DOT, RC_DIGIT };
 static const unsigned char run_class[256] = {
@@ -1450,78 +1711,61 @@ static const unsigned char run_class[256] = {
     ['5'] = RC_DIGIT, ['6'] = RC_DIGIT, ['7'] = RC_DIGIT, ['8'] = RC_DIGIT, ['9'] = RC_DIGIT,
 };
 
-/* The offset of the first digit at or after i, or len. */
-static inline size_t next_digit(const unsigned char *t, size_t i, size_t len)
-{
-#ifdef __SSE2__
-    const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
-    for (; i + 16 <= len; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
-        /* signed compares: bytes >= 0x80 are negative, never digits */
-        unsigned m = (unsigned)_mm_movemask_epi8(
-            _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi)));
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
-    }
-#else
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w, x;
-        memcpy(&w, t + i, 8);
-        x = w & 0x7f7f7f7f7f7f7f7full;
-        /* bit 7 of each byte: x >= '0' and not x > '9' and not w >= 0x80 */
-        if ((x + 0x5050505050505050ull) & ~(x + 0x4646464646464646ull) & ~w & 0x8080808080808080ull)
-            break;
-    }
-#endif
-    while (i < len && !is_digit(t[i]))
-        i++;
-    return i;
-}
+/* The pre-pass state: where the last digit run ended (a run is not
+ * walked back past it), the last colon. */
+struct prepass {
+    size_t prev_run;
+    size_t prev_colon;          /* (size_t)-1: none yet */
+};
 
-/* The runs of digits and separators (run_class) in the text: each with
- * enough digits for an entity is kept, one byte more on each side, for the
- * digit patterns (scan_raw). A run that starts with two digits right after
- * two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters end the
- * previous run). Digit-free stretches are skipped 16 bytes at a time. */
-static int digit_runs(struct scan *sc)
+/* The run of digits and separators (run_class) around the digit at i: kept,
+ * one byte more on each side, for the digit patterns (scan_raw) when it has
+ * enough digits for an entity. A run that starts with two digits right
+ * after two letters is an IBAN trigger ([A-Za-z]{2}[0-9]{2}: the letters
+ * end the previous run). */
+static inline __attribute__((always_inline)) int run_at(struct scan *sc, size_t i, struct prepass *pp)
 {
     const unsigned char *t = sc->t;
-    size_t len = sc->len, i = 0, prev = 0;
-    while ((i = next_digit(t, i, len)) < len) {
-        size_t s = i, e = i + 1;
-        int nd = 1, dots = 0;
-        while (s > prev && run_class[t[s - 1]]) {
-            s--;
-            dots += run_class[t[s]] == RC_DOT;      /* no digit before i */
-        }
-        for (unsigned c; e < len && (c = run_class[t[e]]); e++) {
-            nd += c == RC_DIGIT;
-            dots += c == RC_DOT;
-        }
-        prev = i = e;
-        if (e - s >= 2 && s >= 2 && is_digit(t[s]) && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
-            is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
-            return 1;
-        if (nd < 7 && (nd < 4 || dots < 3))
-            continue;
-        if (s > 0)
-            s--;
-        if (e < len)
-            e++;
-        if (sc->nw && sc->w[sc->nw - 1].e >= s) {
-            sc->w[sc->nw - 1].e = e;    /* one byte apart: one window */
-            continue;
-        }
-        if (sc->nw == sc->capw) {
-            size_t nc = sc->capw ? sc->capw * 2 : 16;
-            struct win *w = realloc(sc->w, nc * sizeof *w);
-            if (!w)
-                return 1;               /* not full: ENOMEM */
-            sc->w = w;
-            sc->capw = nc;
-        }
-        sc->w[sc->nw++] = (struct win){s, e, 0};
+    size_t len = sc->len, s = i, e = i + 1;
+    int nd = 1, dots = 0, plus = 0;
+    while (s > pp->prev_run && run_class[t[s - 1]]) {
+        s--;
+        dots += run_class[t[s]] == RC_DOT;      /* no digit before i */
+        plus += t[s] == '+';
     }
+    for (unsigned c; e < len && (c = run_class[t[e]]); e++) {
+        nd += c == RC_DIGIT;
+        dots += c == RC_DOT;
+    }
+    pp->prev_run = e;
+    /* (t[s] is a digit only when the run starts at i) */
+    if (s == i && e - s >= 2 && s >= 2 && is_digit(t[s + 1]) && is_alpha(t[s - 1]) &&
+        is_alpha(t[s - 2]) && on_match(sc->e->iban_id, s - 2, s + 2, 0, sc))
+        return 1;
+    /* The fewest digits an accepted entity has: an IPv4 address 4 (and
+     * three dots); a NIE 7 and a DNI 8, each with its letter right after the
+     * run; a +CC number 8 (with its '+', before the first digit); all
+     * others 9 or more. */
+    if (nd < 9 && !(nd >= 4 && dots >= 3) &&
+        !(nd >= 7 && e < len && is_alpha(t[e])) && !(nd == 8 && plus))
+        return 0;
+    if (s > 0)
+        s--;
+    if (e < len)
+        e++;
+    if (sc->nw && sc->w[sc->nw - 1].e >= s) {
+        sc->w[sc->nw - 1].e = e;    /* one byte apart: one window */
+        return 0;
+    }
+    if (sc->nw == sc->capw) {
+        size_t nc = sc->capw ? sc->capw * 2 : 16;
+        struct win *w = realloc(sc->w, nc * sizeof *w);
+        if (!w)
+            return 1;               /* not full: ENOMEM */
+        sc->w = w;
+        sc->capw = nc;
+    }
+    sc->w[sc->nw++] = (struct win){s, e, 0};
     return 0;
 }
 
@@ -1584,45 +1828,173 @@ static int bearer_at(struct scan *sc, size_t q)
     return on_match(sc->e->bearer_id, q - 1, k, 0, sc);
 }
 
-/* Every alternative needs two colons at most five bytes apart (the second
- * one at c), so a colon with no colon in the five bytes before it is
- * passed over; colons are found 16 bytes at a time. The same pass finds the
- * Bearer pattern's "earer". */
-static int ipv6_triggers(struct scan *sc)
+/* At a colon c: every IPv6 alternative needs two colons at most five bytes
+ * apart (the second one at c), so a colon with no colon in the five bytes
+ * before it is passed over. */
+static inline int colon_at(struct scan *sc, size_t c, struct prepass *pp)
 {
-    const unsigned char *t = sc->t;
-    size_t len = sc->len, i = 0, prev = (size_t)-1;
-#ifdef __SSE2__
-    const __m128i colon = _mm_set1_epi8(':');
-    const __m128i ce = _mm_set1_epi8('e'), cr = _mm_set1_epi8('r');
-    for (; i + 20 <= len; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
-        __m128i v4 = _mm_loadu_si128((const __m128i *)(t + i + 4));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon));
-        unsigned mb = (unsigned)_mm_movemask_epi8(
-            _mm_and_si128(_mm_cmpeq_epi8(v, ce), _mm_cmpeq_epi8(v4, cr)));   /* "e???r" */
-        for (; mb; mb &= mb - 1)
-            if (bearer_at(sc, i + (size_t)__builtin_ctz(mb)))
-                return 1;
-        while (m) {
-            size_t c = i + (size_t)__builtin_ctz(m);
-            m &= m - 1;
-            if (prev != (size_t)-1 && c - prev <= 5 && ipv6_trigger_at(sc, c))
-                return 1;
-            prev = c;
+    size_t prev = pp->prev_colon;
+    pp->prev_colon = c;
+    return prev != (size_t)-1 && c - prev <= 5 && ipv6_trigger_at(sc, c);
+}
+
+/* The pre-pass's work on one block of text at base: dm, its digits, cm,
+ * its colons, bm, its "ea??r" (the Bearer pattern's "earer"). */
+static inline __attribute__((always_inline)) int prepass_block(struct scan *sc, size_t base, uint32_t dm, uint32_t cm,
+                                uint32_t bm, uint32_t lm, const unsigned char *lb,
+                                struct prepass *pp)
+{
+    /* literal triggers: lm, the positions where a bucket's probe passes,
+     * lb[bit], those buckets */
+    for (; lm; lm &= lm - 1) {
+        unsigned bit = (unsigned)__builtin_ctz(lm);
+        size_t q = base + bit;
+        if ((lb[bit] & BEARER_BUCKET) && bearer_at(sc, q))
+            return 1;
+        for (unsigned bb = lb[bit] & ~BEARER_BUCKET; bb; bb &= bb - 1) {
+            unsigned b = (unsigned)__builtin_ctz(bb);
+            for (unsigned k = 0; k < sc->e->n_bucket[b]; k++) {
+                unsigned j = sc->e->bucket[b][k];
+                size_t o = sc->e->lit_off[j], ll = sc->e->lit_len[j];
+                if (q >= o && sc->len - (q - o) >= ll && !memcmp(sc->t + q - o, sc->e->lit_str[j], ll) &&
+                    lit_hit(j, 0, q - o + ll, 0, sc))
+                    return 1;
+            }
         }
     }
-#endif
-    for (; i < len; i++) {
-        if (t[i] == 'e' && bearer_at(sc, i))
+    for (; bm; bm &= bm - 1)
+        if (bearer_at(sc, base + (size_t)__builtin_ctz(bm)))
             return 1;
-        if (t[i] == ':') {
-            if (prev != (size_t)-1 && i - prev <= 5 && ipv6_trigger_at(sc, i))
-                return 1;
-            prev = i;
-        }
+    for (; cm; cm &= cm - 1)
+        if (colon_at(sc, base + (size_t)__builtin_ctz(cm), pp))
+            return 1;
+    /* digits: each starts a run unless an earlier run covered it */
+    if (pp->prev_run > base)
+        dm = pp->prev_run - base >= 32 ? 0 : dm & (~0u << (pp->prev_run - base));
+    while (dm) {
+        if (run_at(sc, base + (size_t)__builtin_ctz(dm), pp))
+            return 1;
+        dm = pp->prev_run - base >= 32 ? 0 : dm & (~0u << (pp->prev_run - base));
     }
     return 0;
+}
+
+/* The bytes from i on, one at a time. */
+static int prepass_tail(struct scan *sc, size_t i, struct prepass *pp)
+{
+    const unsigned char *t = sc->t;
+    for (; i < sc->len; i++) {
+        if (t[i] == 'e' && bearer_at(sc, i))
+            return 1;
+        if (t[i] == ':' && colon_at(sc, i, pp))
+            return 1;
+        if (is_digit(t[i]) && i >= pp->prev_run && run_at(sc, i, pp))
+            return 1;
+    }
+    return 0;
+}
+
+/* One pass over the text finds the digit runs for the digit patterns (and
+ * the IBAN trigger), the IPv6 triggers and the Bearer pattern: 16 bytes a
+ * step with SSE2, 32 with AVX2 where the CPU has it. */
+#ifdef __SSE2__
+static int prepass_sse2(struct scan *sc, struct prepass *pp)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0;
+    const __m128i lo = _mm_set1_epi8('0' - 1), hi = _mm_set1_epi8('9' + 1);
+    const __m128i colon = _mm_set1_epi8(':');
+    const __m128i ce = _mm_set1_epi8('e'), ca = _mm_set1_epi8('a'), cr = _mm_set1_epi8('r');
+    for (; i + 20 <= len; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(t + i));
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(t + i + 1));
+        __m128i v4 = _mm_loadu_si128((const __m128i *)(t + i + 4));
+        /* signed compares: bytes >= 0x80 are negative, never digits */
+        uint32_t dm = (uint32_t)_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi)));
+        uint32_t cm = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon));
+        uint32_t bm = (uint32_t)_mm_movemask_epi8(_mm_and_si128(
+            _mm_and_si128(_mm_cmpeq_epi8(v, ce), _mm_cmpeq_epi8(v1, ca)), _mm_cmpeq_epi8(v4, cr)));
+        if ((dm | cm | bm) && prepass_block(sc, i, dm, cm, bm, 0, NULL, pp))
+            return 1;
+    }
+    return prepass_tail(sc, i, pp);
+}
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_PASS 1
+__attribute__((target("avx2"))) static int prepass_avx2(struct scan *sc, struct prepass *pp)
+{
+    const unsigned char *t = sc->t;
+    size_t len = sc->len, i = 0;
+    const __m256i lo = _mm256_set1_epi8('0' - 1), hi = _mm256_set1_epi8('9' + 1);
+    const __m256i colon = _mm256_set1_epi8(':');
+    const __m256i nib = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+    __m256i plo[3], phi[3];
+    unsigned char lb[32];
+    for (int k = 0; k < 3; k++) {
+        plo[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc->e->probe_lo[k]));
+        phi[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc->e->probe_hi[k]));
+    }
+#define PROBE(k, vk) _mm256_and_si256(_mm256_shuffle_epi8(plo[k], _mm256_and_si256(vk, nib)), \
+                                      _mm256_shuffle_epi8(phi[k], _mm256_and_si256(_mm256_srli_epi16(vk, 4), nib)))
+    for (; i + 34 <= len; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(t + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(t + i + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(t + i + 2));
+        __m256i lbv = _mm256_and_si256(_mm256_and_si256(PROBE(0, v), PROBE(1, v1)), PROBE(2, v2));
+        uint32_t lm = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lbv, zero));
+        if (lm)
+            _mm256_storeu_si256((__m256i *)lb, lbv);
+        uint32_t dm = (uint32_t)_mm256_movemask_epi8(
+            _mm256_and_si256(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(hi, v)));
+        uint32_t cm = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, colon));
+        if ((dm | cm | lm) && prepass_block(sc, i, dm, cm, 0, lm, lb, pp))
+            return 1;
+    }
+    /* the rest (fewer than 36 bytes) as blocks of a zero-padded copy, wiped
+     * after: zero bytes are none of the bytes looked for */
+    unsigned char pad[72];
+    int rc = 0;
+    while (!rc && i < len) {
+        size_t n = len - i < 32 ? len - i : 32, c = len - i < 34 ? len - i : 34;
+        memcpy(pad, t + i, c);
+        memset(pad + c, 0, sizeof pad - c);
+        __m256i v = _mm256_loadu_si256((const __m256i *)pad);
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(pad + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(pad + 2));
+        uint32_t keep = n == 32 ? ~0u : (1u << n) - 1;
+        __m256i lbv = _mm256_and_si256(_mm256_and_si256(PROBE(0, v), PROBE(1, v1)), PROBE(2, v2));
+        uint32_t lm = keep & ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lbv, zero));
+        if (lm)
+            _mm256_storeu_si256((__m256i *)lb, lbv);
+        uint32_t dm = keep & (uint32_t)_mm256_movemask_epi8(
+            _mm256_and_si256(_mm256_cmpgt_epi8(v, lo), _mm256_cmpgt_epi8(hi, v)));
+        uint32_t cm = keep & (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, colon));
+        if (dm | cm | lm)
+            rc = prepass_block(sc, i, dm, cm, 0, lm, lb, pp);
+        i += n;
+    }
+#undef PROBE
+    explicit_bzero(pad, sizeof pad);
+    return rc;
+}
+#endif
+
+/* The pre-pass; with AVX2 it also finds the literal triggers (else
+ * scan_raw runs the literal database). */
+static int prepass(struct scan *sc)
+{
+    struct prepass pp = {0, (size_t)-1};
+#ifdef HAVE_AVX2_PASS
+    if (sc->e->avx2)
+        return prepass_avx2(sc, &pp);
+#endif
+#ifdef __SSE2__
+    return prepass_sse2(sc, &pp);
+#else
+    return prepass_tail(sc, 0, &pp);
+#endif
 }
 
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
@@ -1675,14 +2047,27 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     sc.cap = N_CBUF;
     sc.sp = sc.spbuf = spbuf;
     sc.capsp = N_SPBUF;
-    scratch = scratch_get(me);
-    if (!scratch) {
-        rc = SW_ENOMEM;
-        goto done;
+    /* a scratch only for a database scan: most texts need none with AVX2 */
+    if (!e->avx2 || e->cdb) {
+        scratch = scratch_get(me);
+        if (!scratch) {
+            rc = SW_ENOMEM;
+            goto done;
+        }
     }
-    hs_error_t hr = hs_scan(e->db, text, (unsigned)len, 0, scratch, on_match, &sc);
-    if (hr == HS_SUCCESS && (digit_runs(&sc) || ipv6_triggers(&sc)))
+    memset(sc.mend, 0, sizeof sc.mend);
+    hs_error_t hr = e->avx2 ? HS_SUCCESS : hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
+    if (hr == HS_SUCCESS && e->cdb)
+        hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
+    if (hr == HS_SUCCESS && prepass(&sc))
         hr = HS_SCAN_TERMINATED;
+    if (hr == HS_SUCCESS && sc.nw && !scratch) {
+        scratch = scratch_get(me);
+        if (!scratch) {
+            rc = SW_ENOMEM;
+            goto done;
+        }
+    }
     if (hr == HS_SUCCESS && sc.nw == 1) {
         sc.off = sc.w[0].s;
         hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[0].e - sc.off), 0, scratch, on_match, &sc);
@@ -1799,6 +2184,55 @@ done:
         free(sc.c);
     if (sc.sp != sc.spbuf)
         free(sc.sp);
+    return rc;
+}
+
+int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, int reference,
+                           void (*cb)(void *ud, unsigned pat, size_t s, size_t end), void *ud)
+{
+    struct scan sc = {.e = e, .t = (const unsigned char *)t, .len = len};
+    size_t last[N_BUILTIN + SW_PII_MAX_CUSTOM] = {0};
+    struct cand cbuf[N_CBUF];
+    hs_scratch_t *scratch = NULL;
+    int rc = SW_OK;
+    if (len > 0xffffffffu)
+        return SW_ETOOBIG;
+    if (reference && !e->refdb) {
+        const char *res[N_BUILTIN];
+        unsigned flags[N_BUILTIN], ids[N_BUILTIN], n = 0;
+        hs_compile_error_t *cerr = NULL;
+        for (size_t i = 0; i < N_BUILTIN; i++)
+            if (builtin[i].lits) {
+                res[n] = builtin[i].re;
+                flags[n] = HS_FLAG_SOM_LEFTMOST | builtin[i].flags;
+                ids[n++] = (unsigned)i;
+            }
+        if (hs_compile_multi(res, flags, ids, n, HS_MODE_BLOCK, NULL, &e->refdb, &cerr) != HS_SUCCESS) {
+            hs_free_compile_error(cerr);
+            return SW_EINVAL;
+        }
+    }
+    sc.last = last;
+    sc.c = sc.cbuf = cbuf;
+    sc.cap = N_CBUF;
+    if (hs_alloc_scratch(reference ? e->refdb : e->ldb, &scratch) != HS_SUCCESS)
+        return SW_ENOMEM;
+    hs_error_t hr;
+    if (reference == 1)
+        hr = hs_scan(e->refdb, t, (unsigned)len, 0, scratch, on_match, &sc);
+    else if (reference == 0 && e->avx2)
+        hr = prepass(&sc) ? HS_SCAN_TERMINATED : HS_SUCCESS;
+    else
+        hr = hs_scan(e->ldb, t, (unsigned)len, 0, scratch, lit_hit, &sc);
+    if (hr != HS_SUCCESS)
+        rc = hr == HS_SCAN_TERMINATED && sc.full ? SW_ETOOBIG : SW_ENOMEM;
+    for (size_t i = 0; !rc && i < sc.n; i++)
+        if (e->pat[sc.c[i].id].lits)
+            cb(ud, sc.c[i].id, sc.c[i].s, sc.c[i].e);
+    free(sc.w);
+    hs_free_scratch(scratch);
+    if (sc.c != sc.cbuf)
+        free(sc.c);
     return rc;
 }
 

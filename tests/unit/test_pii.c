@@ -16,6 +16,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "pii/pii.h"
+#include "pii/detect.h"
 #include "pii/map.h"
 #include "pii/phone.h"
 #include "pii/validate.h"
@@ -176,6 +177,146 @@ static const struct det_case det_cases[] = {
      "version 2.1.0 shipped on 2024-05-01 with 16 slots.", ""},
 };
 
+/* The whole-text built-ins are found from literal triggers, their extent in
+ * C; the candidates must be the ones the patterns' own regexes give with
+ * the leftmost start of match (vectorscan), on strings built around each
+ * pattern's edges: every literal, body runs of each class at lengths around
+ * the minimums, boundary bytes, overlapping and repeated triggers. */
+struct cands { size_t n; unsigned v[4096][3]; };
+
+static void cand_add(void *ud, unsigned pat, size_t s, size_t e)
+{
+    struct cands *c = ud;
+    if (c->n < 4096) {
+        c->v[c->n][0] = pat;
+        c->v[c->n][1] = (unsigned)s;
+        c->v[c->n][2] = (unsigned)e;
+    }
+    c->n++;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, 3 * sizeof(unsigned));
+}
+
+static void test_literal_triggers_match_regexes(void **state)
+{
+    (void)state;
+    static const char *const seg[] = {
+        "sk-", "sk-proj-", "sk-ant-api03-", "sk_live_", "sk_test_", "rk_live_", "AKIA", "ASIA",
+        "ghp_", "ghs_", "github_pat_", "xoxb-", "xoxr-", "AIza", "glpat-", "hf_", "eyJ", ".eyJ",
+        ".", "-----BEGIN ", "RSA ", "PRIVATE KEY", "-----", "-", "://", "https", "a+b.c-d",
+        "user", ":", "@", "/", " ", "\n", "\t", "\v", "\f", "\r", "_", "+", "=", "x", "9", "Z",
+        "\xc3\xa9", "\"", "(", "github_pat_github_pat_", "sk-sk-", "AKIAAKIA", "eyJeyJ",
+        "eyJhbGciOi", ".eyJzdWIiOi", ".abcdefgh", "abcdefg", "-----BEGIN RSA PRIVATE KEY-----",
+        "-----BEGIN PRIVATE KEY-----", "-----BEGIN  EC 9 PRIVATE KEY-----", "https://u:p@",
+        "://user:p:w@", "@example.com", "@a-b.co", "ftp://", "u:p@h"};
+    static const char *const cls[] = {
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-",
+        "aZ9_", "a-Z9", "ABC 0 9"};
+    static const int lens[] = {1, 7, 8, 9, 10, 11, 15, 16, 17, 19, 20, 21, 22, 23,
+                               29, 30, 31, 34, 35, 36, 40, 41, 52};
+    static struct cands a, b;
+    unsigned seed = 12345;
+    char t[2048];
+    size_t total = 0, per[64] = {0};
+    for (int round = 0; round < 120000; round++) {
+        size_t n = 0;
+        int parts = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 12;
+        for (int k = 0; k < parts && n < sizeof t - 128; k++) {
+            unsigned r = (seed = seed * 1103515245u + 12345u) >> 8;
+            if (r % 7 == 0) {
+                /* eyJ B . eyJ B . B, B of 7-9 or 12 bytes, '.' or '_' between */
+                static const char *const jp[] = {"eyJ", ".eyJ", "."};
+                for (int j = 0; j < 3; j++) {
+                    seed = seed * 1103515245u + 12345u;
+                    const char *g = (seed >> 20) % 9 ? jp[j] : "_";
+                    memcpy(t + n, g, strlen(g));
+                    n += strlen(g);
+                    int l = (int)((seed >> 16) % 4);
+                    l = l == 3 ? 12 : 7 + l;
+                    for (int i = 0; i < l; i++) {
+                        seed = seed * 1103515245u + 12345u;
+                        t[n++] = cls[2][(seed >> 16) % strlen(cls[2])];
+                    }
+                }
+            } else if (r % 3) {
+                const char *g = seg[(r / 3) % (sizeof seg / sizeof seg[0])];
+                memcpy(t + n, g, strlen(g));
+                n += strlen(g);
+            } else {
+                const char *c = cls[(r / 3) % (sizeof cls / sizeof cls[0])];
+                int l = lens[(r / 64) % (sizeof lens / sizeof lens[0])];
+                for (int i = 0; i < l; i++) {
+                    seed = seed * 1103515245u + 12345u;
+                    t[n++] = c[(seed >> 16) % strlen(c)];
+                }
+            }
+        }
+        a.n = b.n = 0;
+        /* the scan's own path, and the literal database (used without AVX2) */
+        assert_int_equal(sw_pii_text_candidates(E, t, n, round & 1 ? 0 : 2, cand_add, &a), SW_OK);
+        assert_int_equal(sw_pii_text_candidates(E, t, n, 1, cand_add, &b), SW_OK);
+        assert_true(a.n <= 4096);
+        qsort(a.v, a.n, sizeof a.v[0], cand_cmp);
+        qsort(b.v, b.n, sizeof b.v[0], cand_cmp);
+        if (a.n != b.n || memcmp(a.v, b.v, a.n * sizeof a.v[0])) {
+            fprintf(stderr, "candidates differ (%zu vs %zu regex) on: %.*s\n", a.n, b.n, (int)n, t);
+            for (size_t i = 0; i < a.n || i < b.n; i++)
+                fprintf(stderr, "  %u %u %u | %u %u %u\n", i < a.n ? a.v[i][0] : 0, i < a.n ? a.v[i][1] : 0,
+                        i < a.n ? a.v[i][2] : 0, i < b.n ? b.v[i][0] : 0, i < b.n ? b.v[i][1] : 0,
+                        i < b.n ? b.v[i][2] : 0);
+            fail();
+        }
+        total += a.n;
+        for (size_t i = 0; i < a.n; i++)
+            per[a.v[i][0] % 64]++;
+    }
+    /* the strings do hold matches of every one of these patterns */
+    size_t kinds = 0;
+    for (int i = 0; i < 64; i++)
+        kinds += per[i] > 20;
+    assert_true(kinds >= 13);
+    assert_true(total > 20000);
+}
+
+/* A megabyte of one trigger repeated ("sk-sk-sk-...", "eyJeyJ...",
+ * "a://a://..."): the same candidates as the regexes, in linear time (a
+ * body run walked once per trigger would take minutes here). */
+static void test_literal_triggers_repeated(void **state)
+{
+    (void)state;
+    static const char *const unit[] = {"sk-", "eyJ", "github_pat_", "xoxb-", "glpat-", "a://u:p",
+                                       "-----BEGIN ", "u:p@"};
+    size_t n = 1 << 20;
+    char *t = malloc(n);
+    struct cands *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    assert_non_null(t);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t u = 0; u < sizeof unit / sizeof unit[0]; u++) {
+        size_t l = strlen(unit[u]);
+        for (size_t i = 0; i < n; i++)
+            t[i] = unit[u][i % l];
+        for (int mode = 0; mode <= 2; mode += 2) {
+            a->n = b->n = 0;
+            assert_int_equal(sw_pii_text_candidates(E, t, n, mode, cand_add, a), SW_OK);
+            assert_int_equal(sw_pii_text_candidates(E, t, n, 1, cand_add, b), SW_OK);
+            assert_true(a->n <= 4096);
+            assert_int_equal(a->n, b->n);
+            qsort(a->v, a->n, sizeof a->v[0], cand_cmp);
+            qsort(b->v, b->n, sizeof b->v[0], cand_cmp);
+            assert_memory_equal(a->v, b->v, a->n * sizeof a->v[0]);
+        }
+    }
+    free(a);
+    free(b);
+    free(t);
+}
+
 static void test_detect_table(void **state)
 {
     (void)state;
@@ -185,6 +326,15 @@ static void test_detect_table(void **state)
             fail_msg("case %zu \"%s\": want \"%s\", got \"%s\"", i, det_cases[i].text,
                      det_cases[i].want, got);
     }
+}
+
+/* The same table through the SSE2 pre-pass and the literal database (what
+ * a CPU without AVX2 runs). */
+static void test_detect_table_without_avx2(void **state)
+{
+    sw_pii_engine_set_avx2(E, 0);
+    test_detect_table(state);
+    sw_pii_engine_set_avx2(E, 1);
 }
 
 static void test_validators(void **state)
@@ -1400,6 +1550,9 @@ int main(void)
         cmocka_unit_test(test_stream_empty_map_passthrough),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_literal_triggers_match_regexes),
+        cmocka_unit_test(test_literal_triggers_repeated),
+        cmocka_unit_test(test_detect_table_without_avx2),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
