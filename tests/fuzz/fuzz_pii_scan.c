@@ -200,14 +200,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *jt = jmasked.ptr ? jmasked.ptr : "";
         CHECK(jc.n == 0 || jmasked.len != size || memcmp(jt, t, size));
         if (a) {
-            /* JSON in, JSON out, and nothing left to find in it */
+            /* JSON in, JSON out. One pass may leave something to find: a
+             * value gone gives its neighbours new context; the request's
+             * masker masks again until it scans clean (checked below). */
             json_t *b = json_loadb(jt, jmasked.len, JSON_DECODE_ANY, NULL);
             CHECK(b);
             json_decref(b);
-            struct spans again = {.len = jmasked.len};
-            CHECK(sw_pii_scan_json_text(E, jt, jmasked.len, on_span, &again) == SW_OK);
-            CHECK(again.n == 0);
-            free(again.sp);
         }
         /* unmasking restores the value of every string (JSON-escaped) */
         sw_buf_reset(&back);
@@ -270,6 +268,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 CHECK(b);
                 json_decref(b);
             }
+            /* what goes out scans clean */
+            struct spans left = {.len = json_string_length(args)};
+            CHECK(sw_pii_scan_json_text(E, json_string_value(args), json_string_length(args),
+                                        on_span, &left) == SW_OK);
+            CHECK(left.n == 0);
+            free(left.sp);
+            scan(json_string_value(content), json_string_length(content), &left);
+            CHECK(left.n == 0);
+            free(left.sp);
         }
         sw_pii_map_free(m);
         json_decref(body);
