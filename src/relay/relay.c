@@ -1056,10 +1056,8 @@ static char *splice_member(const char *text, size_t len, struct sw_jspan at, con
     return b;
 }
 
-/* The whole answer `s` (len bytes, taken; NULL: out of memory) is the
- * request's: the attempt succeeded, the client gets it. */
-/* The answer `s` (len bytes; NULL: out of memory) goes to the client; `s`
- * is copied, and stays the caller's. */
+/* The answer `s` (len bytes; NULL: out of memory) is the request's: the
+ * attempt succeeded, the client gets a copy; `s` stays the caller's. */
 static void serve_answer_copy(struct proxy *p, const char *s, size_t len)
 {
     if (!s) {
@@ -1074,6 +1072,7 @@ static void serve_answer_copy(struct proxy *p, const char *s, size_t len)
     proxy_free(p);
 }
 
+/* The same, `s` taken (freed). */
 static void serve_answer(struct proxy *p, char *s, size_t len)
 {
     serve_answer_copy(p, s, len);
