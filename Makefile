@@ -28,14 +28,19 @@ CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-form
 # simdjson (C++, no pkg-config file on Debian 12) parses request bodies: src/common/jfast.cc
 CXX     ?= g++
 CXXFLAGS += -std=gnu++17 $(OPT) -Wall -Wextra -Werror -Isrc $(SANFLAGS)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lm
 LDFLAGS += $(SANFLAGS)
 
 SW_SRC   := $(shell find src -name '*.c' ! -path src/main.c | sort)
 SW_CXX   := $(shell find src -name '*.cc' | sort)
-SW_OBJ   := $(SW_SRC:%.c=$(BUILD)/obj/%.o) $(SW_CXX:%.cc=$(BUILD)/obj/%.o)
+# llhttp (the HTTP/1 parser of Node.js) ships as C sources in Debian's
+# node-llhttp: compiled in, without our warning flags (third-party code).
+LLHTTP_DIR := /usr/share/llhttp
+LLHTTP_OBJ := $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o $(BUILD)/obj/llhttp/llhttp.o
+CFLAGS  += -I/usr/share/include/llhttp
+SW_OBJ   := $(SW_SRC:%.c=$(BUILD)/obj/%.o) $(SW_CXX:%.cc=$(BUILD)/obj/%.o) $(LLHTTP_OBJ)
 SIM_SRC  := $(shell find tools/llmsim -name '*.c' ! -name main.c | sort) $(sort $(wildcard src/common/*.c src/http/*.c))
-SIM_OBJ  := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
+SIM_OBJ  := $(SIM_SRC:%.c=$(BUILD)/obj/%.o) $(LLHTTP_OBJ)
 # Unit tests: tests/unit/test_llmsim_*.c link with the simulator, the rest with the daemon.
 UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))
 UT_SW    := $(filter-out $(UT_SIM),$(sort $(wildcard tests/unit/test_*.c)))
@@ -55,6 +60,9 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) $(SANFLAGS) -I/usr/share/include/llhttp -c $< -o $@
 
 # The dashboard page is compiled in: a C array of its bytes, made with od and
 # sed (coreutils), so no extra tool is needed.

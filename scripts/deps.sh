@@ -30,7 +30,7 @@ pc libpcre2-8 libpcre2-dev             # output contract: JSON Schema "pattern" 
 pc hiredis libhiredis-dev              # state.redis: shared state across replicas (docs/scaling.md)
 bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
-hdr http_parser.h libhttp-parser-dev   # ships no pkg-config file
+[ -f /usr/share/llhttp/llhttp.c ] || need+=(node-llhttp)   # HTTP/1 parser, C sources compiled in (Makefile)
 hdr phonenumbers/phonenumberutil.h libphonenumber-dev   # PII: phone validation (no pkg-config file)
 pc protobuf libprotobuf-dev             # PII: libphonenumber's metadata read in src/pii/phone.cc
 hdr simdjson.h libsimdjson-dev           # request bodies parsed by src/common/jfast.cc (no pkg-config file)

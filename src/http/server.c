@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <event2/listener.h>
-#include <http_parser.h>
+#include <llhttp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -102,7 +102,7 @@ struct conn {
     char *in;
     size_t in_len, in_cap;
     struct evbuffer *out;
-    http_parser parser;
+    llhttp_t parser;
     struct sw_http_req *req;    /* being received or answered */
     enum conn_state state;
     bool keep_alive;            /* the current request allows another after it */
@@ -415,7 +415,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- Parsing ---- */
 
-static int on_url(http_parser *p, const char *at, size_t len)
+static int on_url(llhttp_t *p, const char *at, size_t len)
 {
     struct sw_http_req *r = ((struct conn *)p->data)->req;
     if (!r->url)
@@ -424,7 +424,7 @@ static int on_url(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_header_field(http_parser *p, const char *at, size_t len)
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     struct sw_http_req *r = ((struct conn *)p->data)->req;
     if (r->headers_done)
@@ -441,7 +441,7 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_header_value(http_parser *p, const char *at, size_t len)
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     struct sw_http_req *r = ((struct conn *)p->data)->req;
     if (r->headers_done || r->n_hdrs == 0)
@@ -451,14 +451,14 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_headers_complete(http_parser *p)
+static int on_headers_complete(llhttp_t *p)
 {
     struct sw_http_req *r = ((struct conn *)p->data)->req;
     r->headers_done = true;
     return 0;
 }
 
-static int on_body(http_parser *p, const char *at, size_t len)
+static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct conn *c = p->data;
     struct sw_http_req *r = c->req;
@@ -484,15 +484,14 @@ static int on_body(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_message_complete(http_parser *p)
+static int on_message_complete(llhttp_t *p)
 {
     struct sw_http_req *r = ((struct conn *)p->data)->req;
     r->complete = true;
-    http_parser_pause(p, 1); /* pipelined bytes after it wait for the next request */
-    return 0;
+    return HPE_PAUSED; /* pipelined bytes after it wait for the next request */
 }
 
-static const http_parser_settings parser_settings = {
+static const llhttp_settings_t parser_settings = {
     .on_url = on_url,
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
@@ -500,6 +499,17 @@ static const http_parser_settings parser_settings = {
     .on_body = on_body,
     .on_message_complete = on_message_complete,
 };
+
+/* Runs the parser over n bytes: how many it took (it stops after a complete
+ * message, so pipelined bytes stay for the next one), its verdict in *e. */
+static size_t parse(struct conn *c, const char *data, size_t n, llhttp_errno_t *e)
+{
+    *e = llhttp_execute(&c->parser, data, n);
+    if (*e == HPE_OK)
+        return n;
+    const char *at = llhttp_get_error_pos(&c->parser);
+    return at && at >= data && at <= data + n ? (size_t)(at - data) : 0;
+}
 
 static enum sw_http_method method_of(unsigned m)
 {
@@ -585,17 +595,25 @@ static void begin_request(struct conn *c, size_t n)
     r->head = head;
     r->path = "";
     c->req = r;
-    http_parser_init(&c->parser, HTTP_REQUEST);
+    llhttp_init(&c->parser, HTTP_REQUEST, &parser_settings);
     c->parser.data = c;
-    size_t done = http_parser_execute(&c->parser, &parser_settings, head, n);
-    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+    llhttp_errno_t e;
+    size_t done = parse(c, head, n, &e);
     if (r->bad_header) {
         server_error(c, 431, "request_header_fields_too_large", "Too many request headers.");
         return;
     }
-    if ((e != HPE_OK && e != HPE_PAUSED) || done != n || !r->headers_done || !r->url) {
+    /* HTTP/2's preface, and versions other than 0.9, 1.x and 2.0 */
+    if (e == HPE_PAUSED_H2_UPGRADE || e == HPE_INVALID_VERSION ||
+        (r->headers_done && c->parser.http_major != 1)) {
+        server_error(c, 505, "http_version_not_supported", "Only HTTP/1.0 and HTTP/1.1 are served.");
+        return;
+    }
+    if ((e != HPE_OK && e != HPE_PAUSED && e != HPE_PAUSED_UPGRADE) || done != n ||
+        !r->headers_done || !r->url) {
         char msg[160];
-        snprintf(msg, sizeof msg, "Malformed HTTP request: %s.", http_errno_description(e));
+        snprintf(msg, sizeof msg, "Malformed HTTP request: %s.",
+                 e != HPE_OK ? llhttp_get_error_reason(&c->parser) : "incomplete header block");
         server_error(c, e == HPE_INVALID_TRANSFER_ENCODING ? 501 : 400, "invalid_http", msg);
         return;
     }
@@ -606,14 +624,10 @@ static void begin_request(struct conn *c, size_t n)
         server_error(c, 400, "invalid_http", "Malformed HTTP request: bad header terminator.");
         return;
     }
-    r->method_name = http_method_str((enum http_method)c->parser.method);
+    r->method_name = llhttp_method_name((llhttp_method_t)c->parser.method);
     r->method = method_of(c->parser.method);
     r->minor = c->parser.http_minor;
     split_url(r);
-    if (c->parser.http_major != 1) {
-        server_error(c, 505, "http_version_not_supported", "Only HTTP/1.0 and HTTP/1.1 are served.");
-        return;
-    }
     if (has_folding(head, n)) {
         server_error(c, 400, "invalid_http", "Folded header lines are not accepted.");
         return;
@@ -622,15 +636,15 @@ static void begin_request(struct conn *c, size_t n)
         server_error(c, 400, "invalid_http", "Protocol upgrades are not supported.");
         return;
     }
-    c->keep_alive = http_should_keep_alive(&c->parser) && !s->stopping;
-    if ((c->parser.flags & F_CONTENTLENGTH) && c->parser.content_length > s->lim.max_body_bytes) {
+    c->keep_alive = llhttp_should_keep_alive(&c->parser) && !s->stopping;
+    if ((c->parser.flags & F_CONTENT_LENGTH) && c->parser.content_length > s->lim.max_body_bytes) {
         char msg[160];
         snprintf(msg, sizeof msg, "Request body is %llu bytes; the limit is %zu bytes.",
                  (unsigned long long)c->parser.content_length, s->lim.max_body_bytes);
         server_error(c, 413, "request_too_large", msg);
         return;
     }
-    if ((c->parser.flags & F_CONTENTLENGTH) && !r->complete) {
+    if ((c->parser.flags & F_CONTENT_LENGTH) && !r->complete) {
         size_t cap = c->parser.content_length + 1;
         if (cap <= READ_CHUNK) { /* the usual body: a spare buffer */
             r->body = chunk_get(s);
@@ -662,8 +676,8 @@ static void begin_request(struct conn *c, size_t n)
 static void read_body(struct conn *c)
 {
     struct sw_http_req *r = c->req;
-    size_t done = http_parser_execute(&c->parser, &parser_settings, c->in, c->in_len);
-    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+    llhttp_errno_t e;
+    size_t done = parse(c, c->in, c->in_len, &e);
     consume(c, done);
     if (r->body_too_big) {
         char msg[160];
@@ -674,7 +688,7 @@ static void read_body(struct conn *c)
     }
     if (e != HPE_OK && e != HPE_PAUSED) {
         char msg[160];
-        snprintf(msg, sizeof msg, "Malformed request body: %s.", http_errno_description(e));
+        snprintf(msg, sizeof msg, "Malformed request body: %s.", llhttp_get_error_reason(&c->parser));
         server_error(c, 400, "invalid_http", msg);
         return;
     }
@@ -942,8 +956,6 @@ struct sw_http_server *sw_http_server_new(struct event_base *base, const char *h
     if (getsockname(evconnlistener_get_fd(s->listener), (struct sockaddr *)&bound, &bl) == 0)
         s->port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
                                               : ntohs(((struct sockaddr_in *)&bound)->sin_port);
-    if (s->lim.max_header_bytes + 1024 > HTTP_MAX_HEADER_SIZE)
-        http_parser_set_max_header_size((uint32_t)(s->lim.max_header_bytes + 1024));
     return s;
 }
 
@@ -955,8 +967,6 @@ int sw_http_server_port(const struct sw_http_server *s)
 void sw_http_server_set_limits(struct sw_http_server *s, const struct sw_http_limits *limits)
 {
     s->lim = *limits;
-    if (s->lim.max_header_bytes + 1024 > HTTP_MAX_HEADER_SIZE)
-        http_parser_set_max_header_size((uint32_t)(s->lim.max_header_bytes + 1024));
     listener_update(s);
 }
 

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <event2/event_struct.h>
 #include <fcntl.h>
-#include <http_parser.h>
+#include <llhttp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -22,6 +22,7 @@
 /* Idle keep-alive connections kept per backend address. */
 #define IDLE_MAX 1024
 #define READ_BUF 16384
+#define MAX_ANSWER_HEAD (80 * 1024)   /* header bytes of an answer */
 /* Bytes held back while the caller is paused (a read's worth at most). */
 #define PENDING_MAX (READ_BUF + 64)
 
@@ -99,7 +100,8 @@ struct sw_h1req {
     const char *head, *body;
     size_t head_len, body_len;
     size_t sent;                    /* bytes of the request written */
-    http_parser parser;
+    llhttp_t parser;
+    size_t head_bytes;              /* header names and values of the answer so far */
     bool got_bytes;                 /* any response byte arrived */
     bool complete, keep_alive;
     char field[16];                 /* the header name being read, if it can be Retry-After */
@@ -368,9 +370,21 @@ static void deliver(struct sw_h1req *r, const char *at, size_t len)
     }
 }
 
-static int on_header_field(http_parser *p, const char *at, size_t len)
+/* Header lines of an answer count against MAX_ANSWER_HEAD bytes. */
+static int count_head(llhttp_t *p, struct sw_h1req *r, size_t len)
+{
+    r->head_bytes += len;
+    if (r->head_bytes <= MAX_ANSWER_HEAD)
+        return HPE_OK;
+    llhttp_set_error_reason(p, "headers over 80 KiB");
+    return HPE_USER;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     struct sw_h1req *r = p->data;
+    if (count_head(p, r, len))
+        return HPE_USER;
     if (r->in_value) { /* a new header starts */
         r->in_value = false;
         r->field_len = 0;
@@ -384,9 +398,11 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_header_value(http_parser *p, const char *at, size_t len)
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     struct sw_h1req *r = p->data;
+    if (count_head(p, r, len))
+        return HPE_USER;
     if (!r->in_value) {
         r->in_value = true;
         r->in_retry_after = r->field_len == 11 && strncasecmp(r->field, "retry-after", 11) == 0;
@@ -400,7 +416,7 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
     return 0;
 }
 
-static int on_headers_complete(http_parser *p)
+static int on_headers_complete(llhttp_t *p)
 {
     struct sw_h1req *r = p->data;
     if (p->status_code < 200) /* an interim answer: its headers do not count */
@@ -420,14 +436,14 @@ static int on_headers_complete(http_parser *p)
     return 0;
 }
 
-static int on_body(http_parser *p, const char *at, size_t len)
+static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct sw_h1req *r = p->data;
     deliver(r, at, len);
     return r->abort_err ? 1 : 0;
 }
 
-static int on_message_complete(http_parser *p)
+static int on_message_complete(llhttp_t *p)
 {
     struct sw_h1req *r = p->data;
     if (p->status_code < 200) { /* an interim answer: the real one follows */
@@ -437,12 +453,11 @@ static int on_message_complete(http_parser *p)
         return 0;
     }
     r->complete = true;
-    r->keep_alive = http_should_keep_alive(p);
-    http_parser_pause(p, 1);
-    return 0;
+    r->keep_alive = llhttp_should_keep_alive(p);
+    return HPE_PAUSED;
 }
 
-static const http_parser_settings settings = {
+static const llhttp_settings_t settings = {
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
@@ -538,8 +553,10 @@ static void read_answer(struct sw_h1req *r)
         }
         if (n > 0)
             r->got_bytes = true;
-        size_t done = http_parser_execute(&r->parser, &settings, buf, (size_t)n);
-        enum http_errno e = HTTP_PARSER_ERRNO(&r->parser);
+        /* the end of the stream ends an answer that runs until the close */
+        llhttp_errno_t e = n > 0 ? llhttp_execute(&r->parser, buf, (size_t)n) : llhttp_finish(&r->parser);
+        size_t done = n == 0 || e == HPE_OK ? (size_t)n
+                                            : (size_t)(llhttp_get_error_pos(&r->parser) - buf);
         if (r->abort_err) {
             finish(r, r->abort_err == SW_ENOMEM ? SW_EPROTO : r->abort_err,
                    r->abort_err == SW_ECANCELED ? "aborted by the relay" : "out of memory");
@@ -562,7 +579,7 @@ static void read_answer(struct sw_h1req *r)
         }
         if (e != HPE_OK) {
             char why[120];
-            snprintf(why, sizeof why, "malformed HTTP answer: %s", http_errno_description(e));
+            snprintf(why, sizeof why, "malformed HTTP answer: %s", llhttp_get_error_reason(&r->parser));
             finish(r, SW_EPROTO, why);
             return;
         }
@@ -721,7 +738,8 @@ static bool retry_fresh(struct sw_h1req *r)
     r->c = NULL;
     r->sent = 0;
     r->got_bytes = false;
-    http_parser_init(&r->parser, HTTP_RESPONSE);
+    r->head_bytes = 0;
+    llhttp_init(&r->parser, HTTP_RESPONSE, &settings);
     r->parser.data = r;
     sw_info("upstream %s: a pooled connection was closed by the server; retrying on a new one",
             r->e->key);
@@ -751,7 +769,7 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     r->deadline_ms = sw_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
     r->connect_timeout_ms = connect_timeout_ms;
     sw_buf_init(&r->pending, PENDING_MAX * 4);
-    http_parser_init(&r->parser, HTTP_RESPONSE);
+    llhttp_init(&r->parser, HTTP_RESPONSE, &settings);
     r->parser.data = r;
     r->e = k->e;
     evtimer_assign(&r->timer, pool->base, on_timer, r);
