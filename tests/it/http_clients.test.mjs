@@ -466,6 +466,19 @@ for (const name of ['spillway', 'llmsim']) {
       } finally { c.destroy(); }
     });
 
+    for (const version of ['2.0', '3.0', '1.2']) {
+      test(`raw socket: a request line of HTTP/${version} gets 505 and the connection closes`, async () => {
+        const c = await rawConnect(T.port);
+        try {
+          c.send(`GET ${T.health} HTTP/${version}\r\nHost: 127.0.0.1\r\n\r\n`, 'GET');
+          const { responses } = await c.responses(1);
+          assert.equal(responses[0].status, 505);
+          assertOpenAIError(responses[0].body);
+          await c.closed();
+        } finally { c.destroy(); }
+      });
+    }
+
     test('raw socket: a Transfer-Encoding other than chunked gets 501', async () => {
       const c = await rawConnect(T.port);
       try {
