@@ -68,17 +68,23 @@ json_t *build_object(dom::object obj, Ctx &c)
     for (dom::key_value_pair kv : obj) {
         std::string_view k = kv.key;
         // jansson refuses a NUL in a key whatever the flags.
-        if (memchr(k.data(), '\0', k.size()) ||
-            (c.reject_dups && json_object_getn(o, k.data(), k.size()))) {
+        if (memchr(k.data(), '\0', k.size())) {
             json_decref(o);
             return nullptr;
         }
         json_t *v = build(kv.value, c);
         // json_object_setn_new_nocheck releases v when it fails (memory:
         // the key is neither NULL nor the object its own value).
+        size_t before = json_object_size(o);
         if (!v || json_object_setn_new_nocheck(o, k.data(), k.size(), v)) {
             if (v)
                 c.oom = true;
+            json_decref(o);
+            return nullptr;
+        }
+        // A key seen before replaced its value instead of adding a member:
+        // a duplicate (one hash lookup per key, not two).
+        if (c.reject_dups && json_object_size(o) == before) {
             json_decref(o);
             return nullptr;
         }

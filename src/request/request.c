@@ -289,14 +289,13 @@ long sw_request_estimate_tokens(size_t text_bytes)
 static int need_string(struct ctx *c, json_t *obj, const char *key, const char *base,
                        json_t **out)
 {
-    char path[PATH_MAX_BYTES];
     json_t *v = json_object_get(obj, key);
 
-    join3(path, sizeof(path), base, ".", key);
-    if (!v)
-        return fail_missing(c, path);
-    if (!json_is_string(v))
-        return fail_type(c, path, "a string", v);
+    if (!v || !json_is_string(v)) {     /* the path is made only for the error */
+        char path[PATH_MAX_BYTES];
+        join3(path, sizeof(path), base, ".", key);
+        return v ? fail_type(c, path, "a string", v) : fail_missing(c, path);
+    }
     if (out)
         *out = v;
     return SW_OK;
@@ -306,14 +305,13 @@ static int need_string(struct ctx *c, json_t *obj, const char *key, const char *
 static int need_object(struct ctx *c, json_t *obj, const char *key, const char *base,
                        json_t **out)
 {
-    char path[PATH_MAX_BYTES];
     json_t *v = json_object_get(obj, key);
 
-    join3(path, sizeof(path), base, ".", key);
-    if (!v)
-        return fail_missing(c, path);
-    if (!json_is_object(v))
-        return fail_type(c, path, "an object", v);
+    if (!v || !json_is_object(v)) {
+        char path[PATH_MAX_BYTES];
+        join3(path, sizeof(path), base, ".", key);
+        return v ? fail_type(c, path, "an object", v) : fail_missing(c, path);
+    }
     *out = v;
     return SW_OK;
 }
@@ -568,8 +566,12 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
         }
     }
 
-    join(path, sizeof(path), base, ".content");
     content = json_object_get(msg, "content");
+    if (content && json_is_string(content)) {     /* the usual message: no path needed */
+        add_text(c, json_string_length(content));
+        return SW_OK;
+    }
+    join(path, sizeof(path), base, ".content");
     if (!content || json_is_null(content)) {
         /* The function role's content is nullable in OpenAI's schema. */
         if (has_call || (role == ROLE_FUNCTION && content))
@@ -580,10 +582,6 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
                     "Invalid type for '%s': expected one of a string or an array of "
                     "objects, but got null instead. null is allowed only for an "
                     "assistant message with 'tool_calls' or 'function_call'.", path);
-    }
-    if (json_is_string(content)) {
-        add_text(c, json_string_length(content));
-        return SW_OK;
     }
     if (!json_is_array(content))
         return fail_type(c, path, "one of a string or an array of objects", content);
