@@ -158,7 +158,8 @@ json_t *parse_with(dom::parser &parser, const char *padded, size_t len, size_t f
     return build(root, c);
 }
 
-json_t *fast(const char *s, size_t len, size_t flags, Ctx &c)
+// max_depth: the simdjson parser's nesting bound (0: its default).
+json_t *fast(const char *s, size_t len, size_t flags, Ctx &c, size_t max_depth = 0)
 {
     c.reject_dups = flags & JSON_REJECT_DUPLICATES;
     c.oom = false;
@@ -167,6 +168,12 @@ json_t *fast(const char *s, size_t len, size_t flags, Ctx &c)
     try {
         if (len <= kKeepBytes) {
             thread_local Scratch scratch;
+            size_t depth = max_depth ? max_depth : simdjson::DEFAULT_MAX_DEPTH;
+            if (scratch.parser.max_depth() != depth &&
+                scratch.parser.allocate(len > 4096 ? len : 4096, depth) != simdjson::SUCCESS) {
+                c.oom = true;
+                return nullptr;
+            }
             const char *p = scratch.pad(s, len);
             if (!p) {
                 c.oom = true;
@@ -194,6 +201,20 @@ json_t *sw_json_load_fast_only(const char *s, size_t len, size_t flags)
 {
     Ctx c;
     return fast(s, len, flags, c);
+}
+
+json_t *sw_json_load_small(const char *s, size_t len, size_t flags, size_t max_values,
+                           size_t max_depth, bool *oom)
+{
+    *oom = false;
+    // n values need at least 2n - 1 bytes (one each, commas between): a text
+    // that short cannot hold more than max_values.
+    if (len > kKeepBytes || (max_values && (len + 1) / 2 > max_values) || !max_depth)
+        return nullptr;
+    Ctx c;
+    json_t *j = fast(s, len, flags, c, max_depth);
+    *oom = !j && c.oom;
+    return j;
 }
 
 json_t *sw_json_load(const char *s, size_t len, size_t flags, json_error_t *err)

@@ -359,7 +359,8 @@ static pthread_once_t pnodes_once = PTHREAD_ONCE_INIT;
 static int pnode_child(int n, const char *k, size_t klen)
 {
     for (int c = pnodes[n].child; c >= 0; c = pnodes[c].next)
-        if (pnodes[c].seg ? (k && klen == pnodes[c].len && !memcmp(k, pnodes[c].seg, klen))
+        if (pnodes[c].seg ? (k && klen == pnodes[c].len && k[0] == pnodes[c].seg[0] &&
+                             !memcmp(k, pnodes[c].seg, klen))
                           : !k)
             return c;
     return -1;

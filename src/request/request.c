@@ -963,6 +963,19 @@ json_t *sw_request_json_load(const char *body, size_t len, struct sw_request_err
     json_error_t je;
 
     *rc = SW_EINVAL;
+    /* The usual body: parsed and built within the bounds in one pass. */
+    bool oom = false;
+    json_t *small = body && len ? sw_json_load_small(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                                                     SW_REQUEST_MAX_JSON_VALUES,
+                                                     SW_REQUEST_MAX_JSON_DEPTH, &oom)
+                                : NULL;
+    if (small)
+        return small;
+    if (oom) {
+        *rc = SW_ENOMEM;
+        set_oom(err);
+        return NULL;
+    }
     /* Bounded work and memory whatever the client sent: the shape is checked
      * before jansson builds anything. */
     if (body && len && !sw_request_json_shape(body, len, SW_REQUEST_MAX_JSON_VALUES,
