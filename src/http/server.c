@@ -46,7 +46,7 @@ enum conn_state {
 
 struct hdr {
     const char *name, *value;
-    size_t name_len;
+    size_t name_len, value_len;
 };
 
 /* Answer headers: name and value copied into the request's `outs` when they
@@ -433,10 +433,9 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
         r->bad_header = true;
         return 1;
     }
-    ((char *)at)[len] = '\0'; /* the ':' after the name */
-    r->hdrs[r->n_hdrs].name = at;
-    r->hdrs[r->n_hdrs].name_len = len;
-    r->hdrs[r->n_hdrs].value = "";
+    /* The head is not written to while the parser reads it: names and
+     * values are NUL-terminated after the parse (terminate_headers). */
+    r->hdrs[r->n_hdrs] = (struct hdr){.name = at, .name_len = len, .value = NULL};
     r->n_hdrs++;
     return 0;
 }
@@ -446,8 +445,10 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
     struct sw_http_req *r = ((struct conn *)p->data)->req;
     if (r->headers_done || r->n_hdrs == 0)
         return 0;
-    ((char *)at)[len] = '\0'; /* the CR or LF after the value */
-    r->hdrs[r->n_hdrs - 1].value = at;
+    struct hdr *h = &r->hdrs[r->n_hdrs - 1];
+    if (!h->value)
+        h->value = at;
+    h->value_len = (size_t)(at + len - h->value);
     return 0;
 }
 
@@ -499,6 +500,20 @@ static const llhttp_settings_t parser_settings = {
     .on_body = on_body,
     .on_message_complete = on_message_complete,
 };
+
+/* Ends each header name at its ':' and each value at the CR or LF after it,
+ * once the parser is done with the head. */
+static void terminate_headers(struct sw_http_req *r)
+{
+    for (int i = 0; i < r->n_hdrs; i++) {
+        struct hdr *h = &r->hdrs[i];
+        ((char *)h->name)[h->name_len] = '\0';
+        if (h->value)
+            ((char *)h->value)[h->value_len] = '\0';
+        else
+            h->value = "";      /* an empty value: no span */
+    }
+}
 
 /* Runs the parser over n bytes: how many it took (it stops after a complete
  * message, so pipelined bytes stay for the next one), its verdict in *e. */
@@ -599,6 +614,7 @@ static void begin_request(struct conn *c, size_t n)
     c->parser.data = c;
     llhttp_errno_t e;
     size_t done = parse(c, head, n, &e);
+    terminate_headers(r);
     if (r->bad_header) {
         server_error(c, 431, "request_header_fields_too_large", "Too many request headers.");
         return;
