@@ -17,6 +17,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/spares.h"
 
 /* Headers per request, and response headers set by the application. */
 #define MAX_HEADERS 64
@@ -24,10 +25,8 @@
 /* Input read ahead (pipelined requests) while a request is being answered. */
 #define READ_AHEAD_MAX (64 * 1024)
 #define READ_CHUNK 4096
-#define SPARE_IN_MAX 32
-/* Requests whose head fits REQ_HEAD_ROOM are kept for reuse, up to SPARE_REQ_MAX. */
+/* Requests whose head fits REQ_HEAD_ROOM are kept for reuse (common/spares.h). */
 #define REQ_HEAD_ROOM 2048
-#define SPARE_REQ_MAX 32
 /* After the last byte of an answer on a connection that closes, unread
  * input is drained this long so the client is not reset before it read the
  * answer (a client still sending a refused body, say). */
@@ -126,10 +125,8 @@ struct sw_http_server {
     int port;
     /* Input buffers of READ_CHUNK bytes put back by connections whose request
      * is being answered, taken again by the next read on any connection. */
-    char *spare_in[SPARE_IN_MAX];
-    int n_spare_in;
-    struct sw_http_req *spare_req[SPARE_REQ_MAX];
-    int n_spare_req;
+    struct sw_spares spare_in;      /* READ_CHUNK buffers */
+    struct sw_spares spare_req;     /* requests with REQ_HEAD_ROOM */
 };
 
 static void process(struct conn *c);
@@ -216,14 +213,14 @@ static void listener_update(struct sw_http_server *s)
 /* A buffer of READ_CHUNK bytes: a spare one when there is, else a new one. */
 static char *chunk_get(struct sw_http_server *s)
 {
-    return s->n_spare_in > 0 ? s->spare_in[--s->n_spare_in] : malloc(READ_CHUNK);
+    return sw_spares_get(&s->spare_in, READ_CHUNK);
 }
 
 /* buf (cap bytes) back to the spares when it is a READ_CHUNK one, else freed. */
 static void chunk_put(struct sw_http_server *s, char *buf, size_t cap)
 {
-    if (buf && cap == READ_CHUNK && s->n_spare_in < SPARE_IN_MAX)
-        s->spare_in[s->n_spare_in++] = buf;
+    if (cap == READ_CHUNK)
+        sw_spares_put(&s->spare_in, buf);
     else
         free(buf);
 }
@@ -235,8 +232,8 @@ static void req_free(struct sw_http_server *s, struct sw_http_req *r)
     for (int i = 0; i < r->n_out; i++)
         free(r->out[i].heap);
     chunk_put(s, r->body, r->body_cap);
-    if (r->pooled && s->n_spare_req < SPARE_REQ_MAX)
-        s->spare_req[s->n_spare_req++] = r;
+    if (r->pooled)
+        sw_spares_put(&s->spare_req, r);
     else
         free(r);
 }
@@ -594,8 +591,8 @@ static void begin_request(struct conn *c, size_t n)
     /* the request and its copy of the head in one allocation; the answer
      * headers' arena is written before it is read */
     bool pooled = n + 1 <= REQ_HEAD_ROOM;
-    struct sw_http_req *r = pooled && s->n_spare_req > 0 ? s->spare_req[--s->n_spare_req]
-                            : malloc(sizeof *r + (pooled ? REQ_HEAD_ROOM : n + 1));
+    struct sw_http_req *r = pooled ? sw_spares_get(&s->spare_req, sizeof *r + REQ_HEAD_ROOM)
+                                   : malloc(sizeof *r + n + 1);
     if (!r) {
         conn_fail(c);
         return;
@@ -785,10 +782,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     size_t limit = c->state == C_HEAD ? c->s->lim.max_header_bytes + READ_CHUNK : READ_AHEAD_MAX;
-    if (c->in_cap == 0 && c->s->n_spare_in > 0) {
-        c->in = c->s->spare_in[--c->s->n_spare_in];
+    if (c->in_cap == 0 && (c->in = sw_spares_take(&c->s->spare_in)) != NULL)
         c->in_cap = READ_CHUNK;
-    }
     if (c->in_cap - c->in_len < READ_CHUNK / 2 && c->in_cap < limit) {
         size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
         char *in = realloc(c->in, cap);
@@ -1018,10 +1013,8 @@ void sw_http_server_free(struct sw_http_server *s)
         conn_free(s->conns);
     if (s->listener)
         evconnlistener_free(s->listener);
-    while (s->n_spare_in > 0)
-        free(s->spare_in[--s->n_spare_in]);
-    while (s->n_spare_req > 0)
-        free(s->spare_req[--s->n_spare_req]);
+    sw_spares_free(&s->spare_in);
+    sw_spares_free(&s->spare_req);
     free(s);
 }
 

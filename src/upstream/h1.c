@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/spares.h"
 
 /* Idle keep-alive connections kept per backend address. */
 #define IDLE_MAX 1024
@@ -62,21 +63,11 @@ struct known_url {
     struct known_url *next;
 };
 
-/* Ended requests kept for the next ones (the loop is the only thread): one
- * is about 1 KB, and its calloc went through glibc's slow path each time.
- * Sanitizer builds free them, so a use after free is still caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SPARE_REQS 0
-#else
-#define SPARE_REQS 16
-#endif
-
 struct sw_h1pool {
     struct event_base *base;
     struct entry *entries;
     struct known_url *urls;
-    struct sw_h1req *spare[SPARE_REQS + 1];
-    int n_spare;
+    struct sw_spares spare;         /* ended requests (about 1 KB each) for the next ones */
 };
 
 /* One attempt: a POST on a connection of the pool. */
@@ -218,8 +209,7 @@ void sw_h1pool_free(struct sw_h1pool *pool)
         free(k->url);
         free(k);
     }
-    while (pool->n_spare > 0)
-        free(pool->spare[--pool->n_spare]);
+    sw_spares_free(&pool->spare);
     free(pool);
 }
 
@@ -483,10 +473,7 @@ static void req_free(struct sw_h1req *r)
         conn_free(r->c); /* not reusable: the answer did not end cleanly */
     sw_buf_free(&r->pending);
     struct sw_h1pool *pool = r->pool;
-    if (pool->n_spare < SPARE_REQS)
-        pool->spare[pool->n_spare++] = r;
-    else
-        free(r);
+    sw_spares_put(&pool->spare, r);
 }
 
 /* Ends the request: the connection goes back to the pool when the answer
@@ -755,7 +742,7 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     struct known_url *k = known_url(pool, url);
     if (!k || !k->handled)
         return NULL;
-    struct sw_h1req *r = pool->n_spare > 0 ? pool->spare[--pool->n_spare] : malloc(sizeof *r);
+    struct sw_h1req *r = sw_spares_get(&pool->spare, sizeof *r);
     if (!r)
         return NULL;
     memset(r, 0, sizeof *r);
