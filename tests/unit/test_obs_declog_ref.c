@@ -549,6 +549,22 @@ static size_t first_diff(const char *a, const char *b)
     return i;
 }
 
+/* Up to 80 bytes of s from 20 before at (s has at least `at` bytes). */
+static const char *around(const char *s, size_t at, char *out)
+{
+    size_t from = at > 20 ? at - 20 : 0;
+    snprintf(out, 81, "%s", s + from);
+    return out;
+}
+
+#define FAIL_DIFF(what, round, want, got)                                                         \
+    do {                                                                                           \
+        size_t at_ = first_diff((want), (got));                                                    \
+        char a_[81], b_[81];                                                                       \
+        fail_msg("round %d: %s differs at byte %zu\nwant ...%s\ngot  ...%s", (round), (what),      \
+                 at_, around((want), at_, a_), around((got), at_, b_));                            \
+    } while (0)
+
 #define ROUNDS 20000
 
 static void test_format_matches_reference(void **state)
@@ -565,8 +581,7 @@ static void test_format_matches_reference(void **state)
         assert_non_null(want);
         assert_non_null(got);
         if (strcmp(want, got) != 0)
-            fail_msg("round %d: lines differ at byte %zu\nwant: %s\ngot:  %s", round,
-                     first_diff(want, got), want, got);
+            FAIL_DIFF("line", round, want, got);
         free(want);
         free(got);
     }
@@ -618,8 +633,7 @@ static void test_record_matches_reference(void **state)
         assert_int_equal(sw_declog_record(d, ring, &r->e), SW_OK);
         const char *kept = sw_declog_ring_get(ring, 0);
         if (strcmp(want, kept) != 0)
-            fail_msg("round %d: ring line differs at byte %zu\nwant: %s\ngot:  %s", round,
-                     first_diff(want, kept), want, kept);
+            FAIL_DIFF("ring line", round, want, kept);
         assert_int_equal(sw_buf_append_str(&expect, want), SW_OK);
         assert_int_equal(sw_buf_append(&expect, "\n", 1), SW_OK);
         free(want);
