@@ -66,13 +66,17 @@ static __attribute__((noinline)) int grow(struct line *l, size_t n)
     return SW_OK;
 }
 
+/* The pieces of a field are inlined where the field is written, so that
+ * copies of constant keys become plain stores. */
+#define PIECE static inline __attribute__((always_inline))
+
 /* Room for n more bytes (and one after them). */
-static inline int room(struct line *l, size_t n)
+PIECE int room(struct line *l, size_t n)
 {
     return n < l->cap - l->len ? SW_OK : grow(l, n);
 }
 
-static inline void put(struct line *l, const void *data, size_t n)
+PIECE void put(struct line *l, const void *data, size_t n)
 {
     memcpy(l->p + l->len, data, n);
     l->len += n;
@@ -174,10 +178,43 @@ static __attribute__((noinline)) int put_escaped(struct line *l, const char *key
     return SW_OK;
 }
 
+/* memcpy, out of line: where copy() is inlined with a string constant the
+ * compiler would otherwise warn about the long branch it cannot rule out. */
+static __attribute__((noinline)) void copy_long(char *w, const unsigned char *s, size_t n)
+{
+    memcpy(w, s, n);
+}
+
+/* Copies n bytes; a short copy (names, codes, ids) without a call. */
+PIECE void copy(char *w, const unsigned char *s, size_t n)
+{
+    if (n <= 16 && n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(w, &a, 8);
+        memcpy(w + n - 8, &b, 8);
+    } else if (n < 8 && n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(w, &a, 4);
+        memcpy(w + n - 4, &b, 4);
+    } else if (n < 4) {
+        if (n) {
+            w[0] = (char)s[0];
+            w[n / 2] = (char)s[n / 2];
+            w[n - 1] = (char)s[n - 1];
+        }
+    } else {
+        copy_long(w, s, n);
+    }
+}
+
 /* key (klen bytes, may be 0), then str cut to SW_DECLOG_MAX_FIELD bytes as a
  * JSON string, or null. One pass finds both the length and whether any
  * byte needs an escape; a plain string (the usual case) is one copy. */
-static inline int put_string(struct line *l, const char *key, size_t klen, const char *str)
+PIECE int put_string(struct line *l, const char *key, size_t klen, const char *str)
 {
     if (!str) {
         TRY(room(l, klen + 4));
@@ -196,11 +233,47 @@ static inline int put_string(struct line *l, const char *key, size_t klen, const
     memcpy(w, key, klen);
     w += klen;
     *w++ = '"';
-    memcpy(w, s, n);
+    copy(w, s, n);
     w += n;
     *w++ = '"';
     l->len = (size_t)(w - l->p);
     return SW_OK;
+}
+
+/* The decimal digits of v, zero-padded to min_digits (at most 20), at w;
+ * returns how many. What sw_fmt_u64(w, v, 10, min_digits) writes, two
+ * digits at a time and without reversing. */
+static size_t put_dec(char *w, uint64_t v, size_t min_digits)
+{
+    static const uint64_t pow10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+        100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+        10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+        100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                "31323334353637383940414243444546474849505152535455565758596061"
+                                "62636465666768697071727374757677787980818283848586878889909192"
+                                "93949596979899";
+    size_t n = 1;
+    while (n < 20 && v >= pow10[n])
+        n++;
+    if (n < min_digits)
+        n = min_digits < 20 ? min_digits : 20;
+    char *p = w + n;
+    while (v >= 100) {
+        p -= 2;
+        memcpy(p, pairs + v % 100 * 2, 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, pairs + v * 2, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+    while (p > w)
+        *--p = '0';
+    return n;
 }
 
 /* The longest text number_text writes. */
@@ -230,7 +303,7 @@ static size_t number_text(char *w, double v, int decimals)
         size_t k = 0;
         if (r < 0)
             w[k++] = '-';
-        k += sw_fmt_u64(w + k, u / div, 10, 1);
+        k += put_dec(w + k, u / div, 1);
         uint64_t frac = u % div;
         if (frac) {
             int digits = decimals;
@@ -239,7 +312,7 @@ static size_t number_text(char *w, double v, int decimals)
                 digits--;
             }
             w[k++] = '.';
-            k += sw_fmt_u64(w + k, frac, 10, digits);
+            k += put_dec(w + k, frac, (size_t)digits);
         }
         return k;
     }
@@ -255,7 +328,7 @@ static size_t number_text(char *w, double v, int decimals)
 }
 
 /* key, then v as number_text writes it, or null when not present. */
-static int put_number(struct line *l, const char *key, size_t klen, double v, bool present,
+PIECE int put_number(struct line *l, const char *key, size_t klen, double v, bool present,
                       int decimals)
 {
     TRY(room(l, klen + NUMBER_MAX));
@@ -270,14 +343,14 @@ static int put_number(struct line *l, const char *key, size_t klen, double v, bo
 /* key, then a count (status, tokens: a whole number, no decimals), or null
  * when not present. What number_text(v, 0) writes, without floating point
  * while v is exact in a double. */
-static inline int put_count(struct line *l, const char *key, size_t klen, long v, bool present)
+PIECE int put_count(struct line *l, const char *key, size_t klen, long v, bool present)
 {
     if (present && (v < 0 || v >= 9000000000000000L))
         return put_number(l, key, klen, (double)v, true, 0);
     TRY(room(l, klen + 24));
     put(l, key, klen);
     if (present)
-        l->len += sw_fmt_u64(l->p + l->len, (uint64_t)v, 10, 1);
+        l->len += put_dec(l->p + l->len, (uint64_t)v, 1);
     else
         PUT_LIT(l, "null");
     return SW_OK;
@@ -409,7 +482,7 @@ static int format(struct line *l, const struct sw_declog_entry *e)
         TRY(put_string(l, ",", i ? 1 : 0, e->pii[i].type ? e->pii[i].type : ""));
         TRY(room(l, 24));
         PUT_LIT(l, ":");
-        l->len += sw_fmt_u64(l->p + l->len, e->pii[i].n, 10, 1);
+        l->len += put_dec(l->p + l->len, e->pii[i].n, 1);
     }
     TRY(room(l, 1));
     PUT_LIT(l, "}");
@@ -544,6 +617,19 @@ static int write_line(struct sw_declog *d, const char *line, size_t n, bool nl)
         bool was_empty = d->pend.len == 0;
         if (!was_empty && d->pend.len + whole > SW_DECLOG_BATCH_MAX)
             sw_declog_flush(d), was_empty = true;
+        struct sw_buf *b = &d->pend;
+        if (nl && b->ptr && n < b->cap - b->len && n <= b->max - b->len) {
+            /* the usual case: room in the batch, no call to append */
+            memcpy(b->ptr + b->len, line, n);
+            b->len += n;
+            b->ptr[b->len] = '\0';
+            d->pend_lines++;
+            if (b->len >= SW_DECLOG_BATCH_MAX)
+                return sw_declog_flush(d);
+            if (was_empty)
+                d->schedule(d->schedule_ud);
+            return SW_OK;
+        }
         if (sw_buf_append(&d->pend, line, n) == SW_OK) {
             if (nl || sw_buf_append(&d->pend, "\n", 1) == SW_OK) {
                 d->pend_lines++;
