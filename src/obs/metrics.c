@@ -150,7 +150,7 @@ static uint64_t tuple_hash(const struct family_def *d, const char *const *labels
 /* A stored label (already cut) equals v as it would be stored: one pass
  * over both, no length measured first (a request compares a few short
  * labels on every increment). */
-static inline bool label_equal(const char *stored, const char *v)
+static inline __attribute__((always_inline)) bool label_equal(const char *stored, const char *v)
 {
     for (size_t k = 0;; k++) {
         char a = stored[k], b = v[k];
@@ -161,8 +161,8 @@ static inline bool label_equal(const char *stored, const char *v)
     }
 }
 
-static bool tuple_equal(const struct family_def *d, const struct series *s,
-                        const char *const *labels)
+static inline __attribute__((always_inline)) bool
+tuple_equal(const struct family_def *d, const struct series *s, const char *const *labels)
 {
     for (size_t i = 0; i < d->n_labels; i++)
         if (!label_equal(s->labels[i], label_at(labels, i)))

@@ -214,7 +214,14 @@ size_t sw_obs_pii_list(const struct sw_pii_engine *e, const struct sw_pii_counts
                        struct sw_declog_pii *out)
 {
     size_t n = 0;
-    for (int t = 0; e && c && t < SW_PII_MAX_TYPES; t++)
+    if (!e || !c)
+        return 0;
+    uint32_t any = 0;
+    for (int t = 0; t < SW_PII_MAX_TYPES; t++)
+        any |= c->n[t];
+    if (!any)
+        return 0;   /* the usual case, found in one pass without branches */
+    for (int t = 0; t < SW_PII_MAX_TYPES; t++)
         if (c->n[t])
             out[n++] = (struct sw_declog_pii){sw_pii_type_name(e, t), c->n[t]};
     return n;
