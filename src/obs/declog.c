@@ -276,6 +276,21 @@ static size_t put_dec(char *w, uint64_t v, size_t min_digits)
     return n;
 }
 
+/* round(x), without a call: half away from zero, the same double for every
+ * x but the sign of a zero result (which the callers drop). */
+static inline double round_half_away(double x)
+{
+    if (!(fabs(x) < 4503599627370496.0))  /* 2^52: x is whole already */
+        return x;
+    double t = (double)(int64_t)x;          /* trunc(x) */
+    double frac = x - t;                    /* exact */
+    if (frac >= 0.5)
+        t += 1;
+    else if (frac <= -0.5)
+        t -= 1;
+    return t;
+}
+
 /* The longest text number_text writes. */
 #define NUMBER_MAX 48
 
@@ -292,14 +307,15 @@ static size_t number_text(char *w, double v, int decimals)
                                        100000000, 1000000000};
     bool tab = decimals >= 0 && decimals <= 9;
     double scale = tab ? (double)pow10_u[decimals] : pow(10, decimals);
-    double r = round(v * scale) / scale;
+    double r = round_half_away(v * scale) / scale;
     if (r == 0)
         r = 0;      /* no "-0" */
     /* Exact integer arithmetic for everything a log line holds (counts,
      * milliseconds, dollars to 9 decimals): no printf on the hot path. */
     double scaled = fabs(r) * scale;
     if (scaled < 9e15) {
-        uint64_t u = (uint64_t)llround(scaled), div = tab ? pow10_u[decimals] : (uint64_t)llround(scale);
+        uint64_t u = (uint64_t)round_half_away(scaled),
+                 div = tab ? pow10_u[decimals] : (uint64_t)llround(scale);
         size_t k = 0;
         if (r < 0)
             w[k++] = '-';
@@ -449,7 +465,12 @@ static int format(struct line *l, const struct sw_declog_entry *e)
     TRY(STR(l, "request_id", e->request_id));
     TRY(STR(l, "model", e->model));
     TRY(STR(l, "key_name", e->key_name));
-    TRY(STR(l, "decision", sw_declog_decision_name(e->decision)));
+    /* the names of declog.c's own tables, quoted here once */
+    TRY(room(l, sizeof KEY("decision") "\"rejected\""));
+    if (e->decision == SW_DECLOG_REJECTED)
+        PUT_LIT(l, KEY("decision") "\"rejected\"");
+    else
+        PUT_LIT(l, KEY("decision") "\"served\"");
     TRY(COUNT(l, "status", e->status, e->status > 0));
     TRY(STR(l, "backend", e->backend));
     TRY(STR(l, "tier", e->tier));
