@@ -830,18 +830,42 @@ int sw_declog_record(struct sw_declog *d, struct sw_declog_ring *r,
 {
     char stack[LINE_STACK];
     struct line l;
-    line_init(&l, stack, sizeof stack);
+    /* A full ring's oldest line makes room for this one, and its allocation
+     * takes the new line as it is formatted: no copy into the ring. (Should
+     * formatting fail, the oldest line is gone and the ring holds one less.) */
+    size_t slot = r ? (r->head + r->count) % r->cap : 0;
+    bool in_ring = r && r->lines[slot];     /* set only in a full ring */
+    if (in_ring) {
+        l = (struct line){r->lines[slot], 0, r->size[slot], true};
+        r->lines[slot] = NULL;
+        r->size[slot] = 0;
+        r->head = (r->head + 1) % r->cap;
+        r->count--;
+    } else {
+        line_init(&l, stack, sizeof stack);
+    }
+    /* room for a newline and a NUL after the line */
     int err = format(&l, e);
+    if (!err)
+        err = room(&l, 1);
     if (err) {
         line_free(&l);
         return SW_ENOMEM;
     }
-    if (r)
-        err = ring_put(r, l.p, l.len);
     if (d) {
-        l.p[l.len] = '\n';     /* the line's room always has one byte more */
-        int e2 = write_line(d, l.p, l.len + 1, true);
-        if (!err || e2)
+        l.p[l.len] = '\n';
+        err = write_line(d, l.p, l.len + 1, true);
+    }
+    l.p[l.len] = '\0';
+    if (in_ring) {
+        r->lines[slot] = l.p;
+        r->size[slot] = l.cap;
+        r->count++;
+        return err;
+    }
+    if (r) {
+        int e2 = ring_put(r, l.p, l.len);
+        if (!err)
             err = e2;
     }
     line_free(&l);

@@ -621,7 +621,9 @@ static void test_record_matches_reference(void **state)
     close(fd);
     struct sw_declog *d = sw_declog_open(path);
     assert_non_null(d);
-    struct sw_declog_ring *ring = sw_declog_ring_new(7);
+    enum { RING = 7 };
+    struct sw_declog_ring *ring = sw_declog_ring_new(RING);
+    char *last[RING] = {0};     /* the reference's last lines, as the ring should hold them */
     struct rand_entry *r = malloc(sizeof *r);
     struct sw_buf expect;
     sw_buf_init(&expect, 1 << 30);
@@ -631,13 +633,22 @@ static void test_record_matches_reference(void **state)
         prev = r->e.time_ms;
         char *want = ref_format(&r->e);
         assert_int_equal(sw_declog_record(d, ring, &r->e), SW_OK);
-        const char *kept = sw_declog_ring_get(ring, 0);
-        if (strcmp(want, kept) != 0)
-            FAIL_DIFF("ring line", round, want, kept);
         assert_int_equal(sw_buf_append_str(&expect, want), SW_OK);
         assert_int_equal(sw_buf_append(&expect, "\n", 1), SW_OK);
-        free(want);
+        /* the ring: this line, and the older ones untouched */
+        free(last[round % RING]);
+        last[round % RING] = want;
+        size_t kept = sw_declog_ring_count(ring);
+        assert_int_equal(kept, round + 1 < RING ? (size_t)round + 1 : RING);
+        for (size_t i = 0; i < kept; i++) {
+            const char *w = last[(size_t)(round + RING - (int)i) % RING];
+            const char *got = sw_declog_ring_get(ring, i);
+            if (strcmp(w, got) != 0)
+                FAIL_DIFF("ring line", round, w, got);
+        }
     }
+    for (size_t i = 0; i < RING; i++)
+        free(last[i]);
     sw_declog_close(d);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
