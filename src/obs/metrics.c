@@ -1,7 +1,6 @@
 #include "obs/metrics.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,29 +152,7 @@ static uint64_t tuple_hash(const struct family_def *d, const char *const *labels
  * labels on every increment). */
 static inline __attribute__((always_inline)) bool label_equal(const char *stored, const char *v)
 {
-    size_t k = 0;
-#if !defined(__SANITIZE_ADDRESS__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* Eight bytes at a time. Each word read starts at a byte of the string or
-     * its NUL (the words before had no NUL and were equal) and does not leave
-     * that byte's page, so it cannot fault; bytes past the NUL are masked
-     * off. Sanitizer builds compare byte by byte. */
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    while (((uintptr_t)(stored + k) & 4095) <= 4096 - 8 && ((uintptr_t)(v + k) & 4095) <= 4096 - 8) {
-        uint64_t a, b;
-        memcpy(&a, stored + k, 8);
-        memcpy(&b, v + k, 8);
-        uint64_t nul = (a - ones) & ~a & highs;     /* lowest set bit: stored's first NUL */
-        if (nul) {
-            if (((a ^ b) & (nul ^ (nul - 1))) == 0)
-                return true;    /* equal up to and including the NUL */
-            break;              /* a difference: the byte loop tells */
-        }
-        if (a != b)
-            return false;       /* a difference before stored's end */
-        k += 8;
-    }
-#endif
-    for (;; k++) {
+    for (size_t k = 0;; k++) {
         char a = stored[k], b = v[k];
         if (a != b)     /* v may go on past the cut, and still be equal */
             return a == '\0' && cut_len(v) == k;
