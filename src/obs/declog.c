@@ -224,6 +224,11 @@ PIECE int put_string(struct line *l, const char *key, size_t klen, const char *s
     }
     const unsigned char *s = (const unsigned char *)str;
     size_t n = 0;
+    /* four bytes per bound check; each byte is read only after the one
+     * before it was found plain (so not the NUL) */
+    while (n + 4 <= SW_DECLOG_MAX_FIELD && plain_byte[s[n]] && plain_byte[s[n + 1]] &&
+           plain_byte[s[n + 2]] && plain_byte[s[n + 3]])
+        n += 4;
     while (n < SW_DECLOG_MAX_FIELD && plain_byte[s[n]])
         n++;
     if (n < SW_DECLOG_MAX_FIELD && s[n] != '\0')
@@ -254,6 +259,20 @@ static size_t put_dec(char *w, uint64_t v, size_t min_digits)
                                 "31323334353637383940414243444546474849505152535455565758596061"
                                 "62636465666768697071727374757677787980818283848586878889909192"
                                 "93949596979899";
+    if (v < 1000 && min_digits <= 3) {     /* statuses, most counts */
+        size_t n = v < 10 ? 1 : v < 100 ? 2 : 3;
+        if (n < min_digits)
+            n = min_digits;
+        if (n == 3) {
+            w[0] = (char)('0' + v / 100);
+            memcpy(w + 1, pairs + v % 100 * 2, 2);
+        } else if (n == 2) {
+            memcpy(w, pairs + v * 2, 2);
+        } else {
+            w[0] = (char)('0' + v);
+        }
+        return n;
+    }
     size_t n = 1;
     while (n < 20 && v >= pow10[n])
         n++;

@@ -216,11 +216,9 @@ size_t sw_obs_pii_list(const struct sw_pii_engine *e, const struct sw_pii_counts
     size_t n = 0;
     if (!e || !c)
         return 0;
-    uint32_t any = 0;
-    for (int t = 0; t < SW_PII_MAX_TYPES; t++)
-        any |= c->n[t];
-    if (!any)
-        return 0;   /* the usual case, found in one pass without branches */
+    static const uint32_t none[SW_PII_MAX_TYPES];
+    if (memcmp(c->n, none, sizeof none) == 0)
+        return 0;   /* the usual case */
     for (int t = 0; t < SW_PII_MAX_TYPES; t++)
         if (c->n[t])
             out[n++] = (struct sw_declog_pii){sw_pii_type_name(e, t), c->n[t]};
