@@ -24,21 +24,73 @@ const char *sw_declog_outcome_name(enum sw_declog_outcome o)
     return (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "failed";
 }
 
-/* ---- JSON pieces ---- */
+/* ---- The line being formatted ----
+ *
+ * In the caller's buffer (on its stack) until it outgrows it, then on the
+ * heap. Each field reserves room for all it may write (a string's worst
+ * case: 6 bytes per input byte) with one compare, then writes without
+ * further checks. */
+struct line {
+    char *p;
+    size_t len, cap;        /* cap > len always: room for a final NUL or newline */
+    bool heap;              /* p was malloc'ed here */
+};
 
-/* sw_buf_append inlined for the pieces of a line: one compare and a memcpy
- * while the buffer has room (it is sized for a typical line up front). */
-static inline int put(struct sw_buf *out, const void *data, size_t n)
+static void line_init(struct line *l, char *stack, size_t size)
 {
-    if (out->ptr && n < out->cap - out->len && n <= out->max - out->len) {
-        memcpy(out->ptr + out->len, data, n);
-        out->len += n;
-        out->ptr[out->len] = '\0';
-        return SW_OK;
-    }
-    return sw_buf_append(out, data, n);
+    l->p = stack;
+    l->len = 0;
+    l->cap = size;
+    l->heap = false;
 }
-#define PUT_LIT(out, lit) put((out), (lit), sizeof(lit) - 1)
+
+static void line_free(struct line *l)
+{
+    if (l->heap)
+        free(l->p);
+}
+
+static __attribute__((noinline)) int grow(struct line *l, size_t n)
+{
+    size_t cap = l->cap * 2;
+    if (cap < l->len + n + 1)
+        cap = l->len + n + 1;
+    char *p = l->heap ? realloc(l->p, cap) : malloc(cap);
+    if (!p)
+        return SW_ENOMEM;
+    if (!l->heap)
+        memcpy(p, l->p, l->len);
+    l->p = p;
+    l->cap = cap;
+    l->heap = true;
+    return SW_OK;
+}
+
+/* The pieces of a field are inlined where the field is written, so that
+ * copies of constant keys become plain stores. */
+#define PIECE static inline __attribute__((always_inline))
+
+/* Room for n more bytes (and one after them). */
+PIECE int room(struct line *l, size_t n)
+{
+    return n < l->cap - l->len ? SW_OK : grow(l, n);
+}
+
+PIECE void put(struct line *l, const void *data, size_t n)
+{
+    memcpy(l->p + l->len, data, n);
+    l->len += n;
+}
+#define PUT_LIT(l, lit) put((l), (lit), sizeof(lit) - 1)
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        int err_ = (x);                                                                            \
+        if (err_)                                                                                  \
+            return err_;                                                                           \
+    } while (0)
+
+/* ---- JSON pieces ---- */
 
 /* Bytes a JSON string may hold as they are: printable ASCII but the quote
  * and the backslash. */
@@ -76,72 +128,217 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-/* Appends s (cut to SW_DECLOG_MAX_FIELD bytes) as a JSON string, or null. */
-static int append_string(struct sw_buf *out, const char *str)
+/* key, then s as a JSON string whose first `plain` bytes need no escape and
+ * the byte after them is neither NUL nor plain. */
+static __attribute__((noinline)) int put_escaped(struct line *l, const char *key, size_t klen,
+                                                 const unsigned char *s, size_t plain)
 {
-    if (!str)
-        return sw_buf_append(out, "null", 4);
-    const unsigned char *s = (const unsigned char *)str;
-    size_t n = strnlen(str, SW_DECLOG_MAX_FIELD);
-    int err = put(out, "\"", 1);
-    size_t i = 0;
-    while (i < n && !err) {
-        size_t run = i;
-        while (run < n && plain_byte[s[run]])
-            run++;
-        if (run > i) {
-            err = put(out, s + i, run - i);
-            i = run;
-            continue;
-        }
+    static const char hex[] = "0123456789abcdef";
+    size_t i = plain, n = plain + strnlen((const char *)s + plain, SW_DECLOG_MAX_FIELD - plain);
+    TRY(room(l, klen + 2 + plain + 6 * (n - plain)));
+    char *w = l->p + l->len;
+    memcpy(w, key, klen);
+    w += klen;
+    *w++ = '"';
+    memcpy(w, s, plain);
+    w += plain;
+    while (i < n) {
         unsigned char c = s[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
-            err = sw_buf_append(out, esc, 2);
+        if (plain_byte[c]) {
+            *w++ = (char)c;
+            i++;
+        } else if (c == '"' || c == '\\') {
+            *w++ = '\\';
+            *w++ = (char)c;
             i++;
         } else if (c < 0x20) {
-            err = sw_buf_appendf(out, "\\u%04x", c);
+            memcpy(w, "\\u00", 4);
+            w[4] = hex[c >> 4];
+            w[5] = hex[c & 15];
+            w += 6;
             i++;
         } else {
             size_t len = utf8_len(s + i, n - i);
             if (len) {
-                err = sw_buf_append(out, s + i, len);
+                memcpy(w, s + i, len);
+                w += len;
                 i += len;
             } else {
                 /* Invalid, or a character cut by the field limit. */
-                err = sw_buf_append(out, "\\ufffd", 6);
+                memcpy(w, "\\ufffd", 6);
+                w += 6;
                 i++;
                 while (i < n && (s[i] & 0xC0) == 0x80)
                     i++;
             }
         }
     }
-    return err ? err : put(out, "\"", 1);
+    *w++ = '"';
+    l->len = (size_t)(w - l->p);
+    return SW_OK;
 }
 
-/* A number with at most `decimals` decimals, shortest form; null if not finite. */
-static int append_number(struct sw_buf *out, double v, int decimals)
+/* memcpy, out of line: where copy() is inlined with a string constant the
+ * compiler would otherwise warn about the long branch it cannot rule out. */
+static __attribute__((noinline)) void copy_long(char *w, const unsigned char *s, size_t n)
 {
-    if (!isfinite(v))
-        return sw_buf_append(out, "null", 4);
+    memcpy(w, s, n);
+}
+
+/* Copies n bytes; a short copy (names, codes, ids) without a call. */
+PIECE void copy(char *w, const unsigned char *s, size_t n)
+{
+    if (n <= 16 && n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(w, &a, 8);
+        memcpy(w + n - 8, &b, 8);
+    } else if (n < 8 && n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(w, &a, 4);
+        memcpy(w + n - 4, &b, 4);
+    } else if (n < 4) {
+        if (n) {
+            w[0] = (char)s[0];
+            w[n / 2] = (char)s[n / 2];
+            w[n - 1] = (char)s[n - 1];
+        }
+    } else {
+        copy_long(w, s, n);
+    }
+}
+
+/* key (klen bytes, may be 0), then str cut to SW_DECLOG_MAX_FIELD bytes as a
+ * JSON string, or null. One pass finds both the length and whether any
+ * byte needs an escape; a plain string (the usual case) is one copy. */
+PIECE int put_string(struct line *l, const char *key, size_t klen, const char *str)
+{
+    if (!str) {
+        TRY(room(l, klen + 4));
+        put(l, key, klen);
+        PUT_LIT(l, "null");
+        return SW_OK;
+    }
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = 0;
+    /* four bytes per bound check; each byte is read only after the one
+     * before it was found plain (so not the NUL) */
+    while (n + 4 <= SW_DECLOG_MAX_FIELD && plain_byte[s[n]] && plain_byte[s[n + 1]] &&
+           plain_byte[s[n + 2]] && plain_byte[s[n + 3]])
+        n += 4;
+    while (n < SW_DECLOG_MAX_FIELD && plain_byte[s[n]])
+        n++;
+    if (n < SW_DECLOG_MAX_FIELD && s[n] != '\0')
+        return put_escaped(l, key, klen, s, n);
+    TRY(room(l, klen + n + 2));
+    char *w = l->p + l->len;
+    memcpy(w, key, klen);
+    w += klen;
+    *w++ = '"';
+    copy(w, s, n);
+    w += n;
+    *w++ = '"';
+    l->len = (size_t)(w - l->p);
+    return SW_OK;
+}
+
+/* The decimal digits of v, zero-padded to min_digits (at most 20), at w;
+ * returns how many. What sw_fmt_u64(w, v, 10, min_digits) writes, two
+ * digits at a time and without reversing. */
+static size_t put_dec(char *w, uint64_t v, size_t min_digits)
+{
+    static const uint64_t pow10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+        100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+        10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+        100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                "31323334353637383940414243444546474849505152535455565758596061"
+                                "62636465666768697071727374757677787980818283848586878889909192"
+                                "93949596979899";
+    if (v < 1000 && min_digits <= 3) {     /* statuses, most counts */
+        size_t n = v < 10 ? 1 : v < 100 ? 2 : 3;
+        if (n < min_digits)
+            n = min_digits;
+        if (n == 3) {
+            w[0] = (char)('0' + v / 100);
+            memcpy(w + 1, pairs + v % 100 * 2, 2);
+        } else if (n == 2) {
+            memcpy(w, pairs + v * 2, 2);
+        } else {
+            w[0] = (char)('0' + v);
+        }
+        return n;
+    }
+    size_t n = 1;
+    while (n < 20 && v >= pow10[n])
+        n++;
+    if (n < min_digits)
+        n = min_digits < 20 ? min_digits : 20;
+    char *p = w + n;
+    while (v >= 100) {
+        p -= 2;
+        memcpy(p, pairs + v % 100 * 2, 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, pairs + v * 2, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+    while (p > w)
+        *--p = '0';
+    return n;
+}
+
+/* round(x), without a call: half away from zero, the same double for every
+ * x but the sign of a zero result (which the callers drop). */
+static inline double round_half_away(double x)
+{
+    if (!(fabs(x) < 4503599627370496.0))  /* 2^52: x is whole already */
+        return x;
+    double t = (double)(int64_t)x;          /* trunc(x) */
+    double frac = x - t;                    /* exact */
+    if (frac >= 0.5)
+        t += 1;
+    else if (frac <= -0.5)
+        t -= 1;
+    return t;
+}
+
+/* The longest text number_text writes. */
+#define NUMBER_MAX 48
+
+/* v with at most `decimals` decimals, shortest form, into w (NUMBER_MAX
+ * bytes); null if not finite. Returns the length. */
+static size_t number_text(char *w, double v, int decimals)
+{
+    if (!isfinite(v)) {
+        memcpy(w, "null", 4);
+        return 4;
+    }
     /* 10^decimals from a table: the line's numbers have 0 to 9 decimals */
     static const uint64_t pow10_u[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
                                        100000000, 1000000000};
     bool tab = decimals >= 0 && decimals <= 9;
     double scale = tab ? (double)pow10_u[decimals] : pow(10, decimals);
-    double r = round(v * scale) / scale;
+    double r = round_half_away(v * scale) / scale;
     if (r == 0)
         r = 0;      /* no "-0" */
-    char tmp[48];
     /* Exact integer arithmetic for everything a log line holds (counts,
      * milliseconds, dollars to 9 decimals): no printf on the hot path. */
     double scaled = fabs(r) * scale;
     if (scaled < 9e15) {
-        uint64_t u = (uint64_t)llround(scaled), div = tab ? pow10_u[decimals] : (uint64_t)llround(scale);
+        uint64_t u = (uint64_t)round_half_away(scaled),
+                 div = tab ? pow10_u[decimals] : (uint64_t)llround(scale);
         size_t k = 0;
         if (r < 0)
-            tmp[k++] = '-';
-        k += sw_fmt_u64(tmp + k, u / div, 10, 1);
+            w[k++] = '-';
+        k += put_dec(w + k, u / div, 1);
         uint64_t frac = u % div;
         if (frac) {
             int digits = decimals;
@@ -149,20 +346,49 @@ static int append_number(struct sw_buf *out, double v, int decimals)
                 frac /= 10;
                 digits--;
             }
-            tmp[k++] = '.';
-            k += sw_fmt_u64(tmp + k, frac, 10, digits);
+            w[k++] = '.';
+            k += put_dec(w + k, frac, (size_t)digits);
         }
-        return put(out, tmp, k);
+        return k;
     }
     if (r == floor(r) && fabs(r) < 1e15)
-        return sw_buf_appendf(out, "%.0f", r);
+        return (size_t)snprintf(w, NUMBER_MAX, "%.0f", r);
     for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, r);
-        if (strtod(tmp, NULL) == r)
+        snprintf(w, NUMBER_MAX, "%.*g", prec, r);
+        if (strtod(w, NULL) == r)
             break;
     }
     /* %g may choose an exponent (1e+06): valid JSON. */
-    return sw_buf_append(out, tmp, strlen(tmp));
+    return strlen(w);
+}
+
+/* key, then v as number_text writes it, or null when not present. */
+PIECE int put_number(struct line *l, const char *key, size_t klen, double v, bool present,
+                      int decimals)
+{
+    TRY(room(l, klen + NUMBER_MAX));
+    put(l, key, klen);
+    if (present)
+        l->len += number_text(l->p + l->len, v, decimals);
+    else
+        PUT_LIT(l, "null");
+    return SW_OK;
+}
+
+/* key, then a count (status, tokens: a whole number, no decimals), or null
+ * when not present. What number_text(v, 0) writes, without floating point
+ * while v is exact in a double. */
+PIECE int put_count(struct line *l, const char *key, size_t klen, long v, bool present)
+{
+    if (present && (v < 0 || v >= 9000000000000000L))
+        return put_number(l, key, klen, (double)v, true, 0);
+    TRY(room(l, klen + 24));
+    put(l, key, klen);
+    if (present)
+        l->len += put_dec(l->p + l->len, (uint64_t)v, 1);
+    else
+        PUT_LIT(l, "null");
+    return SW_OK;
 }
 
 /* Days since 1970-01-01 -> civil date (Howard Hinnant's days_from_civil inverse). */
@@ -179,178 +405,157 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
-int sw_declog_append_time(struct sw_buf *out, int64_t epoch_ms)
+/* The ISO-8601 form of epoch_ms into t (at least 64 bytes); returns the length. */
+static size_t time_text(char *t, int64_t epoch_ms)
 {
     int64_t ms = epoch_ms % 1000, s = epoch_ms / 1000;
     if (ms < 0) {
         ms += 1000;
         s--;
     }
-    int64_t days = s / 86400, rem = s % 86400;
-    if (rem < 0) {
-        rem += 86400;
-        days--;
+    /* Lines come in the same second one after the other: its text is kept. */
+    static _Thread_local int64_t last_s = INT64_MIN;
+    static _Thread_local char last[20];
+    if (s != last_s) {
+        int64_t days = s / 86400, rem = s % 86400;
+        if (rem < 0) {
+            rem += 86400;
+            days--;
+        }
+        int64_t y;
+        unsigned mo, d;
+        civil_from_days(days, &y, &mo, &d);
+        if (y < 0 || y > 9999)
+            return (size_t)snprintf(t, 64, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y,
+                                    mo, d, (int)(rem / 3600), (int)(rem / 60 % 60),
+                                    (int)(rem % 60), (int)ms);
+        char p[20] = "0000-00-00T00:00:00.";
+        const unsigned v[] = {(unsigned)y, mo, d, (unsigned)(rem / 3600),
+                              (unsigned)(rem / 60 % 60), (unsigned)(rem % 60)};
+        const int at[] = {3, 6, 9, 12, 15, 18}; /* last digit of each field */
+        for (int i = 0; i < 6; i++)
+            for (unsigned x = v[i], k = (unsigned)at[i]; x; x /= 10, k--)
+                p[k] = (char)('0' + x % 10);
+        memcpy(last, p, sizeof last);
+        last_s = s;
     }
-    int64_t y;
-    unsigned mo, d;
-    civil_from_days(days, &y, &mo, &d);
-    if (y < 0 || y > 9999)
-        return sw_buf_appendf(out, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
-                              (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)ms);
-    char t[24] = "0000-00-00T00:00:00.000Z";
-    const unsigned v[] = {(unsigned)y, mo, d, (unsigned)(rem / 3600), (unsigned)(rem / 60 % 60),
-                          (unsigned)(rem % 60), (unsigned)ms};
-    const int at[] = {3, 6, 9, 12, 15, 18, 22}; /* last digit of each field */
-    for (int i = 0; i < 7; i++)
-        for (unsigned x = v[i], k = (unsigned)at[i]; x; x /= 10, k--)
-            t[k] = (char)('0' + x % 10);
-    return sw_buf_append(out, t, sizeof t);
+    memcpy(t, last, sizeof last);
+    t[20] = (char)('0' + ms / 100);
+    t[21] = (char)('0' + ms / 10 % 10);
+    t[22] = (char)('0' + ms % 10);
+    t[23] = 'Z';
+    return 24;
+}
+
+int sw_declog_append_time(struct sw_buf *out, int64_t epoch_ms)
+{
+    char t[64];
+    return sw_buf_append(out, t, time_text(t, epoch_ms));
 }
 
 /* ---- Formatting ---- */
 
 /* A member's key with its separator: ",\"name\":" as one literal. */
 #define KEY(name) ",\"" name "\":"
+#define STR(l, name, v) put_string((l), KEY(name), sizeof KEY(name) - 1, (v))
+#define NUM(l, name, ...) put_number((l), KEY(name), sizeof KEY(name) - 1, __VA_ARGS__)
+#define COUNT(l, name, ...) put_count((l), KEY(name), sizeof KEY(name) - 1, __VA_ARGS__)
 
-static int field_str(struct sw_buf *out, const char *k, size_t klen, const char *v)
+static int format_attempt(struct line *l, const struct sw_declog_attempt *a, bool first)
 {
-    int err = put(out, k, klen);
-    return err ? err : append_string(out, v);
+    TRY(first ? put_string(l, "{\"backend\":", 11, a->backend)
+              : put_string(l, ",{\"backend\":", 12, a->backend));
+    TRY(STR(l, "reason", a->reason));
+    TRY(STR(l, "outcome", sw_declog_outcome_name(a->outcome)));
+    TRY(COUNT(l, "status", a->status, a->status > 0));
+    TRY(STR(l, "error", a->error));
+    TRY(NUM(l, "ttft_ms", a->ttft_ms, a->ttft_ms >= 0, 3));
+    TRY(room(l, 1));
+    PUT_LIT(l, "}");
+    return SW_OK;
 }
 
-static int field_num(struct sw_buf *out, const char *k, size_t klen, double v, int decimals)
+static int format(struct line *l, const struct sw_declog_entry *e)
 {
-    int err = put(out, k, klen);
-    return err ? err : append_number(out, v, decimals);
-}
-
-static int field_opt(struct sw_buf *out, const char *k, size_t klen, double v, bool present,
-                     int decimals)
-{
-    int err = put(out, k, klen);
-    if (err)
-        return err;
-    return present ? append_number(out, v, decimals) : PUT_LIT(out, "null");
-}
-
-#define FIELD_STR(out, name, v) field_str((out), KEY(name), sizeof KEY(name) - 1, (v))
-#define FIELD_NUM(out, name, ...) field_num((out), KEY(name), sizeof KEY(name) - 1, __VA_ARGS__)
-#define FIELD_OPT(out, name, ...) field_opt((out), KEY(name), sizeof KEY(name) - 1, __VA_ARGS__)
-
-static int format_attempt(struct sw_buf *out, const struct sw_declog_attempt *a)
-{
-    int err = PUT_LIT(out, "\"backend\":");
-    if (!err)
-        err = append_string(out, a->backend);
-    if (!err)
-        err = FIELD_STR(out, "reason", a->reason);
-    if (!err)
-        err = FIELD_STR(out, "outcome", sw_declog_outcome_name(a->outcome));
-    if (!err)
-        err = FIELD_OPT(out, "status", a->status, a->status > 0, 0);
-    if (!err)
-        err = FIELD_STR(out, "error", a->error);
-    if (!err)
-        err = FIELD_OPT(out, "ttft_ms", a->ttft_ms, a->ttft_ms >= 0, 3);
-    return err;
-}
-
-static int format(struct sw_buf *out, const struct sw_declog_entry *e)
-{
-    int err = PUT_LIT(out, "{\"time\":\"");
-    if (!err)
-        err = sw_declog_append_time(out, e->time_ms);
-    if (!err)
-        err = PUT_LIT(out, "\"");
-    if (!err)
-        err = FIELD_STR(out, "request_id", e->request_id);
-    if (!err)
-        err = FIELD_STR(out, "model", e->model);
-    if (!err)
-        err = FIELD_STR(out, "key_name", e->key_name);
-    if (!err)
-        err = FIELD_STR(out, "decision", sw_declog_decision_name(e->decision));
-    if (!err)
-        err = FIELD_OPT(out, "status", e->status, e->status > 0, 0);
-    if (!err)
-        err = FIELD_STR(out, "backend", e->backend);
-    if (!err)
-        err = FIELD_STR(out, "tier", e->tier);
-    if (!err)
-        err = FIELD_STR(out, "region", e->region);
-    if (!err)
-        err = FIELD_STR(out, "reason", e->reason);
-    if (!err)
-        err = FIELD_STR(out, "code", e->code);
-    if (!err)
-        err = PUT_LIT(out, KEY("attempts") "[");
+    TRY(room(l, 64 + 10));
+    PUT_LIT(l, "{\"time\":\"");
+    l->len += time_text(l->p + l->len, e->time_ms);
+    PUT_LIT(l, "\"");
+    TRY(STR(l, "request_id", e->request_id));
+    TRY(STR(l, "model", e->model));
+    TRY(STR(l, "key_name", e->key_name));
+    /* the names of declog.c's own tables, quoted here once */
+    TRY(room(l, sizeof KEY("decision") "\"rejected\""));
+    if (e->decision == SW_DECLOG_REJECTED)
+        PUT_LIT(l, KEY("decision") "\"rejected\"");
+    else
+        PUT_LIT(l, KEY("decision") "\"served\"");
+    TRY(COUNT(l, "status", e->status, e->status > 0));
+    TRY(STR(l, "backend", e->backend));
+    TRY(STR(l, "tier", e->tier));
+    TRY(STR(l, "region", e->region));
+    TRY(STR(l, "reason", e->reason));
+    TRY(STR(l, "code", e->code));
+    TRY(room(l, sizeof KEY("attempts")));
+    PUT_LIT(l, KEY("attempts") "[");
     size_t na = e->attempts ? e->n_attempts : 0;
     if (na > SW_DECLOG_MAX_ATTEMPTS)
         na = SW_DECLOG_MAX_ATTEMPTS;
-    for (size_t i = 0; i < na && !err; i++) {
-        err = i ? PUT_LIT(out, ",{") : PUT_LIT(out, "{");
-        if (!err)
-            err = format_attempt(out, &e->attempts[i]);
-        if (!err)
-            err = PUT_LIT(out, "}");
-    }
-    if (!err)
-        err = PUT_LIT(out, "]");
-    if (!err)
-        err = FIELD_OPT(out, "ttft_ms", e->ttft_ms, e->ttft_ms >= 0, 3);
-    if (!err)
-        err = FIELD_NUM(out, "duration_ms", e->duration_ms, 3);
-    if (!err)
-        err = FIELD_OPT(out, "tokens_in", (double)e->tokens_in, e->tokens_in >= 0, 0);
-    if (!err)
-        err = FIELD_OPT(out, "tokens_out", (double)e->tokens_out, e->tokens_out >= 0, 0);
-    if (!err)
-        err = FIELD_NUM(out, "cost_usd", e->cost_usd, 9);
-    if (!err)
-        err = e->stream ? PUT_LIT(out, KEY("stream") "true" KEY("pii") "{")
-                        : PUT_LIT(out, KEY("stream") "false" KEY("pii") "{");
+    for (size_t i = 0; i < na; i++)
+        TRY(format_attempt(l, &e->attempts[i], i == 0));
+    TRY(room(l, 1));
+    PUT_LIT(l, "]");
+    TRY(NUM(l, "ttft_ms", e->ttft_ms, e->ttft_ms >= 0, 3));
+    TRY(NUM(l, "duration_ms", e->duration_ms, true, 3));
+    TRY(COUNT(l, "tokens_in", e->tokens_in, e->tokens_in >= 0));
+    TRY(COUNT(l, "tokens_out", e->tokens_out, e->tokens_out >= 0));
+    TRY(NUM(l, "cost_usd", e->cost_usd, true, 9));
+    TRY(room(l, sizeof(KEY("stream") "false" KEY("pii") "{")));
+    if (e->stream)
+        PUT_LIT(l, KEY("stream") "true" KEY("pii") "{");
+    else
+        PUT_LIT(l, KEY("stream") "false" KEY("pii") "{");
     size_t np = e->pii ? e->n_pii : 0;
     if (np > SW_DECLOG_MAX_PII_TYPES)
         np = SW_DECLOG_MAX_PII_TYPES;
-    for (size_t i = 0; i < np && !err; i++) {
-        if (i)
-            err = PUT_LIT(out, ",");
-        if (!err)
-            err = append_string(out, e->pii[i].type ? e->pii[i].type : "");
-        if (!err)
-            err = PUT_LIT(out, ":");
-        if (!err)
-            err = sw_buf_append_u64(out, e->pii[i].n, 1);
+    for (size_t i = 0; i < np; i++) {
+        TRY(put_string(l, ",", i ? 1 : 0, e->pii[i].type ? e->pii[i].type : ""));
+        TRY(room(l, 24));
+        PUT_LIT(l, ":");
+        l->len += put_dec(l->p + l->len, e->pii[i].n, 1);
     }
-    if (!err)
-        err = PUT_LIT(out, "}");
-    if (!err)
-        err = FIELD_STR(out, "pii_outcome", e->pii_outcome);
-    if (!err)
-        err = FIELD_STR(out, "api", e->api ? e->api : "openai");
-    if (!err && e->priority)
-        err = FIELD_STR(out, "priority", e->priority);
-    if (!err && e->contract)
-        err = FIELD_STR(out, "contract", e->contract);
-    if (!err)
-        err = PUT_LIT(out, "}");
-    return err;
+    TRY(room(l, 1));
+    PUT_LIT(l, "}");
+    TRY(STR(l, "pii_outcome", e->pii_outcome));
+    TRY(STR(l, "api", e->api ? e->api : "openai"));
+    if (e->priority)
+        TRY(STR(l, "priority", e->priority));
+    if (e->contract)
+        TRY(STR(l, "contract", e->contract));
+    TRY(room(l, 1));
+    PUT_LIT(l, "}");
+    return l->len <= SW_DECLOG_MAX_LINE ? SW_OK : SW_ETOOBIG;
 }
+
+/* A typical line fits: formatting it allocates nothing. */
+#define LINE_STACK 2048
 
 char *sw_declog_format(const struct sw_declog_entry *e)
 {
-    struct sw_buf b;
-    sw_buf_init(&b, SW_DECLOG_MAX_LINE);
-    /* Room for a typical line at once: the pieces then go in without growing. */
-    if ((b.ptr = malloc(1024)) != NULL) {
-        b.cap = 1024;
-        b.ptr[0] = '\0';
-    }
-    if (format(&b, e) != SW_OK) {
-        sw_buf_free(&b);
+    char stack[LINE_STACK];
+    struct line l;
+    line_init(&l, stack, sizeof stack);
+    if (format(&l, e) != SW_OK) {
+        line_free(&l);
         return NULL;
     }
-    return b.ptr;   /* ownership moves to the caller */
+    l.p[l.len] = '\0';
+    if (l.heap)
+        return l.p;     /* ownership moves to the caller */
+    char *s = malloc(l.len + 1);
+    if (s)
+        memcpy(s, l.p, l.len + 1);
+    return s;
 }
 
 /* ---- Writer ---- */
@@ -443,17 +648,30 @@ static int written(struct sw_declog *d, int e, uint64_t n)
     return SW_OK;
 }
 
-int sw_declog_write(struct sw_declog *d, const char *line)
+/* Writes line (n bytes; nl: followed by a newline within the n) and a
+ * newline if it has none. */
+static int write_line(struct sw_declog *d, const char *line, size_t n, bool nl)
 {
-    if (!d || !line)
-        return SW_EINVAL;
-    size_t n = strlen(line);
+    size_t whole = nl ? n : n + 1;
     if (d->schedule) {
         bool was_empty = d->pend.len == 0;
-        if (!was_empty && d->pend.len + n + 1 > SW_DECLOG_BATCH_MAX)
+        if (!was_empty && d->pend.len + whole > SW_DECLOG_BATCH_MAX)
             sw_declog_flush(d), was_empty = true;
+        struct sw_buf *b = &d->pend;
+        if (nl && b->ptr && n < b->cap - b->len && n <= b->max - b->len) {
+            /* the usual case: room in the batch, no call to append */
+            memcpy(b->ptr + b->len, line, n);
+            b->len += n;
+            b->ptr[b->len] = '\0';
+            d->pend_lines++;
+            if (b->len >= SW_DECLOG_BATCH_MAX)
+                return sw_declog_flush(d);
+            if (was_empty)
+                d->schedule(d->schedule_ud);
+            return SW_OK;
+        }
         if (sw_buf_append(&d->pend, line, n) == SW_OK) {
-            if (sw_buf_append(&d->pend, "\n", 1) == SW_OK) {
+            if (nl || sw_buf_append(&d->pend, "\n", 1) == SW_OK) {
                 d->pend_lines++;
                 if (d->pend.len >= SW_DECLOG_BATCH_MAX)
                     return sw_declog_flush(d);
@@ -466,6 +684,8 @@ int sw_declog_write(struct sw_declog *d, const char *line)
         }
         return written(d, ENOMEM, 1);
     }
+    if (nl)
+        return written(d, write_all(d->fd, line, n), 1);
     char *buf = malloc(n + 1);
     int e = ENOMEM;
     if (buf) {
@@ -475,6 +695,13 @@ int sw_declog_write(struct sw_declog *d, const char *line)
         free(buf);
     }
     return written(d, e, 1);
+}
+
+int sw_declog_write(struct sw_declog *d, const char *line)
+{
+    if (!d || !line)
+        return SW_EINVAL;
+    return write_line(d, line, strlen(line), false);
 }
 
 void sw_declog_batch(struct sw_declog *d, void (*schedule)(void *ud), void *ud)
@@ -525,6 +752,7 @@ void sw_declog_close(struct sw_declog *d)
 
 struct sw_declog_ring {
     char **lines;       /* owned; lines[(head + i) % cap] for i < count, oldest first */
+    size_t *size;       /* bytes allocated for each of lines[] (kept for the next line there) */
     size_t cap, head, count;
 };
 
@@ -536,7 +764,10 @@ struct sw_declog_ring *sw_declog_ring_new(size_t cap)
     if (!r)
         return NULL;
     r->lines = calloc(cap, sizeof *r->lines);
-    if (!r->lines) {
+    r->size = calloc(cap, sizeof *r->size);
+    if (!r->lines || !r->size) {
+        free(r->lines);
+        free(r->size);
         free(r);
         return NULL;
     }
@@ -551,23 +782,38 @@ void sw_declog_ring_free(struct sw_declog_ring *r)
     for (size_t i = 0; i < r->cap; i++)
         free(r->lines[i]);
     free(r->lines);
+    free(r->size);
     free(r);
+}
+
+/* Copies line (n bytes) in; a full ring's oldest line makes room, and its
+ * allocation is reused when the new line fits. */
+static int ring_put(struct sw_declog_ring *r, const char *line, size_t n)
+{
+    size_t slot = (r->head + r->count) % r->cap;    /* the oldest when full */
+    char *dst = r->lines[slot];
+    if (!dst || r->size[slot] < n + 1) {
+        /* rounded up so that lines of similar length reuse it */
+        size_t size = (n + 1 + 127) & ~(size_t)127;
+        dst = malloc(size);
+        if (!dst)
+            return SW_ENOMEM;
+        free(r->lines[slot]);
+        r->lines[slot] = dst;
+        r->size[slot] = size;
+    }
+    memcpy(dst, line, n);
+    dst[n] = '\0';
+    if (r->count == r->cap)
+        r->head = (r->head + 1) % r->cap;
+    else
+        r->count++;
+    return SW_OK;
 }
 
 int sw_declog_ring_push(struct sw_declog_ring *r, const char *line)
 {
-    char *copy = strdup(line);
-    if (!copy)
-        return SW_ENOMEM;
-    size_t slot = (r->head + r->count) % r->cap;
-    if (r->count == r->cap) {
-        free(r->lines[r->head]);
-        r->head = (r->head + 1) % r->cap;
-    } else {
-        r->count++;
-    }
-    r->lines[slot] = copy;
-    return SW_OK;
+    return ring_put(r, line, strlen(line));
 }
 
 size_t sw_declog_ring_count(const struct sw_declog_ring *r)
@@ -601,17 +847,46 @@ int sw_declog_ring_render(const struct sw_declog_ring *r, size_t n, struct sw_bu
 int sw_declog_record(struct sw_declog *d, struct sw_declog_ring *r,
                      const struct sw_declog_entry *e)
 {
-    char *line = sw_declog_format(e);
-    if (!line)
+    char stack[LINE_STACK];
+    struct line l;
+    /* A full ring's oldest line makes room for this one, and its allocation
+     * takes the new line as it is formatted: no copy into the ring. (Should
+     * formatting fail, the oldest line is gone and the ring holds one less.) */
+    size_t slot = r ? (r->head + r->count) % r->cap : 0;
+    bool in_ring = r && r->lines[slot];     /* set only in a full ring */
+    if (in_ring) {
+        l = (struct line){r->lines[slot], 0, r->size[slot], true};
+        r->lines[slot] = NULL;
+        r->size[slot] = 0;
+        r->head = (r->head + 1) % r->cap;
+        r->count--;
+    } else {
+        line_init(&l, stack, sizeof stack);
+    }
+    /* room for a newline and a NUL after the line */
+    int err = format(&l, e);
+    if (!err)
+        err = room(&l, 1);
+    if (err) {
+        line_free(&l);
         return SW_ENOMEM;
-    int err = SW_OK;
-    if (d)
-        err = sw_declog_write(d, line);
+    }
+    if (d) {
+        l.p[l.len] = '\n';
+        err = write_line(d, l.p, l.len + 1, true);
+    }
+    l.p[l.len] = '\0';
+    if (in_ring) {
+        r->lines[slot] = l.p;
+        r->size[slot] = l.cap;
+        r->count++;
+        return err;
+    }
     if (r) {
-        int e2 = sw_declog_ring_push(r, line);
+        int e2 = ring_put(r, l.p, l.len);
         if (!err)
             err = e2;
     }
-    free(line);
+    line_free(&l);
     return err;
 }

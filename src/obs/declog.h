@@ -146,7 +146,10 @@ const char *sw_declog_ring_get(const struct sw_declog_ring *r, size_t i);
 /* Appends {"decisions":[newest, ..., n-th newest]}: the lines are JSON already. */
 int sw_declog_ring_render(const struct sw_declog_ring *r, size_t n, struct sw_buf *out);
 
-/* Formats e once, writes it (if d) and keeps it in the ring (if r). */
+/* Formats e once, writes it (if d) and keeps it in the ring (if r). A full
+ * ring's oldest line gives its place (and its allocation) to the new one
+ * before it is formatted: should that fail (SW_ENOMEM), the ring holds one
+ * line less. */
 int sw_declog_record(struct sw_declog *d, struct sw_declog_ring *r,
                      const struct sw_declog_entry *e);
 

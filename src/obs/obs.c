@@ -214,7 +214,12 @@ size_t sw_obs_pii_list(const struct sw_pii_engine *e, const struct sw_pii_counts
                        struct sw_declog_pii *out)
 {
     size_t n = 0;
-    for (int t = 0; e && c && t < SW_PII_MAX_TYPES; t++)
+    if (!e || !c)
+        return 0;
+    static const uint32_t none[SW_PII_MAX_TYPES];
+    if (memcmp(c->n, none, sizeof none) == 0)
+        return 0;   /* the usual case */
+    for (int t = 0; t < SW_PII_MAX_TYPES; t++)
         if (c->n[t])
             out[n++] = (struct sw_declog_pii){sw_pii_type_name(e, t), c->n[t]};
     return n;

@@ -189,11 +189,12 @@ static void record_decision(struct proxy *p)
                        : be                              ? "kept_local"
                                                          : NULL,
     };
-    /* Spilled: served by the cloud although the model has a local backend. */
-    bool has_local = false;
-    for (size_t i = 0; i < p->model->n_backends; i++)
-        has_local |= p->cfg->backends[p->model->backends[i]].tier == SW_TIER_LOCAL;
-    bool spilled = be && be->tier == SW_TIER_CLOUD && has_local;
+    /* Spilled: served by the cloud although the model has a local backend
+     * (the model's backends are looked at only when a cloud served). */
+    bool spilled = false;
+    for (size_t i = 0; be && be->tier == SW_TIER_CLOUD && !spilled && i < p->model->n_backends;
+         i++)
+        spilled = p->cfg->backends[p->model->backends[i]].tier == SW_TIER_LOCAL;
     sw_obs_record(obs, &e, spilled, now / 1000);
 }
 

@@ -232,6 +232,62 @@ static void test_long_label_cut_at_character(void **state)
     sw_metrics_free(m);
 }
 
+/* A label past the length limit counts into the series of its cut form,
+ * however it goes on after the cut (valid or invalid UTF-8), whether the
+ * series was the last one updated or not; one differing before the cut
+ * does not. */
+static void test_long_label_same_series(void **state)
+{
+    (void)state;
+    struct sw_metrics *m = sw_metrics_new();
+    char cut[200], longer[300], invalid[300], other[300];
+    memset(cut, 'a', 120);
+    cut[120] = '\0';
+    strcpy(longer, cut);
+    strcat(longer, "bbbbbbbb\xc3\xa9tail");    /* cut at 128 bytes */
+    memcpy(cut + 120, "bbbbbbbb", 9);           /* the cut form: 128 bytes */
+    strcpy(invalid, cut);
+    strcat(invalid, "x\x80\x80\x80\x80\x80");   /* invalid UTF-8 after the cut */
+    strcpy(other, longer);
+    other[5] = 'z';
+    const char *const spellings[] = {longer, cut, invalid, other, "x"};
+    /* the same order twice: each first found through the last-used series,
+     * then (after "other" and "x" came in between) through the search */
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < 5; i++)
+            sw_metrics_inc(m, SW_M_SPILLED, &spellings[i], 1);
+    const char *const c[] = {cut}, *const o[] = {other};
+    assert_true(sw_metrics_value(m, SW_M_SPILLED, c) == 6);
+    assert_true(sw_metrics_value(m, SW_M_SPILLED, o) == 2);
+    /* a label past the cut with continuation bytes at it is cut where they start
+     * (and the byte before them, taken as their lead) */
+    char cont[300];
+    memset(cont, 'q', 126);
+    memset(cont + 126, 0x80, 10);
+    cont[136] = '\0';
+    const char *const ct[] = {cont};
+    sw_metrics_inc(m, SW_M_SPILLED, ct, 1);
+    cont[125] = '\0';
+    sw_metrics_inc(m, SW_M_SPILLED, ct, 1);
+    assert_true(sw_metrics_value(m, SW_M_SPILLED, ct) == 2);
+    /* a short label that starts another is not that one (the last used) */
+    const char *const ab[] = {"ab"}, *const abc[] = {"abc"};
+    sw_metrics_inc(m, SW_M_SPILLED, ab, 1);
+    sw_metrics_inc(m, SW_M_SPILLED, ab, 1);
+    sw_metrics_inc(m, SW_M_SPILLED, abc, 1);
+    assert_true(sw_metrics_value(m, SW_M_SPILLED, ab) == 2);
+    assert_true(sw_metrics_value(m, SW_M_SPILLED, abc) == 1);
+    char *text = render(m);
+    char *sec = section(text, "spillway_spilled_requests_total");
+    int lines = 0;
+    for (const char *p = sec; (p = strchr(p, '\n')); p++)
+        lines++;
+    assert_int_equal(lines, 2 + 6);     /* cut, other, x, cont, ab, abc */
+    free(sec);
+    free(text);
+    sw_metrics_free(m);
+}
+
 static void test_numbers(void **state)
 {
     (void)state;
@@ -348,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_histogram),
         cmocka_unit_test(test_series_bound),
         cmocka_unit_test(test_long_label_cut_at_character),
+        cmocka_unit_test(test_long_label_same_series),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_gauges),
         cmocka_unit_test(test_render_too_big),
