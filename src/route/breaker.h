@@ -178,4 +178,17 @@ void sw_breaker_reset(struct sw_breaker *b);
  * given), not for a client deadline that was too short to begin with. */
 bool sw_breaker_qualifies(int http_status, int transport_err);
 
+/* The view's breaker, probe_free and panic_free in one call: as
+ * sw_breaker_state, sw_breaker_probe_free and sw_breaker_panic_free at now_ms
+ * (a closed breaker has nothing to advance). */
+static inline enum sw_breaker_state sw_breaker_view(struct sw_breaker *b, int64_t now_ms,
+                                                    bool *probe_free, bool *panic_free)
+{
+    enum sw_breaker_state s =
+        b->state == SW_BREAKER_CLOSED ? SW_BREAKER_CLOSED : sw_breaker_state(b, now_ms);
+    *probe_free = s == SW_BREAKER_HALF_OPEN && !b->probe_out;
+    *panic_free = s != SW_BREAKER_CLOSED && b->panic_out < SW_BREAKER_PANIC_MAX;
+    return s;
+}
+
 #endif

@@ -110,6 +110,26 @@ static void fill_busy(const struct sw_live_backend *b, int64_t now_ms,
         v->first_release_ms = first;
 }
 
+/* The view's fields that only the config sets; every other one zero, as a
+ * backend without data has them (rate limits: -1, none). */
+static void template_view(const struct sw_config_backend *be, struct sw_route_backend_view *v)
+{
+    *v = (struct sw_route_backend_view){
+        .name = be->name,
+        .tier = be->tier,
+        .region = be->region,
+        .slots = be->tier == SW_TIER_LOCAL ? be->slots : 0,
+        .max_context_tokens = be->max_context_tokens,
+        .supports_tools = be->supports_tools,
+        .supports_images = be->supports_images,
+        .rpm_available = -1,
+        .tpm_available = -1,
+        .input_usd_per_mtok = be->input_usd_per_mtok,
+        .output_usd_per_mtok = be->output_usd_per_mtok,
+        .max_output_tokens = be->tier == SW_TIER_CLOUD ? be->max_output_tokens : 0,
+    };
+}
+
 static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
                                            const struct sw_config_routing *r, int64_t now_ms)
 {
@@ -164,6 +184,13 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         sw_pii_engine_free(pii);
         return NULL;
     }
+    l->tmpl = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *l->tmpl);
+    if (!l->tmpl) {
+        free(l->b);
+        free(l);
+        sw_pii_engine_free(pii);
+        return NULL;
+    }
     l->refs = 1;
     l->cfg = sw_config_ref(cfg);
     l->g = g;
@@ -187,6 +214,7 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         }
         b->refs++;
         l->b[l->n++] = b;
+        template_view(be, &l->tmpl[i]);
         b->grant_ms = now_ms;
         sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
@@ -209,6 +237,7 @@ void sw_live_unref(struct sw_live *l)
     sw_pii_engine_free(l->pii);
     sw_config_unref(l->cfg);
     free(l->b);
+    free(l->tmpl);
     free(l);
 }
 
@@ -216,51 +245,46 @@ static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rou
 {
     const struct sw_config_backend *be = &l->cfg->backends[i];
     struct sw_live_backend *b = l->b[i];
-    memset(v, 0, sizeof *v);
-    v->name = be->name;
-    v->tier = be->tier;
-    v->region = be->region;
+    bool degraded;
+    *v = l->tmpl[i];
     v->health = b->health;
-    if (v->health == SW_HEALTH_UP && sw_latwin_degraded(&b->latwin, now_ms))
+    v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, v->health == SW_HEALTH_UP, &degraded);
+    if (degraded)
         v->health = SW_HEALTH_DEGRADED;
-    v->breaker = sw_breaker_state(&b->breaker, now_ms);
-    v->probe_free = sw_breaker_probe_free(&b->breaker, now_ms);
-    v->panic_free = sw_breaker_panic_free(&b->breaker, now_ms);
+    v->breaker = sw_breaker_view(&b->breaker, now_ms, &v->probe_free, &v->panic_free);
     v->breaker_failed_ms = sw_breaker_last_failure(&b->breaker);
-    v->slots = be->tier == SW_TIER_LOCAL ? be->slots : 0;
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;
-    if (l->g->rstate && !l->g->remote_degraded && be->tier == SW_TIER_LOCAL) {
-        /* every replica's leases, every replica's queue */
-        if (b->remote_in_flight > v->in_flight)
-            v->in_flight = b->remote_in_flight;
-        v->queued += b->remote_queued;
-    }
     v->queue_max = b->q.queue_max;
     v->prefill_ms_per_token = b->ewma.prefill_ms_per_token;
     v->decode_tps = b->ewma.decode_tps;
     v->avg_output_tokens = b->ewma.output_tokens;
-    v->ttft_avg_ms = sw_latwin_avg(&b->latwin, now_ms);
     v->rtt_ms = b->rtt_ms;
-    if (be->tier == SW_TIER_LOCAL)
-        v->out_ratio = b->outlen.dist;
-    fill_busy(b, now_ms, v);
     if (b->health == SW_HEALTH_COLD) {
         v->warm_eta_ms = b->load_ms;
     } else if (b->health == SW_HEALTH_WARMING) {
         double elapsed = (double)(now_ms - b->warming_since_ms);
         v->warm_eta_ms = b->load_ms > elapsed ? b->load_ms - elapsed : 0;
     }
-    v->max_context_tokens = be->max_context_tokens;
-    v->supports_tools = be->supports_tools;
-    v->supports_images = be->supports_images;
-    v->rpm_available = be->rpm ? sw_bucket_rpm_available(&b->bucket, now_ms) : -1;
-    v->tpm_available = be->tpm ? sw_bucket_tpm_available(&b->bucket, now_ms) : -1;
-    v->input_usd_per_mtok = be->input_usd_per_mtok;
-    v->output_usd_per_mtok = be->output_usd_per_mtok;
-    v->max_output_tokens = be->tier == SW_TIER_CLOUD ? be->max_output_tokens : 0;
-    if (be->tier == SW_TIER_LOCAL)
+    if (be->rpm)
+        v->rpm_available = sw_bucket_rpm_available(&b->bucket, now_ms);
+    if (be->tpm)
+        v->tpm_available = sw_bucket_tpm_available(&b->bucket, now_ms);
+    if (be->tier != SW_TIER_LOCAL)
+        return;
+    if (l->g->rstate && !l->g->remote_degraded) {
+        /* every replica's leases, every replica's queue */
+        if (b->remote_in_flight > v->in_flight)
+            v->in_flight = b->remote_in_flight;
+        v->queued += b->remote_queued;
+    }
+    if (be->load.source != 0)
         v->outside_load = sw_live_outside_load(l, i, now_ms);
+    /* The slot holders matter only to a request that would wait for one. */
+    if (v->slots > 0 && sw_route_ahead(v) > 0) {
+        v->out_ratio = b->outlen.dist;
+        fill_busy(b, now_ms, v);
+    }
 }
 
 /* A sample counts while younger than SW_LIVE_LOAD_STALE_POLLS polls and no

@@ -110,6 +110,9 @@ struct sw_live {
     size_t n;
     struct sw_live_shared *g;   /* borrowed: owned by the daemon */
     struct sw_pii_engine *pii;  /* owned; NULL: no masking available */
+    /* Per backend, the view's fields that come from the config (the rest
+     * zero): a snapshot starts each backend's view from a copy of it. */
+    struct sw_route_backend_view *tmpl;
 };
 
 /* now_ms is the monotonic clock every other call passes; wall_ms the wall
