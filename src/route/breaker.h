@@ -135,7 +135,10 @@ int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms);
  * state, in-flight requests of an open breaker included); 0 when none. The
  * router's panic ranks by it: the backend that failed longest ago is the
  * likeliest to have recovered. */
-int64_t sw_breaker_last_failure(const struct sw_breaker *b);
+static inline int64_t sw_breaker_last_failure(const struct sw_breaker *b)
+{
+    return b->last_fail_ms;
+}
 
 /* May a panic request go to this non-CLOSED backend now? True while fewer
  * than SW_BREAKER_PANIC_MAX panic requests are in flight (the call takes one

@@ -66,21 +66,17 @@ static double nonneg(double v)
     return isfinite(v) && v > 0 ? v : 0;
 }
 
-double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
+/* sw_route_est_ttft_ms with the request's prompt as a double (>= 0). */
+static inline __attribute__((always_inline)) double est_ttft(const struct sw_route_backend_view *b,
+                                                             double prompt)
 {
-    double prompt = prompt_tokens > 0 ? (double)prompt_tokens : 0;
     double prefill = learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
     double wait = 0;
 
     if (b->slots > 0) {
-        long in_flight = b->in_flight > 0 ? b->in_flight : 0;
-        long queued = b->queued > 0 ? b->queued : 0;
-        /* Slot releases this request needs before it starts: everyone ahead of
-         * it beyond the free slots (the server's outside work included), plus
-         * one for itself. */
-        double ahead = (double)in_flight + (double)queued + nonneg(b->outside_load) -
-                       (double)b->slots + 1;
+        double ahead = sw_route_ahead(b);
         if (ahead > 0) {
+            long in_flight = b->in_flight > 0 ? b->in_flight : 0;
             double avg_prompt = learned(b->avg_prompt_tokens, prompt);
             double service = avg_prompt * prefill +
                              1000.0 * learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
@@ -115,6 +111,11 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
               nonneg(b->rtt_ms);
     double est = wait + own;
     return isfinite(est) ? est : 1e300;
+}
+
+double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
+{
+    return est_ttft(b, prompt_tokens > 0 ? (double)prompt_tokens : 0);
 }
 
 double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
@@ -285,6 +286,7 @@ struct ctx {
     bool later[SW_ROUTE_MAX_BACKENDS];  /* eligible local: degraded or half-open */
     bool queues[SW_ROUTE_MAX_BACKENDS]; /* eligible local: would not start at once */
     uint32_t added;             /* backends add() put in the plan (a bit each) */
+    double est_raw[SW_ROUTE_MAX_BACKENDS];  /* sw_route_est_ttft_ms of each (no warm-up) */
     bool would_cloud[SW_ROUTE_MAX_BACKENDS]; /* cloud eligible, or eligible but for privacy
                                                 or the spend cap (latency-critical compares
                                                 against these, so the reason can say why it
@@ -312,7 +314,8 @@ static enum sw_route_excl rate_check(const struct ctx *c, const struct sw_route_
 }
 
 /* Every check after privacy, in the documented order. */
-static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_backend_view *b)
+static inline __attribute__((always_inline)) enum sw_route_excl
+check_rest(const struct ctx *c, const struct sw_route_backend_view *b)
 {
     const struct sw_route_facts *f = c->f;
 
@@ -384,11 +387,14 @@ static void eligibility(struct ctx *c)
     const struct sw_route_facts *f = c->f;
     struct sw_route_plan *plan = c->plan;
 
+    double prompt = f->prompt_tokens_est > 0 ? (double)f->prompt_tokens_est : 0;
+
     for (size_t i = 0; i < c->n; i++) {
         const struct sw_route_backend_view *b = &c->v->backends[i];
         enum sw_route_excl e;
 
-        plan->est_ttft_ms[i] = est_effective(b, sw_route_est_ttft_ms(b, f->prompt_tokens_est));
+        c->est_raw[i] = est_ttft(b, prompt);
+        plan->est_ttft_ms[i] = est_effective(b, c->est_raw[i]);
         c->would_cloud[i] = false;
         if (i < 32 && (f->exclude >> i & 1u)) {
             e = SW_EXCL_FAILED;
@@ -425,7 +431,7 @@ static void eligibility(struct ctx *c)
 
 /* ---- Output ---- */
 
-static void add(struct ctx *c, size_t backend, enum sw_reason reason, bool masked)
+static inline void add(struct ctx *c, size_t backend, enum sw_reason reason, bool masked)
 {
     struct sw_route_plan *plan = c->plan;
     uint32_t bit = 1u << backend; /* backend < SW_ROUTE_MAX_BACKENDS <= 32 */
@@ -841,7 +847,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     size_t l0 = c.locals[0];
     const struct sw_route_backend_view *b0 = &view->backends[l0];
     double eff0 = plan->est_ttft_ms[l0];
-    double est0 = sw_route_est_ttft_ms(b0, facts->prompt_tokens_est);  /* no warm-up */
+    double est0 = c.est_raw[l0];  /* no warm-up */
     enum sw_reason local_reason = facts->exclude ? SW_REASON_FALLBACK : SW_REASON_BASELINE;
 
     /* Masked cloud (sensitive, emergency): only when local cannot meet the

@@ -189,8 +189,9 @@ struct sw_route_backend_view {
     /* local: the running requests that free their slots soonest, as ms until
      * each does at the latest (sw_route_busy_left_ms), soonest first; n_busy 0:
      * not known (the fluid wait estimate). A snapshot (state/live.h) fills
-     * them, out_ratio and first_release_ms only when the request would wait
-     * (sw_route_ahead > 0): else the estimate reads none of them */
+     * them and out_ratio only when the request would wait (sw_route_ahead >
+     * 0), the only case the estimate reads them: else n_busy and
+     * first_release_ms are 0 and busy_left_ms and out_ratio unset */
     long n_busy;                    /* 0..SW_ROUTE_BUSY_MAX */
     double busy_left_ms[SW_ROUTE_BUSY_MAX];
     /* local: learned output tokens / max_tokens of the requests that named

@@ -1,5 +1,6 @@
 #include "state/live.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,12 +242,18 @@ void sw_live_unref(struct sw_live *l)
     free(l);
 }
 
-static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_route_backend_view *v)
+/* The view copies the template up to the slot holders: those, out_ratio and
+ * first_release_ms are set only for a request that would wait (route.h). */
+#define VIEW_HEAD offsetof(struct sw_route_backend_view, busy_left_ms)
+
+static inline __attribute__((always_inline)) void
+fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_route_backend_view *v)
 {
     const struct sw_config_backend *be = &l->cfg->backends[i];
     struct sw_live_backend *b = l->b[i];
     bool degraded;
-    *v = l->tmpl[i];
+    memcpy(v, &l->tmpl[i], VIEW_HEAD);
+    v->first_release_ms = 0;
     v->health = b->health;
     v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, v->health == SW_HEALTH_UP, &degraded);
     if (degraded)
