@@ -10,6 +10,7 @@
  * clock is the caller's `now_ms`, nothing is allocated, nothing is global. */
 #include "route/route.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,15 +56,16 @@ const char *sw_route_excl_name(enum sw_route_excl e)
 
 /* ---- Queue estimate ---- */
 
-/* A learned value, or the prior when there is no data yet. */
-static double learned(double v, double prior)
+/* A learned value, or the prior when there is no data yet: v > 0 and finite
+ * (NaN fails the first comparison, +inf the second). */
+static inline double learned(double v, double prior)
 {
-    return isfinite(v) && v > 0 ? v : prior;
+    return v > 0 && v <= DBL_MAX ? v : prior;
 }
 
-static double nonneg(double v)
+static inline double nonneg(double v)
 {
-    return isfinite(v) && v > 0 ? v : 0;
+    return v > 0 && v <= DBL_MAX ? v : 0;
 }
 
 /* sw_route_est_ttft_ms with the request's prompt as a double (>= 0). */
@@ -73,7 +75,7 @@ static inline __attribute__((always_inline)) double est_ttft(const struct sw_rou
     double prefill = learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
     double wait = 0;
 
-    if (b->slots > 0) {
+    if (b->slots > 0 && sw_route_may_wait(b)) {
         double ahead = sw_route_ahead(b);
         if (ahead > 0) {
             long in_flight = b->in_flight > 0 ? b->in_flight : 0;
@@ -283,14 +285,11 @@ struct ctx {
     size_t n_clouds;
     bool resident;              /* sensitive, but the model has a cloud in an allowed region:
                                    only those clouds are open */
-    bool later[SW_ROUTE_MAX_BACKENDS];  /* eligible local: degraded or half-open */
-    bool queues[SW_ROUTE_MAX_BACKENDS]; /* eligible local: would not start at once */
     uint32_t added;             /* backends add() put in the plan (a bit each) */
     double est_raw[SW_ROUTE_MAX_BACKENDS];  /* sw_route_est_ttft_ms of each (no warm-up) */
-    bool would_cloud[SW_ROUTE_MAX_BACKENDS]; /* cloud eligible, or eligible but for privacy
-                                                or the spend cap (latency-critical compares
-                                                against these, so the reason can say why it
-                                                stayed local) */
+    uint32_t would_cloud;       /* a bit per cloud eligible, or eligible but for privacy or
+                                   the spend cap (latency-critical compares against these,
+                                   so the reason can say why it stayed local) */
 };
 
 static double request_cost_usd(const struct sw_route_facts *f, const struct sw_route_backend_view *b,
@@ -359,17 +358,15 @@ static bool starts_now(const struct sw_route_backend_view *b)
             (double)(b->in_flight + b->queued) + nonneg(b->outside_load) < (double)b->slots);
 }
 
-static bool before(const struct ctx *c, size_t a, size_t b)
+/* The rank of an eligible local before its estimate: degraded and half-open
+ * (probing) endpoints rank after healthy ones (2); then a free slot beats a
+ * place in a queue (1), whatever the estimates say: the wait is a fluid
+ * average, and when the requests holding every slot started together none
+ * frees before they all end. */
+static inline unsigned local_rank(const struct sw_route_backend_view *b)
 {
-    /* Degraded and half-open (probing) endpoints rank after healthy ones. */
-    if (c->later[a] != c->later[b])
-        return c->later[a] < c->later[b];
-    /* A free slot beats a place in a queue, whatever the estimates say: the
-     * wait is a fluid average, and when the requests holding every slot
-     * started together none frees before they all end. */
-    if (c->queues[a] != c->queues[b])
-        return c->queues[a] < c->queues[b];
-    return c->plan->est_ttft_ms[a] < c->plan->est_ttft_ms[b];
+    return (b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN) * 2u +
+           !starts_now(b);
 }
 
 /* Whether cloud backend b is in one of the request's allowed regions. */
@@ -386,47 +383,57 @@ static void eligibility(struct ctx *c)
 {
     const struct sw_route_facts *f = c->f;
     struct sw_route_plan *plan = c->plan;
-
+    const struct sw_route_backend_view *bs = c->v->backends;
     double prompt = f->prompt_tokens_est > 0 ? (double)f->prompt_tokens_est : 0;
+    uint32_t exclude = f->exclude, would = 0;
+    unsigned rank[SW_ROUTE_MAX_BACKENDS];   /* local_rank of each eligible local */
+    size_t n_locals = 0, n_clouds = 0;
 
     for (size_t i = 0; i < c->n; i++) {
-        const struct sw_route_backend_view *b = &c->v->backends[i];
+        const struct sw_route_backend_view *b = &bs[i];
         enum sw_route_excl e;
+        double raw = est_ttft(b, prompt), eff = est_effective(b, raw);
 
-        c->est_raw[i] = est_ttft(b, prompt);
-        plan->est_ttft_ms[i] = est_effective(b, c->est_raw[i]);
-        c->would_cloud[i] = false;
-        if (i < 32 && (f->exclude >> i & 1u)) {
+        c->est_raw[i] = raw;
+        plan->est_ttft_ms[i] = eff;
+        if (exclude >> i & 1u) {    /* i < SW_ROUTE_MAX_BACKENDS <= 32 */
             e = SW_EXCL_FAILED;
         } else if (b->tier == SW_TIER_CLOUD && c->mode == CLOUD_BANNED) {
             e = c->banned_code;
-            c->would_cloud[i] = check_rest(c, b) == SW_EXCL_NONE;
+            if (check_rest(c, b) == SW_EXCL_NONE)
+                would |= 1u << i;
         } else if (b->tier == SW_TIER_CLOUD && c->resident && !in_regions(f, b)) {
             e = SW_EXCL_PRIVACY;
         } else {
             e = check_rest(c, b);
-            if (e == SW_EXCL_BUDGET)
-                c->would_cloud[i] = rate_check(c, b) == SW_EXCL_NONE;
+            if (e == SW_EXCL_BUDGET && rate_check(c, b) == SW_EXCL_NONE)
+                would |= 1u << i;
         }
         plan->excluded[i] = e;
         if (e != SW_EXCL_NONE)
             continue;
         if (b->tier == SW_TIER_CLOUD) {
-            c->would_cloud[i] = true;
-            c->clouds[c->n_clouds++] = i;
+            would |= 1u << i;
+            c->clouds[n_clouds++] = i;
         } else {
-            /* Insertion sort, stable: ties keep the configured order. The
-             * ranks before() compares, once per backend. */
-            c->later[i] = b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN;
-            c->queues[i] = !starts_now(b);
-            size_t k = c->n_locals++;
-            while (k > 0 && before(c, i, c->locals[k - 1])) {
-                c->locals[k] = c->locals[k - 1];
+            /* Insertion sort by rank, then estimate; stable: ties keep the
+             * configured order. */
+            unsigned r = local_rank(b);
+            size_t k = n_locals++;
+            while (k > 0) {
+                size_t j = c->locals[k - 1];
+                if (r != rank[j] ? r > rank[j] : !(eff < plan->est_ttft_ms[j]))
+                    break;
+                c->locals[k] = j;
                 k--;
             }
+            rank[i] = r;
             c->locals[k] = i;
         }
     }
+    c->n_locals = n_locals;
+    c->n_clouds = n_clouds;
+    c->would_cloud = would;
 }
 
 /* ---- Output ---- */
@@ -871,7 +878,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
                 best_i = c.locals[i];
             }
         for (size_t i = 0; i < c.n; i++)
-            if (c.would_cloud[i] && plan->est_ttft_ms[i] < best) {
+            if ((c.would_cloud >> i & 1u) && plan->est_ttft_ms[i] < best) {
                 best = plan->est_ttft_ms[i];
                 best_i = i;
                 best_local = false;

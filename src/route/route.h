@@ -278,6 +278,18 @@ static inline long sw_route_reserve_tokens(const struct sw_route_facts *f,
  * it starts (sw_route_est_ttft_ms): everyone ahead of it beyond the free
  * slots (the server's outside work included), plus one for itself; <= 0: it
  * starts at once. Read only when b->slots > 0. */
+static inline double sw_route_ahead(const struct sw_route_backend_view *b);
+
+/* False only when sw_route_ahead(b) is surely <= 0: fewer requests in flight
+ * and queued than slots, no outside load, and counts small enough (< 2^52)
+ * for the double sum to be exact. Cheaper than sw_route_ahead. */
+static inline bool sw_route_may_wait(const struct sw_route_backend_view *b)
+{
+    long in_flight = b->in_flight > 0 ? b->in_flight : 0;
+    long queued = b->queued > 0 ? b->queued : 0;
+    return queued >= b->slots - in_flight || b->outside_load != 0 || b->slots > (1L << 52);
+}
+
 static inline double sw_route_ahead(const struct sw_route_backend_view *b)
 {
     long in_flight = b->in_flight > 0 ? b->in_flight : 0;

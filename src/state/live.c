@@ -186,7 +186,10 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         return NULL;
     }
     l->tmpl = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *l->tmpl);
-    if (!l->tmpl) {
+    l->tflags = calloc(cfg->n_backends ? cfg->n_backends : 1, 1);
+    if (!l->tmpl || !l->tflags) {
+        free(l->tmpl);
+        free(l->tflags);
         free(l->b);
         free(l);
         sw_pii_engine_free(pii);
@@ -216,6 +219,9 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         b->refs++;
         l->b[l->n++] = b;
         template_view(be, &l->tmpl[i]);
+        l->tflags[i] = (uint8_t)((be->rpm ? SW_LIVE_T_RPM : 0) | (be->tpm ? SW_LIVE_T_TPM : 0) |
+                                 (be->tier != SW_TIER_LOCAL ? SW_LIVE_T_CLOUD : 0) |
+                                 (be->load.source != 0 ? SW_LIVE_T_LOAD : 0));
         b->grant_ms = now_ms;
         sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
@@ -239,6 +245,7 @@ void sw_live_unref(struct sw_live *l)
     sw_config_unref(l->cfg);
     free(l->b);
     free(l->tmpl);
+    free(l->tflags);
     free(l);
 }
 
@@ -246,16 +253,17 @@ void sw_live_unref(struct sw_live *l)
  * first_release_ms are set only for a request that would wait (route.h). */
 #define VIEW_HEAD offsetof(struct sw_route_backend_view, busy_left_ms)
 
+/* remote: the other replicas' leases and queues count (state.redis, reachable). */
 static inline __attribute__((always_inline)) void
-fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_route_backend_view *v)
+fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_route_backend_view *v)
 {
-    const struct sw_config_backend *be = &l->cfg->backends[i];
     struct sw_live_backend *b = l->b[i];
+    unsigned fl = l->tflags[i];
     bool degraded;
     memcpy(v, &l->tmpl[i], VIEW_HEAD);
     v->first_release_ms = 0;
     v->health = b->health;
-    v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, v->health == SW_HEALTH_UP, &degraded);
+    v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, b->health == SW_HEALTH_UP, &degraded);
     if (degraded)
         v->health = SW_HEALTH_DEGRADED;
     v->breaker = sw_breaker_view(&b->breaker, now_ms, &v->probe_free, &v->panic_free);
@@ -273,22 +281,22 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_route_backend_v
         double elapsed = (double)(now_ms - b->warming_since_ms);
         v->warm_eta_ms = b->load_ms > elapsed ? b->load_ms - elapsed : 0;
     }
-    if (be->rpm)
+    if (fl & SW_LIVE_T_RPM)
         v->rpm_available = sw_bucket_rpm_available(&b->bucket, now_ms);
-    if (be->tpm)
+    if (fl & SW_LIVE_T_TPM)
         v->tpm_available = sw_bucket_tpm_available(&b->bucket, now_ms);
-    if (be->tier != SW_TIER_LOCAL)
+    if (fl & SW_LIVE_T_CLOUD)
         return;
-    if (l->g->rstate && !l->g->remote_degraded) {
+    if (remote) {
         /* every replica's leases, every replica's queue */
         if (b->remote_in_flight > v->in_flight)
             v->in_flight = b->remote_in_flight;
         v->queued += b->remote_queued;
     }
-    if (be->load.source != 0)
+    if (fl & SW_LIVE_T_LOAD)
         v->outside_load = sw_live_outside_load(l, i, now_ms);
     /* The slot holders matter only to a request that would wait for one. */
-    if (v->slots > 0 && sw_route_ahead(v) > 0) {
+    if (v->slots > 0 && sw_route_may_wait(v) && sw_route_ahead(v) > 0) {
         v->out_ratio = b->outlen.dist;
         fill_busy(b, now_ms, v);
     }
@@ -349,10 +357,12 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
                       struct sw_live_snapshot *out)
 {
     const struct sw_config_routing *r = &l->cfg->routing;
-    size_t n = 0;
-    for (size_t k = 0; k < model->n_backends && n < SW_ROUTE_MAX_BACKENDS; k++) {
-        out->map[n] = model->backends[k];
-        fill_view(l, model->backends[k], now_ms, &out->backends[n++]);
+    bool remote = l->g->rstate && !l->g->remote_degraded;
+    size_t n = model->n_backends < SW_ROUTE_MAX_BACKENDS ? model->n_backends
+                                                         : SW_ROUTE_MAX_BACKENDS;
+    for (size_t k = 0; k < n; k++) {
+        out->map[k] = model->backends[k];
+        fill_view(l, model->backends[k], now_ms, remote, &out->backends[k]);
     }
     long degrade = -1;
     if (r->spend.degrade_backend >= 0) {
@@ -361,7 +371,7 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
                 degrade = (long)k;
         if (degrade < 0 && n < SW_ROUTE_MAX_BACKENDS) {
             out->map[n] = (size_t)r->spend.degrade_backend;
-            fill_view(l, out->map[n], now_ms, &out->backends[n]);
+            fill_view(l, out->map[n], now_ms, remote, &out->backends[n]);
             out->backends[n].degrade_only = true; /* only for the cap's degrade policy */
             degrade = (long)n++;
         }

@@ -113,7 +113,14 @@ struct sw_live {
     /* Per backend, the view's fields that come from the config (the rest
      * zero): a snapshot starts each backend's view from a copy of it. */
     struct sw_route_backend_view *tmpl;
+    uint8_t *tflags;            /* per backend: which of its view's fields need more than
+                                   its state (SW_LIVE_T_*) */
 };
+
+#define SW_LIVE_T_RPM   1u      /* a request bucket */
+#define SW_LIVE_T_TPM   2u      /* a token bucket */
+#define SW_LIVE_T_CLOUD 4u      /* no slots, no remote leases, no load signal */
+#define SW_LIVE_T_LOAD  8u      /* a load signal */
 
 /* now_ms is the monotonic clock every other call passes; wall_ms the wall
  * clock at the same moment. NULL on allocation failure. */
