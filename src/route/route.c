@@ -70,12 +70,12 @@ static inline double nonneg(double v)
 
 /* sw_route_est_ttft_ms with the request's prompt as a double (>= 0). */
 static inline __attribute__((always_inline)) double est_ttft(const struct sw_route_backend_view *b,
-                                                             double prompt)
+                                                             double prompt, bool may_wait)
 {
     double prefill = learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
     double wait = 0;
 
-    if (b->slots > 0 && sw_route_may_wait(b)) {
+    if (may_wait) {
         double ahead = sw_route_ahead(b);
         if (ahead > 0) {
             long in_flight = b->in_flight > 0 ? b->in_flight : 0;
@@ -117,7 +117,8 @@ static inline __attribute__((always_inline)) double est_ttft(const struct sw_rou
 
 double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
 {
-    return est_ttft(b, prompt_tokens > 0 ? (double)prompt_tokens : 0);
+    return est_ttft(b, prompt_tokens > 0 ? (double)prompt_tokens : 0,
+                    b->slots > 0 && sw_route_may_wait(b));
 }
 
 double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
@@ -351,10 +352,13 @@ check_rest(const struct ctx *c, const struct sw_route_backend_view *b)
 
 /* Whether a request sent to b now starts at once: up (not cold or warming)
  * with a free slot. */
-static bool starts_now(const struct sw_route_backend_view *b)
+static inline bool starts_now(const struct sw_route_backend_view *b, bool may_wait)
 {
+    /* Not may_wait (b->slots > 0 && sw_route_may_wait(b)): fewer in flight
+     * and queued than slots (clamped at 0, so the raw sum is no larger) and
+     * no outside load; the comparison below would hold. */
     return b->health == SW_HEALTH_UP &&
-           (b->slots <= 0 ||
+           (b->slots <= 0 || !may_wait ||
             (double)(b->in_flight + b->queued) + nonneg(b->outside_load) < (double)b->slots);
 }
 
@@ -363,10 +367,10 @@ static bool starts_now(const struct sw_route_backend_view *b)
  * place in a queue (1), whatever the estimates say: the wait is a fluid
  * average, and when the requests holding every slot started together none
  * frees before they all end. */
-static inline unsigned local_rank(const struct sw_route_backend_view *b)
+static inline unsigned local_rank(const struct sw_route_backend_view *b, bool may_wait)
 {
     return (b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN) * 2u +
-           !starts_now(b);
+           !starts_now(b, may_wait);
 }
 
 /* Whether cloud backend b is in one of the request's allowed regions. */
@@ -392,7 +396,8 @@ static void eligibility(struct ctx *c)
     for (size_t i = 0; i < c->n; i++) {
         const struct sw_route_backend_view *b = &bs[i];
         enum sw_route_excl e;
-        double raw = est_ttft(b, prompt), eff = est_effective(b, raw);
+        bool may_wait = b->slots > 0 && sw_route_may_wait(b);
+        double raw = est_ttft(b, prompt, may_wait), eff = est_effective(b, raw);
 
         c->est_raw[i] = raw;
         plan->est_ttft_ms[i] = eff;
@@ -418,7 +423,7 @@ static void eligibility(struct ctx *c)
         } else {
             /* Insertion sort by rank, then estimate; stable: ties keep the
              * configured order. */
-            unsigned r = local_rank(b);
+            unsigned r = local_rank(b, may_wait);
             size_t k = n_locals++;
             while (k > 0) {
                 size_t j = c->locals[k - 1];
@@ -450,18 +455,41 @@ static inline void add(struct ctx *c, size_t backend, enum sw_reason reason, boo
     plan->attempts[plan->n++] = (struct sw_route_attempt){ backend, reason, masked, false };
 }
 
+/* add() for each of list[0..n), with the plan's count kept in a local. */
+static void add_list(struct ctx *c, const size_t *list, size_t n, enum sw_reason reason,
+                     bool masked)
+{
+    struct sw_route_plan *plan = c->plan;
+    size_t pn = plan->n;
+    uint32_t added = c->added;
+    for (size_t k = 0; k < n; k++) {
+        size_t backend = list[k];
+        uint32_t bit = 1u << backend;
+        if (added & bit) {
+            size_t i = 0;
+            while (i < pn && plan->attempts[i].backend != backend)
+                i++;
+            if (i < pn)
+                continue;
+        }
+        added |= bit;
+        plan->attempts[pn++] = (struct sw_route_attempt){ backend, reason, masked, false };
+    }
+    plan->n = pn;
+    c->added = added;
+}
+
 static void add_locals(struct ctx *c)
 {
-    for (size_t i = 0; i < c->n_locals; i++)
-        add(c, c->locals[i], SW_REASON_FALLBACK, false);
+    add_list(c, c->locals, c->n_locals, SW_REASON_FALLBACK, false);
 }
 
 /* Clouds as fallbacks: masked ones carry emergency. */
 static void add_clouds(struct ctx *c)
 {
     bool masked = c->mode == CLOUD_MASKED;
-    for (size_t i = 0; i < c->n_clouds; i++)
-        add(c, c->clouds[i], masked ? SW_REASON_EMERGENCY : SW_REASON_FALLBACK, masked);
+    add_list(c, c->clouds, c->n_clouds, masked ? SW_REASON_EMERGENCY : SW_REASON_FALLBACK,
+             masked);
 }
 
 static void primary_local(struct ctx *c, size_t b, enum sw_reason r)

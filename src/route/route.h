@@ -287,7 +287,7 @@ static inline bool sw_route_may_wait(const struct sw_route_backend_view *b)
 {
     long in_flight = b->in_flight > 0 ? b->in_flight : 0;
     long queued = b->queued > 0 ? b->queued : 0;
-    return queued >= b->slots - in_flight || b->outside_load != 0 || b->slots > (1L << 52);
+    return queued >= b->slots - in_flight || b->outside_load > 0 || b->slots > (1L << 52);
 }
 
 static inline double sw_route_ahead(const struct sw_route_backend_view *b)
