@@ -275,26 +275,30 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->decode_tps = b->ewma.decode_tps;
     v->avg_output_tokens = b->ewma.output_tokens;
     v->rtt_ms = b->rtt_ms;
-    if (b->health == SW_HEALTH_COLD) {
-        v->warm_eta_ms = b->load_ms;
-    } else if (b->health == SW_HEALTH_WARMING) {
-        double elapsed = (double)(now_ms - b->warming_since_ms);
-        v->warm_eta_ms = b->load_ms > elapsed ? b->load_ms - elapsed : 0;
+    /* A local backend without buckets or a load signal, up (maybe degraded),
+     * in a single replica: nothing more to read but its slot holders. */
+    if (fl | remote | (b->health != SW_HEALTH_UP)) {
+        if (b->health == SW_HEALTH_COLD) {
+            v->warm_eta_ms = b->load_ms;
+        } else if (b->health == SW_HEALTH_WARMING) {
+            double elapsed = (double)(now_ms - b->warming_since_ms);
+            v->warm_eta_ms = b->load_ms > elapsed ? b->load_ms - elapsed : 0;
+        }
+        if (fl & SW_LIVE_T_RPM)
+            v->rpm_available = sw_bucket_rpm_available(&b->bucket, now_ms);
+        if (fl & SW_LIVE_T_TPM)
+            v->tpm_available = sw_bucket_tpm_available(&b->bucket, now_ms);
+        if (fl & SW_LIVE_T_CLOUD)
+            return;
+        if (remote) {
+            /* every replica's leases, every replica's queue */
+            if (b->remote_in_flight > v->in_flight)
+                v->in_flight = b->remote_in_flight;
+            v->queued += b->remote_queued;
+        }
+        if (fl & SW_LIVE_T_LOAD)
+            v->outside_load = sw_live_outside_load(l, i, now_ms);
     }
-    if (fl & SW_LIVE_T_RPM)
-        v->rpm_available = sw_bucket_rpm_available(&b->bucket, now_ms);
-    if (fl & SW_LIVE_T_TPM)
-        v->tpm_available = sw_bucket_tpm_available(&b->bucket, now_ms);
-    if (fl & SW_LIVE_T_CLOUD)
-        return;
-    if (remote) {
-        /* every replica's leases, every replica's queue */
-        if (b->remote_in_flight > v->in_flight)
-            v->in_flight = b->remote_in_flight;
-        v->queued += b->remote_queued;
-    }
-    if (fl & SW_LIVE_T_LOAD)
-        v->outside_load = sw_live_outside_load(l, i, now_ms);
     /* The slot holders matter only to a request that would wait for one. */
     if (v->slots > 0 && sw_route_may_wait(v) && sw_route_ahead(v) > 0) {
         v->out_ratio = b->outlen.dist;
