@@ -111,8 +111,8 @@ static inline __attribute__((always_inline)) double est_ttft(const struct sw_rou
     else    /* prefill, then the first token's own decode step */
         own = prompt * prefill + 1000.0 / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
               nonneg(b->rtt_ms);
-    double est = wait + own;
-    return isfinite(est) ? est : 1e300;
+    double est = wait + own;    /* >= 0, +inf or NaN */
+    return est <= DBL_MAX ? est : 1e300;
 }
 
 double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
@@ -462,6 +462,7 @@ static void add_list(struct ctx *c, const size_t *list, size_t n, enum sw_reason
     struct sw_route_plan *plan = c->plan;
     size_t pn = plan->n;
     uint32_t added = c->added;
+    struct sw_route_attempt a = { 0, reason, masked, false };
     for (size_t k = 0; k < n; k++) {
         size_t backend = list[k];
         uint32_t bit = 1u << backend;
@@ -473,7 +474,8 @@ static void add_list(struct ctx *c, const size_t *list, size_t n, enum sw_reason
                 continue;
         }
         added |= bit;
-        plan->attempts[pn++] = (struct sw_route_attempt){ backend, reason, masked, false };
+        a.backend = backend;
+        plan->attempts[pn++] = a;
     }
     plan->n = pn;
     c->added = added;

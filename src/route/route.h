@@ -280,11 +280,14 @@ static inline long sw_route_reserve_tokens(const struct sw_route_facts *f,
  * starts at once. Read only when b->slots > 0. */
 static inline double sw_route_ahead(const struct sw_route_backend_view *b);
 
-/* False only when sw_route_ahead(b) is surely <= 0: fewer requests in flight
- * and queued than slots, no outside load, and counts small enough (< 2^52)
- * for the double sum to be exact. Cheaper than sw_route_ahead. */
+/* For b->slots > 0: false only when sw_route_ahead(b) is surely <= 0: fewer
+ * requests in flight and queued than slots, no outside load, and counts
+ * small enough (< 2^52) for the double sum to be exact, or none at all.
+ * Cheaper than sw_route_ahead. */
 static inline bool sw_route_may_wait(const struct sw_route_backend_view *b)
 {
+    if ((b->in_flight | b->queued) == 0)    /* ahead is then 1 - slots + outside load */
+        return b->outside_load > 0;
     long in_flight = b->in_flight > 0 ? b->in_flight : 0;
     long queued = b->queued > 0 ? b->queued : 0;
     return queued >= b->slots - in_flight || b->outside_load > 0 || b->slots > (1L << 52);

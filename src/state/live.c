@@ -249,9 +249,12 @@ void sw_live_unref(struct sw_live *l)
     free(l);
 }
 
-/* The view copies the template up to the slot holders: those, out_ratio and
- * first_release_ms are set only for a request that would wait (route.h). */
-#define VIEW_HEAD offsetof(struct sw_route_backend_view, busy_left_ms)
+/* The template's run of config fields (max_context_tokens .. region), copied
+ * as one block; the other config fields one by one, between the fields of the
+ * state. The slot holders, out_ratio and first_release_ms are set only for a
+ * request that would wait (route.h). */
+#define VIEW_CFG_FROM offsetof(struct sw_route_backend_view, max_context_tokens)
+#define VIEW_CFG_TO (offsetof(struct sw_route_backend_view, region) + sizeof(const char *))
 
 /* remote: the other replicas' leases and queues count (state.redis, reachable). */
 static inline __attribute__((always_inline)) void
@@ -260,7 +263,16 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     struct sw_live_backend *b = l->b[i];
     unsigned fl = l->tflags[i];
     bool degraded;
-    memcpy(v, &l->tmpl[i], VIEW_HEAD);
+    const struct sw_route_backend_view *t = &l->tmpl[i];
+    memcpy((char *)v + VIEW_CFG_FROM, (const char *)t + VIEW_CFG_FROM,
+           VIEW_CFG_TO - VIEW_CFG_FROM);
+    v->name = t->name;
+    v->tier = t->tier;
+    v->slots = t->slots;
+    v->max_output_tokens = t->max_output_tokens;
+    v->warm_eta_ms = 0;
+    v->outside_load = 0;
+    v->n_busy = 0;
     v->first_release_ms = 0;
     v->health = b->health;
     v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, b->health == SW_HEALTH_UP, &degraded);
