@@ -289,7 +289,7 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->rtt_ms = b->rtt_ms;
     /* A local backend without buckets or a load signal, up (maybe degraded),
      * in a single replica: nothing more to read but its slot holders. */
-    if (fl | remote | (b->health != SW_HEALTH_UP)) {
+    if (fl || remote || b->health != SW_HEALTH_UP) {
         if (b->health == SW_HEALTH_COLD) {
             v->warm_eta_ms = b->load_ms;
         } else if (b->health == SW_HEALTH_WARMING) {
