@@ -315,7 +315,7 @@ static enum sw_route_excl rate_check(const struct ctx *c, const struct sw_route_
 
 /* Every check after privacy, in the documented order. */
 static inline __attribute__((always_inline)) enum sw_route_excl
-check_rest(const struct ctx *c, const struct sw_route_backend_view *b)
+check_rest(const struct ctx *c, const struct sw_route_backend_view *b, bool up_closed)
 {
     const struct sw_route_facts *f = c->f;
 
@@ -325,12 +325,14 @@ check_rest(const struct ctx *c, const struct sw_route_backend_view *b)
         return SW_EXCL_TOOLS;
     if (f->needs_images && !b->supports_images)
         return SW_EXCL_IMAGES;
-    if (b->health == SW_HEALTH_DOWN)
-        return SW_EXCL_DOWN;
-    if (b->breaker == SW_BREAKER_OPEN)
-        return SW_EXCL_BREAKER_OPEN;
-    if (b->breaker == SW_BREAKER_HALF_OPEN && !b->probe_free)
-        return SW_EXCL_PROBE_BUSY;
+    if (!up_closed) {   /* up_closed: health up and breaker closed, known to pass these */
+        if (b->health == SW_HEALTH_DOWN)
+            return SW_EXCL_DOWN;
+        if (b->breaker == SW_BREAKER_OPEN)
+            return SW_EXCL_BREAKER_OPEN;
+        if (b->breaker == SW_BREAKER_HALF_OPEN && !b->probe_free)
+            return SW_EXCL_PROBE_BUSY;
+    }
     if (b->tier == SW_TIER_LOCAL) {
         /* Full: no free slot and Spillway's queue at its bound. slots <= 0 is
          * unbounded concurrency, which never queues. */
@@ -397,7 +399,10 @@ static void eligibility(struct ctx *c)
         const struct sw_route_backend_view *b = &bs[i];
         enum sw_route_excl e;
         bool may_wait = b->slots > 0 && sw_route_may_wait(b);
-        double raw = est_ttft(b, prompt, may_wait), eff = est_effective(b, raw);
+        /* The common backend: no warm-up, not degraded, no breaker rule. */
+        bool up_closed = b->health == SW_HEALTH_UP && b->breaker == SW_BREAKER_CLOSED;
+        double raw = est_ttft(b, prompt, may_wait);
+        double eff = up_closed ? raw : est_effective(b, raw);
 
         c->est_raw[i] = raw;
         plan->est_ttft_ms[i] = eff;
@@ -405,12 +410,12 @@ static void eligibility(struct ctx *c)
             e = SW_EXCL_FAILED;
         } else if (b->tier == SW_TIER_CLOUD && c->mode == CLOUD_BANNED) {
             e = c->banned_code;
-            if (check_rest(c, b) == SW_EXCL_NONE)
+            if (check_rest(c, b, up_closed) == SW_EXCL_NONE)
                 would |= 1u << i;
         } else if (b->tier == SW_TIER_CLOUD && c->resident && !in_regions(f, b)) {
             e = SW_EXCL_PRIVACY;
         } else {
-            e = check_rest(c, b);
+            e = check_rest(c, b, up_closed);
             if (e == SW_EXCL_BUDGET && rate_check(c, b) == SW_EXCL_NONE)
                 would |= 1u << i;
         }
@@ -423,7 +428,7 @@ static void eligibility(struct ctx *c)
         } else {
             /* Insertion sort by rank, then estimate; stable: ties keep the
              * configured order. */
-            unsigned r = local_rank(b, may_wait);
+            unsigned r = up_closed ? !starts_now(b, may_wait) : local_rank(b, may_wait);
             size_t k = n_locals++;
             while (k > 0) {
                 size_t j = c->locals[k - 1];
@@ -771,7 +776,7 @@ static bool panic_candidate(const struct ctx *c, size_t i)
         return false;
     struct sw_route_backend_view closed = *b;
     closed.breaker = SW_BREAKER_CLOSED;
-    return check_rest(c, &closed) == SW_EXCL_NONE;
+    return check_rest(c, &closed, false) == SW_EXCL_NONE;
 }
 
 /* Ranks panic candidates: for a sensitive request in an emergency, locals
