@@ -19,6 +19,7 @@
 #include "common/satmath.h"
 
 _Static_assert(SW_ROUTE_MAX_BACKENDS <= 32, "add() keeps one bit per backend");
+_Static_assert(SW_HEALTH_UP == 0 && SW_BREAKER_CLOSED == 0, "eligibility tests both at once");
 
 #define NO_DEADLINE 1e300
 
@@ -400,7 +401,7 @@ static void eligibility(struct ctx *c)
         enum sw_route_excl e;
         bool may_wait = b->slots > 0 && sw_route_may_wait(b);
         /* The common backend: no warm-up, not degraded, no breaker rule. */
-        bool up_closed = b->health == SW_HEALTH_UP && b->breaker == SW_BREAKER_CLOSED;
+        bool up_closed = (b->health | b->breaker) == 0;    /* UP and CLOSED */
         double raw = est_ttft(b, prompt, may_wait);
         double eff = up_closed ? raw : est_effective(b, raw);
 
