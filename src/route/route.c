@@ -288,6 +288,7 @@ struct ctx {
     bool resident;              /* sensitive, but the model has a cloud in an allowed region:
                                    only those clouds are open */
     uint32_t added;             /* backends add() put in the plan (a bit each) */
+    bool needs_caps;            /* facts: needs tools or images */
     double est_raw[SW_ROUTE_MAX_BACKENDS];  /* sw_route_est_ttft_ms of each (no warm-up) */
     uint32_t would_cloud;       /* a bit per cloud eligible, or eligible but for privacy or
                                    the spend cap (latency-critical compares against these,
@@ -322,10 +323,12 @@ check_rest(const struct ctx *c, const struct sw_route_backend_view *b, bool up_c
 
     if (b->max_context_tokens > 0 && c->need_tokens > b->max_context_tokens)
         return SW_EXCL_CONTEXT;
-    if (f->needs_tools && !b->supports_tools)
-        return SW_EXCL_TOOLS;
-    if (f->needs_images && !b->supports_images)
-        return SW_EXCL_IMAGES;
+    if (c->needs_caps) {    /* tools or images */
+        if (f->needs_tools && !b->supports_tools)
+            return SW_EXCL_TOOLS;
+        if (f->needs_images && !b->supports_images)
+            return SW_EXCL_IMAGES;
+    }
     if (!up_closed) {   /* up_closed: health up and breaker closed, known to pass these */
         if (b->health == SW_HEALTH_DOWN)
             return SW_EXCL_DOWN;
@@ -469,8 +472,8 @@ static void add_list(struct ctx *c, const size_t *list, size_t n, enum sw_reason
     size_t pn = plan->n;
     uint32_t added = c->added;
     struct sw_route_attempt a = { 0, reason, masked, false };
-    for (size_t k = 0; k < n; k++) {
-        size_t backend = list[k];
+    for (const size_t *end = list + n; list < end; list++) {
+        size_t backend = *list;
         uint32_t bit = 1u << backend;
         if (added & bit) {
             size_t i = 0;
@@ -846,6 +849,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     plan->n_backends = c.n;
     c.n_locals = c.n_clouds = 0;
     c.added = 0;
+    c.needs_caps = facts->needs_tools || facts->needs_images;
     c.need_tokens = sw_sat_add_long(facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0,
                                     facts->max_tokens > 0 ? facts->max_tokens : 0);
     c.left_ms = facts->deadline_ms > 0 ? (double)(facts->deadline_ms - now_ms) : NO_DEADLINE;

@@ -376,9 +376,11 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
     bool remote = l->g->rstate && !l->g->remote_degraded;
     size_t n = model->n_backends < SW_ROUTE_MAX_BACKENDS ? model->n_backends
                                                          : SW_ROUTE_MAX_BACKENDS;
+    const size_t *mb = model->backends;
     for (size_t k = 0; k < n; k++) {
-        out->map[k] = model->backends[k];
-        fill_view(l, model->backends[k], now_ms, remote, &out->backends[k]);
+        size_t i = mb[k];
+        out->map[k] = i;
+        fill_view(l, i, now_ms, remote, &out->backends[k]);
     }
     long degrade = -1;
     if (r->spend.degrade_backend >= 0) {
