@@ -1,8 +1,8 @@
 /* The snapshot's view (src/state/live.c sw_live_snapshot) against the view
  * recomputed from the live state field by field the plain way, after every
  * event of random sequences (takes and settles of local slots and queues,
- * answers, failures, health checks, warm-ups, load polls, probes, time
- * passing): every field the router reads is identical, and so is every
+ * answers, failures, health checks, warm-ups, load polls, probes, shared
+ * state syncs, time passing): every field the router reads is identical, and so is every
  * decision sw_route_decide makes on the two views. A real sw_live on a
  * parsed config; the clock is a plain number. */
 #include <setjmp.h>
@@ -86,6 +86,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
+    f->g->rstate = NULL;
     for (size_t i = 0; i < N_CLAIMS; i++)
         sw_claim_settle(f->live, &f->claims[i], SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, f->now);
     sw_live_unref(f->live);
@@ -151,6 +152,11 @@ static void ref_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rout
     v->slots = be->tier == SW_TIER_LOCAL ? be->slots : 0;
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;
+    if (l->g->rstate && !l->g->remote_degraded && be->tier == SW_TIER_LOCAL) {
+        if (b->remote_in_flight > v->in_flight)
+            v->in_flight = b->remote_in_flight;
+        v->queued += b->remote_queued;
+    }
     v->queue_max = b->q.queue_max;
     v->prefill_ms_per_token = b->ewma.prefill_ms_per_token;
     v->decode_tps = b->ewma.decode_tps;
@@ -313,7 +319,7 @@ static void event(struct fx *f)
     struct sw_live *l = f->live;
     size_t be = rnd(f, 4);
     struct sw_claim *c = &f->claims[rnd(f, N_CLAIMS)];
-    switch (rnd(f, 12)) {
+    switch (rnd(f, 13)) {
     case 0:
     case 1:
     case 2: { /* a request takes a slot (or a place in the queue) */
@@ -362,6 +368,16 @@ static void event(struct fx *f)
     case 8:
         sw_live_on_probe(l, be, f->now, (double)rnd(f, 700));
         break;
+    case 9: /* replicas: a sync of the shared state, or Redis lost and back */
+        if (!f->g->rstate)
+            break;
+        if (rnd(f, 5) == 0) {
+            f->g->remote_degraded = !f->g->remote_degraded;
+        } else {
+            l->b[be]->remote_in_flight = (long)rnd(f, 5);
+            l->b[be]->remote_queued = (long)rnd(f, 4);
+        }
+        break;
     default: /* time passes */
         f->now += rnd(f, 3) ? rnd(f, 300) : rnd(f, 4000);
         break;
@@ -409,11 +425,31 @@ static void test_snapshot_after_reload(void **state)
     }
 }
 
+/* With shared state (state.redis): every replica's leases and queues count
+ * while Redis answers, none while it is lost. The shared state's own code is
+ * not involved: the test writes what a sync would have read. */
+static void test_snapshot_with_replicas(void **state)
+{
+    static char shared;     /* stands for the connection: only its presence is read */
+    struct fx *f = *state;
+    f->rng = 11;
+    f->g->rstate = (struct sw_rstate *)&shared;
+    long remote = 0;
+    for (int i = 0; i < 10000; i++) {
+        event(f);
+        check(f);
+        remote += !f->g->remote_degraded && (f->live->b[0]->remote_queued > 0 ||
+                                             f->live->b[1]->remote_queued > 0);
+    }
+    assert_true(remote > 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_snapshot_is_the_recomputed_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_after_reload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_with_replicas, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
