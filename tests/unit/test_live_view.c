@@ -2,9 +2,9 @@
  * recomputed from the live state field by field the plain way, after every
  * event of random sequences (takes and settles of local slots and queues,
  * answers, failures, health checks, warm-ups, load polls, probes, shared
- * state syncs, time passing): every field the router reads is identical, and so is every
- * decision sw_route_decide makes on the two views. A real sw_live on a
- * parsed config; the clock is a plain number. */
+ * state syncs, time passing): every field the router reads is identical, and
+ * so is every decision sw_route_decide makes on the two views. A real sw_live
+ * on a parsed config; the clock is a plain number. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
