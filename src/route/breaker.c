@@ -133,11 +133,6 @@ int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms)
     return sw_breaker_state(b, now_ms) == SW_BREAKER_OPEN ? b->open_until_ms : 0;
 }
 
-int64_t sw_breaker_last_failure(const struct sw_breaker *b)
-{
-    return b->last_fail_ms;
-}
-
 bool sw_breaker_panic_free(struct sw_breaker *b, int64_t now_ms)
 {
     return sw_breaker_state(b, now_ms) != SW_BREAKER_CLOSED && b->panic_out < SW_BREAKER_PANIC_MAX;

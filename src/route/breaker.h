@@ -135,7 +135,10 @@ int64_t sw_breaker_open_until(struct sw_breaker *b, int64_t now_ms);
  * state, in-flight requests of an open breaker included); 0 when none. The
  * router's panic ranks by it: the backend that failed longest ago is the
  * likeliest to have recovered. */
-int64_t sw_breaker_last_failure(const struct sw_breaker *b);
+static inline int64_t sw_breaker_last_failure(const struct sw_breaker *b)
+{
+    return b->last_fail_ms;
+}
 
 /* May a panic request go to this non-CLOSED backend now? True while fewer
  * than SW_BREAKER_PANIC_MAX panic requests are in flight (the call takes one
@@ -177,5 +180,18 @@ void sw_breaker_reset(struct sw_breaker *b);
  * backend (connect timeout, no first byte within a budget the backend was
  * given), not for a client deadline that was too short to begin with. */
 bool sw_breaker_qualifies(int http_status, int transport_err);
+
+/* The view's breaker, probe_free and panic_free in one call: as
+ * sw_breaker_state, sw_breaker_probe_free and sw_breaker_panic_free at now_ms
+ * (a closed breaker has nothing to advance). */
+static inline enum sw_breaker_state sw_breaker_view(struct sw_breaker *b, int64_t now_ms,
+                                                    bool *probe_free, bool *panic_free)
+{
+    enum sw_breaker_state s =
+        b->state == SW_BREAKER_CLOSED ? SW_BREAKER_CLOSED : sw_breaker_state(b, now_ms);
+    *probe_free = s == SW_BREAKER_HALF_OPEN && !b->probe_out;
+    *panic_free = s != SW_BREAKER_CLOSED && b->panic_out < SW_BREAKER_PANIC_MAX;
+    return s;
+}
 
 #endif

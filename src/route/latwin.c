@@ -98,3 +98,13 @@ bool sw_latwin_degraded(struct sw_latwin *w, int64_t now_ms)
     evaluate(w, now_ms);
     return w->degraded;
 }
+
+double sw_latwin_view_slow(struct sw_latwin *w, int64_t now_ms, bool evaluate_health,
+                           bool *degraded)
+{
+    expire(w, now_ms);
+    if (evaluate_health)
+        evaluate(w, now_ms);
+    *degraded = evaluate_health && w->degraded;
+    return avg_ms(w);
+}

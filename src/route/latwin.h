@@ -78,6 +78,21 @@ void sw_latwin_init(struct sw_latwin *w, int64_t window_ms, double degrade_ms, d
  * health. */
 void sw_latwin_add(struct sw_latwin *w, int64_t now_ms, double latency_ms);
 
+/* The view's average and health in one call: sw_latwin_avg at now_ms, and
+ * when `evaluate`, *degraded as sw_latwin_degraded at now_ms (else false, and
+ * the health is not evaluated). An empty window of a healthy endpoint has
+ * nothing to evict or evaluate. */
+double sw_latwin_view_slow(struct sw_latwin *w, int64_t now_ms, bool evaluate, bool *degraded);
+static inline double sw_latwin_view(struct sw_latwin *w, int64_t now_ms, bool evaluate,
+                                    bool *degraded)
+{
+    if (w->n == 0 && !w->degraded) {
+        *degraded = false;
+        return 0;
+    }
+    return sw_latwin_view_slow(w, now_ms, evaluate, degraded);
+}
+
 /* Average of the samples in the window as of now_ms, in ms; 0 when empty
  * (the view's "0: no data"). Evicts expired samples; does not evaluate the
  * health. */

@@ -10,6 +10,7 @@
  * clock is the caller's `now_ms`, nothing is allocated, nothing is global. */
 #include "route/route.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "common/satmath.h"
 
 _Static_assert(SW_ROUTE_MAX_BACKENDS <= 32, "add() keeps one bit per backend");
+_Static_assert(SW_HEALTH_UP == 0 && SW_BREAKER_CLOSED == 0, "eligibility tests both at once");
 
 #define NO_DEADLINE 1e300
 
@@ -55,32 +57,29 @@ const char *sw_route_excl_name(enum sw_route_excl e)
 
 /* ---- Queue estimate ---- */
 
-/* A learned value, or the prior when there is no data yet. */
-static double learned(double v, double prior)
+/* A learned value, or the prior when there is no data yet: v > 0 and finite
+ * (NaN fails the first comparison, +inf the second). */
+static inline double learned(double v, double prior)
 {
-    return isfinite(v) && v > 0 ? v : prior;
+    return v > 0 && v <= DBL_MAX ? v : prior;
 }
 
-static double nonneg(double v)
+static inline double nonneg(double v)
 {
-    return isfinite(v) && v > 0 ? v : 0;
+    return v > 0 && v <= DBL_MAX ? v : 0;
 }
 
-double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
+/* sw_route_est_ttft_ms with the request's prompt as a double (>= 0). */
+static inline __attribute__((always_inline)) double est_ttft(const struct sw_route_backend_view *b,
+                                                             double prompt, bool may_wait)
 {
-    double prompt = prompt_tokens > 0 ? (double)prompt_tokens : 0;
     double prefill = learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
     double wait = 0;
 
-    if (b->slots > 0) {
-        long in_flight = b->in_flight > 0 ? b->in_flight : 0;
-        long queued = b->queued > 0 ? b->queued : 0;
-        /* Slot releases this request needs before it starts: everyone ahead of
-         * it beyond the free slots (the server's outside work included), plus
-         * one for itself. */
-        double ahead = (double)in_flight + (double)queued + nonneg(b->outside_load) -
-                       (double)b->slots + 1;
+    if (may_wait) {
+        double ahead = sw_route_ahead(b);
         if (ahead > 0) {
+            long in_flight = b->in_flight > 0 ? b->in_flight : 0;
             double avg_prompt = learned(b->avg_prompt_tokens, prompt);
             double service = avg_prompt * prefill +
                              1000.0 * learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
@@ -113,8 +112,14 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
     else    /* prefill, then the first token's own decode step */
         own = prompt * prefill + 1000.0 / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
               nonneg(b->rtt_ms);
-    double est = wait + own;
-    return isfinite(est) ? est : 1e300;
+    double est = wait + own;    /* >= 0, +inf or NaN */
+    return est <= DBL_MAX ? est : 1e300;
+}
+
+double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
+{
+    return est_ttft(b, prompt_tokens > 0 ? (double)prompt_tokens : 0,
+                    b->slots > 0 && sw_route_may_wait(b));
 }
 
 double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
@@ -282,13 +287,12 @@ struct ctx {
     size_t n_clouds;
     bool resident;              /* sensitive, but the model has a cloud in an allowed region:
                                    only those clouds are open */
-    bool later[SW_ROUTE_MAX_BACKENDS];  /* eligible local: degraded or half-open */
-    bool queues[SW_ROUTE_MAX_BACKENDS]; /* eligible local: would not start at once */
     uint32_t added;             /* backends add() put in the plan (a bit each) */
-    bool would_cloud[SW_ROUTE_MAX_BACKENDS]; /* cloud eligible, or eligible but for privacy
-                                                or the spend cap (latency-critical compares
-                                                against these, so the reason can say why it
-                                                stayed local) */
+    bool needs_caps;            /* facts: needs tools or images */
+    double est_raw[SW_ROUTE_MAX_BACKENDS];  /* sw_route_est_ttft_ms of each (no warm-up) */
+    uint32_t would_cloud;       /* a bit per cloud eligible, or eligible but for privacy or
+                                   the spend cap (latency-critical compares against these,
+                                   so the reason can say why it stayed local) */
 };
 
 static double request_cost_usd(const struct sw_route_facts *f, const struct sw_route_backend_view *b,
@@ -312,22 +316,27 @@ static enum sw_route_excl rate_check(const struct ctx *c, const struct sw_route_
 }
 
 /* Every check after privacy, in the documented order. */
-static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_backend_view *b)
+static inline __attribute__((always_inline)) enum sw_route_excl
+check_rest(const struct ctx *c, const struct sw_route_backend_view *b, bool up_closed)
 {
     const struct sw_route_facts *f = c->f;
 
     if (b->max_context_tokens > 0 && c->need_tokens > b->max_context_tokens)
         return SW_EXCL_CONTEXT;
-    if (f->needs_tools && !b->supports_tools)
-        return SW_EXCL_TOOLS;
-    if (f->needs_images && !b->supports_images)
-        return SW_EXCL_IMAGES;
-    if (b->health == SW_HEALTH_DOWN)
-        return SW_EXCL_DOWN;
-    if (b->breaker == SW_BREAKER_OPEN)
-        return SW_EXCL_BREAKER_OPEN;
-    if (b->breaker == SW_BREAKER_HALF_OPEN && !b->probe_free)
-        return SW_EXCL_PROBE_BUSY;
+    if (c->needs_caps) {    /* tools or images */
+        if (f->needs_tools && !b->supports_tools)
+            return SW_EXCL_TOOLS;
+        if (f->needs_images && !b->supports_images)
+            return SW_EXCL_IMAGES;
+    }
+    if (!up_closed) {   /* up_closed: health up and breaker closed, known to pass these */
+        if (b->health == SW_HEALTH_DOWN)
+            return SW_EXCL_DOWN;
+        if (b->breaker == SW_BREAKER_OPEN)
+            return SW_EXCL_BREAKER_OPEN;
+        if (b->breaker == SW_BREAKER_HALF_OPEN && !b->probe_free)
+            return SW_EXCL_PROBE_BUSY;
+    }
     if (b->tier == SW_TIER_LOCAL) {
         /* Full: no free slot and Spillway's queue at its bound. slots <= 0 is
          * unbounded concurrency, which never queues. */
@@ -349,24 +358,25 @@ static enum sw_route_excl check_rest(const struct ctx *c, const struct sw_route_
 
 /* Whether a request sent to b now starts at once: up (not cold or warming)
  * with a free slot. */
-static bool starts_now(const struct sw_route_backend_view *b)
+static inline bool starts_now(const struct sw_route_backend_view *b, bool may_wait)
 {
+    /* Not may_wait (b->slots > 0 && sw_route_may_wait(b)): fewer in flight
+     * and queued than slots (clamped at 0, so the raw sum is no larger) and
+     * no outside load; the comparison below would hold. */
     return b->health == SW_HEALTH_UP &&
-           (b->slots <= 0 ||
+           (b->slots <= 0 || !may_wait ||
             (double)(b->in_flight + b->queued) + nonneg(b->outside_load) < (double)b->slots);
 }
 
-static bool before(const struct ctx *c, size_t a, size_t b)
+/* The rank of an eligible local before its estimate: degraded and half-open
+ * (probing) endpoints rank after healthy ones (2); then a free slot beats a
+ * place in a queue (1), whatever the estimates say: the wait is a fluid
+ * average, and when the requests holding every slot started together none
+ * frees before they all end. */
+static inline unsigned local_rank(const struct sw_route_backend_view *b, bool may_wait)
 {
-    /* Degraded and half-open (probing) endpoints rank after healthy ones. */
-    if (c->later[a] != c->later[b])
-        return c->later[a] < c->later[b];
-    /* A free slot beats a place in a queue, whatever the estimates say: the
-     * wait is a fluid average, and when the requests holding every slot
-     * started together none frees before they all end. */
-    if (c->queues[a] != c->queues[b])
-        return c->queues[a] < c->queues[b];
-    return c->plan->est_ttft_ms[a] < c->plan->est_ttft_ms[b];
+    return (b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN) * 2u +
+           !starts_now(b, may_wait);
 }
 
 /* Whether cloud backend b is in one of the request's allowed regions. */
@@ -383,49 +393,66 @@ static void eligibility(struct ctx *c)
 {
     const struct sw_route_facts *f = c->f;
     struct sw_route_plan *plan = c->plan;
+    const struct sw_route_backend_view *bs = c->v->backends;
+    double prompt = f->prompt_tokens_est > 0 ? (double)f->prompt_tokens_est : 0;
+    uint32_t exclude = f->exclude, would = 0;
+    unsigned rank[SW_ROUTE_MAX_BACKENDS];   /* local_rank of each eligible local */
+    size_t n_locals = 0, n_clouds = 0;
 
     for (size_t i = 0; i < c->n; i++) {
-        const struct sw_route_backend_view *b = &c->v->backends[i];
+        const struct sw_route_backend_view *b = &bs[i];
         enum sw_route_excl e;
+        bool may_wait = b->slots > 0 && sw_route_may_wait(b);
+        /* The common backend: no warm-up, not degraded, no breaker rule. */
+        bool up_closed = (b->health | b->breaker) == 0;    /* UP and CLOSED */
+        double raw = est_ttft(b, prompt, may_wait);
+        double eff = up_closed ? raw : est_effective(b, raw);
 
-        plan->est_ttft_ms[i] = est_effective(b, sw_route_est_ttft_ms(b, f->prompt_tokens_est));
-        c->would_cloud[i] = false;
-        if (i < 32 && (f->exclude >> i & 1u)) {
+        c->est_raw[i] = raw;
+        plan->est_ttft_ms[i] = eff;
+        if (exclude >> i & 1u) {    /* i < SW_ROUTE_MAX_BACKENDS <= 32 */
             e = SW_EXCL_FAILED;
         } else if (b->tier == SW_TIER_CLOUD && c->mode == CLOUD_BANNED) {
             e = c->banned_code;
-            c->would_cloud[i] = check_rest(c, b) == SW_EXCL_NONE;
+            if (check_rest(c, b, up_closed) == SW_EXCL_NONE)
+                would |= 1u << i;
         } else if (b->tier == SW_TIER_CLOUD && c->resident && !in_regions(f, b)) {
             e = SW_EXCL_PRIVACY;
         } else {
-            e = check_rest(c, b);
-            if (e == SW_EXCL_BUDGET)
-                c->would_cloud[i] = rate_check(c, b) == SW_EXCL_NONE;
+            e = check_rest(c, b, up_closed);
+            if (e == SW_EXCL_BUDGET && rate_check(c, b) == SW_EXCL_NONE)
+                would |= 1u << i;
         }
         plan->excluded[i] = e;
         if (e != SW_EXCL_NONE)
             continue;
         if (b->tier == SW_TIER_CLOUD) {
-            c->would_cloud[i] = true;
-            c->clouds[c->n_clouds++] = i;
+            would |= 1u << i;
+            c->clouds[n_clouds++] = i;
         } else {
-            /* Insertion sort, stable: ties keep the configured order. The
-             * ranks before() compares, once per backend. */
-            c->later[i] = b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN;
-            c->queues[i] = !starts_now(b);
-            size_t k = c->n_locals++;
-            while (k > 0 && before(c, i, c->locals[k - 1])) {
-                c->locals[k] = c->locals[k - 1];
+            /* Insertion sort by rank, then estimate; stable: ties keep the
+             * configured order. */
+            unsigned r = up_closed ? !starts_now(b, may_wait) : local_rank(b, may_wait);
+            size_t k = n_locals++;
+            while (k > 0) {
+                size_t j = c->locals[k - 1];
+                if (r != rank[j] ? r > rank[j] : !(eff < plan->est_ttft_ms[j]))
+                    break;
+                c->locals[k] = j;
                 k--;
             }
+            rank[i] = r;
             c->locals[k] = i;
         }
     }
+    c->n_locals = n_locals;
+    c->n_clouds = n_clouds;
+    c->would_cloud = would;
 }
 
 /* ---- Output ---- */
 
-static void add(struct ctx *c, size_t backend, enum sw_reason reason, bool masked)
+static inline void add(struct ctx *c, size_t backend, enum sw_reason reason, bool masked)
 {
     struct sw_route_plan *plan = c->plan;
     uint32_t bit = 1u << backend; /* backend < SW_ROUTE_MAX_BACKENDS <= 32 */
@@ -437,18 +464,43 @@ static void add(struct ctx *c, size_t backend, enum sw_reason reason, bool maske
     plan->attempts[plan->n++] = (struct sw_route_attempt){ backend, reason, masked, false };
 }
 
+/* add() for each of list[0..n), with the plan's count kept in a local. */
+static void add_list(struct ctx *c, const size_t *list, size_t n, enum sw_reason reason,
+                     bool masked)
+{
+    struct sw_route_plan *plan = c->plan;
+    size_t pn = plan->n;
+    uint32_t added = c->added;
+    struct sw_route_attempt a = { 0, reason, masked, false };
+    for (const size_t *end = list + n; list < end; list++) {
+        size_t backend = *list;
+        uint32_t bit = 1u << backend;
+        if (added & bit) {
+            size_t i = 0;
+            while (i < pn && plan->attempts[i].backend != backend)
+                i++;
+            if (i < pn)
+                continue;
+        }
+        added |= bit;
+        a.backend = backend;
+        plan->attempts[pn++] = a;
+    }
+    plan->n = pn;
+    c->added = added;
+}
+
 static void add_locals(struct ctx *c)
 {
-    for (size_t i = 0; i < c->n_locals; i++)
-        add(c, c->locals[i], SW_REASON_FALLBACK, false);
+    add_list(c, c->locals, c->n_locals, SW_REASON_FALLBACK, false);
 }
 
 /* Clouds as fallbacks: masked ones carry emergency. */
 static void add_clouds(struct ctx *c)
 {
     bool masked = c->mode == CLOUD_MASKED;
-    for (size_t i = 0; i < c->n_clouds; i++)
-        add(c, c->clouds[i], masked ? SW_REASON_EMERGENCY : SW_REASON_FALLBACK, masked);
+    add_list(c, c->clouds, c->n_clouds, masked ? SW_REASON_EMERGENCY : SW_REASON_FALLBACK,
+             masked);
 }
 
 static void primary_local(struct ctx *c, size_t b, enum sw_reason r)
@@ -728,7 +780,7 @@ static bool panic_candidate(const struct ctx *c, size_t i)
         return false;
     struct sw_route_backend_view closed = *b;
     closed.breaker = SW_BREAKER_CLOSED;
-    return check_rest(c, &closed) == SW_EXCL_NONE;
+    return check_rest(c, &closed, false) == SW_EXCL_NONE;
 }
 
 /* Ranks panic candidates: for a sensitive request in an emergency, locals
@@ -797,6 +849,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     plan->n_backends = c.n;
     c.n_locals = c.n_clouds = 0;
     c.added = 0;
+    c.needs_caps = facts->needs_tools || facts->needs_images;
     c.need_tokens = sw_sat_add_long(facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0,
                                     facts->max_tokens > 0 ? facts->max_tokens : 0);
     c.left_ms = facts->deadline_ms > 0 ? (double)(facts->deadline_ms - now_ms) : NO_DEADLINE;
@@ -841,7 +894,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     size_t l0 = c.locals[0];
     const struct sw_route_backend_view *b0 = &view->backends[l0];
     double eff0 = plan->est_ttft_ms[l0];
-    double est0 = sw_route_est_ttft_ms(b0, facts->prompt_tokens_est);  /* no warm-up */
+    double est0 = c.est_raw[l0];  /* no warm-up */
     enum sw_reason local_reason = facts->exclude ? SW_REASON_FALLBACK : SW_REASON_BASELINE;
 
     /* Masked cloud (sensitive, emergency): only when local cannot meet the
@@ -865,7 +918,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
                 best_i = c.locals[i];
             }
         for (size_t i = 0; i < c.n; i++)
-            if (c.would_cloud[i] && plan->est_ttft_ms[i] < best) {
+            if ((c.would_cloud >> i & 1u) && plan->est_ttft_ms[i] < best) {
                 best = plan->est_ttft_ms[i];
                 best_i = i;
                 best_local = false;

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "config/config.h"
@@ -187,7 +188,10 @@ struct sw_route_backend_view {
                                        reserved for under a spend cap (0: facts.max_tokens) */
     /* local: the running requests that free their slots soonest, as ms until
      * each does at the latest (sw_route_busy_left_ms), soonest first; n_busy 0:
-     * not known (the fluid wait estimate) */
+     * not known (the fluid wait estimate). A snapshot (state/live.h) fills
+     * them and out_ratio only when the request would wait (sw_route_ahead >
+     * 0), the only case the estimate reads them: else n_busy and
+     * first_release_ms are 0 and busy_left_ms and out_ratio unset */
     long n_busy;                    /* 0..SW_ROUTE_BUSY_MAX */
     double busy_left_ms[SW_ROUTE_BUSY_MAX];
     /* local: learned output tokens / max_tokens of the requests that named
@@ -268,6 +272,34 @@ static inline long sw_route_reserve_tokens(const struct sw_route_facts *f,
         b->max_output_tokens > 0)
         return b->max_output_tokens;
     return f->max_tokens;
+}
+
+/* The slot releases a request arriving now at local backend b needs before
+ * it starts (sw_route_est_ttft_ms): everyone ahead of it beyond the free
+ * slots (the server's outside work included), plus one for itself; <= 0: it
+ * starts at once. Read only when b->slots > 0. */
+static inline double sw_route_ahead(const struct sw_route_backend_view *b);
+
+/* For b->slots > 0: false only when sw_route_ahead(b) is surely <= 0: fewer
+ * requests in flight and queued than slots, no outside load, and counts
+ * small enough (< 2^52) for the double sum to be exact, or none at all.
+ * Cheaper than sw_route_ahead. */
+static inline bool sw_route_may_wait(const struct sw_route_backend_view *b)
+{
+    if ((b->in_flight | b->queued) == 0)    /* ahead is then 1 - slots + outside load */
+        return b->outside_load > 0;
+    long in_flight = b->in_flight > 0 ? b->in_flight : 0;
+    long queued = b->queued > 0 ? b->queued : 0;
+    return queued >= b->slots - in_flight || b->outside_load > 0 || b->slots > (1L << 52);
+}
+
+static inline double sw_route_ahead(const struct sw_route_backend_view *b)
+{
+    long in_flight = b->in_flight > 0 ? b->in_flight : 0;
+    long queued = b->queued > 0 ? b->queued : 0;
+    double outside = b->outside_load;
+    outside = isfinite(outside) && outside > 0 ? outside : 0;
+    return (double)in_flight + (double)queued + outside - (double)b->slots + 1;
 }
 
 /* Decides where the request goes. Never fails: the plan holds either attempts

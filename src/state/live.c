@@ -1,5 +1,6 @@
 #include "state/live.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,26 @@ static void fill_busy(const struct sw_live_backend *b, int64_t now_ms,
         v->first_release_ms = first;
 }
 
+/* The view's fields that only the config sets; every other one zero, as a
+ * backend without data has them (rate limits: -1, none). */
+static void template_view(const struct sw_config_backend *be, struct sw_route_backend_view *v)
+{
+    *v = (struct sw_route_backend_view){
+        .name = be->name,
+        .tier = be->tier,
+        .region = be->region,
+        .slots = be->tier == SW_TIER_LOCAL ? be->slots : 0,
+        .max_context_tokens = be->max_context_tokens,
+        .supports_tools = be->supports_tools,
+        .supports_images = be->supports_images,
+        .rpm_available = -1,
+        .tpm_available = -1,
+        .input_usd_per_mtok = be->input_usd_per_mtok,
+        .output_usd_per_mtok = be->output_usd_per_mtok,
+        .max_output_tokens = be->tier == SW_TIER_CLOUD ? be->max_output_tokens : 0,
+    };
+}
+
 static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
                                            const struct sw_config_routing *r, int64_t now_ms)
 {
@@ -164,6 +185,16 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         sw_pii_engine_free(pii);
         return NULL;
     }
+    l->tmpl = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *l->tmpl);
+    l->tflags = calloc(cfg->n_backends ? cfg->n_backends : 1, 1);
+    if (!l->tmpl || !l->tflags) {
+        free(l->tmpl);
+        free(l->tflags);
+        free(l->b);
+        free(l);
+        sw_pii_engine_free(pii);
+        return NULL;
+    }
     l->refs = 1;
     l->cfg = sw_config_ref(cfg);
     l->g = g;
@@ -187,6 +218,10 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         }
         b->refs++;
         l->b[l->n++] = b;
+        template_view(be, &l->tmpl[i]);
+        l->tflags[i] = (uint8_t)((be->rpm ? SW_LIVE_T_RPM : 0) | (be->tpm ? SW_LIVE_T_TPM : 0) |
+                                 (be->tier != SW_TIER_LOCAL ? SW_LIVE_T_CLOUD : 0) |
+                                 (be->load.source != 0 ? SW_LIVE_T_LOAD : 0));
         b->grant_ms = now_ms;
         sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
@@ -209,58 +244,78 @@ void sw_live_unref(struct sw_live *l)
     sw_pii_engine_free(l->pii);
     sw_config_unref(l->cfg);
     free(l->b);
+    free(l->tmpl);
+    free(l->tflags);
     free(l);
 }
 
-static void fill_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_route_backend_view *v)
+/* The template's run of config fields (max_context_tokens .. region), copied
+ * as one block; the other config fields one by one, between the fields of the
+ * state. The slot holders, out_ratio and first_release_ms are set only for a
+ * request that would wait (route.h). */
+#define VIEW_CFG_FROM offsetof(struct sw_route_backend_view, max_context_tokens)
+#define VIEW_CFG_TO (offsetof(struct sw_route_backend_view, region) + sizeof(const char *))
+
+/* remote: the other replicas' leases and queues count (state.redis, reachable). */
+static inline __attribute__((always_inline)) void
+fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_route_backend_view *v)
 {
-    const struct sw_config_backend *be = &l->cfg->backends[i];
     struct sw_live_backend *b = l->b[i];
-    memset(v, 0, sizeof *v);
-    v->name = be->name;
-    v->tier = be->tier;
-    v->region = be->region;
+    unsigned fl = l->tflags[i];
+    bool degraded;
+    const struct sw_route_backend_view *t = &l->tmpl[i];
+    memcpy((char *)v + VIEW_CFG_FROM, (const char *)t + VIEW_CFG_FROM,
+           VIEW_CFG_TO - VIEW_CFG_FROM);
+    v->name = t->name;
+    v->tier = t->tier;
+    v->slots = t->slots;
+    v->max_output_tokens = t->max_output_tokens;
+    v->warm_eta_ms = 0;
+    v->outside_load = 0;
+    v->n_busy = 0;
+    v->first_release_ms = 0;
     v->health = b->health;
-    if (v->health == SW_HEALTH_UP && sw_latwin_degraded(&b->latwin, now_ms))
+    v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, b->health == SW_HEALTH_UP, &degraded);
+    if (degraded)
         v->health = SW_HEALTH_DEGRADED;
-    v->breaker = sw_breaker_state(&b->breaker, now_ms);
-    v->probe_free = sw_breaker_probe_free(&b->breaker, now_ms);
-    v->panic_free = sw_breaker_panic_free(&b->breaker, now_ms);
+    v->breaker = sw_breaker_view(&b->breaker, now_ms, &v->probe_free, &v->panic_free);
     v->breaker_failed_ms = sw_breaker_last_failure(&b->breaker);
-    v->slots = be->tier == SW_TIER_LOCAL ? be->slots : 0;
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;
-    if (l->g->rstate && !l->g->remote_degraded && be->tier == SW_TIER_LOCAL) {
-        /* every replica's leases, every replica's queue */
-        if (b->remote_in_flight > v->in_flight)
-            v->in_flight = b->remote_in_flight;
-        v->queued += b->remote_queued;
-    }
     v->queue_max = b->q.queue_max;
     v->prefill_ms_per_token = b->ewma.prefill_ms_per_token;
     v->decode_tps = b->ewma.decode_tps;
     v->avg_output_tokens = b->ewma.output_tokens;
-    v->ttft_avg_ms = sw_latwin_avg(&b->latwin, now_ms);
     v->rtt_ms = b->rtt_ms;
-    if (be->tier == SW_TIER_LOCAL)
-        v->out_ratio = b->outlen.dist;
-    fill_busy(b, now_ms, v);
-    if (b->health == SW_HEALTH_COLD) {
-        v->warm_eta_ms = b->load_ms;
-    } else if (b->health == SW_HEALTH_WARMING) {
-        double elapsed = (double)(now_ms - b->warming_since_ms);
-        v->warm_eta_ms = b->load_ms > elapsed ? b->load_ms - elapsed : 0;
+    /* A local backend without buckets or a load signal, up (maybe degraded),
+     * in a single replica: nothing more to read but its slot holders. */
+    if (fl || remote || b->health != SW_HEALTH_UP) {
+        if (b->health == SW_HEALTH_COLD) {
+            v->warm_eta_ms = b->load_ms;
+        } else if (b->health == SW_HEALTH_WARMING) {
+            double elapsed = (double)(now_ms - b->warming_since_ms);
+            v->warm_eta_ms = b->load_ms > elapsed ? b->load_ms - elapsed : 0;
+        }
+        if (fl & SW_LIVE_T_RPM)
+            v->rpm_available = sw_bucket_rpm_available(&b->bucket, now_ms);
+        if (fl & SW_LIVE_T_TPM)
+            v->tpm_available = sw_bucket_tpm_available(&b->bucket, now_ms);
+        if (fl & SW_LIVE_T_CLOUD)
+            return;
+        if (remote) {
+            /* every replica's leases, every replica's queue */
+            if (b->remote_in_flight > v->in_flight)
+                v->in_flight = b->remote_in_flight;
+            v->queued += b->remote_queued;
+        }
+        if (fl & SW_LIVE_T_LOAD)
+            v->outside_load = sw_live_outside_load(l, i, now_ms);
     }
-    v->max_context_tokens = be->max_context_tokens;
-    v->supports_tools = be->supports_tools;
-    v->supports_images = be->supports_images;
-    v->rpm_available = be->rpm ? sw_bucket_rpm_available(&b->bucket, now_ms) : -1;
-    v->tpm_available = be->tpm ? sw_bucket_tpm_available(&b->bucket, now_ms) : -1;
-    v->input_usd_per_mtok = be->input_usd_per_mtok;
-    v->output_usd_per_mtok = be->output_usd_per_mtok;
-    v->max_output_tokens = be->tier == SW_TIER_CLOUD ? be->max_output_tokens : 0;
-    if (be->tier == SW_TIER_LOCAL)
-        v->outside_load = sw_live_outside_load(l, i, now_ms);
+    /* The slot holders matter only to a request that would wait for one. */
+    if (v->slots > 0 && sw_route_may_wait(v) && sw_route_ahead(v) > 0) {
+        v->out_ratio = b->outlen.dist;
+        fill_busy(b, now_ms, v);
+    }
 }
 
 /* A sample counts while younger than SW_LIVE_LOAD_STALE_POLLS polls and no
@@ -318,10 +373,14 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
                       struct sw_live_snapshot *out)
 {
     const struct sw_config_routing *r = &l->cfg->routing;
-    size_t n = 0;
-    for (size_t k = 0; k < model->n_backends && n < SW_ROUTE_MAX_BACKENDS; k++) {
-        out->map[n] = model->backends[k];
-        fill_view(l, model->backends[k], now_ms, &out->backends[n++]);
+    bool remote = l->g->rstate && !l->g->remote_degraded;
+    size_t n = model->n_backends < SW_ROUTE_MAX_BACKENDS ? model->n_backends
+                                                         : SW_ROUTE_MAX_BACKENDS;
+    const size_t *mb = model->backends;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = mb[k];
+        out->map[k] = i;
+        fill_view(l, i, now_ms, remote, &out->backends[k]);
     }
     long degrade = -1;
     if (r->spend.degrade_backend >= 0) {
@@ -330,7 +389,7 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
                 degrade = (long)k;
         if (degrade < 0 && n < SW_ROUTE_MAX_BACKENDS) {
             out->map[n] = (size_t)r->spend.degrade_backend;
-            fill_view(l, out->map[n], now_ms, &out->backends[n]);
+            fill_view(l, out->map[n], now_ms, remote, &out->backends[n]);
             out->backends[n].degrade_only = true; /* only for the cap's degrade policy */
             degrade = (long)n++;
         }

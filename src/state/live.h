@@ -110,7 +110,17 @@ struct sw_live {
     size_t n;
     struct sw_live_shared *g;   /* borrowed: owned by the daemon */
     struct sw_pii_engine *pii;  /* owned; NULL: no masking available */
+    /* Per backend, the view's fields that come from the config (the rest
+     * zero): a snapshot starts each backend's view from a copy of it. */
+    struct sw_route_backend_view *tmpl;
+    uint8_t *tflags;            /* per backend: which of its view's fields need more than
+                                   its state (SW_LIVE_T_*) */
 };
+
+#define SW_LIVE_T_RPM   1u      /* a request bucket */
+#define SW_LIVE_T_TPM   2u      /* a token bucket */
+#define SW_LIVE_T_CLOUD 4u      /* no slots, no remote leases, no load signal */
+#define SW_LIVE_T_LOAD  8u      /* a load signal */
 
 /* now_ms is the monotonic clock every other call passes; wall_ms the wall
  * clock at the same moment. NULL on allocation failure. */
