@@ -13,6 +13,7 @@
 #include "common/err.h"
 #include "common/jscan.h"
 #include "common/log.h"
+#include "common/spares.h"
 #include "contract/contract.h"
 #include "dialect/anth_resp.h"
 #include "relay/reply.h"
@@ -198,29 +199,17 @@ static void record_decision(struct proxy *p)
     sw_obs_record(obs, &e, spilled, now / 1000);
 }
 
-/* Freed proxies kept for the next requests (the event loop is the only
- * thread): a struct proxy is over 9 KB, and allocating one that size each
- * request went through malloc's slow path. Sanitizer builds free them, so
- * a use after free is still caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SPARE_PROXIES 0
-#else
-#define SPARE_PROXIES 16
-#endif
-static struct proxy *spare_proxy[SPARE_PROXIES + 1];
-static int n_spare_proxy;
+/* Freed proxies (over 9 KB each) kept for the next requests. */
+static struct sw_spares spare_proxies;
 
 static struct proxy *proxy_get(void)
 {
-    return n_spare_proxy > 0 ? spare_proxy[--n_spare_proxy] : malloc(sizeof(struct proxy));
+    return sw_spares_get(&spare_proxies, sizeof(struct proxy));
 }
 
 static void proxy_put(struct proxy *p)
 {
-    if (n_spare_proxy < SPARE_PROXIES)
-        spare_proxy[n_spare_proxy++] = p;
-    else
-        free(p);
+    sw_spares_put(&spare_proxies, p);
 }
 
 static void proxy_free(struct proxy *p)
