@@ -23,9 +23,12 @@ awk -v runs="$RUNS" '
   FNR == 1 { run++; on = 0 }
   /^ratios / { on = 1; next }
   on && /^figure/ { hdr = $0; sub(/^figure +/, "", hdr); nh = split(hdr, h, " "); next }
-  on && NF > 1 {
-    name = ""; nv = 0
-    for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$|^-$/) v[++nv] = $i; else name = name (name ? " " : "") $i
+  on && NF > nh {
+    # the last nh fields are the values; the words before them (which may
+    # start with a number: "200 streams fb p99") name the figure
+    name = $1; nv = nh
+    for (i = 2; i <= NF - nh; i++) name = name " " $i
+    for (j = 1; j <= nh; j++) v[j] = $(NF - nh + j)
     if (!(name in seen)) { seen[name] = 1; order[++no] = name }
     for (j = 1; j <= nv; j++) val[name, j, run] = v[j]
   }
