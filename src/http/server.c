@@ -616,7 +616,8 @@ static void begin_request(struct conn *c, size_t n)
         server_error(c, 431, "request_header_fields_too_large", "Too many request headers.");
         return;
     }
-    /* HTTP/2's preface, and versions other than 0.9, 1.x and 2.0 */
+    /* 505 for HTTP/2's preface, a version llhttp does not know, or any
+     * version but 1.x */
     if (e == HPE_PAUSED_H2_UPGRADE || e == HPE_INVALID_VERSION ||
         (r->headers_done && c->parser.http_major != 1)) {
         server_error(c, 505, "http_version_not_supported", "Only HTTP/1.0 and HTTP/1.1 are served.");
@@ -625,8 +626,9 @@ static void begin_request(struct conn *c, size_t n)
     if ((e != HPE_OK && e != HPE_PAUSED && e != HPE_PAUSED_UPGRADE) || done != n ||
         !r->headers_done || !r->url) {
         char msg[160];
+        const char *why = e != HPE_OK && e != HPE_PAUSED ? llhttp_get_error_reason(&c->parser) : NULL;
         snprintf(msg, sizeof msg, "Malformed HTTP request: %s.",
-                 e != HPE_OK ? llhttp_get_error_reason(&c->parser) : "incomplete header block");
+                 why ? why : "the header block does not end where the blank line is");
         server_error(c, e == HPE_INVALID_TRANSFER_ENCODING ? 501 : 400, "invalid_http", msg);
         return;
     }
