@@ -371,6 +371,53 @@ describe('failover and failure', () => {
     }
   });
 
+  test('a local answer whose headers exceed 80 KiB is a failed attempt: the cloud answers instead', async () => {
+    // A raw HTTP/1.1 server: every request gets a valid chat answer, with
+    // `padKiB` KiB of header lines in front of it.
+    const rawEdge = async (padKiB) => {
+      const pad = Array.from({ length: padKiB }, (_, i) => `X-Pad-${i}: ${'p'.repeat(1010)}\r\n`).join('');
+      const answer = JSON.stringify({
+        id: 'c', object: 'chat.completion', created: 0, model: 'edge-model',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'from edge' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+      });
+      const srv = net.createServer((sock) => {
+        let buf = Buffer.alloc(0);
+        sock.on('data', (d) => {
+          buf = Buffer.concat([buf, d]);
+          for (;;) {
+            const end = buf.indexOf('\r\n\r\n');
+            if (end < 0) return;
+            const head = buf.subarray(0, end).toString();
+            const len = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
+            if (buf.length < end + 4 + len) return;
+            buf = buf.subarray(end + 4 + len);
+            sock.write(`HTTP/1.1 200 OK\r\n${pad}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(answer)}\r\n\r\n${answer}`);
+          }
+        });
+        sock.on('error', () => {});
+      });
+      await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+      return { srv, url: `http://127.0.0.1:${srv.address().port}` };
+    };
+    const ask = async (gw) => client(gw).chat.completions
+      .create({ model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 }).withResponse();
+    const cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo']);
+    for (const [padKiB, backend] of [[70, 'edge'], [90, 'cloud']]) {
+      const edge = await rawEdge(padKiB);
+      const gw = await startSpillway(config({ edge: edge.url, cloud: cloud.url }));
+      try {
+        const r = await ask(gw);
+        assert.equal(r.response.headers.get('x-spillway-backend'), backend, `${padKiB} KiB of answer headers`);
+        assert.equal(r.data.choices[0].message.content, backend === 'edge' ? 'from edge' : 'hi');
+      } finally {
+        await gw.stop();
+        await new Promise((res) => edge.srv.close(res));
+      }
+    }
+    await cloud.stop();
+  });
+
   test('every backend fails: 503 all_backends_failed naming each failure, with Retry-After', async () => {
     const edge = await startLlmsim(['--error-rate', '1', '--error-status', '429', '--retry-after-s', '7']);
     const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort() }));
