@@ -385,8 +385,13 @@ out:
     sw_declog_ring_free(d.obs.ring);
     sw_pii_engine_free(pii);
     sw_curlev_free(d.cev);
-    if (d.base)
+    if (d.base) {
+        /* A bufferevent freed while its deferred callbacks were queued (a
+         * Redis connection given up at shutdown) is finalized by the loop:
+         * one pass without waiting lets it go before the base does. */
+        event_base_loop(d.base, EVLOOP_NONBLOCK);
         event_base_free(d.base);
+    }
     curl_global_cleanup();
     sw_config_unref(d.cfg);
     return rc;
