@@ -158,7 +158,8 @@ json_t *parse_with(dom::parser &parser, const char *padded, size_t len, size_t f
     return build(root, c);
 }
 
-// max_depth: the simdjson parser's nesting bound (0: its default).
+// max_depth: the simdjson parser's nesting bound (0: whatever the thread's
+// parser has; a text it refuses as too deep goes to json_loadb, which decides).
 json_t *fast(const char *s, size_t len, size_t flags, Ctx &c, size_t max_depth = 0)
 {
     c.reject_dups = flags & JSON_REJECT_DUPLICATES;
@@ -168,9 +169,11 @@ json_t *fast(const char *s, size_t len, size_t flags, Ctx &c, size_t max_depth =
     try {
         if (len <= kKeepBytes) {
             thread_local Scratch scratch;
-            size_t depth = max_depth ? max_depth : simdjson::DEFAULT_MAX_DEPTH;
-            if (scratch.parser.max_depth() != depth &&
-                scratch.parser.allocate(len > 4096 ? len : 4096, depth) != simdjson::SUCCESS) {
+            // Set once per thread for the request path: no reallocation when
+            // a declined body falls back to sw_json_load.
+            size_t cap = scratch.parser.capacity() > len ? scratch.parser.capacity() : len;
+            if (max_depth && scratch.parser.max_depth() != max_depth &&
+                scratch.parser.allocate(cap > 4096 ? cap : 4096, max_depth) != simdjson::SUCCESS) {
                 c.oom = true;
                 return nullptr;
             }
