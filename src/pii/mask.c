@@ -640,6 +640,15 @@ static int mask_field(void *ud, json_t *str, int json_text)
     return SW_OK;
 }
 
+int sw_pii_scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
+                     struct sw_pii_counts *counts, char *bad, size_t bad_len)
+{
+    (void)s;
+    if (bad && bad_len)
+        bad[0] = 0;
+    return sw_pii_scan_request(e, body, counts);
+}
+
 int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m, json_t *body,
                         struct sw_pii_counts *counts)
 {
@@ -660,6 +669,15 @@ int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m, jso
         explicit_bzero(c.buf.ptr, c.buf.cap);
     sw_buf_free(&c.buf);
     return rc;
+}
+
+int sw_pii_mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum sw_pii_surface s,
+                     json_t *body, struct sw_pii_counts *counts, char *bad, size_t bad_len)
+{
+    (void)s;
+    if (bad && bad_len)
+        bad[0] = 0;
+    return sw_pii_mask_request(e, m, body, counts);
 }
 
 /* ---- Response ---- */

@@ -193,6 +193,43 @@ size_t sw_pii_map_size(const struct sw_pii_map *m);     /* entries issued */
 int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m,
                         json_t *body, struct sw_pii_counts *counts);
 
+/* ---- Requests of every API surface ----
+ * The surface says which API's request body a tree is: the OpenAI chat
+ * completions body, Anthropic's Messages body, the OpenAI embeddings body.
+ * Each has its own table of structural fields (skipped, each checked to its
+ * grammar), JSON-text fields and binary fields (mask.c, docs/privacy.md). */
+enum sw_pii_surface { SW_PII_SURFACE_CHAT, SW_PII_SURFACE_MESSAGES, SW_PII_SURFACE_EMBEDDINGS };
+
+/* Longest JSON path written to bad ("messages[2].tool_calls[0].id"); a longer
+ * path is cut (still NUL-terminated). */
+#define SW_PII_MAX_BAD_PATH 256
+
+/* Scans the body (borrowed, never modified) of surface s as
+ * sw_pii_scan_request does for chat: every string value and object key at any
+ * depth except the surface's structural fields, which are checked against
+ * their grammar instead (an enum set, an id alphabet and length, the function
+ * name pattern, a bounded model name). JSON numbers are scanned as their text
+ * (an integer beyond 64 bits, which jansson keeps only as a rounded real, is
+ * an SW_EINVAL: it cannot be scanned as the client wrote it). Adjacent text
+ * parts of one message (OpenAI content arrays of text parts, Anthropic text
+ * blocks of one content or of system) are scanned as one text. Binary
+ * payloads, in every shape of the surface and any string that is a base64
+ * data: URL, are counted in counts->binary, not read. counts is zeroed first.
+ * SW_OK; SW_EINVAL when a structural field fails its grammar (bad, when not
+ * NULL, gets its JSON path; "" for a body that is not an object) or a number
+ * cannot be scanned (bad gets its path); SW_ETOOBIG / SW_ENOMEM (treat the
+ * request as sensitive). */
+int sw_pii_scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
+                     struct sw_pii_counts *counts, char *bad, size_t bad_len);
+
+/* Masks in place what sw_pii_scan_body scans; a number holding an entity
+ * becomes its placeholder as a JSON string; a span across adjacent text parts
+ * masks every part it touches. Errors as sw_pii_scan_body and
+ * sw_pii_mask_request (a key holding an entity is SW_EINVAL); on any error the
+ * body is partly masked and must not be sent where masking was needed. */
+int sw_pii_mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum sw_pii_surface s,
+                     json_t *body, struct sw_pii_counts *counts, char *bad, size_t bad_len);
+
 /* Unmasks a non-streamed chat.completion in place: choices[].message.content
  * (string, or parts' "text"), choices[].message.refusal, and
  * choices[].message.tool_calls[].function.arguments (JSON text: restored
