@@ -1454,17 +1454,39 @@ static void reject(struct proxy *p)
     proxy_free(p);
 }
 
-/* The body for a masked attempt: a copy of the request with every entity
- * replaced by its placeholder (the same map across attempts), and a stream
- * unmasker for the answer. NULL when masking failed: then nothing is sent. */
-static char *masked_body(struct proxy *p)
+/* Removes metadata.allow_cloud (Spillway's own field; OpenAI accepts only
+ * string metadata values, Anthropic none of its own) before the body goes
+ * upstream. */
+static void strip_spillway_fields(json_t *body)
+{
+    json_t *md = json_object_get(body, "metadata");
+    if (!json_is_object(md))
+        return;
+    json_object_del(md, "allow_cloud");
+    if (json_object_size(md) == 0)
+        json_object_del(body, "metadata");
+}
+
+/* The body for a masked attempt: a copy of the tree the request is sent
+ * from (the internal OpenAI form, or the Anthropic client's own body when
+ * the backend speaks Anthropic: a masked request is rebuilt in the
+ * backend's own API, never through a translation), every entity replaced
+ * by its placeholder (one map across attempts, so a value keeps its
+ * placeholder), model set to the backend's; and a stream unmasker for the
+ * answer. NULL when masking failed: then nothing is sent. */
+static char *masked_body(struct proxy *p, const json_t *from, enum sw_pii_surface surface,
+                         const char *model)
 {
     if (!p->map)
         p->map = sw_pii_map_new();
     /* Binary parts cannot be masked: such a request never goes masked. */
-    json_t *copy = p->map && !p->pii.binary_blocked ? json_deep_copy(p->chat.body) : NULL;
+    json_t *copy = p->map && !p->pii.binary_blocked ? json_deep_copy(from) : NULL;
     char *body = NULL;
-    if (copy && sw_pii_mask_request(p->live->pii, p->map, copy, NULL) == SW_OK)
+    if (copy) {
+        json_object_set_new(copy, "model", json_string(model));
+        strip_spillway_fields(copy);
+    }
+    if (copy && sw_pii_mask_body(p->live->pii, p->map, surface, copy, NULL, NULL, 0) == SW_OK)
         body = json_dumps(copy, JSON_COMPACT);
     json_decref(copy);
     sw_pii_stream_free(p->pstream);
@@ -1619,7 +1641,8 @@ static void cannot_carry(struct proxy *p, const struct sw_request_error *why)
 }
 
 /* The Anthropic client's own body for a backend that speaks Anthropic:
- * model replaced by the backend's, Spillway's metadata.allow_cloud removed. */
+ * model replaced by the backend's, Spillway's metadata.allow_cloud removed.
+ * The front scanned this very tree, so what leaves is what was scanned. */
 static char *native_body(struct proxy *p, const struct sw_config_backend *be)
 {
     json_t *copy = json_copy(p->chat.native);
@@ -1628,18 +1651,40 @@ static char *native_body(struct proxy *p, const struct sw_config_backend *be)
     json_object_set_new(copy, "model", json_string(be->model));
     json_t *md = json_object_get(copy, "metadata");
     if (json_is_object(md) && json_object_get(md, "allow_cloud")) {
-        md = json_copy(md);
-        json_object_del(md, "allow_cloud");
-        if (json_object_size(md))
-            json_object_set_new(copy, "metadata", md);
-        else {
-            json_decref(md);
-            json_object_del(copy, "metadata");
-        }
+        json_object_set_new(copy, "metadata", json_copy(md)); /* the client's stays whole */
+        strip_spillway_fields(copy);
     }
     char *s = json_dumps(copy, JSON_COMPACT);
     json_decref(copy);
     return s;
+}
+
+/* The PII surface of a backend's API: what its request bodies look like. */
+static enum sw_pii_surface pii_surface(const struct proxy *p, enum sw_dialect ud)
+{
+    if (p->chat.api == SW_API_EMBEDDINGS)
+        return SW_PII_SURFACE_EMBEDDINGS;
+    return ud == SW_DIALECT_ANTHROPIC ? SW_PII_SURFACE_MESSAGES : SW_PII_SURFACE_CHAT;
+}
+
+/* The last check before a body that was built (translated into another
+ * API, or masked) leaves for a cloud backend: the bytes themselves are
+ * scanned in that backend's API. Masked, they must hold no entity; not
+ * masked, no entity the front's scan did not already allow out (it found
+ * none, or the request would not be here). A body that cannot be read or
+ * scanned fails too. A body spliced from the client's own bytes, or the
+ * Anthropic client's own tree, is exactly what the front scanned and is not
+ * scanned again. */
+static bool outgoing_clean(const struct proxy *p, const char *body, size_t len,
+                           enum sw_pii_surface surface)
+{
+    json_error_t jerr;
+    json_t *tree = json_loadb(body, len, 0, &jerr);
+    struct sw_pii_counts c;
+    bool ok = tree && sw_pii_scan_body(p->live->pii, surface, tree, &c, NULL, 0) == SW_OK &&
+              c.total == 0 && (c.binary == 0 || !p->pii.binary_blocked);
+    json_decref(tree);
+    return ok;
 }
 
 /* Sends the request to the current backend: it holds a slot (local) or has
@@ -1669,8 +1714,12 @@ static void dispatch(struct proxy *p)
     }
     const struct sw_upstream_dialect *dops = sw_upstream_dialect(ud);
     p->up_dialect = ud;
-    p->native = p->chat.dialect != SW_DIALECT_OPENAI && (int)ud == p->chat.dialect && !p->need_mask;
-    if (!p->native && p->chat.untranslatable) {
+    /* The request goes in the client's own API when the backend speaks it;
+     * the answer is passed through as it is unless it must be unmasked
+     * (then it is read in the internal form, as a translated one is). */
+    bool native_req = p->chat.dialect != SW_DIALECT_OPENAI && (int)ud == p->chat.dialect;
+    p->native = native_req && !p->need_mask;
+    if (!native_req && p->chat.untranslatable) {
         cannot_carry(p, p->chat.untranslatable);
         return;
     }
@@ -1684,15 +1733,10 @@ static void dispatch(struct proxy *p)
                             json_integer(be->max_output_tokens));
     else if (!p->facts.max_tokens_given)
         json_object_del(p->chat.body, "max_completion_tokens");
-    if (p->native)
-        body = native_body(p, be);
-    else if (!p->need_mask && !limit && !p->anth_client && ud == SW_DIALECT_OPENAI)
-        body = plain_body(p, be, &body_len);
-    if (body) {
-        /* spliced from the client's bytes */
-    } else if (p->need_mask) {
-        json_object_set_new(p->chat.body, "model", json_string(be->model));
-        body = masked_body(p);
+    bool built = false; /* not the client's scanned bytes or tree as they are */
+    if (p->need_mask) {
+        body = native_req ? masked_body(p, p->chat.native, SW_PII_SURFACE_MESSAGES, be->model)
+                          : masked_body(p, p->chat.body, SW_PII_SURFACE_CHAT, be->model);
         if (!body) {
             /* Never sent unmasked: this backend is out for this request. */
             note_failure(p, p->pii.binary_blocked
@@ -1702,11 +1746,18 @@ static void dispatch(struct proxy *p)
             exclude_and_replan(p);
             return;
         }
-    } else {
+        built = true;
+    } else if (native_req) {
+        body = native_body(p, be);
+    } else if (!limit && !p->anth_client && ud == SW_DIALECT_OPENAI) {
+        body = plain_body(p, be, &body_len);
+    }
+    if (!body && !p->need_mask && !native_req) {
         json_object_set_new(p->chat.body, "model", json_string(be->model));
         body = json_dumps(p->chat.body, JSON_COMPACT);
+        built = p->anth_client; /* an Anthropic client's request, translated */
     }
-    if (body && !p->native && dops->request_body) {
+    if (body && !native_req && dops->request_body) {
         /* The internal (OpenAI) body in the backend's API. */
         json_error_t jerr;
         json_t *tree = json_loadb(body, body_len ? body_len : strlen(body), 0, &jerr);
@@ -1721,6 +1772,7 @@ static void dispatch(struct proxy *p)
             cannot_carry(p, &rerr);
             return;
         }
+        built = true;
     }
     if (!body) {
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
@@ -1728,6 +1780,17 @@ static void dispatch(struct proxy *p)
     }
     if (!body_len)
         body_len = strlen(body);
+    if (built && be->tier == SW_TIER_CLOUD && p->pii.policy != SW_PII_POLICY_OFF &&
+        (!p->live->pii || !outgoing_clean(p, body, body_len, pii_surface(p, ud)))) {
+        /* Never sent: the bytes that would leave hold what may not. */
+        free(body);
+        p->facts.sensitive = true;
+        note_failure(p, p->masked ? "masked body still holds personal data or secrets"
+                                  : "outgoing body holds personal data or secrets");
+        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        exclude_and_replan(p);
+        return;
+    }
     if (p->anth_client && !p->started)
         sw_oai_to_anth_init(&p->o2a, p->id, p->public_model, p->chat.prompt_tokens_est);
     if (ud == SW_DIALECT_ANTHROPIC) { /* only an Anthropic upstream's stream is translated */
@@ -2016,18 +2079,6 @@ static void ask_for_usage(struct proxy *p)
         json_object_set_new(p->chat.body, "stream_options", so);
     }
     json_object_set_new(so, "include_usage", json_true());
-}
-
-/* Removes metadata.allow_cloud (Spillway's own field; OpenAI accepts only
- * string metadata values) before the body goes upstream. */
-static void strip_spillway_fields(json_t *body)
-{
-    json_t *md = json_object_get(body, "metadata");
-    if (!json_is_object(md))
-        return;
-    json_object_del(md, "allow_cloud");
-    if (json_object_size(md) == 0)
-        json_object_del(body, "metadata");
 }
 
 void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
