@@ -290,7 +290,7 @@ static size_t blank_at(const unsigned char *s, size_t n)
 
 /* Whether s is a data: URL once leading blanks are skipped (any case);
  * base64_only: and one with ";base64" in its header whose payload is only
- * base64 and white space (a text that merely starts like one is text). */
+ * base64 and line breaks (a text that merely starts like one is text). */
 static bool is_data_url(const char *str, size_t n, bool base64_only)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -311,7 +311,7 @@ static bool is_data_url(const char *str, size_t n, bool base64_only)
     if (!b64)
         return false;
     for (const unsigned char *p = comma + 1; p < s + n; p++)
-        if (!in_set(*p, true, "+/=_- \t\r\n"))
+        if (!in_set(*p, true, "+/=_-\r\n"))
             return false;
     return true;
 }
@@ -331,9 +331,10 @@ struct walk_fns {
     int (*parts)(void *ud, json_t *arr, size_t from, size_t to);
     int (*binary)(void *ud, json_t *str);
     int (*ident)(void *ud, const char *s, size_t len);
-    /* t: the number as it is sent (jansson's encoding); *repl: a new value
-     * to put in its place (a string), or left NULL */
-    int (*number)(void *ud, const char *t, size_t len, json_t **repl);
+    /* t[ctx..len): the number as it is read (walk_number), after the
+     * context t[0..ctx); *repl: a new value to put in its place (a string),
+     * or left NULL */
+    int (*number)(void *ud, const char *t, size_t len, size_t ctx, json_t **repl);
     int (*key)(void *ud, const char *key, size_t len);
 };
 
@@ -419,36 +420,73 @@ static int walk_string(struct walk *w, json_t *v)
     default:
         break;
     }
-    if (is_data_url(s, len, true))
-        return fns->binary ? fns->binary(w->ud, v) : SW_OK;
+    /* Anywhere else a base64 data: URL is binary (counted) and still read
+     * as text: a text that looks like one cannot hide from the scan. */
+    if (is_data_url(s, len, true) && fns->binary) {
+        int rc = fns->binary(w->ud, v);
+        if (rc)
+            return rc;
+    }
     return fns->text ? fns->text(w->ud, v, 0) : SW_OK;
 }
 
 /* A JSON number is text too: a card or phone number can be written as one.
  * Integers are exact; a real is scanned as jansson writes it when the body
- * is sent ("%.17g", ".0" appended when it looks like an integer). A real of
- * magnitude 2^53 or more, or not finite, no longer holds the digits the
- * client wrote (an integer beyond int64 is already refused by the parser):
- * fail closed. */
+ * is sent ("%.17g"), an integral one as its digits alone (what a reader of
+ * "4929531180662219.0" sees). A real of magnitude 2^53 or more, or not
+ * finite, no longer holds the digits the client wrote (an integer beyond
+ * int64 is already refused by the parser): fail closed. The number is
+ * scanned after the end of its nearest key ("bsn: 111222333"), the context
+ * that the detectors of bare digit runs need, as a text would give it. */
+#define NUMBER_KEY_CONTEXT 48
+
+static bool phone_key(const char *k, size_t n)
+{
+    static const char *const words[] = {"phone", "tel", "mobile", "mobiel", "cell", "fax",
+                                        "whatsapp", "msisdn", "gsm", "sms"};
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        size_t wl = strlen(words[w]);
+        for (size_t i = 0; i + wl <= n; i++)
+            if (!strncasecmp(k + i, words[w], wl))
+                return true;
+    }
+    return false;
+}
+
 static int walk_number(struct walk *w, json_t *v, json_t **repl)
 {
-    char t[64];
+    char t[NUMBER_KEY_CONTEXT + 2 + 64];
+    size_t ctx = 0;
     int r;
+    for (size_t d = w->depth; d > 0; d--)
+        if (w->key[d]) {
+            size_t kl = w->klen[d] < NUMBER_KEY_CONTEXT ? w->klen[d] : NUMBER_KEY_CONTEXT;
+            memcpy(t, w->key[d] + w->klen[d] - kl, kl);
+            memcpy(t + kl, ": ", 2);
+            ctx = kl + 2;
+            break;
+        }
+    char *n = t + ctx;
+    size_t room = sizeof t - ctx;
     if (json_is_integer(v)) {
-        r = snprintf(t, sizeof t, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        r = snprintf(n, room, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     } else {
         double d = json_real_value(v);
         if (!isfinite(d) || fabs(d) >= 9007199254740992.0)
             return fail_at(w);
-        r = snprintf(t, sizeof t, "%.17g", d);
-        if (r > 0 && (size_t)r < sizeof t - 2 && !strpbrk(t, ".eE")) {
-            memcpy(t + r, ".0", 3);
-            r += 2;
-        }
+        r = d == floor(d) ? snprintf(n, room, "%.0f", d) : snprintf(n, room, "%.17g", d);
     }
-    if (r <= 0 || (size_t)r >= sizeof t)
+    if (r <= 0 || (size_t)r >= room)
         return SW_EINVAL;
-    return w->fns->number ? w->fns->number(w->ud, t, (size_t)r, repl) : SW_OK;
+    /* A phone number as an integer has lost its '+': under a phone-named
+     * key, 11 to 15 digits (E.164 with the country code) are read with it. */
+    if (json_is_integer(v) && r >= 11 && r <= 15 && n[0] != '-' && (size_t)r + 1 < room &&
+        phone_key(t, ctx)) {
+        memmove(n + 1, n, (size_t)r + 1);
+        n[0] = '+';
+        r++;
+    }
+    return w->fns->number ? w->fns->number(w->ud, t, ctx + (size_t)r, ctx, repl) : SW_OK;
 }
 
 /* A text part: {"type": "text", "text": "..."} (OpenAI content parts and
@@ -662,13 +700,31 @@ static int scan_key(void *ud, const char *key, size_t len)
     return sw_pii_scan_text(c->e, key, len, on_count_span, c->counts);
 }
 
-static int scan_number(void *ud, const char *t, size_t len, json_t **repl)
+/* Counts the entities of t that reach its number part t[ctx..len). */
+struct number_ctx {
+    struct sw_pii_counts *counts;
+    size_t ctx;
+    int type;                   /* the first entity's type, -1 none */
+};
+
+static int on_number_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct number_ctx *nc = ud;
+    if (sp->start + sp->len <= nc->ctx)
+        return SW_OK;
+    if (nc->type < 0)
+        nc->type = sp->type;
+    return nc->counts ? on_count_span(nc->counts, sp) : SW_OK;
+}
+
+static int scan_number(void *ud, const char *t, size_t len, size_t ctx, json_t **repl)
 {
     struct req_ctx *c = ud;
+    struct number_ctx nc = {c->counts, ctx, -1};
     (void)repl;
-    if (number_needs_no_scan(c->e, t, len))
+    if (number_needs_no_scan(c->e, t + ctx, len - ctx))
         return SW_OK;
-    return sw_pii_scan_text(c->e, t, len, on_count_span, c->counts);
+    return sw_pii_scan_text(c->e, t, len, on_number_span, &nc);
 }
 
 static int count_binary(void *ud, json_t *str)
@@ -810,23 +866,25 @@ static int mask_field(void *ud, json_t *str, int json_text)
     return SW_OK;
 }
 
-/* A number holding an entity becomes a string: its text masked (usually the
- * placeholder alone, "[PHONE_1]"). */
-static int mask_number(void *ud, const char *t, size_t len, json_t **repl)
+/* A number holding an entity becomes a string: the placeholder of the
+ * whole number ("[PHONE_1]"), which the answer's unmasking restores as its
+ * digits. */
+static int mask_number(void *ud, const char *t, size_t len, size_t ctx, json_t **repl)
 {
     struct req_ctx *c = ud;
-    if (number_needs_no_scan(c->e, t, len))
+    struct number_ctx nc = {c->counts, ctx, -1};
+    const char *ph;
+    size_t phlen;
+    if (number_needs_no_scan(c->e, t + ctx, len - ctx))
         return SW_OK;
-    uint32_t before = c->counts->total;
-    json_t *s = json_stringn_nocheck(t, len);
-    if (!s)
-        return SW_ENOMEM;
-    int rc = mask_field(ud, s, 0);
-    if (rc || c->counts->total == before) {
-        json_decref(s);
+    int rc = sw_pii_scan_text(c->e, t, len, on_number_span, &nc);
+    if (rc || nc.type < 0)
         return rc;
-    }
-    *repl = s;
+    if ((rc = sw_pii_map_put(c->m, nc.type, sw_pii_type_tag(c->e, nc.type), t + ctx, len - ctx,
+                             &ph, &phlen)))
+        return rc;
+    if (!(*repl = json_stringn_nocheck(ph, phlen)))
+        return SW_ENOMEM;
     return SW_OK;
 }
 
