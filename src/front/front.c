@@ -485,31 +485,53 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     if (model->pii > policy)
         policy = model->pii;
     struct sw_relay_pii pii = {.policy = policy};
-    if (policy != SW_PII_POLICY_OFF &&
-        sw_pii_scan_request(f->live->pii, chat.body, &pii.counts) != SW_OK) {
-        /* Could not be scanned (too large): fail closed, it stays local. */
-        facts.sensitive = true;
-        sw_warn("request %s: PII scan failed; treated as sensitive", id);
+    /* The client's own body is scanned, with its API's table: an Anthropic
+     * body goes whole to an Anthropic backend, so its fields that the OpenAI
+     * translation drops are scanned too. A structural field outside its
+     * grammar (an enum, an id, a name) is refused, naming the field. The
+     * translation is scanned as well (it joins and rewrites some texts), and
+     * per type the larger count of the two is kept. */
+    if (policy != SW_PII_POLICY_OFF) {
+        enum sw_pii_surface surface = chat.native             ? SW_PII_SURFACE_MESSAGES
+                                      : api == SW_API_EMBEDDINGS ? SW_PII_SURFACE_EMBEDDINGS
+                                                               : SW_PII_SURFACE_CHAT;
+        char bad[SW_PII_MAX_BAD_PATH];
+        int rc = sw_pii_scan_body(f->live->pii, surface, chat.native ? chat.native : chat.body,
+                                  &pii.counts, bad, sizeof bad);
+        if (rc == SW_EINVAL) {
+            sw_reply_error(req, 400, "invalid_request_error", "invalid_value", bad[0] ? bad : NULL,
+                           "%s: the value is not one this field takes (an enum value, an id or "
+                           "name of its documented pattern, or a number within 2^53).",
+                           bad[0] ? bad : "body");
+            record_rejection(f, api_name, id, chat.model, key, 400, "invalid_value", NULL, start_ms);
+            sw_info("request %s: rejected invalid_value (%s)", id, bad[0] ? bad : "body");
+            sw_request_free(&chat);
+            return;
+        }
+        if (rc != SW_OK) {
+            /* Could not be scanned (too large): fail closed, it stays local. */
+            facts.sensitive = true;
+            sw_warn("request %s: PII scan failed; treated as sensitive", id);
+        }
+        struct sw_pii_counts tr;
+        if (chat.native && rc == SW_OK) {
+            if (sw_pii_scan_built(f->live->pii, SW_PII_SURFACE_CHAT, chat.body, &tr) != SW_OK) {
+                facts.sensitive = true;
+                sw_warn("request %s: PII scan failed; treated as sensitive", id);
+            } else {
+                for (int t = 0; t < SW_PII_MAX_TYPES; t++)
+                    if (tr.n[t] > pii.counts.n[t]) {
+                        pii.counts.total += tr.n[t] - pii.counts.n[t];
+                        pii.counts.n[t] = tr.n[t];
+                    }
+                if (tr.binary > pii.counts.binary)
+                    pii.counts.binary = tr.binary;
+            }
+        }
     }
     /* Token ids are text the scanner cannot read: like binary parts. */
     if (chat.token_inputs)
         pii.counts.binary++;
-    /* Fields of another API's body that its translation does not carry may
-     * still go upstream whole: that body is scanned too, and per type the
-     * larger count of the two is kept. */
-    if (policy != SW_PII_POLICY_OFF && chat.native && chat.untranslatable) {
-        struct sw_pii_counts nat;
-        if (sw_pii_scan_request(f->live->pii, chat.native, &nat) != SW_OK) {
-            facts.sensitive = true;
-            sw_warn("request %s: PII scan failed; treated as sensitive", id);
-        } else {
-            for (int t = 0; t < SW_PII_MAX_TYPES; t++)
-                if (nat.n[t] > pii.counts.n[t]) {
-                    pii.counts.total += nat.n[t] - pii.counts.n[t];
-                    pii.counts.n[t] = nat.n[t];
-                }
-        }
-    }
     if (pii.counts.total > 0) {
         if (policy == SW_PII_POLICY_BLOCK) {
             char types[256];

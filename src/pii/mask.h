@@ -17,4 +17,7 @@ size_t sw_pii_hold_from(const struct sw_pii_map *m, const char *t, size_t len);
 int sw_pii_unmask_string(const struct sw_pii_map *m, json_t *str, int json_text,
                          struct sw_buf *buf);
 
+/* Length of the placeholder starting at t[i] == '[' (']' included), or 0. */
+size_t sw_pii_ph_len_at(const char *t, size_t len, size_t i);
+
 #endif

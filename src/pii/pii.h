@@ -222,6 +222,12 @@ enum sw_pii_surface { SW_PII_SURFACE_CHAT, SW_PII_SURFACE_MESSAGES, SW_PII_SURFA
 int sw_pii_scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
                      struct sw_pii_counts *counts, char *bad, size_t bad_len);
 
+/* sw_pii_scan_body for a body the gateway built from the client's (a
+ * translation into another API): a structural field outside its grammar is
+ * scanned as text rather than refused (the client's own body was checked). */
+int sw_pii_scan_built(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
+                      struct sw_pii_counts *counts);
+
 /* Masks in place what sw_pii_scan_body scans; a number holding an entity
  * becomes its placeholder as a JSON string; a span across adjacent text parts
  * masks every part it touches. Errors as sw_pii_scan_body and

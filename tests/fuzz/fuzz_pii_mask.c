@@ -7,7 +7,7 @@
  *    revealed a number next to a masked value) and as many binary parts;
  *  - the masked body serialises to valid JSON that parses back equal to it;
  *  - re-scanning the masked body finds no entity in any string or key the
- *    walker reads, and the same binary parts;
+ *    walker reads, and no more binary parts;
  *  - a failed mask is reported, never a success with a partial result.
  * The input body itself is never required to be valid UTF-8: jansson
  * refuses what is not, and such an input is skipped. */
@@ -74,7 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rescan.total)
         fprintf(stderr, "masked body still holds %u entities: %s\n", rescan.total, dump);
     CHECK(rescan.total == 0);
-    CHECK(rescan.binary == scan.binary);
+    /* a data: URL outside the binary fields is read as text too: masking
+     * an entity in it can make it stop being one */
+    CHECK(rescan.binary <= scan.binary);
     json_decref(back);
     free(dump);
 done:
