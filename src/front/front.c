@@ -459,6 +459,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
      * sensitive: any source can set it, none can clear it. */
     struct sw_route_facts facts = {
         .prompt_tokens_est = chat.prompt_tokens_est,
+        .prompt_tokens_max = chat.prompt_tokens_max,
         /* An embedding has no output tokens: its estimate is the prefill alone. */
         .max_tokens = api == SW_API_EMBEDDINGS ? 1
                       : chat.max_tokens > 0   ? chat.max_tokens
