@@ -388,6 +388,10 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
 {
     if (!f->obs)
         return;
+    /* Only a configured model is named: any other name is the client's
+     * text, logged as "unknown" (the 404 to the client names it). */
+    if (model && !sw_config_find_model(f->cfg, model))
+        model = "unknown";
     struct sw_declog_pii pii[SW_PII_MAX_TYPES];
     size_t n_pii = sw_obs_pii_list(f->live->pii, counts, pii);
     int64_t now = sw_now_ms();

@@ -1418,7 +1418,7 @@ static void reject(struct proxy *p)
         sw_reply_error(p->req, 400, p->cannot->type, p->cannot->code,
                        p->cannot->param[0] ? p->cannot->param : NULL, "%s (%s)",
                        p->cannot->message, p->failures);
-        sw_info("request %s: rejected untranslatable (%s)", p->id, p->cannot->param);
+        sw_info("request %s: rejected untranslatable (%s)", p->id, p->cannot->code);
         detach_client(p);
         proxy_free(p);
         return;
@@ -1632,9 +1632,9 @@ static void cannot_carry(struct proxy *p, const struct sw_request_error *why)
 {
     if (!p->cannot && (p->cannot = malloc(sizeof *p->cannot)))
         *p->cannot = *why;
-    char what[200];
-    snprintf(what, sizeof what, "cannot carry the request (%.120s)", why->param);
-    note_failure(p, what);
+    /* The note goes to the log too: it names no field (the field's name is
+     * the client's; the client's own 400 names it, from *why). */
+    note_failure(p, "cannot carry a field of the request in its API");
     attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
     exclude_and_replan(p);
 }
