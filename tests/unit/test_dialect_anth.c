@@ -199,6 +199,8 @@ static void test_request_parse(void **state)
     assert_json_eq(req.body, "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"abcd\"}]}]}", "pruned");
     assert_int_equal(req.max_tokens, 5);
     assert_int_equal(req.prompt_tokens_est, 1 + 4 + 3);
+    /* the body may go whole (with the document): its bytes bound the prompt */
+    assert_int_equal(req.prompt_tokens_max, (long)strlen(body) + 4 + 3);
     sw_request_free(&req);
 
     static const char *const bad[][2] = {
@@ -216,6 +218,7 @@ static void test_request_parse(void **state)
     static const char ct[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
     assert_int_equal(sw_anth_request_parse(ct, strlen(ct), 0, &req, &err), SW_OK);
     assert_null(req.untranslatable);
+    assert_true(req.prompt_tokens_max >= req.prompt_tokens_est);
     sw_request_free(&req);
 }
 
