@@ -11,9 +11,9 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
-#include "common/satmath.h"
 #include "common/jscan.h"
 #include "common/log.h"
+#include "common/satmath.h"
 #include "common/spares.h"
 #include "contract/contract.h"
 #include "dialect/anth_resp.h"
@@ -780,8 +780,6 @@ static const char *contract_native_text(struct proxy *p)
     return p->contract_text.len ? p->contract_text.ptr : "{}";
 }
 
-/* An event of an Anthropic client's own stream from an Anthropic backend:
- * passed on with the model rewritten, usage read on the way. */
 /* The prompt tokens an Anthropic usage object bills: input_tokens plus the
  * tokens written to and read from the prompt cache, which input_tokens
  * leaves out; -1 without input_tokens. */
@@ -800,6 +798,8 @@ static long anth_input_tokens(const json_t *usage)
     return t;
 }
 
+/* An event of an Anthropic client's own stream from an Anthropic backend:
+ * passed on with the model rewritten, usage read on the way. */
 static int native_event(struct proxy *p, const char *event, const char *data, size_t len)
 {
     json_error_t jerr;
