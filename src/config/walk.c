@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,9 +254,53 @@ int sw_walk_scalar(struct sw_walk *w, const yaml_node_t *node, const char *path,
     return SW_OK;
 }
 
+static bool url_end(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == '\'' || c == ',';
+}
+
+int sw_walk_redact_urls(const char *s, size_t n, struct sw_buf *out)
+{
+    int err = SW_OK;
+    size_t i = 0;
+    while (!err && i < n) {
+        const char *m = n - i >= 3 ? memmem(s + i, n - i, "://", 3) : NULL;
+        if (!m)
+            return sw_buf_append(out, s + i, n - i);
+        size_t start = (size_t)(m - s) + 3, end = start, q;
+        while (end < n && !url_end(s[end]))
+            end++;
+        for (q = start; q < end && s[q] != '?' && s[q] != '#'; q++)
+            ;
+        size_t host = start;        /* after the last '@' before the query: the host */
+        for (size_t k = start; k < q; k++)
+            if (s[k] == '@')
+                host = k + 1;
+        err = sw_buf_append(out, s + i, start - i);
+        if (!err && host > start)
+            err = sw_buf_append(out, "***@", 4);
+        if (!err)
+            err = sw_buf_append(out, s + host, q - host);
+        if (!err && q < end)
+            err = sw_buf_append(out, s[q] == '?' ? "?***" : "#***", 4);
+        i = end;
+    }
+    return err;
+}
+
 static void quote(const char *s, size_t n, char *out, size_t cap)
 {
-    struct sw_buf b;
+    struct sw_buf b, r;
+    sw_buf_init(&r, 3 * n + 16);   /* each URL grows by at most 6 bytes */
+    if (memmem(s, n, "://", 3)) {   /* a URL's credentials and query are never shown */
+        if (sw_walk_redact_urls(s, n, &r)) {
+            snprintf(out, cap, "\"...\"");
+            sw_buf_free(&r);
+            return;
+        }
+        s = r.ptr;
+        n = r.len;
+    }
     sw_buf_init(&b, cap > 1 ? cap - 1 : 0);
     size_t shown = n > SHOW_MAX ? SHOW_MAX : n;
     int err = sw_buf_append(&b, "\"", 1);
@@ -272,6 +317,7 @@ static void quote(const char *s, size_t n, char *out, size_t cap)
         err = sw_buf_append(&b, shown < n ? "\"..." : "\"", shown < n ? 4 : 1);
     snprintf(out, cap, "%s", b.ptr ? b.ptr : "\"...\"");
     sw_buf_free(&b);
+    sw_buf_free(&r);
 }
 
 void sw_walk_show(const struct sw_walk_scalar *s, char *out, size_t cap)

@@ -18,6 +18,8 @@
 
 #include "config/config.h"
 
+struct sw_buf;
+
 #define SW_WALK_MAX_SETTINGS 32   /* settings per section */
 #define SW_WALK_MAX_ERRORS 100    /* messages kept; the rest are counted */
 #define SW_WALK_MAX_SCALAR 65536  /* bytes of one scalar after substitution */
@@ -122,6 +124,12 @@ int sw_walk_scalar(struct sw_walk *w, const yaml_node_t *node, const char *path,
  * malloc'd string in *out. */
 int sw_walk_string(struct sw_walk *w, const struct sw_walk_setting *s,
                    const yaml_node_t *node, const char *path, char **out);
+
+/* Appends n bytes of s to out with every URL in it ("scheme://...") shown
+ * without its credentials and query: the user:pass@ part becomes "***@",
+ * the query "?***", a fragment "#***"; the rest stays as it is. Every
+ * quoted value in a message goes through it (sw_walk_show, sw_walk_describe). */
+int sw_walk_redact_urls(const char *s, size_t n, struct sw_buf *out);
 
 /* Writes a printable, quoted, bounded rendering of the scalar for messages:
  * "edge", or "${TIER}" (after substitution) when it came from the environment. */

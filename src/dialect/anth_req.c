@@ -541,5 +541,13 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     req->dialect = 1;
     req->native = in;
     req->untranslatable = first;
+    /* The translation holds every text of a translatable body, so its bound
+     * holds; a body with fields left out can still go whole to an Anthropic
+     * backend, and then its own bytes bound the prompt. */
+    if (first) {
+        long whole = sw_request_bound_tokens(len, 0, 0, req->n_messages);
+        if (whole > req->prompt_tokens_max)
+            req->prompt_tokens_max = whole;
+    }
     return SW_OK;
 }

@@ -19,6 +19,7 @@
 #include "request/embed.h"
 #include "request/request.h"
 #include "dialect/anth_req.h"
+#include "upstream/dialect.h"
 
 /* Requests may say how long they are willing to wait, within these bounds. */
 #define REQUEST_TIMEOUT_MAX_MS 3600000L
@@ -313,6 +314,35 @@ static long ttft_budget_header(struct sw_http_req *req)
     return ms;
 }
 
+/* The Anthropic headers a client of /v1/messages may have passed on to an
+ * Anthropic backend (the only client headers that reach an upstream): each
+ * at most once and to its grammar (sw_upstream_anthropic_version_ok,
+ * sw_upstream_anthropic_beta_ok), else 400 naming the header (the value is
+ * not quoted). Returns false when it answered. */
+static bool anthropic_headers_ok(struct sw_http_req *req)
+{
+    static const char *const names[] = {"anthropic-version", "anthropic-beta"};
+    static const char *const grammar[] = {
+        "a date, YYYY-MM-DD",
+        "comma-separated beta names of lower-case letters, digits and '-' ending in their "
+        "date (e.g. prompt-caching-2024-07-31), at most 16"};
+    for (size_t i = 0; i < 2; i++) {
+        int count = 0;
+        const char *v = sw_http_header(req, names[i], &count);
+        if (!v)
+            continue;
+        size_t n = strlen(v);
+        bool ok = count == 1 && (i == 0 ? sw_upstream_anthropic_version_ok(v, n)
+                                        : sw_upstream_anthropic_beta_ok(v, n));
+        if (!ok) {
+            sw_reply_error(req, 400, "invalid_request_error", "invalid_header", names[i],
+                           "Invalid %s header: expected %s, once.", names[i], grammar[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Residency: the cloud regions a sensitive request may use, the intersection
  * of the lists that are set (global, key, model); none set: none. The names
  * are the config's and live as long as it. */
@@ -358,6 +388,10 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
 {
     if (!f->obs)
         return;
+    /* Only a configured model is named: any other name is the client's
+     * text, logged as "unknown" (the 404 to the client names it). */
+    if (model && !sw_config_find_model(f->cfg, model))
+        model = "unknown";
     struct sw_declog_pii pii[SW_PII_MAX_TYPES];
     size_t n_pii = sw_obs_pii_list(f->live->pii, counts, pii);
     int64_t now = sw_now_ms();
@@ -424,6 +458,10 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
+    if (api == SW_API_MESSAGES && !anthropic_headers_ok(req)) {
+        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        return;
+    }
 
     struct sw_chat_request chat;
     struct sw_request_error rerr;
@@ -459,6 +497,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
      * sensitive: any source can set it, none can clear it. */
     struct sw_route_facts facts = {
         .prompt_tokens_est = chat.prompt_tokens_est,
+        .prompt_tokens_max = chat.prompt_tokens_max,
         /* An embedding has no output tokens: its estimate is the prefill alone. */
         .max_tokens = api == SW_API_EMBEDDINGS ? 1
                       : chat.max_tokens > 0   ? chat.max_tokens

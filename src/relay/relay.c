@@ -13,6 +13,7 @@
 #include "common/err.h"
 #include "common/jscan.h"
 #include "common/log.h"
+#include "common/satmath.h"
 #include "common/spares.h"
 #include "contract/contract.h"
 #include "dialect/anth_resp.h"
@@ -320,6 +321,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
     double cost_before = p->cost_usd;
     bool sent = p->claim.sent;
     p->claim.whole_answer = !p->chat.stream;
+    p->claim.usage_unreported = !p->usage_in;
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
@@ -778,6 +780,24 @@ static const char *contract_native_text(struct proxy *p)
     return p->contract_text.len ? p->contract_text.ptr : "{}";
 }
 
+/* The prompt tokens an Anthropic usage object bills: input_tokens plus the
+ * tokens written to and read from the prompt cache, which input_tokens
+ * leaves out; -1 without input_tokens. */
+static long anth_input_tokens(const json_t *usage)
+{
+    json_t *in = json_object_get(usage, "input_tokens");
+    if (!json_is_integer(in) || json_integer_value(in) < 0)
+        return -1;
+    long t = (long)json_integer_value(in);
+    static const char *const cache[] = {"cache_creation_input_tokens", "cache_read_input_tokens"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *c = json_object_get(usage, cache[i]);
+        if (json_is_integer(c) && json_integer_value(c) > 0)
+            t = sw_sat_add_long(t, (long)json_integer_value(c));
+    }
+    return t;
+}
+
 /* An event of an Anthropic client's own stream from an Anthropic backend:
  * passed on with the model rewritten, usage read on the way. */
 static int native_event(struct proxy *p, const char *event, const char *data, size_t len)
@@ -818,10 +838,10 @@ static int native_event(struct proxy *p, const char *event, const char *data, si
     }
     if (p->contract_tool)
         contract_collect_native(p, type, ev);
-    json_t *in = json_object_get(usage, "input_tokens");
+    long in = anth_input_tokens(usage);
     json_t *out = json_object_get(usage, "output_tokens");
-    if (json_is_integer(in) && json_integer_value(in) > 0)
-        p->usage_in = (long)json_integer_value(in);
+    if (in > 0)
+        p->usage_in = in;
     if (json_is_integer(out) && json_integer_value(out) >= 0)
         p->usage_out = (long)json_integer_value(out);
     bool stop = !strcmp(type, "message_stop");
@@ -1185,9 +1205,10 @@ static void finish_native(struct proxy *p, json_t *body)
         attempt_failed(p, "malformed JSON answer", (int)p->up.status, SW_EPROTO);
         return;
     }
-    json_t *in = json_object_get(usage, "input_tokens"), *out = json_object_get(usage, "output_tokens");
-    if (json_is_integer(in) && json_integer_value(in) >= 0)
-        p->usage_in = (long)json_integer_value(in);
+    long in = anth_input_tokens(usage);
+    json_t *out = json_object_get(usage, "output_tokens");
+    if (in >= 0)
+        p->usage_in = in;
     if (json_is_integer(out) && json_integer_value(out) >= 0)
         p->usage_out = (long)json_integer_value(out);
     if (p->schema && p->contract_tool) {
@@ -1397,7 +1418,7 @@ static void reject(struct proxy *p)
         sw_reply_error(p->req, 400, p->cannot->type, p->cannot->code,
                        p->cannot->param[0] ? p->cannot->param : NULL, "%s (%s)",
                        p->cannot->message, p->failures);
-        sw_info("request %s: rejected untranslatable (%s)", p->id, p->cannot->param);
+        sw_info("request %s: rejected untranslatable (%s)", p->id, p->cannot->code);
         detach_client(p);
         proxy_free(p);
         return;
@@ -1633,9 +1654,9 @@ static void cannot_carry(struct proxy *p, const struct sw_request_error *why)
 {
     if (!p->cannot && (p->cannot = malloc(sizeof *p->cannot)))
         *p->cannot = *why;
-    char what[200];
-    snprintf(what, sizeof what, "cannot carry the request (%.120s)", why->param);
-    note_failure(p, what);
+    /* The note goes to the log too: it names no field (the field's name is
+     * the client's; the client's own 400 names it, from *why). */
+    note_failure(p, "cannot carry a field of the request in its API");
     attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
     exclude_and_replan(p);
 }
@@ -1899,9 +1920,13 @@ static void gate(struct proxy *p)
     double est = 0;
     if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0) {
         /* The shared reservation bounds the cap across replicas, so it must
-         * not fall short of the bill: prompt_tokens_est counts the template
-         * tokens providers bill (sw_request_estimate_tokens). */
-        est = sw_spend_cost_usd(p->facts.prompt_tokens_est, p->facts.max_tokens,
+         * not fall short of the bill: the prompt's upper bound, and without
+         * max_tokens the max_output_tokens sent upstream (as the local
+         * claim reserves). */
+        long out = p->facts.max_tokens;
+        if (!p->facts.max_tokens_given && be->max_output_tokens > 0)
+            out = be->max_output_tokens;
+        est = sw_spend_cost_usd(sw_route_spend_prompt_tokens(&p->facts), out,
                                 be->input_usd_per_mtok, be->output_usd_per_mtok);
     }
     long tokens = be->tier == SW_TIER_CLOUD && (be->rpm || be->tpm)

@@ -176,5 +176,10 @@ int sw_embed_parse(const char *body, size_t len, struct sw_chat_request *req,
     }
     req->body = root;
     req->model = json_string_value(model);
+    /* Every input text, or token id, is a part of the body: its bytes bound
+     * the tokens billed (sw_request_bound_tokens). */
+    req->prompt_tokens_max = sw_request_bound_tokens(len, 0, 0, 0);
+    if (req->prompt_tokens_max < req->prompt_tokens_est)
+        req->prompt_tokens_max = req->prompt_tokens_est;
     return SW_OK;
 }

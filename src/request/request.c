@@ -23,6 +23,8 @@
 struct ctx {
     struct sw_request_error *err;
     long tokens;                /* prompt_tokens_est so far (saturating: never wraps) */
+    size_t media_bytes;         /* bytes of the media strings (image url, audio and file data) */
+    long media_tokens;          /* what those parts count instead (saturating) */
     bool has_images;
 };
 
@@ -285,6 +287,19 @@ long sw_request_estimate_tokens(size_t text_bytes)
     return (long)(text_bytes / 4 + (text_bytes % 4 != 0));      /* <= 2^62: fits */
 }
 
+long sw_request_bound_tokens(size_t body_bytes, size_t media_bytes, long media_tokens,
+                             size_t n_messages)
+{
+    size_t text = body_bytes > media_bytes ? body_bytes - media_bytes : 0;
+    long t = text > (size_t)LONG_MAX ? LONG_MAX : (long)text;
+    long tmpl = n_messages > (size_t)(LONG_MAX / SW_REQUEST_MESSAGE_TOKENS)
+                    ? LONG_MAX
+                    : (long)n_messages * SW_REQUEST_MESSAGE_TOKENS;
+    t = sw_sat_add_long(t, media_tokens > 0 ? media_tokens : 0);
+    t = sw_sat_add_long(t, tmpl);
+    return sw_sat_add_long(t, SW_REQUEST_PRIMING_TOKENS);
+}
+
 /* A required string member of obj; on success *out is it. */
 static int need_string(struct ctx *c, json_t *obj, const char *key, const char *base,
                        json_t **out)
@@ -374,6 +389,16 @@ static long media_tokens(const json_t *data)
     return t > SW_REQUEST_MEDIA_MIN_TOKENS ? t : SW_REQUEST_MEDIA_MIN_TOKENS;
 }
 
+/* A media part of `tokens`, whose string `data` (may be NULL) the bound
+ * counts as those tokens instead of its bytes. */
+static void add_media(struct ctx *c, const json_t *data, long tokens)
+{
+    c->tokens = sw_sat_add_long(c->tokens, tokens);
+    c->media_tokens = sw_sat_add_long(c->media_tokens, tokens);
+    if (json_is_string(data))
+        c->media_bytes += json_string_length(data);
+}
+
 static int check_part(struct ctx *c, enum role role, json_t *part, const char *path)
 {
     json_t *type, *v, *obj;
@@ -412,15 +437,14 @@ static int check_part(struct ctx *c, enum role role, json_t *part, const char *p
         if (err)
             return err;
         join(opath, sizeof(opath), path, ".image_url");
-        err = need_string(c, obj, "url", opath, NULL);
+        err = need_string(c, obj, "url", opath, &v);
         if (err)
             return err;
         c->has_images = true;
         json_t *detail = json_object_get(obj, "detail");
-        c->tokens = sw_sat_add_long(c->tokens, json_is_string(detail) &&
-                                                   !strcmp(json_string_value(detail), "low")
-                                                   ? SW_REQUEST_IMAGE_LOW_TOKENS
-                                                   : SW_REQUEST_IMAGE_TOKENS);
+        add_media(c, v, json_is_string(detail) && !strcmp(json_string_value(detail), "low")
+                            ? SW_REQUEST_IMAGE_LOW_TOKENS
+                            : SW_REQUEST_IMAGE_TOKENS);
         break;
     }
     case PART_INPUT_AUDIO: {
@@ -436,7 +460,8 @@ static int check_part(struct ctx *c, enum role role, json_t *part, const char *p
         if (err)
             return err;
         c->has_images = true;
-        c->tokens = sw_sat_add_long(c->tokens, media_tokens(json_object_get(obj, "data")));
+        v = json_object_get(obj, "data");
+        add_media(c, v, media_tokens(v));
         break;
     }
     case PART_FILE:
@@ -444,7 +469,8 @@ static int check_part(struct ctx *c, enum role role, json_t *part, const char *p
         if (err)
             return err;
         c->has_images = true;
-        c->tokens = sw_sat_add_long(c->tokens, media_tokens(json_object_get(obj, "file_data")));
+        v = json_object_get(obj, "file_data");
+        add_media(c, v, media_tokens(v));
         break;
     }
     return SW_OK;
@@ -1045,6 +1071,8 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
         goto fail;
     req->body = root;
     req->prompt_tokens_est = c.tokens;
+    req->prompt_tokens_max = sw_request_bound_tokens(len, c.media_bytes, c.media_tokens,
+                                                     req->n_messages);
     req->has_images = c.has_images;
     return SW_OK;
 

@@ -66,6 +66,8 @@ struct sw_chat_request {
     bool include_usage;         /* "stream_options": {"include_usage": true} */
     long max_tokens;            /* max_completion_tokens or max_tokens; 0 when absent */
     long prompt_tokens_est;     /* estimate, see sw_request_estimate_tokens */
+    long prompt_tokens_max;     /* upper bound, see sw_request_bound_tokens: the spend
+                                   reservation's prompt (>= prompt_tokens_est) */
     size_t n_messages;
     bool has_tools;             /* non-empty "tools" (or legacy "functions") */
     bool has_images;            /* any content part of type image_url / input_audio / file */
@@ -123,6 +125,19 @@ void sw_request_free(struct sw_chat_request *req);
  * spend reservation, local or shared, token buckets, count_tokens) uses
  * prompt_tokens_est as it is: the template tokens are counted here only. */
 long sw_request_estimate_tokens(size_t text_bytes);
+
+/* An upper bound of the prompt tokens a provider can bill for a request body
+ * of body_bytes, for the spend reservation (which must not fall short of the
+ * bill; routing and token buckets keep the realistic estimate above). A
+ * byte-level BPE tokenizer emits at most one token per byte of the text it
+ * is given, and every text a provider tokenizes (contents, names, tool
+ * definitions, schemas) is a part of the body, whose bytes are never fewer
+ * than its decoded text's. Media strings (body bytes media_bytes) count as
+ * their media_tokens instead (the rule of SW_REQUEST_IMAGE_TOKENS below),
+ * plus the template tokens: SW_REQUEST_MESSAGE_TOKENS per message and
+ * SW_REQUEST_PRIMING_TOKENS. Saturates at LONG_MAX. */
+long sw_request_bound_tokens(size_t body_bytes, size_t media_bytes, long media_tokens,
+                             size_t n_messages);
 #define SW_REQUEST_MESSAGE_TOKENS 4     /* OpenAI's per-message template; llmsim bills it too */
 #define SW_REQUEST_PRIMING_TOKENS 3     /* OpenAI's reply priming, once per request */
 

@@ -298,7 +298,7 @@ struct ctx {
 static double request_cost_usd(const struct sw_route_facts *f, const struct sw_route_backend_view *b,
                                double cap_usd)
 {
-    double in = f->prompt_tokens_est > 0 ? (double)f->prompt_tokens_est : 0;
+    double in = (double)sw_route_spend_prompt_tokens(f);
     long reserve = sw_route_reserve_tokens(f, b, cap_usd);
     double out = reserve > 0 ? (double)reserve
                              : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);

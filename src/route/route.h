@@ -116,7 +116,9 @@ enum sw_breaker_state { SW_BREAKER_CLOSED, SW_BREAKER_OPEN, SW_BREAKER_HALF_OPEN
 
 /* What the request needs and may do. */
 struct sw_route_facts {
-    long prompt_tokens_est;
+    long prompt_tokens_est;     /* realistic estimate: TTFT, context, token buckets */
+    long prompt_tokens_max;     /* upper bound (sw_request_bound_tokens): what the spend cap
+                                   checks and reserves; 0: prompt_tokens_est */
     long max_tokens;            /* requested, or the gateway's default estimate; used for the
                                    context check, the token bucket and the cost estimate */
     bool allows_cloud;          /* key policy, header and body combined (most restrictive) */
@@ -260,6 +262,14 @@ static inline long sw_route_budget_ms(const struct sw_route_facts *f, const stru
     if (f->ttft_budget_cap_ms > 0 && (b <= 0 || f->ttft_budget_cap_ms < b))
         b = f->ttft_budget_cap_ms;
     return b;
+}
+
+/* The prompt tokens a request's spend is checked and reserved at: the upper
+ * bound, never below the estimate (docs/routing.md, "Spend reservation"). */
+static inline long sw_route_spend_prompt_tokens(const struct sw_route_facts *f)
+{
+    long est = f->prompt_tokens_est > 0 ? f->prompt_tokens_est : 0;
+    return f->prompt_tokens_max > est ? f->prompt_tokens_max : est;
 }
 
 /* The output tokens a request is reserved for on backend b: what it asked

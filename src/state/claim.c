@@ -26,6 +26,7 @@ static void undo(struct sw_live *live, struct sw_claim *c, int64_t now_ms)
         sw_spend_release(&live->g->spend, c->spend);
         c->spend_held = false;
         c->spend = 0;
+        c->spend_usd = 0;
     }
     if (c->probe) {
         sw_breaker_release_probe(&lb->breaker);
@@ -80,7 +81,7 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
             }
             c->bucket_tokens = tokens;
         }
-        double est = sw_spend_cost_usd(facts->prompt_tokens_est, out,
+        double est = sw_spend_cost_usd(sw_route_spend_prompt_tokens(facts), out,
                                        cb->input_usd_per_mtok, cb->output_usd_per_mtok);
         if (est > 0) {
             if (sw_spend_reserve(&live->g->spend, sw_live_wall_ms(live, now_ms), est,
@@ -89,6 +90,7 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
                 return SW_CLAIM_SPEND_FULL;
             }
             c->spend_held = true;
+            c->spend_usd = est;
         }
     }
 
@@ -141,6 +143,8 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
         if (ttft_ms >= 0) {
             usd = sw_spend_cost_usd(usage_in, usage_out, cb->input_usd_per_mtok,
                                     cb->output_usd_per_mtok);
+            if (c->usage_unreported && usd < c->spend_usd)
+                usd = c->spend_usd;
             sw_spend_settle(&live->g->spend, sw_live_wall_ms(live, now_ms), c->spend, usd);
         } else {
             sw_spend_release(&live->g->spend, c->spend);

@@ -71,6 +71,7 @@ struct sw_claim {
     long bucket_tokens;         /* taken from the token bucket; 0: no bucket */
     bool spend_held;
     sw_spend_handle spend;
+    double spend_usd;           /* the reservation held (spend_held) */
     struct sw_localq_waiter waiter; /* in the queue while waiting for a slot */
     /* Set by the caller before sw_claim_settle: the answer came in one piece
      * (not streamed), so its first byte came with its last and says nothing
@@ -78,6 +79,11 @@ struct sw_claim {
      * sample from it and the latency window no TTFT sample (its output length
      * still teaches). */
     bool whole_answer;
+    /* Set by the caller before sw_claim_settle: the backend reported no
+     * usage, so the tokens passed are estimates; the spend window is then
+     * charged at least the reservation (an unknown bill counts as its
+     * upper bound). */
+    bool usage_unreported;
     struct sw_live_backend *lb;     /* the backend's state (live->b[be]) */
     struct sw_live_busy busy;       /* its slot: since when, its size (holding_slot) */
 };

@@ -8,6 +8,8 @@
 #define SW_UPSTREAM_DIALECT_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "common/buf.h"
 #include "config/config.h"
@@ -19,6 +21,20 @@ struct sw_upstream_client_hdrs {
     const char *anthropic_version;      /* NULL: absent */
     const char *anthropic_beta;
 };
+
+/* The client headers a backend of the client's own API may get, validated
+ * at the door (a value outside its grammar is a 400 naming the header); no
+ * other client header reaches an upstream. anthropic-version: a date,
+ * YYYY-MM-DD. anthropic-beta: 1..SW_UPSTREAM_BETA_MAX comma-separated
+ * names (optional spaces or tabs around each), each of at most
+ * SW_UPSTREAM_BETA_NAME_MAX bytes: lower-case letters and digits in words
+ * joined by single '-', ending in the feature's date (-YYYY-MM-DD or
+ * -YYYYMMDD), as Anthropic names every beta ("prompt-caching-2024-07-31",
+ * "claude-code-20250219"). */
+#define SW_UPSTREAM_BETA_MAX 16
+#define SW_UPSTREAM_BETA_NAME_MAX 64
+bool sw_upstream_anthropic_version_ok(const char *v, size_t len);
+bool sw_upstream_anthropic_beta_ok(const char *v, size_t len);
 
 struct sw_upstream_dialect {
     const char *name;

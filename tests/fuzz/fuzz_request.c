@@ -9,7 +9,8 @@
  * messages a name; stream_options only with stream: true; n at most 1;
  * metadata values strings (allow_cloud also a boolean); and the derived
  * facts (stream, include_usage, max_tokens, n_messages, has_tools,
- * has_images, allow_cloud, prompt_tokens_est) are what the body says. */
+ * has_images, allow_cloud, prompt_tokens_est) are what the body says; the
+ * spend bound prompt_tokens_max is at least the estimate. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -154,6 +155,11 @@ static void check_accepted(const uint8_t *data, size_t size, const struct sw_cha
             tools = true;
         }
     CHECK(req->prompt_tokens_est == est);
+    /* the spend bound: never below the estimate, nor below the text's bytes
+     * (media aside: without media parts, every body byte but the template) */
+    CHECK(req->prompt_tokens_max >= req->prompt_tokens_est);
+    CHECK(images || req->prompt_tokens_max == (long)size + 4 * (long)req->n_messages +
+                                                 SW_REQUEST_PRIMING_TOKENS);
     CHECK(req->has_tools == tools);
     CHECK(req->has_images == images);
     CHECK(req->stream == json_is_true(json_object_get(b, "stream")));

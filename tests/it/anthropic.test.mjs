@@ -104,7 +104,7 @@ describe('Anthropic Messages front and upstream', () => {
 
   test('Anthropic client -> Anthropic-dialect cloud: its own body goes through, key and version headers', async () => {
     await clear(cloud);
-    const { data: m, response } = await anth(gw, { defaultHeaders: { 'anthropic-beta': 'test-beta-1' } }).messages.create({
+    const { data: m, response } = await anth(gw, { defaultHeaders: { 'anthropic-beta': 'prompt-caching-2024-07-31' } }).messages.create({
       model: 'cloud-only', max_tokens: 20, messages: [{ role: 'user', content: 'native hello' }],
       metadata: { user_id: 'u-1' },
     }).withResponse();
@@ -115,7 +115,7 @@ describe('Anthropic Messages front and upstream', () => {
     assert.equal(r.path, '/v1/messages');
     assert.equal(r.headers['x-api-key'], CLOUD_KEY);
     assert.equal(r.headers['anthropic-version'], '2023-06-01');
-    assert.equal(r.headers['anthropic-beta'], 'test-beta-1');
+    assert.equal(r.headers['anthropic-beta'], 'prompt-caching-2024-07-31');
     assert.equal(r.headers.authorization, undefined);
     assert.deepEqual(r.body, { model: 'claude-upstream', max_tokens: 20, messages: [{ role: 'user', content: 'native hello' }], metadata: { user_id: 'u-1' } });
   });

@@ -14,7 +14,7 @@ import { startRedis, freePort, makeTestCerts } from './lib/redis.mjs';
 
 const ADMIN = 'sk-admin-test';
 const admin = { authorization: `Bearer ${ADMIN}` };
-const PRICE = 1000; // USD per million tokens: one request costs cents
+const PRICE = 400; // USD per million tokens: one request costs about 0.01 USD, reserved at about 0.04
 const CAP = 0.06;
 const PASSWORD = 'app-pw-0f3c9a'; // the ACL user's, given to the replicas through ${REDIS_PASSWORD}
 const env = { REDIS_PASSWORD: PASSWORD };

@@ -14,7 +14,8 @@ import { startRedis } from './lib/redis.mjs';
 
 const ADMIN = 'sk-admin-test';
 const admin = { authorization: `Bearer ${ADMIN}` };
-const PRICE = 1000; // USD per million tokens, in and out: one request costs cents
+const PRICE = 400; // USD per million tokens, in and out: one request costs about 0.01 USD and is
+// reserved at about 0.04 (a token per body byte, plus max_tokens)
 const CAP = 0.06; // two or three requests: replicas racing for the last of it must not all win
 const MAX_TOKENS = 16;
 

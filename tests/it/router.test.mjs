@@ -214,7 +214,9 @@ describe('latency routing', () => {
 });
 
 describe('spend cap: a hard ceiling on cloud spend, with the chosen policy', () => {
-  const pricey = (cloud) => ({ name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model', price: { raw: '{ input_usd_per_mtok: 1000, output_usd_per_mtok: 1000 }' } });
+  // One request is reserved at about 100 tokens (a token per body byte, the
+  // template, max_tokens 8): 0.04 USD, within the 0.05 cap; it costs 0.006.
+  const pricey = (cloud) => ({ name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model', price: { raw: '{ input_usd_per_mtok: 400, output_usd_per_mtok: 400 }' } });
 
   test('shed: at the cap cloud-bound requests get 429 with Retry-After; local traffic is never blocked', () => withProcs(async (track) => {
     const edge = await track(startLlmsim(['--model', 'edge-model']));

@@ -494,6 +494,30 @@ static void test_spend_settled_when_tokens_produced(void **state)
     assert_true(usd > 0.003 - 1e-12 && usd < 0.003 + 1e-12);
 }
 
+/* The spend is reserved at the prompt's upper bound and the token bucket
+ * takes the estimate; a backend that reports no usage is billed at least
+ * the reservation. */
+static void test_spend_reserved_at_bound(void **state)
+{
+    struct fx *f = *state;
+    struct sw_claim c = fresh();
+    struct sw_route_facts big = facts;
+    big.prompt_tokens_max = 400;    /* 0.004 + 0.004 USD */
+    assert_int_equal(sw_claim_take(f->live, CLOUD, &big, T0, &c), SW_CLAIM_GRANTED);
+    assert_true(spend(f) > 0.008 - 1e-12 && spend(f) < 0.008 + 1e-12);
+    assert_int_equal(c.bucket_tokens, 300);
+    sw_claim_mark_sent(&c);
+    /* Honest usage below the bound: billed as used. */
+    double usd = sw_claim_settle(f->live, &c, SW_CLAIM_OK, 350, 100, 30, 100, 200, 0, -1, T0);
+    assert_true(usd > 0.0055 - 1e-12 && usd < 0.0055 + 1e-12);
+
+    assert_int_equal(sw_claim_take(f->live, CLOUD, &big, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_mark_sent(&c);
+    c.usage_unreported = true;
+    usd = sw_claim_settle(f->live, &c, SW_CLAIM_OK, 100, 10, 30, 100, 200, 0, -1, T0);
+    assert_true(usd > 0.008 - 1e-12 && usd < 0.008 + 1e-12);
+}
+
 static void test_spend_full_holds_nothing(void **state)
 {
     struct fx *f = *state;
@@ -579,6 +603,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rate_limited_releases_the_probe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bucket_refunded_when_never_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bucket_settled_on_usage_when_sent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spend_reserved_at_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spend_released_when_nothing_produced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spend_settled_when_tokens_produced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spend_full_holds_nothing, setup, teardown),

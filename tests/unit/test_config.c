@@ -666,11 +666,23 @@ static const struct bad_case bad_cases[] = {
       "t.yaml:3:43: backends[1].url: \"http://\" has no host, e.g. \"http://127.0.0.1:8081\"",
       "t.yaml:4:43: backends[2].url: \"http://:80\" has no host, e.g. \"http://127.0.0.1:8081\"",
       "t.yaml:5:43: backends[3].url: \"http://h:99999\" has an invalid port (1..65535), e.g. \"http://127.0.0.1:8081\"",
-      "t.yaml:6:43: backends[4].url: \"http://u:p@h\" must not contain credentials (user:pass@); use api_key, e.g. \"http://127.0.0.1:8081\"",
-      "t.yaml:7:43: backends[5].url: \"http://h/?q=1\" must not contain a query or fragment (? or #), e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:6:43: backends[4].url: \"http://***@h\" must not contain credentials (user:pass@); use api_key, e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:7:43: backends[5].url: \"http://h/?***\" must not contain a query or fragment (? or #), e.g. \"http://127.0.0.1:8081\"",
       "t.yaml:8:43: backends[6].url: \"ftp://h\" must start with http:// or https://, e.g. \"http://127.0.0.1:8081\"",
       "t.yaml:9:43: backends[7].url: \"http://[::1\" has an unterminated [IPv6] host, e.g. \"http://127.0.0.1:8081\"",
       "t.yaml:11:43: backends[9].url: \"http://h:\" has an invalid port (1..65535), e.g. \"http://127.0.0.1:8081\""}},
+    /* A URL's credentials and query never appear in a message, with an
+     * error in it or next to it. */
+    {"url secrets", "backends:\n"
+                    "  - {name: a, tier: cloudy, model: m, url: \"https://jan:hunter2pass@api.example.com/v1?key=SECRETKEY123\"}\n"
+                    "  - {name: b, tier: cloud, model: m, url: \"https://jan:pa/ss@api.example.com/v1\", slots: many}\n"
+                    "  - {name: c, tier: \"https://jan:hunter3@example.com/x#SECRETFRAG\", model: m, url: \"http://h\"}\n"
+                    "models: [{name: chat, backends: [a]}]\n",
+     {"t.yaml:2:21: backends[0].tier: \"cloudy\" is not one of local, cloud",
+      "t.yaml:2:44: backends[0].url: \"https://***@api.example.com/v1?***\" must not contain a query or fragment (? or #), e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:3:43: backends[1].url: \"https://***@api.example.com/v1\" has an invalid port (1..65535), e.g. \"http://127.0.0.1:8081\"",
+      "t.yaml:3:90: backends[1].slots: expected an integer 0..1024, got \"many\"",
+      "t.yaml:4:21: backends[2].tier: \"https://***@example.com/x#***\" is not one of local, cloud"}},
     {"listen", "listen: \":8080\"\n" BACKENDS MODELS, 
      {"t.yaml:1:9: listen: \":8080\" has no host (use 0.0.0.0 for every interface); expected \"host:port\" with port 0..65535, e.g. \"127.0.0.1:8080\", \"0.0.0.0:8080\", \"[::1]:8080\""}},
     {"listen port", "listen: \"h:65536\"\n" BACKENDS MODELS, 

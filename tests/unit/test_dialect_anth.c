@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_resp.h"
+#include "upstream/dialect.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -198,6 +199,8 @@ static void test_request_parse(void **state)
     assert_json_eq(req.body, "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"abcd\"}]}]}", "pruned");
     assert_int_equal(req.max_tokens, 5);
     assert_int_equal(req.prompt_tokens_est, 1 + 4 + 3);
+    /* the body may go whole (with the document): its bytes bound the prompt */
+    assert_int_equal(req.prompt_tokens_max, (long)strlen(body) + 4 + 3);
     sw_request_free(&req);
 
     static const char *const bad[][2] = {
@@ -215,6 +218,7 @@ static void test_request_parse(void **state)
     static const char ct[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
     assert_int_equal(sw_anth_request_parse(ct, strlen(ct), 0, &req, &err), SW_OK);
     assert_null(req.untranslatable);
+    assert_true(req.prompt_tokens_max >= req.prompt_tokens_est);
     sw_request_free(&req);
 }
 
@@ -422,9 +426,57 @@ static void test_stream_oai_to_anth(void **state)
     sw_buf_free(&out);
 }
 
+/* The client headers an Anthropic backend may get, to their grammar. */
+static void test_client_header_grammar(void **state)
+{
+    (void)state;
+    static const struct { const char *v; bool ok; } versions[] = {
+        {"2023-06-01", true}, {"2023-01-31", true}, {"2023-6-1", false}, {"2023-13-01", false},
+        {"2023-06-00", false}, {"2023-06-01 ", false}, {" 2023-06-01", false}, {"", false},
+        {"2023-06-01,2023-06-01", false}, {"2023-06-01; jan@example.nl", false}, {"latest", false},
+    };
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        bool got = sw_upstream_anthropic_version_ok(versions[i].v, strlen(versions[i].v));
+        if (got != versions[i].ok)
+            print_error("anthropic-version \"%s\": %d\n", versions[i].v, got);
+        assert_true(got == versions[i].ok);
+    }
+    char many[2048], longname[128];
+    size_t u = 0;
+    for (int i = 0; i < 17; i++)
+        u += (size_t)snprintf(many + u, sizeof many - u, "%sf%d-2025-01-01", i ? "," : "", i);
+    memset(longname, 'a', 60);
+    memcpy(longname + 60, "-2025-01-01", 12);
+    static const struct { const char *v; bool ok; } betas[] = {
+        {"prompt-caching-2024-07-31", true},
+        {"claude-code-20250219,oauth-2025-04-20,interleaved-thinking-2025-05-14", true},
+        {"prompt-caching-2024-07-31, computer-use-2025-01-24", true},
+        {" max-tokens-3-5-sonnet-2024-07-15 ", true},
+        {"context-1m-2025-08-07", true},
+        {"", false}, {",", false}, {"prompt-caching-2024-07-31,", false},
+        {"prompt-caching", false}, {"test-beta-1", false}, {"Prompt-caching-2024-07-31", false},
+        {"prompt--caching-2024-07-31", false}, {"-caching-2024-07-31", false},
+        {"2024-07-31", false}, {"x-2024-13-31", false}, {"x-20241301", false},
+        {"jan.devries@example.nl-2024-07-31", false}, {"call 0612345678-2024-07-31", false},
+        {"prompt_caching-2024-07-31", false}, {"caf\xc3\xa9-2024-07-31", false},
+    };
+    for (size_t i = 0; i < sizeof betas / sizeof betas[0]; i++) {
+        bool got = sw_upstream_anthropic_beta_ok(betas[i].v, strlen(betas[i].v));
+        if (got != betas[i].ok)
+            print_error("anthropic-beta \"%s\": %d\n", betas[i].v, got);
+        assert_true(got == betas[i].ok);
+    }
+    /* bounds: 16 names, 64 bytes each */
+    assert_false(sw_upstream_anthropic_beta_ok(many, strlen(many)));
+    assert_true(sw_upstream_anthropic_beta_ok(many, (size_t)(strrchr(many, ',') - many)));
+    assert_false(sw_upstream_anthropic_beta_ok(longname, strlen(longname)));
+    assert_true(sw_upstream_anthropic_beta_ok(longname + 7, strlen(longname + 7)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_client_header_grammar),
         cmocka_unit_test(test_req_to_openai),
         cmocka_unit_test(test_req_from_openai),
         cmocka_unit_test(test_request_parse),

@@ -122,6 +122,28 @@ static void test_echo_pieces_utf8(void **state)
     assert_int_equal(sw_llmsim_echo_tokens("\xf0\x9f\x98\x80", 4), 1);
 }
 
+/* --tokenizer pieces: at most one piece per byte, many more than bytes / 4
+ * for digits between commas and for CJK text, fewer for English words. */
+static void test_text_pieces(void **state)
+{
+    (void)state;
+    static const struct { const char *text; size_t pieces; } cases[] = {
+        {"", 0},
+        {"hello there", 2},
+        {"4,7,1,9", 7},
+        {"1234567", 3},
+        {"会議の議事録", 6},
+        {"a  b", 3},
+        {"internationalization", 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].text);
+        size_t got = sw_llmsim_text_pieces(cases[i].text, n);
+        assert_int_equal(got, cases[i].pieces);
+        assert_true(got <= n);
+    }
+}
+
 static void test_lorem_deterministic(void **state)
 {
     (void)state;
@@ -342,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_parse_anthropic),
         cmocka_unit_test(test_parse_rejects),
         cmocka_unit_test(test_echo_pieces_utf8),
+        cmocka_unit_test(test_text_pieces),
         cmocka_unit_test(test_lorem_deterministic),
         cmocka_unit_test(test_json_escape),
         cmocka_unit_test(test_render_openai_stream),

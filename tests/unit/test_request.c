@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -536,6 +537,44 @@ static void test_request_body_intact(void **state)
     assert_true(json_is_true(json_object_get(req.body, "cache_prompt")));
     assert_ptr_equal(req.model, json_string_value(json_object_get(req.body, "model")));
     sw_request_free(&req);
+}
+
+/* The spend bound: never below the estimate, never below the bytes of any
+ * text sent (a byte-level BPE tokenizer's worst case), media at their rule. */
+static void test_request_bound(void **state)
+{
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    (void)state;
+    const char *digits = q("{'model':'m','messages':[{'role':'user','content':'4,7,1,9,3,3,8,0,2,5'},"
+                           "{'role':'assistant','content':'ok'}],"
+                           "'response_format':{'type':'json_schema','json_schema':{'name':'reading',"
+                           "'schema':{'type':'object'}}}}");
+    size_t len = strlen(digits);
+    assert_int_equal(sw_request_parse(digits, len, &req, &err), SW_OK);
+    assert_true(req.prompt_tokens_max >= req.prompt_tokens_est);
+    /* every byte of the body, plus 4 per message and the priming */
+    assert_int_equal(req.prompt_tokens_max, (long)len + 2 * 4 + 3);
+    sw_request_free(&req);
+
+    /* A data: URL counts as the image rule, not its bytes. */
+    char body[8192];
+    char data[4001];
+    memset(data, 'A', 4000);
+    data[4000] = '\0';
+    int n = snprintf(body, sizeof body,
+                     "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+                     "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,%s\"}}]}]}",
+                     data);
+    assert_true(n > 0 && (size_t)n < sizeof body);
+    assert_int_equal(sw_request_parse(body, (size_t)n, &req, &err), SW_OK);
+    size_t url = strlen("data:image/png;base64,") + 4000;
+    assert_int_equal(req.prompt_tokens_max, (long)((size_t)n - url) + SW_REQUEST_IMAGE_TOKENS + 4 + 3);
+    assert_true(req.prompt_tokens_max >= req.prompt_tokens_est);
+    sw_request_free(&req);
+
+    assert_int_equal(sw_request_bound_tokens((size_t)-1, 0, LONG_MAX, (size_t)-1), LONG_MAX);
+    assert_int_equal(sw_request_bound_tokens(10, 20, 5, 0), 5 + 3);
 }
 
 /* The body need not be NUL-terminated: only len bytes are read. */
@@ -1151,6 +1190,7 @@ int main(void)
         cmocka_unit_test(test_request_good),
         cmocka_unit_test(test_request_body_intact),
         cmocka_unit_test(test_request_not_terminated),
+        cmocka_unit_test(test_request_bound),
         cmocka_unit_test(test_request_deep_nesting),
         cmocka_unit_test(test_request_many_values),
         cmocka_unit_test(test_request_json_shape),

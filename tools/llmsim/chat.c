@@ -8,13 +8,49 @@
 
 /* ---- Request ---- */
 
+/* Pieces of a text as a byte-level BPE tokenizer with GPT-style
+ * pre-tokenization splits it, without merges across pieces: a run of ASCII
+ * letters (with the space before it) is one piece per 8 letters begun, a
+ * run of digits one per 3 digits begun, every other ASCII character (a
+ * space before one included) and every non-ASCII code point one piece.
+ * Never more than the text's bytes; far more than bytes / 4 for digits
+ * between punctuation or CJK text, as real tokenizers count them. */
+size_t sw_llmsim_text_pieces(const char *s, size_t n)
+{
+    size_t pieces = 0, i = 0;
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == ' ' && i + 1 < n && (unsigned char)s[i + 1] < 0x80 && s[i + 1] != ' ')
+            ch = (unsigned char)s[++i];      /* the space joins the next piece */
+        size_t run = 0;
+        if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z') {
+            while (i < n && ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z'))
+                i++, run++;
+            pieces += (run + 7) / 8;
+        } else if (ch >= '0' && ch <= '9') {
+            while (i < n && s[i] >= '0' && s[i] <= '9')
+                i++, run++;
+            pieces += (run + 2) / 3;
+        } else {
+            i++;
+            while (ch >= 0x80 && i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
+                i++;        /* the rest of the code point */
+            pieces++;
+        }
+    }
+    return pieces;
+}
+
 /* Text of a content value: a string, or an array of blocks whose "text"
- * fields count (images and other blocks do not). Appends to out when given. */
-static int content_text(json_t *content, size_t *bytes, struct sw_buf *out)
+ * fields count (images and other blocks do not). Adds its bytes and
+ * pieces (sw_llmsim_text_pieces); appends it to out when given. */
+static int content_text(json_t *content, size_t *bytes, size_t *pieces, struct sw_buf *out)
 {
     int err = SW_OK;
     if (json_is_string(content)) {
         *bytes += json_string_length(content);
+        if (pieces)
+            *pieces += sw_llmsim_text_pieces(json_string_value(content), json_string_length(content));
         if (out)
             err = sw_buf_append(out, json_string_value(content), json_string_length(content));
         return err;
@@ -28,6 +64,8 @@ static int content_text(json_t *content, size_t *bytes, struct sw_buf *out)
         if (!json_is_string(text))
             continue;
         *bytes += json_string_length(text);
+        if (pieces)
+            *pieces += sw_llmsim_text_pieces(json_string_value(text), json_string_length(text));
         if (out) {
             err = sw_buf_append(out, json_string_value(text), json_string_length(text));
             if (err)
@@ -103,7 +141,7 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
         if (sys && !json_is_null(sys)) {
             if (!json_is_string(sys) && !json_is_array(sys))
                 return fail(err, errlen, "system: must be a string or an array of blocks");
-            content_text(sys, &c->text_bytes, NULL);
+            content_text(sys, &c->text_bytes, &c->text_pieces, NULL);
             c->n_messages++;
         }
     }
@@ -118,15 +156,17 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
         json_t *content = json_object_get(m, "content");
         if (d == SW_LLMSIM_ANTHROPIC && !json_is_string(content) && !json_is_array(content))
             return fail(err, errlen, "messages: content must be a string or an array of blocks");
-        content_text(content, &c->text_bytes, NULL);
+        content_text(content, &c->text_bytes, &c->text_pieces, NULL);
         c->n_messages++;
         if (!strcmp(json_string_value(role), "user"))
             last_user = content;
     }
     c->prompt_tokens = sw_llmsim_prompt_tokens(c->text_bytes, c->n_messages);
+    size_t pt = c->text_pieces + 4 * (size_t)c->n_messages;
+    c->prompt_tokens_pieces = pt > 0x7fffffff ? 0x7fffffff : (int)pt;
     if (last_user) {
         size_t ignored = 0;
-        if (content_text(last_user, &ignored, &c->last_user) == SW_ETOOBIG)
+        if (content_text(last_user, &ignored, NULL, &c->last_user) == SW_ETOOBIG)
             return fail(err, errlen, "messages: the last user message is too long to echo");
     }
     return SW_OK;

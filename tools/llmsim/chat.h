@@ -28,12 +28,18 @@ struct sw_llmsim_chat {
     int n_messages;              /* messages (+1 for an Anthropic top-level system) */
     size_t text_bytes;           /* bytes of all message text */
     int prompt_tokens;           /* sw_llmsim_prompt_tokens(text_bytes, n_messages) */
+    size_t text_pieces;          /* sw_llmsim_text_pieces of all message text */
+    int prompt_tokens_pieces;    /* text_pieces + 4 per message (--tokenizer pieces) */
     struct sw_buf last_user;     /* text of the last user message (owned) */
     bool wants_json;             /* OpenAI response_format type json_schema or json_object,
                                   * or a forced tool */
     char forced_tool[128];       /* tool_choice names one tool (OpenAI {type: function},
                                   * Anthropic {type: tool}); "" = none */
 };
+
+/* Pieces of the n bytes of text s as a BPE tokenizer counts them, at most n
+ * (the --tokenizer pieces count; rules in chat.c). */
+size_t sw_llmsim_text_pieces(const char *s, size_t n);
 
 /* Validates root (borrowed) as a request of dialect d and fills *c. On
  * SW_EINVAL writes the reason to err. Call sw_llmsim_chat_free either way. */

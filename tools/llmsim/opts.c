@@ -26,6 +26,7 @@ static const char usage[] =
     "  --ctx N                     context size reported by /props (4096)\n"
     "  --client-timeout-ms N       whole request, keep-alive idle, write stall (3600000)\n"
     "  --verbose                   log one line per chat request to stderr\n"
+    "  --tokenizer quarter|pieces  prompt tokens: ceil(bytes / 4), or pre-tokenizer pieces (quarter)\n"
     "faults (also settable at run time with POST /admin/faults):\n"
     "  --error-rate F              probability a chat request fails (0)\n"
     "  --error-status S            status of those failures: 429 500 502 503 504 529 (500)\n"
@@ -93,6 +94,7 @@ static const struct flag flags[] = {
     {"--ctx", K_INT, 1, 100000000},
     {"--client-timeout-ms", K_INT, 100, 3600000},
     {"--verbose", K_FLAG, 0, 0},
+    {"--tokenizer", K_STR, 0, 0},
     {"--error-rate", K_DOUBLE, 0, 1},
     {"--error-status", K_INT, 400, 599},
     {"--retry-after-s", K_INT, 0, 86400},
@@ -176,6 +178,13 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
         o->client_timeout_ms = l;
     } else if (!strcmp(name, "--verbose")) {
         o->verbose = true;
+    } else if (!strcmp(name, "--tokenizer")) {
+        if (!strcmp(s, "quarter"))
+            o->tokenizer_pieces = false;
+        else if (!strcmp(s, "pieces"))
+            o->tokenizer_pieces = true;
+        else
+            return false;
     } else if (!strcmp(name, "--error-rate")) {
         f->error_rate = d;
     } else if (!strcmp(name, "--error-status")) {

@@ -21,6 +21,8 @@ struct sw_llmsim_opts {
     int n_ctx;                   /* --ctx, context size reported by /props (4096) */
     long client_timeout_ms;      /* --client-timeout-ms: receive a request; idle; write stall */
     bool verbose;                /* --verbose: one log line per request */
+    bool tokenizer_pieces;       /* --tokenizer pieces: usage counts sw_llmsim_text_pieces
+                                  * (default quarter: ceil(bytes / 4), the gateway's estimate) */
     struct sw_llmsim_params params;
     struct sw_llmsim_faults faults;
 };

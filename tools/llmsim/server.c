@@ -531,6 +531,8 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
         send_error(s, req, d, 400, msg, NULL, -1);
         return;
     }
+    if (s->o.tokenizer_pieces)
+        r->chat.prompt_tokens = r->chat.prompt_tokens_pieces;
     r->srv = s;
     r->req = req;
     r->next = s->live;
