@@ -801,6 +801,8 @@ static void process(struct conn *c)
             c->state = C_HEAD;
             c->line_checked = false;
             start_timer(c, s->lim.client_timeout_ms);
+            if (s->accepting && s->n_conns >= s->lim.max_connections)
+                listener_update(s); /* one idle connection fewer to make room with */
         }
         if (c->state == C_HEAD) {
             if (!c->line_checked) {
@@ -904,6 +906,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 /* The answer's last byte left: close (shutdown, linger) or go idle. */
 static void after_flush(struct conn *c)
 {
+    if (c->state == C_IDLE && !c->s->accepting) /* idle now: room for a new connection */
+        listener_update(c->s);
     if (c->state == C_CLOSING) {
         shutdown(c->fd, SHUT_WR);
         c->state = C_LINGER;
@@ -1341,8 +1345,6 @@ static void req_done(struct conn *c)
     } else {
         c->state = C_IDLE;
         start_timer(c, c->s->lim.client_timeout_ms);
-        if (!c->s->accepting) /* an idle connection: room for a new one */
-            listener_update(c->s);
     }
     flush_out(c);
     if (!c->dead && c->state == C_IDLE && !c->in_process) {

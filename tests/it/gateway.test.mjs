@@ -283,31 +283,37 @@ describe('gateway core with healthy backends', () => {
 });
 
 describe('connection limit', () => {
-  test('at limits.max_connections new connections wait until one closes', async () => {
+  test('at limits.max_connections with every connection mid-request new ones wait; an idle one is closed to make room', async () => {
     const edge = await startLlmsim(['--model', 'edge-model']);
     const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), extra: 'limits:\n  max_connections: 2\n  client_timeout_ms: 10000' }));
     const conns = [];
     try {
-      for (let i = 0; i < 2; i++) conns.push(await rawConnect(gw.port));
+      // Two connections each in the middle of a request head: none is idle.
+      for (let i = 0; i < 2; i++) {
+        const c = await rawConnect(gw.port);
+        c.sock.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+        conns.push(c);
+      }
       await waitFor(() => /connection limit 2 reached/.test(gw.output()), { what: 'the limit reached' });
       // The third connection completes its TCP handshake (the kernel backlog
       // holds it) and sends its request, but the gateway does not take it.
       const third = await rawConnect(gw.port);
       conns.push(third);
       const thirdAnswer = third.request('GET', '/healthz');
-      // Two round trips on an accepted connection: the loop has run past the
-      // moment the third was waiting to be accepted, and it was not.
-      for (let i = 0; i < 2; i++) {
-        const h = await conns[0].request('GET', '/healthz');
-        assert.equal(h.status, 200);
-        assert.equal(JSON.parse(h.body).connections, 2, 'only two connections accepted');
-      }
-      assert.equal(third.bytes, 0, 'the third connection got no answer while two were open');
-      // One closes: the third is taken and answered.
-      conns[1].destroy();
+      // The first finishes its request: answered with two connections
+      // counted, so the third was still waiting while both were busy.
+      const firstAnswer = new Promise((res) => conns[0].sock.once('data', (d) => res(d.toString())));
+      conns[0].sock.write('\r\n');
+      const first = await firstAnswer;
+      assert.match(first, /^HTTP\/1.1 200/);
+      assert.match(first, /"connections":2/, 'only two connections accepted');
+      // The first is now idle: it is closed to make room, and the third is
+      // taken and answered.
       const r = await thirdAnswer;
       assert.equal(r.status, 200);
       assert.equal(JSON.parse(r.body).connections, 2);
+      await conns[0].closed;
+      assert.match(gw.output(), /closed the longest-idle connection/);
     } finally {
       conns.forEach((c) => c.destroy());
       await gw.stop();
