@@ -331,6 +331,9 @@ static void parse_listen_hosts(struct sw_walk *w, const struct sw_walk_setting *
     yaml_node_item_t *it = node->data.sequence.items.start;
     size_t n = (size_t)(node->data.sequence.items.top - it);
     lh->set = true;
+    if (n == 0)
+        sw_walk_error(w, node, path, "an empty list would answer no Host; list at least one, "
+                      "or [\"*\"] to accept any");
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
         sw_walk_path_index(ipath, sizeof(ipath), path, i);

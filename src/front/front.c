@@ -798,8 +798,10 @@ static bool method_ok(const struct route *r, enum sw_http_method m)
 
 /* The admin key check, refusing a request with two Authorization headers
  * (no header is taken over another). */
-static bool admin_ok(struct sw_front *f, struct sw_http_req *req, int n_auth)
+static bool admin_ok(struct sw_front *f, struct sw_http_req *req)
 {
+    int n_auth;
+    sw_http_header(req, "Authorization", &n_auth);
     if (n_auth > 1 && f->cfg->admin_key) {
         sw_reply_error(req, 401, "invalid_request_error", "ambiguous_api_key", NULL,
                        "The request carries more than one Authorization header. Send exactly one.");
@@ -823,8 +825,6 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     }
     if (strcmp(path, "/healthz") != 0 && !host_ok(f, req))
         return false;
-    int n_auth;
-    sw_http_header(req, "Authorization", &n_auth);
     size_t nlen;
     if (breaker_path(path, &nlen)) {
         if (sw_http_method(req) != SW_HTTP_POST) {
@@ -832,7 +832,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
                            "Use POST.");
             return false;
         }
-        return admin_ok(f, req, n_auth);
+        return admin_ok(f, req);
     }
     const struct route *r = find_route(path);
     if (!r && !strncmp(path, "/admin/", 7)) {
@@ -857,7 +857,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         return false;
     }
     if (r->admin)
-        return admin_ok(f, req, n_auth);
+        return admin_ok(f, req);
     bool serves = r->fn == handle_chat || r->fn == handle_embeddings || r->fn == handle_messages;
     if ((serves || r->fn == handle_count_tokens || r->fn == handle_models) && !key_ok(f, req)) {
         if (serves) {

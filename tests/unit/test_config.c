@@ -443,6 +443,7 @@ static void test_listen_hosts(void **state)
         "listen_hosts: [\"a b\"]\n",
         "listen_hosts: [\"a/b\"]\n",
         "listen_hosts: [\":80\"]\n",
+        "listen_hosts: []\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];
