@@ -28,7 +28,7 @@ pids+=($!)
 wait_http "http://127.0.0.1:$GP/healthz"
 # A few seconds of traffic so the samples are not all empty.
 for _ in $(seq 40); do
-  curl -s -o /dev/null "http://127.0.0.1:$GP/v1/chat/completions" \
+  curl -s -o /dev/null "http://127.0.0.1:$GP/v1/chat/completions" -H 'Content-Type: application/json' \
     -d '{"model":"chat","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}'
   sleep 0.1
 done

@@ -93,6 +93,7 @@ cat <<TXT
   Watch the headers X-Spillway-Backend / -Tier / -Reason with curl -i. A spike of 8 at
   once: the local box takes what it can start within 800 ms, the rest spills over:
     for i in \$(seq 8); do curl -s -o /dev/null -D - http://127.0.0.1:$PORT/v1/chat/completions \\
+      -H 'Content-Type: application/json' \\
       -d '{"model":"chat","max_tokens":60,"messages":[{"role":"user","content":"hi"}]}' \\
       | grep -i x-spillway-reason & done; wait
   Ctrl-C stops the gateway, both simulators and the traffic.

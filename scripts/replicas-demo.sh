@@ -54,6 +54,7 @@ cat <<TXT
   A burst of 12: the local box never runs more than 2 at once, whichever replica sent
   them (curl -s 127.0.0.1:8081/admin/stats: concurrent_max), the rest spill over:
     for i in \$(seq 12); do curl -s -o /dev/null -D - http://127.0.0.1:8080/v1/chat/completions \\
+      -H 'Content-Type: application/json' \\
       -d '{"model":"chat","max_tokens":60,"messages":[{"role":"user","content":"hi"}]}' \\
       | grep -i x-spillway-backend & done; wait
   Declare an emergency on one replica, read it on another:
@@ -65,7 +66,7 @@ TXT
 if [ "${DEMO_CHECK:-0}" = 1 ]; then
   burst=()
   for i in $(seq 12); do
-    curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:8080/v1/chat/completions \
+    curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
       -d '{"model":"chat","max_tokens":30,"messages":[{"role":"user","content":"hi"}]}' &
     burst+=($!)
   done

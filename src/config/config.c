@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -247,6 +248,136 @@ static void parse_region(struct sw_walk *w, const struct sw_walk_setting *s,
     }
     free(*(char **)((char *)base + s->off));
     *(char **)((char *)base + s->off) = v;
+}
+
+/* ---- listen_hosts ---- */
+
+/* Adds "host" or "host:port" (IPv6 in brackets) to the list, lower-cased;
+ * NULL, or what is wrong with it. */
+static const char *listen_host_add(struct sw_config_listen_hosts *lh, const char *v, bool *oom)
+{
+    if (!strcmp(v, "*")) {
+        lh->any = true;
+        return NULL;
+    }
+    size_t len = strlen(v), host_len = len;
+    const char *host = v, *port = NULL;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (!close || close == v + 1)
+            return "has an unterminated or empty [IPv6] address";
+        host = v + 1;
+        host_len = (size_t)(close - host);
+        if (close[1] == ':')
+            port = close + 2;
+        else if (close[1])
+            return "has text after the ] of its [IPv6] address";
+    } else {
+        const char *colon = strchr(v, ':');
+        if (colon && strchr(colon + 1, ':'))
+            return "has an IPv6 address without brackets (write [::1])";
+        if (colon) {
+            host_len = (size_t)(colon - v);
+            port = colon + 1;
+        }
+    }
+    long p = -1;
+    if (port && ((p = port_of(port, strlen(port))) < 1 || p > 65535))
+        return "has an invalid port (1..65535)";
+    if (host_len == 0 || host_len > 253)
+        return "has no host, or one longer than 253 bytes";
+    for (size_t i = 0; i < host_len; i++) {
+        unsigned char ch = (unsigned char)host[i];
+        if (!(ch >= 'a' && ch <= 'z') && !(ch >= 'A' && ch <= 'Z') && !(ch >= '0' && ch <= '9') &&
+            ch != '.' && ch != '-' && ch != '_' && ch != ':')
+            return "is not a host name or address (letters, digits, . - _, [IPv6])";
+    }
+    if (lh->n == SW_CONFIG_MAX_LISTEN_HOSTS)
+        return "is one host too many (at most 32)";
+    char *h = strndup(host, host_len);
+    if (!h) {
+        *oom = true;
+        return NULL;
+    }
+    for (char *c = h; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    lh->host[lh->n] = h;
+    lh->port[lh->n++] = p;
+    return NULL;
+}
+
+static void listen_hosts_free(struct sw_config_listen_hosts *lh)
+{
+    for (size_t i = 0; i < lh->n; i++)
+        free(lh->host[i]);
+    lh->n = 0;
+}
+
+/* listen_hosts: a list of Host header values (ports optional) or "*". */
+static void parse_listen_hosts(struct sw_walk *w, const struct sw_walk_setting *s,
+                               const yaml_node_t *node, void *base, const char *path)
+{
+    struct sw_config_listen_hosts *lh = (struct sw_config_listen_hosts *)((char *)base + s->off);
+    char ipath[SW_WALK_MAX_PATH];
+    if (node->type != YAML_SEQUENCE_NODE) {
+        char got[SHOW];
+        sw_walk_describe(w, node, got, sizeof(got));
+        sw_walk_error(w, node, path, "expected a list of Host header values such as "
+                      "[localhost, \"gateway.internal:8080\"], or [\"*\"] for any, got %s", got);
+        return;
+    }
+    static const struct sw_walk_setting item_setting = {.key = "host", .type = SW_WALK_TEXT};
+    yaml_node_item_t *it = node->data.sequence.items.start;
+    size_t n = (size_t)(node->data.sequence.items.top - it);
+    lh->set = true;
+    if (n == 0)
+        sw_walk_error(w, node, path, "an empty list would answer no Host; list at least one, "
+                      "or [\"*\"] to accept any");
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
+        sw_walk_path_index(ipath, sizeof(ipath), path, i);
+        char *v = NULL;
+        if (sw_walk_string(w, &item_setting, item, ipath, &v))
+            continue;
+        bool oom = false;
+        const char *why = listen_host_add(lh, v, &oom);
+        if (oom)
+            w->oom = true;
+        if (why)
+            sw_walk_error(w, item, ipath, "\"%.64s\" %s; expected \"host\" or \"host:port\", "
+                          "e.g. localhost, \"gateway.internal:8080\", \"[::1]\"", v, why);
+        free(v);
+    }
+}
+
+/* With no keys a web page the user visits could reach the gateway under a
+ * name of the attacker's (DNS rebinding): unless listen_hosts says
+ * otherwise, only the loopback names and the listen host are accepted. */
+static void default_listen_hosts(struct sw_config *cfg, bool *oom)
+{
+    if (cfg->listen_hosts.set || cfg->auth_enabled)
+        return;
+    static const char *const names[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        listen_host_add(&cfg->listen_hosts, names[i], oom);
+    const char *lh = cfg->listen_host;
+    bool any_addr = !strcmp(lh, "0.0.0.0") || !strcmp(lh, "::");
+    bool known = false;
+    for (size_t i = 0; i < cfg->listen_hosts.n; i++)
+        known |= !strcasecmp(cfg->listen_hosts.host[i], lh);
+    if (!any_addr && !known && cfg->listen_hosts.n < SW_CONFIG_MAX_LISTEN_HOSTS) {
+        char *h = strdup(lh);
+        if (!h) {
+            *oom = true;
+            return;
+        }
+        for (char *c = h; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        cfg->listen_hosts.host[cfg->listen_hosts.n] = h;
+        cfg->listen_hosts.port[cfg->listen_hosts.n++] = -1;
+    }
 }
 
 /* sensitive_regions: a list of cloud region labels (checked against the
@@ -1048,6 +1179,8 @@ static const struct sw_walk_section plan_section = {
 static const struct sw_walk_setting top_settings[] = {
     {.key = "listen", .type = SW_WALK_CUSTOM, .off = CFG(listen_host),
      .aux_off = CFG(listen_port), .parse = parse_listen, .hint = "\"host:port\""},
+    {.key = "listen_hosts", .type = SW_WALK_CUSTOM, .off = CFG(listen_hosts),
+     .parse = parse_listen_hosts},
     {.key = "keys", .type = SW_WALK_LIST, .off = CFG(keys), .aux_off = CFG(n_keys),
      .sub = &key_section, .hint = "omit keys to disable client auth, or list at least one key"},
     {.key = "admin", .type = SW_WALK_MAP, .off = 0, .sub = &admin_section},
@@ -1124,6 +1257,10 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
     (void)index;
     struct sw_config *cfg = base;
     cfg->auth_enabled = sw_walk_val(&top_section, vals, "keys") != NULL;
+    bool oom = false;
+    default_listen_hosts(cfg, &oom);
+    if (oom)
+        w->oom = true;
     check_regions(w, cfg, &cfg->pii.sensitive_regions, "pii.sensitive_regions");
     char p[SW_WALK_MAX_PATH];
     for (size_t i = 0; i < cfg->n_keys; i++) {
@@ -1320,6 +1457,7 @@ void sw_config_unref(struct sw_config *cfg)
         return;
     free(cfg->path);
     free(cfg->listen_host);
+    listen_hosts_free(&cfg->listen_hosts);
     for (size_t i = 0; i < cfg->n_keys; i++) {
         free(cfg->keys[i].name);
         free(cfg->keys[i].key);

@@ -197,11 +197,24 @@ struct sw_config_state {
     long lease_ttl_ms;          /* a dead replica's slots and probe come back after this */
 };
 
+/* listen_hosts: the Host header values the front accepts. */
+#define SW_CONFIG_MAX_LISTEN_HOSTS 32
+struct sw_config_listen_hosts {
+    bool set;                   /* the key was given */
+    bool any;                   /* "*" listed: every Host is accepted */
+    size_t n;                   /* 0 and !any: no check */
+    char *host[SW_CONFIG_MAX_LISTEN_HOSTS];     /* lower case, IPv6 without brackets */
+    long port[SW_CONFIG_MAX_LISTEN_HOSTS];      /* -1: any port */
+};
+
 struct sw_config {
     int refcount;
     char *path;                 /* the file it came from */
     char *listen_host;          /* listen: "host:port", default "127.0.0.1:8080" */
     int listen_port;            /* 0 picks an ephemeral port (tests) */
+    struct sw_config_listen_hosts listen_hosts; /* unset with no keys: localhost, 127.0.0.1,
+                                                   [::1] and the listen host; unset with
+                                                   keys: no check */
     struct sw_config_key *keys; /* keys: omitted => client auth disabled */
     size_t n_keys;
     bool auth_enabled;          /* true when a `keys` list is present */

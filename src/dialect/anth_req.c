@@ -424,6 +424,11 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
                     BAD("metadata.user_id", "metadata.user_id: expected a string.");
                 if (json_is_string(v))
                     json_object_set(o, "user", v);
+            } else if (sw_request_name_near_miss(k, strlen(k), "allow_cloud", false)) {
+                char p[128];
+                snprintf(p, sizeof p, "metadata.%.100s", k);
+                BAD(p, "Unknown metadata key '%s': the privacy flag is spelled "
+                       "'metadata.allow_cloud' (lower case, with an underscore).", p);
             } else if (!strcmp(k, "allow_cloud")) {
                 json_t *omd = json_object_get(o, "metadata");
                 if (!omd) {

@@ -125,8 +125,46 @@ static bool flag_header(struct sw_http_req *req, const char *name, bool *any_tru
     return true;
 }
 
+/* The privacy and routing flags clients set by header. */
+static const char *const flag_headers[] = {"X-Spillway-Allow-Cloud", "X-Spillway-Sensitive",
+                                           "X-Spillway-Latency-Critical"};
+
+struct typo_scan {
+    const char *name;           /* the first near-miss header, or NULL */
+    const char *meant;
+};
+
+static void scan_typo(const char *name, const char *value, void *ud)
+{
+    (void)value;
+    struct typo_scan *ts = ud;
+    for (size_t i = 0; !ts->name && i < sizeof flag_headers / sizeof flag_headers[0]; i++)
+        if (sw_request_name_near_miss(name, strlen(name), flag_headers[i], true)) {
+            ts->name = name;
+            ts->meant = flag_headers[i];
+        }
+}
+
+/* A header that is a near-miss of a flag header ("X_Spillway_Allow_Cloud",
+ * "X-Spillway-AllowCloud"): a proxy may drop it or a reader may guess, so it
+ * is a 400 naming it rather than a flag silently not set. Returns false when
+ * answered. */
+static bool flag_header_spelling(struct sw_http_req *req)
+{
+    struct typo_scan ts = {0};
+    sw_http_each_header(req, scan_typo, &ts);
+    if (!ts.name)
+        return true;
+    sw_reply_error(req, 400, "invalid_request_error", "invalid_header", ts.name,
+                   "Unknown header '%s': the flag is spelled '%s' (words joined by '-').",
+                   ts.name, ts.meant);
+    return false;
+}
+
 /* The client's key (NULL when auth is off), or NULL with *denied set to
- * "missing_api_key" or "invalid_api_key". Answers nothing. */
+ * "missing_api_key", "invalid_api_key" or "ambiguous_api_key" (two
+ * Authorization or two x-api-key headers, or both naming different keys:
+ * no header is taken over another). Answers nothing. */
 static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_req *req,
                                             const char **denied)
 {
@@ -134,12 +172,18 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
     if (!f->cfg->auth_enabled)
         return NULL;
     static const char bearer[] = "Bearer ";
-    const char *auth = sw_http_header(req, "Authorization", NULL);
+    int n_auth, n_xkey;
+    const char *auth = sw_http_header(req, "Authorization", &n_auth);
+    const char *xkey = sw_http_header(req, "x-api-key", &n_xkey); /* Anthropic's clients */
     const char *secret = NULL;
     if (auth && strncasecmp(auth, bearer, sizeof bearer - 1) == 0)
         secret = auth + sizeof bearer - 1;
     else if (!auth)
-        secret = sw_http_header(req, "x-api-key", NULL); /* Anthropic's clients */
+        secret = xkey;
+    if (n_auth > 1 || n_xkey > 1 || (secret && xkey && strcmp(secret, xkey) != 0)) {
+        *denied = "ambiguous_api_key";
+        return NULL;
+    }
     if (!secret) {
         *denied = "missing_api_key";
         return NULL;
@@ -190,6 +234,11 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
         sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
                        "The Authorization header is not a bearer token. Send the key as "
                        "'Authorization: Bearer KEY' (or 'x-api-key: KEY' without Authorization).");
+    } else if (*denied && !strcmp(*denied, "ambiguous_api_key")) {
+        sw_reply_error(req, 401, "invalid_request_error", "ambiguous_api_key", NULL,
+                       "The request carries more than one API key (two Authorization or "
+                       "x-api-key headers, or both with different keys). Send exactly one.");
+        sw_info("rejected a request with more than one API key");
     } else if (*denied && !strcmp(*denied, "missing_api_key")) {
         sw_reply_error(req, 401, "invalid_request_error", "missing_api_key", NULL,
                        "You didn't provide an API key. Send it as 'Authorization: Bearer KEY' "
@@ -201,6 +250,101 @@ static const struct sw_config_key *authenticate(struct sw_front *f, struct sw_ht
         sw_info("rejected a request with an unknown API key");
     }
     return k;
+}
+
+/* Whether the request's body is declared JSON: exactly one Content-Type,
+ * application/json in any case, parameters (charset) allowed. A web page can
+ * POST text/plain or a form to any address without a CORS preflight; a JSON
+ * type it cannot send without one, so this keeps pages off the API. */
+static bool json_content_type(struct sw_http_req *req)
+{
+    int n;
+    const char *ct = sw_http_header(req, "Content-Type", &n);
+    if (!ct || n != 1)
+        return false;
+    static const char json[] = "application/json";
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    if (strncasecmp(ct, json, sizeof json - 1) != 0)
+        return false;
+    ct += sizeof json - 1;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+/* Answers 415 unless the body is declared JSON. Returns false when answered. */
+static bool require_json(struct sw_http_req *req)
+{
+    if (json_content_type(req))
+        return true;
+    sw_reply_error(req, 415, "invalid_request_error", "unsupported_media_type", NULL,
+                   "Send the body as JSON with 'Content-Type: application/json' (exactly one "
+                   "Content-Type header).");
+    return false;
+}
+
+/* Whether a Host header value (host, host:port, [v6]:port) is one that
+ * listen_hosts accepts: the host in any case, the port when the entry
+ * names one. No check when the list is empty or "*" is in it. */
+static bool host_listed(const struct sw_config_listen_hosts *lh, const char *v)
+{
+    if (lh->any || lh->n == 0)
+        return true;
+    const char *host = v, *end;
+    const char *port = NULL;
+    if (v[0] == '[') {
+        host = v + 1;
+        end = strchr(host, ']');
+        if (!end)
+            return false;
+        if (end[1] == ':')
+            port = end + 2;
+        else if (end[1])
+            return false;
+    } else {
+        end = strchr(v, ':');
+        if (end)
+            port = end + 1;
+        else
+            end = v + strlen(v);
+    }
+    size_t host_len = (size_t)(end - host);
+    long p = -1;
+    if (port) {
+        char *pe;
+        errno = 0;
+        p = strtol(port, &pe, 10);
+        if (errno || pe == port || *pe || p < 1 || p > 65535)
+            return false;
+    }
+    for (size_t i = 0; i < lh->n; i++)
+        if (strlen(lh->host[i]) == host_len && !strncasecmp(lh->host[i], host, host_len) &&
+            (lh->port[i] < 0 || lh->port[i] == p))
+            return true;
+    return false;
+}
+
+/* The Host check (listen_hosts): one Host header at most (RFC 9112 3.2), and
+ * when a list applies, a listed one. A request without Host (HTTP/1.0) passes:
+ * browsers always send one. Returns false when answered. */
+static bool host_ok(struct sw_front *f, struct sw_http_req *req)
+{
+    int n;
+    const char *host = sw_http_header(req, "Host", &n);
+    if (n > 1) {
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_header", "Host",
+                       "The request has more than one Host header.");
+        return false;
+    }
+    if (!host || host_listed(&f->cfg->listen_hosts, host))
+        return true;
+    sw_reply_error(req, 421, "invalid_request_error", "host_not_allowed", "Host",
+                   "This gateway does not answer to that Host name. Use one listed under "
+                   "listen_hosts in the gateway's config (with no keys configured: localhost, "
+                   "127.0.0.1, [::1] or the listen address).");
+    sw_info("rejected a request for a Host not in listen_hosts");
+    return false;
 }
 
 /* ---- Handlers ---- */
@@ -434,6 +578,11 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         record_rejection(f, api_name, id, NULL, NULL, 401, denied, NULL, start_ms);
         return;
     }
+    if (!require_json(req)) {
+        record_rejection(f, api_name, id, NULL, key, 415, "unsupported_media_type", NULL,
+                         start_ms);
+        return;
+    }
 
     size_t len;
     const char *body = sw_http_body(req, &len);
@@ -446,7 +595,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     /* Privacy headers: the most restrictive element wins (any false keeps
      * the request off the cloud, any true makes it sensitive). */
     bool cloud_yes, cloud_no, sens_yes, sens_no, critical, not_critical;
-    if (!flag_header(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
+    if (!flag_header_spelling(req) || !flag_header(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
         !flag_header(req, "X-Spillway-Sensitive", &sens_yes, &sens_no) ||
         !flag_header(req, "X-Spillway-Latency-Critical", &critical, &not_critical)) {
         record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
@@ -633,7 +782,7 @@ static void handle_count_tokens(struct sw_front *f, struct sw_http_req *req)
     make_request_id(f, req, id, sizeof id);
     const char *denied;
     authenticate(f, req, &denied);
-    if (denied)
+    if (denied || !require_json(req))
         return;
     size_t len;
     const char *body = sw_http_body(req, &len);
@@ -708,6 +857,21 @@ static bool method_ok(const struct route *r, enum sw_http_method m)
     return m == r->method || (r->method == SW_HTTP_GET && m == SW_HTTP_HEAD);
 }
 
+/* The admin key check, refusing a request with two Authorization headers
+ * (no header is taken over another). */
+static bool admin_ok(struct sw_front *f, struct sw_http_req *req)
+{
+    int n_auth;
+    sw_http_header(req, "Authorization", &n_auth);
+    if (n_auth > 1 && f->cfg->admin_key) {
+        sw_reply_error(req, 401, "invalid_request_error", "ambiguous_api_key", NULL,
+                       "The request carries more than one Authorization header. Send exactly one.");
+        sw_warn("admin: rejected a call with more than one Authorization header");
+        return false;
+    }
+    return sw_admin_authorized(f, req);
+}
+
 /* Before the body is read: refuse what needs no body to refuse (draining,
  * unknown URL, wrong method, missing key), so an unauthenticated client
  * cannot make the gateway buffer a body. Returns false when answered. */
@@ -720,6 +884,8 @@ static bool on_headers(struct sw_http_req *req, void *arg)
                        "Spillway is shutting down; retry on another instance.");
         return false;
     }
+    if (strcmp(path, "/healthz") != 0 && !host_ok(f, req))
+        return false;
     size_t nlen;
     if (breaker_path(path, &nlen)) {
         if (sw_http_method(req) != SW_HTTP_POST) {
@@ -727,7 +893,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
                            "Use POST.");
             return false;
         }
-        return sw_admin_authorized(f, req);
+        return admin_ok(f, req);
     }
     const struct route *r = find_route(path);
     if (!r && !strncmp(path, "/admin/", 7)) {
@@ -752,7 +918,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         return false;
     }
     if (r->admin)
-        return sw_admin_authorized(f, req);
+        return admin_ok(f, req);
     bool serves = r->fn == handle_chat || r->fn == handle_embeddings || r->fn == handle_messages;
     if ((serves || r->fn == handle_count_tokens || r->fn == handle_models) && !key_ok(f, req)) {
         if (serves) {

@@ -75,6 +75,7 @@ struct sw_http_req {
     bool complete;              /* the whole message is in */
     bool body_too_big;
     bool bad_header;
+    bool space_before_colon;    /* a header name followed by whitespace before its ':' */
     bool pooled;                /* allocated with REQ_HEAD_ROOM bytes of head: reusable */
     char *body;
     size_t body_len, body_cap;
@@ -109,6 +110,7 @@ struct conn {
     bool writing;               /* wev is added */
     bool dead;                  /* failed: finish (on_gone, free) on the next loop turn */
     bool in_process;
+    bool line_checked;          /* the request line of the request in C_HEAD was checked */
     int depth;                  /* nesting of entry points; free only at 0 */
     struct conn *prev, *next;
 };
@@ -118,8 +120,10 @@ struct sw_http_server {
     struct evconnlistener *listener;
     struct sw_http_limits lim;
     struct sw_http_handler h;
-    struct conn *conns;
+    struct conn *conns;         /* newest first */
+    struct conn *oldest;        /* the list's tail */
     long n_conns;
+    unsigned long evicted;      /* idle connections closed to make room */
     bool accepting;
     bool stopping;
     int port;
@@ -159,6 +163,7 @@ const char *sw_http_status_text(int status)
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
     case 417: return "Expectation Failed";
+    case 421: return "Misdirected Request";
     case 422: return "Unprocessable Entity";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
@@ -195,9 +200,29 @@ static const char *date_line(size_t *len)
 
 /* ---- Connections: lifetime ---- */
 
+/* An idle connection (between requests, or opened and silent, nothing
+ * buffered either way) that can be closed to make room for a new one. */
+static bool idle_conn(const struct conn *c)
+{
+    return !c->dead && c->state == C_IDLE && !c->in_len && !c->req &&
+           !evbuffer_get_length(c->out);
+}
+
+static bool any_idle(const struct sw_http_server *s)
+{
+    for (const struct conn *c = s->oldest; c; c = c->prev)
+        if (idle_conn(c))
+            return true;
+    return false;
+}
+
+/* Accepting while under the connection limit, and at it while some
+ * connection is idle (the new one then takes an idle one's place). */
 static void listener_update(struct sw_http_server *s)
 {
-    bool want = !s->stopping && s->n_conns < s->lim.max_connections;
+    bool want = !s->stopping &&
+                (s->n_conns < s->lim.max_connections ||
+                 (s->n_conns == s->lim.max_connections && any_idle(s)));
     if (want && !s->accepting) {
         evconnlistener_enable(s->listener);
         s->accepting = true;
@@ -286,6 +311,8 @@ static void conn_free(struct conn *c)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    else
+        s->oldest = c->prev;
     free(c);
     s->n_conns--;
     listener_update(s);
@@ -482,6 +509,19 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
+/* A chunk whose announced size would take the body over the limit is
+ * refused when its size line is in, not once its bytes arrived. */
+static int on_chunk_header(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    struct sw_http_req *r = c->req;
+    if (p->content_length > c->s->lim.max_body_bytes - r->body_len) {
+        r->body_too_big = true;
+        return -1;
+    }
+    return 0;
+}
+
 static int on_message_complete(llhttp_t *p)
 {
     struct sw_http_req *r = ((struct conn *)p->data)->req;
@@ -495,6 +535,7 @@ static const llhttp_settings_t parser_settings = {
     .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
+    .on_chunk_header = on_chunk_header,
     .on_message_complete = on_message_complete,
 };
 
@@ -504,6 +545,9 @@ static void terminate_headers(struct sw_http_req *r)
 {
     for (int i = 0; i < r->n_hdrs; i++) {
         struct hdr *h = &r->hdrs[i];
+        if (h->name[h->name_len] != ':' ||
+            (h->name_len && (h->name[h->name_len - 1] == ' ' || h->name[h->name_len - 1] == '\t')))
+            r->space_before_colon = true;
         ((char *)h->name)[h->name_len] = '\0';
         if (h->value)
             ((char *)h->value)[h->value_len] = '\0';
@@ -560,6 +604,25 @@ static size_t header_end(const struct conn *c)
             return i + 3;
     }
     return 0;
+}
+
+/* Whether the request line in c->in ends with an HTTP version ("GET /
+ * HTTP/1.1"): 1 yes, 0 no (an HTTP/0.9 line "GET /", or no request line at
+ * all), -1 not in whole yet. A line without a version would otherwise wait
+ * for a blank line that never comes. */
+static int request_line_ok(const struct conn *c)
+{
+    const char *nl = memchr(c->in, '\n', c->in_len);
+    if (!nl)
+        return -1;
+    size_t len = (size_t)(nl - c->in);
+    if (len && c->in[len - 1] == '\r')
+        len--;
+    size_t sp = len;
+    while (sp > 0 && c->in[sp - 1] != ' ')
+        sp--;
+    static const char ver[] = "HTTP/";
+    return sp > 0 && len - sp >= sizeof ver - 1 && !memcmp(c->in + sp, ver, sizeof ver - 1);
 }
 
 /* Obsolete line folding (a header line starting with a space or tab). */
@@ -647,6 +710,13 @@ static void begin_request(struct conn *c, size_t n)
         server_error(c, 400, "invalid_http", "Folded header lines are not accepted.");
         return;
     }
+    /* RFC 9112 section 5.1: no whitespace between a field name and its colon
+     * ("Name : value" names no header a server may guess at). */
+    if (r->space_before_colon) {
+        server_error(c, 400, "invalid_http",
+                     "Malformed HTTP request: whitespace between a header name and its colon.");
+        return;
+    }
     if (c->parser.upgrade && !r->complete) {
         server_error(c, 400, "invalid_http", "Protocol upgrades are not supported.");
         return;
@@ -729,9 +799,22 @@ static void process(struct conn *c)
             if (c->in_len == 0)
                 break;
             c->state = C_HEAD;
+            c->line_checked = false;
             start_timer(c, s->lim.client_timeout_ms);
+            if (s->accepting && s->n_conns >= s->lim.max_connections)
+                listener_update(s); /* one idle connection fewer to make room with */
         }
         if (c->state == C_HEAD) {
+            if (!c->line_checked) {
+                int ok = request_line_ok(c);
+                if (ok == 0) {
+                    server_error(c, 400, "invalid_http",
+                                 "Malformed HTTP request: the request line has no HTTP version "
+                                 "(HTTP/0.9 is not served).");
+                    continue;
+                }
+                c->line_checked = ok > 0;
+            }
             size_t end = header_end(c);
             if ((!end && c->in_len > s->lim.max_header_bytes) || end > s->lim.max_header_bytes + 2) {
                 char msg[160];
@@ -823,6 +906,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 /* The answer's last byte left: close (shutdown, linger) or go idle. */
 static void after_flush(struct conn *c)
 {
+    if (c->state == C_IDLE && !c->s->accepting) /* idle now: room for a new connection */
+        listener_update(c->s);
     if (c->state == C_CLOSING) {
         shutdown(c->fd, SHUT_WR);
         c->state = C_LINGER;
@@ -879,6 +964,24 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
 
 /* ---- Accepting ---- */
 
+/* Over the connection limit, the connection idle the longest (between
+ * requests, or opened and silent) is closed to make room for the new one, so
+ * idle clients cannot keep active ones out; the listener pauses only while
+ * every connection is working on a request. */
+static void evict_idle(struct sw_http_server *s, struct conn *fresh)
+{
+    for (struct conn *c = s->oldest; c; c = c->prev) {
+        if (c == fresh || c->depth || !idle_conn(c))
+            continue;
+        s->evicted++;
+        if ((s->evicted & (s->evicted - 1)) == 0) /* 1, 2, 4, ...: a flood logs little */
+            sw_warn("connection limit %ld reached; closed the longest-idle connection "
+                    "(%lu so far)", s->lim.max_connections, s->evicted);
+        conn_free(c);
+        return;
+    }
+}
+
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
                       int socklen, void *arg)
 {
@@ -914,8 +1017,12 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;
+    else
+        s->oldest = c;
     s->conns = c;
     s->n_conns++;
+    if (s->n_conns > s->lim.max_connections)
+        evict_idle(s, c);
     listener_update(s);
     c->state = C_IDLE;
     set_reading(c, true);
@@ -996,6 +1103,11 @@ void sw_http_server_stop_accepting(struct sw_http_server *s)
 long sw_http_server_connections(const struct sw_http_server *s)
 {
     return s->n_conns;
+}
+
+unsigned long sw_http_server_evicted(const struct sw_http_server *s)
+{
+    return s->evicted;
 }
 
 bool sw_http_server_flushed(const struct sw_http_server *s)

@@ -11,8 +11,13 @@
  *    on_error so the body is in the application's error shape: a header
  *    block over max_header_bytes (431), a body over max_body_bytes (413, by
  *    Content-Length before the body is read, or as soon as a chunked body
- *    crosses it), malformed requests and folded headers (400), a request not
- *    received whole within client_timeout_ms of its first byte (408).
+ *    crosses it or announces a chunk that would), malformed requests, folded
+ *    headers, whitespace between a header name and its colon, and a request
+ *    line without an HTTP version (HTTP/0.9) as soon as that line is in
+ *    (400), a request not received whole within client_timeout_ms of its
+ *    first byte (408).
+ *  - At max_connections the connection idle the longest is closed to make
+ *    room for a new one; the listener pauses only when none is idle.
  *  - Memory per connection is bounded: the header block, the body, and
  *    pipelined input while a request is being answered (reading pauses).
  *  - A client that disconnects while its request is being answered is
@@ -87,6 +92,8 @@ void sw_http_server_stop_accepting(struct sw_http_server *s);
 /* Open client connections, and whether every answer's bytes left the
  * process (nothing is waiting to be written to any socket). */
 long sw_http_server_connections(const struct sw_http_server *s);
+/* Idle connections closed to make room at the connection limit. */
+unsigned long sw_http_server_evicted(const struct sw_http_server *s);
 bool sw_http_server_flushed(const struct sw_http_server *s);
 
 /* Closes every connection (a request still owned by the application gets

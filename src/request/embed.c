@@ -168,10 +168,14 @@ int sw_embed_parse(const char *body, size_t len, struct sw_chat_request *req,
         rc = check_input(root, req, err);
         if (!rc)
             rc = check_options(root, err);
+        /* metadata.allow_cloud keeps an embedding local as it keeps a chat */
+        if (!rc)
+            rc = sw_request_metadata(root, req, err);
     }
     if (rc) {
         json_decref(root);
         memset(req, 0, sizeof *req);
+        req->allow_cloud = -1;
         return rc;
     }
     req->body = root;

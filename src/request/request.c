@@ -849,8 +849,47 @@ int sw_request_flag(const char *s, size_t len)
     return i < 0 ? -1 : i % 2;
 }
 
+/* One character of a name as sw_request_name_folds reads it: 0 for one it
+ * drops ('_', '-', space, tab), else the character in lower case. */
+static char fold_char(char ch)
+{
+    if (ch == '_' || ch == '-' || ch == ' ' || ch == '\t')
+        return 0;
+    return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+}
+
+bool sw_request_name_folds(const char *s, size_t len, const char *canon)
+{
+    size_t i = 0;
+    for (const char *k = canon;; k++) {
+        char want = 0;
+        while (*k && !(want = fold_char(*k)))
+            k++;
+        char got = 0;
+        while (i < len && !(got = fold_char(s[i])))
+            i++;
+        if (!want || !got)
+            return !want && !got;
+        if (want != got)
+            return false;
+        i++;
+    }
+}
+
+bool sw_request_name_near_miss(const char *s, size_t len, const char *canon, bool any_case)
+{
+    if (!sw_request_name_folds(s, len, canon))
+        return false;
+    bool exact = len == strlen(canon) &&
+                 (any_case ? !strncasecmp(s, canon, len) : !memcmp(s, canon, len));
+    return !exact;
+}
+
 /* metadata: string values as OpenAI requires, except allow_cloud, Spillway's
- * own flag, which may also be a boolean (a string must be a flag). */
+ * own flag, which must be a boolean or a flag string (null and any other
+ * type are refused, never read as unset). A key that is a near-miss of
+ * allow_cloud (other case, '-' for '_', spaces) is refused too: a typo must
+ * never leave the request cloud-eligible. */
 static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
     char path[PATH_MAX_BYTES];
@@ -864,13 +903,15 @@ static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *r
         return fail_type(c, "metadata", "an object", md);
     json_object_foreach(md, key, v) {
         join3(path, sizeof(path), "metadata", ".", key);
+        if (sw_request_name_near_miss(key, strlen(key), "allow_cloud", false))
+            return fail(c, "invalid_value", path,
+                        "Unknown metadata key '%s': the privacy flag is spelled "
+                        "'metadata.allow_cloud' (lower case, with an underscore).", path);
         if (strcmp(key, "allow_cloud") != 0) {
             if (!json_is_string(v))
                 return fail_type(c, path, "a string", v);
             continue;
         }
-        if (json_is_null(v))
-            continue;
         int flag = json_is_string(v) ? sw_request_flag(json_string_value(v), json_string_length(v))
                                      : json_is_boolean(v) ? json_is_true(v) : -1;
         if (flag >= 0)
@@ -882,6 +923,12 @@ static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *r
             return fail_type(c, path, "a boolean or one of the strings true/false, 1/0, yes/no, on/off", v);
     }
     return SW_OK;
+}
+
+int sw_request_metadata(json_t *body, struct sw_chat_request *req, struct sw_request_error *err)
+{
+    struct ctx c = {.err = err};
+    return check_metadata(&c, body, req);
 }
 
 /* ---- Shape of the body before decoding ---- */

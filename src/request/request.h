@@ -28,7 +28,8 @@
  * of token counts can overflow), temperature, top_p, n (1 only: Spillway
  * relays one choice), tools, functions, metadata (string values, except
  * allow_cloud which may also be a boolean; as a string it is a flag in the
- * words of sw_request_flag, anything else is a 400 naming it).
+ * words of sw_request_flag, anything else, null included, is a 400 naming
+ * it, and so is a key that is a near-miss of allow_cloud).
  *
  * Limits. Before decoding, the body's shape is checked (sw_request_json_shape):
  * more than SW_REQUEST_MAX_JSON_VALUES values in the whole body, or arrays and
@@ -94,6 +95,18 @@ int sw_request_word(const char *s, size_t len, const char *const *words, size_t 
  * Returns 1, 0, or -1 for anything else (empty, "n", "false;"). */
 int sw_request_flag(const char *s, size_t len);
 
+/* Whether s[0..len) is canon once both are folded: ASCII letters in lower
+ * case, '_', '-', spaces and tabs dropped ("X_Spillway_Allow_Cloud",
+ * "allow-cloud ", "allowCloud"). The one rule every privacy input (header
+ * names, metadata keys) is matched with. Pure. */
+bool sw_request_name_folds(const char *s, size_t len, const char *canon);
+
+/* A near-miss of canon: folds to it (sw_request_name_folds) but is not
+ * spelled as canon is (any_case: compared without case, as header names
+ * are; else exactly, as JSON keys are). Such a name is refused, never
+ * ignored. */
+bool sw_request_name_near_miss(const char *s, size_t len, const char *canon, bool any_case);
+
 /* An error for the client, rendered in OpenAI's shape by the front:
  * {"error":{"message":..., "type":..., "param":..., "code":...}}. */
 struct sw_request_error {
@@ -111,6 +124,12 @@ struct sw_request_error {
 int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                      struct sw_request_error *err);
 void sw_request_free(struct sw_chat_request *req);
+
+/* Reads body's "metadata" (borrowed) into req->allow_cloud as chat does:
+ * an object of string values, allow_cloud a boolean or a flag string, a
+ * near-miss of allow_cloud refused. SW_OK, or SW_EINVAL with *err filled
+ * (400 naming the field). For every surface that takes metadata. */
+int sw_request_metadata(json_t *body, struct sw_chat_request *req, struct sw_request_error *err);
 
 /* Estimated tokens of a text: ceil(bytes / 4), the usual rule of thumb for
  * English BPE tokenizers. The request estimate adds the chat template's

@@ -378,7 +378,7 @@ limits: { max_body_bytes: 4000, max_header_bytes: 4096, client_timeout_ms: 1000 
 
     // A client that stops sending mid-body: 408 naming the limit.
     const timedOut = await new Promise((res, rej) => {
-      const s = net.connect(gw.port, '127.0.0.1', () => s.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-app-errmsg\r\nContent-Length: 100\r\n\r\n{"mo'));
+      const s = net.connect(gw.port, '127.0.0.1', () => s.write('POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-app-errmsg\r\nContent-Length: 100\r\n\r\n{"mo'));
       let got = '';
       s.on('data', (d) => { got += d; });
       s.on('close', () => res(got));

@@ -231,7 +231,7 @@ describe('gateway core with healthy backends', () => {
       sock.on('data', (d) => { got += d; });
       const closed = new Promise((r) => sock.on('close', r));
       const body = JSON.stringify({ model: 'chat', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }] });
-      sock.write(`POST /v1/chat/completions ${version}\r\nHost: x\r\nAuthorization: Bearer sk-app\r\nContent-Type: application/json\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}Content-Length: ${body.length}\r\n\r\n${body}`);
+      sock.write(`POST /v1/chat/completions ${version}\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-app\r\nContent-Type: application/json\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}Content-Length: ${body.length}\r\n\r\n${body}`);
       await closed;
       assert.match(got, /^HTTP\/1\.[01] 200 /, `${version}: ${JSON.stringify(got.slice(0, 80))}`);
       const json = JSON.parse(got.slice(got.indexOf('\r\n\r\n') + 4));
@@ -250,10 +250,10 @@ describe('gateway core with healthy backends', () => {
       sock.on('close', () => resolve(got));
       sock.on('connect', () => sock.write(head));
     });
-    const noKey = await ask('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3000\r\n\r\n');
+    const noKey = await ask('POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 3000\r\n\r\n');
     assert.match(noKey, /^HTTP\/1\.1 401 /);
     assert.match(noKey, /"code":"missing_api_key"/);
-    const tooBig = await ask('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-app\r\nContent-Length: 100000\r\n\r\n');
+    const tooBig = await ask('POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-app\r\nContent-Length: 100000\r\n\r\n');
     assert.match(tooBig, /^HTTP\/1\.1 413 /);
     assert.match(tooBig, /"code":"request_too_large"/);
   });
@@ -264,7 +264,7 @@ describe('gateway core with healthy backends', () => {
     let answer = '';
     sock.on('data', (d) => { answer += d; });
     const closed = new Promise((r) => sock.on('close', r));
-    sock.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n');
+    sock.write('POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n');
     await closed;
     assert.match(answer, /^HTTP\/1\.1 408 /);
     assert.equal(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).error.code, 'request_timeout');
@@ -283,31 +283,37 @@ describe('gateway core with healthy backends', () => {
 });
 
 describe('connection limit', () => {
-  test('at limits.max_connections new connections wait until one closes', async () => {
+  test('at limits.max_connections with every connection mid-request new ones wait; an idle one is closed to make room', async () => {
     const edge = await startLlmsim(['--model', 'edge-model']);
     const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), extra: 'limits:\n  max_connections: 2\n  client_timeout_ms: 10000' }));
     const conns = [];
     try {
-      for (let i = 0; i < 2; i++) conns.push(await rawConnect(gw.port));
+      // Two connections each in the middle of a request head: none is idle.
+      for (let i = 0; i < 2; i++) {
+        const c = await rawConnect(gw.port);
+        c.sock.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+        conns.push(c);
+      }
       await waitFor(() => /connection limit 2 reached/.test(gw.output()), { what: 'the limit reached' });
       // The third connection completes its TCP handshake (the kernel backlog
       // holds it) and sends its request, but the gateway does not take it.
       const third = await rawConnect(gw.port);
       conns.push(third);
       const thirdAnswer = third.request('GET', '/healthz');
-      // Two round trips on an accepted connection: the loop has run past the
-      // moment the third was waiting to be accepted, and it was not.
-      for (let i = 0; i < 2; i++) {
-        const h = await conns[0].request('GET', '/healthz');
-        assert.equal(h.status, 200);
-        assert.equal(JSON.parse(h.body).connections, 2, 'only two connections accepted');
-      }
-      assert.equal(third.bytes, 0, 'the third connection got no answer while two were open');
-      // One closes: the third is taken and answered.
-      conns[1].destroy();
+      // The first finishes its request: answered with two connections
+      // counted, so the third was still waiting while both were busy.
+      const firstAnswer = new Promise((res) => conns[0].sock.once('data', (d) => res(d.toString())));
+      conns[0].sock.write('\r\n');
+      const first = await firstAnswer;
+      assert.match(first, /^HTTP\/1.1 200/);
+      assert.match(first, /"connections":2/, 'only two connections accepted');
+      // The first is now idle: it is closed to make room, and the third is
+      // taken and answered.
       const r = await thirdAnswer;
       assert.equal(r.status, 200);
       assert.equal(JSON.parse(r.body).connections, 2);
+      await conns[0].closed;
+      assert.match(gw.output(), /closed the longest-idle connection/);
     } finally {
       conns.forEach((c) => c.destroy());
       await gw.stop();
@@ -660,7 +666,7 @@ models:
       sock.pause(); // never read until told
       await new Promise((r) => sock.once('connect', r));
       const body = JSON.stringify({ model: 'chat', stream: true, messages: [{ role: 'user', content: 'flood me' }] });
-      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
       // The upstream is held back: its writes stop being taken, and stay so.
       await waitFor(() => up.st.finished || (up.st.blockedSince && Date.now() - up.st.blockedSince > 1000),
         { timeout: 30000, what: 'the upstream held back by the slow client' });
@@ -967,9 +973,9 @@ describe('sockets and per-connection memory', () => {
       sock.pause();
       const before = rssKiB(gw.proc.pid);
       const body = JSON.stringify({ model: 'local-only', messages: [{ role: 'user', content: 'hang' }] });
-      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
       await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging >= 1, { timeout: 10000, what: 'the first request upstream' });
-      const chunk = Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(Math.floor((1 << 20) / 37)));
+      const chunk = Buffer.from('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(Math.floor((1 << 20) / 37)));
       const MiB = 64;
       for (let i = 0; i < MiB; i++) sock.write(chunk);
       const pushed = MiB * chunk.length;

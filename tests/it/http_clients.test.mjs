@@ -426,10 +426,10 @@ describe('llmsim --dialect anthropic: errors the HTTP server answers are in the 
   };
 
   test('folded header 400, 431, 413 and 408', async () => {
-    anthropicError(await one('GET /health HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n\tb\r\n\r\n'), 400, 'invalid_request_error');
+    anthropicError(await one('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Folded: a\r\n\tb\r\n\r\n'), 400, 'invalid_request_error');
     anthropicError(await one(rawRequest('GET', '/health', { headers: { 'X-Big': 'y'.repeat(70000) } })), 431, 'invalid_request_error');
-    anthropicError(await one(`POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: ${(8 << 20) + 1}\r\n\r\n`), 413, 'request_too_large');
-    anthropicError(await one('POST /v1/messages HTTP/1.1\r\nHost: x\r\n', true), 408, 'invalid_request_error');
+    anthropicError(await one(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${(8 << 20) + 1}\r\n\r\n`), 413, 'request_too_large');
+    anthropicError(await one('POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n', true), 408, 'invalid_request_error');
   });
 });
 

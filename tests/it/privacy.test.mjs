@@ -148,7 +148,7 @@ async function send(gw, text, { stream = false, headers = {}, model, maxTokens, 
 // several lines (`lines`: [[name, value], ...]); Connection: close.
 async function sendRaw(gw, text, lines) {
   const body = chatBody(text);
-  const head = [['Host', 'x'], ['Content-Type', 'application/json'], ['Content-Length', Buffer.byteLength(body)], ['Connection', 'close'], ...lines]
+  const head = [['Host', '127.0.0.1'], ['Content-Type', 'application/json'], ['Content-Length', Buffer.byteLength(body)], ['Connection', 'close'], ...lines]
     .map(([k, v]) => `${k}: ${v}\r\n`).join('');
   const sock = net.connect(gw.port, '127.0.0.1');
   let raw = '';

@@ -397,6 +397,67 @@ static void test_listen_forms(void **state)
     }
 }
 
+/* listen_hosts: as given (lower case, ports kept, "*" for any); unset with
+ * no keys, the loopback names and the listen host; unset with keys, none. */
+static void test_listen_hosts(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok("listen: \"10.1.2.3:8080\"\n" BACKENDS MODELS);
+    assert_false(cfg->listen_hosts.set);
+    assert_false(cfg->listen_hosts.any);
+    assert_int_equal(cfg->listen_hosts.n, 4);
+    static const char *const want[] = {"localhost", "127.0.0.1", "::1", "10.1.2.3"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(cfg->listen_hosts.host[i], want[i]);
+        assert_int_equal(cfg->listen_hosts.port[i], -1);
+    }
+    sw_config_unref(cfg);
+
+    cfg = parse_ok("listen: \"0.0.0.0:8080\"\n" BACKENDS MODELS);
+    assert_int_equal(cfg->listen_hosts.n, 3); /* the any-address names no host */
+    sw_config_unref(cfg);
+
+    cfg = parse_ok("keys:\n  - { name: a, key: sk-a-123456 }\n" BACKENDS MODELS);
+    assert_int_equal(cfg->listen_hosts.n, 0);
+    sw_config_unref(cfg);
+
+    cfg = parse_ok("listen_hosts: [Gateway.Internal, \"api.example:8443\", \"[::1]:9000\", \"*\"]\n"
+                   BACKENDS MODELS);
+    assert_true(cfg->listen_hosts.set);
+    assert_true(cfg->listen_hosts.any);
+    assert_int_equal(cfg->listen_hosts.n, 3);
+    assert_string_equal(cfg->listen_hosts.host[0], "gateway.internal");
+    assert_int_equal(cfg->listen_hosts.port[0], -1);
+    assert_string_equal(cfg->listen_hosts.host[1], "api.example");
+    assert_int_equal(cfg->listen_hosts.port[1], 8443);
+    assert_string_equal(cfg->listen_hosts.host[2], "::1");
+    assert_int_equal(cfg->listen_hosts.port[2], 9000);
+    sw_config_unref(cfg);
+
+    static const char *const bad[] = {
+        "listen_hosts: localhost\n",
+        "listen_hosts: [\"::1\"]\n",
+        "listen_hosts: [\"a.example:0\"]\n",
+        "listen_hosts: [\"a.example:x\"]\n",
+        "listen_hosts: [\"[::1\"]\n",
+        "listen_hosts: [\"a b\"]\n",
+        "listen_hosts: [\"a/b\"]\n",
+        "listen_hosts: [\":80\"]\n",
+        "listen_hosts: []\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s" BACKENDS MODELS, bad[i]);
+        struct sw_config_errors errs;
+        cfg = NULL;
+        assert_int_equal(parse(text, &cfg, &errs), SW_EINVAL);
+        assert_null(cfg);
+        assert_int_equal(errs.n, 1);
+        assert_non_null(strstr(errs.msgs[0], "listen_hosts"));
+        sw_config_errors_free(&errs);
+    }
+}
+
 static void test_refcount(void **state)
 {
     (void)state;
@@ -585,10 +646,10 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:1:1: backends: required key is missing (a list of backends, each with name, tier, url and model)",
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
-     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, keys, admin, backends, routing, models, limits, pii, state, decision_log, plan)",
+     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, decision_log, plan)",
       "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
       "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
-      "t.yaml:12:1: extra: unknown key (allowed: listen, keys, admin, backends, routing, models, limits, pii, state, decision_log, plan)"}},
+      "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, decision_log, plan)"}},
     {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
      "backends:\n"
      "  - { name: edge, tier: local, url: \"http://h:1\", model: m, region: eu-west }\n"
@@ -923,6 +984,7 @@ int main(void)
         cmocka_unit_test(test_phone_regions),
         cmocka_unit_test(test_too_many_errors),
         cmocka_unit_test(test_aliases),
+        cmocka_unit_test(test_listen_hosts),
         cmocka_unit_test(test_pii_binary_parts),
         cmocka_unit_test(test_contract_keys),
     };

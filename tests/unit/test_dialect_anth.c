@@ -214,6 +214,35 @@ static void test_request_parse(void **state)
         assert_string_equal(err.code, bad[i][1]);
         assert_null(req.body);
     }
+    /* metadata.allow_cloud: read as on chat (null refused, never unset);
+     * a near-miss of its name refused, never pruned as untranslatable */
+    static const char *const md[][3] = {
+        {"{\"allow_cloud\":false}", "", "0"},
+        {"{\"allow_cloud\":\"yes\"}", "", "1"},
+        {"{\"allow_cloud\":null}", "metadata.allow_cloud", "invalid_type"},
+        {"{\"allow_cloud\":1}", "metadata.allow_cloud", "invalid_type"},
+        {"{\"Allow_Cloud\":false}", "metadata.Allow_Cloud", "invalid_value"},
+        {"{\"user_id\":\"u\",\"allow-cloud\":\"false\"}", "metadata.allow-cloud", "invalid_value"},
+        {"{\"allow_cloud \":false}", "metadata.allow_cloud ", "invalid_value"},
+        {"{\"allowCloud\":false}", "metadata.allowCloud", "invalid_value"},
+    };
+    for (size_t i = 0; i < N(md); i++) {
+        char b[256];
+        snprintf(b, sizeof b, "{\"model\":\"m\",\"max_tokens\":1,\"metadata\":%s,"
+                 "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", md[i][0]);
+        int rc = sw_anth_request_parse(b, strlen(b), 1, &req, &err);
+        if (!md[i][1][0]) {
+            assert_int_equal(rc, SW_OK);
+            assert_int_equal(req.allow_cloud, md[i][2][0] - '0');
+            assert_null(req.untranslatable);
+            sw_request_free(&req);
+            continue;
+        }
+        if (rc != SW_EINVAL || strcmp(err.param, md[i][1]) || strcmp(err.code, md[i][2]))
+            fail_msg("metadata %s: rc %d %s %s", md[i][0], rc, err.code, err.param);
+        assert_non_null(strstr(err.message, md[i][1]));
+        assert_null(req.body);
+    }
     /* count_tokens: max_tokens may be absent */
     static const char ct[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
     assert_int_equal(sw_anth_request_parse(ct, strlen(ct), 0, &req, &err), SW_OK);

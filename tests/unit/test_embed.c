@@ -38,6 +38,35 @@ static void test_embed_good(void **state)
     }
 }
 
+/* metadata.allow_cloud keeps an embedding local as it keeps a chat. */
+static void test_embed_allow_cloud(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *metadata;
+        int allow_cloud;
+    } cases[] = {
+        {"", -1},
+        {",\"metadata\":null", -1},
+        {",\"metadata\":{}", -1},
+        {",\"metadata\":{\"allow_cloud\":false}", 0},
+        {",\"metadata\":{\"allow_cloud\":\"off\"}", 0},
+        {",\"metadata\":{\"team\":\"a\",\"allow_cloud\":\" No \"}", 0},
+        {",\"metadata\":{\"allow_cloud\":true}", 1},
+        {",\"metadata\":{\"allow_cloud\":\"1\"}", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char body[160];
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"input\":\"x\"%s}", cases[i].metadata);
+        struct sw_chat_request r;
+        struct sw_request_error e;
+        if (sw_embed_parse(body, strlen(body), &r, &e) != SW_OK)
+            fail_msg("case %zu: %s", i, e.message);
+        assert_int_equal(r.allow_cloud, cases[i].allow_cloud);
+        sw_request_free(&r);
+    }
+}
+
 static void test_embed_bad(void **state)
 {
     (void)state;
@@ -65,6 +94,14 @@ static void test_embed_bad(void **state)
         {"[]", "invalid_type", ""},
         {"{\"model\":\"m\",", "invalid_json", ""},
         {"{\"model\":\"m\",\"model\":\"n\",\"input\":\"x\"}", "invalid_json", ""},
+        /* metadata as on chat: allow_cloud a flag (null refused), no near-miss names */
+        {"{\"model\":\"m\",\"input\":\"x\",\"metadata\":{\"allow_cloud\":null}}", "invalid_type", "metadata.allow_cloud"},
+        {"{\"model\":\"m\",\"input\":\"x\",\"metadata\":{\"allow_cloud\":\"nope\"}}", "invalid_value", "metadata.allow_cloud"},
+        {"{\"model\":\"m\",\"input\":\"x\",\"metadata\":{\"allow_cloud\":0}}", "invalid_type", "metadata.allow_cloud"},
+        {"{\"model\":\"m\",\"input\":\"x\",\"metadata\":{\"Allow_Cloud\":false}}", "invalid_value", "metadata.Allow_Cloud"},
+        {"{\"model\":\"m\",\"input\":\"x\",\"metadata\":{\"allow-cloud\":\"false\"}}", "invalid_value", "metadata.allow-cloud"},
+        {"{\"model\":\"m\",\"input\":\"x\",\"metadata\":{\"team\":3}}", "invalid_type", "metadata.team"},
+        {"{\"model\":\"m\",\"input\":\"x\",\"metadata\":[]}", "invalid_type", "metadata"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct sw_chat_request r;
@@ -98,6 +135,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embed_good),
         cmocka_unit_test(test_embed_bad),
+        cmocka_unit_test(test_embed_allow_cloud),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -318,6 +318,32 @@ static const struct bad_case bad[] = {
       "metadata.allow_cloud",
       "Invalid type for 'metadata.allow_cloud': expected a boolean or one of the strings "
       "true/false, 1/0, yes/no, on/off, but got an integer instead." },
+    /* null is not "unset": a privacy flag is given or absent */
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':null}}", "invalid_type",
+      "metadata.allow_cloud",
+      "Invalid type for 'metadata.allow_cloud': expected a boolean or one of the strings "
+      "true/false, 1/0, yes/no, on/off, but got null instead." },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':[false]}}", "invalid_type",
+      "metadata.allow_cloud",
+      "Invalid type for 'metadata.allow_cloud': expected a boolean or one of the strings "
+      "true/false, 1/0, yes/no, on/off, but got an array instead." },
+    /* near-miss spellings of allow_cloud */
+    { "{'model':'m'," MSGS ",'metadata':{'Allow_Cloud':'false'}}", "invalid_value",
+      "metadata.Allow_Cloud",
+      "Unknown metadata key 'metadata.Allow_Cloud': the privacy flag is spelled "
+      "'metadata.allow_cloud' (lower case, with an underscore)." },
+    { "{'model':'m'," MSGS ",'metadata':{'allow-cloud':'false'}}", "invalid_value",
+      "metadata.allow-cloud",
+      "Unknown metadata key 'metadata.allow-cloud': the privacy flag is spelled "
+      "'metadata.allow_cloud' (lower case, with an underscore)." },
+    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud ':'false'}}", "invalid_value",
+      "metadata.allow_cloud ",
+      "Unknown metadata key 'metadata.allow_cloud ': the privacy flag is spelled "
+      "'metadata.allow_cloud' (lower case, with an underscore)." },
+    { "{'model':'m'," MSGS ",'metadata':{'team':'x','allowCloud':false}}", "invalid_value",
+      "metadata.allowCloud",
+      "Unknown metadata key 'metadata.allowCloud': the privacy flag is spelled "
+      "'metadata.allow_cloud' (lower case, with an underscore)." },
     { "{'model':'m'," MSGS ",'metadata':{'user':5}}", "invalid_type", "metadata.user",
       "Invalid type for 'metadata.user': expected a string, but got an integer instead." },
 };
@@ -481,7 +507,6 @@ static const struct good_case good[] = {
     { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':'true'}}", 8, 1, 0, 0, 0, 0, 0, 1 },
     { "{'model':'m'," MSGS ",'metadata':{'team':'x','allow_cloud':'false'}}",
       8, 1, 0, 0, 0, 0, 0, 0 },
-    { "{'model':'m'," MSGS ",'metadata':{'allow_cloud':null}}", 8, 1, 0, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'metadata':{'team':'x'}}", 8, 1, 0, 0, 0, 0, 0, -1 },
     /* unknown fields pass */
     { "{'model':'m'," MSGS ",'cache_prompt':true,'seed':7,'response_format':{'type':'text'}}",
@@ -1151,6 +1176,54 @@ static void test_request_alloc_failures(void **state)
 }
 
 /* The few-word values of headers and metadata: any case, blanks around. */
+/* The one folding every privacy input's name is matched with. */
+static void test_request_name_fold(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *canon;
+        int folds, near_any_case, near_exact;
+    } rows[] = {
+        {"X-Spillway-Allow-Cloud", "X-Spillway-Allow-Cloud", 1, 0, 0},
+        {"x-spillway-allow-cloud", "X-Spillway-Allow-Cloud", 1, 0, 1},
+        {"X_Spillway_Allow_Cloud", "X-Spillway-Allow-Cloud", 1, 1, 1},
+        {"X-Spillway-Allow_Cloud", "X-Spillway-Allow-Cloud", 1, 1, 1},
+        {"X-Spillway-AllowCloud", "X-Spillway-Allow-Cloud", 1, 1, 1},
+        {"XSPILLWAYALLOWCLOUD", "X-Spillway-Allow-Cloud", 1, 1, 1},
+        {"X-Spillway-Allow-Cloud ", "X-Spillway-Allow-Cloud", 1, 1, 1},
+        {" X-Spillway-Allow-Cloud\t", "X-Spillway-Allow-Cloud", 1, 1, 1},
+        {"X-Spillway-Sensitive_", "X-Spillway-Sensitive", 1, 1, 1},
+        {"X-Spillway-Latency_Critical", "X-Spillway-Latency-Critical", 1, 1, 1},
+        {"allow_cloud", "allow_cloud", 1, 0, 0},
+        {"ALLOW_CLOUD", "allow_cloud", 1, 0, 1},
+        {"Allow_Cloud", "allow_cloud", 1, 0, 1},
+        {"allow-cloud", "allow_cloud", 1, 1, 1},
+        {"allowCloud", "allow_cloud", 1, 1, 1},
+        {"allow cloud", "allow_cloud", 1, 1, 1},
+        {"__allow__cloud--", "allow_cloud", 1, 1, 1},
+        /* not the same letters: other names, left to their own rules */
+        {"allow_clouds", "allow_cloud", 0, 0, 0},
+        {"allow_clou", "allow_cloud", 0, 0, 0},
+        {"disallow_cloud", "allow_cloud", 0, 0, 0},
+        {"X-Spillway-Allow", "X-Spillway-Allow-Cloud", 0, 0, 0},
+        {"X-Spillway-Priority", "X-Spillway-Sensitive", 0, 0, 0},
+        {"", "allow_cloud", 0, 0, 0},
+        {"-_ ", "allow_cloud", 0, 0, 0},
+        {"allow.cloud", "allow_cloud", 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *n = rows[i].name;
+        assert_int_equal(sw_request_name_folds(n, strlen(n), rows[i].canon), rows[i].folds);
+        assert_int_equal(sw_request_name_near_miss(n, strlen(n), rows[i].canon, true),
+                         rows[i].near_any_case);
+        assert_int_equal(sw_request_name_near_miss(n, strlen(n), rows[i].canon, false),
+                         rows[i].near_exact);
+    }
+    /* only len bytes are read */
+    assert_true(sw_request_name_folds("allow_cloudXYZ", 11, "allow_cloud"));
+    assert_false(sw_request_name_folds("allow_cloudXYZ", 12, "allow_cloud"));
+}
+
 static void test_request_word(void **state)
 {
     (void)state;
@@ -1200,6 +1273,7 @@ int main(void)
         cmocka_unit_test(test_request_error_set),
         cmocka_unit_test(test_request_alloc_failures),
         cmocka_unit_test(test_request_word),
+        cmocka_unit_test(test_request_name_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

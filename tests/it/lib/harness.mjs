@@ -125,7 +125,13 @@ export async function startSpillway(yaml, opts = {}) {
   };
 }
 
+// A string body goes as JSON (Content-Type: application/json) unless the
+// caller names another Content-Type: the gateway refuses any other type on
+// its API.
 export async function getJSON(url, init) {
+  if (typeof init?.body === 'string' && !Object.keys(init.headers ?? {}).some((k) => k.toLowerCase() === 'content-type')) {
+    init = { ...init, headers: { ...(init.headers ?? {}), 'content-type': 'application/json' } };
+  }
   const r = await fetch(url, init);
   const text = await r.text();
   try {

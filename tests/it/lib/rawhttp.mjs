@@ -46,7 +46,7 @@ export function rawConn(sock) {
     get isClosed() { return closed; },
     // Sends one request and resolves with its answer { status, head, body }.
     request(method, path, { headers = {}, body = '' } = {}) {
-      const h = { host: 'x', ...headers, ...(body ? { 'content-length': Buffer.byteLength(body) } : {}) };
+      const h = { host: '127.0.0.1', ...headers, ...(body ? { 'content-length': Buffer.byteLength(body) } : {}) };
       const text = `${method} ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`;
       return new Promise((res, rej) => { waiters.push({ res, rej }); sock.write(text); pump(); });
     },
