@@ -81,6 +81,7 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .state_degraded = sw_rstate_degraded(l->g->rstate),
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
         .loop_lag_ms = sw_front_loop_lag_ms(f),
+        .idle_evicted = sw_http_server_evicted(f->http),
     };
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);

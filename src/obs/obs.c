@@ -207,6 +207,11 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                "Worst lateness of a 100 ms timer on the event loop over the "
                                "last second: how long a ready event may wait to be served.",
                                NULL, NULL, 0, g->loop_lag_ms / 1000.0);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_idle_connections_closed_total",
+                                        "Idle keep-alive client connections closed to make room "
+                                        "for a new one at limits.max_connections.",
+                                        NULL, NULL, 0, (double)g->idle_evicted);
     return err;
 }
 

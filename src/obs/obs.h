@@ -95,6 +95,7 @@ struct sw_obs_gauges {
     bool emergency;
     uint64_t declog_write_errors;   /* sw_declog_write_errors */
     double loop_lag_ms;             /* worst event-loop lag of the last second */
+    uint64_t idle_evicted;          /* idle client connections closed at the connection limit */
     int state_shared;               /* state.redis: 1 shared, 0 in memory */
     bool state_degraded;            /* state.redis configured and Redis unreachable or slow */
 };

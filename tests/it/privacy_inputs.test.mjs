@@ -292,6 +292,10 @@ describe('HTTP framing refused at once', () => {
       assert.ok(!idle[23].isClosed, 'the newest idle connection is still open');
       const h = await getJSON(`${gw.url}/healthz`);
       assert.ok(h.body.connections <= 16, `connections ${h.body.connections} within the limit`);
+      const closed = idle.filter((c) => c.isClosed).length;
+      const m = await (await fetch(`${gw.url}/metrics`)).text();
+      const counted = Number((m.match(/^spillway_idle_connections_closed_total (\S+)$/m) || [])[1]);
+      assert.ok(counted >= closed, `spillway_idle_connections_closed_total ${counted} counts the ${closed} closed`);
     } finally {
       idle.forEach((c) => c.destroy());
     }
