@@ -16,29 +16,25 @@ static bool space_cp(utf8proc_int32_t c)
            c == 0x3000 || c == 0x1680;
 }
 
-/* The offset of the first byte >= 0x80 at or after i, or len: 64 bytes a
- * step while there is none. */
-static size_t next_high(const unsigned char *t, size_t i, size_t len)
+/* A dash, hyphen or minus sign: category Pd and the minus signs of other
+ * categories (U+2212, modifier, superscript and subscript minus, the hyphen
+ * bullet, the heavy minus). The view reads each as '-'. */
+static bool dash_cp(utf8proc_int32_t c, utf8proc_category_t cat)
 {
-#ifdef __SSE2__
-    for (; i + 64 <= len; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(t + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(t + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(t + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(t + i + 48));
-        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
-            break;
-    }
-#endif
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, t + i, 8);
-        if (w & 0x8080808080808080ull)
-            break;
-    }
-    while (i < len && t[i] < 0x80)
-        i++;
-    return i;
+    return cat == UTF8PROC_CATEGORY_PD || c == 0x2212 || c == 0x02d7 || c == 0x207b ||
+           c == 0x208b || c == 0x2043 || c == 0x2796;
+}
+
+/* The value of a decimal digit (category Nd): Unicode encodes every such
+ * digit in runs of ten with ascending values 0-9 (runs may be adjacent, as
+ * the mathematical digits are), so the value is the distance from the start
+ * of its run of Nd characters, modulo 10. The longest run is 50. */
+static int nd_value(utf8proc_int32_t c)
+{
+    int k = 0;
+    while (k < 64 && c - k - 1 >= 0 && utf8proc_category(c - k - 1) == UTF8PROC_CATEGORY_ND)
+        k++;
+    return k % 10;
 }
 
 bool sw_pii_view_keeps(int32_t c)
@@ -46,7 +42,8 @@ bool sw_pii_view_keeps(int32_t c)
     if (c < 0x80 || space_cp(c))
         return c < 0x80;
     const utf8proc_property_t *p = utf8proc_get_property(c);
-    if (p->category == UTF8PROC_CATEGORY_CF || p->category == UTF8PROC_CATEGORY_ZS)
+    if (p->category == UTF8PROC_CATEGORY_CF || p->category == UTF8PROC_CATEGORY_ZS ||
+        p->category == UTF8PROC_CATEGORY_ND || dash_cp(c, (utf8proc_category_t)p->category))
         return false;
     if (p->decomp_seqindex == UINT16_MAX)
         return true;            /* no decomposition: the character itself */
@@ -61,13 +58,80 @@ bool sw_pii_view_keeps(int32_t c)
     return false;               /* an ASCII compatibility form: folded */
 }
 
+/* The offset of the first byte at or after i that needs a look: >= 0x80,
+ * '%' or '&' (an encoded '@'), a tab, CR or LF (maybe inside a number), or
+ * len. 64 bytes a step while there is none. */
+static size_t next_special(const unsigned char *t, size_t i, size_t len)
+{
+#ifdef __SSE2__
+    const __m128i pc = _mm_set1_epi8('%'), am = _mm_set1_epi8('&'), ctl = _mm_set1_epi8(0x0d),
+                  z = _mm_setzero_si128();
+    for (; i + 16 <= len; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(t + i));
+        /* bytes <= 0x0d: (a - 0x0d, saturating) == 0 */
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, pc), _mm_cmpeq_epi8(a, am)),
+                                 _mm_cmpeq_epi8(_mm_subs_epu8(a, ctl), z));
+        if (_mm_movemask_epi8(_mm_or_si128(m, a)))
+            break;
+    }
+#endif
+    while (i < len && t[i] < 0x80 && t[i] != '%' && t[i] != '&' && t[i] > 0x0d)
+        i++;
+    return i;
+}
+
+static inline bool ws(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static inline bool dig(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Whether the tab or line break at i may sit inside a number: within a run
+ * of blanks after a digit (or a digit and one of ")-./") and before a digit.
+ * A superset of what fold_text() folds. */
+static bool break_in_number(const unsigned char *t, size_t len, size_t i)
+{
+    size_t k = i, j = i;
+    while (k > 0 && i - k < 16 && ws(t[k - 1]))
+        k--;
+    while (j < len && j - i < 16 && ws(t[j]))
+        j++;
+    if (k == 0 || j >= len || !dig(t[j]))
+        return false;
+    unsigned char p = t[k - 1];
+    return dig(p) || p == ')' || ((p == '-' || p == '.' || p == '/') && k >= 2 && dig(t[k - 2]));
+}
+
+/* '@' written as "%40" or an HTML character reference: its length at i, or 0. */
+static size_t encoded_at(const unsigned char *t, size_t len, size_t i)
+{
+    static const char *const forms[] = {"%40", "&#64;", "&#064;", "&#x40;", "&#X40;", "&commat;"};
+    for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
+        size_t l = strlen(forms[k]);
+        if (l <= len - i && !memcmp(t + i, forms[k], l))
+            return l;
+    }
+    return 0;
+}
+
 int sw_pii_view_kind(const char *text, size_t len, int json)
 {
     const unsigned char *t = (const unsigned char *)text;
     int kind = SW_PII_VIEW_NONE;
     if (json && (memchr(text, '\\', len) || memchr(text, '"', len)))
         return SW_PII_VIEW_BUILD;
-    for (size_t i = 0; (i = next_high(t, i, len)) < len;) {
+    for (size_t i = 0; (i = next_special(t, i, len)) < len;) {
+        if (t[i] < 0x80) {
+            if ((t[i] == '%' || t[i] == '&') ? encoded_at(t, len, i) > 0
+                : (t[i] == '\t' || t[i] == '\n' || t[i] == '\r') && break_in_number(t, len, i))
+                return SW_PII_VIEW_BUILD;
+            i++;
+            continue;
+        }
         utf8proc_int32_t c;
         utf8proc_ssize_t n = utf8proc_iterate(t + i, (utf8proc_ssize_t)(len - i), &c);
         if (n <= 0 || !sw_pii_view_keeps(c))
@@ -130,6 +194,12 @@ static int fold(struct sw_pii_view *v, utf8proc_int32_t c, size_t s, size_t e)
         return SW_OK;           /* zero-width, soft hyphen, BOM, bidi marks: removed */
     if (cat == UTF8PROC_CATEGORY_ZS)
         return emit(v, " ", 1, s, e);
+    if (cat == UTF8PROC_CATEGORY_ND) {
+        b[0] = (char)('0' + nd_value(c));      /* a digit of any script */
+        return emit(v, b, 1, s, e);
+    }
+    if (dash_cp(c, cat))
+        return emit(v, "-", 1, s, e);
     /* compatibility decomposition (NFKC's K): when it is all ASCII (full-width
      * forms, small/compatibility variants), the ASCII is what a reader sees */
     utf8proc_int32_t d[8];
@@ -198,6 +268,81 @@ static size_t ascii_run(const unsigned char *t, size_t len, size_t i, int json, 
     while (i < len && t[i] < 0x80 && !(json && (t[i] == '"' || (in_str && t[i] == '\\'))))
         i++;
     return i;
+}
+
+/* A JSON string's edge, which the view writes as '\n' (never folded). */
+static inline bool edge(const struct sw_pii_view *v, const unsigned char *in, size_t k)
+{
+    return v->t[k] == '\n' && in[v->os[k]] == '"';
+}
+
+/* The second pass over the view, in place (it only shortens it): '@'
+ * written as "%40", "&#64;", "&#064;", "&#x40;" or "&commat;" becomes '@';
+ * a run of blanks with tabs or one line break inside a number becomes one
+ * ' ' (after a digit) or nothing (after a separator: "06-\n12345678"). A
+ * number takes at most one line break this way, and a blank line ends it:
+ * numbers on consecutive lines stay separate numbers ("1234\n5678\n9012"
+ * reads "1234 5678\n9012"). Each view byte keeps the input range it covers. */
+static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t from)
+{
+    char *t = v->t;
+    size_t w = from, n = v->len;
+    bool broken = false;        /* the current number took a line break */
+    for (size_t r = from; r < n;) {
+        unsigned char ch = (unsigned char)t[r];
+        if (ch == '%' || ch == '&') {
+            size_t l = encoded_at((const unsigned char *)t, n, r);
+            if (l) {
+                t[w] = '@';
+                v->os[w] = v->os[r];
+                v->oe[w] = v->oe[r + l - 1];
+                w++;
+                r += l;
+                broken = false;
+                continue;
+            }
+        } else if (ws(ch) && !edge(v, in, r) && w > 0) {
+            size_t j = r;
+            int lines = 0;
+            bool ctl = false;
+            while (j < n && j - r < 16 && ws((unsigned char)t[j]) && !edge(v, in, j)) {
+                lines += t[j] == '\n' || (t[j] == '\r' && (j + 1 >= n || t[j + 1] != '\n'));
+                ctl |= t[j] != ' ';
+                j++;
+            }
+            unsigned char p = (unsigned char)t[w - 1];
+            bool after_digit = dig(p) || p == ')';
+            bool after_sep = (p == '-' || p == '.' || p == '/') && w >= 2 && dig((unsigned char)t[w - 2]);
+            if (ctl && j < n && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
+                lines <= 1 && !(lines && broken)) {
+                if (after_digit) {
+                    t[w] = ' ';
+                    v->os[w] = v->os[r];
+                    v->oe[w] = v->oe[j - 1];
+                    w++;
+                }
+                broken |= lines > 0;
+                r = j;
+                continue;
+            }
+            for (; r < j; r++, w++) {
+                t[w] = t[r];
+                v->os[w] = v->os[r];
+                v->oe[w] = v->oe[r];
+            }
+            if (ctl)
+                broken = false;
+            continue;
+        }
+        if (!dig(ch) && ch != ' ' && ch != '-' && ch != '.' && ch != '/' && ch != '(' && ch != ')')
+            broken = false;
+        t[w] = t[r];
+        v->os[w] = v->os[r];
+        v->oe[w] = v->oe[r];
+        w++;
+        r++;
+    }
+    v->len = w;
 }
 
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json)
@@ -290,9 +435,20 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
         rc = fold(v, c, i, i + (size_t)n);
         i += (size_t)n;
     }
-    if (rc)
+    if (rc) {
         sw_pii_view_free(v);
-    return rc;
+        return rc;
+    }
+    size_t from = v->len;
+    static const char special[] = "%&\t\n\r";
+    for (const char *sp = special; *sp; sp++) {
+        const char *q = memchr(v->t, *sp, from);
+        if (q)
+            from = (size_t)(q - v->t);
+    }
+    if (from < v->len)
+        fold_text(v, t, from);
+    return SW_OK;
 }
 
 void sw_pii_view_free(struct sw_pii_view *v)
