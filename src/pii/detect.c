@@ -60,7 +60,7 @@ enum { BC_ALNUM = 1, BC_US = 2, BC_DASH = 4, BC_UPDIG = 8 };
 static const struct pattern builtin[] = {
     /* e-mail: a short trigger; the domain is found in C (email_end()): a
      * pattern ending in "\.[A-Za-z]{2,}" made vectorscan look at every '.' */
-    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-\\x80-\\xff]", "@", 0, 0, 0},
+    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\x80-\\xff-]", "@", 0, 0, 0},
     {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]", NULL, 0, 0, 0},
     /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
      * international prefix, Spanish numbers (no trunk prefix, grouped):
@@ -758,11 +758,10 @@ static bool r_email(const struct scan *sc, size_t *ps, size_t *pe)
  * [s, e) whose digit count satisfies ok_count and whose right side is a
  * boundary, its end. (0) as in "+31 (0)6" is skipped in the count. */
 static bool phone_walk(const struct scan *sc, size_t s, size_t e, int min_d, int max_d,
-                       size_t *pend)
+                       bool paren, size_t *pend)
 {
     int digits = 0, best = -1;
     size_t best_end = 0, i = s;
-    bool paren = false;
     while (i < e) {
         unsigned char ch = sc->t[i];
         if (is_digit(ch)) {
@@ -812,15 +811,21 @@ static bool r_phone(const struct scan *sc, int kind, size_t *ps, size_t *pe)
     if (!left_num_ok(sc, s))
         return false;
     switch (kind) {
-    case K_PHONE_INTL:
-        if (!phone_walk(sc, s + 1, e, 8, 15, &end))
+    case K_PHONE_INTL: {
+        /* "(+31) 6 12345678": the country code in parentheses */
+        bool paren = before(sc, s, 1) == '(' && memchr(sc->t + s, ')', e - s);
+        if (!phone_walk(sc, s + 1, e, 8, 15, paren, &end))
             return false;
+        if (paren)
+            s--;
         break;
+    }
     default: /* K_PHONE_US */
-        if (!phone_walk(sc, s, e, 10, 11, &end))
+        if (!phone_walk(sc, s, e, 10, 11, false, &end))
             return false;
         break;
     }
+    *ps = s;
     *pe = end;
     return true;
 }
@@ -968,6 +973,9 @@ static bool r_phone_checked(struct scan *sc, int kind, size_t *ps, size_t *pe)
                                    and so is a German mobile 015x/016x/017x of 12 digits) */
     if (ng == 3 && glen[0] == 3 && glen[1] == 2 && glen[2] == 4 && sc->t[s + 3] == '-')
         return false;           /* AAA-GG-SSSS is the shape of a US SSN */
+    if (ng == 4 && glen[0] == 3 && glen[1] == 3 && glen[2] == 3 && glen[3] == 3 && sc->t[s + 3] == '.' &&
+        sc->t[s + 7] == '.' && sc->t[s + 11] == '.')
+        return false;           /* "010.001.002.003": a zero-padded IPv4 address (or a version) */
     /* Spanish numbers and Italian mobiles have no trunk prefix: checked for
      * their own country only */
     const char(*regions)[3] = (const char(*)[3])sc->e->regions;
@@ -1069,6 +1077,7 @@ static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
     /* candidate ends: after each digit group, longest first */
     size_t ends[8];
     int n = 0, digits = 0, nd[8];
+    unsigned char sep = 0;      /* one separator throughout: "4111.1111.1111.1111" */
     for (size_t i = s; i < e;) {
         while (i < e && is_digit(sc->t[i])) {
             i++;
@@ -1078,8 +1087,12 @@ static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
             ends[n] = i;
             nd[n++] = digits;
         }
-        if (i < e)
+        if (i < e) {
+            if (sep && sc->t[i] != sep)
+                break;
+            sep = sc->t[i];
             i++;        /* separator */
+        }
     }
     for (int k = n - 1; k >= 0; k--) {
         if (nd[k] < 13 || nd[k] > 19)
@@ -1262,8 +1275,10 @@ static bool r_ipv4(const struct scan *sc, size_t *ps, size_t *pe)
     if (!sw_pii_ipv4_ok((const char *)sc->t + s, e - s))
         return false;
     /* loopback, "this host" and netmasks/broadcast are not anyone's address */
-    if (!memcmp(sc->t + s, "127.", 4) || !memcmp(sc->t + s, "0.", 2) ||
-        !memcmp(sc->t + s, "255.", 4))
+    unsigned first = 0;
+    for (size_t i = s; i < e && is_digit(sc->t[i]); i++)
+        first = first * 10 + (unsigned)(sc->t[i] - '0');
+    if (first == 127 || first == 0 || first == 255)
         return false;
     return !version_context(sc, s);
 }

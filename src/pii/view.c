@@ -103,7 +103,7 @@ static bool break_in_number(const unsigned char *t, size_t len, size_t i)
     if (k == 0 || j >= len || !dig(t[j]))
         return false;
     unsigned char p = t[k - 1];
-    return dig(p) || p == ')' || ((p == '-' || p == '.' || p == '/') && k >= 2 && dig(t[k - 2]));
+    return dig(p) || p == ')' || (p >= 'A' && p <= 'Z') || ((p == '-' || p == '.' || p == '/') && k >= 2 && dig(t[k - 2]));
 }
 
 /* '@' written as "%40" or an HTML character reference: its length at i, or 0. */
@@ -311,7 +311,9 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
                 j++;
             }
             unsigned char p = (unsigned char)t[w - 1];
-            bool after_digit = dig(p) || p == ')';
+            /* a digit or ')' ends a group; so does an upper-case letter of an
+             * IBAN's group ("NL91 ABNA\n0417 ...") */
+            bool after_digit = dig(p) || p == ')' || (p >= 'A' && p <= 'Z');
             bool after_sep = (p == '-' || p == '.' || p == '/') && w >= 2 && dig((unsigned char)t[w - 2]);
             if (ctl && j < n && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
                 lines <= 1 && !(lines && broken)) {
@@ -446,6 +448,8 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
         if (q)
             from = (size_t)(q - v->t);
     }
+    while (from > 0 && from < v->len && v->t[from - 1] == ' ')
+        from--;                 /* a blank run starts before its first tab or break */
     if (from < v->len)
         fold_text(v, t, from);
     return SW_OK;
