@@ -282,12 +282,20 @@ static inline bool edge(const struct sw_pii_view *v, const unsigned char *in, si
  * ' ' (after a digit) or nothing (after a separator: "06-\n12345678"). A
  * number takes at most one line break this way, and a blank line ends it:
  * numbers on consecutive lines stay separate numbers ("1234\n5678\n9012"
- * reads "1234 5678\n9012"). Each view byte keeps the input range it covers. */
+ * reads "1234 5678\n9012"). Tabs alone do not join numbers in a table:
+ * a text with tabs on two or more lines is tabular, and its tabs separate
+ * cells. Each view byte keeps the input range it covers. */
 static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t from)
 {
     char *t = v->t;
     size_t w = from, n = v->len;
     bool broken = false;        /* the current number took a line break */
+    bool tabular = false;
+    const char *tab = memchr(t + from, '\t', n - from);
+    if (tab) {
+        const char *nl = memchr(tab, '\n', (size_t)(t + n - tab));
+        tabular = nl && memchr(nl, '\t', (size_t)(t + n - nl));
+    }
     for (size_t r = from; r < n;) {
         unsigned char ch = (unsigned char)t[r];
         if (ch == '%' || ch == '&') {
@@ -316,7 +324,7 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
             bool after_digit = dig(p) || p == ')' || (p >= 'A' && p <= 'Z');
             bool after_sep = (p == '-' || p == '.' || p == '/') && w >= 2 && dig((unsigned char)t[w - 2]);
             if (ctl && j < n && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
-                lines <= 1 && !(lines && broken)) {
+                lines <= 1 && !(lines && broken) && (lines || !tabular)) {
                 if (after_digit) {
                     t[w] = ' ';
                     v->os[w] = v->os[r];

@@ -242,6 +242,8 @@ static void test_negatives(void **state)
         {"qty\n4012\n8888\n8888\n1881\n", ""},
         {"4012 8888\n\n8888 1881", ""},
         {"Order 4111111111\n111111 shipped", ""},
+        /* a table's tabs separate cells */
+        {"year\tq1\tq2\tq3\n2025\t5794\t9196\t9697\n", ""},
         /* '@' look-alikes */
         {"100%40 off and a&#64;b", ""},
         {"&commat;handle and @user", ""},
