@@ -427,7 +427,10 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
     bool tabular = false;
     const char *tab = memchr(t + from, '\t', n - from);
     if (tab) {
-        const char *nl = memchr(tab, '\n', (size_t)(t + n - tab));
+        /* a line break after the first tab (not a JSON string's edge), then a tab */
+        const char *nl = tab;
+        while ((nl = memchr(nl + 1, '\n', (size_t)(t + n - nl - 1))) && edge(v, in, (size_t)(nl - t)))
+            ;
         tabular = nl && memchr(nl, '\t', (size_t)(t + n - nl));
     }
     while (r < n) {
