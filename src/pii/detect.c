@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "common/err.h"
 #include "pii/detect.h"
@@ -59,7 +60,7 @@ enum { BC_ALNUM = 1, BC_US = 2, BC_DASH = 4, BC_UPDIG = 8 };
 static const struct pattern builtin[] = {
     /* e-mail: a short trigger; the domain is found in C (email_end()): a
      * pattern ending in "\.[A-Za-z]{2,}" made vectorscan look at every '.' */
-    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\-]", "@", 0, 0, 0},
+    {SW_PII_EMAIL, K_EMAIL, 0, 0, 0, "@[A-Za-z0-9\\x80-\\xff-]", "@", 0, 0, 0},
     {SW_PII_PHONE, K_PHONE_INTL, 0, 0, 0, "\\+[1-9][0-9 ().\\-]{6,24}[0-9]", NULL, 0, 0, 0},
     /* national numbers with a trunk 0 (NL, DE, FR, BE, IT, GB, ...), the 00
      * international prefix, Spanish numbers (no trunk prefix, grouped):
@@ -83,7 +84,8 @@ static const struct pattern builtin[] = {
      * the repeat with leftmost start of match was ~a third of the scan) */
     {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}", NULL, 0, 0, 0},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
-     "[0-9]{13,19}|[0-9]{4}(?:[ \\-][0-9]{4}){2,3}(?:[ \\-][0-9]{1,4})?|[0-9]{4}[ \\-][0-9]{6}[ \\-][0-9]{4,5}", NULL, 0, 0, 0},
+     "[0-9]{13,19}|[0-9]{4}(?:[ .\\-/][0-9]{4}){2,3}(?:[ .\\-/][0-9]{1,4})?|[0-9]{4}[ .\\-/][0-9]{6}[ .\\-/][0-9]{4,5}",
+     NULL, 0, 0, 0},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
     {SW_PII_BSN, K_NINE, 0, 0, 0,
      "[0-9]{9}|[0-9]{4}\\.[0-9]{2}\\.[0-9]{3}|[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{3} [0-9]{3} [0-9]{3}|[0-9]{3}\\.[0-9]{3}\\.[0-9]{3}", NULL, 0, 0, 0},
@@ -666,14 +668,66 @@ static inline bool is_local(unsigned char c)
     return is_alnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-';
 }
 
+/* A letter, mark or digit of any script (Unicode categories L, M, N): what
+ * an internationalised address (RFC 6531, IDN) has besides ASCII. */
+static bool word_cp(utf8proc_int32_t c)
+{
+    utf8proc_category_t k = utf8proc_category(c);
+    return k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_NO;
+}
+
+static bool letter_cp(utf8proc_int32_t c)
+{
+    utf8proc_category_t k = utf8proc_category(c);
+    return k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_ME;
+}
+
+/* The non-ASCII character that ends at e: its start, or e when the bytes
+ * before e are no such character (ASCII, or not UTF-8). */
+static size_t cp_start(const struct scan *sc, size_t e, utf8proc_int32_t *c)
+{
+    size_t s = e;
+    while (s > 0 && e - s < 4 && (sc->t[s - 1] & 0xc0) == 0x80)
+        s--;
+    if (s == e || s == 0 || sc->t[s - 1] < 0xc0)
+        return e;
+    s--;
+    utf8proc_ssize_t n = utf8proc_iterate(sc->t + s, (utf8proc_ssize_t)(e - s), c);
+    return n > 0 && (size_t)n == e - s ? s : e;
+}
+
+/* The length of the non-ASCII character at i (0 when there is none), its code point in *c. */
+static size_t cp_len(const struct scan *sc, size_t i, utf8proc_int32_t *c)
+{
+    if (i >= sc->len || sc->t[i] < 0x80)
+        return 0;
+    utf8proc_ssize_t n = utf8proc_iterate(sc->t + i, (utf8proc_ssize_t)(sc->len - i), c);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* The start of the local-part character that ends at s (an ASCII local
+ * byte, or a letter, mark or digit of any script), or s. */
+static size_t local_before(const struct scan *sc, size_t s)
+{
+    if (s == 0)
+        return s;
+    if (is_local(sc->t[s - 1]))
+        return s - 1;
+    utf8proc_int32_t c;
+    size_t k = cp_start(sc, s, &c);
+    return k < s && word_cp(c) ? k : s;
+}
+
 /* The pattern starts at '@' (a literal makes the scan fast); the local part
- * is found by a bounded backward scan (RFC 5321: at most 64 bytes). */
+ * is found by a bounded backward scan (RFC 5321 and 6531: at most 64
+ * bytes), ASCII or, in an internationalised address, any letter, mark or
+ * digit, so a non-ASCII local part is taken whole. */
 static bool r_email(const struct scan *sc, size_t *ps, size_t *pe)
 {
-    size_t a = *ps, e = *pe, s = a;
-    while (s > 0 && a - s < 64 && is_local(sc->t[s - 1]))
-        s--;
-    if (s > 0 && is_local(sc->t[s - 1]))
+    size_t a = *ps, e = *pe, s = a, k;
+    while ((k = local_before(sc, s)) < s && a - k <= 64)
+        s = k;
+    if (local_before(sc, s) < s)
         return false;       /* local part longer than 64 */
     while (s < a && (sc->t[s] == '.' || sc->t[s] == '-'))
         s++;
@@ -681,7 +735,7 @@ static bool r_email(const struct scan *sc, size_t *ps, size_t *pe)
         return false;
     bool alnum = false;     /* "%@example.com" in a SQL LIKE is not an address */
     for (size_t i = s; i < a && !alnum; i++)
-        alnum = is_alnum(sc->t[i]);
+        alnum = is_alnum(sc->t[i]) || sc->t[i] >= 0x80;
     if (!alnum)
         return false;
     for (size_t i = s + 1; i < a; i++)
@@ -704,11 +758,10 @@ static bool r_email(const struct scan *sc, size_t *ps, size_t *pe)
  * [s, e) whose digit count satisfies ok_count and whose right side is a
  * boundary, its end. (0) as in "+31 (0)6" is skipped in the count. */
 static bool phone_walk(const struct scan *sc, size_t s, size_t e, int min_d, int max_d,
-                       size_t *pend)
+                       bool paren, size_t *pend)
 {
     int digits = 0, best = -1;
     size_t best_end = 0, i = s;
-    bool paren = false;
     while (i < e) {
         unsigned char ch = sc->t[i];
         if (is_digit(ch)) {
@@ -758,15 +811,21 @@ static bool r_phone(const struct scan *sc, int kind, size_t *ps, size_t *pe)
     if (!left_num_ok(sc, s))
         return false;
     switch (kind) {
-    case K_PHONE_INTL:
-        if (!phone_walk(sc, s + 1, e, 8, 15, &end))
+    case K_PHONE_INTL: {
+        /* "(+31) 6 12345678": the country code in parentheses */
+        bool paren = before(sc, s, 1) == '(' && memchr(sc->t + s, ')', e - s);
+        if (!phone_walk(sc, s + 1, e, 8, 15, paren, &end))
             return false;
+        if (paren)
+            s--;
         break;
+    }
     default: /* K_PHONE_US */
-        if (!phone_walk(sc, s, e, 10, 11, &end))
+        if (!phone_walk(sc, s, e, 10, 11, false, &end))
             return false;
         break;
     }
+    *ps = s;
     *pe = end;
     return true;
 }
@@ -914,6 +973,9 @@ static bool r_phone_checked(struct scan *sc, int kind, size_t *ps, size_t *pe)
                                    and so is a German mobile 015x/016x/017x of 12 digits) */
     if (ng == 3 && glen[0] == 3 && glen[1] == 2 && glen[2] == 4 && sc->t[s + 3] == '-')
         return false;           /* AAA-GG-SSSS is the shape of a US SSN */
+    if (ng == 4 && glen[0] == 3 && glen[1] == 3 && glen[2] == 3 && glen[3] == 3 && sc->t[s + 3] == '.' &&
+        sc->t[s + 7] == '.' && sc->t[s + 11] == '.')
+        return false;           /* "010.001.002.003": a zero-padded IPv4 address (or a version) */
     /* Spanish numbers and Italian mobiles have no trunk prefix: checked for
      * their own country only */
     const char(*regions)[3] = (const char(*)[3])sc->e->regions;
@@ -1015,6 +1077,7 @@ static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
     /* candidate ends: after each digit group, longest first */
     size_t ends[8];
     int n = 0, digits = 0, nd[8];
+    unsigned char sep = 0;      /* one separator throughout: "4111.1111.1111.1111" */
     for (size_t i = s; i < e;) {
         while (i < e && is_digit(sc->t[i])) {
             i++;
@@ -1024,8 +1087,12 @@ static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
             ends[n] = i;
             nd[n++] = digits;
         }
-        if (i < e)
+        if (i < e) {
+            if (sep && sc->t[i] != sep)
+                break;
+            sep = sc->t[i];
             i++;        /* separator */
+        }
     }
     for (int k = n - 1; k >= 0; k--) {
         if (nd[k] < 13 || nd[k] > 19)
@@ -1208,8 +1275,10 @@ static bool r_ipv4(const struct scan *sc, size_t *ps, size_t *pe)
     if (!sw_pii_ipv4_ok((const char *)sc->t + s, e - s))
         return false;
     /* loopback, "this host" and netmasks/broadcast are not anyone's address */
-    if (!memcmp(sc->t + s, "127.", 4) || !memcmp(sc->t + s, "0.", 2) ||
-        !memcmp(sc->t + s, "255.", 4))
+    unsigned first = 0;
+    for (size_t i = s; i < e && is_digit(sc->t[i]); i++)
+        first = first * 10 + (unsigned)(sc->t[i] - '0');
+    if (first == 127 || first == 0 || first == 255)
         return false;
     return !version_context(sc, s);
 }
@@ -1445,12 +1514,15 @@ static void expand(const struct scan *sc, bool v6, size_t *ps, size_t *pe)
 }
 
 /* The end of the longest domain after the '@' at a that
- * label(.label)*.tld matches (labels of [A-Za-z0-9-], a TLD of 2+ letters,
- * at most 255 bytes), or 0. */
+ * label(.label)*.tld matches (labels of [A-Za-z0-9-] or, in an
+ * internationalised domain, letters, marks and digits of any script; a TLD
+ * of 2+ letters of any script, or an A-label "xn--..."; at most 255 bytes),
+ * or 0. */
 static size_t email_end(const struct scan *sc, size_t a)
 {
     size_t i = a + 1, seg = i, best = 0, lim = a + 1 + 255;
     bool dot = false, letters = true;
+    int nchar = 0;
     while (i < sc->len && i < lim) {
         unsigned char ch = sc->t[i];
         if (ch == '.') {
@@ -1459,13 +1531,25 @@ static size_t email_end(const struct scan *sc, size_t a)
             dot = true;
             seg = ++i;
             letters = true;
+            nchar = 0;
             continue;
         }
-        if (!is_alnum(ch) && ch != '-')
-            break;
-        letters = letters && is_alpha(ch);
-        i++;
-        if (dot && letters && i - seg >= 2)
+        utf8proc_int32_t c;
+        size_t n = cp_len(sc, i, &c);
+        if (n) {
+            if (!word_cp(c) || i + n > lim)
+                break;
+            letters = letters && letter_cp(c);
+            i += n;
+        } else {
+            if (!is_alnum(ch) && ch != '-')
+                break;
+            letters = letters && is_alpha(ch);
+            i++;
+        }
+        nchar++;
+        if (dot && nchar >= 2 &&
+            (letters || (i - seg > 4 && !memcmp(sc->t + seg, "xn--", 4) && ch != '-')))
             best = i;
     }
     return best;
@@ -1610,8 +1694,8 @@ static bool lit_extent(struct scan *sc, unsigned pi, size_t *ps, size_t q, size_
     const unsigned char *t = sc->t;
     size_t len = sc->len, r;
     switch (p->kind) {
-    case K_EMAIL:           /* @[A-Za-z0-9-] */
-        if (q >= len || !(is_alnum(t[q]) || t[q] == '-'))
+    case K_EMAIL:           /* @[A-Za-z0-9\x80-\xff-] */
+        if (q >= len || !(is_alnum(t[q]) || t[q] == '-' || t[q] >= 0x80))
             return false;
         *pe = q + 1;
         return true;

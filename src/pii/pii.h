@@ -130,7 +130,9 @@ typedef int (*sw_pii_on_span)(void *ud, const struct sw_pii_span *span);
  * Detection runs on a normalised view of the text (src/pii/view.h): Unicode
  * compatibility forms folded to ASCII (full-width digits, letters, '@'),
  * Unicode spaces as ' ', format characters (zero-width, soft hyphen, BOM)
- * removed. Spans are byte ranges of the text as given: a value with a
+ * removed, digits of every script as ASCII digits, dashes next to a digit
+ * as '-', "%40" and "&#64;" as '@', tabs and one line break inside a
+ * number as a separator. Spans are byte ranges of the text as given: a value with a
  * zero-width character inside is one span, that character included. Pure
  * ASCII text is scanned as it is. */
 int sw_pii_scan_text(const struct sw_pii_engine *e, const char *text, size_t len,

@@ -144,8 +144,8 @@ bool sw_pii_ipv4_ok(const char *s, size_t len)
         while (i < len && s[i] >= '0' && s[i] <= '9' && i - st < 4)
             v = v * 10 + (unsigned)(s[i++] - '0');
         size_t nd = i - st;
-        if (nd == 0 || nd > 3 || v > 255 || (nd > 1 && s[st] == '0'))
-            return false;
+        if (nd == 0 || nd > 3 || v > 255 || (nd == 2 && s[st] == '0'))
+            return false;       /* zero-padded octets have three digits: "010.001.002.003" */
     }
     return i == len;
 }

@@ -1,6 +1,7 @@
 /* Normalised view of a text for detection; see view.h. */
 #include "pii/view.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -16,29 +17,50 @@ static bool space_cp(utf8proc_int32_t c)
            c == 0x3000 || c == 0x1680;
 }
 
-/* The offset of the first byte >= 0x80 at or after i, or len: 64 bytes a
- * step while there is none. */
-static size_t next_high(const unsigned char *t, size_t i, size_t len)
+static inline bool ws(unsigned char c)
 {
-#ifdef __SSE2__
-    for (; i + 64 <= len; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(t + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(t + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(t + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(t + i + 48));
-        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
-            break;
-    }
-#endif
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, t + i, 8);
-        if (w & 0x8080808080808080ull)
-            break;
-    }
-    while (i < len && t[i] < 0x80)
-        i++;
-    return i;
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static inline bool dig(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Whether the input at i starts with a decimal digit of any script. */
+static bool digit_at(const unsigned char *t, size_t len, size_t i)
+{
+    if (i >= len)
+        return false;
+    if (t[i] < 0x80)
+        return dig(t[i]);
+    utf8proc_int32_t c;
+    return utf8proc_iterate(t + i, (utf8proc_ssize_t)(len - i), &c) > 0 &&
+           utf8proc_category(c) == UTF8PROC_CATEGORY_ND;
+}
+
+/* A dash, hyphen or minus sign: category Pd and the minus signs of other
+ * categories (U+2212, modifier, superscript and subscript minus, the hyphen
+ * bullet, the heavy minus). The view reads one as '-' next to a digit (a
+ * separator inside a number: "06\u201312345678"); elsewhere it is prose
+ * ("word \u2014 word") and stays as it is, so text with dashes but no
+ * number next to one needs no view. */
+static bool dash_cp(utf8proc_int32_t c, utf8proc_category_t cat)
+{
+    return cat == UTF8PROC_CATEGORY_PD || c == 0x2212 || c == 0x02d7 || c == 0x207b ||
+           c == 0x208b || c == 0x2043 || c == 0x2796;
+}
+
+/* The value of a decimal digit (category Nd): Unicode encodes every such
+ * digit in runs of ten with ascending values 0-9 (runs may be adjacent, as
+ * the mathematical digits are), so the value is the distance from the start
+ * of its run of Nd characters, modulo 10. The longest run is 50. */
+static int nd_value(utf8proc_int32_t c)
+{
+    int k = 0;
+    while (k < 64 && c - k - 1 >= 0 && utf8proc_category(c - k - 1) == UTF8PROC_CATEGORY_ND)
+        k++;
+    return k % 10;
 }
 
 bool sw_pii_view_keeps(int32_t c)
@@ -46,7 +68,8 @@ bool sw_pii_view_keeps(int32_t c)
     if (c < 0x80 || space_cp(c))
         return c < 0x80;
     const utf8proc_property_t *p = utf8proc_get_property(c);
-    if (p->category == UTF8PROC_CATEGORY_CF || p->category == UTF8PROC_CATEGORY_ZS)
+    if (p->category == UTF8PROC_CATEGORY_CF || p->category == UTF8PROC_CATEGORY_ZS ||
+        p->category == UTF8PROC_CATEGORY_ND)
         return false;
     if (p->decomp_seqindex == UINT16_MAX)
         return true;            /* no decomposition: the character itself */
@@ -61,16 +84,160 @@ bool sw_pii_view_keeps(int32_t c)
     return false;               /* an ASCII compatibility form: folded */
 }
 
+/* The offset of the first byte at or after i that needs a look: >= 0x80,
+ * '%' or '&' (an encoded '@'), a tab, CR or LF (maybe inside a number), or
+ * len. 64 bytes a step while there is none. */
+static inline unsigned special_mask(const unsigned char *p)
+{
+#ifdef __SSE2__
+    const __m128i pc = _mm_set1_epi8('%'), am = _mm_set1_epi8('&'), ctl = _mm_set1_epi8(0x0d),
+                  z = _mm_setzero_si128();
+    __m128i a = _mm_loadu_si128((const __m128i *)p);
+    /* bytes <= 0x0d: (a - 0x0d, saturating) == 0; bytes >= 0x80: their sign bit */
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, pc), _mm_cmpeq_epi8(a, am)),
+                             _mm_cmpeq_epi8(_mm_subs_epu8(a, ctl), z));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(m, a));
+#else
+    unsigned m = 0;
+    for (int k = 0; k < 16; k++)
+        m |= (unsigned)(p[k] >= 0x80 || p[k] == '%' || p[k] == '&' || p[k] <= 0x0d) << k;
+    return m;
+#endif
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+/* The same, 32 bytes a compare (checked at run time, as detect.c does). */
+__attribute__((target("avx2"))) static size_t next_special_avx2(const unsigned char *t, size_t i, size_t len)
+{
+    const __m256i pc = _mm256_set1_epi8('%'), am = _mm256_set1_epi8('&'), ctl = _mm256_set1_epi8(0x0d),
+                  z = _mm256_setzero_si256();
+    for (; i + 64 <= len; i += 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(t + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(t + i + 32));
+        __m256i ma = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(a, pc), _mm256_cmpeq_epi8(a, am)),
+                                     _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_subs_epu8(a, ctl), z), a));
+        __m256i mb = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(b, pc), _mm256_cmpeq_epi8(b, am)),
+                                     _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_subs_epu8(b, ctl), z), b));
+        if (!_mm256_testz_si256(_mm256_or_si256(ma, mb), _mm256_set1_epi8((char)0x80))) {
+            uint64_t m = (uint32_t)_mm256_movemask_epi8(ma) | (uint64_t)(uint32_t)_mm256_movemask_epi8(mb) << 32;
+            return i + (size_t)__builtin_ctzll(m);
+        }
+    }
+    return i;
+}
+#endif
+
+static size_t next_special(const unsigned char *t, size_t i, size_t len)
+{
+#ifdef HAVE_AVX2_PATH
+    if (len - i >= 64 && __builtin_cpu_supports("avx2")) {
+        i = next_special_avx2(t, i, len);
+        if (i + 64 <= len)
+            return i;
+    }
+#endif
+    for (; i + 64 <= len; i += 64) {
+        unsigned a = special_mask(t + i), b = special_mask(t + i + 16), c = special_mask(t + i + 32),
+                 d = special_mask(t + i + 48);
+        if (a | b | c | d) {
+            uint64_t m = (uint64_t)a | (uint64_t)b << 16 | (uint64_t)c << 32 | (uint64_t)d << 48;
+            return i + (size_t)__builtin_ctzll(m);
+        }
+    }
+    for (; i + 16 <= len; i += 16) {
+        unsigned m = special_mask(t + i);
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+    while (i < len && t[i] < 0x80 && t[i] != '%' && t[i] != '&' && t[i] > 0x0d)
+        i++;
+    return i;
+}
+
+
+/* The digits of the number-like run (digits and " -./()") that ends at e
+ * (back) or starts at s (forward), at most 24 bytes of it. */
+static inline bool numch(char c)
+{
+    return dig((unsigned char)c) || c == ' ' || c == '\t' || c == '-' || c == '.' || c == '/' || c == '(' || c == ')';
+}
+
+static int digits_back(const char *t, size_t e)
+{
+    int n = 0;
+    for (size_t k = e; k > 0 && e - k < 24 && numch(t[k - 1]); k--)
+        n += dig((unsigned char)t[k - 1]);
+    return n;
+}
+
+static int digits_fwd(const char *t, size_t len, size_t s)
+{
+    int n = 0;
+    for (size_t k = s; k < len && k - s < 24 && numch(t[k]); k++)
+        n += dig((unsigned char)t[k]);
+    return n;
+}
+
+/* A break joins two parts of a number only when they have the digits of
+ * one: 7 or more (the fewest of any entity but an IPv4 address). */
+#define BREAK_MIN_DIGITS 7
+
+/* Whether the tab or line break at i may sit inside a number: within a run
+ * of blanks after a digit (or a digit and one of ")-./", or a capital of an
+ * IBAN group) and before a digit, the two sides with BREAK_MIN_DIGITS
+ * digits. The test fold_text() makes. */
+static bool break_in_number(const unsigned char *t, size_t len, size_t i)
+{
+    size_t k = i, j = i + 1;
+    while (k > 0 && i - k < 16 && ws(t[k - 1]))
+        k--;
+    if (k == 0)
+        return false;
+    unsigned char p = t[k - 1];
+    if (!(dig(p) || p == ')' || (p >= 'A' && p <= 'Z') ||
+          ((p == '-' || p == '.' || p == '/') && k >= 2 && dig(t[k - 2]))))
+        return false;
+    while (j < len && j - i < 16 && ws(t[j]))
+        j++;
+    if (j >= len || !dig(t[j]))
+        return false;
+    return digits_back((const char *)t, k) + digits_fwd((const char *)t, len, j) >= BREAK_MIN_DIGITS;
+}
+
+/* '@' written as "%40" or an HTML character reference: its length at i, or 0. */
+static size_t encoded_at(const unsigned char *t, size_t len, size_t i)
+{
+    static const char *const forms[] = {"%40", "&#64;", "&#064;", "&#x40;", "&#X40;", "&commat;"};
+    if (i + 3 > len || (t[i + 1] != '4' && t[i + 1] != '#' && t[i + 1] != 'c'))
+        return 0;
+    for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
+        size_t l = strlen(forms[k]);
+        if (l <= len - i && !memcmp(t + i, forms[k], l))
+            return l;
+    }
+    return 0;
+}
+
 int sw_pii_view_kind(const char *text, size_t len, int json)
 {
     const unsigned char *t = (const unsigned char *)text;
     int kind = SW_PII_VIEW_NONE;
     if (json && (memchr(text, '\\', len) || memchr(text, '"', len)))
         return SW_PII_VIEW_BUILD;
-    for (size_t i = 0; (i = next_high(t, i, len)) < len;) {
+    for (size_t i = 0; (i = next_special(t, i, len)) < len;) {
+        if (t[i] < 0x80) {
+            if ((t[i] == '%' || t[i] == '&') ? encoded_at(t, len, i) > 0
+                : (t[i] == '\t' || t[i] == '\n' || t[i] == '\r') && break_in_number(t, len, i))
+                return SW_PII_VIEW_BUILD;
+            i++;
+            continue;
+        }
         utf8proc_int32_t c;
         utf8proc_ssize_t n = utf8proc_iterate(t + i, (utf8proc_ssize_t)(len - i), &c);
-        if (n <= 0 || !sw_pii_view_keeps(c))
+        if (n <= 0 || !sw_pii_view_keeps(c) ||
+            (dash_cp(c, utf8proc_category(c)) && ((i > 0 && dig(t[i - 1])) || digit_at(t, len, i + (size_t)n))))
             return SW_PII_VIEW_BUILD;
         kind = SW_PII_VIEW_UTF8;
         i += (size_t)n;
@@ -116,7 +283,8 @@ static int emit(struct sw_pii_view *v, const char *b, size_t n, size_t s, size_t
 }
 
 /* One code point of the input [s, e): folded into the view. */
-static int fold(struct sw_pii_view *v, utf8proc_int32_t c, size_t s, size_t e)
+static int fold(struct sw_pii_view *v, utf8proc_int32_t c, size_t s, size_t e,
+                const unsigned char *in, size_t len)
 {
     char b[4];
     if (c < 0x80) {
@@ -130,6 +298,12 @@ static int fold(struct sw_pii_view *v, utf8proc_int32_t c, size_t s, size_t e)
         return SW_OK;           /* zero-width, soft hyphen, BOM, bidi marks: removed */
     if (cat == UTF8PROC_CATEGORY_ZS)
         return emit(v, " ", 1, s, e);
+    if (cat == UTF8PROC_CATEGORY_ND) {
+        b[0] = (char)('0' + nd_value(c));      /* a digit of any script */
+        return emit(v, b, 1, s, e);
+    }
+    if (dash_cp(c, cat) && ((v->len && dig((unsigned char)v->t[v->len - 1])) || digit_at(in, len, e)))
+        return emit(v, "-", 1, s, e);
     /* compatibility decomposition (NFKC's K): when it is all ASCII (full-width
      * forms, small/compatibility variants), the ASCII is what a reader sees */
     utf8proc_int32_t d[8];
@@ -200,6 +374,135 @@ static size_t ascii_run(const unsigned char *t, size_t len, size_t i, int json, 
     return i;
 }
 
+/* A JSON string's edge, which the view writes as '\n' (never folded). */
+static inline bool edge(const struct sw_pii_view *v, const unsigned char *in, size_t k)
+{
+    return v->t[k] == '\n' && in[v->os[k]] == '"';
+}
+
+/* The second pass over the view, in place (it only shortens it): '@'
+ * written as "%40", "&#64;", "&#064;", "&#x40;" or "&commat;" becomes '@';
+ * a run of blanks with tabs or one line break inside a number becomes one
+ * ' ' (after a digit) or nothing (after a separator: "06-\n12345678"). A
+ * number takes at most one line break this way, and a blank line ends it:
+ * numbers on consecutive lines stay separate numbers ("1234\n5678\n9012"
+ * reads "1234 5678\n9012"). Tabs alone do not join numbers in a table:
+ * a text with tabs on two or more lines is tabular, and its tabs separate
+ * cells. Each view byte keeps the input range it covers. */
+/* The next byte of the view at or after i that fold_text() may change: '%',
+ * '&', a tab, CR or LF (or any byte <= 0x0d), or n. 16 bytes a step. */
+static size_t next_fold(const char *t, size_t i, size_t n)
+{
+#ifdef __SSE2__
+    const __m128i pc = _mm_set1_epi8('%'), am = _mm_set1_epi8('&'), ctl = _mm_set1_epi8(0x0d),
+                  z = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(t + i));
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, pc), _mm_cmpeq_epi8(a, am)),
+                                 _mm_cmpeq_epi8(_mm_subs_epu8(a, ctl), z));
+        int bits = _mm_movemask_epi8(m);
+        if (bits)
+            return i + (size_t)__builtin_ctz((unsigned)bits);
+    }
+#endif
+    while (i < n && t[i] != '%' && t[i] != '&' && (unsigned char)t[i] > 0x0d)
+        i++;
+    return i;
+}
+
+static void move(struct sw_pii_view *v, size_t w, size_t r, size_t k)
+{
+    if (w == r || k == 0)
+        return;
+    memmove(v->t + w, v->t + r, k);
+    memmove(v->os + w, v->os + r, k * sizeof *v->os);
+    memmove(v->oe + w, v->oe + r, k * sizeof *v->oe);
+}
+
+static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t from)
+{
+    char *t = v->t;
+    size_t w = from, r = from, n = v->len;
+    size_t line_fold = SIZE_MAX;    /* where the last number that took a line break was written to */
+    bool tabular = false;
+    const char *tab = memchr(t + from, '\t', n - from);
+    if (tab) {
+        /* a line break after the first tab (not a JSON string's edge), then a tab */
+        const char *nl = tab;
+        while ((nl = memchr(nl + 1, '\n', (size_t)(t + n - nl - 1))) && edge(v, in, (size_t)(nl - t)))
+            ;
+        tabular = nl && memchr(nl, '\t', (size_t)(t + n - nl));
+    }
+    while (r < n) {
+        size_t q = next_fold(t, r, n);
+        unsigned char ch = q < n ? (unsigned char)t[q] : 0;
+        size_t rs = q;                  /* the blank run starts with the spaces before q */
+        if (q < n && ws(ch))
+            while (rs > r && t[rs - 1] == ' ')
+                rs--;
+        move(v, w, r, rs - r);          /* the plain bytes before it, as they are */
+        w += rs - r;
+        r = rs;
+        if (q >= n)
+            break;
+        if (ch == '%' || ch == '&') {
+            size_t l = encoded_at((const unsigned char *)t, n, q);
+            if (l) {
+                t[w] = '@';
+                v->os[w] = v->os[q];
+                v->oe[w] = v->oe[q + l - 1];
+                w++;
+                r = q + l;
+                continue;
+            }
+        } else if (ws(ch) && !edge(v, in, q) && w > 0) {
+            size_t j = r;
+            int lines = 0;
+            bool ctl = false;
+            while (j < n && j - r < 16 && ws((unsigned char)t[j]) && !edge(v, in, j)) {
+                lines += t[j] == '\n' || (t[j] == '\r' && (j + 1 >= n || t[j + 1] != '\n'));
+                ctl |= t[j] != ' ';
+                j++;
+            }
+            unsigned char p = (unsigned char)t[w - 1];
+            /* a digit or ')' ends a group; so does an upper-case letter of an
+             * IBAN's group ("NL91 ABNA\n0417 ...") */
+            bool after_digit = dig(p) || p == ')' || (p >= 'A' && p <= 'Z');
+            bool after_sep = (p == '-' || p == '.' || p == '/') && w >= 2 && dig((unsigned char)t[w - 2]);
+            /* the number already took a line break: it reaches back to that one */
+            bool broken = false;
+            if (lines && line_fold != SIZE_MAX && line_fold <= w && w - line_fold <= 48) {
+                size_t k = w;
+                while (k > line_fold && numch(t[k - 1]))
+                    k--;
+                broken = k == line_fold;
+            }
+            if (ctl && j < n && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
+                lines <= 1 && !broken && (lines || !tabular) &&
+                digits_back(t, w) + digits_fwd(t, n, j) >= BREAK_MIN_DIGITS) {
+                if (after_digit) {
+                    t[w] = ' ';
+                    v->os[w] = v->os[r];
+                    v->oe[w] = v->oe[j - 1];
+                    w++;
+                }
+                if (lines)
+                    line_fold = w;
+                r = j;
+                continue;
+            }
+            move(v, w, r, j - r);
+            w += j - r;
+            r = j;
+            continue;
+        }
+        move(v, w, r, q + 1 - r);       /* a byte left as it is */
+        w += q + 1 - r;
+        r = q + 1;
+    }
+    v->len = w;
+}
+
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json)
 {
     const unsigned char *t = (const unsigned char *)text;
@@ -241,7 +544,7 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
                 break;
             default: c = t[i + 1]; i += 2; break;     /* \" \\ \/ */
             }
-            rc = fold(v, c, s, i);
+            rc = fold(v, c, s, i, t, len);
             continue;
         }
         if (ch < 0x80 && !(json && (ch == '"' || (in_str && ch == '\\')))) {
@@ -287,12 +590,25 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
             i++;
             continue;
         }
-        rc = fold(v, c, i, i + (size_t)n);
+        rc = fold(v, c, i, i + (size_t)n, t, len);
         i += (size_t)n;
     }
-    if (rc)
+    if (rc) {
         sw_pii_view_free(v);
-    return rc;
+        return rc;
+    }
+    size_t from = v->len;
+    static const char special[] = "%&\t\n\r";
+    for (const char *sp = special; *sp; sp++) {
+        const char *q = memchr(v->t, *sp, from);
+        if (q)
+            from = (size_t)(q - v->t);
+    }
+    while (from > 0 && from < v->len && v->t[from - 1] == ' ')
+        from--;                 /* a blank run starts before its first tab or break */
+    if (from < v->len)
+        fold_text(v, t, from);
+    return SW_OK;
 }
 
 void sw_pii_view_free(struct sw_pii_view *v)

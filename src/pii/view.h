@@ -2,8 +2,12 @@
  * (for JSON text, where the quotes around strings become line breaks so no
  * value runs from one string into the next) and Unicode folded (NFKC compatibility forms such as
  * full-width digits and letters to ASCII, Unicode spaces to ' ', format
- * characters such as zero-width spaces and soft hyphens removed), with, per
- * byte of the view, the byte range of the input it came from. A span of the
+ * characters such as zero-width spaces and soft hyphens removed, decimal
+ * digits of every script to ASCII digits, dashes and minus signs next to a
+ * digit to '-'), '@' written %40 or as an HTML reference as '@', and blanks
+ * with tabs or one line break inside a number as one ' ' (or nothing after a
+ * separator), with, per byte of the view, the byte range of the input it
+ * came from (docs/internals/pii.md). A span of the
  * view maps back to [os[first], oe[last]) of the input: every byte of the
  * value, including removed characters inside it and whole escapes. */
 #ifndef SW_PII_VIEW_H
@@ -19,14 +23,16 @@ struct sw_pii_view {
     uint32_t *os, *oe;          /* per view byte: input range of its character */
 };
 
-/* What detection on text needs: nothing (SW_PII_VIEW_NONE: pure ASCII, and
- * in JSON no backslash or quote), nothing but spans widened to whole
+/* What detection on text needs: nothing (SW_PII_VIEW_NONE: pure ASCII
+ * without an encoded '@' or a tab or line break inside a number, and in
+ * JSON no backslash or quote), nothing but spans widened to whole
  * characters (SW_PII_VIEW_UTF8: valid UTF-8 whose every character the view
  * keeps as it is, so the view would be the text byte for byte), or the view
  * (SW_PII_VIEW_BUILD). */
 enum { SW_PII_VIEW_NONE, SW_PII_VIEW_UTF8, SW_PII_VIEW_BUILD };
 int sw_pii_view_kind(const char *text, size_t len, int json);
-/* Whether the view keeps code point c (c >= 0x80: its UTF-8 bytes as they are). */
+/* Whether the view keeps code point c (c >= 0x80: its UTF-8 bytes as they
+ * are) when it stands alone: a dash is kept unless a digit is next to it. */
 bool sw_pii_view_keeps(int32_t c);
 /* Builds the view of text[0..len) (len < 2^32). SW_OK or SW_ENOMEM. */
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json);

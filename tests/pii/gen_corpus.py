@@ -179,6 +179,71 @@ r.shuffle(prose)
 for para in prose[:150]:
     emit(para.replace("{", "(").replace("}", ")"), [], "prose")
 
+# (their own generator: the sections above stay as they were)
+r2 = random.Random(20261201)
+# Text as people write it: digits of other scripts, Unicode dashes, numbers
+# broken over two lines or split by tabs, groupings, internationalised and
+# encoded addresses, zero-padded IPv4 addresses.
+SCRIPTS = ["arabic", "persian", "devanagari", "bengali", "thai"]
+SCRIPT_T = {"arabic": "رقمي هو {0} شكرا", "persian": "شماره من {0} است", "devanagari": "मेरा नंबर {0} है",
+            "bengali": "আমার নম্বর {0}", "thai": "หมายเลขของฉันคือ {0} ครับ"}
+for i in range(60):
+    sc = SCRIPTS[i % len(SCRIPTS)]
+    typ, val = [("card", V.card(r2)), ("phone", V.phone(r2)), ("iban", V.iban(r2)),
+                ("ipv4", V.ipv4(r2)), ("ssn", V.ssn(r2)), ("phone", V.phone_national(r2))][i % 6]
+    emit(SCRIPT_T[sc], [(typ, V.in_script(val, sc))], "positive %s digits" % sc)
+for i in range(10):
+    emit("BSN: {0}", [("bsn", V.in_script(V.bsn(r2), SCRIPTS[i % len(SCRIPTS)]))], "positive script digits bsn")
+for i in range(40):
+    typ, val = [("card", V.card_grouped(r2, "-")), ("phone", "06-" + str(r2.randint(1, 9)) + "".join(r2.choice("0123456789") for _ in range(7))),
+                ("ssn", V.ssn(r2)), ("phone", "%d%d%d-%d%d%d-%04d" % (r2.randint(2, 9), r2.randint(0, 9), r2.randint(0, 9), r2.randint(2, 9), r2.randint(0, 9), r2.randint(0, 9), r2.randint(0, 9999)))][i % 4]
+    emit(["Call {0} please.", "Nummer: {0}", "it is {0}, thanks", "{0} (mobile)"][i % 4],
+         [(typ, V.with_dashes(r2, val))], "positive unicode dash")
+for i in range(40):
+    typ, val = [("card", V.broken(r2, V.card_grouped(r2, " "))), ("phone", V.broken(r2, V.phone_national(r2), (" ", "-"))),
+                ("card", V.card_grouped(r2, " ").replace(" ", "\t")), ("phone", V.broken(r2, V.phone(r2), (" ", "-")))][i % 4]
+    emit(["my card is\n{0}\nthanks", "Bel me: {0}\nGroet", "paste: {0}", "Nummer {0}\n\nGroetjes"][i % 4],
+         [(typ, val)], "positive broken number")
+for i in range(40):
+    emit(["Card number: {0}", "charge {0} please", "kaart {0}, vervalt 03/28"][i % 3],
+         [("card", V.card_grouped(r2))], "positive card grouping")
+for i in range(40):
+    emit(["Tel. {0}", "Call me on {0} tonight.", "Rufen Sie {0} an.", "Appelez le {0}."][i % 4],
+         [("phone", V.phone_formatted(r2))], "positive phone format")
+for i in range(40):
+    emit(["Mail me at {0} please.", "E-Mail: {0}", "пишите на {0}", "联系 {0} 谢谢"][i % 4],
+         [("email", V.email_idn(r2))], "positive internationalised email")
+for i in range(20):
+    emit(["<a href=\"mailto:{0}\">mail</a>", "contact: {0}", "?to={0}&subject=hi"][i % 3],
+         [("email", V.email_encoded(r2))], "positive encoded email")
+for i in range(20):
+    emit(["host {0} is down", "Blocked IP: {0}", "ping {0}"][i % 3], [("ipv4", V.ipv4_padded(r2))], "positive padded ipv4")
+
+NEG2 = []
+# Hard negatives written the same ways: dates, versions, ranges, amounts and
+# order numbers in other scripts and with Unicode dashes, numbers on
+# consecutive lines, tab-separated tables, '@' look-alikes.
+for i in range(20):
+    sc = SCRIPTS[i % len(SCRIPTS)]
+    NEG2.append(V.in_script("%02d-%02d-20%02d" % (r2.randint(1, 28), r2.randint(1, 12), r2.randint(0, 30)), sc) + " की बैठक")
+    NEG2.append("رقم الطلب " + V.in_script("%d" % r2.randint(10**9, 10**10 - 1), "arabic") + " بتاريخ " + V.in_script("%02d/%02d/2024" % (r2.randint(1, 28), r2.randint(1, 12)), "arabic"))
+    NEG2.append("السعر " + V.in_script("%d" % r2.randint(1, 99), "arabic") + "\u066c" + V.in_script("%03d" % r2.randint(0, 999), "arabic") + "\u066b" + V.in_script("%02d" % r2.randint(0, 99), "arabic") + " درهم")
+    NEG2.append("सफ़ा " + V.in_script("%d.%d.%d" % (r2.randint(1, 12), r2.randint(0, 20), r2.randint(0, 9)), "devanagari") + " देखें, कुल " + V.in_script("%d,%03d" % (r2.randint(1, 99), r2.randint(0, 999)), "devanagari") + " रुपये")
+    NEG2.append("تاریخ " + V.in_script("14%02d/%02d/%02d" % (r2.randint(0, 5), r2.randint(1, 12), r2.randint(1, 30)), "persian") + " سفارش " + V.in_script("%d" % r2.randint(10**8, 10**9), "persian"))
+    NEG2.append("ปี พ.ศ. " + V.in_script("25%02d" % r2.randint(50, 70), "thai") + " ราคา " + V.in_script("%d,%03d" % (r2.randint(1, 99), r2.randint(0, 999)), "thai") + " บาท")
+    NEG2.append("The %d%s%d plan, pages %d%s%d." % (r2.randint(1990, 2024), r2.choice(V.DASHES), r2.randint(2025, 2035), r2.randint(1, 200), r2.choice(V.DASHES), r2.randint(201, 400)))
+    NEG2.append("from %s%d \u00b0C to %s%d \u00b0C, score %d\u2013%d" % ("\u2212", r2.randint(1, 30), "\u2212", r2.randint(1, 30), r2.randint(0, 5), r2.randint(0, 5)))
+    NEG2.append("open %02d:%02d\u2013%02d:%02d, ISBN 978\u20100\u2010%03d\u2010%05d\u2010%d" % (r2.randint(7, 11), r2.choice([0, 30]), r2.randint(12, 22), r2.choice([0, 30]), r2.randint(100, 999), r2.randint(10000, 99999), r2.randint(0, 9)))
+    NEG2.append("qty\n" + "\n".join(str(r2.randint(1000, 9999)) for _ in range(4)))
+    NEG2.append("id\tqty\tprice\n%d\t%d\t%d.%02d" % (r2.randint(1000, 99999), r2.randint(1, 500), r2.randint(1, 999), r2.randint(0, 99)))
+    NEG2.append("year\tq1\tq2\tq3\n%d\t%d\t%d\t%d" % (r2.randint(2000, 2025), r2.randint(1000, 9999), r2.randint(1000, 9999), r2.randint(1000, 9999)))
+    NEG2.append("version %s, build %s" % (V.ipv4_padded(r2), ".".join("%d" % r2.randint(0, 20) for _ in range(4))))
+    NEG2.append("on %02d.%02d.%d at %02d.%02d, release %d.%02d.%d.%d" % (r2.randint(1, 28), r2.randint(1, 12), r2.randint(2000, 2030), r2.randint(0, 23), r2.randint(0, 59), r2.randint(1, 9), r2.randint(0, 20), r2.randint(0, 9), r2.randint(0, 99)))
+    NEG2.append("Order %s%s%s shipped" % (str(r2.randint(1000, 9999)), r2.choice(V.DASHES), str(r2.randint(100000, 999999))))
+    NEG2.append("discount 20%%40 items, %s&#64;%s and &commat;handle" % (V._rand(r2, 4), V._rand(r2, 4)))
+for n in NEG2:
+    emit(n.replace("{", "(").replace("}", ")"), [], "hard negative")
+
 for o in out:
     sys.stdout.write(json.dumps(o, ensure_ascii=False) + "\n")
 

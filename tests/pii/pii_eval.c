@@ -3,7 +3,9 @@
  * span is a true positive when it overlaps a labeled span of the same type;
  * a labeled span is found (recall) when some detected span of its type
  * overlaps it. "covered" counts labeled spans overlapped by a detection of
- * any type (what masking needs). -v prints every miss and false alarm.
+ * any type (what masking needs); "whole" those whose every byte a detection
+ * covers (a value masked only in part leaves the rest readable). -v prints
+ * every miss, partial cover and false alarm.
  *   build/pii-dev/pii_eval [-v] tests/pii/corpus/labeled.jsonl */
 #include <jansson.h>
 #include <stdio.h>
@@ -56,7 +58,8 @@ int main(int argc, char **argv)
         return 2;
     }
     unsigned tp[SW_PII_MAX_TYPES] = {0}, fp[SW_PII_MAX_TYPES] = {0}, gold[SW_PII_MAX_TYPES] = {0},
-             found[SW_PII_MAX_TYPES] = {0}, covered[SW_PII_MAX_TYPES] = {0};
+             found[SW_PII_MAX_TYPES] = {0}, covered[SW_PII_MAX_TYPES] = {0},
+             whole[SW_PII_MAX_TYPES] = {0};
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -97,6 +100,16 @@ int main(int argc, char **argv)
                 }
             found[t] += hit;
             covered[t] += any;
+            size_t cov = 0;     /* detections never overlap: their shares add up */
+            for (int k = 0; k < d.n; k++) {
+                size_t a0 = d.s[k].start > g0[ng] ? d.s[k].start : g0[ng];
+                size_t a1 = d.s[k].start + d.s[k].len < g1[ng] ? d.s[k].start + d.s[k].len : g1[ng];
+                cov += a1 > a0 ? a1 - a0 : 0;
+            }
+            whole[t] += cov == g1[ng] - g0[ng];
+            if (verbose && any && cov != g1[ng] - g0[ng])
+                printf("PART %-6s line %u: %.*s  | %s\n", tn, lines, (int)(g1[ng] - g0[ng]),
+                       text + g0[ng], text);
             if (verbose && !hit)
                 printf("MISS %-6s line %u: %.*s  | %s\n", tn, lines, (int)(g1[ng] - g0[ng]),
                        text + g0[ng], text);
@@ -120,19 +133,20 @@ int main(int argc, char **argv)
     }
     free(line);
     fclose(f);
-    printf("%u texts\n%-7s %6s %6s %6s %6s %10s %8s %8s\n", lines, "type", "gold", "found",
-           "TP", "FP", "precision", "recall", "covered");
-    unsigned G = 0, F = 0, TP = 0, FP = 0, C = 0;
+    printf("%u texts\n%-7s %6s %6s %6s %6s %10s %8s %8s %8s\n", lines, "type", "gold", "found",
+           "TP", "FP", "precision", "recall", "covered", "whole");
+    unsigned G = 0, F = 0, TP = 0, FP = 0, C = 0, W = 0;
     for (int t = 0; t < SW_PII_CUSTOM_BASE; t++) {
-        printf("%-7s %6u %6u %6u %6u %9.1f%% %7.1f%% %7.1f%%\n", sw_pii_type_name(e, t), gold[t],
+        printf("%-7s %6u %6u %6u %6u %9.1f%% %7.1f%% %7.1f%% %7.1f%%\n", sw_pii_type_name(e, t), gold[t],
                found[t], tp[t], fp[t], tp[t] + fp[t] ? 100.0 * tp[t] / (tp[t] + fp[t]) : 100.0,
                gold[t] ? 100.0 * found[t] / gold[t] : 100.0,
-               gold[t] ? 100.0 * covered[t] / gold[t] : 100.0);
-        G += gold[t], F += found[t], TP += tp[t], FP += fp[t], C += covered[t];
+               gold[t] ? 100.0 * covered[t] / gold[t] : 100.0,
+               gold[t] ? 100.0 * whole[t] / gold[t] : 100.0);
+        G += gold[t], F += found[t], TP += tp[t], FP += fp[t], C += covered[t], W += whole[t];
     }
-    printf("%-7s %6u %6u %6u %6u %9.1f%% %7.1f%% %7.1f%%\n", "all", G, F, TP, FP,
+    printf("%-7s %6u %6u %6u %6u %9.1f%% %7.1f%% %7.1f%% %7.1f%%\n", "all", G, F, TP, FP,
            TP + FP ? 100.0 * TP / (TP + FP) : 100.0, G ? 100.0 * F / G : 100.0,
-           G ? 100.0 * C / G : 100.0);
+           G ? 100.0 * C / G : 100.0, G ? 100.0 * W / G : 100.0);
     sw_pii_engine_free(e);
     return 0;
 }

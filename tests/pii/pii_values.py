@@ -210,3 +210,95 @@ def bsn_grouped(r, valid=True):
     b = bsn(r, valid)
     sep = r.choice([" ", "."])
     return sep.join([b[:3], b[3:6], b[6:]])
+
+# ---- Text as people write it: other scripts' digits, Unicode dashes,
+# numbers broken over lines, groupings, internationalised addresses ----
+
+# The zero of each script's decimal digits (Unicode category Nd).
+DIGIT_ZERO = {"arabic": 0x660, "persian": 0x6f0, "devanagari": 0x966, "bengali": 0x9e6,
+              "thai": 0xe50, "fullwidth": 0xff10}
+
+def in_script(s, script):
+    z = DIGIT_ZERO[script]
+    return "".join(chr(z + int(c)) if c.isdigit() and c.isascii() else c for c in s)
+
+# What a word processor or a phone keyboard puts where a '-' was typed.
+DASHES = ["\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2212", "\ufe63", "\uff0d"]
+
+def with_dashes(r, s):
+    d = r.choice(DASHES)
+    return s.replace("-", d)
+
+def card_number(r, n=None, prefix=None):
+    if n is None:
+        prefix, n = r.choice(CARD_PREFIX)
+    body = prefix + "".join(r.choice(string.digits) for _ in range(n - len(prefix) - 1))
+    return body + luhn_digit(body)
+
+def card_grouped(r, sep=None):
+    """A card in the grouping its issuer prints: 4-4-4-4, Amex 4-6-5, Diners
+    4-6-4, 19 digits 4-4-4-4-3, with spaces, dots, slashes or dashes."""
+    sep = sep or r.choice([" ", "-", ".", "/"])
+    k = r.randint(0, 3)
+    if k == 0:
+        num, g = card_number(r, 16, r.choice(["4", "51", "55", "6011"])), [4, 4, 4, 4]
+    elif k == 1:
+        num, g = card_number(r, 15, r.choice(["34", "37"])), [4, 6, 5]
+    elif k == 2:
+        num, g = card_number(r, 14, "36"), [4, 6, 4]
+    else:
+        num, g = card_number(r, 19, "62"), [4, 4, 4, 4, 3]
+    out, i = [], 0
+    for n in g:
+        out.append(num[i:i + n])
+        i += n
+    return sep.join(out)
+
+def broken(r, s, seps=(" ",)):
+    """s with one of its separators replaced by a line break (as a mail
+    client or a narrow chat box wraps it), keeping or dropping the blank."""
+    idx = [i for i, c in enumerate(s) if c in seps and 0 < i < len(s) - 1]
+    if not idx:
+        return s
+    i = r.choice(idx)
+    brk = r.choice(["\n", "\r\n", " \n", "\n  "]) if s[i] == " " else s[i] + r.choice(["\n", "\r\n"])
+    return s[:i] + brk + s[i + 1:]
+
+def phone_formatted(r):
+    """Phone numbers of the default regions as people punctuate them."""
+    d = lambda n: "".join(r.choice(string.digits) for _ in range(n))
+    k = r.randint(0, 7)
+    if k == 0:
+        return "(+31) 6 " + str(r.randint(1, 9)) + d(7)
+    if k == 1:      # FR mobile with dots
+        return "06.%s.%s.%s.%s" % (d(2), d(2), d(2), d(2))
+    if k == 2:      # DE Berlin with a slash
+        return "030/2" + d(7)
+    if k == 3:      # BE mobile
+        return "0470/%s.%s.%s" % (d(2), d(2), d(2))
+    if k == 4:      # US with dots
+        return "%d%s.%d%s.%s" % (r.randint(2, 9), d(2), r.randint(2, 9), d(2), d(4))
+    if k == 5:
+        return "+49 (0)30 2" + d(6)
+    if k == 6:
+        return "+1 (%d%s) %d%s-%s" % (r.randint(2, 9), d(2), r.randint(2, 9), d(2), d(4))
+    return "+33 (0)6 %s %s %s %s" % (d(2), d(2), d(2), d(2))
+
+IDN_LOCAL = ["jürgen.müller", "zoë", "françois.dubois", "josé.garcía", "søren", "åsa.öberg",
+             "иван.петров", "мария", "用户", "李雷", "δοκιμή", "अजय.कुमार", "محمد", "yılmaz",
+             "ñandú", "łukasz"]
+IDN_DOMAIN = ["bücher.de", "müller-bau.de", "пример.рф", "почта.рф", "例子.广告", "公司.中国",
+              "παράδειγμα.δοκιμή", "exämple.nl", "example.com", "gmail.com", "xn--bcher-kva.de",
+              "beispiel.xn--p1ai", "correo.es", "örnek.com.tr"]
+
+def email_idn(r):
+    return r.choice(IDN_LOCAL) + "@" + r.choice(IDN_DOMAIN)
+
+def email_encoded(r):
+    """'@' as it survives a URL or an HTML page."""
+    e = email(r)
+    return e.replace("@", r.choice(["%40", "&#64;", "&#064;", "&#x40;", "&commat;"]))
+
+def ipv4_padded(r):
+    return ".".join("%03d" % x for x in [r.choice([10, 172, 192, 84, 145]), r.randint(0, 255),
+                                         r.randint(0, 255), r.randint(1, 254)])
