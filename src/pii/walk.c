@@ -678,6 +678,7 @@ struct req_ctx {
     struct sw_pii_counts *counts;
     struct sw_buf buf;
     struct sw_buf joined;
+    struct sw_buf joined2;      /* the same run with '\n' between the parts */
 };
 
 static void wipe(struct sw_buf *b)
@@ -723,14 +724,118 @@ static int join_parts(struct req_ctx *c, json_t *arr, size_t from, size_t to, si
     return SW_OK;
 }
 
+struct span_list {
+    struct sw_pii_span *v;
+    size_t n, cap;
+};
+
+static int on_collect_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct span_list *l = ud;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct sw_pii_span *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return SW_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *sp;
+    return SW_OK;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const struct sw_pii_span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Where byte pos of the run joined with '\n' between parts is in the run
+ * joined with nothing: off[] the parts' starts there (n + 1 entries); a
+ * separator maps to the end of its part (*sep set). */
+static size_t unsep(const size_t *off, size_t n, size_t pos, bool *sep)
+{
+    size_t lo = 0, hi = n;      /* the part: largest i with off[i] + i <= pos */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (off[mid] + mid <= pos)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t local = pos - (off[lo] + lo);
+    *sep = local >= off[lo + 1] - off[lo];
+    return *sep ? off[lo + 1] : off[lo] + local;
+}
+
+/* The entities of a run of text parts, in the coordinates of the run joined
+ * with nothing between the parts (c->joined, off[] the parts' starts, n + 1
+ * entries): the union of what is found in that text (a value split across
+ * two parts is whole again) and in the parts joined with a line break, as a
+ * reader or a translation sees them (a value at a part's edge keeps its
+ * boundary: "4111 1111 1111 1111" then "and ..." is not one word). Sorted,
+ * overlaps merged. */
+static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, size_t *off,
+                     struct span_list *l)
+{
+    size_t n = to - from;
+    int rc;
+    sw_buf_reset(&c->joined);
+    sw_buf_reset(&c->joined2);
+    l->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = part_text(json_array_get(arr, from + i));
+        off[i] = c->joined.len;
+        if ((rc = sw_buf_append(&c->joined, json_string_value(t), json_string_length(t))) ||
+            (i && (rc = sw_buf_append(&c->joined2, "\n", 1))) ||
+            (rc = sw_buf_append(&c->joined2, json_string_value(t), json_string_length(t))))
+            return rc;
+    }
+    off[n] = c->joined.len;
+    if ((rc = sw_pii_scan_text(c->e, c->joined.ptr ? c->joined.ptr : "", c->joined.len,
+                               on_collect_span, l)))
+        return rc;
+    size_t first = l->n;
+    if ((rc = sw_pii_scan_text(c->e, c->joined2.ptr ? c->joined2.ptr : "", c->joined2.len,
+                               on_collect_span, l)))
+        return rc;
+    for (size_t k = first; k < l->n; k++) {
+        bool sep;
+        size_t s0 = unsep(off, n, l->v[k].start, &sep);
+        size_t e0 = unsep(off, n, l->v[k].start + l->v[k].len - 1, &sep);
+        if (!sep)
+            e0++;
+        l->v[k].start = s0;
+        l->v[k].len = e0 > s0 ? e0 - s0 : 0;
+    }
+    qsort(l->v, l->n, sizeof *l->v, by_start);
+    size_t w = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        if (!l->v[k].len)
+            continue;
+        if (w && l->v[k].start < l->v[w - 1].start + l->v[w - 1].len) {
+            size_t e = l->v[k].start + l->v[k].len, pe = l->v[w - 1].start + l->v[w - 1].len;
+            if (e > pe)
+                l->v[w - 1].len = e - l->v[w - 1].start;
+            continue;
+        }
+        l->v[w++] = l->v[k];
+    }
+    l->n = w;
+    return SW_OK;
+}
+
 static int scan_parts(void *ud, json_t *arr, size_t from, size_t to)
 {
     struct req_ctx *c = ud;
-    int rc = join_parts(c, arr, from, to, NULL);
-    if (rc)
-        return rc;
-    return sw_pii_scan_text(c->e, c->joined.ptr ? c->joined.ptr : "", c->joined.len,
-                            on_count_span, c->counts);
+    struct span_list l = {0};
+    size_t *off = malloc((to - from + 1) * sizeof *off);
+    int rc = off ? run_spans(c, arr, from, to, off, &l) : SW_ENOMEM;
+    for (size_t k = 0; !rc && k < l.n; k++)
+        on_count_span(c->counts, &l.v[k]);
+    free(off);
+    free(l.v);
+    return rc;
 }
 
 /* True when no built-in type can match the text: only lower-case ASCII
@@ -811,10 +916,12 @@ static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool 
     struct req_ctx c = {.e = e, .counts = counts};
     memset(counts, 0, sizeof *counts);
     sw_buf_init(&c.joined, TEXT_MAX);
+    sw_buf_init(&c.joined2, TEXT_MAX);
     static const struct walk_fns fns = {
         scan_field, scan_parts, count_binary, scan_key, scan_number, scan_key};
     int rc = walk_body(e, s, lenient, (json_t *)body, &fns, &c, bad, bad_len);
     wipe(&c.joined);
+    wipe(&c.joined2);
     return rc;
 }
 
@@ -958,26 +1065,6 @@ static int mask_number(void *ud, const char *t, size_t len, size_t ctx, json_t *
     return SW_OK;
 }
 
-struct span_list {
-    struct sw_pii_span *v;
-    size_t n, cap;
-};
-
-static int on_collect_span(void *ud, const struct sw_pii_span *sp)
-{
-    struct span_list *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct sw_pii_span *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return SW_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = *sp;
-    return SW_OK;
-}
-
 /* Masks parts [from, to) of arr as one text: each entity of the joined
  * text becomes its placeholder in the part where it starts, and the rest of
  * it is cut from every later part it reaches, so no part keeps a piece the
@@ -990,10 +1077,7 @@ static int mask_parts(void *ud, json_t *arr, size_t from, size_t to)
     struct span_list l = {0};
     int rc = off ? SW_OK : SW_ENOMEM;
     for (int pass = 0; !rc; pass++) {
-        l.n = 0;
-        if ((rc = join_parts(c, arr, from, to, off)) ||
-            (rc = sw_pii_scan_text(c->e, c->joined.ptr ? c->joined.ptr : "", c->joined.len,
-                                   on_collect_span, &l)))
+        if ((rc = run_spans(c, arr, from, to, off, &l)))
             break;
         if (!l.n)
             break;
@@ -1058,6 +1142,7 @@ static int mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum s
         return SW_EINVAL;
     sw_buf_init(&c.buf, TEXT_MAX);
     sw_buf_init(&c.joined, TEXT_MAX);
+    sw_buf_init(&c.joined2, TEXT_MAX);
     /* The first pass checks every grammar, reserves placeholder-shaped texts
      * and fails on a key, id or name holding an entity; the second masks.
      * Binary payloads are left as they are (counted): whether they may go at
@@ -1071,6 +1156,7 @@ static int mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum s
         rc = walk_body(e, s, false, body, &mask, &c, bad, bad_len);
     wipe(&c.buf);
     wipe(&c.joined);
+    wipe(&c.joined2);
     return rc;
 }
 

@@ -507,6 +507,14 @@ static void test_split_parts(void **state)
              "{\"type\":\"text\",\"text\":\"The user is jan.devries\"},{\"type\":\"text\",\"text\":\"@ziggo.nl.\"}]}");
     check_parts(SW_PII_SURFACE_MESSAGES, body, MAIL, SW_PII_EMAIL,
                 (const char *const[]){"The user is [EMAIL_1]", ".", NULL}, "system");
+    /* a value at a part's edge, a word right after it in the next part:
+     * still a value of its own (the parts are also read one per line) */
+    char cd2[32];
+    card(cd2, sizeof cd2, "454335991987826", "");
+    snprintf(body, sizeof body, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+             "{\"type\":\"text\",\"text\":\"card %s\"},{\"type\":\"text\",\"text\":\"and the rest\"}]}]}", cd2);
+    check_parts(SW_PII_SURFACE_CHAT, body, cd2, SW_PII_CARD,
+                (const char *const[]){"card [CARD_1]", "and the rest", NULL}, "messages.0.content");
     /* a value wholly inside one part, with another part beside it */
     snprintf(body, sizeof body, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
              "{\"type\":\"text\",\"text\":\"hi\"},{\"type\":\"text\",\"text\":\"mail " MAIL "\"}]}]}");
