@@ -808,7 +808,8 @@ static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, siz
         l->v[k].start = s0;
         l->v[k].len = e0 > s0 ? e0 - s0 : 0;
     }
-    qsort(l->v, l->n, sizeof *l->v, by_start);
+    if (l->n > 1)
+        qsort(l->v, l->n, sizeof *l->v, by_start);
     size_t w = 0;
     for (size_t k = 0; k < l->n; k++) {
         if (!l->v[k].len)
