@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,10 @@ struct pnode {
     size_t len;
     const struct field *f;      /* a listed path ends here */
     int child, next;            /* first child, next sibling; -1 none */
+    uint64_t kmask;             /* KBIT of each named child: most keys not listed
+                                 * ("temperature", "stream") are told apart at once */
 };
+#define KBIT(k, len) ((uint64_t)1 << (((len) * 7 + (unsigned char)(k)[0]) & 63))
 static struct pnode pnodes[PATH_NODES];
 static int n_pnodes;
 static int roots[N_SURFACES];
@@ -222,6 +226,8 @@ static pthread_once_t pnodes_once = PTHREAD_ONCE_INIT;
 
 static int pnode_child(int n, const char *k, size_t klen)
 {
+    if (k && (!klen || !(pnodes[n].kmask & KBIT(k, klen))))
+        return -1;
     for (int c = pnodes[n].child; c >= 0; c = pnodes[c].next)
         if (pnodes[c].seg ? (k && klen == pnodes[c].len && k[0] == pnodes[c].seg[0] &&
                              !memcmp(k, pnodes[c].seg, klen))
@@ -234,7 +240,7 @@ static int pnode_new(const char *seg, size_t len, int next)
 {
     if (n_pnodes == PATH_NODES)
         abort();                /* fixed tables: never at run time */
-    pnodes[n_pnodes] = (struct pnode){seg, len, NULL, -1, next};
+    pnodes[n_pnodes] = (struct pnode){seg, len, NULL, -1, next, 0};
     return n_pnodes++;
 }
 
@@ -247,8 +253,15 @@ static void pnodes_add(int root, const struct field *f)
         bool any = len == 1 && p[0] == '*';
         int c = pnode_child(n, any ? NULL : p, len);
         if (c < 0) {
-            c = pnode_new(any ? NULL : p, len, pnodes[n].child);
-            pnodes[n].child = c;
+            /* appended: siblings are tried in table order, the common
+             * fields ("model", "messages", "role", "content") first */
+            c = pnode_new(any ? NULL : p, len, -1);
+            if (!any)
+                pnodes[n].kmask |= KBIT(p, len);
+            int *link = &pnodes[n].child;
+            while (*link >= 0)
+                link = &pnodes[*link].next;
+            *link = c;
         }
         n = c;
         if (!dot)
@@ -343,6 +356,7 @@ struct walk {
     void *ud;
     bool lenient;               /* a structural field outside its grammar is text */
     bool messages;              /* SW_PII_SURFACE_MESSAGES */
+    bool short_clean;           /* no custom type: a number under 7 digits holds nothing */
     char *bad;
     size_t bad_len;
     size_t depth;
@@ -431,9 +445,9 @@ static int walk_string(struct walk *w, json_t *v)
 }
 
 /* A JSON number is text too: a card or phone number can be written as one.
- * Integers are exact; a real is scanned as jansson writes it when the body
- * is sent ("%.17g"), an integral one as its digits alone (what a reader of
- * "4929531180662219.0" sees). A real of magnitude 2^53 or more, or not
+ * Integers are exact; a real is scanned as the digits it holds: an integral
+ * one as its digits alone (what a reader of "4929531180662219.0" sees), any
+ * other in the shortest of "%.15g" and "%.17g" that reads back as it. A real of magnitude 2^53 or more, or not
  * finite, no longer holds the digits the client wrote (an integer beyond
  * int64 is already refused by the parser): fail closed. The number is
  * scanned after the end of its nearest key ("bsn: 111222333"), the context
@@ -453,15 +467,57 @@ static bool phone_key(const char *k, size_t n)
     return false;
 }
 
+/* Whether d is the double of a decimal of at most 6 significant digits
+ * (0.2, 1024, 0.75): r / 10^k is the correctly rounded quotient, the same
+ * double strtod gives for that decimal. */
+static bool short_real(double d)
+{
+    double p = 1;
+    for (int k = 0; k <= 6; k++, p *= 10) {
+        double x = d * p, r = nearbyint(x);
+        if (fabs(x) >= 1e6)
+            return false;
+        if (r / p == d)
+            return true;
+    }
+    return false;
+}
+
+static int format_int(char *out, size_t room, json_int_t v)
+{
+    char b[24];
+    size_t n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do
+        b[n++] = (char)('0' + u % 10);
+    while ((u /= 10));
+    if (v < 0)
+        b[n++] = '-';
+    if (n >= room)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = b[n - 1 - i];
+    out[n] = 0;
+    return (int)n;
+}
+
 static int walk_number(struct walk *w, json_t *v, json_t **repl)
 {
     char t[NUMBER_KEY_CONTEXT + 2 + 64];
     size_t ctx = 0;
     int r;
-    for (size_t d = w->depth; d > 0; d--)
-        if (w->key[d]) {
-            size_t kl = w->klen[d] < NUMBER_KEY_CONTEXT ? w->klen[d] : NUMBER_KEY_CONTEXT;
-            memcpy(t, w->key[d] + w->klen[d] - kl, kl);
+    double d = json_is_real(v) ? json_real_value(v) : 0;
+    if (json_is_real(v) && (!isfinite(d) || fabs(d) >= 9007199254740992.0))
+        return fail_at(w);
+    /* fewer than 7 digits: no built-in type (number_needs_no_scan) */
+    if (w->short_clean && (json_is_integer(v) ? json_integer_value(v) > -1000000 &&
+                                                    json_integer_value(v) < 1000000
+                                              : short_real(d)))
+        return SW_OK;
+    for (size_t k = w->depth; k > 0; k--)
+        if (w->key[k]) {
+            size_t kl = w->klen[k] < NUMBER_KEY_CONTEXT ? w->klen[k] : NUMBER_KEY_CONTEXT;
+            memcpy(t, w->key[k] + w->klen[k] - kl, kl);
             memcpy(t + kl, ": ", 2);
             ctx = kl + 2;
             break;
@@ -469,12 +525,16 @@ static int walk_number(struct walk *w, json_t *v, json_t **repl)
     char *n = t + ctx;
     size_t room = sizeof t - ctx;
     if (json_is_integer(v)) {
-        r = snprintf(n, room, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        r = format_int(n, room, json_integer_value(v));
+    } else if (d == floor(d)) {
+        r = snprintf(n, room, "%.0f", d);
     } else {
-        double d = json_real_value(v);
-        if (!isfinite(d) || fabs(d) >= 9007199254740992.0)
-            return fail_at(w);
-        r = d == floor(d) ? snprintf(n, room, "%.0f", d) : snprintf(n, room, "%.17g", d);
+        /* the digits the client wrote: the shortest of 15 or 17 that reads
+         * back as the same double (the rest of the 17 that jansson writes is
+         * the binary fraction's noise) */
+        r = snprintf(n, room, "%.15g", d);
+        if (r > 0 && (size_t)r < room && strtod(n, NULL) != d)
+            r = snprintf(n, room, "%.17g", d);
     }
     if (r <= 0 || (size_t)r >= room)
         return SW_EINVAL;
@@ -583,20 +643,30 @@ static int walk_value(struct walk *w, json_t *v, json_t **repl)
     return rc;
 }
 
-static int walk_body(enum sw_pii_surface s, bool lenient, json_t *body, const struct walk_fns *fns,
-                     void *ud, char *bad, size_t bad_len)
+static int walk_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool lenient,
+                     json_t *body, const struct walk_fns *fns, void *ud, char *bad, size_t bad_len)
 {
-    /* on the stack (about 6 KB): a heap block of this size would take
+    /* on the stack (about 6 KB; only the root's slots are set: a level's are
+     * written before they are read): a heap block of this size would take
      * glibc's slow path on every request */
-    struct walk w = {.fns = fns, .ud = ud, .lenient = lenient, .bad = bad, .bad_len = bad_len};
+    struct walk w;
     pthread_once(&pnodes_once, pnodes_init);
     if (bad && bad_len)
         bad[0] = 0;
     if ((unsigned)s >= N_SURFACES || !json_is_object(body))
         return SW_EINVAL;
+    w.fns = fns;
+    w.ud = ud;
+    w.lenient = lenient;
     w.messages = s == SW_PII_SURFACE_MESSAGES;
+    w.short_clean = sw_pii_type_count(e) == SW_PII_CUSTOM_BASE;
+    w.bad = bad;
+    w.bad_len = bad_len;
+    w.depth = 0;
+    w.part_text = NULL;
     w.node[0] = roots[s];
     w.key[0] = NULL;
+    w.klen[0] = 0;
     return walk_object(&w, body);
 }
 
@@ -608,6 +678,7 @@ struct req_ctx {
     struct sw_pii_counts *counts;
     struct sw_buf buf;
     struct sw_buf joined;
+    struct sw_buf joined2;      /* the same run with '\n' between the parts */
 };
 
 static void wipe(struct sw_buf *b)
@@ -653,14 +724,119 @@ static int join_parts(struct req_ctx *c, json_t *arr, size_t from, size_t to, si
     return SW_OK;
 }
 
+struct span_list {
+    struct sw_pii_span *v;
+    size_t n, cap;
+};
+
+static int on_collect_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct span_list *l = ud;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct sw_pii_span *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return SW_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *sp;
+    return SW_OK;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const struct sw_pii_span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Where byte pos of the run joined with '\n' between parts is in the run
+ * joined with nothing: off[] the parts' starts there (n + 1 entries); a
+ * separator maps to the end of its part (*sep set). */
+static size_t unsep(const size_t *off, size_t n, size_t pos, bool *sep)
+{
+    size_t lo = 0, hi = n;      /* the part: largest i with off[i] + i <= pos */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (off[mid] + mid <= pos)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t local = pos - (off[lo] + lo);
+    *sep = local >= off[lo + 1] - off[lo];
+    return *sep ? off[lo + 1] : off[lo] + local;
+}
+
+/* The entities of a run of text parts, in the coordinates of the run joined
+ * with nothing between the parts (c->joined, off[] the parts' starts, n + 1
+ * entries): the union of what is found in that text (a value split across
+ * two parts is whole again) and in the parts joined with a line break, as a
+ * reader or a translation sees them (a value at a part's edge keeps its
+ * boundary: "4111 1111 1111 1111" then "and ..." is not one word). Sorted,
+ * overlaps merged. */
+static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, size_t *off,
+                     struct span_list *l)
+{
+    size_t n = to - from;
+    int rc;
+    sw_buf_reset(&c->joined);
+    sw_buf_reset(&c->joined2);
+    l->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = part_text(json_array_get(arr, from + i));
+        off[i] = c->joined.len;
+        if ((rc = sw_buf_append(&c->joined, json_string_value(t), json_string_length(t))) ||
+            (i && (rc = sw_buf_append(&c->joined2, "\n", 1))) ||
+            (rc = sw_buf_append(&c->joined2, json_string_value(t), json_string_length(t))))
+            return rc;
+    }
+    off[n] = c->joined.len;
+    if ((rc = sw_pii_scan_text(c->e, c->joined.ptr ? c->joined.ptr : "", c->joined.len,
+                               on_collect_span, l)))
+        return rc;
+    size_t first = l->n;
+    if ((rc = sw_pii_scan_text(c->e, c->joined2.ptr ? c->joined2.ptr : "", c->joined2.len,
+                               on_collect_span, l)))
+        return rc;
+    for (size_t k = first; k < l->n; k++) {
+        bool sep;
+        size_t s0 = unsep(off, n, l->v[k].start, &sep);
+        size_t e0 = unsep(off, n, l->v[k].start + l->v[k].len - 1, &sep);
+        if (!sep)
+            e0++;
+        l->v[k].start = s0;
+        l->v[k].len = e0 > s0 ? e0 - s0 : 0;
+    }
+    if (l->n > 1)
+        qsort(l->v, l->n, sizeof *l->v, by_start);
+    size_t w = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        if (!l->v[k].len)
+            continue;
+        if (w && l->v[k].start < l->v[w - 1].start + l->v[w - 1].len) {
+            size_t e = l->v[k].start + l->v[k].len, pe = l->v[w - 1].start + l->v[w - 1].len;
+            if (e > pe)
+                l->v[w - 1].len = e - l->v[w - 1].start;
+            continue;
+        }
+        l->v[w++] = l->v[k];
+    }
+    l->n = w;
+    return SW_OK;
+}
+
 static int scan_parts(void *ud, json_t *arr, size_t from, size_t to)
 {
     struct req_ctx *c = ud;
-    int rc = join_parts(c, arr, from, to, NULL);
-    if (rc)
-        return rc;
-    return sw_pii_scan_text(c->e, c->joined.ptr ? c->joined.ptr : "", c->joined.len,
-                            on_count_span, c->counts);
+    struct span_list l = {0};
+    size_t *off = malloc((to - from + 1) * sizeof *off);
+    int rc = off ? run_spans(c, arr, from, to, off, &l) : SW_ENOMEM;
+    for (size_t k = 0; !rc && k < l.n; k++)
+        on_count_span(c->counts, &l.v[k]);
+    free(off);
+    free(l.v);
+    return rc;
 }
 
 /* True when no built-in type can match the text: only lower-case ASCII
@@ -741,10 +917,12 @@ static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool 
     struct req_ctx c = {.e = e, .counts = counts};
     memset(counts, 0, sizeof *counts);
     sw_buf_init(&c.joined, TEXT_MAX);
+    sw_buf_init(&c.joined2, TEXT_MAX);
     static const struct walk_fns fns = {
         scan_field, scan_parts, count_binary, scan_key, scan_number, scan_key};
-    int rc = walk_body(s, lenient, (json_t *)body, &fns, &c, bad, bad_len);
+    int rc = walk_body(e, s, lenient, (json_t *)body, &fns, &c, bad, bad_len);
     wipe(&c.joined);
+    wipe(&c.joined2);
     return rc;
 }
 
@@ -888,26 +1066,6 @@ static int mask_number(void *ud, const char *t, size_t len, size_t ctx, json_t *
     return SW_OK;
 }
 
-struct span_list {
-    struct sw_pii_span *v;
-    size_t n, cap;
-};
-
-static int on_collect_span(void *ud, const struct sw_pii_span *sp)
-{
-    struct span_list *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct sw_pii_span *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return SW_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = *sp;
-    return SW_OK;
-}
-
 /* Masks parts [from, to) of arr as one text: each entity of the joined
  * text becomes its placeholder in the part where it starts, and the rest of
  * it is cut from every later part it reaches, so no part keeps a piece the
@@ -920,10 +1078,7 @@ static int mask_parts(void *ud, json_t *arr, size_t from, size_t to)
     struct span_list l = {0};
     int rc = off ? SW_OK : SW_ENOMEM;
     for (int pass = 0; !rc; pass++) {
-        l.n = 0;
-        if ((rc = join_parts(c, arr, from, to, off)) ||
-            (rc = sw_pii_scan_text(c->e, c->joined.ptr ? c->joined.ptr : "", c->joined.len,
-                                   on_collect_span, &l)))
+        if ((rc = run_spans(c, arr, from, to, off, &l)))
             break;
         if (!l.n)
             break;
@@ -988,6 +1143,7 @@ static int mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum s
         return SW_EINVAL;
     sw_buf_init(&c.buf, TEXT_MAX);
     sw_buf_init(&c.joined, TEXT_MAX);
+    sw_buf_init(&c.joined2, TEXT_MAX);
     /* The first pass checks every grammar, reserves placeholder-shaped texts
      * and fails on a key, id or name holding an entity; the second masks.
      * Binary payloads are left as they are (counted): whether they may go at
@@ -996,11 +1152,12 @@ static int mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum s
                                             check_key};
     static const struct walk_fns mask = {mask_field, mask_parts, count_binary, NULL, mask_number,
                                          NULL};
-    int rc = walk_body(s, false, body, &reserve, &c, bad, bad_len);
+    int rc = walk_body(e, s, false, body, &reserve, &c, bad, bad_len);
     if (!rc)
-        rc = walk_body(s, false, body, &mask, &c, bad, bad_len);
+        rc = walk_body(e, s, false, body, &mask, &c, bad, bad_len);
     wipe(&c.buf);
     wipe(&c.joined);
+    wipe(&c.joined2);
     return rc;
 }
 
