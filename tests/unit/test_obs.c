@@ -79,7 +79,7 @@ static void test_gauges(void **state)
         {"edge", true, "up", 0, 2, 4, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false},
         {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false},
     };
-    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 0, false};
+    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
@@ -107,6 +107,7 @@ static void test_gauges(void **state)
         "spillway_decision_log_write_errors_total 3",
         "# TYPE spillway_event_loop_lag_seconds gauge",
         "spillway_event_loop_lag_seconds 0.25",
+        "spillway_idle_connections_closed_total 7",
     };
     const char *p = out.ptr;
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
