@@ -27,7 +27,9 @@ enum gram {
     G_ID,           /* an id: 1-128 of A-Z a-z 0-9 _ - ("call_…", "toolu_…", "file-…") */
     G_FN64,         /* an OpenAI function name: ^[a-zA-Z0-9_-]{1,64}$ */
     G_FN128,        /* an Anthropic tool name: ^[a-zA-Z0-9_-]{1,128}$ */
-    G_MODEL,        /* a model name: 1-256 printable ASCII characters, no space, '"' or '\' */
+    G_MODEL,        /* a model name: 1-1024 bytes without control characters, as the config
+                     * allows them (the front answers 404 to a name the config does not
+                     * define before the scan, so no free text passes as a model) */
     G_WORD,         /* a block type: 1-64 of a-z and _ (no digit, '@' or space) */
     G_TOOLTYPE,     /* an Anthropic tool type: a G_WORD, optionally "_" and 8 digits (a date) */
     G_B64,          /* an opaque token of the provider (thinking signature): 1 B - 1 MiB of base64 */
@@ -72,10 +74,10 @@ static bool gram_ok(enum gram g, const char *const *words, const char *s, size_t
     case G_FN64: return all_of(s, n, 64, true, "_-");
     case G_FN128: return all_of(s, n, 128, true, "_-");
     case G_MODEL:
-        if (n == 0 || n > 256)
+        if (n == 0 || n > 1024)
             return false;
         for (size_t i = 0; i < n; i++)
-            if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f || s[i] == '"' || s[i] == '\\')
+            if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
                 return false;
         return true;
     case G_WORD: return is_word(s, n);

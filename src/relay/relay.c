@@ -1693,7 +1693,8 @@ static enum sw_pii_surface pii_surface(const struct proxy *p, enum sw_dialect ud
  * scanned in that backend's API. Masked, they must hold no entity; not
  * masked, no entity the front's scan did not already allow out (it found
  * none, or the request would not be here). A body that cannot be read or
- * scanned fails too. A body spliced from the client's own bytes, or the
+ * scanned fails too; a field outside the API's grammar (a translation need
+ * not fit it) is read as text. A body spliced from the client's own bytes, or the
  * Anthropic client's own tree, is exactly what the front scanned and is not
  * scanned again. */
 static bool outgoing_clean(const struct proxy *p, const char *body, size_t len,
@@ -1702,7 +1703,7 @@ static bool outgoing_clean(const struct proxy *p, const char *body, size_t len,
     json_error_t jerr;
     json_t *tree = json_loadb(body, len, 0, &jerr);
     struct sw_pii_counts c;
-    bool ok = tree && sw_pii_scan_body(p->live->pii, surface, tree, &c, NULL, 0) == SW_OK &&
+    bool ok = tree && sw_pii_scan_built(p->live->pii, surface, tree, &c) == SW_OK &&
               c.total == 0 && (c.binary == 0 || !p->pii.binary_blocked);
     json_decref(tree);
     return ok;

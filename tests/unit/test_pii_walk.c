@@ -199,16 +199,21 @@ static void test_grammar_table(void **state)
         /* free text, an address in it: refused with the field's path, by
          * the scan and by the mask, on the surface's own table */
         const char *wrong[] = {FREE, "auto ", "", "x y"};
-        for (size_t w = 0; w < sizeof wrong / sizeof *wrong; w++) {
-            json_t *no = load_with(r->body, wrong[w]);
+        /* a model name is any configured name (the front answers 404 to
+         * others before the scan): only empty or control characters fail */
+        const char *wrong_model[] = {"", "tab\there", "nul\x01"};
+        int model = !strcmp(r->path, "model");
+        size_t n_wrong = model ? 3 : sizeof wrong / sizeof *wrong;
+        for (size_t w = 0; w < n_wrong; w++) {
+            json_t *no = load_with(r->body, model ? wrong_model[w] : wrong[w]);
             bad[0] = 'x';
             rc = sw_pii_scan_body(E, r->s, no, &c, bad, sizeof bad);
             if (rc != SW_EINVAL || strcmp(bad, r->path))
-                fail_msg("row %zu (%s) with '%s': rc %d, bad '%s'", i, r->path, wrong[w], rc, bad);
+                fail_msg("row %zu (%s) with value %zu: rc %d, bad '%s'", i, r->path, w, rc, bad);
             m = sw_pii_map_new();
             rc = sw_pii_mask_body(E, m, r->s, no, &c, bad, sizeof bad);
             if (rc != SW_EINVAL || strcmp(bad, r->path))
-                fail_msg("row %zu (%s) mask with '%s': rc %d, bad '%s'", i, r->path, wrong[w], rc, bad);
+                fail_msg("row %zu (%s) mask with value %zu: rc %d, bad '%s'", i, r->path, w, rc, bad);
             sw_pii_map_free(m);
             json_decref(no);
         }
