@@ -201,7 +201,7 @@ static void test_grammar_table(void **state)
         const char *wrong[] = {FREE, "auto ", "", "x y"};
         /* a model name is any configured name (the front answers 404 to
          * others before the scan): only empty or control characters fail */
-        const char *wrong_model[] = {"", "tab\there", "nul\x01"};
+        const char *wrong_model[] = {"", "tab\\there", "nul\\u0001"};
         int model = !strcmp(r->path, "model");
         size_t n_wrong = model ? 3 : sizeof wrong / sizeof *wrong;
         for (size_t w = 0; w < n_wrong; w++) {
