@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/err.h"
 #include "pii/detect.h"
@@ -1374,7 +1375,20 @@ static bool r_secret(struct scan *sc, const struct pattern *p, size_t *ps, size_
             return false;
         *ps = (size_t)(sep - sc->t) + 3;
         *pe = e - 1;            /* before '@' */
-        return *pe > *ps;
+        if (*pe <= *ps)
+            return false;
+        /* a placeholder or a reference is not a secret (scheme://user:PASSWORD@,
+         * redis://:${REDIS_PASSWORD}@, [USER]:PASSWORD) */
+        const unsigned char *c = memchr(sc->t + *ps, ':', *pe - *ps);
+        size_t pw = c ? (size_t)(c - sc->t) + 1 : *ps, n = *pe - pw;
+        if (n == 0 || sc->t[pw] == '$' || sc->t[pw] == '{' || sc->t[pw] == '<' || sc->t[pw] == '[' ||
+            sc->t[*ps] == '[' || sc->t[*ps] == '<')
+            return false;
+        static const char *const names[] = {"password", "passwd", "pass", "secret", "pwd", "pw"};
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (n == strlen(names[k]) && !strncasecmp((const char *)sc->t + pw, names[k], n))
+                return false;
+        return true;
     }
     }
     return false;

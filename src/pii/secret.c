@@ -169,8 +169,8 @@ struct st {
     int (*add)(void *ud, size_t s, size_t e);
     void *ud;
     int rc;
-    /* the last assignment value run walked: [vfrom, vend) */
-    size_t vfrom, vend;
+    /* the last assignment value run walked, on a line / inline: [vfrom, vend) */
+    size_t vfrom[2], vend[2];
     /* AWS: the text before aws_fwd was searched forward for a key; the
      * last key found there starts at aws_key (SIZE_MAX: none), and the text
      * before aws_back was searched backwards */
@@ -253,6 +253,12 @@ static int r_webhook(struct st *st, size_t q)
  * header before the end found ends there too. */
 static int r_block(struct st *st, const struct rule *r, size_t s, size_t q)
 {
+    /* the first line as the format writes it: PuTTY's version digit, a
+     * colon, a space and the key type (lower case); SSH2's closing dashes */
+    if (r->min ? (st->len - q < 5 || memcmp(st->t + q, " ----", 5))
+               : (st->len - q < 4 || (st->t[q] != '2' && st->t[q] != '3') || st->t[q + 1] != ':' ||
+                  st->t[q + 2] != ' ' || !(cls[st->t[q + 3]] & C_LOWER)))
+        return 0;
     const char *endlit = r->min ? "---- END SSH2 " : "Private-MAC: ";
     size_t k = strlen(endlit), e;
     if (st->bk_have[r->min] && q >= st->bk_from[r->min] && st->bk_at[r->min] >= q) {
@@ -407,7 +413,8 @@ static const char *const not_values[] = {
     "bool", "boolean", "int", "integer", "number", "required", "optional", "empty", "secret",
     "password", "token", "redacted", "hidden", "masked", "placeholder", "example", "default",
     "env", "file", "value", "self", "this", "new", "var", "let", "const", "return", "option", "any",
-    "object", "include", "omit", "unknown", "void", "text", "uuid",
+    "object", "include", "omit", "unknown", "void", "text", "uuid", "unused", "dummy", "fake", "wrong",
+    "test", "changeme", "sample", "foo", "bar", "xyz", "abc", "...",
 };
 
 static bool eq_nocase(const unsigned char *a, size_t n, const char *w)
@@ -438,6 +445,7 @@ static bool not_a_value(const unsigned char *v, size_t n, const unsigned char *i
         return true;
     switch (v[0]) {
     case '$': case '%': case '{': case '<': case '[': case '(': case '&': case '#': case '|': case '>':
+    case '\\': case '@': case '*':
         return true;
     case '!':           /* YAML tags: !vault, !Ref */
         if (n > 1 && (cls[v[1]] & (C_LOWER | C_UPPER)))
@@ -467,13 +475,34 @@ static bool not_a_value(const unsigned char *v, size_t n, const unsigned char *i
     return false;
 }
 
+/* A call, an index, a type argument, a member or scope access ("f(x)",
+ * "env[", "Option<String>", "a->b", "A::b"). */
+static inline bool call_like(const unsigned char *v, size_t n, size_t i)
+{
+    return v[i] == '(' || v[i] == ')' || v[i] == '[' || v[i] == ']' || v[i] == '<' || v[i] == '>' ||
+           (i + 1 < n && ((v[i] == '-' && v[i + 1] == '>') || (v[i] == ':' && v[i + 1] == ':')));
+}
+
+/* A path of names without digits: process.env.DB_PASSWORD, settings.token. */
+static bool name_path(const unsigned char *v, size_t n)
+{
+    bool dot = false;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == '.')
+            dot = true;
+        else if (!(cls[v[i]] & (C_LOWER | C_UPPER | C_US)))
+            return false;
+    }
+    return dot;
+}
+
 /* A value that only code would assign: a name or a path of names
  * ("req.body.password", "apiKey"), or a call. */
 static bool code_like(const unsigned char *v, size_t n)
 {
     unsigned k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (v[i] == '(' || v[i] == ')')
+        if (call_like(v, n, i))
             return true;
         k |= cls[v[i]];
         if (!(ident(v[i]) || v[i] == '.' || v[i] == ':' || v[i] == '-'))
@@ -482,11 +511,15 @@ static bool code_like(const unsigned char *v, size_t n)
     return !(k & C_DIGIT);
 }
 
-static inline bool ends_value(const unsigned char *t, size_t len, size_t i)
+/* Where an unquoted value ends: at a space or quote; inline (a query or
+ * connection string, code) also at , ; & ) } ] < > (on a line of its own,
+ * as in .env and YAML, those are part of the value). */
+static inline bool ends_value(const unsigned char *t, size_t len, size_t i, bool inl)
 {
     unsigned char c = t[i];
-    if (c <= ' ' || c == '"' || c == '\'' || c == '`' || c == ',' || c == ';' || c == '&' || c == ')' ||
-        c == '}' || c == ']' || c == '<' || c == '>')
+    if (c <= ' ' || c == '"' || c == '\'' || c == '`')
+        return true;
+    if (inl && (c == ',' || c == ';' || c == '&' || c == ')' || c == '}' || c == ']' || c == '<' || c == '>'))
         return true;
     /* a JSON escape: "\n", "\"" (the text is JSON) */
     return c == '\\' && i + 1 < len &&
@@ -495,22 +528,56 @@ static inline bool ends_value(const unsigned char *t, size_t len, size_t i)
 
 /* The end of the unquoted value run from i, remembered: a later value
  * starting inside the same run ends at the same place. */
-static size_t value_run(struct st *st, size_t i)
+static size_t value_run(struct st *st, size_t i, bool inl)
 {
-    if (i >= st->vfrom && i < st->vend)
-        return st->vend;
+    if (i >= st->vfrom[inl] && i < st->vend[inl])
+        return st->vend[inl];
     size_t e = i;
-    while (e < st->len && !ends_value(st->t, st->len, e))
+    while (e < st->len && !ends_value(st->t, st->len, e, inl))
         e++;
-    st->vfrom = i;
-    st->vend = e;
+    st->vfrom[inl] = i;
+    st->vend[inl] = e;
     return e;
+}
+
+/* A number: no token or key (ms_per_token: 0.5), though a PIN may be one. */
+static bool numeric(const unsigned char *v, size_t n, bool *digits_only)
+{
+    bool d = false, only = true;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] >= '0' && v[i] <= '9')
+            d = true;
+        else if (v[i] == '.' || v[i] == '-' || v[i] == '+' || v[i] == 'e')
+            only = false;
+        else
+            return false;
+    }
+    *digits_only = only;
+    return d;
+}
+
+/* Digits or symbols (not a word, nor words joined by - _ .): what a
+ * generated or chosen secret has, and a name or a placeholder has not. */
+static bool has_digit_or_symbol(const unsigned char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(cls[v[i]] & (C_LOWER | C_UPPER)) && v[i] != '-' && v[i] != '_' && v[i] != '.')
+            return true;
+    return false;
+}
+
+static inline bool quote_at(const unsigned char *t, size_t len, size_t i)
+{
+    /* '\n' is a quote too: the JSON view writes a string's edges as line breaks */
+    return t[i] == '"' || t[i] == '\'' || t[i] == '`' || t[i] == '\n' || (t[i] == '\\' && i + 1 < len && t[i + 1] == '"');
 }
 
 /* The name ending at [s, q) (a trigger at its end) assigned a value: the
  * value is the secret. Forms: NAME=value (.env, shell, URL query,
  * connection strings), name: value (YAML, HTTP headers), "name": "value"
- * (JSON), name = "value" / name := "value" / 'name' => 'value' (code). */
+ * (JSON), name = "value" / name := "value" / 'name' => 'value' (code).
+ * A value in code needs digits or symbols: `apiKey: 'unused'`,
+ * `token = accessToken` name no secret. */
 static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
 {
     const unsigned char *t = st->t;
@@ -524,8 +591,11 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     /* the context before the name: the start of a line (or of a JSON "\n"),
      * an argument "--name", a query or connection string's separator */
     size_t b = is;
-    if (b > 0 && (t[b - 1] == '"' || t[b - 1] == '\'')) {
-        b--;
+    bool quoted_name = false;
+    if (b > 0 && (t[b - 1] == '"' || t[b - 1] == '\'' || t[b - 1] == '\n')) {
+        quoted_name = t[b - 1] != '\n' || (q < len && t[q] == '\n');
+        if (t[b - 1] != '\n')
+            b--;
         if (b > 0 && t[b - 1] == '\\')
             b--;
     }
@@ -533,12 +603,12 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
         b--;
     if (b >= 7 && !memcmp(t + b - 7, "export ", 7))
         b -= 7;
-    bool line = b == 0 || t[b - 1] == '\n' || t[b - 1] == '\r' || t[b - 1] == ';' || t[b - 1] == '?' ||
-                t[b - 1] == '&' || (b >= 2 && t[b - 2] == '\\' && t[b - 1] == 'n') ||
-                (b >= 2 && t[b - 2] == '-' && t[b - 1] == ' ') || t[is] == '-';
+    bool own_line = b == 0 || t[b - 1] == '\n' || t[b - 1] == '\r' || (b >= 2 && t[b - 2] == '\\' && t[b - 1] == 'n') ||
+                    (b >= 2 && t[b - 2] == '-' && t[b - 1] == ' ') || t[is] == '-';
+    bool line = own_line || t[b - 1] == ';' || t[b - 1] == '?' || t[b - 1] == '&';
     /* the separator */
     size_t i = q;
-    if (i < len && (t[i] == '"' || t[i] == '\'' || t[i] == '`'))
+    if (i < len && (t[i] == '"' || t[i] == '\'' || t[i] == '`' || t[i] == '\n'))
         i++;
     else if (i + 1 < len && t[i] == '\\' && t[i + 1] == '"')
         i += 2;
@@ -568,8 +638,9 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     }
     if (i >= len)
         return 0;
+    bool digits_only;
     /* a quoted value */
-    if (t[i] == '"' || t[i] == '\'' || t[i] == '`' || (t[i] == '\\' && i + 1 < len && t[i + 1] == '"')) {
+    if (quote_at(t, len, i)) {
         bool esc = t[i] == '\\';
         unsigned char qc = esc ? '"' : t[i];
         size_t v = i + (esc ? 2 : 1), lim = v + 256 < len ? v + 256 : len;
@@ -586,33 +657,45 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
                 return 0;       /* prose ("Enter your password"), not a secret */
         if (not_a_value(t + v, ve - v, t + is, q - is))
             return 0;
+        if (numeric(t + v, ve - v, &digits_only) && !(digits_only && r->cls))
+            return 0;
+        /* code: a name of the language (not a quoted key) given a literal,
+         * in an argument list or an object */
+        size_t after = ve + (esc ? 2 : 1);
+        bool code = !quoted_name && (!own_line || (after < len && (t[after] == ',' || t[after] == ';' || t[after] == ')')));
+        if (code && !has_digit_or_symbol(t + v, ve - v))
+            return 0;
         return add(st, v, ve);
     }
-    size_t ve = value_run(st, i);
-    if (ve - i > 256 || not_a_value(t + i, ve - i, t + is, q - is))
+    size_t ve = value_run(st, i, !own_line);
+    if (ve - i > 256)
+        return 0;
+    /* on a line of its own, a value that ends with , or ; is code's */
+    bool code_end = false;
+    while (ve > i && (t[ve - 1] == ',' || t[ve - 1] == ';')) {
+        ve--;
+        code_end = true;
+    }
+    if (not_a_value(t + i, ve - i, t + is, q - is))
+        return 0;
+    if (numeric(t + i, ve - i, &digits_only) && !(digits_only && r->cls))
         return 0;
     /* Unquoted: a config line's value (NAME=value, name: value to the end
      * of the line), else only what cannot be a name in code. */
-    bool eol = ve >= len || t[ve] == '\n' || t[ve] == '\r' || t[ve] == ';' || t[ve] == '&' ||
-               (t[ve] == '\\' && ve + 1 < len && (t[ve + 1] == 'n' || t[ve + 1] == 'r')) ||
-               (t[ve] == ' ' && (ve + 1 >= len || t[ve + 1] == '#' || t[ve + 1] == '\n'));
-    bool config = line && eol && (colon || !spaced);
-    if (!config && code_like(t + i, ve - i))
-        return 0;
-    if (!config) {
-        /* outside a config line a value needs a digit or a symbol */
-        bool sym = false;
-        for (size_t k = i; k < ve && !sym; k++)
-            sym = !(cls[t[k]] & (C_LOWER | C_UPPER)) || t[k] == '_';
-        if (!sym)
+    size_t ee = ve + code_end;
+    bool eol = ee >= len || t[ee] == '\n' || t[ee] == '\r' || t[ee] == ';' || t[ee] == '&' ||
+               (t[ee] == '\\' && ee + 1 < len && (t[ee + 1] == 'n' || t[ee + 1] == 'r')) ||
+               (t[ee] == ' ' && (ee + 1 >= len || t[ee + 1] == '#' || t[ee + 1] == '\n'));
+    bool config = line && eol && !code_end && (colon || !spaced);
+    if (config) {
+        for (size_t k = i; k < ve; k++)
+            if (call_like(t + i, ve - i, k - i))
+                return 0;
+        if (name_path(t + i, ve - i))
             return 0;
-    }
-    /* numbers are no token or key (token_ttl: 3600), but may be a password */
-    bool digits = true;
-    for (size_t k = i; k < ve && digits; k++)
-        digits = t[k] >= '0' && t[k] <= '9';
-    if (digits && !r->cls)
+    } else if (code_like(t + i, ve - i) || !has_digit_or_symbol(t + i, ve - i)) {
         return 0;
+    }
     return add(st, i, ve);
 }
 
