@@ -2035,6 +2035,59 @@ static int prepass(struct scan *sc)
 #endif
 }
 
+/* A stretch of digits alone longer than 2 * DIGITS_KEEP bytes: no digit
+ * match inside it but its first and last DIGITS_KEEP bytes can be taken
+ * (every match is at most ~40 bytes long, and an accepted one has a
+ * non-digit, or the text's edge, at one end at least: a start or an end
+ * between two digits fails the boundary checks, which read the text, not
+ * the window). So only those bytes are scanned by the digit patterns: the
+ * digit database costs thousands of instructions a byte on a long run of
+ * digits. The window is cut in two around the stretch. */
+#define DIGITS_KEEP 64
+
+static int cut_digit_stretches(struct scan *sc)
+{
+    size_t extra = 0;
+    for (size_t k = 0; k < sc->nw; k++)
+        for (size_t i = sc->w[k].s; i < sc->w[k].e;) {
+            if (!is_digit(sc->t[i])) {
+                i++;
+                continue;
+            }
+            size_t a = i;
+            while (i < sc->w[k].e && is_digit(sc->t[i]))
+                i++;
+            extra += i - a > 2 * DIGITS_KEEP;
+        }
+    if (!extra)
+        return SW_OK;
+    struct win *w = malloc((sc->nw + extra) * sizeof *w);
+    if (!w)
+        return SW_ENOMEM;
+    size_t n = 0;
+    for (size_t k = 0; k < sc->nw; k++) {
+        size_t from = sc->w[k].s;
+        for (size_t i = sc->w[k].s; i < sc->w[k].e;) {
+            if (!is_digit(sc->t[i])) {
+                i++;
+                continue;
+            }
+            size_t a = i;
+            while (i < sc->w[k].e && is_digit(sc->t[i]))
+                i++;
+            if (i - a > 2 * DIGITS_KEEP) {
+                w[n++] = (struct win){from, a + DIGITS_KEEP, 0};
+                from = i - DIGITS_KEEP;
+            }
+        }
+        w[n++] = (struct win){from, sc->w[k].e, 0};
+    }
+    free(sc->w);
+    sc->w = w;
+    sc->nw = sc->capw = n;
+    return SW_OK;
+}
+
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
 {
     if (sc->nsp == sc->capsp) {
@@ -2102,6 +2155,10 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && prepass(&sc))
         hr = HS_SCAN_TERMINATED;
+    if (hr == HS_SUCCESS && cut_digit_stretches(&sc)) {
+        rc = SW_ENOMEM;
+        goto done;
+    }
     if (hr == HS_SUCCESS && sc.nw && !scratch) {
         scratch = scratch_get(me);
         if (!scratch) {
