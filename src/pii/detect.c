@@ -1354,6 +1354,16 @@ static bool r_secret(struct scan *sc, const struct pattern *p, size_t *ps, size_
          * is searched once, not once per header. */
         struct scan *w = sc;
         size_t lim = sc->len;
+        /* a key follows the header (base64, or Proc-Type: of an encrypted
+         * PKCS#1 key), after line breaks, JSON "\n" escapes or spaces: a
+         * header quoted in prose or docs ("`-----BEGIN ... KEY-----` to the
+         * END line") is not a key */
+        size_t k = e;
+        while (k < lim && k - e < 16 && (sc->t[k] == ' ' || sc->t[k] == '\r' || sc->t[k] == '\n' ||
+                                         (sc->t[k] == '\\' && k + 1 < lim && (sc->t[k + 1] == 'n' || sc->t[k + 1] == 'r'))))
+            k += sc->t[k] == '\\' ? 2 : 1;
+        if (k < lim && !is_alnum(sc->t[k]) && sc->t[k] != '+' && sc->t[k] != '/')
+            return false;
         if (!(w->pk_have && e >= w->pk_from && w->pk_end >= e)) {
             const unsigned char *end = memmem(sc->t + e, lim - e, "-----END ", 9);
             w->pk_have = true;

@@ -259,6 +259,13 @@ static int r_block(struct st *st, const struct rule *r, size_t s, size_t q)
                : (st->len - q < 4 || (st->t[q] != '2' && st->t[q] != '3') || st->t[q + 1] != ':' ||
                   st->t[q + 2] != ' ' || !(cls[st->t[q + 3]] & C_LOWER)))
         return 0;
+    /* and the line ends there (the key type, or the dashes): a line break
+     * or JSON's "\n" */
+    size_t h = r->min ? q + 5 : q + 3;
+    while (!r->min && h < st->len && h - q < 64 && (cls[st->t[h]] & (C_ALNUM | C_DASH | C_DOT | C_US)))
+        h++;
+    if (h < st->len && st->t[h] != '\n' && st->t[h] != '\r' && !(st->t[h] == '\\' && h + 1 < st->len && st->t[h + 1] == 'n'))
+        return 0;
     const char *endlit = r->min ? "---- END SSH2 " : "Private-MAC: ";
     size_t k = strlen(endlit), e;
     if (st->bk_have[r->min] && q >= st->bk_from[r->min] && st->bk_at[r->min] >= q) {

@@ -57,8 +57,8 @@ struct tcase {
 };
 
 static const struct tcase texts[] = {
-    {"pem header, no END", "-----BEGIN RSA PRIVATE KEY-----\n", true},
-    {"pgp header, no END", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n", false},
+    {"pem header, no END", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n", true},
+    {"pgp header, no END", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOY\n", false},
     {"putty header", "PuTTY-User-Key-File-2: ssh-rsa\n", false},
     {"@ run", "@", true},
     {"a@b. pairs", "a@b.", false},
