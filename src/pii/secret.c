@@ -6,6 +6,7 @@
  * repeated triggers costs linear time. */
 #include "pii/secret.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -120,7 +121,7 @@ static const struct rule rules[] = {
 /* ---- Bytes ---- */
 
 static unsigned char cls[256];
-static bool cls_ready;
+static pthread_once_t cls_once = PTHREAD_ONCE_INIT;
 
 static void cls_init(void)
 {
@@ -144,7 +145,6 @@ static void cls_init(void)
             k |= C_HEX;
         cls[c] = (unsigned char)k;
     }
-    cls_ready = true;
 }
 
 static inline bool alnum(unsigned char c) { return (cls[c] & C_ALNUM) != 0; }
@@ -736,8 +736,7 @@ int sw_pii_secret_db(hs_database_t **db)
     unsigned flags[N_RULES], ids[N_RULES];
     char buf[N_RULES][64];
     hs_compile_error_t *cerr = NULL;
-    if (!cls_ready)
-        cls_init();
+    pthread_once(&cls_once, cls_init);
     for (size_t i = 0; i < N_RULES; i++) {
         /* the literal as a regex: every byte escaped */
         const char *l = rules[i].lit;
