@@ -47,6 +47,7 @@ if [ "$what" = test ]; then
   bin python3 python3         # tests/it/http_clients.test.mjs: urllib, http.client
   bin ab apache2-utils        # tests/it/http_clients.test.mjs: ApacheBench
   bin bc bc
+  bin valgrind valgrind       # tests/unit/test_pii_linear: instruction counts (callgrind and its header)
   bin redis-server redis-server   # tests/it/replicas.test.mjs: the shared state (state.redis)
   bin openssl openssl
   bin chromium chromium       # tests/it/dashboard.test.mjs (driven by playwright-core)

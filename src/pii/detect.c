@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <utf8proc.h>
 
 #include "common/err.h"
 #include "pii/detect.h"
 #include "pii/phone.h"
+#include "pii/secret.h"
 #include "pii/validate.h"
 #include "pii/view.h"
 
@@ -120,9 +122,11 @@ static const struct pattern builtin[] = {
     {SW_PII_SECRET, K_BEARER, 2, 0, 0, "[Bb]earer +[A-Za-z0-9._~+/\\-]{16,}=*", NULL, 0, 0, 0},
     {SW_PII_SECRET, K_JWT, 0, 0, 0,
      "eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}", "eyJ", 0, 0, 0},
-    {SW_PII_SECRET, K_PRIVKEY, 0, 0, 0, "-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----", "-----BEGIN ", 0, 0, 0},
+    /* PEM (PKCS#1, PKCS#8, SEC1, OpenSSH, encrypted) and OpenPGP private keys */
+    {SW_PII_SECRET, K_PRIVKEY, 0, 0, 0, "-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----", "-----BEGIN ", 0, 0, 0},
+    /* the user may be empty (redis://:password@host) */
     {SW_PII_SECRET, K_URLCRED, 0, 0, 0,
-     "[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s:@/]+:[^\\s@/]+@", "://", 0, 0, 0},
+     "[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s:@/]*:[^\\s@/]+@", "://", 0, 0, 0},
 };
 #define N_BUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -171,6 +175,7 @@ struct sw_pii_engine {
     unsigned char lit_off[MAX_LITS];
     unsigned char bucket[8][MAX_LITS], n_bucket[8];
     hs_database_t *ddb;         /* the digit patterns, run on digit runs only */
+    hs_database_t *sdb;         /* the secret rules of secret.c, their literal triggers */
     unsigned iban_id;           /* the IBAN trigger's pattern, found in C (run_at()) */
     unsigned ipv6_id;           /* the IPv6 trigger's pattern, found in C (ipv6_trigger_at()) */
     unsigned bearer_id;         /* the Bearer pattern, found in C (bearer_at()) */
@@ -401,8 +406,13 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         hs_free_compile_error(cerr);
         goto fail;
     }
+    if (sw_pii_secret_db(&e->sdb) != SW_OK) {
+        rc = set_err(err, errlen, "pii: built-in secret rules: %s%s", "compile failed", "");
+        goto fail;
+    }
     /* one scratch serves all databases */
     if (hs_alloc_scratch(e->ldb, &e->proto) != HS_SUCCESS ||
+        hs_alloc_scratch(e->sdb, &e->proto) != HS_SUCCESS ||
         hs_alloc_scratch(e->ddb, &e->proto) != HS_SUCCESS ||
         (e->cdb && hs_alloc_scratch(e->cdb, &e->proto) != HS_SUCCESS))
         goto fail;
@@ -463,6 +473,7 @@ void sw_pii_engine_free(struct sw_pii_engine *e)
     hs_free_database(e->cdb);
     hs_free_database(e->refdb);
     hs_free_database(e->ddb);
+    hs_free_database(e->sdb);
     pthread_mutex_destroy(&e->lock);
     free(e->pat);
     free(e);
@@ -564,6 +575,10 @@ struct scan {
     size_t wk;                  /* the run the last match was in */
     bool later;                 /* the refiner rejected a "later group" (retried, see scan_raw) */
     bool later_ok;              /* retrying: the digits before are an entity of their own */
+    /* private keys: the END line searched for from pk_from was found at
+     * pk_end (its closing dashes end at pk_close), or not (pk_end: len) */
+    bool pk_have;
+    size_t pk_from, pk_end, pk_close;
 };
 
 static inline int at(const struct scan *sc, size_t i)
@@ -1363,7 +1378,7 @@ static bool mixed_case(const unsigned char *b, size_t n)
     return u && l;
 }
 
-static bool r_secret(const struct scan *sc, const struct pattern *p, size_t *ps, size_t *pe)
+static bool r_secret(struct scan *sc, const struct pattern *p, size_t *ps, size_t *pe)
 {
     size_t s = *ps, e = *pe;
     switch (p->kind) {
@@ -1402,16 +1417,35 @@ static bool r_secret(const struct scan *sc, const struct pattern *p, size_t *ps,
         return true;
     }
     case K_PRIVKEY: {
-        /* to the END line, or to the end of the text when it is cut short */
+        /* To the END line, or to the end of the text when it is cut short.
+         * The search is remembered: a later header before the END line
+         * found (repeated headers, none ended) ends there too, so the text
+         * is searched once, not once per header. */
+        struct scan *w = sc;
         size_t lim = sc->len;
-        const unsigned char *end = memmem(sc->t + e, lim - e, "-----END ", 9);
-        if (end) {
-            size_t j = (size_t)(end - sc->t) + 9;
-            const unsigned char *dash = memmem(sc->t + j, lim - j, "-----", 5);
-            *pe = dash ? (size_t)(dash - sc->t) + 5 : lim;
-        } else {
-            *pe = lim;
+        /* a key follows the header (base64, or Proc-Type: of an encrypted
+         * PKCS#1 key), after line breaks, JSON "\n" escapes or spaces: a
+         * header quoted in prose or docs ("`-----BEGIN ... KEY-----` to the
+         * END line") is not a key */
+        size_t k = e;
+        while (k < lim && k - e < 16 && (sc->t[k] == ' ' || sc->t[k] == '\r' || sc->t[k] == '\n' ||
+                                         (sc->t[k] == '\\' && k + 1 < lim && (sc->t[k + 1] == 'n' || sc->t[k + 1] == 'r'))))
+            k += sc->t[k] == '\\' ? 2 : 1;
+        if (k < lim && !is_alnum(sc->t[k]) && sc->t[k] != '+' && sc->t[k] != '/')
+            return false;
+        if (!(w->pk_have && e >= w->pk_from && w->pk_end >= e)) {
+            const unsigned char *end = memmem(sc->t + e, lim - e, "-----END ", 9);
+            w->pk_have = true;
+            w->pk_from = e;
+            w->pk_end = end ? (size_t)(end - sc->t) : lim;
+            w->pk_close = lim;
+            if (end) {
+                size_t j = w->pk_end + 9;
+                const unsigned char *dash = memmem(sc->t + j, lim - j, "-----", 5);
+                w->pk_close = dash ? (size_t)(dash - sc->t) + 5 : lim;
+            }
         }
+        *pe = w->pk_close;
         return true;
     }
     case K_URLCRED: {
@@ -1420,7 +1454,20 @@ static bool r_secret(const struct scan *sc, const struct pattern *p, size_t *ps,
             return false;
         *ps = (size_t)(sep - sc->t) + 3;
         *pe = e - 1;            /* before '@' */
-        return *pe > *ps;
+        if (*pe <= *ps)
+            return false;
+        /* a placeholder or a reference is not a secret (scheme://user:PASSWORD@,
+         * redis://:${REDIS_PASSWORD}@, [USER]:PASSWORD) */
+        const unsigned char *c = memchr(sc->t + *ps, ':', *pe - *ps);
+        size_t pw = c ? (size_t)(c - sc->t) + 1 : *ps, n = *pe - pw;
+        if (n == 0 || sc->t[pw] == '$' || sc->t[pw] == '{' || sc->t[pw] == '<' || sc->t[pw] == '[' ||
+            sc->t[*ps] == '[' || sc->t[*ps] == '<')
+            return false;
+        static const char *const names[] = {"password", "passwd", "pass", "secret", "pwd", "pw"};
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (n == strlen(names[k]) && !strncasecmp((const char *)sc->t + pw, names[k], n))
+                return false;
+        return true;
     }
     }
     return false;
@@ -1729,18 +1776,19 @@ static bool lit_extent(struct scan *sc, unsigned pi, size_t *ps, size_t q, size_
         *pe = r;
         return true;
     }
-    case K_PRIVKEY: {       /* "-----BEGIN " [A-Z0-9 ]{0,40} "PRIVATE KEY-----" */
+    case K_PRIVKEY: {       /* "-----BEGIN " [A-Z0-9 ]{0,40} "PRIVATE KEY" (" BLOCK")? "-----" */
         r = q;
-        while (r < len && r - q <= 51 && ((body_cat[t[r]] & BC_UPDIG) || t[r] == ' '))
+        while (r < len && r - q <= 57 && ((body_cat[t[r]] & BC_UPDIG) || t[r] == ' '))
             r++;
         /* the class holds "PRIVATE KEY" but not '-': it ends the run */
-        if (r - q < 11 || r - q > 51 || len - r < 5 || memcmp(t + r - 11, "PRIVATE KEY", 11) ||
-            memcmp(t + r, "-----", 5))
+        bool key = r - q >= 11 && r - q <= 51 && !memcmp(t + r - 11, "PRIVATE KEY", 11);
+        bool block = r - q >= 17 && r - q <= 57 && !memcmp(t + r - 17, "PRIVATE KEY BLOCK", 17);
+        if (!(key || block) || len - r < 5 || memcmp(t + r, "-----", 5))
             return false;
         *pe = r + 5;
         return true;
     }
-    case K_URLCRED: {       /* [A-Za-z][A-Za-z0-9+.-]* :// [^\s:@/]+ : [^\s@/]+ @ */
+    case K_URLCRED: {       /* [A-Za-z][A-Za-z0-9+.-]* :// [^\s:@/]* : [^\s@/]+ @ */
         size_t s = *ps;
         while (s > 0 && (is_alnum(t[s - 1]) || t[s - 1] == '+' || t[s - 1] == '.' || t[s - 1] == '-'))
             s--;
@@ -1751,7 +1799,7 @@ static bool lit_extent(struct scan *sc, unsigned pi, size_t *ps, size_t q, size_
         r = q;
         while (r < len && !url_space(t[r]) && t[r] != ':' && t[r] != '@' && t[r] != '/')
             r++;
-        if (r == q || r >= len || t[r] != ':')
+        if (r >= len || t[r] != ':')
             return false;
         q = ++r;
         while (r < len && !url_space(t[r]) && t[r] != '@' && t[r] != '/')
@@ -2081,6 +2129,59 @@ static int prepass(struct scan *sc)
 #endif
 }
 
+/* A stretch of digits alone longer than 2 * DIGITS_KEEP bytes: no digit
+ * match inside it but its first and last DIGITS_KEEP bytes can be taken
+ * (every match is at most ~40 bytes long, and an accepted one has a
+ * non-digit, or the text's edge, at one end at least: a start or an end
+ * between two digits fails the boundary checks, which read the text, not
+ * the window). So only those bytes are scanned by the digit patterns: the
+ * digit database costs thousands of instructions a byte on a long run of
+ * digits. The window is cut in two around the stretch. */
+#define DIGITS_KEEP 64
+
+static int cut_digit_stretches(struct scan *sc)
+{
+    size_t extra = 0;
+    for (size_t k = 0; k < sc->nw; k++)
+        for (size_t i = sc->w[k].s; i < sc->w[k].e;) {
+            if (!is_digit(sc->t[i])) {
+                i++;
+                continue;
+            }
+            size_t a = i;
+            while (i < sc->w[k].e && is_digit(sc->t[i]))
+                i++;
+            extra += i - a > 2 * DIGITS_KEEP;
+        }
+    if (!extra)
+        return SW_OK;
+    struct win *w = malloc((sc->nw + extra) * sizeof *w);
+    if (!w)
+        return SW_ENOMEM;
+    size_t n = 0;
+    for (size_t k = 0; k < sc->nw; k++) {
+        size_t from = sc->w[k].s;
+        for (size_t i = sc->w[k].s; i < sc->w[k].e;) {
+            if (!is_digit(sc->t[i])) {
+                i++;
+                continue;
+            }
+            size_t a = i;
+            while (i < sc->w[k].e && is_digit(sc->t[i]))
+                i++;
+            if (i - a > 2 * DIGITS_KEEP) {
+                w[n++] = (struct win){from, a + DIGITS_KEEP, 0};
+                from = i - DIGITS_KEEP;
+            }
+        }
+        w[n++] = (struct win){from, sc->w[k].e, 0};
+    }
+    free(sc->w);
+    sc->w = w;
+    sc->nw = sc->capw = n;
+    return SW_OK;
+}
+
 static int add_span(struct scan *sc, size_t s, size_t e, int type)
 {
     if (sc->nsp == sc->capsp) {
@@ -2096,6 +2197,11 @@ static int add_span(struct scan *sc, size_t s, size_t e, int type)
     }
     sc->sp[sc->nsp++] = (struct sw_pii_span){s, e - s, type};
     return SW_OK;
+}
+
+static int secret_span(void *ud, size_t s, size_t e)
+{
+    return add_span(ud, s, e, SW_PII_SECRET);
 }
 
 static int span_cmp(const void *a, const void *b)
@@ -2131,13 +2237,11 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     sc.cap = N_CBUF;
     sc.sp = sc.spbuf = spbuf;
     sc.capsp = N_SPBUF;
-    /* a scratch only for a database scan: most texts need none with AVX2 */
-    if (!e->avx2 || e->cdb) {
-        scratch = scratch_get(me);
-        if (!scratch) {
-            rc = SW_ENOMEM;
-            goto done;
-        }
+    /* every scan runs the secret rules' database */
+    scratch = scratch_get(me);
+    if (!scratch) {
+        rc = SW_ENOMEM;
+        goto done;
     }
     memset(sc.mend, 0, sizeof sc.mend);
     hs_error_t hr = e->avx2 ? HS_SUCCESS : hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
@@ -2145,6 +2249,10 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && prepass(&sc))
         hr = HS_SCAN_TERMINATED;
+    if (hr == HS_SUCCESS && cut_digit_stretches(&sc)) {
+        rc = SW_ENOMEM;
+        goto done;
+    }
     if (hr == HS_SUCCESS && sc.nw && !scratch) {
         scratch = scratch_get(me);
         if (!scratch) {
@@ -2235,6 +2343,10 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         }
         n_later = keep;
     }
+    /* the secret rules of secret.c */
+    rc = sw_pii_secret_scan(e->sdb, scratch, sc.t, len, secret_span, &sc);
+    if (rc)
+        goto done;
     /* Merge overlaps: the union is kept, typed by the highest priority. */
     if (sc.nsp > 1)
         qsort(sc.sp, sc.nsp, sizeof *sc.sp, span_cmp);

@@ -1012,8 +1012,9 @@ static int mask_field(void *ud, json_t *str, int json_text)
      * rather than go out with it. */
     for (int pass = 0;; pass++) {
         struct sw_pii_counts again = {{0}, 0, 0};
-        if ((rc = sw_pii_scan_text(c->e, c->buf.ptr ? c->buf.ptr : "", c->buf.len, on_count_span,
-                                   &again)))
+        /* scanned as it will be scanned: JSON text (arguments) as JSON text */
+        if ((rc = (json_text ? sw_pii_scan_json_text : sw_pii_scan_text)(
+                 c->e, c->buf.ptr ? c->buf.ptr : "", c->buf.len, on_count_span, &again)))
             return rc;
         if (!again.total)
             break;
