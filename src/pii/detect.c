@@ -24,6 +24,7 @@
 
 #include "common/err.h"
 #include "pii/detect.h"
+#include "pii/hsx.h"
 #include "pii/phone.h"
 #include "pii/secret.h"
 #include "pii/validate.h"
@@ -229,6 +230,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     const char **res = NULL;
     unsigned *flags = NULL, *ids = NULL;
     hs_compile_error_t *cerr = NULL;
+    hs_platform_info_t plat;
     int rc = SW_ENOMEM;
 
     *out = NULL;
@@ -371,7 +373,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         e->probe_lo[k]["ear"[k] & 15] |= BEARER_BUCKET;
         e->probe_hi[k]["ear"[k] >> 4] |= BEARER_BUCKET;
     }
-    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->ldb, &cerr) != HS_SUCCESS) {
+    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->ldb, &cerr) != HS_SUCCESS) {
         rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
                      cerr ? cerr->message : "compile failed", "");
         hs_free_compile_error(cerr);
@@ -383,7 +385,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
         flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
         ids[nm++] = (unsigned)i;
     }
-    if (nm && hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, NULL, &e->cdb, &cerr) != HS_SUCCESS) {
+    if (nm && hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->cdb, &cerr) != HS_SUCCESS) {
         int bad = cerr && cerr->expression >= 0 ? (int)ids[cerr->expression] : -1;
         if (bad >= (int)N_BUILTIN)
             rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
@@ -400,7 +402,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
             flags[nd] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
             ids[nd++] = (unsigned)i;
         }
-    if (hs_compile_multi(res, flags, ids, nd, HS_MODE_BLOCK, NULL, &e->ddb, &cerr) != HS_SUCCESS) {
+    if (hs_compile_multi(res, flags, ids, nd, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->ddb, &cerr) != HS_SUCCESS) {
         rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
                      cerr ? cerr->message : "compile failed", "");
         hs_free_compile_error(cerr);
@@ -2244,9 +2246,9 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         goto done;
     }
     memset(sc.mend, 0, sizeof sc.mend);
-    hs_error_t hr = e->avx2 ? HS_SUCCESS : hs_scan(e->ldb, text, (unsigned)len, 0, scratch, lit_hit, &sc);
+    hs_error_t hr = e->avx2 ? HS_SUCCESS : sw_hsx_scan(e->ldb, text, (unsigned)len, scratch, lit_hit, &sc);
     if (hr == HS_SUCCESS && e->cdb)
-        hr = hs_scan(e->cdb, text, (unsigned)len, 0, scratch, on_match, &sc);
+        hr = sw_hsx_scan(e->cdb, text, (unsigned)len, scratch, on_match, &sc);
     if (hr == HS_SUCCESS && prepass(&sc))
         hr = HS_SCAN_TERMINATED;
     if (hr == HS_SUCCESS && cut_digit_stretches(&sc)) {
@@ -2262,7 +2264,7 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
     }
     if (hr == HS_SUCCESS && sc.nw == 1) {
         sc.off = sc.w[0].s;
-        hr = hs_scan(e->ddb, text + sc.off, (unsigned)(sc.w[0].e - sc.off), 0, scratch, on_match, &sc);
+        hr = sw_hsx_scan(e->ddb, text + sc.off, (unsigned)(sc.w[0].e - sc.off), scratch, on_match, &sc);
     } else if (hr == HS_SUCCESS && sc.nw > 1) {
         /* One scan of the runs joined by '\n' (a scan's fixed cost is most of
          * a short run's). No match can cross a '\n' (no digit pattern has it
@@ -2287,7 +2289,7 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
             n += sc.w[i].e - sc.w[i].s;
         }
         sc.cat = true;
-        hr = hs_scan(e->ddb, cat, (unsigned)n, 0, scratch, on_match, &sc);
+        hr = sw_hsx_scan(e->ddb, cat, (unsigned)n, scratch, on_match, &sc);
         sc.cat = false;
         sc.off = 0;
     }
@@ -2397,13 +2399,14 @@ int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, i
         const char *res[N_BUILTIN];
         unsigned flags[N_BUILTIN], ids[N_BUILTIN], n = 0;
         hs_compile_error_t *cerr = NULL;
+        hs_platform_info_t plat;
         for (size_t i = 0; i < N_BUILTIN; i++)
             if (builtin[i].lits) {
                 res[n] = builtin[i].re;
                 flags[n] = HS_FLAG_SOM_LEFTMOST | builtin[i].flags;
                 ids[n++] = (unsigned)i;
             }
-        if (hs_compile_multi(res, flags, ids, n, HS_MODE_BLOCK, NULL, &e->refdb, &cerr) != HS_SUCCESS) {
+        if (hs_compile_multi(res, flags, ids, n, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->refdb, &cerr) != HS_SUCCESS) {
             hs_free_compile_error(cerr);
             return SW_EINVAL;
         }
@@ -2415,11 +2418,11 @@ int sw_pii_text_candidates(struct sw_pii_engine *e, const char *t, size_t len, i
         return SW_ENOMEM;
     hs_error_t hr;
     if (reference == 1)
-        hr = hs_scan(e->refdb, t, (unsigned)len, 0, scratch, on_match, &sc);
+        hr = sw_hsx_scan(e->refdb, t, (unsigned)len, scratch, on_match, &sc);
     else if (reference == 0 && e->avx2)
         hr = prepass(&sc) ? HS_SCAN_TERMINATED : HS_SUCCESS;
     else
-        hr = hs_scan(e->ldb, t, (unsigned)len, 0, scratch, lit_hit, &sc);
+        hr = sw_hsx_scan(e->ldb, t, (unsigned)len, scratch, lit_hit, &sc);
     if (hr != HS_SUCCESS)
         rc = hr == HS_SCAN_TERMINATED && sc.full ? SW_ETOOBIG : SW_ENOMEM;
     for (size_t i = 0; !rc && i < sc.n; i++)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "pii/hsx.h"
 
 /* ---- Rules ---- */
 
@@ -736,6 +737,7 @@ int sw_pii_secret_db(hs_database_t **db)
     unsigned flags[N_RULES], ids[N_RULES];
     char buf[N_RULES][64];
     hs_compile_error_t *cerr = NULL;
+    hs_platform_info_t plat;
     pthread_once(&cls_once, cls_init);
     for (size_t i = 0; i < N_RULES; i++) {
         /* the literal as a regex: every byte escaped */
@@ -751,7 +753,7 @@ int sw_pii_secret_db(hs_database_t **db)
         flags[i] = rules[i].caseless ? HS_FLAG_CASELESS : 0;
         ids[i] = (unsigned)i;
     }
-    if (hs_compile_multi(res, flags, ids, (unsigned)N_RULES, HS_MODE_BLOCK, NULL, db, &cerr) != HS_SUCCESS) {
+    if (hs_compile_multi(res, flags, ids, (unsigned)N_RULES, HS_MODE_BLOCK, sw_hsx_platform(&plat), db, &cerr) != HS_SUCCESS) {
         hs_free_compile_error(cerr);
         return SW_EINVAL;
     }
@@ -766,7 +768,7 @@ int sw_pii_secret_scan(const hs_database_t *db, hs_scratch_t *scratch, const uns
         return SW_OK;
     if (len > 0xffffffffu)
         return SW_ETOOBIG;
-    hs_error_t hr = hs_scan(db, (const char *)t, (unsigned)len, 0, scratch, on_hit, &st);
+    hs_error_t hr = sw_hsx_scan(db, (const char *)t, (unsigned)len, scratch, on_hit, &st);
     if (hr == HS_SCAN_TERMINATED)
         return st.rc ? st.rc : SW_ENOMEM;
     return hr == HS_SUCCESS ? SW_OK : hr == HS_NOMEM ? SW_ENOMEM : SW_EINVAL;

@@ -375,6 +375,7 @@ static const char *const planted[] = {
     "tests/unit/test_pii.c",
     "tests/unit/test_pii_secret.c",
     "tests/unit/test_pii_linear.c",
+    "tests/unit/test_pii_offsets.c",
     "tests/pii/",
     "tests/fuzz/corpus/",
     "tests/unit/test_config.c",         /* credentials in URLs refused in the config */
