@@ -709,6 +709,9 @@ const PATHS = {
 // fragment. Returns the answers' outcomes.
 async function runPath(surface, pathName, { seed, prefix, perCell = 1, half = null, lean = true, floor, concurrency = 4 }) {
   const path = PATHS[pathName];
+  const slots = slotsFor(surface, seed, perCell, { half, lean });
+  // A CANARY_CELLS filter that leaves this surface nothing: nothing to run.
+  if (ONLY && slots.length === 0) return {};
   const edge = path.edge ? await startEdge() : null;
   const cloud = await startCloud(surface.cloud);
   const gw = await startSpillway(config({ edgeUrl: edge ? edge.url : DOWN, cloudUrl: cloud.url, cloudDialect: surface.cloud, policy: path.policy, images: !path.needCloud, ttft: path.needCloud ? 10000 : 300 }));
@@ -729,7 +732,6 @@ async function runPath(surface, pathName, { seed, prefix, perCell = 1, half = nu
       assert.equal(declared.status, 200);
     }
     const clean = await proveCloudChosen(gw, cloud, surface, { reason: path.reason, model, needCloud: path.needCloud });
-    const slots = slotsFor(surface, seed, perCell, { half, lean });
     let groups;
     if (path.masked) {
       const mixed = shuffled(slots, seed);
