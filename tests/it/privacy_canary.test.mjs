@@ -677,14 +677,14 @@ const startCloud = (dialect = 'openai') => startLlmsim(['--model', 'cloud-model'
 const startEdge = () => startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
 
 // Masked paths: every answer is the echo of the last user message, restored.
-function assertRestored(surface, reqs, answers, reasons) {
+function assertRestored(surface, reqs, answers, reasons, culprits = []) {
   const bad = [];
   answers.forEach((a, i) => {
     if (a.status !== 200 || a.backend !== 'cloud' || (reasons && !reasons.includes(a.reason))) bad.push(`${reqs[i].tag}: ${a.status} ${a.backend} ${a.reason} ${JSON.stringify(a.json?.error ?? '').slice(0, 200)}`);
     else if (surface.embeddings) { if (a.json?.data?.length !== reqs[i].body.input.length) bad.push(`${reqs[i].tag}: ${a.json?.data?.length} vectors for ${reqs[i].body.input.length} inputs`); }
     else if (a.content !== reqs[i].lastUser) bad.push(`${reqs[i].tag}: the echoed answer is not the text sent (${a.content?.length} vs ${reqs[i].lastUser.length} characters)`);
   });
-  assert.deepEqual(bad.slice(0, 5), [], `${bad.length} of ${answers.length} masked answers wrong`);
+  assert.deepEqual(bad.slice(0, 5), [], `${bad.length} of ${answers.length} masked answers wrong${culprits.length ? `; sent alone, these values are not served masked: ${culprits.slice(0, 20).join('; ')}` : ''}`);
 }
 
 // The paths. edge: the local box up or down; hold: its only slot held (the
@@ -749,12 +749,33 @@ async function runPath(surface, pathName, { seed, prefix, perCell = 1, half = nu
     for (const o of outcomes) count[o] = (count[o] || 0) + 1;
     const odd = answers.map((a, i) => [a, reqs[i]]).filter((_, i) => outcomes[i] === 'odd')
       .map(([a, q]) => `${q.slots.length === 1 ? `${q.slots[0].cell.format} in ${q.slots[0].cell.field} (${q.slots[0].cell.variant})` : q.tag}: ${a.status} ${a.backend} ${cut(JSON.stringify(a.json), 200)}`);
+    let culprits = [];
+    if (path.masked && !path.hold) {
+      // A request of many values that was not served masked: each of its
+      // values again on its own, to name the ones that fail (these requests
+      // are checked for leaks too).
+      const n = Math.ceil(groups[0][0].length / PER_REQUEST);
+      const failed = reqs.slice(0, n).filter((q, i) => outcomes[i] !== 'cloud');
+      if (failed.length) {
+        const again = makeRequests(surface, [[failed.flatMap((q) => q.slots), 1]], { prefix: `${prefix}r`, model, needCloud: path.needCloud });
+        const res = await sendAll(gw, surface, again, { concurrency: 2 });
+        culprits = again.filter((_, i) => outcome(surface, res[i]) !== 'cloud')
+          .map((q, i) => `${q.slots[0].cell.format} in ${q.slots[0].cell.field} (${q.slots[0].cell.variant}): ${res[i].status} ${cut(JSON.stringify(res[i].json?.error?.message ?? ''), 100)}`);
+        reqs.push(...again);
+      }
+    }
+    // Every check runs (the leak matrix goes to the summary whatever else
+    // failed); the test fails with all that failed.
+    const errors = [];
+    const check = (f) => { try { f(); } catch (e) { errors.push(e.message); } };
+    const got = await received(cloud);
+    check(() => assertNoLeaks(surface, pathName, reqs, got, clean, { floor, answers: count }));
     if (path.masked) {
       const n = Math.ceil(groups[0][0].length / PER_REQUEST);
-      assertRestored(surface, reqs.slice(0, n), answers.slice(0, n), path.reasons);
+      check(() => assertRestored(surface, reqs.slice(0, n), answers.slice(0, n), path.reasons, culprits));
     }
-    assertNoLeaks(surface, pathName, reqs, await received(cloud), clean, { floor, answers: count });
-    assert.deepEqual(odd.slice(0, 5), [], `${odd.length} answers neither the cloud, the local box nor a structured refusal`);
+    check(() => assert.deepEqual(odd.slice(0, 5), [], `${odd.length} answers neither the cloud, the local box nor a structured refusal`));
+    if (errors.length) throw new assert.AssertionError({ message: errors.join('\n\n') });
     return count;
   } finally {
     await gw.stop(); if (edge) await edge.stop(); await cloud.stop();
@@ -967,9 +988,9 @@ describe("the canary's own tools", () => {
       assert.match(generate(r, 'secret/pem').pre, /^-----BEGIN [A-Z ]*PRIVATE KEY-----\n$/);
     }
     for (const s of a) assert.equal(normalise(s.raw), s.value, `${s.cell.variant} of ${s.cell.format}`);
-    // Every class the canary covers has cells on the chat surface.
+    // Every class the canary covers has cells on the chat surface (in a full run).
     const got = new Set(a.flatMap((s) => [s.cell.format, s.cell.variant, s.cell.field]));
-    for (const want of [...NEW_FORMATS, ...NUMBER_FORMATS, ...BINARY_FORMATS, ...NEW_VARIANTS, 'split', 'number', 'image', 's.tool_choice']) assert.ok(got.has(want), want);
+    if (!ONLY) for (const want of [...NEW_FORMATS, ...NUMBER_FORMATS, ...BINARY_FORMATS, ...NEW_VARIANTS, 'split', 'number', 'image', 's.tool_choice']) assert.ok(got.has(want), want);
   });
 
   test('the leak check: a value split by zero-width characters, no-break spaced, full-width, in other digits, dashes or lines, %40, or JSON-escaped in arguments still counts', () => {
