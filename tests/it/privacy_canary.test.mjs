@@ -413,7 +413,10 @@ function parseSSE(raw, surface) {
   }
   return { content, json };
 }
+// Requests sent to gateways in this run, per surface (the run time is theirs).
+const SENT = {};
 async function send(gw, surface, q, headers = {}) {
+  SENT[surface.name] = (SENT[surface.name] || 0) + 1;
   const r = await fetch(`${gw.url}${surface.path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...q.headers, ...headers },
@@ -621,7 +624,7 @@ function matrix(surface, path, sent, res, answers) {
 function assertNoLeaks(surface, path, reqs, got, clean, { floor, answers } = {}) {
   const sent = reqs.flatMap((q) => q.slots);
   const res = checkLeaks(reqs, got, clean);
-  const leakedSlots = new Set(res.leaked.map((l) => l.slot));
+  const leakedSlots = new Set(res.leaked.filter((l) => l.attributed).map((l) => l.slot));
   for (const s of sent) {
     for (const c of classes(s)) {
       const key = `${c}\u0000${surface.name}, ${path}`;
@@ -640,6 +643,7 @@ function assertNoLeaks(surface, path, reqs, got, clean, { floor, answers } = {})
 // The suite's summary: leaked/sent per class and surface/path, and the cells
 // that leaked (format in field (variant)), when anything leaked or asked for.
 function printSummary() {
+  if (process.env.CANARY_REPORT) console.log(`privacy canary: requests sent ${Object.entries(SENT).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   if (!SUMMARY.length || !(process.env.CANARY_REPORT || SUMMARY.some((e) => e.leaked))) return;
   const cols = [...new Set(SUMMARY.map((e) => e.col))];
   const rows = [...new Set(SUMMARY.map((e) => e.cls))];
