@@ -699,6 +699,9 @@ function assertRestored(surface, reqs, answers, reasons, culprits = []) {
 // is up).
 const PATHS = {
   'local up': { edge: true, policy: 'local_only', needCloud: true },
+  // Nothing of the surface needs the cloud while local is up (embeddings):
+  // clean and not, everything is served locally.
+  'local up, nothing needs the cloud': { edge: true, policy: 'local_only', served: 'local' },
   'local saturated': { edge: true, hold: true, policy: 'local_only', reason: SPILL },
   'local down': { edge: false, policy: 'local_only', reason: 'fallback' },
   emergency: { edge: false, policy: 'local_only', emergency: true, reason: 'fallback', masked: true, reasons: ['emergency', 'fallback'] },
@@ -722,7 +725,7 @@ async function runPath(surface, pathName, { seed, prefix, perCell = 1, half = nu
   const model = path.model ?? 'chat';
   try {
     let hold = path.hold ? await holdLocal(gw, edge, { admin: ADMIN }) : null;
-    if (path.needCloud) {
+    if (path.needCloud || path.served === 'local') {
       // Clean traffic the local box can serve still goes there.
       const q = surface.build('rclean9', cleanSlots(surface).filter((s) => !s.spec.native), { stream: false, n: 0, model });
       const r = await send(gw, surface, q);
@@ -735,7 +738,7 @@ async function runPath(surface, pathName, { seed, prefix, perCell = 1, half = nu
       });
       assert.equal(declared.status, 200);
     }
-    const clean = await proveCloudChosen(gw, cloud, surface, { reason: path.reason, model, needCloud: path.needCloud });
+    const clean = path.served === 'local' ? [] : await proveCloudChosen(gw, cloud, surface, { reason: path.reason, model, needCloud: path.needCloud });
     let groups;
     if (path.masked) {
       const mixed = shuffled(slots, seed);
@@ -746,7 +749,9 @@ async function runPath(surface, pathName, { seed, prefix, perCell = 1, half = nu
     const reqs = makeRequests(surface, groups, { prefix, model, needCloud: path.needCloud });
     let answers;
     if (path.hold) ({ answers, hold } = await sendWaves(gw, edge, surface, reqs, hold));
-    else answers = await sendAll(gw, surface, reqs, { concurrency: path.masked ? 2 : concurrency });
+    // One at a time where everything should be local: the only slot is free
+    // for each request, so none overflows.
+    else answers = await sendAll(gw, surface, reqs, { concurrency: path.served === 'local' ? 1 : path.masked ? 2 : concurrency });
     if (hold) await hold.release();
     const outcomes = answers.map((a) => outcome(surface, a));
     const count = {};
@@ -864,6 +869,10 @@ describe('privacy canary: Anthropic Messages to an OpenAI-speaking cloud (transl
 
 describe('privacy canary: embeddings', () => {
   const S = SURFACES.embeddings;
+  test('local up: every input is embedded locally, the cloud sees none', async () => {
+    const count = await runPath(S, 'local up, nothing needs the cloud', { seed: SEED + 30, prefix: 'eu', half: 1, lean: false, floor: 1000 });
+    assert.ok(ONLY || !count.cloud, 'nothing went to the cloud');
+  });
   test('local saturated, local_only: an input with a value waits for local, never the cloud', async () => {
     const count = await runPath(S, 'local saturated', { seed: SEED + 31, prefix: 'es', half: 0, lean: false, floor: 1000 });
     assert.ok(ONLY || count.local > 0, 'inputs with a value were embedded locally');

@@ -374,7 +374,7 @@ function agentSecret(r, format, mixed) {
       return { pre: r.pick(['AZURE_CLIENT_SECRET=', 'client_secret: ', '']), value: `${r.chars(3, ALNUM)}${r.int(10)}Q~${r.chars(34, `${ALNUM}_~.-`)}` };
     case 'secret/github': return r.int(2) ? `github_pat_11${r.chars(20, `${UPPER}${DIGIT}`)}_${mixed(59)}` : `${r.pick(['gho_', 'ghs_', 'ghu_', 'ghr_'])}${mixed(36)}`;
     case 'secret/slack':
-      if (r.int(3) === 0) return `https://hooks.slack.com/services/T${r.chars(8, `${UPPER}${DIGIT}`)}/B${r.chars(10, `${UPPER}${DIGIT}`)}/${mixed(24)}`;
+      if (r.int(3) === 0) return { pre: 'https://hooks.slack.com/services/', value: `T${r.chars(8, `${UPPER}${DIGIT}`)}/B${r.chars(10, `${UPPER}${DIGIT}`)}/${mixed(24)}` };
       return `${r.pick(['xoxb', 'xoxp', 'xoxa'])}-${r.digitsFrom(11, 1)}-${r.digitsFrom(12, 1)}-${mixed(24)}`;
     case 'secret/stripe': return `${r.pick(['sk_live_', 'rk_live_', 'sk_test_'])}${mixed(r.pick([24, 34, 99]))}`;
     case 'secret/conn': {
@@ -503,7 +503,7 @@ export function variantsFor(format, field) {
   if (field === 'args') out.push('esc');
   if (/^(phone|card|iban|bsn|ssn|dni|ipv4)/.test(format)) out.push('arabic', 'persian', 'devanagari');
   if (/^phone|card\/(grouped|amex|groupings)|iban\/grouped|bsn\/spaced|ssn\/(dashed|spaced)|dni/.test(format)) out.push('dash');
-  if (/^phone|card|iban\/grouped|bsn\/(spaced|context)|ssn/.test(format)) out.push('wsplit');
+  if (/^phone|card\/(plain|grouped|amex|groupings)|iban\/grouped|bsn\/spaced|ssn\/spaced/.test(format)) out.push('wsplit');
   if (format.startsWith('email')) out.push('pct40', 'ent64');
   if (/secret\/(pem|pgp)/.test(format)) out.push('litnl');
   return out;
@@ -553,12 +553,13 @@ export function render(r, v, variant) {
       break;
     }
     case 'wsplit': {
-      // One or every group break becomes a newline or a tab (a number
-      // copied out of a table or wrapped by an editor); a run without
-      // groups is broken in the middle of its digits.
+      // One or every space between groups becomes a newline or a tab (a
+      // number copied out of a table or wrapped by an editor); a card
+      // written without groups is wrapped between its two halves.
       const ws = r.pick(['\n', '\t', '\n', ' \n']);
-      const seps = [...raw.matchAll(SEP)].map((m) => m.index);
+      const seps = [...raw.matchAll(SEP)].filter((m) => m[0] === ' ').map((m) => m.index);
       let at;
+      if (seps.length === 0 && !(v.type === 'card' && /^\d+$/.test(raw))) break;
       if (seps.length === 0) {
         const digits = [...raw.matchAll(/(?<=[0-9])(?=[0-9])/g)].map((m) => m.index);
         at = [digits[Math.floor(digits.length / 2)]];
