@@ -463,7 +463,10 @@ function outcome(surface, a) {
     if (a.backend === 'edge') return 'local';
   }
   if ([400, 413, 415, 422].includes(a.status) && structured(surface, a)) return 'refused';
-  if (a.status === 503 && structured(surface, a) && /privacy_restricted|masking|local/i.test(JSON.stringify(a.json))) return 'refused';
+  // 503 privacy_restricted or masking failed (on /v1/messages Anthropic's
+  // 529 overloaded_error, its status for no backend able to serve).
+  const unavailable = a.status === 503 || (surface.api === 'anthropic' && a.status === 529);
+  if (unavailable && structured(surface, a) && /privacy_restricted|may not leave|masking|local/i.test(JSON.stringify(a.json))) return 'refused';
   return 'odd';
 }
 
@@ -688,7 +691,7 @@ function assertRestored(surface, reqs, answers, reasons, culprits = []) {
     else if (surface.embeddings) { if (a.json?.data?.length !== reqs[i].body.input.length) bad.push(`${reqs[i].tag}: ${a.json?.data?.length} vectors for ${reqs[i].body.input.length} inputs`); }
     else if (a.content !== reqs[i].lastUser) bad.push(`${reqs[i].tag}: the echoed answer is not the text sent (${a.content?.length} vs ${reqs[i].lastUser.length} characters)`);
   });
-  assert.deepEqual(bad.slice(0, 5), [], `${bad.length} of ${answers.length} masked answers wrong${culprits.length ? `; sent alone, these values are not served masked: ${culprits.slice(0, 20).join('; ')}` : ''}`);
+  assert.deepEqual(bad.slice(0, 5), [], `${bad.length} of ${answers.length} masked answers wrong${culprits.length ? `; sent alone, these values are not served masked: ${culprits.slice(0, 20).join('; ')}` : (bad.length ? '; each of their values sent alone was served masked (it is the values together, e.g. on consecutive lines of one field)' : '')}`);
 }
 
 // The paths. edge: the local box up or down; hold: its only slot held (the
