@@ -485,8 +485,9 @@ const toFullwidth = (s) => s.replace(/[0-9@+]/g, (c) => String.fromCodePoint(c.c
 
 // Which variants apply to a value in a field. `esc` (the value JSON-escaped
 // inside tool-call arguments, after a `\n`) exists only in arguments.
-// The other-script digits, Unicode dashes and newline/tab splits apply to
-// values with digit groups, `%40`/`&#64;` to e-mail addresses, a PEM or PGP
+// The other-script digits apply to values with digits, Unicode dashes to
+// those whose groups may be written with `-`, a line break or tab to those
+// written in groups, `%40`/`&#64;` to e-mail addresses, a PEM or PGP
 // block written with literal `\n` (as in a `.env` or JSON config) to keys.
 // Bare JSON numbers have one form; a binary part is a data: URL or a base64
 // source, with whitespace, a BOM or upper case before it.
@@ -502,7 +503,7 @@ export function variantsFor(format, field) {
   if (sample) out.push('fullwidth');
   if (field === 'args') out.push('esc');
   if (/^(phone|card|iban|bsn|ssn|dni|ipv4)/.test(format)) out.push('arabic', 'persian', 'devanagari');
-  if (/^phone|card\/(grouped|amex|groupings)|iban\/grouped|bsn\/spaced|ssn\/(dashed|spaced)|dni/.test(format)) out.push('dash');
+  if (/^phone|card\/(grouped|amex|groupings)|ssn\/(dashed|spaced)|dni/.test(format)) out.push('dash');
   if (/^phone|card\/(plain|grouped|amex|groupings)|iban\/grouped|bsn\/spaced|ssn\/spaced/.test(format)) out.push('wsplit');
   if (format.startsWith('email')) out.push('pct40', 'ent64');
   if (/secret\/(pem|pgp)/.test(format)) out.push('litnl');
@@ -553,9 +554,9 @@ export function render(r, v, variant) {
       break;
     }
     case 'wsplit': {
-      // One or every space between groups becomes a newline or a tab (a
-      // number copied out of a table or wrapped by an editor); a card
-      // written without groups is wrapped between its two halves.
+      // One space between groups becomes a line break or a tab (a number
+      // wrapped by an editor or a mail client, or pasted from two cells); a
+      // card written without groups is wrapped between its two halves.
       const ws = r.pick(['\n', '\t', '\n', ' \n']);
       const seps = [...raw.matchAll(SEP)].filter((m) => m[0] === ' ').map((m) => m.index);
       let at;
@@ -566,7 +567,7 @@ export function render(r, v, variant) {
         raw = raw.slice(0, at[0]) + ws + raw.slice(at[0]);
         value = v.value.slice(0, at[0]) + ' '.repeat(ws.length) + v.value.slice(at[0]);
       } else {
-        at = r.int(2) ? seps : [r.pick(seps)];
+        at = [r.pick(seps)];
         const put = (s, c) => [...s].map((ch, i) => (at.includes(i) ? c : ch)).join('');
         raw = put(raw, ws);
         value = put(v.value, ' '.repeat(ws.length));
