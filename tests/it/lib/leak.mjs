@@ -9,8 +9,9 @@
 //  2. Placeholders are not evidence: every `[TYPE_N]` in the haystack is
 //     replaced by one separator before searching, so neither placeholder text
 //     nor a fragment spanning a placeholder's edge can match.
-//  3. A fragment with fewer than two letters or digits (". - ", "@.co" counts
-//     as two) says nothing about the value and is skipped.
+//  3. A fragment with fewer than two letters or digits of any script
+//     (". - ", "@.co" counts as two, "ü.mü" three) says nothing about the
+//     value and is skipped.
 //  4. A fragment that also occurs in the baseline is skipped: text that
 //     certainly carries no protected value (the clean requests the same
 //     backend received in the same test, the prompt's template), so shared
@@ -31,7 +32,7 @@ export function fragments(value) {
   const out = new Set();
   for (let i = 0; i + FRAGMENT <= value.length; i++) {
     const f = value.slice(i, i + FRAGMENT);
-    if ((f.match(/[A-Za-z0-9]/g) || []).length >= 2) out.add(f);
+    if ((f.match(/[\p{L}\p{N}]/gu) || []).length >= 2) out.add(f);
   }
   if (value.length < FRAGMENT) out.add(value);
   return [...out];
