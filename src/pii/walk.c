@@ -680,7 +680,7 @@ struct req_ctx {
     struct sw_pii_counts *counts;
     struct sw_buf buf;
     struct sw_buf joined;
-    struct sw_buf joined2;      /* the same run with '\n' between the parts */
+    struct sw_buf joined2;      /* the same run with RUN_SEP between the parts */
 };
 
 static void wipe(struct sw_buf *b)
@@ -752,20 +752,26 @@ static int by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Where byte pos of the run joined with '\n' between parts is in the run
+/* Between the parts of a run read one part at a time: a blank line, which
+ * ends every value (a number takes at most one line break), so each part
+ * keeps its own edges ("ref 1." then "0049 152 176 9604" is not one number). */
+#define RUN_SEP "\n\n"
+#define RUN_SEP_LEN (sizeof RUN_SEP - 1)
+
+/* Where byte pos of the run joined with RUN_SEP between parts is in the run
  * joined with nothing: off[] the parts' starts there (n + 1 entries); a
  * separator maps to the end of its part (*sep set). */
 static size_t unsep(const size_t *off, size_t n, size_t pos, bool *sep)
 {
-    size_t lo = 0, hi = n;      /* the part: largest i with off[i] + i <= pos */
+    size_t lo = 0, hi = n;      /* the part: largest i with off[i] + i * RUN_SEP_LEN <= pos */
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (off[mid] + mid <= pos)
+        if (off[mid] + mid * RUN_SEP_LEN <= pos)
             lo = mid;
         else
             hi = mid;
     }
-    size_t local = pos - (off[lo] + lo);
+    size_t local = pos - (off[lo] + lo * RUN_SEP_LEN);
     *sep = local >= off[lo + 1] - off[lo];
     return *sep ? off[lo + 1] : off[lo] + local;
 }
@@ -773,9 +779,9 @@ static size_t unsep(const size_t *off, size_t n, size_t pos, bool *sep)
 /* The entities of a run of text parts, in the coordinates of the run joined
  * with nothing between the parts (c->joined, off[] the parts' starts, n + 1
  * entries): the union of what is found in that text (a value split across
- * two parts is whole again) and in the parts joined with a line break, as a
- * reader or a translation sees them (a value at a part's edge keeps its
- * boundary: "4111 1111 1111 1111" then "and ..." is not one word). Sorted,
+ * two parts is whole again) and in the parts read one at a time (a value
+ * at a part's edge keeps its boundary: "4111 1111 1111 1111" then "and ..."
+ * is not one word). Sorted,
  * overlaps merged. */
 static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, size_t *off,
                      struct span_list *l)
@@ -789,7 +795,7 @@ static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, siz
         json_t *t = part_text(json_array_get(arr, from + i));
         off[i] = c->joined.len;
         if ((rc = sw_buf_append(&c->joined, json_string_value(t), json_string_length(t))) ||
-            (i && (rc = sw_buf_append(&c->joined2, "\n", 1))) ||
+            (i && (rc = sw_buf_append(&c->joined2, RUN_SEP, RUN_SEP_LEN))) ||
             (rc = sw_buf_append(&c->joined2, json_string_value(t), json_string_length(t))))
             return rc;
     }

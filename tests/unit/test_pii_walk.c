@@ -520,6 +520,13 @@ static void test_split_parts(void **state)
              "{\"type\":\"text\",\"text\":\"card %s\"},{\"type\":\"text\",\"text\":\"and the rest\"}]}]}", cd2);
     check_parts(SW_PII_SURFACE_CHAT, body, cd2, SW_PII_CARD,
                 (const char *const[]){"card [CARD_1]", "and the rest", NULL}, "messages.0.content");
+    /* a part that is only the value, after a part that ends in a digit:
+     * the two are not one number (the parts are read apart by a blank line) */
+    snprintf(body, sizeof body, "{\"model\":\"c\",\"messages\":[],\"system\":["
+             "{\"type\":\"text\",\"text\":\"Records assistant, ref T1.\"},"
+             "{\"type\":\"text\",\"text\":\"0049 152 176 9604\"}]}");
+    check_parts(SW_PII_SURFACE_MESSAGES, body, "0049 152 176 9604", SW_PII_PHONE,
+                (const char *const[]){"Records assistant, ref T1.", "[PHONE_1]", NULL}, "system");
     /* a value wholly inside one part, with another part beside it */
     snprintf(body, sizeof body, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
              "{\"type\":\"text\",\"text\":\"hi\"},{\"type\":\"text\",\"text\":\"mail " MAIL "\"}]}]}");
