@@ -776,12 +776,56 @@ static size_t unsep(const size_t *off, size_t n, size_t pos, bool *sep)
     return *sep ? off[lo + 1] : off[lo] + local;
 }
 
+/* Where the pair reading starts part i's segment: segment j is part j,
+ * part j + 1 and RUN_SEP (off[0] is 0). */
+static size_t pair_base(const size_t *off, size_t i)
+{
+    return off[i] + (off[i + 1] - off[1]) + i * RUN_SEP_LEN;
+}
+
+/* The run read two neighbouring parts at a time, each pair apart from the
+ * others: a value split across two parts whose neighbours touch it ("04094"
+ * and "57849" between "Records:" and "Please ...") is whole with its own
+ * edges there. Each part is read twice: linear. Spans are appended to l in
+ * the coordinates of the run joined with nothing. */
+static int pair_spans(struct req_ctx *c, size_t n, const size_t *off, struct span_list *l)
+{
+    int rc;
+    sw_buf_reset(&c->joined2);
+    for (size_t i = 0; i + 1 < n; i++) {
+        const char *t = c->joined.ptr ? c->joined.ptr : "";
+        if ((rc = sw_buf_append(&c->joined2, t + off[i], off[i + 2] - off[i])) ||
+            (rc = sw_buf_append(&c->joined2, RUN_SEP, RUN_SEP_LEN)))
+            return rc;
+    }
+    size_t first = l->n;
+    if ((rc = sw_pii_scan_text(c->e, c->joined2.ptr ? c->joined2.ptr : "", c->joined2.len,
+                               on_collect_span, l)))
+        return rc;
+    for (size_t k = first; k < l->n; k++) {
+        size_t lo = 0, hi = n - 1;  /* the segment: largest i with pair_base(i) <= start */
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (pair_base(off, mid) <= l->v[k].start)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        size_t local = l->v[k].start - pair_base(off, lo), seg = off[lo + 2] - off[lo];
+        size_t s0 = off[lo] + (local < seg ? local : seg);
+        size_t e0 = off[lo] + (local + l->v[k].len < seg ? local + l->v[k].len : seg);
+        l->v[k].start = s0;
+        l->v[k].len = e0 > s0 ? e0 - s0 : 0;
+    }
+    return SW_OK;
+}
+
 /* The entities of a run of text parts, in the coordinates of the run joined
  * with nothing between the parts (c->joined, off[] the parts' starts, n + 1
  * entries): the union of what is found in that text (a value split across
- * two parts is whole again) and in the parts read one at a time (a value
- * at a part's edge keeps its boundary: "4111 1111 1111 1111" then "and ..."
- * is not one word). Sorted,
+ * two parts is whole again), in the parts read one at a time (a value at a
+ * part's edge keeps its boundary: "4111 1111 1111 1111" then "and ..." is
+ * not one word) and in neighbouring pairs (pair_spans). Sorted,
  * overlaps merged. */
 static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, size_t *off,
                      struct span_list *l)
@@ -816,6 +860,8 @@ static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, siz
         l->v[k].start = s0;
         l->v[k].len = e0 > s0 ? e0 - s0 : 0;
     }
+    if (n >= 3 && (rc = pair_spans(c, n, off, l)))
+        return rc;
     if (l->n > 1)
         qsort(l->v, l->n, sizeof *l->v, by_start);
     size_t w = 0;

@@ -527,6 +527,12 @@ static void test_split_parts(void **state)
              "{\"type\":\"text\",\"text\":\"0049 152 176 9604\"}]}");
     check_parts(SW_PII_SURFACE_MESSAGES, body, "0049 152 176 9604", SW_PII_PHONE,
                 (const char *const[]){"Records assistant, ref T1.", "[PHONE_1]", NULL}, "system");
+    /* a value split in two parts whose neighbours touch both halves */
+    snprintf(body, sizeof body, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+             "{\"type\":\"text\",\"text\":\"Records:\"},{\"type\":\"text\",\"text\":\"06940\"},"
+             "{\"type\":\"text\",\"text\":\"34454\"},{\"type\":\"text\",\"text\":\"Please call\"}]}]}");
+    check_parts(SW_PII_SURFACE_CHAT, body, "0694034454", SW_PII_PHONE,
+                (const char *const[]){"Records:", "[PHONE_1]", "", "Please call", NULL}, "messages.0.content");
     /* a value wholly inside one part, with another part beside it */
     snprintf(body, sizeof body, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
              "{\"type\":\"text\",\"text\":\"hi\"},{\"type\":\"text\",\"text\":\"mail " MAIL "\"}]}]}");
