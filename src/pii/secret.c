@@ -239,12 +239,19 @@ static int r_sendgrid(struct st *st, size_t s, size_t q)
 }
 
 /* The path after a webhook host: at least 20 bytes of letters, digits and
- * / _ - with letters and digits both. */
+ * / _ - with letters and digits both (a line break after a '/' included). */
 static int r_webhook(struct st *st, size_t q)
 {
     size_t e = q;
-    while (e < st->len && e - q <= 512 && ((cls[st->t[e]] & (C_ALNUM | C_US | C_DASH)) || st->t[e] == '/'))
-        e++;
+    for (; e < st->len && e - q <= 512; e++) {
+        unsigned char c = st->t[e];
+        if ((cls[c] & (C_ALNUM | C_US | C_DASH)) || c == '/')
+            continue;
+        /* a URL wrapped after one of its slashes */
+        if (c == '\n' && e > q && st->t[e - 1] == '/' && e + 1 < st->len && alnum(st->t[e + 1]))
+            continue;
+        break;
+    }
     if (e - q < 20 || e - q > 512 || !letters_and_digits(st->t + q, e - q))
         return 0;
     return add(st, q, e);
@@ -418,8 +425,12 @@ static int b64val(unsigned char c)
 static int r_basic(struct st *st, size_t q)
 {
     const unsigned char *t = st->t;
-    while (q < st->len && t[q] == ' ')
+    /* spaces, and the credentials on the next line */
+    bool nl = false;
+    while (q < st->len && (t[q] == ' ' || t[q] == '\t' || (!nl && t[q] == '\n'))) {
+        nl |= t[q] == '\n';
         q++;
+    }
     size_t e = q;
     while (e < st->len && e - q <= 1024 && b64(t[e]))
         e++;
@@ -756,7 +767,13 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     if (quote_at(t, len, i)) {
         bool esc = t[i] == '\\';
         unsigned char qc = esc ? '"' : t[i];
-        size_t v = i + (esc ? 2 : 1), lim = v + 256 < len ? v + 256 : len;
+        size_t v = i + (esc ? 2 : 1);
+        /* the value on the line after its opening quote */
+        if (qc != '\n' && v < len && t[v] == '\r')
+            v++;
+        if (qc != '\n' && v < len && t[v] == '\n')
+            v++;
+        size_t lim = v + 256 < len ? v + 256 : len;
         const unsigned char *c = memchr(t + v, qc, lim - v);
         if (!c)
             return 0;
