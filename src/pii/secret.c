@@ -25,6 +25,7 @@ enum kind {
     R_BASIC,        /* Basic <base64 of user:password> */
     R_ASSIGN,       /* a password/secret/token/key-named name = value */
     R_BLOCK,        /* a PuTTY or SSH2 private key (min: 0 PuTTY, 1 SSH2) */
+    R_AZURE,        /* an Entra ID (Azure AD) client secret (see r_azure) */
 };
 
 /* Body byte classes. */
@@ -80,6 +81,7 @@ static const struct rule rules[] = {
     {"pscale_tkn_", R_PREFIX, 0, C_ALNUM | C_US | C_DASH | C_DOT, 43, 0, 1},
     {"pscale_pw_", R_PREFIX, 0, C_ALNUM | C_US | C_DASH | C_DOT, 43, 0, 1},
     {"SG.", R_SENDGRID, 0, 0, 0, 0, 1},
+    {"Q~", R_AZURE, 0, 0, 0, 0, 0},
     {"hooks.slack.com/", R_WEBHOOK, 0, 0, 0, 0, 0},
     {"discord.com/api/webhooks/", R_WEBHOOK, 0, 0, 0, 0, 0},
     {"discordapp.com/api/webhooks/", R_WEBHOOK, 0, 0, 0, 0, 0},
@@ -237,12 +239,19 @@ static int r_sendgrid(struct st *st, size_t s, size_t q)
 }
 
 /* The path after a webhook host: at least 20 bytes of letters, digits and
- * / _ - with letters and digits both. */
+ * / _ - with letters and digits both (a line break after a '/' included). */
 static int r_webhook(struct st *st, size_t q)
 {
     size_t e = q;
-    while (e < st->len && e - q <= 512 && ((cls[st->t[e]] & (C_ALNUM | C_US | C_DASH)) || st->t[e] == '/'))
-        e++;
+    for (; e < st->len && e - q <= 512; e++) {
+        unsigned char c = st->t[e];
+        if ((cls[c] & (C_ALNUM | C_US | C_DASH)) || c == '/')
+            continue;
+        /* a URL wrapped after one of its slashes */
+        if (c == '\n' && e > q && st->t[e - 1] == '/' && e + 1 < st->len && alnum(st->t[e + 1]))
+            continue;
+        break;
+    }
     if (e - q < 20 || e - q > 512 || !letters_and_digits(st->t + q, e - q))
         return 0;
     return add(st, q, e);
@@ -285,6 +294,42 @@ static int r_block(struct st *st, const struct rule *r, size_t s, size_t q)
             e++;
     }
     return add(st, s, e);
+}
+
+/* ---- Entra ID client secrets ---- */
+
+/* The bytes of an Entra ID (Azure AD) client secret: letters, digits and
+ * _ ~ . - (the first three: not '-'). */
+static inline bool az_body(unsigned char c) { return ident(c) || c == '~' || c == '.' || c == '-'; }
+
+/* Three bytes, a digit, "Q~" (the trigger) and 31 to 34 more, standalone,
+ * with upper case, lower case and a digit. A '.' after the 34th byte ends
+ * the sentence, not the secret. */
+static int r_azure(struct st *st, size_t s, size_t q)
+{
+    const unsigned char *t = st->t;
+    if (s < 4 || !(cls[t[s - 1]] & C_DIGIT))
+        return 0;
+    size_t b = s - 4;
+    for (size_t i = b; i < s - 1; i++)
+        if (!az_body(t[i]) || t[i] == '-')
+            return 0;
+    if (b > 0 && (az_body(t[b - 1]) || t[b - 1] == '+' || t[b - 1] == '/'))
+        return 0;
+    size_t e = q;
+    while (e < st->len && e - q <= 35 && az_body(t[e]))
+        e++;
+    while (e - q > 34 && t[e - 1] == '.')
+        e--;
+    if (e - q < 31 || e - q > 34 || (e < st->len && az_body(t[e]) && t[e] != '.') ||
+        (e < st->len && (t[e] == '+' || t[e] == '/' || t[e] == '=')))
+        return 0;
+    unsigned k = 0;
+    for (size_t i = b; i < e; i++)
+        k |= cls[t[i]];
+    if ((k & (C_LOWER | C_UPPER | C_DIGIT)) != (C_LOWER | C_UPPER | C_DIGIT))
+        return 0;
+    return add(st, b, e);
 }
 
 /* ---- AWS secret access keys ---- */
@@ -380,8 +425,12 @@ static int b64val(unsigned char c)
 static int r_basic(struct st *st, size_t q)
 {
     const unsigned char *t = st->t;
-    while (q < st->len && t[q] == ' ')
+    /* spaces, and the credentials on the next line */
+    bool nl = false;
+    while (q < st->len && (t[q] == ' ' || t[q] == '\t' || (!nl && t[q] == '\n'))) {
+        nl |= t[q] == '\n';
         q++;
+    }
     size_t e = q;
     while (e < st->len && e - q <= 1024 && b64(t[e]))
         e++;
@@ -447,16 +496,79 @@ static bool has(const unsigned char *a, size_t n, const char *w)
 
 /* Whether a value is a placeholder, a reference or code rather than a
  * secret; id: the name it is assigned to. */
+static bool letters_only(const unsigned char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(cls[v[i]] & (C_LOWER | C_UPPER)))
+            return false;
+    return true;
+}
+
+/* What a person or a generator picks as a password: 7 bytes or more, a
+ * letter and a digit or symbol (not a word, a glob or a number). */
+static bool chosen(const unsigned char *v, size_t n)
+{
+    bool letter = false, other = false;
+    for (size_t i = 0; i < n; i++) {
+        if (cls[v[i]] & (C_LOWER | C_UPPER))
+            letter = true;
+        else if (v[i] != '.' && v[i] != '-' && v[i] != '_' && v[i] != '*')
+            other = true;
+    }
+    return n >= 7 && letter && other;
+}
+
+/* A printf conversion on its own: %s, %-20s, %08.3lf. */
+static bool printf_format(const unsigned char *v, size_t n)
+{
+    size_t i = 1;
+    while (i < n && (v[i] == '-' || v[i] == '+' || v[i] == ' ' || v[i] == '#' || v[i] == '0'))
+        i++;
+    while (i < n && (cls[v[i]] & C_DIGIT))
+        i++;
+    if (i < n && v[i] == '.')
+        for (i++; i < n && (cls[v[i]] & C_DIGIT); i++)
+            ;
+    size_t l = i;
+    while (i < n && (cls[v[i]] & (C_LOWER | C_UPPER)))
+        i++;
+    return i == n && i > l && i - l <= 2;
+}
+
+/* #rgb, #rrggbb, #rrggbbaa */
+static bool colour(const unsigned char *v, size_t n)
+{
+    if (n != 4 && n != 5 && n != 7 && n != 9)
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!(cls[v[i]] & C_HEX) && !(v[i] >= 'A' && v[i] <= 'F'))
+            return false;
+    return true;
+}
+
 static bool not_a_value(const unsigned char *v, size_t n, const unsigned char *id, size_t idn)
 {
     if (n < 3)
         return true;
     switch (v[0]) {
-    case '$': case '%': case '{': case '<': case '[': case '(': case '&': case '#': case '|': case '>':
-    case '\\': case '@': case '*':
+    case '$': case '{': case '<': case '[': case '(': case '&': case '|': case '>':
+    case '\\': case '@':
         return true;
-    case '!':           /* YAML tags: !vault, !Ref */
-        if (n > 1 && (cls[v[1]] & (C_LOWER | C_UPPER)))
+    case '!':           /* YAML tags: !vault, !Ref (a word); "!k2x..." is a password */
+        if (letters_only(v + 1, n - 1))
+            return true;
+        break;
+    case '%':           /* formats and references: %s, %-10s, %(pw)s, %{pw}, %APPDATA% */
+        if (v[1] == '(' || v[1] == '{' || v[1] == '%' || v[n - 1] == '%' || printf_format(v, n) ||
+            !chosen(v + 1, n - 1))
+            return true;
+        break;
+    case '#':           /* a comment, an interpolation, a colour */
+        if (v[1] == '{' || colour(v, n) || !chosen(v + 1, n - 1))
+            return true;
+        break;
+    case '*':           /* a mask, a glob, a dereference */
+        if (!chosen(v + 1, n - 1))
             return true;
         break;
     default:
@@ -520,15 +632,19 @@ static bool code_like(const unsigned char *v, size_t n)
 }
 
 /* Where an unquoted value ends: at a space or quote; inline (a query or
- * connection string, code) also at , ; & ) } ] < > (on a line of its own,
+ * connection string, code) also at , ; ) } ] < > and an '&' before a name (on a line of its own,
  * as in .env and YAML, those are part of the value). */
 static inline bool ends_value(const unsigned char *t, size_t len, size_t i, bool inl)
 {
     unsigned char c = t[i];
     if (c <= ' ' || c == '"' || c == '\'' || c == '`')
         return true;
-    if (inl && (c == ',' || c == ';' || c == '&' || c == ')' || c == '}' || c == ']' || c == '<' || c == '>'))
+    if (inl && (c == ',' || c == ';' || c == ')' || c == '}' || c == ']' || c == '<' || c == '>'))
         return true;
+    /* '&' before a name is a query's separator ("pw=x&user=y"); before a
+     * space, a comma or the end it is the value's own symbol */
+    if (inl && c == '&')
+        return i + 1 < len && ident(t[i + 1]);
     /* a JSON escape: "\n", "\"" (the text is JSON) */
     return c == '\\' && i + 1 < len &&
            (t[i + 1] == 'n' || t[i + 1] == 'r' || t[i + 1] == 't' || t[i + 1] == '"' || t[i + 1] == '\\');
@@ -651,7 +767,13 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     if (quote_at(t, len, i)) {
         bool esc = t[i] == '\\';
         unsigned char qc = esc ? '"' : t[i];
-        size_t v = i + (esc ? 2 : 1), lim = v + 256 < len ? v + 256 : len;
+        size_t v = i + (esc ? 2 : 1);
+        /* the value on the line after its opening quote */
+        if (qc != '\n' && v < len && t[v] == '\r')
+            v++;
+        if (qc != '\n' && v < len && t[v] == '\n')
+            v++;
+        size_t lim = v + 256 < len ? v + 256 : len;
         const unsigned char *c = memchr(t + v, qc, lim - v);
         if (!c)
             return 0;
@@ -727,6 +849,7 @@ static int on_hit(unsigned int id, unsigned long long from, unsigned long long t
     case R_BASIC: return r_basic(st, q);
     case R_ASSIGN: return r_assign(st, r, s, q);
     case R_BLOCK: return r_block(st, r, s, q);
+    case R_AZURE: return r_azure(st, s, q);
     default: return 0;
     }
 }

@@ -368,6 +368,190 @@ static void test_private_key_masked(void **state)
     sw_pii_map_free(m);
 }
 
+/* ---- Every form a secret reaches a field in ---- */
+
+/* Whether spans of any type cover [s, e) of the text. */
+struct cover {
+    unsigned char on[1024];
+};
+
+static int on_cover(void *ud, const struct sw_pii_span *sp)
+{
+    struct cover *c = ud;
+    for (size_t i = sp->start; i < sp->start + sp->len && i < sizeof c->on; i++)
+        c->on[i] = 1;
+    return 0;
+}
+
+struct out {
+    char t[1024];
+    size_t n;
+    size_t ps[2], pe[2];        /* the protected pieces, as written */
+    size_t np;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+    assert_true(o->n + n < sizeof o->t);
+    memcpy(o->t + o->n, s, n);
+    o->n += n;
+    o->t[o->n] = '\0';
+}
+
+/* s as inside a JSON string: quotes, backslashes and line breaks escaped */
+static void put_json(struct out *o, const char *s, bool at_plus)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            put(o, "\\", 1), put(o, s, 1);
+        else if (*s == '\n')
+            put(o, "\\n", 2);
+        else if (at_plus && *s == '@')
+            put(o, "\\u0040", 6);
+        else if (at_plus && *s == '+')
+            put(o, "\\u002b", 6);
+        else
+            put(o, s, 1);
+    }
+}
+
+enum variant { V_PLAIN, V_TEXT, V_ZW, V_ESC, N_VARIANTS };
+static const char *const variant_name[] = {"plain", "text", "zw", "esc"};
+
+/* A protected piece in variant v: as it is, with two zero-width
+ * characters inside (at a third and two thirds), or JSON-escaped. */
+static void put_piece(struct out *o, const char *p, enum variant v, unsigned k)
+{
+    static const char *const zw[] = {"\xe2\x80\x8b", "\xe2\x80\x8c", "\xe2\x80\x8d", "\xe2\x81\xa0", "\xef\xbb\xbf"};
+    size_t n = strlen(p);
+    o->ps[o->np] = o->n;
+    if (v == V_ESC) {
+        put_json(o, p, true);
+    } else if (v == V_ZW) {
+        size_t a = n / 3, b = 2 * n / 3;
+        put(o, p, a);
+        put(o, zw[k % 5], 3);
+        put(o, p + a, b - a);
+        put(o, zw[(k + 2) % 5], 3);
+        put(o, p + b, n - b);
+    } else {
+        put(o, p, n);
+    }
+    o->pe[o->np++] = o->n;
+}
+
+/* Secrets as an agent reads them out of a repository or a user pastes them,
+ * each with the file's syntax around it (pre, post: not protected), in
+ * every form it reaches a field in: as it is, in a sentence, with
+ * zero-width characters inside, JSON-escaped in tool-call arguments on
+ * the line after a "\n". An AWS key pair protects its two keys (mid is
+ * the syntax between them). Every byte of each protected piece is masked. */
+static void test_secret_forms_masked_whole(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *fmt, *pre, *v, *mid, *v2, *post;
+        bool no_esc;
+    } cases[] = {
+        {"sk", "", "sk-proj-OLnVlBg78lsGuMCQpXfN1GTbbbCctS8rNZPRHB39sEFh0TIy", NULL, NULL, "", 0},
+        {"akia", "", "AKIARIHBX56X7PSRSM46", NULL, NULL, "", 0},
+        {"ghp", "", "ghp_Zen7Ko12uw2gz3LRHttvty1VO45i5gAo6Bkf", NULL, NULL, "", 0},
+        {"jwt", "", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MjkwOTkxMiIsIm5hbWUiOiJsdWthcyBsZWZldnJlIiwiaWF0IjoxNzc5Njc2NDMxfQ.NnqimgoPaPBxxecfvKiMNXKfleGZEZmRTovP_0tGCTp", NULL, NULL, "", 0},
+        {"aws-pair", "AWS_ACCESS_KEY_ID=", "ASIAN76GGPMGBXNSLN6Y", "\nAWS_SECRET_ACCESS_KEY=", "VPXNCGZtI1TkRrQmExXmMJAlMLUNaJdGybpO7go1", "", 0},
+        {"aws-pair", "export AWS_ACCESS_KEY_ID=", "AKIAGXRS4KYZIESY3P26", " AWS_SECRET_ACCESS_KEY=", "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", "", 0},
+        {"aws-pair", "\"AccessKeyId\": \"", "ASIAIGUU5EEM5HCNAIPD", "\",\n  \"SecretAccessKey\": \"", "2RV2obJMKlULhbY66DLjxYG4FVaSoqCyHYHMTpoI", "\"", 0},
+        {"aws-pair", "aws configure set aws_access_key_id ", "ASIATSHJQIUOYESS3RXY", " && aws configure set aws_secret_access_key ", "lDl2NP9YSvulX0SifqzEXKk2LVb3Azgr0iKoTEdO", "", 0},
+        {"basic", "authorization: basic ", "YW5uYXNjaG1pZHQ6RWZyaXhBIzhCIyFFUS1iVXNuQQ==", NULL, NULL, "", 0},
+        {"basic", "\"Authorization\": \"Basic ", "bG90dGVfam9uZXM6b3JiaXQzMjk1WEROVA==", NULL, NULL, "\"", 0},
+        {"basic", "curl -H \"Authorization: Basic ", "Z2l1bGlhX2pvaG5zb246dmVsdmV0MDIxNUxTTkY=", NULL, NULL, "\" https://api.internal/v1/", 0},
+        {"basic", "Authorization: Basic ", "ZW1tYV9iYWtrZXI6TWFwbGVfT3JiaXQwNjk/", NULL, NULL, "", 0},
+        {"env", "JWT_SECRET=\"", "harbor7734JCVR", NULL, NULL, "\"", 0},
+        {"env", "\"secret_key\": \"", "zRRPM51-sLSv*P8p", NULL, NULL, "\"", 0},
+        {"env", "\"django_secret_key\": \"", "Zomer-Maple859?", NULL, NULL, "\"", 0},
+        {"env", "export SMTP_PASS='", "!jhrMGam1I9_.2tUqVY9e", NULL, NULL, "'", 0},
+        {"env", "APP_SECRET=", "%enUqpPu8m#TRxpZaW1hCLX", NULL, NULL, "", 0},
+        {"env", "DB_PASSWORD = ", "!sbyy!gsgI%i326OO", NULL, NULL, "", 0},
+        {"env", "POSTGRES_PASSWORD=", "Copper.Maple2207&", NULL, NULL, "", 0},
+        {"env", "admin_password: ", "*Kq7vX2mLp9_tR4w", NULL, NULL, "", 0},
+        {"npm", "//registry.npmjs.org/:_authToken=", "npm_LNg0oBb19l0GCtGhLowoiNeVpylZj8PhHGtg", NULL, NULL, "", 0},
+        {"sendgrid", "", "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", NULL, NULL, "", 0},
+        {"azure", "client_secret: ", "Mok2Q~vwgXgRrMFMIB4kHQS-r1uai0Uv-maH.CGt", NULL, NULL, "", 0},
+        {"azure", "AZURE_CLIENT_SECRET=", "3pO1Q~8NpTbuGL6YH-q_tOvIkWTS6Gj-1BQnwQjY", NULL, NULL, "", 0},
+        {"azure", "", "nls7Q~46ZmusN.VX4hE0QZ7c56k_8B5qly-wHbV3", NULL, NULL, "", 0},
+        {"azure", "", "IGO8Q~SlJOU8gxsCb~TbSQPTSb.vP1MZ9Be2GhCy", NULL, NULL, "", 0},
+        {"azure", "DefaultEndpointsProtocol=https;AccountName=moreaustore;AccountKey=", "u7T2kq9PzXW4bN+e1YvLr8sA0cJmQ3hDfG6oKiV5wRnB/tZyE2xUa7lMpC9dHs4gJk0qWfOeN1bLvYr3TzXiPm6S8==", NULL, NULL, ";EndpointSuffix=core.windows.net", 0},
+        {"github", "", "ghu_44ixzz6sdn0wUbGXnhdqdHXZk2hEDsNwVAzC", NULL, NULL, "", 0},
+        {"github", "", "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T0uDpO7k", NULL, NULL, "", 0},
+        {"slack", "", "xoxp-57589849135-812166281887-ZvDC3ldceBMJ7B9jTAUKSipX", NULL, NULL, "", 0},
+        {"slack", "https://hooks.slack.com/services/", "TCYW1EBH8/BZ59P6KDMCQ/Dsf19LVXa2pvrbgyeFVMQa3T", NULL, NULL, "", 0},
+        {"stripe", "", "sk_live_JDLhbNSX9QLSwGmwoVZYj2UA", NULL, NULL, "", 0},
+        {"conn", "Server=tcp:moreau.database.windows.net,1433;Database=app;User ID=sa;Password=", "velvet2600FMFB", NULL, NULL, ";Encrypt=True;", 0},
+        /* a URL's password on the line after "user:" (the e-mail-like
+         * pattern of detect.c): not in this table's esc form */
+        {"conn", "mysql://root:", "Canal-Zomer1843!", NULL, NULL, "@mysql:3306/app", 1},
+        {"conn", "DATABASE_URL=postgresql://app:", "WinterWinter5496!", NULL, NULL, "@localhost/app", 1},
+    };
+    static const char *const sentence[][2] = {
+        {"Please contact me at ", " tomorrow."}, {"Mijn gegevens: ", ", graag bevestigen."},
+        {"Meine Angaben lauten ", ", danke."}, {"Voici mes coordonn\xc3\xa9" "es : ", ". Merci !"},
+        {"Mis datos son ", ", gracias."}, {"I miei dati sono ", ", grazie."},
+    };
+    size_t bad = 0;
+    char report[4096];
+    size_t rn = 0;
+    report[0] = '\0';
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (unsigned v = 0; v < N_VARIANTS; v++) {
+            if (v == V_ESC && cases[i].no_esc)
+                continue;
+            struct out o = {.n = 0};
+            const char *const *sn = sentence[(i + v) % 6];
+            if (v == V_ESC) {
+                put(&o, "{\"cmd\":\"", 8);
+                put_json(&o, cases[i].pre, false);
+                put(&o, "\\n", 2);
+            } else {
+                if (v != V_PLAIN)
+                    put(&o, sn[0], strlen(sn[0]));
+                put(&o, cases[i].pre, strlen(cases[i].pre));
+            }
+            put_piece(&o, cases[i].v, (enum variant)v, (unsigned)i);
+            if (cases[i].mid) {
+                if (v == V_ESC)
+                    put_json(&o, cases[i].mid, false);
+                else
+                    put(&o, cases[i].mid, strlen(cases[i].mid));
+                put_piece(&o, cases[i].v2, (enum variant)v, (unsigned)i + 1);
+            }
+            if (v == V_ESC) {
+                put_json(&o, cases[i].post, false);
+                put(&o, "\"}", 2);
+            } else {
+                put(&o, cases[i].post, strlen(cases[i].post));
+                if (v != V_PLAIN)
+                    put(&o, sn[1], strlen(sn[1]));
+            }
+            struct cover c;
+            memset(&c, 0, sizeof c);
+            int rc = v == V_ESC ? sw_pii_scan_json_text(E, o.t, o.n, on_cover, &c)
+                                : sw_pii_scan_text(E, o.t, o.n, on_cover, &c);
+            assert_int_equal(rc, SW_OK);
+            bool whole = true;
+            for (size_t p = 0; p < o.np; p++)
+                for (size_t k = o.ps[p]; k < o.pe[p]; k++)
+                    whole = whole && c.on[k];
+            if (!whole) {
+                bad++;
+                int w = snprintf(report + rn, sizeof report - rn, "  %s (%s): %s\n", cases[i].fmt, variant_name[v], o.t);
+                if (w > 0 && (size_t)w < sizeof report - rn)
+                    rn += (size_t)w;
+            }
+        }
+    }
+    if (bad)
+        fail_msg("%zu secrets not masked whole:\n%s", bad, report);
+}
+
 /* ---- This repository's tree scans clean ---- */
 
 /* Files that plant secrets on purpose (tests of the detector, corpora). */
@@ -493,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_connection_strings),
         cmocka_unit_test(test_private_keys),
         cmocka_unit_test(test_private_key_masked),
+        cmocka_unit_test(test_secret_forms_masked_whole),
         cmocka_unit_test(test_tree_scans_clean),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
