@@ -88,7 +88,7 @@ static const struct pattern builtin[] = {
     {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}", NULL, 0, 0, 0},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
      "[0-9]{13,19}|[0-9]{4}(?:[ .\\-/][0-9]{4}){2,3}(?:[ .\\-/][0-9]{1,4})?|[0-9]{4}[ .\\-/][0-9]{6}[ .\\-/][0-9]{4,5}"
-     "|[0-9]{8}[ \\-][0-9]{8}|[0-9]{4}[ \\-][0-9]{4}[ \\-][0-9]{5}",
+     "|[0-9]{8}[ \\-][0-9]{7,8}|[0-9]{4}[ \\-][0-9]{4}[ \\-][0-9]{5}",
      NULL, 0, 0, 0},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
     {SW_PII_BSN, K_NINE, 0, 0, 0,
@@ -1140,11 +1140,13 @@ static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
             same = !is_digit(sc->t[i]) || sc->t[i] == sc->t[s];
         if (same)
             continue;
-        /* two halves of eight and a 13-digit 4-4-5 are groupings of few
+        /* two halves of eight (seven: Amex) and a 13-digit 4-4-5 are groupings of few
          * issuers; other numbers in them (references, two numbers side by
          * side) are taken only with an issuer's prefix */
         if (k == 1 && nd[0] == 8 && nd[1] == 16 && !iin16(sc->t + s))
             continue;
+        if (k == 1 && nd[0] == 8 && nd[1] == 15 && !(sc->t[s] == '3' && (sc->t[s + 1] == '4' || sc->t[s + 1] == '7')))
+            continue;   /* 8-7: an Amex number (34, 37) wrapped in its middle */
         if (k == 2 && nd[0] == 4 && nd[1] == 8 && nd[2] == 13 && sc->t[s] != '4')
             continue;
         *pe = ends[k];

@@ -252,6 +252,8 @@ static void test_wrapped_plain(void **state)
     static const struct tcase c[] = {
         {"Mis datos son 43613660\n69544872, gracias.", "card:43613660\n69544872"},
         {"44682420\t88735753", "card:44682420\t88735753"},
+        {"I miei dati sono 34779522\n5288320, grazie.", "card:34779522\n5288320"},
+        {"amex 37423224\t1205340.", "card:37423224\t1205340"},
         {"43189921 \n21549908", "card:43189921 \n21549908"},
         {"IBAN NL91 ABNA 0417\t1643 00", "iban:NL91 ABNA 0417\t1643 00"},
         {"IBAN DE89 3704 0044 0532\n0130 00", "iban:DE89 3704 0044 0532\n0130 00"},
@@ -332,6 +334,7 @@ static void test_negatives(void **state)
         {"ref 10020030-04005005", ""},
         {"order 70001234 56789010 ok", ""},
         {"ref 5600-1234-56784", ""},
+        {"ref 56001234-5678418", ""},
         {"from 20240115 to 20240115", ""},
         {"dates\n20240115\n20240115\n", ""},
         {"Bestelnummer 10020030\n04005005", ""},
