@@ -73,7 +73,7 @@ static const struct pattern builtin[] = {
      * national and 00 patterns are short triggers, the candidate is the run
      * of phone characters after them (on_match, at most 32 bytes). */
     {SW_PII_PHONE, K_PHONE_NAT, 0, 0, 0, "(?:^|[^0-9A-Za-z_])\\(?0[1-9]", NULL, 0, 0, 0},
-    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00 ?[1-9]", NULL, 0, 0, 0},
+    {SW_PII_PHONE, K_PHONE_IDD, 0, 0, 0, "(?:^|[^0-9A-Za-z_])00[ \\-]?[1-9]", NULL, 0, 0, 0},
     {SW_PII_PHONE, K_PHONE_ES, 0, 0, 0,
      "(?:^|[^0-9A-Za-z_])(?:[679][0-9]{2}[ .\\-][0-9]{3}[ .\\-][0-9]{3}|[679][0-9][ .\\-][0-9]{3}[ .\\-][0-9]{2}[ .\\-][0-9]{2}"
      "|[679][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2}[ .\\-][0-9]{2})", NULL, 0, 0, 0},
@@ -87,7 +87,8 @@ static const struct pattern builtin[] = {
      * the repeat with leftmost start of match was ~a third of the scan) */
     {SW_PII_IBAN, K_IBAN, 0, 0, 0, "[A-Za-z]{2}[0-9]{2}", NULL, 0, 0, 0},
     {SW_PII_CARD, K_CARD, 0, 0, 0,
-     "[0-9]{13,19}|[0-9]{4}(?:[ .\\-/][0-9]{4}){2,3}(?:[ .\\-/][0-9]{1,4})?|[0-9]{4}[ .\\-/][0-9]{6}[ .\\-/][0-9]{4,5}",
+     "[0-9]{13,19}|[0-9]{4}(?:[ .\\-/][0-9]{4}){2,3}(?:[ .\\-/][0-9]{1,4})?|[0-9]{4}[ .\\-/][0-9]{6}[ .\\-/][0-9]{4,5}"
+     "|[0-9]{8}[ \\-][0-9]{7,8}|[0-9]{4}[ \\-][0-9]{4}[ \\-][0-9]{5}",
      NULL, 0, 0, 0},
     /* nine digits: a BSN (11-proef, with context or dotted) or an SSN (with context) */
     {SW_PII_BSN, K_NINE, 0, 0, 0,
@@ -1023,7 +1024,8 @@ static bool r_phone_checked(struct scan *sc, int kind, size_t *ps, size_t *pe)
             /* "0031 (0)6 ...": + for 00, and the trunk "(0)" left out */
             size_t o = 0;
             buf[o++] = '+';
-            for (size_t i = s + 2; i < ends[k]; i++) {
+            size_t from = s + 2 + (sc->t[s + 2] == '-');      /* "00-49-...": the prefix's dash */
+            for (size_t i = from; i < ends[k]; i++) {
                 if (i + 2 < ends[k] && !memcmp(sc->t + i, "(0)", 3)) {
                     i += 2;
                     continue;
@@ -1086,6 +1088,17 @@ static bool r_iban(const struct scan *sc, size_t *ps, size_t *pe)
     return true;
 }
 
+/* Whether the first digits d are those of a 16-digit card's issuer: Visa
+ * (4), Mastercard (51-55, 2221-2720), Discover (6011, 65), UnionPay (62),
+ * JCB (35). */
+static bool iin16(const unsigned char *d)
+{
+    int two = (d[0] - '0') * 10 + (d[1] - '0');
+    int four = two * 100 + (d[2] - '0') * 10 + (d[3] - '0');
+    return d[0] == '4' || (two >= 51 && two <= 55) || (four >= 2221 && four <= 2720) || four == 6011 ||
+           two == 65 || two == 62 || two == 35;
+}
+
 static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
 {
     size_t s = *ps, e = *pe;
@@ -1126,6 +1139,15 @@ static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
         for (size_t i = s; i < ends[k] && same; i++)
             same = !is_digit(sc->t[i]) || sc->t[i] == sc->t[s];
         if (same)
+            continue;
+        /* two halves of eight (seven: Amex) and a 13-digit 4-4-5 are groupings of few
+         * issuers; other numbers in them (references, two numbers side by
+         * side) are taken only with an issuer's prefix */
+        if (k == 1 && nd[0] == 8 && nd[1] == 16 && !iin16(sc->t + s))
+            continue;
+        if (k == 1 && nd[0] == 8 && nd[1] == 15 && !(sc->t[s] == '3' && (sc->t[s + 1] == '4' || sc->t[s + 1] == '7')))
+            continue;   /* 8-7: an Amex number (34, 37) wrapped in its middle */
+        if (k == 2 && nd[0] == 4 && nd[1] == 8 && nd[2] == 13 && sc->t[s] != '4')
             continue;
         *pe = ends[k];
         return true;
@@ -2561,6 +2583,79 @@ static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int
     return scan_view(e, text, len, 1, on_jclip_span, &c);
 }
 
+/* Spans of one reading, in the input's offsets and in order. */
+struct spanlist {
+    struct sw_pii_span *sp;
+    size_t n, cap;
+};
+
+static int on_list_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct spanlist *l = ud;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 16;
+        struct sw_pii_span *p = realloc(l->sp, nc * sizeof *p);
+        if (!p)
+            return SW_ENOMEM;
+        l->sp = p;
+        l->cap = nc;
+    }
+    l->sp[l->n++] = *sp;
+    return SW_OK;
+}
+
+static int scan_reading(const struct sw_pii_engine *e, struct sw_pii_view *v, struct spanlist *out)
+{
+    struct mapback mb = {.v = v, .on_span = on_list_span, .ud = out};
+    int rc = scan_raw(e, v->t, v->len, on_view_span, &mb);
+    if (!rc && mb.have)
+        rc = on_list_span(out, &mb.pend);
+    if (v->t)
+        explicit_bzero(v->t, v->cap);
+    sw_pii_view_free(v);
+    return rc;
+}
+
+/* A text whose view read a tab or line break inside a number is also read
+ * with every break a boundary, and the spans of both readings are masked
+ * (their union where they overlap, typed by the higher priority): a line
+ * that ends in a digit never hides a value on the next line ("ref T1." then
+ * "0049 152 176 9604"), and a number wrapped over two lines is still found
+ * whole. Two linear scans. Takes v (freed). */
+static int scan_two_readings(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                             struct sw_pii_view *v, sw_pii_on_span on_span, void *ud)
+{
+    struct spanlist a = {0}, b = {0};
+    struct sw_pii_view w;
+    int rc = scan_reading(e, v, &a);
+    if (!rc)
+        rc = sw_pii_view_build2(&w, text, len, json, false);
+    if (!rc)
+        rc = scan_reading(e, &w, &b);
+    size_t i = 0, j = 0;
+    bool have = false;
+    struct sw_pii_span m = {0};
+    while (!rc && (i < a.n || j < b.n)) {
+        struct sw_pii_span x = j >= b.n || (i < a.n && a.sp[i].start <= b.sp[j].start) ? a.sp[i++] : b.sp[j++];
+        if (have && x.start < m.start + m.len) {
+            if (x.start + x.len > m.start + m.len)
+                m.len = x.start + x.len - m.start;
+            if (e->prio[x.type] < e->prio[m.type])
+                m.type = x.type;
+            continue;
+        }
+        if (have)
+            rc = on_span(ud, &m);
+        m = x;
+        have = true;
+    }
+    if (!rc && have)
+        rc = on_span(ud, &m);
+    free(a.sp);
+    free(b.sp);
+    return rc;
+}
+
 static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len, int json,
                      sw_pii_on_span on_span, void *ud)
 {
@@ -2582,6 +2677,8 @@ static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len
     int rc = sw_pii_view_build(&v, text, len, json);
     if (rc)
         return rc;
+    if (v.joined)
+        return scan_two_readings(e, text, len, json, &v, on_span, ud);
     struct mapback mb = {.v = &v, .on_span = on_span, .ud = ud};
     rc = scan_raw(e, v.t, v.len, on_view_span, &mb);
     if (!rc && mb.have)

@@ -419,7 +419,7 @@ static void move(struct sw_pii_view *v, size_t w, size_t r, size_t k)
     memmove(v->oe + w, v->oe + r, k * sizeof *v->oe);
 }
 
-static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t from)
+static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t from, bool join)
 {
     char *t = v->t;
     size_t w = from, r = from, n = v->len;
@@ -477,7 +477,7 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
                     k--;
                 broken = k == line_fold;
             }
-            if (ctl && j < n && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
+            if (join && ctl && j < n && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
                 lines <= 1 && !broken && (lines || !tabular) &&
                 digits_back(t, w) + digits_fwd(t, n, j) >= BREAK_MIN_DIGITS) {
                 if (after_digit) {
@@ -488,6 +488,7 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
                 }
                 if (lines)
                     line_fold = w;
+                v->joined++;
                 r = j;
                 continue;
             }
@@ -504,6 +505,11 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
 }
 
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json)
+{
+    return sw_pii_view_build2(v, text, len, json, true);
+}
+
+int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int json, bool join)
 {
     const unsigned char *t = (const unsigned char *)text;
     bool in_str = false;
@@ -607,7 +613,7 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
     while (from > 0 && from < v->len && v->t[from - 1] == ' ')
         from--;                 /* a blank run starts before its first tab or break */
     if (from < v->len)
-        fold_text(v, t, from);
+        fold_text(v, t, from, join);
     return SW_OK;
 }
 

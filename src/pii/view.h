@@ -21,6 +21,7 @@ struct sw_pii_view {
     char *t;                    /* view text (not NUL-terminated) */
     size_t len, cap;
     uint32_t *os, *oe;          /* per view byte: input range of its character */
+    size_t joined;              /* tabs or line breaks read inside a number */
 };
 
 /* What detection on text needs: nothing (SW_PII_VIEW_NONE: pure ASCII
@@ -36,6 +37,9 @@ int sw_pii_view_kind(const char *text, size_t len, int json);
 bool sw_pii_view_keeps(int32_t c);
 /* Builds the view of text[0..len) (len < 2^32). SW_OK or SW_ENOMEM. */
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json);
+/* The same; with join false, no tab or line break is read inside a number
+ * (each stays a boundary, as it is in the input). */
+int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int json, bool join);
 void sw_pii_view_free(struct sw_pii_view *v);
 
 #endif

@@ -67,6 +67,7 @@ static const struct tcase texts[] = {
     {"digit run", "4929", false},
     {"digits and separators", "12 34-56 78.", true},
     {"+31 repeated", "+31 ", true},
+    {"numbers over breaks", "43613660\n69544872 row 7\n0049 152\n176 9604 ", true},
     {"password= repeated", "password=", true},
     {"assignments", "DB_PASSWORD=Wint3r!x\n", false},
     {"quoted values", "\"token\": \"a", false},

@@ -217,6 +217,87 @@ static void test_ipv4_padded(void **state)
     RUN(c, 0);
 }
 
+/* Card groupings people write besides fours: two halves of eight, 13-digit
+ * Visa 4-4-5, Diners 4-6-4, 19 digits 4-4-4-4-3, Amex 4-6-5, with spaces,
+ * dashes, dots or slashes, in other scripts' digits, full width, with
+ * zero-width characters inside. */
+static void test_card_more_groupings(void **state)
+{
+    (void)state;
+    static const struct tcase c[] = {
+        {"card 55046261-77700202 ok", "card:55046261-77700202"},
+        {"card 55046261 77700202 ok", "card:55046261 77700202"},
+        {"visa 4767-0679-28127.", "card:4767-0679-28127"},
+        {"visa 4767 0679 28127.", "card:4767 0679 28127"},
+        {"diners 3056 930902 5904", "card:3056 930902 5904"},
+        {"diners 3056-930902-5904", "card:3056-930902-5904"},
+        {"card 6011 0000 0000 0000 001", "card:6011 0000 0000 0000 001"},
+        {"card 6011-0000-0000-0000-001", "card:6011-0000-0000-0000-001"},
+        {"card 6011.0000.0000.0000.001", "card:6011.0000.0000.0000.001"},
+        {"amex 3782.822463.10005", "card:3782.822463.10005"},
+        {"amex 3400/000000/00124", "card:3400/000000/00124"},
+        {"card \u0665\u0662\u0665\u0663\u0668\u0664\u0662\u0660-\u0668\u0664\u0661\u0665\u0665\u0661\u0660\u0668", "card:\u0665\u0662\u0665\u0663\u0668\u0664\u0662\u0660-\u0668\u0664\u0661\u0665\u0665\u0661\u0660\u0668"},
+        {"card \uff15\uff15\uff10\uff14\uff16\uff12\uff16\uff11 \uff17\uff17\uff17\uff10\uff10\uff12\uff10\uff12", "card:\uff15\uff15\uff10\uff14\uff16\uff12\uff16\uff11 \uff17\uff17\uff17\uff10\uff10\uff12\uff10\uff12"},
+        {"card 5504\u200b6261-7770\u200c0202 ok", "card:5504\u200b6261-7770\u200c0202"},
+        {"visa 4767\u20130679\u201328127", "card:4767\u20130679\u201328127"},
+    };
+    RUN(c, 0);
+}
+
+/* A card without groups wrapped between its halves by a line break or a
+ * tab; IBAN and phone groups with one blank replaced by a break. */
+static void test_wrapped_plain(void **state)
+{
+    (void)state;
+    static const struct tcase c[] = {
+        {"Mis datos son 43613660\n69544872, gracias.", "card:43613660\n69544872"},
+        {"44682420\t88735753", "card:44682420\t88735753"},
+        {"I miei dati sono 34779522\n5288320, grazie.", "card:34779522\n5288320"},
+        {"amex 37423224\t1205340.", "card:37423224\t1205340"},
+        {"43189921 \n21549908", "card:43189921 \n21549908"},
+        {"IBAN NL91 ABNA 0417\t1643 00", "iban:NL91 ABNA 0417\t1643 00"},
+        {"IBAN DE89 3704 0044 0532\n0130 00", "iban:DE89 3704 0044 0532\n0130 00"},
+        {"bel +31 6 1234 \n5678", "phone:+31 6 1234 \n5678"},
+        {"Tel. 030 1234\t5678", "phone:030 1234\t5678"},
+    };
+    RUN(c, 0);
+}
+
+/* Phones with the 00 international prefix and a dash of any kind between
+ * all groups. */
+static void test_phone_00_dashes(void **state)
+{
+    (void)state;
+    static const struct tcase c[] = {
+        {"ruf 00\u201449\u2014178\u2014773\u20146961 an", "phone:00\u201449\u2014178\u2014773\u20146961"},
+        {"ruf 00\u201149\u2011211\u2011865\u20117715 an", "phone:00\u201149\u2011211\u2011865\u20117715"},
+        {"ruf 00-49-30-53474757 an", "phone:00-49-30-53474757"},
+        {"ruf 00\ufe6349\ufe63151\ufe638352\ufe632375", "phone:00\ufe6349\ufe63151\ufe638352\ufe632375"},
+        {"bel 00-31-6-12345678", "phone:00-31-6-12345678"},
+        {"tel 00-33-6-12-34-56-78", "phone:00-33-6-12-34-56-78"},
+        {"tel 00-44-20-7946-0958", "phone:00-44-20-7946-0958"},
+        {"tel 00-1-415-555-0132", "phone:00-1-415-555-0132"},
+        {"tel 00-39-06-6982-1234", "phone:00-39-06-6982-1234"},
+        {"tel 00-34-612-345-678", "phone:00-34-612-345-678"},
+        {"tel 00-32-470-12-34-56", "phone:00-32-470-12-34-56"},
+    };
+    RUN(c, 0);
+}
+
+/* A line break never hides a value: a line ending in a digit, then a value
+ * on the next line. */
+static void test_break_boundary(void **state)
+{
+    (void)state;
+    static const struct tcase c[] = {
+        {"ref T1.\n0049 152 176 9604", "phone:0049 152 176 9604"},
+        {"item 7\n+31 6 12345678", "phone:+31 6 12345678"},
+        {"page 12\n4111 1111 1111 1111", "card:4111 1111 1111 1111"},
+        {"row 3\t06 12345678", "phone:06 12345678"},
+    };
+    RUN(c, 0);
+}
+
 /* Hard negatives: what must stay unflagged as the view folds more. */
 static void test_negatives(void **state)
 {
@@ -248,6 +329,22 @@ static void test_negatives(void **state)
         {"100%40 off and a&#64;b", ""},
         {"&commat;handle and @user", ""},
         {"user@localhost", ""},
+        /* two halves of eight and 4-4-5 without a card issuer's prefix:
+         * references, dates side by side, two numbers in a row */
+        {"ref 10020030-04005005", ""},
+        {"order 70001234 56789010 ok", ""},
+        {"ref 5600-1234-56784", ""},
+        {"ref 56001234-5678418", ""},
+        {"from 20240115 to 20240115", ""},
+        {"dates\n20240115\n20240115\n", ""},
+        {"Bestelnummer 10020030\n04005005", ""},
+        /* a version, a date or a page before a break, short numbers after it */
+        {"v1.2.3\n4567 8901", ""},
+        {"on 15.01.2024\n12 34 56", ""},
+        {"page 12\n34 56 78", ""},
+        /* the 00 prefix with dashes: times, scores, codes */
+        {"at 00-15-30 and 00-1-2", ""},
+        {"code 00-12-34-56", ""},
         /* a card's digits with a failing Luhn check */
         {"order 4111.1111.1111.1112", ""},
         {"ref 4111/1111/1111/1112", ""},
@@ -299,6 +396,10 @@ int main(void)
         cmocka_unit_test(test_phone_formats),
         cmocka_unit_test(test_email_forms),
         cmocka_unit_test(test_ipv4_padded),
+        cmocka_unit_test(test_card_more_groupings),
+        cmocka_unit_test(test_wrapped_plain),
+        cmocka_unit_test(test_phone_00_dashes),
+        cmocka_unit_test(test_break_boundary),
         cmocka_unit_test(test_negatives),
         cmocka_unit_test(test_mask_whole),
     };
