@@ -1694,9 +1694,9 @@ static enum sw_pii_surface pii_surface(const struct proxy *p, enum sw_dialect ud
  * masked, no entity the front's scan did not already allow out (it found
  * none, or the request would not be here). A body that cannot be read or
  * scanned fails too; a field outside the API's grammar (a translation need
- * not fit it) is read as text. A body spliced from the client's own bytes, or the
- * Anthropic client's own tree, is exactly what the front scanned and is not
- * scanned again. */
+ * not fit it) is read as text. A body spliced from the client's own bytes,
+ * the Anthropic client's own tree or its OpenAI translation is exactly what
+ * the front scanned and is not scanned again. */
 static bool outgoing_clean(const struct proxy *p, const char *body, size_t len,
                            enum sw_pii_surface surface)
 {
@@ -1757,8 +1757,10 @@ static void dispatch(struct proxy *p)
         json_object_del(p->chat.body, "max_completion_tokens");
     bool built = false; /* not the client's scanned bytes or tree as they are */
     if (p->need_mask) {
+        /* the tree in its own API: the client's Anthropic body, or the
+         * internal (OpenAI) one, chat or embeddings */
         body = native_req ? masked_body(p, p->chat.native, SW_PII_SURFACE_MESSAGES, be->model)
-                          : masked_body(p, p->chat.body, SW_PII_SURFACE_CHAT, be->model);
+                          : masked_body(p, p->chat.body, pii_surface(p, SW_DIALECT_OPENAI), be->model);
         if (!body) {
             /* Never sent unmasked: this backend is out for this request. */
             note_failure(p, p->pii.binary_blocked
@@ -1774,23 +1776,28 @@ static void dispatch(struct proxy *p)
     } else if (!limit && !p->anth_client && ud == SW_DIALECT_OPENAI) {
         body = plain_body(p, be, &body_len);
     }
+    json_t *tree = NULL; /* the internal (OpenAI) body, for a backend of another API */
     if (!body && !p->need_mask && !native_req) {
+        /* the internal body as the front scanned it (for an Anthropic client,
+         * its translation, which the front scanned too) */
         json_object_set_new(p->chat.body, "model", json_string(be->model));
-        body = json_dumps(p->chat.body, JSON_COMPACT);
-        built = p->anth_client; /* an Anthropic client's request, translated */
-    }
-    if (body && !native_req && dops->request_body) {
-        /* The internal (OpenAI) body in the backend's API. */
+        if (dops->request_body)
+            tree = json_incref(p->chat.body);
+        else
+            body = json_dumps(p->chat.body, JSON_COMPACT);
+    } else if (body && !native_req && dops->request_body) {
         json_error_t jerr;
-        json_t *tree = json_loadb(body, body_len ? body_len : strlen(body), 0, &jerr);
+        tree = json_loadb(body, body_len ? body_len : strlen(body), 0, &jerr);
         free(body);
         body = NULL;
         body_len = 0;
+    }
+    if (tree) {
+        /* The internal body in the backend's API. */
         struct sw_request_error rerr;
-        if (tree)
-            body = dops->request_body(tree, p->cfg->routing.default_max_tokens, &rerr);
+        body = dops->request_body(tree, p->cfg->routing.default_max_tokens, &rerr);
         json_decref(tree);
-        if (tree && !body && rerr.status == 400) {
+        if (!body && rerr.status == 400) {
             cannot_carry(p, &rerr);
             return;
         }
