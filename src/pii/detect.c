@@ -920,9 +920,25 @@ static const char *const not_phone_words[] = {
     "sku", "#", "eur", "usd", "gbp", "bsn",
     "\xe2\x82\xac" /* € */, "$", "\xc2\xa3" /* £ */, NULL};
 
+/* What may stand between a not-phone word and its number: "Order no.
+ * 0612345678", "invoice number: ...", "ticket #", "serial nº". */
+static const char *const number_words[] = {
+    "no", "nr", "n", "num", "number", "nummer", "numero", "n\xc3\xbamero", "n\xc2\xba", "id", "ref", "is",
+    "code", "of", NULL};
+
+static bool connector(const char *w, size_t n)
+{
+    for (int k = 0; number_words[k]; k++)
+        if (strlen(number_words[k]) == n && !memcmp(w, number_words[k], n))
+            return true;
+    return false;
+}
+
 /* A not-phone word counts in the 24 bytes before s, back to the nearest digit
- * or line break: "SSN# 173532604 tomorrow. 02 383 40 24" is a phone number
- * (the '#' belongs to the number before it), "Order no. 0612345678" is not. */
+ * or line break, when only its own letters ("orders"), punctuation and
+ * connectors (number_words) follow it: "SSN# 173532604 tomorrow. 02 383 40
+ * 24" is a phone number (the '#' belongs to the number before it), "Order
+ * no. 0612345678" is not, and neither is "the orders. Call 0612345678". */
 static bool not_phone_context(const struct scan *sc, size_t s)
 {
     size_t back = 0;
@@ -932,7 +948,33 @@ static bool not_phone_context(const struct scan *sc, size_t s)
             break;
         back++;
     }
-    return back > 0 && context_before(sc, s, back, not_phone_words);
+    if (back == 0)
+        return false;
+    char w[32];
+    for (size_t i = 0; i < back; i++) {
+        unsigned char ch = sc->t[s - back + i];
+        w[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
+    }
+    for (size_t i = 0; i < back; i++)
+        for (int k = 0; not_phone_words[k]; k++) {
+            size_t l = strlen(not_phone_words[k]), j = i + l;
+            if (l > back - i || memcmp(w + i, not_phone_words[k], l))
+                continue;
+            if (is_alpha((unsigned char)w[i]) && s - back + i > 0 && is_alpha(sc->t[s - back + i - 1]))
+                continue;           /* inside a word: "border" */
+            while (j < back && w[j] >= 'a' && w[j] <= 'z' && is_alpha((unsigned char)w[i]))
+                j++;                /* the word's own letters: "orders", "tickets" */
+            bool only = true;
+            while (only && j < back) {
+                size_t a = j;
+                while (j < back && (unsigned char)w[j] > ' ' && !strchr(".:#-/()", w[j]))
+                    j++;
+                only = a == j ? (j++, true) : connector(w + a, j - a);
+            }
+            if (only)
+                return true;
+        }
+    return false;
 }
 
 /* Length of the digit group that ends at e (0 if none). */
@@ -1099,10 +1141,25 @@ static bool iin16(const unsigned char *d)
            two == 65 || two == 62 || two == 35;
 }
 
-static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
+/* Whether the first digits d of a card number of n digits are an issuer's:
+ * 13 Visa, 14 Diners (30, 36, 38), 15 Amex (34, 37), 16-19 iin16(). */
+static bool issuer(const unsigned char *d, int n)
 {
-    size_t s = *ps, e = *pe;
-    if (!left_num_ok(sc, s) || sc->t[s] < '2' || sc->t[s] > '6')
+    if (n == 13)
+        return d[0] == '4';
+    if (n == 14)
+        return d[0] == '3' && (d[1] == '0' || d[1] == '6' || d[1] == '8');
+    if (n == 15)
+        return d[0] == '3' && (d[1] == '4' || d[1] == '7');
+    return iin16(d);
+}
+
+/* A card number from s (a group's start) within [s, e): its end in *pe.
+ * later: s is a later group of the run, after another number's digits
+ * ("0612345678 4111 1111 1111 1111"): taken only with an issuer's prefix. */
+static bool card_from(const struct scan *sc, size_t s, size_t e, bool later, size_t *pe)
+{
+    if (sc->t[s] < '2' || sc->t[s] > '6')
         return false;
     /* candidate ends: after each digit group, longest first */
     size_t ends[8];
@@ -1149,10 +1206,37 @@ static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
             continue;   /* 8-7: an Amex number (34, 37) wrapped in its middle */
         if (k == 2 && nd[0] == 4 && nd[1] == 8 && nd[2] == 13 && sc->t[s] != '4')
             continue;
+        if (later && !issuer(sc->t + s, nd[k]))
+            continue;
         *pe = ends[k];
         return true;
     }
     return false;
+}
+
+/* A card number in the candidate run [*ps, *pe), from its start or from a
+ * later group's: two numbers written one after the other ("00 39 389 099
+ * 6961 2505 2947 3694 1779") hold one. Every card found there is masked:
+ * the span is their union. */
+static bool r_card(const struct scan *sc, size_t *ps, size_t *pe)
+{
+    size_t s = *ps, e = *pe, from = SIZE_MAX, to = 0;
+    for (int g = 0; g < 8 && s < e; g++) {
+        size_t ce;
+        if ((g > 0 || left_num_ok(sc, s)) && card_from(sc, s, e, g > 0, &ce)) {
+            from = from < s ? from : s;
+            to = to > ce ? to : ce;
+        }
+        while (s < e && is_digit(sc->t[s]))
+            s++;
+        if (++s >= e || !is_digit(sc->t[s]))
+            break;
+    }
+    if (from == SIZE_MAX)
+        return false;
+    *ps = from;
+    *pe = to;
+    return true;
 }
 
 static const char *const bsn_words[] = {"bsn", "burgerservice", "sofinummer", "sofi-nummer",
@@ -1677,6 +1761,15 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
                (is_digit(sc->t[e]) || sc->t[e] == ' ' || sc->t[e] == '(' || sc->t[e] == ')' ||
                 sc->t[e] == '.' || sc->t[e] == '/' || sc->t[e] == '-'))
             e++;
+    if (p->kind == K_CARD && !left_num_ok(sc, s)) {
+        /* the leftmost start is inside a number before the card ("0612345678
+         * 4111 1111 1111 1111"): the card starts at the next group */
+        size_t g = s;
+        while (g < e && is_digit(sc->t[g]))
+            g++;
+        if (g + 1 < e && !is_digit(sc->t[g]) && is_digit(sc->t[g + 1]))
+            s = g + 1;
+    }
     if (li && sc->c[li - 1].s == s) {
         if (e > sc->c[li - 1].e)
             sc->c[li - 1].e = e;    /* keep the longest */

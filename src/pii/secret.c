@@ -696,6 +696,15 @@ static inline bool quote_at(const unsigned char *t, size_t len, size_t i)
     return t[i] == '"' || t[i] == '\'' || t[i] == '`' || t[i] == '\n' || (t[i] == '\\' && i + 1 < len && t[i + 1] == '"');
 }
 
+/* An environment variable's name: upper case, digits and '_'. */
+static bool env_name(const unsigned char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(cls[v[i]] & (C_UPPER | C_DIGIT | C_US)))
+            return false;
+    return n > 0;
+}
+
 /* The name ending at [s, q) (a trigger at its end) assigned a value: the
  * value is the secret. Forms: NAME=value (.env, shell, URL query,
  * connection strings), name: value (YAML, HTTP headers), "name": "value"
@@ -763,6 +772,10 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     if (i >= len)
         return 0;
     bool digits_only;
+    /* NAME=value with an environment variable's name (upper case, no
+     * spaces): an assignment wherever it stands ("DB_PASSWORD=x ./run.sh",
+     * POSTGRES_PASSWORD="x" in a sentence), whatever the value's letters */
+    bool env = !colon && !spaced && t[q] == '=' && env_name(t + is, q - is);
     /* a quoted value */
     if (quote_at(t, len, i)) {
         bool esc = t[i] == '\\';
@@ -793,7 +806,7 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
          * in an argument list or an object */
         size_t after = ve + (esc ? 2 : 1);
         bool code = !quoted_name && (!own_line || (after < len && (t[after] == ',' || t[after] == ';' || t[after] == ')')));
-        if (code && !has_digit_or_symbol(t + v, ve - v))
+        if (code && !env && !has_digit_or_symbol(t + v, ve - v))
             return 0;
         return add(st, v, ve);
     }
@@ -816,7 +829,7 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     bool eol = ee >= len || t[ee] == '\n' || t[ee] == '\r' || t[ee] == ';' || t[ee] == '&' ||
                (t[ee] == '\\' && ee + 1 < len && (t[ee + 1] == 'n' || t[ee + 1] == 'r')) ||
                (t[ee] == ' ' && (ee + 1 >= len || t[ee + 1] == '#' || t[ee + 1] == '\n'));
-    bool config = line && eol && !code_end && (colon || !spaced);
+    bool config = (line || env) && (eol || env) && !code_end && (colon || !spaced);
     if (config) {
         for (size_t k = i; k < ve; k++)
             if (call_like(t + i, ve - i, k - i))

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <utf8proc.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -184,10 +185,43 @@ static int digits_fwd(const char *t, size_t len, size_t s)
  * one: 7 or more (the fewest of any entity but an IPv4 address). */
 #define BREAK_MIN_DIGITS 7
 
+static inline bool alnum(unsigned char c)
+{
+    return dig(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* Whether a blank run between k (the end of the text before it) and j (the
+ * start of the text after it) may sit between two groups of an IBAN: after
+ * it 1-4 letters or digits, then no more; before it groups of four, one
+ * space apart, back to the IBAN's head (two letters, two digits) with no
+ * letter or digit before it, at most eight groups back. The IBAN detector
+ * still checks the length and the checksum of what this joins. */
+static bool iban_gap(const unsigned char *t, size_t len, size_t k, size_t j)
+{
+    size_t a = j;
+    while (a < len && a - j < 5 && alnum(t[a]))
+        a++;
+    if (a == j || a - j > 4)
+        return false;
+    for (int g = 0; g < 8 && k >= 4; g++) {
+        size_t s = k - 4;
+        for (size_t x = s; x < k; x++)
+            if (!alnum(t[x]))
+                return false;
+        if ((s == 0 || !alnum(t[s - 1])) && !dig(t[s]) && !dig(t[s + 1]) && dig(t[s + 2]) && dig(t[s + 3]))
+            return true;
+        if (s == 0 || t[s - 1] != ' ')
+            return false;
+        k = s - 1;
+    }
+    return false;
+}
+
 /* Whether the tab or line break at i may sit inside a number: within a run
  * of blanks after a digit (or a digit and one of ")-./", or a capital of an
  * IBAN group) and before a digit, the two sides with BREAK_MIN_DIGITS
- * digits. The test fold_text() makes. */
+ * digits; or between two groups of an IBAN (iban_gap()). The test
+ * fold_text() makes. */
 static bool break_in_number(const unsigned char *t, size_t len, size_t i)
 {
     size_t k = i, j = i + 1;
@@ -201,6 +235,8 @@ static bool break_in_number(const unsigned char *t, size_t len, size_t i)
         return false;
     while (j < len && j - i < 16 && ws(t[j]))
         j++;
+    if (j < len && alnum(t[j]) && iban_gap(t, len, k, j))
+        return true;
     if (j >= len || !dig(t[j]))
         return false;
     return digits_back((const char *)t, k) + digits_fwd((const char *)t, len, j) >= BREAK_MIN_DIGITS;
@@ -387,8 +423,8 @@ static inline bool edge(const struct sw_pii_view *v, const unsigned char *in, si
  * number takes at most one line break this way, and a blank line ends it:
  * numbers on consecutive lines stay separate numbers ("1234\n5678\n9012"
  * reads "1234 5678\n9012"). Tabs alone do not join numbers in a table:
- * a text with tabs on two or more lines is tabular, and its tabs separate
- * cells. Each view byte keeps the input range it covers. */
+ * on a row of one (table_rows()) tabs separate cells. Each view byte keeps
+ * the input range it covers. */
 /* The next byte of the view at or after i that fold_text() may change: '%',
  * '&', a tab, CR or LF (or any byte <= 0x0d), or n. 16 bytes a step. */
 static size_t next_fold(const char *t, size_t i, size_t n)
@@ -419,20 +455,58 @@ static void move(struct sw_pii_view *v, size_t w, size_t r, size_t k)
     memmove(v->oe + w, v->oe + r, k * sizeof *v->oe);
 }
 
+/* The rows of tables in the view from `from` on: runs of two or more
+ * lines with a tab each, one line break apart (not a JSON string's edge),
+ * as ranges [s, e) in order; a line with tabs on its own (a number pasted
+ * from two cells into a sentence) is none. NULL with *n_rows 0 when
+ * there is none; on ENOMEM NULL with *n_rows SIZE_MAX: every line is a row. */
+static size_t (*table_rows(const struct sw_pii_view *v, const unsigned char *in, size_t from, size_t *n_rows))[2]
+{
+    const char *t = v->t;
+    size_t n = v->len, nr = 0, cap = 0, (*rows)[2] = NULL;
+    size_t ls = from, ps = 0, pe = 0;
+    bool prev = false;                  /* the line before had a tab and ends in a line break */
+    *n_rows = 0;
+    for (;;) {
+        const char *nl = memchr(t + ls, '\n', n - ls);
+        size_t le = nl ? (size_t)(nl - t) : n;
+        bool tab = memchr(t + ls, '\t', le - ls) != NULL;
+        if (tab && prev) {
+            if (nr && rows[nr - 1][1] == pe) {
+                rows[nr - 1][1] = le;
+            } else {
+                if (nr == cap) {
+                    size_t (*g)[2] = realloc(rows, (cap = cap ? 2 * cap : 8) * sizeof *rows);
+                    if (!g) {
+                        free(rows);
+                        *n_rows = SIZE_MAX;
+                        return NULL;
+                    }
+                    rows = g;
+                }
+                rows[nr][0] = ps;
+                rows[nr++][1] = le;
+            }
+        }
+        if (!nl)
+            break;
+        prev = tab && !edge(v, in, le);
+        ps = ls;
+        pe = le;
+        ls = le + 1;
+    }
+    *n_rows = nr;
+    return rows;
+}
+
 static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t from, bool join)
 {
     char *t = v->t;
     size_t w = from, r = from, n = v->len;
     size_t line_fold = SIZE_MAX;    /* where the last number that took a line break was written to */
-    bool tabular = false;
-    const char *tab = memchr(t + from, '\t', n - from);
-    if (tab) {
-        /* a line break after the first tab (not a JSON string's edge), then a tab */
-        const char *nl = tab;
-        while ((nl = memchr(nl + 1, '\n', (size_t)(t + n - nl - 1))) && edge(v, in, (size_t)(nl - t)))
-            ;
-        tabular = nl && memchr(nl, '\t', (size_t)(t + n - nl));
-    }
+    size_t n_rows = 0, row = 0, (*rows)[2] = NULL;
+    if (memchr(t + from, '\t', n - from))
+        rows = table_rows(v, in, from, &n_rows);
     while (r < n) {
         size_t q = next_fold(t, r, n);
         unsigned char ch = q < n ? (unsigned char)t[q] : 0;
@@ -477,10 +551,17 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
                     k--;
                 broken = k == line_fold;
             }
-            if (join && ctl && j < n && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
-                lines <= 1 && !broken && (lines || !tabular) &&
-                digits_back(t, w) + digits_fwd(t, n, j) >= BREAK_MIN_DIGITS) {
-                if (after_digit) {
+            /* (positions from r on are the view's before folding: rows' coordinates) */
+            while (rows && row < n_rows && rows[row][1] <= r)
+                row++;
+            bool in_row = n_rows == SIZE_MAX || (rows && row < n_rows && rows[row][0] <= r);
+            bool iban = false;
+            /* (an IBAN's checksum tells its groups from a table's cells) */
+            if (join && ctl && j < n && lines <= 1 && !broken &&
+                (((lines || !in_row) && dig((unsigned char)t[j]) && (after_digit || after_sep) &&
+                  digits_back(t, w) + digits_fwd(t, n, j) >= BREAK_MIN_DIGITS) ||
+                 (iban = iban_gap((const unsigned char *)t, n, w, j)))) {
+                if (after_digit || iban) {
                     t[w] = ' ';
                     v->os[w] = v->os[r];
                     v->oe[w] = v->oe[j - 1];
@@ -502,6 +583,41 @@ static void fold_text(struct sw_pii_view *v, const unsigned char *in, size_t fro
         r = q + 1;
     }
     v->len = w;
+    free(rows);
+}
+
+bool sw_pii_phone_key(const char *k, size_t n)
+{
+    static const char *const words[] = {"phone", "tel", "mobile", "mobiel", "cell", "fax",
+                                        "whatsapp", "msisdn", "gsm", "sms"};
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        size_t wl = strlen(words[w]);
+        for (size_t i = 0; i + wl <= n; i++)
+            if (!strncasecmp(k + i, words[w], wl))
+                return true;
+    }
+    return false;
+}
+
+/* In JSON text, an integer of 11 to 15 digits under a phone-named key
+ * ("phone": 31612345678) starts at the returned position in [i, j): a
+ * phone number that has lost its '+'. j otherwise. */
+static size_t phone_int_at(const unsigned char *t, size_t len, size_t i, size_t j)
+{
+    size_t k = i;
+    while (k < j && (t[k] == ' ' || t[k] == '\t' || t[k] == '\r' || t[k] == '\n'))
+        k++;
+    if (k >= j || t[k] != ':')
+        return j;
+    k++;
+    while (k < j && (t[k] == ' ' || t[k] == '\t' || t[k] == '\r' || t[k] == '\n'))
+        k++;
+    size_t d = k;
+    while (d < len && dig(t[d]))
+        d++;
+    if (d - k < 11 || d - k > 15 || d > j || (d < len && (t[d] == '.' || t[d] == 'e' || t[d] == 'E')))
+        return j;
+    return k;
 }
 
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json)
@@ -512,7 +628,8 @@ int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int j
 int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int json, bool join)
 {
     const unsigned char *t = (const unsigned char *)text;
-    bool in_str = false;
+    bool in_str = false, phone_key_before = false;
+    size_t str_from = 0;                /* where the last string's text starts */
     int rc = SW_OK;
     memset(v, 0, sizeof *v);
     if ((rc = grow(v, len + 16)))
@@ -555,7 +672,15 @@ int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int 
         }
         if (ch < 0x80 && !(json && (ch == '"' || (in_str && ch == '\\')))) {
             /* a run of plain ASCII: copied as it is */
-            size_t j = ascii_run(t, len, i + 1, json, in_str);
+            size_t j = ascii_run(t, len, i + 1, json, in_str), plus = SIZE_MAX;
+            if (json && !in_str && phone_key_before) {
+                /* the number under a phone-named key is read with a '+'
+                 * before it, mapped to its first digit */
+                size_t d = phone_int_at(t, len, i, j);
+                if (d < j)
+                    plus = j = d;
+            }
+            phone_key_before = false;
             if ((rc = grow(v, j - i)))
                 break;
             memcpy(v->t + v->len, t + i, j - i);
@@ -577,11 +702,16 @@ int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int 
             }
             v->len += j - i;
             i = j;
+            if (plus != SIZE_MAX)
+                rc = emit(v, "+", 1, plus, plus + 1);
             continue;
         }
         if (ch < 0x80) {
             char b = (char)ch;
             if (json && ch == '"') {
+                if (in_str)
+                    phone_key_before = sw_pii_phone_key(text + str_from, i - str_from);
+                str_from = i + 1;
                 in_str = !in_str;
                 b = '\n';      /* a string's edge ends any value, as a line break does */
             }

@@ -35,6 +35,9 @@ int sw_pii_view_kind(const char *text, size_t len, int json);
 /* Whether the view keeps code point c (c >= 0x80: its UTF-8 bytes as they
  * are) when it stands alone: a dash is kept unless a digit is next to it. */
 bool sw_pii_view_keeps(int32_t c);
+/* Whether a key (its text k, n bytes) names a phone number: "phone",
+ * "tel", "mobile", ... anywhere in it, any case. */
+bool sw_pii_phone_key(const char *k, size_t n);
 /* Builds the view of text[0..len) (len < 2^32). SW_OK or SW_ENOMEM. */
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json);
 /* The same; with join false, no tab or line break is read inside a number

@@ -13,6 +13,7 @@
 
 #include "common/err.h"
 #include "pii/detect.h"
+#include "pii/view.h"
 #include "pii/map.h"
 #include "pii/mask.h"
 
@@ -456,19 +457,6 @@ static int walk_string(struct walk *w, json_t *v)
  * that the detectors of bare digit runs need, as a text would give it. */
 #define NUMBER_KEY_CONTEXT 48
 
-static bool phone_key(const char *k, size_t n)
-{
-    static const char *const words[] = {"phone", "tel", "mobile", "mobiel", "cell", "fax",
-                                        "whatsapp", "msisdn", "gsm", "sms"};
-    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
-        size_t wl = strlen(words[w]);
-        for (size_t i = 0; i + wl <= n; i++)
-            if (!strncasecmp(k + i, words[w], wl))
-                return true;
-    }
-    return false;
-}
-
 /* Whether d is the double of a decimal of at most 6 significant digits
  * (0.2, 1024, 0.75): r / 10^k is the correctly rounded quotient, the same
  * double strtod gives for that decimal. */
@@ -543,7 +531,7 @@ static int walk_number(struct walk *w, json_t *v, json_t **repl)
     /* A phone number as an integer has lost its '+': under a phone-named
      * key, 11 to 15 digits (E.164 with the country code) are read with it. */
     if (json_is_integer(v) && r >= 11 && r <= 15 && n[0] != '-' && (size_t)r + 1 < room &&
-        phone_key(t, ctx)) {
+        sw_pii_phone_key(t, ctx)) {
         memmove(n + 1, n, (size_t)r + 1);
         n[0] = '+';
         r++;

@@ -24,6 +24,7 @@
 // suite prints class x surface/path, never the bodies.
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { appendFileSync } from 'node:fs';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
 import { holdLocal } from './lib/hold.mjs';
 import { fragments, stripPlaceholders } from './lib/leak.mjs';
@@ -112,6 +113,9 @@ const accepts = (field, format) => (field.formats ? field.formats.includes(forma
 // CANARY_CELLS=REGEX runs only the cells whose "format|field|variant|surface"
 // matches (e.g. 'phone/DE/.*\|content\|' while working on one detector); the
 // scale floor applies to the full run only.
+// CANARY_DUMP=file: each leaked value, with the body sent and the body the
+// cloud received, one JSON line each (bodies hold the values: debugging only).
+const DUMP = process.env.CANARY_DUMP;
 const ONLY = process.env.CANARY_CELLS ? new RegExp(process.env.CANARY_CELLS) : null;
 function cells(surface, { lean = false } = {}) {
   const out = [];
@@ -551,6 +555,15 @@ function grams(text, set = new Set()) {
   return set;
 }
 
+// The text a slot's raw form carries besides its protected values (the JSON
+// between an AWS key id and its secret, a PGP block's armour): not evidence.
+// Nothing when a protected value cannot be found in it as it is.
+function rawContext(s) {
+  const raw = normalise(s.raw);
+  if (!s.protect.every((v) => raw.includes(v))) return [];
+  return s.protect.reduce((parts, v) => parts.flatMap((x) => x.split(v)), [raw]);
+}
+
 // Checks what the cloud received against the values of the requests it came
 // from (matched by the request's ref tag). A value leaks when one of its
 // fragments not in the baseline (clean bodies, the request's own text without
@@ -570,6 +583,7 @@ function checkLeaks(reqs, got, cleanGot) {
     if (!q) { result.untagged++; continue; }
     const hay = grams(seen(g));
     const base = grams(seen(q.skeleton));
+    for (const s of q.slots) for (const part of rawContext(s)) grams(part, base);
     const checked = q.slots.map((s) => [...new Set(s.protect.flatMap(fragments))].filter((f) => !cleanGrams.has(f) && !base.has(f)));
     const uses = new Map();
     for (const fs of checked) for (const f of new Set(fs)) uses.set(f, (uses.get(f) || 0) + 1);
@@ -581,6 +595,7 @@ function checkLeaks(reqs, got, cleanGot) {
       const own = fs.filter((f) => uses.get(f) === 1);
       const attributed = own.length === 0 || own.some((f) => hay.has(f));
       result.leaked.push({ slot: s, attributed, fragment: hits[0], whole: hits.length === fs.length });
+      if (DUMP) appendFileSync(DUMP, `${JSON.stringify({ value: s.value, field: s.cell.field, fragment: hits[0], sent: q.body, got: g.body })}\n`);
     });
   }
   return result;

@@ -583,7 +583,9 @@ export function render(r, v, variant) {
   if (variant === 'litnl') { raw = raw.replace(/\n/g, '\\n'); pre = pre.replace(/\n/g, '\\n'); post = post.replace(/\n/g, '\\n'); }
   const out = value === undefined ? {} : { value };
   if (variant === 'plain' || variant === 'json') return { before: pre, raw, after: post, ...out };
-  if (variant === 'esc') return { before: `${JSON.stringify(pre).slice(1, -1)}\\n`, raw, after: JSON.stringify(post).slice(1, -1), ...out };
+  // (the escaped line break goes before the value's own text: "mysql://root:"
+  // and the password it prefixes stay on one line, as they are written)
+  if (variant === 'esc') return { before: `\\n${JSON.stringify(pre).slice(1, -1)}`, raw, after: JSON.stringify(post).slice(1, -1), ...out };
   const t = r.pick(TEMPLATES)('\u0000').split('\u0000');
   return { before: t[0] + pre, raw, after: post + t[1], ...out };
 }
