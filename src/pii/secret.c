@@ -494,6 +494,17 @@ static bool has(const unsigned char *a, size_t n, const char *w)
     return false;
 }
 
+/* A printf "%s" in a value: with no letter or digit right before or after
+ * it ("%s", "%s:%s@db", "/%s", "user_%s"); next to one it is two
+ * characters of a chosen password ("tP25v%sFjH", "%sDMiWZ"). */
+static bool format_s(const unsigned char *a, size_t n)
+{
+    for (size_t i = 0; i + 2 <= n; i++)
+        if (a[i] == '%' && a[i + 1] == 's' && (i == 0 || !alnum(a[i - 1])) && (i + 2 == n || !alnum(a[i + 2])))
+            return true;
+    return false;
+}
+
 /* Whether a value is a placeholder, a reference or code rather than a
  * secret; id: the name it is assigned to. */
 static bool letters_only(const unsigned char *v, size_t n)
@@ -589,7 +600,7 @@ static bool not_a_value(const unsigned char *v, size_t n, const unsigned char *i
         if (eq)
             return true;        /* password=password: a name, as in code */
     }
-    if (has(v, n, "${") || has(v, n, "{{") || has(v, n, "%s") || has(v, n, "...") || has(v, n, "<your") ||
+    if (has(v, n, "${") || has(v, n, "{{") || format_s(v, n) || has(v, n, "...") || has(v, n, "<your") ||
         has(v, n, "YOUR_") || has(v, n, "your_") || has(v, n, "your-") || has(v, n, "xxxx") || has(v, n, "XXXX"))
         return true;
     return false;
@@ -694,6 +705,35 @@ static inline bool quote_at(const unsigned char *t, size_t len, size_t i)
 {
     /* '\n' is a quote too: the JSON view writes a string's edges as line breaks */
     return t[i] == '"' || t[i] == '\'' || t[i] == '`' || t[i] == '\n' || (t[i] == '\\' && i + 1 < len && t[i + 1] == '"');
+}
+
+/* A value whose letters change case the way a generated string's do: both
+ * cases, and three or more words of one or two letters when it is read as
+ * camelCase ("rgSvosSeVz-KozVOZB": rg Svos Se Vz Koz VOZB). Names read as
+ * few long words (process.env.DB_PASSWORD, req.body.userId, apiKey). */
+static bool random_like(const unsigned char *v, size_t n)
+{
+    unsigned k = 0;
+    int short_words = 0;
+    size_t w = 0;                       /* letters in the current word */
+    for (size_t i = 0; i <= n; i++) {
+        unsigned c = i < n ? cls[v[i]] : 0;
+        bool letter = c & (C_LOWER | C_UPPER);
+        /* a word starts at an upper-case letter after a lower-case one, and
+         * at the last capital of a run before a lower-case letter ("XMLParser") */
+        bool starts = letter && i > 0 && (c & C_UPPER) &&
+                      ((cls[v[i - 1]] & C_LOWER) ||
+                       ((cls[v[i - 1]] & C_UPPER) && i + 1 < n && (cls[v[i + 1]] & C_LOWER)));
+        if (!letter || starts) {
+            short_words += w > 0 && w <= 2;
+            w = 0;
+        }
+        if (letter) {
+            w++;
+            k |= c;
+        }
+    }
+    return (k & C_LOWER) && (k & C_UPPER) && short_words >= 3;
 }
 
 /* An environment variable's name: upper case, digits and '_'. */
@@ -806,7 +846,7 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
          * in an argument list or an object */
         size_t after = ve + (esc ? 2 : 1);
         bool code = !quoted_name && (!own_line || (after < len && (t[after] == ',' || t[after] == ';' || t[after] == ')')));
-        if (code && !env && !has_digit_or_symbol(t + v, ve - v))
+        if (code && !env && !has_digit_or_symbol(t + v, ve - v) && !random_like(t + v, ve - v))
             return 0;
         return add(st, v, ve);
     }
@@ -834,9 +874,9 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
         for (size_t k = i; k < ve; k++)
             if (call_like(t + i, ve - i, k - i))
                 return 0;
-        if (name_path(t + i, ve - i))
+        if (name_path(t + i, ve - i) && !random_like(t + i, ve - i))
             return 0;
-    } else if (code_like(t + i, ve - i) || !has_digit_or_symbol(t + i, ve - i)) {
+    } else if ((code_like(t + i, ve - i) || !has_digit_or_symbol(t + i, ve - i)) && !random_like(t + i, ve - i)) {
         return 0;
     }
     return add(st, i, ve);

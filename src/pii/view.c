@@ -456,9 +456,10 @@ static void move(struct sw_pii_view *v, size_t w, size_t r, size_t k)
 }
 
 /* The rows of tables in the view from `from` on: runs of two or more
- * lines with a tab each, one line break apart (not a JSON string's edge),
- * as ranges [s, e) in order; a line with tabs on its own (a number pasted
- * from two cells into a sentence) is none. NULL with *n_rows 0 when
+ * lines with two tabs or more each (three cells), one line break apart (not
+ * a JSON string's edge), as ranges [s, e) in order. A line with tabs on its
+ * own, or with one tab (a number pasted from two cells, or wrapped, one a
+ * line), is none. NULL with *n_rows 0 when
  * there is none; on ENOMEM NULL with *n_rows SIZE_MAX: every line is a row. */
 static size_t (*table_rows(const struct sw_pii_view *v, const unsigned char *in, size_t from, size_t *n_rows))[2]
 {
@@ -470,7 +471,8 @@ static size_t (*table_rows(const struct sw_pii_view *v, const unsigned char *in,
     for (;;) {
         const char *nl = memchr(t + ls, '\n', n - ls);
         size_t le = nl ? (size_t)(nl - t) : n;
-        bool tab = memchr(t + ls, '\t', le - ls) != NULL;
+        const char *t1 = memchr(t + ls, '\t', le - ls);
+        bool tab = t1 && memchr(t1 + 1, '\t', (size_t)(t + le - t1 - 1));
         if (tab && prev) {
             if (nr && rows[nr - 1][1] == pe) {
                 rows[nr - 1][1] = le;

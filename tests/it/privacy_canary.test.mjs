@@ -33,11 +33,6 @@ import {
   luhnOk, ibanOk, elfproefOk,
 } from './lib/piigen.mjs';
 
-// Paths where this seed still finds values at the cloud (54 values in all,
-// listed in docs/privacy.md "Known gaps"): their tests run and
-// print the leak matrix, and are reported as TODO until the gaps are closed.
-// Every other path must stay at 0.
-const KNOWN_GAPS = 'known gaps (docs/privacy.md): a line break or tab inside an IBAN or phone group, E.164 phones as bare JSON numbers, 00-prefixed phones in other scripts, a few values of masked many-value requests';
 
 const ADMIN = 'sk-admin-canary';
 const SEED = Number(process.env.CANARY_SEED || 20261130);
@@ -285,7 +280,10 @@ function messagesBody(tag, slots, { stream, fill = null, model = 'chat', needClo
     model,
     max_tokens: 8000,
     stream,
-    system: [{ type: 'text', text: `Records assistant, ref ${tag}.` }, ...(has('system') ? [{ type: 'text', text: lines('system') }] : [])],
+    // (the tag's block ends its line: the blocks of a run are also read
+    // joined, and a value at the next block's start, an address, may take
+    // the tag's last word as its own; the tag is the harness's, not data)
+    system: [{ type: 'text', text: `Records assistant, ref ${tag}.\n` }, ...(has('system') ? [{ type: 'text', text: lines('system') }] : [])],
     metadata: { user_id: one('user', 'client-7') },
     stop_sequences: [...t('stop'), 'END'],
     tools: [
@@ -580,7 +578,11 @@ function checkLeaks(reqs, got, cleanGot) {
     if (tag?.startsWith('rclean')) continue;
     result.bodies++;
     const q = byTag.get(tag);
-    if (!q) { result.untagged++; continue; }
+    if (!q) {
+      result.untagged++;
+      if (DUMP) appendFileSync(DUMP, `${JSON.stringify({ untagged: true, got: g.body })}\n`);
+      continue;
+    }
     const hay = grams(seen(g));
     const base = grams(seen(q.skeleton));
     for (const s of q.slots) for (const part of rawContext(s)) grams(part, base);
@@ -823,16 +825,16 @@ describe('privacy canary at scale', () => {
     await runPath(CHAT, 'local down', { seed: SEED, prefix: 'd', perCell: LOCAL_PER_CELL, half: 0, lean: false, floor: 5000, concurrency: 6 });
   });
 
-  test('local saturated, local_only: a request with a value waits for local and is served there, never by the cloud; one cell per request', { todo: KNOWN_GAPS }, async () => {
+  test('local saturated, local_only: a request with a value waits for local and is served there, never by the cloud; one cell per request', async () => {
     const count = await runPath(CHAT, 'local saturated', { seed: SEED + 1, prefix: 's', perCell: LOCAL_PER_CELL, half: 1, lean: false, floor: 5000 });
     assert.ok(ONLY || count.local > 0, 'requests with a value were served locally');
   });
 
-  test('emergency (local down, local_only): what goes to the cloud is masked and comes back restored, streamed and not', { todo: KNOWN_GAPS }, async () => {
+  test('emergency (local down, local_only): what goes to the cloud is masked and comes back restored, streamed and not', async () => {
     await runPath(CHAT, 'emergency', { seed: SEED + 2, prefix: 'e', perCell: MASK_PER_CELL, lean: false, floor: 5000 });
   });
 
-  test('policy mask under overflow (local saturated): what spills is masked and comes back restored, streamed and not', { todo: KNOWN_GAPS }, async () => {
+  test('policy mask under overflow (local saturated): what spills is masked and comes back restored, streamed and not', async () => {
     await runPath(CHAT, 'mask under overflow', { seed: SEED + 3, prefix: 'm', perCell: MASK_PER_CELL, lean: false, floor: 5000 });
   });
 
@@ -840,7 +842,7 @@ describe('privacy canary at scale', () => {
     await runPath(CHAT, 'local up', { seed: SEED + 4, prefix: 'u', half: 0, floor: 1000 });
   });
 
-  test('cloud-only model, local_only: a request with a value is refused, never sent; one cell per request', { todo: KNOWN_GAPS }, async () => {
+  test('cloud-only model, local_only: a request with a value is refused, never sent; one cell per request', async () => {
     await runPath(CHAT, 'cloud-only model', { seed: SEED + 5, prefix: 'c', half: 1, floor: 1000 });
   });
 });
@@ -860,10 +862,10 @@ describe('privacy canary: Anthropic Messages to an Anthropic-speaking cloud (the
   test('emergency: what goes to the cloud is masked and comes back restored', async () => {
     await runPath(S, 'emergency', { seed: SEED + 13, prefix: 'ae', floor: 1000 });
   });
-  test('policy mask under overflow: what spills is masked and comes back restored', { todo: KNOWN_GAPS }, async () => {
+  test('policy mask under overflow: what spills is masked and comes back restored', async () => {
     await runPath(S, 'mask under overflow', { seed: SEED + 14, prefix: 'am', floor: 1000 });
   });
-  test('cloud-only model, local_only: a request with a value is refused, never sent', { todo: KNOWN_GAPS }, async () => {
+  test('cloud-only model, local_only: a request with a value is refused, never sent', async () => {
     await runPath(S, 'cloud-only model', { seed: SEED + 15, prefix: 'ac', half: 1, floor: 1000 });
   });
   test('cloud-only model, policy mask: masked, restored', async () => {
@@ -880,10 +882,10 @@ describe('privacy canary: Anthropic Messages to an OpenAI-speaking cloud (transl
   test('local down, local_only: a request with a value is refused, never sent', async () => {
     await runPath(S, 'local down', { seed: SEED + 22, prefix: 'td', half: 1, floor: 1000 });
   });
-  test('emergency: what goes to the cloud is masked and comes back restored', { todo: KNOWN_GAPS }, async () => {
+  test('emergency: what goes to the cloud is masked and comes back restored', async () => {
     await runPath(S, 'emergency', { seed: SEED + 23, prefix: 'te', floor: 1000 });
   });
-  test('policy mask under overflow: what spills is masked and comes back restored', { todo: KNOWN_GAPS }, async () => {
+  test('policy mask under overflow: what spills is masked and comes back restored', async () => {
     await runPath(S, 'mask under overflow', { seed: SEED + 24, prefix: 'tm', floor: 1000 });
   });
   test('cloud-only model, local_only: a request with a value is refused, never sent', async () => {
@@ -904,13 +906,13 @@ describe('privacy canary: embeddings', () => {
   test('local down, local_only: an input with a value is refused, never sent', async () => {
     await runPath(S, 'local down', { seed: SEED + 32, prefix: 'ed', half: 1, lean: false, floor: 1000 });
   });
-  test('emergency: what goes to the cloud is masked', { todo: KNOWN_GAPS }, async () => {
+  test('emergency: what goes to the cloud is masked', async () => {
     await runPath(S, 'emergency', { seed: SEED + 33, prefix: 'ee', lean: false, floor: 1000 });
   });
-  test('policy mask under overflow: what spills is masked', { todo: KNOWN_GAPS }, async () => {
+  test('policy mask under overflow: what spills is masked', async () => {
     await runPath(S, 'mask under overflow', { seed: SEED + 34, prefix: 'em', lean: false, floor: 1000 });
   });
-  test('cloud-only model, local_only: an input with a value is refused, never sent', { todo: KNOWN_GAPS }, async () => {
+  test('cloud-only model, local_only: an input with a value is refused, never sent', async () => {
     await runPath(S, 'cloud-only model', { seed: SEED + 35, prefix: 'ec', half: 0, lean: false, floor: 1000 });
   });
 });

@@ -143,6 +143,15 @@ static void test_assignments(void **state)
         {"X-Api-Key: 7c1e4b9a22f04d6e", "7c1e4b9a22f04d6e", 0},
         {"PIN_PASSWORD=482913", "482913", 0},
         {"{\"env\": \"DB_PASSWORD=kite-runner-7\\nDEBUG=1\"}", "kite-runner-7", 1},
+        /* an environment variable's assignment in a sentence, quoted or
+         * not, and a generated value that reads as words of one or two
+         * letters; "%s" between letters is part of a password */
+        {"SMTP_PASS=GZKnc_ClPwQJkLsu Meine Angaben lauten", "GZKnc_ClPwQJkLsu", 0},
+        {"I miei dati sono POSTGRES_PASSWORD=\"jzJDaBGa_W-fInlc\", grazie.", "jzJDaBGa_W-fInlc", 0},
+        {"Mis datos son POSTGRES_PASSWORD = rgSvosSeVz-KozVOZB, gracias.", "rgSvosSeVz-KozVOZB", 0},
+        {"Meine Angaben lauten DJANGO_SECRET_KEY=cJeXdjPEh.gGrjjun, danke.", "cJeXdjPEh.gGrjjun", 0},
+        {"\"jwt_secret\": \"*tP25v%sFjHdSgFA\"", "*tP25v%sFjHdSgFA", 0},
+        {"smtp_pass: %sDMiWZHyPFU*HC0Xe", "%sDMiWZHyPFU*HC0Xe", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = secrets(cases[i].text, cases[i].json);
@@ -188,6 +197,13 @@ static void test_not_secrets(void **state)
         "The SKU is SKAB-1029 and the key-ring holds three keys.",
         "ssh -o PasswordAuthentication=no host",
         "the secret: nothing beats tests",
+        "password = req.body.userId",
+        "DB_PASSWORD=process.env.DB_PASSWORD",
+        "SECRET_KEY = settings.SECRET_KEY",
+        "token = this.props.apiKey",
+        "password: \"%s\"",
+        "DB_PASSWORD=%s",
+        "password: \"user_%s_v2\"",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         const char *got = secrets(texts[i], 0);

@@ -299,6 +299,33 @@ static void test_break_boundary(void **state)
 }
 
 /* Hard negatives: what must stay unflagged as the view folds more. */
+/* Values written the way they meet other text: an IBAN with a break between
+ * letter groups, numbers with one tab each on lines one after the other (a
+ * list, not a table), two numbers one after the other, a number after a
+ * not-phone word that is not its label, an integer under a phone-named key
+ * in JSON text. */
+static void test_in_context(void **state)
+{
+    (void)state;
+    static const struct tcase c[] = {
+        {"Voici : NL04\nTRIO 1726 2590 11. Merci", "iban:NL04\nTRIO 1726 2590 11"},
+        {"IBAN GB77\tBARC 3523 5441 2501 26,", "iban:GB77\tBARC 3523 5441 2501 26"},
+        {"IBAN IT22 K336 5675 811H GPME G48A\tH9K, danke", "iban:IT22 K336 5675 811H GPME G48A\tH9K"},
+        {"a: DE30 7421\t7093 3678 0672 70, b\nc: 00 32 2\t672 5865 d\ne: 768 498\t216 f",
+         "iban:DE30 7421\t7093 3678 0672 70|phone:00 32 2\t672 5865|phone:768 498\t216"},
+        {"00 39 389 099 6961 2505 2947 3694 1779 Please", "card:00 39 389 099 6961 2505 2947 3694 1779"},
+        {"ab 0612345678 4111 1111 1111 1111 x", "phone:0612345678|card:4111 1111 1111 1111"},
+        {"the orders. Mis datos son 07538 553 817, gracias.", "phone:07538 553 817"},
+        {"the border 0612345678", "phone:0612345678"},
+    };
+    RUN(c, 0);
+    static const struct tcase j[] = {
+        {"{\"phone\":12064020249,\"id\":12064020249}", "phone:12064020249"},
+        {"{\"mobile\" :  31612345678}", "phone:31612345678"},
+    };
+    RUN(j, 1);
+}
+
 static void test_negatives(void **state)
 {
     (void)state;
@@ -323,6 +350,9 @@ static void test_negatives(void **state)
         {"qty\n4012\n8888\n8888\n1881\n", ""},
         {"4012 8888\n\n8888 1881", ""},
         {"Order 4111111111\n111111 shipped", ""},
+        {"Order no. 0612345678", ""},
+        {"invoice number: 0612345678", ""},
+        {"id\tamount\tqty\n10020030\t04005005\t3\n", ""},
         /* a table's tabs separate cells */
         {"year\tq1\tq2\tq3\n2025\t5794\t9196\t9697\n", ""},
         /* '@' look-alikes */
@@ -400,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_wrapped_plain),
         cmocka_unit_test(test_phone_00_dashes),
         cmocka_unit_test(test_break_boundary),
+        cmocka_unit_test(test_in_context),
         cmocka_unit_test(test_negatives),
         cmocka_unit_test(test_mask_whole),
     };
