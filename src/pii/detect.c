@@ -1001,6 +1001,16 @@ static bool fours_go_on(const struct scan *sc, size_t s, size_t e)
     return group_back(sc, s, e - 5) == 4;
 }
 
+/* Whether the digits that end at e are the end of a word ("wlan0", "v2",
+ * "T1"), not a number: a letter or '_' right before them. */
+static bool word_before(const struct scan *sc, size_t e)
+{
+    size_t j = e;
+    while (j > 0 && e - j < 32 && is_digit(sc->t[j - 1]))
+        j--;
+    return j > 0 && j < e && (is_alpha(sc->t[j - 1]) || sc->t[j - 1] == '_');
+}
+
 /* National (trunk 0), 00-prefixed and Spanish candidates: the longest run
  * that libphonenumber accepts for one of the engine's regions (00 numbers:
  * for their own country). */
@@ -1011,7 +1021,7 @@ static bool r_phone_checked(struct scan *sc, int kind, size_t *ps, size_t *pe)
     if (!left_num_ok(sc, s) || before(sc, s, 1) == '+')
         return false;
     if (before(sc, s, 1) == ' ' && before(sc, s, 2) >= 0 && is_digit((unsigned char)before(sc, s, 2)) &&
-        !sc->later_ok) {
+        !sc->later_ok && !word_before(sc, s - 1)) {
         /* a later group of a longer grouped number (an account), unless the
          * digits before it are an entity of their own (two numbers written
          * one after the other): scan_raw retries it once spans are known */

@@ -336,21 +336,24 @@ static int r_azure(struct st *st, size_t s, size_t q)
 
 #define AWS_WINDOW 256
 
-/* A standalone run of 40 base64 bytes with upper, lower and digit, as an
- * AWS secret access key is written, starting at i. */
+/* A standalone run of 40 base64 bytes with upper and lower case and a
+ * digit, '+' or '/' (one key in a thousand has no digit), as an AWS secret
+ * access key is written, starting at i. */
 static bool aws_key_at(const struct st *st, size_t i)
 {
     if (i + 40 > st->len || (i > 0 && b64(st->t[i - 1])))
         return false;
     unsigned k = 0;
+    bool sym = false;
     for (size_t j = i; j < i + 40; j++) {
         if (!b64(st->t[j]))
             return false;
         k |= cls[st->t[j]];
+        sym |= st->t[j] == '+' || st->t[j] == '/';
     }
     if (i + 40 < st->len && (b64(st->t[i + 40]) || st->t[i + 40] == '='))
         return false;
-    return (k & C_UPPER) && (k & C_LOWER) && (k & C_DIGIT);
+    return (k & C_UPPER) && (k & C_LOWER) && ((k & C_DIGIT) || sym);
 }
 
 /* The first key starting in [from, lim), each position looked at once over

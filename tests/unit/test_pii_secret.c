@@ -279,6 +279,12 @@ static void test_aws_pair(void **state)
         snprintf(want, sizeof want, "%s|AKIAQ3EGRN7W2XK5YTZL", key);
         assert_string_equal(secrets(text, 0), want);
     }
+    /* a key without a digit (one in a thousand), led by '+', as the
+     * `aws configure set` commands write the pair */
+    assert_string_equal(
+        secrets("aws configure set aws_access_key_id AKIATT22TGAX5OSJXM7O && aws configure set "
+                "aws_secret_access_key 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, ok", 0),
+        "AKIATT22TGAX5OSJXM7O|+aWpvmWsdBIHeap/FoickNTQqSYbzwYhSr/LGadB");
     /* a 40-byte base64 run far from any key id is no key */
     assert_string_equal(secrets("sha: 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", 0), "");
 }

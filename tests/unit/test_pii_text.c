@@ -317,6 +317,8 @@ static void test_in_context(void **state)
         {"ab 0612345678 4111 1111 1111 1111 x", "phone:0612345678|card:4111 1111 1111 1111"},
         {"the orders. Mis datos son 07538 553 817, gracias.", "phone:07538 553 817"},
         {"the border 0612345678", "phone:0612345678"},
+        {"fe80::f265:f4ba:69fc%wlan0 0034918004615 lucas", "ipv6:fe80::f265:f4ba:69fc|phone:0034918004615"},
+        {"via eth0 0612345678", "phone:0612345678"},
     };
     RUN(c, 0);
     static const struct tcase j[] = {
