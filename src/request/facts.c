@@ -11,19 +11,24 @@
 
 /* ---- Headers ---- */
 
-/* The privacy and routing flags clients set by header. */
-static const char *const flag_headers[] = {"X-Spillway-Allow-Cloud", "X-Spillway-Sensitive",
-                                           "X-Spillway-Latency-Critical"};
-#define N_FLAG_HEADERS (sizeof flag_headers / sizeof flag_headers[0])
-
-/* The first value of header `name` (any case), or NULL. */
-static const char *first_value(const struct sw_facts_header *h, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcasecmp(h[i].name, name))
-            return h[i].value;
-    return NULL;
-}
+/* The headers read here, in the order their refusals come. */
+enum {
+    H_TIMEOUT,
+    H_ALLOW_CLOUD,              /* the flag headers: H_ALLOW_CLOUD + k */
+    H_SENSITIVE,
+    H_LATENCY_CRITICAL,
+    H_TTFT_BUDGET,
+    H_PRIORITY,
+    N_HEADERS
+};
+static const char *const header_names[N_HEADERS] = {
+    "X-Request-Timeout-Ms",  "X-Spillway-Allow-Cloud",    "X-Spillway-Sensitive",
+    "X-Spillway-Latency-Critical", "X-Spillway-TTFT-Budget-Ms", "X-Spillway-Priority"};
+static const size_t header_lens[N_HEADERS] = {
+    sizeof "X-Request-Timeout-Ms" - 1,        sizeof "X-Spillway-Allow-Cloud" - 1,
+    sizeof "X-Spillway-Sensitive" - 1,        sizeof "X-Spillway-Latency-Critical" - 1,
+    sizeof "X-Spillway-TTFT-Budget-Ms" - 1,   sizeof "X-Spillway-Priority" - 1};
+#define N_FLAGS 3
 
 /* Milliseconds 1..SW_FACTS_HEADER_MS_MAX as a header writes them, or -1. */
 static long header_ms(const char *v)
@@ -36,56 +41,72 @@ static long header_ms(const char *v)
     return ms;
 }
 
-/* Every occurrence of flag header `name`, element by element. Returns false
- * when an element is not a flag: fails closed, a typo never loosens a control. */
-static bool read_flag(const struct sw_facts_header *h, size_t n, const char *name,
-                      struct sw_facts_flag *out)
+/* One occurrence of a flag header, element by element. Returns false when
+ * an element is not a flag: fails closed, a typo never loosens a control. */
+static bool read_flag(const char *value, struct sw_facts_flag *out)
 {
-    *out = (struct sw_facts_flag){0};
-    bool bad = false;
-    for (size_t i = 0; i < n; i++) {
-        if (strcasecmp(h[i].name, name) != 0)
-            continue;
-        for (const char *p = h[i].value;; p++) {
-            size_t len = strcspn(p, ",");
-            int v = sw_request_flag(p, len);
-            if (v < 0)
-                bad = true;
-            else if (v)
-                out->any_true = true;
-            else
-                out->any_false = true;
-            p += len;
-            if (!*p)
-                break;
-        }
+    bool ok = true;
+    for (const char *p = value;; p++) {
+        size_t len = strcspn(p, ",");
+        int v = sw_request_flag(p, len);
+        if (v < 0)
+            ok = false;
+        else if (v)
+            out->any_true = true;
+        else
+            out->any_false = true;
+        p += len;
+        if (!*p)
+            break;
     }
-    return !bad;
+    return ok;
 }
 
-/* The first header, in the order received, whose name is a near-miss of a
- * flag header's ("X_Spillway_Allow_Cloud", "X-Spillway-AllowCloud"): a proxy
- * may drop it or a reader may guess, so it is refused rather than a flag
- * silently not set. NULL: none; *meant gets the flag header it resembles. */
-static const char *near_miss(const struct sw_facts_header *h, size_t n, const char **meant)
+/* Which of header_names `name` is (any case), or N_HEADERS. */
+static int header_index(const char *name, size_t len)
 {
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < N_FLAG_HEADERS; k++)
-            if (sw_request_name_near_miss(h[i].name, strlen(h[i].name), flag_headers[k], true)) {
-                *meant = flag_headers[k];
-                return h[i].name;
-            }
-    return NULL;
+    for (int k = 0; k < N_HEADERS; k++)
+        if (len == header_lens[k] && !strncasecmp(name, header_names[k], len))
+            return k;
+    return N_HEADERS;
 }
 
+/* One pass over the headers; the refusals are then checked in their order:
+ * the timeout, a name that is a near-miss of a flag header's
+ * ("X_Spillway_Allow_Cloud", "X-Spillway-AllowCloud": a proxy may drop it
+ * or a reader may guess, so it is refused rather than a flag silently not
+ * set; the first such header received), each flag header in turn, the TTFT
+ * budget. Single-valued headers count by their first occurrence. */
 int sw_facts_headers(const struct sw_facts_header *h, size_t n, long request_timeout_ms,
                      struct sw_facts_hdrs *out, struct sw_request_error *err)
 {
     *out = (struct sw_facts_hdrs){.timeout_ms = request_timeout_ms};
+    const char *first[N_HEADERS] = {0};
+    struct sw_facts_flag *flags[N_FLAGS] = {&out->allow_cloud, &out->sensitive,
+                                            &out->latency_critical};
+    bool flag_ok[N_FLAGS] = {true, true, true};
+    const char *typo = NULL, *meant = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(h[i].name);
+        int k = header_index(h[i].name, len);
+        if (k == N_HEADERS) {
+            for (int f = 0; !typo && f < N_FLAGS; f++)
+                if (sw_request_name_near_miss(h[i].name, len, header_names[H_ALLOW_CLOUD + f],
+                                              true)) {
+                    typo = h[i].name;
+                    meant = header_names[H_ALLOW_CLOUD + f];
+                }
+            continue;
+        }
+        if (!first[k])
+            first[k] = h[i].value;
+        if (k >= H_ALLOW_CLOUD && k < H_ALLOW_CLOUD + N_FLAGS &&
+            !read_flag(h[i].value, flags[k - H_ALLOW_CLOUD]))
+            flag_ok[k - H_ALLOW_CLOUD] = false;
+    }
 
-    const char *v = first_value(h, n, "X-Request-Timeout-Ms");
-    if (v) {
-        long ms = header_ms(v);
+    if (first[H_TIMEOUT]) {
+        long ms = header_ms(first[H_TIMEOUT]);
         if (ms < 0) {
             sw_request_error_set(err, 400, "invalid_request_error", "invalid_header",
                                  "X-Request-Timeout-Ms",
@@ -96,28 +117,22 @@ int sw_facts_headers(const struct sw_facts_header *h, size_t n, long request_tim
         if (ms < request_timeout_ms)
             out->timeout_ms = ms;
     }
-
-    const char *meant = NULL, *typo = near_miss(h, n, &meant);
     if (typo) {
         sw_request_error_set(err, 400, "invalid_request_error", "invalid_header", typo,
                              "Unknown header '%s': the flag is spelled '%s' (words joined by "
                              "'-').", typo, meant);
         return SW_EINVAL;
     }
-    struct sw_facts_flag *flags[N_FLAG_HEADERS] = {&out->allow_cloud, &out->sensitive,
-                                                   &out->latency_critical};
-    for (size_t k = 0; k < N_FLAG_HEADERS; k++)
-        if (!read_flag(h, n, flag_headers[k], flags[k])) {
-            sw_request_error_set(err, 400, "invalid_request_error", "invalid_header",
-                                 flag_headers[k],
+    for (int f = 0; f < N_FLAGS; f++)
+        if (!flag_ok[f]) {
+            const char *name = header_names[H_ALLOW_CLOUD + f];
+            sw_request_error_set(err, 400, "invalid_request_error", "invalid_header", name,
                                  "Invalid %s: every value must be true/false, 1/0, yes/no or "
-                                 "on/off.", flag_headers[k]);
+                                 "on/off.", name);
             return SW_EINVAL;
         }
-
-    v = first_value(h, n, "X-Spillway-TTFT-Budget-Ms");
-    if (v) {
-        out->ttft_budget_cap_ms = header_ms(v);
+    if (first[H_TTFT_BUDGET]) {
+        out->ttft_budget_cap_ms = header_ms(first[H_TTFT_BUDGET]);
         if (out->ttft_budget_cap_ms < 0) {
             sw_request_error_set(err, 400, "invalid_request_error", "invalid_header",
                                  "X-Spillway-TTFT-Budget-Ms",
@@ -126,7 +141,7 @@ int sw_facts_headers(const struct sw_facts_header *h, size_t n, long request_tim
             return SW_EINVAL;
         }
     }
-    out->priority = first_value(h, n, "X-Spillway-Priority");
+    out->priority = first[H_PRIORITY];
     return SW_OK;
 }
 
