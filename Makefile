@@ -105,6 +105,9 @@ check-pure:
 	@! grep -rnE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \
 	   src/pii \
 	   || (echo "check-pure: the PII engine must not log or print (values must never reach a log)" >&2; false)
+	@! grep -nE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \
+	   src/request/facts.c \
+	   || (echo "check-pure: the fact derivation must not log or print (the front logs what it returns)" >&2; false)
 
 # DEMO_TRAFFIC=0: no background traffic (scripts/demo.sh --no-traffic).
 DEMO_TRAFFIC ?= 1

@@ -17,12 +17,11 @@
 #include "relay/relay.h"
 #include "relay/reply.h"
 #include "request/embed.h"
+#include "request/facts.h"
 #include "request/request.h"
 #include "dialect/anth_req.h"
 #include "upstream/dialect.h"
 
-/* Requests may say how long they are willing to wait, within these bounds. */
-#define REQUEST_TIMEOUT_MAX_MS 3600000L
 /* The listen backlog asked of the kernel (capped by net.core.somaxconn):
  * a burst of thousands of clients connecting at once must not lose SYNs. */
 #define LISTEN_BACKLOG 65535
@@ -75,90 +74,6 @@ static void make_request_id(struct sw_front *f, struct sw_http_req *req, char *o
     memcpy(out, id, k);
     out[k] = '\0';
     sw_http_add_header(req, "X-Request-Id", out);
-}
-
-/* A flag header (privacy, latency-critical), failing closed: every occurrence counts and a
- * comma-separated value counts element by element; each element must be a
- * flag (sw_request_flag). *any_true / *any_false say whether some element was
- * true / false. Returns false (and answers 400 invalid_header naming the
- * header) when an element is not a flag, so a typo never loosens a control. */
-struct flag_scan {
-    const char *name;
-    bool any_true, any_false, bad;
-};
-
-static void scan_flag(const char *name, const char *value, void *ud)
-{
-    struct flag_scan *fs = ud;
-    if (strcasecmp(name, fs->name) != 0)
-        return;
-    for (const char *p = value;; p++) {
-        size_t n = strcspn(p, ",");
-        int v = sw_request_flag(p, n);
-        if (v < 0)
-            fs->bad = true;
-        else if (v)
-            fs->any_true = true;
-        else
-            fs->any_false = true;
-        p += n;
-        if (!*p)
-            break;
-    }
-}
-
-static bool flag_header(struct sw_http_req *req, const char *name, bool *any_true,
-                         bool *any_false)
-{
-    struct flag_scan fs = {.name = name};
-    int count;
-    if (sw_http_header(req, name, &count) && count > 0) /* absent (the usual case): no scan */
-        sw_http_each_header(req, scan_flag, &fs);
-    if (fs.bad) {
-        sw_reply_error(req, 400, "invalid_request_error", "invalid_header", name,
-                       "Invalid %s: every value must be true/false, 1/0, yes/no or on/off.",
-                       name);
-        return false;
-    }
-    *any_true = fs.any_true;
-    *any_false = fs.any_false;
-    return true;
-}
-
-/* The privacy and routing flags clients set by header. */
-static const char *const flag_headers[] = {"X-Spillway-Allow-Cloud", "X-Spillway-Sensitive",
-                                           "X-Spillway-Latency-Critical"};
-
-struct typo_scan {
-    const char *name;           /* the first near-miss header, or NULL */
-    const char *meant;
-};
-
-static void scan_typo(const char *name, const char *value, void *ud)
-{
-    (void)value;
-    struct typo_scan *ts = ud;
-    for (size_t i = 0; !ts->name && i < sizeof flag_headers / sizeof flag_headers[0]; i++)
-        if (sw_request_name_near_miss(name, strlen(name), flag_headers[i], true)) {
-            ts->name = name;
-            ts->meant = flag_headers[i];
-        }
-}
-
-/* A header that is a near-miss of a flag header ("X_Spillway_Allow_Cloud",
- * "X-Spillway-AllowCloud"): a proxy may drop it or a reader may guess, so it
- * is a 400 naming it rather than a flag silently not set. Returns false when
- * answered. */
-static bool flag_header_spelling(struct sw_http_req *req)
-{
-    struct typo_scan ts = {0};
-    sw_http_each_header(req, scan_typo, &ts);
-    if (!ts.name)
-        return true;
-    sw_reply_error(req, 400, "invalid_request_error", "invalid_header", ts.name,
-                   "Unknown header '%s': the flag is spelled '%s' (words joined by '-').",
-                   ts.name, ts.meant);
-    return false;
 }
 
 /* The client's key (NULL when auth is off), or NULL with *denied set to
@@ -375,89 +290,6 @@ static void handle_healthz(struct sw_front *f, struct sw_http_req *req)
     sw_reply_json(req, f->draining ? 503 : 200, body, (size_t)n);
 }
 
-/* Reads X-Request-Timeout-Ms: it may shorten the configured deadline
- * (routing.request_timeout_ms), never extend it. Answers 400 and returns -1
- * when it is not a number of milliseconds. */
-static long request_timeout_ms(struct sw_front *f, struct sw_http_req *req)
-{
-    const char *v = sw_http_header(req, "X-Request-Timeout-Ms", NULL);
-    if (!v)
-        return f->cfg->routing.request_timeout_ms;
-    char *end;
-    errno = 0;
-    long ms = strtol(v, &end, 10);
-    if (errno || end == v || *end || ms < 1 || ms > REQUEST_TIMEOUT_MAX_MS) {
-        sw_reply_error(req, 400, "invalid_request_error", "invalid_header",
-                       "X-Request-Timeout-Ms",
-                       "Invalid X-Request-Timeout-Ms: expected milliseconds from 1 to %ld.",
-                       REQUEST_TIMEOUT_MAX_MS);
-        return -1;
-    }
-    return ms < f->cfg->routing.request_timeout_ms ? ms : f->cfg->routing.request_timeout_ms;
-}
-
-/* A priority as clients write it: "interactive" or "batch", as
- * sw_request_word reads them. Returns the priority, or -1 for anything else. */
-static int parse_priority(const char *v, size_t len)
-{
-    static const char *const words[] = {"interactive", "batch"};
-    static const int priority[] = {SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH};
-    int i = sw_request_word(v, len, words, sizeof words / sizeof words[0]);
-    return i < 0 ? -1 : priority[i];
-}
-
-/* The request's priority: X-Spillway-Priority, else metadata.priority, else
- * the key's default. -1 when a given one is invalid: answered 400 (req is
- * gone), *code says which error. */
-static int request_priority(struct sw_http_req *req, const struct sw_config_key *key,
-                            const json_t *body, const char **code)
-{
-    const char *h = sw_http_header(req, "X-Spillway-Priority", NULL);
-    *code = "invalid_header";
-    if (h) {
-        int p = parse_priority(h, strlen(h));
-        if (p < 0)
-            sw_reply_error(req, 400, "invalid_request_error", "invalid_header",
-                           "X-Spillway-Priority",
-                           "Invalid X-Spillway-Priority: expected interactive or batch.");
-        return p;
-    }
-    const json_t *md = json_object_get(body, "metadata");
-    const json_t *mp = json_is_object(md) ? json_object_get(md, "priority") : NULL;
-    *code = "invalid_value";
-    if (mp) {
-        int p = json_is_string(mp) ? parse_priority(json_string_value(mp),
-                                                    json_string_length(mp)) : -1;
-        if (p < 0)
-            sw_reply_error(req, 400, "invalid_request_error", "invalid_value",
-                           "metadata.priority",
-                           "Invalid metadata.priority: expected \"interactive\" or \"batch\".");
-        return p;
-    }
-    return key ? key->priority : SW_PRIORITY_INTERACTIVE;
-}
-
-/* X-Spillway-TTFT-Budget-Ms: a tighter TTFT budget for this request (it can
- * never loosen the key's or the model's). 0 when absent, -1 when invalid
- * (answered 400). */
-static long ttft_budget_header(struct sw_http_req *req)
-{
-    const char *v = sw_http_header(req, "X-Spillway-TTFT-Budget-Ms", NULL);
-    if (!v)
-        return 0;
-    char *end;
-    errno = 0;
-    long ms = strtol(v, &end, 10);
-    if (errno || end == v || *end || ms < 1 || ms > REQUEST_TIMEOUT_MAX_MS) {
-        sw_reply_error(req, 400, "invalid_request_error", "invalid_header",
-                       "X-Spillway-TTFT-Budget-Ms",
-                       "Invalid X-Spillway-TTFT-Budget-Ms: expected milliseconds from 1 to %ld.",
-                       REQUEST_TIMEOUT_MAX_MS);
-        return -1;
-    }
-    return ms;
-}
-
 /* The Anthropic headers a client of /v1/messages may have passed on to an
  * Anthropic backend (the only client headers that reach an upstream): each
  * at most once and to its grammar (sw_upstream_anthropic_version_ok,
@@ -485,42 +317,6 @@ static bool anthropic_headers_ok(struct sw_http_req *req)
         }
     }
     return true;
-}
-
-/* Residency: the cloud regions a sensitive request may use, the intersection
- * of the lists that are set (global, key, model); none set: none. The names
- * are the config's and live as long as it. */
-static void allowed_regions(const struct sw_config *cfg, const struct sw_config_key *key,
-                            const struct sw_config_model *model, struct sw_route_facts *facts)
-{
-    const struct sw_config_regions *lists[3] = {&cfg->pii.sensitive_regions,
-                                                key ? &key->sensitive_regions : NULL,
-                                                &model->sensitive_regions};
-    const struct sw_config_regions *first = NULL;
-    for (size_t i = 0; i < 3 && !first; i++)
-        if (lists[i] && lists[i]->set)
-            first = lists[i];
-    facts->n_regions = 0;
-    for (size_t r = 0; first && r < first->n; r++) {
-        bool everywhere = true;
-        for (size_t i = 0; i < 3; i++)
-            if (lists[i] && lists[i]->set && !sw_config_regions_has(lists[i], first->names[r]))
-                everywhere = false;
-        if (everywhere && facts->n_regions < SW_CONFIG_MAX_REGIONS)
-            facts->regions[facts->n_regions++] = first->names[r];
-    }
-}
-
-/* "email, iban": the types found, for messages and logs (never the values). */
-static void pii_type_list(const struct sw_front *f, const struct sw_pii_counts *c, char *out,
-                          size_t cap)
-{
-    size_t used = 0;
-    out[0] = '\0';
-    for (int t = 0; t < SW_PII_MAX_TYPES && used < cap; t++)
-        if (c->n[t])
-            used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? ", " : "",
-                                     sw_pii_type_name(f->live->pii, t));
 }
 
 /* One decision-log line and the metrics for a chat request the front
@@ -559,9 +355,76 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
     sw_obs_record(f->obs, &e, false, now / 1000);
 }
 
+/* ---- Facts ---- */
+
+/* The request's headers as sw_facts_headers reads them: on the stack for
+ * any request the server takes (it refuses more headers with 431), on the
+ * heap past that. */
+#define HEADERS_ON_STACK 64
+struct header_list {
+    struct sw_facts_header *h;
+    size_t n, cap, total;
+};
+
+static void add_header(const char *name, const char *value, void *ud)
+{
+    struct header_list *l = ud;
+    if (l->n < l->cap)
+        l->h[l->n++] = (struct sw_facts_header){name, value};
+    l->total++;
+}
+
+/* Fills *l from req (l->h the caller's array of HEADERS_ON_STACK); false
+ * when more headers did not fit in memory. l->h is the caller's or malloc'ed
+ * (free it when it is not the caller's). */
+static bool list_headers(struct sw_http_req *req, struct header_list *l)
+{
+    l->cap = HEADERS_ON_STACK;
+    sw_http_each_header(req, add_header, l);
+    if (l->total <= l->cap)
+        return true;
+    l->h = malloc(l->total * sizeof *l->h);
+    if (!l->h)
+        return false;
+    l->n = 0;
+    l->cap = l->total;
+    l->total = 0;
+    sw_http_each_header(req, add_header, l);
+    return true;
+}
+
+/* The PII engine behind sw_facts_derive's scanner (the engine may be NULL:
+ * no masking available; the scan functions say what that means). */
+static int scan_body(void *ud, enum sw_pii_surface s, const json_t *body,
+                     struct sw_pii_counts *counts, char *bad, size_t bad_len)
+{
+    return sw_pii_scan_body(ud, s, body, counts, bad, bad_len);
+}
+
+static int scan_built(void *ud, enum sw_pii_surface s, const json_t *body,
+                      struct sw_pii_counts *counts)
+{
+    return sw_pii_scan_built(ud, s, body, counts);
+}
+
+static const char *scan_type_name(void *ud, int type)
+{
+    return sw_pii_type_name(ud, type);
+}
+
+/* Answers a refusal of the fact derivation (or the parser) as it is. */
+static void reply_refusal(struct sw_http_req *req, const struct sw_request_error *e)
+{
+    sw_reply_error(req, e->status, e->type, e->code[0] ? e->code : NULL,
+                   e->param[0] ? e->param : NULL, "%s", e->message);
+}
+
 /* A chat-completions, Anthropic messages or embeddings request: all are
  * authenticated, scanned and routed the same way; api says which parser
- * reads the body into the internal (OpenAI) form. */
+ * reads the body into the internal (OpenAI) form. The facts come from
+ * request/facts.c; this is the HTTP around it: the early rejections in
+ * their order (401, 415, the headers' 400s, the body's, 404, the facts'),
+ * each answered, logged and recorded once. */
 static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api)
 {
     /* Kept apart from req, which is gone once an answer was sent. */
@@ -584,26 +447,20 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
-    size_t len;
-    const char *body = sw_http_body(req, &len);
-    long timeout_ms = request_timeout_ms(f, req);
-    if (timeout_ms < 0) {
-        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+    struct sw_facts_header on_stack[HEADERS_ON_STACK];
+    struct header_list hl = {.h = on_stack};
+    struct sw_facts_hdrs hdrs;
+    struct sw_request_error rerr;
+    if (!list_headers(req, &hl)) {
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+        record_rejection(f, api_name, id, NULL, key, 500, "out_of_memory", NULL, start_ms);
         return;
     }
-
-    /* Privacy headers: the most restrictive element wins (any false keeps
-     * the request off the cloud, any true makes it sensitive). */
-    bool cloud_yes, cloud_no, sens_yes, sens_no, critical, not_critical;
-    if (!flag_header_spelling(req) || !flag_header(req, "X-Spillway-Allow-Cloud", &cloud_yes, &cloud_no) ||
-        !flag_header(req, "X-Spillway-Sensitive", &sens_yes, &sens_no) ||
-        !flag_header(req, "X-Spillway-Latency-Critical", &critical, &not_critical)) {
-        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
-        return;
-    }
-
-    long budget_cap_ms = ttft_budget_header(req);
-    if (budget_cap_ms < 0) {
+    int herr = sw_facts_headers(hl.h, hl.n, f->cfg->routing.request_timeout_ms, &hdrs, &rerr);
+    if (hl.h != on_stack)
+        free(hl.h);
+    if (herr) {
+        reply_refusal(req, &rerr);
         record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
@@ -612,14 +469,14 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
+    size_t len;
+    const char *body = sw_http_body(req, &len);
     struct sw_chat_request chat;
-    struct sw_request_error rerr;
     int perr = api == SW_API_EMBEDDINGS ? sw_embed_parse(body, len, &chat, &rerr)
                : api == SW_API_MESSAGES ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
                                         : sw_request_parse(body, len, &chat, &rerr);
     if (perr) {
-        sw_reply_error(req, rerr.status, rerr.type, rerr.code[0] ? rerr.code : NULL,
-                       rerr.param[0] ? rerr.param : NULL, "%s", rerr.message);
+        reply_refusal(req, &rerr);
         record_rejection(f, api_name, id, NULL, key, rerr.status,
                          rerr.code[0] ? rerr.code : "invalid_request", NULL, start_ms);
         return;
@@ -633,130 +490,37 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
-    const char *priority_code;
-    int priority = request_priority(req, key, chat.body, &priority_code);
-    if (priority < 0) {
-        record_rejection(f, api_name, id, chat.model, key, 400, priority_code, NULL, start_ms);
+    const struct sw_facts_in in = {.api = api, .cfg = f->cfg, .key = key, .model = model,
+                                   .chat = &chat, .hdrs = &hdrs, .start_ms = start_ms};
+    const struct sw_facts_scanner scanner = {scan_body, scan_built, scan_type_name,
+                                             f->live->pii};
+    struct sw_facts facts;
+    int ferr = sw_facts_derive(&in, &scanner, &facts, &rerr);
+    if (facts.scan_failed)
+        sw_warn("request %s: PII scan failed; treated as sensitive", id);
+    if (ferr) {
+        bool blocked = facts.refused == SW_FACTS_REFUSED_PII;
+        reply_refusal(req, &rerr);
+        record_rejection(f, api_name, id, chat.model, key, rerr.status, rerr.code,
+                         blocked ? &facts.pii.counts : NULL, start_ms);
+        if (blocked)
+            sw_info("request %s: rejected pii_blocked (%s)", id, facts.types);
+        else if (facts.refused == SW_FACTS_REFUSED_FIELD)
+            sw_info("request %s: rejected invalid_value (%s)", id,
+                    facts.bad[0] ? facts.bad : "body");
         sw_request_free(&chat);
         return;
     }
-
-    /* allows_cloud: the key's policy, the header and the body; the most
-     * restrictive wins, so a header cannot widen what a key allows. Same for
-     * sensitive: any source can set it, none can clear it. */
-    struct sw_route_facts facts = {
-        .prompt_tokens_est = chat.prompt_tokens_est,
-        .prompt_tokens_max = chat.prompt_tokens_max,
-        /* An embedding has no output tokens: its estimate is the prefill alone. */
-        .max_tokens = api == SW_API_EMBEDDINGS ? 1
-                      : chat.max_tokens > 0   ? chat.max_tokens
-                                              : f->cfg->routing.default_max_tokens,
-        .allows_cloud = (!key || key->allow_cloud) &&
-                        !cloud_no && chat.allow_cloud != 0,
-        .sensitive = (key && key->sensitive) || sens_yes,
-        .latency_critical = critical,
-        .needs_tools = chat.has_tools,
-        .needs_images = chat.has_images,
-        .deadline_ms = start_ms + timeout_ms,
-        .ttft_budget_ms = key ? key->ttft_budget_ms : 0,
-        .max_tokens_given = chat.max_tokens > 0,
-        .priority = (enum sw_priority)priority,
-        .ttft_budget_cap_ms = budget_cap_ms,
-    };
-
-    allowed_regions(f->cfg, key, model, &facts);
-
-    /* PII: the most restrictive of the global, key and model policies. */
-    enum sw_pii_policy policy = f->cfg->pii.policy;
-    if (key && key->pii > policy)
-        policy = key->pii;
-    if (model->pii > policy)
-        policy = model->pii;
-    struct sw_relay_pii pii = {.policy = policy};
-    /* The client's own body is scanned, with its API's table: an Anthropic
-     * body goes whole to an Anthropic backend, so its fields that the OpenAI
-     * translation drops are scanned too. A structural field outside its
-     * grammar (an enum, an id, a name) is refused, naming the field. The
-     * translation is scanned as well (it joins and rewrites some texts), and
-     * per type the larger count of the two is kept. */
-    if (policy != SW_PII_POLICY_OFF) {
-        enum sw_pii_surface surface = chat.native             ? SW_PII_SURFACE_MESSAGES
-                                      : api == SW_API_EMBEDDINGS ? SW_PII_SURFACE_EMBEDDINGS
-                                                               : SW_PII_SURFACE_CHAT;
-        char bad[SW_PII_MAX_BAD_PATH];
-        int rc = sw_pii_scan_body(f->live->pii, surface, chat.native ? chat.native : chat.body,
-                                  &pii.counts, bad, sizeof bad);
-        if (rc == SW_EINVAL) {
-            sw_reply_error(req, 400, "invalid_request_error", "invalid_value", bad[0] ? bad : NULL,
-                           "%s: the value is not one this field takes (an enum value, an id or "
-                           "name of its documented pattern, or a number within 2^53).",
-                           bad[0] ? bad : "body");
-            record_rejection(f, api_name, id, chat.model, key, 400, "invalid_value", NULL, start_ms);
-            sw_info("request %s: rejected invalid_value (%s)", id, bad[0] ? bad : "body");
-            sw_request_free(&chat);
-            return;
-        }
-        if (rc != SW_OK) {
-            /* Could not be scanned (too large): fail closed, it stays local. */
-            facts.sensitive = true;
-            sw_warn("request %s: PII scan failed; treated as sensitive", id);
-        }
-        struct sw_pii_counts tr;
-        if (chat.native && rc == SW_OK) {
-            if (sw_pii_scan_built(f->live->pii, SW_PII_SURFACE_CHAT, chat.body, &tr) != SW_OK) {
-                facts.sensitive = true;
-                sw_warn("request %s: PII scan failed; treated as sensitive", id);
-            } else {
-                for (int t = 0; t < SW_PII_MAX_TYPES; t++)
-                    if (tr.n[t] > pii.counts.n[t]) {
-                        pii.counts.total += tr.n[t] - pii.counts.n[t];
-                        pii.counts.n[t] = tr.n[t];
-                    }
-                if (tr.binary > pii.counts.binary)
-                    pii.counts.binary = tr.binary;
-            }
-        }
-    }
-    /* Token ids are text the scanner cannot read: like binary parts. */
-    if (chat.token_inputs)
-        pii.counts.binary++;
-    if (pii.counts.total > 0) {
-        if (policy == SW_PII_POLICY_BLOCK) {
-            char types[256];
-            pii_type_list(f, &pii.counts, types, sizeof types);
-            sw_reply_error(req, 400, "invalid_request_error", "pii_blocked", "messages",
-                           "The request contains personal data or secrets (%s) and its policy "
-                           "blocks such requests.", types);
-            record_rejection(f, api_name, id, chat.model, key, 400, "pii_blocked", &pii.counts, start_ms);
-            sw_info("request %s: rejected pii_blocked (%s)", id, types);
-            sw_request_free(&chat);
-            return;
-        }
-        if (policy == SW_PII_POLICY_LOCAL_ONLY)
-            facts.sensitive = true;
-    }
-    /* Content parts the scanner cannot read (data: images, audio, file
-     * bytes) cannot be vouched for nor masked: unless the most restrictive
-     * of the global, key and model binary_parts allows them, the request is
-     * sensitive and stays off the cloud. */
-    if (policy != SW_PII_POLICY_OFF && pii.counts.binary > 0) {
-        enum sw_pii_binary binary = f->cfg->pii.binary_parts;
-        if (key && key->pii_binary_parts > binary)
-            binary = key->pii_binary_parts;
-        if (model->pii_binary_parts > binary)
-            binary = model->pii_binary_parts;
-        if (binary != SW_PII_BINARY_ALLOW) {
-            facts.sensitive = true;
-            pii.binary_blocked = true;
-            sw_info("request %s: %u content part(s) cannot be scanned; treated as sensitive", id,
-                    pii.counts.binary);
-        }
-    }
+    if (facts.pii.binary_blocked)
+        sw_info("request %s: %u content part(s) cannot be scanned; treated as sensitive", id,
+                facts.pii.counts.binary);
 
     f->in_flight++;
     struct sw_relay_env env = {f->base, f->cev, f->live, f->obs, on_relay_finish, f};
-    sw_relay_start(&env, req, f->cfg, &chat, model, &facts, &pii, start_ms, id,
-                   key ? key->name : NULL);
+    sw_relay_start(&(struct sw_relay_request){.env = &env, .req = req, .cfg = f->cfg,
+                                              .chat = &chat, .model = model, .facts = &facts,
+                                              .request_id = id,
+                                              .key_name = key ? key->name : NULL});
 }
 
 static void handle_chat(struct sw_front *f, struct sw_http_req *req)

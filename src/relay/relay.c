@@ -71,7 +71,7 @@ struct proxy {
                                      * once a later attempt fails */
 
     /* PII: what the front found; the map and stream of masked attempts. */
-    struct sw_relay_pii pii;
+    struct sw_facts_pii pii;
     bool need_mask;                 /* the current attempt must be masked */
     bool masked;                    /* ... and was: the answer must be unmasked */
     struct sw_pii_map *map;         /* per request; never logged */
@@ -2114,12 +2114,12 @@ static void ask_for_usage(struct proxy *p)
     json_object_set_new(so, "include_usage", json_true());
 }
 
-void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
-                    struct sw_config *cfg, struct sw_chat_request *chat,
-                    const struct sw_config_model *model, const struct sw_route_facts *facts,
-                    const struct sw_relay_pii *pii, int64_t start_ms, const char *request_id,
-                    const char *key_name)
+void sw_relay_start(const struct sw_relay_request *r)
 {
+    const struct sw_relay_env *env = r->env;
+    struct sw_http_req *req = r->req;
+    struct sw_chat_request *chat = r->chat;
+    const struct sw_facts *facts = r->facts;
     struct proxy *p = proxy_get();
     if (p)
         memset(p, 0, offsetof(struct proxy, snap));
@@ -2141,22 +2141,22 @@ void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
     p->env = *env;
     p->live = sw_live_ref(env->live);
     p->req = req;
-    p->cfg = sw_config_ref(cfg);
+    p->cfg = sw_config_ref(r->cfg);
     p->chat = *chat;
     memset(chat, 0, sizeof *chat);
     p->public_model = public_model;
     p->public_model_json = json_quote(public_model);
-    p->model = model;
-    p->facts = *facts;
-    p->pii = *pii;
-    p->key_name = key_name;
+    p->model = r->model;
+    p->facts = facts->route;
+    p->pii = facts->pii;
+    p->key_name = r->key_name;
     p->ttft_ms = -1;
-    p->start_ms = start_ms;
-    p->deadline_ms = facts->deadline_ms;
+    p->start_ms = facts->start_ms;
+    p->deadline_ms = facts->route.deadline_ms;
     p->out = out;
     p->retry_after_s = -1;
-    size_t id_len = strnlen(request_id, sizeof p->id - 1);
-    memcpy(p->id, request_id, id_len);
+    size_t id_len = strnlen(r->request_id, sizeof p->id - 1);
+    memcpy(p->id, r->request_id, id_len);
     p->id[id_len] = '\0';
     p->anth_client = p->chat.dialect == SW_DIALECT_ANTHROPIC;
     sw_buf_init(&p->aout, SSE_EVENT_MAX * 4);

@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "http/server.h"
 #include "obs/obs.h"
+#include "request/facts.h"
 #include "request/request.h"
 #include "route/route.h"
 #include "state/live.h"
@@ -40,23 +41,24 @@ struct sw_relay_env {
     void *ud;
 };
 
-/* What the front found and decided about PII in the request. */
-struct sw_relay_pii {
-    enum sw_pii_policy policy;
-    struct sw_pii_counts counts;    /* entities per type; total 0: none */
-    bool binary_blocked;            /* has content parts that cannot be scanned and
-                                       binary_parts does not allow them: never masked */
+/* One request handed to the relay: the parsed request, its facts and what
+ * the relay needs around them. All borrowed for the call only, except as
+ * sw_relay_start says. */
+struct sw_relay_request {
+    const struct sw_relay_env *env;     /* copied */
+    struct sw_http_req *req;            /* taken over */
+    struct sw_config *cfg;              /* a reference is taken */
+    struct sw_chat_request *chat;       /* its contents are taken (*chat is zeroed) */
+    const struct sw_config_model *model;    /* borrowed from cfg */
+    const struct sw_facts *facts;       /* copied: route facts, PII, start time (the
+                                           sw_now_ms() clock, as facts->route.deadline_ms) */
+    const char *request_id;             /* copied */
+    const char *key_name;               /* borrowed from cfg; NULL: no key */
 };
 
-/* Takes over `req`: from here on the relay decides the route (sw_route_decide
- * on the live state), waits in a local queue if it must, and sends the
- * answer. Takes a reference on cfg and ownership of chat's contents (chat is
- * zeroed); `model` is borrowed from cfg. start_ms and facts->deadline_ms are
- * on the sw_now_ms() clock; request_id is copied. */
-void sw_relay_start(const struct sw_relay_env *env, struct sw_http_req *req,
-                    struct sw_config *cfg, struct sw_chat_request *chat,
-                    const struct sw_config_model *model, const struct sw_route_facts *facts,
-                    const struct sw_relay_pii *pii, int64_t start_ms, const char *request_id,
-                    const char *key_name);
+/* Takes over r->req: from here on the relay decides the route
+ * (sw_route_decide on the live state), waits in a local queue if it must,
+ * and sends the answer. */
+void sw_relay_start(const struct sw_relay_request *r);
 
 #endif
