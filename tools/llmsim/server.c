@@ -16,6 +16,7 @@
 #include "embed.h"
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "http/server.h"
 #include "faults.h"
@@ -482,7 +483,7 @@ static int drift_text(struct sw_buf *out, enum sw_llmsim_drift d, const char *sr
     if (d == SW_LLMSIM_DRIFT_SHAPE) {
         err = sw_buf_append_str(out, "{\"answer\": \"");
         if (!err)
-            err = sw_llmsim_json_escape(out, src, len);
+            err = sw_json_escape(out, src, len, 0);
         if (!err)
             err = sw_buf_append_str(out, "\"}");
     } else {
