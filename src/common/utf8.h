@@ -49,9 +49,10 @@ static inline size_t sw_utf8_seq(const unsigned char *s, size_t n)
 bool sw_utf8_valid(const char *s, size_t n);
 
 /* The length of s[0..len) without an incomplete sequence at its end (as a
- * cut at a byte limit leaves): a lead byte whose sequence needs more bytes
- * than follow it is dropped with them. Only the last four bytes are
- * looked at; what is invalid elsewhere stays. */
+ * cut at a byte limit leaves): the last byte >= 0x80 that is no
+ * continuation byte, when its sequence would need more bytes than follow
+ * it, is dropped with them. Only the last four bytes are looked at; what
+ * is invalid elsewhere stays. */
 size_t sw_utf8_trim(const char *s, size_t len);
 
 /* Replaces, in place, every byte of s[0..len) that does not start or
