@@ -42,10 +42,11 @@ struct sw_config_backend;
  * be->url followed by path, http and https only, no redirects, no signals,
  * the whole transfer bounded by timeout_ms (at least 1 ms: curl reads 0 as
  * no limit) and its connect by the backend's connect_timeout_ms (never past
- * timeout_ms), TLS checked
- * as the backend says (verify or not, its CA file). The caller adds what
- * its request needs (method, headers, callbacks) and owns the handle
- * (curl_easy_cleanup). NULL when out of memory or the URL is too long. */
+ * timeout_ms), TLS checked as the backend says (verify or not, its CA
+ * file). Every transfer to a backend (relay attempt, start-up check, health
+ * and load polls) starts from it. The caller adds what its request needs
+ * (method, headers, callbacks) and owns the handle (curl_easy_cleanup).
+ * NULL when out of memory or the URL is too long. */
 CURL *sw_curlev_easy(const struct sw_config_backend *be, const char *path, long timeout_ms);
 
 #endif
