@@ -2,7 +2,7 @@
 #   make            build build/spillway and build/llmsim
 #   make run        install what is missing, build, start the demo (examples/demo.yaml, dashboard URL printed)
 #   make test       install what is missing, build, run unit tests, fuzz smoke, integration tests, install check, 60 s soak
-#   make test-unit / test-it / fuzz-smoke / bench / fuzz / soak / check-pure
+#   make test-unit / test-it / fuzz-smoke / bench / fuzz / soak / check-pure / check-banned
 #   make install    binary, man page, examples, systemd unit (PREFIX=/usr/local, DESTDIR honoured)
 #   make install-check   make install into a temp DESTDIR and check what landed (run by make test)
 #   SANITIZE=1      build with AddressSanitizer + UndefinedBehaviorSanitizer (own build dir)
@@ -46,7 +46,7 @@ UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))
 UT_SW    := $(filter-out $(UT_SIM),$(sort $(wildcard tests/unit/test_*.c)))
 UT_BIN   := $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%) $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke soak soak-smoke deps deps-test check-pure clean install install-check
+.PHONY: all run test test-unit test-it bench fuzz fuzz-smoke soak soak-smoke deps deps-test check-pure check-banned clean install install-check
 all: $(BUILD)/spillway $(BUILD)/llmsim
 
 deps:
@@ -109,6 +109,21 @@ check-pure:
 	   src/request/facts.c \
 	   || (echo "check-pure: the fact derivation must not log or print (the front logs what it returns)" >&2; false)
 
+# No call the project bans (STYLE.md "Memory and ownership"): unbounded copies,
+# a conversion that cannot report an error. Allowed instead: snprintf, vsnprintf,
+# memcpy with a length, sw_buf, strtol. A call is the name as a word, then "(".
+# The first line checks that the pattern still finds what it must.
+BANNED_RE := \b(atoi|sprintf|vsprintf|strcpy|strcat|gets)[[:space:]]*\(
+check-banned:
+	@printf 'n = atoi(s); sprintf (b, f); strcpy(d, s); strcat(d, s); gets(b); vsprintf(b, f, a);\n' \
+	   | grep -oE '$(BANNED_RE)' | wc -l | grep -qx 6 \
+	   || (echo "check-banned: the pattern no longer finds the banned calls" >&2; false)
+	@! printf 'snprintf(b, n, f); vsnprintf(b, n, f, a); strncpy_s(d); fgets(b); sw_gets(x);\n' \
+	   | grep -qE '$(BANNED_RE)' \
+	   || (echo "check-banned: the pattern finds allowed calls" >&2; false)
+	@! grep -rnE --include='*.c' --include='*.h' --include='*.cc' '$(BANNED_RE)' src tools \
+	   || (echo "check-banned: a banned call (atoi, sprintf, vsprintf, strcpy, strcat, gets) in src/ or tools/" >&2; false)
+
 # DEMO_TRAFFIC=0: no background traffic (scripts/demo.sh --no-traffic).
 DEMO_TRAFFIC ?= 1
 run:
@@ -118,7 +133,7 @@ run:
 
 test: deps-test
 	@$(MAKE) --no-print-directory all unit-bins
-	@$(MAKE) --no-print-directory check-pure test-unit fuzz-smoke test-it install-check
+	@$(MAKE) --no-print-directory check-pure check-banned test-unit fuzz-smoke test-it install-check
 ifneq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory soak-smoke
 endif

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 struct scan {
     const unsigned char *p, *end;
 };
@@ -38,34 +40,12 @@ static bool hex4(struct scan *s, unsigned *v)
     return true;
 }
 
-/* One UTF-8 sequence starting at a byte >= 0x80 (RFC 3629: no overlongs,
- * no surrogates, nothing past U+10FFFF). */
-static bool utf8_seq(struct scan *s)
+/* One UTF-8 sequence starting at a byte >= 0x80 (common/utf8.h). */
+static inline bool utf8_seq(struct scan *s)
 {
-    const unsigned char *p = s->p;
-    size_t left = (size_t)(s->end - p);
-    unsigned c = p[0];
-    if (c >= 0xc2 && c <= 0xdf) {
-        if (left < 2 || (p[1] & 0xc0) != 0x80)
-            return false;
-        s->p += 2;
-        return true;
-    }
-    if (c >= 0xe0 && c <= 0xef) {
-        if (left < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-            (c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))
-            return false;
-        s->p += 3;
-        return true;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        if (left < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-            (p[3] & 0xc0) != 0x80 || (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
-            return false;
-        s->p += 4;
-        return true;
-    }
-    return false;
+    size_t k = sw_utf8_seq(s->p, (size_t)(s->end - s->p));
+    s->p += k;
+    return k != 0;
 }
 
 #define ONES UINT64_C(0x0101010101010101)

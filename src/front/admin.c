@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,17 +12,12 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/query.h"
 #include "obs/dashboard.h"
 #include "obs/series.h"
 #include "state/rstate.h"
 #include "relay/reply.h"
 #include "upstream/loadsig.h"
-
-static const char *health_name(enum sw_health h)
-{
-    static const char *const names[] = {"up", "degraded", "cold", "warming", "down"};
-    return (unsigned)h < sizeof names / sizeof names[0] ? names[h] : "unknown";
-}
 
 /* ---- Metrics and the dashboard ---- */
 
@@ -51,10 +44,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         obs[n++] = (struct sw_obs_backend){
             .name = v->name,
             .local = v->tier == SW_TIER_LOCAL,
-            .health = health_name(v->health),
-            .breaker = v->breaker == SW_BREAKER_OPEN        ? 2
-                       : v->breaker == SW_BREAKER_HALF_OPEN ? 1
-                                                            : 0,
+            .health = sw_health_name(v->health),
+            .breaker = sw_breaker_gauge(v->breaker),
             .in_flight = (double)v->in_flight,
             .slots = (double)v->slots,
             .queued = (double)v->queued,
@@ -145,12 +136,6 @@ static void reply_json_value(struct sw_http_req *req, int status, json_t *v)
     json_decref(v);
 }
 
-static const char *breaker_name(enum sw_breaker_state b)
-{
-    static const char *const names[] = {"closed", "open", "half_open"};
-    return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "unknown";
-}
-
 /* spillway_rejections_total{code} -> "rejections": {code: n}. */
 static void add_rejection(void *ud, const char *const *labels, double v)
 {
@@ -201,7 +186,7 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
             backends,
             json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
                       "name", v.name, "tier", sw_tier_name(v.tier), "health",
-                      health_name(v.health), "breaker", breaker_name(v.breaker), "slots",
+                      sw_health_name(v.health), "breaker", sw_breaker_name(v.breaker), "slots",
                       (json_int_t)v.slots, "in_flight", (json_int_t)v.in_flight, "queued",
                       (json_int_t)v.queued, "est_ttft_ms", sw_route_est_ttft_ms(&v, 0),
                       "prefill_ms_per_token", v.prefill_ms_per_token, "decode_tps",
@@ -290,23 +275,18 @@ void sw_admin_emergency(struct sw_front *f, struct sw_http_req *req)
 void sw_admin_decisions(struct sw_front *f, struct sw_http_req *req)
 {
     long n = 20;
-    const char *q = sw_http_query(req);
-    struct evkeyvalq params = {0};
-    if (q && evhttp_parse_query_str(q, &params) == 0) {
-        const char *v = evhttp_find_header(&params, "n");
+    char v[32];
+    int qerr = sw_query_param(sw_http_query(req), "n", v, sizeof v);
+    if (qerr != SW_ENOTFOUND) {
         char *end;
-        if (v) {
-            errno = 0;
-            n = strtol(v, &end, 10);
-            if (errno || end == v || *end || n < 1 || n > 1000) {
-                evhttp_clear_headers(&params);
-                sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "n",
-                               "n must be an integer from 1 to 1000.");
-                return;
-            }
+        errno = 0;
+        n = strtol(v, &end, 10);
+        if (qerr || errno || end == v || *end || n < 1 || n > 1000) {
+            sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "n",
+                           "n must be an integer from 1 to 1000.");
+            return;
         }
     }
-    evhttp_clear_headers(&params);
     struct sw_buf b;
     sw_buf_init(&b, 64 << 20);
     if (sw_declog_ring_render(f->obs->ring, (size_t)n, &b)) {
@@ -478,9 +458,7 @@ void sw_admin_series_tick(struct sw_front *f)
             .in_flight = (double)v.in_flight,
             .queued = (double)v.queued,
             .slots = (double)v.slots,
-            .breaker = v.breaker == SW_BREAKER_OPEN        ? 2
-                       : v.breaker == SW_BREAKER_HALF_OPEN ? 1
-                                                           : 0,
+            .breaker = sw_breaker_gauge(v.breaker),
         };
     }
     in.backends = be;
@@ -504,32 +482,25 @@ static json_t *int_or_null(const struct sw_series_sample *x, double v)
     return x ? json_integer((json_int_t)v) : json_null();
 }
 
-static const char *const breaker_names[] = {"closed", "half_open", "open"};
-
 /* GET /admin/series?window=S (1..3600, default 900): the last S seconds of
  * the one-second ring, one array entry per second, oldest first; null where
  * the ring has no sample (a gap). */
 void sw_admin_series(struct sw_front *f, struct sw_http_req *req)
 {
     long window = 900;
-    const char *q = sw_http_query(req);
-    struct evkeyvalq params = {0};
-    if (q && evhttp_parse_query_str(q, &params) == 0) {
-        const char *v = evhttp_find_header(&params, "window");
+    char v[32];
+    int qerr = sw_query_param(sw_http_query(req), "window", v, sizeof v);
+    if (qerr != SW_ENOTFOUND) {
         char *end;
-        if (v) {
-            errno = 0;
-            window = strtol(v, &end, 10);
-            if (errno || end == v || *end || window < 1 || window > SW_SERIES_SLOTS) {
-                evhttp_clear_headers(&params);
-                sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "window",
-                               "window must be an integer number of seconds from 1 to %d.",
-                               SW_SERIES_SLOTS);
-                return;
-            }
+        errno = 0;
+        window = strtol(v, &end, 10);
+        if (qerr || errno || end == v || *end || window < 1 || window > SW_SERIES_SLOTS) {
+            sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "window",
+                           "window must be an integer number of seconds from 1 to %d.",
+                           SW_SERIES_SLOTS);
+            return;
         }
     }
-    evhttp_clear_headers(&params);
     if (!f->series) {
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
         return;
@@ -612,7 +583,7 @@ void sw_admin_series(struct sw_front *f, struct sw_http_req *req)
                     json_array_append_new(
                         events, json_pack("{s:I, s:s, s:s, s:s}", "t", ts, "kind", "breaker",
                                           "backend", sw_series_backend_name(s, i), "state",
-                                          breaker_names[b->breaker % 3]));
+                                          sw_breaker_name(sw_breaker_from_gauge(b->breaker))));
             }
             if (prev->emergency != x->emergency)
                 json_array_append_new(events, json_pack("{s:I, s:s, s:s}", "t", ts, "kind",

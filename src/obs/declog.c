@@ -11,6 +11,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/json.h"
 #include "common/log.h"
 
 const char *sw_declog_decision_name(enum sw_declog_decision d)
@@ -98,81 +99,22 @@ static const unsigned char plain_byte[256] = {
     [0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1,
 };
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes available), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;     /* bounds of the second byte */
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;                      /* no UTF-16 surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return len;
-}
-
 /* key, then s as a JSON string whose first `plain` bytes need no escape and
  * the byte after them is neither NUL nor plain. */
 static __attribute__((noinline)) int put_escaped(struct line *l, const char *key, size_t klen,
                                                  const unsigned char *s, size_t plain)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t i = plain, n = plain + strnlen((const char *)s + plain, SW_DECLOG_MAX_FIELD - plain);
-    TRY(room(l, klen + 2 + plain + 6 * (n - plain)));
+    size_t n = plain + strnlen((const char *)s + plain, SW_DECLOG_MAX_FIELD - plain);
+    TRY(room(l, klen + 2 + plain + SW_JSON_ESCAPED_MAX(n - plain)));
     char *w = l->p + l->len;
     memcpy(w, key, klen);
     w += klen;
     *w++ = '"';
     memcpy(w, s, plain);
     w += plain;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (plain_byte[c]) {
-            *w++ = (char)c;
-            i++;
-        } else if (c == '"' || c == '\\') {
-            *w++ = '\\';
-            *w++ = (char)c;
-            i++;
-        } else if (c < 0x20) {
-            memcpy(w, "\\u00", 4);
-            w[4] = hex[c >> 4];
-            w[5] = hex[c & 15];
-            w += 6;
-            i++;
-        } else {
-            size_t len = utf8_len(s + i, n - i);
-            if (len) {
-                memcpy(w, s + i, len);
-                w += len;
-                i += len;
-            } else {
-                /* Invalid, or a character cut by the field limit. */
-                memcpy(w, "\\ufffd", 6);
-                w += 6;
-                i++;
-                while (i < n && (s[i] & 0xC0) == 0x80)
-                    i++;
-            }
-        }
-    }
+    /* Invalid UTF-8, or a character cut by the field limit, is U+FFFD. */
+    w += sw_json_escape_into(w, (const char *)s + plain, n - plain,
+                             SW_JSON_ESC_ALL_CTL | SW_JSON_ESC_FIX_UTF8);
     *w++ = '"';
     l->len = (size_t)(w - l->p);
     return SW_OK;

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/jscan.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/satmath.h"
 #include "common/spares.h"
@@ -976,51 +977,21 @@ static void read_usage(struct proxy *p, const json_t *usage)
         p->usage_out = (long)json_integer_value(out);
 }
 
-/* `s` as a JSON string, quotes included, as jansson writes it (the same
- * escapes), without building a jansson value: model names are quoted on every
- * request. Non-ASCII text goes through jansson, which also checks its UTF-8. */
+/* `s` as a JSON string, quotes included, byte for byte as jansson's
+ * json_dumps writes it, without building a jansson value: model names are
+ * quoted on every request. NULL when s is not valid UTF-8 (json_string
+ * refuses it too) or out of memory; the caller frees the result. */
 static char *json_quote(const char *s)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s), extra = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x80) {
-            json_t *j = json_string(s);
-            char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
-            json_decref(j);
-            return out;
-        }
-        if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' ||
-            ch == '\t')
-            extra += 1;
-        else if (ch < 0x20)
-            extra += 5;
-    }
-    char *out = malloc(n + extra + 3);
-    if (!out)
+    size_t n = strlen(s);
+    struct sw_buf b;
+    sw_buf_init(&b, SW_JSON_ESCAPED_MAX(n) + 2);
+    if (sw_buf_append(&b, "\"", 1) || sw_json_escape(&b, s, n, SW_JSON_ESC_CHECK_UTF8) ||
+        sw_buf_append(&b, "\"", 1)) {
+        sw_buf_free(&b);
         return NULL;
-    char *o = out;
-    *o++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        char e = ch == '"' ? '"' : ch == '\\' ? '\\' : ch == '\b' ? 'b' : ch == '\f' ? 'f'
-               : ch == '\n' ? 'n' : ch == '\r' ? 'r' : ch == '\t' ? 't' : 0;
-        if (e) {
-            *o++ = '\\';
-            *o++ = e;
-        } else if (ch < 0x20) {
-            memcpy(o, "\\u00", 4);
-            o[4] = hex[ch >> 4];
-            o[5] = hex[ch & 15];
-            o += 6;
-        } else {
-            *o++ = (char)ch;
-        }
     }
-    *o++ = '"';
-    *o = '\0';
-    return out;
+    return b.ptr;
 }
 
 /* `text` with the value at `at` replaced by `with` (at.len 0: `with` is
@@ -1438,14 +1409,13 @@ static void reject(struct proxy *p)
     /* None was tried: say what each backend's state is and why, so the
      * answer points at the cause (a wrong url, a server that is not up). */
     if (!p->failures[0] && !strcmp(p->rej_code, "all_backends_failed")) {
-        static const char *const health[] = {"up", "degraded", "cold", "warming", "down"};
         size_t used = 0;
         for (size_t k = 0; k < p->snap.view.n && used + 1 < sizeof p->failures; k++) {
             const struct sw_route_backend_view *v = &p->snap.backends[k];
             const char *why = p->live->b[p->snap.map[k]]->last_error;
             int w = snprintf(p->failures + used, sizeof p->failures - used, "%s%s: %s%s%s%s",
                              k ? "; " : "", v->name,
-                             (unsigned)v->health < 5 ? health[v->health] : "unknown",
+                             sw_health_name(v->health),
                              v->breaker == SW_BREAKER_CLOSED ? "" : ", breaker open",
                              why[0] ? ", last error: " : "", why);
             if (w < 0)

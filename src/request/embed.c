@@ -6,21 +6,15 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/json.h"
 
 #define TOKEN_ID_MAX 2147483647LL
 
+/* The embeddings errors name a JSON real "a number" (the chat errors say
+ * "a decimal"); every other type as sw_json_type_name does. */
 static const char *type_name(const json_t *v)
 {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
+    return json_is_real(v) ? "a number" : sw_json_type_name(v);
 }
 
 static bool token_id(const json_t *v)

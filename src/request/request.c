@@ -9,7 +9,9 @@
 
 #include "common/err.h"
 #include "common/jfast.h"
+#include "common/json.h"
 #include "common/satmath.h"
+#include "common/utf8.h"
 
 /* Validation walks the body once, depth first, in the order a reader of the
  * request would: model, messages (each message in turn), then the optional
@@ -30,80 +32,16 @@ struct ctx {
 
 /* ---- UTF-8 hygiene for error fields ---- */
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid.
- * Rejects overlong forms, surrogates and code points above U+10FFFF, as
- * jansson does. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned cp;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF
-        || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-/* Drops an incomplete UTF-8 sequence at the end of s[0..len) (left by a
- * truncation) and returns the new length. */
-static size_t utf8_trim(const char *s, size_t len)
-{
-    for (size_t back = 1; back <= 4 && back <= len; back++) {
-        unsigned char c = (unsigned char)s[len - back];
-        if ((c & 0xC0) == 0x80)
-            continue;           /* a continuation byte: look further back */
-        size_t want = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-        return want > back ? len - back : len;
-    }
-    return len;
-}
-
-/* Replaces every byte that does not start a valid sequence with '?'. */
-static void utf8_sanitize(char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        size_t n = utf8_seq((const unsigned char *)s + i, len - i);
-        if (n == 0) {
-            s[i++] = '?';
-        } else {
-            i += n;
-        }
-    }
-}
-
 /* Copies src into dst[size], truncated on a character boundary, sanitized. */
 static void copy_field(char *dst, size_t size, const char *src)
 {
     size_t len = src ? strnlen(src, size) : 0;
     if (len >= size)
-        len = utf8_trim(src, size - 1);
+        len = sw_utf8_trim(src, size - 1);
     if (len)
         memcpy(dst, src, len);
     dst[len] = '\0';
-    utf8_sanitize(dst, len);
+    sw_utf8_sanitize(dst, len);
 }
 
 /* ---- Errors ---- */
@@ -124,10 +62,10 @@ static void error_vset(struct sw_request_error *e, int status, const char *type,
     }
     size_t len = (size_t)n;
     if (len >= sizeof(e->message)) {
-        len = utf8_trim(e->message, sizeof(e->message) - 1);
+        len = sw_utf8_trim(e->message, sizeof(e->message) - 1);
         e->message[len] = '\0';
     }
-    utf8_sanitize(e->message, len);
+    sw_utf8_sanitize(e->message, len);
 }
 
 void sw_request_error_set(struct sw_request_error *e, int status, const char *type,
@@ -177,21 +115,6 @@ static int fail(struct ctx *c, const char *code, const char *param, const char *
     return SW_EINVAL;
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a decimal";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "a value";
-}
-
 static int fail_missing(struct ctx *c, const char *path)
 {
     return fail(c, "missing_required_parameter", path,
@@ -202,7 +125,7 @@ static int fail_type(struct ctx *c, const char *path, const char *expected, cons
 {
     return fail(c, "invalid_type", path,
                 "Invalid type for '%s': expected %s, but got %s instead.",
-                path, expected, type_name(got));
+                path, expected, sw_json_type_name(got));
 }
 
 /* A client's string quoted in a message: at most QUOTE_MAX_BYTES, then "...". */
@@ -213,7 +136,7 @@ static void quote(char *out, size_t size, const char *s)
         memcpy(out, s, len + 1);
         return;
     }
-    len = utf8_trim(s, QUOTE_MAX_BYTES < size - 4 ? QUOTE_MAX_BYTES : size - 4);
+    len = sw_utf8_trim(s, QUOTE_MAX_BYTES < size - 4 ? QUOTE_MAX_BYTES : size - 4);
     memcpy(out, s, len);
     memcpy(out + len, "...", 4);
 }
@@ -246,7 +169,7 @@ static void join3(char *out, size_t size, const char *a, const char *b, const ch
         memcpy(out + n, parts[i], len);
         n += len;
     }
-    out[cut ? utf8_trim(out, n) : n] = '\0';
+    out[cut ? sw_utf8_trim(out, n) : n] = '\0';
 }
 
 /* out = base suffix */
@@ -1095,7 +1018,7 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
     if (!json_is_object(root)) {
         rc = fail(&c, "invalid_type", NULL,
                   "Invalid type for the request body: expected an object, but got %s "
-                  "instead.", type_name(root));
+                  "instead.", sw_json_type_name(root));
         goto fail;
     }
     rc = check_model(&c, root, req);

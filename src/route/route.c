@@ -55,6 +55,34 @@ const char *sw_route_excl_name(enum sw_route_excl e)
     return (unsigned)e < SW_EXCL__COUNT ? excl_names[e] : "unknown";
 }
 
+const char *sw_health_name(enum sw_health h)
+{
+    static const char *const names[] = {
+        [SW_HEALTH_UP] = "up",     [SW_HEALTH_DEGRADED] = "degraded", [SW_HEALTH_COLD] = "cold",
+        [SW_HEALTH_WARMING] = "warming", [SW_HEALTH_DOWN] = "down",
+    };
+    return (unsigned)h < sizeof names / sizeof names[0] ? names[h] : "unknown";
+}
+
+const char *sw_breaker_name(enum sw_breaker_state b)
+{
+    static const char *const names[] = {
+        [SW_BREAKER_CLOSED] = "closed", [SW_BREAKER_OPEN] = "open",
+        [SW_BREAKER_HALF_OPEN] = "half_open",
+    };
+    return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "unknown";
+}
+
+int sw_breaker_gauge(enum sw_breaker_state b)
+{
+    return b == SW_BREAKER_OPEN ? 2 : b == SW_BREAKER_HALF_OPEN ? 1 : 0;
+}
+
+enum sw_breaker_state sw_breaker_from_gauge(int gauge)
+{
+    return gauge == 2 ? SW_BREAKER_OPEN : gauge == 1 ? SW_BREAKER_HALF_OPEN : SW_BREAKER_CLOSED;
+}
+
 /* ---- Queue estimate ---- */
 
 /* A learned value, or the prior when there is no data yet: v > 0 and finite

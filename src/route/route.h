@@ -114,6 +114,17 @@ enum sw_health {
 
 enum sw_breaker_state { SW_BREAKER_CLOSED, SW_BREAKER_OPEN, SW_BREAKER_HALF_OPEN };
 
+/* "up", "degraded", "cold", "warming", "down"; "unknown" past the enum. */
+const char *sw_health_name(enum sw_health h);
+/* "closed", "open", "half_open"; "unknown" past the enum. */
+const char *sw_breaker_name(enum sw_breaker_state b);
+/* The breaker as a number ordered by severity, as the
+ * spillway_backend_breaker gauge and the one-second series show it:
+ * 0 closed, 1 half-open, 2 open. sw_breaker_from_gauge is its inverse
+ * (closed for any other number). */
+int sw_breaker_gauge(enum sw_breaker_state b);
+enum sw_breaker_state sw_breaker_from_gauge(int gauge);
+
 /* What the request needs and may do. */
 struct sw_route_facts {
     long prompt_tokens_est;     /* realistic estimate: TTFT, context, token buckets */

@@ -3,8 +3,10 @@
 #include <event2/event_struct.h>
 #include <stdlib.h>
 
+#include "common/buf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "config/config.h"
 #include "upstream/h1.h"
 
 struct sw_curlev {
@@ -191,4 +193,32 @@ int sw_curlev_running(const struct sw_curlev *cev)
 struct sw_h1pool *sw_curlev_h1(struct sw_curlev *cev)
 {
     return cev->h1;
+}
+
+/* ---- An easy handle for a backend ---- */
+
+CURL *sw_curlev_easy(const struct sw_config_backend *be, const char *path, long timeout_ms)
+{
+    struct sw_buf url;
+    sw_buf_init(&url, 8192);
+    CURL *easy = NULL;
+    if (sw_buf_appendf(&url, "%s%s", be->url, path) || !(easy = curl_easy_init())) {
+        sw_buf_free(&url);
+        return NULL;
+    }
+    curl_easy_setopt(easy, CURLOPT_URL, url.ptr); /* curl keeps a copy */
+    sw_buf_free(&url);
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    if (timeout_ms < 1)
+        timeout_ms = 1;
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     be->connect_timeout_ms < timeout_ms ? be->connect_timeout_ms : timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
+    if (be->ca_file)
+        curl_easy_setopt(easy, CURLOPT_CAINFO, be->ca_file);
+    return easy;
 }

@@ -36,4 +36,17 @@ struct sw_h1pool *sw_curlev_h1(struct sw_curlev *cev);
 /* Number of transfers in progress. */
 int sw_curlev_running(const struct sw_curlev *cev);
 
+struct sw_config_backend;
+
+/* A new easy handle for a request to backend `be` (borrowed): the URL
+ * be->url followed by path, http and https only, no redirects, no signals,
+ * the whole transfer bounded by timeout_ms (at least 1 ms: curl reads 0 as
+ * no limit) and its connect by the backend's connect_timeout_ms (never past
+ * timeout_ms), TLS checked as the backend says (verify or not, its CA
+ * file). Every transfer to a backend (relay attempt, start-up check, health
+ * and load polls) starts from it. The caller adds what its request needs
+ * (method, headers, callbacks) and owns the handle (curl_easy_cleanup).
+ * NULL when out of memory or the URL is too long. */
+CURL *sw_curlev_easy(const struct sw_config_backend *be, const char *path, long timeout_ms);
+
 #endif

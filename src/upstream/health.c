@@ -144,24 +144,10 @@ static void check(struct probe *pr, int64_t now)
  * poll only adds it to the multi again (no new handle, no new options). */
 static CURL *health_get(struct sw_healthcheck *h, const struct sw_config_backend *be)
 {
-    struct sw_buf url;
-    CURL *easy = NULL;
-    sw_buf_init(&url, 8192);
-    if (sw_buf_appendf(&url, "%s%s", be->url, be->health_path) || !(easy = curl_easy_init())) {
-        sw_buf_free(&url);
-        return NULL;
-    }
-    curl_easy_setopt(easy, CURLOPT_URL, url.ptr);
-    sw_buf_free(&url);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     long timeout = h->cfg->routing.health_interval_ms;
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout < 2000 ? timeout : 2000L);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, be->connect_timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
-    if (be->ca_file)
-        curl_easy_setopt(easy, CURLOPT_CAINFO, be->ca_file);
+    CURL *easy = sw_curlev_easy(be, be->health_path, timeout < 2000 ? timeout : 2000L);
+    if (easy)
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
     return easy;
 }
 

@@ -89,26 +89,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;                 /* the previous poll is still out (it has its timeout) */
     sw_buf_reset(&pl->body);
     pl->too_big = false;
-    struct sw_buf url;
-    sw_buf_init(&url, 8192);
-    if (sw_buf_appendf(&url, "%s%s", be->url, pl->path) || !(pl->easy = curl_easy_init())) {
-        sw_buf_free(&url);
+    long timeout = be->load.poll_ms < 100 ? 100 : be->load.poll_ms > 2000 ? 2000 : be->load.poll_ms;
+    if (!(pl->easy = sw_curlev_easy(be, pl->path, timeout)))
         return;
-    }
-    curl_easy_setopt(pl->easy, CURLOPT_URL, url.ptr);
-    sw_buf_free(&url);
     pl->own = lp->live->b[pl->i]->q.in_flight;
     curl_easy_setopt(pl->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(pl->easy, CURLOPT_WRITEDATA, pl);
-    curl_easy_setopt(pl->easy, CURLOPT_NOSIGNAL, 1L);
-    long timeout = be->load.poll_ms < 100 ? 100 : be->load.poll_ms > 2000 ? 2000 : be->load.poll_ms;
-    curl_easy_setopt(pl->easy, CURLOPT_TIMEOUT_MS, timeout);
-    curl_easy_setopt(pl->easy, CURLOPT_CONNECTTIMEOUT_MS,
-                     be->connect_timeout_ms < timeout ? be->connect_timeout_ms : timeout);
-    curl_easy_setopt(pl->easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
-    curl_easy_setopt(pl->easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
-    if (be->ca_file)
-        curl_easy_setopt(pl->easy, CURLOPT_CAINFO, be->ca_file);
     if (sw_curlev_add(lp->cev, pl->easy, on_done, pl)) {
         curl_easy_cleanup(pl->easy);
         pl->easy = NULL;

@@ -159,13 +159,8 @@ static void on_done(void *ud, CURLcode rc)
 
 static int start(struct check *c, const struct sw_config_backend *be, long timeout_ms)
 {
-    struct sw_buf url;
-    sw_buf_init(&url, 8192);
-    if (sw_buf_appendf(&url, "%s/v1/models", be->url))
-        goto fail;
-    if (!(c->easy = curl_easy_init()))
-        goto fail;
-    curl_easy_setopt(c->easy, CURLOPT_URL, url.ptr);
+    if (!(c->easy = sw_curlev_easy(be, "/v1/models", timeout_ms)))
+        return -1;
     c->hdrs = curl_slist_append(c->hdrs, "X-Request-Id: sw-startcheck");
     /* Authenticated and versioned the way the backend's (first) API wants. */
     struct sw_buf h;
@@ -177,31 +172,17 @@ static int start(struct check *c, const struct sw_config_backend *be, long timeo
             c->hdrs = curl_slist_append(c->hdrs, line);
     }
     sw_buf_free(&h);
-    sw_buf_free(&url);
     sw_buf_init(&c->answer, 1 << 20);
     curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->hdrs);
     curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->errbuf);
-    curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, be->connect_timeout_ms);
-    curl_easy_setopt(c->easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
-    curl_easy_setopt(c->easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
-    if (be->ca_file)
-        curl_easy_setopt(c->easy, CURLOPT_CAINFO, be->ca_file);
     if (sw_curlev_add(c->s->cev, c->easy, on_done, c)) {
         curl_easy_cleanup(c->easy);
         c->easy = NULL;
         return -1;
     }
     return 0;
-fail:
-    sw_buf_free(&url);
-    if (c->easy)
-        curl_easy_cleanup(c->easy);
-    c->easy = NULL;
-    return -1;
 }
 
 struct sw_startcheck *sw_startcheck_new(struct sw_curlev *cev, struct sw_live *live)

@@ -148,15 +148,11 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
         return err;
     }
 
-    u->easy = curl_easy_init();
+    u->easy = sw_curlev_easy(be, path, timeout_ms);
     if (!u->easy)
         goto fail;
     struct sw_buf tmp;
     sw_buf_init(&tmp, 8192);
-    if (sw_buf_appendf(&tmp, "%s%s", be->url, path))
-        goto fail_tmp;
-    curl_easy_setopt(u->easy, CURLOPT_URL, tmp.ptr);
-    sw_buf_reset(&tmp);
 
     struct curl_slist *h = NULL;
 #define ADD_HEADER(...)                                                   \
@@ -194,20 +190,11 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
     curl_easy_setopt(u->easy, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(u->easy, CURLOPT_HEADERDATA, u);
     curl_easy_setopt(u->easy, CURLOPT_ERRORBUFFER, u->errbuf);
-    curl_easy_setopt(u->easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(u->easy, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);
-    curl_easy_setopt(u->easy, CURLOPT_CONNECTTIMEOUT_MS, be->connect_timeout_ms);
     curl_easy_setopt(u->easy, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(u->easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(u->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(u->easy, CURLOPT_FOLLOWLOCATION, 0L);
     /* Streams must reach the client as they arrive: no content decoding
      * buffering, and ask for identity so nothing needs decoding. */
     curl_easy_setopt(u->easy, CURLOPT_ACCEPT_ENCODING, NULL);
-    curl_easy_setopt(u->easy, CURLOPT_SSL_VERIFYPEER, be->tls_verify ? 1L : 0L);
-    curl_easy_setopt(u->easy, CURLOPT_SSL_VERIFYHOST, be->tls_verify ? 2L : 0L);
-    if (be->ca_file)
-        curl_easy_setopt(u->easy, CURLOPT_CAINFO, be->ca_file);
 
     err = sw_curlev_add(cev, u->easy, on_transfer_done, u);
     if (err)

@@ -11,6 +11,7 @@
 
 #include "chat.h"
 #include "common/err.h"
+#include "common/json.h"
 #include "opts.h"
 #include "render.h"
 
@@ -164,7 +165,7 @@ static void test_json_escape(void **state)
     (void)state;
     struct sw_buf b;
     sw_buf_init(&b, 1024);
-    assert_int_equal(sw_llmsim_json_escape(&b, "a\"b\\c\nd\x01\xc3\xa9", 10), SW_OK);
+    assert_int_equal(sw_json_escape(&b, "a\"b\\c\nd\x01\xc3\xa9", 10, 0), SW_OK);
     assert_string_equal(b.ptr, "a\\\"b\\\\c\\nd\\u0001\xc3\xa9");
     sw_buf_free(&b);
 }

@@ -67,7 +67,4 @@ struct sw_str sw_llmsim_text_next(struct sw_llmsim_text *t);
 /* Number of echo tokens in s (the 4-bytes, UTF-8-boundary rule). */
 int sw_llmsim_echo_tokens(const char *s, size_t len);
 
-/* Appends s as the inside of a JSON string (no quotes). */
-int sw_llmsim_json_escape(struct sw_buf *out, const char *s, size_t len);
-
 #endif

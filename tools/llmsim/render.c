@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/json.h"
 
 static int str(struct sw_buf *b, const char *s)
 {
@@ -11,7 +12,7 @@ static int str(struct sw_buf *b, const char *s)
 
 static int esc(struct sw_buf *b, const char *s)
 {
-    return sw_llmsim_json_escape(b, s, strlen(s));
+    return sw_json_escape(b, s, strlen(s), 0);
 }
 
 /* `data: {"id":...,"model":"...","system_fingerprint":null,` of an OpenAI chunk. */
@@ -132,7 +133,7 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
                                     : "\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
     }
     if (!err)
-        err = sw_llmsim_json_escape(b, text.ptr, text.len);
+        err = sw_json_escape(b, text.ptr, text.len, 0);
     if (err)
         return err;
     if (malformed == SW_LLMSIM_MALFORMED_JSON) /* the object is never closed */
@@ -242,7 +243,7 @@ int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
             err = str(b, "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
                          "\"content\":\"");
         if (!err)
-            err = sw_llmsim_json_escape(b, text, len);
+            err = sw_json_escape(b, text, len, 0);
         if (!err && malformed)
             return str(b, "\",\"refusal\":");
         if (!err)
@@ -263,7 +264,7 @@ int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
     if (!err)
         err = str(b, "\",\"content\":[{\"type\":\"text\",\"text\":\"");
     if (!err)
-        err = sw_llmsim_json_escape(b, text, len);
+        err = sw_json_escape(b, text, len, 0);
     if (!err && malformed)
         return str(b, "\"}],\"stop_reason\":");
     if (!err)

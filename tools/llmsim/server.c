@@ -16,7 +16,9 @@
 #include "embed.h"
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/json.h"
 #include "common/log.h"
+#include "common/query.h"
 #include "http/server.h"
 #include "faults.h"
 #include "model.h"
@@ -482,7 +484,7 @@ static int drift_text(struct sw_buf *out, enum sw_llmsim_drift d, const char *sr
     if (d == SW_LLMSIM_DRIFT_SHAPE) {
         err = sw_buf_append_str(out, "{\"answer\": \"");
         if (!err)
-            err = sw_llmsim_json_escape(out, src, len);
+            err = sw_json_escape(out, src, len, 0);
         if (!err)
             err = sw_buf_append_str(out, "\"}");
     } else {
@@ -826,25 +828,6 @@ static void on_stats(struct sw_llmsim_server *s, struct sw_http_req *req)
     send_json(s, req, 200, o);
 }
 
-/* The value of `name` in a query string ("a=1&n=5") into out, as sent (no
- * percent-decoding: llmsim's parameters are numbers). False when absent. */
-static bool query_param(const char *q, const char *name, char *out, size_t outlen)
-{
-    size_t nl = strlen(name);
-    for (const char *p = q; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
-        if (strncmp(p, name, nl) || p[nl] != '=')
-            continue;
-        const char *v = p + nl + 1;
-        size_t vl = strcspn(v, "&");
-        if (vl >= outlen)
-            vl = outlen - 1;
-        memcpy(out, v, vl);
-        out[vl] = '\0';
-        return true;
-    }
-    return false;
-}
-
 static void on_received(struct sw_llmsim_server *s, struct sw_http_req *req)
 {
     if (sw_http_method(req) == SW_HTTP_DELETE) {
@@ -854,10 +837,11 @@ static void on_received(struct sw_llmsim_server *s, struct sw_http_req *req)
     }
     size_t n = s->recv_count;
     char v[32];
-    if (query_param(sw_http_query(req), "n", v, sizeof v)) {
+    int qerr = sw_query_param(sw_http_query(req), "n", v, sizeof v);
+    if (qerr != SW_ENOTFOUND) {
         char *end;
         long want = strtol(v, &end, 10);
-        if (end == v || *end || want < 0) {
+        if (qerr || end == v || *end || want < 0) {
             send_error(s, req, SW_LLMSIM_OPENAI, 400, "n: must be a non-negative integer", NULL,
                        -1);
             return;
