@@ -393,25 +393,6 @@ static bool list_headers(struct sw_http_req *req, struct header_list *l)
     return true;
 }
 
-/* The PII engine behind sw_facts_derive's scanner (the engine may be NULL:
- * no masking available; the scan functions say what that means). */
-static int scan_body(void *ud, enum sw_pii_surface s, const json_t *body,
-                     struct sw_pii_counts *counts, char *bad, size_t bad_len)
-{
-    return sw_pii_scan_body(ud, s, body, counts, bad, bad_len);
-}
-
-static int scan_built(void *ud, enum sw_pii_surface s, const json_t *body,
-                      struct sw_pii_counts *counts)
-{
-    return sw_pii_scan_built(ud, s, body, counts);
-}
-
-static const char *scan_type_name(void *ud, int type)
-{
-    return sw_pii_type_name(ud, type);
-}
-
 /* Answers a refusal of the fact derivation (or the parser) as it is. */
 static void reply_refusal(struct sw_http_req *req, const struct sw_request_error *e)
 {
@@ -492,8 +473,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     const struct sw_facts_in in = {.api = api, .cfg = f->cfg, .key = key, .model = model,
                                    .chat = &chat, .hdrs = &hdrs, .start_ms = start_ms};
-    const struct sw_facts_scanner scanner = {scan_body, scan_built, scan_type_name,
-                                             f->live->pii};
+    const struct sw_facts_scanner scanner = sw_facts_engine_scanner(f->live->pii);
     struct sw_facts facts;
     int ferr = sw_facts_derive(&in, &scanner, &facts, &rerr);
     if (facts.scan_failed)

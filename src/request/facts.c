@@ -373,3 +373,27 @@ int sw_facts_derive(const struct sw_facts_in *in, const struct sw_facts_scanner 
         return SW_EINVAL;
     return apply_scan(in, scan, out, err);
 }
+
+/* ---- The real engine ---- */
+
+static int engine_body(void *ud, enum sw_pii_surface s, const json_t *body,
+                       struct sw_pii_counts *counts, char *bad, size_t bad_len)
+{
+    return sw_pii_scan_body(ud, s, body, counts, bad, bad_len);
+}
+
+static int engine_built(void *ud, enum sw_pii_surface s, const json_t *body,
+                        struct sw_pii_counts *counts)
+{
+    return sw_pii_scan_built(ud, s, body, counts);
+}
+
+static const char *engine_type_name(void *ud, int type)
+{
+    return sw_pii_type_name(ud, type);
+}
+
+struct sw_facts_scanner sw_facts_engine_scanner(const struct sw_pii_engine *e)
+{
+    return (struct sw_facts_scanner){engine_body, engine_built, engine_type_name, (void *)e};
+}

@@ -92,6 +92,10 @@ struct sw_facts_scanner {
     void *ud;
 };
 
+/* The scanner of the PII engine e (NULL: no engine; the scan functions say
+ * what that means): what the daemon runs. */
+struct sw_facts_scanner sw_facts_engine_scanner(const struct sw_pii_engine *e);
+
 /* What was decided about PII in the request (the relay masks and unmasks by it). */
 struct sw_facts_pii {
     enum sw_pii_policy policy;      /* the most restrictive of global, key, model */

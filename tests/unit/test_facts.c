@@ -795,30 +795,13 @@ static void test_regions(void **state)
 
 /* ---- With the real engine ---- */
 
-static int real_body(void *ud, enum sw_pii_surface s, const json_t *body,
-                     struct sw_pii_counts *counts, char *bad, size_t bad_len)
-{
-    return sw_pii_scan_body(ud, s, body, counts, bad, bad_len);
-}
-
-static int real_built(void *ud, enum sw_pii_surface s, const json_t *body,
-                      struct sw_pii_counts *counts)
-{
-    return sw_pii_scan_built(ud, s, body, counts);
-}
-
-static const char *real_name(void *ud, int type)
-{
-    return sw_pii_type_name(ud, type);
-}
-
 static void test_real_engine(void **state)
 {
     (void)state;
     struct sw_pii_engine *e;
     char msg[256];
     assert_int_equal(sw_pii_engine_new(NULL, 0, &e, msg, sizeof msg), SW_OK);
-    const struct sw_facts_scanner scanner = {real_body, real_built, real_name, e};
+    const struct sw_facts_scanner scanner = sw_facts_engine_scanner(e);
     static const char body[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
                                "\"mail jan.jansen@example.com\"}]}";
     struct sw_chat_request chat;
