@@ -15,19 +15,31 @@ export const HOLD_MAX_TOKENS = 4000;
 // ask, `headers` go with the request (e.g. a client key). release() lets the
 // holder's client go away, which frees the slot for the queue.
 export async function holdLocal(gw, edge, { admin, model = 'chat', headers = {} } = {}) {
-  await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
-  const ac = new AbortController();
-  const held = fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', signal: ac.signal,
-    headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false', ...headers },
-    body: JSON.stringify({ model, max_tokens: HOLD_MAX_TOKENS, messages: [{ role: 'user', content: 'hold the only local slot' }] }),
-  }).then((r) => r.text()).catch(() => null);
-  await waitFor(async () => (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1, { timeout: 10000, what: 'the local slot held' });
-  await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
   const edgeState = async () => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${admin}` } }))
     .body.backends.find((b) => b.name === 'edge');
-  await waitFor(async () => (await edgeState()).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
-  return {
-    async release() { ac.abort(); await held; },
-  };
+  // On a loaded machine the box may have missed a health check just now: a
+  // request that may not leave is then refused at once instead of reaching
+  // it. Such a hold is tried again once Spillway sees the box usable.
+  const refused = [];
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await waitFor(async () => { const e = await edgeState(); return e.health !== 'down' && e.breaker !== 'open' && e.in_flight === 0; },
+      { timeout: 10000, what: 'spillway sees the local box usable and idle' });
+    await getJSON(`${edge.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
+    const ac = new AbortController();
+    let answered = null;
+    const held = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', signal: ac.signal,
+      headers: { 'content-type': 'application/json', 'x-spillway-allow-cloud': 'false', ...headers },
+      body: JSON.stringify({ model, max_tokens: HOLD_MAX_TOKENS, messages: [{ role: 'user', content: 'hold the only local slot' }] }),
+    }).then(async (r) => { answered = `${r.status} ${(await r.text()).slice(0, 200)}`; }).catch(() => null);
+    await waitFor(async () => answered !== null || (await getJSON(`${edge.url}/admin/stats`)).body.hanging === 1,
+      { timeout: 10000, what: 'the local slot held' });
+    await fetch(`${edge.url}/admin/faults`, { method: 'DELETE' });
+    if (answered !== null) { refused.push(answered); continue; }
+    await waitFor(async () => (await edgeState()).in_flight === 1, { timeout: 10000, what: 'spillway sees the slot busy' });
+    return {
+      async release() { ac.abort(); await held; },
+    };
+  }
+  throw new Error(`the hold request was answered instead of held, ${refused.length} times: ${refused.join(' | ')}`);
 }
