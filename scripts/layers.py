@@ -8,7 +8,7 @@ src/ (the build's -Isrc); includes that resolve to neither (generated headers, s
 are not edges.
 
   scripts/layers.py            print the cycles between files and between folders, and the rule checks
-  scripts/layers.py --check    the same, exit 1 on a cycle between files or a broken rule
+  scripts/layers.py --check    the same, exit 1 on a cycle (between files or folders) or a broken rule
   scripts/layers.py --edges    print every edge between folders (file -> file)
 
 Rules (a folder may not include the other):
@@ -23,8 +23,14 @@ EXTS = (".c", ".h", ".cc")
 FORBIDDEN = {
     "config": ("upstream", "state", "relay", "front", "obs", "route", "plan"),
 }
+# file (module) -> modules it must not include: the view builder stands on the
+# view and the estimators, never on the decision it feeds.
+FORBIDDEN_FILES = {
+    "state/live": ("route/route",),
+}
 __doc__ += "".join("  %s/ includes none of %s\n" % (k, ", ".join(v + "/" for v in vs))
                    for k, vs in FORBIDDEN.items())
+__doc__ += "".join("  %s includes none of %s\n" % (k, ", ".join(vs)) for k, vs in FORBIDDEN_FILES.items())
 
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -136,6 +142,7 @@ def main(argv):
             for b, why in sorted(fedges.get(a, {}).items()):
                 if b in cs:
                     print("    %s -> %s: %s" % (a, b, ", ".join(sorted({"%s (%s)" % (w[0], w[1]) for w in why}))))
+    bad += len(dcyc)
 
     print("rules:")
     for a, forbidden in sorted(FORBIDDEN.items()):
@@ -147,6 +154,15 @@ def main(argv):
                 print("    %s includes \"%s\"" % (f, inc))
         bad += len(hits)
 
+    for a, forbidden in sorted(FORBIDDEN_FILES.items()):
+        m = os.path.join(SRC, a)
+        hits = [(rel(t), why) for t, why in sorted(edges.get(m, {}).items()) if rel(t) in forbidden]
+        print("  %s includes none of %s: %s" % (a, ", ".join(forbidden), "ok" if not hits else "BROKEN"))
+        for t, why in hits:
+            for f, inc in sorted(set(why)):
+                print("    %s includes \"%s\"" % (f, inc))
+        bad += len(hits)
+
     if "--edges" in argv:
         print("edges between folders:")
         for a in sorted(fedges):
@@ -154,7 +170,7 @@ def main(argv):
                 print("  %s -> %s: %s" % (a, b, ", ".join(sorted({"%s -> %s" % (rel(module(w[0])), w[1]) for w in fedges[a][b]}))))
 
     if check and bad:
-        print("check-layers: %d problem(s): an include cycle between files or a folder that includes what it must not"
+        print("check-layers: %d problem(s): an include cycle (between files or folders) or an include a rule forbids"
               % bad, file=sys.stderr)
         return 1
     return 0
