@@ -1,5 +1,6 @@
 /* The Redis URL of `state.redis`: the config checks it, the shared state
- * (state/rstate.c) connects with it. Pure: no I/O, no clock, no allocation beyond what the caller passes.
+ * (state/rstate.c) connects with it. Pure: no I/O, no clock, no allocation
+ * beyond what the caller passes.
  *
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     plain TCP
  *   rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB]    TLS (state.tls)

@@ -15,9 +15,11 @@ double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_
                              long max_tokens, double elapsed_ms)
 {
     double prompt = prompt_tokens > 0 ? (double)prompt_tokens : 0;
-    double out = max_tokens > 0 ? (double)max_tokens
-                                : sw_route_learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
-    double hold = prompt * sw_route_learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN) +
+    double out = max_tokens > 0
+                     ? (double)max_tokens
+                     : sw_route_learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
+    double hold = prompt * sw_route_learned(b->prefill_ms_per_token,
+                                            SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN) +
                   1000.0 * out / sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
     /* Past its bound at the learned rates, the box is slower than learned
      * (the rates lag a slowdown) or the request hangs: it still holds a tenth
@@ -56,11 +58,13 @@ double sw_route_first_release_ms(const struct sw_route_backend_view *b,
     double alive[SW_ROUTE_BUSY_MAX];
     double soonest = 1e300;
     const struct sw_outlen_dist *d = &b->out_ratio;
-    double prefill_rate = sw_route_learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
+    double prefill_rate =
+        sw_route_learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
     double period = 1000.0 / sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
 
     for (size_t i = 0; i < n; i++) {
-        double full = sw_route_busy_left_ms(b, h[i].prompt_tokens, h[i].max_tokens, h[i].elapsed_ms);
+        double full =
+            sw_route_busy_left_ms(b, h[i].prompt_tokens, h[i].max_tokens, h[i].elapsed_ms);
         if (full < soonest)
             soonest = full;
         alive[i] = 1;

@@ -148,7 +148,9 @@ sw_route_est_ttft(const struct sw_route_backend_view *b, double prompt, bool may
             long in_flight = b->in_flight > 0 ? b->in_flight : 0;
             double avg_prompt = sw_route_learned(b->avg_prompt_tokens, prompt);
             double service = avg_prompt * prefill +
-                             1000.0 * sw_route_learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
+                             1000.0 *
+                                 sw_route_learned(b->avg_output_tokens,
+                                                  SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
                                  sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
             long known = b->n_busy > 0 ? b->n_busy : 0;
             if (known > SW_ROUTE_BUSY_MAX)
@@ -176,7 +178,8 @@ sw_route_est_ttft(const struct sw_route_backend_view *b, double prompt, bool may
     if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0)
         own = b->ttft_avg_ms;   /* measured: the provider's queue, prefill and network */
     else    /* prefill, then the first token's own decode step */
-        own = prompt * prefill + 1000.0 / sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
+        own = prompt * prefill +
+              1000.0 / sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
               sw_route_nonneg(b->rtt_ms);
     double est = wait + own;    /* >= 0, +inf or NaN */
     return est <= DBL_MAX ? est : 1e300;

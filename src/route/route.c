@@ -106,7 +106,8 @@ static double request_cost_usd(const struct sw_route_facts *f, const struct sw_r
     long reserve = sw_route_reserve_tokens(f, b, cap_usd);
     double out = reserve > 0 ? (double)reserve
                              : sw_route_learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
-    return (in * sw_route_nonneg(b->input_usd_per_mtok) + out * sw_route_nonneg(b->output_usd_per_mtok)) / 1e6;
+    return (in * sw_route_nonneg(b->input_usd_per_mtok) +
+            out * sw_route_nonneg(b->output_usd_per_mtok)) / 1e6;
 }
 
 /* The cloud's token buckets; then the degrade reservation. */
@@ -169,7 +170,8 @@ static inline bool starts_now(const struct sw_route_backend_view *b, bool may_wa
      * no outside load; the comparison below would hold. */
     return b->health == SW_HEALTH_UP &&
            (b->slots <= 0 || !may_wait ||
-            (double)(b->in_flight + b->queued) + sw_route_nonneg(b->outside_load) < (double)b->slots);
+            (double)(b->in_flight + b->queued) + sw_route_nonneg(b->outside_load) <
+                (double)b->slots);
 }
 
 /* The rank of an eligible local before its estimate: degraded and half-open
