@@ -11,10 +11,9 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "config/rurl.h"
 #include "config/walk.h"
-#include "upstream/loadsig.h"
 #include "pii/pii.h"
-#include "state/rurl.h"
 
 #define CONFIG_MAX_FILE_BYTES (1024 * 1024)
 #define DEFAULT_LISTEN_HOST "127.0.0.1"
@@ -801,6 +800,10 @@ static const char *const priority_names[] = {"interactive", "batch", NULL};
 /* In the order of enum sw_load_source. */
 static const char *const load_source_names[] = {"none", "llamacpp", "vllm", "sglang", "tgi",
                                                 "ollama", NULL};
+_Static_assert(sizeof(enum sw_tier) == sizeof(int), "ENUM fields are stored as int");
+_Static_assert(sizeof(enum sw_dialect) == sizeof(int), "ENUM fields are stored as int");
+_Static_assert(sizeof load_source_names / sizeof load_source_names[0] == SW_LOAD__COUNT + 1,
+               "one name per load source");
 
 #define KEY(f) offsetof(struct sw_config_key, f)
 static const struct sw_walk_setting key_settings[] = {
@@ -1570,4 +1573,9 @@ const char *sw_tier_name(enum sw_tier tier)
 const char *sw_dialect_name(enum sw_dialect d)
 {
     return d == SW_DIALECT_ANTHROPIC ? "anthropic" : "openai";
+}
+
+const char *sw_load_source_name(enum sw_load_source s)
+{
+    return (unsigned)s < SW_LOAD__COUNT ? load_source_names[s] : "unknown";
 }

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/errors.h"
+
 enum sw_tier { SW_TIER_LOCAL, SW_TIER_CLOUD };
 
 /* What a request with PII may do, ordered from least to most restrictive so
@@ -60,6 +62,18 @@ enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC };
 /* A request's priority (X-Spillway-Priority, metadata.priority, keys[].priority). */
 enum sw_priority { SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH };
 
+/* Where a local backend's load signal is read (backends[].load.source;
+ * upstream/loadsig.h parses each). */
+enum sw_load_source {
+    SW_LOAD_NONE,
+    SW_LOAD_LLAMACPP,
+    SW_LOAD_VLLM,
+    SW_LOAD_SGLANG,
+    SW_LOAD_TGI,
+    SW_LOAD_OLLAMA,
+    SW_LOAD__COUNT
+};
+
 struct sw_config_key {
     char *name;                 /* shown in logs and metrics */
     char *key;                  /* the bearer secret; never logged */
@@ -100,7 +114,7 @@ struct sw_config_backend {
     bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
     /* load: the server's own report of the work it holds (docs/routing.md, "Load signals") */
     struct {
-        int source;             /* enum sw_load_source (upstream/loadsig.h); default none */
+        int source;             /* enum sw_load_source; default none */
         long poll_ms;           /* default 250 */
     } load;
     long max_output_tokens;     /* worst-case output of a request that names no max_tokens,
@@ -245,12 +259,6 @@ struct sw_config {
     } plan;
 };
 
-/* The collected validation messages, each "file:line:col: key: message". */
-struct sw_config_errors {
-    char **msgs;
-    size_t n;
-};
-
 /* Looks up an environment variable; returns NULL when unset. Injected so that
  * parsing stays pure and unit tests control the environment. */
 typedef const char *(*sw_config_getenv_fn)(const char *name, void *ud);
@@ -287,5 +295,7 @@ bool sw_config_regions_has(const struct sw_config_regions *r, const char *region
 
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
 const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" */
+/* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
+const char *sw_load_source_name(enum sw_load_source s);
 
 #endif

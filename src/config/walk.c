@@ -19,11 +19,8 @@
 #define NAME_MAX_LEN 64
 #define VARNAME_MAX 128
 
-_Static_assert(sizeof(enum sw_tier) == sizeof(int), "ENUM fields are stored as int");
-_Static_assert(sizeof(enum sw_dialect) == sizeof(int), "ENUM fields are stored as int");
-
 void sw_walk_init(struct sw_walk *w, const char *file, yaml_document_t *doc,
-                  sw_config_getenv_fn getenv_fn, void *ud, void *user)
+                  sw_walk_getenv_fn getenv_fn, void *ud, void *user)
 {
     memset(w, 0, sizeof(*w));
     w->file = file;

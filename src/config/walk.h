@@ -16,9 +16,12 @@
 #include <stddef.h>
 #include <yaml.h>
 
-#include "config/config.h"
+#include "config/errors.h"
 
 struct sw_buf;
+
+/* Looks up ${NAME}; NULL when unset (config.h's sw_config_getenv_fn is the same type). */
+typedef const char *(*sw_walk_getenv_fn)(const char *name, void *ud);
 
 #define SW_WALK_MAX_SETTINGS 32   /* settings per section */
 #define SW_WALK_MAX_ERRORS 100    /* messages kept; the rest are counted */
@@ -78,7 +81,7 @@ struct sw_walk_msg {
 struct sw_walk {
     const char *file;
     yaml_document_t *doc;
-    sw_config_getenv_fn getenv_fn;
+    sw_walk_getenv_fn getenv_fn;
     void *getenv_ud;
     void *user;             /* the struct being filled, for check functions */
     struct sw_walk_msg *msgs;
@@ -97,7 +100,7 @@ struct sw_walk_scalar {
 };
 
 void sw_walk_init(struct sw_walk *w, const char *file, yaml_document_t *doc,
-                  sw_config_getenv_fn getenv_fn, void *ud, void *user);
+                  sw_walk_getenv_fn getenv_fn, void *ud, void *user);
 
 /* Records "file:line:col: path: message" (line and col 1-based; path may be ""). */
 void sw_walk_error_at(struct sw_walk *w, size_t line, size_t col, const char *path,

@@ -17,7 +17,6 @@
 #include "obs/series.h"
 #include "state/rstate.h"
 #include "relay/reply.h"
-#include "upstream/loadsig.h"
 
 /* ---- Metrics and the dashboard ---- */
 
@@ -71,7 +70,7 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .state_shared = l->g->rstate != NULL,
         .state_degraded = sw_rstate_degraded(l->g->rstate),
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
-        .loop_lag_ms = sw_front_loop_lag_ms(f),
+        .loop_lag_ms = sw_ticks_lag_ms(&f->ticks),
         .idle_evicted = sw_http_server_evicted(f->http),
     };
     struct sw_buf b;

@@ -747,31 +747,9 @@ void sw_front_set_hooks(struct sw_front *f, const struct sw_front_hooks *hooks)
     f->hooks = *hooks;
 }
 
-static void on_lag_tick(evutil_socket_t fd, short what, void *arg)
+static void on_second(void *ud)
 {
-    (void)fd;
-    (void)what;
-    struct sw_front *f = arg;
-    int64_t now = sw_now_ms();
-    int64_t late = now - f->lag_last_ms - SW_LAG_TICK_MS;
-    f->lag_ms[f->lag_i++ % SW_LAG_TICKS] = late > 0 ? late : 0;
-    f->lag_last_ms = now;
-}
-
-static void on_series_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    sw_admin_series_tick(arg);
-}
-
-double sw_front_loop_lag_ms(const struct sw_front *f)
-{
-    int64_t worst = 0;
-    for (int i = 0; i < SW_LAG_TICKS; i++)
-        if (f->lag_ms[i] > worst)
-            worst = f->lag_ms[i];
-    return (double)worst;
+    sw_admin_series_tick(ud);
 }
 
 struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
@@ -790,17 +768,9 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
     f->drain_check = evtimer_new(base, on_drain_check, f);
     if (!f->drain_check)
         goto fail;
-    f->lag_timer = event_new(base, -1, EV_PERSIST, on_lag_tick, f);
-    if (!f->lag_timer)
-        goto fail;
-    f->lag_last_ms = sw_now_ms();
-    struct timeval lag_tv = {0, SW_LAG_TICK_MS * 1000};
-    event_add(f->lag_timer, &lag_tv);
     f->series = sw_series_new();
-    f->series_timer = event_new(base, -1, EV_PERSIST, on_series_tick, f);
-    if (!f->series || !f->series_timer)
+    if (!f->series || sw_ticks_start(&f->ticks, base, on_second, f) != SW_OK)
         goto fail;
-    event_add(f->series_timer, &(struct timeval){1, 0});
     struct sw_http_limits lim = http_limits(&cfg->limits);
     struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f};
     f->http = sw_http_server_new(base, cfg->listen_host, cfg->listen_port, LISTEN_BACKLOG, &lim, &h);
@@ -848,10 +818,7 @@ void sw_front_free(struct sw_front *f)
     sw_http_server_free(f->http); /* requests still in the relay learn their client is gone */
     if (f->drain_check)
         event_free(f->drain_check);
-    if (f->lag_timer)
-        event_free(f->lag_timer);
-    if (f->series_timer)
-        event_free(f->series_timer);
+    sw_ticks_stop(&f->ticks);
     sw_series_free(f->series);
     sw_live_unref(f->live);
     sw_config_unref(f->cfg);

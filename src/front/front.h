@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "config/config.h"
+#include "front/hooks.h"
 #include "obs/obs.h"
 #include "state/live.h"
 #include "upstream/curlev.h"
@@ -33,12 +34,7 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
  * limits; a changed listen address needs a restart (logged). */
 void sw_front_swap(struct sw_front *f, struct sw_config *cfg, struct sw_live *live);
 
-/* What the admin API asks of the daemon. reload returns SW_OK or writes why
- * not into msg. */
-struct sw_front_hooks {
-    int (*reload)(void *ud, char *msg, size_t cap);
-    void *ud;
-};
+/* What the admin API asks of the daemon (front/hooks.h). */
 void sw_front_set_hooks(struct sw_front *f, const struct sw_front_hooks *hooks);
 
 /* Stops accepting connections; requests already in flight go on. Calls

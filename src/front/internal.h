@@ -7,15 +7,13 @@
 #include <stdint.h>
 
 #include "config/config.h"
-#include "front/front.h"
+#include "front/hooks.h"
+#include "front/ticks.h"
 #include "http/server.h"
 #include "obs/obs.h"
 #include "obs/series.h"
 #include "state/live.h"
 #include "upstream/curlev.h"
-
-#define SW_LAG_TICK_MS 100
-#define SW_LAG_TICKS 10
 
 struct sw_front {
     struct event_base *base;
@@ -32,18 +30,10 @@ struct sw_front {
     void *drained_ud;
     uint64_t next_id;
     int64_t started_s;
-    /* Event-loop lag: a timer due every SW_LAG_TICK_MS records how late it
-     * fired; the gauge is the worst of the last SW_LAG_TICKS ticks. */
-    struct event *lag_timer;
-    int64_t lag_last_ms;
-    int64_t lag_ms[SW_LAG_TICKS];
-    unsigned lag_i;
-    /* The dashboard's one-hour ring of one-second samples, filled by a 1 s timer. */
+    /* The event-loop lag ring and the 1 s timer that fills series. */
+    struct sw_ticks ticks;
+    /* The dashboard's one-hour ring of one-second samples (sw_admin_series_tick). */
     struct sw_series *series;
-    struct event *series_timer;
 };
-
-/* The worst event-loop lag (ms) of the last second. */
-double sw_front_loop_lag_ms(const struct sw_front *f);
 
 #endif

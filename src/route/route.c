@@ -83,208 +83,12 @@ enum sw_breaker_state sw_breaker_from_gauge(int gauge)
     return gauge == 2 ? SW_BREAKER_OPEN : gauge == 1 ? SW_BREAKER_HALF_OPEN : SW_BREAKER_CLOSED;
 }
 
-/* ---- Queue estimate ---- */
-
-/* A learned value, or the prior when there is no data yet: v > 0 and finite
- * (NaN fails the first comparison, +inf the second). */
-static inline double learned(double v, double prior)
-{
-    return v > 0 && v <= DBL_MAX ? v : prior;
-}
-
-static inline double nonneg(double v)
-{
-    return v > 0 && v <= DBL_MAX ? v : 0;
-}
-
-/* sw_route_est_ttft_ms with the request's prompt as a double (>= 0). */
-static inline __attribute__((always_inline)) double est_ttft(const struct sw_route_backend_view *b,
-                                                             double prompt, bool may_wait)
-{
-    double prefill = learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
-    double wait = 0;
-
-    if (may_wait) {
-        double ahead = sw_route_ahead(b);
-        if (ahead > 0) {
-            long in_flight = b->in_flight > 0 ? b->in_flight : 0;
-            double avg_prompt = learned(b->avg_prompt_tokens, prompt);
-            double service = avg_prompt * prefill +
-                             1000.0 * learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
-                                 learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
-            long known = b->n_busy > 0 ? b->n_busy : 0;
-            if (known > SW_ROUTE_BUSY_MAX)
-                known = SW_ROUTE_BUSY_MAX;
-            if (known > in_flight)
-                known = in_flight;
-            if (known > 0) {
-                /* The k-th release is the k-th soonest end of a running
-                 * request; beyond those known, the fluid rate. */
-                long k = (long)ahead <= known ? (long)ahead : known;
-                double kth = nonneg(b->busy_left_ms[k - 1]);
-                if (k == 1 && b->first_release_ms > 0 && b->first_release_ms < kth)
-                    kth = b->first_release_ms;  /* the expected first end */
-                wait = kth + (ahead - (double)k) * service / (double)b->slots;
-            }
-            /* Fluid approximation: slots release at slots / service per ms. It
-             * caps the above when the running requests' max_tokens say little
-             * (set far above what they generate). */
-            double fluid = ahead * service / (double)b->slots;
-            if (known <= 0 || fluid < wait)
-                wait = fluid;
-        }
-    }
-    double own;
-    if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0)
-        own = b->ttft_avg_ms;   /* measured: the provider's queue, prefill and network */
-    else    /* prefill, then the first token's own decode step */
-        own = prompt * prefill + 1000.0 / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
-              nonneg(b->rtt_ms);
-    double est = wait + own;    /* >= 0, +inf or NaN */
-    return est <= DBL_MAX ? est : 1e300;
-}
-
-double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens)
-{
-    return est_ttft(b, prompt_tokens > 0 ? (double)prompt_tokens : 0,
-                    b->slots > 0 && sw_route_may_wait(b));
-}
-
-double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
-                             long max_tokens, double elapsed_ms)
-{
-    double prompt = prompt_tokens > 0 ? (double)prompt_tokens : 0;
-    double out = max_tokens > 0 ? (double)max_tokens
-                                : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
-    double hold = prompt * learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN) +
-                  1000.0 * out / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
-    /* Past its bound at the learned rates, the box is slower than learned
-     * (the rates lag a slowdown) or the request hangs: it still holds a tenth
-     * of its bound, and as long again as it has overrun so far, so a request
-     * that never ends makes the wait grow, never shrink to nothing. */
-    double left = hold - nonneg(elapsed_ms);
-    if (!(left > 0)) {
-        double overrun = nonneg(elapsed_ms) - hold;
-        left = SW_ROUTE_OVERRUN_FRACTION * hold;
-        if (overrun > left)
-            left = overrun;
-    }
-    return isfinite(left) && left > 0 ? left : 0;
-}
-
-/* A point where one running request may end, and the chance it does there. */
-struct rel_ev {
-    double t;
-    size_t i;
-    double p;
-};
-
-#define REL_MAX_EV (SW_ROUTE_BUSY_MAX * (SW_OUTLEN_BINS + 1))
-
-double sw_route_first_release_ms(const struct sw_route_backend_view *b,
-                                 const struct sw_route_holder *h, size_t n, double q)
-{
-    if (n == 0)
-        return 0;
-    if (n > SW_ROUTE_BUSY_MAX)
-        n = SW_ROUTE_BUSY_MAX;
-    if (!(q > 0 && q <= 1))
-        q = 1;
-    struct rel_ev ev[REL_MAX_EV];
-    size_t nev = 0;
-    double alive[SW_ROUTE_BUSY_MAX];
-    double soonest = 1e300;
-    const struct sw_outlen_dist *d = &b->out_ratio;
-    double prefill_rate = learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
-    double period = 1000.0 / learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
-
-    for (size_t i = 0; i < n; i++) {
-        double full = sw_route_busy_left_ms(b, h[i].prompt_tokens, h[i].max_tokens, h[i].elapsed_ms);
-        if (full < soonest)
-            soonest = full;
-        alive[i] = 1;
-        double prefill = (h[i].prompt_tokens > 0 ? (double)h[i].prompt_tokens : 0) * prefill_rate;
-        double max = (double)h[i].max_tokens;
-        double elapsed = nonneg(h[i].elapsed_ms);
-        bool learnt = h[i].max_tokens_given && h[i].max_tokens > 0 &&
-                      d->n >= SW_OUTLEN_MIN_SAMPLES && elapsed < prefill + max * period;
-        int first = 0;
-        unsigned tail = 0;
-        double done = 0;    /* tokens produced so far, at the learned rates */
-        if (learnt) {
-            done = elapsed > prefill ? (elapsed - prefill) / period : 0;
-            first = (int)floor(done * SW_OUTLEN_BINS / max);
-            if (first > SW_OUTLEN_BINS - 1)
-                first = SW_OUTLEN_BINS - 1;
-            for (int j = first; j < SW_OUTLEN_BINS; j++)
-                tail += d->count[j];
-            learnt = tail >= SW_OUTLEN_MIN_TAIL;
-        }
-        if (!learnt) {  /* it ends at its bound */
-            ev[nev++] = (struct rel_ev){full, i, 1};
-            continue;
-        }
-        /* It ends at the upper edge of a bin above what it has produced, as
-         * often as the answers that got that far did. */
-        for (int j = first; j < SW_OUTLEN_BINS; j++) {
-            if (!d->count[j])
-                continue;
-            double tokens = ceil((double)(j + 1) * max / SW_OUTLEN_BINS);
-            double t = prefill + tokens * period - elapsed;
-            if (!(t > 0))
-                t = 0;
-            if (t > full)
-                t = full;
-            ev[nev++] = (struct rel_ev){t, i, (double)d->count[j] / (double)tail};
-        }
-    }
-    /* Sweep the ends in time order until one has ended with chance q. */
-    for (size_t a = 1; a < nev; a++) {
-        struct rel_ev x = ev[a];
-        size_t k = a;
-        while (k > 0 && ev[k - 1].t > x.t) {
-            ev[k] = ev[k - 1];
-            k--;
-        }
-        ev[k] = x;
-    }
-    double result = soonest;
-    for (size_t a = 0; a < nev; a++) {
-        alive[ev[a].i] -= ev[a].p;
-        if (alive[ev[a].i] < 0)
-            alive[ev[a].i] = 0;
-        double none = 1;
-        for (size_t i = 0; i < n; i++)
-            none *= alive[i];
-        if (1 - none >= q - 1e-9) {
-            result = ev[a].t;
-            break;
-        }
-    }
-    if (result > soonest)
-        result = soonest;
-    return isfinite(result) && result > 0 ? result : 0;
-}
-
-bool sw_route_leave_queue(double elapsed_ms, double est_local_ms, double est_bound_ms,
-                          double est_cloud_ms, long budget_ms, double check_ms)
-{
-    if (budget_ms <= 0)
-        return false;
-    double budget = (double)budget_ms, elapsed = nonneg(elapsed_ms);
-    if (!(elapsed + nonneg(est_local_ms) <= budget))
-        return true;
-    double cloud = elapsed + nonneg(est_cloud_ms);
-    return cloud <= budget && cloud + nonneg(check_ms) > budget &&
-           !(elapsed + nonneg(est_bound_ms) <= budget);
-}
-
 /* The estimate the router orders by: the wait plus warm-up for a cold or
  * warming backend; a degraded backend is at least as slow as its window says. */
 static double est_effective(const struct sw_route_backend_view *b, double est)
 {
     if (b->health == SW_HEALTH_COLD || b->health == SW_HEALTH_WARMING)
-        est += learned(b->warm_eta_ms, SW_ROUTE_PRIOR_WARM_MS);
+        est += sw_route_learned(b->warm_eta_ms, SW_ROUTE_PRIOR_WARM_MS);
     if (b->health == SW_HEALTH_DEGRADED && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > est)
         est = b->ttft_avg_ms;
     return est;
@@ -329,8 +133,9 @@ static double request_cost_usd(const struct sw_route_facts *f, const struct sw_r
     double in = (double)sw_route_spend_prompt_tokens(f);
     long reserve = sw_route_reserve_tokens(f, b, cap_usd);
     double out = reserve > 0 ? (double)reserve
-                             : learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
-    return (in * nonneg(b->input_usd_per_mtok) + out * nonneg(b->output_usd_per_mtok)) / 1e6;
+                             : sw_route_learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
+    return (in * sw_route_nonneg(b->input_usd_per_mtok) +
+            out * sw_route_nonneg(b->output_usd_per_mtok)) / 1e6;
 }
 
 /* The cloud's token buckets; then the degrade reservation. */
@@ -393,7 +198,8 @@ static inline bool starts_now(const struct sw_route_backend_view *b, bool may_wa
      * no outside load; the comparison below would hold. */
     return b->health == SW_HEALTH_UP &&
            (b->slots <= 0 || !may_wait ||
-            (double)(b->in_flight + b->queued) + nonneg(b->outside_load) < (double)b->slots);
+            (double)(b->in_flight + b->queued) + sw_route_nonneg(b->outside_load) <
+                (double)b->slots);
 }
 
 /* The rank of an eligible local before its estimate: degraded and half-open
@@ -433,7 +239,7 @@ static void eligibility(struct ctx *c)
         bool may_wait = b->slots > 0 && sw_route_may_wait(b);
         /* The common backend: no warm-up, not degraded, no breaker rule. */
         bool up_closed = (b->health | b->breaker) == 0;    /* UP and CLOSED */
-        double raw = est_ttft(b, prompt, may_wait);
+        double raw = sw_route_est_ttft(b, prompt, may_wait);
         double eff = up_closed ? raw : est_effective(b, raw);
 
         c->est_raw[i] = raw;

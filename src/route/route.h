@@ -2,9 +2,10 @@
  *
  * Pure: no I/O, no clock reads, no globals. Everything it needs is passed in,
  * so it can be tested exhaustively and reused unchanged by the capacity
- * planner's simulation. The gateway builds the view from its live state
- * (breakers, buckets, spend window, latency windows, queues, learned rates)
- * and acts on the plan. docs/routing.md explains every rule. */
+ * planner's simulation. The gateway builds the view (route/view.h) from its
+ * live state (state/live.c), with the estimators of route/estimate.h, and
+ * acts on the plan; decide() orders by the same estimators. docs/routing.md
+ * explains every rule. */
 #ifndef SW_ROUTE_ROUTE_H
 #define SW_ROUTE_ROUTE_H
 
@@ -14,9 +15,8 @@
 #include <stdint.h>
 
 #include "config/config.h"
-#include "route/outlen.h"
-
-#define SW_ROUTE_MAX_BACKENDS 16
+#include "route/estimate.h"
+#include "route/view.h"
 
 /* The closed set of reasons; they appear in headers, metrics and logs alike.
  * A reason says why *this* backend serves rather than the one the normal
@@ -85,35 +85,6 @@ const char *sw_route_excl_name(enum sw_route_excl e);
 #define SW_ROUTE_CODE_DEADLINE      "deadline_exceeded"             /* 504 */
 #define SW_ROUTE_CODE_ALL_FAILED    "all_backends_failed"           /* 503 */
 
-/* Priors used by sw_route_est_ttft_ms while a backend has no learned data
- * (a learned value <= 0 or not finite counts as no data). */
-#define SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN 0.5
-#define SW_ROUTE_PRIOR_DECODE_TPS           30.0
-#define SW_ROUTE_PRIOR_OUTPUT_TOKENS        256.0
-#define SW_ROUTE_PRIOR_WARM_MS              10000.0
-
-/* How many running requests' slot releases a view carries per backend. */
-#define SW_ROUTE_BUSY_MAX 8
-/* What a running request past its bound still counts as holding, as a
- * fraction of the bound (sw_route_busy_left_ms). */
-#define SW_ROUTE_OVERRUN_FRACTION 0.1
-/* The chance at which the first slot release of a full local backend is
- * expected (sw_route_first_release_ms; the view's first_release_ms): low, so
- * a request waits for a slot that may well come in time; the queue check
- * (sw_route_leave_queue) sends it to the cloud while that still makes the
- * budget if the slot did not come. */
-#define SW_ROUTE_FIRST_RELEASE_Q 0.1
-
-enum sw_health {
-    SW_HEALTH_UP,
-    SW_HEALTH_DEGRADED,     /* latency window above the threshold (with hysteresis) */
-    SW_HEALTH_COLD,         /* model not loaded (health 503 "Loading model" or unloaded) */
-    SW_HEALTH_WARMING,      /* loading in progress */
-    SW_HEALTH_DOWN          /* health check failing / connection refused */
-};
-
-enum sw_breaker_state { SW_BREAKER_CLOSED, SW_BREAKER_OPEN, SW_BREAKER_HALF_OPEN };
-
 /* "up", "degraded", "cold", "warming", "down"; "unknown" past the enum. */
 const char *sw_health_name(enum sw_health h);
 /* "closed", "open", "half_open"; "unknown" past the enum. */
@@ -152,89 +123,6 @@ struct sw_route_facts {
     enum sw_priority priority;  /* batch: its own budget (policy.batch_ttft_budget_ms) */
     long ttft_budget_cap_ms;    /* a client's tighter budget (X-Spillway-TTFT-Budget-Ms):
                                    the budget is at most this; 0: none */
-};
-
-/* One backend as the router sees it, in the model's configured order. */
-struct sw_route_backend_view {
-    const char *name;
-    enum sw_tier tier;
-    enum sw_health health;
-    enum sw_breaker_state breaker;
-    bool probe_free;            /* half-open: the single probe may be sent now */
-    /* capacity and learned service rates (local) */
-    long slots;
-    long in_flight;
-    long queued;                /* Spillway's own queue for this endpoint */
-    long queue_max;
-    double prefill_ms_per_token;    /* learned moving average */
-    double decode_tps;              /* learned moving average, per slot */
-    double avg_output_tokens;       /* learned moving average */
-    double ttft_avg_ms;             /* latency window average (0: no data) */
-    double rtt_ms;
-    double warm_eta_ms;             /* cold/warming: expected ms until warm */
-    /* capability, from config */
-    long max_context_tokens;        /* 0: not declared */
-    bool supports_tools;
-    bool supports_images;
-    /* cloud */
-    double rpm_available;           /* token bucket levels; < 0: no limit configured */
-    double tpm_available;
-    double input_usd_per_mtok;
-    double output_usd_per_mtok;
-    /* added after the first contract; zero defaults keep the old behaviour */
-    double avg_prompt_tokens;       /* learned moving average of requests served (0: no data,
-                                       this request's prompt stands in) */
-    bool degrade_only;              /* a smaller local model reserved for the spend cap's
-                                       degrade policy: never chosen otherwise */
-    const char *region;             /* cloud: its region label, NULL when none; a sensitive
-                                       request may use it unmasked only if it is in
-                                       facts.regions */
-    /* panic (all breakers open); zero defaults: no panic request may go */
-    bool panic_free;                /* breaker not closed and a panic request may go now */
-    int64_t breaker_failed_ms;      /* its latest qualifying failure (same clock as now; 0:
-                                       none): panic tries the one that failed longest ago */
-    /* local: work the server reports beyond what Spillway has in flight there
-     * (its processing + waiting minus in_flight, from a fresh load signal; 0:
-     * none or stale, the estimate is then Spillway's own queue alone) */
-    double outside_load;
-    long max_output_tokens;         /* cloud: the output a request without max_tokens is
-                                       reserved for under a spend cap (0: facts.max_tokens) */
-    /* local: the running requests that free their slots soonest, as ms until
-     * each does at the latest (sw_route_busy_left_ms), soonest first; n_busy 0:
-     * not known (the fluid wait estimate). A snapshot (state/live.h) fills
-     * them and out_ratio only when the request would wait (sw_route_ahead >
-     * 0), the only case the estimate reads them: else n_busy and
-     * first_release_ms are 0 and busy_left_ms and out_ratio unset */
-    long n_busy;                    /* 0..SW_ROUTE_BUSY_MAX */
-    double busy_left_ms[SW_ROUTE_BUSY_MAX];
-    /* local: learned output tokens / max_tokens of the requests that named
-     * max_tokens (route/outlen.h); all zero: no data */
-    struct sw_outlen_dist out_ratio;
-    /* local: in how many ms the first running request is expected to end
-     * (sw_route_first_release_ms at SW_ROUTE_FIRST_RELEASE_Q), when sooner
-     * than busy_left_ms[0]; 0: not known (busy_left_ms[0] counts) */
-    double first_release_ms;
-};
-
-struct sw_route_view {
-    const struct sw_route_backend_view *backends;
-    size_t n;
-    double spend_usd;               /* cloud spend in the current window, incl. reservations */
-    bool emergency;                 /* declared by an admin or config */
-};
-
-enum sw_cap_policy { SW_CAP_SHED, SW_CAP_DEGRADE, SW_CAP_KEEP_LOCAL };
-
-struct sw_route_policy {
-    long ttft_budget_ms;            /* <= 0: no TTFT budget (never overflow on the wait) */
-    double spend_cap_usd;           /* 0: no cap */
-    enum sw_cap_policy on_cap;
-    long degrade_backend;           /* index in the view for SW_CAP_DEGRADE (a local backend);
-                                       -1 none: degrade then behaves as keep_local */
-    bool masking_available;         /* PII masking exists; without it sensitive never goes to cloud */
-    long shed_retry_after_s;        /* Retry-After of budget_exhausted; <= 0: none */
-    long batch_ttft_budget_ms;      /* the TTFT budget of batch requests; <= 0: none (a batch
-                                       request overflows only on its deadline) */
 };
 
 struct sw_route_attempt {
@@ -295,34 +183,6 @@ static inline long sw_route_reserve_tokens(const struct sw_route_facts *f,
     return f->max_tokens;
 }
 
-/* The slot releases a request arriving now at local backend b needs before
- * it starts (sw_route_est_ttft_ms): everyone ahead of it beyond the free
- * slots (the server's outside work included), plus one for itself; <= 0: it
- * starts at once. Read only when b->slots > 0. */
-static inline double sw_route_ahead(const struct sw_route_backend_view *b);
-
-/* For b->slots > 0: false only when sw_route_ahead(b) is surely <= 0: fewer
- * requests in flight and queued than slots, no outside load, and counts
- * small enough (< 2^52) for the double sum to be exact, or none at all.
- * Cheaper than sw_route_ahead. */
-static inline bool sw_route_may_wait(const struct sw_route_backend_view *b)
-{
-    if ((b->in_flight | b->queued) == 0)    /* ahead is then 1 - slots + outside load */
-        return b->outside_load > 0;
-    long in_flight = b->in_flight > 0 ? b->in_flight : 0;
-    long queued = b->queued > 0 ? b->queued : 0;
-    return queued >= b->slots - in_flight || b->outside_load > 0 || b->slots > (1L << 52);
-}
-
-static inline double sw_route_ahead(const struct sw_route_backend_view *b)
-{
-    long in_flight = b->in_flight > 0 ? b->in_flight : 0;
-    long queued = b->queued > 0 ? b->queued : 0;
-    double outside = b->outside_load;
-    outside = isfinite(outside) && outside > 0 ? outside : 0;
-    return (double)in_flight + (double)queued + outside - (double)b->slots + 1;
-}
-
 /* Decides where the request goes. Never fails: the plan holds either attempts
  * (every eligible backend exactly once, primary first) or a rejection. Borrows
  * everything; keeps no pointer. Only the first SW_ROUTE_MAX_BACKENDS backends of
@@ -331,62 +191,4 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
                      const struct sw_route_policy *policy, int64_t now_ms,
                      struct sw_route_plan *plan);
 
-/* Estimated ms before a request arriving now at local backend b would start
- * generating its first token: queue position and learned service times, plus
- * its own prefill and the RTT. Warm-up (cold/warming) is NOT included; the
- * router adds warm_eta_ms itself. Wait = max(0, in_flight + queued + outside_load
- * - slots + 1)
- * x service / slots, service (ms) = avg_prompt x prefill_ms_per_token +
- * 1000 x avg_output_tokens / decode_tps;
- * slots <= 0 means unbounded (no wait). A cloud backend with a measured
- * router adds warm_eta_ms itself. It needs ahead = in_flight + queued - slots
- * + 1 slot releases (none: no wait). service (ms) = avg_prompt x
- * prefill_ms_per_token + 1000 x avg_output_tokens / decode_tps. When the view
- * knows when the running requests free their slots (n_busy, busy_left_ms),
- * the k-th release is the k-th soonest of those; releases beyond the n_busy
- * known come at slots / service per ms after the last known one. Without
- * them (fluid): wait = ahead x service / slots. slots <= 0 means unbounded
- * (no wait). A cloud backend with a measured
- * ttft_avg_ms uses that in place of prefill + RTT. Missing data uses the
- * SW_ROUTE_PRIOR_* values. Always finite and >= 0. */
-double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_tokens);
-
-/* At most how many ms a request running on local backend b still holds its
- * slot, elapsed_ms after it got it: its bound, prefill (prompt_tokens x
- * prefill_ms_per_token) plus max_tokens (the learned average output without
- * one) at decode_tps (it may stop sooner, never later at those rates), less
- * the time elapsed; once past it, the larger of SW_ROUTE_OVERRUN_FRACTION of
- * the bound and the overrun so far (running past it shows the rates are stale,
- * or the request hangs). Learned rates or the priors,
- * as in sw_route_est_ttft_ms. The view's busy_left_ms. Always finite, >= 0. */
-double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
-                             long max_tokens, double elapsed_ms);
-
-/* One request holding a slot of a local backend, for
- * sw_route_first_release_ms. */
-struct sw_route_holder {
-    long prompt_tokens, max_tokens;
-    bool max_tokens_given;
-    double elapsed_ms;
-};
-
-/* In how many ms, with confidence q, the first of the n running requests h
- * frees its slot: the least T at which the chance that at least one has
- * ended (1 - the product of the chances that each still runs) reaches q.
- * Each request that named max_tokens ends as the answers on b that got as
- * far as it has (b->out_ratio); any other, and any while b has too few
- * samples, at its bound (sw_route_busy_left_ms). Never later than the
- * soonest sw_route_busy_left_ms of them; n 0: 0. Always finite, >= 0. */
-double sw_route_first_release_ms(const struct sw_route_backend_view *b,
-                                 const struct sw_route_holder *h, size_t n, double q);
-
-/* Whether a request waiting in a local queue should leave it for the cloud
- * now (when the router would send it there): its estimated first token
- * locally (elapsed_ms since it arrived + est_local_ms) breaks the budget; or
- * this is the last check (check_ms apart) at which the cloud's estimated first
- * token (elapsed_ms + est_cloud_ms) still comes within it, and the local one
- * with every running request at its bound (est_bound_ms: the estimate with
- * first_release_ms 0) does not. budget_ms <= 0: never (no budget). */
-bool sw_route_leave_queue(double elapsed_ms, double est_local_ms, double est_bound_ms,
-                          double est_cloud_ms, long budget_ms, double check_ms);
 #endif

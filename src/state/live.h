@@ -21,7 +21,8 @@
 #include "route/ewma.h"
 #include "route/latwin.h"
 #include "route/outlen.h"
-#include "route/route.h"
+#include "route/estimate.h"
+#include "route/view.h"
 #include "route/spend.h"
 #include "state/localq.h"
 

@@ -12,7 +12,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "state/rconn.h"
-#include "state/rurl.h"
+#include "config/rurl.h"
+#include "state/rkey.h"
 
 #define SYNC_MS 200             /* shared view refresh, lease renewal */
 #define BACKOFF_MIN_MS 100

@@ -7,16 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const source_names[SW_LOAD__COUNT] = {
-    [SW_LOAD_NONE] = "none",     [SW_LOAD_LLAMACPP] = "llamacpp", [SW_LOAD_VLLM] = "vllm",
-    [SW_LOAD_SGLANG] = "sglang", [SW_LOAD_TGI] = "tgi",           [SW_LOAD_OLLAMA] = "ollama",
-};
-
-const char *sw_load_source_name(enum sw_load_source s)
-{
-    return (unsigned)s < SW_LOAD__COUNT ? source_names[s] : "unknown";
-}
-
 const char *sw_load_path(enum sw_load_source s)
 {
     switch (s) {

@@ -18,18 +18,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum sw_load_source {
-    SW_LOAD_NONE,
-    SW_LOAD_LLAMACPP,
-    SW_LOAD_VLLM,
-    SW_LOAD_SGLANG,
-    SW_LOAD_TGI,
-    SW_LOAD_OLLAMA,
-    SW_LOAD__COUNT
-};
+#include "config/config.h"
 
-/* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
-const char *sw_load_source_name(enum sw_load_source s);
+/* enum sw_load_source and sw_load_source_name are the config's (config/config.h). */
 
 /* The path polled first for a source ("/metrics", "/api/ps"); NULL for none. */
 const char *sw_load_path(enum sw_load_source s);

@@ -14,7 +14,8 @@
 #include "common/err.h"
 #include "config/config.h"
 #include "route/breaker.h"
-#include "state/rurl.h"
+#include "config/rurl.h"
+#include "state/rkey.h"
 
 static void test_url_ok(void **state)
 {

@@ -1,29 +1,10 @@
-/* The Redis URL of `state.redis` and the key layout of the shared state.
- * Pure: no I/O, no clock, no allocation beyond what the caller passes.
- *
- *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     plain TCP
- *   rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB]    TLS (state.tls)
- *
- * PORT defaults to 6379, DB to 0. USER (Redis 6 ACL) is optional: AUTH with
- * the password alone when absent. */
-#ifndef SW_STATE_RURL_H
-#define SW_STATE_RURL_H
+/* The key layout of the shared state in Redis (state/rstate.c).
+ * Pure: no I/O, no clock. */
+#ifndef SW_STATE_RKEY_H
+#define SW_STATE_RKEY_H
 
 #include <stdbool.h>
 #include <stddef.h>
-
-struct sw_rurl {
-    char host[256];
-    int port;
-    bool tls;                   /* rediss:// */
-    char user[128];             /* "" when none */
-    char password[256];         /* "" when none */
-    int db;
-};
-
-/* Parses url into *out. 0 on success; otherwise -1 and a message (never
- * containing the password) in why. */
-int sw_rurl_parse(const char *url, struct sw_rurl *out, char *why, size_t why_cap);
 
 /* Key layout (prefix first, e.g. "spillway:"):
  *   <p>spend:<window_start_ms>   settled USD in that window (string, float; TTL 2 windows)
