@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/err.h"
+#include "common/json.h"
 #include "pii/detect.h"
 #include "pii/map.h"
 
@@ -179,43 +180,6 @@ int sw_pii_mask_json_text(const struct sw_pii_engine *e, struct sw_pii_map *m, c
     return mask_text(e, m, text, len, out, counts, 1);
 }
 
-static int append_json_escaped(struct sw_buf *out, const char *v, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)v[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\')
-            continue;
-        int rc = sw_buf_append(out, v + run, i - run);
-        if (rc)
-            return rc;
-        char esc[6] = {'\\', 0};
-        size_t el = 2;
-        switch (ch) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[ch >> 4];
-            esc[5] = hex[ch & 15];
-            el = 6;
-        }
-        rc = sw_buf_append(out, esc, el);
-        if (rc)
-            return rc;
-        run = i + 1;
-    }
-    return sw_buf_append(out, v + run, n - run);
-}
-
 size_t sw_pii_ph_len_at(const char *t, size_t len, size_t i)
 {
     size_t j = i + 1;
@@ -245,7 +209,7 @@ int sw_pii_unmask_text(const struct sw_pii_map *m, const char *text, size_t len,
         }
         int rc = sw_buf_append(out, text + pos, i - pos);
         if (!rc)
-            rc = json_escape ? append_json_escaped(out, v, vl) : sw_buf_append(out, v, vl);
+            rc = json_escape ? sw_json_escape(out, v, vl, 0) : sw_buf_append(out, v, vl);
         if (rc)
             return rc;
         i += pl;
