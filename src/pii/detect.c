@@ -1210,11 +1210,9 @@ static bool card_from(const struct scan *sc, size_t s, size_t e, bool later, siz
         /* two halves of eight (seven: Amex) and a 13-digit 4-4-5 are groupings of few
          * issuers; other numbers in them (references, two numbers side by
          * side) are taken only with an issuer's prefix */
-        if (k == 1 && nd[0] == 8 && nd[1] == 16 && !iin16(sc->t + s))
-            continue;
-        if (k == 1 && nd[0] == 8 && nd[1] == 15 && !(sc->t[s] == '3' && (sc->t[s + 1] == '4' || sc->t[s + 1] == '7')))
-            continue;   /* 8-7: an Amex number (34, 37) wrapped in its middle */
-        if (k == 2 && nd[0] == 4 && nd[1] == 8 && nd[2] == 13 && sc->t[s] != '4')
+        if (k == 1 && nd[0] == 8 && (nd[1] == 16 || nd[1] == 15) && !issuer(sc->t + s, nd[1]))
+            continue;   /* 8-8 of a 16-digit issuer, 8-7 of Amex (34, 37) */
+        if (k == 2 && nd[0] == 4 && nd[1] == 8 && nd[2] == 13 && !issuer(sc->t + s, 13))
             continue;
         if (later && !issuer(sc->t + s, nd[k]))
             continue;
