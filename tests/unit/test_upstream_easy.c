@@ -1,11 +1,15 @@
 /* sw_curlev_easy: the one curl easy handle for a request to a backend
  * (relay transfers, start-up check, health poll, load poll). */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "config/config.h"
@@ -24,10 +28,31 @@ static void test_url_and_bounds(void **state)
     memset(longpath, 'a', sizeof longpath - 1);
     longpath[0] = '/';
     assert_null(sw_curlev_easy(&be, longpath, 500));
-    /* a timeout of 0 is not "no limit" */
-    e = sw_curlev_easy(&be, "/health", 0);
+}
+
+/* A timeout of 0 is not "no limit": against a backend that accepts the
+ * connection and never answers, the transfer ends with a timeout (the alarm
+ * fails the test if it would wait forever). */
+static void test_zero_timeout_bounds(void **state)
+{
+    (void)state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(ls >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(ls, 4), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &al), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    struct sw_config_backend be = {.url = url, .connect_timeout_ms = 2000, .tls_verify = true};
+    CURL *e = sw_curlev_easy(&be, "/health", 0);
     assert_non_null(e);
+    alarm(20);
+    assert_int_equal(curl_easy_perform(e), CURLE_OPERATION_TIMEDOUT);
+    alarm(0);
     curl_easy_cleanup(e);
+    close(ls);
 }
 
 /* Only http and https: a backend URL of another scheme is refused by curl
@@ -49,6 +74,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_and_bounds),
         cmocka_unit_test(test_protocols),
+        cmocka_unit_test(test_zero_timeout_bounds),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
