@@ -1484,6 +1484,44 @@ static bool long_key_prefix(const unsigned char *t, size_t n)
     return false;
 }
 
+/* The user info of a URL ends at the last '@' of its authority, as URL
+ * parsers read it: a password typed with a raw '@' ("admin:P@ss@db", or
+ * "%40" read as '@' by the view) is one value. at: the first '@'; the
+ * authority ends at a blank, '/', '?', '#', a quote or '<' '>' (looked at
+ * for at most 256 bytes). */
+static size_t last_userinfo_at(const struct scan *sc, size_t at)
+{
+    size_t last = at;
+    for (size_t i = at + 1; i < sc->len && i - at <= 256; i++) {
+        unsigned char c = sc->t[i];
+        if (c <= ' ' || c == '/' || c == '?' || c == '#' || c == '"' || c == '\'' || c == '<' ||
+            c == '>' || c == '`')
+            break;
+        if (c == '@')
+            last = i;
+    }
+    return last;
+}
+
+/* t[0..n) is one printf or Python %-conversion and nothing else ("%s",
+ * "%(password)s", "%1$s", "%-8s"): a template's slot, not a value. */
+static bool printf_conversion(const unsigned char *t, size_t n)
+{
+    size_t i = 1;
+    if (n < 2 || t[0] != '%')
+        return false;
+    if (t[i] == '(') {
+        while (i < n && t[i] != ')')
+            i++;
+        if (i++ >= n)
+            return false;
+    }
+    while (i < n && (is_digit(t[i]) || t[i] == '-' || t[i] == '+' || t[i] == ' ' || t[i] == '#' ||
+                     t[i] == '.' || t[i] == '$'))
+        i++;
+    return i + 1 == n && is_alpha(t[i]);
+}
+
 static bool mixed_case(const unsigned char *b, size_t n)
 {
     bool u = false, l = false;
@@ -1569,15 +1607,17 @@ static bool r_secret(struct scan *sc, const struct pattern *p, size_t *ps, size_
         if (!sep)
             return false;
         *ps = (size_t)(sep - sc->t) + 3;
-        *pe = e - 1;            /* before '@' */
+        *pe = last_userinfo_at(sc, e - 1);  /* before the '@' that ends the user info */
         if (*pe <= *ps)
             return false;
         /* a placeholder or a reference is not a secret (scheme://user:PASSWORD@,
-         * redis://:${REDIS_PASSWORD}@, [USER]:PASSWORD) */
+         * redis://:${REDIS_PASSWORD}@, [USER]:PASSWORD, a template's %s) */
         const unsigned char *c = memchr(sc->t + *ps, ':', *pe - *ps);
         size_t pw = c ? (size_t)(c - sc->t) + 1 : *ps, n = *pe - pw;
         if (n == 0 || sc->t[pw] == '$' || sc->t[pw] == '{' || sc->t[pw] == '<' || sc->t[pw] == '[' ||
             sc->t[*ps] == '[' || sc->t[*ps] == '<')
+            return false;
+        if (printf_conversion(sc->t + pw, n))
             return false;
         static const char *const names[] = {"password", "passwd", "pass", "secret", "pwd", "pw"};
         for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)

@@ -318,6 +318,14 @@ static void test_connection_strings(void **state)
     assert_string_equal(secrets("REDIS_URL=redis://:Qx7-pL2m@cache:6379/0", 0), ":Qx7-pL2m");
     assert_string_equal(secrets("mysql://root:hunter2@localhost/app", 0), "root:hunter2");
     assert_string_equal(secrets("see https://example.com/docs and http://localhost:8080/", 0), "");
+    /* a template's slot is not a password; a password that only starts with '%' is */
+    assert_string_equal(secrets("url = \"postgres://%s:%s@%s/%s\" % (user, pw, host, db)", 0), "");
+    assert_string_equal(secrets("DSN = 'mysql://app:%(password)s@db/app'", 0), "");
+    assert_string_equal(secrets("fmt.Sprintf(\"redis://:%1$s@%2$s\", pw, addr)", 0), "");
+    assert_string_equal(secrets("mysql://root:p%40ssw0rd@localhost/app", 0), "root:p%40ssw0rd");
+    /* a password typed with a raw '@': the user info ends at the last '@' */
+    assert_string_equal(secrets("postgres://admin:P@ssw0rd@db:5432/app", 0), "admin:P@ssw0rd");
+    assert_string_equal(secrets("redis://:s3cr@t@cache:6379 and bob@example.com", 0), ":s3cr@t");
 }
 
 /* ---- Private keys ---- */
