@@ -622,6 +622,15 @@ static bool right_num_ok(const struct scan *sc, size_t e)
     return true;
 }
 
+/* The n bytes before s, ASCII letters in lower case, at w (no NUL). */
+static void lower_before(const struct scan *sc, size_t s, size_t n, char *w)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = sc->t[s - n + i];
+        w[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
+    }
+}
+
 /* Case-insensitive: does one of words occur in the window of `back` bytes
  * before s? */
 static bool context_before(const struct scan *sc, size_t s, size_t back, const char *const *words)
@@ -631,10 +640,7 @@ static bool context_before(const struct scan *sc, size_t s, size_t back, const c
     size_t n = s - from;
     if (n > sizeof w - 1)
         n = sizeof w - 1;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = sc->t[s - n + i];
-        w[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
-    }
+    lower_before(sc, s, n, w);
     w[n] = '\0';
     /* one pass over the window: at each byte, the words starting with it
      * (a list has at most 32 words) */
@@ -951,10 +957,7 @@ static bool not_phone_context(const struct scan *sc, size_t s)
     if (back == 0)
         return false;
     char w[32];
-    for (size_t i = 0; i < back; i++) {
-        unsigned char ch = sc->t[s - back + i];
-        w[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
-    }
+    lower_before(sc, s, back, w);
     for (size_t i = 0; i < back; i++)
         for (int k = 0; not_phone_words[k]; k++) {
             size_t l = strlen(not_phone_words[k]), j = i + l;
