@@ -314,40 +314,34 @@ static void listen_hosts_free(struct sw_config_listen_hosts *lh)
 }
 
 /* listen_hosts: a list of Host header values (ports optional) or "*". */
+static void listen_host_item(struct sw_walk *w, const yaml_node_t *item, const char *ipath,
+                             size_t i, char *v, void *ctx)
+{
+    (void)i;
+    bool oom = false;
+    const char *why = listen_host_add(ctx, v, &oom);
+    if (oom)
+        w->oom = true;
+    if (why)
+        sw_walk_error(w, item, ipath, "\"%.64s\" %s; expected \"host\" or \"host:port\", "
+                      "e.g. localhost, \"gateway.internal:8080\", \"[::1]\"", v, why);
+    free(v);
+}
+
 static void parse_listen_hosts(struct sw_walk *w, const struct sw_walk_setting *s,
                                const yaml_node_t *node, void *base, const char *path)
 {
+    static const struct sw_walk_setting item = {.key = "host", .type = SW_WALK_TEXT};
     struct sw_config_listen_hosts *lh = (struct sw_config_listen_hosts *)((char *)base + s->off);
-    char ipath[SW_WALK_MAX_PATH];
-    if (node->type != YAML_SEQUENCE_NODE) {
-        char got[SHOW];
-        sw_walk_describe(w, node, got, sizeof(got));
-        sw_walk_error(w, node, path, "expected a list of Host header values such as "
-                      "[localhost, \"gateway.internal:8080\"], or [\"*\"] for any, got %s", got);
-        return;
-    }
-    static const struct sw_walk_setting item_setting = {.key = "host", .type = SW_WALK_TEXT};
-    yaml_node_item_t *it = node->data.sequence.items.start;
-    size_t n = (size_t)(node->data.sequence.items.top - it);
-    lh->set = true;
+    long n = sw_walk_strings(w, &item, node, path,
+                             "a list of Host header values such as [localhost, "
+                             "\"gateway.internal:8080\"], or [\"*\"] for any",
+                             listen_host_item, lh);
+    if (n >= 0)
+        lh->set = true;
     if (n == 0)
         sw_walk_error(w, node, path, "an empty list would answer no Host; list at least one, "
                       "or [\"*\"] to accept any");
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
-        sw_walk_path_index(ipath, sizeof(ipath), path, i);
-        char *v = NULL;
-        if (sw_walk_string(w, &item_setting, item, ipath, &v))
-            continue;
-        bool oom = false;
-        const char *why = listen_host_add(lh, v, &oom);
-        if (oom)
-            w->oom = true;
-        if (why)
-            sw_walk_error(w, item, ipath, "\"%.64s\" %s; expected \"host\" or \"host:port\", "
-                          "e.g. localhost, \"gateway.internal:8080\", \"[::1]\"", v, why);
-        free(v);
-    }
 }
 
 /* With no keys a web page the user visits could reach the gateway under a
@@ -381,88 +375,72 @@ static void default_listen_hosts(struct sw_config *cfg, bool *oom)
 
 /* sensitive_regions: a list of cloud region labels (checked against the
  * backends' regions once everything is parsed, in check_top). */
+static void region_item(struct sw_walk *w, const yaml_node_t *item, const char *ipath, size_t i,
+                        char *v, void *ctx)
+{
+    struct sw_config_regions *r = ctx;
+    const char *why = NULL;
+    if (!region_ok(v))
+        why = "is not a region label: 1-32 of a-z 0-9 -, e.g. \"eu-west\"";
+    else if (!strcmp(v, "local"))
+        why = "is the region of local backends, which sensitive requests may always use; "
+              "list cloud regions only";
+    else if (sw_config_regions_has(r, v))
+        why = "is listed twice";
+    else if (r->n == SW_CONFIG_MAX_REGIONS)
+        why = "is one region too many (at most 16)";
+    if (why) {
+        sw_walk_error(w, item, ipath, "\"%.64s\" %s", v, why);
+        free(v);
+        return;
+    }
+    r->line[r->n] = item->start_mark.line + 1;
+    r->col[r->n] = item->start_mark.column + 1;
+    r->index[r->n] = i;
+    r->names[r->n++] = v;
+}
+
 static void parse_regions(struct sw_walk *w, const struct sw_walk_setting *s,
                           const yaml_node_t *node, void *base, const char *path)
 {
+    static const struct sw_walk_setting item = {.key = "region", .type = SW_WALK_TEXT};
     struct sw_config_regions *r = (struct sw_config_regions *)((char *)base + s->off);
-    char ipath[SW_WALK_MAX_PATH];
-    if (node->type != YAML_SEQUENCE_NODE) {
-        char got[SHOW];
-        sw_walk_describe(w, node, got, sizeof(got));
-        sw_walk_error(w, node, path, "expected a list of cloud region labels such as "
-                      "[eu-west], got %s", got);
-        return;
-    }
-    static const struct sw_walk_setting item_setting = {.key = "region", .type = SW_WALK_TEXT};
-    yaml_node_item_t *it = node->data.sequence.items.start;
-    size_t n = (size_t)(node->data.sequence.items.top - it);
-    r->set = true;
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
-        sw_walk_path_index(ipath, sizeof(ipath), path, i);
-        char *v = NULL;
-        if (sw_walk_string(w, &item_setting, item, ipath, &v))
-            continue;
-        const char *why = NULL;
-        if (!region_ok(v))
-            why = "is not a region label: 1-32 of a-z 0-9 -, e.g. \"eu-west\"";
-        else if (!strcmp(v, "local"))
-            why = "is the region of local backends, which sensitive requests may always use; "
-                  "list cloud regions only";
-        else if (sw_config_regions_has(r, v))
-            why = "is listed twice";
-        else if (r->n == SW_CONFIG_MAX_REGIONS)
-            why = "is one region too many (at most 16)";
-        if (why) {
-            sw_walk_error(w, item, ipath, "\"%.64s\" %s", v, why);
-            free(v);
-            continue;
-        }
-        r->line[r->n] = item->start_mark.line + 1;
-        r->col[r->n] = item->start_mark.column + 1;
-        r->index[r->n] = i;
-        r->names[r->n++] = v;
-    }
+    if (sw_walk_strings(w, &item, node, path, "a list of cloud region labels such as [eu-west]",
+                        region_item, r) >= 0)
+        r->set = true;
 }
 
 /* dialects: a non-empty list of dialect names, each once; the first is the
  * one spoken to clients of the other APIs. */
+static void dialect_item(struct sw_walk *w, const yaml_node_t *item, const char *ipath, size_t i,
+                         char *v, void *ctx)
+{
+    (void)i;
+    struct sw_config_backend *b = ctx;
+    int d = -1;
+    for (int k = 0; dialect_names[k]; k++)
+        if (!strcmp(v, dialect_names[k]))
+            d = k;
+    if (d < 0)
+        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai or anthropic", v);
+    else if (b->dialects & (1u << d))
+        sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
+    else {
+        if (!b->dialects)
+            b->dialect = (enum sw_dialect)d;
+        b->dialects |= 1u << d;
+    }
+    free(v);
+}
+
 static void parse_dialects(struct sw_walk *w, const struct sw_walk_setting *s,
                            const yaml_node_t *node, void *base, const char *path)
 {
     (void)s;
-    struct sw_config_backend *b = base;
-    char ipath[SW_WALK_MAX_PATH];
-    if (node->type != YAML_SEQUENCE_NODE ||
-        node->data.sequence.items.top == node->data.sequence.items.start) {
-        sw_walk_error(w, node, path, "expected a non-empty list of dialects such as "
-                      "[openai, anthropic]");
-        return;
-    }
-    static const struct sw_walk_setting item_setting = {.key = "dialect", .type = SW_WALK_TEXT};
-    yaml_node_item_t *it = node->data.sequence.items.start;
-    size_t n = (size_t)(node->data.sequence.items.top - it);
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *item = yaml_document_get_node(w->doc, it[i]);
-        sw_walk_path_index(ipath, sizeof(ipath), path, i);
-        char *v = NULL;
-        if (sw_walk_string(w, &item_setting, item, ipath, &v))
-            continue;
-        int d = -1;
-        for (int k = 0; dialect_names[k]; k++)
-            if (!strcmp(v, dialect_names[k]))
-                d = k;
-        if (d < 0)
-            sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai or anthropic", v);
-        else if (b->dialects & (1u << d))
-            sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
-        else {
-            if (!b->dialects)
-                b->dialect = (enum sw_dialect)d;
-            b->dialects |= 1u << d;
-        }
-        free(v);
-    }
+    static const struct sw_walk_setting item = {.key = "dialect", .type = SW_WALK_TEXT};
+    static const char want[] = "a non-empty list of dialects such as [openai, anthropic]";
+    if (sw_walk_strings(w, &item, node, path, want, dialect_item, base) == 0)
+        sw_walk_error(w, node, path, "expected %s", want);
 }
 
 bool sw_config_regions_has(const struct sw_config_regions *r, const char *region)
@@ -481,36 +459,40 @@ static void regions_free(struct sw_config_regions *r)
 }
 
 /* pii.phone_regions: a list of region codes libphonenumber knows. */
+struct phone_regions {
+    char (*codes)[3];
+    size_t *n;
+};
+
+static void phone_region_item(struct sw_walk *w, const yaml_node_t *item, const char *ipath,
+                              size_t i, char *v, void *ctx)
+{
+    (void)i;
+    struct phone_regions *pr = ctx;
+    if (!sw_pii_phone_region_known(v))
+        sw_walk_error(w, item, ipath,
+                      "\"%s\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)", v);
+    else if (*pr->n == SW_PII_MAX_PHONE_REGIONS)
+        sw_walk_error(w, item, ipath, "at most %d regions", SW_PII_MAX_PHONE_REGIONS);
+    else
+        memcpy(pr->codes[(*pr->n)++], v, 3);
+    free(v);
+}
+
 static void parse_phone_regions(struct sw_walk *w, const struct sw_walk_setting *s,
                                 const yaml_node_t *node, void *base, const char *path)
 {
     static const struct sw_walk_setting item = {.key = "phone_regions", .type = SW_WALK_NAME};
-    char (*regions)[3] = (char (*)[3])((char *)base + s->off);
-    size_t *n = (size_t *)((char *)base + s->aux_off);
+    struct phone_regions pr = {(char (*)[3])((char *)base + s->off),
+                               (size_t *)((char *)base + s->aux_off)};
     bool *set = (bool *)((char *)base + (offsetof(struct sw_config, pii.phone_regions_set) -
                                         offsetof(struct sw_config, pii)));
     _Static_assert(sizeof(((struct sw_config *)0)->pii.phone_regions) / 3 == SW_PII_MAX_PHONE_REGIONS,
                    "pii.phone_regions holds SW_PII_MAX_PHONE_REGIONS codes");
-    if (node->type != YAML_SEQUENCE_NODE) {
-        sw_walk_error(w, node, path, "want a list of region codes, e.g. [NL, DE, GB, US]");
-        return;
-    }
-    *n = 0;
-    *set = true;
-    for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
-        yaml_node_t *el = yaml_document_get_node(w->doc, *it);
-        char *v = NULL;
-        if (!el || sw_walk_string(w, &item, el, path, &v))
-            continue;
-        if (!sw_pii_phone_region_known(v))
-            sw_walk_error(w, el, path,
-                          "\"%s\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)", v);
-        else if (*n == SW_PII_MAX_PHONE_REGIONS)
-            sw_walk_error(w, el, path, "at most %d regions", SW_PII_MAX_PHONE_REGIONS);
-        else
-            memcpy(regions[(*n)++], v, 3);
-        free(v);
-    }
+    *pr.n = 0;
+    if (sw_walk_strings(w, &item, node, path, "a list of region codes, e.g. [NL, DE, GB, US]",
+                        phone_region_item, &pr) >= 0)
+        *set = true;
 }
 
 static void backend_names(const struct sw_config *cfg, char *out, size_t cap)

@@ -446,6 +446,27 @@ int sw_walk_string(struct sw_walk *w, const struct sw_walk_setting *s,
     return SW_OK;
 }
 
+long sw_walk_strings(struct sw_walk *w, const struct sw_walk_setting *item, const yaml_node_t *node,
+                     const char *path, const char *want, sw_walk_item_fn each, void *ctx)
+{
+    if (node->type != YAML_SEQUENCE_NODE) {
+        char got[256];
+        sw_walk_describe(w, node, got, sizeof(got));
+        sw_walk_error(w, node, path, "expected %s, got %s", want, got);
+        return -1;
+    }
+    yaml_node_item_t *it = node->data.sequence.items.start;
+    size_t n = (size_t)(node->data.sequence.items.top - it);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *el = yaml_document_get_node(w->doc, it[i]);
+        char ipath[SW_WALK_MAX_PATH], *v = NULL;
+        sw_walk_path_index(ipath, sizeof(ipath), path, i);
+        if (el && !sw_walk_string(w, item, el, ipath, &v))
+            each(w, el, ipath, i, v, ctx);
+    }
+    return (long)n;
+}
+
 /* Reads a scalar that must be a number, bool or enum: type-checks the node and
  * substitutes. On error it has reported; out->v must be freed on success. */
 static int typed_scalar(struct sw_walk *w, const struct sw_walk_setting *s,

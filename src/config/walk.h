@@ -128,6 +128,18 @@ int sw_walk_scalar(struct sw_walk *w, const yaml_node_t *node, const char *path,
 int sw_walk_string(struct sw_walk *w, const struct sw_walk_setting *s,
                    const yaml_node_t *node, const char *path, char **out);
 
+/* One string of a list: i its index, ipath "path[i]", v its value (malloc'd;
+ * the callback owns it: it keeps or frees it). */
+typedef void (*sw_walk_item_fn)(struct sw_walk *w, const yaml_node_t *item, const char *ipath,
+                                size_t i, char *v, void *ctx);
+
+/* Walks the YAML list `node`: each item is read as the string setting
+ * `item` (problems reported at path[i]) and given to each(). A node that is
+ * not a list is reported as "expected <want>, got <what it is>". Returns the
+ * number of items, or -1 when node is not a list. */
+long sw_walk_strings(struct sw_walk *w, const struct sw_walk_setting *item, const yaml_node_t *node,
+                     const char *path, const char *want, sw_walk_item_fn each, void *ctx);
+
 /* Appends n bytes of s to out with every URL in it ("scheme://...") shown
  * without its credentials and query: the user:pass@ part becomes "***@",
  * the query "?***", a fragment "#***"; the rest stays as it is. Every
