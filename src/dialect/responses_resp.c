@@ -66,7 +66,7 @@ json_t *sw_responses_shell(const json_t *req, const struct sw_resp_meta *meta, c
         json_object_set(text, "verbosity", vb);
     json_t *r = json_pack(
         "{s:s, s:s, s:I, s:s, s:n, s:n, s:o, s:o, s:s, s:[], s:o, s:o, s:{s:o, s:n}, s:o, "
-        "s:o, s:o, s:o, s:o, s:o, s:s, s:n, s:o, s:o, s:b}",
+        "s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:b}",
         "id", meta->id ? meta->id : "", "object", "response", "created_at",
         (json_int_t)meta->created_at, "status", status, "error", "incomplete_details",
         "instructions", echo(req, "instructions", NULL), "max_output_tokens",
@@ -76,9 +76,13 @@ json_t *sw_responses_shell(const json_t *req, const struct sw_resp_meta *meta, c
         echo(reasoning, "effort", NULL), "summary", "store", echo(req, "store", json_true()),
         "temperature", echo(req, "temperature", json_real(1.0)), "text", text ? text : json_null(),
         "tool_choice", echo(req, "tool_choice", json_string("auto")), "tools", echo_tools(req),
-        "top_p", echo(req, "top_p", json_real(1.0)), "truncation", "disabled", "usage", "user",
-        echo(req, "user", NULL), "metadata", echo(req, "metadata", json_object()), "background",
-        0);
+        "top_p", echo(req, "top_p", json_real(1.0)), "truncation", "disabled",
+        "metadata", echo(req, "metadata", json_object()), "background", 0);
+    /* string fields the schema does not let be null: present only when given */
+    static const char *const given[] = {"user", "safety_identifier", "prompt_cache_key"};
+    for (size_t i = 0; r && i < sizeof given / sizeof *given; i++)
+        if (json_is_string(json_object_get(req, given[i])))
+            json_object_set(r, given[i], json_object_get(req, given[i]));
     return r;
 }
 

@@ -51,7 +51,7 @@ json_t *sw_responses_from_chat(const json_t *answer, const json_t *request,
                                const struct sw_resp_meta *meta);
 
 /* The Responses object of a request before any output (status
- * "in_progress", output [], usage null): what response.created carries.
+ * "in_progress", output [], no usage): what response.created carries.
  * New tree or NULL. */
 json_t *sw_responses_shell(const json_t *request, const struct sw_resp_meta *meta,
                            const char *status);

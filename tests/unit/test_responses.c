@@ -341,7 +341,7 @@ static void test_answer_text(void **state)
                    "'description':null,'parameters':null,'strict':null}],'top_p':1.0,'truncation':'disabled',"
                    "'usage':{'input_tokens':5,'input_tokens_details':{'cached_tokens':3,'cache_write_tokens':0},"
                    "'output_tokens':2,'output_tokens_details':{'reasoning_tokens':1},'total_tokens':7},"
-                   "'user':null,'metadata':{'a':'b'},'background':false}",
+                   "'metadata':{'a':'b'},'background':false}",
                    "text answer");
     json_decref(r);
     json_decref(ans);
@@ -485,7 +485,7 @@ static void test_stream_text(void **state)
                    "'incomplete_details':null,'instructions':null,'max_output_tokens':null,'model':'pub-model','output':[],"
                    "'parallel_tool_calls':true,'previous_response_id':null,'reasoning':{'effort':null,'summary':null},"
                    "'store':true,'temperature':1.0,'text':{'format':{'type':'text'}},'tool_choice':'auto','tools':[],"
-                   "'top_p':1.0,'truncation':'disabled','usage':null,'user':null,'metadata':{},'background':false}",
+                   "'top_p':1.0,'truncation':'disabled','metadata':{},'background':false}",
                    "created");
     assert_json_eq(ev_data(ev, 2),
                    "{'type':'response.output_item.added','sequence_number':2,'output_index':0,'item':{'id':'msg_abc_0',"
