@@ -39,7 +39,9 @@ LLHTTP_DIR := /usr/share/llhttp
 LLHTTP_OBJ := $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o $(BUILD)/obj/llhttp/llhttp.o
 CFLAGS  += -I/usr/share/include/llhttp
 SW_OBJ   := $(SW_SRC:%.c=$(BUILD)/obj/%.o) $(SW_CXX:%.cc=$(BUILD)/obj/%.o) $(LLHTTP_OBJ)
-SIM_SRC  := $(shell find tools/llmsim -name '*.c' ! -name main.c | sort) $(sort $(wildcard src/common/*.c src/http/*.c))
+# llmsim serves the Responses API by translating its own chat answers with the gateway's translator.
+SIM_SRC  := $(shell find tools/llmsim -name '*.c' ! -name main.c | sort) $(sort $(wildcard src/common/*.c src/http/*.c)) \
+            src/dialect/responses_resp.c
 SIM_OBJ  := $(SIM_SRC:%.c=$(BUILD)/obj/%.o) $(LLHTTP_OBJ)
 # Unit tests: tests/unit/test_llmsim_*.c link with the simulator, the rest with the daemon.
 UT_SIM   := $(sort $(wildcard tests/unit/test_llmsim*.c))

@@ -23,6 +23,7 @@
 #include "faults.h"
 #include "model.h"
 #include "render.h"
+#include "responses.h"
 
 #define MAX_BODY_BYTES (8 << 20)      /* a request body larger than this is a 413 */
 #define MAX_HEADER_BYTES (64 << 10)   /* a request line + headers larger than this is a 431 */
@@ -52,6 +53,9 @@ struct sim {
     struct sw_llmsim_reply reply;
     struct sw_llmsim_text text;
     struct sw_buf drifted;       /* echo source under the drift fault (owned) */
+    json_t *rroot;               /* a Responses request (POST /v1/responses): its body, echoed
+                                  * in the answer (owned); NULL for chat */
+    struct sw_llmsim_rstream *rs; /* its event stream when streamed (owned) */
     struct sw_llmsim_verdict verdict;
     bool length;                 /* stopped by max_tokens */
     bool headers_sent;           /* stream started */
@@ -169,6 +173,8 @@ static void sim_free(struct sim *r)
 {
     struct sw_llmsim_server *s = r->srv;
     sw_buf_free(&r->drifted);
+    sw_llmsim_rstream_free(r->rs);
+    json_decref(r->rroot);
     if (evtimer_initialized(&r->timer))
         evtimer_del(&r->timer);
     if (r->prev)
@@ -253,7 +259,8 @@ static void tick_stream(struct sim *r, int due)
         sw_http_stream_start(r->req, 200, "text/event-stream; charset=utf-8");
         count_status(s, 200);
         r->headers_sent = true;
-        err = sw_llmsim_render_stream_start(&s->scratch, &r->reply);
+        err = r->rs ? sw_llmsim_rstream_start(r->rs, &s->scratch)
+                    : sw_llmsim_render_stream_start(&s->scratch, &r->reply);
         if (!err && r->verdict.stream_error_after == 0 && r->gen.output_tokens > 0) {
             /* an error before any token: the start goes out alone, the error
              * event one decode period later (as an upstream that accepted
@@ -271,9 +278,10 @@ static void tick_stream(struct sim *r, int due)
         struct sw_str t = sw_llmsim_text_next(&r->text);
         r->sent++;
         s->tokens_sent++;
-        err = sw_llmsim_render_stream_token(&s->scratch, &r->reply, t,
-                                            r->sent == bad ? r->verdict.malformed
-                                                           : SW_LLMSIM_MALFORMED_NONE);
+        enum sw_llmsim_malformed mf = r->sent == bad ? r->verdict.malformed
+                                                     : SW_LLMSIM_MALFORMED_NONE;
+        err = r->rs ? sw_llmsim_rstream_token(r->rs, &s->scratch, t, mf)
+                    : sw_llmsim_render_stream_token(&s->scratch, &r->reply, t, mf);
         if (close_k > 0 && r->sent == close_k)
             break;
     }
@@ -293,7 +301,8 @@ static void tick_stream(struct sim *r, int due)
     }
     if (error_k >= 0 && r->sent == error_k && r->sent < r->gen.output_tokens) {
         /* stream-error-after: the error event ends a stream that started well */
-        if (sw_llmsim_render_stream_error(&s->scratch, &r->reply))
+        if (r->rs ? sw_llmsim_rstream_error(r->rs, &s->scratch)
+                  : sw_llmsim_render_stream_error(&s->scratch, &r->reply))
             sw_error("llmsim: rendering a stream error failed");
         send_stream_bytes(r);
         s->errored_by_fault++;
@@ -308,7 +317,9 @@ static void tick_stream(struct sim *r, int due)
         arm_next(r);
         return;
     }
-    err = sw_llmsim_render_stream_end(&s->scratch, &r->reply, r->gen.output_tokens, r->length);
+    err = r->rs ? sw_llmsim_rstream_end(r->rs, &s->scratch, r->gen.output_tokens, r->length)
+                : sw_llmsim_render_stream_end(&s->scratch, &r->reply, r->gen.output_tokens,
+                                              r->length);
     if (err)
         sw_error("llmsim: rendering a stream end failed: %s", sw_err_str(err));
     send_stream_bytes(r);
@@ -331,7 +342,11 @@ static void finish_message(struct sim *r)
         err = sw_buf_append(&text, t.ptr, t.len);
     }
     sw_buf_reset(&s->scratch);
-    if (!err)
+    if (!err && r->rroot)
+        err = sw_llmsim_responses_message(&s->scratch, &r->reply, r->rroot,
+                                          text.ptr ? text.ptr : "", text.len, r->gen.output_tokens,
+                                          r->length, r->verdict.malformed);
+    else if (!err)
         err = sw_llmsim_render_message(&s->scratch, &r->reply, text.ptr ? text.ptr : "", text.len,
                                        r->gen.output_tokens, r->length, r->verdict.malformed);
     sw_buf_free(&text);
@@ -524,8 +539,13 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
         return;
     }
     char msg[256];
-    int err = sw_llmsim_chat_parse(root, d, &r->chat, msg, sizeof msg);
-    json_decref(root);
+    bool responses = !strcmp(path, "/v1/responses");
+    int err = responses ? sw_llmsim_responses_parse(root, &r->chat, msg, sizeof msg)
+                        : sw_llmsim_chat_parse(root, d, &r->chat, msg, sizeof msg);
+    if (responses && !err)
+        r->rroot = root;
+    else
+        json_decref(root);
     if (err) {
         sw_llmsim_chat_free(&r->chat);
         free(r);
@@ -547,7 +567,9 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     uint64_t seq = ++s->chat_seq;
     struct sw_llmsim_reply *rp = &r->reply;
     rp->dialect = d;
-    if (d == SW_LLMSIM_OPENAI)
+    if (r->rroot)
+        snprintf(rp->id, sizeof rp->id, "resp_sim%016llx", (unsigned long long)seq);
+    else if (d == SW_LLMSIM_OPENAI)
         snprintf(rp->id, sizeof rp->id, "chatcmpl-sim%016llx", (unsigned long long)seq);
     else
         snprintf(rp->id, sizeof rp->id, "msg_sim%016llx", (unsigned long long)seq);
@@ -556,11 +578,18 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     rp->prompt_tokens = r->chat.prompt_tokens;
     rp->include_usage = r->chat.include_usage;
     /* A forced tool is called (echo only); streamed, only the anthropic
-     * dialect sends it as a tool_use block. */
-    if (s->o.reply == SW_LLMSIM_REPLY_ECHO && (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC))
+     * dialect and the Responses API send it as a tool call. */
+    if (s->o.reply == SW_LLMSIM_REPLY_ECHO &&
+        (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC || r->rroot))
         snprintf(rp->tool, sizeof rp->tool, "%s", r->chat.forced_tool);
     if (sw_llmsim_reply_prepare(rp))
         rp->head_len = 0; /* too long to cache: built per chunk */
+    if (r->rroot && r->chat.stream && !(r->rs = sw_llmsim_rstream_new(rp, r->rroot))) {
+        count_status(s, 500); /* sim_free unlinks r and frees what it holds */
+        send_error(s, req, d, 500, "llmsim: out of memory", NULL, -1);
+        sim_free(r);
+        return;
+    }
 
     r->gen.prompt_tokens = r->chat.prompt_tokens;
     if (s->o.reply == SW_LLMSIM_REPLY_ECHO) {
@@ -910,6 +939,7 @@ static void on_request(struct sw_http_req *req, void *arg)
     if (!*path)
         path = "/";
     bool chat = (s->o.dialect == SW_LLMSIM_OPENAI && !strcmp(path, "/v1/chat/completions")) ||
+                (s->o.dialect == SW_LLMSIM_OPENAI && !strcmp(path, "/v1/responses")) ||
                 (s->o.dialect == SW_LLMSIM_ANTHROPIC && !strcmp(path, "/v1/messages"));
     if (chat) {
         if (cmd != SW_HTTP_POST) {
