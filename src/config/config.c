@@ -458,6 +458,72 @@ static void regions_free(struct sw_config_regions *r)
     r->n = 0;
 }
 
+/* pii.allow's lists: strings, 1-256 bytes each, at most 256; domains are
+ * host names (checked by the engine, which names the bad one). */
+struct str_list {
+    char ***v;
+    size_t *n;
+    bool domains;               /* each a domain (sw_pii_allow_domain_ok) */
+};
+
+static void str_list_item(struct sw_walk *w, const yaml_node_t *item, const char *ipath, size_t i,
+                          char *v, void *ctx)
+{
+    (void)i;
+    struct str_list *l = ctx;
+    size_t len = strlen(v);
+    if (len == 0 || len > SW_PII_MAX_ALLOW_LEN || *l->n == SW_PII_MAX_ALLOW) {
+        sw_walk_error(w, item, ipath, len ? (len > SW_PII_MAX_ALLOW_LEN ? "is longer than 256 bytes"
+                                                                       : "is one too many (at most 256)")
+                                          : "is empty");
+        free(v);
+        return;
+    }
+    if (l->domains && !sw_pii_allow_domain_ok(v)) {
+        sw_walk_error(w, item, ipath, "\"%.64s\" is not a domain such as example.com", v);
+        free(v);
+        return;
+    }
+    char **nv = realloc(*l->v, (*l->n + 1) * sizeof *nv);
+    if (!nv) {
+        w->oom = true;
+        free(v);
+        return;
+    }
+    *l->v = nv;
+    nv[(*l->n)++] = v;
+}
+
+static void parse_str_list(struct sw_walk *w, const struct sw_walk_setting *s,
+                           const yaml_node_t *node, void *base, const char *path)
+{
+    static const struct sw_walk_setting item = {.key = "value", .type = SW_WALK_TEXT};
+    struct str_list l = {(char ***)((char *)base + s->off), (size_t *)((char *)base + s->aux_off),
+                         !strcmp(s->key, "domains")};
+    sw_walk_strings(w, &item, node, path, s->hint, str_list_item, &l);
+}
+
+#define PA(f) offsetof(struct sw_config_pii_allow, f)
+static const struct sw_walk_setting pii_allow_settings[] = {
+    {.key = "values", .type = SW_WALK_CUSTOM, .off = PA(values), .aux_off = PA(n_values),
+     .parse = parse_str_list, .hint = "a list of exact values, e.g. [noreply@example.com]"},
+    {.key = "domains", .type = SW_WALK_CUSTOM, .off = PA(domains), .aux_off = PA(n_domains),
+     .parse = parse_str_list, .hint = "a list of e-mail domains, e.g. [anthropic.com]"},
+};
+static const struct sw_walk_section pii_allow_section = {
+    pii_allow_settings, sizeof(pii_allow_settings) / sizeof(pii_allow_settings[0]), 0, NULL};
+
+static void pii_allow_free(struct sw_config_pii_allow *a)
+{
+    for (size_t i = 0; i < a->n_values; i++)
+        free(a->values[i]);
+    for (size_t i = 0; i < a->n_domains; i++)
+        free(a->domains[i]);
+    free(a->values);
+    free(a->domains);
+    *a = (struct sw_config_pii_allow){0};
+}
+
 /* pii.phone_regions: a list of region codes libphonenumber knows. */
 struct phone_regions {
     char (*codes)[3];
@@ -803,6 +869,7 @@ static const struct sw_walk_setting key_settings[] = {
      .parse = parse_regions, .hint = "a list of cloud region labels"},
     {.key = "pii_binary_parts", .type = SW_WALK_ENUM, .off = KEY(pii_binary_parts),
      .names = pii_binary_names, .def = SW_PII_BINARY_INHERIT, .hint = "inherit, allow or local"},
+    {.key = "pii_allow", .type = SW_WALK_MAP, .off = KEY(pii_allow), .sub = &pii_allow_section},
     {.key = "priority", .type = SW_WALK_ENUM, .off = KEY(priority), .names = priority_names,
      .def = SW_PRIORITY_INTERACTIVE, .hint = "interactive or batch"},
 };
@@ -914,6 +981,7 @@ static const struct sw_walk_setting model_settings[] = {
      .parse = parse_regions, .hint = "a list of cloud region labels"},
     {.key = "pii_binary_parts", .type = SW_WALK_ENUM, .off = MO(pii_binary_parts),
      .names = pii_binary_names, .def = SW_PII_BINARY_INHERIT, .hint = "inherit, allow or local"},
+    {.key = "pii_allow", .type = SW_WALK_MAP, .off = MO(pii_allow), .sub = &pii_allow_section},
     {.key = "contract", .type = SW_WALK_MAP, .off = MO(contract), .sub = &contract_section},
 };
 static const struct sw_walk_section model_section = {
@@ -1125,6 +1193,7 @@ static const struct sw_walk_setting pii_settings[] = {
     {.key = "phone_regions", .type = SW_WALK_CUSTOM, .off = CFG(pii.phone_regions) - CFG(pii),
      .aux_off = CFG(pii.n_phone_regions) - CFG(pii), .parse = parse_phone_regions,
      .hint = "a list of ISO 3166 region codes"},
+    {.key = "allow", .type = SW_WALK_MAP, .off = CFG(pii.allow) - CFG(pii), .sub = &pii_allow_section},
 };
 static const struct sw_walk_section pii_section;
 
@@ -1447,6 +1516,7 @@ void sw_config_unref(struct sw_config *cfg)
         free(cfg->keys[i].name);
         free(cfg->keys[i].key);
         regions_free(&cfg->keys[i].sensitive_regions);
+        pii_allow_free(&cfg->keys[i].pii_allow);
     }
     free(cfg->keys);
     free(cfg->admin_key);
@@ -1465,6 +1535,7 @@ void sw_config_unref(struct sw_config *cfg)
     }
     free(cfg->pii.custom);
     regions_free(&cfg->pii.sensitive_regions);
+    pii_allow_free(&cfg->pii.allow);
     for (size_t i = 0; i < cfg->n_backends; i++) {
         struct sw_config_backend *b = &cfg->backends[i];
         free(b->name);
@@ -1481,6 +1552,7 @@ void sw_config_unref(struct sw_config *cfg)
         free(cfg->models[i].name);
         free(cfg->models[i].backends);
         regions_free(&cfg->models[i].sensitive_regions);
+        pii_allow_free(&cfg->models[i].pii_allow);
     }
     free(cfg->models);
     free(cfg);

@@ -44,6 +44,16 @@ struct sw_config_regions {
     size_t index[SW_CONFIG_MAX_REGIONS];                            /* where, as written */
 };
 
+/* Known-safe text (pii.allow, per key, per model): exact values and e-mail
+ * domains that are never counted as personal data. A request's lists are
+ * those of the file, its key and its model together. */
+struct sw_config_pii_allow {
+    char **values;
+    size_t n_values;
+    char **domains;
+    size_t n_domains;
+};
+
 /* What a request with a content part the scanner cannot read (an image as a
  * data: URL, input_audio, a file's file_data) may do, ordered so that
  * combining sources is a max(). INHERIT: take it from elsewhere. */
@@ -82,6 +92,7 @@ struct sw_config_key {
     long ttft_budget_ms;        /* default 0: the model's / routing's TTFT budget */
     enum sw_pii_policy pii;     /* default inherit */
     struct sw_config_regions sensitive_regions;     /* default unset */
+    struct sw_config_pii_allow pii_allow;           /* default empty */
     enum sw_pii_binary pii_binary_parts;    /* default inherit */
     int priority;               /* enum sw_priority: default interactive */
 };
@@ -147,6 +158,7 @@ struct sw_config_model {
     long ttft_budget_ms;        /* 0: use routing.ttft_budget_ms */
     enum sw_pii_policy pii;     /* default inherit */
     struct sw_config_regions sensitive_regions;     /* default unset */
+    struct sw_config_pii_allow pii_allow;           /* default empty */
     enum sw_pii_binary pii_binary_parts;    /* default inherit */
     struct sw_config_contract contract;     /* default pass, log */
 };
@@ -247,6 +259,7 @@ struct sw_config {
         struct sw_config_pii_custom *custom;
         size_t n_custom;
         struct sw_config_regions sensitive_regions; /* default unset: no cloud region */
+        struct sw_config_pii_allow allow;           /* default empty */
         /* pii.phone_regions: ISO 3166 codes whose national phone numbers are
          * detected; unset: the engine's default (NL DE FR BE ES IT GB US) */
         bool phone_regions_set;

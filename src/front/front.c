@@ -349,6 +349,7 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
         .tokens_out = -1,
         .pii = pii,
         .n_pii = n_pii,
+        .pii_allowed = counts ? counts->allowed : 0,
         .pii_outcome = n_pii ? "blocked" : NULL,
         .api = api,
     };
@@ -473,7 +474,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     const struct sw_facts_in in = {.api = api, .cfg = f->cfg, .key = key, .model = model,
                                    .chat = &chat, .hdrs = &hdrs, .start_ms = start_ms};
-    const struct sw_facts_scanner scanner = sw_facts_engine_scanner(f->live->pii);
+    const struct sw_facts_scanner scanner = sw_facts_engine_scanner(sw_live_pii(f->live, key, model));
     struct sw_facts facts;
     int ferr = sw_facts_derive(&in, &scanner, &facts, &rerr);
     if (facts.scan_failed)
@@ -500,7 +501,8 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     sw_relay_start(&(struct sw_relay_request){.env = &env, .req = req, .cfg = f->cfg,
                                               .chat = &chat, .model = model, .facts = &facts,
                                               .request_id = id,
-                                              .key_name = key ? key->name : NULL});
+                                              .key_name = key ? key->name : NULL,
+                                              .pii = sw_live_pii(f->live, key, model)});
 }
 
 static void handle_chat(struct sw_front *f, struct sw_http_req *req)

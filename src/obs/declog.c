@@ -469,6 +469,8 @@ static int format(struct line *l, const struct sw_declog_entry *e)
     TRY(room(l, 1));
     PUT_LIT(l, "}");
     TRY(STR(l, "pii_outcome", e->pii_outcome));
+    if (e->pii_allowed)
+        TRY(COUNT(l, "pii_allowed", (long)e->pii_allowed, true));
     TRY(STR(l, "api", e->api ? e->api : "openai"));
     if (e->priority)
         TRY(STR(l, "priority", e->priority));

@@ -81,6 +81,7 @@ struct sw_declog_entry {
     bool stream;
     const struct sw_declog_pii *pii;    /* types with n > 0 */
     size_t n_pii;
+    uint32_t pii_allowed;       /* known-safe matches (pii.allow); 0: the field is left out */
     const char *pii_outcome;    /* "kept_local" | "masked_cloud" | "region_cloud" (sent
                                    unmasked to a cloud in an allowed region) | "blocked";
                                    NULL: none found */

@@ -24,6 +24,7 @@
 
 #include "common/err.h"
 #include "pii/detect.h"
+#include "pii/allow.h"
 #include "pii/hsx.h"
 #include "pii/phone.h"
 #include "pii/secret.h"
@@ -195,6 +196,10 @@ struct sw_pii_engine {
     hs_scratch_t *proto;                /* template for clones */
     hs_scratch_t *pool[SCRATCH_POOL];
     int n_pool;
+    /* An engine made by sw_pii_engine_allowing: the one whose databases,
+     * patterns and scratch pool it shares (NULL: its own), and its lists. */
+    struct sw_pii_engine *base;
+    struct sw_pii_allow allow;
 };
 
 /* ---- Engine ---- */
@@ -465,10 +470,33 @@ int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *
     return SW_OK;
 }
 
+int sw_pii_engine_allowing(const struct sw_pii_engine *base, const char *const *values,
+                           size_t n_values, const char *const *domains, size_t n_domains,
+                           struct sw_pii_engine **out, char *err, size_t errlen)
+{
+    struct sw_pii_engine *e = malloc(sizeof *e);
+    if (!e)
+        return SW_ENOMEM;
+    memcpy(e, base, sizeof *e);     /* the lock and pool copied are never used: base's are */
+    e->base = base->base ? base->base : (struct sw_pii_engine *)base;
+    int rc = sw_pii_allow_build(&e->allow, values, n_values, domains, n_domains, err, errlen);
+    if (rc) {
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return SW_OK;
+}
+
 void sw_pii_engine_free(struct sw_pii_engine *e)
 {
     if (!e)
         return;
+    if (e->base) {
+        sw_pii_allow_free(&e->allow);
+        free(e);
+        return;
+    }
     for (int i = 0; i < e->n_pool; i++)
         hs_free_scratch(e->pool[i]);
     hs_free_scratch(e->proto);
@@ -523,6 +551,8 @@ const char *sw_pii_type_tag(const struct sw_pii_engine *e, int type)
 
 static hs_scratch_t *scratch_get(struct sw_pii_engine *e)
 {
+    if (e->base)
+        e = e->base;
     hs_scratch_t *s = NULL;
     pthread_mutex_lock(&e->lock);
     if (e->n_pool > 0)
@@ -535,6 +565,8 @@ static hs_scratch_t *scratch_get(struct sw_pii_engine *e)
 
 static void scratch_put(struct sw_pii_engine *e, hs_scratch_t *s)
 {
+    if (e->base)
+        e = e->base;
     pthread_mutex_lock(&e->lock);
     if (e->n_pool < SCRATCH_POOL) {
         e->pool[e->n_pool++] = s;
@@ -2718,9 +2750,31 @@ static int on_jclip_span(void *ud, const struct sw_pii_span *sp)
 static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len, int json,
                      sw_pii_on_span on_span, void *ud);
 
+/* Known-safe values: a span that is one is passed on as SW_PII_ALLOWED. */
+struct allow_filter {
+    const struct sw_pii_allow *a;
+    const char *t;
+    sw_pii_on_span on_span;
+    void *ud;
+};
+
+static int on_allow_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct allow_filter *f = ud;
+    struct sw_pii_span out = *sp;
+    if (sw_pii_allow_match(f->a, sp->type, f->t + sp->start, sp->len))
+        out.type = SW_PII_ALLOWED;
+    return f->on_span(f->ud, &out);
+}
+
 static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int json,
                 sw_pii_on_span on_span, void *ud)
 {
+    struct allow_filter f = {&e->allow, text, on_span, ud};
+    if (e->allow.n_values || e->allow.n_domains) {
+        on_span = on_allow_span;
+        ud = &f;
+    }
     if (!json)
         return scan_view(e, text, len, 0, on_span, ud);
     struct jclip c = {.t = (const unsigned char *)text, .len = len, .on_span = on_span, .ud = ud};

@@ -121,6 +121,11 @@ static int json_unescape(struct sw_buf *out, const char *s, size_t n)
 static int on_mask_span(void *ud, const struct sw_pii_span *sp)
 {
     struct mask_ctx *c = ud;
+    if (sp->type == SW_PII_ALLOWED) {
+        if (c->counts)
+            c->counts->allowed++;
+        return SW_OK;       /* left as it is: copied with the text after it */
+    }
     const char *ph, *v = c->text + sp->start;
     size_t phlen, vlen = sp->len;
     int quote = 0;

@@ -29,6 +29,7 @@
 #define SW_PII_PII_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +100,27 @@ int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *
                                     char *err, size_t errlen);
 /* Whether code is a region sw_pii_engine_set_phone_regions accepts. */
 int sw_pii_phone_region_known(const char *code);
+/* Known-safe text: an engine like base whose detected spans that are one of
+ * `values` (exact; an e-mail address in any case) or an e-mail address at
+ * one of `domains` (or a subdomain) are reported with type SW_PII_ALLOWED
+ * and counted in sw_pii_counts.allowed, never as entities: they are not
+ * masked and do not make a request sensitive. A span must be the value
+ * whole: the value inside a longer entity, or written another way (other
+ * characters, escapes), is an entity. The new engine shares base's
+ * compiled patterns and scratch pool: base must outlive it, and it must be
+ * freed (sw_pii_engine_free) before base. Lists borrowed (copied): at most
+ * SW_PII_MAX_ALLOW each, values of 1-SW_PII_MAX_ALLOW_LEN bytes, domains host
+ * names. SW_OK and *out; SW_EINVAL with a message in err; SW_ENOMEM. */
+#define SW_PII_ALLOWED (-2)
+#define SW_PII_MAX_ALLOW 256
+#define SW_PII_MAX_ALLOW_LEN 256
+/* Whether d is a domain sw_pii_engine_allowing takes: a host name with a
+ * dot (labels of letters, digits and '-', any case). */
+bool sw_pii_allow_domain_ok(const char *d);
+int sw_pii_engine_allowing(const struct sw_pii_engine *base, const char *const *values,
+                           size_t n_values, const char *const *domains, size_t n_domains,
+                           struct sw_pii_engine **out, char *err, size_t errlen);
+
 /* Number of types of the engine: SW_PII_CUSTOM_BASE + n_custom. */
 int sw_pii_type_count(const struct sw_pii_engine *e);
 /* "email", "phone", "iban", "card", "bsn", "ssn", "ipv4", "ipv6", "secret",
@@ -109,6 +131,7 @@ struct sw_pii_counts {
     uint32_t n[SW_PII_MAX_TYPES];       /* entities found per type (each occurrence) */
     uint32_t total;
     uint32_t binary;            /* content parts that cannot be scanned (not in total) */
+    uint32_t allowed;           /* known-safe matches (sw_pii_engine_allowing; not in total) */
 };
 
 /* ---- Plain text (used by the JSON walkers, tests, fuzzers, bench) ---- */

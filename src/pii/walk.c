@@ -681,7 +681,9 @@ static void wipe(struct sw_buf *b)
 static int on_count_span(void *ud, const struct sw_pii_span *sp)
 {
     struct sw_pii_counts *c = ud;
-    if (sp->type >= 0 && sp->type < SW_PII_MAX_TYPES) {
+    if (sp->type == SW_PII_ALLOWED)
+        c->allowed++;
+    else if (sp->type >= 0 && sp->type < SW_PII_MAX_TYPES) {
         c->n[sp->type]++;
         c->total++;
     }
@@ -857,9 +859,18 @@ static int run_spans(struct req_ctx *c, json_t *arr, size_t from, size_t to, siz
         if (!l->v[k].len)
             continue;
         if (w && l->v[k].start < l->v[w - 1].start + l->v[w - 1].len) {
-            size_t e = l->v[k].start + l->v[k].len, pe = l->v[w - 1].start + l->v[w - 1].len;
+            struct sw_pii_span *m = &l->v[w - 1];
+            size_t e = l->v[k].start + l->v[k].len, pe = m->start + m->len;
+            /* known-safe only as the same value in every reading: a union
+             * with anything else is an entity */
+            if (m->type == SW_PII_ALLOWED && (l->v[k].type != SW_PII_ALLOWED ||
+                                              l->v[k].start != m->start || e != pe))
+                m->type = l->v[k].type != SW_PII_ALLOWED ? l->v[k].type : SW_PII_EMAIL;
+            else if (l->v[k].type == SW_PII_ALLOWED && (l->v[k].start != m->start || e != pe) &&
+                     m->type == SW_PII_ALLOWED)
+                m->type = SW_PII_EMAIL;
             if (e > pe)
-                l->v[w - 1].len = e - l->v[w - 1].start;
+                m->len = e - m->start;
             continue;
         }
         l->v[w++] = l->v[k];
@@ -1022,7 +1033,7 @@ static int reserve_parts(void *ud, json_t *arr, size_t from, size_t to)
 static int check_key(void *ud, const char *key, size_t len)
 {
     struct req_ctx *c = ud;
-    struct sw_pii_counts n = {{0}, 0, 0};
+    struct sw_pii_counts n = {0};
     if (needs_no_scan(c->e, key, len))
         return SW_OK;
     int rc = sw_pii_scan_text(c->e, key, len, on_count_span, &n);
@@ -1051,7 +1062,7 @@ static int mask_field(void *ud, json_t *str, int json_text)
      * never detected); a text still not clean after them fails the mask
      * rather than go out with it. */
     for (int pass = 0;; pass++) {
-        struct sw_pii_counts again = {{0}, 0, 0};
+        struct sw_pii_counts again = {0};
         /* scanned as it will be scanned: JSON text (arguments) as JSON text */
         if ((rc = (json_text ? sw_pii_scan_json_text : sw_pii_scan_text)(
                  c->e, c->buf.ptr ? c->buf.ptr : "", c->buf.len, on_count_span, &again)))
@@ -1062,8 +1073,10 @@ static int mask_field(void *ud, json_t *str, int json_text)
             return SW_EINVAL;
         struct sw_buf next;
         sw_buf_init(&next, c->buf.max);
+        uint32_t allowed = c->counts->allowed;  /* counted in the first pass */
         rc = (json_text ? sw_pii_mask_json_text : sw_pii_mask_text)(
             c->e, c->m, c->buf.ptr ? c->buf.ptr : "", c->buf.len, &next, c->counts);
+        c->counts->allowed = allowed;
         if (rc) {
             wipe(&next);
             return rc;
@@ -1114,6 +1127,18 @@ static int mask_number(void *ud, const char *t, size_t len, size_t ctx, json_t *
  * it is cut from every later part it reaches, so no part keeps a piece the
  * cloud could put together again. Repeated, as for one string, until the
  * joined text scans clean (at most 4 passes, each linear). */
+/* Takes the known-safe spans out of l (they stay as they are); returns how many. */
+static uint32_t drop_allowed(struct span_list *l)
+{
+    size_t w = 0;
+    for (size_t k = 0; k < l->n; k++)
+        if (l->v[k].type != SW_PII_ALLOWED)
+            l->v[w++] = l->v[k];
+    uint32_t dropped = (uint32_t)(l->n - w);
+    l->n = w;
+    return dropped;
+}
+
 static int mask_parts(void *ud, json_t *arr, size_t from, size_t to)
 {
     struct req_ctx *c = ud;
@@ -1123,6 +1148,9 @@ static int mask_parts(void *ud, json_t *arr, size_t from, size_t to)
     for (int pass = 0; !rc; pass++) {
         if ((rc = run_spans(c, arr, from, to, off, &l)))
             break;
+        uint32_t allowed = drop_allowed(&l);
+        if (pass == 0)
+            c->counts->allowed += allowed;  /* left as they are, found again each pass */
         if (!l.n)
             break;
         if (pass == 3) {

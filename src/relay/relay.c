@@ -76,6 +76,7 @@ struct proxy {
     bool need_mask;                 /* the current attempt must be masked */
     bool masked;                    /* ... and was: the answer must be unmasked */
     struct sw_pii_map *map;         /* per request; never logged */
+    const struct sw_pii_engine *engine; /* the request's: its known-safe lists allowed */
     struct sw_pii_stream *pstream;  /* per masked streaming attempt */
 
     /* Output contract: the schema of the request's response_format (borrowed
@@ -185,6 +186,7 @@ static void record_decision(struct proxy *p)
         .contract = p->contract,
         .pii = pii,
         .n_pii = n_pii,
+        .pii_allowed = p->pii.counts.allowed,
         .priority = p->facts.priority == SW_PRIORITY_BATCH ? "batch" : "interactive",
         .pii_outcome = !n_pii ? NULL
                        : be && be->tier == SW_TIER_CLOUD && !p->masked ? "region_cloud"
@@ -1477,7 +1479,7 @@ static char *masked_body(struct proxy *p, const json_t *from, enum sw_pii_surfac
         json_object_set_new(copy, "model", json_string(model));
         strip_spillway_fields(copy);
     }
-    if (copy && sw_pii_mask_body(p->live->pii, p->map, surface, copy, NULL, NULL, 0) == SW_OK)
+    if (copy && sw_pii_mask_body(p->engine, p->map, surface, copy, NULL, NULL, 0) == SW_OK)
         body = json_dumps(copy, JSON_COMPACT);
     json_decref(copy);
     sw_pii_stream_free(p->pstream);
@@ -1673,7 +1675,7 @@ static bool outgoing_clean(const struct proxy *p, const char *body, size_t len,
     json_error_t jerr;
     json_t *tree = json_loadb(body, len, 0, &jerr);
     struct sw_pii_counts c;
-    bool ok = tree && sw_pii_scan_built(p->live->pii, surface, tree, &c) == SW_OK &&
+    bool ok = tree && sw_pii_scan_built(p->engine, surface, tree, &c) == SW_OK &&
               c.total == 0 && (c.binary == 0 || !p->pii.binary_blocked);
     json_decref(tree);
     return ok;
@@ -2119,6 +2121,7 @@ void sw_relay_start(const struct sw_relay_request *r)
     p->model = r->model;
     p->facts = facts->route;
     p->pii = facts->pii;
+    p->engine = r->pii ? r->pii : p->live->pii;
     p->key_name = r->key_name;
     p->ttft_ms = -1;
     p->start_ms = facts->start_ms;

@@ -44,6 +44,8 @@ struct sw_relay_env {
 /* One request handed to the relay: the parsed request, its facts and what
  * the relay needs around them. All borrowed for the call only, except as
  * sw_relay_start says. */
+struct sw_pii_engine;
+
 struct sw_relay_request {
     const struct sw_relay_env *env;     /* copied */
     struct sw_http_req *req;            /* taken over */
@@ -54,6 +56,7 @@ struct sw_relay_request {
                                            sw_now_ms() clock, as facts->route.deadline_ms) */
     const char *request_id;             /* copied */
     const char *key_name;               /* borrowed from cfg; NULL: no key */
+    const struct sw_pii_engine *pii;    /* the request's (sw_live_pii), borrowed from env->live */
 };
 
 /* Takes over r->req: from here on the relay decides the route

@@ -296,6 +296,8 @@ static int scan_request(const struct sw_facts_in *in, const struct sw_facts_scan
         }
     if (tr.binary > c->binary)
         c->binary = tr.binary;
+    if (tr.allowed > c->allowed)
+        c->allowed = tr.allowed;
     return SW_OK;
 }
 

@@ -199,6 +199,14 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
     l->cfg = sw_config_ref(cfg);
     l->g = g;
     l->pii = pii;
+    char err[256] = "";
+    if (sw_piiallow_build(&l->pii_allow, cfg, pii, err, sizeof err)) {
+        l->pii = NULL;
+        l->n = 0;
+        sw_live_unref(l);
+        sw_pii_engine_free(pii);
+        return NULL;
+    }
     const struct sw_config_routing *r = &cfg->routing;
     for (size_t i = 0; i < cfg->n_backends; i++) {
         const struct sw_config_backend *be = &cfg->backends[i];
@@ -235,12 +243,19 @@ struct sw_live *sw_live_ref(struct sw_live *l)
     return l;
 }
 
+const struct sw_pii_engine *sw_live_pii(const struct sw_live *l, const struct sw_config_key *key,
+                                        const struct sw_config_model *model)
+{
+    return sw_piiallow_for(&l->pii_allow, l->cfg, key, model);
+}
+
 void sw_live_unref(struct sw_live *l)
 {
     if (!l || --l->refs > 0)
         return;
     for (size_t i = 0; i < l->n; i++)
         backend_unref(l->b[i]);
+    sw_piiallow_free(&l->pii_allow);
     sw_pii_engine_free(l->pii);
     sw_config_unref(l->cfg);
     free(l->b);

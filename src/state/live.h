@@ -25,6 +25,7 @@
 #include "route/view.h"
 #include "route/spend.h"
 #include "state/localq.h"
+#include "state/piiallow.h"
 
 /* Until a backend has been seen loading, how long a cold start is assumed to take. */
 #define SW_LIVE_PRIOR_LOAD_MS 10000.0
@@ -111,6 +112,7 @@ struct sw_live {
     size_t n;
     struct sw_live_shared *g;   /* borrowed: owned by the daemon */
     struct sw_pii_engine *pii;  /* owned; NULL: no masking available */
+    struct sw_piiallow pii_allow;   /* the engines of the known-safe lists (sw_live_pii) */
     /* Per backend, the view's fields that come from the config (the rest
      * zero): a snapshot starts each backend's view from a copy of it. */
     struct sw_route_backend_view *tmpl;
@@ -135,6 +137,10 @@ void sw_live_shared_free(struct sw_live_shared *g);
 struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
                             const struct sw_live *prev, struct sw_pii_engine *pii,
                             int64_t now_ms);
+/* The PII engine for a request of `key` (NULL: auth off) for `model`: the
+ * one that allows their known-safe lists (state/piiallow.h). */
+const struct sw_pii_engine *sw_live_pii(const struct sw_live *l, const struct sw_config_key *key,
+                                        const struct sw_config_model *model);
 struct sw_live *sw_live_ref(struct sw_live *l);
 void sw_live_unref(struct sw_live *l);
 

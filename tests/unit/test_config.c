@@ -615,6 +615,8 @@ static const struct bad_case bad_cases[] = {
     {"pii phone region unknown", BACKENDS MODELS "pii:\n  phone_regions: [NL, XX, de]\n",
      {"t.yaml:10:23: pii.phone_regions[1]: \"XX\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)",
       "t.yaml:10:27: pii.phone_regions[2]: \"de\" is not a region code (two upper-case letters, ISO 3166, e.g. NL, DE, GB, US)"}},
+    {"pii allow domain not a host name", BACKENDS MODELS "pii:\n  allow: { values: [ok@x.example], domains: [localhost] }\n",
+     {"t.yaml:10:46: pii.allow.domains[0]: \"localhost\" is not a domain such as example.com"}},
     {"pii phone regions not a list", BACKENDS MODELS "pii:\n  phone_regions: NL\n",
      {"t.yaml:10:18: pii.phone_regions: expected a list of region codes, e.g. [NL, DE, GB, US], got \"NL\""}},
     {"pii policy unknown", BACKENDS MODELS "pii:\n  policy: maybe\n",
