@@ -91,6 +91,7 @@ $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUI
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS) -lcmocka
 # test_pii_wipe inspects every block the daemon's code frees (its __wrap_free).
 $(BUILD)/tests/test_pii_wipe: private LDFLAGS += -Wl,--wrap=free
+$(BUILD)/tests/test_respstore_wipe: private LDFLAGS += -Wl,--wrap=free
 $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmsim.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/llmsim -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libllmsim.a $(LDLIBS) -lcmocka
