@@ -39,7 +39,12 @@ async function startDriver(url, { entries = 100, bytes = 1 << 20, ttl = 60 } = {
       return (await next()).split('\t');
     },
     stderr: () => err,
-    async stop() { proc.stdin.end(); await exited; },
+    async stop() {
+      proc.stdin.end();
+      await exited;
+      // the sanitizer build: the store ended without a report (leaks, use-after-free, UB)
+      if (/ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/.test(err)) throw new Error(`respstore_drive: sanitizer report:\n${err}`);
+    },
   };
 }
 
