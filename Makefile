@@ -93,6 +93,7 @@ $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUI
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS) -lcmocka
 # test_pii_wipe inspects every block the daemon's code frees (its __wrap_free).
 $(BUILD)/tests/test_pii_wipe: private LDFLAGS += -Wl,--wrap=free
+$(BUILD)/tests/test_respstore_wipe: private LDFLAGS += -Wl,--wrap=free
 $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libllmsim.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/llmsim -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libllmsim.a $(LDLIBS) -lcmocka
@@ -101,7 +102,7 @@ $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BU
 # obs (metrics, decision log, account) no event-loop, HTTP-client or clock headers.
 check-pure:
 	@! grep -rnE '#include [<"](event2/|curl/|hiredis|time\.h|sys/time\.h)' \
-	   src/request src/route src/pii src/config src/contract src/dialect src/state/localq.c src/state/claim.c src/state/rkey.c \
+	   src/request src/route src/pii src/config src/contract src/dialect src/state/localq.c src/state/claim.c src/state/rkey.c src/state/respstore.c \
 	   src/obs/metrics.c src/obs/declog.c src/obs/obs.c src/obs/series.c 2>/dev/null \
 	   || (echo "check-pure: a pure module includes an I/O or clock header" >&2; false)
 	@! grep -rnE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \
@@ -146,12 +147,18 @@ ifneq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory soak-smoke
 endif
 
-unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp $(BUILD)/bench/replay
+unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp $(BUILD)/tests/respstore_drive \
+           $(BUILD)/bench/replay
 
 # Test helper: the TCP sockets of a process and their options (it/gateway).
 $(BUILD)/tests/sockinfo: tests/it/lib/sockinfo.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# Test helper: the response store on a real Redis, driven from stdin (it/respstore_redis).
+$(BUILD)/tests/respstore_drive: tests/it/lib/respstore_drive.c $(BUILD)/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS)
 
 # Offline replay of the spill decision against an oracle (docs/routing.md).
 $(BUILD)/bench/replay: bench/replay.c bench/replay_sim.c bench/replay_sim.h $(BUILD)/libspillway.a
@@ -166,7 +173,7 @@ $(BUILD)/tests/netimp: tests/it/lib/netimp.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lm
 
-test-it: all $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp
+test-it: all $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp $(BUILD)/tests/respstore_drive
 	SPILLWAY_BUILD=$(BUILD) node --test --test-concurrency=1 tests/it/*.test.mjs
 
 bench:

@@ -1162,6 +1162,18 @@ static void check_state(struct sw_walk *w, void *base, const yaml_node_t *map,
 static const struct sw_walk_section state_section = {
     state_settings, sizeof(state_settings) / sizeof(state_settings[0]), 0, check_state};
 
+#define RS(f) offsetof(struct sw_config_responses, f)
+static const struct sw_walk_setting responses_settings[] = {
+    {.key = "store_max_entries", .type = SW_WALK_LONG, .off = RS(store_max_entries), .min = 1,
+     .max = 10000000, .def = 10000},
+    {.key = "store_max_bytes", .type = SW_WALK_LONG, .off = RS(store_max_bytes), .min = 65536,
+     .max = 17179869184L, .def = 67108864},
+    {.key = "store_ttl_s", .type = SW_WALK_LONG, .off = RS(store_ttl_s), .min = 1,
+     .max = 2592000, .def = 3600},
+};
+static const struct sw_walk_section responses_section = {
+    responses_settings, sizeof(responses_settings) / sizeof(responses_settings[0]), 0, NULL};
+
 /* Table order is processing order: backends before models (which refer to
  * them), routing before models (model budgets are checked against it), keys
  * before admin. Messages are sorted by position afterwards. */
@@ -1248,6 +1260,7 @@ static const struct sw_walk_setting top_settings[] = {
     {.key = "limits", .type = SW_WALK_MAP, .off = CFG(limits), .sub = &limits_section},
     {.key = "pii", .type = SW_WALK_MAP, .off = CFG(pii), .sub = &pii_section},
     {.key = "state", .type = SW_WALK_MAP, .off = CFG(state), .sub = &state_section},
+    {.key = "responses", .type = SW_WALK_MAP, .off = CFG(responses), .sub = &responses_section},
     {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
      .hint = "a file path, or \"-\" for standard output"},
     {.key = "plan", .type = SW_WALK_MAP, .off = CFG(plan), .sub = &plan_section},

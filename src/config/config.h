@@ -223,6 +223,14 @@ struct sw_config_state {
     long lease_ttl_ms;          /* a dead replica's slots and probe come back after this */
 };
 
+/* responses: the stored conversations of the Responses API
+ * (state/respstore.h, docs/configuration.md). */
+struct sw_config_responses {
+    long store_max_entries;     /* records held at most, default 10000 */
+    long store_max_bytes;       /* their bytes at most, default 64 MiB (67108864) */
+    long store_ttl_s;           /* a record's life, default 3600 */
+};
+
 /* listen_hosts: the Host header values the front accepts. */
 #define SW_CONFIG_MAX_LISTEN_HOSTS 32
 struct sw_config_listen_hosts {
@@ -253,6 +261,7 @@ struct sw_config {
     struct sw_config_routing routing;
     struct sw_config_limits limits;
     struct sw_config_state state;
+    struct sw_config_responses responses;
     struct {
         enum sw_pii_policy policy;          /* default local_only */
         enum sw_pii_binary binary_parts;    /* default local */

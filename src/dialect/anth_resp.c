@@ -110,7 +110,10 @@ json_t *sw_anth_resp_to_openai(const json_t *in, const char *model, long long cr
         }
     }
     text[at] = '\0';
-    json_t *msg = json_pack("{s:s}", "role", "assistant");
+    /* OpenAI's message carries refusal (null: a refusal's text stays in
+     * content, as Anthropic sends it) and its choice logprobs (null: an
+     * Anthropic backend gives none). */
+    json_t *msg = json_pack("{s:s, s:n}", "role", "assistant", "refusal");
     json_object_set_new(msg, "content", at || !json_array_size(calls)
                                             ? json_stringn(text, at)
                                             : json_null());
@@ -121,10 +124,10 @@ json_t *sw_anth_resp_to_openai(const json_t *in, const char *model, long long cr
     const char *sr = json_string_value(json_object_get(in, "stop_reason"));
     json_t *usage = json_object_get(in, "usage");
     long pin = usage_of(usage, "input_tokens"), pout = usage_of(usage, "output_tokens");
-    return json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:s}], s:{s:i, s:i, s:i}}", "id",
+    return json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:n, s:s}], s:{s:i, s:i, s:i}}", "id",
                      id ? id : "", "object", "chat.completion", "created", (json_int_t)created,
-                     "model", model, "choices", "index", 0, "message", msg, "finish_reason",
-                     sw_anth_finish_reason(sr), "usage", "prompt_tokens", (int)pin,
+                     "model", model, "choices", "index", 0, "message", msg, "logprobs",
+                     "finish_reason", sw_anth_finish_reason(sr), "usage", "prompt_tokens", (int)pin,
                      "completion_tokens", (int)pout, "total_tokens", (int)(pin + pout));
 }
 
@@ -191,13 +194,14 @@ void sw_anth_to_oai_init(struct sw_anth_to_oai *s, const char *model, long long 
         s->tool_index[i] = -1;
 }
 
-/* A chunk with one choice whose delta is `delta` (taken) and finish reason. */
+/* A chunk with one choice whose delta is `delta` (taken) and finish reason;
+ * logprobs null in every choice, as OpenAI sends it. */
 static int add_chunk(struct sw_anth_to_oai *s, json_t *chunks, json_t *delta, const char *finish)
 {
-    json_t *c = delta ? json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o}]}", "id", s->id,
+    json_t *c = delta ? json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:n, s:o}]}", "id", s->id,
                                   "object", "chat.completion.chunk", "created",
                                   (json_int_t)s->created, "model", s->model, "choices", "index",
-                                  0, "delta", delta, "finish_reason",
+                                  0, "delta", delta, "logprobs", "finish_reason",
                                   finish ? json_string(finish) : json_null())
                       : NULL;
     if (!c || json_array_append_new(chunks, c))

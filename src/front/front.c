@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/query.h"
 #include "front/admin.h"
 #include "front/internal.h"
 #include "relay/relay.h"
@@ -59,8 +61,16 @@ static void on_relay_finish(void *ud)
 
 /* ---- Helpers ---- */
 
+/* The request's id into out (n bytes), set once as the X-Request-Id of its
+ * answer: every answer carries one (errors, the HTTP server's own 4xx, every
+ * URL). The first call gives the request its id; later calls return it. */
 static void make_request_id(struct sw_front *f, struct sw_http_req *req, char *out, size_t n)
 {
+    const char *have = sw_http_header_out(req, "X-Request-Id");
+    if (have) {
+        snprintf(out, n, "%s", have);
+        return;
+    }
     /* "sw-%08lx-%06llx" of the start time and a counter, without printf */
     char id[64];
     size_t k = 0;
@@ -264,21 +274,172 @@ static bool host_ok(struct sw_front *f, struct sw_http_req *req)
 
 /* ---- Handlers ---- */
 
-static void handle_models(struct sw_front *f, struct sw_http_req *req)
+/* ---- Models ---- */
+
+/* Whether the client speaks Anthropic's API: it sends anthropic-version
+ * (Anthropic's SDKs always do). /v1/models is then answered in Anthropic's
+ * shape, errors included (sw_reply_is_anthropic). */
+static bool anthropic_client(struct sw_http_req *req)
 {
-    json_t *data = json_array();
-    for (size_t i = 0; i < f->cfg->n_models; i++)
-        json_array_append_new(data, json_pack("{s:s, s:s, s:I, s:s}", "id", f->cfg->models[i].name,
-                                              "object", "model", "created",
-                                              (json_int_t)f->started_s, "owned_by", "spillway"));
-    json_t *list = json_pack("{s:s, s:o}", "object", "list", "data", data);
-    char *s = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    return sw_http_header(req, "anthropic-version", NULL) != NULL;
+}
+
+/* The time the gateway started as RFC 3339 ("2026-01-02T03:04:05Z"): the
+ * created_at of every model (their `created` in OpenAI's shape). */
+static void started_rfc3339(const struct sw_front *f, char *out, size_t n)
+{
+    time_t t = (time_t)f->started_s;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, n, "1970-01-01T00:00:00Z");
+}
+
+/* One model in the shape the client speaks: OpenAI's {id, object, created,
+ * owned_by} or Anthropic's {type, id, display_name, created_at}. */
+static json_t *model_object(const struct sw_front *f, const char *name, bool anthropic)
+{
+    if (anthropic) {
+        char at[32];
+        started_rfc3339(f, at, sizeof at);
+        return json_pack("{s:s, s:s, s:s, s:s}", "type", "model", "id", name, "display_name",
+                         name, "created_at", at);
+    }
+    return json_pack("{s:s, s:s, s:I, s:s}", "id", name, "object", "model", "created",
+                     (json_int_t)f->started_s, "owned_by", "spillway");
+}
+
+static void reply_json_object(struct sw_http_req *req, json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (s)
         sw_reply_json(req, 200, s, strlen(s));
     else
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
     free(s);
-    json_decref(list);
+    json_decref(o);
+}
+
+/* The index of the model named by query parameter `param` (after_id,
+ * before_id): -1 when absent, -2 (answered 400) when it names no model. The
+ * value is the client's text: the message does not quote it. */
+static long model_cursor(struct sw_front *f, struct sw_http_req *req, const char *param)
+{
+    char v[256];
+    int qerr = sw_query_param(sw_http_query(req), param, v, sizeof v);
+    if (qerr == SW_ENOTFOUND)
+        return -1;
+    for (size_t i = 0; !qerr && i < f->cfg->n_models; i++)
+        if (!strcmp(f->cfg->models[i].name, v))
+            return (long)i;
+    sw_reply_error(req, 400, "invalid_request_error", "invalid_value", param,
+                   "%s does not name a model of this gateway (GET /v1/models lists them).", param);
+    return -2;
+}
+
+/* GET /v1/models in Anthropic's shape: a page of `limit` models (1 to
+ * 1000, default 20) after after_id or before before_id, in config order,
+ * with has_more, first_id and last_id (null on an empty page). */
+static void models_anthropic(struct sw_front *f, struct sw_http_req *req)
+{
+    long limit = 20;
+    char v[32];
+    int qerr = sw_query_param(sw_http_query(req), "limit", v, sizeof v);
+    if (qerr != SW_ENOTFOUND) {
+        char *end;
+        errno = 0;
+        limit = strtol(v, &end, 10);
+        if (qerr || errno || end == v || *end || limit < 1 || limit > 1000) {
+            sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "limit",
+                           "limit must be an integer from 1 to 1000.");
+            return;
+        }
+    }
+    long after = model_cursor(f, req, "after_id");
+    if (after == -2)
+        return;
+    long before = after == -1 ? model_cursor(f, req, "before_id") : -1;
+    if (before == -2)
+        return;
+    long n = (long)f->cfg->n_models, from, to; /* [from, to) */
+    bool more;
+    if (before >= 0) {
+        to = before;
+        from = to - limit > 0 ? to - limit : 0;
+        more = from > 0;
+    } else {
+        from = after + 1;
+        to = from + limit < n ? from + limit : n;
+        more = to < n;
+    }
+    json_t *data = json_array();
+    for (long i = from; i < to; i++)
+        json_array_append_new(data, model_object(f, f->cfg->models[i].name, true));
+    const char *first = from < to ? f->cfg->models[from].name : NULL;
+    const char *last = from < to ? f->cfg->models[to - 1].name : NULL;
+    reply_json_object(req, json_pack("{s:o, s:b, s:s?, s:s?}", "data", data, "has_more", more,
+                                     "first_id", first, "last_id", last));
+}
+
+static void handle_models(struct sw_front *f, struct sw_http_req *req)
+{
+    if (anthropic_client(req)) {
+        models_anthropic(f, req);
+        return;
+    }
+    json_t *data = json_array();
+    for (size_t i = 0; i < f->cfg->n_models; i++)
+        json_array_append_new(data, model_object(f, f->cfg->models[i].name, false));
+    reply_json_object(req, json_pack("{s:s, s:o}", "object", "list", "data", data));
+}
+
+static const char models_prefix[] = "/v1/models/";
+
+/* Whether path is /v1/models/{id} (a non-empty id). */
+static bool model_path(const char *path)
+{
+    return !strncmp(path, models_prefix, sizeof models_prefix - 1) &&
+           path[sizeof models_prefix - 1] != '\0';
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* GET /v1/models/{id}: the model, the id percent-decoded (SDKs encode a '/'
+ * in a name as %2F; a raw '/' is taken as it is). An id that names no model
+ * is a 404 model_not_found, which only the client sees: the decision log
+ * and the dashboard never record it. */
+static void handle_model(struct sw_front *f, struct sw_http_req *req)
+{
+    const char *raw = sw_http_path(req) + sizeof models_prefix - 1;
+    char id[512];
+    size_t k = 0;
+    bool ok = true;
+    for (const char *p = raw; *p && ok; p++) {
+        int hi, lo;
+        char c = *p;
+        if (c == '%' && (hi = hex_digit(p[1])) >= 0 && (lo = hex_digit(p[2])) >= 0) {
+            c = (char)(hi * 16 + lo);
+            p += 2;
+        }
+        ok = c != '\0' && k < sizeof id - 1;
+        id[k++] = c;
+    }
+    id[ok ? k : 0] = '\0';
+    bool anthropic = anthropic_client(req);
+    if (!ok || !sw_config_find_model(f->cfg, id)) {
+        if (ok)
+            reply_no_model(req, f->cfg, id);
+        else
+            sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                           "The model does not exist (GET /v1/models lists them).");
+        return;
+    }
+    reply_json_object(req, model_object(f, id, anthropic));
 }
 
 static void handle_healthz(struct sw_front *f, struct sw_http_req *req)
@@ -625,6 +786,8 @@ static bool on_headers(struct sw_http_req *req, void *arg)
 {
     struct sw_front *f = arg;
     const char *path = sw_http_path(req);
+    char id[48];
+    make_request_id(f, req, id, sizeof id);
     if (f->draining) {
         sw_reply_error(req, 503, "server_error", "shutting_down", NULL,
                        "Spillway is shutting down; retry on another instance.");
@@ -641,6 +804,20 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         }
         return admin_ok(f, req);
     }
+    if (model_path(path)) {
+        enum sw_http_method m = sw_http_method(req);
+        if (m != SW_HTTP_GET && m != SW_HTTP_HEAD) {
+            sw_reply_error(req, 405, "invalid_request_error", "method_not_allowed", NULL,
+                           "Method not allowed on /v1/models/{id}; use GET.");
+            return false;
+        }
+        if (!key_ok(f, req)) {
+            const char *denied;
+            authenticate(f, req, &denied);
+            return false;
+        }
+        return true;
+    }
     const struct route *r = find_route(path);
     if (!r && !strncmp(path, "/admin/", 7)) {
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
@@ -654,7 +831,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. Spillway serves POST /v1/chat/completions, "
                        "POST /v1/embeddings, POST /v1/messages, POST /v1/messages/count_tokens, "
-                       "GET /v1/models and GET /healthz.", path);
+                       "GET /v1/models, GET /v1/models/{id} and GET /healthz.", path);
         return false;
     }
     if (!method_ok(r, sw_http_method(req))) {
@@ -688,6 +865,10 @@ static void on_request(struct sw_http_req *req, void *arg)
         sw_admin_breaker_reset(f, req, name, nlen);
         return;
     }
+    if (model_path(path)) {
+        handle_model(f, req);
+        return;
+    }
     const struct route *r = find_route(path);
     if (r) /* on_headers let only known routes through */
         r->fn(f, req);
@@ -699,7 +880,8 @@ static void on_request(struct sw_http_req *req, void *arg)
 static void on_http_error(struct sw_http_req *req, int status, const char *code,
                           const char *message, void *arg)
 {
-    (void)arg;
+    char id[48];
+    make_request_id(arg, req, id, sizeof id);
     const char *fix = status == 413 ? " Send a smaller request, or raise limits.max_body_bytes in "
                                       "the gateway's config."
                       : status == 431 ? " Send fewer or shorter headers, or raise "

@@ -1255,6 +1255,12 @@ bool sw_http_has_header_out(const struct sw_http_req *req, const char *name)
     return out_find(req, name, strlen(name)) != NULL;
 }
 
+const char *sw_http_header_out(const struct sw_http_req *req, const char *name)
+{
+    const struct out_hdr *h = out_find(req, name, strlen(name));
+    return h ? h->value : NULL;
+}
+
 /* The status line and headers into the connection's output. */
 /* An answer's head gathered in one buffer and added to the output at once
  * (one evbuffer_add instead of one per piece). */

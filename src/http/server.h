@@ -126,8 +126,10 @@ int sw_http_version_minor(const struct sw_http_req *req);
  * answer starts. sw_http_set_header replaces any header of that name. */
 void sw_http_add_header(struct sw_http_req *req, const char *name, const char *value);
 void sw_http_set_header(struct sw_http_req *req, const char *name, const char *value);
-/* Whether a response header of that name was set. */
+/* Whether a response header of that name was set, and its value (the
+ * first of that name; NULL when none), valid until the request ends. */
 bool sw_http_has_header_out(const struct sw_http_req *req, const char *name);
+const char *sw_http_header_out(const struct sw_http_req *req, const char *name);
 
 /* A complete answer with a Content-Length body (copied), then the request is
  * done: the handle must not be used again. `content_type` may be NULL (then

@@ -24,12 +24,19 @@ void sw_reply_json(struct sw_http_req *req, int status, const char *body, size_t
     sw_http_reply(req, status, "application/json", body, len);
 }
 
+/* Whether path is prefix or below it (prefix + "/..."). */
+static bool path_under(const char *path, const char *prefix, size_t n)
+{
+    return path && !strncmp(path, prefix, n) && (!path[n] || path[n] == '/');
+}
+
 bool sw_reply_is_anthropic(struct sw_http_req *req)
 {
-    static const char prefix[] = "/v1/messages";
+    static const char messages[] = "/v1/messages", models[] = "/v1/models";
     const char *path = sw_http_path(req);
-    return path && !strncmp(path, prefix, sizeof prefix - 1) &&
-           (!path[sizeof prefix - 1] || path[sizeof prefix - 1] == '/');
+    return path_under(path, messages, sizeof messages - 1) ||
+           (path_under(path, models, sizeof models - 1) &&
+            sw_http_header(req, "anthropic-version", NULL));
 }
 
 void sw_reply_error(struct sw_http_req *req, int status, const char *type,

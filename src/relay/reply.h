@@ -17,8 +17,9 @@ void sw_reply_route_headers(struct sw_http_req *req, const char *backend,
 /* Sends a complete JSON answer (body is len bytes) with the given status. */
 void sw_reply_json(struct sw_http_req *req, int status, const char *body, size_t len);
 
-/* Whether the request came to Anthropic's API (/v1/messages...): its errors
- * are then in Anthropic's shape. */
+/* Whether the request came to Anthropic's API (/v1/messages..., or
+ * /v1/models... with an anthropic-version header): its errors are then in
+ * Anthropic's shape. */
 bool sw_reply_is_anthropic(struct sw_http_req *req);
 
 /* Sends an error in the shape of the API the client called: OpenAI's, or

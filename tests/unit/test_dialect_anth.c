@@ -262,9 +262,9 @@ static void test_answers(void **state)
                      "\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}");
     json_t *o = sw_anth_resp_to_openai(a, "pub", 123);
     assert_json_eq(o, "{\"id\":\"msg_1\",\"object\":\"chat.completion\",\"created\":123,\"model\":\"pub\","
-                      "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hello\","
+                      "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hello\",\"refusal\":null,"
                       "\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]},"
-                      "\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}",
+                      "\"logprobs\":null,\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}",
                    "anthropic -> openai");
     json_t *back = sw_anth_resp_from_openai(o, "pub");
     assert_json_eq(back, "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"pub\","
@@ -295,6 +295,50 @@ static void test_answers(void **state)
         assert_string_equal(sw_anth_error_type(st[i]), ty[i]);
 }
 
+/* OpenAI's schema requires choices[].message.refusal and choices[].logprobs
+ * (null when there is none): the translated answer and every streamed
+ * choice carry both, as null, whatever the stop reason. */
+static void test_answer_required_nulls(void **state)
+{
+    (void)state;
+    static const char *const reasons[] = {"end_turn", "refusal", "max_tokens"};
+    for (size_t i = 0; i < N(reasons); i++) {
+        char in[256];
+        snprintf(in, sizeof in,
+                 "{\"id\":\"msg_2\",\"content\":[{\"type\":\"text\",\"text\":\"no\"}],"
+                 "\"stop_reason\":\"%s\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}",
+                 reasons[i]);
+        json_t *a = load(in);
+        json_t *o = sw_anth_resp_to_openai(a, "pub", 1);
+        json_t *choice = json_array_get(json_object_get(o, "choices"), 0);
+        json_t *msg = json_object_get(choice, "message");
+        assert_true(json_is_null(json_object_get(msg, "refusal")));
+        assert_true(json_is_null(json_object_get(choice, "logprobs")));
+        assert_string_equal(json_string_value(json_object_get(msg, "content")), "no");
+        json_decref(a);
+        json_decref(o);
+    }
+    static const char *const events[] = {
+        "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_3\",\"usage\":{\"input_tokens\":1}}}",
+        "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}",
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
+        "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\"},\"usage\":{\"output_tokens\":1}}",
+    };
+    struct sw_anth_to_oai s;
+    sw_anth_to_oai_init(&s, "pub", 1);
+    json_t *chunks = json_array();
+    for (size_t i = 0; i < N(events); i++)
+        assert_int_equal(sw_anth_to_oai_event(&s, events[i], strlen(events[i]), chunks, NULL), 0);
+    assert_int_equal(json_array_size(chunks), 3);
+    for (size_t i = 0; i < json_array_size(chunks); i++) {
+        json_t *choice = json_array_get(json_object_get(json_array_get(chunks, i), "choices"), 0);
+        json_t *lp = json_object_get(choice, "logprobs");
+        assert_non_null(lp);
+        assert_true(json_is_null(lp));
+    }
+    json_decref(chunks);
+}
+
 /* ---- Streams ---- */
 
 static void test_stream_anth_to_oai(void **state)
@@ -319,7 +363,7 @@ static void test_stream_anth_to_oai(void **state)
     for (size_t i = 0; i < N(events); i++)
         assert_int_equal(sw_anth_to_oai_event(&s, events[i], strlen(events[i]), chunks, NULL), 0);
     assert_true(s.done);
-#define CH(delta, fin) "{\"id\":\"msg_9\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"pub\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"finish_reason\":" fin "}]}"
+#define CH(delta, fin) "{\"id\":\"msg_9\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"pub\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"logprobs\":null,\"finish_reason\":" fin "}]}"
     assert_json_eq(chunks,
                    "[" CH("{\"role\":\"assistant\",\"content\":\"\"}", "null") ","
                    CH("{\"content\":\"Hi\"}", "null") ","
@@ -368,7 +412,7 @@ static void test_stream_format_tool_and_error_type(void **state)
     json_t *chunks = json_array();
     for (size_t i = 0; i < N(events); i++)
         assert_int_equal(sw_anth_to_oai_event(&s, events[i], strlen(events[i]), chunks, NULL), 0);
-#define CH(delta, fin) "{\"id\":\"msg_9\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"pub\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"finish_reason\":" fin "}]}"
+#define CH(delta, fin) "{\"id\":\"msg_9\",\"object\":\"chat.completion.chunk\",\"created\":5,\"model\":\"pub\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"logprobs\":null,\"finish_reason\":" fin "}]}"
     assert_json_eq(chunks,
                    "[" CH("{\"role\":\"assistant\",\"content\":\"\"}", "null") ","
                    CH("{\"content\":\"{\\\"a\\\":\"}", "null") ","
@@ -510,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_req_from_openai),
         cmocka_unit_test(test_request_parse),
         cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_answer_required_nulls),
         cmocka_unit_test(test_stream_anth_to_oai),
         cmocka_unit_test(test_stream_format_tool_and_error_type),
         cmocka_unit_test(test_stream_oai_to_anth),
