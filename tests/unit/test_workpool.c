@@ -9,7 +9,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <event2/event.h>
@@ -44,6 +48,36 @@ static void done(void *ud, enum sw_work_end end)
     j->done_on_loop = pthread_equal(pthread_self(), j->loop);
     if (--*j->left == 0 && j->base)
         event_base_loopbreak(j->base);
+}
+
+/* The threads of this process (/proc/self/status), -1 when unreadable. */
+static int threads_now(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8)) {
+            char *end;
+            n = (int)strtol(line + 8, &end, 10);
+            break;
+        }
+    fclose(f);
+    return n;
+}
+
+/* Waits (bounded: 5 s) until the process has `want` threads: a joined
+ * thread leaves the kernel's list just after pthread_join returns. */
+static int threads_settle(int want)
+{
+    int n = threads_now();
+    for (int i = 0; i < 500 && n != want; i++) {
+        usleep(10000);
+        n = threads_now();
+    }
+    return n;
 }
 
 /* Runs the loop until every job is back (loopbreak) or, as a bound, 10 s. */
@@ -182,14 +216,18 @@ static void test_cancel(void **state)
     pthread_mutex_destroy(&g.mu);
 }
 
-/* Freed with jobs queued and some cancelled, the loop never run: each comes
+/* Freed with jobs queued and some cancelled, the loop never run: the
+ * workers are joined (the process has its threads of before), each job comes
  * back once, from the free; the cancelled as cancelled; of the rest, those a
  * worker took ran and those none took did not. */
 static void test_free_hands_back_all(void **state)
 {
     (void)state;
     struct event_base *base = event_base_new();
-    struct sw_workpool *p = sw_workpool_new(base, 1);
+    int before = threads_now();
+    assert_true(before >= 1);
+    struct sw_workpool *p = sw_workpool_new(base, 3);
+    assert_int_equal(threads_now(), before + 3);
     enum { N = 20 };
     struct job jobs[N] = {0};
     int left = N;
@@ -200,6 +238,7 @@ static void test_free_hands_back_all(void **state)
             sw_workpool_cancel(p, w);
     }
     sw_workpool_free(p);
+    assert_int_equal(threads_settle(before), before);   /* every worker joined */
     assert_int_equal(left, 0);
     for (int i = 0; i < N; i++) {
         assert_int_equal(jobs[i].dones, 1);
