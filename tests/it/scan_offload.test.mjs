@@ -33,7 +33,9 @@ function yaml(extra = '') {
 }
 
 async function gateway(track, extra) {
-  const edge = await track(startLlmsim(['--model', 'local-model']));
+  // Instant answers: a small request's time is the gateway's (a few ms
+  // against the large body's scan of tens to hundreds).
+  const edge = await track(startLlmsim(['--model', 'local-model', '--decode-tps', '0']));
   return track(startSpillway(yaml(extra)(edge.url)));
 }
 
