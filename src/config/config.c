@@ -1068,6 +1068,8 @@ static const struct sw_walk_setting limits_settings[] = {
      .min = 1024, .max = 1073741824, .def = 16777216},
     {.key = "drain_timeout_ms", .type = SW_WALK_LONG, .off = LI(drain_timeout_ms), .min = 0,
      .max = 3600000, .def = 15000},
+    {.key = "scan_threads", .type = SW_WALK_LONG, .off = LI(scan_threads), .min = 0,
+     .max = 16, .def = 2},
 };
 static const struct sw_walk_section limits_section = {
     limits_settings, sizeof(limits_settings) / sizeof(limits_settings[0]), 0, NULL};

@@ -201,6 +201,7 @@ struct sw_config_limits {
     long client_timeout_ms;     /* slow/idle client read timeout, default 15000 */
     long max_response_bytes;    /* a non-streamed upstream answer, default 16 MiB */
     long drain_timeout_ms;      /* SIGTERM: how long in-flight requests may finish, default 15000 */
+    long scan_threads;          /* workers that scan large bodies off the loop, default 2; 0: none */
 };
 
 /* state.tls: how a rediss:// connection is checked (docs/scaling.md). */

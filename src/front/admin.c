@@ -72,6 +72,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
         .loop_lag_ms = sw_ticks_lag_ms(&f->ticks),
         .idle_evicted = sw_http_server_evicted(f->http),
+        .pii_scans_offloaded = f->scans_offloaded,
+        .pii_scans_dropped = f->scans_dropped,
     };
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);

@@ -14,6 +14,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/query.h"
+#include "common/workpool.h"
 #include "front/admin.h"
 #include "front/internal.h"
 #include "relay/relay.h"
@@ -27,6 +28,11 @@
 /* The listen backlog asked of the kernel (capped by net.core.somaxconn):
  * a burst of thousands of clients connecting at once must not lose SYNs. */
 #define LISTEN_BACKLOG 65535
+/* A request body above this many bytes is scanned for PII by a worker
+ * thread (limits.scan_threads), not on the loop: at the detectors' worst
+ * (tens of ms per MB) it would hold up every other client. A smaller one is
+ * scanned inline (about 2 ms at the worst), so its latency does not change. */
+#define SCAN_OFF_LOOP_BYTES (64 * 1024)
 
 /* ---- Draining ---- */
 
@@ -562,6 +568,155 @@ static void reply_refusal(struct sw_http_req *req, const struct sw_request_error
                    e->param[0] ? e->param : NULL, "%s", e->message);
 }
 
+/* ---- The PII scan, on the loop or off it ---- */
+
+/* A request between sw_facts_begin and sw_facts_finish: what handle_api
+ * knew before the scan, and the scan's result. Inline it lives on
+ * handle_api's stack and borrows f's cfg and live; off the loop it is
+ * malloc'ed, holds references to both (key and model point into cfg, the
+ * PII engine is live's) and owns the parsed body while a worker scans it. */
+struct api_scan {
+    struct sw_front *f;
+    struct sw_http_req *req;        /* NULL once the client left: the result is dropped */
+    struct sw_work *work;           /* while on the pool */
+    struct sw_config *cfg;
+    struct sw_live *live;
+    const char *api_name;
+    char id[48];
+    struct sw_chat_request chat;
+    struct sw_facts_in in;          /* in.chat is &chat; in.hdrs is not read after begin */
+    struct sw_facts facts;          /* as sw_facts_begin left them */
+    struct sw_facts_scan res;
+};
+
+/* Answers and records a refusal of the fact derivation. */
+static void api_refused(struct api_scan *s, const struct sw_request_error *rerr)
+{
+    const struct sw_facts *facts = &s->facts;
+    bool blocked = facts->refused == SW_FACTS_REFUSED_PII;
+    reply_refusal(s->req, rerr);
+    record_rejection(s->f, s->api_name, s->id, s->in.chat->model, s->in.key, rerr->status,
+                     rerr->code, blocked ? &facts->pii.counts : NULL, s->in.start_ms);
+    if (blocked)
+        sw_info("request %s: rejected pii_blocked (%s)", s->id, facts->types);
+    else if (facts->refused == SW_FACTS_REFUSED_FIELD)
+        sw_info("request %s: rejected invalid_value (%s)", s->id,
+                facts->bad[0] ? facts->bad : "body");
+}
+
+/* The PII engine of the request: its key's and model's known-safe lists. */
+static const struct sw_pii_engine *request_engine(const struct api_scan *s)
+{
+    return sw_live_pii(s->live, s->in.key, s->in.model);
+}
+
+/* The rest of handle_api once the body was scanned (or needed no scan):
+ * the facts finished, a refusal answered, else the request handed to the
+ * relay. Takes s->chat. */
+static void api_scanned(struct api_scan *s)
+{
+    struct sw_front *f = s->f;
+    const struct sw_facts_scanner scanner = sw_facts_engine_scanner(request_engine(s));
+    struct sw_request_error rerr;
+    int ferr = sw_facts_finish(&s->in, &scanner, &s->res, &s->facts, &rerr);
+    if (s->facts.scan_failed)
+        sw_warn("request %s: PII scan failed; treated as sensitive", s->id);
+    if (ferr) {
+        api_refused(s, &rerr);
+        sw_request_free(&s->chat);
+        return;
+    }
+    if (s->facts.pii.binary_blocked)
+        sw_info("request %s: %u content part(s) cannot be scanned; treated as sensitive", s->id,
+                s->facts.pii.counts.binary);
+
+    f->in_flight++;
+    struct sw_relay_env env = {f->base, f->cev, s->live, f->obs, on_relay_finish, f};
+    sw_relay_start(&(struct sw_relay_request){.env = &env, .req = s->req, .cfg = s->cfg,
+                                              .chat = &s->chat, .model = s->in.model,
+                                              .facts = &s->facts, .request_id = s->id,
+                                              .key_name = s->in.key ? s->in.key->name : NULL,
+                                              .pii = request_engine(s)});
+}
+
+static void api_scan_free(struct api_scan *s)
+{
+    sw_live_unref(s->live);
+    sw_config_unref(s->cfg);
+    free(s);
+}
+
+/* On a worker: the scan itself (request/facts.c, the real engine). */
+static void api_scan_run(void *ud)
+{
+    struct api_scan *s = ud;
+    const struct sw_facts_scanner scanner = sw_facts_engine_scanner(request_engine(s));
+    sw_facts_scan(&s->in, &scanner, &s->res);
+}
+
+/* The client left while its body was being scanned: the job is cancelled
+ * and its result dropped (the request handle is gone once this returns). */
+static void api_scan_gone(void *ud)
+{
+    struct api_scan *s = ud;
+    struct sw_front *f = s->f;
+    s->req = NULL;
+    f->scans_dropped++;
+    sw_info("request %s: client disconnected during the PII scan; dropped", s->id);
+    sw_workpool_cancel(f->scan_pool, s->work);
+    f->in_flight--;
+    check_drained(f);
+}
+
+/* Back on the loop from the pool. */
+static void api_scan_done(void *ud, enum sw_work_end end)
+{
+    struct api_scan *s = ud;
+    struct sw_front *f = s->f;
+    s->work = NULL;
+    if (end == SW_WORK_CANCELLED || !s->req) {
+        sw_request_free(&s->chat);
+        api_scan_free(s);
+        return;
+    }
+    sw_http_on_gone(s->req, NULL, NULL);
+    f->in_flight--;
+    if (end == SW_WORK_NOT_RUN) { /* no worker took it (the pool is closing): scanned here */
+        const struct sw_facts_scanner scanner = sw_facts_engine_scanner(request_engine(s));
+        sw_facts_scan(&s->in, &scanner, &s->res);
+    }
+    api_scanned(s);
+    api_scan_free(s);
+    check_drained(f);
+}
+
+/* Hands the scan of *chat (taken when this returns true) to the pool; the
+ * request then continues in api_scan_done. False: it could not be (out of
+ * memory), the caller scans inline. While on the pool the request counts
+ * in flight, so a drain waits for it. */
+static bool scan_off_loop(const struct api_scan *inline_scan, struct sw_chat_request *chat)
+{
+    struct sw_front *f = inline_scan->f;
+    struct api_scan *s = malloc(sizeof *s);
+    if (!s)
+        return false;
+    *s = *inline_scan;
+    s->chat = *chat;
+    s->in.chat = &s->chat;
+    s->in.hdrs = NULL;
+    s->cfg = sw_config_ref(f->cfg);
+    s->live = sw_live_ref(f->live);
+    s->work = sw_workpool_submit(f->scan_pool, api_scan_run, api_scan_done, s);
+    if (!s->work) {
+        api_scan_free(s);
+        return false;
+    }
+    f->in_flight++;
+    f->scans_offloaded++;
+    sw_http_on_gone(s->req, api_scan_gone, s);
+    return true;
+}
+
 /* A chat-completions, Anthropic messages or embeddings request: all are
  * authenticated, scanned and routed the same way; api says which parser
  * reads the body into the internal (OpenAI) form. The facts come from
@@ -635,35 +790,25 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     const struct sw_facts_in in = {.api = api, .cfg = f->cfg, .key = key, .model = model,
                                    .chat = &chat, .hdrs = &hdrs, .start_ms = start_ms};
-    const struct sw_facts_scanner scanner = sw_facts_engine_scanner(sw_live_pii(f->live, key, model));
-    struct sw_facts facts;
-    int ferr = sw_facts_derive(&in, &scanner, &facts, &rerr);
-    if (facts.scan_failed)
-        sw_warn("request %s: PII scan failed; treated as sensitive", id);
-    if (ferr) {
-        bool blocked = facts.refused == SW_FACTS_REFUSED_PII;
-        reply_refusal(req, &rerr);
-        record_rejection(f, api_name, id, chat.model, key, rerr.status, rerr.code,
-                         blocked ? &facts.pii.counts : NULL, start_ms);
-        if (blocked)
-            sw_info("request %s: rejected pii_blocked (%s)", id, facts.types);
-        else if (facts.refused == SW_FACTS_REFUSED_FIELD)
-            sw_info("request %s: rejected invalid_value (%s)", id,
-                    facts.bad[0] ? facts.bad : "body");
+    struct api_scan inline_scan = {.f = f, .req = req, .cfg = f->cfg, .live = f->live,
+                                   .api_name = api_name, .in = in};
+    struct api_scan *s = &inline_scan;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    if (sw_facts_begin(&in, &s->facts, &rerr) != SW_OK) {
+        api_refused(s, &rerr);
         sw_request_free(&chat);
         return;
     }
-    if (facts.pii.binary_blocked)
-        sw_info("request %s: %u content part(s) cannot be scanned; treated as sensitive", id,
-                facts.pii.counts.binary);
-
-    f->in_flight++;
-    struct sw_relay_env env = {f->base, f->cev, f->live, f->obs, on_relay_finish, f};
-    sw_relay_start(&(struct sw_relay_request){.env = &env, .req = req, .cfg = f->cfg,
-                                              .chat = &chat, .model = model, .facts = &facts,
-                                              .request_id = id,
-                                              .key_name = key ? key->name : NULL,
-                                              .pii = sw_live_pii(f->live, key, model)});
+    if (sw_facts_needs_scan(&s->facts) && f->scan_pool && len > SCAN_OFF_LOOP_BYTES &&
+        scan_off_loop(s, &chat))
+        return;
+    s->chat = chat;
+    s->in.chat = &s->chat;
+    if (sw_facts_needs_scan(&s->facts)) {
+        const struct sw_facts_scanner scanner = sw_facts_engine_scanner(request_engine(s));
+        sw_facts_scan(&s->in, &scanner, &s->res);
+    }
+    api_scanned(s);
 }
 
 static void handle_chat(struct sw_front *f, struct sw_http_req *req)
@@ -922,6 +1067,9 @@ void sw_front_swap(struct sw_front *f, struct sw_config *cfg, struct sw_live *li
     f->live = sw_live_ref(live);
     sw_live_unref(old_live);
     sw_config_unref(old_cfg);
+    if (cfg->limits.scan_threads != f->scan_threads)
+        sw_warn("reload: limits.scan_threads changed to %ld; that takes a restart (still %ld)",
+                cfg->limits.scan_threads, f->scan_threads);
     struct sw_http_limits lim = http_limits(&f->cfg->limits);
     sw_http_server_set_limits(f->http, &lim);
 }
@@ -955,6 +1103,14 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
     f->series = sw_series_new();
     if (!f->series || sw_ticks_start(&f->ticks, base, on_second, f) != SW_OK)
         goto fail;
+    f->scan_threads = cfg->limits.scan_threads;
+    if (f->scan_threads > 0) {
+        f->scan_pool = sw_workpool_new(base, (int)f->scan_threads);
+        if (!f->scan_pool) {
+            sw_warn("cannot start %ld PII scan thread(s): every body is scanned on the event "
+                    "loop", f->scan_threads);
+        }
+    }
     struct sw_http_limits lim = http_limits(&cfg->limits);
     struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f};
     f->http = sw_http_server_new(base, cfg->listen_host, cfg->listen_port, LISTEN_BACKLOG, &lim, &h);
@@ -1000,6 +1156,10 @@ void sw_front_free(struct sw_front *f)
     f->draining = true;
     f->on_drained = NULL;
     sw_http_server_free(f->http); /* requests still in the relay learn their client is gone */
+    /* After the server: a request still being scanned has had its on_gone,
+     * so this joins the workers (a running scan is waited for) and drops
+     * the results. */
+    sw_workpool_free(f->scan_pool);
     if (f->drain_check)
         event_free(f->drain_check);
     sw_ticks_stop(&f->ticks);

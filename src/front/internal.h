@@ -15,6 +15,8 @@
 #include "state/live.h"
 #include "upstream/curlev.h"
 
+struct sw_workpool;
+
 struct sw_front {
     struct event_base *base;
     struct sw_http_server *http;
@@ -34,6 +36,13 @@ struct sw_front {
     struct sw_ticks ticks;
     /* The dashboard's one-hour ring of one-second samples (sw_admin_series_tick). */
     struct sw_series *series;
+    /* Request bodies above 64 KiB are scanned for PII on these workers
+     * (front.c); NULL with limits.scan_threads 0: every body is scanned on
+     * the loop. */
+    struct sw_workpool *scan_pool;
+    long scan_threads;              /* as started (a change takes a restart) */
+    uint64_t scans_offloaded;       /* bodies handed to the pool */
+    uint64_t scans_dropped;         /* of those, clients gone before the scan came back */
 };
 
 #endif

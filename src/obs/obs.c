@@ -212,6 +212,16 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                         "Idle keep-alive client connections closed to make room "
                                         "for a new one at limits.max_connections.",
                                         NULL, NULL, 0, (double)g->idle_evicted);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_pii_scans_offloaded_total",
+                                        "Request bodies above 64 KiB scanned for PII on a worker "
+                                        "thread (limits.scan_threads), not on the event loop.",
+                                        NULL, NULL, 0, (double)g->pii_scans_offloaded);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_pii_scans_dropped_total",
+                                        "Of the scans off the event loop, those whose result was "
+                                        "dropped because the client left mid-scan.",
+                                        NULL, NULL, 0, (double)g->pii_scans_dropped);
     return err;
 }
 

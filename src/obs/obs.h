@@ -98,6 +98,8 @@ struct sw_obs_gauges {
     uint64_t idle_evicted;          /* idle client connections closed at the connection limit */
     int state_shared;               /* state.redis: 1 shared, 0 in memory */
     bool state_degraded;            /* state.redis configured and Redis unreachable or slow */
+    uint64_t pii_scans_offloaded;   /* request bodies scanned for PII on a worker thread */
+    uint64_t pii_scans_dropped;     /* of those, results dropped: the client left mid-scan */
 };
 
 /* Appends every gauge of GET /metrics (docs/operations.md lists them) to out,

@@ -252,21 +252,36 @@ static void type_list(const struct sw_facts_scanner *scan, const struct sw_pii_c
 
 /* Scans the client's own body with its API's table (an Anthropic body goes
  * whole to an Anthropic backend, so its fields that the OpenAI translation
- * drops are scanned too), then the translation (it joins and rewrites some
- * texts); per type the larger count of the two is kept. A scan that cannot
- * run (too large) fails closed: the request is sensitive. SW_EINVAL with
- * *err filled: a structural field outside its grammar. */
-static int scan_request(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
-                        struct sw_facts *f, struct sw_request_error *err)
+ * drops are scanned too), then, when the first scan ran, the translation
+ * (it joins and rewrites some texts). Reads in->api and in->chat only, and
+ * writes only *out: what a worker thread may run. */
+void sw_facts_scan(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
+                   struct sw_facts_scan *out)
 {
     const struct sw_chat_request *chat = in->chat;
     enum sw_pii_surface surface = chat->native              ? SW_PII_SURFACE_MESSAGES
                                   : in->api == SW_API_EMBEDDINGS ? SW_PII_SURFACE_EMBEDDINGS
                                                                  : SW_PII_SURFACE_CHAT;
-    f->bad[0] = '\0';
-    int rc = scan->body(scan->ud, surface, chat->native ? chat->native : chat->body,
-                        &f->pii.counts, f->bad, sizeof f->bad);
-    if (rc == SW_EINVAL) {
+    memset(out, 0, offsetof(struct sw_facts_scan, bad));
+    out->bad[0] = '\0';
+    out->body_rc = scan->body(scan->ud, surface, chat->native ? chat->native : chat->body,
+                              &out->body, out->bad, sizeof out->bad);
+    if (out->body_rc != SW_OK || !chat->native)
+        return;
+    out->built_ran = true;
+    out->built_rc = scan->built(scan->ud, SW_PII_SURFACE_CHAT, chat->body, &out->built);
+}
+
+/* What the two scans say together: per type the larger count of the two is
+ * kept. A scan that cannot run (too large) fails closed: the request is
+ * sensitive. SW_EINVAL with *err filled: a structural field outside its
+ * grammar. */
+static int merge_scan(const struct sw_facts_scan *r, struct sw_facts *f,
+                      struct sw_request_error *err)
+{
+    snprintf(f->bad, sizeof f->bad, "%s", r->bad);
+    f->pii.counts = r->body;
+    if (r->body_rc == SW_EINVAL) {
         sw_request_error_set(err, 400, "invalid_request_error", "invalid_value",
                              f->bad[0] ? f->bad : NULL,
                              "%s: the value is not one this field takes (an enum value, an id "
@@ -275,29 +290,24 @@ static int scan_request(const struct sw_facts_in *in, const struct sw_facts_scan
         f->refused = SW_FACTS_REFUSED_FIELD;
         return SW_EINVAL;
     }
-    if (rc != SW_OK) {
+    if (r->body_rc != SW_OK || (r->built_ran && r->built_rc != SW_OK)) {
         f->route.sensitive = true;
         f->scan_failed = true;
         return SW_OK;
     }
-    if (!chat->native)
+    if (!r->built_ran)
         return SW_OK;
-    struct sw_pii_counts tr;
-    if (scan->built(scan->ud, SW_PII_SURFACE_CHAT, chat->body, &tr) != SW_OK) {
-        f->route.sensitive = true;
-        f->scan_failed = true;
-        return SW_OK;
-    }
+    const struct sw_pii_counts *tr = &r->built;
     struct sw_pii_counts *c = &f->pii.counts;
     for (int t = 0; t < SW_PII_MAX_TYPES; t++)
-        if (tr.n[t] > c->n[t]) {
-            c->total += tr.n[t] - c->n[t];
-            c->n[t] = tr.n[t];
+        if (tr->n[t] > c->n[t]) {
+            c->total += tr->n[t] - c->n[t];
+            c->n[t] = tr->n[t];
         }
-    if (tr.binary > c->binary)
-        c->binary = tr.binary;
-    if (tr.allowed > c->allowed)
-        c->allowed = tr.allowed;
+    if (tr->binary > c->binary)
+        c->binary = tr->binary;
+    if (tr->allowed > c->allowed)
+        c->allowed = tr->allowed;
     return SW_OK;
 }
 
@@ -333,8 +343,8 @@ static int apply_scan(const struct sw_facts_in *in, const struct sw_facts_scanne
 
 /* ---- Derivation ---- */
 
-int sw_facts_derive(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
-                    struct sw_facts *out, struct sw_request_error *err)
+int sw_facts_begin(const struct sw_facts_in *in, struct sw_facts *out,
+                   struct sw_request_error *err)
 {
     const struct sw_chat_request *chat = in->chat;
     const struct sw_config_key *key = in->key;
@@ -369,11 +379,33 @@ int sw_facts_derive(const struct sw_facts_in *in, const struct sw_facts_scanner 
         .ttft_budget_cap_ms = h->ttft_budget_cap_ms,
     };
     allowed_regions(in, &out->route);
-
     out->pii.policy = pii_policy(in);
-    if (out->pii.policy != SW_PII_POLICY_OFF && scan_request(in, scan, out, err) != SW_OK)
+    return SW_OK;
+}
+
+bool sw_facts_needs_scan(const struct sw_facts *f)
+{
+    return f->pii.policy != SW_PII_POLICY_OFF;
+}
+
+int sw_facts_finish(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
+                    const struct sw_facts_scan *res, struct sw_facts *out,
+                    struct sw_request_error *err)
+{
+    if (sw_facts_needs_scan(out) && merge_scan(res, out, err) != SW_OK)
         return SW_EINVAL;
     return apply_scan(in, scan, out, err);
+}
+
+int sw_facts_derive(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
+                    struct sw_facts *out, struct sw_request_error *err)
+{
+    if (sw_facts_begin(in, out, err) != SW_OK)
+        return SW_EINVAL;
+    struct sw_facts_scan res;
+    if (sw_facts_needs_scan(out))
+        sw_facts_scan(in, scan, &res);
+    return sw_facts_finish(in, scan, &res, out, err);
 }
 
 /* ---- The real engine ---- */

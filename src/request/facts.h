@@ -14,7 +14,10 @@
  *   sw_facts_derive    after the body was parsed and the model found: the
  *                      priority (X-Spillway-Priority, metadata.priority, the
  *                      key's), the merged flags, the residency regions, the
- *                      PII policy, the scan and what it adds.
+ *                      PII policy, the scan and what it adds. It is three
+ *                      steps the front may also run apart (sw_facts_begin,
+ *                      sw_facts_scan, sw_facts_finish), so that the scan of a
+ *                      large body can run on a worker thread.
  *
  * Merging. allows_cloud: the key's allow_cloud, no X-Spillway-Allow-Cloud
  * element false, metadata.allow_cloud not false; any one source saying no
@@ -146,8 +149,47 @@ struct sw_facts {
  * metadata.priority not "interactive"/"batch" (400 invalid_value), a
  * structural field outside its grammar (400 invalid_value naming it),
  * PII found under policy block (400 pii_blocked naming the types, never the
- * values). *out's pii.counts and scan_failed are set even when refused. */
+ * values). *out's pii.counts and scan_failed are set even when refused.
+ *
+ * The same as sw_facts_begin, then (when sw_facts_needs_scan) sw_facts_scan,
+ * then sw_facts_finish: the front runs the three apart when the scan of a
+ * large body runs on a worker thread. */
 int sw_facts_derive(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
                     struct sw_facts *out, struct sw_request_error *err);
+
+/* What the scan of one request found, before it is judged (sw_facts_scan). */
+struct sw_facts_scan {
+    int body_rc;                    /* scan->body on the client's body */
+    struct sw_pii_counts body;      /* its counts */
+    bool built_ran;                 /* the translation was scanned too (a translated
+                                       body whose first scan was SW_OK) */
+    int built_rc;                   /* scan->built on the translation */
+    struct sw_pii_counts built;
+    char bad[SW_PII_MAX_BAD_PATH];  /* body_rc SW_EINVAL: the field's path ("" body) */
+};
+
+/* The facts before the scan: the priority (its refusals), the route facts,
+ * the regions and the PII policy. Reads in->hdrs (which may be gone after
+ * it). SW_OK, or SW_EINVAL with *err the priority refusal. */
+int sw_facts_begin(const struct sw_facts_in *in, struct sw_facts *out,
+                   struct sw_request_error *err);
+
+/* Whether the request is to be scanned: its PII policy is not off. */
+bool sw_facts_needs_scan(const struct sw_facts *f);
+
+/* Scans the request with *scan into *out. Reads in->api and in->chat only
+ * (never modifying the trees) and writes only *out: it may run on another
+ * thread than the rest when *scan may (the real engine may), as long as
+ * nothing else touches in->chat meanwhile. */
+void sw_facts_scan(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
+                   struct sw_facts_scan *out);
+
+/* The facts after the scan: *res judged (read only when sw_facts_needs_scan)
+ * under the policy, into *out as sw_facts_begin left it. Reads in->cfg,
+ * in->key, in->model and in->chat, not in->hdrs; of *scan only type_name
+ * (for the pii_blocked message). Returns as sw_facts_derive. */
+int sw_facts_finish(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
+                    const struct sw_facts_scan *res, struct sw_facts *out,
+                    struct sw_request_error *err);
 
 #endif

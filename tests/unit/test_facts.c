@@ -829,6 +829,107 @@ static void test_real_engine(void **state)
     sw_pii_engine_free(e);
 }
 
+/* ---- The three steps apart ---- */
+
+/* sw_facts_begin, sw_facts_scan and sw_facts_finish run apart (as the front
+ * runs them when a worker scans) give what sw_facts_derive gives, for every
+ * policy, scan outcome and surface: begin never scans, finish never scans
+ * and reads no headers, the scan reads only the API and the body. */
+static void test_steps_apart(void **state)
+{
+    (void)state;
+    static const char anth[] = "{\"model\":\"m\",\"max_tokens\":64,\"messages\":"
+                               "[{\"role\":\"user\",\"content\":\"hi\"}]}";
+    struct sw_chat_request chats[2];
+    struct sw_request_error err;
+    char *s = chat_body(NULL);
+    assert_int_equal(sw_request_parse(s, strlen(s), &chats[0], &err), SW_OK);
+    free(s);
+    assert_int_equal(sw_anth_request_parse(anth, sizeof anth - 1, 1, &chats[1], &err), SW_OK);
+    static const enum sw_pii_policy policies[] = {SW_PII_POLICY_OFF, SW_PII_POLICY_MASK,
+                                                  SW_PII_POLICY_LOCAL_ONLY, SW_PII_POLICY_BLOCK};
+    static const int built_rcs[] = {SW_OK, SW_ENOMEM};
+    size_t runs = 0;
+    for (size_t c = 0; c < 2; c++)
+    for (size_t p = 0; p < 4; p++)
+    for (int sc = 0; sc < N_SCAN; sc++)
+    for (size_t b = 0; b < 2; b++) {
+        struct sw_config cfg = base_config();
+        cfg.pii.policy = policies[p];
+        struct sw_config_model model = plain_model();
+        struct sw_facts_hdrs fh;
+        assert_int_equal(sw_facts_headers(NULL, 0, 30000, &fh, &err), SW_OK);
+        enum sw_api api = c ? SW_API_MESSAGES : SW_API_CHAT;
+        const struct sw_facts_in in = {api, &cfg, NULL, &model, &chats[c], &fh, 7};
+        struct fake_scan base = {.body_kind = (enum scan_kind)sc, .built_rc = built_rcs[b]};
+        base.built_counts.n[SW_PII_PHONE] = 4;
+        base.built_counts.total = 4;
+
+        struct fake_scan fs1 = base;
+        struct sw_facts_scanner sc1 = scanner_of(&fs1);
+        struct sw_facts whole;
+        struct sw_request_error err1 = {0};
+        int rc1 = sw_facts_derive(&in, &sc1, &whole, &err1);
+
+        struct fake_scan fs2 = base;
+        struct sw_facts_scanner sc2 = scanner_of(&fs2);
+        struct sw_facts apart;
+        struct sw_request_error err2 = {0};
+        assert_int_equal(sw_facts_begin(&in, &apart, &err2), SW_OK);
+        assert_int_equal(fs2.body_calls + fs2.built_calls, 0);
+        assert_int_equal(sw_facts_needs_scan(&apart), policies[p] != SW_PII_POLICY_OFF);
+        struct sw_facts_scan res;
+        memset(&res, 0xa5, sizeof res);         /* finish must not read it when not scanned */
+        if (sw_facts_needs_scan(&apart)) {
+            /* Only the API and the body: anything else would crash here. */
+            const struct sw_facts_in bare = {.api = api, .chat = &chats[c]};
+            sw_facts_scan(&bare, &sc2, &res);
+        }
+        int calls = fs2.body_calls + fs2.built_calls;
+        const struct sw_facts_in no_hdrs = {api, &cfg, NULL, &model, &chats[c], NULL, 7};
+        int rc2 = sw_facts_finish(&no_hdrs, &sc2, &res, &apart, &err2);
+        assert_int_equal(fs2.body_calls + fs2.built_calls, calls);
+        assert_int_equal(fs1.body_calls, fs2.body_calls);
+        assert_int_equal(fs1.built_calls, fs2.built_calls);
+
+        assert_int_equal(rc1, rc2);
+        assert_int_equal(whole.refused, apart.refused);
+        assert_int_equal(whole.scan_failed, apart.scan_failed);
+        assert_int_equal(whole.route.sensitive, apart.route.sensitive);
+        assert_int_equal(whole.route.allows_cloud, apart.route.allows_cloud);
+        assert_int_equal(whole.route.deadline_ms, apart.route.deadline_ms);
+        assert_int_equal(whole.route.max_tokens, apart.route.max_tokens);
+        assert_int_equal(whole.pii.policy, apart.pii.policy);
+        assert_int_equal(whole.pii.binary_blocked, apart.pii.binary_blocked);
+        assert_memory_equal(&whole.pii.counts, &apart.pii.counts, sizeof whole.pii.counts);
+        assert_int_equal(whole.start_ms, apart.start_ms);
+        if (rc1) {
+            assert_string_equal(whole.bad, apart.bad);
+            assert_string_equal(whole.types, apart.types);
+            assert_int_equal(err1.status, err2.status);
+            assert_string_equal(err1.code, err2.code);
+            assert_string_equal(err1.param, err2.param);
+            assert_string_equal(err1.message, err2.message);
+        }
+        runs++;
+    }
+    assert_int_equal(runs, 2 * 4 * N_SCAN * 2);
+    /* The priority is refused by the first step, before any scan. */
+    struct sw_config cfg = base_config();
+    struct sw_config_model model = plain_model();
+    struct hdrs h = {0};
+    add(&h, "X-Spillway-Priority", "urgent");
+    struct sw_facts_hdrs fh;
+    assert_int_equal(sw_facts_headers(h.h, h.n, 30000, &fh, &err), SW_OK);
+    const struct sw_facts_in in = {SW_API_CHAT, &cfg, NULL, &model, &chats[0], &fh, 0};
+    struct sw_facts facts;
+    assert_int_equal(sw_facts_begin(&in, &facts, &err), SW_EINVAL);
+    assert_int_equal(facts.refused, SW_FACTS_REFUSED_PRIORITY);
+    assert_string_equal(err.param, "X-Spillway-Priority");
+    for (size_t c = 0; c < 2; c++)
+        sw_request_free(&chats[c]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -841,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_regions),
         cmocka_unit_test(test_real_engine),
+        cmocka_unit_test(test_steps_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,7 +79,7 @@ static void test_gauges(void **state)
         {"edge", true, "up", 0, 2, 4, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false},
         {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false},
     };
-    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false};
+    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false, 0, 0};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
@@ -122,11 +122,37 @@ static void test_gauges(void **state)
     sw_buf_free(&out);
 }
 
+/* The scans off the event loop: counters, after the other gauges. */
+static void test_scan_counters(void **state)
+{
+    (void)state;
+    const struct sw_obs_gauges g = {.pii_scans_offloaded = 5, .pii_scans_dropped = 2};
+    struct sw_buf out;
+    sw_buf_init(&out, 1 << 16);
+    assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
+    static const char *const expect[] = {
+        "spillway_idle_connections_closed_total 0",
+        "# TYPE spillway_pii_scans_offloaded_total counter",
+        "spillway_pii_scans_offloaded_total 5",
+        "# TYPE spillway_pii_scans_dropped_total counter",
+        "spillway_pii_scans_dropped_total 2",
+    };
+    const char *p = out.ptr;
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+        const char *q = strstr(p, expect[i]);
+        if (!q)
+            fail_msg("missing or out of order: %s\n%s", expect[i], out.ptr);
+        p = q;
+    }
+    sw_buf_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_account),
         cmocka_unit_test(test_gauges),
+        cmocka_unit_test(test_scan_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
