@@ -16,9 +16,9 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/spares.h"
-#include "contract/contract.h"
 #include "relay/account.h"
 #include "relay/body.h"
+#include "relay/errors.h"
 #include "relay/feed.h"
 #include "relay/stages.h"
 #include "relay/proxy.h"
@@ -195,24 +195,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
 
 static void fail_all(struct proxy *p)
 {
-    bool deadline = p->any_timeout && sw_now_ms() >= p->deadline_ms;
-    p->rej_code = deadline ? "deadline_exceeded" : "all_backends_failed";
-    p->final_status = deadline ? 504 : 503;
-    if (deadline) {
-        sw_reply_error(p->req, 504, "timeout_error", "deadline_exceeded", NULL,
-                       "No backend answered within the request deadline (%s).", p->failures);
-    } else {
-        if (p->retry_after_s >= 0) {
-            char v[24];
-            snprintf(v, sizeof v, "%ld", p->retry_after_s);
-            sw_http_add_header(p->req, "Retry-After", v);
-        }
-        sw_reply_error(p->req, 503, "server_error", "all_backends_failed", NULL,
-                       "Every backend for model '%s' failed (%s). The gateway's log and GET "
-                       "/admin/state (each backend's last_error) say why.",
-                       p->public_model, p->failures);
-    }
-    sw_warn("request %s: all backends failed: %s", p->id, p->failures);
+    sw_relay_reply_failed(p);
     detach_client(p);
     proxy_free(p);
 }
@@ -369,40 +352,12 @@ static void on_answer(struct proxy *p)
 }
 
 /* A non-retryable upstream 4xx: the request itself is wrong for the backend.
- * Pass it through in the client's shape. */
+ * Passed through in the client's shape. */
 static void pass_through_error(struct proxy *p)
 {
-    long status = p->up.status;
-    json_error_t jerr;
-    json_t *body = json_loadb(p->resp.ptr ? p->resp.ptr : "", p->resp.len, 0, &jerr);
-    attempt_end(p, OUTCOME_NEUTRAL, (int)status, 0);
+    attempt_end(p, OUTCOME_NEUTRAL, (int)p->up.status, 0);
     p->served = true; /* the backend answered; the request was wrong for it */
-    p->final_status = (int)status;
-    sw_relay_route_headers(p);
-    json_t *emsg = json_object_get(json_object_get(body, "error"), "message");
-    bool same = p->client_dialect == SW_DIALECT_OPENAI && p->a.up_dialect == SW_DIALECT_OPENAI;
-    if (!same && json_is_string(emsg)) {
-        /* Another API's error, or a client of another API: its message in
-         * the client's shape. */
-        sw_reply_error(p->req, (int)status, "invalid_request_error", "upstream_rejected", NULL,
-                       "%s", json_string_value(emsg));
-    } else if (body && p->client_dialect == SW_DIALECT_OPENAI &&
-               json_is_object(json_object_get(body, "error"))) {
-        char *s = json_dumps(body, JSON_COMPACT);
-        if (s)
-            sw_reply_json(p->req, (int)status, s, strlen(s));
-        else
-            sw_reply_error(p->req, (int)status, "invalid_request_error", "upstream_rejected",
-                           NULL, "Backend '%s' rejected the request with status %ld.",
-                           sw_relay_backend(p)->name, status);
-        free(s);
-    } else {
-        sw_reply_error(p->req, (int)status, "invalid_request_error", "upstream_rejected", NULL,
-                       "Backend '%s' rejected the request with status %ld.",
-                       sw_relay_backend(p)->name, status);
-    }
-    json_decref(body);
-    sw_info("request %s: %s rejected the request with %ld", p->id, sw_relay_backend(p)->name, status);
+    sw_relay_reply_upstream_error(p);
     detach_client(p);
     proxy_free(p);
 }
@@ -469,51 +424,12 @@ static void on_done(void *ud, int err)
 static void reject(struct proxy *p)
 {
     const struct sw_route_plan *pl = &p->plan;
-    if (p->cannot && !p->other_failure) {
-        /* The backends tried could not carry the request, and no other may
-         * take it: the field is what the client must change. */
-        p->final_status = 400;
-        p->rej_code = "untranslatable";
-        sw_reply_error(p->req, 400, p->cannot->type, p->cannot->code,
-                       p->cannot->param[0] ? p->cannot->param : NULL, "%s (%s)",
-                       p->cannot->message, p->failures);
-        sw_info("request %s: rejected untranslatable (%s)", p->id, p->cannot->code);
-        detach_client(p);
-        proxy_free(p);
-        return;
-    }
-    if (p->failures[0] && (!pl->code || !strcmp(pl->code, "all_backends_failed"))) {
-        fail_all(p);
-        return;
-    }
-    long retry = pl->retry_after_s >= 0 ? pl->retry_after_s : p->retry_after_s;
-    if (retry >= 0) {
-        char v[24];
-        snprintf(v, sizeof v, "%ld", retry);
-        sw_http_add_header(p->req, "Retry-After", v);
-    }
-    int status = pl->status ? pl->status : 503;
-    p->rej_code = pl->code ? pl->code : "all_backends_failed";
-    /* None was tried: say what each backend's state is and why, so the
-     * answer points at the cause (a wrong url, a server that is not up). */
-    if (!p->failures[0] && !strcmp(p->rej_code, "all_backends_failed"))
-        sw_relay_describe_backends(p->live, &p->x.snap, p->failures, sizeof p->failures);
-    p->final_status = status;
-    /* What to do next: when to retry, or where to look. */
-    char next[160] = "";
-    if (retry >= 0)
-        snprintf(next, sizeof next, " Retry in %ld s (the Retry-After header)%s.", retry,
-                 !strcmp(p->rej_code, "budget_exhausted")
-                     ? "; routing.spend.cap_usd in the gateway's config sets the cap" : "");
-    else if (!strcmp(p->rej_code, "all_backends_failed"))
-        snprintf(next, sizeof next, " GET /admin/state shows each backend's state and last_error.");
-    sw_reply_error(p->req, status,
-                   status == 429   ? "rate_limit_error"
-                   : status < 500 ? "invalid_request_error"
-                                  : "server_error",
-                   pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s%s", pl->message,
-                   p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "", next);
-    sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
+    if (p->cannot && !p->other_failure)
+        sw_relay_reply_untranslatable(p);
+    else if (p->failures[0] && (!pl->code || !strcmp(pl->code, "all_backends_failed")))
+        sw_relay_reply_failed(p);
+    else
+        sw_relay_reply_rejected(p);
     detach_client(p);
     proxy_free(p);
 }
