@@ -63,6 +63,7 @@ struct proxy_scratch {
     struct sw_live_snapshot snap;   /* the view the current plan was made on (plan_next) */
     struct sw_dialect_stream us;    /* the attempt's upstream stream (sw_dialect_stage_attempt) */
     struct sw_dialect_client cs;    /* the client's stream (the same, before the first byte) */
+    struct sw_request_error rerr;   /* why a backend's API cannot carry the request */
 };
 
 struct proxy {

@@ -53,12 +53,12 @@ static enum sw_stage_rc up_request(struct sw_stage *st, struct sw_stage_io *io)
     struct sw_dialect_stage *d = st->ctx;
     if (d->own_api || !io->body || !d->up->request_body)
         return SW_STAGE_OK;
-    json_t *b = d->up->request_body(io->body, d->default_max_tokens, &d->rerr);
+    json_t *b = d->up->request_body(io->body, d->default_max_tokens, d->rerr);
     json_decref(io->body);
     io->body = b;
     if (!b) {
-        if (d->rerr.status == 400) {
-            io->verdict.cannot = &d->rerr;
+        if (d->rerr->status == 400) {
+            io->verdict.cannot = d->rerr;
             io->verdict.before_send = true;
             return SW_STAGE_FAILOVER;
         }

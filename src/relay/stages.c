@@ -66,6 +66,7 @@ void sw_relay_stages_init(struct proxy *p)
     d->default_max_tokens = p->cfg->routing.default_max_tokens;
     d->us = &p->x.us;
     d->cs = &p->x.cs;
+    d->rerr = &p->x.rerr;
     sw_buf_init(&d->aout, SW_RELAY_SSE_EVENT_MAX * 4);
     p->pii_st = (struct sw_pii_stage){
         .engine = p->live->pii,
