@@ -27,19 +27,8 @@
 #include "request/request.h"
 #include "route/route.h"
 #include "state/live.h"
+#include "relay/env.h"
 #include "upstream/curlev.h"
-
-/* What the relay needs from the process around it. */
-struct sw_relay_env {
-    struct event_base *base;
-    struct sw_curlev *cev;
-    struct sw_live *live;       /* routing state: breakers, queues, buckets, spend */
-    struct sw_obs_sinks *obs;   /* metrics and the decision log */
-    /* Called once per relayed request when it is completely done (answered or
-     * abandoned), so the front can count in-flight requests for draining. */
-    void (*on_finish)(void *ud);
-    void *ud;
-};
 
 /* One request handed to the relay: the parsed request, its facts and what
  * the relay needs around them. All borrowed for the call only, except as

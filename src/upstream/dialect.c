@@ -5,6 +5,7 @@
 
 #include "common/err.h"
 #include "dialect/anth_req.h"
+#include "dialect/anth_stream.h"
 
 /* ---- Client header grammars ---- */
 
@@ -112,23 +113,130 @@ static int anthropic_headers(const struct sw_config_backend *be,
     return err;
 }
 
-static char *anthropic_body(const json_t *oai, long default_max_tokens,
-                            struct sw_request_error *err)
+static json_t *anthropic_body(const json_t *oai, long default_max_tokens,
+                              struct sw_request_error *err)
 {
     json_t *body;
     if (sw_anth_req_from_openai(oai, default_max_tokens, &body, err))
         return NULL;
-    char *s = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    if (!s)
-        sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
-    return s;
+    return body;
 }
 
+static json_t *anthropic_answer(const json_t *answer, const char *model, long long created,
+                                bool format_tool)
+{
+    json_t *o = sw_anth_resp_to_openai(answer, model, created);
+    if (o && format_tool)
+        sw_anth_resp_format_tool_to_content(o);
+    return o;
+}
+
+/* ---- Streams ---- */
+
+static void openai_stream_init(struct sw_dialect_stream *s, const char *model, long long created,
+                               bool format_tool)
+{
+    (void)model, (void)created, (void)format_tool;
+    s->error_type[0] = '\0';
+    s->preamble = false;
+}
+
+static void anthropic_stream_init(struct sw_dialect_stream *s, const char *model,
+                                  long long created, bool format_tool)
+{
+    s->error_type[0] = '\0';
+    s->preamble = true;
+    sw_anth_to_oai_init(&s->u.anth, model, created);
+    s->u.anth.format_tool = format_tool;
+}
+
+static int anthropic_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
+                                  json_t *chunks, bool *done, const char **msg)
+{
+    if (s->preamble && !sw_anth_preamble_event(data, len))
+        s->preamble = false;
+    int rc = sw_anth_to_oai_event(&s->u.anth, data, len, chunks, msg);
+    memcpy(s->error_type, s->u.anth.error_type, sizeof s->error_type);
+    *done = s->u.anth.done;
+    return rc;
+}
+
+static void openai_client_init(struct sw_dialect_client *c, const char *id, const char *model,
+                               long input_tokens_est)
+{
+    (void)c, (void)id, (void)model, (void)input_tokens_est;
+}
+
+static int openai_client_chunk(struct sw_dialect_client *c, const json_t *chunk,
+                               struct sw_buf *out)
+{
+    (void)c;
+    return sw_oai_stream_chunk(chunk, out);
+}
+
+static int openai_client_finish(struct sw_dialect_client *c, struct sw_buf *out)
+{
+    (void)c;
+    return sw_oai_stream_finish(out);
+}
+
+static int openai_client_error(struct sw_dialect_client *c, const char *type, const char *code,
+                               const char *msg, struct sw_buf *out)
+{
+    (void)c, (void)type;
+    return sw_oai_stream_error(code, msg, out);
+}
+
+static void anthropic_client_init(struct sw_dialect_client *c, const char *id, const char *model,
+                                  long input_tokens_est)
+{
+    sw_oai_to_anth_init(&c->u.anth, id, model, input_tokens_est);
+}
+
+static int anthropic_client_chunk(struct sw_dialect_client *c, const json_t *chunk,
+                                  struct sw_buf *out)
+{
+    return sw_oai_to_anth_chunk(&c->u.anth, chunk, out);
+}
+
+static int anthropic_client_finish(struct sw_dialect_client *c, struct sw_buf *out)
+{
+    return sw_oai_to_anth_finish(&c->u.anth, out);
+}
+
+static int anthropic_client_error(struct sw_dialect_client *c, const char *type,
+                                  const char *code, const char *msg, struct sw_buf *out)
+{
+    (void)code;
+    return sw_oai_to_anth_error_typed(&c->u.anth, type, msg, out);
+}
+
+/* One table per API; another dialect is one more row. */
 static const struct sw_upstream_dialect dialects[] = {
-    [SW_DIALECT_OPENAI] = {"openai", "/v1/chat/completions", openai_headers, NULL, NULL},
-    [SW_DIALECT_ANTHROPIC] = {"anthropic", "/v1/messages", anthropic_headers, anthropic_body,
-                              sw_anth_resp_to_openai},
+    [SW_DIALECT_OPENAI] = {
+        .name = "openai",
+        .chat_path = "/v1/chat/completions",
+        .headers = openai_headers,
+        .stream_init = openai_stream_init,
+        .client_init = openai_client_init,
+        .client_chunk = openai_client_chunk,
+        .client_finish = openai_client_finish,
+        .client_error = openai_client_error,
+    },
+    [SW_DIALECT_ANTHROPIC] = {
+        .name = "anthropic",
+        .chat_path = "/v1/messages",
+        .headers = anthropic_headers,
+        .request_body = anthropic_body,
+        .answer_to_openai = anthropic_answer,
+        .stream_init = anthropic_stream_init,
+        .stream_event = anthropic_stream_event,
+        .client_init = anthropic_client_init,
+        .client_chunk = anthropic_client_chunk,
+        .client_finish = anthropic_client_finish,
+        .client_error = anthropic_client_error,
+        .answer_from_openai = sw_anth_resp_from_openai,
+    },
 };
 
 const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d)

@@ -1,0 +1,113 @@
+#include "relay/body.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/jscan.h"
+#include "relay/splice.h"
+
+void sw_relay_strip_fields(json_t *body)
+{
+    json_t *md = json_object_get(body, "metadata");
+    if (!json_is_object(md))
+        return;
+    json_object_del(md, "allow_cloud");
+    if (json_object_size(md) == 0)
+        json_object_del(body, "metadata");
+}
+
+/* The body for an unmasked attempt spliced from the client's own bytes:
+ * `model` replaced by the backend's, and for a stream without
+ * stream_options the usage request appended. NULL when the body needs
+ * edits splicing does not do (metadata, the client's own stream_options):
+ * then the tree is serialised instead. */
+static char *plain_body(struct proxy *p, const struct sw_config_backend *be, size_t *out_len)
+{
+    static const char *const keys[] = {"model", "metadata", "stream_options"};
+    struct sw_jspan sp[3];
+    size_t len;
+    const char *text = p->req ? sw_http_body(p->req, &len) : NULL;
+    /* The front's parse accepted these bytes: no need to check them again. */
+    if (!text || !sw_jscan_members(text, len, keys, sp, NULL, 3) || !sp[0].len || sp[1].len ||
+        (sp[2].len && p->chat.stream))
+        return NULL;
+    char *model = sw_splice_quote(be->model);
+    if (!model)
+        return NULL;
+    char *body = sw_splice_member(text, len, sp[0], "model", model, out_len);
+    free(model);
+    if (body && p->chat.stream) {
+        /* Insert before the closing brace: the object has members (model). */
+        static const char usage[] = ",\"stream_options\":{\"include_usage\":true}";
+        char *close = memrchr(body, '}', *out_len);
+        size_t at = close ? (size_t)(close - body) : 0;
+        char *grown = close ? realloc(body, *out_len + sizeof usage) : NULL;
+        if (!grown) {
+            free(body);
+            return NULL;
+        }
+        char *end = grown + at;
+        memmove(end + sizeof usage - 1, end, (size_t)(grown + *out_len - end));
+        memcpy(end, usage, sizeof usage - 1);
+        *out_len += sizeof usage - 1;
+        grown[*out_len] = '\0';
+        body = grown;
+    }
+    return body;
+}
+
+/* The tree the request is sent from: the client's own body when the
+ * backend speaks its API, else the internal (OpenAI) one, as the front
+ * scanned it. A masked attempt gets a deep copy (masking edits it; a
+ * masked request is rebuilt in the backend's own API, never through a
+ * translation of a masked tree); the client's own tree a shallow copy (its
+ * metadata copied when it is edited); the internal one is the request's. */
+static json_t *tree_body(struct proxy *p, const struct sw_config_backend *be, bool own_api)
+{
+    json_t *from = own_api ? p->chat.native : p->chat.body;
+    json_t *t;
+    bool strip = p->a.need_mask;
+    if (p->a.need_mask) {
+        t = json_deep_copy(from);
+    } else if (own_api) {
+        t = json_copy(from);
+        json_t *md = json_object_get(t, "metadata");
+        if (t && json_is_object(md) && json_object_get(md, "allow_cloud")) {
+            json_object_set_new(t, "metadata", json_copy(md)); /* the client's stays whole */
+            strip = true;
+        }
+    } else {
+        t = json_incref(from); /* stripped when the request arrived */
+    }
+    if (!t)
+        return NULL;
+    json_object_set_new(t, "model", json_string(be->model));
+    if (strip)
+        sw_relay_strip_fields(t);
+    return t;
+}
+
+int sw_relay_body(struct proxy *p, const struct sw_config_backend *be, bool own_api, bool limit,
+                  struct sw_stage_io *io)
+{
+    if (!p->a.need_mask && !own_api && !limit && p->client_dialect == SW_DIALECT_OPENAI &&
+        p->a.up_dialect == SW_DIALECT_OPENAI &&
+        (io->text = plain_body(p, be, &io->text_len)))
+        return SW_OK;
+    io->body = tree_body(p, be, own_api);
+    return io->body ? SW_OK : SW_ENOMEM;
+}
+
+int sw_relay_body_text(struct sw_stage_io *io)
+{
+    if (io->text)
+        return SW_OK;
+    io->text = io->body ? json_dumps(io->body, JSON_COMPACT) : NULL;
+    json_decref(io->body);
+    io->body = NULL;
+    if (!io->text)
+        return SW_ENOMEM;
+    io->text_len = strlen(io->text);
+    return SW_OK;
+}

@@ -1,0 +1,109 @@
+/* The attempt loop's intake: the upstream's bytes, a whole answer kept
+ * (bounded), a stream fed event by event through the stages and written to
+ * the client as it comes, with backpressure (a slow client pauses the
+ * upstream). Nothing here ends a request: a broken stream aborts the
+ * transfer with p->a.abort_err and the loop's on_done decides. */
+#include "relay/feed.h"
+
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+
+/* Pause the upstream while this much is waiting to be written to the client. */
+#define CLIENT_PENDING_MAX (1024 * 1024)
+
+/* One SSE event from the upstream through the stages, out to p->out.
+ * Before the first byte went out, an error or garbage aborts the attempt so
+ * the next backend can answer instead. */
+int sw_relay_on_sse_event(void *ud, const char *event, const char *data, size_t len)
+{
+    struct proxy *p = ud;
+    struct sw_relay_attempt *a = &p->a;
+    struct sw_stage_io *io = &a->io;
+    io->event = event;
+    io->data = data;
+    io->len = len;
+    io->done = false;
+    io->started = p->started;
+    enum sw_stage_rc rc = sw_stage_run(a->stages, a->n_stages, SW_STAGE_EVENT, io);
+    if (rc == SW_STAGE_OK && io->done) {
+        a->saw_done = true;
+        rc = sw_stage_run(a->stages, a->n_stages, SW_STAGE_END, io);
+    }
+    if (rc == SW_STAGE_OK)
+        return SW_OK;
+    if (io->chunks)
+        json_array_clear(io->chunks);
+    json_decref(io->native);
+    io->native = NULL;
+    a->abort_err = io->verdict.err ? io->verdict.err : SW_EPROTO;
+    snprintf(a->abort_msg, sizeof a->abort_msg, "%.150s", io->verdict.msg);
+    return a->abort_err;
+}
+
+/* The slow client caught up: resume the upstream transfer. */
+static void on_client_drained(void *arg)
+{
+    struct proxy *p = arg;
+    sw_upstream_resume(&p->up);
+}
+
+static void start_client_stream(struct proxy *p)
+{
+    sw_relay_route_headers(p);
+    sw_http_add_header(p->req, "Cache-Control", "no-cache");
+    sw_http_stream_start(p->req, 200, "text/event-stream");
+    p->started = true;
+}
+
+static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
+{
+    if (p->started && sw_http_pending(p->req) > CLIENT_PENDING_MAX) {
+        sw_http_on_drained(p->req, CLIENT_PENDING_MAX / 2, on_client_drained, p);
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    int err = sw_sse_feed(&p->sse, bytes, len);
+    if (err == SW_ETOOBIG && !p->a.abort_err) {
+        p->a.abort_err = SW_EPROTO;
+        snprintf(p->a.abort_msg, sizeof p->a.abort_msg, "stream event larger than %d bytes",
+                 SW_RELAY_SSE_EVENT_MAX);
+    }
+    /* Nothing goes out of an attempt that is failing before its first byte,
+     * nor what a backend's preamble made (an error may still follow it). */
+    if (evbuffer_get_length(p->out) > 0 &&
+        (p->started || (!p->x.us.preamble && !p->a.abort_err))) {
+        if (!p->started)
+            start_client_stream(p);
+        sw_http_stream_write(p->req, p->out);
+    }
+    return err ? 0 : len;
+}
+
+size_t sw_relay_on_data(void *ud, const char *bytes, size_t len)
+{
+    struct proxy *p = ud;
+    if (p->client_gone)
+        return 0;
+    if (p->up.status < 200 || p->up.status > 299) {
+        /* Keep what fits of the error body; it is passed through or logged. */
+        size_t room = p->resp.max - p->resp.len;
+        sw_buf_append(&p->resp, bytes, len < room ? len : room);
+        return len;
+    }
+    p->a.last_byte_ms = sw_now_ms();
+    if (!p->a.first_byte_ms)
+        p->a.first_byte_ms = p->a.last_byte_ms;
+    if (p->chat.stream)
+        return on_stream_data(p, bytes, len);
+    if (sw_buf_append(&p->resp, bytes, len)) {
+        p->a.abort_err = SW_ETOOBIG;
+        snprintf(p->a.abort_msg, sizeof p->a.abort_msg, "answer larger than %ld bytes",
+                 p->cfg->limits.max_response_bytes);
+        return 0;
+    }
+    return len;
+}
+

@@ -1,0 +1,305 @@
+#include "relay/st_dialect.h"
+
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "dialect/anth_stream.h"
+
+void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstream_dialect *up,
+                              bool native, bool own_api, bool format_tool, bool started,
+                              long long created)
+{
+    d->up = up;
+    d->native = native;
+    d->own_api = own_api;
+    d->format_tool = format_tool;
+    if (!started)
+        d->client->client_init(d->cs, d->id, d->public_model, d->input_tokens_est);
+    up->stream_init(d->us, d->public_model, created, format_tool);
+}
+
+void sw_dialect_stage_free(struct sw_dialect_stage *d)
+{
+    sw_buf_free(&d->aout);
+}
+
+/* Moves what the client's side wrote to aout into the client's stream. */
+static int flush(struct sw_dialect_stage *d, int err, struct evbuffer *out)
+{
+    if (!err && d->aout.len && evbuffer_add(out, d->aout.ptr, d->aout.len))
+        err = SW_ENOMEM;
+    sw_buf_reset(&d->aout);
+    return err;
+}
+
+int sw_dialect_stage_error(struct sw_dialect_stage *d, bool upstream_type, const char *code,
+                           const char *msg, struct evbuffer *out)
+{
+    sw_buf_reset(&d->aout);
+    int err = d->client->client_error(d->cs, upstream_type ? d->us->error_type : NULL, code, msg,
+                                      &d->aout);
+    return flush(d, err, out);
+}
+
+/* ---- The backend's side ---- */
+
+/* The internal body in the backend's API: the one serialisation of the
+ * attempt happens later, from the tree this leaves in io->body. */
+static enum sw_stage_rc up_request(struct sw_stage *st, struct sw_stage_io *io)
+{
+    struct sw_dialect_stage *d = st->ctx;
+    if (d->own_api || !io->body || !d->up->request_body)
+        return SW_STAGE_OK;
+    json_t *b = d->up->request_body(io->body, d->default_max_tokens, d->rerr);
+    json_decref(io->body);
+    io->body = b;
+    if (!b) {
+        if (d->rerr->status == 400) {
+            io->verdict.cannot = d->rerr;
+            io->verdict.before_send = true;
+            return SW_STAGE_FAILOVER;
+        }
+        return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
+    }
+    io->built = true;
+    return SW_STAGE_OK;
+}
+
+/* An OpenAI chunk (taken) as the client asked for it: an error before the
+ * first token fails the attempt; usage read; the usage-only chunk Spillway
+ * asked for on the client's behalf dropped, and the "usage": null that
+ * include_usage adds. */
+static enum sw_stage_rc take_chunk(struct sw_dialect_stage *d, struct sw_stage_io *io,
+                                   json_t *chunk)
+{
+    if (json_object_get(chunk, "error") && !io->started) {
+        json_decref(chunk);
+        return sw_stage_fail(io, SW_ESTATUS, 0, "error event before the first token");
+    }
+    json_t *usage = json_object_get(chunk, "usage");
+    json_t *choices = json_object_get(chunk, "choices");
+    if (json_is_object(usage)) {
+        json_t *in = json_object_get(usage, "prompt_tokens");
+        json_t *out = json_object_get(usage, "completion_tokens");
+        if (json_is_integer(in) && json_integer_value(in) >= 0)
+            io->usage->in = (long)json_integer_value(in);
+        if (json_is_integer(out) && json_integer_value(out) >= 0)
+            io->usage->out = (long)json_integer_value(out);
+        if (!d->client_wants_usage && json_is_array(choices) && json_array_size(choices) == 0) {
+            json_decref(chunk);
+            return SW_STAGE_OK;
+        }
+    } else if (json_is_null(usage) && !d->client_wants_usage) {
+        json_object_del(chunk, "usage");
+    }
+    if (json_is_array(choices) && json_array_size(choices) > 0)
+        io->usage->chunks++;
+    if (json_array_append_new(io->chunks, chunk))
+        return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
+    return SW_STAGE_OK;
+}
+
+/* An event of the client's own API from a backend of that API: read, model
+ * rewritten; an error event fails the attempt. */
+static enum sw_stage_rc native_event(struct sw_dialect_stage *d, struct sw_stage_io *io)
+{
+    struct sw_anth_native_event ev;
+    if (sw_anth_native_event(io->data, io->len, d->public_model, &ev))
+        return sw_stage_fail(io, SW_EPROTO, 0, "malformed JSON in stream event");
+    if (d->us->preamble && !sw_anth_preamble_type(ev.type, strlen(ev.type)))
+        d->us->preamble = false;
+    if (ev.error) {
+        memcpy(d->us->error_type, ev.error_type, sizeof d->us->error_type);
+        json_decref(ev.tree);
+        return sw_stage_fail(io, io->started ? SW_EPROTO : SW_ESTATUS, 0, "error event%s",
+                             io->started ? " mid-stream" : " before the first token");
+    }
+    if (ev.content)
+        io->usage->chunks++;
+    if (ev.usage_in > 0)
+        io->usage->in = ev.usage_in;
+    if (ev.usage_out >= 0)
+        io->usage->out = ev.usage_out;
+    io->native = ev.tree;
+    io->done = ev.stop;
+    return SW_STAGE_OK;
+}
+
+static enum sw_stage_rc up_event(struct sw_stage *st, struct sw_stage_io *io)
+{
+    struct sw_dialect_stage *d = st->ctx;
+    if (d->native)
+        return native_event(d, io);
+    if (d->up->stream_event) {
+        json_t *chunks = json_array();
+        const char *msg = "out of memory";
+        bool done = false;
+        if (!chunks || d->up->stream_event(d->us, io->data, io->len, chunks, &done, &msg)) {
+            json_decref(chunks);
+            return sw_stage_fail(io, io->started ? SW_EPROTO : SW_ESTATUS, 0, "%s%s", msg,
+                                 io->started ? "" : " before the first token");
+        }
+        size_t i;
+        json_t *c;
+        json_array_foreach(chunks, i, c) {
+            enum sw_stage_rc rc = take_chunk(d, io, json_incref(c));
+            if (rc) {
+                json_decref(chunks);
+                return rc;
+            }
+        }
+        json_decref(chunks);
+        io->done = done;
+        return SW_STAGE_OK;
+    }
+    if (io->len == 6 && memcmp(io->data, "[DONE]", 6) == 0) {
+        io->done = true;
+        return SW_STAGE_OK;
+    }
+    json_error_t jerr;
+    json_t *chunk = json_loadb(io->data, io->len, 0, &jerr);
+    if (!chunk || !json_is_object(chunk)) {
+        json_decref(chunk);
+        return sw_stage_fail(io, SW_EPROTO, 0, "malformed JSON in stream event");
+    }
+    return take_chunk(d, io, chunk);
+}
+
+/* A whole answer: parsed, in the relay's form unless passed through, its
+ * usage read. */
+static enum sw_stage_rc up_answer(struct sw_stage *st, struct sw_stage_io *io)
+{
+    struct sw_dialect_stage *d = st->ctx;
+    const struct sw_buf *t = io->answer_text;
+    json_error_t jerr;
+    json_t *body = json_loadb(t->ptr ? t->ptr : "", t->len, 0, &jerr);
+    if (body && d->native) {
+        long in, out;
+        if (sw_anth_native_answer(body, &in, &out)) {
+            json_decref(body);
+            return sw_stage_fail(io, SW_EPROTO, io->up_status, "malformed JSON answer");
+        }
+        if (in >= 0)
+            io->usage->in = in;
+        if (out >= 0)
+            io->usage->out = out;
+        io->native = body;
+        return SW_STAGE_OK;
+    }
+    if (body && d->up->answer_to_openai) {
+        json_t *o = d->up->answer_to_openai(body, d->public_model, io->created, d->format_tool);
+        json_decref(body);
+        body = o;
+    }
+    if (!body || !json_is_object(body) || !json_is_array(json_object_get(body, "choices"))) {
+        json_decref(body);
+        return sw_stage_fail(io, SW_EPROTO, io->up_status, "malformed JSON answer");
+    }
+    json_t *usage = json_object_get(body, "usage");
+    if (json_is_object(usage)) {
+        json_t *in = json_object_get(usage, "prompt_tokens");
+        json_t *out = json_object_get(usage, "completion_tokens");
+        if (json_is_integer(in) && json_integer_value(in) >= 0)
+            io->usage->in = (long)json_integer_value(in);
+        if (json_is_integer(out) && json_integer_value(out) >= 0)
+            io->usage->out = (long)json_integer_value(out);
+    }
+    io->answer = body;
+    return SW_STAGE_OK;
+}
+
+const struct sw_stage_ops sw_dialect_up_ops = {
+    .name = "dialect",
+    .request = up_request,
+    .event = up_event,
+    .answer = up_answer,
+};
+
+/* ---- The client's side ---- */
+
+static enum sw_stage_rc client_event(struct sw_stage *st, struct sw_stage_io *io)
+{
+    struct sw_dialect_stage *d = st->ctx;
+    if (io->native) {
+        /* message_stop is the end: held for the end hook (a contract may
+         * end the stream with its error event instead) */
+        if (io->done)
+            return SW_STAGE_OK;
+        char name[64];
+        const char *type = json_string_value(json_object_get(io->native, "type"));
+        snprintf(name, sizeof name, "%s", io->event && io->event[0] ? io->event : type);
+        char *s = json_dumps(io->native, JSON_COMPACT);
+        json_decref(io->native);
+        io->native = NULL;
+        if (!s)
+            return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
+        evbuffer_add_printf(io->out, "event: %s\ndata: %s\n\n", name, s);
+        free(s);
+        return SW_STAGE_OK;
+    }
+    size_t i;
+    json_t *c;
+    int err = SW_OK;
+    json_array_foreach(io->chunks, i, c) {
+        if (json_is_string(json_object_get(c, "model")))
+            json_object_set_new(c, "model", json_string(d->public_model));
+        if (!err)
+            err = flush(d, d->client->client_chunk(d->cs, c, &d->aout), io->out);
+    }
+    json_array_clear(io->chunks);
+    return err ? sw_stage_fail(io, SW_ENOMEM, 0, "out of memory") : SW_STAGE_OK;
+}
+
+static enum sw_stage_rc client_end(struct sw_stage *st, struct sw_stage_io *io)
+{
+    struct sw_dialect_stage *d = st->ctx;
+    if (io->native) {
+        json_t *stop = io->native;
+        io->native = NULL;
+        if (!io->closed) {
+            io->done = false; /* written now */
+            io->native = stop;
+            enum sw_stage_rc rc = client_event(st, io);
+            io->done = true;
+            return rc;
+        }
+        json_decref(stop);
+        return SW_STAGE_OK;
+    }
+    if (io->closed)
+        return SW_STAGE_OK;
+    int err = flush(d, d->client->client_finish(d->cs, &d->aout), io->out);
+    return err ? sw_stage_fail(io, SW_ENOMEM, 0, "out of memory") : SW_STAGE_OK;
+}
+
+/* The whole answer in the client's API, serialised once. */
+static enum sw_stage_rc client_answer(struct sw_stage *st, struct sw_stage_io *io)
+{
+    struct sw_dialect_stage *d = st->ctx;
+    json_t *body = io->native ? io->native : io->answer;
+    io->native = io->answer = NULL;
+    json_object_set_new(body, "model", json_string(d->public_model));
+    if (!d->native && d->client->answer_from_openai) {
+        json_t *a = d->client->answer_from_openai(body, d->public_model);
+        json_decref(body);
+        body = a;
+    }
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!s)
+        return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
+    io->reply_owned = s;
+    io->reply = s;
+    io->reply_len = strlen(s);
+    return SW_STAGE_OK;
+}
+
+const struct sw_stage_ops sw_dialect_client_ops = {
+    .name = "client",
+    .event = client_event,
+    .answer = client_answer,
+    .end = client_end,
+};

@@ -1,0 +1,56 @@
+/* The dialect stages: the backend's side (its stream events and answers
+ * into the relay's OpenAI form, or an event of the client's own API passed
+ * through) and the client's side (the OpenAI form out in the client's API).
+ * Both work through the dialect tables (upstream/dialect.h) and share one
+ * context, so a new API is one more table, not a change here. */
+#ifndef SW_RELAY_ST_DIALECT_H
+#define SW_RELAY_ST_DIALECT_H
+
+#include <stdbool.h>
+
+#include "relay/stage.h"
+#include "request/request.h"
+#include "upstream/dialect.h"
+
+struct sw_dialect_stage {
+    /* the request's, set once */
+    const struct sw_upstream_dialect *client;   /* the client's API */
+    const char *id;                 /* the request id (borrowed) */
+    const char *public_model;       /* the name the client asked for (borrowed) */
+    long input_tokens_est;
+    bool client_wants_usage;        /* the client asked for the usage chunk */
+    long default_max_tokens;
+    /* the attempt's, set by sw_dialect_stage_attempt */
+    const struct sw_upstream_dialect *up;   /* the backend's API */
+    bool native;                    /* the client's own API end to end: passed through */
+    bool own_api;                   /* the request goes in the client's own API (masked or
+                                     * not): it is not translated */
+    bool format_tool;               /* an OpenAI client's response_format went as a tool */
+    struct sw_request_error *rerr;  /* request FAILOVER with verdict.cannot: why (owned by
+                                     * the caller, written before it is read) */
+    struct sw_dialect_stream *us;   /* states (owned by the caller, written in full
+                                     * by sw_dialect_stage_attempt before they are read) */
+    struct sw_dialect_client *cs;
+    struct sw_buf aout;             /* the client's bytes of one event (bounded) */
+};
+
+/* The backend's side: request (the body in the backend's API), event,
+ * answer. The client's side: event and end (the client's bytes), answer. */
+extern const struct sw_stage_ops sw_dialect_up_ops;
+extern const struct sw_stage_ops sw_dialect_client_ops;
+
+/* Prepares an attempt on a backend of dialect `up`; `started`: the client's
+ * stream is already open (its state is kept). */
+void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstream_dialect *up,
+                              bool native, bool own_api, bool format_tool, bool started,
+                              long long created);
+
+/* Appends to out the error event that ends the client's stream, in its
+ * API (`code` the OpenAI code; the upstream's own error type when
+ * `upstream_type`). SW_OK or SW_ENOMEM. */
+int sw_dialect_stage_error(struct sw_dialect_stage *d, bool upstream_type, const char *code,
+                           const char *msg, struct evbuffer *out);
+
+void sw_dialect_stage_free(struct sw_dialect_stage *d);
+
+#endif

@@ -1,0 +1,47 @@
+/* The PII stages of a masked or built attempt.
+ *
+ *  - mask (its request hook): the body tree, a copy the attempt owns, has
+ *    every entity replaced by its placeholder (one map across attempts, so a
+ *    value keeps its placeholder). Its response hooks restore the values:
+ *    the whole answer (sw_pii_unmask_response), or the stream chunk by chunk
+ *    (pii/stream.c: a placeholder split across events, at any byte, is
+ *    still restored).
+ *  - gate (its request hook, the last before the body leaves): a body that
+ *    was built (translated or masked) for a cloud backend is scanned once
+ *    more in that backend's API; masked it must hold no entity, unmasked
+ *    none the front's scan did not allow out. Fails closed.
+ *
+ * Both request hooks work on the tree alone (no loop state), so they may be
+ * moved off the event loop for large bodies and answer SW_STAGE_PENDING. */
+#ifndef SW_RELAY_ST_PII_H
+#define SW_RELAY_ST_PII_H
+
+#include <stdbool.h>
+
+#include "config/config.h"
+#include "pii/pii.h"
+#include "relay/stage.h"
+
+struct sw_pii_stage {
+    /* the request's */
+    const struct sw_pii_engine *engine;     /* NULL: none configured */
+    struct sw_pii_map *map;                 /* across attempts (owned); never logged */
+    enum sw_pii_policy policy;
+    bool binary_blocked;                    /* content parts that cannot be scanned */
+    bool stream;                            /* the answer is streamed */
+    bool embeddings;                        /* vectors hold no placeholders */
+    /* the attempt's */
+    bool need_mask;                         /* must be masked (else no mask stage) */
+    bool cloud;                             /* its backend is a cloud */
+    enum sw_pii_surface mask_surface;       /* the API of the tree masked */
+    enum sw_pii_surface send_surface;       /* the API of the body sent */
+    bool masked;                            /* ... and was: the answer is unmasked */
+    struct sw_pii_stream *pstream;          /* the stream's unmasker (owned) */
+};
+
+extern const struct sw_stage_ops sw_pii_mask_ops;
+extern const struct sw_stage_ops sw_pii_gate_ops;
+
+void sw_pii_stage_free(struct sw_pii_stage *s);
+
+#endif

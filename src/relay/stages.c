@@ -1,0 +1,88 @@
+/* The attempt's list of stages and the stages' contexts (relay/stage.h,
+ * docs/internals/relay.md). */
+#include "relay/stages.h"
+
+#include "contract/contract.h"
+
+/* The PII surface of an API: what its request bodies look like. */
+static enum sw_pii_surface pii_surface(const struct proxy *p, enum sw_dialect d)
+{
+    if (p->chat.api == SW_API_EMBEDDINGS)
+        return SW_PII_SURFACE_EMBEDDINGS;
+    return d == SW_DIALECT_ANTHROPIC ? SW_PII_SURFACE_MESSAGES : SW_PII_SURFACE_CHAT;
+}
+
+/* The attempt's stages, upstream side first. The spliced fast path (no tree
+ * needed) runs the splice stage alone, plus the gate and, for a masked
+ * embeddings request, the mask. */
+void sw_relay_stages_pick(struct proxy *p, bool own_api)
+{
+    struct sw_relay_attempt *a = &p->a;
+    struct sw_stage *s = a->stages;
+    size_t n = 0;
+    const struct sw_config_backend *be = sw_relay_backend(p);
+    p->pii_st.need_mask = a->need_mask;
+    p->pii_st.cloud = be->tier == SW_TIER_CLOUD;
+    p->pii_st.mask_surface = own_api ? SW_PII_SURFACE_MESSAGES : pii_surface(p, SW_DIALECT_OPENAI);
+    p->pii_st.send_surface = pii_surface(p, a->up_dialect);
+    p->contract.be = be;
+    p->contract.native = a->native;
+    struct sw_stage all[] = {{&sw_pii_mask_ops, &p->pii_st}, {&sw_contract_stage_ops, &p->contract}};
+    sw_stage_reset(all, p->contract.schema ? 2 : 1);
+    bool splice = p->chat.api == SW_API_EMBEDDINGS ||
+                  (!a->need_mask && !p->contract.schema &&
+                   p->client_dialect == SW_DIALECT_OPENAI && a->up_dialect == SW_DIALECT_OPENAI);
+    s[n++] = (struct sw_stage){&sw_pii_gate_ops, &p->pii_st};
+    s[n++] = splice ? (struct sw_stage){&sw_splice_ops, &p->splice}
+                    : (struct sw_stage){&sw_dialect_up_ops, &p->dialect};
+    if (a->need_mask)
+        s[n++] = all[0];
+    if (!splice && p->contract.schema)
+        s[n++] = all[1];
+    if (!splice)
+        s[n++] = (struct sw_stage){&sw_dialect_client_ops, &p->dialect};
+    a->n_stages = n;
+}
+
+/* The stages' contexts for the request (their attempt parts are set by
+ * dispatch). */
+void sw_relay_stages_init(struct proxy *p)
+{
+    bool embeddings = p->chat.api == SW_API_EMBEDDINGS;
+    const char *tool = NULL;
+    const json_t *schema = NULL;
+    if (p->chat.api == SW_API_CHAT) {
+        schema = sw_contract_schema(p->chat.body);
+        if (!schema && p->client_dialect == SW_DIALECT_ANTHROPIC)
+            schema = sw_contract_tool_schema(p->chat.body, &tool);
+    }
+    p->splice = (struct sw_splice_stage){p->public_model_json, p->client_wants_usage, embeddings};
+    struct sw_dialect_stage *d = &p->dialect;
+    d->client = sw_upstream_dialect(p->client_dialect);
+    d->id = p->id;
+    d->public_model = p->public_model;
+    d->input_tokens_est = p->chat.prompt_tokens_est;
+    d->client_wants_usage = p->client_wants_usage;
+    d->default_max_tokens = p->cfg->routing.default_max_tokens;
+    d->us = &p->x.us;
+    d->cs = &p->x.cs;
+    d->rerr = &p->x.rerr;
+    sw_buf_init(&d->aout, SW_RELAY_SSE_EVENT_MAX * 4);
+    p->pii_st = (struct sw_pii_stage){
+        .engine = p->engine,
+        .policy = p->pii.policy,
+        .binary_blocked = p->pii.binary_blocked,
+        .stream = p->chat.stream,
+        .embeddings = embeddings,
+    };
+    struct sw_contract_stage *c = &p->contract;
+    c->schema = schema;
+    c->tool = tool;
+    c->model = p->model;
+    c->cfg = p->cfg;
+    c->id = p->id;
+    c->public_model = p->public_model;
+    c->obs = p->env.obs;
+    c->client = d;
+}
+

@@ -1,0 +1,123 @@
+#include "relay/wait.h"
+
+#include <stdio.h>
+
+#include "common/log.h"
+#include "route/estimate.h"
+
+long sw_relay_ttft_budget_ms(const struct sw_route_facts *f, const struct sw_live_snapshot *snap,
+                             const struct sw_route_plan *plan, bool stream, int64_t left_ms)
+{
+    long budget = sw_route_budget_ms(f, &snap->policy);
+    /* A backend chosen although its own estimate exceeded the budget (a long
+     * prompt's prefill, nowhere else to go) gets that estimate. */
+    if (budget > 0 && plan->n > 0) {
+        size_t i = plan->attempts[0].backend;
+        double est = plan->est_ttft_ms[i];
+        if (est > (double)budget && est < (double)left_ms)
+            budget = (long)est;
+        /* A non-streamed answer's first byte comes with its last: add the
+         * expected generation time (max_tokens, else the learned average
+         * output, at the learned decode speed; priors without data). */
+        if (!stream) {
+            const struct sw_route_backend_view *v = &snap->backends[i];
+            double tokens = f->max_tokens > 0 ? (double)f->max_tokens
+                            : v->avg_output_tokens > 0 ? v->avg_output_tokens
+                                                       : SW_ROUTE_PRIOR_OUTPUT_TOKENS;
+            double tps = v->decode_tps > 0 ? v->decode_tps : SW_ROUTE_PRIOR_DECODE_TPS;
+            double gen = 1000.0 * tokens / tps;
+            budget = gen < (double)left_ms ? budget + (long)gen : 0;
+        }
+    }
+    return budget > 0 && budget < left_ms ? budget : 0;
+}
+
+bool sw_relay_another_would_take(struct sw_live *live, const struct sw_config_model *model,
+                                 const struct sw_route_facts *facts, size_t be, int64_t now)
+{
+    struct sw_live_snapshot snap;
+    sw_live_snapshot(live, model, now, &snap);
+    struct sw_route_facts f = *facts;
+    for (size_t k = 0; k < snap.view.n; k++)
+        if (snap.map[k] == be)
+            f.exclude |= 1u << k;
+    struct sw_route_plan plan;
+    sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
+    return plan.n > 0;
+}
+
+/* Whether, without local backend k, the router would send this request to a
+ * cloud now (not reject it: the spend cap, privacy or breakers may say no);
+ * if so, *est_ms is its estimated first token there. */
+static bool cloud_would_take(const struct sw_route_facts *facts,
+                             const struct sw_live_snapshot *snap, size_t k, int64_t now,
+                             double *est_ms)
+{
+    struct sw_route_facts f = *facts;
+    f.exclude |= 1u << k;
+    struct sw_route_plan plan;
+    sw_route_decide(&f, &snap->view, &snap->policy, now, &plan);
+    if (plan.n == 0 || snap->backends[plan.attempts[0].backend].tier != SW_TIER_CLOUD)
+        return false;
+    *est_ms = plan.est_ttft_ms[plan.attempts[0].backend];
+    return true;
+}
+
+/* The local estimate with every running request at its bound. */
+static double bound_est(const struct sw_route_backend_view *v, const struct sw_route_facts *f)
+{
+    struct sw_route_backend_view b = *v;
+    b.first_release_ms = 0;
+    return sw_route_est_ttft_ms(&b, f->prompt_tokens_est);
+}
+
+bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *model,
+                          const struct sw_route_facts *f, const struct sw_claim *c, size_t be,
+                          int64_t start_ms, int64_t now, double check_ms, const char *id,
+                          const char *be_name, size_t *k)
+{
+    if (!f->allows_cloud || (f->sensitive && f->n_regions == 0))
+        return false;
+    struct sw_live_snapshot snap;
+    sw_live_snapshot(live, model, now, &snap);
+    for (size_t i = 0; i < snap.view.n; i++) {
+        if (snap.map[i] != be)
+            continue;
+        struct sw_route_backend_view v = snap.backends[i];
+        v.queued = sw_claim_queue_position(live, c);
+        double est = (double)(now - start_ms) + sw_route_est_ttft_ms(&v, f->prompt_tokens_est);
+        long budget = sw_route_budget_ms(f, &snap.policy);
+        /* budget 0: none (a batch request without a batch budget waits for
+         * its deadline) */
+        double elapsed = (double)(now - start_ms), cloud_est = 0;
+        if (budget > 0 && cloud_would_take(f, &snap, i, now, &cloud_est) &&
+            sw_route_leave_queue(elapsed, est - elapsed, bound_est(&v, f), cloud_est, budget,
+                                 check_ms)) {
+            sw_info("request %s: estimated first token on %s at %.0f ms, on the cloud at "
+                    "%.0f ms, budget %ld ms: leaving the local queue", id, be_name, est,
+                    elapsed + cloud_est, budget);
+            *k = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+void sw_relay_describe_backends(const struct sw_live *live, const struct sw_live_snapshot *snap,
+                                char *out, size_t size)
+{
+    size_t used = 0;
+    for (size_t k = 0; k < snap->view.n && used + 1 < size; k++) {
+        const struct sw_route_backend_view *v = &snap->backends[k];
+        const char *why = live->b[snap->map[k]]->last_error;
+        int w = snprintf(out + used, size - used, "%s%s: %s%s%s%s", k ? "; " : "", v->name,
+                         sw_health_name(v->health),
+                         v->breaker == SW_BREAKER_CLOSED ? "" : ", breaker open",
+                         why[0] ? ", last error: " : "", why);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (used >= size)
+        out[size - 1] = '\0';
+}
