@@ -99,7 +99,7 @@ $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BU
 # obs (metrics, decision log, account) no event-loop, HTTP-client or clock headers.
 check-pure:
 	@! grep -rnE '#include [<"](event2/|curl/|hiredis|time\.h|sys/time\.h)' \
-	   src/request src/route src/pii src/config src/contract src/dialect src/state/localq.c src/state/claim.c src/state/rkey.c \
+	   src/request src/route src/pii src/config src/contract src/dialect src/state/localq.c src/state/claim.c src/state/rkey.c src/state/store.c \
 	   src/obs/metrics.c src/obs/declog.c src/obs/obs.c src/obs/series.c 2>/dev/null \
 	   || (echo "check-pure: a pure module includes an I/O or clock header" >&2; false)
 	@! grep -rnE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \
@@ -108,6 +108,8 @@ check-pure:
 	@! grep -nE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \
 	   src/request/facts.c \
 	   || (echo "check-pure: the fact derivation must not log or print (the front logs what it returns)" >&2; false)
+	@! grep -rnE '#include [<"](curl/|hiredis|upstream/(curlev|h1|transport)\.h|state/(rstate|rconn)\.h)' src/relay \
+	   || (echo "check-pure: the relay sees one store (state/store.h) and one transport (upstream/upstream.h): no curl, hiredis or implementation header" >&2; false)
 
 # No call the project bans (STYLE.md "Memory and ownership"): unbounded copies,
 # a conversion that cannot report an error. Allowed instead: snprintf, vsnprintf,

@@ -15,7 +15,7 @@
 #include "common/query.h"
 #include "obs/dashboard.h"
 #include "obs/series.h"
-#include "state/rstate.h"
+#include "state/store.h"
 #include "relay/reply.h"
 
 /* ---- Metrics and the dashboard ---- */
@@ -67,8 +67,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
                                                         : f->cfg->routing.ttft_budget_ms),
         .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
         .emergency = l->g->emergency,
-        .state_shared = l->g->rstate != NULL,
-        .state_degraded = sw_rstate_degraded(l->g->rstate),
+        .state_shared = l->g->store.ops->shared,
+        .state_degraded = sw_store_degraded(&l->g->store),
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
         .loop_lag_ms = sw_ticks_lag_ms(&f->ticks),
         .idle_evicted = sw_http_server_evicted(f->http),
@@ -211,11 +211,9 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
     const struct sw_metrics *m = f->obs ? f->obs->metrics : NULL;
     sw_metrics_each(m, SW_M_REJECTIONS, add_rejection, rejections);
     sw_metrics_each(m, SW_M_PII, add_pii, pii);
-    json_t *st = json_pack("{s:s, s:o}", "backend", l->g->rstate ? "redis" : "memory",
-                           "degraded",
-                           sw_rstate_degraded_reason(l->g->rstate)
-                               ? json_string(sw_rstate_degraded_reason(l->g->rstate))
-                               : json_null());
+    const char *degraded = sw_store_degraded_reason(&l->g->store);
+    json_t *st = json_pack("{s:s, s:o}", "backend", l->g->store.ops->name, "degraded",
+                           degraded ? json_string(degraded) : json_null());
     reply_json_value(req, 200,
                      json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o, s:o}", "emergency",
                                l->g->emergency, "emergency_reason", l->g->emergency_reason,
@@ -262,7 +260,7 @@ void sw_admin_emergency(struct sw_front *f, struct sw_http_req *req)
                    (const char *const[]){l->g->emergency ? "declared" : "cleared"}, 1);
     snprintf(l->g->emergency_reason, sizeof l->g->emergency_reason, "%s",
              reason ? json_string_value(reason) : "");
-    sw_rstate_flags_changed(l->g->rstate);
+    sw_store_flags_changed(&l->g->store);
     sw_warn("admin: emergency %s (reason: %s)", l->g->emergency ? "DECLARED" : "cleared",
             l->g->emergency_reason[0] ? l->g->emergency_reason : "none given");
     json_decref(body);
@@ -322,7 +320,7 @@ void sw_admin_breaker_reset(struct sw_front *f, struct sw_http_req *req,
         struct sw_live_backend *b = f->live->b[i];
         if (strlen(b->name) == len && !memcmp(b->name, name, len)) {
             sw_breaker_reset(&b->breaker);
-            sw_rstate_breaker_reset(f->live->g->rstate, f->live, i);
+            sw_store_breaker_reset(&f->live->g->store, f->live, i);
             sw_warn("admin: breaker of %s reset", b->name);
             reply_json_value(req, 200, json_pack("{s:s, s:s}", "backend", b->name, "breaker",
                                                  "closed"));
@@ -375,7 +373,7 @@ void sw_admin_thresholds(struct sw_front *f, struct sw_http_req *req)
             f->live->b[i]->latwin.recover_ms = json_number_value(rec);
     }
     json_decref(body);
-    sw_rstate_flags_changed(g->rstate);
+    sw_store_flags_changed(&g->store);
     sw_warn("admin: thresholds changed (ttft_budget_ms %ld, spend_cap_usd %.4f)",
             g->ttft_budget_ms, g->spend_cap_usd);
     sw_admin_state(f, req);

@@ -23,7 +23,7 @@
 #include "route/route.h"
 #include "state/claim.h"
 #include "state/live.h"
-#include "state/rstate.h"
+#include "state/store.h"
 #include "upstream/dialect.h"
 #include "upstream/upstream.h"
 
@@ -55,7 +55,7 @@ struct proxy {
     enum sw_reason reason;
     bool attempting;                /* begun: its settle and log entry are due */
     struct sw_claim claim;          /* what it holds of the shared state */
-    struct sw_rstate_hold rh;       /* ... and of the state shared by replicas (state.redis) */
+    struct sw_store_hold rh;        /* ... and of the state shared by replicas (state.redis) */
     bool lease_wait;                /* holds its local slot, waits for a replica-wide lease */
     bool spend_refused;             /* the shared spend counter refused a reservation */
     struct event *queue_timer;
@@ -329,11 +329,9 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                                                          : SW_CLAIM_NEUTRAL,
                                    in, out, ttft, decode, http_status, transport_err,
                                    p->up.retry_after_s, now);
-    if (live->g->rstate) {
-        double usd = p->cost_usd - cost_before;
-        sw_rstate_release(live->g->rstate, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
-        sw_rstate_breaker_check(live->g->rstate, live, p->be);
-    }
+    double usd = p->cost_usd - cost_before;
+    sw_store_release(&live->g->store, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
+    sw_store_breaker_check(&live->g->store, live, p->be);
     p->lease_wait = false;
     if (o == OUTCOME_OK) {
         p->served = true;
@@ -912,7 +910,7 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
     if (p->started && sw_http_pending(p->req) > CLIENT_PENDING_MAX) {
         p->paused = true;
         sw_http_on_drained(p->req, CLIENT_PENDING_MAX / 2, on_client_drained, p);
-        return CURL_WRITEFUNC_PAUSE;
+        return SW_UPSTREAM_PAUSE;
     }
     int err = sw_sse_feed(&p->sse, bytes, len);
     if (err == SW_ETOOBIG && !p->abort_err) {
@@ -1841,15 +1839,15 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg);
 
 /* What the replicas' shared state said about the attempt that holds its
  * local claim: send, wait for a replica-wide slot, or decide again. */
-static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
+static void on_gate(struct sw_store_hold *h, enum sw_store_verdict v)
 {
     struct proxy *p = (struct proxy *)((char *)h - offsetof(struct proxy, rh));
     switch (v) {
-    case SW_RSTATE_OK:
+    case SW_STORE_OK:
         p->lease_wait = false;
         dispatch(p);
         return;
-    case SW_RSTATE_NO_SLOT:
+    case SW_STORE_NO_SLOT:
         /* every replica's slots are busy: wait (the queue check asks again,
          * and moves the request to the cloud when the wait breaks its budget) */
         p->lease_wait = true;
@@ -1860,8 +1858,8 @@ static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
             evtimer_add(p->queue_timer, &tv);
         }
         return;
-    case SW_RSTATE_SPEND_FULL:
-        note_failure(p, sw_rstate_degraded(p->live->g->rstate)
+    case SW_STORE_SPEND_FULL:
+        note_failure(p, sw_store_degraded(&p->live->g->store)
                             ? "no shared spend counter (fails closed)"
                             : "spend cap reached (shared by the replicas)");
         attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
@@ -1874,10 +1872,10 @@ static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
             exclude_and_replan(p);
         }
         return;
-    case SW_RSTATE_PROBE_TAKEN:
+    case SW_STORE_PROBE_TAKEN:
         note_failure(p, "breaker half-open, its probe out on another replica");
         break;
-    case SW_RSTATE_RATE_LIMITED:
+    case SW_STORE_RATE_LIMITED:
         note_failure(p, "provider rate limit reached across the replicas (skipped)");
         break;
     }
@@ -1889,11 +1887,6 @@ static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
  * (spend reservation, replica-wide slot lease, the half-open probe). */
 static void gate(struct proxy *p)
 {
-    struct sw_rstate *rs = p->live->g->rstate;
-    if (!rs) {
-        dispatch(p);
-        return;
-    }
     const struct sw_config_backend *be = cur_backend(p);
     double est = 0;
     if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0) {
@@ -1911,9 +1904,10 @@ static void gate(struct proxy *p)
                       ? p->facts.prompt_tokens_est + p->facts.max_tokens
                       : 0;
     p->rh.cb = on_gate;
-    int v = sw_rstate_admit(rs, p->live, &p->rh, p->be, est, p->claim.probe, tokens);
+    int v = sw_store_admit(&p->live->g->store, p->live, &p->rh, p->be, est, p->claim.probe,
+                           tokens);
     if (v >= 0)
-        on_gate(&p->rh, (enum sw_rstate_verdict)v);
+        on_gate(&p->rh, (enum sw_store_verdict)v);
 }
 
 static void on_slot_granted(struct sw_claim *c)

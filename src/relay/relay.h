@@ -27,7 +27,8 @@
 #include "request/request.h"
 #include "route/route.h"
 #include "state/live.h"
-#include "upstream/curlev.h"
+
+struct sw_curlev; /* the upstream transports' pools (upstream/curlev.h) */
 
 /* What the relay needs from the process around it. */
 struct sw_relay_env {
