@@ -9,7 +9,7 @@ braces inside them do not count. Tables (a `= {` initialiser) are not functions.
   scripts/longfn.py            print every function over 100 lines (longest first)
   scripts/longfn.py -n 60      ... over 60 lines
   scripts/longfn.py --check    exit 1 when a function is over 100 lines, except those of ALLOW
-                               and the files of EXCLUDE
+                               and PENDING and the files of EXCLUDE
 """
 import os
 import re
@@ -24,6 +24,19 @@ LIMIT = 100
 ALLOW = ()
 # Files --check skips: a file split into modules of its own is held to the rule once split.
 EXCLUDE = ("src/relay/relay.c",)
+# Functions not split yet ("file:function"): --check lets them pass, prints them, and fails on
+# any other. Each is to be split into helpers with one job and removed from this list.
+PENDING = (
+    "src/front/admin.c:sw_admin_series",
+    "src/http/server.c:begin_request",
+    "src/pii/view.c:sw_pii_view_build2",
+    "src/plan/sim.c:sw_plan_run",
+    "src/plan/trace.c:sw_plan_trace_csv",
+    "src/plan/trace.c:sw_plan_trace_declog",
+    "src/plan/plan.c:sw_plan_main",
+    "src/pii/detect.c:scan_raw",
+    "src/pii/secret.c:r_assign",
+)
 
 NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\($")
 
@@ -130,8 +143,10 @@ def main(argv):
                 long_.append((n, path, start, name))
     bad = 0
     for n, path, start, name in sorted(long_, key=lambda t: (-t[0], t[1])):
-        exempt = path in EXCLUDE or "%s:%s" % (path, name) in ALLOW
-        print("%s:%d: %s: %d lines%s" % (path, start, name, n, " (exempt)" if exempt else ""))
+        key = "%s:%s" % (path, name)
+        exempt = path in EXCLUDE or key in ALLOW or key in PENDING
+        print("%s:%d: %s: %d lines%s" % (path, start, name, n,
+                                          " (pending)" if key in PENDING else " (exempt)" if exempt else ""))
         if not exempt and n > LIMIT:
             bad += 1
     if check and bad:
