@@ -27,8 +27,6 @@ EXCLUDE = ("src/relay/relay.c",)
 # Functions not split yet ("file:function"): --check lets them pass, prints them, and fails on
 # any other. Each is to be split into helpers with one job and removed from this list.
 PENDING = (
-    "src/front/admin.c:sw_admin_series",
-    "src/http/server.c:begin_request",
     "src/pii/view.c:sw_pii_view_build2",
     "src/plan/sim.c:sw_plan_run",
     "src/plan/trace.c:sw_plan_trace_csv",
