@@ -29,8 +29,6 @@ EXCLUDE = ("src/relay/relay.c",)
 PENDING = (
     "src/pii/view.c:sw_pii_view_build2",
     "src/plan/sim.c:sw_plan_run",
-    "src/plan/trace.c:sw_plan_trace_csv",
-    "src/plan/trace.c:sw_plan_trace_declog",
     "src/plan/plan.c:sw_plan_main",
     "src/pii/detect.c:scan_raw",
     "src/pii/secret.c:r_assign",
