@@ -270,3 +270,12 @@ const struct sw_upstream_transport *sw_transport_for(struct sw_curlev *cev, cons
 {
     return sw_h1pool_handles(sw_curlev_h1(cev), url) ? &sw_transport_h1 : &sw_transport_curl;
 }
+
+int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
+                      const struct sw_config_backend *be, const char *path, const char *headers,
+                      char *body, size_t body_len, long timeout_ms, const char *trace_id,
+                      const struct sw_upstream_cbs *cbs, void *ud)
+{
+    return sw_upstream_start_on(u, sw_transport_for(cev, be->url), cev, be, path, headers, body,
+                                body_len, timeout_ms, trace_id, cbs, ud);
+}

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "upstream/transport.h"
 
 int sw_upstream_start_on(struct sw_upstream *u, const struct sw_upstream_transport *t,
                          struct sw_curlev *cev, const struct sw_config_backend *be,
@@ -24,15 +23,6 @@ int sw_upstream_start_on(struct sw_upstream *u, const struct sw_upstream_transpo
     if (err)
         sw_upstream_cleanup(u);
     return err;
-}
-
-int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
-                      const struct sw_config_backend *be, const char *path, const char *headers,
-                      char *body, size_t body_len, long timeout_ms, const char *trace_id,
-                      const struct sw_upstream_cbs *cbs, void *ud)
-{
-    return sw_upstream_start_on(u, sw_transport_for(cev, be->url), cev, be, path, headers, body,
-                                body_len, timeout_ms, trace_id, cbs, ud);
 }
 
 void sw_upstream_abort(struct sw_upstream *u)

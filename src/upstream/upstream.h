@@ -54,6 +54,25 @@ struct sw_upstream {
     char errbuf[SW_UPSTREAM_ERRBUF]; /* why the transfer failed, for logs ("" if unknown) */
 };
 
+/* A transport as one ops struct (the implementations: upstream/transport.h).
+ * It keeps its request in u->handle and its request headers in u->aux,
+ * reports through u->cbs, and sets u->status, u->retry_after_s, u->running
+ * and u->errbuf. */
+struct sw_upstream_transport {
+    const char *name;           /* "h1", "curl": for logs and tests */
+    /* Sends u->body (u->body_len bytes) with the extra `headers` ("Name:
+     * value\r\n" each, may be NULL) and X-Request-Id `trace_id` (may be
+     * NULL). SW_OK with u->running set, or an error (the caller cleans up). */
+    int (*start)(struct sw_upstream *u, const struct sw_config_backend *be, const char *path,
+                 const char *headers, long timeout_ms, const char *trace_id);
+    /* Stops a running request at once; nothing more is reported. */
+    void (*abort)(struct sw_upstream *u);
+    /* Resumes a request paused by on_data returning SW_UPSTREAM_PAUSE. */
+    void (*resume)(struct sw_upstream *u);
+    /* Frees u->handle and u->aux after abort (u->body is the caller's). */
+    void (*release)(struct sw_upstream *u);
+};
+
 /* Starts POST {backend.url}{path} with `body` (ownership taken, freed by
  * sw_upstream_cleanup), a total timeout of timeout_ms and the backend's
  * connect timeout, on the transport that serves the backend's URL.
