@@ -130,6 +130,7 @@ struct daemon {
     struct sw_front *front;
     struct sw_obs_sinks obs;
     struct event *drain_timer, *watch_timer;
+    struct event *sigterm, *sigint, *sighup;
     struct event *declog_flush;     /* writes the decision log's batch, once per loop turn */
     struct stat seen;               /* the config file as last loaded */
     long drain_timeout_ms;
@@ -280,6 +281,100 @@ int sw_daemon_check_config(const char *path)
     return 0;
 }
 
+/* The loop, the upstream pools and the live state (with the Redis store
+ * when state.redis is set); the snapshot takes *pii. */
+static bool open_state(struct daemon *d, struct sw_pii_engine **pii)
+{
+    struct sw_config *cfg = d->cfg;
+    d->base = event_base_new();
+    if (!d->base)
+        return false;
+    d->cev = sw_curlev_new(d->base, 256);
+    if (!d->cev)
+        return false;
+    d->shared = sw_live_shared_new(cfg, sw_now_ms(), sw_wall_ms());
+    if (!d->shared)
+        return false;
+    d->live = sw_live_new(cfg, d->shared, NULL, *pii, sw_now_ms());
+    *pii = NULL; /* the snapshot owns it */
+    if (!d->live)
+        return false;
+    d->hc = sw_healthcheck_new(d->base, d->cev, cfg, d->live);
+    if (!d->hc)
+        return false;
+    if (cfg->state.redis) {
+        d->rstate = sw_rstate_new(d->base, cfg, d->shared);
+        if (!d->rstate)
+            return false;
+        sw_rstate_set_live(d->rstate, d->live);
+    }
+    return true;
+}
+
+/* The metrics, the decision log (batched, flushed once per loop turn) and
+ * its ring; every backend's latency series exist from the start. */
+static bool open_obs(struct daemon *d)
+{
+    struct sw_config *cfg = d->cfg;
+    d->obs.metrics = sw_metrics_new();
+    d->obs.log = sw_declog_open(cfg->decision_log ? cfg->decision_log : "-");
+    d->obs.ring = sw_declog_ring_new(1000);
+    sw_spill_init(&d->obs.spill);
+    d->declog_flush = event_new(d->base, -1, 0, on_declog_flush, d);
+    if (d->declog_flush && d->obs.log)
+        sw_declog_batch(d->obs.log, schedule_declog_flush, d);
+    if (!d->obs.metrics || !d->obs.log || !d->obs.ring || !d->declog_flush) {
+        sw_error("cannot open the decision log %s or allocate the metrics",
+                 cfg->decision_log ? cfg->decision_log : "-");
+        return false;
+    }
+    for (size_t i = 0; i < cfg->n_backends; i++) {
+        const char *const lbl[] = {cfg->backends[i].name};
+        sw_metrics_touch(d->obs.metrics, SW_M_TTFT, lbl);
+        sw_metrics_touch(d->obs.metrics, SW_M_DURATION, lbl);
+    }
+    return true;
+}
+
+/* SIGTERM/SIGINT (drain), SIGHUP (reload), the drain timer and the config
+ * file watch (once a second). */
+static bool arm_events(struct daemon *d)
+{
+    d->sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
+    d->sigint = evsignal_new(d->base, SIGINT, on_signal, d);
+    d->sighup = evsignal_new(d->base, SIGHUP, on_sighup, d);
+    d->drain_timer = evtimer_new(d->base, on_drain_timeout, d);
+    d->watch_timer = event_new(d->base, -1, EV_PERSIST, on_watch, d);
+    if (!d->sigterm || !d->sigint || !d->sighup || !d->drain_timer || !d->watch_timer)
+        return false;
+    evsignal_add(d->sigterm, NULL);
+    evsignal_add(d->sigint, NULL);
+    evsignal_add(d->sighup, NULL);
+    struct timeval watch_tv = {1, 0};
+    event_add(d->watch_timer, &watch_tv);
+    return true;
+}
+
+/* Frees what the daemon opened, whatever part of it was opened. */
+static void close_daemon(struct daemon *d)
+{
+    struct event *evs[] = {d->drain_timer, d->watch_timer, d->sigterm, d->sigint, d->sighup};
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+        if (evs[i])
+            event_free(evs[i]);
+    sw_startcheck_free(d->startcheck);
+    sw_front_free(d->front);
+    sw_healthcheck_free(d->hc);
+    sw_rstate_free(d->rstate);
+    sw_live_unref(d->live);
+    sw_live_shared_free(d->shared);
+    sw_metrics_free(d->obs.metrics);
+    sw_declog_close(d->obs.log); /* writes what is still batched */
+    if (d->declog_flush)
+        event_free(d->declog_flush);
+    sw_declog_ring_free(d->obs.ring);
+}
+
 int sw_daemon_run(const char *config_path)
 {
     struct sw_pii_engine *pii = NULL;
@@ -294,64 +389,16 @@ int sw_daemon_run(const char *config_path)
     }
     int rc = 1;
     struct daemon d = {.config_path = config_path, .cfg = cfg};
-    struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
     stat(config_path, &d.seen);
     d.drain_timeout_ms = cfg->limits.drain_timeout_ms;
-    d.base = event_base_new();
-    if (!d.base)
+    if (!open_state(&d, &pii) || !open_obs(&d))
         goto out;
-    d.cev = sw_curlev_new(d.base, 256);
-    if (!d.cev)
-        goto out;
-    d.shared = sw_live_shared_new(cfg, sw_now_ms(), sw_wall_ms());
-    if (!d.shared)
-        goto out;
-    d.live = sw_live_new(cfg, d.shared, NULL, pii, sw_now_ms());
-    pii = NULL; /* the snapshot owns it */
-    if (!d.live)
-        goto out;
-    d.hc = sw_healthcheck_new(d.base, d.cev, cfg, d.live);
-    if (!d.hc)
-        goto out;
-    if (cfg->state.redis) {
-        d.rstate = sw_rstate_new(d.base, cfg, d.shared);
-        if (!d.rstate)
-            goto out;
-        sw_rstate_set_live(d.rstate, d.live);
-    }
-    d.obs.metrics = sw_metrics_new();
-    d.obs.log = sw_declog_open(cfg->decision_log ? cfg->decision_log : "-");
-    d.obs.ring = sw_declog_ring_new(1000);
-    sw_spill_init(&d.obs.spill);
-    d.declog_flush = event_new(d.base, -1, 0, on_declog_flush, &d);
-    if (d.declog_flush && d.obs.log)
-        sw_declog_batch(d.obs.log, schedule_declog_flush, &d);
-    if (!d.obs.metrics || !d.obs.log || !d.obs.ring || !d.declog_flush) {
-        sw_error("cannot open the decision log %s or allocate the metrics",
-                 cfg->decision_log ? cfg->decision_log : "-");
-        goto out;
-    }
-    for (size_t i = 0; i < cfg->n_backends; i++) {
-        const char *const lbl[] = {cfg->backends[i].name};
-        sw_metrics_touch(d.obs.metrics, SW_M_TTFT, lbl);
-        sw_metrics_touch(d.obs.metrics, SW_M_DURATION, lbl);
-    }
     d.front = sw_front_new(d.base, cfg, d.cev, d.live, &d.obs);
     if (!d.front)
         goto out;
     sw_front_set_hooks(d.front, &(struct sw_front_hooks){reload, &d});
-    sigterm = evsignal_new(d.base, SIGTERM, on_signal, &d);
-    sigint = evsignal_new(d.base, SIGINT, on_signal, &d);
-    sighup = evsignal_new(d.base, SIGHUP, on_sighup, &d);
-    d.drain_timer = evtimer_new(d.base, on_drain_timeout, &d);
-    d.watch_timer = event_new(d.base, -1, EV_PERSIST, on_watch, &d);
-    if (!sigterm || !sigint || !sighup || !d.drain_timer || !d.watch_timer)
+    if (!arm_events(&d))
         goto out;
-    evsignal_add(sigterm, NULL);
-    evsignal_add(sigint, NULL);
-    evsignal_add(sighup, NULL);
-    struct timeval watch_tv = {1, 0};
-    event_add(d.watch_timer, &watch_tv);
 
     sw_info("spillway %s serving %zu model(s) on %zu backend(s)", SW_VERSION, cfg->n_models,
             cfg->n_backends);
@@ -362,27 +409,7 @@ int sw_daemon_run(const char *config_path)
     rc = 0;
 
 out:
-    if (d.drain_timer)
-        event_free(d.drain_timer);
-    if (d.watch_timer)
-        event_free(d.watch_timer);
-    if (sigterm)
-        event_free(sigterm);
-    if (sigint)
-        event_free(sigint);
-    if (sighup)
-        event_free(sighup);
-    sw_startcheck_free(d.startcheck);
-    sw_front_free(d.front);
-    sw_healthcheck_free(d.hc);
-    sw_rstate_free(d.rstate);
-    sw_live_unref(d.live);
-    sw_live_shared_free(d.shared);
-    sw_metrics_free(d.obs.metrics);
-    sw_declog_close(d.obs.log); /* writes what is still batched */
-    if (d.declog_flush)
-        event_free(d.declog_flush);
-    sw_declog_ring_free(d.obs.ring);
+    close_daemon(&d);
     sw_pii_engine_free(pii);
     sw_curlev_free(d.cev);
     if (d.base) {

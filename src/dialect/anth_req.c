@@ -95,13 +95,132 @@ fail:
     return NULL;
 }
 
+/* What the blocks of one Anthropic message become: the OpenAI messages so
+ * far (tool results go straight in), a user message's parts, an assistant
+ * message's text and tool calls. */
+struct msg_acc {
+    json_t *msgs, *parts, *calls;
+    struct sw_buf text;
+    bool user, assistant;
+};
+
+/* The return of a block helper that failed with *err set. */
+static int failed(const struct sw_request_error *err)
+{
+    return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
+}
+
+static int text_block(struct msg_acc *a, const json_t *blk, const char *pb,
+                      struct sw_request_error *err)
+{
+    json_t *tx = json_object_get(blk, "text");
+    if (!json_is_string(tx)) {
+        char pt[176];
+        snprintf(pt, sizeof pt, "%s.text", pb);
+        BAD(pt, "%s: expected a string.", pt);
+    }
+    if (a->assistant) {
+        if ((a->text.len && sw_buf_append(&a->text, "\n", 1)) ||
+            sw_buf_append_str(&a->text, json_string_value(tx)))
+            return sw_dialect_oom(err);
+    } else if (json_array_append_new(a->parts, json_pack("{s:s, s:O}", "type", "text",
+                                                          "text", tx))) {
+        return sw_dialect_oom(err);
+    }
+    return SW_OK;
+fail:
+    return failed(err);
+}
+
+static int tool_use_block(struct msg_acc *a, const json_t *blk, const char *pb,
+                          struct sw_request_error *err)
+{
+    const char *id = json_string_value(json_object_get(blk, "id"));
+    const char *name = json_string_value(json_object_get(blk, "name"));
+    json_t *input = json_object_get(blk, "input");
+    if (!id || !name || !json_is_object(input))
+        BAD(pb, "%s: a tool_use block needs id and name strings and an input object.", pb);
+    char *args = json_dumps(input, JSON_COMPACT);
+    json_t *call = args ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
+                                    "function", "name", name, "arguments", args)
+                        : NULL;
+    free(args);
+    if (!call || json_array_append_new(a->calls, call))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return failed(err);
+}
+
+/* Content block pb of the message: text, image and tool_result (user),
+ * tool_use (assistant); anything else is refused. */
+static int add_block(struct msg_acc *a, const json_t *blk, const char *pb,
+                     struct sw_request_error *err)
+{
+    const char *t = sw_dialect_type_of(blk);
+    if (!json_is_object(blk))
+        BAD(pb, "%s: expected a content block object.", pb);
+    if (!strcmp(t, "text"))
+        return text_block(a, blk, pb, err);
+    if (!strcmp(t, "image") && a->user) {
+        json_t *part = image_part(blk, pb, err);
+        if (!part)
+            goto fail;
+        if (json_array_append_new(a->parts, part))
+            return sw_dialect_oom(err);
+        return SW_OK;
+    }
+    if (!strcmp(t, "tool_result") && a->user) {
+        if (json_array_size(a->parts) > 0)
+            NOPE(pb, "%s: tool_result blocks must come before the other blocks of a user "
+                    "message to be translated.", pb);
+        json_t *tm = tool_message(blk, pb, err);
+        if (!tm)
+            goto fail;
+        if (json_array_append_new(a->msgs, tm))
+            return sw_dialect_oom(err);
+        return SW_OK;
+    }
+    if (!strcmp(t, "tool_use") && a->assistant)
+        return tool_use_block(a, blk, pb, err);
+    char pt[176];
+    snprintf(pt, sizeof pt, "%s.type", pb);
+    NOPE(pt, "%s: a '%s' block in a%s message cannot be translated to the OpenAI "
+            "chat format.", pt, t[0] ? t : "(missing)", a->user ? " user" : "n assistant");
+fail:
+    return failed(err);
+}
+
+/* The message the blocks made: an assistant's text and tool calls, or a
+ * user's parts (none when the blocks were all tool results). */
+static int flush_message(struct msg_acc *a, struct sw_request_error *err)
+{
+    if (a->assistant) {
+        json_t *o = json_pack("{s:s}", "role", "assistant");
+        if (!o)
+            return sw_dialect_oom(err);
+        json_object_set_new(o, "content", a->text.len || !json_array_size(a->calls)
+                                              ? json_string(a->text.ptr ? a->text.ptr : "")
+                                              : json_null());
+        if (json_array_size(a->calls))
+            json_object_set(o, "tool_calls", a->calls);
+        if (json_array_append_new(a->msgs, o))
+            return sw_dialect_oom(err);
+    } else if (json_array_size(a->parts)) {
+        json_t *o = json_pack("{s:s, s:O}", "role", "user", "content", a->parts);
+        if (!o || json_array_append_new(a->msgs, o))
+            return sw_dialect_oom(err);
+    }
+    return SW_OK;
+}
+
 /* Appends the OpenAI messages for Anthropic message i to `msgs`. */
 static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_request_error *err)
 {
     char p[128];
-    json_t *parts = NULL, *calls = NULL;
-    struct sw_buf text;
-    sw_buf_init(&text, (size_t)1 << 31);
+    struct msg_acc a = {.msgs = msgs};
+    sw_buf_init(&a.text, (size_t)1 << 31);
+    int rc = SW_OK;
     snprintf(p, sizeof p, "messages[%zu]", i);
     if (!json_is_object(m))
         BAD(p, "%s: expected an object.", p);
@@ -110,8 +229,9 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
     snprintf(pr, sizeof pr, "%s.role", p);
     if (!role)
         BAD(pr, "%s: a role is required (user or assistant).", pr);
-    bool user = !strcmp(role, "user"), assistant = !strcmp(role, "assistant");
-    if (!user && !assistant)
+    a.user = !strcmp(role, "user");
+    a.assistant = !strcmp(role, "assistant");
+    if (!a.user && !a.assistant)
         BAD(pr, "%s: '%s' is not a role of the Messages API (user or assistant; the system "
                 "prompt is the top-level system field).", pr, role);
     json_t *content = json_object_get(m, "content");
@@ -126,101 +246,29 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
     if (!json_is_array(content) || json_array_size(content) == 0)
         BAD(pc, "%s: expected a string or a non-empty array of content blocks.", pc);
 
-    parts = json_array();
-    calls = json_array();
-    if (!parts || !calls)
-        goto nomem;
+    a.parts = json_array();
+    a.calls = json_array();
+    if (!a.parts || !a.calls) {
+        rc = sw_dialect_oom(err);
+        goto out;
+    }
     size_t j;
     json_t *blk;
     json_array_foreach(content, j, blk) {
         char pb[160];
         snprintf(pb, sizeof pb, "%s[%zu]", pc, j);
-        const char *t = sw_dialect_type_of(blk);
-        if (!json_is_object(blk))
-            BAD(pb, "%s: expected a content block object.", pb);
-        if (!strcmp(t, "text")) {
-            json_t *tx = json_object_get(blk, "text");
-            if (!json_is_string(tx)) {
-                char pt[176];
-                snprintf(pt, sizeof pt, "%s.text", pb);
-                BAD(pt, "%s: expected a string.", pt);
-            }
-            if (assistant) {
-                if ((text.len && sw_buf_append(&text, "\n", 1)) ||
-                    sw_buf_append_str(&text, json_string_value(tx)))
-                    goto nomem;
-            } else if (json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "text",
-                                                               "text", tx))) {
-                goto nomem;
-            }
-        } else if (!strcmp(t, "image") && user) {
-            json_t *part = image_part(blk, pb, err);
-            if (!part)
-                goto fail;
-            if (json_array_append_new(parts, part))
-                goto nomem;
-        } else if (!strcmp(t, "tool_result") && user) {
-            if (json_array_size(parts) > 0)
-                NOPE(pb, "%s: tool_result blocks must come before the other blocks of a user "
-                        "message to be translated.", pb);
-            json_t *tm = tool_message(blk, pb, err);
-            if (!tm)
-                goto fail;
-            if (json_array_append_new(msgs, tm))
-                goto nomem;
-        } else if (!strcmp(t, "tool_use") && assistant) {
-            const char *id = json_string_value(json_object_get(blk, "id"));
-            const char *name = json_string_value(json_object_get(blk, "name"));
-            json_t *input = json_object_get(blk, "input");
-            if (!id || !name || !json_is_object(input))
-                BAD(pb, "%s: a tool_use block needs id and name strings and an input object.",
-                    pb);
-            char *args = json_dumps(input, JSON_COMPACT);
-            json_t *call = args ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type",
-                                            "function", "function", "name", name, "arguments",
-                                            args)
-                                : NULL;
-            free(args);
-            if (!call || json_array_append_new(calls, call))
-                goto nomem;
-        } else {
-            char pt[176];
-            snprintf(pt, sizeof pt, "%s.type", pb);
-            NOPE(pt, "%s: a '%s' block in a%s message cannot be translated to the OpenAI "
-                    "chat format.", pt, t[0] ? t : "(missing)", user ? " user" : "n assistant");
-        }
+        if ((rc = add_block(&a, blk, pb, err)) != SW_OK)
+            goto out;
     }
-    if (assistant) {
-        json_t *o = json_pack("{s:s}", "role", "assistant");
-        if (!o)
-            goto nomem;
-        json_object_set_new(o, "content", text.len || !json_array_size(calls)
-                                              ? json_string(text.ptr ? text.ptr : "")
-                                              : json_null());
-        if (json_array_size(calls))
-            json_object_set(o, "tool_calls", calls);
-        if (json_array_append_new(msgs, o))
-            goto nomem;
-    } else if (json_array_size(parts)) {
-        json_t *o = json_pack("{s:s, s:O}", "role", "user", "content", parts);
-        if (!o || json_array_append_new(msgs, o))
-            goto nomem;
-    }
-    json_decref(parts);
-    json_decref(calls);
-    sw_buf_free(&text);
-    return SW_OK;
-nomem:
-    sw_dialect_oom(err);
-    json_decref(parts);
-    json_decref(calls);
-    sw_buf_free(&text);
-    return SW_ENOMEM;
+    rc = flush_message(&a, err);
+out:
+    json_decref(a.parts);
+    json_decref(a.calls);
+    sw_buf_free(&a.text);
+    return rc;
 fail:
-    json_decref(parts);
-    json_decref(calls);
-    sw_buf_free(&text);
-    return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
+    rc = failed(err);
+    goto out;
 }
 
 static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_error *err)
@@ -300,11 +348,12 @@ fail:
     return SW_EINVAL;
 }
 
-int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out,
-                          struct sw_request_error *err)
+/* The top-level fields: each known (an unknown one is refused, not
+ * dropped), model, max_tokens, messages, stream and thinking of the right
+ * shape. */
+static int check_top_level(const json_t *in, int require_max_tokens,
+                           struct sw_request_error *err)
 {
-    *out = NULL;
-    json_t *o = NULL;
     if (!json_is_object(in))
         BAD(NULL, "The request body must be a JSON object.");
     static const char *const known[] = {
@@ -344,45 +393,36 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
                 !strcmp(json_string_value(json_object_get(th, "type")), "disabled")))
         NOPE("thinking", "thinking: extended thinking cannot be translated; only "
                         "{\"type\":\"disabled\"} is accepted.");
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
 
-    o = json_object();
-    json_t *msgs = json_array();
-    if (!o || !msgs) {
-        json_decref(msgs);
-        goto nomem;
+/* The system prompt (a string or text blocks) as the first message. */
+static int system_message(json_t *msgs, const json_t *sys, struct sw_request_error *err)
+{
+    long bad;
+    char *s = sw_dialect_joined_text(sys, &bad);
+    if (!s) {
+        char p[64];
+        if (bad >= 0)
+            snprintf(p, sizeof p, "system[%ld]", bad);
+        else
+            snprintf(p, sizeof p, "system");
+        BAD(p, "%s: the system prompt must be a string or an array of text blocks.", p);
     }
-    json_object_set(o, "model", model);
-    json_object_set_new(o, "messages", msgs);
-    json_t *sys = json_object_get(in, "system");
-    if (sys && !json_is_null(sys)) {
-        long bad;
-        char *s = sw_dialect_joined_text(sys, &bad);
-        if (!s) {
-            char p[64];
-            if (bad >= 0)
-                snprintf(p, sizeof p, "system[%ld]", bad);
-            else
-                snprintf(p, sizeof p, "system");
-            BAD(p, "%s: the system prompt must be a string or an array of text blocks.", p);
-        }
-        json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", s);
-        free(s);
-        if (!m || json_array_append_new(msgs, m))
-            goto nomem;
-    }
-    size_t i;
-    json_t *m;
-    json_array_foreach(msgs_in, i, m) {
-        int rc = add_message(msgs, m, i, err);
-        if (rc) {
-            json_decref(o);
-            return rc;
-        }
-    }
-    if (json_array_size(msgs) == 0)
-        BAD("messages", "messages: nothing to send.");
-    if (mt)
-        json_object_set(o, "max_tokens", mt);
+    json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", s);
+    free(s);
+    if (!m || json_array_append_new(msgs, m))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* stop_sequences as stop; temperature and top_p (0 to 1) as they are. */
+static int sampling_to_openai(json_t *o, const json_t *in, struct sw_request_error *err)
+{
     json_t *ss = json_object_get(in, "stop_sequences");
     if (ss && !json_is_null(ss)) {
         size_t j;
@@ -406,51 +446,101 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
             BAD(nums[n], "%s: expected a number from 0 to 1.", nums[n]);
         json_object_set(o, nums[n], x);
     }
-    if (json_is_true(st))
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* metadata.user_id as user; Spillway's metadata.allow_cloud kept (a near
+ * miss of its spelling refused); any other key refused. */
+static int metadata_to_openai(json_t *o, const json_t *md, struct sw_request_error *err)
+{
+    if (!json_is_object(md))
+        BAD("metadata", "metadata: expected an object.");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)md, k, v) {
+        if (!strcmp(k, "user_id")) {
+            if (!json_is_string(v) && !json_is_null(v))
+                BAD("metadata.user_id", "metadata.user_id: expected a string.");
+            if (json_is_string(v))
+                json_object_set(o, "user", v);
+        } else if (sw_request_name_near_miss(k, strlen(k), "allow_cloud", false)) {
+            char p[128];
+            snprintf(p, sizeof p, "metadata.%.100s", k);
+            BAD(p, "Unknown metadata key '%s': the privacy flag is spelled "
+                   "'metadata.allow_cloud' (lower case, with an underscore).", p);
+        } else if (!strcmp(k, "allow_cloud")) {
+            json_t *omd = json_object_get(o, "metadata");
+            if (!omd) {
+                omd = json_object();
+                json_object_set_new(o, "metadata", omd);
+            }
+            json_object_set(omd, "allow_cloud", v);
+        } else {
+            char p[128];
+            snprintf(p, sizeof p, "metadata.%.100s", k);
+            NOPE(p, "%s: only user_id (and Spillway's allow_cloud) can be translated.", p);
+        }
+    }
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out,
+                          struct sw_request_error *err)
+{
+    *out = NULL;
+    int rc = check_top_level(in, require_max_tokens, err);
+    if (rc)
+        return rc;
+    json_t *o = json_object();
+    json_t *msgs = json_array();
+    if (!o || !msgs) {
+        json_decref(msgs);
+        goto nomem;
+    }
+    json_object_set(o, "model", json_object_get(in, "model"));
+    json_object_set_new(o, "messages", msgs);
+    json_t *sys = json_object_get(in, "system");
+    if (sys && !json_is_null(sys) && (rc = system_message(msgs, sys, err)))
+        goto fail_rc;
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(in, "messages"), i, m) {
+        if ((rc = add_message(msgs, m, i, err)))
+            goto fail_rc;
+    }
+    if (json_array_size(msgs) == 0)
+        BAD("messages", "messages: nothing to send.");
+    json_t *mt = json_object_get(in, "max_tokens");
+    if (mt)
+        json_object_set(o, "max_tokens", mt);
+    if ((rc = sampling_to_openai(o, in, err)))
+        goto fail_rc;
+    if (json_is_true(json_object_get(in, "stream")))
         json_object_set_new(o, "stream", json_true());
     json_t *tools = json_object_get(in, "tools");
     if (tools && !json_is_null(tools) && tools_to_openai(o, tools, err))
-        goto fail_rc;
+        goto fail_err;
     json_t *tc = json_object_get(in, "tool_choice");
     if (tc && !json_is_null(tc) && tool_choice_to_openai(o, tc, err))
-        goto fail_rc;
+        goto fail_err;
     json_t *md = json_object_get(in, "metadata");
-    if (md && !json_is_null(md)) {
-        if (!json_is_object(md))
-            BAD("metadata", "metadata: expected an object.");
-        json_object_foreach(md, k, v) {
-            if (!strcmp(k, "user_id")) {
-                if (!json_is_string(v) && !json_is_null(v))
-                    BAD("metadata.user_id", "metadata.user_id: expected a string.");
-                if (json_is_string(v))
-                    json_object_set(o, "user", v);
-            } else if (sw_request_name_near_miss(k, strlen(k), "allow_cloud", false)) {
-                char p[128];
-                snprintf(p, sizeof p, "metadata.%.100s", k);
-                BAD(p, "Unknown metadata key '%s': the privacy flag is spelled "
-                       "'metadata.allow_cloud' (lower case, with an underscore).", p);
-            } else if (!strcmp(k, "allow_cloud")) {
-                json_t *omd = json_object_get(o, "metadata");
-                if (!omd) {
-                    omd = json_object();
-                    json_object_set_new(o, "metadata", omd);
-                }
-                json_object_set(omd, "allow_cloud", v);
-            } else {
-                char p[128];
-                snprintf(p, sizeof p, "metadata.%.100s", k);
-                NOPE(p, "%s: only user_id (and Spillway's allow_cloud) can be translated.", p);
-            }
-        }
-    }
+    if (md && !json_is_null(md) && (rc = metadata_to_openai(o, md, err)))
+        goto fail_rc;
     *out = o;
     return SW_OK;
 nomem:
     json_decref(o);
     return sw_dialect_oom(err);
-fail_rc:
+fail_err:
     json_decref(o);
     return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
+fail_rc:
+    json_decref(o);
+    return rc;
 fail:
     json_decref(o);
     return SW_EINVAL;

@@ -209,6 +209,127 @@ static int add_chunk(struct sw_anth_to_oai *s, json_t *chunks, json_t *delta, co
     return 0;
 }
 
+/* One handler per Anthropic event type: 0, or -1 with *msg saying why. */
+
+static int ev_message_start(struct sw_anth_to_oai *s, const json_t *ev, json_t *chunks)
+{
+    json_t *m = json_object_get(ev, "message");
+    const char *id = json_string_value(json_object_get(m, "id"));
+    if (id)
+        snprintf(s->id, sizeof s->id, "%s", id);
+    json_t *u = json_object_get(m, "usage");
+    s->input_tokens = usage_of(u, "input_tokens");
+    s->output_tokens = usage_of(u, "output_tokens");
+    return add_chunk(s, chunks, json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
+                     NULL);
+}
+
+/* A tool_use block starts a tool call (the format tool's starts the content);
+ * a text block with text starts the content. */
+static int ev_block_start(struct sw_anth_to_oai *s, const json_t *ev, json_t *chunks,
+                          const char **msg)
+{
+    json_t *cb = json_object_get(ev, "content_block");
+    json_t *idx = json_object_get(ev, "index");
+    const char *bt = json_string_value(json_object_get(cb, "type"));
+    const char *name = json_string_value(json_object_get(cb, "name"));
+    if (bt && !strcmp(bt, "tool_use") && s->format_tool && name &&
+        !strcmp(name, SW_ANTH_FORMAT_TOOL) && json_is_integer(idx) &&
+        json_integer_value(idx) >= 0 && json_integer_value(idx) < 64) {
+        s->tool_index[json_integer_value(idx)] = -2; /* its input is the content */
+        s->format_seen = true;
+    } else if (bt && !strcmp(bt, "tool_use")) {
+        if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
+            json_integer_value(idx) >= 64 || s->n_tools >= 64) {
+            *msg = "tool_use block index out of range";
+            return -1;
+        }
+        int k = s->n_tools++;
+        s->tool_index[json_integer_value(idx)] = k;
+        const char *tid = json_string_value(json_object_get(cb, "id"));
+        return add_chunk(s, chunks,
+                         json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls",
+                                   "index", k, "id", tid ? tid : "", "type", "function",
+                                   "function", "name", name ? name : "", "arguments", ""),
+                         NULL);
+    } else if (bt && !strcmp(bt, "text")) {
+        json_t *t = json_object_get(cb, "text");
+        if (json_is_string(t) && json_string_length(t))
+            return add_chunk(s, chunks, json_pack("{s:O}", "content", t), NULL);
+    }
+    return 0;
+}
+
+static int ev_block_delta(struct sw_anth_to_oai *s, const json_t *ev, json_t *chunks,
+                          const char **msg)
+{
+    json_t *d = json_object_get(ev, "delta");
+    const char *dt = json_string_value(json_object_get(d, "type"));
+    json_t *idx = json_object_get(ev, "index");
+    if (dt && !strcmp(dt, "text_delta") && json_is_string(json_object_get(d, "text")))
+        return add_chunk(s, chunks, json_pack("{s:O}", "content", json_object_get(d, "text")),
+                         NULL);
+    if (dt && !strcmp(dt, "input_json_delta")) {
+        json_t *pj = json_object_get(d, "partial_json");
+        int k = json_is_integer(idx) && json_integer_value(idx) >= 0 &&
+                        json_integer_value(idx) < 64
+                    ? s->tool_index[json_integer_value(idx)]
+                    : -1;
+        if (k == -2 && json_is_string(pj))
+            return add_chunk(s, chunks, json_pack("{s:O}", "content", pj), NULL);
+        if (k < 0 || !json_is_string(pj)) {
+            *msg = "input_json_delta outside a tool_use block";
+            return -1;
+        }
+        return add_chunk(s, chunks,
+                         json_pack("{s:[{s:i, s:{s:O}}]}", "tool_calls", "index", k,
+                                   "function", "arguments", pj),
+                         NULL);
+    }
+    /* thinking / signature / citations deltas have no chat-completions form;
+     * requests that ask for thinking are refused up front. */
+    return 0;
+}
+
+static int ev_message_delta(struct sw_anth_to_oai *s, const json_t *ev, json_t *chunks)
+{
+    json_t *u = json_object_get(ev, "usage");
+    if (json_object_get(u, "output_tokens"))
+        s->output_tokens = usage_of(u, "output_tokens");
+    if (json_object_get(u, "input_tokens"))
+        s->input_tokens = usage_of(u, "input_tokens");
+    const char *sr = json_string_value(json_object_get(json_object_get(ev, "delta"), "stop_reason"));
+    if (sr && s->format_seen && !strcmp(sr, "tool_use"))
+        sr = "end_turn"; /* the format tool's call is the answer: finish_reason stop */
+    if (sr)
+        return add_chunk(s, chunks, json_object(), sw_anth_finish_reason(sr));
+    return 0;
+}
+
+/* The last chunk: no choice, the usage. */
+static int ev_message_stop(struct sw_anth_to_oai *s, json_t *chunks)
+{
+    json_t *c = json_pack("{s:s, s:s, s:I, s:s, s:[], s:{s:i, s:i, s:i}}", "id", s->id,
+                          "object", "chat.completion.chunk", "created",
+                          (json_int_t)s->created, "model", s->model, "choices", "usage",
+                          "prompt_tokens", (int)s->input_tokens, "completion_tokens",
+                          (int)s->output_tokens, "total_tokens",
+                          (int)(s->input_tokens + s->output_tokens));
+    s->done = true;
+    return c && !json_array_append_new(chunks, c) ? 0 : -1;
+}
+
+static int ev_error(struct sw_anth_to_oai *s, const json_t *ev, const char **msg)
+{
+    const char *et = json_string_value(json_object_get(json_object_get(ev, "error"), "type"));
+    /* kept only when it looks like one of Anthropic's types (error_type's size, a-z _) */
+    size_t n = et ? strlen(et) : 0;
+    bool ok = n > 0 && n < sizeof s->error_type && strspn(et, "abcdefghijklmnopqrstuvwxyz_") == n;
+    snprintf(s->error_type, sizeof s->error_type, "%s", ok ? et : "");
+    *msg = "error event from the upstream";
+    return -1;
+}
+
 int sw_anth_to_oai_event(struct sw_anth_to_oai *s, const char *data, size_t len, json_t *chunks,
                          const char **msg)
 {
@@ -220,110 +341,21 @@ int sw_anth_to_oai_event(struct sw_anth_to_oai *s, const char *data, size_t len,
     json_t *ev = json_loadb(data, len, 0, &je);
     const char *type = json_string_value(json_object_get(ev, "type"));
     int rc = 0;
-    if (!json_is_object(ev) || !type) {
+    if (!json_is_object(ev) || !type)
         rc = -1;
-        goto out;
-    }
-    if (!strcmp(type, "message_start")) {
-        json_t *m = json_object_get(ev, "message");
-        const char *id = json_string_value(json_object_get(m, "id"));
-        if (id)
-            snprintf(s->id, sizeof s->id, "%s", id);
-        json_t *u = json_object_get(m, "usage");
-        s->input_tokens = usage_of(u, "input_tokens");
-        s->output_tokens = usage_of(u, "output_tokens");
-        rc = add_chunk(s, chunks, json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
-                       NULL);
-    } else if (!strcmp(type, "content_block_start")) {
-        json_t *cb = json_object_get(ev, "content_block");
-        json_t *idx = json_object_get(ev, "index");
-        const char *bt = json_string_value(json_object_get(cb, "type"));
-        const char *name = json_string_value(json_object_get(cb, "name"));
-        if (bt && !strcmp(bt, "tool_use") && s->format_tool && name &&
-            !strcmp(name, SW_ANTH_FORMAT_TOOL) && json_is_integer(idx) &&
-            json_integer_value(idx) >= 0 && json_integer_value(idx) < 64) {
-            s->tool_index[json_integer_value(idx)] = -2; /* its input is the content */
-            s->format_seen = true;
-        } else if (bt && !strcmp(bt, "tool_use")) {
-            if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
-                json_integer_value(idx) >= 64 || s->n_tools >= 64) {
-                *msg = "tool_use block index out of range";
-                rc = -1;
-                goto out;
-            }
-            int k = s->n_tools++;
-            s->tool_index[json_integer_value(idx)] = k;
-            const char *tid = json_string_value(json_object_get(cb, "id"));
-            rc = add_chunk(s, chunks,
-                           json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls",
-                                     "index", k, "id", tid ? tid : "", "type", "function",
-                                     "function", "name", name ? name : "", "arguments", ""),
-                           NULL);
-        } else if (bt && !strcmp(bt, "text")) {
-            json_t *t = json_object_get(cb, "text");
-            if (json_is_string(t) && json_string_length(t))
-                rc = add_chunk(s, chunks, json_pack("{s:O}", "content", t), NULL);
-        }
-    } else if (!strcmp(type, "content_block_delta")) {
-        json_t *d = json_object_get(ev, "delta");
-        const char *dt = json_string_value(json_object_get(d, "type"));
-        json_t *idx = json_object_get(ev, "index");
-        if (dt && !strcmp(dt, "text_delta") && json_is_string(json_object_get(d, "text"))) {
-            rc = add_chunk(s, chunks, json_pack("{s:O}", "content", json_object_get(d, "text")),
-                           NULL);
-        } else if (dt && !strcmp(dt, "input_json_delta")) {
-            json_t *pj = json_object_get(d, "partial_json");
-            int k = json_is_integer(idx) && json_integer_value(idx) >= 0 &&
-                            json_integer_value(idx) < 64
-                        ? s->tool_index[json_integer_value(idx)]
-                        : -1;
-            if (k == -2 && json_is_string(pj)) {
-                rc = add_chunk(s, chunks, json_pack("{s:O}", "content", pj), NULL);
-                goto out;
-            }
-            if (k < 0 || !json_is_string(pj)) {
-                *msg = "input_json_delta outside a tool_use block";
-                rc = -1;
-                goto out;
-            }
-            rc = add_chunk(s, chunks,
-                           json_pack("{s:[{s:i, s:{s:O}}]}", "tool_calls", "index", k,
-                                     "function", "arguments", pj),
-                           NULL);
-        }
-        /* thinking / signature / citations deltas have no chat-completions form;
-         * requests that ask for thinking are refused up front. */
-    } else if (!strcmp(type, "message_delta")) {
-        json_t *u = json_object_get(ev, "usage");
-        if (json_object_get(u, "output_tokens"))
-            s->output_tokens = usage_of(u, "output_tokens");
-        if (json_object_get(u, "input_tokens"))
-            s->input_tokens = usage_of(u, "input_tokens");
-        const char *sr = json_string_value(json_object_get(json_object_get(ev, "delta"), "stop_reason"));
-        if (sr && s->format_seen && !strcmp(sr, "tool_use"))
-            sr = "end_turn"; /* the format tool's call is the answer: finish_reason stop */
-        if (sr)
-            rc = add_chunk(s, chunks, json_object(), sw_anth_finish_reason(sr));
-    } else if (!strcmp(type, "message_stop")) {
-        json_t *c = json_pack("{s:s, s:s, s:I, s:s, s:[], s:{s:i, s:i, s:i}}", "id", s->id,
-                              "object", "chat.completion.chunk", "created",
-                              (json_int_t)s->created, "model", s->model, "choices", "usage",
-                              "prompt_tokens", (int)s->input_tokens, "completion_tokens",
-                              (int)s->output_tokens, "total_tokens",
-                              (int)(s->input_tokens + s->output_tokens));
-        rc = c && !json_array_append_new(chunks, c) ? 0 : -1;
-        s->done = true;
-    } else if (!strcmp(type, "error")) {
-        const char *et = json_string_value(json_object_get(json_object_get(ev, "error"), "type"));
-        /* kept only when it looks like one of Anthropic's types (error_type's size, a-z _) */
-        size_t n = et ? strlen(et) : 0;
-        bool ok = n > 0 && n < sizeof s->error_type && strspn(et, "abcdefghijklmnopqrstuvwxyz_") == n;
-        snprintf(s->error_type, sizeof s->error_type, "%s", ok ? et : "");
-        *msg = "error event from the upstream";
-        rc = -1;
-    }
+    else if (!strcmp(type, "message_start"))
+        rc = ev_message_start(s, ev, chunks);
+    else if (!strcmp(type, "content_block_start"))
+        rc = ev_block_start(s, ev, chunks, msg);
+    else if (!strcmp(type, "content_block_delta"))
+        rc = ev_block_delta(s, ev, chunks, msg);
+    else if (!strcmp(type, "message_delta"))
+        rc = ev_message_delta(s, ev, chunks);
+    else if (!strcmp(type, "message_stop"))
+        rc = ev_message_stop(s, chunks);
+    else if (!strcmp(type, "error"))
+        rc = ev_error(s, ev, msg);
     /* ping, content_block_stop and unknown events: nothing to send */
-out:
     json_decref(ev);
     return rc;
 }

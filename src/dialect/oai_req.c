@@ -103,6 +103,130 @@ static json_t *open_message(json_t *msgs, const char *role)
     return blocks;
 }
 
+/* The return of a helper that failed with *err set. */
+static int failed(const struct sw_request_error *err)
+{
+    return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
+}
+
+/* A system or developer message's text, joined to the system prompt. */
+static int system_text(struct sw_buf *sys, const json_t *c, const char *pc,
+                       struct sw_request_error *err)
+{
+    long bad;
+    char *s = sw_dialect_joined_text(c, &bad);
+    if (!s)
+        BAD(pc, "%s: a system message can be translated only as text.", pc);
+    int e = (sys->len && sw_buf_append(sys, "\n\n", 2)) || sw_buf_append_str(sys, s);
+    free(s);
+    if (e)
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* An assistant message: its content blocks, then each tool call as a
+ * tool_use block (arguments that are not a JSON object are refused). */
+static int assistant_message(json_t *msgs, const json_t *m, const char *p, const char *pc,
+                             struct sw_request_error *err)
+{
+    if (json_object_get(m, "function_call") && !json_is_null(json_object_get(m, "function_call"))) {
+        char pf[112];
+        snprintf(pf, sizeof pf, "%s.function_call", p);
+        BAD(pf, "%s: legacy function calls cannot be translated; use tool_calls.", pf);
+    }
+    json_t *blocks = open_message(msgs, "assistant");
+    if (!blocks)
+        return sw_dialect_oom(err);
+    if (content_blocks(blocks, json_object_get(m, "content"), pc, false, err))
+        return failed(err);
+    size_t j;
+    json_t *call;
+    json_array_foreach(json_object_get(m, "tool_calls"), j, call) {
+        char pa[160];
+        snprintf(pa, sizeof pa, "%s.tool_calls[%zu].function.arguments", p, j);
+        json_t *fn = json_object_get(call, "function");
+        const char *args = json_string_value(json_object_get(fn, "arguments"));
+        const char *id = json_string_value(json_object_get(call, "id"));
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        json_error_t je;
+        json_t *input = args ? json_loads(args, JSON_REJECT_DUPLICATES, &je) : NULL;
+        if (!json_is_object(input)) {
+            json_decref(input);
+            BAD(pa, "%s: must be a JSON object to be translated to a tool_use input.", pa);
+        }
+        json_t *b = json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id", id ? id : "",
+                              "name", name ? name : "", "input", input);
+        if (!b || json_array_append_new(blocks, b))
+            return sw_dialect_oom(err);
+    }
+    if (json_array_size(blocks) == 0 &&
+        json_array_append_new(blocks, json_pack("{s:s, s:s}", "type", "text", "text", "")))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* A tool message as a tool_result block. Tool results lead their user
+ * message: after other user blocks they start a message of their own. */
+static int tool_result(json_t *msgs, const json_t *m, const char *pc, struct sw_request_error *err)
+{
+    json_t *blocks = open_message(msgs, "user");
+    size_t nb = json_array_size(blocks);
+    if (nb && strcmp(sw_dialect_type_of(json_array_get(blocks, nb - 1)), "tool_result")) {
+        json_t *fresh = json_array();
+        json_t *nm = fresh ? json_pack("{s:s, s:o}", "role", "user", "content", fresh) : NULL;
+        blocks = nm && !json_array_append_new(msgs, nm) ? fresh : NULL;
+    }
+    const char *id = json_string_value(json_object_get(m, "tool_call_id"));
+    long bad;
+    char *s = sw_dialect_joined_text(json_object_get(m, "content"), &bad);
+    if (!s)
+        BAD(pc, "%s: a tool message can be translated only as text.", pc);
+    json_t *b = blocks ? json_pack("{s:s, s:s, s:s}", "type", "tool_result", "tool_use_id",
+                                   id ? id : "", "content", s)
+                       : NULL;
+    free(s);
+    if (!b || json_array_append_new(blocks, b))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* OpenAI message i, by role: to the system prompt or to `msgs`. */
+static int message_from_openai(json_t *msgs, struct sw_buf *sys, const json_t *m, size_t i,
+                               struct sw_request_error *err)
+{
+    char p[96];
+    snprintf(p, sizeof p, "messages[%zu]", i);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    json_t *c = json_object_get(m, "content");
+    char pc[112];
+    snprintf(pc, sizeof pc, "%s.content", p);
+    if (!role)
+        role = "";
+    if (!strcmp(role, "system") || !strcmp(role, "developer"))
+        return system_text(sys, c, pc, err);
+    if (!strcmp(role, "user")) {
+        json_t *blocks = open_message(msgs, "user");
+        if (!blocks)
+            return sw_dialect_oom(err);
+        return content_blocks(blocks, c, pc, true, err) ? failed(err) : SW_OK;
+    }
+    if (!strcmp(role, "assistant"))
+        return assistant_message(msgs, m, p, pc, err);
+    if (!strcmp(role, "tool"))
+        return tool_result(msgs, m, pc, err);
+    char pr[112];
+    snprintf(pr, sizeof pr, "%s.role", p);
+    BAD(pr, "%s: '%s' messages cannot be translated to Anthropic's Messages API.", pr, role);
+fail:
+    return SW_EINVAL;
+}
+
 static int messages_from_openai(json_t *o, const json_t *in, struct sw_request_error *err)
 {
     json_t *msgs = json_array();
@@ -113,95 +237,10 @@ static int messages_from_openai(json_t *o, const json_t *in, struct sw_request_e
     json_object_set_new(o, "messages", msgs);
     size_t i;
     json_t *m;
+    int rc;
     json_array_foreach(json_object_get(in, "messages"), i, m) {
-        char p[96];
-        snprintf(p, sizeof p, "messages[%zu]", i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        json_t *c = json_object_get(m, "content");
-        char pc[112];
-        snprintf(pc, sizeof pc, "%s.content", p);
-        if (!role)
-            role = "";
-        if (!strcmp(role, "system") || !strcmp(role, "developer")) {
-            long bad;
-            char *s = sw_dialect_joined_text(c, &bad);
-            if (!s)
-                BAD(pc, "%s: a system message can be translated only as text.", pc);
-            int e = (sys.len && sw_buf_append(&sys, "\n\n", 2)) || sw_buf_append_str(&sys, s);
-            free(s);
-            if (e)
-                goto nomem;
-        } else if (!strcmp(role, "user")) {
-            json_t *blocks = open_message(msgs, "user");
-            if (!blocks)
-                goto nomem;
-            int rc = content_blocks(blocks, c, pc, true, err);
-            if (rc)
-                goto fail_rc;
-        } else if (!strcmp(role, "assistant")) {
-            if (json_object_get(m, "function_call") && !json_is_null(json_object_get(m, "function_call"))) {
-                char pf[112];
-                snprintf(pf, sizeof pf, "%s.function_call", p);
-                BAD(pf, "%s: legacy function calls cannot be translated; use tool_calls.", pf);
-            }
-            json_t *blocks = open_message(msgs, "assistant");
-            if (!blocks)
-                goto nomem;
-            int rc = content_blocks(blocks, c, pc, false, err);
-            if (rc)
-                goto fail_rc;
-            size_t j;
-            json_t *call;
-            json_array_foreach(json_object_get(m, "tool_calls"), j, call) {
-                char pa[160];
-                snprintf(pa, sizeof pa, "%s.tool_calls[%zu].function.arguments", p, j);
-                json_t *fn = json_object_get(call, "function");
-                const char *args = json_string_value(json_object_get(fn, "arguments"));
-                const char *id = json_string_value(json_object_get(call, "id"));
-                const char *name = json_string_value(json_object_get(fn, "name"));
-                json_error_t je;
-                json_t *input = args ? json_loads(args, JSON_REJECT_DUPLICATES, &je) : NULL;
-                if (!json_is_object(input)) {
-                    json_decref(input);
-                    BAD(pa, "%s: must be a JSON object to be translated to a tool_use input.",
-                        pa);
-                }
-                json_t *b = json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id",
-                                      id ? id : "", "name", name ? name : "", "input", input);
-                if (!b || json_array_append_new(blocks, b))
-                    goto nomem;
-            }
-            if (json_array_size(blocks) == 0 &&
-                json_array_append_new(blocks, json_pack("{s:s, s:s}", "type", "text", "text", "")))
-                goto nomem;
-        } else if (!strcmp(role, "tool")) {
-            /* Tool results lead their user message: after other user blocks
-             * they start a message of their own. */
-            json_t *blocks = open_message(msgs, "user");
-            size_t nb = json_array_size(blocks);
-            if (nb && strcmp(sw_dialect_type_of(json_array_get(blocks, nb - 1)), "tool_result")) {
-                json_t *fresh = json_array();
-                json_t *nm = fresh ? json_pack("{s:s, s:o}", "role", "user", "content", fresh)
-                                   : NULL;
-                blocks = nm && !json_array_append_new(msgs, nm) ? fresh : NULL;
-            }
-            const char *id = json_string_value(json_object_get(m, "tool_call_id"));
-            long bad;
-            char *s = sw_dialect_joined_text(c, &bad);
-            if (!s)
-                BAD(pc, "%s: a tool message can be translated only as text.", pc);
-            json_t *b = blocks ? json_pack("{s:s, s:s, s:s}", "type", "tool_result",
-                                           "tool_use_id", id ? id : "", "content", s)
-                               : NULL;
-            free(s);
-            if (!b || json_array_append_new(blocks, b))
-                goto nomem;
-        } else {
-            char pr[112];
-            snprintf(pr, sizeof pr, "%s.role", p);
-            BAD(pr, "%s: '%s' messages cannot be translated to Anthropic's Messages API.", pr,
-                role);
-        }
+        if ((rc = message_from_openai(msgs, &sys, m, i, err)))
+            goto fail_rc;
     }
     /* User messages with nothing to say (empty text) have no Anthropic form. */
     for (size_t k = json_array_size(msgs); k-- > 0;)
@@ -219,19 +258,17 @@ nomem:
     return sw_dialect_oom(err);
 fail_rc:
     sw_buf_free(&sys);
-    return err->status == 500 ? SW_ENOMEM : SW_EINVAL;
+    return rc;
 fail:
     sw_buf_free(&sys);
     return SW_EINVAL;
 }
 
-int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **out,
-                            struct sw_request_error *err)
+/* Every non-null top-level field known (an unknown one is refused, not
+ * dropped); response_format only as a json_schema without tools (its schema
+ * in *rf_schema, else NULL); no metadata. */
+static int check_top_level(const json_t *in, json_t **rf_schema, struct sw_request_error *err)
 {
-    *out = NULL;
-    json_t *o = json_object();
-    if (!o)
-        return sw_dialect_oom(err);
     static const char *const known[] = {
         "model", "messages", "max_tokens", "max_completion_tokens", "stop", "temperature",
         "top_p", "tools", "tool_choice", "parallel_tool_calls", "user", "stream",
@@ -253,11 +290,11 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
      * a forced tool whose input_schema is the schema (Anthropic's way to ask
      * for a shape); the answer's tool input becomes the content again. */
     json_t *rf = json_object_get(in, "response_format");
-    json_t *rf_schema = NULL;
+    *rf_schema = NULL;
     if (rf && !json_is_null(rf)) {
         const char *rft = json_string_value(json_object_get(rf, "type"));
-        rf_schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
-        if (!rft || strcmp(rft, "json_schema") || !json_is_object(rf_schema) ||
+        *rf_schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+        if (!rft || strcmp(rft, "json_schema") || !json_is_object(*rf_schema) ||
             json_object_get(in, "tools") || json_object_get(in, "tool_choice"))
             BAD("response_format",
                 "response_format: only a json_schema with an object schema, without tools, "
@@ -266,12 +303,16 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
     json_t *md = json_object_get(in, "metadata");
     if (json_is_object(md) && json_object_size(md))
         BAD("metadata", "metadata: has no counterpart in Anthropic's Messages API.");
-    json_object_set(o, "model", json_object_get(in, "model"));
-    int rc = messages_from_openai(o, in, err);
-    if (rc) {
-        json_decref(o);
-        return rc;
-    }
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* max_tokens (max_completion_tokens first, else the default), stop,
+ * temperature (0 to 1), top_p, stream, user. */
+static int sampling_from_openai(json_t *o, const json_t *in, long default_max_tokens,
+                                struct sw_request_error *err)
+{
     json_t *mt = json_object_get(in, "max_completion_tokens");
     if (!json_is_integer(mt))
         mt = json_object_get(in, "max_tokens");
@@ -296,33 +337,46 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
     json_t *user = json_object_get(in, "user");
     if (json_is_string(user))
         json_object_set_new(o, "metadata", json_pack("{s:O}", "user_id", user));
-    json_t *tools = json_object_get(in, "tools");
-    if (json_is_array(tools) && json_array_size(tools)) {
-        json_t *list = json_array();
-        json_object_set_new(o, "tools", list);
-        size_t i;
-        json_t *t;
-        json_array_foreach(tools, i, t) {
-            json_t *fn = json_object_get(t, "function");
-            if (strcmp(sw_dialect_type_of(t), "function") || !json_is_object(fn)) {
-                char p[64];
-                snprintf(p, sizeof p, "tools[%zu].type", i);
-                BAD(p, "%s: only function tools can be translated.", p);
-            }
-            json_t *params = json_object_get(fn, "parameters");
-            json_t *schema = json_is_object(params) ? json_incref(params)
-                                                    : json_pack("{s:s}", "type", "object");
-            json_t *d = schema ? json_pack("{s:O, s:o}", "name", json_object_get(fn, "name"),
-                                           "input_schema", schema)
-                               : NULL;
-            if (d && json_is_string(json_object_get(fn, "description")))
-                json_object_set(d, "description", json_object_get(fn, "description"));
-            if (!d || json_array_append_new(list, d)) {
-                json_decref(o);
-                return sw_dialect_oom(err);
-            }
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* Function tools as Anthropic tools (input_schema: the parameters, an
+ * object schema without them). */
+static int tools_from_openai(json_t *o, const json_t *tools, struct sw_request_error *err)
+{
+    json_t *list = json_array();
+    json_object_set_new(o, "tools", list);
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        json_t *fn = json_object_get(t, "function");
+        if (strcmp(sw_dialect_type_of(t), "function") || !json_is_object(fn)) {
+            char p[64];
+            snprintf(p, sizeof p, "tools[%zu].type", i);
+            BAD(p, "%s: only function tools can be translated.", p);
         }
+        json_t *params = json_object_get(fn, "parameters");
+        json_t *schema = json_is_object(params) ? json_incref(params)
+                                                : json_pack("{s:s}", "type", "object");
+        json_t *d = schema ? json_pack("{s:O, s:o}", "name", json_object_get(fn, "name"),
+                                       "input_schema", schema)
+                           : NULL;
+        if (d && json_is_string(json_object_get(fn, "description")))
+            json_object_set(d, "description", json_object_get(fn, "description"));
+        if (!d || json_array_append_new(list, d))
+            return sw_dialect_oom(err);
     }
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* tool_choice (required: any; none; a function: that tool; else auto) and
+ * parallel_tool_calls false as disable_parallel_tool_use. */
+static int tool_choice_from_openai(json_t *o, const json_t *in, struct sw_request_error *err)
+{
     json_t *tc = json_object_get(in, "tool_choice");
     json_t *choice = NULL;
     if (json_is_string(tc)) {
@@ -344,6 +398,31 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
     }
     if (choice)
         json_object_set_new(o, "tool_choice", choice);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **out,
+                            struct sw_request_error *err)
+{
+    *out = NULL;
+    json_t *o = json_object();
+    if (!o)
+        return sw_dialect_oom(err);
+    json_t *rf_schema;
+    int rc = check_top_level(in, &rf_schema, err);
+    if (rc)
+        goto fail;
+    json_object_set(o, "model", json_object_get(in, "model"));
+    if ((rc = messages_from_openai(o, in, err)) ||
+        (rc = sampling_from_openai(o, in, default_max_tokens, err)))
+        goto fail;
+    json_t *tools = json_object_get(in, "tools");
+    if (json_is_array(tools) && json_array_size(tools) && (rc = tools_from_openai(o, tools, err)))
+        goto fail;
+    if ((rc = tool_choice_from_openai(o, in, err)))
+        goto fail;
     if (rf_schema) {
         json_object_set_new(o, "tools", json_pack("[{s:s, s:s, s:O}]", "name", SW_ANTH_FORMAT_TOOL,
                                                   "description", "Answer with this tool's input.",
@@ -355,6 +434,6 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
     return SW_OK;
 fail:
     json_decref(o);
-    return SW_EINVAL;
+    return rc;
 }
 

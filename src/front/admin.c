@@ -15,7 +15,7 @@
 #include "common/query.h"
 #include "obs/dashboard.h"
 #include "obs/series.h"
-#include "state/rstate.h"
+#include "state/store.h"
 #include "relay/reply.h"
 
 /* ---- Metrics and the dashboard ---- */
@@ -67,8 +67,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
                                                         : f->cfg->routing.ttft_budget_ms),
         .spill_ratio = sw_spill_ratio(&f->obs->spill, now / 1000),
         .emergency = l->g->emergency,
-        .state_shared = l->g->rstate != NULL,
-        .state_degraded = sw_rstate_degraded(l->g->rstate),
+        .state_shared = l->g->store.ops->shared,
+        .state_degraded = sw_store_degraded(&l->g->store),
         .declog_write_errors = sw_declog_write_errors(f->obs->log),
         .loop_lag_ms = sw_ticks_lag_ms(&f->ticks),
         .idle_evicted = sw_http_server_evicted(f->http),
@@ -213,11 +213,9 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
     const struct sw_metrics *m = f->obs ? f->obs->metrics : NULL;
     sw_metrics_each(m, SW_M_REJECTIONS, add_rejection, rejections);
     sw_metrics_each(m, SW_M_PII, add_pii, pii);
-    json_t *st = json_pack("{s:s, s:o}", "backend", l->g->rstate ? "redis" : "memory",
-                           "degraded",
-                           sw_rstate_degraded_reason(l->g->rstate)
-                               ? json_string(sw_rstate_degraded_reason(l->g->rstate))
-                               : json_null());
+    const char *degraded = sw_store_degraded_reason(&l->g->store);
+    json_t *st = json_pack("{s:s, s:o}", "backend", l->g->store.ops->name, "degraded",
+                           degraded ? json_string(degraded) : json_null());
     reply_json_value(req, 200,
                      json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o, s:o}", "emergency",
                                l->g->emergency, "emergency_reason", l->g->emergency_reason,
@@ -264,7 +262,7 @@ void sw_admin_emergency(struct sw_front *f, struct sw_http_req *req)
                    (const char *const[]){l->g->emergency ? "declared" : "cleared"}, 1);
     snprintf(l->g->emergency_reason, sizeof l->g->emergency_reason, "%s",
              reason ? json_string_value(reason) : "");
-    sw_rstate_flags_changed(l->g->rstate);
+    sw_store_flags_changed(&l->g->store);
     sw_warn("admin: emergency %s (reason: %s)", l->g->emergency ? "DECLARED" : "cleared",
             l->g->emergency_reason[0] ? l->g->emergency_reason : "none given");
     json_decref(body);
@@ -324,7 +322,7 @@ void sw_admin_breaker_reset(struct sw_front *f, struct sw_http_req *req,
         struct sw_live_backend *b = f->live->b[i];
         if (strlen(b->name) == len && !memcmp(b->name, name, len)) {
             sw_breaker_reset(&b->breaker);
-            sw_rstate_breaker_reset(f->live->g->rstate, f->live, i);
+            sw_store_breaker_reset(&f->live->g->store, f->live, i);
             sw_warn("admin: breaker of %s reset", b->name);
             reply_json_value(req, 200, json_pack("{s:s, s:s}", "backend", b->name, "breaker",
                                                  "closed"));
@@ -377,7 +375,7 @@ void sw_admin_thresholds(struct sw_front *f, struct sw_http_req *req)
             f->live->b[i]->latwin.recover_ms = json_number_value(rec);
     }
     json_decref(body);
-    sw_rstate_flags_changed(g->rstate);
+    sw_store_flags_changed(&g->store);
     sw_warn("admin: thresholds changed (ttft_budget_ms %ld, spend_cap_usd %.4f)",
             g->ttft_budget_ms, g->spend_cap_usd);
     sw_admin_state(f, req);
@@ -483,25 +481,128 @@ static json_t *int_or_null(const struct sw_series_sample *x, double v)
     return x ? json_integer((json_int_t)v) : json_null();
 }
 
+/* The arrays of GET /admin/series, one entry per second (events: markers). */
+struct series_out {
+    json_t *t, *req_local, *req_cloud, *spilled, *budget, *spend, *cap, *emergency, *events;
+    json_t *ttft, *p50[SW_SERIES_TIERS], *p99[SW_SERIES_TIERS];
+    json_t *codes, *code_arr[SW_SERIES_MAX_CODES];
+    json_t *backends, *b_in[SW_SERIES_MAX_BACKENDS], *b_q[SW_SERIES_MAX_BACKENDS],
+        *b_slots[SW_SERIES_MAX_BACKENDS];
+};
+
+/* ?window=S: 1 to SW_SERIES_SLOTS seconds, 900 without; false after a 400. */
+static bool series_window(struct sw_http_req *req, long *window)
+{
+    *window = 900;
+    char v[32];
+    int qerr = sw_query_param(sw_http_query(req), "window", v, sizeof v);
+    if (qerr == SW_ENOTFOUND)
+        return true;
+    char *end;
+    errno = 0;
+    *window = strtol(v, &end, 10);
+    if (qerr || errno || end == v || *end || *window < 1 || *window > SW_SERIES_SLOTS) {
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "window",
+                       "window must be an integer number of seconds from 1 to %d.",
+                       SW_SERIES_SLOTS);
+        return false;
+    }
+    return true;
+}
+
+/* The empty arrays: per tier, per rejection code and per backend the ring names. */
+static void series_open(struct series_out *o, const struct sw_series *s)
+{
+    memset(o, 0, sizeof *o);
+    o->t = json_array(), o->req_local = json_array(), o->req_cloud = json_array();
+    o->spilled = json_array(), o->budget = json_array(), o->spend = json_array();
+    o->cap = json_array(), o->emergency = json_array(), o->events = json_array();
+    o->ttft = json_object();
+    const char *tiers[SW_SERIES_TIERS] = {"local", "cloud"};
+    for (int k = 0; k < SW_SERIES_TIERS; k++) {
+        o->p50[k] = json_array();
+        o->p99[k] = json_array();
+        json_object_set_new(o->ttft, tiers[k],
+                            json_pack("{s:o, s:o}", "p50", o->p50[k], "p99", o->p99[k]));
+    }
+    o->codes = json_object();
+    for (size_t c = 0; c < SW_SERIES_MAX_CODES; c++) {
+        const char *name = sw_series_code_name(s, c);
+        if (name) {
+            o->code_arr[c] = json_array();
+            json_object_set_new(o->codes, name, o->code_arr[c]);
+        }
+    }
+    o->backends = json_object();
+    for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS; i++) {
+        const char *name = sw_series_backend_name(s, i);
+        if (!name)
+            break;
+        o->b_in[i] = json_array();
+        o->b_q[i] = json_array();
+        o->b_slots[i] = json_array();
+        json_object_set_new(o->backends, name,
+                            json_pack("{s:s, s:o, s:o, s:o}", "tier",
+                                      sw_series_backend_local(s, i) ? "local" : "cloud",
+                                      "in_flight", o->b_in[i], "queued", o->b_q[i], "slots",
+                                      o->b_slots[i]));
+    }
+}
+
+/* One second's entries: sample x, or nulls for a gap (x NULL). */
+static void series_append(struct series_out *o, const struct sw_series_sample *x,
+                          json_int_t unix_s)
+{
+    json_array_append_new(o->t, json_integer(unix_s));
+    json_array_append_new(o->req_local, int_or_null(x, x ? x->requests[SW_SERIES_LOCAL] : 0));
+    json_array_append_new(o->req_cloud, int_or_null(x, x ? x->requests[SW_SERIES_CLOUD] : 0));
+    json_array_append_new(o->spilled, int_or_null(x, x ? x->spilled : 0));
+    for (int k = 0; k < SW_SERIES_TIERS; k++) {
+        json_array_append_new(o->p50[k], num_or_null(x, x ? x->ttft_p50_ms[k] : NAN));
+        json_array_append_new(o->p99[k], num_or_null(x, x ? x->ttft_p99_ms[k] : NAN));
+    }
+    json_array_append_new(o->budget, num_or_null(x, x ? x->ttft_budget_ms : NAN));
+    json_array_append_new(o->spend, num_or_null(x, x ? x->spend_usd : NAN));
+    json_array_append_new(o->cap, num_or_null(x, x ? x->spend_cap_usd : NAN));
+    json_array_append_new(o->emergency, x ? json_boolean(x->emergency) : json_null());
+    for (size_t c = 0; c < SW_SERIES_MAX_CODES; c++)
+        if (o->code_arr[c])
+            json_array_append_new(o->code_arr[c], int_or_null(x, x ? x->rejections[c] : 0));
+    for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS && o->b_in[i]; i++) {
+        const struct sw_series_backend *b = x && x->backends[i].present ? &x->backends[i] : NULL;
+        json_array_append_new(o->b_in[i], b ? json_integer(b->in_flight) : json_null());
+        json_array_append_new(o->b_q[i], b ? json_integer(b->queued) : json_null());
+        json_array_append_new(o->b_slots[i], b ? json_integer(b->slots) : json_null());
+    }
+}
+
+/* Markers: a breaker or the emergency flag that changed from sample prev to x. */
+static void series_events(struct series_out *o, const struct sw_series *s,
+                          const struct sw_series_sample *prev, const struct sw_series_sample *x,
+                          json_int_t ts)
+{
+    for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS && o->b_in[i]; i++) {
+        const struct sw_series_backend *a = &prev->backends[i], *b = &x->backends[i];
+        if (a->present && b->present && a->breaker != b->breaker)
+            json_array_append_new(
+                o->events, json_pack("{s:I, s:s, s:s, s:s}", "t", ts, "kind", "breaker",
+                                     "backend", sw_series_backend_name(s, i), "state",
+                                     sw_breaker_name(sw_breaker_from_gauge(b->breaker))));
+    }
+    if (prev->emergency != x->emergency)
+        json_array_append_new(o->events, json_pack("{s:I, s:s, s:s}", "t", ts, "kind",
+                                                   "emergency", "state",
+                                                   x->emergency ? "declared" : "cleared"));
+}
+
 /* GET /admin/series?window=S (1..3600, default 900): the last S seconds of
  * the one-second ring, one array entry per second, oldest first; null where
  * the ring has no sample (a gap). */
 void sw_admin_series(struct sw_front *f, struct sw_http_req *req)
 {
-    long window = 900;
-    char v[32];
-    int qerr = sw_query_param(sw_http_query(req), "window", v, sizeof v);
-    if (qerr != SW_ENOTFOUND) {
-        char *end;
-        errno = 0;
-        window = strtol(v, &end, 10);
-        if (qerr || errno || end == v || *end || window < 1 || window > SW_SERIES_SLOTS) {
-            sw_reply_error(req, 400, "invalid_request_error", "invalid_value", "window",
-                           "window must be an integer number of seconds from 1 to %d.",
-                           SW_SERIES_SLOTS);
-            return;
-        }
-    }
+    long window;
+    if (!series_window(req, &window))
+        return;
     if (!f->series) {
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
         return;
@@ -514,83 +615,14 @@ void sw_admin_series(struct sw_front *f, struct sw_http_req *req)
     int64_t offset = sw_wall_s() - sw_now_ms() / 1000;
     int64_t from = last - window + 1;
 
-    json_t *t = json_array(), *req_local = json_array(), *req_cloud = json_array(),
-           *spilled = json_array(), *budget = json_array(), *spend = json_array(),
-           *cap = json_array(), *emergency = json_array(), *events = json_array();
-    json_t *ttft = json_object();
-    const char *tiers[SW_SERIES_TIERS] = {"local", "cloud"};
-    json_t *p50[SW_SERIES_TIERS], *p99[SW_SERIES_TIERS];
-    for (int k = 0; k < SW_SERIES_TIERS; k++) {
-        p50[k] = json_array();
-        p99[k] = json_array();
-        json_object_set_new(ttft, tiers[k], json_pack("{s:o, s:o}", "p50", p50[k], "p99", p99[k]));
-    }
-    json_t *codes = json_object(), *code_arr[SW_SERIES_MAX_CODES] = {0};
-    for (size_t c = 0; c < SW_SERIES_MAX_CODES; c++) {
-        const char *name = sw_series_code_name(s, c);
-        if (name) {
-            code_arr[c] = json_array();
-            json_object_set_new(codes, name, code_arr[c]);
-        }
-    }
-    json_t *backends = json_object();
-    json_t *b_in[SW_SERIES_MAX_BACKENDS] = {0}, *b_q[SW_SERIES_MAX_BACKENDS] = {0},
-           *b_slots[SW_SERIES_MAX_BACKENDS] = {0};
-    for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS; i++) {
-        const char *name = sw_series_backend_name(s, i);
-        if (!name)
-            break;
-        b_in[i] = json_array();
-        b_q[i] = json_array();
-        b_slots[i] = json_array();
-        json_object_set_new(backends, name,
-                            json_pack("{s:s, s:o, s:o, s:o}", "tier",
-                                      sw_series_backend_local(s, i) ? "local" : "cloud",
-                                      "in_flight", b_in[i], "queued", b_q[i], "slots",
-                                      b_slots[i]));
-    }
-
+    struct series_out o;
+    series_open(&o, s);
     const struct sw_series_sample *prev = NULL;
     for (int64_t sec = from; sec <= last; sec++) {
         const struct sw_series_sample *x = sw_series_at(s, sec);
-        json_array_append_new(t, json_integer((json_int_t)(sec + offset)));
-        json_array_append_new(req_local, int_or_null(x, x ? x->requests[SW_SERIES_LOCAL] : 0));
-        json_array_append_new(req_cloud, int_or_null(x, x ? x->requests[SW_SERIES_CLOUD] : 0));
-        json_array_append_new(spilled, int_or_null(x, x ? x->spilled : 0));
-        for (int k = 0; k < SW_SERIES_TIERS; k++) {
-            json_array_append_new(p50[k], num_or_null(x, x ? x->ttft_p50_ms[k] : NAN));
-            json_array_append_new(p99[k], num_or_null(x, x ? x->ttft_p99_ms[k] : NAN));
-        }
-        json_array_append_new(budget, num_or_null(x, x ? x->ttft_budget_ms : NAN));
-        json_array_append_new(spend, num_or_null(x, x ? x->spend_usd : NAN));
-        json_array_append_new(cap, num_or_null(x, x ? x->spend_cap_usd : NAN));
-        json_array_append_new(emergency, x ? json_boolean(x->emergency) : json_null());
-        for (size_t c = 0; c < SW_SERIES_MAX_CODES; c++)
-            if (code_arr[c])
-                json_array_append_new(code_arr[c], int_or_null(x, x ? x->rejections[c] : 0));
-        for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS && b_in[i]; i++) {
-            const struct sw_series_backend *b = x && x->backends[i].present ? &x->backends[i]
-                                                                            : NULL;
-            json_array_append_new(b_in[i], b ? json_integer(b->in_flight) : json_null());
-            json_array_append_new(b_q[i], b ? json_integer(b->queued) : json_null());
-            json_array_append_new(b_slots[i], b ? json_integer(b->slots) : json_null());
-        }
-        /* Markers: a breaker or the emergency flag that changed since the previous sample. */
-        if (x && prev) {
-            json_int_t ts = (json_int_t)(sec + offset);
-            for (size_t i = 0; i < SW_SERIES_MAX_BACKENDS && b_in[i]; i++) {
-                const struct sw_series_backend *a = &prev->backends[i], *b = &x->backends[i];
-                if (a->present && b->present && a->breaker != b->breaker)
-                    json_array_append_new(
-                        events, json_pack("{s:I, s:s, s:s, s:s}", "t", ts, "kind", "breaker",
-                                          "backend", sw_series_backend_name(s, i), "state",
-                                          sw_breaker_name(sw_breaker_from_gauge(b->breaker))));
-            }
-            if (prev->emergency != x->emergency)
-                json_array_append_new(events, json_pack("{s:I, s:s, s:s}", "t", ts, "kind",
-                                                        "emergency", "state",
-                                                        x->emergency ? "declared" : "cleared"));
-        }
+        series_append(&o, x, (json_int_t)(sec + offset));
+        if (x && prev)
+            series_events(&o, s, prev, x, (json_int_t)(sec + offset));
         if (x)
             prev = x;
     }
@@ -600,8 +632,9 @@ void sw_admin_series(struct sw_front *f, struct sw_http_req *req)
                   "s:o, s:o, s:o}",
                   "now", (json_int_t)(last + offset), "window", (json_int_t)window, "capacity",
                   SW_SERIES_SLOTS, "memory_bytes", (json_int_t)sw_series_memory(), "step",
-                  (json_int_t)1, "t", t, "requests", "local", req_local, "cloud", req_cloud,
-                  "spilled", spilled, "ttft_ms", ttft, "ttft_budget_ms", budget, "spend_usd",
-                  spend, "spend_cap_usd", cap, "emergency", emergency, "rejections", codes,
-                  "backends", backends, "events", events));
+                  (json_int_t)1, "t", o.t, "requests", "local", o.req_local, "cloud",
+                  o.req_cloud, "spilled", o.spilled, "ttft_ms", o.ttft, "ttft_budget_ms",
+                  o.budget, "spend_usd", o.spend, "spend_cap_usd", o.cap, "emergency",
+                  o.emergency, "rejections", o.codes, "backends", o.backends, "events",
+                  o.events));
 }

@@ -647,6 +647,83 @@ static void split_url(struct sw_http_req *r)
     r->path = u;
 }
 
+/* The parsed head of r (n bytes, parsed up to `done` with result e)
+ * judged: version, syntax, folding, header names and upgrades; the method,
+ * version and URL of r set. False when it was refused (answered). */
+static bool head_ok(struct conn *c, struct sw_http_req *r, const char *head, size_t n,
+                    llhttp_errno_t e, size_t done)
+{
+    if (r->bad_header) {
+        server_error(c, 431, "request_header_fields_too_large", "Too many request headers.");
+        return false;
+    }
+    /* 505 for HTTP/2's preface, a version llhttp does not know, or any
+     * version but 1.x */
+    if (e == HPE_PAUSED_H2_UPGRADE || e == HPE_INVALID_VERSION ||
+        (r->headers_done && c->parser.http_major != 1)) {
+        server_error(c, 505, "http_version_not_supported", "Only HTTP/1.0 and HTTP/1.1 are served.");
+        return false;
+    }
+    if ((e != HPE_OK && e != HPE_PAUSED && e != HPE_PAUSED_UPGRADE) || done != n ||
+        !r->headers_done || !r->url) {
+        char msg[160];
+        const char *why = e != HPE_OK && e != HPE_PAUSED ? llhttp_get_error_reason(&c->parser) : NULL;
+        snprintf(msg, sizeof msg, "Malformed HTTP request: %s.",
+                 why ? why : "the header block does not end where the blank line is");
+        server_error(c, e == HPE_INVALID_TRANSFER_ENCODING ? 501 : 400, "invalid_http", msg);
+        return false;
+    }
+    /* The parser ended the headers before the blank line the head was cut at
+     * (a stray CR) and read body bytes out of the head: refused, since the
+     * two readings of where the body starts disagree. */
+    if (r->body_len > 0) {
+        server_error(c, 400, "invalid_http", "Malformed HTTP request: bad header terminator.");
+        return false;
+    }
+    r->method_name = llhttp_method_name((llhttp_method_t)c->parser.method);
+    r->method = method_of(c->parser.method);
+    r->minor = c->parser.http_minor;
+    split_url(r);
+    if (has_folding(head, n)) {
+        server_error(c, 400, "invalid_http", "Folded header lines are not accepted.");
+        return false;
+    }
+    /* RFC 9112 section 5.1: no whitespace between a field name and its colon
+     * ("Name : value" names no header a server may guess at). */
+    if (r->space_before_colon) {
+        server_error(c, 400, "invalid_http",
+                     "Malformed HTTP request: whitespace between a header name and its colon.");
+        return false;
+    }
+    if (c->parser.upgrade && !r->complete) {
+        server_error(c, 400, "invalid_http", "Protocol upgrades are not supported.");
+        return false;
+    }
+    return true;
+}
+
+/* The buffer of a Content-Length body still to come: a spare for the usual
+ * size. False when it cannot be had (the connection failed). */
+static bool body_buffer(struct conn *c, struct sw_http_req *r)
+{
+    struct sw_http_server *s = c->s;
+    if ((c->parser.flags & F_CONTENT_LENGTH) && !r->complete) {
+        size_t cap = c->parser.content_length + 1;
+        if (cap <= READ_CHUNK) { /* the usual body: a spare buffer */
+            r->body = chunk_get(s);
+            cap = READ_CHUNK;
+        } else {
+            r->body = malloc(cap);
+        }
+        if (!r->body) {
+            conn_fail(c);
+            return false;
+        }
+        r->body_cap = cap;
+    }
+    return true;
+}
+
 /* Starts a request from a complete header block of `n` bytes. */
 static void begin_request(struct conn *c, size_t n)
 {
@@ -675,52 +752,8 @@ static void begin_request(struct conn *c, size_t n)
     llhttp_errno_t e;
     size_t done = parse(c, head, n, &e);
     terminate_headers(r);
-    if (r->bad_header) {
-        server_error(c, 431, "request_header_fields_too_large", "Too many request headers.");
+    if (!head_ok(c, r, head, n, e, done))
         return;
-    }
-    /* 505 for HTTP/2's preface, a version llhttp does not know, or any
-     * version but 1.x */
-    if (e == HPE_PAUSED_H2_UPGRADE || e == HPE_INVALID_VERSION ||
-        (r->headers_done && c->parser.http_major != 1)) {
-        server_error(c, 505, "http_version_not_supported", "Only HTTP/1.0 and HTTP/1.1 are served.");
-        return;
-    }
-    if ((e != HPE_OK && e != HPE_PAUSED && e != HPE_PAUSED_UPGRADE) || done != n ||
-        !r->headers_done || !r->url) {
-        char msg[160];
-        const char *why = e != HPE_OK && e != HPE_PAUSED ? llhttp_get_error_reason(&c->parser) : NULL;
-        snprintf(msg, sizeof msg, "Malformed HTTP request: %s.",
-                 why ? why : "the header block does not end where the blank line is");
-        server_error(c, e == HPE_INVALID_TRANSFER_ENCODING ? 501 : 400, "invalid_http", msg);
-        return;
-    }
-    /* The parser ended the headers before the blank line the head was cut at
-     * (a stray CR) and read body bytes out of the head: refused, since the
-     * two readings of where the body starts disagree. */
-    if (r->body_len > 0) {
-        server_error(c, 400, "invalid_http", "Malformed HTTP request: bad header terminator.");
-        return;
-    }
-    r->method_name = llhttp_method_name((llhttp_method_t)c->parser.method);
-    r->method = method_of(c->parser.method);
-    r->minor = c->parser.http_minor;
-    split_url(r);
-    if (has_folding(head, n)) {
-        server_error(c, 400, "invalid_http", "Folded header lines are not accepted.");
-        return;
-    }
-    /* RFC 9112 section 5.1: no whitespace between a field name and its colon
-     * ("Name : value" names no header a server may guess at). */
-    if (r->space_before_colon) {
-        server_error(c, 400, "invalid_http",
-                     "Malformed HTTP request: whitespace between a header name and its colon.");
-        return;
-    }
-    if (c->parser.upgrade && !r->complete) {
-        server_error(c, 400, "invalid_http", "Protocol upgrades are not supported.");
-        return;
-    }
     c->keep_alive = llhttp_should_keep_alive(&c->parser) && !s->stopping;
     if ((c->parser.flags & F_CONTENT_LENGTH) && c->parser.content_length > s->lim.max_body_bytes) {
         char msg[160];
@@ -729,20 +762,8 @@ static void begin_request(struct conn *c, size_t n)
         server_error(c, 413, "request_too_large", msg);
         return;
     }
-    if ((c->parser.flags & F_CONTENT_LENGTH) && !r->complete) {
-        size_t cap = c->parser.content_length + 1;
-        if (cap <= READ_CHUNK) { /* the usual body: a spare buffer */
-            r->body = chunk_get(s);
-            cap = READ_CHUNK;
-        } else {
-            r->body = malloc(cap);
-        }
-        if (!r->body) {
-            conn_fail(c);
-            return;
-        }
-        r->body_cap = cap;
-    }
+    if (!body_buffer(c, r))
+        return;
     c->state = r->complete ? C_BUSY : C_BODY;
     /* Answered here: r is gone, and sw_http_reply closed the connection
      * after the answer when a body was due (it is never read). */

@@ -120,10 +120,9 @@ static const struct {
      "wait estimate then uses Spillway's own queue alone), else 0.", true},
 };
 
-int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
+/* The per-backend gauges (per_backend), one series per backend. */
+static int render_backends(struct sw_metrics_scrape *s, const struct sw_obs_gauges *g)
 {
-    struct sw_metrics_scrape s;
-    sw_metrics_scrape_init(&s, out);
     static const char *const backend_label[] = {"backend"};
     static const char *const up_labels[] = {"backend", "health"};
     int err = SW_OK;
@@ -158,14 +157,22 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                 continue;   /* no limit: no bucket */
             if (per_backend[f].which == UP) {
                 const char *vals[] = {b->name, b->health ? b->health : "unknown"};
-                err = sw_metrics_gauge(&s, per_backend[f].name, per_backend[f].help, up_labels,
+                err = sw_metrics_gauge(s, per_backend[f].name, per_backend[f].help, up_labels,
                                        vals, 2, v);
             } else {
-                err = sw_metrics_gauge(&s, per_backend[f].name, per_backend[f].help,
+                err = sw_metrics_gauge(s, per_backend[f].name, per_backend[f].help,
                                        backend_label, &b->name, 1, v);
             }
         }
     }
+    return err;
+}
+
+int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
+{
+    struct sw_metrics_scrape s;
+    sw_metrics_scrape_init(&s, out);
+    int err = render_backends(&s, g);
     if (!err)
         err = sw_metrics_gauge(&s, "spillway_ttft_budget_seconds",
                                "The TTFT budget in force (routing.ttft_budget_ms, or a runtime "

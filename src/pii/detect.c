@@ -224,19 +224,209 @@ static bool name_ok(const char *n)
     return true;
 }
 
-int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
-                      struct sw_pii_engine **out, char *err, size_t errlen)
+/* The built-in types' names and priorities (lower wins when spans merge),
+ * the default phone regions, then custom type i of the config. */
+static void init_builtin_types(struct sw_pii_engine *e)
 {
     static const int prio_builtin[SW_PII_CUSTOM_BASE] = {
         [SW_PII_SECRET] = 0, [SW_PII_IBAN] = 2, [SW_PII_CARD] = 3, [SW_PII_EMAIL] = 4,
         [SW_PII_IPV6] = 5, [SW_PII_IPV4] = 6, [SW_PII_SSN] = 7, [SW_PII_BSN] = 8,
         [SW_PII_NATIONAL_ID] = 9, [SW_PII_PHONE] = 10,
     };
+    for (int t = 0; t < SW_PII_CUSTOM_BASE; t++) {
+        snprintf(e->names[t], sizeof e->names[t], "%s", builtin_names[t]);
+        e->prio[t] = prio_builtin[t];
+    }
+    memcpy(e->pat, builtin, sizeof builtin);
+    static const char *const def[] = {SW_PII_DEFAULT_PHONE_REGIONS};
+    for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
+        memcpy(e->regions[i], def[i], 3);
+    e->n_regions = sizeof def / sizeof def[0];
+}
+
+static int add_custom_type(struct sw_pii_engine *e, const struct sw_pii_custom *c, size_t i,
+                           char *err, size_t errlen)
+{
+    int t = SW_PII_CUSTOM_BASE + (int)i;
+    if (!name_ok(c->name))
+        return set_err(err, errlen, "pii: custom type name \"%s\": want 1-64 characters from A-Z a-z 0-9 _ . -%s",
+                       c->name ? c->name : "", "");
+    for (int u = 0; u < t; u++)
+        if (!strcmp(e->names[u], c->name))
+            return set_err(err, errlen, "pii: custom type \"%s\" is defined twice or is built in%s",
+                           c->name, "");
+    if (!c->regex || !c->regex[0])
+        return set_err(err, errlen, "pii: custom type \"%s\": regex is missing%s", c->name, "");
+    if (!c->validator || !strcmp(c->validator, "none"))
+        e->validator[t] = V_NONE;
+    else if (!strcmp(c->validator, "luhn"))
+        e->validator[t] = V_LUHN;
+    else if (!strcmp(c->validator, "mod97"))
+        e->validator[t] = V_MOD97;
+    else if (!strcmp(c->validator, "elfproef"))
+        e->validator[t] = V_ELFPROEF;
+    else
+        return set_err(err, errlen,
+                       "pii: custom type \"%s\": validator \"%s\" is not one of none, luhn, mod97, elfproef",
+                       c->name, c->validator);
+    snprintf(e->names[t], sizeof e->names[t], "%s", c->name);
+    e->prio[t] = 1;
+    e->pat[N_BUILTIN + i] = (struct pattern){t, K_CUSTOM, 0, 0, 0, c->regex, NULL, 0, 0, 0};
+    return SW_OK;
+}
+
+/* Tags are cut to SW_PII_MAX_TAG; two types with the same cut tag still get
+ * distinct placeholders (the map skips a number already issued). */
+static void make_tags(struct sw_pii_engine *e)
+{
+    for (int t = 0; t < e->n_types; t++) {
+        size_t k = 0;
+        for (; k < SW_PII_MAX_TAG && e->names[t][k]; k++) {
+            char ch = e->names[t][k];
+            e->tags[t][k] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 'a' + 'A')
+                            : (ch == '-' || ch == '.') ? '_' : ch;
+        }
+        e->tags[t][k] = '\0';
+    }
+}
+
+/* The whole-text built-ins' literal triggers, one expression each in
+ * res/flags/ids (res points into litbuf); the IBAN, IPv6 and Bearer
+ * patterns' ids. False when they do not fit MAX_LITS. */
+static bool index_literals(struct sw_pii_engine *e, char litbuf[MAX_LITS][16], const char **res,
+                           unsigned *flags, unsigned *ids, unsigned *nm)
+{
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        if (e->pat[i].kind == K_IBAN)
+            e->iban_id = (unsigned)i;
+        if (e->pat[i].kind == K_IPV6)
+            e->ipv6_id = (unsigned)i;
+        if (e->pat[i].kind == K_BEARER)
+            e->bearer_id = (unsigned)i;
+        for (const char *l = e->pat[i].lits; l && *l;) {
+            size_t k = strcspn(l, "|");
+            if (e->n_lits == MAX_LITS || k >= sizeof litbuf[0])
+                return false;
+            memcpy(litbuf[e->n_lits], l, k);
+            litbuf[e->n_lits][k] = '\0';
+            e->lit_pat[e->n_lits] = (unsigned)i;
+            e->lit_len[e->n_lits] = (unsigned char)k;
+            res[*nm] = litbuf[e->n_lits];
+            flags[*nm] = 0;
+            ids[(*nm)++] = e->n_lits++;
+            l += k + (l[k] == '|');
+        }
+    }
+    return true;
+}
+
+/* The AVX2 pre-pass's buckets and probes of the literals (see struct
+ * sw_pii_engine). False when a literal fits no bucket. */
+static bool bucket_literals(struct sw_pii_engine *e, char litbuf[MAX_LITS][16])
+{
+    for (unsigned j = 0; j < e->n_lits; j++) {
+        /* buckets by the probe's first two bytes, so that no two literals
+         * of a bucket make a common word of their bytes ("ght" from "ghp_"
+         * and "github_pat_"); "-----BEGIN " is probed at "--B" ("---" is
+         * common in markdown) */
+        static const char firsts[7][5][3] = {{"@"}, {"sk", "rk"}, {"A"}, {"gh"}, {"gi", "gl"},
+                                             {"xo", "hf", "ey", ":/"}, {"--"}};
+        const char *l = litbuf[j];
+        size_t ll = e->lit_len[j], o = ll >= 6 && !memcmp(l, "---", 3) ? 3 : 0;
+        int b = 0;
+        for (bool found = false; b < 7 && !found; b += !found)
+            for (int f = 0; f < 5 && !found; f++)
+                found = firsts[b][f][0] && !strncmp(l + o, firsts[b][f], strlen(firsts[b][f]));
+        if (b == 7)
+            return false;
+        memcpy(e->lit_str[j], l, ll + 1);
+        e->lit_off[j] = (unsigned char)o;
+        e->bucket[b][e->n_bucket[b]++] = (unsigned char)j;
+        for (size_t k = 0; k < 3; k++)
+            for (unsigned nb = 0; nb < 16; nb++) {
+                unsigned char c = o + k < ll ? (unsigned char)l[o + k] : 0;
+                if (o + k >= ll || (c & 15) == nb)
+                    e->probe_lo[k][nb] |= (unsigned char)(1u << b);
+                if (o + k >= ll || (c >> 4) == nb)
+                    e->probe_hi[k][nb] |= (unsigned char)(1u << b);
+            }
+    }
+    /* the last bucket is the Bearer pattern's "ear" (of "earer", bearer_at()) */
+    for (size_t k = 0; k < 3; k++) {
+        e->probe_lo[k]["ear"[k] & 15] |= BEARER_BUCKET;
+        e->probe_hi[k]["ear"[k] >> 4] |= BEARER_BUCKET;
+    }
+    return true;
+}
+
+/* The custom types' database (SOM leftmost), NULL without any; a regex that
+ * does not compile names its type. */
+static int compile_custom(struct sw_pii_engine *e, const char **res, unsigned *flags,
+                          unsigned *ids, char *err, size_t errlen)
+{
+    hs_compile_error_t *cerr = NULL;
+    hs_platform_info_t plat;
+    unsigned nm = 0;
+    for (size_t i = N_BUILTIN; i < e->n_pat; i++) {
+        res[nm] = e->pat[i].re;
+        flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+        ids[nm++] = (unsigned)i;
+    }
+    if (nm && hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->cdb, &cerr) != HS_SUCCESS) {
+        int rc;
+        int bad = cerr && cerr->expression >= 0 ? (int)ids[cerr->expression] : -1;
+        if (bad >= (int)N_BUILTIN)
+            rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
+                         e->names[e->pat[bad].type], cerr->message);
+        else
+            rc = set_err(err, errlen, "pii: custom patterns: %s%s",
+                         cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        return rc;
+    }
+    return SW_OK;
+}
+
+/* The literal triggers (nm of them in res/flags/ids), the custom patterns,
+ * the digit patterns (run on digit runs only) and the secret rules. */
+static int compile_dbs(struct sw_pii_engine *e, const char **res, unsigned *flags, unsigned *ids,
+                       unsigned nm, char *err, size_t errlen)
+{
+    hs_compile_error_t *cerr = NULL;
+    hs_platform_info_t plat;
+    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->ldb, &cerr) != HS_SUCCESS) {
+        int rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+                         cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        return rc;
+    }
+    int rc = compile_custom(e, res, flags, ids, err, errlen);
+    if (rc)
+        return rc;
+    unsigned nd = 0;
+    for (size_t i = 0; i < N_BUILTIN; i++)
+        if (digit_kind(e->pat[i].kind)) {
+            res[nd] = e->pat[i].re;
+            flags[nd] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
+            ids[nd++] = (unsigned)i;
+        }
+    if (hs_compile_multi(res, flags, ids, nd, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->ddb, &cerr) != HS_SUCCESS) {
+        rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
+                     cerr ? cerr->message : "compile failed", "");
+        hs_free_compile_error(cerr);
+        return rc;
+    }
+    if (sw_pii_secret_db(&e->sdb) != SW_OK)
+        return set_err(err, errlen, "pii: built-in secret rules: %s%s", "compile failed", "");
+    return SW_OK;
+}
+
+int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
+                      struct sw_pii_engine **out, char *err, size_t errlen)
+{
     struct sw_pii_engine *e = NULL;
     const char **res = NULL;
     unsigned *flags = NULL, *ids = NULL;
-    hs_compile_error_t *cerr = NULL;
-    hs_platform_info_t plat;
     int rc = SW_ENOMEM;
 
     *out = NULL;
@@ -260,164 +450,25 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     if (!e->pat || !res || !flags || !ids)
         goto fail;
     e->n_types = SW_PII_CUSTOM_BASE + (int)n_custom;
-    for (int t = 0; t < SW_PII_CUSTOM_BASE; t++) {
-        snprintf(e->names[t], sizeof e->names[t], "%s", builtin_names[t]);
-        e->prio[t] = prio_builtin[t];
-    }
-    memcpy(e->pat, builtin, sizeof builtin);
-    {
-        static const char *const def[] = {SW_PII_DEFAULT_PHONE_REGIONS};
-        for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
-            memcpy(e->regions[i], def[i], 3);
-        e->n_regions = sizeof def / sizeof def[0];
-    }
-    for (size_t i = 0; i < n_custom; i++) {
-        const struct sw_pii_custom *c = &custom[i];
-        int t = SW_PII_CUSTOM_BASE + (int)i;
-        if (!name_ok(c->name)) {
-            rc = set_err(err, errlen, "pii: custom type name \"%s\": want 1-64 characters from A-Z a-z 0-9 _ . -%s",
-                         c->name ? c->name : "", "");
+    init_builtin_types(e);
+    for (size_t i = 0; i < n_custom; i++)
+        if ((rc = add_custom_type(e, &custom[i], i, err, errlen)) != SW_OK)
             goto fail;
-        }
-        for (int u = 0; u < t; u++)
-            if (!strcmp(e->names[u], c->name)) {
-                rc = set_err(err, errlen, "pii: custom type \"%s\" is defined twice or is built in%s",
-                             c->name, "");
-                goto fail;
-            }
-        if (!c->regex || !c->regex[0]) {
-            rc = set_err(err, errlen, "pii: custom type \"%s\": regex is missing%s", c->name, "");
-            goto fail;
-        }
-        if (!c->validator || !strcmp(c->validator, "none"))
-            e->validator[t] = V_NONE;
-        else if (!strcmp(c->validator, "luhn"))
-            e->validator[t] = V_LUHN;
-        else if (!strcmp(c->validator, "mod97"))
-            e->validator[t] = V_MOD97;
-        else if (!strcmp(c->validator, "elfproef"))
-            e->validator[t] = V_ELFPROEF;
-        else {
-            rc = set_err(err, errlen,
-                         "pii: custom type \"%s\": validator \"%s\" is not one of none, luhn, mod97, elfproef",
-                         c->name, c->validator);
-            goto fail;
-        }
-        snprintf(e->names[t], sizeof e->names[t], "%s", c->name);
-        e->prio[t] = 1;
-        e->pat[N_BUILTIN + i] = (struct pattern){t, K_CUSTOM, 0, 0, 0, c->regex, NULL, 0, 0, 0};
-    }
-    /* Tags are cut to SW_PII_MAX_TAG; two types with the same cut tag still get
-     * distinct placeholders (the map skips a number already issued). */
-    for (int t = 0; t < e->n_types; t++) {
-        size_t k = 0;
-        for (; k < SW_PII_MAX_TAG && e->names[t][k]; k++) {
-            char ch = e->names[t][k];
-            e->tags[t][k] = (ch >= 'a' && ch <= 'z') ? (char)(ch - 'a' + 'A')
-                            : (ch == '-' || ch == '.') ? '_' : ch;
-        }
-        e->tags[t][k] = '\0';
-    }
+    make_tags(e);
     /* The digit patterns only ever match inside a run of digits and
      * separators, so they are scanned only on those runs, found in C
      * (run_at(), which also finds the IBAN trigger: two letters and two
      * digits start such a run); the other built-ins are literal triggers
      * over the whole text, their extent found in C (lit_hit()); the custom
      * types are a database of their own, with the leftmost start of match. */
-    unsigned nm = 0, nd = 0;
+    rc = SW_ENOMEM;
+    unsigned nm = 0;
     char litbuf[MAX_LITS][16];
-    for (size_t i = 0; i < N_BUILTIN; i++) {
-        if (e->pat[i].kind == K_IBAN)
-            e->iban_id = (unsigned)i;
-        if (e->pat[i].kind == K_IPV6)
-            e->ipv6_id = (unsigned)i;
-        if (e->pat[i].kind == K_BEARER)
-            e->bearer_id = (unsigned)i;
-        for (const char *l = e->pat[i].lits; l && *l;) {
-            size_t k = strcspn(l, "|");
-            if (e->n_lits == MAX_LITS || k >= sizeof litbuf[0])
-                goto fail;
-            memcpy(litbuf[e->n_lits], l, k);
-            litbuf[e->n_lits][k] = '\0';
-            e->lit_pat[e->n_lits] = (unsigned)i;
-            e->lit_len[e->n_lits] = (unsigned char)k;
-            res[nm] = litbuf[e->n_lits];
-            flags[nm] = 0;
-            ids[nm++] = e->n_lits++;
-            l += k + (l[k] == '|');
-        }
-    }
-    for (unsigned j = 0; j < e->n_lits; j++) {
-        /* buckets by the probe's first two bytes, so that no two literals
-         * of a bucket make a common word of their bytes ("ght" from "ghp_"
-         * and "github_pat_"); "-----BEGIN " is probed at "--B" ("---" is
-         * common in markdown) */
-        static const char firsts[7][5][3] = {{"@"}, {"sk", "rk"}, {"A"}, {"gh"}, {"gi", "gl"},
-                                             {"xo", "hf", "ey", ":/"}, {"--"}};
-        const char *l = litbuf[j];
-        size_t ll = e->lit_len[j], o = ll >= 6 && !memcmp(l, "---", 3) ? 3 : 0;
-        int b = 0;
-        for (bool found = false; b < 7 && !found; b += !found)
-            for (int f = 0; f < 5 && !found; f++)
-                found = firsts[b][f][0] && !strncmp(l + o, firsts[b][f], strlen(firsts[b][f]));
-        if (b == 7)
-            goto fail;
-        memcpy(e->lit_str[j], l, ll + 1);
-        e->lit_off[j] = (unsigned char)o;
-        e->bucket[b][e->n_bucket[b]++] = (unsigned char)j;
-        for (size_t k = 0; k < 3; k++)
-            for (unsigned nb = 0; nb < 16; nb++) {
-                unsigned char c = o + k < ll ? (unsigned char)l[o + k] : 0;
-                if (o + k >= ll || (c & 15) == nb)
-                    e->probe_lo[k][nb] |= (unsigned char)(1u << b);
-                if (o + k >= ll || (c >> 4) == nb)
-                    e->probe_hi[k][nb] |= (unsigned char)(1u << b);
-            }
-    }
-    /* the last bucket is the Bearer pattern's "ear" (of "earer", bearer_at()) */
-    for (size_t k = 0; k < 3; k++) {
-        e->probe_lo[k]["ear"[k] & 15] |= BEARER_BUCKET;
-        e->probe_hi[k]["ear"[k] >> 4] |= BEARER_BUCKET;
-    }
-    if (hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->ldb, &cerr) != HS_SUCCESS) {
-        rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
-                     cerr ? cerr->message : "compile failed", "");
-        hs_free_compile_error(cerr);
+    if (!index_literals(e, litbuf, res, flags, ids, &nm) || !bucket_literals(e, litbuf))
         goto fail;
-    }
-    nm = 0;
-    for (size_t i = N_BUILTIN; i < e->n_pat; i++) {
-        res[nm] = e->pat[i].re;
-        flags[nm] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
-        ids[nm++] = (unsigned)i;
-    }
-    if (nm && hs_compile_multi(res, flags, ids, nm, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->cdb, &cerr) != HS_SUCCESS) {
-        int bad = cerr && cerr->expression >= 0 ? (int)ids[cerr->expression] : -1;
-        if (bad >= (int)N_BUILTIN)
-            rc = set_err(err, errlen, "pii: custom type \"%s\": regex: %s",
-                         e->names[e->pat[bad].type], cerr->message);
-        else
-            rc = set_err(err, errlen, "pii: custom patterns: %s%s",
-                         cerr ? cerr->message : "compile failed", "");
-        hs_free_compile_error(cerr);
+    if ((rc = compile_dbs(e, res, flags, ids, nm, err, errlen)) != SW_OK)
         goto fail;
-    }
-    for (size_t i = 0; i < N_BUILTIN; i++)
-        if (digit_kind(e->pat[i].kind)) {
-            res[nd] = e->pat[i].re;
-            flags[nd] = HS_FLAG_SOM_LEFTMOST | e->pat[i].flags;
-            ids[nd++] = (unsigned)i;
-        }
-    if (hs_compile_multi(res, flags, ids, nd, HS_MODE_BLOCK, sw_hsx_platform(&plat), &e->ddb, &cerr) != HS_SUCCESS) {
-        rc = set_err(err, errlen, "pii: built-in patterns: %s%s",
-                     cerr ? cerr->message : "compile failed", "");
-        hs_free_compile_error(cerr);
-        goto fail;
-    }
-    if (sw_pii_secret_db(&e->sdb) != SW_OK) {
-        rc = set_err(err, errlen, "pii: built-in secret rules: %s%s", "compile failed", "");
-        goto fail;
-    }
+    rc = SW_ENOMEM;
     /* one scratch serves all databases */
     if (hs_alloc_scratch(e->ldb, &e->proto) != HS_SUCCESS ||
         hs_alloc_scratch(e->sdb, &e->proto) != HS_SUCCESS ||

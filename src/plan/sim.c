@@ -387,6 +387,77 @@ static double percentile(const uint32_t *hist, uint64_t n, double q)
     return SW_PLAN_TTFT_HIST_MS;
 }
 
+/* A simulated event: the health tick (and the next one), a queued
+ * request's check, or an answer's end (settled as the relay settles it). */
+static void sim_event(struct sim *s, struct ev e, double tick)
+{
+    s->now = e.t;
+    if (e.kind == EV_TICK) {
+        on_tick(s);
+        push(s, s->now + tick, EV_TICK, NULL);
+    } else if (e.gen == e.r->gen) {
+        if (e.kind == EV_CHECK) {
+            if (e.r->queued)
+                on_check(s, e.r);
+        } else {
+            struct sreq *r = e.r;
+            s->last_done = s->now;
+            r->claim.whole_answer = r->whole;   /* as the relay: !stream */
+            double usd = sw_claim_settle(s->live, &r->claim, SW_CLAIM_OK,
+                                         r->facts.prompt_tokens_est, r->facts.max_tokens,
+                                         r->ttft_from_dispatch, r->decode_ms, 0, 0, -1,
+                                         (int64_t)s->now);
+            s->res->spend_usd += usd;
+            hour_at(s, s->now)->spend_usd += usd;
+            req_free(s, r);
+        }
+    }
+}
+
+/* Trace request q arrives at ta: counted, then planned. False out of memory. */
+static bool sim_arrival(struct sim *s, const struct sw_plan_req *q, double ta)
+{
+    struct sreq *r = req_new(s);
+    if (!r)
+        return false;
+    r->arr = ta;
+    r->facts.prompt_tokens_est = q->prompt;
+    r->facts.max_tokens = q->output;
+    r->facts.max_tokens_given = true;   /* clients ask for what they get */
+    r->whole = q->whole;
+    r->facts.allows_cloud = q->allow_cloud;
+    s->res->n++;
+    struct sw_plan_hour *h = hour_at(s, ta);
+    h->arrivals++;
+    uint32_t qd = (uint32_t)local_queued(s);
+    if (qd > h->queue_max)
+        h->queue_max = qd;
+    plan_next(s, r);
+    return true;
+}
+
+/* Each backend's prefill time and decode period (llmsim's, from the
+ * config or what the trace taught), and the policy the snapshot applies. */
+static bool sim_speeds(struct sim *s, const struct sw_config *cfg, const struct sw_plan_trace *t,
+                       char *err, size_t errlen)
+{
+    s->nb = cfg->n_backends;
+    if (s->nb > sizeof s->prefill / sizeof s->prefill[0]) {
+        snprintf(err, errlen, "too many backends");
+        return false;
+    }
+    for (size_t i = 0; i < s->nb; i++) {
+        double tps;
+        sw_plan_speeds(cfg, i, &t->learned, &s->prefill[i], &tps);
+        s->period[i] = round(1e6 / tps) / 1000.0;    /* llmsim rounds to the microsecond */
+    }
+    struct sw_live_snapshot snap;
+    sw_live_snapshot(s->live, s->model, 0, &snap);
+    s->res->budget_ms = snap.policy.ttft_budget_ms;
+    s->res->cap_usd = snap.policy.spend_cap_usd;
+    return true;
+}
+
 int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
                 const struct sw_plan_trace *t, const struct sw_plan_strategy *st,
                 struct sw_plan_result *out, char *err, size_t errlen)
@@ -436,22 +507,8 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
     s.hist = calloc(SW_PLAN_TTFT_HIST_MS + 1, sizeof *s.hist);
     if (!s.live || !out->hours || !s.hist)
         goto done;
-    s.nb = cfg->n_backends;
-    if (s.nb > sizeof s.prefill / sizeof s.prefill[0]) {
-        snprintf(err, errlen, "too many backends");
+    if (!sim_speeds(&s, cfg, t, err, errlen))
         goto done;
-    }
-    for (size_t i = 0; i < s.nb; i++) {
-        double tps;
-        sw_plan_speeds(cfg, i, &t->learned, &s.prefill[i], &tps);
-        s.period[i] = round(1e6 / tps) / 1000.0;    /* llmsim rounds to the microsecond */
-    }
-    {
-        struct sw_live_snapshot snap;
-        sw_live_snapshot(s.live, &m, 0, &snap);
-        out->budget_ms = snap.policy.ttft_budget_ms;
-        out->cap_usd = snap.policy.spend_cap_usd;
-    }
     out->slots = sw_plan_config_slots(cfg, &m);
     out->duration_ms = (double)t->duration_ms;
     double tick = (double)(cfg->routing.health_interval_ms > 0 ? cfg->routing.health_interval_ms : 2000);
@@ -460,48 +517,13 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
     while (!s.oom && (next < t->n || s.hn > 1 || (s.hn == 1 && s.heap[0].kind != EV_TICK))) {
         double ta = next < t->n ? (double)t->r[next].t_ms : INFINITY;
         if (s.hn && s.heap[0].t <= ta) {
-            struct ev e = pop(&s);
-            s.now = e.t;
-            if (e.kind == EV_TICK) {
-                on_tick(&s);
-                push(&s, s.now + tick, EV_TICK, NULL);
-            } else if (e.gen == e.r->gen) {
-                if (e.kind == EV_CHECK) {
-                    if (e.r->queued)
-                        on_check(&s, e.r);
-                } else {
-                    struct sreq *r = e.r;
-                    s.last_done = s.now;
-                    r->claim.whole_answer = r->whole;   /* as the relay: !stream */
-                    double usd = sw_claim_settle(s.live, &r->claim, SW_CLAIM_OK,
-                                                 r->facts.prompt_tokens_est, r->facts.max_tokens,
-                                                 r->ttft_from_dispatch, r->decode_ms, 0, 0, -1,
-                                                 (int64_t)s.now);
-                    out->spend_usd += usd;
-                    hour_at(&s, s.now)->spend_usd += usd;
-                    req_free(&s, r);
-                }
-            }
+            sim_event(&s, pop(&s), tick);
             continue;
         }
         const struct sw_plan_req *q = &t->r[next++];
         s.now = ta;
-        struct sreq *r = req_new(&s);
-        if (!r)
+        if (!sim_arrival(&s, q, ta))
             break;
-        r->arr = ta;
-        r->facts.prompt_tokens_est = q->prompt;
-        r->facts.max_tokens = q->output;
-        r->facts.max_tokens_given = true;   /* clients ask for what they get */
-        r->whole = q->whole;
-        r->facts.allows_cloud = q->allow_cloud;
-        out->n++;
-        struct sw_plan_hour *h = hour_at(&s, ta);
-        h->arrivals++;
-        uint32_t qd = (uint32_t)local_queued(&s);
-        if (qd > h->queue_max)
-            h->queue_max = qd;
-        plan_next(&s, r);
     }
     if (s.oom) {
         snprintf(err, errlen, "out of memory");

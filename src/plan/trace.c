@@ -140,6 +140,101 @@ static bool parse_count(const char *s, uint32_t *out)
     return true;
 }
 
+/* Line `lineno` (s, trimmed) cut at its commas into at most 5 trimmed
+ * fields; false with *err set when there are more. */
+static bool split_fields(char *s, char *f[7], int *nf_out, size_t lineno, char *err,
+                         size_t errlen)
+{
+    int nf = 0;
+    for (char *tok = s;; nf++) {
+        if (nf == 5) {
+            seterr(err, errlen, "line %zu: more than 5 fields; expected "
+                   "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
+            return false;
+        }
+        char *c = strchr(tok, ',');
+        if (c)
+            *c = '\0';
+        f[nf] = trim(tok);
+        if (!c) {
+            nf++;
+            break;
+        }
+        tok = c + 1;
+    }
+    if (nf > 5) {
+        seterr(err, errlen, "line %zu: more than 5 fields; expected "
+               "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
+        return false;
+    }
+    *nf_out = nf;
+    return true;
+}
+
+/* The time field: seconds (a number >= 0) or an ISO-8601 UTC time (which,
+ * like seconds past 1e9, makes the trace's times epoch ones). */
+static bool parse_time(const char *f0, struct raw *r, bool *epoch, size_t lineno, char *err,
+                       size_t errlen)
+{
+    char *e;
+    errno = 0;
+    double sec = strtod(f0, &e);
+    if (*f0 && !*e && !errno && isfinite(sec) && sec >= 0) {
+        r->t = sec * 1000.0;
+    } else {
+        r->t = parse_iso(f0);
+        if (r->t < 0) {
+            seterr(err, errlen, "line %zu: time \"%.40s\" is neither seconds (a number "
+                   ">= 0) nor an ISO-8601 UTC time", lineno, f0);
+            return false;
+        }
+        *epoch = true;
+    }
+    if (sec > 1e9)
+        *epoch = true;
+    return true;
+}
+
+/* One row's nf (3 to 5) fields as a request; false with *err set. */
+static bool parse_row(char *f[7], int nf, struct raw *r, bool *epoch, size_t lineno, char *err,
+                      size_t errlen)
+{
+    *r = (struct raw){.allow = 1};
+    if (!parse_time(f[0], r, epoch, lineno, err, errlen))
+        return false;
+    if (!parse_count(f[1], &r->prompt)) {
+        seterr(err, errlen, "line %zu: prompt_tokens \"%.40s\" is not a whole number "
+               "0..100000000", lineno, f[1]);
+        return false;
+    }
+    if (!parse_count(f[2], &r->output) || r->output == 0) {
+        seterr(err, errlen, "line %zu: output_tokens \"%.40s\" is not a whole number "
+               "1..100000000", lineno, f[2]);
+        return false;
+    }
+    if (nf > 3 && *f[3]) {
+        if (!strcasecmp(f[3], "true") || !strcmp(f[3], "1"))
+            r->allow = 1;
+        else if (!strcasecmp(f[3], "false") || !strcmp(f[3], "0"))
+            r->allow = 0;
+        else {
+            seterr(err, errlen, "line %zu: allow_cloud \"%.40s\" is not true, false, 1 "
+                   "or 0", lineno, f[3]);
+            return false;
+        }
+    }
+    if (nf > 4 && *f[4]) {
+        uint32_t pr;
+        if (!parse_count(f[4], &pr) || pr > 255) {
+            seterr(err, errlen, "line %zu: priority \"%.40s\" is not a whole number "
+                   "0..255", lineno, f[4]);
+            return false;
+        }
+        r->prio = (uint8_t)pr;
+    }
+    return true;
+}
+
 int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, char *err,
                       size_t errlen)
 {
@@ -165,27 +260,8 @@ int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, cha
             continue;
         char *f[7];
         int nf = 0;
-        for (char *tok = s;; nf++) {
-            if (nf == 5) {
-                seterr(err, errlen, "line %zu: more than 5 fields; expected "
-                       "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
-                goto fail;
-            }
-            char *c = strchr(tok, ',');
-            if (c)
-                *c = '\0';
-            f[nf] = trim(tok);
-            if (!c) {
-                nf++;
-                break;
-            }
-            tok = c + 1;
-        }
-        if (nf > 5) {
-            seterr(err, errlen, "line %zu: more than 5 fields; expected "
-                   "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
+        if (!split_fields(s, f, &nf, lineno, err, errlen))
             goto fail;
-        }
         if (lineno == 1 || rv.n == 0) {
             if (!strcmp(f[0], "time")) /* the header */
                 continue;
@@ -196,53 +272,9 @@ int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, cha
                    lineno, nf, nf == 1 ? "" : "s");
             goto fail;
         }
-        struct raw r = {.allow = 1};
-        char *e;
-        errno = 0;
-        double sec = strtod(f[0], &e);
-        if (*f[0] && !*e && !errno && isfinite(sec) && sec >= 0) {
-            r.t = sec * 1000.0;
-        } else {
-            r.t = parse_iso(f[0]);
-            if (r.t < 0) {
-                seterr(err, errlen, "line %zu: time \"%.40s\" is neither seconds (a number "
-                       ">= 0) nor an ISO-8601 UTC time", lineno, f[0]);
-                goto fail;
-            }
-            epoch = true;
-        }
-        if (sec > 1e9)
-            epoch = true;
-        if (!parse_count(f[1], &r.prompt)) {
-            seterr(err, errlen, "line %zu: prompt_tokens \"%.40s\" is not a whole number "
-                   "0..100000000", lineno, f[1]);
+        struct raw r;
+        if (!parse_row(f, nf, &r, &epoch, lineno, err, errlen))
             goto fail;
-        }
-        if (!parse_count(f[2], &r.output) || r.output == 0) {
-            seterr(err, errlen, "line %zu: output_tokens \"%.40s\" is not a whole number "
-                   "1..100000000", lineno, f[2]);
-            goto fail;
-        }
-        if (nf > 3 && *f[3]) {
-            if (!strcasecmp(f[3], "true") || !strcmp(f[3], "1"))
-                r.allow = 1;
-            else if (!strcasecmp(f[3], "false") || !strcmp(f[3], "0"))
-                r.allow = 0;
-            else {
-                seterr(err, errlen, "line %zu: allow_cloud \"%.40s\" is not true, false, 1 "
-                       "or 0", lineno, f[3]);
-                goto fail;
-            }
-        }
-        if (nf > 4 && *f[4]) {
-            uint32_t pr;
-            if (!parse_count(f[4], &pr) || pr > 255) {
-                seterr(err, errlen, "line %zu: priority \"%.40s\" is not a whole number "
-                       "0..255", lineno, f[4]);
-                goto fail;
-            }
-            r.prio = (uint8_t)pr;
-        }
         if (raw_push(&rv, r)) {
             seterr(err, errlen, "out of memory");
             goto fail;
@@ -260,13 +292,65 @@ static int dbl_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/* What a decision log teaches of a local backend's speed: per streamed
+ * local answer, its decode rate and (ttft, prompt) pairs. */
+struct learn {
+    double *dec, *pre;
+    size_t n_dec, n_pre, cap;
+};
+
+/* Adds request r's sample (ttft and duration in ms); false out of memory. */
+static bool learn_add(struct learn *L, const struct raw *r, double ttft, double dur)
+{
+    if (L->n_dec + 2 >= L->cap || L->n_pre + 2 >= L->cap) {
+        size_t nc = L->cap ? L->cap * 2 : 1024;
+        double *a = realloc(L->dec, nc * sizeof *a), *b2 = a ? realloc(L->pre, nc * sizeof *b2) : NULL;
+        if (a)
+            L->dec = a;
+        if (!a || !b2)
+            return false;
+        L->pre = b2;
+        L->cap = nc;
+    }
+    if (r->output >= 2 && dur > ttft)
+        L->dec[L->n_dec++] = (r->output - 1) / ((dur - ttft) / 1000.0);
+    if (r->prompt >= 32) {
+        L->pre[L->n_pre++] = ttft;    /* over the prompt, less one period: below */
+        L->pre[L->n_pre++] = r->prompt;
+    }
+    return true;
+}
+
+/* The median decode rate, and the prefill time per prompt token of the
+ * fastest tenth. */
+static void learn_finish(struct learn *L, struct sw_plan_learned *out)
+{
+    double *dec = L->dec, *pre = L->pre;
+    size_t n_dec = L->n_dec, n_pre = L->n_pre;
+    if (n_dec > 0) {
+        qsort(dec, n_dec, sizeof *dec, dbl_cmp);
+        out->decode_tokens_per_s = dec[n_dec / 2];
+    }
+    if (n_pre > 0 && n_dec > 0) {
+        /* ttft = queue wait + prefill + one decode period: the fastest tenth
+         * waited least; their TTFT less one period, per prompt token. */
+        double period = 1000.0 / out->decode_tokens_per_s;
+        size_t m = n_pre / 2;
+        for (size_t i = 0; i < m; i++)
+            pre[i] = (pre[2 * i] - period) / pre[2 * i + 1];
+        qsort(pre, m, sizeof *pre, dbl_cmp);
+        double v = pre[m / 10];
+        out->prefill_ms_per_token = v > 0 ? v : 0;
+    }
+    out->samples = n_dec;
+}
+
 int sw_plan_trace_declog(const char *text, size_t len, struct sw_plan_trace *t, char *err,
                          size_t errlen)
 {
     memset(t, 0, sizeof *t);
     struct rawvec rv = {0};
-    double *dec = NULL, *pre = NULL;
-    size_t n_dec = 0, n_pre = 0, cap_s = 0;
+    struct learn L = {0};
     size_t lineno = 0;
     const char *p = text, *end = text + len;
     while (p < end) {
@@ -315,25 +399,10 @@ int sw_plan_trace_declog(const char *text, size_t len, struct sw_plan_trace *t, 
         /* a non-streamed answer's first byte is its whole generation: no speed */
         if (tier && !strcmp(tier, "local") && !r.whole && json_is_number(tt) &&
             json_is_number(du)) {
-            double ttft = json_number_value(tt), dur = json_number_value(du);
-            if (n_dec + 2 >= cap_s || n_pre + 2 >= cap_s) {
-                size_t nc = cap_s ? cap_s * 2 : 1024;
-                double *a = realloc(dec, nc * sizeof *a), *b2 = a ? realloc(pre, nc * sizeof *b2) : NULL;
-                if (a)
-                    dec = a;
-                if (!a || !b2) {
-                    seterr(err, errlen, "out of memory");
-                    json_decref(o);
-                    goto fail;
-                }
-                pre = b2;
-                cap_s = nc;
-            }
-            if (r.output >= 2 && dur > ttft)
-                dec[n_dec++] = (r.output - 1) / ((dur - ttft) / 1000.0);
-            if (r.prompt >= 32) {
-                pre[n_pre++] = ttft;    /* over the prompt, less one period: below */
-                pre[n_pre++] = r.prompt;
+            if (!learn_add(&L, &r, json_number_value(tt), json_number_value(du))) {
+                seterr(err, errlen, "out of memory");
+                json_decref(o);
+                goto fail;
             }
         }
         json_decref(o);
@@ -342,24 +411,9 @@ int sw_plan_trace_declog(const char *text, size_t len, struct sw_plan_trace *t, 
             goto fail;
         }
     }
-    if (n_dec > 0) {
-        qsort(dec, n_dec, sizeof *dec, dbl_cmp);
-        t->learned.decode_tokens_per_s = dec[n_dec / 2];
-    }
-    if (n_pre > 0 && n_dec > 0) {
-        /* ttft = queue wait + prefill + one decode period: the fastest tenth
-         * waited least; their TTFT less one period, per prompt token. */
-        double period = 1000.0 / t->learned.decode_tokens_per_s;
-        size_t m = n_pre / 2;
-        for (size_t i = 0; i < m; i++)
-            pre[i] = (pre[2 * i] - period) / pre[2 * i + 1];
-        qsort(pre, m, sizeof *pre, dbl_cmp);
-        double v = pre[m / 10];
-        t->learned.prefill_ms_per_token = v > 0 ? v : 0;
-    }
-    t->learned.samples = n_dec;
-    free(dec);
-    free(pre);
+    learn_finish(&L, &t->learned);
+    free(L.dec);
+    free(L.pre);
     {
         struct sw_plan_learned keep = t->learned;
         int rc = raw_finish(&rv, t, true, err, errlen);
@@ -367,8 +421,8 @@ int sw_plan_trace_declog(const char *text, size_t len, struct sw_plan_trace *t, 
         return rc;
     }
 fail:
-    free(dec);
-    free(pre);
+    free(L.dec);
+    free(L.pre);
     free(rv.v);
     return -1;
 }

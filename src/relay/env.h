@@ -7,7 +7,8 @@
 
 #include "obs/obs.h"
 #include "state/live.h"
-#include "upstream/curlev.h"
+
+struct sw_curlev; /* the upstream transports' pools (upstream/curlev.h) */
 
 /* What the relay needs from the process around it. */
 struct sw_relay_env {

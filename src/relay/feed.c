@@ -63,7 +63,7 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
 {
     if (p->started && sw_http_pending(p->req) > CLIENT_PENDING_MAX) {
         sw_http_on_drained(p->req, CLIENT_PENDING_MAX / 2, on_client_drained, p);
-        return CURL_WRITEFUNC_PAUSE;
+        return SW_UPSTREAM_PAUSE;
     }
     int err = sw_sse_feed(&p->sse, bytes, len);
     if (err == SW_ETOOBIG && !p->a.abort_err) {

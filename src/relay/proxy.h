@@ -24,7 +24,7 @@
 #include "relay/st_pii.h"
 #include "relay/stage.h"
 #include "state/claim.h"
-#include "state/rstate.h"
+#include "state/store.h"
 #include "upstream/upstream.h"
 
 /* Largest SSE event of an upstream stream. */
@@ -96,7 +96,7 @@ struct proxy {
     /* The current attempt, and what it holds. */
     struct sw_relay_attempt a;
     struct sw_claim claim;          /* of the shared state */
-    struct sw_rstate_hold rh;       /* ... and of the state shared by replicas (state.redis) */
+    struct sw_store_hold rh;        /* ... and of the state shared by replicas (state.redis) */
     struct event *queue_timer;
     struct event *ttft_timer;       /* the attempt's TTFT budget (abandon when no first byte) */
     struct sw_upstream up;

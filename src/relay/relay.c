@@ -27,7 +27,7 @@
 #include "route/route.h"
 #include "state/claim.h"
 #include "state/live.h"
-#include "state/rstate.h"
+#include "state/store.h"
 #include "upstream/dialect.h"
 #include "upstream/upstream.h"
 
@@ -176,11 +176,9 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                                                          : SW_CLAIM_NEUTRAL,
                                    in, out, ttft, decode, http_status, transport_err,
                                    p->up.retry_after_s, now);
-    if (live->g->rstate) {
-        double usd = p->cost_usd - cost_before;
-        sw_rstate_release(live->g->rstate, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
-        sw_rstate_breaker_check(live->g->rstate, live, a->be);
-    }
+    double usd = p->cost_usd - cost_before;
+    sw_store_release(&live->g->store, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
+    sw_store_breaker_check(&live->g->store, live, a->be);
     a->lease_wait = false;
     if (o == OUTCOME_OK) {
         p->served = true;
@@ -638,22 +636,22 @@ static void queue_check_later(struct proxy *p)
 
 /* What the replicas' shared state said about the attempt that holds its
  * local claim: send, wait for a replica-wide slot, or decide again. */
-static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
+static void on_gate(struct sw_store_hold *h, enum sw_store_verdict v)
 {
     struct proxy *p = (struct proxy *)((char *)h - offsetof(struct proxy, rh));
     switch (v) {
-    case SW_RSTATE_OK:
+    case SW_STORE_OK:
         p->a.lease_wait = false;
         dispatch(p);
         return;
-    case SW_RSTATE_NO_SLOT:
+    case SW_STORE_NO_SLOT:
         /* every replica's slots are busy: wait (the queue check asks again,
          * and moves the request to the cloud when the wait breaks its budget) */
         p->a.lease_wait = true;
         queue_check_later(p);
         return;
-    case SW_RSTATE_SPEND_FULL:
-        note_failure(p, sw_rstate_degraded(p->live->g->rstate)
+    case SW_STORE_SPEND_FULL:
+        note_failure(p, sw_store_degraded(&p->live->g->store)
                             ? "no shared spend counter (fails closed)"
                             : "spend cap reached (shared by the replicas)");
         attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
@@ -666,10 +664,10 @@ static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
             exclude_and_replan(p, false);
         }
         return;
-    case SW_RSTATE_PROBE_TAKEN:
+    case SW_STORE_PROBE_TAKEN:
         skip(p, "breaker half-open, its probe out on another replica");
         return;
-    case SW_RSTATE_RATE_LIMITED:
+    case SW_STORE_RATE_LIMITED:
         skip(p, "provider rate limit reached across the replicas (skipped)");
         return;
     }
@@ -681,11 +679,6 @@ static void on_gate(struct sw_rstate_hold *h, enum sw_rstate_verdict v)
  * (spend reservation, replica-wide slot lease, the half-open probe). */
 static void gate(struct proxy *p)
 {
-    struct sw_rstate *rs = p->live->g->rstate;
-    if (!rs) {
-        dispatch(p);
-        return;
-    }
     const struct sw_config_backend *be = sw_relay_backend(p);
     double est = 0;
     if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0) {
@@ -703,9 +696,10 @@ static void gate(struct proxy *p)
                       ? p->facts.prompt_tokens_est + p->facts.max_tokens
                       : 0;
     p->rh.cb = on_gate;
-    int v = sw_rstate_admit(rs, p->live, &p->rh, p->a.be, est, p->claim.probe, tokens);
+    int v = sw_store_admit(&p->live->g->store, p->live, &p->rh, p->a.be, est, p->claim.probe,
+                           tokens);
     if (v >= 0)
-        on_gate(&p->rh, (enum sw_rstate_verdict)v);
+        on_gate(&p->rh, (enum sw_store_verdict)v);
 }
 
 static void on_slot_granted(struct sw_claim *c)

@@ -28,7 +28,6 @@
 #include "route/route.h"
 #include "state/live.h"
 #include "relay/env.h"
-#include "upstream/curlev.h"
 
 /* One request handed to the relay: the parsed request, its facts and what
  * the relay needs around them. All borrowed for the call only, except as

@@ -664,49 +664,156 @@ static const enum sw_reason trigger_reason[] = {
     [T_OVERFLOW] = SW_REASON_OVERFLOW,
 };
 
+/* The plan emptied and the context of one decision: the backends, the
+ * request's needs and the time left to its deadline. */
+static void init_ctx(struct ctx *c, const struct sw_route_facts *facts,
+                     const struct sw_route_view *view, const struct sw_route_policy *policy,
+                     int64_t now_ms, struct sw_route_plan *plan)
+{
+    plan->n = 0;
+    plan->status = 0;
+    plan->code = NULL;
+    plan->message[0] = '\0';
+    plan->retry_after_s = -1;
+    c->f = facts;
+    c->v = view;
+    c->p = policy;
+    c->plan = plan;
+    c->n = view->n < SW_ROUTE_MAX_BACKENDS ? view->n : SW_ROUTE_MAX_BACKENDS;
+    plan->n_backends = c->n;
+    c->n_locals = c->n_clouds = 0;
+    c->added = 0;
+    c->needs_caps = facts->needs_tools || facts->needs_images;
+    c->need_tokens = sw_sat_add_long(facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0,
+                                     facts->max_tokens > 0 ? facts->max_tokens : 0);
+    c->left_ms = facts->deadline_ms > 0 ? (double)(facts->deadline_ms - now_ms) : NO_DEADLINE;
+}
+
+/* Privacy: allows_cloud false is absolute; sensitive may go masked in a
+ * declared emergency when masking exists. */
+static void privacy_mode(struct ctx *c)
+{
+    const struct sw_route_facts *facts = c->f;
+    c->banned_code = SW_EXCL_PRIVACY;
+    c->resident = false;
+    if (!facts->allows_cloud) {
+        c->mode = CLOUD_BANNED;
+    } else if (facts->sensitive && resident_cloud(facts, c->v, c->n)) {
+        /* Residency: clouds in an allowed region take it unmasked, like any
+         * request; every other cloud is out (even masked in an emergency). */
+        c->mode = CLOUD_OPEN;
+        c->resident = true;
+    } else if (facts->sensitive) {
+        c->mode = c->v->emergency && c->p->masking_available ? CLOUD_MASKED : CLOUD_BANNED;
+        if (c->v->emergency && !c->p->masking_available)
+            c->banned_code = SW_EXCL_NO_MASKING;
+    } else {
+        c->mode = CLOUD_OPEN;
+    }
+}
+
+/* A latency-critical request: the backend with the lowest estimated first
+ * token, local or a cloud that would take it (*target, *target_local);
+ * T_LATENCY_CRITICAL when that is not the best local l0. */
+static enum trigger latency_trigger(const struct ctx *c, size_t l0, size_t *target,
+                                    bool *target_local)
+{
+    const struct sw_route_plan *plan = c->plan;
+    double best = plan->est_ttft_ms[l0];
+    size_t best_i = l0;
+    bool best_local = true;
+    for (size_t i = 1; i < c->n_locals; i++)
+        if (plan->est_ttft_ms[c->locals[i]] < best) {
+            best = plan->est_ttft_ms[c->locals[i]];
+            best_i = c->locals[i];
+        }
+    for (size_t i = 0; i < c->n; i++)
+        if ((c->would_cloud >> i & 1u) && plan->est_ttft_ms[i] < best) {
+            best = plan->est_ttft_ms[i];
+            best_i = i;
+            best_local = false;
+        }
+    if (best_local && best_i == l0)
+        return T_NONE;
+    *target = best_i;
+    *target_local = best_local;
+    return T_LATENCY_CRITICAL;
+}
+
+/* The hard triggers: the best local l0 would break the request's latency or
+ * deadline. */
+static enum trigger hard_trigger(const struct ctx *c, size_t l0)
+{
+    const struct sw_route_backend_view *b0 = &c->v->backends[l0];
+    double eff0 = c->plan->est_ttft_ms[l0];
+    double est0 = c->est_raw[l0];  /* no warm-up */
+    long budget_ms = sw_route_budget_ms(c->f, c->p);
+    double budget = budget_ms > 0 ? (double)budget_ms : NO_DEADLINE;
+    if (b0->health == SW_HEALTH_DEGRADED)
+        return T_DEGRADED;
+    if ((b0->health == SW_HEALTH_COLD || b0->health == SW_HEALTH_WARMING) && eff0 > c->left_ms)
+        return T_COLD_START;
+    if (est0 > (budget < c->left_ms ? budget : c->left_ms))
+        return T_OVERFLOW;
+    return T_NONE;
+}
+
+/* The cloud is wanted but cannot take the request (not open, or no cloud
+ * left): it stays on a local, or is shed when the cap says so. */
+static void cloud_refused(struct ctx *c, size_t l0, enum trigger hard,
+                          enum sw_reason local_reason)
+{
+    size_t d;
+    /* Sensitive in an emergency: local still meets the deadline, so it stays
+     * local; the masked clouds only back it up. */
+    if (c->mode == CLOUD_MASKED) {
+        primary_local(c, l0, SW_REASON_PRIVACY);
+        return;
+    }
+    switch (cloud_block(c)) {
+    case BLOCK_NONE:            /* not reached: open clouds were taken above */
+    case BLOCK_PRIVACY:
+        primary_local(c, l0, SW_REASON_PRIVACY);
+        return;
+    case BLOCK_BUDGET:
+        /* A latency-critical request that local serves without a hard trigger
+         * only lost its faster cloud: it stays local under every policy. */
+        if (hard == T_NONE) {
+            primary_local(c, l0, SW_REASON_BUDGET);
+            return;
+        }
+        if (c->p->on_cap == SW_CAP_SHED) {
+            reject(c->plan, 429, SW_ROUTE_CODE_BUDGET, budget_retry_after(c),
+                   "The cloud spend cap is reached and the local backends are too busy to "
+                   "serve this request within its latency budget; retry later.");
+            return;
+        }
+        if (c->p->on_cap == SW_CAP_DEGRADE && degrade_target(c, &d)) {
+            primary_local(c, d, SW_REASON_BUDGET);
+            return;
+        }
+        primary_local(c, l0, SW_REASON_BUDGET);
+        return;
+    case BLOCK_BREAKER:
+        primary_local(c, l0, SW_REASON_BREAKER);
+        return;
+    case BLOCK_FAILED:
+        primary_local(c, l0, SW_REASON_FALLBACK);
+        return;
+    case BLOCK_OTHER:
+        primary_local(c, l0, local_reason);
+        return;
+    }
+}
+
 void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_view *view,
                      const struct sw_route_policy *policy, int64_t now_ms,
                      struct sw_route_plan *plan)
 {
     struct ctx c;
 
-    plan->n = 0;
-    plan->status = 0;
-    plan->code = NULL;
-    plan->message[0] = '\0';
-    plan->retry_after_s = -1;
-    c.f = facts;
-    c.v = view;
-    c.p = policy;
-    c.plan = plan;
-    c.n = view->n < SW_ROUTE_MAX_BACKENDS ? view->n : SW_ROUTE_MAX_BACKENDS;
-    plan->n_backends = c.n;
-    c.n_locals = c.n_clouds = 0;
-    c.added = 0;
-    c.needs_caps = facts->needs_tools || facts->needs_images;
-    c.need_tokens = sw_sat_add_long(facts->prompt_tokens_est > 0 ? facts->prompt_tokens_est : 0,
-                                    facts->max_tokens > 0 ? facts->max_tokens : 0);
-    c.left_ms = facts->deadline_ms > 0 ? (double)(facts->deadline_ms - now_ms) : NO_DEADLINE;
-
-    /* Privacy: allows_cloud false is absolute; sensitive may go masked in a
-     * declared emergency when masking exists. */
-    c.banned_code = SW_EXCL_PRIVACY;
-    c.resident = false;
-    if (!facts->allows_cloud) {
-        c.mode = CLOUD_BANNED;
-    } else if (facts->sensitive && resident_cloud(facts, view, c.n)) {
-        /* Residency: clouds in an allowed region take it unmasked, like any
-         * request; every other cloud is out (even masked in an emergency). */
-        c.mode = CLOUD_OPEN;
-        c.resident = true;
-    } else if (facts->sensitive) {
-        c.mode = view->emergency && policy->masking_available ? CLOUD_MASKED : CLOUD_BANNED;
-        if (view->emergency && !policy->masking_available)
-            c.banned_code = SW_EXCL_NO_MASKING;
-    } else {
-        c.mode = CLOUD_OPEN;
-    }
-
+    init_ctx(&c, facts, view, policy, now_ms, plan);
+    privacy_mode(&c);
     eligibility(&c);
 
     if (c.left_ms <= 0) {
@@ -726,9 +833,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     }
 
     size_t l0 = c.locals[0];
-    const struct sw_route_backend_view *b0 = &view->backends[l0];
     double eff0 = plan->est_ttft_ms[l0];
-    double est0 = c.est_raw[l0];  /* no warm-up */
     enum sw_reason local_reason = facts->exclude ? SW_REASON_FALLBACK : SW_REASON_BASELINE;
 
     /* Masked cloud (sensitive, emergency): only when local cannot meet the
@@ -739,40 +844,11 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     }
 
     /* Triggers, first that applies. */
-    enum trigger t = T_NONE;
     size_t target = 0;          /* the cloud (or local) a latency-critical request goes to */
     bool target_local = false;
-    if (facts->latency_critical) {
-        double best = eff0;
-        size_t best_i = l0;
-        bool best_local = true;
-        for (size_t i = 1; i < c.n_locals; i++)
-            if (plan->est_ttft_ms[c.locals[i]] < best) {
-                best = plan->est_ttft_ms[c.locals[i]];
-                best_i = c.locals[i];
-            }
-        for (size_t i = 0; i < c.n; i++)
-            if ((c.would_cloud >> i & 1u) && plan->est_ttft_ms[i] < best) {
-                best = plan->est_ttft_ms[i];
-                best_i = i;
-                best_local = false;
-            }
-        if (!best_local || best_i != l0) {
-            t = T_LATENCY_CRITICAL;
-            target = best_i;
-            target_local = best_local;
-        }
-    }
-    /* The hard triggers: local would break the request's latency or deadline. */
-    enum trigger hard = T_NONE;
-    long budget_ms = sw_route_budget_ms(facts, policy);
-    double budget = budget_ms > 0 ? (double)budget_ms : NO_DEADLINE;
-    if (b0->health == SW_HEALTH_DEGRADED)
-        hard = T_DEGRADED;
-    else if ((b0->health == SW_HEALTH_COLD || b0->health == SW_HEALTH_WARMING) && eff0 > c.left_ms)
-        hard = T_COLD_START;
-    else if (est0 > (budget < c.left_ms ? budget : c.left_ms))
-        hard = T_OVERFLOW;
+    enum trigger t = facts->latency_critical ? latency_trigger(&c, l0, &target, &target_local)
+                                             : T_NONE;
+    enum trigger hard = hard_trigger(&c, l0);
     if (t == T_NONE)
         t = hard;
 
@@ -791,47 +867,5 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
         primary_cloud(&c, cl, trigger_reason[t]);
         return;
     }
-
-    /* The cloud is wanted but cannot take it. */
-    size_t d;
-    /* Sensitive in an emergency: local still meets the deadline, so it stays
-     * local; the masked clouds only back it up. */
-    if (c.mode == CLOUD_MASKED) {
-        primary_local(&c, l0, SW_REASON_PRIVACY);
-        return;
-    }
-    switch (cloud_block(&c)) {
-    case BLOCK_NONE:            /* not reached: open clouds were taken above */
-    case BLOCK_PRIVACY:
-        primary_local(&c, l0, SW_REASON_PRIVACY);
-        return;
-    case BLOCK_BUDGET:
-        /* A latency-critical request that local serves without a hard trigger
-         * only lost its faster cloud: it stays local under every policy. */
-        if (hard == T_NONE) {
-            primary_local(&c, l0, SW_REASON_BUDGET);
-            return;
-        }
-        if (policy->on_cap == SW_CAP_SHED) {
-            reject(plan, 429, SW_ROUTE_CODE_BUDGET, budget_retry_after(&c),
-                   "The cloud spend cap is reached and the local backends are too busy to "
-                   "serve this request within its latency budget; retry later.");
-            return;
-        }
-        if (policy->on_cap == SW_CAP_DEGRADE && degrade_target(&c, &d)) {
-            primary_local(&c, d, SW_REASON_BUDGET);
-            return;
-        }
-        primary_local(&c, l0, SW_REASON_BUDGET);
-        return;
-    case BLOCK_BREAKER:
-        primary_local(&c, l0, SW_REASON_BREAKER);
-        return;
-    case BLOCK_FAILED:
-        primary_local(&c, l0, SW_REASON_FALLBACK);
-        return;
-    case BLOCK_OTHER:
-        primary_local(&c, l0, local_reason);
-        return;
-    }
+    cloud_refused(&c, l0, hard, local_reason);
 }

@@ -21,6 +21,7 @@ struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t n
     if (g->emergency)
         snprintf(g->emergency_reason, sizeof g->emergency_reason, "declared in the configuration");
     g->spend_cap_usd = -1;
+    g->store = sw_store_memory();
     return g;
 }
 

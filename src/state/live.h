@@ -26,6 +26,7 @@
 #include "route/spend.h"
 #include "state/localq.h"
 #include "state/piiallow.h"
+#include "state/store.h"
 
 /* Until a backend has been seen loading, how long a cold start is assumed to take. */
 #define SW_LIVE_PRIOR_LOAD_MS 10000.0
@@ -98,7 +99,9 @@ struct sw_live_shared {
     long ttft_budget_ms;        /* 0: the config's */
     double spend_cap_usd;       /* < 0: the config's */
     /* Shared state (state.redis; docs/scaling.md). */
-    struct sw_rstate *rstate;   /* NULL: in memory only */
+    struct sw_store store;      /* what attempts ask of the shared state (state/store.h):
+                                   the memory store, or Redis' while rstate is set */
+    struct sw_rstate *rstate;   /* NULL: in memory only (the view counts no other replica) */
     bool remote_degraded;       /* Redis unreachable or slow: cap as if reached */
     double remote_spend_usd;    /* every replica's spend in the window, last read */
 };

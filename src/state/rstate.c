@@ -165,14 +165,14 @@ static const char *const scripts[N_SCRIPTS] = {lua_admit, lua_release, lua_sync}
 
 enum op_kind { OP_ADMIT, OP_RELEASE, OP_SYNC, OP_FLAGS, OP_PLAIN };
 
-struct sw_rstate_op {
+struct sw_store_op {
     struct sw_rstate *rs;
     enum op_kind kind;
     enum script script;
     struct event *timer;
     bool answered;              /* timed out or replied: the caller has its answer */
     bool eval_retry;            /* resent as EVAL after NOSCRIPT */
-    struct sw_rstate_hold *hold;/* admit: NULL once cancelled */
+    struct sw_store_hold *hold;/* admit: NULL once cancelled */
     struct sw_live *live;       /* admit: referenced */
     size_t hold_be;             /* admit: the backend */
     int argc;
@@ -229,7 +229,7 @@ static void update_degraded(struct sw_rstate *rs)
     rs->g->remote_degraded = d;
 }
 
-static void op_free(struct sw_rstate_op *op)
+static void op_free(struct sw_store_op *op)
 {
     if (op->timer)
         event_free(op->timer);
@@ -241,14 +241,14 @@ static void op_free(struct sw_rstate_op *op)
 }
 
 static void on_reply(struct sw_rconn *ac, void *r, void *priv);
-static enum sw_rstate_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
-                                             struct sw_rstate_hold *h);
+static enum sw_store_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
+                                             struct sw_store_hold *h);
 
 static void on_op_timeout(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    struct sw_rstate_op *op = arg;
+    struct sw_store_op *op = arg;
     if (op->answered)
         return;
     op->answered = true;
@@ -258,7 +258,7 @@ static void on_op_timeout(evutil_socket_t fd, short what, void *arg)
     rs->slow = true;
     update_degraded(rs);
     if (op->kind == OP_ADMIT && op->hold) {
-        struct sw_rstate_hold *h = op->hold;
+        struct sw_store_hold *h = op->hold;
         h->op = NULL;
         op->hold = NULL;
         h->spend = h->lease = h->probe = false;
@@ -268,7 +268,7 @@ static void on_op_timeout(evutil_socket_t fd, short what, void *arg)
 
 /* Sends op (its argv) on the command connection; on failure the op is
  * answered as a failure at once. */
-static int send_op(struct sw_rstate *rs, struct sw_rstate_op *op)
+static int send_op(struct sw_rstate *rs, struct sw_store_op *op)
 {
     if (!rs->ac || !rs->connected)
         return -1;
@@ -289,10 +289,10 @@ static int send_op(struct sw_rstate *rs, struct sw_rstate_op *op)
 
 /* An op running script s with the script's ARGV (args; NULL-terminated is not
  * needed: n). EVALSHA when the SHA is known, else EVAL. */
-static struct sw_rstate_op *script_op(struct sw_rstate *rs, enum op_kind kind, enum script s,
+static struct sw_store_op *script_op(struct sw_rstate *rs, enum op_kind kind, enum script s,
                                       char **args, int n)
 {
-    struct sw_rstate_op *op = calloc(1, sizeof *op);
+    struct sw_store_op *op = calloc(1, sizeof *op);
     if (!op)
         return NULL;
     op->rs = rs;
@@ -386,27 +386,27 @@ static void apply_sync(struct sw_rstate *rs, const redisReply *r)
 /* cap: the cap in force. A refusal leaves the view at the cap at least, so
  * the router applies the cap's policy to priced requests (a backend without
  * a price still takes them) until the next sync reads the total again. */
-static enum sw_rstate_verdict verdict_of(const redisReply *r, struct sw_rstate *rs, double cap)
+static enum sw_store_verdict verdict_of(const redisReply *r, struct sw_rstate *rs, double cap)
 {
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
-        return SW_RSTATE_SPEND_FULL;
+        return SW_STORE_SPEND_FULL;
     const char *w = r->element[0]->str;
     double t = strtod(r->element[1]->str, NULL);
     if (!strcmp(w, "ok")) {
         if (t > rs->g->remote_spend_usd)
             rs->g->remote_spend_usd = t;
-        return SW_RSTATE_OK;
+        return SW_STORE_OK;
     }
     if (!strcmp(w, "spend")) {
         rs->g->remote_spend_usd = t > cap ? t : cap;
-        return SW_RSTATE_SPEND_FULL;
+        return SW_STORE_SPEND_FULL;
     }
     if (!strcmp(w, "slot"))
-        return SW_RSTATE_NO_SLOT;
+        return SW_STORE_NO_SLOT;
     if (!strcmp(w, "rate"))
-        return SW_RSTATE_RATE_LIMITED;
-    return SW_RSTATE_PROBE_TAKEN;
+        return SW_STORE_RATE_LIMITED;
+    return SW_STORE_PROBE_TAKEN;
 }
 
 static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *id, size_t be,
@@ -416,7 +416,7 @@ static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *
 static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
 {
     (void)ac;
-    struct sw_rstate_op *op = priv;
+    struct sw_store_op *op = priv;
     struct sw_rstate *rs = op->rs;
     redisReply *r = reply;
     if (is_noscript(r) && !op->eval_retry && rs->ac && rs->connected) {
@@ -440,14 +440,14 @@ static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
     if (op->kind == OP_ADMIT) {
         if (!op->answered) {
             op->answered = true;
-            struct sw_rstate_hold *h = op->hold;
+            struct sw_store_hold *h = op->hold;
             if (h) {
                 h->op = NULL;
                 if (!ok) {
                     h->cb(h, degraded_admit(rs, op->live, h));
                 } else {
-                    enum sw_rstate_verdict v = verdict_of(r, rs, sw_live_spend_cap_usd(op->live));
-                    if (v == SW_RSTATE_OK) {
+                    enum sw_store_verdict v = verdict_of(r, rs, sw_live_spend_cap_usd(op->live));
+                    if (v == SW_STORE_OK) {
                         h->spend = h->est_usd > 0;
                         h->lease = op->argv[3 + 7][0] != 0;
                         h->probe = op->argv[3 + 10][0] != 0;
@@ -456,7 +456,7 @@ static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
                     h->cb(h, v);
                 }
             }
-        } else if (ok && verdict_of(r, rs, 0) == SW_RSTATE_OK && op->live) {
+        } else if (ok && verdict_of(r, rs, 0) == SW_STORE_OK && op->live) {
             /* granted after the caller gave up waiting: give it back */
             release_ids(rs, op->live, op->argv[3 + 2], op->hold_be,
                         strtod(op->argv[3 + 3], NULL) > 0, 0, op->argv[3 + 7][0] != 0,
@@ -477,7 +477,7 @@ static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
 /* Fires a plain command; its reply only counts as a sign of life. */
 static void plain(struct sw_rstate *rs, enum op_kind kind, int argc, const char **argv)
 {
-    struct sw_rstate_op *op = calloc(1, sizeof *op);
+    struct sw_store_op *op = calloc(1, sizeof *op);
     if (!op)
         return;
     op->rs = rs;
@@ -735,12 +735,14 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
         snprintf(qbuf[i], sizeof qbuf[i], "%ld", l->b[i]->q.queued);
         args[n++] = qbuf[i];
     }
-    struct sw_rstate_op *op = script_op(rs, OP_SYNC, S_SYNC, args, n);
+    struct sw_store_op *op = script_op(rs, OP_SYNC, S_SYNC, args, n);
     if (op && send_op(rs, op))
         op_free(op);
 }
 
 /* ---- Public ---- */
+
+static const struct sw_store_ops redis_ops;
 
 struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config *cfg,
                                 struct sw_live_shared *g)
@@ -799,6 +801,7 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
         return NULL;
     }
     g->rstate = rs;
+    g->store = (struct sw_store){&redis_ops, rs};
     g->remote_degraded = true; /* until connected */
     struct timeval tv = {0, SYNC_MS * 1000};
     event_add(rs->sync_timer, &tv);
@@ -812,8 +815,10 @@ void sw_rstate_free(struct sw_rstate *rs)
 {
     if (!rs)
         return;
-    if (rs->g && rs->g->rstate == rs)
+    if (rs->g && rs->g->rstate == rs) {
         rs->g->rstate = NULL;
+        rs->g->store = sw_store_memory();
+    }
     if (rs->reconnect_timer)
         event_free(rs->reconnect_timer);
     if (rs->connect_timer)
@@ -864,25 +869,25 @@ const char *sw_rstate_degraded_reason(const struct sw_rstate *rs)
 
 /* Without Redis: no spend (fails closed), slots from the fallback share, the
  * probe this replica's own. */
-static enum sw_rstate_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
-                                             struct sw_rstate_hold *h)
+static enum sw_store_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
+                                             struct sw_store_hold *h)
 {
     if (h->est_usd > 0)
-        return SW_RSTATE_SPEND_FULL;
+        return SW_STORE_SPEND_FULL;
     const struct sw_config_backend *cb = &live->cfg->backends[h->be];
     if (cb->tier == SW_TIER_LOCAL && cb->slots > 0) {
         long share = (long)ceil((double)cb->slots * rs->share - 1e-9);
         if (share < 1)
             share = 1;
         if (h->be >= rs->n_fallback || rs->fallback_held[h->be] >= share)
-            return SW_RSTATE_NO_SLOT;
+            return SW_STORE_NO_SLOT;
         rs->fallback_held[h->be]++;
         h->fallback_lease = true;
     }
-    return SW_RSTATE_OK;
+    return SW_STORE_OK;
 }
 
-int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_store_hold *h,
                     size_t be, double est_usd, bool probe, long tokens)
 {
     const struct sw_config_backend *cb = &live->cfg->backends[be];
@@ -892,7 +897,7 @@ int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate
     h->est_usd = est_usd > 0 ? est_usd : 0;
     h->bucket_tokens = tokens > 0 ? tokens : 0;
     if (!lease && !(h->est_usd > 0) && !probe && !bucket)
-        return SW_RSTATE_OK;
+        return SW_STORE_OK;
     if (!ready(rs))
         return degraded_admit(rs, live, h);
     snprintf(h->id, sizeof h->id, "%s:%llu", rs->replica, (unsigned long long)++rs->next_id);
@@ -912,7 +917,7 @@ int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate
     char *args[] = {rs->prefix, now,   h->id, est,       cap,
                     resv_ttl,   win,   lease ? cb->name : "", slots, lease_ttl,
                     probe ? cb->name : "", probe_ttl, bucket ? cb->name : "", rpm, tpm, toks};
-    struct sw_rstate_op *op = script_op(rs, OP_ADMIT, S_ADMIT, args, 16);
+    struct sw_store_op *op = script_op(rs, OP_ADMIT, S_ADMIT, args, 16);
     if (!op)
         return degraded_admit(rs, live, h);
     op->hold = h;
@@ -945,12 +950,12 @@ static void release_ids(struct sw_rstate *rs, struct sw_live *live, const char *
                     lease ? cb->name : "", probe ? cb->name : "",
                     bucket ? cb->name : "", rpm, tpm, refund,
                     refund_request ? "1" : "0", now};
-    struct sw_rstate_op *op = script_op(rs, OP_RELEASE, S_RELEASE, args, 13);
+    struct sw_store_op *op = script_op(rs, OP_RELEASE, S_RELEASE, args, 13);
     if (op && send_op(rs, op))
         op_free(op);
 }
 
-void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_store_hold *h,
                        double actual_usd, bool sent, long actual_tokens)
 {
     if (h->op) {
@@ -1034,3 +1039,48 @@ void sw_rstate_flags_changed(struct sw_rstate *rs)
                            g->emergency_reason, "ttft_budget_ms", ttft, "spend_cap_usd", cap});
     plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, "flags"});
 }
+
+/* ---- The Redis implementation of the store (state/store.h) ---- */
+
+static int store_admit(void *ctx, struct sw_live *live, struct sw_store_hold *h, size_t be,
+                       double est_usd, bool probe, long tokens)
+{
+    return sw_rstate_admit(ctx, live, h, be, est_usd, probe, tokens);
+}
+
+static void store_release(void *ctx, struct sw_live *live, struct sw_store_hold *h,
+                          double actual_usd, bool sent, long actual_tokens)
+{
+    sw_rstate_release(ctx, live, h, actual_usd, sent, actual_tokens);
+}
+
+static void store_breaker_check(void *ctx, struct sw_live *live, size_t be)
+{
+    sw_rstate_breaker_check(ctx, live, be);
+}
+
+static void store_breaker_reset(void *ctx, struct sw_live *live, size_t be)
+{
+    sw_rstate_breaker_reset(ctx, live, be);
+}
+
+static void store_flags_changed(void *ctx)
+{
+    sw_rstate_flags_changed(ctx);
+}
+
+static bool store_degraded(const void *ctx)
+{
+    return sw_rstate_degraded(ctx);
+}
+
+static const struct sw_store_ops redis_ops = {
+    .name = "redis",
+    .shared = true,
+    .admit = store_admit,
+    .release = store_release,
+    .breaker_check = store_breaker_check,
+    .breaker_reset = store_breaker_reset,
+    .flags_changed = store_flags_changed,
+    .degraded = store_degraded,
+};

@@ -22,32 +22,14 @@
 #include <stdint.h>
 
 #include "state/live.h"
+#include "state/store.h"
 
 struct event_base;
 struct sw_rstate;
-struct sw_rstate_op;
 
-enum sw_rstate_verdict {
-    SW_RSTATE_OK,           /* granted: send */
-    SW_RSTATE_SPEND_FULL,   /* the shared cap (or no shared counter) refuses the cost */
-    SW_RSTATE_NO_SLOT,      /* every slot of the backend is leased: wait and ask again */
-    SW_RSTATE_PROBE_TAKEN,  /* another replica holds the half-open probe */
-    SW_RSTATE_RATE_LIMITED, /* the provider's rpm/tpm, counted over every replica, is spent */
-};
-
-/* What one attempt holds in Redis; zeroed by the caller before first use. */
-struct sw_rstate_hold {
-    struct sw_rstate_op *op;    /* an admit in flight */
-    void (*cb)(struct sw_rstate_hold *h, enum sw_rstate_verdict v);
-    char id[48];                /* this attempt's id in Redis */
-    size_t be;                  /* config index of the backend */
-    double est_usd;             /* > 0: a reservation is (asked to be) held */
-    long bucket_tokens;         /* > 0 or a request: taken from the shared token bucket */
-    bool spend, lease, probe, bucket; /* held in Redis */
-    bool fallback_lease;        /* a slot of the fallback share (Redis down) */
-};
-
-/* NULL when cfg has no state.redis (or on allocation failure: check cfg). */
+/* NULL when cfg has no state.redis (or on allocation failure: check cfg).
+ * Installs itself as g->store (the Redis implementation of state/store.h);
+ * sw_rstate_free puts the memory store back. */
 struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config *cfg,
                                 struct sw_live_shared *g);
 void sw_rstate_free(struct sw_rstate *rs);
@@ -63,12 +45,12 @@ const char *sw_rstate_degraded_reason(const struct sw_rstate *rs);
  * token bucket (cloud backend with rpm or tpm). Returns -1 when the answer
  * comes later through h->cb, else the verdict now (nothing to ask, or
  * degraded). */
-int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_store_hold *h,
                     size_t be, double est_usd, bool probe, long tokens);
 /* The attempt is over: gives back what h holds (settling actual_usd on the
  * spend window; the bucket on actual_tokens when the request was sent, in
  * full when not) and forgets a pending admit. */
-void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_rstate_hold *h,
+void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_store_hold *h,
                        double actual_usd, bool sent, long actual_tokens);
 /* After an outcome on backend be: announces its breaker when it opened or closed. */
 void sw_rstate_breaker_check(struct sw_rstate *rs, struct sw_live *live, size_t be);
