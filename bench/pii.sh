@@ -14,8 +14,8 @@ corpus="$BUILD/bench/pii_corpus_${MB}.txt"
 [ -f "$corpus" ] || python3 bench/pii_corpus.py "$corpus" "$MB" >/dev/null
 ${CXX:-g++} -std=gnu++17 -O2 -g -Wall -Wextra -Werror -Isrc -c src/pii/phone.cc -o "$BUILD/bench/pii_phone.o"
 ${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
-  $(pkg-config --cflags jansson libhs libpcre2-8 libutf8proc) -o "$BUILD/bench/pii_bench" \
+  $(pkg-config --cflags jansson libhs libpcre2-8 libutf8proc libevent) -o "$BUILD/bench/pii_bench" \
   bench/pii_bench.c src/pii/*.c "$BUILD/bench/pii_phone.o" src/common/*.c \
-  $(pkg-config --libs jansson libhs libpcre2-8 libutf8proc) -lphonenumber -lprotobuf -lsystemd -lstdc++ -lpthread -lm
+  $(pkg-config --libs jansson libhs libpcre2-8 libutf8proc libevent) -lphonenumber -lprotobuf -lsystemd -lstdc++ -lpthread -lm
 mode=${PII_BENCH_MODE:-pii}   # bench/pii_engines.sh sets "engines"
 taskset -c 0 "$BUILD/bench/pii_bench" "$mode" "$corpus" 2>/dev/null || "$BUILD/bench/pii_bench" "$mode" "$corpus"
