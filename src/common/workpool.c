@@ -27,6 +27,7 @@ struct sw_workpool {
     int pipe_r, pipe_w;
     struct event *ready;
     long pending;                       /* loop thread only */
+    unsigned long long submitted;       /* loop thread only */
 };
 
 static void push(struct sw_work **head, struct sw_work **tail, struct sw_work *w)
@@ -155,6 +156,7 @@ struct sw_work *sw_workpool_submit(struct sw_workpool *p, void (*run)(void *ud),
     w->done = done;
     w->ud = ud;
     p->pending++;
+    p->submitted++;
     pthread_mutex_lock(&p->mu);
     push(&p->todo, &p->todo_tail, w);
     pthread_cond_signal(&p->cv);
@@ -182,6 +184,11 @@ void sw_workpool_cancel(struct sw_workpool *p, struct sw_work *w)
     pthread_mutex_unlock(&p->mu);
     if (queued)
         wake(p);
+}
+
+unsigned long long sw_workpool_submitted(const struct sw_workpool *p)
+{
+    return p ? p->submitted : 0;
 }
 
 long sw_workpool_pending(const struct sw_workpool *p)

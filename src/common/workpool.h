@@ -52,6 +52,9 @@ struct sw_work *sw_workpool_submit(struct sw_workpool *p, void (*run)(void *ud),
 /* Cancels a job whose done was not called yet (loop thread only). */
 void sw_workpool_cancel(struct sw_workpool *p, struct sw_work *w);
 
+/* Jobs ever submitted (0 for NULL). */
+unsigned long long sw_workpool_submitted(const struct sw_workpool *p);
+
 /* Jobs submitted and not yet handed back to done (0 for NULL). */
 long sw_workpool_pending(const struct sw_workpool *p);
 

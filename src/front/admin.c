@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/workpool.h"
 #include "common/query.h"
 #include "obs/dashboard.h"
 #include "obs/series.h"
@@ -74,6 +75,7 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .idle_evicted = sw_http_server_evicted(f->http),
         .pii_scans_offloaded = f->scans_offloaded,
         .pii_scans_dropped = f->scans_dropped,
+        .pii_jobs_off_loop = sw_workpool_submitted(f->scan_pool),
     };
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);

@@ -631,7 +631,8 @@ static void api_scanned(struct api_scan *s)
                 s->facts.pii.counts.binary);
 
     f->in_flight++;
-    struct sw_relay_env env = {f->base, f->cev, s->live, f->obs, on_relay_finish, f};
+    struct sw_relay_env env = {.base = f->base, .cev = f->cev, .live = s->live, .obs = f->obs,
+                               .pool = f->scan_pool, .on_finish = on_relay_finish, .ud = f};
     sw_relay_start(&(struct sw_relay_request){.env = &env, .req = s->req, .cfg = s->cfg,
                                               .chat = &s->chat, .model = s->in.model,
                                               .facts = &s->facts, .request_id = s->id,

@@ -229,6 +229,12 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                         "Of the scans off the event loop, those whose result was "
                                         "dropped because the client left mid-scan.",
                                         NULL, NULL, 0, (double)g->pii_scans_dropped);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_pii_jobs_off_loop_total",
+                                        "PII work on large bodies run on a worker thread, not on "
+                                        "the event loop: the request scans above, and the relay's "
+                                        "masking and egress checks of bodies above 64 KiB.",
+                                        NULL, NULL, 0, (double)g->pii_jobs_off_loop);
     return err;
 }
 

@@ -100,6 +100,8 @@ struct sw_obs_gauges {
     bool state_degraded;            /* state.redis configured and Redis unreachable or slow */
     uint64_t pii_scans_offloaded;   /* request bodies scanned for PII on a worker thread */
     uint64_t pii_scans_dropped;     /* of those, results dropped: the client left mid-scan */
+    uint64_t pii_jobs_off_loop;     /* PII jobs run on a worker: those scans, and the relay's
+                                       masking and egress checks of large bodies */
 };
 
 /* Appends every gauge of GET /metrics (docs/operations.md lists them) to out,

@@ -1,9 +1,126 @@
 #include "relay/st_pii.h"
 
+#include <stdlib.h>
+
 #include "common/err.h"
+#include "common/workpool.h"
+#include "state/live.h"
+
+/* A request hook of a large body, on a worker. */
+struct pii_job {
+    struct sw_pii_stage *s;     /* NULL once the request is gone */
+    struct sw_stage_io *io;
+    struct sw_work *work;
+    bool mask;                  /* the mask hook, else the gate's */
+    const struct sw_pii_engine *engine;
+    struct sw_live *live;       /* referenced: the engine's owner */
+    struct sw_pii_map *map;     /* owned while the job runs (mask) */
+    json_t *body;               /* owned while the job runs */
+    enum sw_pii_surface surface;
+    bool ok;                    /* mask: masked; gate: scanned clean */
+    struct sw_pii_counts counts;
+};
+
+static bool mask_tree(const struct sw_pii_engine *e, struct sw_pii_map *m, enum sw_pii_surface sf,
+                      json_t *body)
+{
+    return m && body && sw_pii_mask_body(e, m, sf, body, NULL, NULL, 0) == SW_OK;
+}
+
+static bool gate_tree(const struct sw_pii_engine *e, enum sw_pii_surface sf, const json_t *body,
+                      struct sw_pii_counts *c)
+{
+    return e && body && sw_pii_scan_built(e, sf, body, c) == SW_OK;
+}
+
+static void job_run(void *ud)
+{
+    struct pii_job *j = ud;
+    j->ok = j->mask ? mask_tree(j->engine, j->map, j->surface, j->body)
+                    : gate_tree(j->engine, j->surface, j->body, &j->counts);
+}
+
+static enum sw_stage_rc mask_done(struct sw_pii_stage *s, struct sw_stage_io *io, bool ok);
+static enum sw_stage_rc gate_done(struct sw_pii_stage *s, struct sw_stage_io *io, bool ok,
+                                  const struct sw_pii_counts *c);
+
+/* Back on the loop: the tree and the map go back to the request, which
+ * goes on from the hook; a request gone meanwhile gets nothing. */
+static void job_done(void *ud, enum sw_work_end end)
+{
+    struct pii_job *j = ud;
+    struct sw_pii_stage *s = j->s;
+    if (s && end == SW_WORK_RAN) {
+        struct sw_stage_io *io = j->io;
+        s->job = NULL;
+        io->body = j->body;
+        if (j->mask)
+            s->map = j->map;
+        bool mask = j->mask, ok = j->ok;
+        struct sw_pii_counts c = j->counts;
+        sw_live_unref(j->live);
+        free(j);
+        io->resume(io, mask ? mask_done(s, io, ok) : gate_done(s, io, ok, &c));
+        return;
+    }
+    if (s) {            /* not run (the pool closing): the hook fails, nothing was sent */
+        s->job = NULL;
+        j->io->body = j->body;
+        if (j->mask)
+            s->map = j->map;
+        struct sw_stage_io *io = j->io;
+        sw_live_unref(j->live);
+        free(j);
+        io->verdict.before_send = true;
+        io->resume(io, sw_stage_fail(io, SW_ENOMEM, 0, "%s", "the PII check could not run"));
+        return;
+    }
+    json_decref(j->body);
+    if (j->mask)
+        sw_pii_map_free(j->map);
+    sw_live_unref(j->live);
+    free(j);
+}
+
+/* Hands the hook to the pool: true when it went (the hook answers
+ * SW_STAGE_PENDING), false to run it here. */
+static bool offload(struct sw_pii_stage *s, struct sw_stage_io *io, bool mask,
+                    enum sw_pii_surface surface)
+{
+    if (!s->pool || !s->large || !s->live || !io->body || !io->resume)
+        return false;
+    struct pii_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return false;
+    *j = (struct pii_job){.s = s, .io = io, .mask = mask, .engine = s->engine,
+                          .live = sw_live_ref(s->live), .map = mask ? s->map : NULL,
+                          .body = io->body, .surface = surface};
+    if (!(j->work = sw_workpool_submit(s->pool, job_run, job_done, j))) {
+        sw_live_unref(j->live);
+        free(j);
+        return false;
+    }
+    io->body = NULL;
+    if (mask)
+        s->map = NULL;
+    s->job = j;
+    return true;
+}
+
+/* The request ends or a new attempt begins with a hook on the pool: the job
+ * is cancelled, and frees what it holds when it comes back. */
+static void detach(struct sw_pii_stage *s)
+{
+    if (!s->job)
+        return;
+    s->job->s = NULL;
+    sw_workpool_cancel(s->pool, s->job->work);
+    s->job = NULL;
+}
 
 void sw_pii_stage_free(struct sw_pii_stage *s)
 {
+    detach(s);
     sw_pii_stream_free(s->pstream);
     s->pstream = NULL;
     sw_pii_map_free(s->map);
@@ -13,6 +130,7 @@ void sw_pii_stage_free(struct sw_pii_stage *s)
 static void mask_reset(struct sw_stage *st)
 {
     struct sw_pii_stage *s = st->ctx;
+    detach(s);
     sw_pii_stream_free(s->pstream);
     s->pstream = NULL;
     s->masked = false;
@@ -28,9 +146,14 @@ static enum sw_stage_rc mask_request(struct sw_stage *st, struct sw_stage_io *io
     if (!s->map)
         s->map = sw_pii_map_new();
     /* Binary parts cannot be masked: such a request never goes masked. */
-    bool ok = s->map && !s->binary_blocked && io->body &&
-              sw_pii_mask_body(s->engine, s->map, s->mask_surface, io->body, NULL, NULL, 0) ==
-                  SW_OK;
+    if (s->map && !s->binary_blocked && offload(s, io, true, s->mask_surface))
+        return SW_STAGE_PENDING;
+    return mask_done(s, io, !s->binary_blocked && mask_tree(s->engine, s->map, s->mask_surface, io->body));
+}
+
+/* What the mask hook decides once the tree was masked (ok) or not. */
+static enum sw_stage_rc mask_done(struct sw_pii_stage *s, struct sw_stage_io *io, bool ok)
+{
     if (ok && s->stream && !(s->pstream = sw_pii_stream_new(s->map)))
         ok = false;
     if (!ok) {
@@ -97,10 +220,18 @@ static enum sw_stage_rc gate_request(struct sw_stage *st, struct sw_stage_io *io
     struct sw_pii_stage *s = st->ctx;
     if (!io->built || !s->cloud || s->policy == SW_PII_POLICY_OFF)
         return SW_STAGE_OK;
+    if (offload(s, io, false, s->send_surface))
+        return SW_STAGE_PENDING;
     struct sw_pii_counts c;
-    if (s->engine && io->body &&
-        sw_pii_scan_built(s->engine, s->send_surface, io->body, &c) == SW_OK && c.total == 0 &&
-        (c.binary == 0 || !s->binary_blocked))
+    bool ok = gate_tree(s->engine, s->send_surface, io->body, &c);
+    return gate_done(s, io, ok, &c);
+}
+
+/* What the gate decides once the body was scanned (ok: the scan ran). */
+static enum sw_stage_rc gate_done(struct sw_pii_stage *s, struct sw_stage_io *io, bool ok,
+                                  const struct sw_pii_counts *c)
+{
+    if (ok && c->total == 0 && (c->binary == 0 || !s->binary_blocked))
         return SW_STAGE_OK;
     /* Never sent: the bytes that would leave hold what may not. */
     io->verdict.before_send = true;

@@ -11,8 +11,11 @@
  *    more in that backend's API; masked it must hold no entity, unmasked
  *    none the front's scan did not allow out. Fails closed.
  *
- * Both request hooks work on the tree alone (no loop state), so they may be
- * moved off the event loop for large bodies and answer SW_STAGE_PENDING. */
+ * Both request hooks work on the tree alone (no loop state): for a large
+ * body (large, with a pool) they run on a worker of the pool and answer
+ * SW_STAGE_PENDING; the job owns the tree, the map and a reference on the
+ * live snapshot (the engine's owner) while it runs, so a request that ends
+ * meanwhile (sw_pii_stage_free: the job cancelled) frees nothing in use. */
 #ifndef SW_RELAY_ST_PII_H
 #define SW_RELAY_ST_PII_H
 
@@ -22,6 +25,13 @@
 #include "pii/pii.h"
 #include "relay/stage.h"
 
+/* A body above this many bytes has its PII hooks run on the pool. */
+#define SW_RELAY_PII_OFF_LOOP_BYTES (64 * 1024)
+
+struct sw_workpool;
+struct sw_live;
+struct pii_job;
+
 struct sw_pii_stage {
     /* the request's */
     const struct sw_pii_engine *engine;     /* NULL: none configured */
@@ -30,6 +40,10 @@ struct sw_pii_stage {
     bool binary_blocked;                    /* content parts that cannot be scanned */
     bool stream;                            /* the answer is streamed */
     bool embeddings;                        /* vectors hold no placeholders */
+    struct sw_workpool *pool;               /* where a large body's hooks run; NULL: inline */
+    struct sw_live *live;                   /* the engine's owner (borrowed; a job refs it) */
+    bool large;                             /* the body is large: its hooks go to the pool */
+    struct pii_job *job;                    /* the hook running on the pool, NULL none */
     /* the attempt's */
     bool need_mask;                         /* must be masked (else no mask stage) */
     bool cloud;                             /* its backend is a cloud */

@@ -74,6 +74,11 @@ void sw_relay_stages_init(struct proxy *p)
         .binary_blocked = p->pii.binary_blocked,
         .stream = p->chat.stream,
         .embeddings = embeddings,
+        .pool = p->env.pool,
+        .live = p->live,
+        /* the byte bound of the body (sw_request_bound_tokens counts a token
+         * per byte at most): what the front also scans off the loop */
+        .large = p->chat.prompt_tokens_max > SW_RELAY_PII_OFF_LOOP_BYTES,
     };
     struct sw_contract_stage *c = &p->contract;
     c->schema = schema;

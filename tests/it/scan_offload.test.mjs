@@ -166,3 +166,61 @@ test('a drain timeout shorter than the scan: the worker is joined, the client se
   assert.equal(text, '', 'no answer: the request was cut');
   assert.match(gw.output(), /drain timeout: 1 request\(s\) still in flight are cut/);
 }));
+
+// A large request that goes to the cloud masked: the relay's mask and
+// egress check (its gate) of the body run on the pool too, after the front's
+// scan: three jobs off the loop; what leaves is masked, the answer restored.
+test('a large body masked for the cloud: masking and the egress check run off the loop, what leaves is masked, the answer comes back restored', () => withProcs(async (track) => {
+  const cloud = await track(startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '10']));
+  const gw = await track(startSpillway(gatewayYaml({
+    backends: [{ name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' }],
+    models: [{ name: 'm', backends: ['cloud'] }],
+  }) + 'pii:\n  policy: mask\n'));
+  const jobs = async () => Number(((await (await fetch(`${gw.url}/metrics`)).text())
+    .match(/^spillway_pii_jobs_off_loop_total (\S+)$/m) || [])[1]);
+  assert.equal(await jobs(), 0);
+  const filler = 'The spillway lets the overflow out of the reservoir when the river is high. '.repeat(4000);
+  for (const [i, stream] of [[1, false], [2, true]]) {
+    const content = `Write to jan.jansen${i}@example.com about this. ${filler}`;
+    const r = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', max_tokens: 12, stream, messages: [{ role: 'user', content }] }),
+    });
+    const text = await r.text();
+    assert.equal(r.status, 200, text.slice(0, 300));
+    assert.match(text, new RegExp(`jan\\.jansen${i}@example\\.com`), 'the echoed value comes back restored');
+    const sent = JSON.stringify((await (await fetch(`${cloud.url}/admin/received?n=10`)).json()).requests.at(-1));
+    assert.ok(!sent.includes(`jan.jansen${i}@example.com`), 'the cloud never saw the value');
+    assert.match(sent, /\[EMAIL_\d+\]/);
+    assert.equal(await jobs(), 3 * i, 'the front scan, the mask and the gate, each on a worker');
+  }
+}));
+
+// The client leaves once the relay's mask job was handed to the pool (it may
+// still run, or have ended, the body then on its way to a cloud that holds it): the job is cancelled or its result dropped, the
+// process serves on, and under SANITIZE=1 nothing is used after it is freed.
+test('a client gone while its body is masked off the loop: the gateway serves on', () => withProcs(async (track) => {
+  const cloud = await track(startLlmsim(['--model', 'cloud-model', '--decode-tps', '0']));
+  const gw = await track(startSpillway(gatewayYaml({
+    backends: [{ name: 'cloud', tier: 'cloud', url: cloud.url, model: 'cloud-model' }],
+    models: [{ name: 'm', backends: ['cloud'] }],
+  }) + 'pii:\n  policy: mask\n'));
+  const jobs = async () => Number(((await (await fetch(`${gw.url}/metrics`)).text())
+    .match(/^spillway_pii_jobs_off_loop_total (\S+)$/m) || [])[1]);
+  // The cloud holds what reaches it, so the request is still open when the
+  // client leaves; digits and separators make the masking slow to scan.
+  await fetch(`${cloud.url}/admin/faults`, { method: 'POST', body: JSON.stringify({ hang: true }) });
+  const values = Array.from({ length: 3000 }, (_, i) => `mail p.${i}@example.org`).join(', ');
+  const body = JSON.stringify({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content: values + ' 12-34 56.78 90/12'.repeat(100000) }] });
+  const big = sendBig(gw, body);
+  await big.written;
+  await waitFor(async () => (await jobs()) >= 2, { timeout: 20000, what: 'the mask job handed to the pool' });
+  big.c.destroy();
+  await waitFor(() => /client disconnected/.test(gw.output()), { timeout: 20000, what: 'the request to end' });
+  await fetch(`${cloud.url}/admin/faults`, { method: 'DELETE' });
+  const after = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content: 'hello' }] }),
+  });
+  assert.equal(after.status, 200);
+}));

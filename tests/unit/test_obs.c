@@ -79,7 +79,7 @@ static void test_gauges(void **state)
         {"edge", true, "up", 0, 2, 4, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false},
         {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false},
     };
-    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false, 0, 0};
+    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false, 0, 0, 0};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
