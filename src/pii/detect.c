@@ -2465,6 +2465,135 @@ static int span_cmp(const void *a, const void *b)
     return x->type - y->type;
 }
 
+/* Scans the digit runs sc->w[0, sc->nw) (nw > 0) with the digit database, into *hr:
+ * one run in place; several joined by '\n' in catbuf (catcap bytes) or a buffer
+ * allocated when they do not fit, returned in *cat and *cat_len for the caller to wipe
+ * and free. SW_OK, or SW_ENOMEM. */
+static int scan_digit_runs(struct scan *sc, hs_scratch_t *scratch, const char *text, char *catbuf,
+                           size_t catcap, char **cat, size_t *cat_len, hs_error_t *hr)
+{
+    const struct sw_pii_engine *e = sc->e;
+    if (sc->nw == 1) {
+        sc->off = sc->w[0].s;
+        *hr = sw_hsx_scan(e->ddb, text + sc->off, (unsigned)(sc->w[0].e - sc->off), scratch, on_match, sc);
+        return SW_OK;
+    }
+    /* One scan of the runs joined by '\n' (a scan's fixed cost is most of
+     * a short run's). No match can cross a '\n' (no digit pattern has it
+     * but as the boundary before a match, and a run's first byte, the one
+     * before its digits and separators, cannot start one), nor start at
+     * one: each match is a match of its run's own scan. */
+    size_t n = sc->nw - 1;
+    for (size_t i = 0; i < sc->nw; i++)
+        n += sc->w[i].e - sc->w[i].s;
+    char *c = n <= catcap ? catbuf : malloc(n);
+    *cat = c;
+    if (!c)
+        return SW_ENOMEM;
+    *cat_len = n;
+    n = 0;
+    for (size_t i = 0; i < sc->nw; i++) {
+        if (i)
+            c[n++] = '\n';
+        sc->w[i].b = n;
+        memcpy(c + n, text + sc->w[i].s, sc->w[i].e - sc->w[i].s);
+        n += sc->w[i].e - sc->w[i].s;
+    }
+    sc->cat = true;
+    *hr = sw_hsx_scan(e->ddb, c, (unsigned)n, scratch, on_match, sc);
+    sc->cat = false;
+    sc->off = 0;
+    return SW_OK;
+}
+
+/* Refines each candidate into a span; those refine leaves for later (sc->later) are
+ * moved to sc->c[0, *n_later). SW_OK, or add_span's error. */
+static int take_candidates(struct scan *sc, size_t *n_later)
+{
+    const struct sw_pii_engine *e = sc->e;
+    int rc;
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct pattern *p = &e->pat[sc->c[i].id];
+        size_t s = sc->c[i].s, en = sc->c[i].e;
+        int type;
+        sc->later = false;
+        if (refine(sc, p, &s, &en, &type) && en > s) {
+            rc = add_span(sc, s, en, type);
+            if (rc)
+                return rc;
+        } else if (sc->later) {
+            sc->c[(*n_later)++] = sc->c[i];      /* i >= n_later: kept for the retry */
+        }
+    }
+    return SW_OK;
+}
+
+/* A number right after another number ("02 383 40 24 643 604 451"): a
+ * candidate that looked like a later group of one long number is taken
+ * after all when the digits before it are part of an entity found on
+ * their own (each is then masked; the union when they touch). */
+/* Repeated while it finds more: a number taken this way can be the one
+ * before the next ("... 7158 01315220003"). The candidates are sc->c[0, n_later).
+ * SW_OK, or add_span's error. */
+static int take_later(struct scan *sc, size_t n_later)
+{
+    const struct sw_pii_engine *e = sc->e;
+    int rc;
+    sc->later_ok = true;
+    for (size_t added = 1; added && n_later;) {
+        added = 0;
+        size_t nsp = sc->nsp, keep = 0;
+        for (size_t i = 0; i < n_later; i++) {
+            const struct pattern *p = &e->pat[sc->c[i].id];
+            size_t s = sc->c[i].s, en = sc->c[i].e;
+            int type;
+            bool covered = false;
+            for (size_t k = 0; k < nsp && !covered; k++)
+                covered = s >= 2 && sc->sp[k].start <= s - 2 && s - 2 < sc->sp[k].start + sc->sp[k].len;
+            if (!covered) {
+                sc->c[keep++] = sc->c[i];
+                continue;
+            }
+            if (refine(sc, p, &s, &en, &type) && en > s) {
+                rc = add_span(sc, s, en, type);
+                if (rc)
+                    return rc;
+                added++;
+            }
+        }
+        n_later = keep;
+    }
+    return SW_OK;
+}
+
+/* Merge overlaps: the union is kept, typed by the highest priority; each merged span is
+ * passed to on_span. SW_OK, or on_span's error. */
+static int merge_spans(struct scan *sc, sw_pii_on_span on_span, void *ud)
+{
+    const struct sw_pii_engine *e = sc->e;
+    int rc;
+    if (sc->nsp > 1)
+        qsort(sc->sp, sc->nsp, sizeof *sc->sp, span_cmp);
+    for (size_t i = 0; i < sc->nsp;) {
+        struct sw_pii_span m = sc->sp[i];
+        size_t end = m.start + m.len;
+        size_t j = i + 1;
+        for (; j < sc->nsp && sc->sp[j].start < end; j++) {
+            size_t ej = sc->sp[j].start + sc->sp[j].len;
+            if (ej > end)
+                end = ej;
+            if (e->prio[sc->sp[j].type] < e->prio[m.type])
+                m.type = sc->sp[j].type;
+        }
+        m.len = end - m.start;
+        i = j;
+        rc = on_span(ud, &m);
+        if (rc)
+            return rc;
+    }
+    return SW_OK;
+}
+
 static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
                     sw_pii_on_span on_span, void *ud)
 {
@@ -2511,37 +2640,9 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
             goto done;
         }
     }
-    if (hr == HS_SUCCESS && sc.nw == 1) {
-        sc.off = sc.w[0].s;
-        hr = sw_hsx_scan(e->ddb, text + sc.off, (unsigned)(sc.w[0].e - sc.off), scratch, on_match, &sc);
-    } else if (hr == HS_SUCCESS && sc.nw > 1) {
-        /* One scan of the runs joined by '\n' (a scan's fixed cost is most of
-         * a short run's). No match can cross a '\n' (no digit pattern has it
-         * but as the boundary before a match, and a run's first byte, the one
-         * before its digits and separators, cannot start one), nor start at
-         * one: each match is a match of its run's own scan. */
-        size_t n = sc.nw - 1;
-        for (size_t i = 0; i < sc.nw; i++)
-            n += sc.w[i].e - sc.w[i].s;
-        cat = n <= sizeof catbuf ? catbuf : malloc(n);
-        if (!cat) {
-            rc = SW_ENOMEM;
-            goto done;
-        }
-        cat_len = n;
-        n = 0;
-        for (size_t i = 0; i < sc.nw; i++) {
-            if (i)
-                cat[n++] = '\n';
-            sc.w[i].b = n;
-            memcpy(cat + n, text + sc.w[i].s, sc.w[i].e - sc.w[i].s);
-            n += sc.w[i].e - sc.w[i].s;
-        }
-        sc.cat = true;
-        hr = sw_hsx_scan(e->ddb, cat, (unsigned)n, scratch, on_match, &sc);
-        sc.cat = false;
-        sc.off = 0;
-    }
+    if (hr == HS_SUCCESS && sc.nw && (rc = scan_digit_runs(&sc, scratch, text, catbuf, sizeof catbuf,
+                                                           &cat, &cat_len, &hr)))
+        goto done;
     if (hr == HS_SCAN_TERMINATED) {
         rc = sc.full ? SW_ETOOBIG : SW_ENOMEM;
         goto done;
@@ -2551,73 +2652,13 @@ static int scan_raw(const struct sw_pii_engine *e, const char *text, size_t len,
         goto done;
     }
     size_t n_later = 0;
-    for (size_t i = 0; i < sc.n; i++) {
-        const struct pattern *p = &e->pat[sc.c[i].id];
-        size_t s = sc.c[i].s, en = sc.c[i].e;
-        int type;
-        sc.later = false;
-        if (refine(&sc, p, &s, &en, &type) && en > s) {
-            rc = add_span(&sc, s, en, type);
-            if (rc)
-                goto done;
-        } else if (sc.later) {
-            sc.c[n_later++] = sc.c[i];      /* i >= n_later: kept for the retry */
-        }
-    }
-    /* A number right after another number ("02 383 40 24 643 604 451"): a
-     * candidate that looked like a later group of one long number is taken
-     * after all when the digits before it are part of an entity found on
-     * their own (each is then masked; the union when they touch). */
-    /* Repeated while it finds more: a number taken this way can be the one
-     * before the next ("... 7158 01315220003"). */
-    sc.later_ok = true;
-    for (size_t added = 1; added && n_later;) {
-        added = 0;
-        size_t nsp = sc.nsp, keep = 0;
-        for (size_t i = 0; i < n_later; i++) {
-            const struct pattern *p = &e->pat[sc.c[i].id];
-            size_t s = sc.c[i].s, en = sc.c[i].e;
-            int type;
-            bool covered = false;
-            for (size_t k = 0; k < nsp && !covered; k++)
-                covered = s >= 2 && sc.sp[k].start <= s - 2 && s - 2 < sc.sp[k].start + sc.sp[k].len;
-            if (!covered) {
-                sc.c[keep++] = sc.c[i];
-                continue;
-            }
-            if (refine(&sc, p, &s, &en, &type) && en > s) {
-                rc = add_span(&sc, s, en, type);
-                if (rc)
-                    goto done;
-                added++;
-            }
-        }
-        n_later = keep;
-    }
+    if ((rc = take_candidates(&sc, &n_later)) || (rc = take_later(&sc, n_later)))
+        goto done;
     /* the secret rules of secret.c */
     rc = sw_pii_secret_scan(e->sdb, scratch, sc.t, len, secret_span, &sc);
     if (rc)
         goto done;
-    /* Merge overlaps: the union is kept, typed by the highest priority. */
-    if (sc.nsp > 1)
-        qsort(sc.sp, sc.nsp, sizeof *sc.sp, span_cmp);
-    for (size_t i = 0; i < sc.nsp;) {
-        struct sw_pii_span m = sc.sp[i];
-        size_t end = m.start + m.len;
-        size_t j = i + 1;
-        for (; j < sc.nsp && sc.sp[j].start < end; j++) {
-            size_t ej = sc.sp[j].start + sc.sp[j].len;
-            if (ej > end)
-                end = ej;
-            if (e->prio[sc.sp[j].type] < e->prio[m.type])
-                m.type = sc.sp[j].type;
-        }
-        m.len = end - m.start;
-        i = j;
-        rc = on_span(ud, &m);
-        if (rc)
-            goto done;
-    }
+    rc = merge_spans(&sc, on_span, ud);
 done:
     if (scratch)
         scratch_put(me, scratch);

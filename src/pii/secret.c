@@ -748,19 +748,26 @@ static bool env_name(const unsigned char *v, size_t n)
     return n > 0;
 }
 
-/* The name ending at [s, q) (a trigger at its end) assigned a value: the
- * value is the secret. Forms: NAME=value (.env, shell, URL query,
- * connection strings), name: value (YAML, HTTP headers), "name": "value"
- * (JSON), name = "value" / name := "value" / 'name' => 'value' (code).
- * A value in code needs digits or symbols: `apiKey: 'unused'`,
- * `token = accessToken` name no secret. */
-static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
+/* An assignment r_assign reads: the name [is, q), its context and the separator after it;
+ * the value starts at i. */
+struct assign {
+    size_t is, q, i;
+    bool quoted_name;           /* "name" / 'name' (or a name on a JSON "\n" line of its own) */
+    bool own_line;              /* the name starts a line (or a list item, an argument "--name") */
+    bool line;                  /* ... or a query or connection string's part */
+    bool spaced;                /* blanks around the separator */
+    bool colon;                 /* ':' or ":=", not '=' */
+    bool env;                   /* NAME=value with an environment variable's name */
+};
+
+/* The name ending at [s, a->q): false when it does not end there; else sets a->is and
+ * the context before it. */
+static bool assign_name(const unsigned char *t, size_t len, size_t s, struct assign *a)
 {
-    const unsigned char *t = st->t;
-    size_t len = st->len;
+    size_t q = a->q;
     /* the name ends here: not "tokens", "password_hash", "token.length" */
     if (q < len && (ident(t[q]) || ((t[q] == '-' || t[q] == '.') && q + 1 < len && alnum(t[q + 1]))))
-        return 0;
+        return false;
     size_t is = s;
     while (is > 0 && s - is < 64 && (ident(t[is - 1]) || t[is - 1] == '-' || t[is - 1] == '.'))
         is--;
@@ -782,7 +789,19 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     bool own_line = b == 0 || t[b - 1] == '\n' || t[b - 1] == '\r' || (b >= 2 && t[b - 2] == '\\' && t[b - 1] == 'n') ||
                     (b >= 2 && t[b - 2] == '-' && t[b - 1] == ' ') || t[is] == '-';
     bool line = own_line || t[b - 1] == ';' || t[b - 1] == '?' || t[b - 1] == '&';
-    /* the separator */
+    a->is = is;
+    a->quoted_name = quoted_name;
+    a->own_line = own_line;
+    a->line = line;
+    return true;
+}
+
+/* The separator after the name (=, =>, :, :=, with the name's closing quote and blanks):
+ * false when there is none (or ==, =~, ::, or nothing after it); else sets a->i to the
+ * value's first byte, a->spaced and a->colon. */
+static bool assign_sep(const unsigned char *t, size_t len, struct assign *a)
+{
+    size_t q = a->q;
     size_t i = q;
     if (i < len && (t[i] == '"' || t[i] == '\'' || t[i] == '`' || t[i] == '\n'))
         i++;
@@ -794,66 +813,78 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
         spaced = true;
     }
     if (i >= len)
-        return 0;
+        return false;
     bool colon = false;
     if (t[i] == '=') {
         if (i + 1 < len && (t[i + 1] == '=' || t[i + 1] == '~'))
-            return 0;
+            return false;
         i += 1 + (i + 1 < len && t[i + 1] == '>');
     } else if (t[i] == ':') {
         if (i + 1 < len && t[i + 1] == ':')
-            return 0;
+            return false;
         colon = true;
         i += 1 + (i + 1 < len && t[i + 1] == '=');
     } else {
-        return 0;
+        return false;
     }
     while (i < len && i - q < 48 && (t[i] == ' ' || t[i] == '\t')) {
         i++;
         spaced = true;
     }
     if (i >= len)
-        return 0;
+        return false;
+    a->i = i;
+    a->spaced = spaced;
+    a->colon = colon;
+    return true;
+}
+
+/* A quoted value at a->i: the secret (added), or 0 when it is not one. */
+static int assign_quoted(struct st *st, const struct rule *r, const struct assign *a)
+{
+    const unsigned char *t = st->t;
+    size_t len = st->len, i = a->i, is = a->is, q = a->q;
     bool digits_only;
-    /* NAME=value with an environment variable's name (upper case, no
-     * spaces): an assignment wherever it stands ("DB_PASSWORD=x ./run.sh",
-     * POSTGRES_PASSWORD="x" in a sentence), whatever the value's letters */
-    bool env = !colon && !spaced && t[q] == '=' && env_name(t + is, q - is);
-    /* a quoted value */
-    if (quote_at(t, len, i)) {
-        bool esc = t[i] == '\\';
-        unsigned char qc = esc ? '"' : t[i];
-        size_t v = i + (esc ? 2 : 1);
-        /* the value on the line after its opening quote */
-        if (qc != '\n' && v < len && t[v] == '\r')
-            v++;
-        if (qc != '\n' && v < len && t[v] == '\n')
-            v++;
-        size_t lim = v + 256 < len ? v + 256 : len;
-        const unsigned char *c = memchr(t + v, qc, lim - v);
-        if (!c)
-            return 0;
-        size_t ve = (size_t)(c - t);
-        if (esc && (ve == v || t[ve - 1] != '\\'))
-            return 0;
-        if (esc)
-            ve--;
-        for (size_t k = v; k < ve; k++)
-            if (t[k] <= ' ')
-                return 0;       /* prose ("Enter your password"), not a secret */
-        if (not_a_value(t + v, ve - v, t + is, q - is))
-            return 0;
-        if (numeric(t + v, ve - v, &digits_only) && !(digits_only && r->cls))
-            return 0;
-        /* code: a name of the language (not a quoted key) given a literal,
-         * in an argument list or an object */
-        size_t after = ve + (esc ? 2 : 1);
-        bool code = !quoted_name && (!own_line || (after < len && (t[after] == ',' || t[after] == ';' || t[after] == ')')));
-        if (code && !env && !has_digit_or_symbol(t + v, ve - v) && !random_like(t + v, ve - v))
-            return 0;
-        return add(st, v, ve);
-    }
-    size_t ve = value_run(st, i, !own_line);
+    bool esc = t[i] == '\\';
+    unsigned char qc = esc ? '"' : t[i];
+    size_t v = i + (esc ? 2 : 1);
+    /* the value on the line after its opening quote */
+    if (qc != '\n' && v < len && t[v] == '\r')
+        v++;
+    if (qc != '\n' && v < len && t[v] == '\n')
+        v++;
+    size_t lim = v + 256 < len ? v + 256 : len;
+    const unsigned char *c = memchr(t + v, qc, lim - v);
+    if (!c)
+        return 0;
+    size_t ve = (size_t)(c - t);
+    if (esc && (ve == v || t[ve - 1] != '\\'))
+        return 0;
+    if (esc)
+        ve--;
+    for (size_t k = v; k < ve; k++)
+        if (t[k] <= ' ')
+            return 0;       /* prose ("Enter your password"), not a secret */
+    if (not_a_value(t + v, ve - v, t + is, q - is))
+        return 0;
+    if (numeric(t + v, ve - v, &digits_only) && !(digits_only && r->cls))
+        return 0;
+    /* code: a name of the language (not a quoted key) given a literal,
+     * in an argument list or an object */
+    size_t after = ve + (esc ? 2 : 1);
+    bool code = !a->quoted_name && (!a->own_line || (after < len && (t[after] == ',' || t[after] == ';' || t[after] == ')')));
+    if (code && !a->env && !has_digit_or_symbol(t + v, ve - v) && !random_like(t + v, ve - v))
+        return 0;
+    return add(st, v, ve);
+}
+
+/* An unquoted value at a->i: the secret (added), or 0 when it is not one. */
+static int assign_bare(struct st *st, const struct rule *r, const struct assign *a)
+{
+    const unsigned char *t = st->t;
+    size_t len = st->len, i = a->i, is = a->is, q = a->q;
+    bool digits_only;
+    size_t ve = value_run(st, i, !a->own_line);
     if (ve - i > 256)
         return 0;
     /* on a line of its own, a value that ends with , or ; is code's */
@@ -872,7 +903,7 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
     bool eol = ee >= len || t[ee] == '\n' || t[ee] == '\r' || t[ee] == ';' || t[ee] == '&' ||
                (t[ee] == '\\' && ee + 1 < len && (t[ee + 1] == 'n' || t[ee + 1] == 'r')) ||
                (t[ee] == ' ' && (ee + 1 >= len || t[ee + 1] == '#' || t[ee + 1] == '\n'));
-    bool config = (line || env) && (eol || env) && !code_end && (colon || !spaced);
+    bool config = (a->line || a->env) && (eol || a->env) && !code_end && (a->colon || !a->spaced);
     if (config) {
         for (size_t k = i; k < ve; k++)
             if (call_like(t + i, ve - i, k - i))
@@ -883,6 +914,26 @@ static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
         return 0;
     }
     return add(st, i, ve);
+}
+
+/* The name ending at [s, q) (a trigger at its end) assigned a value: the
+ * value is the secret. Forms: NAME=value (.env, shell, URL query,
+ * connection strings), name: value (YAML, HTTP headers), "name": "value"
+ * (JSON), name = "value" / name := "value" / 'name' => 'value' (code).
+ * A value in code needs digits or symbols: `apiKey: 'unused'`,
+ * `token = accessToken` name no secret. */
+static int r_assign(struct st *st, const struct rule *r, size_t s, size_t q)
+{
+    const unsigned char *t = st->t;
+    size_t len = st->len;
+    struct assign a = {.q = q};
+    if (!assign_name(t, len, s, &a) || !assign_sep(t, len, &a))
+        return 0;
+    /* NAME=value with an environment variable's name (upper case, no
+     * spaces): an assignment wherever it stands ("DB_PASSWORD=x ./run.sh",
+     * POSTGRES_PASSWORD="x" in a sentence), whatever the value's letters */
+    a.env = !a.colon && !a.spaced && t[q] == '=' && env_name(t + a.is, q - a.is);
+    return quote_at(t, len, a.i) ? assign_quoted(st, r, &a) : assign_bare(st, r, &a);
 }
 
 /* ---- Scan ---- */

@@ -622,6 +622,88 @@ static size_t phone_int_at(const unsigned char *t, size_t len, size_t i, size_t 
     return k;
 }
 
+/* Decodes the JSON escape at t[i] (a backslash, with t[i + 1] in bounds) into *out: the
+ * position after it. A \u not followed by four hex digits is read as 'u'; a lone
+ * surrogate as U+FFFD; a surrogate pair as the one code point it encodes. */
+static size_t json_unescape(const unsigned char *t, size_t len, size_t i, utf8proc_int32_t *out)
+{
+    utf8proc_int32_t c;
+    switch (t[i + 1]) {
+    case 'n': c = '\n'; i += 2; break;
+    case 't': c = '\t'; i += 2; break;
+    case 'r': c = '\r'; i += 2; break;
+    case 'b': c = '\b'; i += 2; break;
+    case 'f': c = '\f'; i += 2; break;
+    case 'u':
+        if (hex4(t, len, i + 2, &c)) {
+            c = 'u';
+            i += 2;
+            break;
+        }
+        i += 6;
+        if (c >= 0xd800 && c < 0xdc00) {
+            utf8proc_int32_t lo;
+            if (i + 1 < len && t[i] == '\\' && t[i + 1] == 'u' && !hex4(t, len, i + 2, &lo) &&
+                lo >= 0xdc00 && lo < 0xe000) {
+                c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+                i += 6;
+            } else {
+                c = 0xfffd;
+            }
+        } else if (c >= 0xdc00 && c < 0xe000) {
+            c = 0xfffd;
+        }
+        break;
+    default: c = t[i + 1]; i += 2; break;     /* \" \\ \/ */
+    }
+    *out = c;
+    return i;
+}
+
+/* Appends the plain ASCII bytes t[i, j) to the view as they are, each mapped to itself. */
+static int copy_ascii(struct sw_pii_view *v, const unsigned char *t, size_t i, size_t j)
+{
+    int rc;
+    if ((rc = grow(v, j - i)))
+        return rc;
+    memcpy(v->t + v->len, t + i, j - i);
+    uint32_t *os = v->os + v->len, *oe = v->oe + v->len;
+    uint32_t k0 = (uint32_t)i, n = (uint32_t)(j - i), k = 0;
+#ifdef __SSE2__
+    /* four offsets a store: the run's bytes are i, i+1, ... */
+    __m128i o = _mm_add_epi32(_mm_set1_epi32((int)k0), _mm_setr_epi32(0, 1, 2, 3));
+    const __m128i four = _mm_set1_epi32(4), one = _mm_set1_epi32(1);
+    for (; k + 4 <= n; k += 4) {
+        _mm_storeu_si128((__m128i *)(os + k), o);
+        _mm_storeu_si128((__m128i *)(oe + k), _mm_add_epi32(o, one));
+        o = _mm_add_epi32(o, four);
+    }
+#endif
+    for (; k < n; k++) {
+        os[k] = k0 + k;
+        oe[k] = k0 + k + 1;
+    }
+    v->len += j - i;
+    return SW_OK;
+}
+
+/* Folds the view's text from its first '%', '&', tab or line break on (from the blank run
+ * before it, if any); nothing when it has none. */
+static void fold_from_special(struct sw_pii_view *v, const unsigned char *t, bool join)
+{
+    size_t from = v->len;
+    static const char special[] = "%&\t\n\r";
+    for (const char *sp = special; *sp; sp++) {
+        const char *q = memchr(v->t, *sp, from);
+        if (q)
+            from = (size_t)(q - v->t);
+    }
+    while (from > 0 && from < v->len && v->t[from - 1] == ' ')
+        from--;                 /* a blank run starts before its first tab or break */
+    if (from < v->len)
+        fold_text(v, t, from, join);
+}
+
 int sw_pii_view_build(struct sw_pii_view *v, const char *text, size_t len, int json)
 {
     return sw_pii_view_build2(v, text, len, json, true);
@@ -641,34 +723,7 @@ int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int 
         if (json && in_str && ch == '\\' && i + 1 < len) {
             utf8proc_int32_t c;
             size_t s = i;
-            switch (t[i + 1]) {
-            case 'n': c = '\n'; i += 2; break;
-            case 't': c = '\t'; i += 2; break;
-            case 'r': c = '\r'; i += 2; break;
-            case 'b': c = '\b'; i += 2; break;
-            case 'f': c = '\f'; i += 2; break;
-            case 'u':
-                if (hex4(t, len, i + 2, &c)) {
-                    c = 'u';
-                    i += 2;
-                    break;
-                }
-                i += 6;
-                if (c >= 0xd800 && c < 0xdc00) {
-                    utf8proc_int32_t lo;
-                    if (i + 1 < len && t[i] == '\\' && t[i + 1] == 'u' && !hex4(t, len, i + 2, &lo) &&
-                        lo >= 0xdc00 && lo < 0xe000) {
-                        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
-                        i += 6;
-                    } else {
-                        c = 0xfffd;
-                    }
-                } else if (c >= 0xdc00 && c < 0xe000) {
-                    c = 0xfffd;
-                }
-                break;
-            default: c = t[i + 1]; i += 2; break;     /* \" \\ \/ */
-            }
+            i = json_unescape(t, len, i, &c);
             rc = fold(v, c, s, i, t, len);
             continue;
         }
@@ -683,26 +738,8 @@ int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int 
                     plus = j = d;
             }
             phone_key_before = false;
-            if ((rc = grow(v, j - i)))
+            if ((rc = copy_ascii(v, t, i, j)))
                 break;
-            memcpy(v->t + v->len, t + i, j - i);
-            uint32_t *os = v->os + v->len, *oe = v->oe + v->len;
-            uint32_t k0 = (uint32_t)i, n = (uint32_t)(j - i), k = 0;
-#ifdef __SSE2__
-            /* four offsets a store: the run's bytes are i, i+1, ... */
-            __m128i o = _mm_add_epi32(_mm_set1_epi32((int)k0), _mm_setr_epi32(0, 1, 2, 3));
-            const __m128i four = _mm_set1_epi32(4), one = _mm_set1_epi32(1);
-            for (; k + 4 <= n; k += 4) {
-                _mm_storeu_si128((__m128i *)(os + k), o);
-                _mm_storeu_si128((__m128i *)(oe + k), _mm_add_epi32(o, one));
-                o = _mm_add_epi32(o, four);
-            }
-#endif
-            for (; k < n; k++) {
-                os[k] = k0 + k;
-                oe[k] = k0 + k + 1;
-            }
-            v->len += j - i;
             i = j;
             if (plus != SIZE_MAX)
                 rc = emit(v, "+", 1, plus, plus + 1);
@@ -735,17 +772,7 @@ int sw_pii_view_build2(struct sw_pii_view *v, const char *text, size_t len, int 
         sw_pii_view_free(v);
         return rc;
     }
-    size_t from = v->len;
-    static const char special[] = "%&\t\n\r";
-    for (const char *sp = special; *sp; sp++) {
-        const char *q = memchr(v->t, *sp, from);
-        if (q)
-            from = (size_t)(q - v->t);
-    }
-    while (from > 0 && from < v->len && v->t[from - 1] == ' ')
-        from--;                 /* a blank run starts before its first tab or break */
-    if (from < v->len)
-        fold_text(v, t, from, join);
+    fold_from_special(v, t, join);
     return SW_OK;
 }
 

@@ -393,7 +393,22 @@ static int breakeven(struct sw_config *cfg, const struct sw_config_model *m,
     return 0;
 }
 
-int sw_plan_main(int argc, char **argv)
+/* The command line of `spillway plan`, as parsed. */
+struct plan_args {
+    const char *config_path, *trace_path, *synth, *model_name, *out_dir;
+    const char *sweep_args[MAX_SWEEPS];
+    size_t n_sweep_args;
+    bool do_breakeven;
+    int strategies;
+};
+
+/* The hybrid strategy: the model's local and cloud backends, the config's cap. */
+static const struct sw_plan_strategy HYBRID = {.name = "hybrid",
+                                               .tiers = SW_PLAN_LOCAL | SW_PLAN_CLOUD,
+                                               .cap_usd = -1};
+
+/* Parses the options into *a: -1 to go on, else the exit code (usage and errors printed). */
+static int plan_parse_args(int argc, char **argv, struct plan_args *a)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},  {"trace", required_argument, NULL, 't'},
@@ -403,35 +418,31 @@ int sw_plan_main(int argc, char **argv)
         {"strategies", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
-    const char *config_path = NULL, *trace_path = NULL, *synth = NULL, *model_name = NULL,
-               *out_dir = NULL;
-    const char *sweep_args[MAX_SWEEPS];
-    size_t n_sweep_args = 0;
-    bool do_breakeven = true;
-    int strategies = STRAT_BASE | STRAT_PEAK | STRAT_CLOUD | STRAT_HYBRID;
+    *a = (struct plan_args){.do_breakeven = true,
+                            .strategies = STRAT_BASE | STRAT_PEAK | STRAT_CLOUD | STRAT_HYBRID};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': config_path = optarg; break;
-        case 't': trace_path = optarg; break;
-        case 's': synth = optarg; break;
-        case 'm': model_name = optarg; break;
-        case 'o': out_dir = optarg; break;
-        case 'B': do_breakeven = false; break;
+        case 'c': a->config_path = optarg; break;
+        case 't': a->trace_path = optarg; break;
+        case 's': a->synth = optarg; break;
+        case 'm': a->model_name = optarg; break;
+        case 'o': a->out_dir = optarg; break;
+        case 'B': a->do_breakeven = false; break;
         case 'S':
-            if (parse_strategies(optarg, &strategies)) {
+            if (parse_strategies(optarg, &a->strategies)) {
                 fprintf(stderr, "spillway plan: --strategies \"%s\": a comma list of baseline, "
                                 "peak, cloud, hybrid\n", optarg);
                 return 2;
             }
             break;
         case 'w':
-            if (n_sweep_args == MAX_SWEEPS) {
+            if (a->n_sweep_args == MAX_SWEEPS) {
                 fprintf(stderr, "spillway plan: at most %d --sweep options\n", MAX_SWEEPS);
                 return 2;
             }
-            sweep_args[n_sweep_args++] = optarg;
+            a->sweep_args[a->n_sweep_args++] = optarg;
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -441,104 +452,132 @@ int sw_plan_main(int argc, char **argv)
         fprintf(stderr, "spillway plan: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (!config_path || (!trace_path == !synth)) {
+    if (!a->config_path || (!a->trace_path == !a->synth)) {
         fprintf(stderr, "spillway plan: needs -c CONFIG and exactly one of --trace FILE or "
                         "--synthetic SPEC (see spillway plan --help)\n");
         return 2;
     }
-    char err[512] = "";
-    int rc = 1;
-    struct sw_plan_sweep sweeps[MAX_SWEEPS];
-    memset(sweeps, 0, sizeof sweeps);
-    for (size_t i = 0; i < n_sweep_args; i++)
-        if (parse_sweep(sweep_args[i], &sweeps[i], err, sizeof err)) {
+    return -1;
+}
+
+/* Parses each --sweep into sweeps[]: 0, or -1 (printed; the values parsed so far freed). */
+static int plan_parse_sweeps(const struct plan_args *a, struct sw_plan_sweep *sweeps, char *err,
+                             size_t errlen)
+{
+    for (size_t i = 0; i < a->n_sweep_args; i++)
+        if (parse_sweep(a->sweep_args[i], &sweeps[i], err, errlen)) {
             fprintf(stderr, "spillway plan: %s\n", err);
             for (size_t k = 0; k <= i; k++)
                 free(sweeps[k].values);
-            return 2;
+            return -1;
         }
+    return 0;
+}
 
-    struct sw_config *cfg = NULL;
+/* Loads the config into *cfg and finds the model: the model, or NULL (printed; *cfg may be
+ * set all the same, for the caller to unref). */
+static const struct sw_config_model *plan_load_config(const struct plan_args *a,
+                                                      struct sw_config **cfg)
+{
     struct sw_config_errors errs = {0};
-    struct sw_plan_trace trace = {0};
-    struct sw_plan_result res[4];
-    size_t n_res = 0;
-    struct sw_plan_report rep = {0};
-    if (sw_config_load_file(config_path, &cfg, &errs)) {
+    if (sw_config_load_file(a->config_path, cfg, &errs)) {
         for (size_t i = 0; i < errs.n; i++)
             fprintf(stderr, "%s\n", errs.msgs[i]);
         sw_config_errors_free(&errs);
-        goto out;
+        return NULL;
     }
     sw_config_errors_free(&errs);
-    const struct sw_config_model *m = model_name ? sw_config_find_model(cfg, model_name)
-                                                 : &cfg->models[0];
-    if (!m) {
-        fprintf(stderr, "spillway plan: --model: no model \"%s\" in %s\n", model_name,
-                config_path);
-        goto out;
-    }
-    if (synth) {
-        if (sw_plan_trace_synthetic(synth, &trace, err, sizeof err)) {
-            fprintf(stderr, "spillway plan: %s\n", err);
-            goto out;
-        }
-    } else {
-        size_t len;
-        char *text = read_file(trace_path, &len, err, sizeof err);
-        if (!text) {
-            fprintf(stderr, "spillway plan: %s\n", err);
-            goto out;
-        }
-        size_t k = 0;
-        while (k < len && (text[k] == ' ' || text[k] == '\n' || text[k] == '\r' || text[k] == '\t'))
-            k++;
-        int r = k < len && text[k] == '{' ? sw_plan_trace_declog(text, len, &trace, err, sizeof err)
-                                          : sw_plan_trace_csv(text, len, &trace, err, sizeof err);
-        free(text);
-        if (r) {
-            fprintf(stderr, "spillway plan: %s: %s\n", trace_path, err);
-            goto out;
-        }
-    }
+    const struct sw_config_model *m = a->model_name ? sw_config_find_model(*cfg, a->model_name)
+                                                    : &(*cfg)->models[0];
+    if (!m)
+        fprintf(stderr, "spillway plan: --model: no model \"%s\" in %s\n", a->model_name,
+                a->config_path);
+    return m;
+}
 
-    bool local = model_has(cfg, m, SW_TIER_LOCAL), cloud = model_has(cfg, m, SW_TIER_CLOUD);
+/* The trace: the synthetic one, or the file (a decision log when it starts with '{', else
+ * CSV). 0, or -1 (printed). */
+static int plan_load_trace(const struct plan_args *a, struct sw_plan_trace *trace, char *err,
+                           size_t errlen)
+{
+    if (a->synth) {
+        if (sw_plan_trace_synthetic(a->synth, trace, err, errlen)) {
+            fprintf(stderr, "spillway plan: %s\n", err);
+            return -1;
+        }
+        return 0;
+    }
+    size_t len;
+    char *text = read_file(a->trace_path, &len, err, errlen);
+    if (!text) {
+        fprintf(stderr, "spillway plan: %s\n", err);
+        return -1;
+    }
+    size_t k = 0;
+    while (k < len && (text[k] == ' ' || text[k] == '\n' || text[k] == '\r' || text[k] == '\t'))
+        k++;
+    int r = k < len && text[k] == '{' ? sw_plan_trace_declog(text, len, trace, err, errlen)
+                                      : sw_plan_trace_csv(text, len, trace, err, errlen);
+    free(text);
+    if (r) {
+        fprintf(stderr, "spillway plan: %s: %s\n", a->trace_path, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs the chosen strategies the model's tiers allow into res[*n_res...] (*n_res counts the
+ * results to free, on failure too) and sets rep->peak_target_ok. 0, or -1 (err set). */
+static int plan_run_strategies(struct sw_config *cfg, const struct sw_config_model *m,
+                               const struct sw_plan_trace *trace, int strategies, bool local,
+                               bool cloud, struct sw_plan_result *res, size_t *n_res,
+                               struct sw_plan_report *rep, char *err, size_t errlen)
+{
     struct sw_plan_strategy base = {.name = "local, sized for baseline", .tiers = SW_PLAN_LOCAL,
                                     .cap_usd = -1},
                             conly = {.name = "cloud only", .tiers = SW_PLAN_CLOUD, .cap_usd = -1},
-                            hyb = {.name = "hybrid", .tiers = SW_PLAN_LOCAL | SW_PLAN_CLOUD,
-                                   .cap_usd = -1};
+                            hyb = HYBRID;
     if (local && (strategies & STRAT_BASE)) {
-        if (sw_plan_run(cfg, m, &trace, &base, &res[n_res], err, sizeof err))
-            goto fail;
-        sw_plan_derive(cfg, m, &res[n_res++]);
+        if (sw_plan_run(cfg, m, trace, &base, &res[*n_res], err, errlen))
+            return -1;
+        sw_plan_derive(cfg, m, &res[(*n_res)++]);
     }
-    rep.peak_target_ok = 1;
+    rep->peak_target_ok = 1;
     if (local && (strategies & STRAT_PEAK)) {
         bool ok;
-        if (search_peak(cfg, m, &trace, sw_plan_config_slots(cfg, m), &res[n_res], &ok, err,
-                        sizeof err))
-            goto fail;
-        rep.peak_target_ok = ok;
-        n_res++;
+        if (search_peak(cfg, m, trace, sw_plan_config_slots(cfg, m), &res[*n_res], &ok, err,
+                        errlen))
+            return -1;
+        rep->peak_target_ok = ok;
+        (*n_res)++;
     }
     if (cloud && (strategies & STRAT_CLOUD)) {
-        if (sw_plan_run(cfg, m, &trace, &conly, &res[n_res], err, sizeof err))
-            goto fail;
-        sw_plan_derive(cfg, m, &res[n_res++]);
+        if (sw_plan_run(cfg, m, trace, &conly, &res[*n_res], err, errlen))
+            return -1;
+        sw_plan_derive(cfg, m, &res[(*n_res)++]);
     }
     if (local && cloud && (strategies & STRAT_HYBRID)) {
-        if (sw_plan_run(cfg, m, &trace, &hyb, &res[n_res], err, sizeof err))
-            goto fail;
-        sw_plan_derive(cfg, m, &res[n_res++]);
+        if (sw_plan_run(cfg, m, trace, &hyb, &res[*n_res], err, errlen))
+            return -1;
+        sw_plan_derive(cfg, m, &res[(*n_res)++]);
     }
-    for (size_t i = 0; i < n_sweep_args; i++) {
+    return 0;
+}
+
+/* Runs each sweep's values (on the hybrid strategy, or the one tier the model has) into its
+ * rows. 0, or -1 (err set; empty for out of memory). */
+static int plan_run_sweeps(struct sw_config *cfg, const struct sw_config_model *m,
+                           const struct sw_plan_trace *trace, bool local, bool cloud,
+                           struct sw_plan_sweep *sweeps, size_t n_sweeps, char *err,
+                           size_t errlen)
+{
+    for (size_t i = 0; i < n_sweeps; i++) {
         struct sw_plan_sweep *sw = &sweeps[i];
         sw->rows = calloc(sw->n, sizeof *sw->rows);
         if (!sw->rows)
-            goto fail;
+            return -1;
         for (size_t k = 0; k < sw->n; k++) {
-            struct sw_plan_strategy st = hyb;
+            struct sw_plan_strategy st = HYBRID;
             if (!local || !cloud)
                 st.tiers = local ? SW_PLAN_LOCAL : SW_PLAN_CLOUD;
             if (!strcmp(sw->param, "slots"))
@@ -547,64 +586,115 @@ int sw_plan_main(int argc, char **argv)
                 st.budget_ms = (long)sw->values[k];
             else
                 st.cap_usd = sw->values[k];
-            if (sw_plan_run(cfg, m, &trace, &st, &sw->rows[k], err, sizeof err))
-                goto fail;
+            if (sw_plan_run(cfg, m, trace, &st, &sw->rows[k], err, errlen))
+                return -1;
             sw_plan_derive(cfg, m, &sw->rows[k]);
         }
     }
-    if (do_breakeven && local && cloud && breakeven(cfg, m, &trace, &rep.be, err, sizeof err))
-        goto fail;
+    return 0;
+}
 
-    rep.source = synth ? synth : trace_path;
-    rep.model = m->name;
-    rep.trace = &trace;
-    rep.strategies = res;
-    rep.n_strategies = n_res;
-    rep.sweeps = sweeps;
-    rep.n_sweeps = n_sweep_args;
-    rep.local_usd_per_hour = cfg->plan.local_usd_per_hour;
-    rep.local_usd_per_month = cfg->plan.local_usd_per_month;
-    rep.config_slots = sw_plan_config_slots(cfg, m);
+/* Fills the rest of the report: source, model, results, costs, the first local backend's
+ * speeds. */
+static void plan_fill_report(struct sw_plan_report *rep, const struct plan_args *a,
+                             const struct sw_config *cfg, const struct sw_config_model *m,
+                             struct sw_plan_trace *trace, struct sw_plan_result *res,
+                             size_t n_res, struct sw_plan_sweep *sweeps)
+{
+    rep->source = a->synth ? a->synth : a->trace_path;
+    rep->model = m->name;
+    rep->trace = trace;
+    rep->strategies = res;
+    rep->n_strategies = n_res;
+    rep->sweeps = sweeps;
+    rep->n_sweeps = a->n_sweep_args;
+    rep->local_usd_per_hour = cfg->plan.local_usd_per_hour;
+    rep->local_usd_per_month = cfg->plan.local_usd_per_month;
+    rep->config_slots = sw_plan_config_slots(cfg, m);
     for (size_t k = 0; k < m->n_backends; k++)
         if (cfg->backends[m->backends[k]].tier == SW_TIER_LOCAL) {
-            sw_plan_speeds(cfg, m->backends[k], &trace.learned, &rep.local_prefill_ms,
-                           &rep.local_decode_tps);
+            sw_plan_speeds(cfg, m->backends[k], &trace->learned, &rep->local_prefill_ms,
+                           &rep->local_decode_tps);
             break;
         }
-    sw_plan_report_text(stdout, &rep);
-    if (out_dir) {
-        char p[4096];
-        if (mkdir(out_dir, 0755) && errno != EEXIST) {
-            fprintf(stderr, "spillway plan: --out %s: %s\n", out_dir, strerror(errno));
-            goto out;
-        }
-        snprintf(p, sizeof p, "%s/summary.json", out_dir);
-        if (sw_plan_report_json(p, &rep)) {
-            fprintf(stderr, "spillway plan: cannot write %s: %s\n", p, strerror(errno));
-            goto out;
-        }
-        snprintf(p, sizeof p, "%s/report.html", out_dir);
-        if (sw_plan_report_html(p, &rep)) {
-            fprintf(stderr, "spillway plan: cannot write %s: %s\n", p, strerror(errno));
-            goto out;
-        }
-        printf("\nwrote %s/report.html and %s/summary.json\n", out_dir, out_dir);
+}
+
+/* Writes out_dir/summary.json and out_dir/report.html (the directory made if need be).
+ * 0, or -1 (printed). */
+static int plan_write_out(const char *out_dir, const struct sw_plan_report *rep)
+{
+    char p[4096];
+    if (mkdir(out_dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "spillway plan: --out %s: %s\n", out_dir, strerror(errno));
+        return -1;
     }
-    rc = 0;
-    goto out;
-fail:
-    fprintf(stderr, "spillway plan: %s\n", err[0] ? err : "out of memory");
-out:
+    snprintf(p, sizeof p, "%s/summary.json", out_dir);
+    if (sw_plan_report_json(p, rep)) {
+        fprintf(stderr, "spillway plan: cannot write %s: %s\n", p, strerror(errno));
+        return -1;
+    }
+    snprintf(p, sizeof p, "%s/report.html", out_dir);
+    if (sw_plan_report_html(p, rep)) {
+        fprintf(stderr, "spillway plan: cannot write %s: %s\n", p, strerror(errno));
+        return -1;
+    }
+    printf("\nwrote %s/report.html and %s/summary.json\n", out_dir, out_dir);
+    return 0;
+}
+
+/* Frees the results, the sweeps' rows and values, the trace and the config. */
+static void plan_free(struct sw_plan_result *res, size_t n_res, struct sw_plan_sweep *sweeps,
+                      size_t n_sweeps, struct sw_plan_trace *trace, struct sw_config *cfg)
+{
     for (size_t i = 0; i < n_res; i++)
         sw_plan_result_free(&res[i]);
-    for (size_t i = 0; i < n_sweep_args; i++) {
+    for (size_t i = 0; i < n_sweeps; i++) {
         for (size_t k = 0; sweeps[i].rows && k < sweeps[i].n; k++)
             sw_plan_result_free(&sweeps[i].rows[k]);
         free(sweeps[i].rows);
         free(sweeps[i].values);
     }
-    sw_plan_trace_free(&trace);
+    sw_plan_trace_free(trace);
     if (cfg)
         sw_config_unref(cfg);
+}
+
+int sw_plan_main(int argc, char **argv)
+{
+    struct plan_args a;
+    int rc = plan_parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    char err[512] = "";
+    rc = 1;
+    struct sw_plan_sweep sweeps[MAX_SWEEPS];
+    memset(sweeps, 0, sizeof sweeps);
+    if (plan_parse_sweeps(&a, sweeps, err, sizeof err))
+        return 2;
+
+    struct sw_config *cfg = NULL;
+    struct sw_plan_trace trace = {0};
+    struct sw_plan_result res[4];
+    size_t n_res = 0;
+    struct sw_plan_report rep = {0};
+    const struct sw_config_model *m = plan_load_config(&a, &cfg);
+    if (!m || plan_load_trace(&a, &trace, err, sizeof err))
+        goto out;
+    bool local = model_has(cfg, m, SW_TIER_LOCAL), cloud = model_has(cfg, m, SW_TIER_CLOUD);
+    if (plan_run_strategies(cfg, m, &trace, a.strategies, local, cloud, res, &n_res, &rep, err,
+                            sizeof err) ||
+        plan_run_sweeps(cfg, m, &trace, local, cloud, sweeps, a.n_sweep_args, err, sizeof err) ||
+        (a.do_breakeven && local && cloud && breakeven(cfg, m, &trace, &rep.be, err, sizeof err)))
+        goto fail;
+    plan_fill_report(&rep, &a, cfg, m, &trace, res, n_res, sweeps);
+    sw_plan_report_text(stdout, &rep);
+    if (a.out_dir && plan_write_out(a.out_dir, &rep))
+        goto out;
+    rc = 0;
+    goto out;
+fail:
+    fprintf(stderr, "spillway plan: %s\n", err[0] ? err : "out of memory");
+out:
+    plan_free(res, n_res, sweeps, a.n_sweep_args, &trace, cfg);
     return rc;
 }
