@@ -45,41 +45,37 @@ static enum sw_stage_rc gate_done(struct sw_pii_stage *s, struct sw_stage_io *io
                                   const struct sw_pii_counts *c);
 
 /* Back on the loop: the tree and the map go back to the request, which
- * goes on from the hook; a request gone meanwhile gets nothing. */
+ * goes on from the hook (a hook no worker ran fails: nothing was sent); a
+ * request gone meanwhile gets nothing, and what the job held is freed. */
 static void job_done(void *ud, enum sw_work_end end)
 {
     struct pii_job *j = ud;
     struct sw_pii_stage *s = j->s;
-    if (s && end == SW_WORK_RAN) {
-        struct sw_stage_io *io = j->io;
+    struct sw_stage_io *io = j->io;
+    bool mask = j->mask, ok = j->ok;
+    struct sw_pii_counts c = j->counts;
+    if (s) {
         s->job = NULL;
         io->body = j->body;
-        if (j->mask)
+        if (mask)
             s->map = j->map;
-        bool mask = j->mask, ok = j->ok;
-        struct sw_pii_counts c = j->counts;
-        sw_live_unref(j->live);
-        free(j);
-        io->resume(io, mask ? mask_done(s, io, ok) : gate_done(s, io, ok, &c));
-        return;
+    } else {
+        json_decref(j->body);
+        if (mask)
+            sw_pii_map_free(j->map);
     }
-    if (s) {            /* not run (the pool closing): the hook fails, nothing was sent */
-        s->job = NULL;
-        j->io->body = j->body;
-        if (j->mask)
-            s->map = j->map;
-        struct sw_stage_io *io = j->io;
-        sw_live_unref(j->live);
-        free(j);
-        io->verdict.before_send = true;
-        io->resume(io, sw_stage_fail(io, SW_ENOMEM, 0, "%s", "the PII check could not run"));
-        return;
-    }
-    json_decref(j->body);
-    if (j->mask)
-        sw_pii_map_free(j->map);
     sw_live_unref(j->live);
     free(j);
+    if (!s)
+        return;
+    enum sw_stage_rc rc;
+    if (end != SW_WORK_RAN) {
+        io->verdict.before_send = true;
+        rc = sw_stage_fail(io, SW_ENOMEM, 0, "%s", "the PII check could not run");
+    } else {
+        rc = mask ? mask_done(s, io, ok) : gate_done(s, io, ok, &c);
+    }
+    io->resume(io, rc);
 }
 
 /* Hands the hook to the pool: true when it went (the hook answers
@@ -89,7 +85,7 @@ static bool offload(struct sw_pii_stage *s, struct sw_stage_io *io, bool mask,
 {
     if (!s->pool || !s->large || !s->live || !io->body || !io->resume)
         return false;
-    struct pii_job *j = calloc(1, sizeof *j);
+    struct pii_job *j = malloc(sizeof *j);
     if (!j)
         return false;
     *j = (struct pii_job){.s = s, .io = io, .mask = mask, .engine = s->engine,
