@@ -81,8 +81,7 @@ static int fail(char *err, size_t errlen, const char *msg)
     return SW_EINVAL;
 }
 
-int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsim_chat *c,
-                         char *err, size_t errlen)
+int sw_llmsim_chat_parse_head(json_t *root, struct sw_llmsim_chat *c, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     c->max_tokens = -1;
@@ -100,6 +99,16 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
     if (v && !json_is_boolean(v) && !json_is_null(v))
         return fail(err, errlen, "stream: must be a boolean");
     c->stream = json_is_true(v);
+    return SW_OK;
+}
+
+int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsim_chat *c,
+                         char *err, size_t errlen)
+{
+    int rc = sw_llmsim_chat_parse_head(root, c, err, errlen);
+    if (rc)
+        return rc;
+    json_t *v;
 
     v = json_object_get(root, "max_completion_tokens");
     if (!v || json_is_null(v))

@@ -41,6 +41,11 @@ struct sw_llmsim_chat {
  * (the --tokenizer pieces count; rules in chat.c). */
 size_t sw_llmsim_text_pieces(const char *s, size_t n);
 
+/* What every request body of llmsim's starts with: *c reset (max_tokens -1,
+ * the echo buffer ready), the body an object, `model` a string, `stream` a
+ * boolean or null. SW_OK, or SW_EINVAL with a message in err. */
+int sw_llmsim_chat_parse_head(json_t *root, struct sw_llmsim_chat *c, char *err, size_t errlen);
+
 /* Validates root (borrowed) as a request of dialect d and fills *c. On
  * SW_EINVAL writes the reason to err. Call sw_llmsim_chat_free either way. */
 int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsim_chat *c,

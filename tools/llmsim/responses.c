@@ -82,20 +82,10 @@ static int parse_input(json_t *input, struct sw_llmsim_chat *c, char *err, size_
 
 int sw_llmsim_responses_parse(json_t *root, struct sw_llmsim_chat *c, char *err, size_t errlen)
 {
-    memset(c, 0, sizeof *c);
-    c->max_tokens = -1;
-    sw_buf_init(&c->last_user, SW_LLMSIM_ECHO_MAX);
-    if (!json_is_object(root))
-        return fail(err, errlen, "the request body must be a JSON object");
-    json_t *v = json_object_get(root, "model");
-    if (v && !json_is_string(v))
-        return fail(err, errlen, "model: must be a string");
-    if (v)
-        snprintf(c->model, sizeof c->model, "%s", json_string_value(v));
-    v = json_object_get(root, "stream");
-    if (v && !json_is_boolean(v) && !json_is_null(v))
-        return fail(err, errlen, "stream: must be a boolean");
-    c->stream = json_is_true(v);
+    int rc = sw_llmsim_chat_parse_head(root, c, err, errlen);
+    if (rc)
+        return rc;
+    json_t *v;
     c->include_usage = c->stream; /* a Responses stream always ends with the usage */
     v = json_object_get(root, "max_output_tokens");
     if (v && !json_is_null(v)) {
