@@ -370,6 +370,8 @@ static int tools_to_chat(json_t *o, const json_t *tools, struct sw_request_error
         if (!fn || push(list, json_pack("{s:s, s:o}", "type", "function", "function", fn), err))
             return sw_dialect_oom(err);
     }
+    if (!json_array_size(list)) /* no tools: chat says so by leaving the field out */
+        json_object_del(o, "tools");
     return SW_OK;
 fail:
     return SW_EINVAL;
