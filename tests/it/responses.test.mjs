@@ -230,6 +230,37 @@ routing:
   }));
 });
 
+describe('what real clients send', () => {
+  test('a Codex-shaped turn over a chat backend: client_metadata and past reasoning items are no model input, the rest is carried', () => withProcs(async (track) => {
+    const { edge, gw } = await gateway(track);
+    const body = {
+      model: 'chat', stream: true, store: false, include: ['reasoning.encrypted_content'],
+      reasoning: { summary: 'auto' }, prompt_cache_key: 'session-1', tool_choice: 'auto', parallel_tool_calls: true,
+      client_metadata: { session_id: 'session-1', turn_id: 'turn-2', 'x-codex-turn-metadata': '{"a":1}' },
+      instructions: 'You are a coding agent.',
+      tools: [{ type: 'function', name: 'exec_command', description: 'Runs a command', parameters: { type: 'object', properties: { cmd: { type: 'string' } } }, strict: false }],
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'sandbox: read-only' }] },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'list the files' }] },
+        { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 'I should run ls.' }], encrypted_content: null },
+        { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'exec_command', arguments: '{"cmd":"ls"}', status: 'completed' },
+        { type: 'function_call_output', call_id: 'call_1', output: 'a.c b.c' },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'done?' }] },
+      ],
+    };
+    const res = await post(gw, body);
+    assert.equal(res.status, 200);
+    const events = await rawEvents(res);
+    assertEvents(events);
+    assert.equal(deltaText(events), 'done?');
+    const [got] = await received(edge);
+    assert.equal(got.body.prompt_cache_key, 'session-1');
+    assert.equal(got.body.client_metadata, undefined);
+    assert.deepEqual(got.body.messages.map((m) => m.role), ['system', 'developer', 'user', 'assistant', 'tool', 'user']);
+    assert.ok(!JSON.stringify(got.body).includes('I should run ls'), 'past reasoning is not sent');
+  }));
+});
+
 describe('routing and failures', () => {
   test('overflow: with the local slot held, a Responses request moves to the cloud (reason overflow)', () => withProcs(async (track) => {
     const { edge, gw } = await gateway(track, { routing: '  ttft_budget_ms: 300' });
