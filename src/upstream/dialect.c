@@ -429,6 +429,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .max_tokens_key = "max_tokens",
         .pii_surface = SW_PII_SURFACE_MESSAGES,
         .always_usage = true,
+        .tool_contract = true,
     },
     [SW_DIALECT_RESPONSES] = {
         .name = "responses",

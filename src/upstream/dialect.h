@@ -159,6 +159,9 @@ struct sw_upstream_dialect {
                                          * response.completed) */
     bool object_ids;                    /* its answers carry an id the relay makes
                                          * (sw_dialect_answer.response_id) */
+    bool tool_contract;                 /* without a response_format schema, the input
+                                         * of a forced tool is the output contract (an
+                                         * API that has no response_format) */
 };
 
 /* The table of dialect d; never NULL. */
