@@ -169,7 +169,8 @@ const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d);
 
 /* Which of its dialects backend `be` is spoken to for a client of API
  * `client`: the client's own when the backend speaks it (no translation),
- * else the backend's first. */
+ * else the backend's first, unless that is the Responses API (which takes
+ * no translated request): then another the backend speaks, OpenAI's first. */
 enum sw_dialect sw_upstream_dialect_for(const struct sw_config_backend *be, enum sw_dialect client);
 
 #endif

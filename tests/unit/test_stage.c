@@ -371,6 +371,35 @@ static void test_dialect_translated_stream(void **state)
     sw_dialect_stage_free(&d);
 }
 
+/* Which API a backend is spoken to in: the client's own when it speaks it,
+ * else its first, but never the Responses API for another API's client. */
+static void test_dialect_for(void **state)
+{
+    (void)state;
+    const enum sw_dialect O = SW_DIALECT_OPENAI, A = SW_DIALECT_ANTHROPIC, R = SW_DIALECT_RESPONSES;
+    const struct {
+        enum sw_dialect first;
+        unsigned set;
+        enum sw_dialect client, want;
+    } rows[] = {
+        {O, 0, O, O}, {O, 0, A, O}, {O, 0, R, O},
+        {A, 0, O, A}, {A, 0, R, A},
+        {R, 0, R, R}, {R, 0, O, R}, /* refused by its request_body: cannot carry */
+        {O, 1u << O | 1u << R, R, R}, {O, 1u << O | 1u << R, A, O},
+        {R, 1u << R | 1u << O, O, O}, {R, 1u << R | 1u << O, A, O},
+        {R, 1u << R | 1u << A, O, A}, {A, 1u << A | 1u << R, R, R},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct sw_config_backend be = {.dialect = rows[i].first, .dialects = rows[i].set};
+        if (sw_upstream_dialect_for(&be, rows[i].client) != rows[i].want)
+            fail_msg("row %zu", i);
+    }
+    assert_string_equal(sw_upstream_dialect(R)->api_name, "responses");
+    assert_int_equal(sw_upstream_dialect(R)->pii_surface, SW_PII_SURFACE_RESPONSES);
+    assert_true(sw_upstream_dialect(R)->always_usage && sw_upstream_dialect(A)->always_usage);
+    assert_false(sw_upstream_dialect(O)->always_usage);
+}
+
 /* ---- Dialect stages: a Responses client ---- */
 
 static int completed;
@@ -557,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_splice_answer),
         cmocka_unit_test(test_contract_collect),
         cmocka_unit_test(test_dialect_translated_stream),
+        cmocka_unit_test(test_dialect_for),
         cmocka_unit_test(test_dialect_responses_client),
         cmocka_unit_test(test_dialect_responses_native),
     };
