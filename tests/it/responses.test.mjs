@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import { getJSON, startLlmsim, startSpillway, waitFor } from './lib/harness.mjs';
 import { gatewayYaml, withProcs, ADMIN } from './lib/gateway.mjs';
 import { holdLocal } from './lib/hold.mjs';
-import { SPEC, SPEC_COMMIT, assertEvents, assertResponse, deltaText, rawEvents } from './responses_lib.mjs';
+import { SPEC, SPEC_COMMIT, assertEvents, assertResponse, deltaText, rawEvents, validate } from './responses_lib.mjs';
 
 const auth = { authorization: `Bearer ${ADMIN}` };
 const client = (gw) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20000 });
@@ -74,6 +74,12 @@ describe('POST /v1/responses over each kind of backend', () => {
     const c = client(gw);
     const r = await c.responses.create({ model: 'chat', instructions: 'be brief', input: 'hello there', max_output_tokens: 50, metadata: { k: 'v' } });
     assertResponse(r);
+    // the validator is no rubber stamp: a broken copy fails it, naming each fault
+    const broken = structuredClone(r);
+    broken.status = 'weird';
+    delete broken.output[0].id;
+    delete broken.usage.input_tokens_details.cache_write_tokens;
+    assert.equal(validate({ $ref: '#/components/schemas/Response' }, broken).length, 3);
     assert.match(r.id, /^resp_[0-9a-f]{48}$/);
     assert.equal(r.status, 'completed');
     assert.equal(r.model, 'chat');
