@@ -17,6 +17,7 @@
 #include "common/workpool.h"
 #include "front/admin.h"
 #include "front/internal.h"
+#include "front/responses_state.h"
 #include "relay/relay.h"
 #include "relay/reply.h"
 #include "request/embed.h"
@@ -58,11 +59,15 @@ static void on_drain_check(evutil_socket_t fd, short what, void *arg)
     check_drained(arg);
 }
 
-static void on_relay_finish(void *ud)
+void sw_front_finished(struct sw_front *f)
 {
-    struct sw_front *f = ud;
     f->in_flight--;
     check_drained(f);
+}
+
+static void on_relay_finish(void *ud)
+{
+    sw_front_finished(ud);
 }
 
 /* ---- Helpers ---- */
@@ -950,6 +955,16 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         }
         return admin_ok(f, req);
     }
+    if (sw_front_resp_path(path)) {
+        if (!sw_front_resp_method_ok(req))
+            return false;
+        if (!key_ok(f, req)) {
+            const char *denied;
+            authenticate(f, req, &denied);
+            return false;
+        }
+        return true;
+    }
     if (model_path(path)) {
         enum sw_http_method m = sw_http_method(req);
         if (m != SW_HTTP_GET && m != SW_HTTP_HEAD) {
@@ -1013,6 +1028,13 @@ static void on_request(struct sw_http_req *req, void *arg)
     }
     if (model_path(path)) {
         handle_model(f, req);
+        return;
+    }
+    if (sw_front_resp_path(path)) {
+        const char *denied;
+        const struct sw_config_key *key = authenticate(f, req, &denied);
+        if (!denied)
+            sw_front_resp_state(f, req, key);
         return;
     }
     const struct route *r = find_route(path);
