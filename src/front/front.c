@@ -930,6 +930,16 @@ static bool admin_ok(struct sw_front *f, struct sw_http_req *req)
     return sw_admin_authorized(f, req);
 }
 
+/* Whether the request carries a known client key; else answers 401. */
+static bool key_answered(struct sw_front *f, struct sw_http_req *req)
+{
+    if (key_ok(f, req))
+        return true;
+    const char *denied;
+    authenticate(f, req, &denied);
+    return false;
+}
+
 /* Before the body is read: refuse what needs no body to refuse (draining,
  * unknown URL, wrong method, missing key), so an unauthenticated client
  * cannot make the gateway buffer a body. Returns false when answered. */
@@ -955,16 +965,8 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         }
         return admin_ok(f, req);
     }
-    if (sw_front_resp_path(path)) {
-        if (!sw_front_resp_method_ok(req))
-            return false;
-        if (!key_ok(f, req)) {
-            const char *denied;
-            authenticate(f, req, &denied);
-            return false;
-        }
-        return true;
-    }
+    if (sw_front_resp_path(path))
+        return sw_front_resp_method_ok(req) && key_answered(f, req);
     if (model_path(path)) {
         enum sw_http_method m = sw_http_method(req);
         if (m != SW_HTTP_GET && m != SW_HTTP_HEAD) {
@@ -972,12 +974,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
                            "Method not allowed on /v1/models/{id}; use GET.");
             return false;
         }
-        if (!key_ok(f, req)) {
-            const char *denied;
-            authenticate(f, req, &denied);
-            return false;
-        }
-        return true;
+        return key_answered(f, req);
     }
     const struct route *r = find_route(path);
     if (!r && !strncmp(path, "/admin/", 7)) {
