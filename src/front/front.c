@@ -728,21 +728,21 @@ static bool scan_off_loop(const struct api_scan *inline_scan, struct sw_chat_req
  * own body kept for a backend that speaks the API. Conversation state is
  * not kept: a request that continues a stored response
  * (previous_response_id) is a 400 naming the field. */
-static int responses_parse(const char *body, size_t len, struct sw_chat_request *chat,
-                           struct sw_request_error *err)
+static int responses_parse(const char *body, size_t len, const struct sw_resp_prior *prior,
+                           struct sw_chat_request *chat, struct sw_request_error *err)
 {
-    int rc = sw_responses_request_parse(body, len, NULL, chat, err);
+    if (prior && prior->err) {
+        sw_front_resp_prior_error(prior, err);
+        return SW_EINVAL;
+    }
+    int rc = sw_responses_request_parse(body, len, prior ? prior->items : NULL, chat, err);
     if (rc)
         return rc;
     chat->dialect = SW_DIALECT_RESPONSES;
-    json_t *prev = json_object_get(chat->native, "previous_response_id");
-    if (prev && !json_is_null(prev)) {
+    if (sw_front_resp_continue(prior, chat)) {
         sw_request_free(chat);
-        sw_request_error_set(err, 400, "invalid_request_error", "unsupported_parameter",
-                             "previous_response_id",
-                             "previous_response_id is not supported: this gateway keeps no "
-                             "conversation state. Send the whole conversation as input items.");
-        return SW_EINVAL;
+        sw_request_error_set(err, 500, "server_error", NULL, NULL, "Out of memory.");
+        return SW_ENOMEM;
     }
     return SW_OK;
 }
@@ -752,15 +752,27 @@ static int responses_parse(const char *body, size_t len, struct sw_chat_request 
  * reads the body into the internal (OpenAI) form. The facts come from
  * request/facts.c; this is the HTTP around it: the early rejections in
  * their order (401, 415, the headers' 400s, the body's, 404, the facts'),
- * each answered, logged and recorded once. */
-static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api)
+ * each answered, logged and recorded once. A Responses request that
+ * continues a stored one runs this twice: first to fetch the stored one
+ * (prior NULL), then with it (responses_state.h). */
+static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api,
+                       const struct sw_resp_prior *prior);
+
+static void responses_resume(struct sw_front *f, struct sw_http_req *req,
+                             const struct sw_resp_prior *prior)
+{
+    handle_api(f, req, SW_API_RESPONSES, prior);
+}
+
+static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api,
+                       const struct sw_resp_prior *prior)
 {
     /* Kept apart from req, which is gone once an answer was sent. */
     const char *api_name = api == SW_API_EMBEDDINGS   ? "embeddings"
                            : api == SW_API_MESSAGES   ? "anthropic"
                            : api == SW_API_RESPONSES ? "responses"
                                                      : "openai";
-    int64_t start_ms = sw_now_ms();
+    int64_t start_ms = prior ? prior->start_ms : sw_now_ms();
     char id[48];
     make_request_id(f, req, id, sizeof id);
 
@@ -800,10 +812,15 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     size_t len;
     const char *body = sw_http_body(req, &len);
+    if (api == SW_API_RESPONSES && !prior &&
+        sw_front_resp_prior(f, req, key, body, len, start_ms, responses_resume))
+        return; /* goes on in responses_resume */
+    if (prior && prior->sensitive)
+        hdrs.sensitive.any_true = true; /* a sensitive conversation stays sensitive */
     struct sw_chat_request chat;
     int perr = api == SW_API_EMBEDDINGS   ? sw_embed_parse(body, len, &chat, &rerr)
                : api == SW_API_MESSAGES   ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
-               : api == SW_API_RESPONSES ? responses_parse(body, len, &chat, &rerr)
+               : api == SW_API_RESPONSES ? responses_parse(body, len, prior, &chat, &rerr)
                                          : sw_request_parse(body, len, &chat, &rerr);
     if (perr) {
         reply_refusal(req, &rerr);
@@ -845,22 +862,22 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
 static void handle_chat(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_CHAT);
+    handle_api(f, req, SW_API_CHAT, NULL);
 }
 
 static void handle_embeddings(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_EMBEDDINGS);
+    handle_api(f, req, SW_API_EMBEDDINGS, NULL);
 }
 
 static void handle_messages(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_MESSAGES);
+    handle_api(f, req, SW_API_MESSAGES, NULL);
 }
 
 static void handle_responses(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_RESPONSES);
+    handle_api(f, req, SW_API_RESPONSES, NULL);
 }
 
 /* POST /v1/messages/count_tokens: the gateway's own prompt estimate (the

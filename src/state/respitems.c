@@ -156,6 +156,27 @@ json_t *sw_resp_input_items(const json_t *prior_input, const json_t *prior_outpu
     return all;
 }
 
+int sw_resp_expand_input(json_t *body, const json_t *prior)
+{
+    json_t *input = json_object_get(body, "input");
+    if (!json_is_object(body) || !json_is_array(prior) ||
+        (!json_is_string(input) && !json_is_array(input)))
+        return SW_EINVAL;
+    json_t *all = json_copy((json_t *)prior);
+    if (!all)
+        return SW_ENOMEM;
+    int bad;
+    if (json_is_string(input))
+        bad = json_array_append_new(all, json_pack("{s:s, s:O}", "role", "user", "content", input));
+    else
+        bad = json_array_extend(all, input);
+    if (bad) {
+        json_decref(all);
+        return SW_ENOMEM;
+    }
+    return json_object_set_new(body, "input", all) ? SW_ENOMEM : SW_OK; /* takes all */
+}
+
 int sw_resp_split(const json_t *response, char **meta, size_t *meta_len, char **output,
                   size_t *output_len)
 {

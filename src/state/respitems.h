@@ -40,6 +40,13 @@ json_t *sw_resp_prior_items(const struct sw_resp_record *r);
 json_t *sw_resp_input_items(const json_t *prior_input, const json_t *prior_output,
                             const json_t *input, const char *resp_id);
 
+/* A continued request's own body made whole: body's `input` (a string is
+ * one user message) becomes prior's items (borrowed, referenced) followed by
+ * it, so what is scanned, masked and sent to a backend of the Responses API
+ * is the whole conversation. SW_OK, SW_EINVAL (body not an object, input
+ * neither a string nor an array, prior not an array), SW_ENOMEM. */
+int sw_resp_expand_input(json_t *body, const json_t *prior);
+
 /* What a record stores of a finished Response object (borrowed): *meta the
  * object without `output`, *output its output array (both malloc'ed,
  * compact JSON). SW_OK, SW_EINVAL (not an object with an output array),
