@@ -293,3 +293,67 @@ describe('store bounds', () => {
     }
   });
 });
+
+describe('continued conversations and the privacy floor', () => {
+  let edge, cloud, gw;
+  const EMAIL = 'ann.zq.rstate@example.org';
+  before(async () => {
+    edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '1000']);
+    cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '1000']);
+    gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, extra: 'pii:\n  policy: mask' }));
+  });
+  after(async () => {
+    await gw?.stop();
+    await edge?.stop();
+    await cloud?.stop();
+  });
+
+  test('pii.policy mask: the earlier turns are masked like the input on their way to the cloud; stored as sent', async () => {
+    const c = client(gw);
+    const r1 = await c.responses.create({ model: 'chat', input: `write to ${EMAIL}` });
+    assert.equal(text(r1), `write to ${EMAIL}`);
+    const hold = await holdLocal(gw, edge, { admin: ADMIN, headers: { authorization: `Bearer ${ALICE}` } });
+    try {
+      await clearReceived(cloud);
+      const r2 = await c.responses.create({ model: 'chat', previous_response_id: r1.id, input: 'go on' }).withResponse();
+      assert.equal(r2.response.headers.get('x-spillway-backend'), 'cloud');
+      const sent = JSON.stringify((await received(cloud)).at(-1).body);
+      assert.ok(!sent.includes(EMAIL), 'no earlier turn reached the cloud unmasked');
+      assert.match(sent, /write to /);
+      // what is stored is what the client sent and got
+      const items = await c.responses.inputItems.list(r2.data.id, { order: 'asc' });
+      assert.ok(JSON.stringify(items.data).includes(EMAIL));
+    } finally {
+      await hold.release();
+    }
+  });
+});
+
+describe('a backend of the Responses API', () => {
+  let edge, cloud, gw;
+  before(async () => {
+    edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--keep-received', '1000']);
+    cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0']);
+    gw = await startSpillway(config({ edgeUrl: edge.url, cloudUrl: cloud.url, edge: ', dialect: responses' }));
+  });
+  after(async () => {
+    await gw?.stop();
+    await edge?.stop();
+    await cloud?.stop();
+  });
+
+  test('gets the whole conversation as input items, never the gateway\'s previous_response_id', async () => {
+    const c = client(gw);
+    const r1 = await c.responses.create({ model: 'chat', input: 'first native turn' });
+    await clearReceived(edge);
+    const r2 = await c.responses.create({ model: 'chat', previous_response_id: r1.id, input: 'second' });
+    const [sent] = await received(edge);
+    assert.equal(sent.path, '/v1/responses');
+    assert.ok(!('previous_response_id' in sent.body));
+    const texts = sent.body.input.map((i) => (typeof i.content === 'string' ? i.content : i.content.map((p) => p.text).join('')));
+    assert.deepEqual(texts, ['first native turn', 'first native turn', 'second']);
+    const got = await c.responses.retrieve(r2.id);
+    assertResponse(got);
+    assert.deepEqual(got.output, r2.output);
+  });
+});

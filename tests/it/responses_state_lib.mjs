@@ -35,7 +35,7 @@ export function assertResponse(r) {
   }
 }
 
-export function config({ edgeUrl, cloudUrl, responses = '', routing = '' }) {
+export function config({ edgeUrl, cloudUrl, responses = '', routing = '', edge = '', cloud = '', extra = '' }) {
   return `
 listen: "127.0.0.1:0"
 limits:
@@ -46,8 +46,8 @@ keys:
   - { name: "alice", key: "${ALICE}" }
   - { name: "bob", key: "${BOB}" }
 backends:
-  - { name: "edge", tier: local, url: "${edgeUrl}", model: "edge-model", slots: 1 }
-  - { name: "cloud", tier: cloud, url: "${cloudUrl}", model: "cloud-model" }
+  - { name: "edge", tier: local, url: "${edgeUrl}", model: "edge-model", slots: 1${edge} }
+  - { name: "cloud", tier: cloud, url: "${cloudUrl}", model: "cloud-model"${cloud} }
 models:
   - { name: "chat", backends: [edge, cloud] }
 routing:
@@ -55,6 +55,7 @@ routing:
   ttft_budget_ms: 400
 ${routing}
 ${responses}
+${extra}
 `;
 }
 

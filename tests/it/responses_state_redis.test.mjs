@@ -18,7 +18,7 @@ describe('stored responses shared through Redis', () => {
     cloud = await startLlmsim(['--model', 'cloud-model', '--reply', 'echo', '--decode-tps', '0']);
     const yaml = config({
       edgeUrl: edge.url, cloudUrl: cloud.url,
-      responses: `state:\n  redis: "${redis.url}"\n  key_prefix: "it-rstate:"\n  timeout_ms: 500\n  replicas: 2`,
+      responses: `state:\n  redis: "${redis.url}"\n  key_prefix: "it-rstate:"\n  timeout_ms: 3000\n  replicas: 2`,
     });
     a = await startSpillway(yaml);
     b = await startSpillway(yaml);
@@ -36,7 +36,8 @@ describe('stored responses shared through Redis', () => {
     await clearReceived(edge);
     const r2 = await client(b).responses.create({ model: 'chat', previous_response_id: r1.id, input: 'which colour?' });
     assert.equal(r2.previous_response_id, r1.id);
-    const msgs = (await received(edge)).at(-1).body.messages.map((m) => m.content);
+    const msgs = (await received(edge)).at(-1).body.messages
+      .map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('')));
     assert.deepEqual(msgs, ['remember the colour teal', 'remember the colour teal', 'which colour?']);
     const got = await client(a).responses.retrieve(r2.id);
     assertResponse(got);
@@ -50,6 +51,57 @@ describe('stored responses shared through Redis', () => {
     await assert.rejects(client(a).responses.create({ model: 'chat', previous_response_id: r1.id, input: 'x' }),
       (e) => e.status === 404 && e.code === 'previous_response_not_found');
     assert.ok(await metric(a, 'spillway_responses_stored{store="redis"}') === 0, 'Redis holds the records, not the replica');
+  });
+
+  test('a client that leaves while its previous response is being fetched: dropped, nothing relayed', async () => {
+    const kept = await client(a).responses.create({ model: 'chat', input: 'wait for me' });
+    await clearReceived(edge);
+    const inFlight = async () => (await getJSON(`${a.url}/healthz`)).body.in_flight;
+    // Redis holds every other client's commands for 1.5 s (the replica waits
+    // up to timeout_ms, 3 s): the pause is in force once this answers
+    assert.match(await redis.command('CLIENT', 'PAUSE', '1500', 'ALL'), /OK/);
+    const ac = new AbortController();
+    let answered = null;
+    const sent = fetch(`${a.url}/v1/responses`, {
+      method: 'POST', signal: ac.signal,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ALICE}` },
+      body: JSON.stringify({ model: 'chat', previous_response_id: kept.id, input: 'never mind' }),
+    }).then(async (r) => { answered = `${r.status} ${await r.text()}`; }).catch(() => null);
+    await waitFor(async () => { if (answered) throw new Error(`answered: ${answered}`); return (await inFlight()) === 1; }, { timeout: 5000, what: 'the fetch of the previous response pending' });
+    ac.abort();
+    await sent;
+    await waitFor(async () => (await inFlight()) === 0, { timeout: 5000, what: 'the request no longer in flight' });
+    // Redis answered the fetch by now (replies come in order): a later read is served
+    const got = await waitFor(async () => {
+      const g = await getJSON(`${a.url}/v1/responses/${kept.id}`, { headers: { authorization: `Bearer ${ALICE}` } });
+      return g.status === 200 ? g : null;
+    }, { timeout: 10000, what: 'the store answering again' });
+    assert.equal(got.body.id, kept.id);
+    assert.deepEqual((await received(edge)).map((r) => JSON.stringify(r).slice(0, 300)), [], 'the request of a client gone never reached a backend');
+    assert.equal(await inFlight(), 0);
+  });
+
+  test('a drain waits for a request whose previous response is being fetched, then serves it', async () => {
+    const yaml = config({
+      edgeUrl: edge.url, cloudUrl: cloud.url,
+      responses: `state:\n  redis: "${redis.url}"\n  key_prefix: "it-rstate:"\n  timeout_ms: 3000\n  replicas: 2`,
+    });
+    const c = await startSpillway(yaml);
+    try {
+      const kept = await client(c).responses.create({ model: 'chat', input: 'drain me' });
+      assert.match(await redis.command('CLIENT', 'PAUSE', '500', 'ALL'), /OK/);
+      const pending = client(c).responses.create({ model: 'chat', previous_response_id: kept.id, input: 'still here' });
+      await waitFor(async () => (await getJSON(`${c.url}/healthz`)).body.in_flight === 1,
+        { timeout: 5000, what: 'the fetch of the previous response pending' });
+      c.proc.kill('SIGTERM');
+      const r = await pending;
+      assert.equal(r.status, 'completed');
+      assert.equal(r.previous_response_id, kept.id);
+      await c.exited;
+      assert.equal(c.proc.exitCode, 0);
+    } finally {
+      await c.stop();
+    }
   });
 
   test('Redis killed: a clear 503 for reads and continuations, answers still served, the process up; back: stored again', async () => {
