@@ -107,13 +107,15 @@ static const char *finish_of(const json_t *resp, bool calls)
     return calls ? "tool_calls" : "stop";
 }
 
-/* Appends the "text" of the parts of `parts` whose type is `type`. */
+/* Appends the text of the parts of `parts` whose type is `type` (a
+ * refusal part's is its "refusal", the others' their "text"). */
 static int join_parts(const json_t *parts, const char *type, struct sw_buf *b, bool *any)
 {
     size_t i;
     json_t *p;
+    const char *key = is(type, "refusal") ? "refusal" : "text";
     json_array_foreach(parts, i, p) {
-        json_t *tx = json_object_get(p, "text");
+        json_t *tx = json_object_get(p, key);
         if (!is(json_string_value(json_object_get(p, "type")), type) || !json_is_string(tx))
             continue;
         *any = true;
@@ -135,9 +137,9 @@ static int set_text(json_t *msg, const char *key, struct sw_buf *b, bool any)
 static json_t *chat_message(const json_t *output, bool *calls)
 {
     struct sw_buf text, refusal, reasoning;
-    sw_buf_init(&text, 0);
-    sw_buf_init(&refusal, 0);
-    sw_buf_init(&reasoning, 0);
+    sw_buf_init(&text, SW_RESP_MAX_TEXT);
+    sw_buf_init(&refusal, SW_RESP_MAX_TEXT);
+    sw_buf_init(&reasoning, SW_RESP_MAX_TEXT);
     bool any_text = false, any_refusal = false, any_reasoning = false;
     json_t *msg = json_pack("{s:s, s:n}", "role", "assistant", "content"), *tc = json_array();
     int err = msg && tc ? SW_OK : SW_ENOMEM;
