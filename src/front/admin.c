@@ -77,7 +77,6 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .pii_scans_dropped = f->scans_dropped,
         .pii_jobs_off_loop = sw_workpool_submitted(f->scan_pool),
     };
-
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);
     int err = sw_metrics_render(f->obs->metrics, &b);

@@ -725,9 +725,9 @@ static bool scan_off_loop(const struct api_scan *inline_scan, struct sw_chat_req
 }
 
 /* A Responses body (POST /v1/responses) in the internal form, the client's
- * own body kept for a backend that speaks the API. Conversation state is
- * not kept: a request that continues a stored response
- * (previous_response_id) is a 400 naming the field. */
+ * own body kept for a backend that speaks the API. A request that continues
+ * a stored response (previous_response_id) is parsed with the stored items
+ * (prior, fetched by responses_state.c), or refused as the fetch failed. */
 static int responses_parse(const char *body, size_t len, const struct sw_resp_prior *prior,
                            struct sw_chat_request *chat, struct sw_request_error *err)
 {
