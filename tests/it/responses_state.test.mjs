@@ -154,6 +154,14 @@ describe('stored responses (memory)', () => {
     const r2 = await c.responses.create({ model: 'chat', input: 'sdk delete' });
     await c.responses.delete(r2.id);
     await assert.rejects(c.responses.retrieve(r2.id), (e) => e.status === 404);
+    // a record holds the whole conversation: deleting an earlier turn does not break a later one
+    const t1 = await c.responses.create({ model: 'chat', input: 'turn one' });
+    const t2 = await c.responses.create({ model: 'chat', previous_response_id: t1.id, input: 'turn two' });
+    await c.responses.delete(t1.id);
+    await clearReceived(edge);
+    await c.responses.create({ model: 'chat', previous_response_id: t2.id, input: 'turn three' });
+    assert.deepEqual(lastMessages(await received(edge)).map((m) => m.text),
+      ['turn one', 'turn one', 'turn two', 'turn two', 'turn three']);
   });
 
   test('a record belongs to its key: another key gets 404 for it, as for an unknown id', async () => {
