@@ -19,8 +19,9 @@
 
 /* ARGV: prefix id scope sensitive created input output meta bytes now_ms ttl_s
  * max_entries max_bytes. Drops the index's expired ids and a record of the
- * same id, then the oldest until the record fits, then stores it. Returns
- * {evicted, expired}. */
+ * same id (refusing one of another scope), then the oldest until the record
+ * fits, then stores it. Returns {evicted, expired, refused (1: another
+ * scope's record has that id)}. */
 static const char lua_put[] =
     "local p, id = ARGV[1], ARGV[2]\n"
     "local b, now, ttl = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])\n"
@@ -35,7 +36,11 @@ static const char lua_put[] =
     "end\n"
     "local old = redis.call('ZRANGEBYSCORE', idx, '-inf', now - ttl * 1000)\n"
     "for _, x in ipairs(old) do drop(x) end\n"
-    "if redis.call('ZSCORE', idx, id) then drop(id) end\n"
+    "if redis.call('ZSCORE', idx, id) then\n"
+    "  local sc = redis.call('HGET', rk..id, 's')\n"
+    "  if sc and sc ~= ARGV[3] then return {0, #old, 1} end\n"
+    "  drop(id)\n"
+    "end\n"
     "local evicted = 0\n"
     "while redis.call('ZCARD', idx) > 0 and (redis.call('ZCARD', idx) + 1 > maxn or\n"
     "      tonumber(redis.call('GET', total) or '0') + b > maxb) do\n"
@@ -49,7 +54,7 @@ static const char lua_put[] =
     "redis.call('ZADD', idx, now, id)\n"
     "redis.call('HSET', sizes, id, b)\n"
     "redis.call('INCRBY', total, b)\n"
-    "return {evicted, #old}\n";
+    "return {evicted, #old, 0}\n";
 
 /* ARGV: prefix id scope. 1 when the record of id was in scope and is gone, else 0. */
 static const char lua_del[] =
@@ -174,12 +179,16 @@ static void on_reply(struct sw_rconn *c, void *reply, void *priv)
     } else if (op->kind == OP_DEL) {
         answer(op, r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? SW_OK : SW_ENOTFOUND, NULL);
     } else {
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
+        bool ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+        for (size_t i = 0; ok && i < 3; i++)
+            ok = r->element[i]->type == REDIS_REPLY_INTEGER;
+        bool other_scope = ok && r->element[2]->integer == 1;
+        if (ok) {
             rs->evicted += (uint64_t)r->element[0]->integer;
             rs->expired += (uint64_t)r->element[1]->integer;
+            rs->refused += other_scope;
         }
-        answer(op, r->type == REDIS_REPLY_ARRAY ? SW_OK : SW_EPROTO, NULL);
+        answer(op, !ok ? SW_EPROTO : other_scope ? SW_EINVAL : SW_OK, NULL);
     }
     if (op->timer)
         event_free(op->timer);
