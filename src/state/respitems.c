@@ -119,12 +119,53 @@ static json_t *stored_item(const json_t *it, const char *hex, size_t n)
     return c;
 }
 
+/* Gives every object item of all a distinct id of at most SW_RESPSTORE_MAX_ID
+ * bytes: one already taken earlier in the list, too long or missing gets
+ * "<prefix>_<hex>_at<i>" (i its place), so a page cursor (`after`) names one
+ * item. Items changed are copied first (the prior ones are shared). */
+static int unique_ids(json_t *all, const char *hex)
+{
+    json_t *seen = json_object();
+    if (!seen)
+        return SW_ENOMEM;
+    size_t i;
+    json_t *it;
+    int err = SW_OK;
+    json_array_foreach(all, i, it) {
+        if (!json_is_object(it))
+            continue;
+        const char *id = json_string_value(json_object_get(it, "id"));
+        if (!id || strlen(id) > SW_RESPSTORE_MAX_ID || json_object_get(seen, id)) {
+            json_t *c = json_copy(it);
+            char nid[SW_RESPSTORE_MAX_ID + 32];
+            const char *type = json_string_value(json_object_get(it, "type"));
+            snprintf(nid, sizeof nid, "%s_%s_at%zu", id_prefix(type), hex, i);
+            if (!c || json_object_set_new(c, "id", json_string(nid)) ||
+                json_array_set_new(all, i, c)) {
+                err = SW_ENOMEM;
+                break;
+            }
+            it = c;
+            id = json_string_value(json_object_get(c, "id"));
+        }
+        if (!id || json_object_set_new(seen, id, json_true())) {
+            err = SW_ENOMEM;
+            break;
+        }
+    }
+    json_decref(seen);
+    return err;
+}
+
 json_t *sw_resp_input_items(const json_t *prior_input, const json_t *prior_output,
                             const json_t *input, const char *resp_id)
 {
     if (!json_is_string(input) && !json_is_array(input))
         return NULL;
     const char *hex = resp_id && !strncmp(resp_id, "resp_", 5) ? resp_id + 5 : resp_id ? resp_id : "";
+    char hexbuf[SW_RESPSTORE_MAX_ID - 24];
+    snprintf(hexbuf, sizeof hexbuf, "%s", hex); /* generated ids stay within SW_RESPSTORE_MAX_ID */
+    hex = hexbuf;
     json_t *all = json_array();
     const json_t *prior[] = {prior_input, prior_output};
     for (size_t k = 0; all && k < 2; k++)
@@ -142,16 +183,20 @@ json_t *sw_resp_input_items(const json_t *prior_input, const json_t *prior_outpu
             json_decref(all);
             return NULL;
         }
-        return all;
-    }
-    size_t i;
-    json_t *v;
-    json_array_foreach(input, i, v) {
-        json_t *it = stored_item(v, hex, i);
-        if (!it || json_array_append_new(all, it)) {
-            json_decref(all);
-            return NULL;
+    } else {
+        size_t i;
+        json_t *v;
+        json_array_foreach(input, i, v) {
+            json_t *it = stored_item(v, hex, i);
+            if (!it || json_array_append_new(all, it)) {
+                json_decref(all);
+                return NULL;
+            }
         }
+    }
+    if (unique_ids(all, hex)) {
+        json_decref(all);
+        return NULL;
     }
     return all;
 }

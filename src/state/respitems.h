@@ -36,7 +36,10 @@ json_t *sw_resp_prior_items(const struct sw_resp_record *r);
  * from resp_id ("msg_<hex>_in<n>", "fc_..", "fco_..", "item_.." by type),
  * a message without `type` gets type "message", one without `status`
  * status "completed"; a message's string content becomes one input_text
- * (output_text for the assistant) part. Borrows everything. */
+ * (output_text for the assistant) part. Every item's id is distinct and at
+ * most SW_RESPSTORE_MAX_ID bytes (one taken earlier in the list, or too
+ * long, is replaced by "<prefix>_<hex>_at<i>", i its place), so a page
+ * cursor names one item. Borrows everything. */
 json_t *sw_resp_input_items(const json_t *prior_input, const json_t *prior_output,
                             const json_t *input, const char *resp_id);
 

@@ -130,6 +130,15 @@ describe('stored responses (memory)', () => {
     const rest = await getJSON(`${gw.url}/v1/responses/${r2.id}/input_items?order=asc&after=${first.body.last_id}`, { headers: { authorization: `Bearer ${ALICE}` } });
     assert.deepEqual(texts(rest.body.data), ['two', 'three']);
     assert.equal(rest.body.has_more, false);
+    // an output item sent back as input while continuing (so its id is in the
+    // record twice) gets an id of its own: the pages still end, every item once
+    const r3 = await c.responses.create({
+      model: 'chat', previous_response_id: r2.id, input: [...r2.output, { role: 'user', content: 'four' }],
+    });
+    const all = [];
+    for await (const item of c.responses.inputItems.list(r3.id, { limit: 2 })) all.push(item);
+    assert.equal(all.length, 4 + 1 + 2);
+    assert.equal(new Set(all.map((i) => i.id)).size, all.length);
     // a cursor that names no item, a limit out of range: 400 naming the parameter
     const bad = await getJSON(`${gw.url}/v1/responses/${r2.id}/input_items?after=msg_nope`, { headers: { authorization: `Bearer ${ALICE}` } });
     assert.equal(bad.status, 400);

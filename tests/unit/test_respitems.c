@@ -148,6 +148,34 @@ static void test_input_items(void **state)
     json_t *bad = json_integer(3);
     assert_null(sw_resp_input_items(NULL, NULL, bad, "resp_1"));
     json_decref(bad);
+
+    /* ids are distinct: an output item sent back as input keeps its place
+     * with a new id, so a page cursor names one item; the prior is shared,
+     * not changed */
+    pout = parse("[{\"type\":\"message\",\"role\":\"assistant\",\"id\":\"msg_x_0\","
+                 "\"content\":[]}]");
+    char longid[300];
+    memset(longid, 'z', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    in = json_pack("[{s:s, s:s, s:s, s:[]}, {s:s, s:s, s:s}]", "type", "message", "role",
+                   "assistant", "id", "msg_x_0", "content", "role", "user", "content", "hi",
+                   "id", longid);
+    items = sw_resp_input_items(NULL, pout, in, "resp_9");
+    assert_non_null(items);
+    assert_int_equal(json_array_size(items), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(items, 0), "id")),
+                        "msg_x_0");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(items, 1), "id")),
+                        "msg_9_at1");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(items, 2), "id")),
+                        "msg_9_at2");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(pout, 0), "id")),
+                        "msg_x_0");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(in, 0), "id")),
+                        "msg_x_0");
+    json_decref(items);
+    json_decref(in);
+    json_decref(pout);
 }
 
 static void test_split(void **state)
