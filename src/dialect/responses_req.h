@@ -25,7 +25,8 @@
  * Carried: model; input (a string, or items: messages of role user, system,
  * developer or assistant with a string or input_text / input_image /
  * input_file / input_audio / output_text / refusal parts, function_call,
- * function_call_output); instructions (a first system message); tools of
+ * function_call_output; reasoning items are left out: a model's past
+ * reasoning is no input to it); instructions (a first system message); tools of
  * type function; tool_choice (none, auto, required, {type: function, name});
  * text.format (text, json_object, json_schema -> response_format) and
  * text.verbosity; max_output_tokens (-> max_completion_tokens); temperature;
@@ -36,7 +37,9 @@
  * padding is added: the field is optional). Read by the caller and not
  * translated: store, previous_response_id. Accepted as no-ops with their
  * default meaning: truncation "disabled", background false, include
- * "reasoning.encrypted_content" (a chat backend makes no reasoning items).
+ * "reasoning.encrypted_content" (a chat backend makes no reasoning items);
+ * client_metadata (an object: the client's ids for the server, never
+ * model input) is not carried.
  * On success *out is a new tree (caller decrefs) and SW_OK is returned;
  * otherwise *err is filled and SW_EINVAL (400) or SW_ENOMEM (500) returned. */
 int sw_responses_req_to_chat(const json_t *in, const json_t *prior, json_t **out,

@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import { getJSON, startLlmsim, startSpillway, waitFor } from './lib/harness.mjs';
 import { gatewayYaml, withProcs, ADMIN } from './lib/gateway.mjs';
 import { holdLocal } from './lib/hold.mjs';
-import { SPEC, SPEC_COMMIT, assertEvents, assertResponse, deltaText, rawEvents } from './responses_lib.mjs';
+import { SPEC, SPEC_COMMIT, assertEvents, assertResponse, deltaText, rawEvents, validate } from './responses_lib.mjs';
 
 const auth = { authorization: `Bearer ${ADMIN}` };
 const client = (gw) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20000 });
@@ -74,6 +74,12 @@ describe('POST /v1/responses over each kind of backend', () => {
     const c = client(gw);
     const r = await c.responses.create({ model: 'chat', instructions: 'be brief', input: 'hello there', max_output_tokens: 50, metadata: { k: 'v' } });
     assertResponse(r);
+    // the validator is no rubber stamp: a broken copy fails it, naming each fault
+    const broken = structuredClone(r);
+    broken.status = 'weird';
+    delete broken.output[0].id;
+    delete broken.usage.input_tokens_details.cache_write_tokens;
+    assert.equal(validate({ $ref: '#/components/schemas/Response' }, broken).length, 3);
     assert.match(r.id, /^resp_[0-9a-f]{48}$/);
     assert.equal(r.status, 'completed');
     assert.equal(r.model, 'chat');
@@ -309,6 +315,31 @@ describe('routing and failures', () => {
       assert.ok(events.filter((e) => e.type === 'response.output_text.delta').length >= 1);
       await noFaults(sim);
     }
+  }));
+});
+
+describe('a backend that speaks only the Responses API', () => {
+  test('serves Responses clients, refuses others (a 400, nothing translated to it), is warmed in its own API', () => withProcs(async (track) => {
+    const sim = await track(startLlmsim(['--model', 'r-model', ...ECHO]));
+    const gw = await track(startSpillway(gatewayYaml({
+      backends: [{ name: 'only', tier: 'local', url: sim.url, model: 'r-model', dialect: 'responses', keep_warm_ms: 100 }],
+      models: [{ name: 'm', backends: ['only'] }],
+    })));
+    await waitFor(async () => (await received(sim)).some((q) => q.path === '/v1/responses' && q.body.input === 'ping'),
+      { timeout: 10000, what: 'a warm-up ping in the Responses API' });
+    const ping = (await received(sim)).find((q) => q.body.input === 'ping');
+    assert.deepEqual(ping.body, { model: 'r-model', max_output_tokens: 16, input: 'ping' });
+    const r = await client(gw).responses.create({ model: 'm', input: 'only responses' });
+    assertResponse(r);
+    assert.equal(r.output_text, 'only responses');
+    await clear(sim);
+    const chat = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+    });
+    assert.equal(chat.status, 400);
+    assert.equal((await chat.json()).error.code, 'untranslatable');
+    assert.ok((await received(sim)).every((q) => q.body.input === 'ping'), 'nothing but pings reached it');
   }));
 });
 

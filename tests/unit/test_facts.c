@@ -17,6 +17,7 @@
 
 #include "common/err.h"
 #include "dialect/anth_req.h"
+#include "dialect/responses_req.h"
 #include "pii/pii.h"
 #include "request/embed.h"
 #include "request/facts.h"
@@ -696,6 +697,43 @@ static void test_translation_scan(void **state)
     sw_request_free(&chat);
 }
 
+/* A Responses body: the client's own body is scanned with the Responses
+ * table, its translation with chat's; a request refused for PII names
+ * `input`. */
+static void test_responses_scan(void **state)
+{
+    (void)state;
+    static const char body[] = "{\"model\":\"m\",\"instructions\":\"x\",\"input\":\"hi\","
+                               "\"max_output_tokens\":32}";
+    struct sw_chat_request chat;
+    struct sw_request_error err;
+    assert_int_equal(sw_responses_request_parse(body, sizeof body - 1, NULL, &chat, &err), SW_OK);
+    assert_non_null(chat.native);
+    struct sw_config cfg = base_config();
+    cfg.pii.policy = SW_PII_POLICY_MASK;
+    struct sw_config_model model = plain_model();
+    struct sw_facts_hdrs fh;
+    assert_int_equal(sw_facts_headers(NULL, 0, 30000, &fh, &err), SW_OK);
+    const struct sw_facts_in in = {SW_API_RESPONSES, &cfg, NULL, &model, &chat, &fh, 0};
+    struct sw_facts facts;
+    struct fake_scan fs = {.body_kind = SCAN_FOUND};
+    struct sw_facts_scanner scanner = scanner_of(&fs);
+    assert_int_equal(sw_facts_derive(&in, &scanner, &facts, &err), SW_OK);
+    assert_int_equal(fs.body_surface, SW_PII_SURFACE_RESPONSES);
+    assert_ptr_equal(fs.body_tree, chat.native);
+    assert_int_equal(fs.built_calls, 1);
+    assert_int_equal(fs.built_surface, SW_PII_SURFACE_CHAT);
+    assert_ptr_equal(fs.built_tree, chat.body);
+    assert_int_equal(facts.route.max_tokens, 32);
+    assert_true(facts.pii.counts.total > 0);
+    cfg.pii.policy = SW_PII_POLICY_BLOCK;
+    fs = (struct fake_scan){.body_kind = SCAN_FOUND};
+    assert_int_equal(sw_facts_derive(&in, &scanner, &facts, &err), SW_EINVAL);
+    assert_string_equal(err.code, "pii_blocked");
+    assert_string_equal(err.param, "input");
+    sw_request_free(&chat);
+}
+
 /* Embeddings: no output tokens, their own table, token ids unscannable. */
 static void test_embeddings(void **state)
 {
@@ -939,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_priority),
         cmocka_unit_test(test_scan_refusals),
         cmocka_unit_test(test_translation_scan),
+        cmocka_unit_test(test_responses_scan),
         cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_regions),
         cmocka_unit_test(test_real_engine),

@@ -602,6 +602,7 @@ static const char *const planted[] = {
     "tests/it/rediss.test.mjs",         /* the test Redis user's password */
     "tests/it/privacy_echo.test.mjs",   /* a password in a backend URL of the test config */
     "tests/it/privacy_surfaces.test.mjs", /* a planted API key */
+    "tests/it/responses_privacy.test.mjs", /* a planted API key */
     "bench/soak.mjs",                   /* a cloud key in the soak config */
     NULL,
 };
