@@ -139,7 +139,7 @@ static void on_got(int err, const struct sw_resp_record *r, void *ud)
         size_t len = 0;
         int jerr = sw_resp_record_object(r, &body, &len);
         if (jerr)
-            reply_store_error(req, c, jerr == SW_EINVAL ? SW_EPROTO : jerr);
+            reply_store_error(req, c, jerr); /* a record that does not read back: 500 */
         else
             sw_reply_json(req, 200, body, len);
         free(body);
