@@ -13,16 +13,15 @@
 #include "config/config.h"
 #include "config/rurl.h"
 #include "state/rconn.h"
+#include "state/rdial.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
-#define CONNECT_TIMEOUT_MS 1000
 #define MIN_OP_TIMEOUT_MS 1000  /* records can be large: a round trip gets at least this */
 
 /* ARGV: prefix id scope sensitive created input output meta bytes now_ms ttl_s
  * max_entries max_bytes. Drops the index's expired ids and a record of the
- * same id, then the oldest until the record fits, then stores it. Returns
- * {evicted, expired}. */
+ * same id (refusing one of another scope), then the oldest until the record
+ * fits, then stores it. Returns {evicted, expired, refused (1: another
+ * scope's record has that id)}. */
 static const char lua_put[] =
     "local p, id = ARGV[1], ARGV[2]\n"
     "local b, now, ttl = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])\n"
@@ -37,7 +36,11 @@ static const char lua_put[] =
     "end\n"
     "local old = redis.call('ZRANGEBYSCORE', idx, '-inf', now - ttl * 1000)\n"
     "for _, x in ipairs(old) do drop(x) end\n"
-    "if redis.call('ZSCORE', idx, id) then drop(id) end\n"
+    "if redis.call('ZSCORE', idx, id) then\n"
+    "  local sc = redis.call('HGET', rk..id, 's')\n"
+    "  if sc and sc ~= ARGV[3] then return {0, #old, 1} end\n"
+    "  drop(id)\n"
+    "end\n"
     "local evicted = 0\n"
     "while redis.call('ZCARD', idx) > 0 and (redis.call('ZCARD', idx) + 1 > maxn or\n"
     "      tonumber(redis.call('GET', total) or '0') + b > maxb) do\n"
@@ -51,7 +54,7 @@ static const char lua_put[] =
     "redis.call('ZADD', idx, now, id)\n"
     "redis.call('HSET', sizes, id, b)\n"
     "redis.call('INCRBY', total, b)\n"
-    "return {evicted, #old}\n";
+    "return {evicted, #old, 0}\n";
 
 /* ARGV: prefix id scope. 1 when the record of id was in scope and is gone, else 0. */
 static const char lua_del[] =
@@ -76,8 +79,7 @@ struct rstore {
     long op_timeout_ms;
     struct sw_rconn *c;
     bool connected;                 /* PING answered on c */
-    long backoff_ms;
-    struct event *reconnect_timer, *connect_timer;
+    struct sw_rdial dial;           /* connect deadline, backoff */
     uint64_t evicted, expired, refused;
 };
 
@@ -96,8 +98,6 @@ struct op {
     struct event *timer;
     bool answered;
 };
-
-static void schedule_reconnect(struct rstore *rs);
 
 /* ---- Answers ---- */
 
@@ -179,12 +179,16 @@ static void on_reply(struct sw_rconn *c, void *reply, void *priv)
     } else if (op->kind == OP_DEL) {
         answer(op, r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? SW_OK : SW_ENOTFOUND, NULL);
     } else {
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER) {
+        bool ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+        for (size_t i = 0; ok && i < 3; i++)
+            ok = r->element[i]->type == REDIS_REPLY_INTEGER;
+        bool other_scope = ok && r->element[2]->integer == 1;
+        if (ok) {
             rs->evicted += (uint64_t)r->element[0]->integer;
             rs->expired += (uint64_t)r->element[1]->integer;
+            rs->refused += other_scope;
         }
-        answer(op, r->type == REDIS_REPLY_ARRAY ? SW_OK : SW_EPROTO, NULL);
+        answer(op, !ok ? SW_EPROTO : other_scope ? SW_EINVAL : SW_OK, NULL);
     }
     if (op->timer)
         event_free(op->timer);
@@ -334,7 +338,6 @@ static void teardown(struct rstore *rs)
     struct sw_rconn *c = rs->c;
     rs->c = NULL;
     rs->connected = false;
-    evtimer_del(rs->connect_timer);
     sw_rconn_free(c); /* pending calls answer SW_EUNAVAILABLE */
 }
 
@@ -345,7 +348,7 @@ static void on_lost(struct sw_rconn *c, const char *why, void *data)
         return;
     sw_warn("respstore: lost the connection to Redis %s:%d: %s", rs->url.host, rs->url.port, why);
     teardown(rs);
-    schedule_reconnect(rs);
+    sw_rdial_retry(&rs->dial);
 }
 
 static void on_pong(struct sw_rconn *c, void *reply, void *priv)
@@ -356,81 +359,39 @@ static void on_pong(struct sw_rconn *c, void *reply, void *priv)
         return;
     if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "PONG")) {
         rs->connected = true;
-        rs->backoff_ms = BACKOFF_MIN_MS;
-        evtimer_del(rs->connect_timer);
+        sw_rdial_connected(&rs->dial);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        /* e.g. NOAUTH or WRONGPASS (never the password): the connect timeout retries */
+        /* e.g. NOAUTH or WRONGPASS (never the password): the connect deadline retries */
         sw_warn("respstore: Redis %s:%d refused the connection: %.200s", rs->url.host,
                 rs->url.port, r->str);
     }
 }
 
-static int simple(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, int argc, const char **argv)
+/* The backoff is over: a new connection, usable once PING is answered. */
+static void do_connect(void *owner)
 {
-    size_t lens[4];
-    for (int i = 0; i < argc && i < 4; i++)
-        lens[i] = strlen(argv[i]);
-    return sw_rconn_command(c, cb, priv, false, argc, argv, lens);
-}
-
-static void do_connect(struct rstore *rs)
-{
-    struct sw_rconn *c = sw_rconn_new(rs->base, rs->url.host, rs->url.port, rs->tls,
-                                      rs->server_name, on_lost, rs);
+    struct rstore *rs = owner;
+    if (rs->c)
+        return;
+    struct sw_rconn *c = sw_rdial_open(&rs->dial, rs->tls, rs->server_name, on_lost, rs, false);
     if (!c) {
-        schedule_reconnect(rs);
+        sw_rdial_retry(&rs->dial);
         return;
     }
     rs->c = c;
-    char db[16];
-    snprintf(db, sizeof db, "%d", rs->url.db);
-    int err = 0;
-    if (rs->url.password[0] && rs->url.user[0])
-        err |= simple(c, NULL, NULL, 3, (const char *[]){"AUTH", rs->url.user, rs->url.password});
-    else if (rs->url.password[0])
-        err |= simple(c, NULL, NULL, 2, (const char *[]){"AUTH", rs->url.password});
-    if (rs->url.db)
-        err |= simple(c, NULL, NULL, 2, (const char *[]){"SELECT", db});
-    err |= simple(c, on_pong, rs, 1, (const char *[]){"PING"});
-    if (err || !rs->c) {
+    size_t len = 4;
+    if (sw_rconn_command(c, on_pong, rs, false, 1, (const char *[]){"PING"}, &len) || !rs->c) {
         if (rs->c)
             teardown(rs);
-        schedule_reconnect(rs);
+        sw_rdial_retry(&rs->dial);
         return;
     }
-    struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, (CONNECT_TIMEOUT_MS % 1000) * 1000};
-    evtimer_add(rs->connect_timer, &tv);
+    sw_rdial_started(&rs->dial);
 }
 
-static void on_connect_timeout(evutil_socket_t fd, short what, void *arg)
+static void on_expired(void *owner)
 {
-    (void)fd;
-    (void)what;
-    struct rstore *rs = arg;
-    if (rs->connected)
-        return;
-    sw_warn("respstore: no connection to Redis %s:%d within %d ms", rs->url.host, rs->url.port,
-            CONNECT_TIMEOUT_MS);
-    teardown(rs);
-    schedule_reconnect(rs);
-}
-
-static void on_reconnect(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct rstore *rs = arg;
-    if (!rs->c)
-        do_connect(rs);
-}
-
-static void schedule_reconnect(struct rstore *rs)
-{
-    if (evtimer_pending(rs->reconnect_timer, NULL))
-        return;
-    struct timeval tv = {rs->backoff_ms / 1000, (rs->backoff_ms % 1000) * 1000};
-    evtimer_add(rs->reconnect_timer, &tv);
-    rs->backoff_ms = rs->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : rs->backoff_ms * 2;
+    teardown(owner);
 }
 
 static void r_free(void *impl)
@@ -438,10 +399,7 @@ static void r_free(void *impl)
     struct rstore *rs = impl;
     if (rs->c)
         teardown(rs);
-    if (rs->reconnect_timer)
-        event_free(rs->reconnect_timer);
-    if (rs->connect_timer)
-        event_free(rs->connect_timer);
+    sw_rdial_free(&rs->dial);
     sw_rtls_free(rs->tls);
     free(rs->server_name);
     free(rs->prefix);
@@ -492,14 +450,29 @@ struct sw_respstore *sw_respstore_redis_new(struct event_base *base,
     }
     rs->prefix = strdup(st->key_prefix ? st->key_prefix : "spillway:");
     rs->op_timeout_ms = st->timeout_ms > MIN_OP_TIMEOUT_MS ? st->timeout_ms : MIN_OP_TIMEOUT_MS;
-    rs->backoff_ms = BACKOFF_MIN_MS;
-    rs->reconnect_timer = evtimer_new(base, on_reconnect, rs);
-    rs->connect_timer = evtimer_new(base, on_connect_timeout, rs);
-    if (!rs->prefix || !rs->reconnect_timer || !rs->connect_timer ||
-        strlen(rs->prefix) > 256) {
+    if (sw_rdial_init(&rs->dial, base, &rs->url, "respstore", do_connect, on_expired, rs) ||
+        !rs->prefix || strlen(rs->prefix) > 256) {
         r_free(rs);
         return NULL;
     }
     do_connect(rs);
     return &rs->store;
+}
+
+/* ---- The daemon's store ---- */
+
+static int64_t mono_ms(void *ud)
+{
+    (void)ud;
+    return sw_now_ms();
+}
+
+struct sw_respstore *sw_respstore_open(struct event_base *base, const struct sw_config *cfg,
+                                       const struct sw_respstore_limits *l)
+{
+    struct sw_respstore *s = cfg->state.redis ? sw_respstore_redis_new(base, &cfg->state, l)
+                                              : sw_respstore_memory_new(l, mono_ms, NULL);
+    if (!s)
+        sw_error("cannot open the response store (%s)", cfg->state.redis ? "Redis" : "memory");
+    return s;
 }

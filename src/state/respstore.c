@@ -158,6 +158,11 @@ static void mem_put(void *impl, const struct sw_resp_record *r, sw_respstore_don
     size_t meta_len = r->meta ? r->meta_len : 0;
     uint64_t h = hash_id(r->id, id_len);
     struct entry **slot = find_slot(m, r->id, id_len, h);
+    if (*slot && strcmp(e_scope(*slot), r->scope ? r->scope : "")) {
+        m->refused++; /* another scope's record is never replaced */
+        cb(SW_EINVAL, ud);
+        return;
+    }
     if (*slot)
         drop(m, *slot);
     while (m->oldest && ((long)m->n + 1 > m->lim.max_entries || m->bytes + bytes > (size_t)m->lim.max_bytes)) {

@@ -61,7 +61,8 @@ struct sw_respstore_stats {
 
 /* err: SW_OK; SW_ENOTFOUND (no such id in that scope, or expired);
  * SW_ETOOBIG (a record over max_bytes or a field over its maximum);
- * SW_EINVAL (an empty id, a cursor that names no item); SW_EUNAVAILABLE
+ * SW_EINVAL (an empty id, a cursor that names no item, a put over another
+ * scope's record); SW_EUNAVAILABLE
  * (Redis unreachable); SW_ETIMEOUT (Redis too slow); SW_ENOMEM. */
 typedef void (*sw_respstore_done_fn)(int err, void *ud);
 /* rec is borrowed, valid during the call only; NULL unless err is SW_OK. */
@@ -97,8 +98,9 @@ int sw_resp_record_check(const struct sw_resp_record *r);
 struct sw_respstore *sw_respstore_memory_new(const struct sw_respstore_limits *l,
                                              int64_t (*now_ms)(void *ud), void *clock_ud);
 
-/* Stores r (copied), replacing a record of the same id. Expired records go
- * first, then the oldest until r fits both bounds. */
+/* Stores r (copied), replacing a record of the same id in the same scope
+ * (one of another scope is never replaced: SW_EINVAL, counted refused).
+ * Expired records go first, then the oldest until r fits both bounds. */
 void sw_respstore_put(struct sw_respstore *s, const struct sw_resp_record *r,
                       sw_respstore_done_fn cb, void *ud);
 /* The record of id if it belongs to scope: another scope's record is

@@ -399,9 +399,10 @@ describe('the door', () => {
     assert.equal(unknown.status, 404);
     assert.equal((await unknown.json()).error.code, 'model_not_found');
     const prev = await post(gw, { model: 'chat', input: 'x', previous_response_id: 'resp_abc' }, key);
-    assert.equal(prev.status, 400);
+    assert.equal(prev.status, 404);
     const pe = (await prev.json()).error;
     assert.equal(pe.param, 'previous_response_id');
+    assert.equal(pe.code, 'previous_response_not_found');
     assert.equal(pe.type, 'invalid_request_error');
     const hosted = await post(gw, { model: 'chat', input: 'x', tools: [{ type: 'web_search' }] }, key);
     assert.equal(hosted.status, 400);

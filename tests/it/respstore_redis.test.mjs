@@ -72,6 +72,11 @@ describe('response store on Redis', () => {
     // another scope sees nothing, and cannot delete it
     assert.deepEqual(await b.cmd('get', 'resp_s', 'other'), ['err', 'not_found']);
     assert.deepEqual(await b.cmd('del', 'resp_s', 'other'), ['err', 'not_found']);
+    // nor replace it with a record of its own under the same id
+    const refused = Number((await b.cmd('stats'))[3]);
+    assert.deepEqual(await put(b, 'resp_s', 'other', false), ['err', 'invalid']);
+    assert.equal(Number((await b.cmd('stats'))[3]), refused + 1);
+    assert.deepEqual((await a.cmd('get', 'resp_s', 'app')).slice(0, 2), ['ok', '1']);
     const list = await b.cmd('list', 'resp_s', 'app', '10', 'asc', '');
     assert.equal(list[0], 'ok');
     assert.deepEqual(JSON.parse(list[1]).data.map((i) => i.id), ['m1']);

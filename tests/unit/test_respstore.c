@@ -175,6 +175,27 @@ static void test_scope_and_delete(void **state)
     sw_respstore_free(s);
 }
 
+/* Another scope's put of an id never replaces the record (a backend that
+ * reuses ids cannot drop another key's conversation); the same scope's does. */
+static void test_other_scope_not_replaced(void **state)
+{
+    (void)state;
+    struct sw_respstore *s = mem(10, 1 << 20, 60);
+    assert_int_equal(put(s, "resp_a", "team-a", true, "[]"), SW_OK);
+    assert_int_equal(put(s, "resp_a", "team-b", false, "[]"), SW_EINVAL);
+    assert_int_equal(get(s, "resp_a", "team-a"), SW_OK);
+    assert_true(got.sensitive);
+    assert_int_equal(get(s, "resp_a", "team-b"), SW_ENOTFOUND);
+    struct sw_respstore_stats st;
+    sw_respstore_stats(s, &st);
+    assert_int_equal(st.refused, 1);
+    assert_int_equal(st.entries, 1);
+    assert_int_equal(put(s, "resp_a", "team-a", false, "[]"), SW_OK);
+    assert_int_equal(get(s, "resp_a", "team-a"), SW_OK);
+    assert_false(got.sensitive);
+    sw_respstore_free(s);
+}
+
 static void test_max_entries_oldest_first(void **state)
 {
     (void)state;
@@ -388,6 +409,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_scope_and_delete),
+        cmocka_unit_test(test_other_scope_not_replaced),
         cmocka_unit_test(test_max_entries_oldest_first),
         cmocka_unit_test(test_max_bytes),
         cmocka_unit_test(test_ttl),
