@@ -22,7 +22,7 @@
 #define SHOW 256
 
 static const char *const tier_names[] = {"local", "cloud", NULL};
-static const char *const dialect_names[] = {"openai", "anthropic", NULL};
+static const char *const dialect_names[] = {"openai", "anthropic", "responses", NULL};
 
 /* ---- Custom value parsers ---- */
 
@@ -422,7 +422,8 @@ static void dialect_item(struct sw_walk *w, const yaml_node_t *item, const char 
         if (!strcmp(v, dialect_names[k]))
             d = k;
     if (d < 0)
-        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai or anthropic", v);
+        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic or responses",
+                      v);
     else if (b->dialects & (1u << d))
         sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
     else {
@@ -914,7 +915,8 @@ static const struct sw_walk_setting backend_settings[] = {
      .parse = parse_url, .hint = "an http:// or https:// URL"},
     {.key = "dialect", .type = SW_WALK_ENUM, .off = BE(dialect), .names = dialect_names,
      .def = SW_DIALECT_OPENAI,
-     .fix = "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic"},
+     .fix = "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic; "
+            "OpenAI's Responses API (OpenAI, vLLM) is responses"},
     {.key = "dialects", .type = SW_WALK_CUSTOM, .off = BE(dialects), .parse = parse_dialects,
      .hint = "a list of dialects, e.g. [openai, anthropic]"},
     {.key = "anthropic_version", .type = SW_WALK_TEXT, .off = BE(anthropic_version),
@@ -1641,7 +1643,9 @@ const char *sw_tier_name(enum sw_tier tier)
 
 const char *sw_dialect_name(enum sw_dialect d)
 {
-    return d == SW_DIALECT_ANTHROPIC ? "anthropic" : "openai";
+    return d == SW_DIALECT_ANTHROPIC   ? "anthropic"
+           : d == SW_DIALECT_RESPONSES ? "responses"
+                                       : "openai";
 }
 
 const char *sw_load_source_name(enum sw_load_source s)

@@ -68,7 +68,7 @@ struct sw_config_pii_custom {
     char *regex;
     char *validator;            /* NULL, "luhn", "mod97" or "elfproef" */
 };
-enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC };
+enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC, SW_DIALECT_RESPONSES };
 /* A request's priority (X-Spillway-Priority, metadata.priority, keys[].priority). */
 enum sw_priority { SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH };
 
@@ -317,7 +317,7 @@ bool sw_config_secret_equal(const char *secret, const char *bearer);
 bool sw_config_regions_has(const struct sw_config_regions *r, const char *region);
 
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
-const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" */
+const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" */
 /* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
 const char *sw_load_source_name(enum sw_load_source s);
 

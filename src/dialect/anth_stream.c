@@ -43,7 +43,7 @@ static long out_tokens(const json_t *usage)
 }
 
 int sw_anth_native_event(const char *data, size_t len, const char *model,
-                         struct sw_anth_native_event *ev)
+                         struct sw_native_event *ev)
 {
     memset(ev, 0, sizeof *ev);
     ev->usage_in = ev->usage_out = -1;
@@ -56,6 +56,7 @@ int sw_anth_native_event(const char *data, size_t len, const char *model,
     }
     ev->tree = t;
     ev->type = type;
+    ev->preamble = sw_anth_preamble_type(type, strlen(type));
     if (!strcmp(type, "error")) {
         ev->error = true;
         const char *et = json_string_value(json_object_get(json_object_get(t, "error"), "type"));

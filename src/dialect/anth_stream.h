@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "dialect/native.h"
+
 /* message_start, content_block_start and ping carry no token: a stream that
  * sent only these has not started answering (what they made is held, so an
  * error event after them still fails over). */
@@ -22,22 +24,11 @@ bool sw_anth_preamble_event(const char *data, size_t len);
  * leaves out; -1 without input_tokens. */
 long sw_anth_input_tokens(const json_t *usage);
 
-/* One event of a passed-through stream. */
-struct sw_anth_native_event {
-    json_t *tree;               /* the event (owned by the caller once returned), model
-                                 * rewritten in message_start */
-    const char *type;           /* points into tree */
-    bool error;                 /* an error event */
-    char error_type[32];        /* its error.type when it looks like Anthropic's (a-z _), or "" */
-    long usage_in, usage_out;   /* -1: not in this event */
-    bool content;               /* a content_block_delta (a token) */
-    bool stop;                  /* message_stop */
-};
-
-/* Reads one event's data. Returns 0, or -1 when it is not a JSON object
+/* Reads one event's data (model rewritten in message_start; preamble per
+ * sw_anth_preamble_type). Returns 0, or -1 when it is not a JSON object
  * with a string "type" (nothing to free then). */
 int sw_anth_native_event(const char *data, size_t len, const char *model,
-                         struct sw_anth_native_event *ev);
+                         struct sw_native_event *ev);
 
 /* A whole passed-through answer (borrowed): its usage in *in and *out (-1:
  * absent); -1 when it is not an answer (no content array or usage object). */

@@ -242,6 +242,7 @@ void sw_resp_stream_free(struct sw_resp_stream *s)
         sw_buf_free(&s->tool[i].args);
     for (int i = 0; i < SW_RESP_MAX_ITEMS; i++)
         json_decref(s->done[i]);
+    json_decref(s->final);
     memset(s, 0, sizeof *s);
     s->item_out = -1;
 }
@@ -571,6 +572,7 @@ int sw_resp_stream_finish(struct sw_resp_stream *s, long long completed_at, stru
         json_object_set_new(r, "completed_at", json_integer((json_int_t)completed_at));
     if (!s->usage_seen)
         json_object_set_new(r, "usage", usage_json(0, 0, 0, 0));
+    s->final = json_incref(r);
     return emit(s, out, incomplete ? "response.incomplete" : "response.completed",
                 json_pack("{s:o}", "response", r));
 }

@@ -92,6 +92,8 @@ struct sw_resp_stream {
     char finish_reason[32];
     long input_tokens, output_tokens, cached_tokens, reasoning_tokens;
     bool usage_seen;
+    json_t *final;              /* owned: the finished response that response.completed or
+                                 * response.incomplete carried; NULL before (or failed) */
 };
 
 /* Prepares *s. `request` (borrowed; a reference is kept) may be NULL.
@@ -109,7 +111,8 @@ int sw_resp_stream_chunk(struct sw_resp_stream *s, const json_t *chunk, struct s
 /* The end of the chat stream ([DONE]): closes what is open (the .done
  * events, output_item.done) and sends response.completed, or
  * response.incomplete for finish_reason length / content_filter, with the
- * output and the usage. completed_at 0: left out. */
+ * output and the usage; s->final is then that response. completed_at 0:
+ * left out. */
 int sw_resp_stream_finish(struct sw_resp_stream *s, long long completed_at, struct sw_buf *out);
 /* A failure after the first byte: response.failed, its response carrying
  * status "failed", error {code, message} (code NULL: "server_error") and

@@ -23,6 +23,7 @@
 #include "request/facts.h"
 #include "request/request.h"
 #include "dialect/anth_req.h"
+#include "dialect/responses_req.h"
 #include "upstream/dialect.h"
 
 /* The listen backlog asked of the kernel (capped by net.core.somaxconn):
@@ -718,7 +719,30 @@ static bool scan_off_loop(const struct api_scan *inline_scan, struct sw_chat_req
     return true;
 }
 
-/* A chat-completions, Anthropic messages or embeddings request: all are
+/* A Responses body (POST /v1/responses) in the internal form, the client's
+ * own body kept for a backend that speaks the API. Conversation state is
+ * not kept: a request that continues a stored response
+ * (previous_response_id) is a 400 naming the field. */
+static int responses_parse(const char *body, size_t len, struct sw_chat_request *chat,
+                           struct sw_request_error *err)
+{
+    int rc = sw_responses_request_parse(body, len, NULL, chat, err);
+    if (rc)
+        return rc;
+    chat->dialect = SW_DIALECT_RESPONSES;
+    json_t *prev = json_object_get(chat->native, "previous_response_id");
+    if (prev && !json_is_null(prev)) {
+        sw_request_free(chat);
+        sw_request_error_set(err, 400, "invalid_request_error", "unsupported_parameter",
+                             "previous_response_id",
+                             "previous_response_id is not supported: this gateway keeps no "
+                             "conversation state. Send the whole conversation as input items.");
+        return SW_EINVAL;
+    }
+    return SW_OK;
+}
+
+/* A chat-completions, Anthropic messages, Responses or embeddings request: all are
  * authenticated, scanned and routed the same way; api says which parser
  * reads the body into the internal (OpenAI) form. The facts come from
  * request/facts.c; this is the HTTP around it: the early rejections in
@@ -727,9 +751,10 @@ static bool scan_off_loop(const struct api_scan *inline_scan, struct sw_chat_req
 static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api)
 {
     /* Kept apart from req, which is gone once an answer was sent. */
-    const char *api_name = api == SW_API_EMBEDDINGS  ? "embeddings"
-                           : api == SW_API_MESSAGES ? "anthropic"
-                                                    : "openai";
+    const char *api_name = api == SW_API_EMBEDDINGS   ? "embeddings"
+                           : api == SW_API_MESSAGES   ? "anthropic"
+                           : api == SW_API_RESPONSES ? "responses"
+                                                     : "openai";
     int64_t start_ms = sw_now_ms();
     char id[48];
     make_request_id(f, req, id, sizeof id);
@@ -771,9 +796,10 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     size_t len;
     const char *body = sw_http_body(req, &len);
     struct sw_chat_request chat;
-    int perr = api == SW_API_EMBEDDINGS ? sw_embed_parse(body, len, &chat, &rerr)
-               : api == SW_API_MESSAGES ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
-                                        : sw_request_parse(body, len, &chat, &rerr);
+    int perr = api == SW_API_EMBEDDINGS   ? sw_embed_parse(body, len, &chat, &rerr)
+               : api == SW_API_MESSAGES   ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
+               : api == SW_API_RESPONSES ? responses_parse(body, len, &chat, &rerr)
+                                         : sw_request_parse(body, len, &chat, &rerr);
     if (perr) {
         reply_refusal(req, &rerr);
         record_rejection(f, api_name, id, NULL, key, rerr.status,
@@ -827,6 +853,11 @@ static void handle_messages(struct sw_front *f, struct sw_http_req *req)
     handle_api(f, req, SW_API_MESSAGES);
 }
 
+static void handle_responses(struct sw_front *f, struct sw_http_req *req)
+{
+    handle_api(f, req, SW_API_RESPONSES);
+}
+
 /* POST /v1/messages/count_tokens: the gateway's own prompt estimate (the
  * one routing uses, sw_request_estimate_tokens), not a tokenizer's count. */
 static void handle_count_tokens(struct sw_front *f, struct sw_http_req *req)
@@ -871,6 +902,7 @@ static const struct route routes[] = {
     {"/v1/embeddings", SW_HTTP_POST, handle_embeddings, false},
     {"/v1/messages", SW_HTTP_POST, handle_messages, false},
     {"/v1/messages/count_tokens", SW_HTTP_POST, handle_count_tokens, false},
+    {"/v1/responses", SW_HTTP_POST, handle_responses, false},
     {"/v1/models", SW_HTTP_GET, handle_models, false},
     {"/healthz", SW_HTTP_GET, handle_healthz, false},
     {"/metrics", SW_HTTP_GET, sw_admin_metrics, false},

@@ -197,6 +197,45 @@ static const struct field embeddings_fields[] = {
     SKIP_ENUM("encoding_format", "float", "base64"),
 };
 
+/* OpenAI Responses. Items of input (messages, function calls and their
+ * outputs, reasoning, hosted tool calls) and their content parts; a
+ * function_call_output's output is a string or parts of the same kinds.
+ * Item and part types are any word (the translation and the backend judge
+ * them); an encrypted reasoning blob is opaque, like Anthropic's signature. */
+#define RESP_PART(p)                                                                     \
+    SKIP(p ".type", G_WORD), SKIP_ENUM(p ".detail", "auto", "low", "high", "original"),   \
+        IDENT(p ".file_id", G_ID), {p ".file_data", K_BIN, G_ENUM, NULL},              \
+        {p ".image_url", K_IMG, G_ENUM, NULL}, {p ".input_audio.data", K_BIN, G_ENUM, NULL}, \
+        SKIP_ENUM(p ".input_audio.format", "wav", "mp3")
+static const struct field responses_fields[] = {
+    SKIP("model", G_MODEL),
+    SKIP("input.*.type", G_WORD),
+    SKIP_ENUM("input.*.role", "user", "system", "developer", "assistant"),
+    SKIP_ENUM("input.*.status", "in_progress", "completed", "incomplete"),
+    IDENT("input.*.id", G_ID),
+    IDENT("input.*.call_id", G_ID),
+    IDENT("input.*.name", G_FN128),
+    {"input.*.arguments", K_JSON, G_ENUM, NULL},
+    SKIP("input.*.encrypted_content", G_B64),
+    RESP_PART("input.*.content.*"),
+    RESP_PART("input.*.output.*"),
+    SKIP("input.*.summary.*.type", G_WORD),
+    SKIP("tools.*.type", G_TOOLTYPE),
+    IDENT("tools.*.name", G_FN128),
+    SKIP_ENUM("tool_choice", "none", "auto", "required"),
+    SKIP("tool_choice.type", G_WORD),
+    IDENT("tool_choice.name", G_FN128),
+    SKIP_ENUM("text.format.type", "text", "json_object", "json_schema"),
+    IDENT("text.format.name", G_FN64),
+    SKIP_ENUM("text.verbosity", "low", "medium", "high"),
+    SKIP_ENUM("reasoning.effort", "none", "minimal", "low", "medium", "high", "xhigh"),
+    SKIP_ENUM("reasoning.summary", "auto", "concise", "detailed"),
+    SKIP_ENUM("reasoning.generate_summary", "auto", "concise", "detailed"),
+    SKIP_ENUM("service_tier", "auto", "default", "flex", "scale", "priority"),
+    SKIP_ENUM("truncation", "auto", "disabled"),
+    IDENT("previous_response_id", G_ID),
+};
+
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 static const struct {
     const struct field *f;
@@ -205,13 +244,14 @@ static const struct {
     [SW_PII_SURFACE_CHAT] = {chat_fields, N_OF(chat_fields)},
     [SW_PII_SURFACE_MESSAGES] = {messages_fields, N_OF(messages_fields)},
     [SW_PII_SURFACE_EMBEDDINGS] = {embeddings_fields, N_OF(embeddings_fields)},
+    [SW_PII_SURFACE_RESPONSES] = {responses_fields, N_OF(responses_fields)},
 };
 #define N_SURFACES N_OF(tables)
 
 /* The tables as trees of path segments, built once: the walk keeps the node
  * its path has reached (one step per level, among a node's few children), so
  * a value is classified by one lookup, with no string built or split. */
-#define PATH_NODES 320
+#define PATH_NODES 512
 
 struct pnode {
     const char *seg;            /* NULL: "*", any array index */
@@ -540,14 +580,19 @@ static int walk_number(struct walk *w, json_t *v, json_t **repl)
 }
 
 /* A text part: {"type": "text", "text": "..."} (OpenAI content parts and
- * Anthropic text blocks have the same shape). */
+ * Anthropic text blocks have the same shape; the Responses API's parts are
+ * of type "input_text" or "output_text"). */
 static json_t *part_text(const json_t *el)
 {
     json_t *type = json_object_get(el, "type"), *text = json_object_get(el, "text");
-    if (!json_is_string(type) || !json_is_string(text) || json_string_length(type) != 4 ||
-        memcmp(json_string_value(type), "text", 4))
+    if (!json_is_string(type) || !json_is_string(text))
         return NULL;
-    return text;
+    const char *t = json_string_value(type);
+    size_t n = json_string_length(type);
+    if ((n == 4 && !memcmp(t, "text", 4)) || (n == 10 && !memcmp(t, "input_text", 10)) ||
+        (n == 11 && !memcmp(t, "output_text", 11)))
+        return text;
+    return NULL;
 }
 
 static int walk_value(struct walk *w, json_t *v, json_t **repl);

@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 #include "obs/obs.h"
+#include "upstream/dialect.h"
 
 void sw_relay_record(const struct proxy *p)
 {
@@ -35,9 +36,8 @@ void sw_relay_record(const struct proxy *p)
         .tokens_out = p->served ? p->tok_out : -1,
         .cost_usd = p->cost_usd,
         .stream = p->chat.stream,
-        .api = p->chat.api == SW_API_EMBEDDINGS        ? "embeddings"
-               : p->client_dialect == SW_DIALECT_ANTHROPIC ? "anthropic"
-                                                       : "openai",
+        .api = p->chat.api == SW_API_EMBEDDINGS ? "embeddings"
+                                                : sw_upstream_dialect(p->client_dialect)->api_name,
         .contract = p->contract.verdict,
         .pii = pii,
         .n_pii = n_pii,

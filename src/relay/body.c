@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "common/jscan.h"
 #include "relay/splice.h"
+#include "upstream/dialect.h"
 
 void sw_relay_strip_fields(json_t *body)
 {
@@ -63,7 +64,8 @@ static char *plain_body(struct proxy *p, const struct sw_config_backend *be, siz
  * masked request is rebuilt in the backend's own API, never through a
  * translation of a masked tree); the client's own tree a shallow copy (its
  * metadata copied when it is edited); the internal one is the request's. */
-static json_t *tree_body(struct proxy *p, const struct sw_config_backend *be, bool own_api)
+static json_t *tree_body(struct proxy *p, const struct sw_config_backend *be, bool own_api,
+                         bool limit)
 {
     json_t *from = own_api ? p->chat.native : p->chat.body;
     json_t *t;
@@ -83,6 +85,9 @@ static json_t *tree_body(struct proxy *p, const struct sw_config_backend *be, bo
     if (!t)
         return NULL;
     json_object_set_new(t, "model", json_string(be->model));
+    if (own_api && limit) /* the client's own body carries the spend limit too */
+        json_object_set_new(t, sw_upstream_dialect(p->client_dialect)->max_tokens_key,
+                            json_integer(be->max_output_tokens));
     if (strip)
         sw_relay_strip_fields(t);
     return t;
@@ -95,7 +100,7 @@ int sw_relay_body(struct proxy *p, const struct sw_config_backend *be, bool own_
         p->a.up_dialect == SW_DIALECT_OPENAI &&
         (io->text = plain_body(p, be, &io->text_len)))
         return SW_OK;
-    io->body = tree_body(p, be, own_api);
+    io->body = tree_body(p, be, own_api, limit);
     return io->body ? SW_OK : SW_ENOMEM;
 }
 

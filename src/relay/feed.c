@@ -31,6 +31,7 @@ int sw_relay_on_sse_event(void *ud, const char *event, const char *data, size_t 
     enum sw_stage_rc rc = sw_stage_run(a->stages, a->n_stages, SW_STAGE_EVENT, io);
     if (rc == SW_STAGE_OK && io->done) {
         a->saw_done = true;
+        io->created = (long long)sw_wall_s(); /* the answer's completion time */
         rc = sw_stage_run(a->stages, a->n_stages, SW_STAGE_END, io);
     }
     if (rc == SW_STAGE_OK)

@@ -549,7 +549,8 @@ static void dispatch(struct proxy *p)
      * the answer is passed through as it is unless it must be unmasked
      * (then it is read in the internal form, as a translated one is). */
     bool own_api = p->client_dialect != SW_DIALECT_OPENAI && ud == p->client_dialect;
-    a->native = own_api && !a->need_mask;
+    /* A contract on response_format judges the text in the internal form. */
+    a->native = own_api && !a->need_mask && !(p->contract.schema && !p->contract.tool);
     if (!own_api && p->chat.untranslatable) {
         cannot_carry(p, p->chat.untranslatable);
         return;
@@ -809,8 +810,10 @@ static void ask_for_usage(struct proxy *p)
 {
     if (!p->chat.stream)
         return;
-    /* An Anthropic client always gets usage (in message_delta). */
-    p->client_wants_usage = p->chat.include_usage || p->client_dialect == SW_DIALECT_ANTHROPIC;
+    /* Some APIs always carry the usage (Anthropic's message_delta,
+     * Responses' response.completed). */
+    p->client_wants_usage =
+        p->chat.include_usage || sw_upstream_dialect(p->client_dialect)->always_usage;
     json_t *so = json_object_get(p->chat.body, "stream_options");
     if (!json_is_object(so)) {
         so = json_object();

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "dialect/anth_stream.h"
 
 void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstream_dialect *up,
                               bool native, bool own_api, bool format_tool, bool started,
@@ -16,14 +15,32 @@ void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstre
     d->native = native;
     d->own_api = own_api;
     d->format_tool = format_tool;
-    if (!started)
-        d->client->client_init(d->cs, d->id, d->public_model, d->input_tokens_est);
+    if (!started) {
+        if (d->cs_ready && d->client->client_free)
+            d->client->client_free(d->cs);
+        const struct sw_dialect_answer a = {
+            .id = d->id, .response_id = d->response_id[0] ? d->response_id : NULL,
+            .model = d->public_model, .input_tokens_est = d->input_tokens_est,
+            .request = d->request, .created = created};
+        d->client->client_init(d->cs, &a); /* fails on first use (out of memory) if at all */
+        d->cs_ready = true;
+    }
     up->stream_init(d->us, d->public_model, created, format_tool);
 }
 
 void sw_dialect_stage_free(struct sw_dialect_stage *d)
 {
+    if (d->cs_ready && d->client && d->client->client_free)
+        d->client->client_free(d->cs);
+    d->cs_ready = false;
     sw_buf_free(&d->aout);
+}
+
+void sw_dialect_stage_complete(struct sw_dialect_stage *d)
+{
+    const json_t *answer = d->client->client_final ? d->client->client_final(d->cs) : NULL;
+    if (answer && d->on_complete)
+        d->on_complete(d->complete_ud, answer);
 }
 
 /* Moves what the client's side wrote to aout into the client's stream. */
@@ -106,10 +123,12 @@ static enum sw_stage_rc take_chunk(struct sw_dialect_stage *d, struct sw_stage_i
  * rewritten; an error event fails the attempt. */
 static enum sw_stage_rc native_event(struct sw_dialect_stage *d, struct sw_stage_io *io)
 {
-    struct sw_anth_native_event ev;
-    if (sw_anth_native_event(io->data, io->len, d->public_model, &ev))
+    struct sw_native_event ev;
+    if (d->up->native_event(io->data, io->len, d->public_model, &ev))
         return sw_stage_fail(io, SW_EPROTO, 0, "malformed JSON in stream event");
-    if (d->us->preamble && !sw_anth_preamble_type(ev.type, strlen(ev.type)))
+    if (!ev.tree)
+        return SW_STAGE_OK;
+    if (d->us->preamble && !ev.preamble)
         d->us->preamble = false;
     if (ev.error) {
         memcpy(d->us->error_type, ev.error_type, sizeof d->us->error_type);
@@ -178,7 +197,7 @@ static enum sw_stage_rc up_answer(struct sw_stage *st, struct sw_stage_io *io)
     json_t *body = json_loadb(t->ptr ? t->ptr : "", t->len, 0, &jerr);
     if (body && d->native) {
         long in, out;
-        if (sw_anth_native_answer(body, &in, &out)) {
+        if (d->up->native_answer(body, &in, &out)) {
             json_decref(body);
             return sw_stage_fail(io, SW_EPROTO, io->up_status, "malformed JSON answer");
         }
@@ -231,6 +250,8 @@ static enum sw_stage_rc client_event(struct sw_stage *st, struct sw_stage_io *io
         char name[64];
         const char *type = json_string_value(json_object_get(io->native, "type"));
         snprintf(name, sizeof name, "%s", io->event && io->event[0] ? io->event : type);
+        if (d->client->client_passed)
+            d->client->client_passed(d->cs, io->native, false);
         char *s = json_dumps(io->native, JSON_COMPACT);
         json_decref(io->native);
         io->native = NULL;
@@ -264,15 +285,20 @@ static enum sw_stage_rc client_end(struct sw_stage *st, struct sw_stage_io *io)
             io->native = stop;
             enum sw_stage_rc rc = client_event(st, io);
             io->done = true;
+            if (rc == SW_STAGE_OK)
+                sw_dialect_stage_complete(d);
             return rc;
         }
         json_decref(stop);
         return SW_STAGE_OK;
     }
-    if (io->closed)
+    if (io->closed || d->native)
         return SW_STAGE_OK;
-    int err = flush(d, d->client->client_finish(d->cs, &d->aout), io->out);
-    return err ? sw_stage_fail(io, SW_ENOMEM, 0, "out of memory") : SW_STAGE_OK;
+    int err = flush(d, d->client->client_finish(d->cs, io->created, &d->aout), io->out);
+    if (err)
+        return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
+    sw_dialect_stage_complete(d);
+    return SW_STAGE_OK;
 }
 
 /* The whole answer in the client's API, serialised once. */
@@ -283,14 +309,17 @@ static enum sw_stage_rc client_answer(struct sw_stage *st, struct sw_stage_io *i
     io->native = io->answer = NULL;
     json_object_set_new(body, "model", json_string(d->public_model));
     if (!d->native && d->client->answer_from_openai) {
-        json_t *a = d->client->answer_from_openai(body, d->public_model);
+        json_t *a = d->client->answer_from_openai(d->cs, body, d->public_model, io->created);
         json_decref(body);
         body = a;
+    } else if (d->native && body && d->client->client_passed) {
+        d->client->client_passed(d->cs, body, true);
     }
     char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s)
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
+    sw_dialect_stage_complete(d);
     io->reply_owned = s;
     io->reply = s;
     io->reply_len = strlen(s);

@@ -20,6 +20,13 @@ struct sw_dialect_stage {
     long input_tokens_est;
     bool client_wants_usage;        /* the client asked for the usage chunk */
     long default_max_tokens;
+    const json_t *request;          /* the client's own body (borrowed), NULL for OpenAI's */
+    char response_id[64];           /* the answer object's id when its API has one the relay
+                                     * makes ("resp_..."), else "" */
+    /* Told the client's finished answer object (borrowed) once it is
+     * complete (see sw_dialect_stage_complete); NULL: nobody is. */
+    void (*on_complete)(void *ud, const json_t *answer);
+    void *complete_ud;
     /* the attempt's, set by sw_dialect_stage_attempt */
     const struct sw_upstream_dialect *up;   /* the backend's API */
     bool native;                    /* the client's own API end to end: passed through */
@@ -31,6 +38,7 @@ struct sw_dialect_stage {
     struct sw_dialect_stream *us;   /* states (owned by the caller, written in full
                                      * by sw_dialect_stage_attempt before they are read) */
     struct sw_dialect_client *cs;
+    bool cs_ready;                  /* cs was prepared (client_init): client_free is due */
     struct sw_buf aout;             /* the client's bytes of one event (bounded) */
 };
 
@@ -52,5 +60,12 @@ int sw_dialect_stage_error(struct sw_dialect_stage *d, bool upstream_type, const
                            const char *msg, struct evbuffer *out);
 
 void sw_dialect_stage_free(struct sw_dialect_stage *d);
+
+/* The one place where the client's answer object is complete: the whole
+ * answer made (translated or passed through), or the stream's last event
+ * written (response.completed / response.incomplete of a Responses
+ * stream). Hands the finished object, when the client's API has one
+ * (client_final), to d->on_complete. Called by the client stage. */
+void sw_dialect_stage_complete(struct sw_dialect_stage *d);
 
 #endif

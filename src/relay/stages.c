@@ -2,6 +2,9 @@
  * docs/internals/relay.md). */
 #include "relay/stages.h"
 
+#include <stdio.h>
+#include <sys/random.h>
+
 #include "contract/contract.h"
 
 /* The PII surface of an API: what its request bodies look like. */
@@ -9,7 +12,7 @@ static enum sw_pii_surface pii_surface(const struct proxy *p, enum sw_dialect d)
 {
     if (p->chat.api == SW_API_EMBEDDINGS)
         return SW_PII_SURFACE_EMBEDDINGS;
-    return d == SW_DIALECT_ANTHROPIC ? SW_PII_SURFACE_MESSAGES : SW_PII_SURFACE_CHAT;
+    return sw_upstream_dialect(d)->pii_surface;
 }
 
 /* The attempt's stages, upstream side first. The spliced fast path (no tree
@@ -23,7 +26,7 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
     const struct sw_config_backend *be = sw_relay_backend(p);
     p->pii_st.need_mask = a->need_mask;
     p->pii_st.cloud = be->tier == SW_TIER_CLOUD;
-    p->pii_st.mask_surface = own_api ? SW_PII_SURFACE_MESSAGES : pii_surface(p, SW_DIALECT_OPENAI);
+    p->pii_st.mask_surface = pii_surface(p, own_api ? p->client_dialect : SW_DIALECT_OPENAI);
     p->pii_st.send_surface = pii_surface(p, a->up_dialect);
     p->contract.be = be;
     p->contract.native = a->native;
@@ -42,6 +45,32 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
     if (!splice)
         s[n++] = (struct sw_stage){&sw_dialect_client_ops, &p->dialect};
     a->n_stages = n;
+}
+
+/* A client's answer object is complete (sw_dialect_stage_complete): the
+ * whole Responses object or the one response.completed carried. Nothing is
+ * kept of it yet: `store` stores nothing (docs/api.md). */
+static void on_answer_complete(void *ud, const json_t *answer)
+{
+    (void)ud, (void)answer;
+}
+
+/* "resp_" and 48 hex digits of the kernel's randomness (OpenAI's shape); the
+ * request id when none can be had. */
+static void make_response_id(const char *request_id, char *out, size_t n)
+{
+    unsigned char r[24];
+    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        snprintf(out, n, "resp_%s", request_id);
+        return;
+    }
+    static const char hex[] = "0123456789abcdef";
+    size_t k = (size_t)snprintf(out, n, "resp_");
+    for (size_t i = 0; i < sizeof r && k + 2 < n; i++) {
+        out[k++] = hex[r[i] >> 4];
+        out[k++] = hex[r[i] & 15];
+    }
+    out[k] = '\0';
 }
 
 /* The stages' contexts for the request (their attempt parts are set by
@@ -64,8 +93,15 @@ void sw_relay_stages_init(struct proxy *p)
     d->input_tokens_est = p->chat.prompt_tokens_est;
     d->client_wants_usage = p->client_wants_usage;
     d->default_max_tokens = p->cfg->routing.default_max_tokens;
+    d->request = p->chat.native;
+    d->response_id[0] = '\0';
+    if (d->client->object_ids)
+        make_response_id(p->id, d->response_id, sizeof d->response_id);
+    d->on_complete = on_answer_complete;
+    d->complete_ud = p;
     d->us = &p->x.us;
     d->cs = &p->x.cs;
+    d->cs_ready = false;
     d->rerr = &p->x.rerr;
     sw_buf_init(&d->aout, SW_RELAY_SSE_EVENT_MAX * 4);
     p->pii_st = (struct sw_pii_stage){

@@ -250,16 +250,18 @@ static void type_list(const struct sw_facts_scanner *scan, const struct sw_pii_c
         }
 }
 
-/* Scans the client's own body with its API's table (an Anthropic body goes
- * whole to an Anthropic backend, so its fields that the OpenAI translation
- * drops are scanned too), then, when the first scan ran, the translation
- * (it joins and rewrites some texts). Reads in->api and in->chat only, and
- * writes only *out: what a worker thread may run. */
+/* Scans the client's own body with its API's table (an Anthropic or a
+ * Responses body goes whole to a backend of its API, so its fields that the
+ * OpenAI translation drops are scanned too), then, when the first scan ran,
+ * the translation (it joins and rewrites some texts). Reads in->api and
+ * in->chat only, and writes only *out: what a worker thread may run. */
 void sw_facts_scan(const struct sw_facts_in *in, const struct sw_facts_scanner *scan,
                    struct sw_facts_scan *out)
 {
     const struct sw_chat_request *chat = in->chat;
-    enum sw_pii_surface surface = chat->native              ? SW_PII_SURFACE_MESSAGES
+    enum sw_pii_surface surface = chat->native && in->api == SW_API_RESPONSES
+                                      ? SW_PII_SURFACE_RESPONSES
+                                  : chat->native                 ? SW_PII_SURFACE_MESSAGES
                                   : in->api == SW_API_EMBEDDINGS ? SW_PII_SURFACE_EMBEDDINGS
                                                                  : SW_PII_SURFACE_CHAT;
     memset(out, 0, offsetof(struct sw_facts_scan, bad));
@@ -324,7 +326,8 @@ static int apply_scan(const struct sw_facts_in *in, const struct sw_facts_scanne
     if (f->pii.counts.total > 0) {
         if (f->pii.policy == SW_PII_POLICY_BLOCK) {
             type_list(scan, &f->pii.counts, f->types, sizeof f->types);
-            sw_request_error_set(err, 400, "invalid_request_error", "pii_blocked", "messages",
+            sw_request_error_set(err, 400, "invalid_request_error", "pii_blocked",
+                                 in->api == SW_API_RESPONSES ? "input" : "messages",
                                  "The request contains personal data or secrets (%s) and its "
                                  "policy blocks such requests.", f->types);
             f->refused = SW_FACTS_REFUSED_PII;

@@ -56,6 +56,9 @@ enum sw_api {
     SW_API_EMBEDDINGS,          /* POST /v1/embeddings (request/embed.h) */
     SW_API_MESSAGES,            /* POST /v1/messages: Anthropic's API, parsed into the chat
                                    form (dialect/anth_req.h); never stored in a request */
+    SW_API_RESPONSES,           /* POST /v1/responses: OpenAI's Responses API, parsed into the
+                                   chat form (dialect/responses_req.h); never stored in a
+                                   request either (req->dialect says the client's API) */
 };
 struct sw_request_error;
 

@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_stream.h"
+#include "dialect/responses_up.h"
 
 /* ---- Client header grammars ---- */
 
@@ -161,10 +162,10 @@ static int anthropic_stream_event(struct sw_dialect_stream *s, const char *data,
     return rc;
 }
 
-static void openai_client_init(struct sw_dialect_client *c, const char *id, const char *model,
-                               long input_tokens_est)
+static int openai_client_init(struct sw_dialect_client *c, const struct sw_dialect_answer *a)
 {
-    (void)c, (void)id, (void)model, (void)input_tokens_est;
+    (void)c, (void)a;
+    return SW_OK;
 }
 
 static int openai_client_chunk(struct sw_dialect_client *c, const json_t *chunk,
@@ -174,9 +175,9 @@ static int openai_client_chunk(struct sw_dialect_client *c, const json_t *chunk,
     return sw_oai_stream_chunk(chunk, out);
 }
 
-static int openai_client_finish(struct sw_dialect_client *c, struct sw_buf *out)
+static int openai_client_finish(struct sw_dialect_client *c, long long now_s, struct sw_buf *out)
 {
-    (void)c;
+    (void)c, (void)now_s;
     return sw_oai_stream_finish(out);
 }
 
@@ -187,10 +188,10 @@ static int openai_client_error(struct sw_dialect_client *c, const char *type, co
     return sw_oai_stream_error(code, msg, out);
 }
 
-static void anthropic_client_init(struct sw_dialect_client *c, const char *id, const char *model,
-                                  long input_tokens_est)
+static int anthropic_client_init(struct sw_dialect_client *c, const struct sw_dialect_answer *a)
 {
-    sw_oai_to_anth_init(&c->u.anth, id, model, input_tokens_est);
+    sw_oai_to_anth_init(&c->u.anth, a->id, a->model, a->input_tokens_est);
+    return SW_OK;
 }
 
 static int anthropic_client_chunk(struct sw_dialect_client *c, const json_t *chunk,
@@ -199,8 +200,10 @@ static int anthropic_client_chunk(struct sw_dialect_client *c, const json_t *chu
     return sw_oai_to_anth_chunk(&c->u.anth, chunk, out);
 }
 
-static int anthropic_client_finish(struct sw_dialect_client *c, struct sw_buf *out)
+static int anthropic_client_finish(struct sw_dialect_client *c, long long now_s,
+                                   struct sw_buf *out)
 {
+    (void)now_s;
     return sw_oai_to_anth_finish(&c->u.anth, out);
 }
 
@@ -209,6 +212,187 @@ static int anthropic_client_error(struct sw_dialect_client *c, const char *type,
 {
     (void)code;
     return sw_oai_to_anth_error_typed(&c->u.anth, type, msg, out);
+}
+
+static json_t *anthropic_from_openai(struct sw_dialect_client *c, const json_t *oai,
+                                     const char *model, long long now_s)
+{
+    (void)c, (void)now_s;
+    return sw_anth_resp_from_openai(oai, model);
+}
+
+/* ---- OpenAI's Responses API ---- */
+
+/* A chat client's body has no Responses form here: a backend that speaks
+ * only the Responses API serves Responses clients alone (give it
+ * `dialects: [openai, responses]` when it speaks chat too). */
+static json_t *responses_body(const json_t *oai, long default_max_tokens,
+                              struct sw_request_error *err)
+{
+    (void)oai, (void)default_max_tokens;
+    sw_request_error_set(err, 400, "invalid_request_error", "untranslatable", NULL,
+                         "The backend speaks only OpenAI's Responses API, and requests of "
+                         "other APIs are not translated to it.");
+    return NULL;
+}
+
+static json_t *responses_answer(const json_t *answer, const char *model, long long created,
+                                bool format_tool)
+{
+    (void)format_tool;
+    return sw_responses_to_chat(answer, model, created);
+}
+
+static void responses_stream_init(struct sw_dialect_stream *s, const char *model,
+                                  long long created, bool format_tool)
+{
+    (void)format_tool;
+    s->error_type[0] = '\0';
+    s->preamble = true;
+    sw_resp_to_oai_init(&s->u.resp, model, created);
+}
+
+static int responses_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
+                                  json_t *chunks, bool *done, const char **msg)
+{
+    size_t before = json_array_size(chunks);
+    int rc = sw_resp_to_oai_event(&s->u.resp, data, len, chunks, msg);
+    if (json_array_size(chunks) > before)
+        s->preamble = false;
+    *done = s->u.resp.done;
+    return rc;
+}
+
+static int resp_client_init(struct sw_dialect_client *c, const struct sw_dialect_answer *a)
+{
+    struct sw_dialect_resp_client *r = &c->u.resp;
+    memset(r, 0, sizeof *r);
+    snprintf(r->id, sizeof r->id, "%s", a->response_id ? a->response_id : a->id);
+    snprintf(r->model, sizeof r->model, "%s", a->model ? a->model : "");
+    r->meta = (struct sw_resp_meta){r->id, r->model, a->created, 0};
+    r->request = a->request ? json_incref((json_t *)a->request) : NULL;
+    return SW_OK;
+}
+
+static void resp_client_free(struct sw_dialect_client *c)
+{
+    struct sw_dialect_resp_client *r = &c->u.resp;
+    if (r->stream)
+        sw_resp_stream_free(r->stream);
+    free(r->stream);
+    json_decref(r->request);
+    json_decref(r->shell);
+    json_decref(r->final);
+    memset(r, 0, sizeof *r);
+}
+
+/* The translated stream, made on its first use (whole answers need none). */
+static struct sw_resp_stream *resp_stream(struct sw_dialect_resp_client *r)
+{
+    if (r->stream)
+        return r->stream;
+    struct sw_resp_stream *s = malloc(sizeof *s);
+    if (!s || sw_resp_stream_init(s, r->request, &r->meta)) {
+        if (s)
+            sw_resp_stream_free(s);
+        free(s);
+        return NULL;
+    }
+    return r->stream = s;
+}
+
+static int resp_client_chunk(struct sw_dialect_client *c, const json_t *chunk, struct sw_buf *out)
+{
+    struct sw_resp_stream *s = resp_stream(&c->u.resp);
+    return s ? sw_resp_stream_chunk(s, chunk, out) : SW_ENOMEM;
+}
+
+static int resp_client_finish(struct sw_dialect_client *c, long long now_s, struct sw_buf *out)
+{
+    struct sw_resp_stream *s = resp_stream(&c->u.resp);
+    return s ? sw_resp_stream_finish(s, now_s, out) : SW_ENOMEM;
+}
+
+/* response.failed after a passed-through stream's events: the last response
+ * object it showed, failed, numbered after its last event. */
+static int resp_passed_fail(struct sw_dialect_resp_client *r, const char *msg, struct sw_buf *out)
+{
+    if (r->ended)
+        return SW_OK;
+    r->ended = true;
+    json_t *resp = r->shell ? json_deep_copy(r->shell) : json_object();
+    json_t *ev = resp ? json_pack("{s:s, s:I, s:o}", "type", "response.failed",
+                                  "sequence_number", (json_int_t)r->seq, "response", resp)
+                      : NULL;
+    if (ev) {
+        json_object_set_new(resp, "status", json_string("failed"));
+        json_object_set_new(resp, "error", json_pack("{s:s, s:s}", "code", "server_error",
+                                                     "message", msg ? msg : ""));
+    }
+    char *d = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    json_decref(ev);
+    int err = d ? sw_buf_appendf(out, "event: response.failed\ndata: %s\n\n", d) : SW_ENOMEM;
+    free(d);
+    return err;
+}
+
+/* A failure after the first byte: response.failed, its error's code
+ * server_error (the spec's codes name none of the gateway's causes: the
+ * message says what failed). */
+static int resp_client_error(struct sw_dialect_client *c, const char *type, const char *code,
+                             const char *msg, struct sw_buf *out)
+{
+    (void)type, (void)code;
+    struct sw_dialect_resp_client *r = &c->u.resp;
+    if (r->shell || r->seq)
+        return resp_passed_fail(r, msg, out);
+    struct sw_resp_stream *s = resp_stream(r);
+    return s ? sw_resp_stream_fail(s, NULL, msg, out) : SW_ENOMEM;
+}
+
+static json_t *resp_from_openai(struct sw_dialect_client *c, const json_t *oai,
+                                const char *model, long long now_s)
+{
+    (void)model;
+    struct sw_dialect_resp_client *r = &c->u.resp;
+    struct sw_resp_meta m = r->meta;
+    m.completed_at = now_s;
+    json_t *o = sw_responses_from_chat(oai, r->request, &m);
+    json_decref(r->final);
+    r->final = json_incref(o);
+    return o;
+}
+
+static void resp_client_passed(struct sw_dialect_client *c, const json_t *tree, bool whole)
+{
+    struct sw_dialect_resp_client *r = &c->u.resp;
+    if (whole) {
+        json_decref(r->final);
+        r->final = json_incref((json_t *)tree);
+        return;
+    }
+    const char *type = json_string_value(json_object_get(tree, "type"));
+    json_t *seq = json_object_get(tree, "sequence_number"), *resp = json_object_get(tree, "response");
+    if (json_is_integer(seq) && json_integer_value(seq) >= 0)
+        r->seq = (long)json_integer_value(seq) + 1;
+    if (json_is_object(resp)) {
+        json_decref(r->shell);
+        r->shell = json_incref(resp);
+    }
+    if (type && (!strcmp(type, "response.completed") || !strcmp(type, "response.incomplete")) &&
+        json_is_object(resp)) {
+        json_decref(r->final);
+        r->final = json_incref(resp);
+    }
+    if (type && (!strcmp(type, "response.completed") || !strcmp(type, "response.incomplete") ||
+                 !strcmp(type, "response.failed") || !strcmp(type, "error")))
+        r->ended = true;
+}
+
+static const json_t *resp_client_final(const struct sw_dialect_client *c)
+{
+    const struct sw_dialect_resp_client *r = &c->u.resp;
+    return r->final ? r->final : r->stream ? r->stream->final : NULL;
 }
 
 /* One table per API; another dialect is one more row. */
@@ -222,6 +406,9 @@ static const struct sw_upstream_dialect dialects[] = {
         .client_chunk = openai_client_chunk,
         .client_finish = openai_client_finish,
         .client_error = openai_client_error,
+        .api_name = "openai",
+        .max_tokens_key = "max_completion_tokens",
+        .pii_surface = SW_PII_SURFACE_CHAT,
     },
     [SW_DIALECT_ANTHROPIC] = {
         .name = "anthropic",
@@ -235,7 +422,37 @@ static const struct sw_upstream_dialect dialects[] = {
         .client_chunk = anthropic_client_chunk,
         .client_finish = anthropic_client_finish,
         .client_error = anthropic_client_error,
-        .answer_from_openai = sw_anth_resp_from_openai,
+        .answer_from_openai = anthropic_from_openai,
+        .native_event = sw_anth_native_event,
+        .native_answer = sw_anth_native_answer,
+        .api_name = "anthropic",
+        .max_tokens_key = "max_tokens",
+        .pii_surface = SW_PII_SURFACE_MESSAGES,
+        .always_usage = true,
+    },
+    [SW_DIALECT_RESPONSES] = {
+        .name = "responses",
+        .chat_path = "/v1/responses",
+        .headers = openai_headers,
+        .request_body = responses_body,
+        .answer_to_openai = responses_answer,
+        .stream_init = responses_stream_init,
+        .stream_event = responses_stream_event,
+        .client_init = resp_client_init,
+        .client_free = resp_client_free,
+        .client_chunk = resp_client_chunk,
+        .client_finish = resp_client_finish,
+        .client_error = resp_client_error,
+        .answer_from_openai = resp_from_openai,
+        .client_passed = resp_client_passed,
+        .client_final = resp_client_final,
+        .native_event = sw_resp_native_event,
+        .native_answer = sw_resp_native_answer,
+        .api_name = "responses",
+        .max_tokens_key = "max_output_tokens",
+        .pii_surface = SW_PII_SURFACE_RESPONSES,
+        .always_usage = true,
+        .object_ids = true,
     },
 };
 

@@ -14,7 +14,11 @@
 #include "common/buf.h"
 #include "config/config.h"
 #include "dialect/anth_resp.h"
+#include "dialect/native.h"
 #include "dialect/oai_stream.h"
+#include "dialect/responses_resp.h"
+#include "dialect/responses_up.h"
+#include "pii/pii.h"
 #include "request/request.h"
 
 /* Headers of the client passed through to a backend of the client's own API. */
@@ -45,14 +49,42 @@ struct sw_dialect_stream {
                                  * held, so an error event still fails over */
     union {
         struct sw_anth_to_oai anth;
+        struct sw_resp_to_oai resp;
     } u;
+};
+
+/* A Responses client's answer: the translated stream (heap: it is large,
+ * and only Responses clients need it), or what a passed-through stream
+ * showed of itself (for the response.failed that may have to end it). */
+struct sw_dialect_resp_client {
+    struct sw_resp_stream *stream;  /* owned; NULL until client_init */
+    json_t *request;                /* the client's body (referenced) */
+    struct sw_resp_meta meta;       /* meta.id and meta.model point into id, model */
+    char id[96];
+    char model[128];
+    long seq;                       /* passed through: the last sequence_number + 1 */
+    json_t *shell;                  /* passed through: the last response object seen (owned) */
+    json_t *final;                  /* passed through: the finished response (owned) */
+    bool ended;                     /* passed through: a terminal event went out */
 };
 
 /* One attempt's stream to a client, whichever the client's dialect. */
 struct sw_dialect_client {
     union {
         struct sw_oai_to_anth anth;
+        struct sw_dialect_resp_client resp;
     } u;
+};
+
+/* What a client's answer is made with (the request's, set once). */
+struct sw_dialect_answer {
+    const char *id;                 /* the request id */
+    const char *response_id;        /* the answer object's own id when its API gives one
+                                     * ("resp_...", made by the relay); NULL: derived from id */
+    const char *model;              /* the public model name */
+    long input_tokens_est;
+    const json_t *request;          /* the client's own body (borrowed), NULL for OpenAI's */
+    long long created;              /* unix seconds */
 };
 
 struct sw_upstream_dialect {
@@ -84,13 +116,15 @@ struct sw_upstream_dialect {
                         bool *done, const char **msg);
 
     /* ---- A client of this dialect ---- */
-    /* Prepares *c for an answer (id, public model, the prompt's estimate). */
-    void (*client_init)(struct sw_dialect_client *c, const char *id, const char *model,
-                        long input_tokens_est);
+    /* Prepares *c for an answer (released first with client_free when it was
+     * prepared before). SW_OK or SW_ENOMEM. */
+    int (*client_init)(struct sw_dialect_client *c, const struct sw_dialect_answer *a);
+    /* Releases what client_init took; NULL: nothing. */
+    void (*client_free)(struct sw_dialect_client *c);
     /* One OpenAI chunk (borrowed) as this client's stream bytes, appended. */
     int (*client_chunk)(struct sw_dialect_client *c, const json_t *chunk, struct sw_buf *out);
-    /* The end of the stream. */
-    int (*client_finish)(struct sw_dialect_client *c, struct sw_buf *out);
+    /* The end of the stream (now_s: the wall clock). */
+    int (*client_finish)(struct sw_dialect_client *c, long long now_s, struct sw_buf *out);
     /* The error event that ends a stream already started (and what must
      * follow it): `type` an upstream error type of this dialect (NULL or "":
      * the default), `code` the OpenAI error code, `msg` the message. */
@@ -98,7 +132,33 @@ struct sw_upstream_dialect {
                         const char *msg, struct sw_buf *out);
     /* A whole OpenAI answer (borrowed) in this client's dialect, a new tree;
      * NULL: none needed (the answer is OpenAI's). */
-    json_t *(*answer_from_openai)(const json_t *oai, const char *model);
+    json_t *(*answer_from_openai)(struct sw_dialect_client *c, const json_t *oai,
+                                  const char *model, long long now_s);
+    /* An event (whole: the whole answer) of the client's own API passed
+     * through to it, seen before it goes out; NULL: nothing to note. */
+    void (*client_passed)(struct sw_dialect_client *c, const json_t *tree, bool whole);
+    /* The finished answer object once the answer is complete (the whole
+     * answer made, or the stream's last event), borrowed; NULL: none (not
+     * finished, failed, or an API without one). */
+    const json_t *(*client_final)(const struct sw_dialect_client *c);
+
+    /* ---- This API as a client's own, passed through ---- */
+    /* One event's data of a backend of this API (see dialect/native.h). 0 or
+     * -1 (not an event of this API). */
+    int (*native_event)(const char *data, size_t len, const char *model,
+                        struct sw_native_event *ev);
+    /* A whole answer's usage (-1: absent); -1: not an answer of this API. */
+    int (*native_answer)(const json_t *body, long *in, long *out);
+
+    /* ---- What the rest of the gateway says of this API ---- */
+    const char *api_name;               /* the decision log's and metrics' `api` */
+    const char *max_tokens_key;         /* its request's output token limit */
+    enum sw_pii_surface pii_surface;    /* what its request bodies look like to the PII walk */
+    bool always_usage;                  /* its streams carry the usage whatever the client
+                                         * asked (Anthropic's message_delta, Responses'
+                                         * response.completed) */
+    bool object_ids;                    /* its answers carry an id the relay makes
+                                         * (sw_dialect_answer.response_id) */
 };
 
 /* The table of dialect d; never NULL. */
