@@ -102,7 +102,7 @@ $(UT_SIM:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BU
 # obs (metrics, decision log, account) no event-loop, HTTP-client or clock headers.
 check-pure:
 	@! grep -rnE '#include [<"](event2/|curl/|hiredis|time\.h|sys/time\.h)' \
-	   src/request src/route src/pii src/config src/contract src/dialect src/state/localq.c src/state/claim.c src/state/rkey.c src/state/respstore.c src/state/store.c \
+	   src/request src/route src/pii src/config src/contract src/dialect src/state/localq.c src/state/claim.c src/state/rkey.c src/state/respstore.c src/state/respitems.c src/state/store.c \
 	   src/obs/metrics.c src/obs/declog.c src/obs/obs.c src/obs/series.c 2>/dev/null \
 	   || (echo "check-pure: a pure module includes an I/O or clock header" >&2; false)
 	@! grep -rnE '#include "common/log.h"|\b(printf|fprintf|dprintf|puts|fputs|perror|syslog|write|sw_(info|warn|error|debug|log))[[:space:]]*\(' \

@@ -18,6 +18,7 @@
 #include "obs/metrics.h"
 #include "pii/pii.h"
 #include "state/live.h"
+#include "state/respredis.h"
 #include "state/rstate.h"
 #include "upstream/curlev.h"
 #include "upstream/health.h"
@@ -294,6 +295,10 @@ static bool open_state(struct daemon *d, struct sw_pii_engine **pii)
         return false;
     d->shared = sw_live_shared_new(cfg, sw_now_ms(), sw_wall_ms());
     if (!d->shared)
+        return false;
+    const struct sw_respstore_limits lim = sw_live_resp_limits(cfg);
+    d->shared->resp = sw_respstore_open(d->base, cfg, &lim);
+    if (!d->shared->resp)
         return false;
     d->live = sw_live_new(cfg, d->shared, NULL, *pii, sw_now_ms());
     *pii = NULL; /* the snapshot owns it */

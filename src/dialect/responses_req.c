@@ -295,6 +295,9 @@ static int add_item(json_t *msgs, const json_t *it, const char *p, struct sw_req
         return function_call_item(msgs, it, p, err);
     if (is(t, "function_call_output"))
         return call_output_item(msgs, it, p, err);
+    if (is(t, "reasoning"))
+        return SW_OK; /* a model's past reasoning: chat takes none as input, and a model
+                       * that reasons does not read its earlier turns' (OpenAI drops them) */
     char q[160];
     snprintf(q, sizeof q, "%s.type", p);
     if (!t)
@@ -370,6 +373,8 @@ static int tools_to_chat(json_t *o, const json_t *tools, struct sw_request_error
         if (!fn || push(list, json_pack("{s:s, s:o}", "type", "function", "function", fn), err))
             return sw_dialect_oom(err);
     }
+    if (!json_array_size(list)) /* no tools: chat says so by leaving the field out */
+        json_object_del(o, "tools");
     return SW_OK;
 fail:
     return SW_EINVAL;
@@ -481,7 +486,8 @@ static int check_fields(const json_t *in, struct sw_request_error *err)
         "model", "input", "instructions", "tools", "tool_choice", "text", "max_output_tokens",
         "temperature", "top_p", "reasoning", "metadata", "parallel_tool_calls", "stream",
         "stream_options", "store", "previous_response_id", "user", "safety_identifier",
-        "prompt_cache_key", "service_tier", "truncation", "background", "include"};
+        "prompt_cache_key", "service_tier", "truncation", "background", "include",
+        "client_metadata"};
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)in, k, v) {
@@ -512,6 +518,11 @@ static int check_fields(const json_t *in, struct sw_request_error *err)
     }
     if (inc && !json_is_null(inc) && !json_is_array(inc))
         BAD("include", "include: expected an array of strings.");
+    /* the client's own ids for the server (Codex sends its session's): never
+     * model input, so a chat backend has nothing to be told of them */
+    json_t *cm = json_object_get(in, "client_metadata");
+    if (cm && !json_is_null(cm) && !json_is_object(cm))
+        BAD("client_metadata", "client_metadata: expected an object.");
     return SW_OK;
 fail:
     return SW_EINVAL;

@@ -77,11 +77,20 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .pii_scans_dropped = f->scans_dropped,
         .pii_jobs_off_loop = sw_workpool_submitted(f->scan_pool),
     };
+
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);
     int err = sw_metrics_render(f->obs->metrics, &b);
     if (!err)
         err = sw_obs_render_gauges(&b, &g);
+    if (!err && l->g->resp) {
+        struct sw_respstore_stats rs;
+        sw_respstore_stats(l->g->resp, &rs);
+        const struct sw_obs_resp_store r = {
+            .store = l->g->resp->ops->name, .entries = rs.entries, .bytes = rs.bytes,
+            .evicted = rs.evicted, .expired = rs.expired, .refused = rs.refused};
+        err = sw_obs_render_resp_store(&b, &r);
+    }
     if (err) {
         sw_buf_free(&b);
         sw_reply_error(req, 500, "server_error", NULL, NULL, "metrics: %s", sw_err_str(err));

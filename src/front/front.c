@@ -17,6 +17,7 @@
 #include "common/workpool.h"
 #include "front/admin.h"
 #include "front/internal.h"
+#include "front/responses_state.h"
 #include "relay/relay.h"
 #include "relay/reply.h"
 #include "request/embed.h"
@@ -59,11 +60,15 @@ static void on_drain_check(evutil_socket_t fd, short what, void *arg)
     check_drained(arg);
 }
 
-static void on_relay_finish(void *ud)
+void sw_front_finished(struct sw_front *f)
 {
-    struct sw_front *f = ud;
     f->in_flight--;
     check_drained(f);
+}
+
+static void on_relay_finish(void *ud)
+{
+    sw_front_finished(ud);
 }
 
 /* ---- Helpers ---- */
@@ -723,21 +728,21 @@ static bool scan_off_loop(const struct api_scan *inline_scan, struct sw_chat_req
  * own body kept for a backend that speaks the API. Conversation state is
  * not kept: a request that continues a stored response
  * (previous_response_id) is a 400 naming the field. */
-static int responses_parse(const char *body, size_t len, struct sw_chat_request *chat,
-                           struct sw_request_error *err)
+static int responses_parse(const char *body, size_t len, const struct sw_resp_prior *prior,
+                           struct sw_chat_request *chat, struct sw_request_error *err)
 {
-    int rc = sw_responses_request_parse(body, len, NULL, chat, err);
+    if (prior && prior->err) {
+        sw_front_resp_prior_error(prior, err);
+        return SW_EINVAL;
+    }
+    int rc = sw_responses_request_parse(body, len, prior ? prior->items : NULL, chat, err);
     if (rc)
         return rc;
     chat->dialect = SW_DIALECT_RESPONSES;
-    json_t *prev = json_object_get(chat->native, "previous_response_id");
-    if (prev && !json_is_null(prev)) {
+    if (sw_front_resp_continue(prior, chat)) {
         sw_request_free(chat);
-        sw_request_error_set(err, 400, "invalid_request_error", "unsupported_parameter",
-                             "previous_response_id",
-                             "previous_response_id is not supported: this gateway keeps no "
-                             "conversation state. Send the whole conversation as input items.");
-        return SW_EINVAL;
+        sw_request_error_set(err, 500, "server_error", NULL, NULL, "Out of memory.");
+        return SW_ENOMEM;
     }
     return SW_OK;
 }
@@ -747,15 +752,27 @@ static int responses_parse(const char *body, size_t len, struct sw_chat_request 
  * reads the body into the internal (OpenAI) form. The facts come from
  * request/facts.c; this is the HTTP around it: the early rejections in
  * their order (401, 415, the headers' 400s, the body's, 404, the facts'),
- * each answered, logged and recorded once. */
-static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api)
+ * each answered, logged and recorded once. A Responses request that
+ * continues a stored one runs this twice: first to fetch the stored one
+ * (prior NULL), then with it (responses_state.h). */
+static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api,
+                       const struct sw_resp_prior *prior);
+
+static void responses_resume(struct sw_front *f, struct sw_http_req *req,
+                             const struct sw_resp_prior *prior)
+{
+    handle_api(f, req, SW_API_RESPONSES, prior);
+}
+
+static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api,
+                       const struct sw_resp_prior *prior)
 {
     /* Kept apart from req, which is gone once an answer was sent. */
     const char *api_name = api == SW_API_EMBEDDINGS   ? "embeddings"
                            : api == SW_API_MESSAGES   ? "anthropic"
                            : api == SW_API_RESPONSES ? "responses"
                                                      : "openai";
-    int64_t start_ms = sw_now_ms();
+    int64_t start_ms = prior ? prior->start_ms : sw_now_ms();
     char id[48];
     make_request_id(f, req, id, sizeof id);
 
@@ -795,10 +812,15 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     size_t len;
     const char *body = sw_http_body(req, &len);
+    if (api == SW_API_RESPONSES && !prior &&
+        sw_front_resp_prior(f, req, key, body, len, start_ms, responses_resume))
+        return; /* goes on in responses_resume */
+    if (prior && prior->sensitive)
+        hdrs.sensitive.any_true = true; /* a sensitive conversation stays sensitive */
     struct sw_chat_request chat;
     int perr = api == SW_API_EMBEDDINGS   ? sw_embed_parse(body, len, &chat, &rerr)
                : api == SW_API_MESSAGES   ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
-               : api == SW_API_RESPONSES ? responses_parse(body, len, &chat, &rerr)
+               : api == SW_API_RESPONSES ? responses_parse(body, len, prior, &chat, &rerr)
                                          : sw_request_parse(body, len, &chat, &rerr);
     if (perr) {
         reply_refusal(req, &rerr);
@@ -840,22 +862,22 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
 static void handle_chat(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_CHAT);
+    handle_api(f, req, SW_API_CHAT, NULL);
 }
 
 static void handle_embeddings(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_EMBEDDINGS);
+    handle_api(f, req, SW_API_EMBEDDINGS, NULL);
 }
 
 static void handle_messages(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_MESSAGES);
+    handle_api(f, req, SW_API_MESSAGES, NULL);
 }
 
 static void handle_responses(struct sw_front *f, struct sw_http_req *req)
 {
-    handle_api(f, req, SW_API_RESPONSES);
+    handle_api(f, req, SW_API_RESPONSES, NULL);
 }
 
 /* POST /v1/messages/count_tokens: the gateway's own prompt estimate (the
@@ -957,6 +979,16 @@ static bool admin_ok(struct sw_front *f, struct sw_http_req *req)
     return sw_admin_authorized(f, req);
 }
 
+/* Whether the request carries a known client key; else answers 401. */
+static bool key_answered(struct sw_front *f, struct sw_http_req *req)
+{
+    if (key_ok(f, req))
+        return true;
+    const char *denied;
+    authenticate(f, req, &denied);
+    return false;
+}
+
 /* Before the body is read: refuse what needs no body to refuse (draining,
  * unknown URL, wrong method, missing key), so an unauthenticated client
  * cannot make the gateway buffer a body. Returns false when answered. */
@@ -982,6 +1014,8 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         }
         return admin_ok(f, req);
     }
+    if (sw_front_resp_path(path))
+        return sw_front_resp_method_ok(req) && key_answered(f, req);
     if (model_path(path)) {
         enum sw_http_method m = sw_http_method(req);
         if (m != SW_HTTP_GET && m != SW_HTTP_HEAD) {
@@ -989,12 +1023,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
                            "Method not allowed on /v1/models/{id}; use GET.");
             return false;
         }
-        if (!key_ok(f, req)) {
-            const char *denied;
-            authenticate(f, req, &denied);
-            return false;
-        }
-        return true;
+        return key_answered(f, req);
     }
     const struct route *r = find_route(path);
     if (!r && !strncmp(path, "/admin/", 7)) {
@@ -1045,6 +1074,13 @@ static void on_request(struct sw_http_req *req, void *arg)
     }
     if (model_path(path)) {
         handle_model(f, req);
+        return;
+    }
+    if (sw_front_resp_path(path)) {
+        const char *denied;
+        const struct sw_config_key *key = authenticate(f, req, &denied);
+        if (!denied)
+            sw_front_resp_state(f, req, key);
         return;
     }
     const struct route *r = find_route(path);

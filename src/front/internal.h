@@ -45,4 +45,8 @@ struct sw_front {
     uint64_t scans_dropped;         /* of those, clients gone before the scan came back */
 };
 
+/* A request the front counted in flight (f->in_flight++) has ended: a
+ * drain waiting for it may finish. */
+void sw_front_finished(struct sw_front *f);
+
 #endif

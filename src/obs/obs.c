@@ -238,6 +238,37 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
     return err;
 }
 
+int sw_obs_render_resp_store(struct sw_buf *out, const struct sw_obs_resp_store *r)
+{
+    struct sw_metrics_scrape s;
+    sw_metrics_scrape_init(&s, out);
+    const char *const lbl[] = {"store"}, *const val[] = {r->store};
+    int err = sw_metrics_gauge(&s, "spillway_responses_stored",
+                               "Responses held for previous_response_id and GET /v1/responses "
+                               "(the memory store; 0 with state.redis, where Redis holds them).",
+                               lbl, val, 1, (double)r->entries);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_responses_stored_bytes",
+                               "Bytes of the responses held (the memory store; 0 with "
+                               "state.redis), counted against responses.store_max_bytes.",
+                               lbl, val, 1, (double)r->bytes);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_responses_evicted_total",
+                                        "Stored responses dropped to make room for a new one "
+                                        "(responses.store_max_entries or store_max_bytes).",
+                                        lbl, val, 1, (double)r->evicted);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_responses_expired_total",
+                                        "Stored responses dropped at responses.store_ttl_s.",
+                                        lbl, val, 1, (double)r->expired);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_responses_store_refused_total",
+                                        "Responses that could not be stored: larger than "
+                                        "responses.store_max_bytes, or the store unreachable.",
+                                        lbl, val, 1, (double)r->refused);
+    return err;
+}
+
 size_t sw_obs_pii_list(const struct sw_pii_engine *e, const struct sw_pii_counts *c,
                        struct sw_declog_pii *out)
 {

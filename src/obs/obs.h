@@ -108,4 +108,17 @@ struct sw_obs_gauges {
  * after sw_metrics_render. SW_OK or a buffer error. */
 int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g);
 
+/* The Responses API's store (state/respstore.h): counts only, never content. */
+struct sw_obs_resp_store {
+    const char *store;              /* "memory" | "redis" (the label) */
+    uint64_t entries;               /* records held (memory; 0 with Redis) */
+    uint64_t bytes;                 /* their bytes (memory; 0 with Redis) */
+    uint64_t evicted;               /* dropped to make room, by this replica */
+    uint64_t expired;               /* dropped at their TTL, by this replica */
+    uint64_t refused;               /* puts refused: too large, invalid, store unreachable */
+};
+
+/* Appends the store's gauges and counters to out (after the others). */
+int sw_obs_render_resp_store(struct sw_buf *out, const struct sw_obs_resp_store *r);
+
 #endif

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 
 #include "contract/contract.h"
+#include "state/respsave.h"
 
 /* The PII surface of an API: what its request bodies look like. */
 static enum sw_pii_surface pii_surface(const struct proxy *p, enum sw_dialect d)
@@ -48,11 +49,12 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
 }
 
 /* A client's answer object is complete (sw_dialect_stage_complete): the
- * whole Responses object or the one response.completed carried. Nothing is
- * kept of it yet: `store` stores nothing (docs/api.md). */
+ * whole Responses object or the one response.completed carried. It is
+ * stored unless the request said `store: false` (state/respsave.h). */
 static void on_answer_complete(void *ud, const json_t *answer)
 {
-    (void)ud, (void)answer;
+    struct proxy *p = ud;
+    sw_resp_save(p->live->g->resp, p->key_name, p->facts.sensitive, p->chat.native, answer);
 }
 
 /* "resp_" and 48 hex digits of the kernel's randomness (OpenAI's shape); the

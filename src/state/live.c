@@ -27,7 +27,18 @@ struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t n
 
 void sw_live_shared_free(struct sw_live_shared *g)
 {
+    if (!g)
+        return;
+    sw_respstore_free(g->resp);
     free(g);
+}
+
+struct sw_respstore_limits sw_live_resp_limits(const struct sw_config *cfg)
+{
+    const struct sw_config_responses *r = &cfg->responses;
+    return (struct sw_respstore_limits){.max_entries = r->store_max_entries,
+                                        .max_bytes = r->store_max_bytes,
+                                        .ttl_s = r->store_ttl_s};
 }
 
 /* The limits a backend's state takes from the config, on creation and on
@@ -235,6 +246,10 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
     g->spend.window_ms = r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS;
+    if (g->resp) {
+        const struct sw_respstore_limits lim = sw_live_resp_limits(cfg);
+        sw_respstore_set_limits(g->resp, &lim);
+    }
     return l;
 }
 

@@ -26,6 +26,7 @@
 #include "route/spend.h"
 #include "state/localq.h"
 #include "state/piiallow.h"
+#include "state/respstore.h"
 #include "state/store.h"
 
 /* Until a backend has been seen loading, how long a cold start is assumed to take. */
@@ -104,6 +105,10 @@ struct sw_live_shared {
     struct sw_rstate *rstate;   /* NULL: in memory only (the view counts no other replica) */
     bool remote_degraded;       /* Redis unreachable or slow: cap as if reached */
     double remote_spend_usd;    /* every replica's spend in the window, last read */
+    /* The Responses API's stored conversations (state/respstore.h): owned,
+     * freed with the shared state; NULL until the daemon opens one (memory,
+     * or Redis with state.redis). Its limits follow every snapshot. */
+    struct sw_respstore *resp;
 };
 
 /* One config snapshot's view of the state: reference-counted, so requests
@@ -132,7 +137,12 @@ struct sw_live {
  * clock at the same moment. NULL on allocation failure. */
 struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t now_ms,
                                           int64_t wall_ms);
+/* Frees g and its response store (pending Redis calls answer SW_EUNAVAILABLE). */
 void sw_live_shared_free(struct sw_live_shared *g);
+
+/* The response store's limits in cfg (responses.store_*). sw_live_new
+ * applies them to g->resp, so a reload changes them. */
+struct sw_respstore_limits sw_live_resp_limits(const struct sw_config *cfg);
 
 /* A snapshot for cfg (referenced). Backends matching one of prev's (may be
  * NULL) keep their state; takes ownership of pii. NULL on allocation failure

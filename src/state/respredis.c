@@ -503,3 +503,21 @@ struct sw_respstore *sw_respstore_redis_new(struct event_base *base,
     do_connect(rs);
     return &rs->store;
 }
+
+/* ---- The daemon's store ---- */
+
+static int64_t mono_ms(void *ud)
+{
+    (void)ud;
+    return sw_now_ms();
+}
+
+struct sw_respstore *sw_respstore_open(struct event_base *base, const struct sw_config *cfg,
+                                       const struct sw_respstore_limits *l)
+{
+    struct sw_respstore *s = cfg->state.redis ? sw_respstore_redis_new(base, &cfg->state, l)
+                                              : sw_respstore_memory_new(l, mono_ms, NULL);
+    if (!s)
+        sw_error("cannot open the response store (%s)", cfg->state.redis ? "Redis" : "memory");
+    return s;
+}

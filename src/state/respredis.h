@@ -23,4 +23,12 @@ struct sw_respstore *sw_respstore_redis_new(struct event_base *base,
                                             const struct sw_config_state *st,
                                             const struct sw_respstore_limits *l);
 
+struct sw_config;
+
+/* The store the daemon runs for cfg: on Redis when state.redis is set (so
+ * replicas share it), else in memory on the monotonic clock, with limits l
+ * (sw_live_resp_limits). NULL when it cannot be made (logged). */
+struct sw_respstore *sw_respstore_open(struct event_base *base, const struct sw_config *cfg,
+                                       const struct sw_respstore_limits *l);
+
 #endif

@@ -168,9 +168,18 @@ static const struct req_case req_cases[] = {
      NULL, NULL, "tool_choice.type", "untranslatable"},
     {"item reference", "{'model':'m','input':[{'type':'item_reference','id':'msg_1'}]}", NULL, NULL,
      "input[0].type", "untranslatable"},
-    {"reasoning item",
-     "{'model':'m','input':[{'role':'user','content':'x'},{'type':'reasoning','id':'rs_1','summary':[]}]}",
-     NULL, NULL, "input[1].type", "untranslatable"},
+    {"reasoning item: left out (chat takes no past reasoning as input)",
+     "{'model':'m','input':[{'role':'user','content':'x'},{'type':'reasoning','id':'rs_1','summary':[],"
+     "'encrypted_content':'gAAA'},{'role':'user','content':'y'}]}",
+     NULL, "{'model':'m','messages':[{'role':'user','content':'x'},{'role':'user','content':'y'}]}",
+     NULL, NULL},
+    {"client_metadata: the client's ids for the server, not carried",
+     "{'model':'m','input':'x','client_metadata':{'session_id':'s1','turn':'t1'}}", NULL,
+     "{'model':'m','messages':[{'role':'user','content':'x'}]}", NULL, NULL},
+    {"client_metadata not an object", "{'model':'m','input':'x','client_metadata':'s1'}", NULL, NULL,
+     "client_metadata", "invalid_value"},
+    {"only a reasoning item", "{'model':'m','input':[{'type':'reasoning','id':'rs_1','summary':[]}]}",
+     NULL, NULL, "input", "invalid_value"},
     {"image by file id",
      "{'model':'m','input':[{'role':'user','content':[{'type':'input_image','file_id':'file-1','detail':'auto'}]}]}",
      NULL, NULL, "input[0].content[0].file_id", "untranslatable"},
@@ -278,8 +287,8 @@ static void test_request_parse(void **state)
     assert_string_equal(json_string_value(json_object_get(req.native, "input")), "hi");
     sw_request_free(&req);
     free(b);
-    /* a hosted tool and a reasoning item: left out of the chat form, the first noted */
-    b = J("{'model':'m','input':[{'type':'reasoning','id':'r','summary':[]},{'role':'user','content':'hi'}],"
+    /* a hosted tool and an item reference: left out of the chat form, the first noted */
+    b = J("{'model':'m','input':[{'type':'item_reference','id':'r'},{'role':'user','content':'hi'}],"
           "'tools':[{'type':'web_search'},{'type':'function','name':'f'}]}");
     assert_int_equal(sw_responses_request_parse(b, strlen(b), NULL, &req, &err), SW_OK);
     assert_non_null(req.untranslatable);

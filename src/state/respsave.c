@@ -1,0 +1,51 @@
+/* Storing a finished Responses answer: see respsave.h. */
+#include "state/respsave.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "state/respitems.h"
+
+static void on_put(int err, void *ud)
+{
+    (void)ud;
+    if (err)
+        sw_warn("responses: a response was not stored: %s (counted in "
+                "spillway_responses_store_refused_total)", sw_err_str(err));
+}
+
+void sw_resp_save(struct sw_respstore *s, const char *scope, bool sensitive,
+                  const json_t *request, const json_t *answer)
+{
+    json_t *store = json_object_get(request, "store");
+    if (!s || json_is_false(store))
+        return;
+    const char *id = json_string_value(json_object_get(answer, "id"));
+    json_t *items = id ? sw_resp_input_items(NULL, NULL, json_object_get(request, "input"), id)
+                       : NULL;
+    char *meta = NULL, *output = NULL, *input = items ? json_dumps(items, JSON_COMPACT) : NULL;
+    size_t meta_len = 0, output_len = 0;
+    int err = input ? sw_resp_split(answer, &meta, &meta_len, &output, &output_len) : SW_EINVAL;
+    json_decref(items);
+    if (err) {
+        sw_warn("responses: a response could not be stored: %s", sw_err_str(err));
+    } else {
+        const struct sw_resp_record r = {
+            .id = id, .scope = scope ? scope : "", .sensitive = sensitive,
+            .created_at_s = json_integer_value(json_object_get(answer, "created_at")),
+            .input = input, .input_len = strlen(input),
+            .output = output, .output_len = output_len,
+            .meta = meta, .meta_len = meta_len,
+        };
+        sw_respstore_put(s, &r, on_put, NULL); /* the store copies what it keeps */
+    }
+    /* request content: wiped before it is freed, as the memory store does */
+    char *const bufs[] = {input, output, meta};
+    for (size_t i = 0; i < 3; i++)
+        if (bufs[i]) {
+            explicit_bzero(bufs[i], strlen(bufs[i]));
+            free(bufs[i]);
+        }
+}
