@@ -35,18 +35,21 @@ const RUN_TIMEOUT_MS = 90000;
 const MARK = 'spillway-codex-7f3a';
 const PROMPT = `llmsim:call exec_command {"cmd":"echo ${MARK}"}`;
 
-// The config.toml of docs/clients.md, at `baseUrl`, for gateway model `model`.
-export function codexConfig(baseUrl, model) {
+// The config.toml of docs/clients.md, at `baseUrl`, for gateway model `model`;
+// `defaultTools` leaves Codex's web_search and sub-agent (namespace) tools on.
+export function codexConfig(baseUrl, model, { defaultTools = false } = {}) {
   return `model = "${model}"
 model_provider = "spillway"
 check_for_update_on_startup = false
-web_search = "disabled"
+${defaultTools ? '' : 'web_search = "disabled"'}
 
 [model_providers.spillway]
 name = "Spillway"
 base_url = "${baseUrl}"
 env_key = "SPILLWAY_API_KEY"
 wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
 
 [analytics]
 enabled = false
@@ -55,7 +58,7 @@ enabled = false
 enabled = false
 
 [agents]
-enabled = false
+enabled = ${defaultTools}
 
 [features]
 plugins = false
@@ -107,13 +110,13 @@ async function recordingProxy(target) {
 // Runs `codex exec PROMPT` against baseUrl in a fresh HOME; resolves
 // { code, stdout, stderr } or fails after RUN_TIMEOUT_MS, its process group
 // killed either way.
-async function runCodex(baseUrl, model, prompt) {
+async function runCodex(baseUrl, model, prompt, opts) {
   const home = tempDir('spillway-codex-');
   const codexHome = join(home, '.codex');
   const work = join(home, 'work');
   mkdirSync(codexHome);
   mkdirSync(work);
-  writeFileSync(join(codexHome, 'config.toml'), codexConfig(baseUrl, model));
+  writeFileSync(join(codexHome, 'config.toml'), codexConfig(baseUrl, model, opts));
   const env = {
     PATH: process.env.PATH, HOME: home, CODEX_HOME: codexHome, SPILLWAY_API_KEY: 'sk-codex-client',
     HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9', ALL_PROXY: 'http://127.0.0.1:9',
@@ -203,5 +206,35 @@ describe('codex exec', () => {
     }
     const req = (await getJSON(`${cloud.url}/admin/received?n=2`)).body.requests;
     assert.deepEqual(req.map((q) => q.path), ['/v1/responses', '/v1/responses']);
+  }));
+
+  test('with Codex\'s default tools (web_search, a namespace of sub-agent tools) a chat backend cannot carry the request: a local-only model answers 400 naming the tool, an overflow model sends it to the cloud', () => withProcs(async (track) => {
+    const { gw } = await responsesGateway(track);
+    const proxy = await recordingProxy(gw.url);
+    try {
+      const local = await runCodex(`${proxy.url}/v1`, 'local-chat', 'hello', { defaultTools: true });
+      assert.notEqual(local.code, 0);
+      const refused = proxy.seen.filter((s) => s.method === 'POST');
+      assert.ok(refused.length >= 1);
+      for (const p of refused) {
+        assert.equal(p.status, 400);
+        const { body } = checkAnswer(p.status, p.contentType, p.text);
+        assert.equal(body.error.code, 'untranslatable');
+        assert.match(body.error.param, /^tools\[\d+\]\.type$/);
+        assert.ok(['namespace', 'web_search'].includes(p.body.tools[Number(body.error.param.match(/\d+/)[0])].type));
+      }
+      assert.match(local.stderr, /cannot be translated to chat completions/, 'Codex shows the reason');
+      proxy.seen.length = 0;
+      const cloud = await runCodex(`${proxy.url}/v1`, 'overflow', 'hello', { defaultTools: true });
+      assert.equal(cloud.code, 0, cloud.stderr.slice(-2000));
+      assert.match(cloud.stdout, /hello/);
+      const posts = proxy.seen.filter((s) => s.method === 'POST');
+      assert.equal(posts.length, 1);
+      assert.equal(posts[0].backend, 'cloud');
+      checkAnswer(posts[0].status, posts[0].contentType, posts[0].text);
+      assert.ok(posts[0].body.tools.some((t) => t.type === 'web_search'), 'the hosted tool went to the cloud whole');
+    } finally {
+      await proxy.stop();
+    }
   }));
 });
