@@ -12,6 +12,7 @@
 // The Codex CLI has its own file (clients_codex.test.mjs).
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import OpenAI from 'openai';
 import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool as agentTool } from '@openai/agents';
 import { generateObject, generateText, stepCountIs, streamText, tool as aiTool } from 'ai';
@@ -28,6 +29,18 @@ const SPEC_COMMIT = 'f85dbe223d40e1a31cba812ab2d755c7e98a92a3';
 // The Agents SDK sends traces to OpenAI unless told not to.
 setTracingDisabled(true);
 
+// The openai SDK the Agents SDK depends on (the current major, 7.x; the
+// top-level `openai` of the other tests is 6.x): the Agents scenario builds
+// its client with it, as the SDK does by itself, and the openai scenario runs
+// with both.
+const agentsOpenAI = createRequire(import.meta.resolve('@openai/agents-openai'))('openai');
+const OpenAI7 = agentsOpenAI.OpenAI ?? agentsOpenAI.default;
+
+test('the openai SDKs are the majors named here', () => {
+  assert.match(new OpenAI({ apiKey: 'x' }).getUserAgent(), /^OpenAI\/JS 6\./);
+  assert.match(new OpenAI7({ apiKey: 'x' }).getUserAgent(), /^OpenAI\/JS 7\./);
+});
+
 const received = async (sim, n = 1) => (await getJSON(`${sim.url}/admin/received?n=${n}`)).body.requests;
 const weather = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
 const CALL = 'llmsim:call get_weather {"city":"Oslo"}'; // llmsim's scripted call (docs/llmsim.md)
@@ -43,9 +56,9 @@ function assertServed(answers, target) {
   }
 }
 
-async function openaiScenario(target) {
+async function openaiScenario(target, Client = OpenAI) {
   const tee = teeFetch();
-  const client = new OpenAI({ baseURL: target.base, apiKey: 'sk-client', maxRetries: 0, timeout: 20000, fetch: tee.fetch });
+  const client = new Client({ baseURL: target.base, apiKey: 'sk-client', maxRetries: 0, timeout: 20000, fetch: tee.fetch });
   const model = target.model;
 
   const r = await client.responses.create({ model, instructions: 'be brief', input: 'hello there', metadata: { k: 'v' } });
@@ -117,7 +130,7 @@ async function previousScenario(target) {
 
 async function agentsScenario(target) {
   const tee = teeFetch();
-  const client = new OpenAI({ baseURL: target.base, apiKey: 'sk-client', maxRetries: 0, timeout: 20000, fetch: tee.fetch });
+  const client = new OpenAI7({ baseURL: target.base, apiKey: 'sk-client', maxRetries: 0, timeout: 20000, fetch: tee.fetch });
   // The default API of the provider is Responses: nothing set for it here.
   const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient: client }), tracingDisabled: true });
   const getWeather = agentTool({
@@ -186,6 +199,7 @@ async function vercelScenario(target) {
 
 const SCENARIOS = [
   ['openai SDK: responses.create, .stream, a function tool round trip, text.format', openaiScenario],
+  ['openai SDK 7.x: the same', (target) => openaiScenario(target, OpenAI7)],
   ['Agents SDK (default API): a run, a tool round trip, a streamed run', agentsScenario],
   ['Vercel AI SDK openai(): generateText, streamText, generateObject, tools', vercelScenario],
 ];
