@@ -84,7 +84,7 @@ void sw_relay_stages_init(struct proxy *p)
     const json_t *schema = NULL;
     if (p->chat.api == SW_API_CHAT) {
         schema = sw_contract_schema(p->chat.body);
-        if (!schema && p->client_dialect == SW_DIALECT_ANTHROPIC)
+        if (!schema && sw_upstream_dialect(p->client_dialect)->tool_contract)
             schema = sw_contract_tool_schema(p->chat.body, &tool);
     }
     p->splice = (struct sw_splice_stage){p->public_model_json, p->client_wants_usage, embeddings};

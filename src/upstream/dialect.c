@@ -429,6 +429,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .max_tokens_key = "max_tokens",
         .pii_surface = SW_PII_SURFACE_MESSAGES,
         .always_usage = true,
+        .tool_contract = true,
     },
     [SW_DIALECT_RESPONSES] = {
         .name = "responses",
@@ -464,5 +465,12 @@ const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d)
 enum sw_dialect sw_upstream_dialect_for(const struct sw_config_backend *be, enum sw_dialect client)
 {
     unsigned set = be->dialects ? be->dialects : 1u << be->dialect;
-    return set & (1u << client) ? client : be->dialect;
+    if (set & (1u << client))
+        return client;
+    /* the Responses API takes no other API's requests: another API it speaks does */
+    if (be->dialect == SW_DIALECT_RESPONSES && (set & (1u << SW_DIALECT_OPENAI)))
+        return SW_DIALECT_OPENAI;
+    if (be->dialect == SW_DIALECT_RESPONSES && (set & (1u << SW_DIALECT_ANTHROPIC)))
+        return SW_DIALECT_ANTHROPIC;
+    return be->dialect;
 }

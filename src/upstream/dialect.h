@@ -159,6 +159,9 @@ struct sw_upstream_dialect {
                                          * response.completed) */
     bool object_ids;                    /* its answers carry an id the relay makes
                                          * (sw_dialect_answer.response_id) */
+    bool tool_contract;                 /* without a response_format schema, the input
+                                         * of a forced tool is the output contract (an
+                                         * API that has no response_format) */
 };
 
 /* The table of dialect d; never NULL. */
@@ -166,7 +169,8 @@ const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d);
 
 /* Which of its dialects backend `be` is spoken to for a client of API
  * `client`: the client's own when the backend speaks it (no translation),
- * else the backend's first. */
+ * else the backend's first, unless that is the Responses API (which takes
+ * no translated request): then another the backend speaks, OpenAI's first. */
 enum sw_dialect sw_upstream_dialect_for(const struct sw_config_backend *be, enum sw_dialect client);
 
 #endif

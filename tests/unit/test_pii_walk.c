@@ -83,6 +83,7 @@ struct gram_row {
 };
 
 #define CHAT_MSG "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+#define RESP "{\"model\":\"gpt-5\","
 static const struct gram_row gram_rows[] = {
     {SW_PII_SURFACE_CHAT, CHAT_MSG "\"tool_choice\":%s}", "required", "tool_choice"},
     {SW_PII_SURFACE_CHAT, CHAT_MSG "\"tool_choice\":{\"type\":%s}}", "function", "tool_choice.type"},
@@ -176,6 +177,45 @@ static const struct gram_row gram_rows[] = {
 
     {SW_PII_SURFACE_EMBEDDINGS, "{\"model\":\"e5\",\"input\":\"hi\",\"encoding_format\":%s}", "base64",
      "encoding_format"},
+
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"role\":%s,\"content\":\"hi\"}]}", "developer", "input[0].role"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"type\":%s,\"role\":\"user\",\"content\":\"hi\"}]}",
+     "message", "input[0].type"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"role\":\"user\",\"content\":[{\"type\":%s,\"text\":\"hi\"}]}]}",
+     "input_text", "input[0].content[0].type"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\","
+     "\"image_url\":\"https://x/a.png\",\"detail\":%s}]}]}", "low", "input[0].content[0].detail"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"type\":\"function_call\",\"call_id\":%s,\"name\":\"f\","
+     "\"arguments\":\"{}\"}]}", "call_abc-1", "input[0].call_id"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":%s,"
+     "\"arguments\":\"{}\"}]}", "get_weather", "input[0].name"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"type\":\"function_call\",\"id\":%s,\"call_id\":\"c\","
+     "\"name\":\"f\",\"arguments\":\"{}\"}]}", "fc_123", "input[0].id"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"type\":\"function_call\",\"status\":%s,\"call_id\":\"c\","
+     "\"name\":\"f\",\"arguments\":\"{}\"}]}", "completed", "input[0].status"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\","
+     "\"output\":[{\"type\":%s,\"text\":\"x\"}]}]}", "input_text", "input[0].output[0].type"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"tools\":[{\"type\":%s,\"name\":\"f\"}]}", "function",
+     "tools[0].type"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":%s}]}",
+     "exec_command", "tools[0].name"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"tool_choice\":%s}", "required", "tool_choice"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"tool_choice\":{\"type\":%s,\"name\":\"f\"}}",
+     "function", "tool_choice.type"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"tool_choice\":{\"type\":\"function\",\"name\":%s}}",
+     "f", "tool_choice.name"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"text\":{\"format\":{\"type\":%s}}}", "json_schema",
+     "text.format.type"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"text\":{\"format\":{\"type\":\"json_schema\","
+     "\"name\":%s,\"schema\":{}}}}", "person", "text.format.name"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"text\":{\"verbosity\":%s}}", "low", "text.verbosity"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"reasoning\":{\"effort\":%s}}", "high", "reasoning.effort"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"reasoning\":{\"summary\":%s}}", "auto", "reasoning.summary"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"truncation\":%s}", "auto", "truncation"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"service_tier\":%s}", "flex", "service_tier"},
+    {SW_PII_SURFACE_RESPONSES, RESP "\"input\":\"hi\",\"previous_response_id\":%s}", "resp_68af12",
+     "previous_response_id"},
+    {SW_PII_SURFACE_RESPONSES, "{\"model\":%s,\"input\":\"hi\"}", "gpt-5.5", "model"},
     {SW_PII_SURFACE_EMBEDDINGS, "{\"model\":%s,\"input\":\"hi\"}", "text-embedding-3-small", "model"},
 };
 
@@ -334,6 +374,15 @@ static const struct bin_row bin_rows[] = {
      "\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"" B64PNG "\"}},"
      "{\"type\":\"document\",\"source\":{\"type\":\"base64\",\"media_type\":\"application/pdf\","
      "\"data\":\"JVBERi0xLjQK\"}}]}]}]}", 2},
+    /* Responses parts: an input_image data: URL, an input_file's data, a tool output's image */
+    {SW_PII_SURFACE_RESPONSES, "{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\","
+     "\"image_url\":\"data:image/png;base64," B64PNG "\"}]}]}", 1},
+    {SW_PII_SURFACE_RESPONSES, "{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_file\","
+     "\"filename\":\"a.pdf\",\"file_data\":\"JVBERi0xLjQK\"}]}]}", 1},
+    {SW_PII_SURFACE_RESPONSES, "{\"model\":\"m\",\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\","
+     "\"output\":[{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64," B64PNG "\"}]}]}", 1},
+    {SW_PII_SURFACE_RESPONSES, "{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\","
+     "\"image_url\":\"https://example.org/a.png\"}]}]}", 0},
     /* not binary: an https image, a text document, a text that only starts like a data: URL */
     {SW_PII_SURFACE_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\","
      "\"image_url\":{\"url\":\"https://example.org/a.png\"}}]}]}", 0},
@@ -533,6 +582,15 @@ static void test_split_parts(void **state)
              "{\"type\":\"text\",\"text\":\"34454\"},{\"type\":\"text\",\"text\":\"Please call\"}]}]}");
     check_parts(SW_PII_SURFACE_CHAT, body, "0694034454", SW_PII_PHONE,
                 (const char *const[]){"Records:", "[PHONE_1]", "", "Please call", NULL}, "messages.0.content");
+    /* Responses input_text parts of one message, and output_text parts of an earlier answer */
+    snprintf(body, sizeof body, "{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":["
+             "{\"type\":\"input_text\",\"text\":\"mail jan.dev\"},{\"type\":\"input_text\",\"text\":\"ries@ziggo.nl now\"}]}]}");
+    check_parts(SW_PII_SURFACE_RESPONSES, body, MAIL, SW_PII_EMAIL,
+                (const char *const[]){"mail [EMAIL_1]", " now", NULL}, "input.0.content");
+    snprintf(body, sizeof body, "{\"model\":\"m\",\"input\":[{\"type\":\"message\",\"role\":\"assistant\",\"content\":["
+             "{\"type\":\"output_text\",\"text\":\"Noted: jan.devries\"},{\"type\":\"output_text\",\"text\":\"@ziggo.nl\"}]}]}");
+    check_parts(SW_PII_SURFACE_RESPONSES, body, MAIL, SW_PII_EMAIL,
+                (const char *const[]){"Noted: [EMAIL_1]", "", NULL}, "input.0.content");
     /* a value wholly inside one part, with another part beside it */
     snprintf(body, sizeof body, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
              "{\"type\":\"text\",\"text\":\"hi\"},{\"type\":\"text\",\"text\":\"mail " MAIL "\"}]}]}");
@@ -561,6 +619,12 @@ static void test_mask_roundtrip(void **state)
          "{\"type\":\"text\",\"text\":\"sent to 06 48\"},{\"type\":\"text\",\"text\":\"21 77 30\"}]},"
          "{\"type\":\"text\",\"text\":\"ok?\",\"citations\":[{\"cited_text\":\"" MAIL "\"}]}]}]}"},
         {SW_PII_SURFACE_EMBEDDINGS, "{\"model\":\"e5\",\"input\":[\"" MAIL "\",\"06 4821 7730\"],\"user\":\"" MAIL "\"}"},
+        {SW_PII_SURFACE_RESPONSES, "{\"model\":\"gpt-5\",\"instructions\":\"for " MAIL "\",\"input\":["
+         "{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"send\","
+         "\"arguments\":\"{\\\"to\\\":\\\"" MAIL "\\\",\\\"card\\\":5359821140670030}\"},"
+         "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"sent to 06 4821 7730\"},"
+         "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"user " MAIL "\"}],"
+         "\"encrypted_content\":\"gAAAAB\"}],\"client_metadata\":{\"tel\":\"+31 6 4821 7730\"}}"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         json_t *b = load(rows[i].body);

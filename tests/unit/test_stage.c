@@ -371,6 +371,209 @@ static void test_dialect_translated_stream(void **state)
     sw_dialect_stage_free(&d);
 }
 
+/* Which API a backend is spoken to in: the client's own when it speaks it,
+ * else its first, but never the Responses API for another API's client. */
+static void test_dialect_for(void **state)
+{
+    (void)state;
+    const enum sw_dialect O = SW_DIALECT_OPENAI, A = SW_DIALECT_ANTHROPIC, R = SW_DIALECT_RESPONSES;
+    const struct {
+        enum sw_dialect first;
+        unsigned set;
+        enum sw_dialect client, want;
+    } rows[] = {
+        {O, 0, O, O}, {O, 0, A, O}, {O, 0, R, O},
+        {A, 0, O, A}, {A, 0, R, A},
+        {R, 0, R, R}, {R, 0, O, R}, /* refused by its request_body: cannot carry */
+        {O, 1u << O | 1u << R, R, R}, {O, 1u << O | 1u << R, A, O},
+        {R, 1u << R | 1u << O, O, O}, {R, 1u << R | 1u << O, A, O},
+        {R, 1u << R | 1u << A, O, A}, {A, 1u << A | 1u << R, R, R},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct sw_config_backend be = {.dialect = rows[i].first, .dialects = rows[i].set};
+        if (sw_upstream_dialect_for(&be, rows[i].client) != rows[i].want)
+            fail_msg("row %zu", i);
+    }
+    assert_string_equal(sw_upstream_dialect(R)->api_name, "responses");
+    assert_int_equal(sw_upstream_dialect(R)->pii_surface, SW_PII_SURFACE_RESPONSES);
+    assert_true(sw_upstream_dialect(R)->always_usage && sw_upstream_dialect(A)->always_usage);
+    assert_false(sw_upstream_dialect(O)->always_usage);
+}
+
+/* ---- Dialect stages: a Responses client ---- */
+
+static int completed;
+static const json_t *completed_with;
+
+static void on_complete(void *ud, const json_t *answer)
+{
+    (void)ud;
+    completed++;
+    json_decref((json_t *)completed_with);
+    completed_with = json_incref((json_t *)answer);
+}
+
+static char *drain(struct evbuffer *b)
+{
+    size_t n = evbuffer_get_length(b);
+    char *out = malloc(n + 1);
+    evbuffer_remove(b, out, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* An OpenAI backend's chunks to a Responses client: the typed events, the
+ * end at [DONE], the finished object handed on once. */
+static void test_dialect_responses_client(void **state)
+{
+    (void)state;
+    struct sw_dialect_stream us;
+    struct sw_dialect_client cs;
+    struct sw_stage_usage u = {0};
+    json_t *req = json_pack("{s:s, s:s}", "model", "pub", "input", "hi");
+    struct sw_dialect_stage d = {
+        .client = sw_upstream_dialect(SW_DIALECT_RESPONSES), .id = "req-1", .public_model = "pub",
+        .request = req, .response_id = "resp_abc", .on_complete = on_complete, .client_wants_usage = true,
+        .us = &us, .cs = &cs,
+    };
+    completed = 0;
+    sw_buf_init(&d.aout, 1 << 20);
+    sw_dialect_stage_attempt(&d, sw_upstream_dialect(SW_DIALECT_OPENAI), false, false, false, false,
+                             1000);
+    struct sw_stage s[2] = {{&sw_dialect_up_ops, &d}, {&sw_dialect_client_ops, &d}};
+    struct evbuffer *b = evbuffer_new();
+    struct sw_stage_io io = {.usage = &u, .out = b, .chunks = json_array(), .created = 1001};
+    static const char *const evs[] = {
+        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hel\"}}]}",
+        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}",
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}",
+        "[DONE]",
+    };
+    for (size_t i = 0; i < 4; i++) {
+        io.data = evs[i];
+        io.len = strlen(evs[i]);
+        io.done = false;
+        assert_int_equal(sw_stage_run(s, 2, SW_STAGE_EVENT, &io), SW_STAGE_OK);
+    }
+    assert_true(io.done);
+    assert_int_equal(completed, 0);
+    assert_int_equal(sw_stage_run(s, 2, SW_STAGE_END, &io), SW_STAGE_OK);
+    assert_int_equal(u.in, 4);
+    assert_int_equal(u.out, 2);
+    char *out = drain(b);
+    assert_non_null(strstr(out, "event: response.created\n"));
+    assert_non_null(strstr(out, "\"delta\":\"hel\""));
+    assert_non_null(strstr(out, "event: response.completed\n"));
+    assert_non_null(strstr(out, "\"id\":\"resp_abc\""));
+    assert_non_null(strstr(out, "\"completed_at\":1001"));
+    free(out);
+    assert_int_equal(completed, 1);
+    assert_string_equal(json_string_value(json_object_get(completed_with, "status")), "completed");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+                            json_array_get(json_object_get(completed_with, "output"), 0), "content"), 0),
+                                                          "text")), "hello");
+    /* a new attempt before the first byte starts the client's state over */
+    sw_dialect_stage_attempt(&d, sw_upstream_dialect(SW_DIALECT_OPENAI), false, false, false, false,
+                             1002);
+    assert_int_equal(sw_dialect_stage_error(&d, true, "upstream_stream_failed", "gone", b), SW_OK);
+    out = drain(b);
+    assert_non_null(strstr(out, "event: response.created\n"));
+    assert_non_null(strstr(out, "event: response.failed\n"));
+    assert_non_null(strstr(out, "\"code\":\"server_error\""));
+    assert_non_null(strstr(out, "\"message\":\"gone\""));
+    free(out);
+    json_decref((json_t *)completed_with);
+    completed_with = NULL;
+    json_decref(io.chunks);
+    evbuffer_free(b);
+    sw_dialect_stage_free(&d);
+    json_decref(req);
+}
+
+/* A Responses backend's stream passed through to a Responses client: the
+ * model rewritten, the usage read, the finished object handed on; a failure
+ * after it went out is a response.failed numbered after the last event. */
+static void test_dialect_responses_native(void **state)
+{
+    (void)state;
+    struct sw_dialect_stream us;
+    struct sw_dialect_client cs;
+    struct sw_stage_usage u = {0};
+    struct sw_dialect_stage d = {
+        .client = sw_upstream_dialect(SW_DIALECT_RESPONSES), .id = "req-2", .public_model = "pub",
+        .on_complete = on_complete, .us = &us, .cs = &cs,
+    };
+    completed = 0;
+    sw_buf_init(&d.aout, 1 << 20);
+    sw_dialect_stage_attempt(&d, sw_upstream_dialect(SW_DIALECT_RESPONSES), true, true, false,
+                             false, 1000);
+    assert_true(us.preamble);
+    struct sw_stage s[2] = {{&sw_dialect_up_ops, &d}, {&sw_dialect_client_ops, &d}};
+    struct evbuffer *b = evbuffer_new();
+    struct sw_stage_io io = {.usage = &u, .out = b, .chunks = json_array()};
+    static const char *const evs[] = {
+        "{\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_up\","
+        "\"model\":\"up-model\",\"status\":\"in_progress\",\"output\":[]}}",
+        "{\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"delta\":\"hi\"}",
+        "{\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_up\","
+        "\"model\":\"up-model\",\"status\":\"completed\",\"output\":[],\"usage\":{\"input_tokens\":3,"
+        "\"output_tokens\":1}}}",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        io.data = evs[i];
+        io.len = strlen(evs[i]);
+        io.event = NULL;
+        io.done = false;
+        assert_int_equal(sw_stage_run(s, 2, SW_STAGE_EVENT, &io), SW_STAGE_OK);
+        assert_int_equal(us.preamble, i < 1);
+    }
+    assert_true(io.done);
+    assert_int_equal(sw_stage_run(s, 2, SW_STAGE_END, &io), SW_STAGE_OK);
+    assert_int_equal(u.in, 3);
+    assert_int_equal(u.out, 1);
+    assert_int_equal(u.chunks, 1);
+    char *out = drain(b);
+    assert_null(strstr(out, "up-model"));
+    assert_non_null(strstr(out, "event: response.completed\ndata: "));
+    free(out);
+    assert_int_equal(completed, 1);
+    assert_string_equal(json_string_value(json_object_get(completed_with, "id")), "resp_up");
+    assert_string_equal(json_string_value(json_object_get(completed_with, "model")), "pub");
+
+    /* another stream, cut after its first delta: response.failed, number 2 */
+    sw_dialect_stage_attempt(&d, sw_upstream_dialect(SW_DIALECT_RESPONSES), true, true, false,
+                             false, 1000);
+    for (size_t i = 0; i < 2; i++) {
+        io.data = evs[i];
+        io.len = strlen(evs[i]);
+        io.done = false;
+        assert_int_equal(sw_stage_run(s, 2, SW_STAGE_EVENT, &io), SW_STAGE_OK);
+    }
+    free(drain(b));
+    io.started = true;
+    io.data = "{\"type\":\"response.failed\",\"sequence_number\":2,\"response\":{}}";
+    io.len = strlen(io.data);
+    assert_int_equal(sw_stage_run(s, 2, SW_STAGE_EVENT, &io), SW_STAGE_FAILOVER);
+    assert_int_equal(sw_dialect_stage_error(&d, true, "upstream_stream_failed", "cut", b), SW_OK);
+    out = drain(b);
+    json_t *ev = json_loads(strstr(out, "data: ") + 6, JSON_DISABLE_EOF_CHECK, NULL);
+    assert_non_null(ev);
+    assert_string_equal(json_string_value(json_object_get(ev, "type")), "response.failed");
+    assert_int_equal(json_integer_value(json_object_get(ev, "sequence_number")), 2);
+    json_t *r = json_object_get(ev, "response");
+    assert_string_equal(json_string_value(json_object_get(r, "id")), "resp_up");
+    assert_string_equal(json_string_value(json_object_get(r, "status")), "failed");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "message")), "cut");
+    json_decref(ev);
+    free(out);
+    assert_int_equal(completed, 1);
+    json_decref((json_t *)completed_with);
+    completed_with = NULL;
+    json_decref(io.chunks);
+    evbuffer_free(b);
+    sw_dialect_stage_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +586,9 @@ int main(void)
         cmocka_unit_test(test_splice_answer),
         cmocka_unit_test(test_contract_collect),
         cmocka_unit_test(test_dialect_translated_stream),
+        cmocka_unit_test(test_dialect_for),
+        cmocka_unit_test(test_dialect_responses_client),
+        cmocka_unit_test(test_dialect_responses_native),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
