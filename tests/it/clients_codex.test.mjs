@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { getJSON, startLlmsim, tempDir } from './lib/harness.mjs';
 import { withProcs } from './lib/gateway.mjs';
 import { holdLocal } from './lib/hold.mjs';
-import { SPEC } from './lib/responses_spec.mjs';
+import { SPEC } from './responses_lib.mjs';
 import { ADMIN, checkAnswer, responsesGateway } from './lib/responses_clients.mjs';
 
 const SPEC_COMMIT = 'f85dbe223d40e1a31cba812ab2d755c7e98a92a3';
@@ -153,7 +153,7 @@ async function codexTurn(gw, model, { backend, reason }) {
     for (const s of proxy.seen) assert.equal(s.path, '/v1/responses', `Codex asks nothing else: ${s.method} ${s.path}`);
     for (const p of posts) {
       assert.equal(p.status, 200, `answer: ${p.text?.slice(0, 500)}`);
-      const got = checkAnswer(p.status, p.contentType, p.text);
+      const got = await checkAnswer(p.status, p.contentType, p.text);
       assert.equal(got.kind, 'stream', 'Codex streams');
       if (backend) assert.equal(p.backend, backend);
       if (reason) assert.equal(p.reason, reason);
@@ -218,7 +218,7 @@ describe('codex exec', () => {
       assert.ok(refused.length >= 1);
       for (const p of refused) {
         assert.equal(p.status, 400);
-        const { body } = checkAnswer(p.status, p.contentType, p.text);
+        const { body } = await checkAnswer(p.status, p.contentType, p.text);
         assert.equal(body.error.code, 'untranslatable');
         assert.match(body.error.param, /^tools\[\d+\]\.type$/);
         assert.ok(['namespace', 'web_search'].includes(p.body.tools[Number(body.error.param.match(/\d+/)[0])].type));
@@ -231,7 +231,7 @@ describe('codex exec', () => {
       const posts = proxy.seen.filter((s) => s.method === 'POST');
       assert.equal(posts.length, 1);
       assert.equal(posts[0].backend, 'cloud');
-      checkAnswer(posts[0].status, posts[0].contentType, posts[0].text);
+      await checkAnswer(posts[0].status, posts[0].contentType, posts[0].text);
       assert.ok(posts[0].body.tools.some((t) => t.type === 'web_search'), 'the hosted tool went to the cloud whole');
     } finally {
       await proxy.stop();

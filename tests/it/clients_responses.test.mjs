@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { getJSON, startLlmsim } from './lib/harness.mjs';
 import { withProcs } from './lib/gateway.mjs';
 import { holdLocal } from './lib/hold.mjs';
-import { SPEC } from './lib/responses_spec.mjs';
+import { SPEC } from './responses_lib.mjs';
 import { ADMIN, responsesGateway, teeFetch } from './lib/responses_clients.mjs';
 
 const SPEC_COMMIT = 'f85dbe223d40e1a31cba812ab2d755c7e98a92a3';

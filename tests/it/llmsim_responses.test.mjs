@@ -4,12 +4,12 @@
 // and the faults (error status, mid-stream error, malformed answers). Every
 // object and event validates against the official spec's schemas
 // (tests/spec/openai_responses.json, the spec at its pinned commit, checked
-// by lib/responses_spec.mjs; tests/unit/test_responses_schema.c does the same
+// by responses_lib.mjs; tests/unit/test_responses_schema.c does the same
 // for the translator with Spillway's own validator).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getJSON, openai, postFaults, readSSE, sim, stats } from './llmsim_lib.mjs';
-import { SPEC, assertEvents, assertResponse } from './lib/responses_spec.mjs';
+import { SPEC, assertEvents, assertResponse } from './responses_lib.mjs';
 
 const SPEC_COMMIT = 'f85dbe223d40e1a31cba812ab2d755c7e98a92a3';
 

@@ -1,10 +1,10 @@
 // Shared by the Responses API client tests (clients_responses, clients_codex):
 // the gateway they run through, and a record of every answer the clients got,
-// each validated against the official spec's schemas (responses_spec.mjs).
+// each validated against the official spec's schemas (../responses_lib.mjs).
 import assert from 'node:assert/strict';
 import { startLlmsim, startSpillway } from './harness.mjs';
 import { ADMIN, gatewayYaml } from './gateway.mjs';
-import { assertEvents, assertResponse, assertValid, parseEvents } from './responses_spec.mjs';
+import { assertEvents, assertResponse, assertSchema, rawEvents } from '../responses_lib.mjs';
 
 export { ADMIN };
 
@@ -37,15 +37,16 @@ export async function responsesGateway(track, { routing = '' } = {}) {
 }
 
 // Checks one answer of POST /responses as the client got it: a stream's
-// events, a whole Response, or an error in OpenAI's shape. Returns what it read.
-export function checkAnswer(status, contentType, text) {
+// events, a whole Response, or an error in OpenAI's shape. Resolves to what
+// it read.
+export async function checkAnswer(status, contentType, text) {
   if (status !== 200) {
     const body = JSON.parse(text);
-    assertValid('Error', body.error);
+    assertSchema('Error', body.error);
     return { kind: 'error', body };
   }
   if (/text\/event-stream/.test(contentType || '')) {
-    const events = parseEvents(text);
+    const events = await rawEvents(new Response(text));
     assertEvents(events);
     return { kind: 'stream', events };
   }
@@ -73,7 +74,7 @@ export function teeFetch() {
       };
       answers.push(rec);
       const copy = res.clone();
-      pending.push(copy.text().then((text) => Object.assign(rec, checkAnswer(res.status, res.headers.get('content-type'), text))));
+      pending.push(copy.text().then(async (text) => Object.assign(rec, await checkAnswer(res.status, res.headers.get('content-type'), text))));
     }
     return res;
   };
