@@ -13,10 +13,8 @@
 #include "config/config.h"
 #include "config/rurl.h"
 #include "state/rconn.h"
+#include "state/rdial.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
-#define CONNECT_TIMEOUT_MS 1000
 #define MIN_OP_TIMEOUT_MS 1000  /* records can be large: a round trip gets at least this */
 
 /* ARGV: prefix id scope sensitive created input output meta bytes now_ms ttl_s
@@ -76,8 +74,7 @@ struct rstore {
     long op_timeout_ms;
     struct sw_rconn *c;
     bool connected;                 /* PING answered on c */
-    long backoff_ms;
-    struct event *reconnect_timer, *connect_timer;
+    struct sw_rdial dial;           /* connect deadline, backoff */
     uint64_t evicted, expired, refused;
 };
 
@@ -96,8 +93,6 @@ struct op {
     struct event *timer;
     bool answered;
 };
-
-static void schedule_reconnect(struct rstore *rs);
 
 /* ---- Answers ---- */
 
@@ -334,7 +329,6 @@ static void teardown(struct rstore *rs)
     struct sw_rconn *c = rs->c;
     rs->c = NULL;
     rs->connected = false;
-    evtimer_del(rs->connect_timer);
     sw_rconn_free(c); /* pending calls answer SW_EUNAVAILABLE */
 }
 
@@ -345,7 +339,7 @@ static void on_lost(struct sw_rconn *c, const char *why, void *data)
         return;
     sw_warn("respstore: lost the connection to Redis %s:%d: %s", rs->url.host, rs->url.port, why);
     teardown(rs);
-    schedule_reconnect(rs);
+    sw_rdial_retry(&rs->dial);
 }
 
 static void on_pong(struct sw_rconn *c, void *reply, void *priv)
@@ -356,81 +350,39 @@ static void on_pong(struct sw_rconn *c, void *reply, void *priv)
         return;
     if (r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "PONG")) {
         rs->connected = true;
-        rs->backoff_ms = BACKOFF_MIN_MS;
-        evtimer_del(rs->connect_timer);
+        sw_rdial_connected(&rs->dial);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        /* e.g. NOAUTH or WRONGPASS (never the password): the connect timeout retries */
+        /* e.g. NOAUTH or WRONGPASS (never the password): the connect deadline retries */
         sw_warn("respstore: Redis %s:%d refused the connection: %.200s", rs->url.host,
                 rs->url.port, r->str);
     }
 }
 
-static int simple(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, int argc, const char **argv)
+/* The backoff is over: a new connection, usable once PING is answered. */
+static void do_connect(void *owner)
 {
-    size_t lens[4];
-    for (int i = 0; i < argc && i < 4; i++)
-        lens[i] = strlen(argv[i]);
-    return sw_rconn_command(c, cb, priv, false, argc, argv, lens);
-}
-
-static void do_connect(struct rstore *rs)
-{
-    struct sw_rconn *c = sw_rconn_new(rs->base, rs->url.host, rs->url.port, rs->tls,
-                                      rs->server_name, on_lost, rs);
+    struct rstore *rs = owner;
+    if (rs->c)
+        return;
+    struct sw_rconn *c = sw_rdial_open(&rs->dial, rs->tls, rs->server_name, on_lost, rs, false);
     if (!c) {
-        schedule_reconnect(rs);
+        sw_rdial_retry(&rs->dial);
         return;
     }
     rs->c = c;
-    char db[16];
-    snprintf(db, sizeof db, "%d", rs->url.db);
-    int err = 0;
-    if (rs->url.password[0] && rs->url.user[0])
-        err |= simple(c, NULL, NULL, 3, (const char *[]){"AUTH", rs->url.user, rs->url.password});
-    else if (rs->url.password[0])
-        err |= simple(c, NULL, NULL, 2, (const char *[]){"AUTH", rs->url.password});
-    if (rs->url.db)
-        err |= simple(c, NULL, NULL, 2, (const char *[]){"SELECT", db});
-    err |= simple(c, on_pong, rs, 1, (const char *[]){"PING"});
-    if (err || !rs->c) {
+    size_t len = 4;
+    if (sw_rconn_command(c, on_pong, rs, false, 1, (const char *[]){"PING"}, &len) || !rs->c) {
         if (rs->c)
             teardown(rs);
-        schedule_reconnect(rs);
+        sw_rdial_retry(&rs->dial);
         return;
     }
-    struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, (CONNECT_TIMEOUT_MS % 1000) * 1000};
-    evtimer_add(rs->connect_timer, &tv);
+    sw_rdial_started(&rs->dial);
 }
 
-static void on_connect_timeout(evutil_socket_t fd, short what, void *arg)
+static void on_expired(void *owner)
 {
-    (void)fd;
-    (void)what;
-    struct rstore *rs = arg;
-    if (rs->connected)
-        return;
-    sw_warn("respstore: no connection to Redis %s:%d within %d ms", rs->url.host, rs->url.port,
-            CONNECT_TIMEOUT_MS);
-    teardown(rs);
-    schedule_reconnect(rs);
-}
-
-static void on_reconnect(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct rstore *rs = arg;
-    if (!rs->c)
-        do_connect(rs);
-}
-
-static void schedule_reconnect(struct rstore *rs)
-{
-    if (evtimer_pending(rs->reconnect_timer, NULL))
-        return;
-    struct timeval tv = {rs->backoff_ms / 1000, (rs->backoff_ms % 1000) * 1000};
-    evtimer_add(rs->reconnect_timer, &tv);
-    rs->backoff_ms = rs->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : rs->backoff_ms * 2;
+    teardown(owner);
 }
 
 static void r_free(void *impl)
@@ -438,10 +390,7 @@ static void r_free(void *impl)
     struct rstore *rs = impl;
     if (rs->c)
         teardown(rs);
-    if (rs->reconnect_timer)
-        event_free(rs->reconnect_timer);
-    if (rs->connect_timer)
-        event_free(rs->connect_timer);
+    sw_rdial_free(&rs->dial);
     sw_rtls_free(rs->tls);
     free(rs->server_name);
     free(rs->prefix);
@@ -492,11 +441,8 @@ struct sw_respstore *sw_respstore_redis_new(struct event_base *base,
     }
     rs->prefix = strdup(st->key_prefix ? st->key_prefix : "spillway:");
     rs->op_timeout_ms = st->timeout_ms > MIN_OP_TIMEOUT_MS ? st->timeout_ms : MIN_OP_TIMEOUT_MS;
-    rs->backoff_ms = BACKOFF_MIN_MS;
-    rs->reconnect_timer = evtimer_new(base, on_reconnect, rs);
-    rs->connect_timer = evtimer_new(base, on_connect_timeout, rs);
-    if (!rs->prefix || !rs->reconnect_timer || !rs->connect_timer ||
-        strlen(rs->prefix) > 256) {
+    if (sw_rdial_init(&rs->dial, base, &rs->url, "respstore", do_connect, on_expired, rs) ||
+        !rs->prefix || strlen(rs->prefix) > 256) {
         r_free(rs);
         return NULL;
     }

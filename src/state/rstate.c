@@ -12,13 +12,11 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "state/rconn.h"
+#include "state/rdial.h"
 #include "config/rurl.h"
 #include "state/rkey.h"
 
 #define SYNC_MS 200             /* shared view refresh, lease renewal */
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
-#define CONNECT_TIMEOUT_MS 1000
 #define MAX_ARGS 16
 
 /* KEYS: none (single-instance Redis; keys are built from the prefix in ARGV). */
@@ -196,14 +194,13 @@ struct sw_rstate {
     bool connected, sub_connected;  /* Redis answered PING; SUBSCRIBE */
     bool slow;                      /* a round trip timed out; cleared by the next reply */
     char sha[N_SCRIPTS][41];
-    long backoff_ms;
-    struct event *reconnect_timer, *connect_timer, *sync_timer;
+    struct sw_rdial dial;           /* connect deadline, backoff */
+    struct event *sync_timer;
     long *fallback_held;            /* per backend index: fallback slots held */
     size_t n_fallback;
     int64_t degraded_since;
 };
 
-static void schedule_reconnect(struct sw_rstate *rs);
 static void update_degraded(struct sw_rstate *rs);
 
 /* ---- Helpers ---- */
@@ -539,14 +536,13 @@ static void on_lost(struct sw_rconn *c, const char *why, void *data)
         return;
     sw_warn("state: lost the connection to Redis %s:%d: %s", rs->url.host, rs->url.port, why);
     teardown(rs);
-    schedule_reconnect(rs);
+    sw_rdial_retry(&rs->dial);
 }
 
 static void on_answered(struct sw_rstate *rs)
 {
     if (rs->connected && rs->sub_connected) {
-        evtimer_del(rs->connect_timer);
-        rs->backoff_ms = BACKOFF_MIN_MS;
+        sw_rdial_connected(&rs->dial);
         rs->slow = false;
         update_degraded(rs);
         fetch_flags(rs); /* resync: what changed while we were away */
@@ -617,48 +613,18 @@ static int command(struct sw_rconn *c, sw_rconn_reply_fn cb, void *priv, bool su
     return sw_rconn_command(c, cb, priv, subscribe, argc, argv, lens);
 }
 
-/* AUTH's answer: a refusal (WRONGPASS, an unknown ACL user) is logged here,
- * the connect timeout retries. Redis's message never holds the password. */
-static void on_auth(struct sw_rconn *c, void *reply, void *priv)
+/* The backoff is over: both connections, usable once PING and SUBSCRIBE
+ * are answered. */
+static void do_connect(void *owner)
 {
-    (void)priv;
-    struct sw_rstate *rs = sw_rconn_data(c);
-    const redisReply *r = reply;
-    if (rs && c == rs->ac && r && r->type == REDIS_REPLY_ERROR)
-        sw_warn("state: Redis %s:%d refused the connection: %.200s", rs->url.host, rs->url.port,
-                r->str);
-}
-
-static struct sw_rconn *open_ctx(struct sw_rstate *rs)
-{
-    struct sw_rconn *c = sw_rconn_new(rs->base, rs->url.host, rs->url.port, rs->tls,
-                                      rs->server_name, on_lost, rs);
-    if (!c)
-        return NULL;
-    char db[16];
-    snprintf(db, sizeof db, "%d", rs->url.db);
-    int err = 0;
-    if (rs->url.password[0] && rs->url.user[0])
-        err |= command(c, on_auth, NULL, false, 3,
-                       (const char *[]){"AUTH", rs->url.user, rs->url.password});
-    else if (rs->url.password[0])
-        err |= command(c, on_auth, NULL, false, 2, (const char *[]){"AUTH", rs->url.password});
-    if (rs->url.db)
-        err |= command(c, NULL, NULL, false, 2, (const char *[]){"SELECT", db});
-    if (err) {
-        sw_rconn_free(c);
-        return NULL;
-    }
-    return c;
-}
-
-static void do_connect(struct sw_rstate *rs)
-{
-    rs->ac = open_ctx(rs);
-    rs->sub = rs->ac ? open_ctx(rs) : NULL;
+    struct sw_rstate *rs = owner;
+    if (rs->ac)
+        return;
+    rs->ac = sw_rdial_open(&rs->dial, rs->tls, rs->server_name, on_lost, rs, true);
+    rs->sub = rs->ac ? sw_rdial_open(&rs->dial, rs->tls, rs->server_name, on_lost, rs, false) : NULL;
     if (!rs->ac || !rs->sub) {
         teardown(rs);
-        schedule_reconnect(rs);
+        sw_rdial_retry(&rs->dial);
         return;
     }
     for (int s = 0; s < N_SCRIPTS; s++) {
@@ -670,39 +636,13 @@ static void do_connect(struct sw_rstate *rs)
     char ch[300];
     sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
     command(rs->sub, on_event, NULL, true, 2, (const char *[]){"SUBSCRIBE", ch});
-    struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, (CONNECT_TIMEOUT_MS % 1000) * 1000};
-    evtimer_add(rs->connect_timer, &tv);
+    sw_rdial_started(&rs->dial);
 }
 
-static void on_connect_timeout(evutil_socket_t fd, short what, void *arg)
+/* The deadline passed before PING and SUBSCRIBE were both answered. */
+static void on_expired(void *owner)
 {
-    (void)fd;
-    (void)what;
-    struct sw_rstate *rs = arg;
-    if (rs->connected && rs->sub_connected)
-        return;
-    sw_warn("state: no connection to Redis %s:%d within %d ms", rs->url.host, rs->url.port,
-            CONNECT_TIMEOUT_MS);
-    teardown(rs);
-    schedule_reconnect(rs);
-}
-
-static void on_reconnect(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct sw_rstate *rs = arg;
-    if (!rs->ac)
-        do_connect(rs);
-}
-
-static void schedule_reconnect(struct sw_rstate *rs)
-{
-    if (evtimer_pending(rs->reconnect_timer, NULL))
-        return;
-    struct timeval tv = {rs->backoff_ms / 1000, (rs->backoff_ms % 1000) * 1000};
-    evtimer_add(rs->reconnect_timer, &tv);
-    rs->backoff_ms = rs->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : rs->backoff_ms * 2;
+    teardown(owner);
 }
 
 /* ---- Sync ---- */
@@ -784,7 +724,6 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     rs->resv_ttl_ms = cfg->routing.request_timeout_ms + rs->lease_ttl_ms;
     rs->share = st->fallback_share > 0 ? st->fallback_share : 1.0;
     rs->window_ms = cfg->routing.spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS;
-    rs->backoff_ms = BACKOFF_MIN_MS;
     unsigned long long rnd = 0;
     FILE *f = fopen("/dev/urandom", "rb");
     if (f) {
@@ -793,10 +732,9 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
         fclose(f);
     }
     snprintf(rs->replica, sizeof rs->replica, "%llx.%ld", rnd, (long)getpid());
-    rs->reconnect_timer = evtimer_new(base, on_reconnect, rs);
-    rs->connect_timer = evtimer_new(base, on_connect_timeout, rs);
+    int derr = sw_rdial_init(&rs->dial, base, &rs->url, "state", do_connect, on_expired, rs);
     rs->sync_timer = event_new(base, -1, EV_PERSIST, on_sync, rs);
-    if (!rs->prefix || !rs->reconnect_timer || !rs->connect_timer || !rs->sync_timer) {
+    if (derr || !rs->prefix || !rs->sync_timer) {
         sw_rstate_free(rs);
         return NULL;
     }
@@ -819,13 +757,10 @@ void sw_rstate_free(struct sw_rstate *rs)
         rs->g->rstate = NULL;
         rs->g->store = sw_store_memory();
     }
-    if (rs->reconnect_timer)
-        event_free(rs->reconnect_timer);
-    if (rs->connect_timer)
-        event_free(rs->connect_timer);
+    sw_rdial_free(&rs->dial);
     if (rs->sync_timer)
         event_free(rs->sync_timer);
-    rs->reconnect_timer = rs->connect_timer = rs->sync_timer = NULL;
+    rs->sync_timer = NULL;
     struct sw_rconn *ac = rs->ac, *sub = rs->sub;
     rs->ac = rs->sub = NULL;
     sw_rconn_free(ac);

@@ -312,6 +312,42 @@ describe('routing and failures', () => {
   }));
 });
 
+describe('spend', () => {
+  test('a priced cloud: the reservation\'s limit goes in the client\'s own body (max_output_tokens), the cost is settled from the Responses usage', () => withProcs(async (track) => {
+    const native = await track(startLlmsim(['--model', 'native-model', ...ECHO]));
+    const claude = await track(startLlmsim(['--model', 'claude-model', ...ECHO, '--dialect', 'anthropic']));
+    const price = { raw: '{ input_usd_per_mtok: 1000, output_usd_per_mtok: 2000 }' };
+    const gw = await track(startSpillway(gatewayYaml({
+      backends: [
+        { name: 'native', tier: 'cloud', url: native.url, model: 'native-model', dialects: { raw: '[openai, responses]' }, price, max_output_tokens: 77 },
+        { name: 'claude', tier: 'cloud', url: claude.url, model: 'claude-model', dialect: 'anthropic', price, max_output_tokens: 77 },
+      ],
+      models: [{ name: 'resp', backends: ['native'] }, { name: 'anth', backends: ['claude'] }],
+      routing: '  spend: { cap_usd: 1000 }',
+    })));
+    let k = 0;
+    for (const [model, sim] of [['resp', native], ['anth', claude]]) {
+      for (const stream of [false, true]) {
+        k++;
+        await clear(sim);
+        const res = await post(gw, { model, input: 'what does it cost', stream });
+        assert.equal(res.status, 200);
+        const usage = stream ? (await rawEvents(res)).at(-1).response.usage : (await res.json()).usage;
+        const [got] = await received(sim);
+        assert.equal(model === 'resp' ? got.body.max_output_tokens : got.body.max_tokens, 77, `${model}: the reserved limit is sent`);
+        const all = await decisions(gw, k); // (newest first; a stream's is logged after its last event)
+        assert.equal(all.length, k);
+        const d = all[0];
+        assert.equal(d.api, 'responses');
+        assert.equal(d.tokens_in, usage.input_tokens);
+        assert.equal(d.tokens_out, usage.output_tokens);
+        const want = (usage.input_tokens * 1000 + usage.output_tokens * 2000) / 1e6;
+        assert.ok(Math.abs(d.cost_usd - want) < 1e-9, `${model} stream=${stream}: cost ${d.cost_usd}, want ${want}`);
+      }
+    }
+  }));
+});
+
 describe('the door', () => {
   test('errors in OpenAI\'s shape: a bad body, an unknown model, previous_response_id, a missing key', () => withProcs(async (track) => {
     const e = await track(startLlmsim(['--model', 'edge-model', ...ECHO]));
@@ -332,9 +368,10 @@ describe('the door', () => {
     assert.equal(unknown.status, 404);
     assert.equal((await unknown.json()).error.code, 'model_not_found');
     const prev = await post(gw, { model: 'chat', input: 'x', previous_response_id: 'resp_abc' }, key);
-    assert.equal(prev.status, 400);
+    assert.equal(prev.status, 404);
     const pe = (await prev.json()).error;
     assert.equal(pe.param, 'previous_response_id');
+    assert.equal(pe.code, 'previous_response_not_found');
     assert.equal(pe.type, 'invalid_request_error');
     const hosted = await post(gw, { model: 'chat', input: 'x', tools: [{ type: 'web_search' }] }, key);
     assert.equal(hosted.status, 400);

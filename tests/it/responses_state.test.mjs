@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { startLlmsim, startSpillway, getJSON, waitFor } from './lib/harness.mjs';
 import { holdLocal } from './lib/hold.mjs';
 import {
-  ADMIN, ALICE, BOB, SPEC, SPEC_COMMIT, assertResponse, clearReceived, client, config, metric, received,
+  ADMIN, ALICE, BOB, SPEC, SPEC_COMMIT, assertResponse, assertSchema, clearReceived, client, config, metric, received,
 } from './responses_state_lib.mjs';
 
 const text = (r) => r.output.filter((i) => i.type === 'message')
@@ -115,6 +115,7 @@ describe('stored responses (memory)', () => {
     for (const i of page.data) {
       assert.equal(i.type, 'message');
       assert.match(i.id, /^msg_/);
+      assertSchema('Item', i); // the spec's input item shapes
     }
     assert.equal(page.has_more, false);
     // pages of one, oldest first: the SDK follows `after` until has_more is false

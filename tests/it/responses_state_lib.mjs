@@ -1,40 +1,15 @@
 // Helpers shared by the stored-responses integration tests (not a test file
 // itself): the gateway config (two keys, a local and a cloud llmsim), the
-// official SDK client, what a backend received, /metrics samples, and the
-// required fields of the official spec's schemas.
-import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+// official SDK client, what a backend received, /metrics samples; answers
+// are validated against the official spec's schemas by responses_lib.mjs.
 import OpenAI from 'openai';
 import { getJSON } from './lib/harness.mjs';
+
+export { SPEC, SPEC_COMMIT, assertResponse, assertSchema } from './responses_lib.mjs';
 
 export const ADMIN = 'sk-admin-rstate';
 export const ALICE = 'sk-alice-rstate';
 export const BOB = 'sk-bob-rstate';
-export const SPEC = JSON.parse(readFileSync(new URL('../spec/openai_responses.json', import.meta.url)));
-export const SPEC_COMMIT = 'f85dbe223d40e1a31cba812ab2d755c7e98a92a3';
-const schemas = SPEC.components.schemas;
-
-// The required fields of a schema, through $ref and allOf.
-function required(name) {
-  const out = new Set();
-  const walk = (s) => {
-    if (s.$ref) return walk(schemas[s.$ref.split('/').at(-1)]);
-    for (const r of s.required || []) out.add(r);
-    for (const p of s.allOf || []) walk(p);
-  };
-  walk(schemas[name]);
-  return [...out];
-}
-
-export function assertResponse(r) {
-  for (const k of required('Response')) assert.ok(k in r, `Response lacks ${k}`);
-  for (const k of required('ResponseUsage')) if (r.usage) assert.ok(k in r.usage, `usage lacks ${k}`);
-  for (const item of r.output) {
-    const name = item.type === 'message' ? 'OutputMessage' : 'FunctionToolCall';
-    for (const k of required(name)) assert.ok(k in item, `${item.type} item lacks ${k}`);
-  }
-}
-
 export function config({ edgeUrl, cloudUrl, responses = '', routing = '', edge = '', cloud = '', extra = '' }) {
   return `
 listen: "127.0.0.1:0"

@@ -184,6 +184,39 @@ static void test_split(void **state)
     json_decref(no);
 }
 
+static void test_expand(void **state)
+{
+    (void)state;
+    json_t *prior = parse("[{\"type\":\"message\",\"role\":\"user\",\"id\":\"a\",\"content\":\"one\"}]");
+    /* a string input becomes a user message after the prior items */
+    json_t *body = parse("{\"model\":\"m\",\"input\":\"two\",\"previous_response_id\":\"resp_1\"}");
+    assert_int_equal(sw_resp_expand_input(body, prior), SW_OK);
+    assert_json_value(body, "{\"model\":\"m\",\"previous_response_id\":\"resp_1\",\"input\":["
+                            "{\"type\":\"message\",\"role\":\"user\",\"id\":\"a\",\"content\":\"one\"},"
+                            "{\"role\":\"user\",\"content\":\"two\"}]}");
+    json_decref(body);
+    /* items follow them as they are */
+    body = parse("{\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"x\"}]}");
+    assert_int_equal(sw_resp_expand_input(body, prior), SW_OK);
+    assert_int_equal(json_array_size(json_object_get(body, "input")), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(body, "input"), 1), "type")),
+                        "function_call_output");
+    json_decref(body);
+    /* the prior array itself is not changed */
+    assert_int_equal(json_array_size(prior), 1);
+    /* what cannot be made whole */
+    body = parse("{\"input\":3}");
+    assert_int_equal(sw_resp_expand_input(body, prior), SW_EINVAL);
+    json_decref(body);
+    body = parse("{\"input\":\"x\"}");
+    json_t *notarr = parse("{}");
+    assert_int_equal(sw_resp_expand_input(body, notarr), SW_EINVAL);
+    json_decref(notarr);
+    json_decref(body);
+    json_decref(prior);
+}
+
 static void test_metrics(void **state)
 {
     (void)state;
@@ -214,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_record_object),
         cmocka_unit_test(test_prior_items),
         cmocka_unit_test(test_input_items),
+        cmocka_unit_test(test_expand),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_metrics),
     };
