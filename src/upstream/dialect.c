@@ -395,6 +395,10 @@ static const json_t *resp_client_final(const struct sw_dialect_client *c)
     return r->final ? r->final : r->stream ? r->stream->final : NULL;
 }
 
+/* The one-token ping of chat completions and Messages: the body reads the
+ * same in both. */
+#define CHAT_PING "{\"model\":\"%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"ping\"}]}"
+
 /* One table per API; another dialect is one more row. */
 static const struct sw_upstream_dialect dialects[] = {
     [SW_DIALECT_OPENAI] = {
@@ -408,6 +412,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .client_error = openai_client_error,
         .api_name = "openai",
         .max_tokens_key = "max_completion_tokens",
+        .ping_fmt = CHAT_PING,
         .pii_surface = SW_PII_SURFACE_CHAT,
     },
     [SW_DIALECT_ANTHROPIC] = {
@@ -427,6 +432,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .native_answer = sw_anth_native_answer,
         .api_name = "anthropic",
         .max_tokens_key = "max_tokens",
+        .ping_fmt = CHAT_PING,
         .pii_surface = SW_PII_SURFACE_MESSAGES,
         .always_usage = true,
         .tool_contract = true,
@@ -451,6 +457,8 @@ static const struct sw_upstream_dialect dialects[] = {
         .native_answer = sw_resp_native_answer,
         .api_name = "responses",
         .max_tokens_key = "max_output_tokens",
+        /* 16: the least max_output_tokens OpenAI takes */
+        .ping_fmt = "{\"model\":\"%s\",\"max_output_tokens\":16,\"input\":\"ping\"}",
         .pii_surface = SW_PII_SURFACE_RESPONSES,
         .always_usage = true,
         .object_ids = true,

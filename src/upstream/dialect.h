@@ -153,6 +153,8 @@ struct sw_upstream_dialect {
     /* ---- What the rest of the gateway says of this API ---- */
     const char *api_name;               /* the decision log's and metrics' `api` */
     const char *max_tokens_key;         /* its request's output token limit */
+    const char *ping_fmt;               /* a one-token request of this API, %s the model
+                                         * (the health check's warm-up and latency probe) */
     enum sw_pii_surface pii_surface;    /* what its request bodies look like to the PII walk */
     bool always_usage;                  /* its streams carry the usage whatever the client
                                          * asked (Anthropic's message_delta, Responses'

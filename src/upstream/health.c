@@ -86,14 +86,13 @@ static void send_ping(struct probe *pr, int64_t now, bool latency_probe)
     const struct sw_config_backend *be = &pr->h->cfg->backends[pr->i];
     struct sw_buf b;
     sw_buf_init(&b, 4096);
-    if (sw_buf_appendf(&b, "{\"model\":\"%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
-                           "\"content\":\"ping\"}]}", be->model)) {
+    /* in the backend's first dialect */
+    const struct sw_upstream_dialect *d = sw_upstream_dialect(be->dialect);
+    if (sw_buf_appendf(&b, d->ping_fmt, be->model)) {
         sw_buf_free(&b);
         return;
     }
     static const struct sw_upstream_cbs cbs = {on_warm_data, on_warm_done};
-    /* The body reads the same in both dialects; the backend's first is used. */
-    const struct sw_upstream_dialect *d = sw_upstream_dialect(be->dialect);
     struct sw_buf hdrs;
     sw_buf_init(&hdrs, 8192);
     if (d->headers(be, NULL, &hdrs)) {

@@ -1,6 +1,6 @@
 /* libFuzzer driver for the request walkers of every API surface
  * (sw_pii_scan_body, sw_pii_mask_body). The first byte picks the surface
- * (chat, Messages, embeddings), the rest is the body; when it parses as JSON:
+ * (chat, Messages, embeddings, Responses), the rest is the body; when it parses as JSON:
  *  - a non-object is refused by both (SW_EINVAL, empty path);
  *  - a field outside its grammar: both refuse it with the same path, a
  *    NUL-terminated string within the buffer;
@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 1)
         return 0;
-    enum sw_pii_surface s = (enum sw_pii_surface)(data[0] % 3);
+    enum sw_pii_surface s = (enum sw_pii_surface)(data[0] % 4);
     json_t *body = json_loadb((const char *)data + 1, size - 1, JSON_DECODE_ANY, NULL);
     if (!body)
         return 0;

@@ -312,6 +312,31 @@ describe('routing and failures', () => {
   }));
 });
 
+describe('a backend that speaks only the Responses API', () => {
+  test('serves Responses clients, refuses others (a 400, nothing translated to it), is warmed in its own API', () => withProcs(async (track) => {
+    const sim = await track(startLlmsim(['--model', 'r-model', ...ECHO]));
+    const gw = await track(startSpillway(gatewayYaml({
+      backends: [{ name: 'only', tier: 'local', url: sim.url, model: 'r-model', dialect: 'responses', keep_warm_ms: 100 }],
+      models: [{ name: 'm', backends: ['only'] }],
+    })));
+    await waitFor(async () => (await received(sim)).some((q) => q.path === '/v1/responses' && q.body.input === 'ping'),
+      { timeout: 10000, what: 'a warm-up ping in the Responses API' });
+    const ping = (await received(sim)).find((q) => q.body.input === 'ping');
+    assert.deepEqual(ping.body, { model: 'r-model', max_output_tokens: 16, input: 'ping' });
+    const r = await client(gw).responses.create({ model: 'm', input: 'only responses' });
+    assertResponse(r);
+    assert.equal(r.output_text, 'only responses');
+    await clear(sim);
+    const chat = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+    });
+    assert.equal(chat.status, 400);
+    assert.equal((await chat.json()).error.code, 'untranslatable');
+    assert.ok((await received(sim)).every((q) => q.body.input === 'ping'), 'nothing but pings reached it');
+  }));
+});
+
 describe('spend', () => {
   test('a priced cloud: the reservation\'s limit goes in the client\'s own body (max_output_tokens), the cost is settled from the Responses usage', () => withProcs(async (track) => {
     const native = await track(startLlmsim(['--model', 'native-model', ...ECHO]));
