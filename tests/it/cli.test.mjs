@@ -73,8 +73,8 @@ test('starting with an invalid config exits 1 without listening', () => {
 });
 
 test('--check-config: every shipped example is valid (with its secrets in the environment)', () => {
-  const env = { ...process.env, APP_KEY: 'sk-app-1', INTERNAL_KEY: 'sk-int-1', ADMIN_KEY: 'sk-admin-1', OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a', CLAUDE_CODE_KEY: 'sk-cc' };
-  for (const f of ['examples/demo.yaml', 'examples/llamacpp-openai.yaml', 'examples/ollama.yaml', 'examples/claude-code.yaml']) {
+  const env = { ...process.env, APP_KEY: 'sk-app-1', INTERNAL_KEY: 'sk-int-1', ADMIN_KEY: 'sk-admin-1', OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a', CLAUDE_CODE_KEY: 'sk-cc', CODEX_KEY: 'sk-cx' };
+  for (const f of ['examples/demo.yaml', 'examples/llamacpp-openai.yaml', 'examples/ollama.yaml', 'examples/claude-code.yaml', 'examples/codex.yaml']) {
     const r = spawnSync(bin, ['--check-config', f], { encoding: 'utf8', env, timeout: 10000 });
     assert.equal(r.status, 0, `${f}: ${r.stderr}`);
   }

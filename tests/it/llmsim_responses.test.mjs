@@ -2,69 +2,20 @@
 // through the official `openai` SDK: whole and streamed answers, the typed
 // event sequence with its sequence numbers, a forced function tool, usage,
 // and the faults (error status, mid-stream error, malformed answers). Every
-// object and event carries the fields the official spec's schema requires
-// (tests/spec/openai_responses.json, the spec at its pinned commit; the full
-// schema validation is tests/unit/test_responses_schema.c, ajv not being
-// among the test packages).
+// object and event validates against the official spec's schemas
+// (tests/spec/openai_responses.json, the spec at its pinned commit, checked
+// by responses_lib.mjs; tests/unit/test_responses_schema.c does the same
+// for the translator with Spillway's own validator).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { getJSON, openai, postFaults, readSSE, sim, stats } from './llmsim_lib.mjs';
+import { SPEC, assertEvents, assertResponse } from './responses_lib.mjs';
 
-const SPEC = JSON.parse(readFileSync(new URL('../spec/openai_responses.json', import.meta.url)));
 const SPEC_COMMIT = 'f85dbe223d40e1a31cba812ab2d755c7e98a92a3';
-const schemas = SPEC.components.schemas;
-
-// The required fields of a schema, through $ref and allOf.
-function required(name) {
-  const out = new Set();
-  const walk = (s) => {
-    if (s.$ref) return walk(schemas[s.$ref.split('/').at(-1)]);
-    for (const r of s.required || []) out.add(r);
-    for (const p of s.allOf || []) walk(p);
-  };
-  walk(schemas[name]);
-  return [...out];
-}
-
-const EVENT_SCHEMA = {
-  'response.created': 'ResponseCreatedEvent',
-  'response.in_progress': 'ResponseInProgressEvent',
-  'response.output_item.added': 'ResponseOutputItemAddedEvent',
-  'response.content_part.added': 'ResponseContentPartAddedEvent',
-  'response.output_text.delta': 'ResponseTextDeltaEvent',
-  'response.output_text.done': 'ResponseTextDoneEvent',
-  'response.content_part.done': 'ResponseContentPartDoneEvent',
-  'response.function_call_arguments.delta': 'ResponseFunctionCallArgumentsDeltaEvent',
-  'response.function_call_arguments.done': 'ResponseFunctionCallArgumentsDoneEvent',
-  'response.output_item.done': 'ResponseOutputItemDoneEvent',
-  'response.completed': 'ResponseCompletedEvent',
-  'response.incomplete': 'ResponseIncompleteEvent',
-  'response.failed': 'ResponseFailedEvent',
-};
-
-function assertResponse(r) {
-  for (const k of required('Response')) assert.ok(k in r, `Response lacks ${k}`);
-  for (const k of required('ResponseUsage')) if (r.usage) assert.ok(k in r.usage, `usage lacks ${k}`);
-  for (const item of r.output) {
-    const name = item.type === 'message' ? 'OutputMessage' : 'FunctionToolCall';
-    for (const k of required(name)) assert.ok(k in item, `${item.type} item lacks ${k}`);
-  }
-}
-
-function assertEvents(events) {
-  events.forEach((e, i) => {
-    assert.equal(e.sequence_number, i, `sequence_number of event ${i}`);
-    const name = EVENT_SCHEMA[e.type];
-    assert.ok(name, `unexpected event ${e.type}`);
-    for (const k of required(name)) assert.ok(k in e, `${e.type} lacks ${k}`);
-    if (e.response) assertResponse(e.response);
-  });
-}
 
 test('the schema file is the pinned spec', () => {
   assert.equal(SPEC.commit, SPEC_COMMIT);
-  assert.ok(required('Response').includes('output'));
+  assert.ok(SPEC.components.schemas.Response && SPEC.components.schemas.ResponseStreamEvent);
 });
 
 test('non-streamed response: message item, usage in the Responses shape', async (t) => {

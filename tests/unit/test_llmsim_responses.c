@@ -58,6 +58,23 @@ static void test_parse(void **state)
     assert_int_equal(c.max_tokens, -1);
     sw_llmsim_chat_free(&c);
     json_decref(j);
+    /* a scripted call: forced while no output follows the user message, then the output */
+    j = load("{\"tools\":[{\"type\":\"function\",\"name\":\"sh\"}],\"input\":\"llmsim:call sh {\\\"x\\\":1}\"}");
+    assert_int_equal(sw_llmsim_responses_parse(j, &c, err, sizeof err), SW_OK);
+    assert_string_equal(c.forced_tool, "sh");
+    assert_true(c.scripted);
+    assert_string_equal(c.last_user.ptr, "{\"x\":1}");
+    sw_llmsim_chat_free(&c);
+    json_decref(j);
+    j = load("{\"tools\":[{\"type\":\"function\",\"name\":\"sh\"}],\"input\":["
+             "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"llmsim:call sh {}\"}]},"
+             "{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"sh\",\"arguments\":\"{}\"},"
+             "{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"result 7\"}]}");
+    assert_int_equal(sw_llmsim_responses_parse(j, &c, err, sizeof err), SW_OK);
+    assert_string_equal(c.forced_tool, "");
+    assert_string_equal(c.last_user.ptr, "result 7");
+    sw_llmsim_chat_free(&c);
+    json_decref(j);
     /* refused */
     static const char *const bad[] = {
         "[]", "{\"model\":1,\"input\":\"x\"}", "{}", "{\"input\":[]}", "{\"input\":[1]}",

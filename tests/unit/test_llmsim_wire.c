@@ -53,6 +53,54 @@ static void test_parse_openai(void **state)
     json_decref(j);
 }
 
+/* "llmsim:call NAME ARGS" as the last user message of a request with tools
+ * forces NAME with ARGS as the echo; once a tool output follows it, the echo
+ * is that output; without tools, or without the prefix, nothing changes. */
+static void test_parse_script(void **state)
+{
+    (void)state;
+    static const char *const tools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"sh\"}}]";
+    struct sw_llmsim_chat c;
+    char err[256], body[1024];
+    snprintf(body, sizeof body, "{%s,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":"
+             "\"llmsim:call sh  {\\\"cmd\\\":\\\"ls\\\"}\"}]}", tools);
+    json_t *j = load(body);
+    assert_int_equal(sw_llmsim_chat_parse(j, SW_LLMSIM_OPENAI, &c, err, sizeof err), SW_OK);
+    assert_string_equal(c.forced_tool, "sh");
+    assert_true(c.scripted && c.wants_json);
+    assert_string_equal(c.last_user.ptr, "{\"cmd\":\"ls\"}");
+    assert_int_equal(c.last_user.len, 12);
+    sw_llmsim_chat_free(&c);
+    json_decref(j);
+    /* the tool's output follows: it is the echo, no call */
+    snprintf(body, sizeof body, "{%s,\"messages\":[{\"role\":\"user\",\"content\":\"llmsim:call sh {}\"},"
+             "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
+             "\"function\":{\"name\":\"sh\",\"arguments\":\"{}\"}}]},"
+             "{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":[{\"type\":\"text\",\"text\":\"out\"}]}]}",
+             tools);
+    j = load(body);
+    assert_int_equal(sw_llmsim_chat_parse(j, SW_LLMSIM_OPENAI, &c, err, sizeof err), SW_OK);
+    assert_string_equal(c.forced_tool, "");
+    assert_false(c.scripted);
+    assert_string_equal(c.last_user.ptr, "out");
+    sw_llmsim_chat_free(&c);
+    json_decref(j);
+    /* no tools offered, or no name: the text is echoed as it is */
+    static const char *const plain[] = {
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"llmsim:call sh {}\"}]}",
+        "{\"tools\":[{}],\"messages\":[{\"role\":\"user\",\"content\":\"llmsim:call \"}]}",
+        "{\"tools\":[{}],\"messages\":[{\"role\":\"user\",\"content\":\"llmsim:cal sh\"}]}"};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
+        j = load(plain[i]);
+        assert_int_equal(sw_llmsim_chat_parse(j, SW_LLMSIM_OPENAI, &c, err, sizeof err), SW_OK);
+        assert_string_equal(c.forced_tool, "");
+        assert_false(c.scripted);
+        assert_true(!strncmp(c.last_user.ptr, "llmsim:ca", 9));
+        sw_llmsim_chat_free(&c);
+        json_decref(j);
+    }
+}
+
 static void test_parse_anthropic(void **state)
 {
     (void)state;
@@ -234,6 +282,32 @@ static void test_render_openai_stream(void **state)
     sw_buf_free(&b);
 }
 
+/* A scripted call streamed in the openai dialect: the call in the role
+ * chunk, its arguments one chunk per token, finish_reason tool_calls. */
+static void test_render_openai_stream_tool(void **state)
+{
+    (void)state;
+    struct sw_llmsim_reply r = reply(SW_LLMSIM_OPENAI);
+    snprintf(r.tool, sizeof r.tool, "sh");
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 20);
+    assert_int_equal(sw_llmsim_render_stream_start(&b, &r), SW_OK);
+    struct sw_str t = {"{\"a\"", 4};
+    assert_int_equal(sw_llmsim_render_stream_token(&b, &r, t, SW_LLMSIM_MALFORMED_NONE), SW_OK);
+    assert_int_equal(sw_llmsim_render_stream_end(&b, &r, 1, false), SW_OK);
+    int bad;
+    assert_int_equal(count_events(b.ptr, &bad), 5);
+    assert_int_equal(bad, 0);
+    assert_non_null(strstr(b.ptr, "\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+                                  "[{\"index\":0,\"id\":\"call_sim1\",\"type\":\"function\","
+                                  "\"function\":{\"name\":\"sh\",\"arguments\":\"\"}}]}"));
+    assert_non_null(strstr(b.ptr, "\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+                                  "{\"arguments\":\"{\\\"a\\\"\"}}]}"));
+    assert_non_null(strstr(b.ptr, "\"finish_reason\":\"tool_calls\""));
+    assert_null(strstr(b.ptr, "\"content\":\"{"));
+    sw_buf_free(&b);
+}
+
 static void test_render_anthropic_stream(void **state)
 {
     (void)state;
@@ -362,6 +436,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_openai),
+        cmocka_unit_test(test_parse_script),
         cmocka_unit_test(test_parse_anthropic),
         cmocka_unit_test(test_parse_rejects),
         cmocka_unit_test(test_echo_pieces_utf8),
@@ -369,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_lorem_deterministic),
         cmocka_unit_test(test_json_escape),
         cmocka_unit_test(test_render_openai_stream),
+        cmocka_unit_test(test_render_openai_stream_tool),
         cmocka_unit_test(test_render_anthropic_stream),
         cmocka_unit_test(test_render_messages_and_errors),
         cmocka_unit_test(test_opts),

@@ -157,7 +157,7 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
 
     size_t i;
     json_t *m;
-    json_t *last_user = NULL;
+    json_t *last_user = NULL, *tool_out = NULL;
     json_array_foreach(msgs, i, m) {
         json_t *role = json_object_get(m, "role");
         if (!json_is_object(m) || !json_is_string(role))
@@ -168,7 +168,9 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
         content_text(content, &c->text_bytes, &c->text_pieces, NULL);
         c->n_messages++;
         if (!strcmp(json_string_value(role), "user"))
-            last_user = content;
+            last_user = content, tool_out = NULL;
+        else if (!strcmp(json_string_value(role), "tool"))
+            tool_out = content;
     }
     c->prompt_tokens = sw_llmsim_prompt_tokens(c->text_bytes, c->n_messages);
     size_t pt = c->text_pieces + 4 * (size_t)c->n_messages;
@@ -178,6 +180,38 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
         if (content_text(last_user, &ignored, NULL, &c->last_user) == SW_ETOOBIG)
             return fail(err, errlen, "messages: the last user message is too long to echo");
     }
+    json_t *tools = json_object_get(root, "tools");
+    if (d == SW_LLMSIM_OPENAI &&
+        sw_llmsim_chat_script(c, json_is_array(tools) && json_array_size(tools), tool_out))
+        return fail(err, errlen, "messages: the tool output is too long to echo");
+    return SW_OK;
+}
+
+int sw_llmsim_chat_script(struct sw_llmsim_chat *c, bool has_tools, const json_t *tool_out)
+{
+    const size_t pre = sizeof SW_LLMSIM_SCRIPT_PREFIX - 1;
+    struct sw_buf *u = &c->last_user;
+    if (!has_tools || u->len < pre || memcmp(u->ptr, SW_LLMSIM_SCRIPT_PREFIX, pre))
+        return SW_OK;
+    if (tool_out) {
+        size_t ignored = 0;
+        sw_buf_reset(u);
+        return content_text((json_t *)tool_out, &ignored, NULL, u);
+    }
+    size_t name = pre, end = pre;
+    while (end < u->len && u->ptr[end] != ' ')
+        end++;
+    if (end == name || end - name >= sizeof c->forced_tool)
+        return SW_OK;
+    memcpy(c->forced_tool, u->ptr + name, end - name);
+    c->forced_tool[end - name] = 0;
+    c->scripted = true;
+    c->wants_json = true;
+    while (end < u->len && u->ptr[end] == ' ')
+        end++;
+    memmove(u->ptr, u->ptr + end, u->len - end);
+    u->len -= end;
+    u->ptr[u->len] = 0;
     return SW_OK;
 }
 

@@ -35,7 +35,21 @@ struct sw_llmsim_chat {
                                   * or a forced tool */
     char forced_tool[128];       /* tool_choice names one tool (OpenAI {type: function},
                                   * Anthropic {type: tool}); "" = none */
+    bool scripted;               /* forced_tool set by a scripted call (sw_llmsim_chat_script):
+                                  * called streamed too, in every dialect */
 };
+
+/* The prefix of a last user message that scripts a tool call (echo mode). */
+#define SW_LLMSIM_SCRIPT_PREFIX "llmsim:call "
+
+/* A scripted tool call, for clients that only call tools on their own
+ * (tool_choice auto): when the request offers tools (has_tools) and the
+ * last user message is "llmsim:call NAME ARGS", then, if no tool output
+ * follows that message (tool_out NULL), NAME is forced with ARGS as the
+ * echo (its arguments); otherwise the echo is tool_out's text (a string or
+ * text parts), so the answer after the tool shows what the tool returned.
+ * Anything else leaves *c as it is. SW_OK or SW_ETOOBIG. */
+int sw_llmsim_chat_script(struct sw_llmsim_chat *c, bool has_tools, const json_t *tool_out);
 
 /* Pieces of the n bytes of text s as a BPE tokenizer counts them, at most n
  * (the --tokenizer pieces count; rules in chat.c). */

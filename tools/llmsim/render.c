@@ -72,6 +72,18 @@ static int an_usage(struct sw_buf *b, int input, int output)
 int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply *r)
 {
     int err;
+    if (r->dialect == SW_LLMSIM_OPENAI && r->tool[0]) { /* the call, its arguments streamed */
+        err = oa_chunk_head(b, r);
+        if (!err)
+            err = str(b, "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                         "\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"call_sim1\","
+                         "\"type\":\"function\",\"function\":{\"name\":\"");
+        if (!err)
+            err = esc(b, r->tool);
+        if (!err)
+            err = str(b, "\",\"arguments\":\"\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+        return err;
+    }
     if (r->dialect == SW_LLMSIM_OPENAI) {
         err = oa_chunk_head(b, r);
         if (!err)
@@ -122,7 +134,9 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
         if (!err)
             err = str(b, brk);
         if (!err)
-            err = str(b, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+            err = str(b, r->tool[0] ? "\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{"
+                                      "\"index\":0,\"function\":{\"arguments\":\""
+                                    : "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
     } else {
         err = str(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",");
         if (!err)
@@ -139,7 +153,8 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
     if (malformed == SW_LLMSIM_MALFORMED_JSON) /* the object is never closed */
         return str(b, "\",\n\n");
     if (r->dialect == SW_LLMSIM_OPENAI)
-        return str(b, "\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+        return str(b, r->tool[0] ? "\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+                                 : "\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
     return str(b, "\"}}\n\n");
 }
 
@@ -162,7 +177,7 @@ int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *
             err = sw_buf_appendf(b,
                                  "\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
                                  "\"finish_reason\":\"%s\"}]}\n\n",
-                                 length ? "length" : "stop");
+                                 length ? "length" : r->tool[0] ? "tool_calls" : "stop");
         if (!err && r->include_usage) {
             err = oa_chunk_head(b, r);
             if (!err)

@@ -46,8 +46,10 @@ static int count_content(struct sw_llmsim_chat *c, const json_t *content, bool u
     return SW_OK;
 }
 
-static int parse_input(json_t *input, struct sw_llmsim_chat *c, char *err, size_t errlen)
+static int parse_input(json_t *input, struct sw_llmsim_chat *c, const json_t **tool_out,
+                       char *err, size_t errlen)
 {
+    *tool_out = NULL;
     if (json_is_string(input)) {
         c->n_messages++;
         return count_content(c, input, true);
@@ -65,11 +67,15 @@ static int parse_input(json_t *input, struct sw_llmsim_chat *c, char *err, size_
         if (!type || !strcmp(type, "message")) {
             if (!role)
                 return fail(err, errlen, "input: a message needs a role");
-            e = count_content(c, json_object_get(it, "content"), !strcmp(role, "user"));
+            bool user = !strcmp(role, "user");
+            e = count_content(c, json_object_get(it, "content"), user);
+            if (user)
+                *tool_out = NULL;
         } else if (!strcmp(type, "function_call")) {
             e = count(c, json_object_get(it, "arguments"), NULL);
         } else if (!strcmp(type, "function_call_output")) {
             e = count_content(c, json_object_get(it, "output"), false);
+            *tool_out = json_object_get(it, "output");
         }
         if (e == SW_ETOOBIG)
             return fail(err, errlen, "input: the last user message is too long to echo");
@@ -108,9 +114,13 @@ int sw_llmsim_responses_parse(json_t *root, struct sw_llmsim_chat *c, char *err,
         count(c, ins, NULL);
         c->n_messages++;
     }
-    int e = parse_input(json_object_get(root, "input"), c, err, errlen);
+    const json_t *tool_out;
+    int e = parse_input(json_object_get(root, "input"), c, &tool_out, err, errlen);
     if (e)
         return e;
+    json_t *tools = json_object_get(root, "tools");
+    if (sw_llmsim_chat_script(c, json_is_array(tools) && json_array_size(tools), tool_out))
+        return fail(err, errlen, "input: the tool output is too long to echo");
     c->prompt_tokens = sw_llmsim_prompt_tokens(c->text_bytes, c->n_messages);
     size_t pt = c->text_pieces + 4 * (size_t)c->n_messages;
     c->prompt_tokens_pieces = pt > 0x7fffffff ? 0x7fffffff : (int)pt;

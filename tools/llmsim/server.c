@@ -578,9 +578,9 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     rp->prompt_tokens = r->chat.prompt_tokens;
     rp->include_usage = r->chat.include_usage;
     /* A forced tool is called (echo only); streamed, only the anthropic
-     * dialect and the Responses API send it as a tool call. */
+     * dialect, the Responses API and a scripted call send it as a tool call. */
     if (s->o.reply == SW_LLMSIM_REPLY_ECHO &&
-        (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC || r->rroot))
+        (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC || r->rroot || r->chat.scripted))
         snprintf(rp->tool, sizeof rp->tool, "%s", r->chat.forced_tool);
     if (sw_llmsim_reply_prepare(rp))
         rp->head_len = 0; /* too long to cache: built per chunk */
