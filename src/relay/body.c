@@ -87,6 +87,10 @@ static json_t *tree_body(struct proxy *p, const struct sw_config_backend *be, bo
     json_object_set_new(t, "model", json_string(be->model));
     if (own_api) /* the gateway resolved it: the body carries the whole conversation */
         json_object_del(t, "previous_response_id");
+    if (own_api && sw_upstream_dialect(p->client_dialect)->object_ids)
+        /* an API whose objects the gateway names keeps their state in the
+         * gateway: the backend is asked to keep no copy */
+        json_object_set_new(t, "store", json_false());
     if (own_api && limit) /* the client's own body carries the spend limit too */
         json_object_set_new(t, sw_upstream_dialect(p->client_dialect)->max_tokens_key,
                             json_integer(be->max_output_tokens));

@@ -363,12 +363,24 @@ static json_t *resp_from_openai(struct sw_dialect_client *c, const json_t *oai,
     return o;
 }
 
-static void resp_client_passed(struct sw_dialect_client *c, const json_t *tree, bool whole)
+/* A passed-through Response object as the gateway names it: its id is the
+ * one the gateway stores it under, and previous_response_id the client's
+ * (the backend got the whole conversation instead). */
+static void resp_own_object(const struct sw_dialect_resp_client *r, json_t *resp)
+{
+    json_t *prev = r->request ? json_object_get(r->request, "previous_response_id") : NULL;
+    json_object_set_new(resp, "id", json_string(r->id));
+    json_object_set_new(resp, "previous_response_id",
+                        json_is_string(prev) ? json_incref(prev) : json_null());
+}
+
+static void resp_client_passed(struct sw_dialect_client *c, json_t *tree, bool whole)
 {
     struct sw_dialect_resp_client *r = &c->u.resp;
     if (whole) {
+        resp_own_object(r, tree);
         json_decref(r->final);
-        r->final = json_incref((json_t *)tree);
+        r->final = json_incref(tree);
         return;
     }
     const char *type = json_string_value(json_object_get(tree, "type"));
@@ -376,6 +388,7 @@ static void resp_client_passed(struct sw_dialect_client *c, const json_t *tree, 
     if (json_is_integer(seq) && json_integer_value(seq) >= 0)
         r->seq = (long)json_integer_value(seq) + 1;
     if (json_is_object(resp)) {
+        resp_own_object(r, resp);
         json_decref(r->shell);
         r->shell = json_incref(resp);
     }

@@ -135,8 +135,9 @@ struct sw_upstream_dialect {
     json_t *(*answer_from_openai)(struct sw_dialect_client *c, const json_t *oai,
                                   const char *model, long long now_s);
     /* An event (whole: the whole answer) of the client's own API passed
-     * through to it, seen before it goes out; NULL: nothing to note. */
-    void (*client_passed)(struct sw_dialect_client *c, const json_t *tree, bool whole);
+     * through to it, seen (and where the gateway names the object, edited)
+     * before it goes out; NULL: nothing to note. */
+    void (*client_passed)(struct sw_dialect_client *c, json_t *tree, bool whole);
     /* The finished answer object once the answer is complete (the whole
      * answer made, or the stream's last event), borrowed; NULL: none (not
      * finished, failed, or an API without one). */

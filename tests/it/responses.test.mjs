@@ -135,10 +135,11 @@ describe('POST /v1/responses over each kind of backend', () => {
     assertResponse(r);
     assert.equal(r.output_text, 'native please');
     assert.equal(r.model, 'resp');
-    assert.match(r.id, /^resp_sim/, 'the backend\'s own response');
+    assert.match(r.id, /^resp_[0-9a-f]{48}$/, 'the gateway names the response it may store');
+    assert.equal(r.previous_response_id, null);
     const [got] = await received(native);
     assert.equal(got.path, '/v1/responses');
-    assert.deepEqual(got.body, { ...body, model: 'native-model' });
+    assert.deepEqual(got.body, { ...body, model: 'native-model', store: false }, 'the backend keeps no copy');
 
     await clear(native);
     const res = await post(gw, { ...body, stream: true });
@@ -148,7 +149,8 @@ describe('POST /v1/responses over each kind of backend', () => {
     assertEvents(events);
     assert.equal(deltaText(events), 'native please');
     assert.ok(events.every((e) => !e.response || e.response.model === 'resp'), 'model rewritten');
-    assert.deepEqual((await received(native))[0].body, { ...body, stream: true, model: 'native-model' });
+    assert.ok(events.every((e) => !e.response || /^resp_[0-9a-f]{48}$/.test(e.response.id)), 'the gateway\'s id');
+    assert.deepEqual((await received(native))[0].body, { ...body, stream: true, model: 'native-model', store: false });
     const d = await decisions(gw, 2);
     assert.ok(d[0].tokens_in > 0 && d[0].tokens_out > 0, 'usage read from response.completed');
     assert.equal(d[0].api, 'responses');

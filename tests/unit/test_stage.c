@@ -534,10 +534,12 @@ static void test_dialect_responses_native(void **state)
     assert_int_equal(u.chunks, 1);
     char *out = drain(b);
     assert_null(strstr(out, "up-model"));
+    assert_null(strstr(out, "resp_up")); /* the gateway names the object it stores */
     assert_non_null(strstr(out, "event: response.completed\ndata: "));
     free(out);
     assert_int_equal(completed, 1);
-    assert_string_equal(json_string_value(json_object_get(completed_with, "id")), "resp_up");
+    assert_string_equal(json_string_value(json_object_get(completed_with, "id")), "req-2");
+    assert_true(json_is_null(json_object_get(completed_with, "previous_response_id")));
     assert_string_equal(json_string_value(json_object_get(completed_with, "model")), "pub");
 
     /* another stream, cut after its first delta: response.failed, number 2 */
@@ -561,7 +563,7 @@ static void test_dialect_responses_native(void **state)
     assert_string_equal(json_string_value(json_object_get(ev, "type")), "response.failed");
     assert_int_equal(json_integer_value(json_object_get(ev, "sequence_number")), 2);
     json_t *r = json_object_get(ev, "response");
-    assert_string_equal(json_string_value(json_object_get(r, "id")), "resp_up");
+    assert_string_equal(json_string_value(json_object_get(r, "id")), "req-2");
     assert_string_equal(json_string_value(json_object_get(r, "status")), "failed");
     assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "message")), "cut");
     json_decref(ev);
