@@ -550,7 +550,7 @@ static void dispatch(struct proxy *p)
      * (then it is read in the internal form, as a translated one is). */
     bool own_api = p->client_dialect != SW_DIALECT_OPENAI && ud == p->client_dialect;
     a->native = own_api && !a->need_mask;
-    if (!own_api && p->chat.untranslatable) {
+    if (!own_api && p->chat.untranslatable && !sw_relay_drop_fields(p)) {
         cannot_carry(p, p->chat.untranslatable);
         return;
     }
