@@ -889,6 +889,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
      * that speaks Anthropic gets the body whole. */
     json_t *work = NULL, *oai = NULL;
     struct sw_request_error *first = NULL;
+    uint32_t fields = 0;
     int rc = SW_OK;
     for (int round = 0; round < 64; round++) {
         rc = sw_anth_req_to_openai(work ? work : in, require_max_tokens, &oai, err);
@@ -900,7 +901,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
         }
         if (round == 0)
             *first = *err;
-        req->untranslatable_fields |= 1u << sw_anth_field_class(work ? work : in, err->param);
+        fields |= 1u << sw_anth_field_class(work ? work : in, err->param);
         if (!work && !(work = json_deep_copy(in))) {
             rc = SW_ENOMEM;
             break;
@@ -927,6 +928,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     req->dialect = 1;
     req->native = in;
     req->untranslatable = first;
+    req->untranslatable_fields = fields;
     /* The translation holds every text of a translatable body, so its bound
      * holds; a body with fields left out can still go whole to an Anthropic
      * backend, and then its own bytes bound the prompt. */

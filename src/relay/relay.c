@@ -566,7 +566,7 @@ static void dispatch(struct proxy *p)
         json_object_del(p->chat.body, "max_completion_tokens");
     sw_relay_stages_pick(p, own_api);
     sw_dialect_stage_attempt(&p->dialect, sw_upstream_dialect(ud), a->native, own_api,
-                             p->contract.schema && !p->contract.tool, p->started,
+                             sw_relay_format_tool(p), p->started,
                              (long long)sw_wall_s());
     struct sw_stage_io *io = &a->io;
     io->usage = &a->usage;

@@ -2,6 +2,8 @@
  * docs/internals/relay.md). */
 #include "relay/stages.h"
 
+#include <string.h>
+
 #include "contract/contract.h"
 
 /* The PII surface of an API: what its request bodies look like. */
@@ -42,6 +44,15 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
     if (!splice)
         s[n++] = (struct sw_stage){&sw_dialect_client_ops, &p->dialect};
     a->n_stages = n;
+}
+
+bool sw_relay_format_tool(const struct proxy *p)
+{
+    if (p->contract.schema)
+        return !p->contract.tool;
+    json_t *rf = json_object_get(p->chat.body, "response_format");
+    const char *t = json_string_value(json_object_get(rf, "type"));
+    return t && !strcmp(t, "json_object");
 }
 
 /* The stages' contexts for the request (their attempt parts are set by

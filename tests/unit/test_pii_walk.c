@@ -132,6 +132,8 @@ static const struct gram_row gram_rows[] = {
 #define ANTH "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":64,"
     {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":%s,\"content\":\"hi\"}]}", "assistant",
      "messages[0].role"},
+    {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":%s,"
+     "\"content\":\"hi\"}]}", "system", "messages[1].role"},
     {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":%s,"
      "\"text\":\"hi\"}]}]}", "text", "messages[0].content[0].type"},
     {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\","
