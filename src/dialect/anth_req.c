@@ -441,7 +441,7 @@ static int thinking_effort(const json_t *th, const char **effort, struct sw_requ
     } else if (!strcmp(t, "adaptive")) {
         *effort = "medium";
     } else if (strcmp(t, "disabled")) {
-        BAD("thinking.type", "thinking.type: '%.40s' is not enabled, adaptive or disabled.", t);
+        BAD("thinking.type", "thinking.type: expected enabled, adaptive or disabled.");
     }
     return SW_OK;
 fail:
