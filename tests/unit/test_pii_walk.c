@@ -563,6 +563,14 @@ static void test_mask_roundtrip(void **state)
          "{\"type\":\"text\",\"text\":\"sent to 06 48\"},{\"type\":\"text\",\"text\":\"21 77 30\"}]},"
          "{\"type\":\"text\",\"text\":\"ok?\",\"citations\":[{\"cited_text\":\"" MAIL "\"}]}]}]}"},
         {SW_PII_SURFACE_EMBEDDINGS, "{\"model\":\"e5\",\"input\":[\"" MAIL "\",\"06 4821 7730\"],\"user\":\"" MAIL "\"}"},
+        /* a coding agent's body: a file's text in a system message inside
+         * messages (string and blocks), its own fields carried whole */
+        {SW_PII_SURFACE_MESSAGES, "{\"model\":\"coder\",\"max_tokens\":100,\"thinking\":{\"type\":\"adaptive\"},"
+         "\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\",\"keep\":\"all\"}]},"
+         "\"output_config\":{\"effort\":\"high\"},\"messages\":[{\"role\":\"user\",\"content\":\"read it\"},"
+         "{\"role\":\"system\",\"content\":\"Result of calling the Read tool:\\n1\\tmail " MAIL "\"},"
+         "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"call 06 4821 7730\"}]},"
+         "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"the card 5359821140670030\",\"signature\":\"c2ln\"}]}]}"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         json_t *b = load(rows[i].body);
