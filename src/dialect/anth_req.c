@@ -683,11 +683,59 @@ static const char *const field_names[SW_ANTH_FIELD_N] = {
     [SW_ANTH_FIELD_SERVER_TOOL_BLOCK] = "server_tool_block",
     [SW_ANTH_FIELD_IMAGE_BLOCK] = "image_block",
     [SW_ANTH_FIELD_TOOL_RESULT_BLOCK] = "tool_result_block",
+    [SW_ANTH_FIELD_REASONING_EFFORT] = "reasoning_effort",
+    [SW_ANTH_FIELD_SEED] = "seed",
+    [SW_ANTH_FIELD_PENALTIES] = "penalties",
+    [SW_ANTH_FIELD_LOGPROBS] = "logprobs",
+    [SW_ANTH_FIELD_VERBOSITY] = "verbosity",
+    [SW_ANTH_FIELD_STORE] = "store",
 };
+
+unsigned sw_anth_openai_field_class(const char *param)
+{
+    static const struct {
+        const char *key;
+        unsigned field;
+    } top[] = {
+        {"reasoning_effort", SW_ANTH_FIELD_REASONING_EFFORT},
+        {"seed", SW_ANTH_FIELD_SEED},
+        {"frequency_penalty", SW_ANTH_FIELD_PENALTIES},
+        {"presence_penalty", SW_ANTH_FIELD_PENALTIES},
+        {"logprobs", SW_ANTH_FIELD_LOGPROBS},
+        {"top_logprobs", SW_ANTH_FIELD_LOGPROBS},
+        {"logit_bias", SW_ANTH_FIELD_LOGPROBS},
+        {"verbosity", SW_ANTH_FIELD_VERBOSITY},
+        {"store", SW_ANTH_FIELD_STORE},
+        {"prompt_cache_key", SW_ANTH_FIELD_STORE},
+        {"safety_identifier", SW_ANTH_FIELD_STORE},
+        {"service_tier", SW_ANTH_FIELD_SERVICE_TIER},
+        {"metadata", SW_ANTH_FIELD_METADATA},
+    };
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        if (!strcmp(param, top[i].key))
+            return top[i].field;
+    return SW_ANTH_FIELD_OTHER;
+}
 
 const char *sw_anth_field_name(unsigned field)
 {
     return field < SW_ANTH_FIELD_N ? field_names[field] : field_names[SW_ANTH_FIELD_OTHER];
+}
+
+void sw_anth_field_list(uint32_t bits, char *buf, size_t len)
+{
+    size_t o = 0;
+    if (!len)
+        return;
+    buf[0] = '\0';
+    for (unsigned f = 0; f < SW_ANTH_FIELD_N && o + 1 < len; f++) {
+        if (!(bits & (1u << f)))
+            continue;
+        int r = snprintf(buf + o, len - o, "%s%s", o ? "," : "", field_names[f]);
+        if (r < 0)
+            break;
+        o += (size_t)r < len - o ? (size_t)r : len - o - 1;
+    }
 }
 
 static bool ends_with(const char *s, const char *suffix)

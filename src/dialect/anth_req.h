@@ -75,15 +75,30 @@ enum sw_anth_field {
     SW_ANTH_FIELD_SERVER_TOOL_BLOCK,    /* server_tool_use, *_tool_result, container_upload */
     SW_ANTH_FIELD_IMAGE_BLOCK,          /* an image source other than base64 and url */
     SW_ANTH_FIELD_TOOL_RESULT_BLOCK,    /* a tool result that is not text */
+    /* an OpenAI request's top-level fields toward an Anthropic backend */
+    SW_ANTH_FIELD_REASONING_EFFORT,
+    SW_ANTH_FIELD_SEED,
+    SW_ANTH_FIELD_PENALTIES,            /* frequency_penalty, presence_penalty */
+    SW_ANTH_FIELD_LOGPROBS,             /* logprobs, top_logprobs, logit_bias */
+    SW_ANTH_FIELD_VERBOSITY,
+    SW_ANTH_FIELD_STORE,                /* store, prompt_cache_key, safety_identifier */
     SW_ANTH_FIELD_N
 };
 
 /* The name of a field class ("other" out of range). Static storage. */
 const char *sw_anth_field_name(unsigned field);
 
+/* The names of the classes in bits, comma-separated, into buf (len bytes,
+ * cut to fit, always terminated when len > 0). */
+void sw_anth_field_list(uint32_t bits, char *buf, size_t len);
+
 /* The class of the field an "untranslatable" error's param (a JSON path)
  * names in the Anthropic body it came from (borrowed). */
 unsigned sw_anth_field_class(const json_t *body, const char *param);
+
+/* The same for a top-level field of an OpenAI request that an Anthropic
+ * backend cannot carry (sw_anth_req_from_openai's "untranslatable"). */
+unsigned sw_anth_openai_field_class(const char *param);
 
 /* An Anthropic body (decoded, edited in place) as an Anthropic backend takes
  * it: system messages inside `messages` become blocks of the top-level

@@ -283,8 +283,8 @@ static int check_top_level(const json_t *in, json_t **rf_schema, struct sw_reque
         if (!ok) {
             char p[128];
             snprintf(p, sizeof p, "%.100s", k);
-            BAD(p, "%s: this field has no counterpart in Anthropic's Messages API (the backend "
-                   "chosen speaks it) and is refused rather than dropped.", p);
+            NOPE(p, "%s: this field has no counterpart in Anthropic's Messages API (the backend "
+                    "chosen speaks it) and is refused rather than dropped.", p);
         }
     }
     /* response_format json_schema without tools of its own, streamed or not:
@@ -310,7 +310,7 @@ static int check_top_level(const json_t *in, json_t **rf_schema, struct sw_reque
     }
     json_t *md = json_object_get(in, "metadata");
     if (json_is_object(md) && json_object_size(md))
-        BAD("metadata", "metadata: has no counterpart in Anthropic's Messages API.");
+        NOPE("metadata", "metadata: has no counterpart in Anthropic's Messages API.");
     return SW_OK;
 fail:
     return SW_EINVAL;

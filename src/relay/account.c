@@ -25,20 +25,16 @@ bool sw_relay_drop_fields(struct proxy *p)
     uint32_t bits = p->chat.untranslatable_fields ? p->chat.untranslatable_fields
                                                   : 1u << SW_ANTH_FIELD_OTHER;
     p->a.dropped = bits;
-    const char *names[SW_ANTH_FIELD_N];
-    size_t n = dropped_names(bits, names);
-    char list[512];
-    size_t o = 0;
-    list[0] = '\0';
-    for (size_t i = 0; i < n && o + 1 < sizeof list; i++) {
-        int r = snprintf(list + o, sizeof list - o, "%s%s", i ? "," : "", names[i]);
-        if (r < 0)
-            break;
-        o += (size_t)r < sizeof list - o ? (size_t)r : sizeof list - o - 1;
-    }
-    sw_info("request %s: %s cannot carry %s: dropped (translation.unsupported: drop)", p->id,
-            sw_relay_backend(p)->name, list);
+    sw_relay_log_dropped(p->id, sw_relay_backend(p)->name, bits);
     return true;
+}
+
+void sw_relay_log_dropped(const char *id, const char *backend, uint32_t bits)
+{
+    char list[512];
+    sw_anth_field_list(bits, list, sizeof list);
+    sw_info("request %s: %s cannot carry %s: dropped (translation.unsupported: drop)", id,
+            backend ? backend : "the backend", list);
 }
 
 void sw_relay_record(const struct proxy *p)
@@ -50,7 +46,7 @@ void sw_relay_record(const struct proxy *p)
     const struct sw_config_backend *be = p->served ? &p->cfg->backends[p->a.be] : NULL;
     const char *reason = p->served ? sw_reason_name(p->a.reason) : NULL;
     const char *dropped[SW_ANTH_FIELD_N];
-    size_t n_dropped = p->served ? dropped_names(p->a.dropped, dropped) : 0;
+    size_t n_dropped = p->served ? dropped_names(p->a.dropped | p->dialect.dropped, dropped) : 0;
     struct sw_declog_pii pii[SW_PII_MAX_TYPES];
     size_t n_pii = sw_obs_pii_list(p->live->pii, &p->pii.counts, pii);
     struct sw_declog_entry e = {

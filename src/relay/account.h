@@ -15,4 +15,9 @@ void sw_relay_record(const struct proxy *p);
  * true is returned; under reject, false (the backend is out for it). */
 bool sw_relay_drop_fields(struct proxy *p);
 
+/* The log line of fields left out for a backend (bits 1 << enum
+ * sw_anth_field; names from a closed set, never the client's text). */
+void sw_relay_log_dropped(const char *id, const char *backend, uint32_t bits);
+
+
 #endif

@@ -7,6 +7,7 @@
 #define SW_RELAY_ST_DIALECT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "relay/stage.h"
 #include "request/request.h"
@@ -20,7 +21,10 @@ struct sw_dialect_stage {
     long input_tokens_est;
     bool client_wants_usage;        /* the client asked for the usage chunk */
     long default_max_tokens;
+    bool drop;                      /* translation.unsupported: drop */
     /* the attempt's, set by sw_dialect_stage_attempt */
+    uint32_t dropped;               /* top-level fields its translation left out (drop),
+                                       bits 1 << enum sw_anth_field */
     const struct sw_upstream_dialect *up;   /* the backend's API */
     bool native;                    /* the client's own API end to end: passed through */
     bool own_api;                   /* the request goes in the client's own API (masked or

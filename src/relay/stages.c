@@ -75,6 +75,7 @@ void sw_relay_stages_init(struct proxy *p)
     d->input_tokens_est = p->chat.prompt_tokens_est;
     d->client_wants_usage = p->client_wants_usage;
     d->default_max_tokens = p->cfg->routing.default_max_tokens;
+    d->drop = sw_config_translation(p->cfg, p->model) == SW_TRANSLATION_DROP;
     d->us = &p->x.us;
     d->cs = &p->x.cs;
     d->rerr = &p->x.rerr;

@@ -27,6 +27,7 @@ models:
   - { name: local-only, backends: [edge] }
   - { name: local-drop, backends: [edge], translation: { unsupported: drop } }
   - { name: cloud-only, backends: [claude] }
+  - { name: cloud-drop, backends: [claude], translation: { unsupported: drop } }
 routing:
   health_interval_ms: 100
 pii:
@@ -126,5 +127,21 @@ describe('agent fields across dialects', () => {
     assert.deepEqual(d.dropped, ['context_management']);
     const m = await (await fetch(`${gw.url}/metrics`)).text();
     assert.match(m, /spillway_translation_dropped_total\{field="context_management"\} 1/);
+  });
+
+  test('an OpenAI client\'s fields an Anthropic backend cannot carry: a 400 under reject, left out under drop', async () => {
+    const body = { max_tokens: 64, reasoning_effort: 'low', seed: 7, messages: [{ role: 'user', content: 'hi there' }] };
+    await assert.rejects(oai.chat.completions.create({ model: 'cloud-only', ...body }), (e) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message, /reasoning_effort|seed/);
+      return true;
+    });
+    const { data, response } = await oai.chat.completions.create({ model: 'cloud-drop', ...body }).withResponse();
+    assert.equal(data.choices[0].message.content, 'hi there');
+    const got = (await received(cloud)).at(-1).body;
+    assert.equal(got.reasoning_effort, undefined);
+    assert.equal(got.seed, undefined);
+    const d = await decision(gw, response.headers.get('x-request-id'));
+    assert.deepEqual(d.dropped, ['reasoning_effort', 'seed']);
   });
 });

@@ -175,7 +175,9 @@ static const struct req_case from_openai[] = {
     {"tool_choice none", "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":\"none\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
      "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":\"none\"},\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}", NULL, NULL},
     /* errors */
-    {"seed", "{\"model\":\"m\",\"seed\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "seed", "invalid_value"},
+    {"seed", "{\"model\":\"m\",\"seed\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "seed", "untranslatable"},
+    {"reasoning_effort", "{\"model\":\"m\",\"reasoning_effort\":\"low\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "reasoning_effort", "untranslatable"},
+    {"metadata", "{\"model\":\"m\",\"metadata\":{\"a\":\"b\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "metadata", "untranslatable"},
     {"response_format json_object with tools", "{\"model\":\"m\",\"response_format\":{\"type\":\"json_object\"},\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "response_format", "invalid_value"},
     {"response_format of no type", "{\"model\":\"m\",\"response_format\":{\"type\":\"yaml\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "response_format", "invalid_value"},
     {"temperature 1.5", "{\"model\":\"m\",\"temperature\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "temperature", "invalid_value"},
@@ -689,6 +691,25 @@ static void test_field_class(void **state)
             fail_msg("%s: got %s, want %s", cases[i].param, got, cases[i].name);
     }
     assert_string_equal(sw_anth_field_name(SW_ANTH_FIELD_N + 3), "other");
+    /* an OpenAI request's top-level fields toward an Anthropic backend */
+    static const char *const oai[][2] = {
+        {"reasoning_effort", "reasoning_effort"}, {"seed", "seed"},
+        {"frequency_penalty", "penalties"}, {"presence_penalty", "penalties"},
+        {"logprobs", "logprobs"}, {"top_logprobs", "logprobs"}, {"logit_bias", "logprobs"},
+        {"verbosity", "verbosity"}, {"store", "store"}, {"prompt_cache_key", "store"},
+        {"service_tier", "service_tier"}, {"metadata", "metadata"}, {"my_field", "other"},
+    };
+    for (size_t i = 0; i < N(oai); i++)
+        assert_string_equal(sw_anth_field_name(sw_anth_openai_field_class(oai[i][0])), oai[i][1]);
+    /* the names of a set, in class order, cut to fit */
+    char list[64];
+    sw_anth_field_list((1u << SW_ANTH_FIELD_SEED) | (1u << SW_ANTH_FIELD_CONTEXT_MANAGEMENT), list,
+                       sizeof list);
+    assert_string_equal(list, "context_management,seed");
+    sw_anth_field_list(0, list, sizeof list);
+    assert_string_equal(list, "");
+    sw_anth_field_list(~0u, list, 12);
+    assert_string_equal(list, "other,conte");
     for (unsigned f = 0; f < SW_ANTH_FIELD_N; f++)
         assert_non_null(sw_anth_field_name(f));
     json_decref(b);
