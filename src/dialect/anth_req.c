@@ -870,6 +870,45 @@ int sw_anth_native_system(json_t *native, const char *beta)
     return rc ? SW_ENOMEM : SW_OK;
 }
 
+bool sw_anth_native_thinking(json_t *native)
+{
+    json_t *th = json_object_get(native, "thinking");
+    const char *t = json_string_value(json_object_get(th, "type"));
+    if (!t || !strcmp(t, "disabled"))
+        return false;
+    json_t *msgs = json_object_get(native, "messages"), *last = NULL;
+    for (size_t i = json_array_size(msgs); i-- > 0 && !last;)
+        if (!strcmp(role_of(json_array_get(msgs, i)), "assistant"))
+            last = json_array_get(msgs, i);
+    json_t *content = json_object_get(last, "content");
+    bool calls = false;
+    size_t i;
+    json_t *b;
+    json_array_foreach(content, i, b) calls |= !strcmp(sw_dialect_type_of(b), "tool_use");
+    const char *first = sw_dialect_type_of(json_array_get(content, 0));
+    if (!calls || !strcmp(first, "thinking") || !strcmp(first, "redacted_thinking"))
+        return false;
+    json_object_set_new(native, "thinking", json_pack("{s:s}", "type", "disabled"));
+    json_t *edits = json_object_get(json_object_get(native, "context_management"), "edits");
+    for (i = 0; i < json_array_size(edits);) {
+        if (!strncmp(sw_dialect_type_of(json_array_get(edits, i)), "clear_thinking_", 15))
+            json_array_remove(edits, i);
+        else
+            i++;
+    }
+    if (json_is_array(edits) && json_array_size(edits) == 0)
+        json_object_del(native, "context_management");
+    return true;
+}
+
+int sw_anth_native_prepare(json_t *native, const char *beta)
+{
+    int rc = sw_anth_native_system(native, beta);
+    if (!rc)
+        sw_anth_native_thinking(native);
+    return rc;
+}
+
 /* ---- Parsing an Anthropic body ---- */
 
 /* Removes from `root` what `param` points into, at the level that can go

@@ -777,7 +777,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     /* system messages inside messages, as an Anthropic backend takes them
      * (before the scan: what is scanned is what goes) */
     if (!perr && chat.native &&
-        sw_anth_native_system(chat.native, sw_http_header(req, "anthropic-beta", NULL))) {
+        sw_anth_native_prepare(chat.native, sw_http_header(req, "anthropic-beta", NULL))) {
         sw_request_free(&chat);
         sw_request_error_set(&rerr, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
         perr = SW_ENOMEM;

@@ -758,6 +758,59 @@ static void test_native_system(void **state)
     }
 }
 
+/* Thinking on, and the last assistant message calls tools without a
+ * thinking block first (a turn a translated backend answered): toward an
+ * Anthropic backend thinking is off for the request, with the edits that
+ * clear thinking; else the body is left as it is. */
+static void test_native_thinking(void **state)
+{
+    (void)state;
+#define TU "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Read\",\"input\":{}}"
+#define TR "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":\"x\"}]}"
+#define CM "\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\",\"keep\":\"all\"}%s]}"
+    static const struct {
+        const char *name, *in, *out;
+        bool changed;
+    } cases[] = {
+        {"a local turn's tool call: thinking off, its edit gone",
+         "{\"thinking\":{\"type\":\"adaptive\"}," CM ",\"messages\":[{\"role\":\"user\",\"content\":\"go\"},"
+         "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"reading\"}," TU "]}," TR "]}",
+         "{\"thinking\":{\"type\":\"disabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"go\"},"
+         "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"reading\"}," TU "]}," TR "]}", true},
+        {"other edits kept",
+         "{\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\"},{\"type\":\"clear_tool_uses_20250919\"}]},"
+         "\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}",
+         "{\"thinking\":{\"type\":\"disabled\"},\"context_management\":{\"edits\":[{\"type\":\"clear_tool_uses_20250919\"}]},"
+         "\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}", true},
+        {"a cloud turn's thinking block first: unchanged",
+         "{\"thinking\":{\"type\":\"adaptive\"},\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"h\",\"signature\":\"s\"}," TU "]}," TR "]}",
+         NULL, false},
+        {"redacted thinking first: unchanged",
+         "{\"thinking\":{\"type\":\"adaptive\"},\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"redacted_thinking\",\"data\":\"x\"}," TU "]}," TR "]}",
+         NULL, false},
+        {"no tool call in the last assistant message: unchanged",
+         "{\"thinking\":{\"type\":\"adaptive\"},\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR ","
+         "{\"role\":\"assistant\",\"content\":\"done\"},{\"role\":\"user\",\"content\":\"next\"}]}",
+         NULL, false},
+        {"thinking off already: unchanged",
+         "{\"thinking\":{\"type\":\"disabled\"},\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}", NULL, false},
+        {"no thinking: unchanged", "{\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}", NULL, false},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char in[1024], out[1024];
+        snprintf(in, sizeof in, cases[i].in, "");
+        snprintf(out, sizeof out, cases[i].out ? cases[i].out : cases[i].in, "");
+        json_t *b = load(in);
+        if (sw_anth_native_thinking(b) != cases[i].changed)
+            fail_msg("%s: changed is not %d", cases[i].name, cases[i].changed);
+        assert_json_eq(b, out, cases[i].name);
+        json_decref(b);
+    }
+#undef TU
+#undef TR
+#undef CM
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -766,6 +819,7 @@ int main(void)
         cmocka_unit_test(test_agent_request_parse),
         cmocka_unit_test(test_field_class),
         cmocka_unit_test(test_native_system),
+        cmocka_unit_test(test_native_thinking),
         cmocka_unit_test(test_req_from_openai),
         cmocka_unit_test(test_request_parse),
         cmocka_unit_test(test_answers),
