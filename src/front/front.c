@@ -22,6 +22,7 @@
 #include "request/embed.h"
 #include "request/facts.h"
 #include "request/request.h"
+#include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "upstream/dialect.h"
 

@@ -19,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_resp.h"
 #include "request/request.h"

@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_resp.h"
 #include "upstream/dialect.h"
