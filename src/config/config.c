@@ -970,6 +970,22 @@ static const struct sw_walk_setting contract_settings[] = {
 static const struct sw_walk_section contract_section = {
     contract_settings, sizeof(contract_settings) / sizeof(contract_settings[0]), 0, NULL};
 
+/* translation: {unsupported: reject | drop}, on the file and per model */
+static const char *const translation_names[] = {"reject", "drop", "inherit", NULL};
+static const char *const translation_top_names[] = {"reject", "drop", NULL};
+static const struct sw_walk_setting model_translation_settings[] = {
+    {.key = "unsupported", .type = SW_WALK_ENUM, .off = 0, .names = translation_names,
+     .def = SW_TRANSLATION_INHERIT, .hint = "reject, drop or inherit"},
+};
+static const struct sw_walk_section model_translation_section = {
+    model_translation_settings, 1, 0, NULL};
+static const struct sw_walk_setting top_translation_settings[] = {
+    {.key = "unsupported", .type = SW_WALK_ENUM, .off = 0, .names = translation_top_names,
+     .def = SW_TRANSLATION_REJECT, .hint = "reject or drop"},
+};
+static const struct sw_walk_section top_translation_section = {top_translation_settings, 1, 0,
+                                                               NULL};
+
 static const struct sw_walk_setting model_settings[] = {
     {.key = "name", .type = SW_WALK_TEXT, .off = MO(name), .required = true,
      .hint = "the model name clients ask for"},
@@ -985,6 +1001,8 @@ static const struct sw_walk_setting model_settings[] = {
      .names = pii_binary_names, .def = SW_PII_BINARY_INHERIT, .hint = "inherit, allow or local"},
     {.key = "pii_allow", .type = SW_WALK_MAP, .off = MO(pii_allow), .sub = &pii_allow_section},
     {.key = "contract", .type = SW_WALK_MAP, .off = MO(contract), .sub = &contract_section},
+    {.key = "translation", .type = SW_WALK_MAP, .off = MO(translation_unsupported),
+     .sub = &model_translation_section},
 };
 static const struct sw_walk_section model_section = {
     model_settings, sizeof(model_settings) / sizeof(model_settings[0]),
@@ -1265,6 +1283,8 @@ static const struct sw_walk_setting top_settings[] = {
     {.key = "pii", .type = SW_WALK_MAP, .off = CFG(pii), .sub = &pii_section},
     {.key = "state", .type = SW_WALK_MAP, .off = CFG(state), .sub = &state_section},
     {.key = "responses", .type = SW_WALK_MAP, .off = CFG(responses), .sub = &responses_section},
+    {.key = "translation", .type = SW_WALK_MAP, .off = CFG(translation_unsupported),
+     .sub = &top_translation_section},
     {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
      .hint = "a file path, or \"-\" for standard output"},
     {.key = "plan", .type = SW_WALK_MAP, .off = CFG(plan), .sub = &plan_section},
@@ -1596,6 +1616,14 @@ const struct sw_config_model *sw_config_find_model(const struct sw_config *cfg, 
         if (!strcmp(cfg->models[i].name, name))
             return &cfg->models[i];
     return NULL;
+}
+
+enum sw_translation_unsupported sw_config_translation(const struct sw_config *cfg,
+                                                      const struct sw_config_model *model)
+{
+    if (model && model->translation_unsupported != SW_TRANSLATION_INHERIT)
+        return model->translation_unsupported;
+    return cfg ? cfg->translation_unsupported : SW_TRANSLATION_REJECT;
 }
 
 /* A hook run once per byte compared; empty in the product. The unit test that

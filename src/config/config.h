@@ -151,6 +151,16 @@ struct sw_config_contract {
     enum sw_contract_stream stream;
 };
 
+/* translation.unsupported: what happens to a request field the chosen
+ * backend's API has no form for (docs/agents.md, docs/api.md). */
+enum sw_translation_unsupported {
+    SW_TRANSLATION_REJECT,      /* that backend cannot take the request: a 400 naming the
+                                   field when no other backend can (default) */
+    SW_TRANSLATION_DROP,        /* the field is left out, named in the log, the decision
+                                   log's `dropped` and spillway_translation_dropped_total */
+    SW_TRANSLATION_INHERIT,     /* models: use translation.unsupported */
+};
+
 struct sw_config_model {
     char *name;                 /* what clients ask for; unique */
     size_t *backends;           /* indices into sw_config.backends, in configured order */
@@ -161,6 +171,7 @@ struct sw_config_model {
     struct sw_config_pii_allow pii_allow;           /* default empty */
     enum sw_pii_binary pii_binary_parts;    /* default inherit */
     struct sw_config_contract contract;     /* default pass, log */
+    enum sw_translation_unsupported translation_unsupported; /* default inherit */
 };
 
 enum sw_spend_window { SW_SPEND_HOUR, SW_SPEND_DAY };
@@ -263,6 +274,8 @@ struct sw_config {
     struct sw_config_limits limits;
     struct sw_config_state state;
     struct sw_config_responses responses;
+    enum sw_translation_unsupported translation_unsupported; /* translation.unsupported,
+                                                                default reject */
     struct {
         enum sw_pii_policy policy;          /* default local_only */
         enum sw_pii_binary binary_parts;    /* default local */
@@ -307,6 +320,9 @@ void sw_config_errors_free(struct sw_config_errors *errs);
 
 /* Lookups; borrowed pointers valid while the snapshot is referenced. */
 const struct sw_config_model *sw_config_find_model(const struct sw_config *cfg, const char *name);
+/* The model's translation.unsupported, else the file's. */
+enum sw_translation_unsupported sw_config_translation(const struct sw_config *cfg,
+                                                      const struct sw_config_model *model);
 /* Finds the key whose secret equals `bearer` (compared in constant time per key). */
 const struct sw_config_key *sw_config_find_key(const struct sw_config *cfg, const char *bearer);
 

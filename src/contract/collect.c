@@ -1,6 +1,7 @@
 #include "contract/collect.h"
 
 #include <string.h>
+#include <stdlib.h>
 
 void sw_contract_collect_init(struct sw_contract_collect *c, const char *tool, size_t max_bytes)
 {
@@ -38,6 +39,15 @@ void sw_contract_collect_chunk(struct sw_contract_collect *c, const json_t *chun
 void sw_contract_collect_native(struct sw_contract_collect *c, const char *type, const json_t *ev)
 {
     const json_t *idx = json_object_get(ev, "index");
+    if (!c->tool) {
+        /* no forced tool (output_config.format): the text blocks are judged */
+        const json_t *d = json_object_get(ev, "delta");
+        const char *dt = json_string_value(json_object_get(d, "type"));
+        c->called = true;
+        if (!strcmp(type, "content_block_delta") && dt && !strcmp(dt, "text_delta"))
+            append(c, json_object_get(d, "text"));
+        return;
+    }
     if (!strcmp(type, "content_block_start") && c->block < 0 && json_is_integer(idx)) {
         const json_t *cb = json_object_get(ev, "content_block");
         const char *t = json_string_value(json_object_get(cb, "type"));
@@ -66,6 +76,8 @@ const char *sw_contract_collected(const struct sw_contract_collect *c, size_t *l
 
 const char *sw_contract_collected_native(const struct sw_contract_collect *c, size_t *len)
 {
+    if (!c->tool)
+        return sw_contract_collected(c, len);
     *len = !c->called ? 0 : c->text.len ? c->text.len : 2;
     if (!c->called || c->overflow)
         return NULL;
@@ -98,6 +110,23 @@ char *sw_contract_native_answer_text(const json_t *answer, const char *tool)
 {
     size_t i;
     const json_t *blk;
+    if (!tool) {
+        /* no forced tool (output_config.format): the text blocks, joined */
+        struct sw_buf b;
+        sw_buf_init(&b, (size_t)1 << 30);
+        json_array_foreach(json_object_get(answer, "content"), i, blk) {
+            const char *t = json_string_value(json_object_get(blk, "type"));
+            const json_t *tx = json_object_get(blk, "text");
+            if (t && !strcmp(t, "text") && json_is_string(tx) &&
+                sw_buf_append(&b, json_string_value(tx), json_string_length(tx))) {
+                sw_buf_free(&b);
+                return NULL;
+            }
+        }
+        char *s = strndup(b.ptr ? b.ptr : "", b.len);
+        sw_buf_free(&b);
+        return s;
+    }
     json_array_foreach(json_object_get(answer, "content"), i, blk) {
         const char *t = json_string_value(json_object_get(blk, "type"));
         const char *n = json_string_value(json_object_get(blk, "name"));

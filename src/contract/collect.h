@@ -26,7 +26,8 @@ void sw_contract_collect_free(struct sw_contract_collect *c);
  * tool's arguments (its only call). */
 void sw_contract_collect_chunk(struct sw_contract_collect *c, const json_t *chunk);
 /* One event of an Anthropic stream (borrowed, `type` its type): the
- * input_json_delta fragments of the forced tool's tool_use block. */
+ * input_json_delta fragments of the forced tool's tool_use block (no
+ * forced tool: the text blocks' text_delta fragments). */
 void sw_contract_collect_native(struct sw_contract_collect *c, const char *type, const json_t *ev);
 /* The judged text of a stream of OpenAI chunks: NULL after an overflow
  * (*len is then what was kept), else the text ("" when none). */
@@ -41,7 +42,8 @@ const char *sw_contract_collected_native(const struct sw_contract_collect *c, si
  * when there is none (*len 0). */
 const char *sw_contract_answer_text(const json_t *answer, const char *tool, size_t *len);
 /* The same for a whole Anthropic answer: the forced tool's tool_use input
- * as compact JSON (malloc'ed), NULL when it was not called. */
+ * as compact JSON (malloc'ed), NULL when it was not called; no forced tool:
+ * the text blocks joined. */
 char *sw_contract_native_answer_text(const json_t *answer, const char *tool);
 
 #endif

@@ -214,6 +214,30 @@ static int flush_message(struct msg_acc *a, struct sw_request_error *err)
     return SW_OK;
 }
 
+/* A system message inside `messages` (text: a string or text blocks) as an
+ * OpenAI system message at the same place. */
+static int system_in_place(json_t *msgs, const json_t *content, const char *pc,
+                           struct sw_request_error *err)
+{
+    long bad;
+    char *s = content ? sw_dialect_joined_text(content, &bad) : NULL;
+    if (!s) {
+        char p[160];
+        if (content && bad >= 0)
+            snprintf(p, sizeof p, "%s[%ld]", pc, bad);
+        else
+            snprintf(p, sizeof p, "%s", pc);
+        BAD(p, "%s: a system message holds text (a string or text blocks).", p);
+    }
+    json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", s);
+    free(s);
+    if (!m || json_array_append_new(msgs, m))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
 /* Appends the OpenAI messages for Anthropic message i to `msgs`. */
 static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_request_error *err)
 {
@@ -231,12 +255,14 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
         BAD(pr, "%s: a role is required (user or assistant).", pr);
     a.user = !strcmp(role, "user");
     a.assistant = !strcmp(role, "assistant");
-    if (!a.user && !a.assistant)
-        BAD(pr, "%s: '%s' is not a role of the Messages API (user or assistant; the system "
-                "prompt is the top-level system field).", pr, role);
     json_t *content = json_object_get(m, "content");
     char pc[128];
     snprintf(pc, sizeof pc, "%s.content", p);
+    if (!strcmp(role, "system"))
+        return system_in_place(msgs, content, pc, err);
+    if (!a.user && !a.assistant)
+        BAD(pr, "%s: '%s' is not a role of the Messages API (user, assistant, or system for "
+                "an instruction inside the conversation).", pr, role);
     if (json_is_string(content)) {
         json_t *o = json_pack("{s:s, s:O}", "role", role, "content", content);
         if (!o || json_array_append_new(msgs, o))
@@ -358,13 +384,16 @@ static int check_top_level(const json_t *in, int require_max_tokens,
         BAD(NULL, "The request body must be a JSON object.");
     static const char *const known[] = {
         "model", "messages", "max_tokens", "system", "stop_sequences", "temperature",
-        "top_p", "stream", "tools", "tool_choice", "metadata", "thinking"};
+        "top_p", "stream", "tools", "tool_choice", "metadata", "thinking", "output_config"};
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)in, k, v) {
         bool ok = false;
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
             ok |= !strcmp(k, known[i]);
+        if (!ok && !strcmp(k, "context_management"))
+            NOPE("context_management", "context_management: context editing is done by "
+                                       "Anthropic's API; a chat backend has no form for it.");
         if (!ok) {
             char p[128];
             snprintf(p, sizeof p, "%.100s", k);
@@ -388,11 +417,98 @@ static int check_top_level(const json_t *in, int require_max_tokens,
     json_t *st = json_object_get(in, "stream");
     if (st && !json_is_boolean(st))
         BAD("stream", "stream: expected a boolean.");
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* thinking as reasoning_effort: enabled by its budget (under 4096 tokens
+ * low, under 16384 medium, else high), adaptive medium, disabled nothing. */
+static int thinking_effort(const json_t *th, const char **effort, struct sw_request_error *err)
+{
+    const char *t = json_string_value(json_object_get(th, "type"));
+    if (!json_is_object(th) || !t)
+        BAD("thinking", "thinking: expected an object with a type (enabled, adaptive or "
+                        "disabled).");
+    if (!strcmp(t, "enabled")) {
+        json_t *b = json_object_get(th, "budget_tokens");
+        if (!json_is_integer(b) || json_integer_value(b) < 1 ||
+            json_integer_value(b) > SW_REQUEST_MAX_TOKENS)
+            BAD("thinking.budget_tokens", "thinking.budget_tokens: an integer from 1 to %ld "
+                                          "is required.", SW_REQUEST_MAX_TOKENS);
+        json_int_t n = json_integer_value(b);
+        *effort = n < 4096 ? "low" : n < 16384 ? "medium" : "high";
+    } else if (!strcmp(t, "adaptive")) {
+        *effort = "medium";
+    } else if (strcmp(t, "disabled")) {
+        BAD("thinking.type", "thinking.type: expected enabled, adaptive or disabled.");
+    }
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* output_config.format (a JSON schema) as response_format json_schema. */
+static int format_to_openai(json_t *o, const json_t *f, struct sw_request_error *err)
+{
+    const char *t = json_string_value(json_object_get(f, "type"));
+    json_t *schema = json_object_get(f, "schema");
+    if (!json_is_object(f) || !t)
+        BAD("output_config.format", "output_config.format: expected an object with a type.");
+    if (strcmp(t, "json_schema"))
+        NOPE("output_config.format.type", "output_config.format.type: only json_schema can be "
+                                          "translated.");
+    if (!json_is_object(schema))
+        BAD("output_config.format.schema", "output_config.format.schema: a JSON schema object "
+                                           "is required.");
+    json_t *rf = json_pack("{s:s, s:{s:s, s:O}}", "type", "json_schema", "json_schema", "name",
+                           "output", "schema", schema);
+    if (!rf || json_object_set_new(o, "response_format", rf))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* thinking and output_config.effort (low, medium, high; max as high, and it
+ * wins over thinking's) as reasoning_effort, the switch chat servers read;
+ * output_config.format as response_format; any other output_config key is
+ * untranslatable. */
+static int reasoning_to_openai(json_t *o, const json_t *in, struct sw_request_error *err)
+{
+    const char *effort = NULL;
     json_t *th = json_object_get(in, "thinking");
-    if (th && !(json_is_object(th) && json_is_string(json_object_get(th, "type")) &&
-                !strcmp(json_string_value(json_object_get(th, "type")), "disabled")))
-        NOPE("thinking", "thinking: extended thinking cannot be translated; only "
-                        "{\"type\":\"disabled\"} is accepted.");
+    if (th && !json_is_null(th) && thinking_effort(th, &effort, err))
+        return failed(err);
+    json_t *oc = json_object_get(in, "output_config");
+    if (oc && !json_is_null(oc)) {
+        if (!json_is_object(oc))
+            BAD("output_config", "output_config: expected an object.");
+        const char *k;
+        json_t *v;
+        json_object_foreach(oc, k, v) {
+            if (!strcmp(k, "effort")) {
+                static const char *const efforts[] = {"low", "medium", "high", "max"};
+                const char *e = json_string_value(v);
+                size_t i = 0;
+                while (e && i < 4 && strcmp(e, efforts[i]))
+                    i++;
+                if (!e || i == 4)
+                    BAD("output_config.effort", "output_config.effort: expected low, medium, "
+                                                "high or max.");
+                effort = i == 3 ? "high" : efforts[i];
+            } else if (!strcmp(k, "format")) {
+                if (format_to_openai(o, v, err))
+                    return failed(err);
+            } else {
+                char p[128];
+                snprintf(p, sizeof p, "output_config.%.80s", k);
+                NOPE(p, "%s: has no form in OpenAI's chat API.", p);
+            }
+        }
+    }
+    if (effort && json_object_set_new(o, "reasoning_effort", json_string(effort)))
+        return sw_dialect_oom(err);
     return SW_OK;
 fail:
     return SW_EINVAL;
@@ -530,6 +646,8 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
     json_t *md = json_object_get(in, "metadata");
     if (md && !json_is_null(md) && (rc = metadata_to_openai(o, md, err)))
         goto fail_rc;
+    if ((rc = reasoning_to_openai(o, in, err)))
+        goto fail_rc;
     *out = o;
     return SW_OK;
 nomem:
@@ -544,6 +662,137 @@ fail_rc:
 fail:
     json_decref(o);
     return SW_EINVAL;
+}
+
+/* ---- Fields the translation leaves out ---- */
+
+static const char *const field_names[SW_ANTH_FIELD_N] = {
+    [SW_ANTH_FIELD_OTHER] = "other",
+    [SW_ANTH_FIELD_CONTEXT_MANAGEMENT] = "context_management",
+    [SW_ANTH_FIELD_OUTPUT_CONFIG] = "output_config",
+    [SW_ANTH_FIELD_MCP_SERVERS] = "mcp_servers",
+    [SW_ANTH_FIELD_CONTAINER] = "container",
+    [SW_ANTH_FIELD_SERVICE_TIER] = "service_tier",
+    [SW_ANTH_FIELD_TOP_K] = "top_k",
+    [SW_ANTH_FIELD_SERVER_TOOL] = "server_tool",
+    [SW_ANTH_FIELD_METADATA] = "metadata",
+    [SW_ANTH_FIELD_SYSTEM_BLOCK] = "system_block",
+    [SW_ANTH_FIELD_THINKING_BLOCK] = "thinking_block",
+    [SW_ANTH_FIELD_DOCUMENT_BLOCK] = "document_block",
+    [SW_ANTH_FIELD_SEARCH_RESULT_BLOCK] = "search_result_block",
+    [SW_ANTH_FIELD_SERVER_TOOL_BLOCK] = "server_tool_block",
+    [SW_ANTH_FIELD_IMAGE_BLOCK] = "image_block",
+    [SW_ANTH_FIELD_TOOL_RESULT_BLOCK] = "tool_result_block",
+    [SW_ANTH_FIELD_REASONING_EFFORT] = "reasoning_effort",
+    [SW_ANTH_FIELD_SEED] = "seed",
+    [SW_ANTH_FIELD_PENALTIES] = "penalties",
+    [SW_ANTH_FIELD_LOGPROBS] = "logprobs",
+    [SW_ANTH_FIELD_VERBOSITY] = "verbosity",
+    [SW_ANTH_FIELD_STORE] = "store",
+};
+
+unsigned sw_anth_openai_field_class(const char *param)
+{
+    static const struct {
+        const char *key;
+        unsigned field;
+    } top[] = {
+        {"reasoning_effort", SW_ANTH_FIELD_REASONING_EFFORT},
+        {"seed", SW_ANTH_FIELD_SEED},
+        {"frequency_penalty", SW_ANTH_FIELD_PENALTIES},
+        {"presence_penalty", SW_ANTH_FIELD_PENALTIES},
+        {"logprobs", SW_ANTH_FIELD_LOGPROBS},
+        {"top_logprobs", SW_ANTH_FIELD_LOGPROBS},
+        {"logit_bias", SW_ANTH_FIELD_LOGPROBS},
+        {"verbosity", SW_ANTH_FIELD_VERBOSITY},
+        {"store", SW_ANTH_FIELD_STORE},
+        {"prompt_cache_key", SW_ANTH_FIELD_STORE},
+        {"safety_identifier", SW_ANTH_FIELD_STORE},
+        {"service_tier", SW_ANTH_FIELD_SERVICE_TIER},
+        {"metadata", SW_ANTH_FIELD_METADATA},
+    };
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        if (!strcmp(param, top[i].key))
+            return top[i].field;
+    return SW_ANTH_FIELD_OTHER;
+}
+
+const char *sw_anth_field_name(unsigned field)
+{
+    return field < SW_ANTH_FIELD_N ? field_names[field] : field_names[SW_ANTH_FIELD_OTHER];
+}
+
+void sw_anth_field_list(uint32_t bits, char *buf, size_t len)
+{
+    size_t o = 0;
+    if (!len)
+        return;
+    buf[0] = '\0';
+    for (unsigned f = 0; f < SW_ANTH_FIELD_N && o + 1 < len; f++) {
+        if (!(bits & (1u << f)))
+            continue;
+        int r = snprintf(buf + o, len - o, "%s%s", o ? "," : "", field_names[f]);
+        if (r < 0)
+            break;
+        o += (size_t)r < len - o ? (size_t)r : len - o - 1;
+    }
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+/* The class of a content block's type (a closed set: a client's own type
+ * name is "other"). */
+static unsigned block_class(const char *t)
+{
+    if (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking"))
+        return SW_ANTH_FIELD_THINKING_BLOCK;
+    if (!strcmp(t, "document"))
+        return SW_ANTH_FIELD_DOCUMENT_BLOCK;
+    if (!strcmp(t, "search_result"))
+        return SW_ANTH_FIELD_SEARCH_RESULT_BLOCK;
+    if (!strcmp(t, "image"))
+        return SW_ANTH_FIELD_IMAGE_BLOCK;
+    if (!strcmp(t, "tool_result"))
+        return SW_ANTH_FIELD_TOOL_RESULT_BLOCK;
+    if (ends_with(t, "_tool_use") || ends_with(t, "_tool_result") ||
+        !strcmp(t, "container_upload"))
+        return SW_ANTH_FIELD_SERVER_TOOL_BLOCK;
+    return SW_ANTH_FIELD_OTHER;
+}
+
+unsigned sw_anth_field_class(const json_t *body, const char *param)
+{
+    static const struct {
+        const char *key;
+        unsigned field;
+    } top[] = {
+        {"context_management", SW_ANTH_FIELD_CONTEXT_MANAGEMENT},
+        {"output_config", SW_ANTH_FIELD_OUTPUT_CONFIG},
+        {"mcp_servers", SW_ANTH_FIELD_MCP_SERVERS},
+        {"container", SW_ANTH_FIELD_CONTAINER},
+        {"service_tier", SW_ANTH_FIELD_SERVICE_TIER},
+        {"top_k", SW_ANTH_FIELD_TOP_K},
+        {"tools", SW_ANTH_FIELD_SERVER_TOOL},
+        {"metadata", SW_ANTH_FIELD_METADATA},
+        {"system", SW_ANTH_FIELD_SYSTEM_BLOCK},
+    };
+    size_t n = strcspn(param, ".[");
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        if (strlen(top[i].key) == n && !memcmp(param, top[i].key, n))
+            return top[i].field;
+    if (n != 8 || memcmp(param, "messages", 8) || param[8] != '[')
+        return SW_ANTH_FIELD_OTHER;
+    char *end;
+    unsigned long mi = strtoul(param + 9, &end, 10);
+    if (strncmp(end, "].content[", 10))
+        return SW_ANTH_FIELD_OTHER;
+    unsigned long bi = strtoul(end + 10, NULL, 10);
+    json_t *msg = json_array_get(json_object_get(body, "messages"), mi);
+    return block_class(sw_dialect_type_of(json_array_get(json_object_get(msg, "content"), bi)));
 }
 
 /* ---- Parsing an Anthropic body ---- */
@@ -563,6 +812,20 @@ static bool prune(json_t *root, const char *param)
     const char *rest = param + n;
     if (!strcmp(key, "metadata") && rest[0] == '.')
         return json_object_del(json_object_get(root, "metadata"), rest + 1) == 0;
+    if (!strcmp(key, "output_config") && rest[0] == '.') {
+        char sub[128];
+        size_t m = strcspn(rest + 1, ".[");
+        if (m == 0 || m >= sizeof sub)
+            return false;
+        memcpy(sub, rest + 1, m);
+        sub[m] = '\0';
+        json_t *oc = json_object_get(root, "output_config");
+        if (json_object_del(oc, sub))
+            return false;
+        if (json_object_size(oc) == 0)
+            json_object_del(root, "output_config");
+        return true;
+    }
     if ((!strcmp(key, "tools") || !strcmp(key, "system")) && rest[0] == '[') {
         unsigned long i = strtoul(rest + 1, NULL, 10);
         return json_array_remove(json_object_get(root, key), i) == 0;
@@ -599,6 +862,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
      * that speaks Anthropic gets the body whole. */
     json_t *work = NULL, *oai = NULL;
     struct sw_request_error *first = NULL;
+    uint32_t fields = 0;
     int rc = SW_OK;
     for (int round = 0; round < 64; round++) {
         rc = sw_anth_req_to_openai(work ? work : in, require_max_tokens, &oai, err);
@@ -610,6 +874,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
         }
         if (round == 0)
             *first = *err;
+        fields |= 1u << sw_anth_field_class(work ? work : in, err->param);
         if (!work && !(work = json_deep_copy(in))) {
             rc = SW_ENOMEM;
             break;
@@ -636,6 +901,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     req->dialect = 1;
     req->native = in;
     req->untranslatable = first;
+    req->untranslatable_fields = fields;
     /* The translation holds every text of a translatable body, so its bound
      * holds; a body with fields left out can still go whole to an Anthropic
      * backend, and then its own bytes bound the prompt. */

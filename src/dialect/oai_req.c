@@ -265,8 +265,9 @@ fail:
 }
 
 /* Every non-null top-level field known (an unknown one is refused, not
- * dropped); response_format only as a json_schema without tools (its schema
- * in *rf_schema, else NULL); no metadata. */
+ * dropped); response_format only as a json_schema or json_object without
+ * tools (its schema in *rf_schema, a new reference; json_object's is
+ * {"type":"object"}; else NULL); no metadata. */
 static int check_top_level(const json_t *in, json_t **rf_schema, struct sw_request_error *err)
 {
     static const char *const known[] = {
@@ -282,8 +283,8 @@ static int check_top_level(const json_t *in, json_t **rf_schema, struct sw_reque
         if (!ok) {
             char p[128];
             snprintf(p, sizeof p, "%.100s", k);
-            BAD(p, "%s: this field has no counterpart in Anthropic's Messages API (the backend "
-                   "chosen speaks it) and is refused rather than dropped.", p);
+            NOPE(p, "%s: this field has no counterpart in Anthropic's Messages API (the backend "
+                    "chosen speaks it) and is refused rather than dropped.", p);
         }
     }
     /* response_format json_schema without tools of its own, streamed or not:
@@ -293,16 +294,23 @@ static int check_top_level(const json_t *in, json_t **rf_schema, struct sw_reque
     *rf_schema = NULL;
     if (rf && !json_is_null(rf)) {
         const char *rft = json_string_value(json_object_get(rf, "type"));
-        *rf_schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
-        if (!rft || strcmp(rft, "json_schema") || !json_is_object(*rf_schema) ||
+        json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+        bool object = rft && !strcmp(rft, "json_object");
+        if (rft && !strcmp(rft, "text"))
+            return SW_OK;
+        if (!rft || (!object && (strcmp(rft, "json_schema") || !json_is_object(schema))) ||
             json_object_get(in, "tools") || json_object_get(in, "tool_choice"))
             BAD("response_format",
-                "response_format: only a json_schema with an object schema, without tools, "
-                "can be translated for Anthropic's Messages API (as a forced tool).");
+                "response_format: only text, json_object or a json_schema with an object "
+                "schema, without tools, can be translated for Anthropic's Messages API (as a "
+                "forced tool).");
+        *rf_schema = object ? json_pack("{s:s}", "type", "object") : json_incref(schema);
+        if (!*rf_schema)
+            return sw_dialect_oom(err);
     }
     json_t *md = json_object_get(in, "metadata");
     if (json_is_object(md) && json_object_size(md))
-        BAD("metadata", "metadata: has no counterpart in Anthropic's Messages API.");
+        NOPE("metadata", "metadata: has no counterpart in Anthropic's Messages API.");
     return SW_OK;
 fail:
     return SW_EINVAL;
@@ -410,7 +418,7 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
     json_t *o = json_object();
     if (!o)
         return sw_dialect_oom(err);
-    json_t *rf_schema;
+    json_t *rf_schema = NULL;
     int rc = check_top_level(in, &rf_schema, err);
     if (rc)
         goto fail;
@@ -430,9 +438,11 @@ int sw_anth_req_from_openai(const json_t *in, long default_max_tokens, json_t **
         json_object_set_new(o, "tool_choice", json_pack("{s:s, s:s}", "type", "tool", "name",
                                                         SW_ANTH_FORMAT_TOOL));
     }
+    json_decref(rf_schema);
     *out = o;
     return SW_OK;
 fail:
+    json_decref(rf_schema);
     json_decref(o);
     return rc;
 }

@@ -23,6 +23,7 @@
 #include "request/embed.h"
 #include "request/facts.h"
 #include "request/request.h"
+#include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/responses_req.h"
 #include "upstream/dialect.h"
@@ -822,6 +823,14 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
                : api == SW_API_MESSAGES   ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
                : api == SW_API_RESPONSES ? responses_parse(body, len, prior, &chat, &rerr)
                                          : sw_request_parse(body, len, &chat, &rerr);
+    /* system messages inside messages, as an Anthropic backend takes them
+     * (before the scan: what is scanned is what goes) */
+    if (!perr && chat.native &&
+        sw_anth_native_prepare(chat.native, sw_http_header(req, "anthropic-beta", NULL))) {
+        sw_request_free(&chat);
+        sw_request_error_set(&rerr, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
+        perr = SW_ENOMEM;
+    }
     if (perr) {
         reply_refusal(req, &rerr);
         record_rejection(f, api_name, id, NULL, key, rerr.status,

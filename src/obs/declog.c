@@ -476,6 +476,15 @@ static int format(struct line *l, const struct sw_declog_entry *e)
         TRY(STR(l, "priority", e->priority));
     if (e->contract)
         TRY(STR(l, "contract", e->contract));
+    size_t nd = e->dropped ? e->n_dropped : 0;
+    if (nd) {
+        TRY(room(l, sizeof KEY("dropped") "["));
+        PUT_LIT(l, KEY("dropped") "[");
+        for (size_t i = 0; i < nd; i++)
+            TRY(put_string(l, ",", i ? 1 : 0, e->dropped[i] ? e->dropped[i] : ""));
+        TRY(room(l, 1));
+        PUT_LIT(l, "]");
+    }
     TRY(room(l, 1));
     PUT_LIT(l, "}");
     return l->len <= SW_DECLOG_MAX_LINE ? SW_OK : SW_ETOOBIG;

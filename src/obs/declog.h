@@ -90,6 +90,9 @@ struct sw_declog_entry {
     const char *contract;       /* output contract verdict: "ok" | "violation" |
                                    "invalid_json"; NULL (not written): no contract */
     const char *priority;       /* "interactive" | "batch"; NULL: not known (field omitted) */
+    const char *const *dropped; /* names of the request fields left out for the backend that
+                                   served (translation.unsupported: drop), a closed set */
+    size_t n_dropped;           /* 0: the field is left out */
 };
 
 /* The entry as one JSON object without a trailing newline, fields in the

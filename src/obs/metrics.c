@@ -83,6 +83,10 @@ static const struct family_def families[SW_M__COUNT] = {
                        "Requests served, by priority (interactive, batch), tier and routing "
                        "reason.",
                        COUNTER, {"priority", "tier", "reason"}, 3, 128, NULL, 0},
+    [SW_M_DROPPED] = {"spillway_translation_dropped_total",
+                      "Request fields left out because the backend that served has no form "
+                      "for them (translation.unsupported: drop), by field.",
+                      COUNTER, {"field"}, 1, 64, NULL, 0},
 };
 
 /* ---- Storage ---- */

@@ -58,6 +58,8 @@ void sw_obs_account(struct sw_metrics *m, struct sw_spill *spill,
             sw_metrics_observe(m, SW_M_DURATION, &e->backend, e->duration_ms / 1000);
         if (spilled)
             sw_metrics_inc(m, SW_M_SPILLED, &e->model, 1);
+        for (size_t i = 0; e->dropped && i < e->n_dropped; i++)
+            sw_metrics_inc(m, SW_M_DROPPED, &e->dropped[i], 1);
         if (spill)
             sw_spill_add(spill, now_s, spilled);
     }

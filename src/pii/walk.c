@@ -176,7 +176,7 @@ static const struct field chat_fields[] = {
         ANTH_CACHE(p ".source.content.*")
 static const struct field messages_fields[] = {
     SKIP("model", G_MODEL),
-    SKIP_ENUM("messages.*.role", "user", "assistant"),
+    SKIP_ENUM("messages.*.role", "user", "assistant", "system"),
     ANTH_BLOCK("messages.*.content.*"),
     SKIP("messages.*.content.*.data", G_B64),           /* redacted_thinking */
     ANTH_BLOCK("messages.*.content.*.content.*"),

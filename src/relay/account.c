@@ -1,8 +1,42 @@
 #include "relay/account.h"
 
+#include <stdio.h>
+
 #include "common/clock.h"
+#include "common/log.h"
+#include "dialect/anth_req.h"
 #include "obs/obs.h"
 #include "upstream/dialect.h"
+
+/* The names of the field classes in bits, in class order. */
+static size_t dropped_names(uint32_t bits, const char **names)
+{
+    size_t n = 0;
+    for (unsigned f = 0; f < SW_ANTH_FIELD_N; f++)
+        if (bits & (1u << f))
+            names[n++] = sw_anth_field_name(f);
+    return n;
+}
+
+bool sw_relay_drop_fields(struct proxy *p)
+{
+    if (sw_config_translation(p->cfg, p->model) != SW_TRANSLATION_DROP)
+        return false;
+    /* a parse that names no class (another API's) counts its fields as other */
+    uint32_t bits = p->chat.untranslatable_fields ? p->chat.untranslatable_fields
+                                                  : 1u << SW_ANTH_FIELD_OTHER;
+    p->a.dropped = bits;
+    sw_relay_log_dropped(p->id, sw_relay_backend(p)->name, bits);
+    return true;
+}
+
+void sw_relay_log_dropped(const char *id, const char *backend, uint32_t bits)
+{
+    char list[512];
+    sw_anth_field_list(bits, list, sizeof list);
+    sw_info("request %s: %s cannot carry %s: dropped (translation.unsupported: drop)", id,
+            backend ? backend : "the backend", list);
+}
 
 void sw_relay_record(const struct proxy *p)
 {
@@ -12,6 +46,8 @@ void sw_relay_record(const struct proxy *p)
     int64_t now = sw_now_ms();
     const struct sw_config_backend *be = p->served ? &p->cfg->backends[p->a.be] : NULL;
     const char *reason = p->served ? sw_reason_name(p->a.reason) : NULL;
+    const char *dropped[SW_ANTH_FIELD_N];
+    size_t n_dropped = p->served ? dropped_names(p->a.dropped | p->dialect.dropped, dropped) : 0;
     struct sw_declog_pii pii[SW_PII_MAX_TYPES];
     size_t n_pii = sw_obs_pii_list(p->live->pii, &p->pii.counts, pii);
     struct sw_declog_entry e = {
@@ -43,6 +79,8 @@ void sw_relay_record(const struct proxy *p)
         .n_pii = n_pii,
         .pii_allowed = p->pii.counts.allowed,
         .priority = p->facts.priority == SW_PRIORITY_BATCH ? "batch" : "interactive",
+        .dropped = dropped,
+        .n_dropped = n_dropped,
         .pii_outcome = !n_pii ? NULL
                        : be && be->tier == SW_TIER_CLOUD && !p->pii_st.masked ? "region_cloud"
                        : be && be->tier == SW_TIER_CLOUD ? "masked_cloud"

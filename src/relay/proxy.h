@@ -43,6 +43,8 @@ struct sw_relay_attempt {
     bool lease_wait;                /* holds its local slot, waits for a replica-wide lease */
     bool need_mask;                 /* must be masked */
     bool native;                    /* carries the client's own body, no translation */
+    uint32_t dropped;               /* fields its translation left out (translation.unsupported:
+                                       drop), bits 1 << enum sw_anth_field */
     enum sw_dialect up_dialect;     /* what its backend speaks */
     int64_t attempt_ms, first_byte_ms, last_byte_ms;
     struct sw_stage_usage usage;    /* from the upstream's answer */

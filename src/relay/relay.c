@@ -551,7 +551,7 @@ static void dispatch(struct proxy *p)
     bool own_api = p->client_dialect != SW_DIALECT_OPENAI && ud == p->client_dialect;
     /* A contract on response_format judges the text in the internal form. */
     a->native = own_api && !a->need_mask && !(p->contract.schema && !p->contract.tool);
-    if (!own_api && p->chat.untranslatable) {
+    if (!own_api && p->chat.untranslatable && !sw_relay_drop_fields(p)) {
         cannot_carry(p, p->chat.untranslatable);
         return;
     }
@@ -567,7 +567,7 @@ static void dispatch(struct proxy *p)
         json_object_del(p->chat.body, "max_completion_tokens");
     sw_relay_stages_pick(p, own_api);
     sw_dialect_stage_attempt(&p->dialect, sw_upstream_dialect(ud), a->native, own_api,
-                             p->contract.schema && !p->contract.tool, p->started,
+                             sw_relay_format_tool(p), p->started,
                              (long long)sw_wall_s());
     struct sw_stage_io *io = &a->io;
     io->usage = &a->usage;

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "dialect/anth_req.h"
+#include "dialect/anth_stream.h"
+#include "common/log.h"
 
 void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstream_dialect *up,
                               bool native, bool own_api, bool format_tool, bool started,
@@ -15,6 +18,7 @@ void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstre
     d->native = native;
     d->own_api = own_api;
     d->format_tool = format_tool;
+    d->dropped = 0;
     if (!started) {
         if (d->cs_ready && d->client->client_free)
             d->client->client_free(d->cs);
@@ -64,15 +68,34 @@ int sw_dialect_stage_error(struct sw_dialect_stage *d, bool upstream_type, const
 /* ---- The backend's side ---- */
 
 /* The internal body in the backend's API: the one serialisation of the
- * attempt happens later, from the tree this leaves in io->body. */
+ * attempt happens later, from the tree this leaves in io->body. Under
+ * translation.unsupported: drop a top-level field the backend's API has no
+ * form for is left out (of a copy: the tree may be the request's) and the
+ * translation tried again. */
 static enum sw_stage_rc up_request(struct sw_stage *st, struct sw_stage_io *io)
 {
     struct sw_dialect_stage *d = st->ctx;
     if (d->own_api || !io->body || !d->up->request_body)
         return SW_STAGE_OK;
-    json_t *b = d->up->request_body(io->body, d->default_max_tokens, d->rerr);
+    json_t *pruned = NULL, *b = NULL;
+    for (int round = 0; round < 32; round++) {
+        b = d->up->request_body(pruned ? pruned : io->body, d->default_max_tokens, d->rerr);
+        if (b || !d->drop || d->rerr->status != 400 || strcmp(d->rerr->code, "untranslatable"))
+            break;
+        if ((!pruned && !(pruned = json_copy(io->body))) ||
+            json_object_del(pruned, d->rerr->param))
+            break; /* not a top-level field: refused as it is */
+        d->dropped |= 1u << sw_anth_openai_field_class(d->rerr->param);
+    }
+    json_decref(pruned);
     json_decref(io->body);
     io->body = b;
+    if (b && d->dropped) {
+        char list[512];
+        sw_anth_field_list(d->dropped, list, sizeof list);
+        sw_info("request %s: the backend's API cannot carry %s: dropped "
+                "(translation.unsupported: drop)", d->id, list);
+    }
     if (!b) {
         if (d->rerr->status == 400) {
             io->verdict.cannot = d->rerr;

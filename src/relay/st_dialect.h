@@ -7,6 +7,7 @@
 #define SW_RELAY_ST_DIALECT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "relay/stage.h"
 #include "request/request.h"
@@ -27,7 +28,10 @@ struct sw_dialect_stage {
      * complete (see sw_dialect_stage_complete); NULL: nobody is. */
     void (*on_complete)(void *ud, const json_t *answer);
     void *complete_ud;
+    bool drop;                      /* translation.unsupported: drop */
     /* the attempt's, set by sw_dialect_stage_attempt */
+    uint32_t dropped;               /* top-level fields its translation left out (drop),
+                                       bits 1 << enum sw_anth_field */
     const struct sw_upstream_dialect *up;   /* the backend's API */
     bool native;                    /* the client's own API end to end: passed through */
     bool own_api;                   /* the request goes in the client's own API (masked or

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <sys/random.h>
+#include <string.h>
 
 #include "contract/contract.h"
 #include "state/respsave.h"
@@ -75,6 +76,15 @@ static void make_response_id(const char *request_id, char *out, size_t n)
     out[k] = '\0';
 }
 
+bool sw_relay_format_tool(const struct proxy *p)
+{
+    if (p->contract.schema)
+        return !p->contract.tool;
+    json_t *rf = json_object_get(p->chat.body, "response_format");
+    const char *t = json_string_value(json_object_get(rf, "type"));
+    return t && !strcmp(t, "json_object");
+}
+
 /* The stages' contexts for the request (their attempt parts are set by
  * dispatch). */
 void sw_relay_stages_init(struct proxy *p)
@@ -101,6 +111,7 @@ void sw_relay_stages_init(struct proxy *p)
         make_response_id(p->id, d->response_id, sizeof d->response_id);
     d->on_complete = on_answer_complete;
     d->complete_ud = p;
+    d->drop = sw_config_translation(p->cfg, p->model) == SW_TRANSLATION_DROP;
     d->us = &p->x.us;
     d->cs = &p->x.cs;
     d->cs_ready = false;

@@ -14,4 +14,9 @@ void sw_relay_stages_init(struct proxy *p);
  * in the client's own API. */
 void sw_relay_stages_pick(struct proxy *p, bool own_api);
 
+/* Whether an answer in a forced format tool (json_answer) is the content
+ * (an OpenAI response_format, json_schema or json_object, sent to a backend
+ * that asks for shapes with a tool). */
+bool sw_relay_format_tool(const struct proxy *p);
+
 #endif

@@ -45,6 +45,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define SW_REQUEST_MAX_TOKENS 10000000L     /* max_tokens, max_completion_tokens: 1..this */
 #define SW_REQUEST_MAX_JSON_VALUES 100000   /* values in a body (object keys not counted) */
@@ -86,6 +87,8 @@ struct sw_chat_request {
     struct sw_request_error *untranslatable;    /* owned; NULL: `body` carries all of
                                                  * `native`; else the first field it could
                                                  * not (a 400 for a backend that needs it) */
+    uint32_t untranslatable_fields;     /* bits 1 << enum sw_anth_field of what `body`
+                                         * left out (Anthropic clients; 0 otherwise) */
 };
 
 /* A word as clients may write one of a header's or metadata's few values:

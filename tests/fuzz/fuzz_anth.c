@@ -3,12 +3,15 @@
  *  - as an Anthropic request body (sw_anth_request_parse): it parses or is
  *    refused with a 400 naming something; a parsed body's translation is a
  *    valid OpenAI request (sw_request_parse takes it), and the translation
- *    back to Anthropic either succeeds or is a 400;
+ *    back to Anthropic either succeeds or is a 400; its system messages
+ *    inside messages, as an Anthropic backend gets them, are where the
+ *    mid-conversation-system beta allows them, or gone;
  *  - as a whole Anthropic answer: when it translates to an OpenAI answer,
  *    that one translates back;
  *  - line by line as Anthropic stream events: every chunk they make goes
  *    through the OpenAI -> Anthropic stream translator, whose every output
  *    event is "event: NAME\ndata: <a JSON object>\n\n". */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_resp.h"
 #include "request/request.h"
@@ -78,6 +82,25 @@ static void requests(const uint8_t *data, size_t size)
         json_decref(fwd);
     }
     json_decref(back);
+    /* Toward an Anthropic backend: without the beta no system message is
+     * left inside messages; with it none before the first other message. */
+    for (int beta = 0; beta < 2; beta++) {
+        json_t *n = json_deep_copy(req.native);
+        if (!n)
+            continue;
+        rc = sw_anth_native_prepare(n, beta ? "mid-conversation-system-2026-04-07" : NULL);
+        CHECK(rc == SW_OK || rc == SW_ENOMEM);
+        size_t i;
+        json_t *m;
+        bool leading = true;
+        json_array_foreach(json_object_get(n, "messages"), i, m) {
+            const char *role = json_string_value(json_object_get(m, "role"));
+            bool sys = role && !strcmp(role, "system");
+            CHECK(rc != SW_OK || !sys || (beta && !leading));
+            leading &= sys;
+        }
+        json_decref(n);
+    }
     sw_request_free(&req);
 }
 

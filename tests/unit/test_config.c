@@ -648,10 +648,10 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:1:1: backends: required key is missing (a list of backends, each with name, tier, url and model)",
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
-     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, responses, decision_log, plan)",
+     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, plan)",
       "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
       "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s)",
-      "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, responses, decision_log, plan)"}},
+      "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, plan)"}},
     {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
      "backends:\n"
      "  - { name: edge, tier: local, url: \"http://h:1\", model: m, region: eu-west }\n"
@@ -955,6 +955,57 @@ static void test_contract_keys(void **state)
     }
 }
 
+/* translation.unsupported: reject by default, drop on the file or per
+ * model (a model's own wins; inherit takes the file's). */
+static void test_translation_keys(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(BACKENDS MODELS);
+    assert_int_equal(cfg->translation_unsupported, SW_TRANSLATION_REJECT);
+    assert_int_equal(cfg->models[0].translation_unsupported, SW_TRANSLATION_INHERIT);
+    assert_int_equal(sw_config_translation(cfg, &cfg->models[0]), SW_TRANSLATION_REJECT);
+    assert_int_equal(sw_config_translation(cfg, NULL), SW_TRANSLATION_REJECT);
+    sw_config_unref(cfg);
+    cfg = parse_ok("translation: { unsupported: drop }\n" BACKENDS MODELS);
+    assert_int_equal(sw_config_translation(cfg, &cfg->models[0]), SW_TRANSLATION_DROP);
+    sw_config_unref(cfg);
+    cfg = parse_ok("translation: { unsupported: drop }\n" BACKENDS MODELS
+                   "    translation: { unsupported: reject }\n");
+    assert_int_equal(sw_config_translation(cfg, &cfg->models[0]), SW_TRANSLATION_REJECT);
+    sw_config_unref(cfg);
+    cfg = parse_ok(BACKENDS MODELS "    translation: { unsupported: drop }\n");
+    assert_int_equal(sw_config_translation(cfg, &cfg->models[0]), SW_TRANSLATION_DROP);
+    assert_int_equal(cfg->translation_unsupported, SW_TRANSLATION_REJECT);
+    sw_config_unref(cfg);
+    cfg = parse_ok("translation: { unsupported: drop }\n" BACKENDS MODELS
+                   "    translation: { unsupported: inherit }\n");
+    assert_int_equal(sw_config_translation(cfg, &cfg->models[0]), SW_TRANSLATION_DROP);
+    sw_config_unref(cfg);
+
+    static const char *const bad[] = {
+        "translation: { unsupported: inherit }\n" BACKENDS MODELS,
+        BACKENDS MODELS "    translation: { unsupported: ignore }\n",
+        BACKENDS MODELS "    translation: drop\n",
+        "translation: { unsuported: drop }\n" BACKENDS MODELS,
+    };
+    static const char *const want[] = {
+        "translation.unsupported: \"inherit\" is not one of reject, drop",
+        "models[0].translation.unsupported: \"ignore\" is not one of reject, drop, inherit",
+        "models[0].translation:",
+        "translation.unsuported: unknown key; did you mean \"unsupported\"?",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct sw_config *c = (struct sw_config *)1;
+        struct sw_config_errors errs;
+        assert_int_equal(parse(bad[i], &c, &errs), SW_EINVAL);
+        assert_null(c);
+        assert_int_equal(errs.n, 1);
+        if (!strstr(errs.msgs[0], want[i]))
+            fail_msg("case %zu: %s", i, errs.msgs[0]);
+        sw_config_errors_free(&errs);
+    }
+}
+
 /* Anchors and aliases are plain YAML: a shared price block. */
 static void test_aliases(void **state)
 {
@@ -990,6 +1041,7 @@ int main(void)
         cmocka_unit_test(test_listen_hosts),
         cmocka_unit_test(test_pii_binary_parts),
         cmocka_unit_test(test_contract_keys),
+        cmocka_unit_test(test_translation_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

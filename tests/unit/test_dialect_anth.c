@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_resp.h"
 #include "upstream/dialect.h"
@@ -93,13 +94,47 @@ static const struct req_case to_openai[] = {
      "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}", NULL, NULL},
     {"thinking disabled accepted", "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"disabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
      "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    {"system messages inside messages stay in place",
+     "{\"model\":\"m\",\"max_tokens\":1,\"system\":\"top\",\"messages\":[{\"role\":\"system\",\"content\":\"lead\"},{\"role\":\"user\",\"content\":\"x\"},"
+     "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\",\"cache_control\":{\"type\":\"ephemeral\"}}]},{\"role\":\"user\",\"content\":\"y\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"system\",\"content\":\"top\"},{\"role\":\"system\",\"content\":\"lead\"},{\"role\":\"user\",\"content\":\"x\"},"
+     "{\"role\":\"system\",\"content\":\"a\\nb\"},{\"role\":\"user\",\"content\":\"y\"}]}", NULL, NULL},
+    {"thinking enabled, small budget: reasoning_effort low",
+     "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"reasoning_effort\":\"low\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    {"thinking enabled, medium budget",
+     "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":8000},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"reasoning_effort\":\"medium\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    {"thinking enabled, large budget",
+     "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":16384},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"reasoning_effort\":\"high\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    {"thinking adaptive, output_config.effort wins",
+     "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"adaptive\"},\"output_config\":{\"effort\":\"low\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"reasoning_effort\":\"low\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    {"thinking adaptive alone: medium",
+     "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"adaptive\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"reasoning_effort\":\"medium\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    {"output_config.effort max as high",
+     "{\"model\":\"m\",\"max_tokens\":1,\"output_config\":{\"effort\":\"max\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"reasoning_effort\":\"high\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
+    {"output_config.format json_schema as response_format",
+     "{\"model\":\"m\",\"max_tokens\":1,\"output_config\":{\"format\":{\"type\":\"json_schema\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, NULL},
     /* errors */
     {"missing max_tokens", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "max_tokens", "invalid_value"},
     {"max_tokens 0", "{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "max_tokens", "invalid_value"},
-    {"system role in messages", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", NULL, "messages[0].role", "invalid_value"},
+    {"system message with an image", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"system\",\"content\":[{\"type\":\"image\"}]}]}", NULL, "messages[0].content[0]", "invalid_value"},
+    {"developer role", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"developer\",\"content\":\"x\"}]}", NULL, "messages[0].role", "invalid_value"},
+    {"thinking of no type", "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"sometimes\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "thinking.type", "invalid_value"},
+    {"thinking without a budget", "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"enabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "thinking.budget_tokens", "invalid_value"},
+    {"output_config.effort unknown", "{\"model\":\"m\",\"max_tokens\":1,\"output_config\":{\"effort\":\"huge\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "output_config.effort", "invalid_value"},
+    {"output_config.format of another type", "{\"model\":\"m\",\"max_tokens\":1,\"output_config\":{\"format\":{\"type\":\"grammar\"}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "output_config.format.type", "untranslatable"},
+    {"output_config.format without a schema", "{\"model\":\"m\",\"max_tokens\":1,\"output_config\":{\"format\":{\"type\":\"json_schema\"}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "output_config.format.schema", "invalid_value"},
+    {"output_config other key", "{\"model\":\"m\",\"max_tokens\":1,\"output_config\":{\"task_budget\":3},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "output_config.task_budget", "untranslatable"},
+    {"context_management", "{\"model\":\"m\",\"max_tokens\":1,\"context_management\":{\"edits\":[]},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "context_management", "untranslatable"},
+    {"thinking block in history", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"}]}]}", NULL, "messages[1].content[0].type", "untranslatable"},
     {"empty messages", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[]}", NULL, "messages", "invalid_value"},
     {"temperature above 1", "{\"model\":\"m\",\"max_tokens\":1,\"temperature\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "temperature", "invalid_value"},
-    {"thinking enabled", "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "thinking", "untranslatable"},
     {"document block", "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"document\"}]}]}", NULL, "messages[0].content[0].type", "untranslatable"},
     {"server tool", "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"w\"}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "tools[0].type", "untranslatable"},
     {"unknown field", "{\"model\":\"m\",\"max_tokens\":1,\"top_k\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "top_k", "untranslatable"},
@@ -131,11 +166,21 @@ static const struct req_case from_openai[] = {
      "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":\"r\"}]}",
      "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]},"
      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c\",\"content\":\"r\"}]}]}", NULL, NULL},
+    {"response_format json_object as a forced tool of any object",
+     "{\"model\":\"m\",\"max_tokens\":1,\"response_format\":{\"type\":\"json_object\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"json_answer\",\"description\":\"Answer with this tool's input.\",\"input_schema\":{\"type\":\"object\"}}],"
+     "\"tool_choice\":{\"type\":\"tool\",\"name\":\"json_answer\"},\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}", NULL, NULL},
+    {"response_format text: nothing to ask",
+     "{\"model\":\"m\",\"max_tokens\":1,\"response_format\":{\"type\":\"text\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+     "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}", NULL, NULL},
     {"tool_choice none", "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":\"none\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
      "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":\"none\"},\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}]}", NULL, NULL},
     /* errors */
-    {"seed", "{\"model\":\"m\",\"seed\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "seed", "invalid_value"},
-    {"response_format", "{\"model\":\"m\",\"response_format\":{\"type\":\"json_object\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "response_format", "invalid_value"},
+    {"seed", "{\"model\":\"m\",\"seed\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "seed", "untranslatable"},
+    {"reasoning_effort", "{\"model\":\"m\",\"reasoning_effort\":\"low\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "reasoning_effort", "untranslatable"},
+    {"metadata", "{\"model\":\"m\",\"metadata\":{\"a\":\"b\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "metadata", "untranslatable"},
+    {"response_format json_object with tools", "{\"model\":\"m\",\"response_format\":{\"type\":\"json_object\"},\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "response_format", "invalid_value"},
+    {"response_format of no type", "{\"model\":\"m\",\"response_format\":{\"type\":\"yaml\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "response_format", "invalid_value"},
     {"temperature 1.5", "{\"model\":\"m\",\"temperature\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL, "temperature", "invalid_value"},
     {"arguments not an object", "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1]\"}}]}]}", NULL, "messages[0].tool_calls[0].function.arguments", "invalid_value"},
     {"audio part", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"x\",\"format\":\"wav\"}}]}]}", NULL, "messages[0].content[0].type", "invalid_value"},
@@ -187,7 +232,7 @@ static void test_request_parse(void **state)
 {
     (void)state;
     static const char body[] =
-        "{\"model\":\"m\",\"max_tokens\":5,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},"
+        "{\"model\":\"m\",\"max_tokens\":5,\"context_management\":{\"edits\":[]},"
         "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"document\",\"source\":{}},{\"type\":\"text\",\"text\":\"abcd\"}]}]}";
     struct sw_chat_request req;
     struct sw_request_error err;
@@ -195,7 +240,9 @@ static void test_request_parse(void **state)
     assert_int_equal(req.dialect, 1);
     assert_non_null(req.native);
     assert_non_null(req.untranslatable);
-    assert_string_equal(req.untranslatable->param, "thinking");
+    assert_string_equal(req.untranslatable->param, "context_management");
+    assert_int_equal(req.untranslatable_fields, (1u << SW_ANTH_FIELD_CONTEXT_MANAGEMENT) |
+                                                    (1u << SW_ANTH_FIELD_DOCUMENT_BLOCK));
     assert_json_eq(req.body, "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"abcd\"}]}]}", "pruned");
     assert_int_equal(req.max_tokens, 5);
     assert_int_equal(req.prompt_tokens_est, 1 + 4 + 3);
@@ -546,11 +593,234 @@ static void test_client_header_grammar(void **state)
     assert_true(sw_upstream_anthropic_beta_ok(longname + 7, strlen(longname + 7)));
 }
 
+
+/* ---- Agent requests ---- */
+
+/* What a coding agent sends (a system message inside messages, thinking,
+ * context_management, output_config, a thinking block in its history): the
+ * translation carries the system message in place and the effort, and
+ * leaves out what a chat backend has no form for, every class named. */
+static void test_agent_request_parse(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"model\":\"coder\",\"max_tokens\":32000,\"stream\":true,"
+        "\"system\":[{\"type\":\"text\",\"text\":\"You are an agent.\",\"cache_control\":{\"type\":\"ephemeral\"}}],"
+        "\"thinking\":{\"type\":\"adaptive\"},"
+        "\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\",\"keep\":\"all\"}]},"
+        "\"output_config\":{\"effort\":\"high\"},"
+        "\"metadata\":{\"user_id\":\"u1\"},"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"fix it\"}]},"
+        "{\"role\":\"system\",\"content\":\"Agent types: ...\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"hmm\",\"signature\":\"c2ln\"},"
+        "{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"Read\",\"input\":{\"path\":\"a.c\"}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":\"int x;\"}]}]}";
+    struct sw_chat_request req;
+    struct sw_request_error err;
+    assert_int_equal(sw_anth_request_parse(body, strlen(body), 1, &req, &err), SW_OK);
+    assert_non_null(req.untranslatable);
+    assert_string_equal(req.untranslatable->param, "context_management");
+    assert_int_equal(req.untranslatable_fields, (1u << SW_ANTH_FIELD_CONTEXT_MANAGEMENT) |
+                                                    (1u << SW_ANTH_FIELD_THINKING_BLOCK));
+    assert_json_eq(req.body,
+                   "{\"model\":\"coder\",\"max_tokens\":32000,\"stream\":true,\"user\":\"u1\",\"reasoning_effort\":\"high\","
+                   "\"messages\":[{\"role\":\"system\",\"content\":\"You are an agent.\"},"
+                   "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"fix it\"}]},"
+                   "{\"role\":\"system\",\"content\":\"Agent types: ...\"},"
+                   "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"Read\",\"arguments\":\"{\\\"path\\\":\\\"a.c\\\"}\"}}]},"
+                   "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"int x;\"}]}",
+                   "agent translation");
+    /* the client's own body is kept whole for an Anthropic backend */
+    assert_non_null(json_object_get(req.native, "context_management"));
+    assert_non_null(json_object_get(req.native, "thinking"));
+    sw_request_free(&req);
+
+    /* an output_config key without a form is left out alone: effort and
+     * format still carried */
+    static const char oc[] =
+        "{\"model\":\"m\",\"max_tokens\":5,\"output_config\":{\"effort\":\"low\",\"task_budget\":{\"total\":9},"
+        "\"format\":{\"type\":\"json_schema\",\"schema\":{\"type\":\"object\"}}},"
+        "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+    assert_int_equal(sw_anth_request_parse(oc, strlen(oc), 1, &req, &err), SW_OK);
+    assert_string_equal(req.untranslatable->param, "output_config.task_budget");
+    assert_int_equal(req.untranslatable_fields, 1u << SW_ANTH_FIELD_OUTPUT_CONFIG);
+    assert_json_eq(req.body,
+                   "{\"model\":\"m\",\"max_tokens\":5,\"reasoning_effort\":\"low\",\"response_format\":{\"type\":\"json_schema\","
+                   "\"json_schema\":{\"name\":\"output\",\"schema\":{\"type\":\"object\"}}},"
+                   "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "output_config pruned");
+    sw_request_free(&req);
+}
+
+/* The class of each untranslatable field, a closed set of names. */
+static void test_field_class(void **state)
+{
+    (void)state;
+    json_t *b = load("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"document\"},{\"type\":\"redacted_thinking\"},"
+                     "{\"type\":\"web_search_tool_result\"},{\"type\":\"search_result\"},{\"type\":\"image\"},"
+                     "{\"type\":\"tool_result\"},{\"type\":\"client secret text\"},{\"type\":\"container_upload\"},"
+                     "{\"type\":\"server_tool_use\"}]}]}");
+    static const struct {
+        const char *param;
+        const char *name;
+    } cases[] = {
+        {"context_management", "context_management"},
+        {"output_config.task_budget", "output_config"},
+        {"mcp_servers", "mcp_servers"},
+        {"container", "container"},
+        {"service_tier", "service_tier"},
+        {"top_k", "top_k"},
+        {"tools[3].type", "server_tool"},
+        {"metadata.tenant", "metadata"},
+        {"system[1]", "system_block"},
+        {"a_client_field", "other"},
+        {"messages[0].content[0].type", "document_block"},
+        {"messages[0].content[1].type", "thinking_block"},
+        {"messages[0].content[2].type", "server_tool_block"},
+        {"messages[0].content[3].type", "search_result_block"},
+        {"messages[0].content[4].source.type", "image_block"},
+        {"messages[0].content[5].content[0]", "tool_result_block"},
+        {"messages[0].content[6].type", "other"},
+        {"messages[0].content[7].type", "server_tool_block"},
+        {"messages[0].content[8].type", "server_tool_block"},
+        {"messages[0].content[99].type", "other"},
+        {"messages[5].content[0].type", "other"},
+        {"messages", "other"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        const char *got = sw_anth_field_name(sw_anth_field_class(b, cases[i].param));
+        if (strcmp(got, cases[i].name))
+            fail_msg("%s: got %s, want %s", cases[i].param, got, cases[i].name);
+    }
+    assert_string_equal(sw_anth_field_name(SW_ANTH_FIELD_N + 3), "other");
+    /* an OpenAI request's top-level fields toward an Anthropic backend */
+    static const char *const oai[][2] = {
+        {"reasoning_effort", "reasoning_effort"}, {"seed", "seed"},
+        {"frequency_penalty", "penalties"}, {"presence_penalty", "penalties"},
+        {"logprobs", "logprobs"}, {"top_logprobs", "logprobs"}, {"logit_bias", "logprobs"},
+        {"verbosity", "verbosity"}, {"store", "store"}, {"prompt_cache_key", "store"},
+        {"service_tier", "service_tier"}, {"metadata", "metadata"}, {"my_field", "other"},
+    };
+    for (size_t i = 0; i < N(oai); i++)
+        assert_string_equal(sw_anth_field_name(sw_anth_openai_field_class(oai[i][0])), oai[i][1]);
+    /* the names of a set, in class order, cut to fit */
+    char list[64];
+    sw_anth_field_list((1u << SW_ANTH_FIELD_SEED) | (1u << SW_ANTH_FIELD_CONTEXT_MANAGEMENT), list,
+                       sizeof list);
+    assert_string_equal(list, "context_management,seed");
+    sw_anth_field_list(0, list, sizeof list);
+    assert_string_equal(list, "");
+    sw_anth_field_list(~0u, list, 12);
+    assert_string_equal(list, "other,conte");
+    for (unsigned f = 0; f < SW_ANTH_FIELD_N; f++)
+        assert_non_null(sw_anth_field_name(f));
+    json_decref(b);
+}
+
+/* System messages inside messages toward an Anthropic backend: leading ones
+ * always join the top-level system; later ones stay when the client's
+ * anthropic-beta names mid-conversation-system, else join it too. */
+static void test_native_system(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *in, *beta, *out;
+    } cases[] = {
+        {"none: unchanged",
+         "{\"system\":\"s\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", NULL,
+         "{\"system\":\"s\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"},
+        {"leading, top-level string",
+         "{\"system\":\"s\",\"messages\":[{\"role\":\"system\",\"content\":\"lead\"},{\"role\":\"user\",\"content\":\"x\"}]}",
+         "mid-conversation-system-2026-04-07",
+         "{\"system\":[{\"type\":\"text\",\"text\":\"s\"},{\"type\":\"text\",\"text\":\"lead\"}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"},
+        {"later kept with the beta",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"system\",\"content\":\"mid\"}]}",
+         "claude-code-20250219, mid-conversation-system-2026-04-07,effort-2025-11-24",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"system\",\"content\":\"mid\"}]}"},
+        {"later hoisted without it, blocks kept whole",
+         "{\"system\":[{\"type\":\"text\",\"text\":\"s\",\"cache_control\":{\"type\":\"ephemeral\"}}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+         "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"m\",\"cache_control\":{\"type\":\"ephemeral\"}}]},{\"role\":\"user\",\"content\":\"y\"}]}",
+         "claude-code-20250219",
+         "{\"system\":[{\"type\":\"text\",\"text\":\"s\",\"cache_control\":{\"type\":\"ephemeral\"}},{\"type\":\"text\",\"text\":\"m\",\"cache_control\":{\"type\":\"ephemeral\"}}],"
+         "\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"user\",\"content\":\"y\"}]}"},
+        {"leading and later, no beta, no top-level system",
+         "{\"messages\":[{\"role\":\"system\",\"content\":\"a\"},{\"role\":\"system\",\"content\":\"b\"},{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"system\",\"content\":\"c\"}]}",
+         NULL,
+         "{\"system\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"},{\"type\":\"text\",\"text\":\"c\"}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"},
+        {"a beta of a near name is not it",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"system\",\"content\":\"mid\"}]}",
+         "conversation-system-2026-04-07",
+         "{\"system\":[{\"type\":\"text\",\"text\":\"mid\"}],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        json_t *b = load(cases[i].in);
+        assert_int_equal(sw_anth_native_system(b, cases[i].beta), SW_OK);
+        assert_json_eq(b, cases[i].out, cases[i].name);
+        json_decref(b);
+    }
+}
+
+/* Thinking on, and the last assistant message calls tools without a
+ * thinking block first (a turn a translated backend answered): toward an
+ * Anthropic backend thinking is off for the request, with the edits that
+ * clear thinking; else the body is left as it is. */
+static void test_native_thinking(void **state)
+{
+    (void)state;
+#define TU "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Read\",\"input\":{}}"
+#define TR "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":\"x\"}]}"
+#define CM "\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\",\"keep\":\"all\"}%s]}"
+    static const struct {
+        const char *name, *in, *out;
+        bool changed;
+    } cases[] = {
+        {"a local turn's tool call: thinking off, its edit gone",
+         "{\"thinking\":{\"type\":\"adaptive\"}," CM ",\"messages\":[{\"role\":\"user\",\"content\":\"go\"},"
+         "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"reading\"}," TU "]}," TR "]}",
+         "{\"thinking\":{\"type\":\"disabled\"},\"messages\":[{\"role\":\"user\",\"content\":\"go\"},"
+         "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"reading\"}," TU "]}," TR "]}", true},
+        {"other edits kept",
+         "{\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\"},{\"type\":\"clear_tool_uses_20250919\"}]},"
+         "\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}",
+         "{\"thinking\":{\"type\":\"disabled\"},\"context_management\":{\"edits\":[{\"type\":\"clear_tool_uses_20250919\"}]},"
+         "\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}", true},
+        {"a cloud turn's thinking block first: unchanged",
+         "{\"thinking\":{\"type\":\"adaptive\"},\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"h\",\"signature\":\"s\"}," TU "]}," TR "]}",
+         NULL, false},
+        {"redacted thinking first: unchanged",
+         "{\"thinking\":{\"type\":\"adaptive\"},\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"redacted_thinking\",\"data\":\"x\"}," TU "]}," TR "]}",
+         NULL, false},
+        {"no tool call in the last assistant message: unchanged",
+         "{\"thinking\":{\"type\":\"adaptive\"},\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR ","
+         "{\"role\":\"assistant\",\"content\":\"done\"},{\"role\":\"user\",\"content\":\"next\"}]}",
+         NULL, false},
+        {"thinking off already: unchanged",
+         "{\"thinking\":{\"type\":\"disabled\"},\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}", NULL, false},
+        {"no thinking: unchanged", "{\"messages\":[{\"role\":\"assistant\",\"content\":[" TU "]}," TR "]}", NULL, false},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char in[1024], out[1024];
+        snprintf(in, sizeof in, cases[i].in, "");
+        snprintf(out, sizeof out, cases[i].out ? cases[i].out : cases[i].in, "");
+        json_t *b = load(in);
+        if (sw_anth_native_thinking(b) != cases[i].changed)
+            fail_msg("%s: changed is not %d", cases[i].name, cases[i].changed);
+        assert_json_eq(b, out, cases[i].name);
+        json_decref(b);
+    }
+#undef TU
+#undef TR
+#undef CM
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client_header_grammar),
         cmocka_unit_test(test_req_to_openai),
+        cmocka_unit_test(test_agent_request_parse),
+        cmocka_unit_test(test_field_class),
+        cmocka_unit_test(test_native_system),
+        cmocka_unit_test(test_native_thinking),
         cmocka_unit_test(test_req_from_openai),
         cmocka_unit_test(test_request_parse),
         cmocka_unit_test(test_answers),

@@ -179,6 +179,14 @@ static void test_api_and_contract(void **state)
     assert_non_null(strstr(line, "\"pii_outcome\":null,\"api\":\"embeddings\",\"contract\":\"violation\"}"));
     json_decref(j);
     free(line);
+    /* the fields a translation left out, named after the contract */
+    static const char *const dropped[] = {"context_management", "thinking_block"};
+    e.dropped = dropped;
+    e.n_dropped = 2;
+    line = sw_declog_format(&e);
+    assert_non_null(strstr(line, "\"contract\":\"violation\",\"dropped\":[\"context_management\",\"thinking_block\"]}"));
+    free(line);
+    e.n_dropped = 0;
     e.api = e.contract = NULL;
     line = sw_declog_format(&e);
     j = parse(line);

@@ -133,6 +133,8 @@ static const struct gram_row gram_rows[] = {
 #define ANTH "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":64,"
     {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":%s,\"content\":\"hi\"}]}", "assistant",
      "messages[0].role"},
+    {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":%s,"
+     "\"content\":\"hi\"}]}", "system", "messages[1].role"},
     {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":%s,"
      "\"text\":\"hi\"}]}]}", "text", "messages[0].content[0].type"},
     {SW_PII_SURFACE_MESSAGES, ANTH "\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\","
@@ -625,6 +627,14 @@ static void test_mask_roundtrip(void **state)
          "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"sent to 06 4821 7730\"},"
          "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"user " MAIL "\"}],"
          "\"encrypted_content\":\"gAAAAB\"}],\"client_metadata\":{\"tel\":\"+31 6 4821 7730\"}}"},
+        /* a coding agent's body: a file's text in a system message inside
+         * messages (string and blocks), its own fields carried whole */
+        {SW_PII_SURFACE_MESSAGES, "{\"model\":\"coder\",\"max_tokens\":100,\"thinking\":{\"type\":\"adaptive\"},"
+         "\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\",\"keep\":\"all\"}]},"
+         "\"output_config\":{\"effort\":\"high\"},\"messages\":[{\"role\":\"user\",\"content\":\"read it\"},"
+         "{\"role\":\"system\",\"content\":\"Result of calling the Read tool:\\n1\\tmail " MAIL "\"},"
+         "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"call 06 4821 7730\"}]},"
+         "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"the card 5359821140670030\",\"signature\":\"c2ln\"}]}]}"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         json_t *b = load(rows[i].body);
