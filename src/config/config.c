@@ -747,6 +747,15 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
                       "load signals are read from local inference servers only (omit it for a "
                       "cloud backend)");
     }
+    const yaml_node_t *ptps = sw_walk_val(&backend_section, vals, "prefill_tps");
+    if (ptps && b->prefill_ms_per_token > 0) {
+        sw_walk_path_key(p, sizeof p, path, "prefill_tps");
+        sw_walk_error(w, ptps, p,
+                      "give either prefill_tps or prefill_ms_per_token, not both (prefill_tps "
+                      "= 1000 / prefill_ms_per_token)");
+    } else if (b->prefill_tps > 0) {
+        b->prefill_ms_per_token = 1000.0 / b->prefill_tps;
+    }
     if (!b->health_path && local && !sw_walk_val(&backend_section, vals, "health_path"))
         b->health_path = strdup("/health");
     for (size_t j = 0; b->name && j < index; j++) {
@@ -950,6 +959,8 @@ static const struct sw_walk_setting backend_settings[] = {
      .dmin = 0, .dmax = 10000},
     {.key = "decode_tokens_per_s", .type = SW_WALK_DOUBLE, .off = BE(decode_tokens_per_s),
      .dmin = 0, .dmax = 100000},
+    {.key = "prefill_tps", .type = SW_WALK_DOUBLE, .off = BE(prefill_tps), .dmin = 0,
+     .dmax = 10000000},
 };
 static const struct sw_walk_section backend_section = {
     backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),

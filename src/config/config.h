@@ -130,8 +130,13 @@ struct sw_config_backend {
     } load;
     long max_output_tokens;     /* worst-case output of a request that names no max_tokens,
                                    reserved (and sent upstream) under a spend cap; default 4096 */
-    /* For `spillway plan` only (the gateway learns these from traffic); 0: not given */
+    /* local: the prefill rate to assume until the server reports its own or
+     * traffic teaches one (the gateway's prior; `spillway plan`'s rate):
+     * prefill_tps, or prefill_ms_per_token, whichever is given (check_backend
+     * sets prefill_ms_per_token = 1000 / prefill_tps); 0: not given */
     double prefill_ms_per_token;    /* prefill cost per prompt token, ms */
+    double prefill_tps;             /* prompt tokens processed per second */
+    /* For `spillway plan` only (the gateway learns it from traffic); 0: not given */
     double decode_tokens_per_s;     /* decode speed per slot, tokens/s */
 };
 

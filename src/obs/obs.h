@@ -76,7 +76,9 @@ struct sw_obs_backend {
     double slots;                   /* local: its slots (0: unbounded) */
     double queued;                  /* local: waiting in Spillway's queue for it */
     double est_wait_ms;             /* local: estimated wait before a new request starts */
-    double prefill_ms_per_token;    /* local: learned */
+    double prefill_ms_per_token;    /* local: the rate in force (route/prefill.h) */
+    const char *prefill_source;     /* local: where it comes from: "server", "learned",
+                                       "config" or "default" (NULL: not shown) */
     double decode_tps;              /* local: learned, per slot */
     double rpm_available;           /* requests left in its bucket; < 0 or infinite: no limit */
     double tpm_available;           /* tokens left in its bucket; < 0 or infinite: no limit */
