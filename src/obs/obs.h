@@ -77,14 +77,14 @@ struct sw_obs_backend {
     double queued;                  /* local: waiting in Spillway's queue for it */
     double est_wait_ms;             /* local: estimated wait before a new request starts */
     double prefill_ms_per_token;    /* local: the rate in force (route/prefill.h) */
-    const char *prefill_source;     /* local: where it comes from: "server", "learned",
-                                       "config" or "default" (NULL: not shown) */
     double decode_tps;              /* local: learned, per slot */
     double rpm_available;           /* requests left in its bucket; < 0 or infinite: no limit */
     double tpm_available;           /* tokens left in its bucket; < 0 or infinite: no limit */
     bool load_signal;               /* local with a load source: the two below are shown */
     double outside_load;            /* work the server reports beyond Spillway's in flight */
     bool load_stale;                /* no fresh sample: the estimate ignores outside load */
+    const char *prefill_source;     /* local: where prefill_ms_per_token comes from: "server",
+                                       "learned", "config" or "default" (NULL: "default") */
 };
 
 struct sw_obs_gauges {
