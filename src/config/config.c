@@ -1184,6 +1184,17 @@ static const struct sw_walk_setting responses_settings[] = {
     {.key = "store_ttl_s", .type = SW_WALK_LONG, .off = RS(store_ttl_s), .min = 1,
      .max = 2592000, .def = 3600},
 };
+#define AL(f) offsetof(struct sw_config, access_log.f)
+static const char *const access_format_names[] = {"json", "combined", NULL};
+static const struct sw_walk_setting access_settings[] = {
+    {.key = "path", .type = SW_WALK_TEXT, .off = AL(path) - CFG(access_log),
+     .hint = "a file path, \"-\" for standard output or \"stderr\""},
+    {.key = "format", .type = SW_WALK_ENUM, .off = AL(format) - CFG(access_log),
+     .names = access_format_names, .def = 0, .hint = "json or combined"},
+};
+static const struct sw_walk_section access_section = {
+    access_settings, sizeof(access_settings) / sizeof(access_settings[0]), 0, NULL};
+
 static const struct sw_walk_section responses_section = {
     responses_settings, sizeof(responses_settings) / sizeof(responses_settings[0]), 0, NULL};
 
@@ -1276,6 +1287,7 @@ static const struct sw_walk_setting top_settings[] = {
     {.key = "responses", .type = SW_WALK_MAP, .off = CFG(responses), .sub = &responses_section},
     {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
      .hint = "a file path, or \"-\" for standard output"},
+    {.key = "access_log", .type = SW_WALK_MAP, .off = CFG(access_log), .sub = &access_section},
     {.key = "plan", .type = SW_WALK_MAP, .off = CFG(plan), .sub = &plan_section},
 };
 static const struct sw_walk_section top_section = {
@@ -1547,6 +1559,7 @@ void sw_config_unref(struct sw_config *cfg)
     free(cfg->keys);
     free(cfg->admin_key);
     free(cfg->decision_log);
+    free(cfg->access_log.path);
     free(cfg->state.redis);
     free(cfg->state.key_prefix);
     free(cfg->state.tls.ca_file);

@@ -260,6 +260,11 @@ struct sw_config {
     bool auth_enabled;          /* true when a `keys` list is present */
     char *admin_key;            /* admin.key; NULL: admin API disabled */
     char *decision_log;         /* path of the decision log, "-" (default): stdout */
+    /* access_log: one line per HTTP request (obs/access.h); path NULL: off (default) */
+    struct {
+        char *path;             /* a file, "-" (stdout) or "stderr" */
+        int format;             /* enum sw_access_format: 0 json (default), 1 combined */
+    } access_log;
     struct sw_config_backend *backends;
     size_t n_backends;
     struct sw_config_model *models;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "obs/access.h"
 #include "obs/declog.h"
 #include "obs/metrics.h"
 #include "pii/pii.h"
@@ -32,6 +33,7 @@ struct sw_obs_sinks {
     struct sw_declog *log;              /* the decision log (stdout or a file) */
     struct sw_declog_ring *ring;        /* the latest decisions, for /admin/decisions */
     struct sw_spill spill;              /* the spill ratio window */
+    struct sw_access *access;           /* the access log; NULL: off */
 };
 
 /* The account step of one finished request: counts it (sw_obs_account) and
