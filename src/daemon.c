@@ -233,6 +233,7 @@ static void on_declog_flush(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct daemon *d = arg;
     sw_declog_flush(d->obs.log);
+    sw_access_flush(d->obs.access);
 }
 
 /* A decision-log line was buffered: written once the callbacks active in
@@ -249,8 +250,9 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
     (void)what;
     char msg[512];
     struct daemon *d = arg;
-    sw_info("SIGHUP: reloading, reopening the decision log");
+    sw_info("SIGHUP: reloading, reopening the decision and access logs");
     sw_declog_reopen(d->obs.log);
+    sw_access_reopen(d->obs.access);
     reload(d, msg, sizeof msg);
 }
 
@@ -333,6 +335,15 @@ static bool open_obs(struct daemon *d)
                  cfg->decision_log ? cfg->decision_log : "-");
         return false;
     }
+    if (cfg->access_log.path) {
+        d->obs.access = sw_access_open(cfg->access_log.path,
+                                       (enum sw_access_format)cfg->access_log.format,
+                                       schedule_declog_flush, d);
+        if (!d->obs.access) {
+            sw_error("cannot open the access log %s: %s", cfg->access_log.path, strerror(errno));
+            return false;
+        }
+    }
     for (size_t i = 0; i < cfg->n_backends; i++) {
         const char *const lbl[] = {cfg->backends[i].name};
         sw_metrics_touch(d->obs.metrics, SW_M_TTFT, lbl);
@@ -375,6 +386,7 @@ static void close_daemon(struct daemon *d)
     sw_live_shared_free(d->shared);
     sw_metrics_free(d->obs.metrics);
     sw_declog_close(d->obs.log); /* writes what is still batched */
+    sw_access_close(d->obs.access);
     if (d->declog_flush)
         event_free(d->declog_flush);
     sw_declog_ring_free(d->obs.ring);

@@ -748,6 +748,15 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
                       "load signals are read from local inference servers only (omit it for a "
                       "cloud backend)");
     }
+    const yaml_node_t *ptps = sw_walk_val(&backend_section, vals, "prefill_tps");
+    if (ptps && b->prefill_ms_per_token > 0) {
+        sw_walk_path_key(p, sizeof p, path, "prefill_tps");
+        sw_walk_error(w, ptps, p,
+                      "give either prefill_tps or prefill_ms_per_token, not both (prefill_tps "
+                      "= 1000 / prefill_ms_per_token)");
+    } else if (b->prefill_tps > 0) {
+        b->prefill_ms_per_token = 1000.0 / b->prefill_tps;
+    }
     if (!b->health_path && local && !sw_walk_val(&backend_section, vals, "health_path"))
         b->health_path = strdup("/health");
     for (size_t j = 0; b->name && j < index; j++) {
@@ -952,6 +961,8 @@ static const struct sw_walk_setting backend_settings[] = {
      .dmin = 0, .dmax = 10000},
     {.key = "decode_tokens_per_s", .type = SW_WALK_DOUBLE, .off = BE(decode_tokens_per_s),
      .dmin = 0, .dmax = 100000},
+    {.key = "prefill_tps", .type = SW_WALK_DOUBLE, .off = BE(prefill_tps), .dmin = 0,
+     .dmax = 10000000},
 };
 static const struct sw_walk_section backend_section = {
     backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),
@@ -1193,6 +1204,17 @@ static const struct sw_walk_setting responses_settings[] = {
     {.key = "store_ttl_s", .type = SW_WALK_LONG, .off = RS(store_ttl_s), .min = 1,
      .max = 2592000, .def = 3600},
 };
+#define AL(f) offsetof(struct sw_config, access_log.f)
+static const char *const access_format_names[] = {"json", "combined", NULL};
+static const struct sw_walk_setting access_settings[] = {
+    {.key = "path", .type = SW_WALK_TEXT, .off = AL(path) - CFG(access_log),
+     .hint = "a file path, \"-\" for standard output or \"stderr\""},
+    {.key = "format", .type = SW_WALK_ENUM, .off = AL(format) - CFG(access_log),
+     .names = access_format_names, .def = 0, .hint = "json or combined"},
+};
+static const struct sw_walk_section access_section = {
+    access_settings, sizeof(access_settings) / sizeof(access_settings[0]), 0, NULL};
+
 static const struct sw_walk_section responses_section = {
     responses_settings, sizeof(responses_settings) / sizeof(responses_settings[0]), 0, NULL};
 
@@ -1287,6 +1309,7 @@ static const struct sw_walk_setting top_settings[] = {
      .sub = &top_translation_section},
     {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
      .hint = "a file path, or \"-\" for standard output"},
+    {.key = "access_log", .type = SW_WALK_MAP, .off = CFG(access_log), .sub = &access_section},
     {.key = "plan", .type = SW_WALK_MAP, .off = CFG(plan), .sub = &plan_section},
 };
 static const struct sw_walk_section top_section = {
@@ -1558,6 +1581,7 @@ void sw_config_unref(struct sw_config *cfg)
     free(cfg->keys);
     free(cfg->admin_key);
     free(cfg->decision_log);
+    free(cfg->access_log.path);
     free(cfg->state.redis);
     free(cfg->state.key_prefix);
     free(cfg->state.tls.ca_file);

@@ -130,8 +130,13 @@ struct sw_config_backend {
     } load;
     long max_output_tokens;     /* worst-case output of a request that names no max_tokens,
                                    reserved (and sent upstream) under a spend cap; default 4096 */
-    /* For `spillway plan` only (the gateway learns these from traffic); 0: not given */
+    /* local: the prefill rate to assume until the server reports its own or
+     * traffic teaches one (the gateway's prior; `spillway plan`'s rate):
+     * prefill_tps, or prefill_ms_per_token, whichever is given (check_backend
+     * sets prefill_ms_per_token = 1000 / prefill_tps); 0: not given */
     double prefill_ms_per_token;    /* prefill cost per prompt token, ms */
+    double prefill_tps;             /* prompt tokens processed per second */
+    /* For `spillway plan` only (the gateway learns it from traffic); 0: not given */
     double decode_tokens_per_s;     /* decode speed per slot, tokens/s */
 };
 
@@ -266,6 +271,11 @@ struct sw_config {
     bool auth_enabled;          /* true when a `keys` list is present */
     char *admin_key;            /* admin.key; NULL: admin API disabled */
     char *decision_log;         /* path of the decision log, "-" (default): stdout */
+    /* access_log: one line per HTTP request (obs/access.h); path NULL: off (default) */
+    struct {
+        char *path;             /* a file, "-" (stdout) or "stderr" */
+        int format;             /* enum sw_access_format: 0 json (default), 1 combined */
+    } access_log;
     struct sw_config_backend *backends;
     size_t n_backends;
     struct sw_config_model *models;

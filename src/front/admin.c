@@ -32,6 +32,14 @@ static struct sw_route_backend_view backend_view(struct sw_live *l, size_t i, in
 
 /* GET /metrics: the counters and histograms, then gauges read from the live
  * state (the same numbers /admin/state shows). */
+/* Where backend i's prefill rate in its view comes from (route/prefill.h). */
+static const char *prefill_source(const struct sw_live *l, size_t i)
+{
+    enum sw_prefill_source src;
+    sw_prefill_ms_per_token(&l->b[i]->prefill, &l->b[i]->ewma, &src);
+    return sw_prefill_source_name(src);
+}
+
 void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
 {
     struct sw_live *l = f->live;
@@ -51,6 +59,7 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
             .queued = (double)v->queued,
             .est_wait_ms = sw_route_est_ttft_ms(v, 0),
             .prefill_ms_per_token = v->prefill_ms_per_token,
+            .prefill_source = prefill_source(l, i),
             .decode_tps = v->decode_tps,
             .rpm_available = v->rpm_available,
             .tpm_available = v->tpm_available,
@@ -208,6 +217,7 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
         json_t *entry = json_array_get(backends, json_array_size(backends) - 1);
         json_object_set_new(entry, "last_error", why[0] ? json_string(why) : json_null());
         json_object_set_new(entry, "load", load_state(l, i, now));
+        json_object_set_new(entry, "prefill_source", json_string(prefill_source(l, i)));
     }
     /* Rejections and PII: the very counters GET /metrics shows. Every PII type
      * of the snapshot under each outcome, 0 until counted. */

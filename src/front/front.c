@@ -132,6 +132,26 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
     return k;
 }
 
+/* A request ended: its access-log line (obs/access.h), when the log is on. */
+static void on_done(struct sw_http_req *req, void *ud)
+{
+    struct sw_front *f = ud;
+    if (!f->obs || !f->obs->access)
+        return;
+    const char *denied;
+    const struct sw_config_key *k = find_key(f, req, &denied);
+    size_t in;
+    sw_http_body(req, &in);
+    struct sw_access_entry e = {
+        sw_wall_ms(), sw_http_header_out(req, "X-Request-Id"), sw_http_peer(req),
+        sw_http_method_name(req), sw_http_path(req), sw_http_status(req), in,
+        sw_http_bytes_out(req), (double)(sw_now_ms() - sw_http_start_ms(req)),
+        sw_http_header_out(req, "X-Spillway-Backend"), sw_http_header_out(req, "X-Spillway-Reason"),
+        k ? k->name : NULL,
+    };
+    sw_access_write(f->obs->access, &e);
+}
+
 /* 404 model_not_found: the names the config defines (the first few), and
  * where they come from. */
 static void reply_no_model(struct sw_http_req *req, const struct sw_config *cfg, const char *name)
@@ -1190,7 +1210,7 @@ struct sw_front *sw_front_new(struct event_base *base, struct sw_config *cfg,
         }
     }
     struct sw_http_limits lim = http_limits(&cfg->limits);
-    struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f};
+    struct sw_http_handler h = {on_headers, on_request, on_http_error, on_conn_closed, f, on_done};
     f->http = sw_http_server_new(base, cfg->listen_host, cfg->listen_port, LISTEN_BACKLOG, &lim, &h);
     if (!f->http) {
         int e = errno;

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <event2/listener.h>
 #include <llhttp.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/spares.h"
 
@@ -88,6 +90,11 @@ struct sw_http_req {
     void (*on_drained)(void *ud);
     void *drained_ud;
     size_t drained_low;
+    /* For the access log (sw_http_handler.on_done): the status answered
+     * (0: none yet), the bytes queued to the client, when the head was in. */
+    int status;
+    uint64_t bytes_out;
+    int64_t start_ms;
     /* Not zeroed when a request starts: each entry is written before it is
      * read (n_hdrs, n_out and outs_used bound them). */
     struct hdr hdrs[MAX_HEADERS];
@@ -106,6 +113,7 @@ struct conn {
     struct sw_http_req *req;    /* being received or answered */
     enum conn_state state;
     bool keep_alive;            /* the current request allows another after it */
+    char peer[INET6_ADDRSTRLEN];    /* the client's address, "" when not known */
     bool reading;               /* rev is added */
     bool writing;               /* wev is added */
     bool dead;                  /* failed: finish (on_gone, free) on the next loop turn */
@@ -391,6 +399,7 @@ static struct sw_http_req *bare_req(struct conn *c)
         c->req->c = c;
         c->req->minor = 1;
         c->req->path = "";
+        c->req->start_ms = sw_now_ms();
     }
     return c->req;
 }
@@ -746,6 +755,7 @@ static void begin_request(struct conn *c, size_t n)
     r->c = c;
     r->head = head;
     r->path = "";
+    r->start_ms = sw_now_ms();
     c->req = r;
     llhttp_init(&c->parser, HTTP_REQUEST, &parser_settings);
     c->parser.data = c;
@@ -1007,11 +1017,13 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
                       int socklen, void *arg)
 {
     (void)l;
-    (void)sa;
-    (void)socklen;
     struct sw_http_server *s = arg;
     struct conn *c = calloc(1, sizeof *c);
     if (c) {
+        if (sa && sa->sa_family == AF_INET && socklen >= (int)sizeof(struct sockaddr_in))
+            inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, c->peer, sizeof c->peer);
+        else if (sa && sa->sa_family == AF_INET6 && socklen >= (int)sizeof(struct sockaddr_in6))
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, c->peer, sizeof c->peer);
         c->s = s;
         c->fd = fd;
         c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_read, c);
@@ -1361,6 +1373,8 @@ static void write_head(struct sw_http_req *r, int status, const char *ctype, boo
 static void req_done(struct conn *c)
 {
     struct sw_http_req *r = c->req;
+    if (c->s->h.on_done)
+        c->s->h.on_done(r, c->s->h.ud);
     c->req = NULL;
     req_free(c->s, r);
     if (c->dead)
@@ -1390,10 +1404,13 @@ void sw_http_reply(struct sw_http_req *req, int status, const char *content_type
     if (c->state != C_BUSY)
         c->keep_alive = false; /* answered before the body was read */
     if (!c->dead) {
+        size_t before = evbuffer_get_length(c->out);
         write_head(req, status, content_type, true, len);
         if (req->method != SW_HTTP_HEAD && len)
             evbuffer_add(c->out, body, len);
+        req->bytes_out += evbuffer_get_length(c->out) - before;
     }
+    req->status = status;
     req_done(c);
 }
 
@@ -1407,7 +1424,10 @@ void sw_http_stream_start(struct sw_http_req *req, int status, const char *conte
         c->keep_alive = false; /* the end of the body is the end of the connection */
     else
         req->chunked = true;
+    size_t before = evbuffer_get_length(c->out);
     write_head(req, status, content_type, false, 0);
+    req->bytes_out += evbuffer_get_length(c->out) - before;
+    req->status = status;
     flush_out(c);
 }
 
@@ -1419,6 +1439,7 @@ void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data)
         evbuffer_drain(data, n);
         return;
     }
+    req->bytes_out += n;
     if (req->chunked) {
         char size[24];
         size_t k = sw_fmt_u64(size, n, 16, 1);
@@ -1470,4 +1491,24 @@ void sw_http_on_gone(struct sw_http_req *req, void (*cb)(void *ud), void *ud)
 {
     req->on_gone = cb;
     req->gone_ud = ud;
+}
+
+int sw_http_status(const struct sw_http_req *req)
+{
+    return req->status;
+}
+
+uint64_t sw_http_bytes_out(const struct sw_http_req *req)
+{
+    return req->bytes_out;
+}
+
+int64_t sw_http_start_ms(const struct sw_http_req *req)
+{
+    return req->start_ms;
+}
+
+const char *sw_http_peer(const struct sw_http_req *req)
+{
+    return req->c ? req->c->peer : "";
 }

@@ -31,6 +31,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 struct sw_http_server;
@@ -70,6 +71,10 @@ struct sw_http_handler {
     /* A connection closed (for counting and draining). May be NULL. */
     void (*on_conn_closed)(void *ud);
     void *ud;
+    /* A request ended (answered in full, aborted, or an error the server
+     * answered itself), just before its handle goes: for the access log
+     * (sw_http_status, sw_http_bytes_out, ...). May be NULL. */
+    void (*on_done)(struct sw_http_req *req, void *ud);
 };
 
 /* Listens on host:port (port 0: an ephemeral one; see sw_http_server_port)
@@ -119,6 +124,13 @@ void sw_http_each_header(const struct sw_http_req *req,
 const char *sw_http_body(const struct sw_http_req *req, size_t *len);
 /* The peer's HTTP minor version (0 or 1). */
 int sw_http_version_minor(const struct sw_http_req *req);
+/* For the access log: the status answered (0: none), the bytes queued to
+ * the client (head and body), the monotonic ms when the request's head was
+ * in, the client's address ("" when not known). */
+int sw_http_status(const struct sw_http_req *req);
+uint64_t sw_http_bytes_out(const struct sw_http_req *req);
+int64_t sw_http_start_ms(const struct sw_http_req *req);
+const char *sw_http_peer(const struct sw_http_req *req);
 
 /* ---- Answering ---- */
 

@@ -539,6 +539,10 @@ struct sw_declog *sw_declog_open(const char *path)
         d->fd = STDOUT_FILENO;
         return d;
     }
+    if (strcmp(path, "stderr") == 0) {
+        d->fd = STDERR_FILENO;
+        return d;
+    }
     d->path = strdup(path);
     d->fd = d->path ? open_append(path) : -1;
     if (d->fd < 0) {

@@ -107,7 +107,7 @@ int sw_declog_append_time(struct sw_buf *out, int64_t epoch_ms);
 
 struct sw_declog;
 
-/* "-" writes to stdout; any other path is opened for appending (created 0640).
+/* "-" writes to stdout, "stderr" to stderr; any other path is opened for appending (created 0640).
  * NULL if the file cannot be opened (errno set). */
 struct sw_declog *sw_declog_open(const char *path);
 /* Writes line + "\n" with one write(2) (batched: into the buffer), so

@@ -83,7 +83,8 @@ void sw_obs_record(struct sw_obs_sinks *s, const struct sw_declog_entry *e, bool
 /* ---- Gauges at scrape time ---- */
 
 enum which {
-    QUEUE, IN_FLIGHT, SLOTS, WAIT, PREFILL, DECODE, BREAKER, UP, RPM, TPM, OUTSIDE, STALE
+    QUEUE, IN_FLIGHT, SLOTS, WAIT, PREFILL, PREFILL_TPS, DECODE, BREAKER, UP, RPM, TPM, OUTSIDE,
+    STALE
 };
 
 static const struct {
@@ -101,7 +102,13 @@ static const struct {
     {WAIT, "spillway_local_estimated_wait_seconds",
      "Estimated time before a new request would start generating on a local backend.", true},
     {PREFILL, "spillway_learned_prefill_seconds_per_token",
-     "Learned prefill time per prompt token of a local backend.", true},
+     "Prefill time per prompt token the router assumes for a local backend (the rate in "
+     "force: see spillway_prefill_tokens_per_second for its source).", true},
+    {PREFILL_TPS, "spillway_prefill_tokens_per_second",
+     "Prefill rate the router assumes for a local backend, prompt tokens/s; the source label "
+     "says where it comes from: server (its own metrics), learned (first-token times), config "
+     "(backends[].prefill_tps) or default.",
+     true},
     {DECODE, "spillway_learned_decode_tokens_per_second",
      "Learned decode speed per slot of a local backend.", true},
     {BREAKER, "spillway_breaker_state",
@@ -127,6 +134,7 @@ static int render_backends(struct sw_metrics_scrape *s, const struct sw_obs_gaug
 {
     static const char *const backend_label[] = {"backend"};
     static const char *const up_labels[] = {"backend", "health"};
+    static const char *const prefill_labels[] = {"backend", "source"};
     int err = SW_OK;
     for (size_t f = 0; f < sizeof per_backend / sizeof per_backend[0] && !err; f++) {
         for (size_t i = 0; i < g->n_backends && !err; i++) {
@@ -143,6 +151,9 @@ static int render_backends(struct sw_metrics_scrape *s, const struct sw_obs_gaug
             case SLOTS: v = b->slots; break;
             case WAIT: v = b->est_wait_ms / 1000; break;
             case PREFILL: v = b->prefill_ms_per_token / 1000; break;
+            case PREFILL_TPS:
+                v = b->prefill_ms_per_token > 0 ? 1000 / b->prefill_ms_per_token : 0;
+                break;
             case DECODE: v = b->decode_tps; break;
             case BREAKER: v = b->breaker; break;
             case UP:
@@ -157,7 +168,11 @@ static int render_backends(struct sw_metrics_scrape *s, const struct sw_obs_gaug
             if ((per_backend[f].which == RPM || per_backend[f].which == TPM) &&
                 (!isfinite(v) || v < 0))
                 continue;   /* no limit: no bucket */
-            if (per_backend[f].which == UP) {
+            if (per_backend[f].which == PREFILL_TPS) {
+                const char *vals[] = {b->name, b->prefill_source ? b->prefill_source : "default"};
+                err = sw_metrics_gauge(s, per_backend[f].name, per_backend[f].help,
+                                       prefill_labels, vals, 2, v);
+            } else if (per_backend[f].which == UP) {
                 const char *vals[] = {b->name, b->health ? b->health : "unknown"};
                 err = sw_metrics_gauge(s, per_backend[f].name, per_backend[f].help, up_labels,
                                        vals, 2, v);

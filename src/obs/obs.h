@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "obs/access.h"
 #include "obs/declog.h"
 #include "obs/metrics.h"
 #include "pii/pii.h"
@@ -32,6 +33,7 @@ struct sw_obs_sinks {
     struct sw_declog *log;              /* the decision log (stdout or a file) */
     struct sw_declog_ring *ring;        /* the latest decisions, for /admin/decisions */
     struct sw_spill spill;              /* the spill ratio window */
+    struct sw_access *access;           /* the access log; NULL: off */
 };
 
 /* The account step of one finished request: counts it (sw_obs_account) and
@@ -76,13 +78,15 @@ struct sw_obs_backend {
     double slots;                   /* local: its slots (0: unbounded) */
     double queued;                  /* local: waiting in Spillway's queue for it */
     double est_wait_ms;             /* local: estimated wait before a new request starts */
-    double prefill_ms_per_token;    /* local: learned */
+    double prefill_ms_per_token;    /* local: the rate in force (route/prefill.h) */
     double decode_tps;              /* local: learned, per slot */
     double rpm_available;           /* requests left in its bucket; < 0 or infinite: no limit */
     double tpm_available;           /* tokens left in its bucket; < 0 or infinite: no limit */
     bool load_signal;               /* local with a load source: the two below are shown */
     double outside_load;            /* work the server reports beyond Spillway's in flight */
     bool load_stale;                /* no fresh sample: the estimate ignores outside load */
+    const char *prefill_source;     /* local: where prefill_ms_per_token comes from: "server",
+                                       "learned", "config" or "default" (NULL: "default") */
 };
 
 struct sw_obs_gauges {

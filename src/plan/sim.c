@@ -342,7 +342,8 @@ static void on_tick(struct sim *s)
          * request): it waits for a slot like any other. */
         double wait = b->q.in_flight >= b->q.slots ? sw_route_est_ttft_ms(&(struct sw_route_backend_view){
             .tier = SW_TIER_LOCAL, .slots = b->q.slots, .in_flight = b->q.in_flight,
-            .queued = b->q.queued, .prefill_ms_per_token = b->ewma.prefill_ms_per_token,
+            .queued = b->q.queued,
+            .prefill_ms_per_token = sw_prefill_ms_per_token(&b->prefill, &b->ewma, NULL),
             .decode_tps = b->ewma.decode_tps, .avg_output_tokens = b->ewma.output_tokens}, 0) : 0;
         sw_live_on_probe(s->live, i, now, wait + PROBE_PROMPT_TOKENS * s->prefill[i] + s->period[i]);
     }

@@ -32,6 +32,7 @@ static const char *const reason_names[SW_REASON__COUNT] = {
     [SW_REASON_BREAKER] = "breaker",       [SW_REASON_COLD_START] = "cold_start",
     [SW_REASON_CAPACITY] = "capacity",     [SW_REASON_FALLBACK] = "fallback",
     [SW_REASON_EMERGENCY] = "emergency",   [SW_REASON_PANIC] = "panic",
+    [SW_REASON_LONG_PROMPT] = "long_prompt",
 };
 
 const char *sw_reason_name(enum sw_reason r)
@@ -655,13 +656,14 @@ static bool panic_plan(struct ctx *c)
     return n > 0;
 }
 
-/* The triggers that want the cloud for a request whose best local is l0. */
-enum trigger { T_NONE, T_LATENCY_CRITICAL, T_DEGRADED, T_COLD_START, T_OVERFLOW };
+/* The triggers that want the cloud for a request whose best local is l0;
+ * T_LONG_PROMPT is none: it keeps the request on l0 with its own reason. */
+enum trigger { T_NONE, T_LATENCY_CRITICAL, T_DEGRADED, T_COLD_START, T_OVERFLOW, T_LONG_PROMPT };
 
 static const enum sw_reason trigger_reason[] = {
     [T_NONE] = SW_REASON_BASELINE,        [T_LATENCY_CRITICAL] = SW_REASON_LATENCY,
     [T_DEGRADED] = SW_REASON_LATENCY,     [T_COLD_START] = SW_REASON_COLD_START,
-    [T_OVERFLOW] = SW_REASON_OVERFLOW,
+    [T_OVERFLOW] = SW_REASON_OVERFLOW,    [T_LONG_PROMPT] = SW_REASON_LONG_PROMPT,
 };
 
 /* The plan emptied and the context of one decision: the backends, the
@@ -740,8 +742,19 @@ static enum trigger latency_trigger(const struct ctx *c, size_t l0, size_t *targ
     return T_LATENCY_CRITICAL;
 }
 
+/* Whether local backend b is idle: nothing of Spillway's in flight or
+ * queued there (every replica's, with shared state) and no work its load
+ * signal reports beyond that. */
+static bool idle(const struct sw_route_backend_view *b)
+{
+    return b->in_flight <= 0 && b->queued <= 0 && !(b->outside_load > 0);
+}
+
 /* The hard triggers: the best local l0 would break the request's latency or
- * deadline. */
+ * deadline. Over the TTFT budget (not the deadline) on an idle l0 because
+ * of the request's own prefill (the estimate less that prefill is within
+ * the budget), it is T_LONG_PROMPT: there is no wait to avoid, and the
+ * prefill is paid wherever the prompt goes. */
 static enum trigger hard_trigger(const struct ctx *c, size_t l0)
 {
     const struct sw_route_backend_view *b0 = &c->v->backends[l0];
@@ -753,8 +766,14 @@ static enum trigger hard_trigger(const struct ctx *c, size_t l0)
         return T_DEGRADED;
     if ((b0->health == SW_HEALTH_COLD || b0->health == SW_HEALTH_WARMING) && eff0 > c->left_ms)
         return T_COLD_START;
-    if (est0 > (budget < c->left_ms ? budget : c->left_ms))
+    if (est0 > c->left_ms)
         return T_OVERFLOW;
+    if (est0 > budget) {
+        double prompt = c->f->prompt_tokens_est > 0 ? (double)c->f->prompt_tokens_est : 0;
+        double prefill =
+            prompt * sw_route_learned(b0->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
+        return idle(b0) && est0 - prefill <= budget ? T_LONG_PROMPT : T_OVERFLOW;
+    }
     return T_NONE;
 }
 
@@ -777,8 +796,9 @@ static void cloud_refused(struct ctx *c, size_t l0, enum trigger hard,
         return;
     case BLOCK_BUDGET:
         /* A latency-critical request that local serves without a hard trigger
-         * only lost its faster cloud: it stays local under every policy. */
-        if (hard == T_NONE) {
+         * (an idle box's long prompt is none) only lost its faster cloud: it
+         * stays local under every policy. */
+        if (hard == T_NONE || hard == T_LONG_PROMPT) {
             primary_local(c, l0, SW_REASON_BUDGET);
             return;
         }
@@ -852,8 +872,9 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     if (t == T_NONE)
         t = hard;
 
-    if (t == T_NONE) {
-        primary_local(&c, l0, local_reason);
+    if (t == T_NONE || t == T_LONG_PROMPT) {
+        primary_local(&c, l0, t == T_NONE || facts->exclude ? local_reason
+                                                            : SW_REASON_LONG_PROMPT);
         return;
     }
     if (t == T_LATENCY_CRITICAL && target_local) {
@@ -867,5 +888,6 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
         primary_cloud(&c, cl, trigger_reason[t]);
         return;
     }
-    cloud_refused(&c, l0, hard, local_reason);
+    cloud_refused(&c, l0, hard,
+                  hard == T_LONG_PROMPT && !facts->exclude ? SW_REASON_LONG_PROMPT : local_reason);
 }

@@ -45,6 +45,10 @@ enum sw_reason {
     SW_REASON_PANIC,        /* every backend the request may use has its breaker open (or its
                                probe out): sent anyway to the one whose latest failure is oldest,
                                rather than rejected (docs/routing.md, "Panic") */
+    SW_REASON_LONG_PROMPT,  /* local although its estimate is over the TTFT budget: the box is
+                               idle (nothing in flight, queued or reported there) and the
+                               request's own prefill is what breaks the budget, which no
+                               other queue would shorten (docs/routing.md, "Idle box") */
     SW_REASON__COUNT
 };
 

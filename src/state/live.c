@@ -55,6 +55,7 @@ static void apply_limits(struct sw_live_backend *b, const struct sw_config_backe
     b->latwin.degrade_ms = (double)r->latency.degrade_ms;
     b->latwin.recover_ms = (double)r->latency.recover_ms;
     b->latwin.dwell_ms = r->latency.dwell_ms;
+    sw_prefill_set_config(&b->prefill, be->prefill_ms_per_token);
     b->q.slots = be->tier == SW_TIER_LOCAL ? be->slots : 1000000;
     b->q.queue_max = be->tier == SW_TIER_LOCAL ? be->queue_max : 0;
     /* Room for every slot holder (local: at most slots, plus those still
@@ -164,6 +165,7 @@ static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
     sw_latwin_init(&b->latwin, r->latency.window_ms, (double)r->latency.degrade_ms,
                    (double)r->latency.recover_ms, r->latency.dwell_ms);
     sw_ewma_init(&b->ewma, SW_EWMA_DEFAULT_ALPHA);
+    sw_prefill_init(&b->prefill, be->prefill_ms_per_token);
     sw_outlen_init(&b->outlen);
     sw_localq_init(&b->q, 0, 0);
     apply_limits(b, be, r);
@@ -314,7 +316,7 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;
     v->queue_max = b->q.queue_max;
-    v->prefill_ms_per_token = b->ewma.prefill_ms_per_token;
+    v->prefill_ms_per_token = sw_prefill_ms_per_token(&b->prefill, &b->ewma, NULL);
     v->decode_tps = b->ewma.decode_tps;
     v->avg_output_tokens = b->ewma.output_tokens;
     v->rtt_ms = b->rtt_ms;
@@ -398,6 +400,11 @@ void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double process
     b->load.outside = prev && b->load.prev_outside > outside ? b->load.prev_outside : outside;
     b->load.prev_outside = outside;
     b->load.at_ms = now_ms;
+}
+
+void sw_live_on_prefill(struct sw_live *l, size_t i, const struct sw_prefill_report *r)
+{
+    sw_prefill_report(&l->b[i]->prefill, r);
 }
 
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,

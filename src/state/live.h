@@ -21,6 +21,7 @@
 #include "route/ewma.h"
 #include "route/latwin.h"
 #include "route/outlen.h"
+#include "route/prefill.h"
 #include "route/estimate.h"
 #include "route/view.h"
 #include "route/spend.h"
@@ -51,6 +52,8 @@ struct sw_live_backend {
     struct sw_bucket bucket;
     struct sw_latwin latwin;
     struct sw_ewma ewma;
+    struct sw_prefill prefill;  /* the server's prefill figures and the config's prior: the
+                                   view's rate is sw_prefill_ms_per_token(prefill, ewma) */
     struct sw_outlen outlen;    /* output / max_tokens of answers that named max_tokens */
     struct sw_localq q;
     enum sw_health health;      /* from health checks and transport errors */
@@ -191,6 +194,9 @@ double sw_live_spend_cap_usd(const struct sw_live *l);
  * include those; one sent later may not have reached it yet). */
 void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double processing,
                      double waiting, bool saturated, long own, const char *error);
+/* A load poll of backend i's metrics carried prefill figures
+ * (upstream/loadsig.h, sw_load_parse_prefill). */
+void sw_live_on_prefill(struct sw_live *l, size_t i, const struct sw_prefill_report *r);
 /* Work on backend i's server beyond Spillway's in-flight requests there:
  * processing + waiting - Spillway's in_flight when the poll was sent (at
  * least 0), the larger of the last two samples; the slot count when the

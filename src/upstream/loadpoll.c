@@ -76,6 +76,10 @@ static void on_done(void *ud, CURLcode rc)
         return;
     }
     sw_live_on_load(lp->live, pl->i, now, s.processing, s.waiting, s.saturated, pl->own, NULL);
+    struct sw_prefill_report pr;
+    if (!strcmp(pl->path, "/metrics") &&
+        !sw_load_parse_prefill(pl->source, pl->body.ptr ? pl->body.ptr : "", pl->body.len, &pr))
+        sw_live_on_prefill(lp->live, pl->i, &pr);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

@@ -2,7 +2,8 @@
  * backends[].load.poll_ms each local backend with a load source gets one GET
  * of its load endpoint (at most one in flight; timeout: the poll interval,
  * at least 100 ms, at most 2 s), parsed by loadsig.c and stored with
- * sw_live_on_load. Runs on the event loop through libcurl's multi interface
+ * sw_live_on_load; the prefill figures of a /metrics page
+ * (sw_load_parse_prefill) with sw_live_on_prefill. Runs on the event loop through libcurl's multi interface
  * (sw_curlev), like the health checks. */
 #ifndef SW_UPSTREAM_LOADPOLL_H
 #define SW_UPSTREAM_LOADPOLL_H

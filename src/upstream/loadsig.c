@@ -198,3 +198,33 @@ int sw_load_parse(enum sw_load_source s, const char *path, int status, const cha
         return -1;
     }
 }
+
+/* ---- Prefill figures ---- */
+
+int sw_load_parse_prefill(enum sw_load_source s, const char *body, size_t len,
+                          struct sw_prefill_report *out)
+{
+    *out = (struct sw_prefill_report){0};
+    const char *tokens = NULL, *seconds = NULL, *gauge = NULL;
+    switch (s) {
+    case SW_LOAD_LLAMACPP:
+        tokens = "llamacpp:prompt_tokens_total";
+        seconds = "llamacpp:prompt_seconds_total";
+        gauge = "llamacpp:prompt_tokens_seconds";
+        break;
+    case SW_LOAD_VLLM:
+        tokens = "vllm:request_prompt_tokens_sum";
+        seconds = "vllm:request_prefill_time_seconds_sum";
+        break;
+    default:
+        return -1;
+    }
+    if (!sw_prom_sum(body, len, tokens, &out->tokens_total) &&
+        !sw_prom_sum(body, len, seconds, &out->seconds_total))
+        out->totals = true;
+    else
+        out->tokens_total = out->seconds_total = 0;
+    if (!out->totals && gauge && !sw_prom_sum(body, len, gauge, &out->gauge_tps))
+        out->gauge = true;
+    return out->totals || out->gauge ? 0 : -1;
+}

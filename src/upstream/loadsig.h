@@ -11,7 +11,14 @@
  *   tgi       GET /metrics  tgi_batch_current_size (absent: 0), tgi_queue_size
  *   ollama    GET /api/ps   200: running models only (no counts: processing 0,
  *                           waiting 0); 503: the server's queue is full (saturated)
- * A metric given with several label sets (one per model, say) is summed. */
+ * A metric given with several label sets (one per model, say) is summed.
+ *
+ * Prefill figures (sw_load_parse_prefill), from the same /metrics page:
+ *   llamacpp  llamacpp:prompt_tokens_total, llamacpp:prompt_seconds_total
+ *             (counters); without them llamacpp:prompt_tokens_seconds (gauge)
+ *   vllm      vllm:request_prompt_tokens_sum, vllm:request_prefill_time_seconds_sum
+ *             (histogram sums)
+ * Other sources report none. */
 #ifndef SW_UPSTREAM_LOADSIG_H
 #define SW_UPSTREAM_LOADSIG_H
 
@@ -19,6 +26,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "route/prefill.h"
 
 /* enum sw_load_source and sw_load_source_name are the config's (config/config.h). */
 
@@ -49,5 +57,11 @@ int sw_load_parse(enum sw_load_source s, const char *path, int status, const cha
  * "is_processing" is true (older servers: "state" != 0). -1 when the body is
  * not such an array. */
 int sw_load_parse_slots(const char *body, size_t len, double *processing);
+
+/* The prefill figures of a /metrics page of source s (see above) into out.
+ * Returns 0 when some were found, -1 when the page has none (out then says
+ * nothing: totals and gauge false). */
+int sw_load_parse_prefill(enum sw_load_source s, const char *body, size_t len,
+                          struct sw_prefill_report *out);
 
 #endif

@@ -76,8 +76,8 @@ static void test_gauges(void **state)
 {
     (void)state;
     const struct sw_obs_backend b[] = {
-        {"edge", true, "up", 0, 2, 4, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false},
-        {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false},
+        {"edge", true, "up", 0, 2, 4, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false, "server"},
+        {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false, NULL},
     };
     const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false, 0, 0, 0};
     struct sw_buf out;
@@ -91,6 +91,7 @@ static void test_gauges(void **state)
         "spillway_local_slots{backend=\"edge\"} 4",
         "spillway_local_estimated_wait_seconds{backend=\"edge\"} 1.5",
         "spillway_learned_prefill_seconds_per_token{backend=\"edge\"} 0.0005",
+        "spillway_prefill_tokens_per_second{backend=\"edge\",source=\"server\"} 2000",
         "spillway_learned_decode_tokens_per_second{backend=\"edge\"} 40",
         "spillway_breaker_state{backend=\"edge\"} 0",
         "spillway_breaker_state{backend=\"cloud\"} 2",

@@ -305,6 +305,99 @@ static const struct row rows[] = {
       FACTS(), { LOCAL("L1", .health = SW_HEALTH_COLD, .warm_eta_ms = 5000), LOCAL("L2", BUSY),
                  CLOUD("C1") }, 3, .p = POLICY(), .plan = "C1:overflow L2:fallback L1:fallback" },
 
+    /* ---- idle box: a long prompt (4000 tokens: 2000 ms prefill + 26 ms) ---- */
+    { "idle box, long prompt: its own prefill breaks the budget, it stays local",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:long_prompt C1:fallback", .excl = "" },
+    { "one request running (a free slot left): not idle, overflow",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", .in_flight = 1), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:overflow L1:fallback" },
+    { "a request of Spillway's queued there: not idle, overflow",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", .queued = 1), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:overflow L1:fallback" },
+    { "outside work the server reports: not idle, overflow",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", .outside_load = 1), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:overflow L1:fallback" },
+    { "garbage outside load counts as none: idle",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", .outside_load = NAN), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:long_prompt C1:fallback" },
+    { "at the budget exactly (1548 tokens: 800 ms): baseline",
+      FACTS(.prompt_tokens_est = 1548), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:baseline C1:fallback" },
+    { "just over it (1550 tokens: 801 ms): long_prompt",
+      FACTS(.prompt_tokens_est = 1550), { LOCAL("L1"), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:long_prompt C1:fallback" },
+    { "the deadline nearer than the prefill: overflow (the deadline is hard)",
+      FACTS(.prompt_tokens_est = 4000, .deadline_ms = NOW + 1500), { LOCAL("L1"), CLOUD("C1") },
+      2, .p = POLICY(), .plan = "C1:overflow L1:fallback" },
+    { "a slow link alone breaks the budget (RTT 900 ms): overflow",
+      FACTS(), { LOCAL("L1", .rtt_ms = 900), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "C1:overflow L1:fallback" },
+    { "RTT and first step within the budget (800 ms), the prefill over it: long_prompt",
+      FACTS(), { LOCAL("L1", .rtt_ms = 775), CLOUD("C1") }, 2, .p = POLICY(),
+      .plan = "L1:long_prompt C1:fallback" },
+    { "no learned rate: the prior counts as the prefill",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", .prefill_ms_per_token = 0), CLOUD("C1") },
+      2, .p = POLICY(), .plan = "L1:long_prompt C1:fallback" },
+    { "restricted: long_prompt, not privacy (nothing wanted the cloud)",
+      FACTS(.prompt_tokens_est = 4000, .allows_cloud = false), { LOCAL("L1"), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:long_prompt", .excl = "C1=privacy" },
+    { "local-only model: long_prompt",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1") }, 1, .p = POLICY(),
+      .plan = "L1:long_prompt" },
+    { "cap reached, shed: an idle box's long prompt is served, not shed",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1"), CLOUD("C1") }, 2, .spend_usd = 10,
+      .p = POLICY(.spend_cap_usd = 10), .plan = "L1:long_prompt", .excl = "C1=budget" },
+    { "latency-critical, the cloud's estimate lower: latency",
+      FACTS(.prompt_tokens_est = 4000, .latency_critical = true), { LOCAL("L1"), CLOUD("C1") },
+      2, .p = POLICY(), .plan = "C1:latency L1:fallback" },
+    { "latency-critical, cap reached, shed: local, budget (not shed)",
+      FACTS(.prompt_tokens_est = 4000, .latency_critical = true), { LOCAL("L1"), CLOUD("C1") },
+      2, .spend_usd = 10, .p = POLICY(.spend_cap_usd = 10), .plan = "L1:budget" },
+    { "latency-critical, every cloud breaker open (none to compare): long_prompt",
+      FACTS(.prompt_tokens_est = 4000, .latency_critical = true),
+      { LOCAL("L1"), CLOUD("C1", .breaker = SW_BREAKER_OPEN) }, 2, .p = POLICY(),
+      .plan = "L1:long_prompt", .excl = "C1=breaker_open" },
+    { "latency-critical, the cloud slower than local: long_prompt",
+      FACTS(.prompt_tokens_est = 4000, .latency_critical = true),
+      { LOCAL("L1"), CLOUD("C1", .ttft_avg_ms = 3000) }, 2, .p = POLICY(),
+      .plan = "L1:long_prompt C1:fallback" },
+    { "latency-critical, no cloud open (rate-limited): long_prompt",
+      FACTS(.prompt_tokens_est = 4000, .latency_critical = true),
+      { LOCAL("L1"), CLOUD("C1", .rpm_available = 0) }, 2, .p = POLICY(),
+      .plan = "L1:long_prompt", .excl = "C1=rate_rpm" },
+    { "re-decision (the cloud failed): fallback",
+      FACTS(.prompt_tokens_est = 4000, .exclude = 1u << 1), { LOCAL("L1"), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:fallback", .excl = "C1=failed" },
+    { "a busy local and an idle one: the idle one serves it",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", .in_flight = 4), LOCAL("L2"), CLOUD("C1") },
+      3, .p = POLICY(), .plan = "L2:long_prompt L1:fallback C1:fallback" },
+    { "degraded idle box: latency first",
+      FACTS(.prompt_tokens_est = 4000),
+      { LOCAL("L1", .health = SW_HEALTH_DEGRADED, .ttft_avg_ms = 3000), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:latency L1:fallback" },
+    { "cold idle box whose warm-up fits the deadline: long_prompt",
+      FACTS(.prompt_tokens_est = 4000),
+      { LOCAL("L1", .health = SW_HEALTH_COLD, .warm_eta_ms = 5000), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:long_prompt C1:fallback" },
+    { "cold idle box whose warm-up outlasts the deadline: cold_start",
+      FACTS(.prompt_tokens_est = 4000, .deadline_ms = NOW + 6000),
+      { LOCAL("L1", .health = SW_HEALTH_COLD, .warm_eta_ms = 5000), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "C1:cold_start L1:fallback" },
+    { "the key's longer budget (3000 ms) covers the prefill: baseline",
+      FACTS(.prompt_tokens_est = 4000, .ttft_budget_ms = 3000), { LOCAL("L1"), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:baseline C1:fallback" },
+    { "the model's longer budget (3000 ms), busy box (2 queued: 5250 ms wait): overflow",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", BUSY), CLOUD("C1") }, 2,
+      .p = POLICY(.ttft_budget_ms = 3000), .plan = "C1:overflow L1:fallback" },
+    { "sensitive in an emergency: local long_prompt, the masked cloud backs it up",
+      FACTS(.prompt_tokens_est = 4000, .sensitive = true), { LOCAL("L1"), CLOUD("C1") }, 2,
+      .emergency = true, .p = POLICY(.masking_available = true),
+      .plan = "L1:long_prompt C1:emergency*" },
+    { "unbounded slots, one running: not idle, overflow",
+      FACTS(.prompt_tokens_est = 4000), { LOCAL("L1", .slots = 0, .in_flight = 1), CLOUD("C1") },
+      2, .p = POLICY(), .plan = "C1:overflow L1:fallback" },
+
     /* ---- availability ---- */
     { "local breaker open: cloud, reason breaker",
       FACTS(), { LOCAL("L1", .breaker = SW_BREAKER_OPEN), CLOUD("C1") }, 2, .p = POLICY(),
@@ -869,8 +962,13 @@ static void test_load_priority_reserve(void **state)
     struct sw_route_facts g = FACTS(.ttft_budget_cap_ms = 100);
     p = (struct sw_route_policy)POLICY();
     assert_string_equal(primary(&g, bs, 1, &p, 0, &why), "L1"); /* no cloud: stays */
-    struct sw_route_backend_view idle[2] = {LOCAL("L1"), CLOUD("C1")};      /* 276 ms */
-    assert_string_equal(primary(&g, idle, 2, &p, 0, &why), "C1");
+    struct sw_route_backend_view one[2] = {LOCAL("L1", .in_flight = 1), CLOUD("C1")}; /* 276 */
+    assert_string_equal(primary(&g, one, 2, &p, 0, &why), "C1");
+    assert_int_equal(why, SW_REASON_OVERFLOW);
+    /* The same box idle: its own prefill (250 ms) is what breaks the 100 ms. */
+    struct sw_route_backend_view idle[2] = {LOCAL("L1"), CLOUD("C1")};
+    assert_string_equal(primary(&g, idle, 2, &p, 0, &why), "L1");
+    assert_int_equal(why, SW_REASON_LONG_PROMPT);
     g.ttft_budget_cap_ms = 60000;
     assert_string_equal(primary(&g, busy, 2, &p, 0, &why), "C1");  /* 800 still applies */
     g.ttft_budget_ms = 5000;        /* the key's 5000, capped at 60000: 5000 */
@@ -907,7 +1005,7 @@ static void test_names(void **state)
     (void)state;
     static const char *const want[] = { "baseline", "overflow", "latency", "privacy", "cost",
                                         "budget", "breaker", "cold_start", "capacity",
-                                        "fallback", "emergency", "panic" };
+                                        "fallback", "emergency", "panic", "long_prompt" };
     assert_int_equal(sizeof want / sizeof want[0], SW_REASON__COUNT);
     for (int i = 0; i < SW_REASON__COUNT; i++)
         assert_string_equal(sw_reason_name(i), want[i]);
@@ -1075,6 +1173,18 @@ static void test_invariants(void **state)
                 assert_true(pl.attempts[o].backend != at->backend);
             if (a > 0)
                 assert_true(at->reason == SW_REASON_FALLBACK || at->reason == SW_REASON_EMERGENCY);
+            /* long_prompt: an idle local whose estimate is over the budget
+             * and within the deadline. */
+            if (at->reason == SW_REASON_LONG_PROMPT) {
+                const struct sw_route_backend_view *lb = &b[at->backend];
+                long budget = sw_route_budget_ms(&f, &p);
+                assert_true(lb->tier == SW_TIER_LOCAL && lb->in_flight <= 0 &&
+                            lb->queued <= 0 && !(lb->outside_load > 0));
+                assert_true(budget > 0 && pl.est_ttft_ms[at->backend] > (double)budget);
+                assert_true(f.deadline_ms == 0 ||
+                            sw_route_est_ttft_ms(lb, f.prompt_tokens_est) <=
+                                (double)(f.deadline_ms - NOW));
+            }
         }
         for (size_t i = 0; i < n; i++) {
             bool in = false;
@@ -1084,6 +1194,78 @@ static void test_invariants(void **state)
                 assert_true(in);
         }
     }
+}
+
+/* ---- The idle-box rule, exhaustively ---- */
+
+/* Every combination of load (Spillway's in flight and queued, outside load),
+ * prompt size around the budget, RTT, budget, deadline and privacy on a
+ * {local, cloud} model, against the rule written out: over the deadline:
+ * overflow; over the budget: long_prompt when the box is idle and the
+ * estimate less the request's own prefill is within the budget, else
+ * overflow; a request that may not leave stays local with privacy where
+ * the cloud was wanted. */
+static void test_idle_rule(void **state)
+{
+    (void)state;
+    static const long in_flights[] = {0, 1, 3, 4};
+    static const long queueds[] = {0, 1};
+    static const double outsides[] = {0, 0.5, 2};
+    static const long prompts[] = {0, 100, 1000, 1548, 1550, 3000, 9000};
+    static const double rtts[] = {0, 1, 500, 775, 776, 2000};
+    static const long budgets[] = {0, 100, 800, 5000};
+    static const int64_t deadlines[] = {0, 1000, 4000, 30000};
+    static const double rates[] = {0, 0.05, 0.5, 2};
+    size_t cases = 0, long_prompts = 0, overflows = 0;
+    for (size_t a = 0; a < sizeof in_flights / sizeof *in_flights; a++)
+    for (size_t q = 0; q < sizeof queueds / sizeof *queueds; q++)
+    for (size_t o = 0; o < sizeof outsides / sizeof *outsides; o++)
+    for (size_t k = 0; k < sizeof prompts / sizeof *prompts; k++)
+    for (size_t r = 0; r < sizeof rtts / sizeof *rtts; r++)
+    for (size_t bu = 0; bu < sizeof budgets / sizeof *budgets; bu++)
+    for (size_t d = 0; d < sizeof deadlines / sizeof *deadlines; d++)
+    for (size_t ra = 0; ra < sizeof rates / sizeof *rates; ra++)
+    for (int cloud = 0; cloud < 2; cloud++) {
+        struct sw_route_backend_view b[2] = {
+            LOCAL("L1", .in_flight = in_flights[a], .queued = queueds[q],
+                  .outside_load = outsides[o], .rtt_ms = rtts[r],
+                  .prefill_ms_per_token = rates[ra], .max_context_tokens = 0),
+            CLOUD("C1"),
+        };
+        struct sw_route_facts f = FACTS(.prompt_tokens_est = prompts[k], .allows_cloud = cloud,
+                                        .deadline_ms = deadlines[d] ? NOW + deadlines[d] : 0);
+        struct sw_route_policy p = POLICY(.ttft_budget_ms = budgets[bu]);
+        struct sw_route_view v = {b, 2, 0, false};
+        struct sw_route_plan pl;
+        sw_route_decide(&f, &v, &p, NOW, &pl);
+
+        double est = sw_route_est_ttft_ms(&b[0], prompts[k]);
+        double rate = rates[ra] > 0 ? rates[ra] : SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN;
+        double own = (double)prompts[k] * rate;
+        double left = deadlines[d] ? (double)deadlines[d] : 1e300;
+        double budget = budgets[bu] > 0 ? (double)budgets[bu] : 1e300;
+        bool idle = in_flights[a] == 0 && queueds[q] == 0 && outsides[o] == 0;
+        const char *want;
+        if (est > left || (est > budget && !(idle && est - own <= budget)))
+            want = cloud ? "C1:overflow" : "L1:privacy";
+        else if (est > budget)
+            want = "L1:long_prompt";
+        else
+            want = "L1:baseline";
+        char got[64];
+        snprintf(got, sizeof got, "%s:%s", pl.n ? b[pl.attempts[0].backend].name : "-",
+                 pl.n ? sw_reason_name(pl.attempts[0].reason) : pl.code);
+        if (strcmp(got, want))
+            fail_msg("in_flight %ld queued %ld outside %g prompt %ld rtt %g budget %ld "
+                     "deadline %lld rate %g cloud %d: est %g: want %s, got %s",
+                     in_flights[a], queueds[q], outsides[o], prompts[k], rtts[r], budgets[bu],
+                     (long long)deadlines[d], rates[ra], cloud, est, want, got);
+        cases++;
+        long_prompts += !strcmp(want, "L1:long_prompt");
+        overflows += !strcmp(want, "C1:overflow");
+    }
+    assert_true(cases > 10000);
+    assert_true(long_prompts > 100 && overflows > 100);
 }
 
 int main(void)
@@ -1097,6 +1279,7 @@ int main(void)
         cmocka_unit_test(test_many_backends),
         cmocka_unit_test(test_long_name),
         cmocka_unit_test(test_invariants),
+        cmocka_unit_test(test_idle_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -734,7 +734,7 @@ static void on_metrics(struct sw_llmsim_server *s, struct sw_http_req *req)
         "llamacpp:prompt_tokens_total %llu\n"
         "# HELP llamacpp:prompt_seconds_total Prompt process time\n"
         "# TYPE llamacpp:prompt_seconds_total counter\n"
-        "llamacpp:prompt_seconds_total %.3f\n"
+        "llamacpp:prompt_seconds_total %.6f\n"
         "# HELP llamacpp:tokens_predicted_total Number of generation tokens processed.\n"
         "# TYPE llamacpp:tokens_predicted_total counter\n"
         "llamacpp:tokens_predicted_total %llu\n"
@@ -765,9 +765,17 @@ static void on_metrics(struct sw_llmsim_server *s, struct sw_http_req *req)
             "vllm:num_requests_running{model_name=\"%s\"} %d.0\n"
             "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
             "# TYPE vllm:num_requests_waiting gauge\n"
-            "vllm:num_requests_waiting{model_name=\"%s\"} %d.0\n",
+            "vllm:num_requests_waiting{model_name=\"%s\"} %d.0\n"
+            "# HELP vllm:request_prompt_tokens Number of prefill tokens processed.\n"
+            "# TYPE vllm:request_prompt_tokens histogram\n"
+            "vllm:request_prompt_tokens_sum{model_name=\"%s\"} %llu.0\n"
+            "# HELP vllm:request_prefill_time_seconds Histogram of time spent in PREFILL phase "
+            "for request.\n"
+            "# TYPE vllm:request_prefill_time_seconds histogram\n"
+            "vllm:request_prefill_time_seconds_sum{model_name=\"%s\"} %.6f\n",
             s->o.model, s->model.in_flight + s->model.outside, s->o.model,
-            s->model.queued + s->model.outside_waiting);
+            s->model.queued + s->model.outside_waiting, s->o.model,
+            (unsigned long long)s->prompt_tokens_total, s->o.model, s->prompt_seconds_total);
     if (err)
         send_bytes(s, req, 500, "text/plain", "", 0);
     else

@@ -1,0 +1,98 @@
+/* The prefill rate of a local endpoint: see prefill.h. */
+#include "route/prefill.h"
+
+#include <math.h>
+
+const char *sw_prefill_source_name(enum sw_prefill_source s)
+{
+    static const char *const names[] = {
+        [SW_PREFILL_DEFAULT] = "default", [SW_PREFILL_CONFIG] = "config",
+        [SW_PREFILL_LEARNED] = "learned", [SW_PREFILL_SERVER] = "server",
+    };
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+static double positive(double v)
+{
+    return isfinite(v) && v > 0 ? v : 0;
+}
+
+void sw_prefill_init(struct sw_prefill *p, double config_ms_per_token)
+{
+    *p = (struct sw_prefill){0};
+    p->config_ms_per_token = positive(config_ms_per_token);
+}
+
+void sw_prefill_set_config(struct sw_prefill *p, double config_ms_per_token)
+{
+    p->config_ms_per_token = positive(config_ms_per_token);
+}
+
+static void take(struct sw_prefill *p, double ms_per_token)
+{
+    if (ms_per_token < SW_EWMA_MIN_PREFILL_MS_PER_TOKEN)
+        ms_per_token = SW_EWMA_MIN_PREFILL_MS_PER_TOKEN;
+    if (ms_per_token > SW_EWMA_MAX_PREFILL_MS_PER_TOKEN)
+        ms_per_token = SW_EWMA_MAX_PREFILL_MS_PER_TOKEN;
+    p->server_ms_per_token =
+        p->n_server == 0 ? ms_per_token
+                         : p->server_ms_per_token +
+                               SW_PREFILL_ALPHA * (ms_per_token - p->server_ms_per_token);
+    p->n_server++;
+}
+
+bool sw_prefill_report(struct sw_prefill *p, const struct sw_prefill_report *r)
+{
+    if (r->totals) {
+        double tokens = r->tokens_total, seconds = r->seconds_total;
+        if (!(isfinite(tokens) && tokens >= 0 && isfinite(seconds) && seconds >= 0))
+            return false;
+        double dt = tokens, ds = seconds;
+        if (p->have_prev && tokens >= p->prev_tokens && seconds >= p->prev_seconds) {
+            dt = tokens - p->prev_tokens;
+            ds = seconds - p->prev_seconds;
+        }   /* else the first report, or a restart: its whole history */
+        if (dt < SW_PREFILL_MIN_TOKENS) {
+            /* Too little since the last sample: keep the older counters, so
+             * slow traffic adds up to an interval that teaches. */
+            if (!p->have_prev || tokens < p->prev_tokens || seconds < p->prev_seconds) {
+                p->prev_tokens = tokens;
+                p->prev_seconds = seconds;
+                p->have_prev = true;
+            }
+            return false;
+        }
+        p->prev_tokens = tokens;
+        p->prev_seconds = seconds;
+        p->have_prev = true;
+        if (!(ds > 0))
+            return false;   /* tokens with no time: a server that does not time them */
+        take(p, ds * 1000.0 / dt);
+        return true;
+    }
+    if (r->gauge && isfinite(r->gauge_tps) && r->gauge_tps > 0) {
+        take(p, 1000.0 / r->gauge_tps);
+        return true;
+    }
+    return false;
+}
+
+double sw_prefill_ms_per_token(const struct sw_prefill *p, const struct sw_ewma *e,
+                               enum sw_prefill_source *src)
+{
+    enum sw_prefill_source s = SW_PREFILL_DEFAULT;
+    double v = SW_EWMA_PRIOR_PREFILL_MS_PER_TOKEN;
+    if (p && p->n_server > 0 && positive(p->server_ms_per_token) > 0) {
+        s = SW_PREFILL_SERVER;
+        v = p->server_ms_per_token;
+    } else if (e && e->n_prefill > 0 && positive(e->prefill_ms_per_token) > 0) {
+        s = SW_PREFILL_LEARNED;
+        v = e->prefill_ms_per_token;
+    } else if (p && positive(p->config_ms_per_token) > 0) {
+        s = SW_PREFILL_CONFIG;
+        v = p->config_ms_per_token;
+    }
+    if (src)
+        *src = s;
+    return v;
+}
