@@ -152,6 +152,7 @@ struct sw_access *sw_access_open(const char *path, enum sw_access_format f,
         free(a);
         return NULL;
     }
+    sw_declog_name(a->w, "access log");
     a->format = f;
     sw_buf_init(&a->line, 16 * 1024);
     if (flush_schedule)

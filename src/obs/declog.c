@@ -516,6 +516,7 @@ char *sw_declog_format(const struct sw_declog_entry *e)
 struct sw_declog {
     int fd;
     char *path;             /* NULL: stdout */
+    const char *what;       /* the log's name in warnings (static) */
     uint64_t lines;
     uint64_t errors;
     bool failing;           /* the last write failed: log again only on recovery */
@@ -530,11 +531,17 @@ static int open_append(const char *path)
     return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 }
 
+void sw_declog_name(struct sw_declog *d, const char *what)
+{
+    d->what = what;
+}
+
 struct sw_declog *sw_declog_open(const char *path)
 {
     struct sw_declog *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
+    d->what = "decision log";
     if (!path || strcmp(path, "-") == 0) {
         d->fd = STDOUT_FILENO;
         return d;
@@ -562,7 +569,7 @@ int sw_declog_reopen(struct sw_declog *d)
     sw_declog_flush(d); /* what was logged before goes to the file it was logged to */
     int fd = open_append(d->path);
     if (fd < 0) {
-        sw_warn("decision log: cannot reopen %s: %s; keeping the old file", d->path,
+        sw_warn("%s: cannot reopen %s: %s; keeping the old file", d->what, d->path,
                 strerror(errno));
         return SW_EIO;
     }
@@ -591,14 +598,14 @@ static int written(struct sw_declog *d, int e, uint64_t n)
     if (e) {
         d->errors += n;
         if (!d->failing)
-            sw_warn("decision log: write to %s failed: %s; lines are dropped (counted) "
+            sw_warn("%s: write to %s failed: %s; lines are dropped (counted) "
                     "until it works again",
-                    d->path ? d->path : "stdout", strerror(e));
+                    d->what, d->path ? d->path : "stdout", strerror(e));
         d->failing = true;
         return SW_EIO;
     }
     if (d->failing)
-        sw_info("decision log: writing to %s again after %llu lost lines",
+        sw_info("%s: writing to %s again after %llu lost lines", d->what,
                 d->path ? d->path : "stdout", (unsigned long long)d->errors);
     d->failing = false;
     d->lines += n;

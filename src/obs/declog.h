@@ -110,6 +110,8 @@ struct sw_declog;
 /* "-" writes to stdout, "stderr" to stderr; any other path is opened for appending (created 0640).
  * NULL if the file cannot be opened (errno set). */
 struct sw_declog *sw_declog_open(const char *path);
+/* The log's name in its warnings (static; default "decision log"). */
+void sw_declog_name(struct sw_declog *d, const char *what);
 /* Writes line + "\n" with one write(2) (batched: into the buffer), so
  * concurrent writers (other replicas appending to one file) never
  * interleave within a line. A failed or
