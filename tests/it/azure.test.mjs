@@ -139,10 +139,14 @@ describe('dialect: azure', () => {
 
   test('content filter: Azure\'s refusal is a 400 content_filter in OpenAI\'s shape', () => withProcs(async (track) => {
     const sim = await track(azureSim());
+    const other = await track(startLlmsim(['--model', 'other-model']));
     const gw = await track(startSpillway(yaml({
-      backends: [azureBackend(sim)], models: [{ name: 'cloudy', backends: ['az'] }],
+      backends: [azureBackend(sim), { name: 'other', tier: 'cloud', url: other.url, model: 'other-model' }],
+      models: [{ name: 'cloudy', backends: ['az', 'other'] }],
     })));
     const r = await chat(gw, { messages: [{ role: 'user', content: 'AZURE_CONTENT_FILTER please' }] });
+    // the client's own error: not failed over
+    assert.equal((await received(other)).length, 0);
     assert.equal(r.status, 400, r.text);
     const e = JSON.parse(r.text).error;
     assert.equal(e.code, 'content_filter');
