@@ -21,6 +21,7 @@
 #include "state/respredis.h"
 #include "state/rstate.h"
 #include "upstream/curlev.h"
+#include "upstream/dialect.h"
 #include "upstream/health.h"
 #include "upstream/startcheck.h"
 
@@ -100,6 +101,12 @@ static struct sw_config *load_config(const char *path, struct sw_pii_engine **pi
             fprintf(stderr, "%s: notice: backends[%zu].url (%s): read as \"%s\"; the /v1 is dropped "
                     "because Spillway appends the API's path (/v1/chat/completions, /v1/messages) itself\n",
                     path, i, cfg->backends[i].name, cfg->backends[i].url);
+        if (cfg->backends[i].url_is_base && cfg->backends[i].dialect != SW_DIALECT_AZURE)
+            fprintf(stderr, "%s: notice: backends[%zu].url (%s): requests go to %s/%s, as to an "
+                    "SDK's base_url (a url with a path is the API's base; end it in /v1 for "
+                    "%s/v1/...)\n", path, i, cfg->backends[i].name, cfg->backends[i].url,
+                    sw_upstream_dialect(cfg->backends[i].dialect)->chat_path,
+                    cfg->backends[i].url);
         const char *env = provider_key_env(&cfg->backends[i]);
         if (env)
             fprintf(stderr, "%s: notice: backends[%zu] (%s): no api_key, so the provider will "

@@ -22,7 +22,7 @@
 #define SHOW 256
 
 static const char *const tier_names[] = {"local", "cloud", NULL};
-static const char *const dialect_names[] = {"openai", "anthropic", "responses", NULL};
+static const char *const dialect_names[] = {"openai", "anthropic", "responses", "azure", NULL};
 
 /* ---- Custom value parsers ---- */
 
@@ -106,6 +106,38 @@ static void parse_listen(struct sw_walk *w, const struct sw_walk_setting *s,
     *(int *)((char *)base + s->aux_off) = (int)port;
 }
 
+/* Why a URL's authority (host[:port], auth_len bytes) is not one; NULL: it is. */
+static const char *authority_error(const char *auth, size_t auth_len)
+{
+    const char *why = NULL;
+    const char *port = NULL;
+    size_t host_len;
+    if (auth[0] == '[') {
+        const char *close = memchr(auth, ']', auth_len);
+        if (!close)
+            why = "has an unterminated [IPv6] host";
+        host_len = close ? (size_t)(close - auth - 1) : 0;
+        if (close && close + 1 < auth + auth_len) {
+            if (close[1] == ':')
+                port = close + 2;
+            else
+                why = "has junk after the [IPv6] host";
+        }
+    } else {
+        const char *colon = memchr(auth, ':', auth_len);
+        host_len = colon ? (size_t)(colon - auth) : auth_len;
+        port = colon ? colon + 1 : NULL;
+    }
+    if (!why && host_len == 0)
+        why = "has no host";
+    if (!why && port) {
+        long p = port_of(port, (size_t)(auth + auth_len - port));
+        if (p < 1 || p > 65535)
+            why = "has an invalid port (1..65535)";
+    }
+    return why;
+}
+
 /* url: http(s)://host[:port][/prefix]; trailing slashes are stripped. */
 static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
                       const yaml_node_t *node, void *base, const char *path)
@@ -131,33 +163,8 @@ static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
         why = "must not contain a query or fragment (? or #)";
     if (!why && memchr(auth, '@', auth_len))
         why = "must not contain credentials (user:pass@); use api_key";
-    if (!why) {
-        const char *port = NULL;
-        size_t host_len;
-        if (auth[0] == '[') {
-            const char *close = memchr(auth, ']', auth_len);
-            if (!close)
-                why = "has an unterminated [IPv6] host";
-            host_len = close ? (size_t)(close - auth - 1) : 0;
-            if (close && close + 1 < auth + auth_len) {
-                if (close[1] == ':')
-                    port = close + 2;
-                else
-                    why = "has junk after the [IPv6] host";
-            }
-        } else {
-            const char *colon = memchr(auth, ':', auth_len);
-            host_len = colon ? (size_t)(colon - auth) : auth_len;
-            port = colon ? colon + 1 : NULL;
-        }
-        if (!why && host_len == 0)
-            why = "has no host";
-        if (!why && port) {
-            long p = port_of(port, (size_t)(auth + auth_len - port));
-            if (p < 1 || p > 65535)
-                why = "has an invalid port (1..65535)";
-        }
-    }
+    if (!why)
+        why = authority_error(auth, auth_len);
     if (why) {
         sw_walk_error(w, node, path, "%s %s, e.g. \"http://127.0.0.1:8081\"", shown, why);
         free(url);
@@ -178,15 +185,16 @@ static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
         if (root >= skip + auth_len + 3 && !strncmp(url + root - 3, "/v1", 3))
             root -= 3;
         sw_walk_error(w, node, path,
-                      "%s ends in the API endpoint %s; url is the server's root and Spillway "
-                      "appends /v1/chat/completions or /v1/messages itself: use \"%.*s\"",
+                      "%s ends in the API endpoint %s; Spillway appends /v1/chat/completions or "
+                      "/v1/messages itself (chat/completions or messages after a path such as "
+                      "/v1beta/openai): use \"%.*s\"",
                       shown, endpoints[e], (int)root, url);
         free(url);
         return;
     }
-    /* The server's root is wanted: Spillway appends /v1/chat/completions. A
-     * URL written as the OpenAI and llama.cpp docs show it (.../v1) means
-     * the same server, so the /v1 is dropped (the daemon says so). */
+    /* A URL without a path gets /v1/ before the API's relative path. A URL
+     * written as the OpenAI and llama.cpp docs show it (.../v1) means the
+     * same, so the /v1 is dropped (the daemon says so) and added back. */
     if (len >= skip + auth_len + 3 && !strcmp(url + len - 3, "/v1") &&
         s->off == offsetof(struct sw_config_backend, url)) {
         len -= 3;
@@ -194,7 +202,19 @@ static void parse_url(struct sw_walk *w, const struct sw_walk_setting *s,
         while (len > skip + auth_len && url[len - 1] == '/')
             url[--len] = '\0';
         ((struct sw_config_backend *)base)->url_v1_stripped = true;
+        if (len >= skip + auth_len + 3 && !strcmp(url + len - 3, "/v1")) {
+            sw_walk_error(w, node, path,
+                          "%s has /v1 twice, so every request would go to .../v1/v1/...: "
+                          "use \"%s\"", shown, url);
+            free(url);
+            return;
+        }
     }
+    /* Any other path is the API's own base, as an SDK's base_url: the API's
+     * relative path (chat/completions, messages, models) follows it. */
+    if (s->off == offsetof(struct sw_config_backend, url))
+        ((struct sw_config_backend *)base)->url_is_base =
+            !((struct sw_config_backend *)base)->url_v1_stripped && len > skip + auth_len;
     free(*(char **)((char *)base + s->off));
     *(char **)((char *)base + s->off) = url;
 }
@@ -422,7 +442,7 @@ static void dialect_item(struct sw_walk *w, const yaml_node_t *item, const char 
         if (!strcmp(v, dialect_names[k]))
             d = k;
     if (d < 0)
-        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic or responses",
+        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic, responses or azure",
                       v);
     else if (b->dialects & (1u << d))
         sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
@@ -694,6 +714,52 @@ static void check_admin(struct sw_walk *w, void *base, const yaml_node_t *map,
     }
 }
 
+/* An azure backend: the dialect alone, the resource's root as url, a key
+ * or a token; the azure section only with it. */
+static void check_azure(struct sw_walk *w, struct sw_config_backend *b,
+                        const yaml_node_t *const *vals, const char *path)
+{
+    char p[SW_WALK_MAX_PATH];
+    bool azure = b->dialects & (1u << SW_DIALECT_AZURE);
+    const yaml_node_t *az = sw_walk_val(&backend_section, vals, "azure");
+    if (!azure && az) {
+        sw_walk_path_key(p, sizeof p, path, "azure");
+        sw_walk_error(w, az, p, "is for dialect azure only (omit it, or set dialect: azure)");
+        return;
+    }
+    if (!azure)
+        return;
+    if (b->dialects != 1u << SW_DIALECT_AZURE) {
+        sw_walk_path_key(p, sizeof p, path, "dialects");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "dialects"), p,
+                      "azure is spoken alone: give dialect: azure (Azure serves the chat "
+                      "completions API under its own paths)");
+    }
+    const char *host = b->url ? strstr(b->url, "://") : NULL;
+    if (host && (strchr(host + 3, '/') || b->url_v1_stripped)) {
+        sw_walk_path_key(p, sizeof p, path, "url");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "url"), p,
+                      "an azure backend's url is the resource's root, e.g. "
+                      "\"https://NAME.openai.azure.com\"; Spillway appends /openai/... itself");
+    }
+    const char *names[] = {b->azure.deployment, b->azure.api_version};
+    const char *keys[] = {"azure.deployment", "azure.api_version"};
+    for (size_t k = 0; k < 2; k++)
+        if (names[k] && (!names[k][0] || names[k][strspn(names[k], "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                               "abcdefghijklmnopqrstuvwxyz"
+                                                               "0123456789._-")])) {
+            sw_walk_path_key(p, sizeof p, path, keys[k]);
+            sw_walk_error(w, az, p, "\"%.64s\" may hold only A-Z a-z 0-9 . _ - (it goes "
+                          "into the request's path or query)", names[k]);
+        }
+    if (!b->api_key && !b->azure.entra_token) {
+        sw_walk_path_key(p, sizeof p, path, "api_key");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "name"), p,
+                      "an azure backend needs api_key (sent as the api-key header) or "
+                      "azure.entra_token (an Entra ID bearer token)");
+    }
+}
+
 static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
                           const yaml_node_t *const *vals, const char *path, size_t index)
 {
@@ -710,6 +776,7 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
     }
     if (!b->dialects)
         b->dialects = 1u << b->dialect;
+    check_azure(w, b, vals, path);
     const yaml_node_t *slots = sw_walk_val(&backend_section, vals, "slots");
     if (b->slots < 0) {
         b->slots = local ? 1 : 0; /* absent (or invalid, reported already) */
@@ -915,6 +982,18 @@ static const struct sw_walk_setting load_settings[] = {
 static const struct sw_walk_section load_section = {
     load_settings, sizeof(load_settings) / sizeof(load_settings[0]), 0, NULL};
 
+#define AZ(f) (BE(azure.f) - BE(azure))
+static const struct sw_walk_setting azure_settings[] = {
+    {.key = "deployment", .type = SW_WALK_TEXT, .off = AZ(deployment),
+     .hint = "the deployment's name on the Azure resource; absent: the backend's model"},
+    {.key = "api_version", .type = SW_WALK_TEXT, .off = AZ(api_version),
+     .hint = "the api-version query, e.g. \"2024-10-21\"; absent: the v1 API (/openai/v1)"},
+    {.key = "entra_token", .type = SW_WALK_SECRET, .off = AZ(entra_token),
+     .hint = "an Entra ID access token, sent as Authorization: Bearer instead of api-key"},
+};
+static const struct sw_walk_section azure_section = {
+    azure_settings, sizeof(azure_settings) / sizeof(azure_settings[0]), 0, NULL};
+
 static const struct sw_walk_setting backend_settings[] = {
     {.key = "name", .type = SW_WALK_NAME, .off = BE(name), .required = true,
      .hint = "1-64 characters from A-Z a-z 0-9 _ . -"},
@@ -925,7 +1004,7 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "dialect", .type = SW_WALK_ENUM, .off = BE(dialect), .names = dialect_names,
      .def = SW_DIALECT_OPENAI,
      .fix = "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic; "
-            "OpenAI's Responses API (OpenAI, vLLM) is responses"},
+            "OpenAI's Responses API (OpenAI, vLLM) is responses; Azure OpenAI is azure"},
     {.key = "dialects", .type = SW_WALK_CUSTOM, .off = BE(dialects), .parse = parse_dialects,
      .hint = "a list of dialects, e.g. [openai, anthropic]"},
     {.key = "anthropic_version", .type = SW_WALK_TEXT, .off = BE(anthropic_version),
@@ -955,6 +1034,7 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "region", .type = SW_WALK_CUSTOM, .off = BE(region), .parse = parse_region,
      .hint = "a region label such as eu-west; local backends are always \"local\""},
     {.key = "load", .type = SW_WALK_MAP, .off = BE(load), .sub = &load_section},
+    {.key = "azure", .type = SW_WALK_MAP, .off = BE(azure), .sub = &azure_section},
     {.key = "max_output_tokens", .type = SW_WALK_LONG, .off = BE(max_output_tokens), .min = 1,
      .max = 10000000, .def = 4096},
     {.key = "prefill_ms_per_token", .type = SW_WALK_DOUBLE, .off = BE(prefill_ms_per_token),
@@ -1607,6 +1687,9 @@ void sw_config_unref(struct sw_config *cfg)
         free(b->anthropic_version);
         free(b->health_path);
         free(b->region);
+        free(b->azure.deployment);
+        free(b->azure.api_version);
+        free(b->azure.entra_token);
     }
     free(cfg->backends);
     for (size_t i = 0; i < cfg->n_models; i++) {
@@ -1697,6 +1780,7 @@ const char *sw_dialect_name(enum sw_dialect d)
 {
     return d == SW_DIALECT_ANTHROPIC   ? "anthropic"
            : d == SW_DIALECT_RESPONSES ? "responses"
+           : d == SW_DIALECT_AZURE     ? "azure"
                                        : "openai";
 }
 

@@ -68,7 +68,7 @@ struct sw_config_pii_custom {
     char *regex;
     char *validator;            /* NULL, "luhn", "mod97" or "elfproef" */
 };
-enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC, SW_DIALECT_RESPONSES };
+enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC, SW_DIALECT_RESPONSES, SW_DIALECT_AZURE };
 /* A request's priority (X-Spillway-Priority, metadata.priority, keys[].priority). */
 enum sw_priority { SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH };
 
@@ -123,6 +123,15 @@ struct sw_config_backend {
     long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
     char *region;               /* local: "local" (always); cloud: a label, NULL when not given */
     bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
+    bool url_is_base;           /* url has a path other than /v1: the API's base, its relative
+                                 * paths follow it (no /v1 added; docs/configuration.md) */
+    /* azure: OpenAI on Azure (dialect azure; docs/configuration.md, "Azure OpenAI") */
+    struct {
+        char *deployment;       /* the deployment in the path; NULL: model */
+        char *api_version;      /* api-version query: /openai/deployments/{deployment}/...;
+                                 * NULL: the v1 API, /openai/v1/... (model in the body) */
+        char *entra_token;      /* Entra ID bearer token, sent instead of api-key; NULL: none */
+    } azure;
     /* load: the server's own report of the work it holds (docs/routing.md, "Load signals") */
     struct {
         int source;             /* enum sw_load_source; default none */
@@ -343,7 +352,7 @@ bool sw_config_secret_equal(const char *secret, const char *bearer);
 bool sw_config_regions_has(const struct sw_config_regions *r, const char *region);
 
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
-const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" */
+const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" | "azure" */
 /* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
 const char *sw_load_source_name(enum sw_load_source s);
 

@@ -85,10 +85,16 @@ void sw_relay_reply_upstream_error(struct proxy *p)
     const char *name = sw_relay_backend(p)->name;
     json_t *emsg = json_object_get(json_object_get(body, "error"), "message");
     bool same = p->client_dialect == SW_DIALECT_OPENAI && p->a.up_dialect == SW_DIALECT_OPENAI;
+    /* Azure's errors are OpenAI's with its own codes: content_filter (a prompt
+     * its filter refused) is kept, innererror and the rest are not */
+    const char *ecode = p->a.up_dialect == SW_DIALECT_AZURE
+                            ? json_string_value(json_object_get(json_object_get(body, "error"), "code"))
+                            : NULL;
     if (!same && json_is_string(emsg)) {
         /* Another API's error, or a client of another API: its message in
          * the client's shape. */
-        sw_reply_error(p->req, (int)status, "invalid_request_error", "upstream_rejected", NULL,
+        sw_reply_error(p->req, (int)status, "invalid_request_error",
+                       ecode && !strcmp(ecode, "content_filter") ? "content_filter" : "upstream_rejected", NULL,
                        "%s", json_string_value(emsg));
     } else if (body && p->client_dialect == SW_DIALECT_OPENAI &&
                json_is_object(json_object_get(body, "error"))) {

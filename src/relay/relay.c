@@ -539,7 +539,7 @@ static void dispatch(struct proxy *p)
         return;
     }
     enum sw_dialect ud = sw_upstream_dialect_for(be, p->client_dialect);
-    if (p->chat.api == SW_API_EMBEDDINGS && ud != SW_DIALECT_OPENAI) {
+    if (p->chat.api == SW_API_EMBEDDINGS && ud != SW_DIALECT_OPENAI && ud != SW_DIALECT_AZURE) {
         /* Embeddings exist in OpenAI's API only: this backend is out for them. */
         skip(p, "embeddings need a backend that speaks OpenAI's API");
         return;
@@ -610,11 +610,19 @@ static void send_attempt(struct proxy *p)
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
     sw_sse_init(&p->sse, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_sse_event, p);
     static const struct sw_upstream_cbs cbs = {sw_relay_on_data, on_done};
-    const char *path = p->chat.api == SW_API_EMBEDDINGS ? "/v1/embeddings" : dops->chat_path;
-    int err = sw_upstream_start(&p->up, p->env.cev, be, path, hdrs.ptr, io->text,
+    struct sw_buf path;
+    sw_buf_init(&path, 4096);
+    int err = sw_upstream_path(be, a->up_dialect,
+                               p->chat.api == SW_API_EMBEDDINGS ? "embeddings" : dops->chat_path,
+                               &path);
+    if (!err)
+        err = sw_upstream_start(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->text,
                                 io->text_len, (long)left, p->id, &cbs, p);
+    else
+        free(io->text);
     io->text = NULL; /* the transfer took it */
     sw_buf_free(&hdrs);
+    sw_buf_free(&path);
     if (err) {
         attempt_failed(p, sw_err_str(err), 0, err);
         return;

@@ -408,6 +408,90 @@ static const json_t *resp_client_final(const struct sw_dialect_client *c)
     return r->final ? r->final : r->stream ? r->stream->final : NULL;
 }
 
+/* ---- Azure OpenAI ---- */
+
+/* api-key, or an Entra ID token as a bearer (the token wins when both are
+ * configured). */
+static int azure_headers(const struct sw_config_backend *be,
+                         const struct sw_upstream_client_hdrs *c, struct sw_buf *out)
+{
+    (void)c;
+    if (be->azure.entra_token)
+        return sw_buf_appendf(out, "Authorization: Bearer %s\r\n", be->azure.entra_token);
+    return be->api_key ? header(out, "api-key", be->api_key) : SW_OK;
+}
+
+/* With an api-version: /openai/deployments/{deployment}/{rel}?api-version=V
+ * (the deployment names the model; "models" is the resource's list,
+ * /openai/models?api-version=V). Without: the v1 API, /openai/v1/{rel}.
+ * The config admits only URL-safe deployment and version names. */
+static int azure_path(const struct sw_config_backend *be, const char *rel, struct sw_buf *out)
+{
+    const char *dep = be->azure.deployment ? be->azure.deployment : be->model;
+    if (!be->azure.api_version)
+        return sw_buf_appendf(out, "/openai/v1/%s", rel);
+    if (!strcmp(rel, "models"))
+        return sw_buf_appendf(out, "/openai/models?api-version=%s", be->azure.api_version);
+    return sw_buf_appendf(out, "/openai/deployments/%s/%s?api-version=%s", dep ? dep : "", rel,
+                          be->azure.api_version);
+}
+
+/* Azure's additions to an OpenAI answer or chunk (its content-filter
+ * reports) removed, so the client gets OpenAI's shape. */
+static void azure_strip(json_t *o)
+{
+    json_object_del(o, "prompt_filter_results");
+    json_object_del(o, "prompt_annotations");
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(o, "choices"), i, c) {
+        json_object_del(c, "content_filter_results");
+        json_object_del(c, "content_filter_offsets");
+    }
+}
+
+static json_t *azure_answer(const json_t *answer, const char *model, long long created,
+                            bool format_tool)
+{
+    (void)model, (void)created, (void)format_tool;
+    json_t *o = json_deep_copy(answer);
+    if (o && json_is_object(o))
+        azure_strip(o);
+    return o;
+}
+
+/* Azure's stream is OpenAI's with content-filter reports: a first chunk of
+ * no choices that carries only prompt_filter_results, and the reports on
+ * the choices. The report-only chunks are dropped, the rest stripped. */
+static int azure_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
+                              json_t *chunks, bool *done, const char **msg)
+{
+    (void)s;
+    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+        *done = true;
+        return 0;
+    }
+    json_t *o = json_loadb(data, len, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        *msg = "malformed JSON in stream event";
+        return -1;
+    }
+    bool report_only = json_object_get(o, "prompt_filter_results") &&
+                       json_array_size(json_object_get(o, "choices")) == 0 &&
+                       !json_is_object(json_object_get(o, "usage"));
+    azure_strip(o);
+    if (report_only) {
+        json_decref(o);
+        return 0;
+    }
+    if (json_array_append_new(chunks, o)) {
+        *msg = "out of memory";
+        return -1;
+    }
+    return 0;
+}
+
 /* The one-token ping of chat completions and Messages: the body reads the
  * same in both. */
 #define CHAT_PING "{\"model\":\"%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"ping\"}]}"
@@ -416,7 +500,7 @@ static const json_t *resp_client_final(const struct sw_dialect_client *c)
 static const struct sw_upstream_dialect dialects[] = {
     [SW_DIALECT_OPENAI] = {
         .name = "openai",
-        .chat_path = "/v1/chat/completions",
+        .chat_path = "chat/completions",
         .headers = openai_headers,
         .stream_init = openai_stream_init,
         .client_init = openai_client_init,
@@ -430,7 +514,7 @@ static const struct sw_upstream_dialect dialects[] = {
     },
     [SW_DIALECT_ANTHROPIC] = {
         .name = "anthropic",
-        .chat_path = "/v1/messages",
+        .chat_path = "messages",
         .headers = anthropic_headers,
         .request_body = anthropic_body,
         .answer_to_openai = anthropic_answer,
@@ -452,7 +536,7 @@ static const struct sw_upstream_dialect dialects[] = {
     },
     [SW_DIALECT_RESPONSES] = {
         .name = "responses",
-        .chat_path = "/v1/responses",
+        .chat_path = "responses",
         .headers = openai_headers,
         .request_body = responses_body,
         .answer_to_openai = responses_answer,
@@ -476,7 +560,33 @@ static const struct sw_upstream_dialect dialects[] = {
         .always_usage = true,
         .object_ids = true,
     },
+    [SW_DIALECT_AZURE] = {
+        .name = "azure",
+        .chat_path = "chat/completions",
+        .path = azure_path,
+        .headers = azure_headers,
+        .answer_to_openai = azure_answer,
+        .stream_init = openai_stream_init,
+        .stream_event = azure_stream_event,
+        .client_init = openai_client_init,
+        .client_chunk = openai_client_chunk,
+        .client_finish = openai_client_finish,
+        .client_error = openai_client_error,
+        .api_name = "azure",
+        .max_tokens_key = "max_completion_tokens",
+        .ping_fmt = CHAT_PING,
+        .pii_surface = SW_PII_SURFACE_CHAT,
+    },
 };
+
+int sw_upstream_path(const struct sw_config_backend *be, enum sw_dialect d, const char *rel,
+                     struct sw_buf *out)
+{
+    const struct sw_upstream_dialect *ops = sw_upstream_dialect(d);
+    if (ops->path)
+        return ops->path(be, rel, out);
+    return sw_buf_appendf(out, "%s/%s", be->url_is_base ? "" : "/v1", rel);
+}
 
 const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d)
 {

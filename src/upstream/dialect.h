@@ -89,7 +89,12 @@ struct sw_dialect_answer {
 
 struct sw_upstream_dialect {
     const char *name;
-    const char *chat_path;              /* appended to the backend's url */
+    const char *chat_path;              /* the chat endpoint relative to the API's base
+                                         * ("chat/completions"; sw_upstream_path) */
+    /* Writes the path after the backend's url of `rel` (a path relative to
+     * the API's base: "chat/completions", "embeddings", "models"), query
+     * included. NULL: the default join of sw_upstream_path. */
+    int (*path)(const struct sw_config_backend *be, const char *rel, struct sw_buf *out);
     /* Appends the authentication and version headers, "Name: value\r\n" each. */
     int (*headers)(const struct sw_config_backend *be, const struct sw_upstream_client_hdrs *c,
                    struct sw_buf *out);
@@ -166,6 +171,16 @@ struct sw_upstream_dialect {
                                          * of a forced tool is the output contract (an
                                          * API that has no response_format) */
 };
+
+/* The path that follows backend be's url for `rel`, a path relative to the
+ * API's base ("chat/completions", "messages", "responses", "embeddings",
+ * "models"), as backend dialect d wants it, appended to out. The default
+ * join: "/v1/" + rel when the url has no path of its own (or ended in /v1,
+ * dropped by the config), "/" + rel after any other path (the url is the
+ * API's base, as an SDK's base_url: .../v1beta/openai + /chat/completions).
+ * SW_OK or SW_ENOMEM. */
+int sw_upstream_path(const struct sw_config_backend *be, enum sw_dialect d, const char *rel,
+                     struct sw_buf *out);
 
 /* The table of dialect d; never NULL. */
 const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d);

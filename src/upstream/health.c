@@ -100,10 +100,19 @@ static void send_ping(struct probe *pr, int64_t now, bool latency_probe)
         sw_buf_free(&b);
         return;
     }
+    struct sw_buf path;
+    sw_buf_init(&path, 4096);
+    if (sw_upstream_path(be, be->dialect, d->chat_path, &path)) {
+        sw_buf_free(&path);
+        sw_buf_free(&hdrs);
+        sw_buf_free(&b);
+        return;
+    }
     /* Ownership of b.ptr passes to the upstream. */
-    int err = sw_upstream_start(&pr->warm, pr->h->cev, be, d->chat_path, hdrs.ptr, b.ptr, b.len,
+    int err = sw_upstream_start(&pr->warm, pr->h->cev, be, path.ptr, hdrs.ptr, b.ptr, b.len,
                                 WARMUP_TIMEOUT_MS, "sw-warmup", &cbs, pr);
     sw_buf_free(&hdrs);
+    sw_buf_free(&path);
     if (err == SW_OK) {
         pr->warming = true;
         pr->latency_probe = latency_probe;

@@ -82,8 +82,12 @@ void sw_startcheck_verdict(const struct sw_config_backend *be, int curl_rc, cons
 {
     const char *host = strstr(be->url, "://");
     const char *prefix = host ? host + 3 + strcspn(host + 3, "/") : "";
-    char what[160];
-    snprintf(what, sizeof what, "GET %.100s/v1/models", prefix);
+    char what[400];
+    struct sw_buf path;
+    sw_buf_init(&path, 256);
+    int perr = sw_upstream_path(be, be->dialect, "models", &path);
+    snprintf(what, sizeof what, "GET %.100s%.256s", prefix, !perr && path.ptr ? path.ptr : "/v1/models");
+    sw_buf_free(&path);
     out[0] = '\0';
     if (curl_rc != CURLE_OK) {
         snprintf(out, cap, "%s: %s%s", what,
@@ -101,7 +105,8 @@ void sw_startcheck_verdict(const struct sw_config_backend *be, int curl_rc, cons
         if (status == 401 || status == 403)
             hint = "; check the backend's api_key";
         else if (status == 404)
-            hint = "; url must be the server's root (Spillway appends /v1/chat/completions) "
+            hint = "; url must be the server's root or the API's base (Spillway appends "
+                   "/v1/chat/completions, or chat/completions after a path of its own) "
                    "and model one the server serves";
         snprintf(out, cap, "%ld from %s: %s%s", status, what, text[0] ? text : "(no message)", hint);
         return;
@@ -127,8 +132,8 @@ void sw_startcheck_verdict(const struct sw_config_backend *be, int curl_rc, cons
         if (id && k < 5)
             sw_buf_appendf(&some, "%s%s", k ? ", " : "", id);
     }
-    snprintf(out, cap, "model \"%s\" is not among the %zu model(s) GET /v1/models lists (%.*s%s)%s",
-             be->model, json_array_size(data), (int)some.len, some.ptr ? some.ptr : "",
+    snprintf(out, cap, "model \"%s\" is not among the %zu model(s) %s lists (%.*s%s)%s",
+             be->model, json_array_size(data), what, (int)some.len, some.ptr ? some.ptr : "",
              json_array_size(data) > 5 ? ", ..." : "",
              be->tier == SW_TIER_LOCAL ? "; a server of one model (llama.cpp) may ignore the name, "
                                          "others answer 404" : "");
@@ -159,8 +164,14 @@ static void on_done(void *ud, CURLcode rc)
 
 static int start(struct check *c, const struct sw_config_backend *be, long timeout_ms)
 {
-    if (!(c->easy = sw_curlev_easy(be, "/v1/models", timeout_ms)))
+    struct sw_buf path;
+    sw_buf_init(&path, 4096);
+    if (sw_upstream_path(be, be->dialect, "models", &path) ||
+        !(c->easy = sw_curlev_easy(be, path.ptr, timeout_ms))) {
+        sw_buf_free(&path);
         return -1;
+    }
+    sw_buf_free(&path);
     c->hdrs = curl_slist_append(c->hdrs, "X-Request-Id: sw-startcheck");
     /* Authenticated and versioned the way the backend's (first) API wants. */
     struct sw_buf h;

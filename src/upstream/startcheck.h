@@ -2,7 +2,7 @@
  * so that a wrong url, a refused api_key, an unknown model or a server that
  * is not running is named in a warning (and in GET /admin/state's
  * last_error) before the first client request fails on it. The check is
- * GET {url}/v1/models (with the api_key): it costs nothing, loads no model,
+ * GET {url}/v1/models, or {url}/models after a path of its own (with the api_key): it costs nothing, loads no model,
  * and OpenAI, llama.cpp, vLLM and Ollama all serve it; a 200 must list the
  * backend's model. */
 #ifndef SW_UPSTREAM_STARTCHECK_H

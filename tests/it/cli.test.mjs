@@ -66,6 +66,26 @@ models:
   assert.doesNotMatch(r.stderr, /plain/);
 });
 
+test('--check-config: a url with a path of its own is the API\'s base, and the notice says where requests go', () => {
+  const p = file(`backends:
+  - { name: gemini, tier: cloud, url: "https://generativelanguage.googleapis.com/v1beta/openai/", model: m }
+  - { name: groq, tier: cloud, url: "https://api.groq.com/openai/v1", model: m, api_key: k }
+models:
+  - { name: chat, backends: [gemini, groq] }
+`);
+  const r = run('--check-config', p);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /backends\[0\]\.url \(gemini\): requests go to https:\/\/generativelanguage\.googleapis\.com\/v1beta\/openai\/chat\/completions/);
+  assert.doesNotMatch(r.stderr, /groq\): requests go to/);
+  const twice = run('--check-config', file(`backends:
+  - { name: b, tier: cloud, url: "http://127.0.0.1:8000/v1/v1", model: m }
+models:
+  - { name: chat, backends: [b] }
+`));
+  assert.equal(twice.status, 1);
+  assert.match(twice.stderr, /backends\[0\]\.url: .* has \/v1 twice.*use "http:\/\/127\.0\.0\.1:8000\/v1"/);
+});
+
 test('starting with an invalid config exits 1 without listening', () => {
   const r = run('-c', file('listen: 12\n'));
   assert.equal(r.status, 1);
@@ -73,8 +93,8 @@ test('starting with an invalid config exits 1 without listening', () => {
 });
 
 test('--check-config: every shipped example is valid (with its secrets in the environment)', () => {
-  const env = { ...process.env, APP_KEY: 'sk-app-1', INTERNAL_KEY: 'sk-int-1', ADMIN_KEY: 'sk-admin-1', OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a', CLAUDE_CODE_KEY: 'sk-cc', CODEX_KEY: 'sk-cx' };
-  for (const f of ['examples/demo.yaml', 'examples/llamacpp-openai.yaml', 'examples/ollama.yaml', 'examples/claude-code.yaml', 'examples/codex.yaml']) {
+  const env = { ...process.env, APP_KEY: 'sk-app-1', INTERNAL_KEY: 'sk-int-1', ADMIN_KEY: 'sk-admin-1', OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a', CLAUDE_CODE_KEY: 'sk-cc', CODEX_KEY: 'sk-cx', AZURE_OPENAI_API_KEY: 'az-k' };
+  for (const f of ['examples/demo.yaml', 'examples/llamacpp-openai.yaml', 'examples/ollama.yaml', 'examples/claude-code.yaml', 'examples/codex.yaml', 'examples/azure.yaml']) {
     const r = spawnSync(bin, ['--check-config', f], { encoding: 'utf8', env, timeout: 10000 });
     assert.equal(r.status, 0, `${f}: ${r.stderr}`);
   }
@@ -233,7 +253,7 @@ const CONFIG_MISTAKES = [
   ['an unset ${VAR}', `backends:\n  - { name: oai, tier: cloud, url: "https://api.openai.com", model: gpt-4o-mini, api_key: "\${SPILLWAY_TEST_UNSET_KEY}" }\nmodels:\n  - { name: chat, backends: [oai] }\n`,
     [/:2:\d+: backends\[0\]\.api_key: environment variable SPILLWAY_TEST_UNSET_KEY is not set; export it .*SPILLWAY_TEST_UNSET_KEY=\.\.\. spillway -c FILE/]],
   ['the server\'s name as dialect', `backends:\n  - { name: edge, tier: local, url: "http://127.0.0.1:11434", model: m, dialect: ollama }\nmodels:\n  - { name: chat, backends: [edge] }\n`,
-    [/:2:\d+: backends\[0\]\.dialect: "ollama" is not one of openai, anthropic, responses; .*Ollama.* speak openai/]],
+    [/:2:\d+: backends\[0\]\.dialect: "ollama" is not one of openai, anthropic, responses, azure; .*Ollama.* speak openai/]],
   ['two backends with one name', `backends:\n  - { name: edge, tier: local, url: "http://127.0.0.1:8081", model: m }\n  - { name: edge, tier: local, url: "http://127.0.0.1:8082", model: m }\nmodels:\n  - { name: chat, backends: [edge] }\n`,
     [/:3:13: backends\[1\]\.name: duplicate name "edge" \(also backends\[0\]\); names must be unique/]],
   ['listen without a port', `listen: "8080"\n${OK_BACKENDS}`,

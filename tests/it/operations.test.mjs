@@ -796,14 +796,14 @@ models:
       const warned = (name) => gw.output().split('\n').find((l) => / warn /.test(l) && l.includes(`backend ${name} (`));
       await waitFor(() => warned('gone') && warned('prefixed') && warned('unlisted'), { timeout: 10000, what: 'three start-up warnings' });
       assert.match(warned('gone'), /GET \/v1\/models: .*(connect|refused)/i);
-      assert.match(warned('prefixed'), /404 from GET \/api\/v1\/models.*url must be the server's root/);
+      assert.match(warned('prefixed'), /404 from GET \/api\/models.*url must be the server's root/);
       assert.match(warned('unlisted'), /model "gpt-nope" is not among the 1 model\(s\) GET \/v1\/models lists \(edge-model\)/);
       assert.equal(warned('good'), undefined);
 
       const st = Object.fromEntries((await state(gw)).backends.map((b) => [b.name, b.last_error]));
       assert.equal(st.good, null);
       assert.match(st.gone, /connect/i);
-      assert.match(st.prefixed, /^404 from GET \/api\/v1\/models/);
+      assert.match(st.prefixed, /^404 from GET \/api\/models/);
       assert.match(st.unlisted, /gpt-nope/);
 
       // The 503 a client then gets names the backend, its state and why.
@@ -839,7 +839,7 @@ models:
       writeFileSync(gw.configFile, yaml(`${sim.url}/api`));
       gw.proc.kill('SIGHUP');
       await waitFor(() => / warn .*backend edge \(.*\/api\) failed its start-up check/.test(gw.output()), { timeout: 10000, what: 'the reloaded backend checked' });
-      assert.match((await backendState(gw, 'edge')).last_error, /^404 from GET \/api\/v1\/models/);
+      assert.match((await backendState(gw, 'edge')).last_error, /^404 from GET \/api\/models/);
     } finally {
       for (const p of procs.reverse()) await p.stop();
     }

@@ -27,6 +27,10 @@ static const char usage[] =
     "  --client-timeout-ms N       whole request, keep-alive idle, write stall (3600000)\n"
     "  --verbose                   log one line per chat request to stderr\n"
     "  --tokenizer quarter|pieces  prompt tokens: ceil(bytes / 4), or pre-tokenizer pieces (quarter)\n"
+    "  --prefix P                  serve the API at P/... (P/chat/completions) instead of /v1/...\n"
+    "  --azure-key K               speak Azure OpenAI: api-key K (or a bearer K) required, paths\n"
+    "                              /openai/deployments/D/...?api-version=V and /openai/v1/...\n"
+    "  --azure-deployment D        the one deployment Azure serves (the --model)\n"
     "faults (also settable at run time with POST /admin/faults):\n"
     "  --error-rate F              probability a chat request fails (0)\n"
     "  --error-status S            status of those failures: 429 500 502 503 504 529 (500)\n"
@@ -95,6 +99,9 @@ static const struct flag flags[] = {
     {"--client-timeout-ms", K_INT, 100, 3600000},
     {"--verbose", K_FLAG, 0, 0},
     {"--tokenizer", K_STR, 0, 0},
+    {"--prefix", K_STR, 0, 0},
+    {"--azure-key", K_STR, 0, 0},
+    {"--azure-deployment", K_STR, 0, 0},
     {"--error-rate", K_DOUBLE, 0, 1},
     {"--error-status", K_INT, 400, 599},
     {"--retry-after-s", K_INT, 0, 86400},
@@ -145,6 +152,20 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
             o->dialect = SW_LLMSIM_ANTHROPIC;
         else
             return false;
+    } else if (!strcmp(name, "--prefix")) {
+        size_t n = strlen(s);
+        if (n < 2 || n >= sizeof o->prefix || s[0] != '/' || s[n - 1] == '/' ||
+            strpbrk(s, "?# "))
+            return false;
+        snprintf(o->prefix, sizeof o->prefix, "%s", s);
+    } else if (!strcmp(name, "--azure-key")) {
+        if (!*s || strlen(s) >= sizeof o->azure_key)
+            return false;
+        snprintf(o->azure_key, sizeof o->azure_key, "%s", s);
+    } else if (!strcmp(name, "--azure-deployment")) {
+        if (!*s || strlen(s) >= sizeof o->azure_deployment || strchr(s, '/'))
+            return false;
+        snprintf(o->azure_deployment, sizeof o->azure_deployment, "%s", s);
     } else if (!strcmp(name, "--model")) {
         if (!*s || strlen(s) >= sizeof o->model)
             return false;

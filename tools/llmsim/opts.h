@@ -23,6 +23,9 @@ struct sw_llmsim_opts {
     bool verbose;                /* --verbose: one log line per request */
     bool tokenizer_pieces;       /* --tokenizer pieces: usage counts sw_llmsim_text_pieces
                                   * (default quarter: ceil(bytes / 4), the gateway's estimate) */
+    char prefix[128];            /* --prefix: the API served at PREFIX/... for /v1/...; "" none */
+    char azure_key[256];         /* --azure-key: speak Azure OpenAI, this api-key; "" off */
+    char azure_deployment[SW_LLMSIM_MODEL_MAX]; /* --azure-deployment, default the --model */
     struct sw_llmsim_params params;
     struct sw_llmsim_faults faults;
 };

@@ -12,6 +12,7 @@
 #include <event2/event_struct.h>
 #include <jansson.h>
 
+#include "azure.h"
 #include "chat.h"
 #include "embed.h"
 #include "common/buf.h"
@@ -470,6 +471,13 @@ static void record_received(struct sw_llmsim_server *s, struct sw_http_req *req,
                           headers, "body", b ? b : json_null());
     if (!e)
         return;
+    /* the path as it came, query included, when llmsim routed it elsewhere */
+    const char *wp = sw_http_path(req), *q = sw_http_query(req);
+    if ((q && *q) || strcmp(wp, path)) {
+        char wire[SW_LLMSIM_PATH_MAX + 512];
+        snprintf(wire, sizeof wire, "%s%s%s", wp, q && *q ? "?" : "", q ? q : "");
+        json_object_set_new(e, "wire_path", json_string(wire));
+    }
     size_t slot = (s->recv_head + s->recv_count) % keep;
     if (s->recv_count == keep) {
         json_decref(s->received[s->recv_head]);
@@ -939,6 +947,52 @@ static void on_faults(struct sw_llmsim_server *s, struct sw_http_req *req)
 
 /* ---- Routing ---- */
 
+static void send_azure_error(struct sw_llmsim_server *s, struct sw_http_req *req, int status,
+                             const char *code, const char *msg)
+{
+    char *b = sw_llmsim_azure_error(status, code, msg);
+    count_status(s, status);
+    send_bytes(s, req, status, "application/json", b ? b : "{}", b ? strlen(b) : 2);
+    free(b);
+}
+
+/* Azure OpenAI's door: its paths as llmsim's (routed), its key checked, its
+ * content filter (a prompt with AZURE_CONTENT_FILTER is refused). false: it
+ * answered the request itself. llmsim's own paths (/health, /admin/...)
+ * pass without a key. */
+static bool azure_route(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path,
+                        char *routed, size_t cap)
+{
+    bool azure = !strncmp(path, "/openai/", 8);
+    if (azure && !sw_llmsim_azure_auth_ok(sw_http_header(req, "api-key", NULL),
+                                          sw_http_header(req, "authorization", NULL),
+                                          s->o.azure_key)) {
+        send_azure_error(s, req, 401, "401",
+                         "Access denied due to invalid subscription key or wrong API endpoint. "
+                         "Make sure to provide a valid key for an active subscription and use a "
+                         "correct regional API endpoint for your resource.");
+        return false;
+    }
+    const char *code, *msg;
+    int st = sw_llmsim_azure_route(path, sw_http_query(req),
+                                   s->o.azure_deployment[0] ? s->o.azure_deployment : s->o.model,
+                                   routed, cap, &code, &msg);
+    if (st) {
+        send_azure_error(s, req, st, code, msg);
+        return false;
+    }
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    static const char trigger[] = "AZURE_CONTENT_FILTER";
+    if (azure && body && memmem(body, len, trigger, sizeof trigger - 1)) {
+        send_azure_error(s, req, 400, "content_filter",
+                         "The response was filtered due to the prompt triggering Azure OpenAI's "
+                         "content management policy. Please modify your prompt and retry.");
+        return false;
+    }
+    return true;
+}
+
 static void on_request(struct sw_http_req *req, void *arg)
 {
     struct sw_llmsim_server *s = arg;
@@ -946,6 +1000,21 @@ static void on_request(struct sw_http_req *req, void *arg)
     const char *path = sw_http_path(req);
     if (!*path)
         path = "/";
+    char routed[SW_LLMSIM_PATH_MAX];
+    if (s->o.azure_key[0] && !azure_route(s, req, path, routed, sizeof routed))
+        return;
+    if (s->o.azure_key[0])
+        path = routed;
+    else if (s->o.prefix[0]) {
+        if (sw_llmsim_prefix_route(s->o.prefix, path, routed, sizeof routed)) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "llmsim: no route for %.200s (the API is at %s/...)", path,
+                     s->o.prefix);
+            send_error(s, req, s->o.dialect, 404, msg, NULL, -1);
+            return;
+        }
+        path = routed;
+    }
     bool chat = (s->o.dialect == SW_LLMSIM_OPENAI && !strcmp(path, "/v1/chat/completions")) ||
                 (s->o.dialect == SW_LLMSIM_OPENAI && !strcmp(path, "/v1/responses")) ||
                 (s->o.dialect == SW_LLMSIM_ANTHROPIC && !strcmp(path, "/v1/messages"));
