@@ -39,7 +39,7 @@ count() { # cache_bytes prev turn: instructions of the measured scan
 }
 digest_ir() { # the last count's instructions in EVP_Digest, inclusive
   callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null |
-    awk '/:EVP_Digest / {gsub(",", "", $1); print $1; found = 1; exit} END {if (!found) print 0}'
+    awk '/:EVP_Digest / && !found {gsub(",", "", $1); v = $1; found = 1} END {print found ? v : 0}'
 }
 cpu_us() { # cache_bytes prev turn
   "$BUILD/bench/agent_scan" "$1" "$2" "$3" "$surface" "$REPEAT" | sed -n 's/^cpu_us_median=//p'

@@ -14,9 +14,12 @@
  *
  * Bounded by bytes (entries and their spans, the table not counted):
  * past the bound the least recently used entries are evicted. One mutex
- * around the table; an engine's scans on any thread may share it. Texts
- * shorter than SW_PII_CACHE_MIN_TEXT are scanned as before (their scan costs
- * about what the digest and the lock would). Pure: no I/O, no clock. */
+ * around the table; an engine's scans on any thread may share it. Plain
+ * texts shorter than SW_PII_CACHE_MIN_TEXT, and JSON texts (tool-call
+ * arguments) shorter than SW_PII_CACHE_MIN_JSON, are scanned as before:
+ * their scan costs about what the digest and the lock would (a JSON text's
+ * scan builds a decoded view first, so a short one already costs more).
+ * Pure: no I/O, no clock. */
 #ifndef SW_PII_CACHE_H
 #define SW_PII_CACHE_H
 
@@ -27,6 +30,7 @@
 #include "pii/pii.h"
 
 #define SW_PII_CACHE_MIN_TEXT 256
+#define SW_PII_CACHE_MIN_JSON 16
 #define SW_PII_CACHE_DEFAULT_BYTES ((size_t)16 << 20)
 
 struct sw_pii_cache;

@@ -3047,7 +3047,8 @@ static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int
                 sw_pii_on_span on_span, void *ud)
 {
     struct sw_pii_cache_key k;
-    if (!e->cache || len < SW_PII_CACHE_MIN_TEXT || len > SW_PII_MAX_TEXT ||
+    if (!e->cache || len < (json ? SW_PII_CACHE_MIN_JSON : SW_PII_CACHE_MIN_TEXT) ||
+        len > SW_PII_MAX_TEXT ||
         !sw_pii_cache_key_of(e->cache, text, len, e->gen, json, &k))
         return scan_fresh(e, text, len, json, on_span, ud);
     struct sw_pii_span buf[16], *sp;
