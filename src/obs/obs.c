@@ -237,13 +237,13 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                         NULL, NULL, 0, (double)g->pii_jobs_off_loop);
     if (!err)
         err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_hits_total",
-                                        "Texts of at least 256 bytes whose PII scan verdict came "
+                                        "Texts of at least 256 bytes (arguments: 16) whose PII scan verdict came "
                                         "from the cache: the same bytes were scanned before by "
                                         "the same engine (limits.scan_cache_bytes).",
                                         NULL, NULL, 0, (double)g->pii_cache_hits);
     if (!err)
         err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_misses_total",
-                                        "Texts of at least 256 bytes scanned for PII because "
+                                        "Texts of those sizes scanned for PII because "
                                         "their verdict was not in the cache.",
                                         NULL, NULL, 0, (double)g->pii_cache_misses);
     if (!err)
