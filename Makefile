@@ -172,6 +172,11 @@ $(BUILD)/bench/replay: bench/replay.c bench/replay_sim.c bench/replay_sim.h $(BU
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ibench $(LDFLAGS) -o $@ bench/replay.c bench/replay_sim.c $(BUILD)/libspillway.a $(LDLIBS)
 
+# The PII scan work of one turn of an agent's conversation (bench/agent_instr.sh).
+$(BUILD)/bench/agent_scan: bench/agent_scan.c $(BUILD)/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS)
+
 test-unit: $(UT_BIN)
 	@set -e; for t in $(UT_BIN); do echo "== $$t"; $$t; done
 

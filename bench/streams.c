@@ -221,7 +221,7 @@ int main(int argc, char **argv)
         perror(argv[3]);
         return 2;
     }
-    char body[65536];
+    static char body[4 << 20];   /* agent-sized bodies (bench/agent_trace.py) */
     size_t bl = fread(body, 1, sizeof body - 1, f);
     fclose(f);
     while (bl && (body[bl - 1] == '\n' || body[bl - 1] == ' '))

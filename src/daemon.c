@@ -17,6 +17,7 @@
 #include "obs/declog.h"
 #include "obs/metrics.h"
 #include "pii/pii.h"
+#include "pii/cache.h"
 #include "state/live.h"
 #include "state/respredis.h"
 #include "state/rstate.h"
@@ -131,6 +132,7 @@ struct daemon {
     const char *config_path;
     struct sw_config *cfg;          /* the snapshot new requests get */
     struct sw_live_shared *shared;  /* survives reloads */
+    struct sw_pii_cache *pii_cache; /* scan verdicts; survives reloads, cleared by each */
     struct sw_live *live;
     struct sw_rstate *rstate;       /* state.redis; NULL: in memory */
     struct sw_healthcheck *hc;
@@ -206,6 +208,8 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
     struct sw_pii_engine *pii = NULL;
     stat(d->config_path, &d->seen); /* a refused file is not retried until it changes */
     struct sw_config *cfg = load_config(d->config_path, &pii);
+    if (pii)
+        sw_pii_engine_set_cache(pii, d->pii_cache);
     struct sw_live *live = cfg ? sw_live_new(cfg, d->shared, d->live, pii, sw_now_ms()) : NULL;
     struct sw_healthcheck *hc = live ? sw_healthcheck_new(d->base, d->cev, cfg, live) : NULL;
     if (!hc) {
@@ -219,6 +223,10 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
     sw_healthcheck_free(d->hc);
     d->hc = hc;
     sw_front_swap(d->front, cfg, live);
+    /* the old engines' verdicts are never asked for again: the new engine
+     * (and each of its pii.allow engines) has a generation of its own */
+    sw_pii_cache_set_max(d->pii_cache, (size_t)cfg->limits.scan_cache_bytes);
+    sw_pii_cache_clear(d->pii_cache);
     sw_rstate_set_live(d->rstate, live);
     sw_live_unref(d->live);
     sw_config_unref(d->cfg);
@@ -415,6 +423,14 @@ int sw_daemon_run(const char *config_path)
     struct daemon d = {.config_path = config_path, .cfg = cfg};
     stat(config_path, &d.seen);
     d.drain_timeout_ms = cfg->limits.drain_timeout_ms;
+    d.pii_cache = sw_pii_cache_new((size_t)cfg->limits.scan_cache_bytes);
+    if (!d.pii_cache) {
+        fprintf(stderr, "spillway: out of memory\n");
+        sw_pii_engine_free(pii);
+        sw_config_unref(cfg);
+        return 1;
+    }
+    sw_pii_engine_set_cache(pii, d.pii_cache);
     if (!open_state(&d, &pii) || !open_obs(&d))
         goto out;
     d.front = sw_front_new(d.base, cfg, d.cev, d.live, &d.obs);
@@ -435,6 +451,7 @@ int sw_daemon_run(const char *config_path)
 out:
     close_daemon(&d);
     sw_pii_engine_free(pii);
+    sw_pii_cache_free(d.pii_cache);
     sw_curlev_free(d.cev);
     if (d.base) {
         /* A bufferevent freed while its deferred callbacks were queued (a

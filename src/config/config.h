@@ -227,6 +227,7 @@ struct sw_config_limits {
     long max_response_bytes;    /* a non-streamed upstream answer, default 16 MiB */
     long drain_timeout_ms;      /* SIGTERM: how long in-flight requests may finish, default 15000 */
     long scan_threads;          /* workers that scan large bodies off the loop, default 2; 0: none */
+    long scan_cache_bytes;      /* the PII scan-verdict cache's bound, default 16 MiB; 0: off */
 };
 
 /* state.tls: how a rediss:// connection is checked (docs/scaling.md). */

@@ -16,6 +16,7 @@
 #include "common/query.h"
 #include "obs/dashboard.h"
 #include "obs/series.h"
+#include "pii/cache.h"
 #include "state/store.h"
 #include "relay/reply.h"
 
@@ -68,6 +69,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
             .load_stale = sw_live_load_stale(l, i, now),
         };
     }
+    struct sw_pii_cache_stats pc;
+    sw_pii_cache_get_stats(sw_pii_engine_cache(l->pii), &pc);
     struct sw_obs_gauges g = {
         .backends = obs,
         .n_backends = n,
@@ -85,6 +88,12 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .pii_scans_offloaded = f->scans_offloaded,
         .pii_scans_dropped = f->scans_dropped,
         .pii_jobs_off_loop = sw_workpool_submitted(f->scan_pool),
+        .pii_cache_hits = pc.hits,
+        .pii_cache_misses = pc.misses,
+        .pii_cache_evicted = pc.evicted,
+        .pii_cache_bytes = (double)pc.bytes,
+        .pii_cache_entries = (double)pc.entries,
+        .pii_cache_max_bytes = (double)pc.max_bytes,
     };
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);

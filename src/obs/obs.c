@@ -252,6 +252,34 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                         "the event loop: the request scans above, and the relay's "
                                         "masking and egress checks of bodies above 64 KiB.",
                                         NULL, NULL, 0, (double)g->pii_jobs_off_loop);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_hits_total",
+                                        "Texts of at least 256 bytes (arguments: 16) whose PII scan verdict came "
+                                        "from the cache: the same bytes were scanned before by "
+                                        "the same engine (limits.scan_cache_bytes).",
+                                        NULL, NULL, 0, (double)g->pii_cache_hits);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_misses_total",
+                                        "Texts of those sizes scanned for PII because "
+                                        "their verdict was not in the cache.",
+                                        NULL, NULL, 0, (double)g->pii_cache_misses);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_evicted_total",
+                                        "Scan verdicts dropped from the cache to stay under "
+                                        "limits.scan_cache_bytes.",
+                                        NULL, NULL, 0, (double)g->pii_cache_evicted);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_pii_scan_cache_bytes",
+                               "Bytes the scan-verdict cache holds (spans and digests, never "
+                               "text).", NULL, NULL, 0, g->pii_cache_bytes);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_pii_scan_cache_entries",
+                               "Scan verdicts the cache holds.", NULL, NULL, 0,
+                               g->pii_cache_entries);
+    if (!err)
+        err = sw_metrics_gauge(&s, "spillway_pii_scan_cache_max_bytes",
+                               "The scan-verdict cache's bound (limits.scan_cache_bytes; 0: off).",
+                               NULL, NULL, 0, g->pii_cache_max_bytes);
     return err;
 }
 

@@ -106,6 +106,12 @@ struct sw_obs_gauges {
     uint64_t pii_scans_dropped;     /* of those, results dropped: the client left mid-scan */
     uint64_t pii_jobs_off_loop;     /* PII jobs run on a worker: those scans, and the relay's
                                        masking and egress checks of large bodies */
+    uint64_t pii_cache_hits;        /* texts whose scan verdict came from the cache */
+    uint64_t pii_cache_misses;      /* texts of at least 256 bytes scanned (then cached) */
+    uint64_t pii_cache_evicted;     /* entries dropped to stay under limits.scan_cache_bytes */
+    double pii_cache_bytes;         /* held now */
+    double pii_cache_entries;
+    double pii_cache_max_bytes;     /* limits.scan_cache_bytes */
 };
 
 /* Appends every gauge of GET /metrics (docs/operations.md lists them) to out,

@@ -25,6 +25,7 @@
 #include "common/err.h"
 #include "pii/detect.h"
 #include "pii/allow.h"
+#include "pii/cache.h"
 #include "pii/hsx.h"
 #include "pii/phone.h"
 #include "pii/secret.h"
@@ -200,7 +201,33 @@ struct sw_pii_engine {
      * patterns and scratch pool it shares (NULL: its own), and its lists. */
     struct sw_pii_engine *base;
     struct sw_pii_allow allow;
+    /* The verdict cache (NULL: none) and what this engine's verdicts are
+     * filed under: a number no other engine of the process had, renewed by
+     * every change of what it detects. */
+    struct sw_pii_cache *cache;
+    uint64_t gen;
 };
+
+static uint64_t next_gen(void)
+{
+    static uint64_t gen;
+    return __atomic_add_fetch(&gen, 1, __ATOMIC_RELAXED);
+}
+
+void sw_pii_engine_set_cache(struct sw_pii_engine *e, struct sw_pii_cache *c)
+{
+    e->cache = c;
+}
+
+struct sw_pii_cache *sw_pii_engine_cache(const struct sw_pii_engine *e)
+{
+    return e ? e->cache : NULL;
+}
+
+uint64_t sw_pii_engine_gen(const struct sw_pii_engine *e)
+{
+    return e->gen;
+}
 
 /* ---- Engine ---- */
 
@@ -441,6 +468,7 @@ int sw_pii_engine_new(const struct sw_pii_custom *custom, size_t n_custom,
     if (!e)
         return SW_ENOMEM;
     pthread_mutex_init(&e->lock, NULL);
+    e->gen = next_gen();
     e->n_pat = N_BUILTIN + n_custom;
     sw_pii_engine_set_avx2(e, 1);
     e->pat = calloc(e->n_pat, sizeof *e->pat);
@@ -517,6 +545,7 @@ int sw_pii_engine_set_phone_regions(struct sw_pii_engine *e, const char *const *
     for (size_t i = 0; i < n; i++)
         memcpy(e->regions[i], codes[i], 3);
     e->n_regions = n;
+    e->gen = next_gen();
     sw_pii_phone_warm((const char(*)[3])e->regions, e->n_regions);
     return SW_OK;
 }
@@ -530,6 +559,7 @@ int sw_pii_engine_allowing(const struct sw_pii_engine *base, const char *const *
         return SW_ENOMEM;
     memcpy(e, base, sizeof *e);     /* the lock and pool copied are never used: base's are */
     e->base = base->base ? base->base : (struct sw_pii_engine *)base;
+    e->gen = next_gen();
     int rc = sw_pii_allow_build(&e->allow, values, n_values, domains, n_domains, err, errlen);
     if (rc) {
         free(e);
@@ -565,6 +595,7 @@ void sw_pii_engine_set_avx2(struct sw_pii_engine *e, int on)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     e->avx2 = on && __builtin_cpu_supports("avx2");
+    e->gen = next_gen();
 #else
     (void)on;
     e->avx2 = false;
@@ -2859,8 +2890,8 @@ static int on_allow_span(void *ud, const struct sw_pii_span *sp)
     return f->on_span(f->ud, &out);
 }
 
-static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int json,
-                sw_pii_on_span on_span, void *ud)
+static int scan_fresh(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                      sw_pii_on_span on_span, void *ud)
 {
     struct allow_filter f = {&e->allow, text, on_span, ud};
     if (e->allow.n_values || e->allow.n_domains) {
@@ -2976,6 +3007,65 @@ static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len
     if (v.t)
         explicit_bzero(v.t, v.cap);
     sw_pii_view_free(&v);
+    return rc;
+}
+
+/* The spans of a scan, collected to be stored and replayed. */
+struct collect {
+    struct sw_pii_span *sp;
+    size_t n, cap;
+};
+
+static int on_collect(void *ud, const struct sw_pii_span *sp)
+{
+    struct collect *l = ud;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 16;
+        struct sw_pii_span *p = realloc(l->sp, nc * sizeof *p);
+        if (!p)
+            return SW_ENOMEM;
+        l->sp = p;
+        l->cap = nc;
+    }
+    l->sp[l->n++] = *sp;
+    return SW_OK;
+}
+
+static int replay(const struct sw_pii_span *sp, size_t n, sw_pii_on_span on_span, void *ud)
+{
+    int rc = SW_OK;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = on_span(ud, &sp[i]);
+    return rc;
+}
+
+/* A scan through the engine's verdict cache: the same spans, in the same
+ * order, as scan_fresh gives (a hit replays what the same engine found in
+ * the same bytes; a miss scans them whole, stores the spans, replays them).
+ * A scan that fails is not stored. */
+static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int json,
+                sw_pii_on_span on_span, void *ud)
+{
+    struct sw_pii_cache_key k;
+    if (!e->cache || len < (json ? SW_PII_CACHE_MIN_JSON : SW_PII_CACHE_MIN_TEXT) ||
+        len > SW_PII_MAX_TEXT ||
+        !sw_pii_cache_key_of(e->cache, text, len, e->gen, json, &k))
+        return scan_fresh(e, text, len, json, on_span, ud);
+    struct sw_pii_span buf[16], *sp;
+    size_t n;
+    if (sw_pii_cache_get(e->cache, &k, buf, sizeof buf / sizeof *buf, &sp, &n)) {
+        int rc = replay(sp, n, on_span, ud);
+        if (sp != buf)
+            free(sp);
+        return rc;
+    }
+    struct collect l = {0};
+    int rc = scan_fresh(e, text, len, json, on_collect, &l);
+    if (!rc) {
+        sw_pii_cache_put(e->cache, &k, l.sp, l.n);
+        rc = replay(l.sp, l.n, on_span, ud);
+    }
+    free(l.sp);
     return rc;
 }
 

@@ -79,7 +79,8 @@ static void test_gauges(void **state)
         {"edge", true, "up", 0, 2, 4, 3, 1500, 0.5, 40, -1, INFINITY, false, 0, false, "server"},
         {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false, NULL},
     };
-    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false, 0, 0, 0};
+    const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false, 0, 0, 0,
+                                    0, 0, 0, 0, 0, 0};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
@@ -127,7 +128,10 @@ static void test_gauges(void **state)
 static void test_scan_counters(void **state)
 {
     (void)state;
-    const struct sw_obs_gauges g = {.pii_scans_offloaded = 5, .pii_scans_dropped = 2};
+    const struct sw_obs_gauges g = {.pii_scans_offloaded = 5, .pii_scans_dropped = 2,
+                                    .pii_cache_hits = 9, .pii_cache_misses = 4,
+                                    .pii_cache_evicted = 1, .pii_cache_bytes = 640,
+                                    .pii_cache_entries = 3, .pii_cache_max_bytes = 16777216};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
@@ -137,6 +141,14 @@ static void test_scan_counters(void **state)
         "spillway_pii_scans_offloaded_total 5",
         "# TYPE spillway_pii_scans_dropped_total counter",
         "spillway_pii_scans_dropped_total 2",
+        "# TYPE spillway_pii_scan_cache_hits_total counter",
+        "spillway_pii_scan_cache_hits_total 9",
+        "spillway_pii_scan_cache_misses_total 4",
+        "spillway_pii_scan_cache_evicted_total 1",
+        "# TYPE spillway_pii_scan_cache_bytes gauge",
+        "spillway_pii_scan_cache_bytes 640",
+        "spillway_pii_scan_cache_entries 3",
+        "spillway_pii_scan_cache_max_bytes 16777216",
     };
     const char *p = out.ptr;
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {

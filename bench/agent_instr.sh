@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The PII scan work of turns 2, 10 and 50 of one agent conversation
+# (bench/agent_trace.py), counted by callgrind rather than timed: for each turn
+# N, bench/agent_scan scans turn N-1's body (as the gateway did one request
+# earlier), then turn N's, and only that second scan (sw_pii_scan_body and all
+# it calls) is counted, with the verdict cache (limits.scan_cache_bytes, 16
+# MiB) and without it. Printed per turn: the body's bytes, the bytes the turn
+# added, instructions with and without the cache; of those with the cache, the
+# SHA-256 digests of the texts (EVP_Digest, inclusive) and the rest (the walk
+# and the detection of what missed), that rest per new byte; then the thread's
+# CPU time of the same scan run natively (median of REPEAT runs; noisy on a
+# loaded machine, a ratio within one run is what to read).
+#
+# valgrind hides the CPU's SHA extensions, so under callgrind OpenSSL takes
+# its software SHA-256 (about 26 instructions a byte); natively, with SHA-NI,
+# a digest costs a small fraction of that (`openssl speed sha256`).
+#   bench/agent_instr.sh                about 2 minutes
+# Knobs: TURNS ("2 10 50"), SEED (7), SHAPE (openai | anthropic), REPEAT (31), BUILD.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+TURNS=${TURNS:-"2 10 50"}
+SEED=${SEED:-7}
+SHAPE=${SHAPE:-openai}
+REPEAT=${REPEAT:-31}
+command -v valgrind >/dev/null || { echo "agent_instr.sh: needs valgrind" >&2; exit 1; }
+make -s --no-print-directory BUILD="$BUILD" "$BUILD/bench/agent_scan"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+only=$(for n in $TURNS; do printf '%d,%d,' $((n - 1)) "$n"; done)
+max=$(for n in $TURNS; do echo "$n"; done | sort -n | tail -1)
+python3 bench/agent_trace.py --out "$tmp" --seed "$SEED" --turns "$max" --shape "$SHAPE" \
+  --only "${only%,}" >"$tmp/sizes"
+surface=chat; [ "$SHAPE" = anthropic ] && surface=messages
+count() { # cache_bytes prev turn: instructions of the measured scan
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" --toggle-collect=measured_scan \
+    "$BUILD/bench/agent_scan" "$1" "$2" "$3" "$surface" >"$tmp/run.out" 2>/dev/null
+  awk '/^totals:/ {print $2}' "$tmp/cg.out"
+}
+digest_ir() { # the last count's instructions in EVP_Digest, inclusive
+  callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null |
+    awk '/:EVP_Digest / && !found {gsub(",", "", $1); v = $1; found = 1} END {print found ? v : 0}'
+}
+cpu_us() { # cache_bytes prev turn
+  "$BUILD/bench/agent_scan" "$1" "$2" "$3" "$surface" "$REPEAT" | sed -n 's/^cpu_us_median=//p'
+}
+printf '%-5s %8s %7s %11s %11s %11s %11s %9s %9s %9s %8s\n' turn bytes new "ir cache" "ir none" \
+  "ir digest" "ir rest" "rest/new" "us cache" "us none" "hit/miss"
+for n in $TURNS; do
+  p=$(printf '%s/turn_%03d.json' "$tmp" $((n - 1)))
+  t=$(printf '%s/turn_%03d.json' "$tmp" "$n")
+  bytes=$(awk -v n="$n" '$1 == n {print $2}' "$tmp/sizes")
+  new=$(awk -v n="$n" '$1 == n {print $3}' "$tmp/sizes")
+  with=$(count 16777216 "$p" "$t")
+  dig=$(digest_ir)
+  hm=$(sed -n 's/.*hits=\([0-9]*\) misses=\([0-9]*\)/\1\/\2/p' "$tmp/run.out")
+  without=$(count 0 "$p" "$t")
+  uc=$(cpu_us 16777216 "$p" "$t")
+  un=$(cpu_us 0 "$p" "$t")
+  awk -v n="$n" -v b="$bytes" -v nw="$new" -v w="$with" -v wo="$without" -v d="$dig" -v hm="$hm" \
+      -v uc="$uc" -v un="$un" 'BEGIN {
+    printf "%-5s %8d %7d %11d %11d %11d %11d %9.1f %9.1f %9.1f %8s\n", n, b, nw, w, wo, d, w - d,
+      (w - d) / nw, uc, un, hm }'
+done

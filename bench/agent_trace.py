@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""What a coding agent sends: the request bodies of one multi-turn conversation.
+
+Every turn resends the whole conversation so far (a system prompt of about
+6 KB, then per turn: the user's message, the assistant's tool call, the tool's
+result: a source file or a command's output) and adds one turn. Bodies run
+from about 10 KB (turn 1) to about 400 KB (turn 50). Deterministic from the
+seed; no personal data, unless --plant asks for it.
+
+  bench/agent_trace.py --out DIR [--seed 7] [--turns 50] [--only 2,10,50]
+                       [--shape openai|anthropic] [--stream] [--plant TURN]
+
+writes DIR/turn_NNN.json for each turn (or the --only ones) and prints
+"turn bytes new_bytes path" per file (new_bytes: what the turn added to the
+previous one's messages).
+
+--shape openai: a chat-completions body (messages, tool_calls, role "tool");
+anthropic: a Messages body (system, tool_use and tool_result blocks).
+--stream adds "stream": true.
+--plant TURN: from that turn's body on, the first user message's copy has one
+byte changed so that it holds an e-mail address ("...#..." becomes
+"...@..."): the case a scan-verdict cache must not miss."""
+import argparse
+import json
+import os
+import random
+
+WORDS = ("the build fails after the refactor of the parser so we check each caller and "
+         "update the tests before the release branch is cut while keeping the public "
+         "interface stable for every client that links the library today and tomorrow "
+         "error handling paths return early when the buffer is full or the input ends").split()
+IDENT = ("buf len cap off node tree walk scan span item next prev head tail count total "
+         "state ctx err out src dst key val map list pool slot").split()
+
+
+def prose(rng, n_words):
+    out = []
+    for i in range(n_words):
+        w = rng.choice(WORDS)
+        out.append(w.capitalize() if i == 0 or out[-1].endswith(".") else w)
+        if rng.random() < 0.08:
+            out[-1] += "."
+    return " ".join(out) + "."
+
+
+def code_file(rng, n_funcs):
+    lines = ["/* generated module: no personal data */", "#include <stddef.h>", ""]
+    for f in range(n_funcs):
+        a, b, c = rng.sample(IDENT, 3)
+        lines += [
+            f"static int {a}_{b}_{f}(struct {c} *{a}, size_t {b})",
+            "{",
+            f"    if (!{a} || {b} == 0)",
+            "        return -1;",
+            f"    for (size_t i = 0; i < {b}; i++)",
+            f"        {a}->{c} += i % {rng.randint(2, 9)};",
+            f"    return {a}->{c} > {rng.randint(10, 99)} ? 1 : 0;",
+            "}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def system_prompt(rng):
+    rules = [f"Rule {i + 1}: {prose(rng, 40)}" for i in range(12)]
+    return "You are a coding agent working in a repository.\n" + "\n".join(rules)
+
+
+def turn_parts(rng, t):
+    user = f"Turn {t}: {prose(rng, rng.randint(60, 160))}"
+    if t == 1:
+        user += " Send the report to build.lead#corp-mail.example when done."
+    call_id = f"call_{t:04d}"
+    path = f"src/mod_{t:03d}.c"
+    result = code_file(rng, rng.randint(25, 50)) if t % 3 else \
+        "\n".join(f"test_{rng.choice(IDENT)}_{i} ... {'ok' if rng.random() < .9 else 'FAILED'}"
+                  for i in range(rng.randint(90, 180)))
+    return user, call_id, path, result
+
+
+def openai_messages(system, turns):
+    msgs = [{"role": "system", "content": system}]
+    for user, call_id, path, result in turns:
+        msgs.append({"role": "user", "content": user})
+        msgs.append({"role": "assistant", "content": None,
+                     "tool_calls": [{"id": call_id, "type": "function",
+                                     "function": {"name": "read_file",
+                                                  "arguments": json.dumps({"path": path})}}]})
+        msgs.append({"role": "tool", "tool_call_id": call_id, "content": result})
+    return msgs
+
+
+def anthropic_messages(turns):
+    msgs = []
+    for user, call_id, path, result in turns:
+        tid = "toolu_" + call_id[5:]
+        if msgs:    # after a tool result: the user's next words in the same message
+            msgs[-1]["content"].append({"type": "text", "text": user})
+        else:
+            msgs.append({"role": "user", "content": [{"type": "text", "text": user}]})
+        msgs.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": tid, "name": "read_file", "input": {"path": path}}]})
+        msgs.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": result}]})
+    return msgs
+
+
+TOOLS_OPENAI = [{"type": "function", "function": {
+    "name": "read_file", "description": "Reads a file of the repository.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                   "required": ["path"]}}}]
+TOOLS_ANTHROPIC = [{"name": "read_file", "description": "Reads a file of the repository.",
+                    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
+                                     "required": ["path"]}}]
+
+
+def body(shape, system, turns, stream):
+    if shape == "openai":
+        b = {"model": "chat", "messages": openai_messages(system, turns), "tools": TOOLS_OPENAI,
+             "max_tokens": 1024}
+    else:
+        b = {"model": "chat", "system": system, "messages": anthropic_messages(turns),
+             "tools": TOOLS_ANTHROPIC, "max_tokens": 1024}
+    if stream:
+        b["stream"] = True
+    return json.dumps(b, separators=(",", ":"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--turns", type=int, default=50)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--shape", choices=("openai", "anthropic"), default="openai")
+    ap.add_argument("--stream", action="store_true")
+    ap.add_argument("--plant", type=int, default=0)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    system = system_prompt(rng)
+    only = {int(x) for x in a.only.split(",") if x}
+    os.makedirs(a.out, exist_ok=True)
+    turns, prev = [], 0
+    for t in range(1, a.turns + 1):
+        turns.append(turn_parts(rng, t))
+        use = list(turns)
+        if a.plant and t >= a.plant:
+            u = use[0]
+            use[0] = (u[0].replace("build.lead#corp-mail", "build.lead@corp-mail"),) + u[1:]
+        text = body(a.shape, system, use, a.stream)
+        added = len(text) - prev
+        prev = len(text)
+        if only and t not in only:
+            continue
+        path = os.path.join(a.out, f"turn_{t:03d}.json")
+        with open(path, "w") as f:
+            f.write(text)
+        print(t, len(text), added, path)
+
+
+if __name__ == "__main__":
+    main()
