@@ -54,7 +54,7 @@ for b in valgrind callgrind_control strace ab; do
   command -v "$b" >/dev/null || { echo "instr.sh: needs $b" >&2; exit 1; }
 done
 make -s --no-print-directory BUILD="$BUILD" all
-. bench/lib.sh       # bench_scratch, log_port, wait_http
+. bench/lib.sh       # bench_scratch, log_port, wait_http, ab_run, cg_dump
 bench_scratch
 . bench/targets.sh   # build_tools, write_configs, start_target
 build_tools
@@ -64,32 +64,10 @@ pids+=($!)
 UP=$(log_port "$tmp/upstream.log")
 write_configs "$UP"
 
-ab_run() { # target n: n POSTs over CONC keep-alive connections; fails unless all 200
-  local out=$tmp/ab.$1 bad
-  taskset -c "$LOAD_CPU" ab -q -k -n "$2" -c "$CONC" -p "$BODY" -T application/json \
-    "http://${URL[$1]}/v1/chat/completions" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
-  bad=$(awk '/^Failed requests:/ {b += $3} /^Non-2xx responses:/ {b += $3}
-             /^Complete requests:/ {c = $3} END {print (c == n) ? b + 0 : "incomplete"}' n="$2" "$out")
-  [ "$bad" = 0 ] || { echo "instr.sh: $1: $bad failed of $2" >&2; cat "$out" >&2; exit 1; }
-}
 streams_run() { # target n
   local line
   line=$(taskset -c "$LOAD_CPU" "$BUILD/bench/streams" "${URL[$1]}" "$2" "$BODY" "" "$CONC" 1)
   case $line in *" done=$2 "*) ;; *) echo "instr.sh: $1 streams: $line" >&2; exit 1 ;; esac
-}
-cg_dump() { # target label: dump the counters since the last zeroing; prints Ir
-  local t=$1 f before after
-  before=$(ls "$tmp"/callgrind."$t".out.* 2>/dev/null | wc -l)
-  callgrind_control -d "$2" "${PID_OF[$t]}" >/dev/null 2>&1
-  for _ in $(seq 1 600); do   # the dump is written once the process next runs
-    after=$(ls "$tmp"/callgrind."$t".out.* 2>/dev/null | wc -l)
-    [ "$after" -gt "$before" ] && break
-    sleep 0.1
-  done
-  f=$(ls -t "$tmp"/callgrind."$t".out.* | head -1)
-  for _ in $(seq 1 100); do grep -q '^totals:' "$f" && break; sleep 0.1; done
-  mv "$f" "$tmp/callgrind.$t.$2.out"
-  awk '/^totals:/ {print $2}' "$tmp/callgrind.$t.$2.out"
 }
 stop_target() {
   kill "${PID_OF[$1]}" 2>/dev/null || true

@@ -1,4 +1,5 @@
-# Sourced by bench/proxy.sh and bench/instr.sh: the proxies they compare, each
+# Sourced by bench/proxy.sh, bench/instr.sh (and bench/responses_instr.sh, for
+# spillway_features and start_target): the proxies they compare, each
 # configured the same way in both, and the helpers that start them.
 #
 # Before sourcing: bench/lib.sh (its bench_scratch run: tmp, pids), BUILD,
@@ -7,6 +8,9 @@
 #                         (bench/upstream.c, bench/streams.c) into $BUILD/bench
 #   write_configs UP      configs for Spillway, nginx and HAProxy in front of
 #                         the upstream on 127.0.0.1:UP; sets NGX and HAP (ports)
+#   spillway_features     prints the config lines that turn Spillway's features
+#                         on (PII scan, decision log, limits), for a config
+#                         written elsewhere (bench/responses_instr.sh)
 #   start_target T [WRAPPER...]
 #                         starts target T (spillway, nginx, haproxy) pinned to
 #                         PROXY_CPU, under WRAPPER (e.g. valgrind) if given;
@@ -16,6 +20,12 @@
 
 declare -A URL PID_OF
 NGINX_MAIN=${NGINX_MAIN:-}
+
+spillway_features() {
+  echo 'pii: { policy: local_only }'
+  echo "decision_log: \"$tmp/decisions.log\""
+  echo 'limits: { max_connections: 20000, client_timeout_ms: 60000 }'
+}
 
 build_tools() {
   local p
@@ -40,9 +50,7 @@ write_configs() { # UP
     printf '  - { name: chat, backends: ['
     for i in $(seq -w 0 19); do printf '%sup%s' "$([ "$i" = 00 ] || echo ', ')" "$i"; done
     echo '] }'
-    echo 'pii: { policy: local_only }'
-    echo "decision_log: \"$tmp/decisions.log\""
-    echo 'limits: { max_connections: 20000, client_timeout_ms: 60000 }'
+    spillway_features
   } >"$tmp/spillway.yaml"
 
   # ---- nginx: one worker, upstream keep-alive pool, no response buffering ----
