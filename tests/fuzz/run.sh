@@ -47,7 +47,7 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
         -I/usr/share/include/llhttp $(pkg-config --cflags jansson libhs yaml-0.1 libevent libutf8proc)"
 CXXFLAGS="-std=gnu++17 -g -O1 $SAN -fno-sanitize=vptr,function -fno-omit-frame-pointer -Wall -Wextra -Werror -Isrc"
-LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8 libsystemd) -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lpthread -lm"
+LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8 libsystemd libcrypto) -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}
