@@ -3010,27 +3010,6 @@ static int scan_view(const struct sw_pii_engine *e, const char *text, size_t len
     return rc;
 }
 
-/* The spans of a scan, collected to be stored and replayed. */
-struct collect {
-    struct sw_pii_span *sp;
-    size_t n, cap;
-};
-
-static int on_collect(void *ud, const struct sw_pii_span *sp)
-{
-    struct collect *l = ud;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 16;
-        struct sw_pii_span *p = realloc(l->sp, nc * sizeof *p);
-        if (!p)
-            return SW_ENOMEM;
-        l->sp = p;
-        l->cap = nc;
-    }
-    l->sp[l->n++] = *sp;
-    return SW_OK;
-}
-
 static int replay(const struct sw_pii_span *sp, size_t n, sw_pii_on_span on_span, void *ud)
 {
     int rc = SW_OK;
@@ -3059,8 +3038,8 @@ static int scan(const struct sw_pii_engine *e, const char *text, size_t len, int
             free(sp);
         return rc;
     }
-    struct collect l = {0};
-    int rc = scan_fresh(e, text, len, json, on_collect, &l);
+    struct spanlist l = {0}; /* the spans, collected to be stored and replayed */
+    int rc = scan_fresh(e, text, len, json, on_list_span, &l);
     if (!rc) {
         sw_pii_cache_put(e->cache, &k, l.sp, l.n);
         rc = replay(l.sp, l.n, on_span, ud);
