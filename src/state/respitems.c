@@ -120,9 +120,9 @@ static json_t *stored_item(const json_t *it, const char *hex, size_t n)
 }
 
 /* Gives every object item of all a distinct id of at most SW_RESPSTORE_MAX_ID
- * bytes: one already taken earlier in the list, too long or missing gets
- * "<prefix>_<hex>_at<i>" (i its place), so a page cursor (`after`) names one
- * item. Items changed are copied first (the prior ones are shared). */
+ * bytes: one already taken earlier in the list, empty, too long or missing
+ * gets "<prefix>_<hex>_at<i>" (i its place), so a page cursor (`after`) names
+ * one item. Items changed are copied first (the prior ones are shared). */
 static int unique_ids(json_t *all, const char *hex)
 {
     json_t *seen = json_object();
@@ -135,11 +135,13 @@ static int unique_ids(json_t *all, const char *hex)
         if (!json_is_object(it))
             continue;
         const char *id = json_string_value(json_object_get(it, "id"));
-        if (!id || strlen(id) > SW_RESPSTORE_MAX_ID || json_object_get(seen, id)) {
+        if (!id || !*id || strlen(id) > SW_RESPSTORE_MAX_ID || json_object_get(seen, id)) {
             json_t *c = json_copy(it);
             char nid[SW_RESPSTORE_MAX_ID + 32];
             const char *type = json_string_value(json_object_get(it, "type"));
             snprintf(nid, sizeof nid, "%s_%s_at%zu", id_prefix(type), hex, i);
+            for (unsigned k = 1; json_object_get(seen, nid); k++) /* a client took it first */
+                snprintf(nid, sizeof nid, "%s_%s_at%zu_%u", id_prefix(type), hex, i, k);
             if (!c || json_object_set_new(c, "id", json_string(nid)) ||
                 json_array_set_new(all, i, c)) {
                 err = SW_ENOMEM;
