@@ -1,6 +1,7 @@
 #include "daemon.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,6 +204,17 @@ static int reload(void *ud, char *msg, size_t cap)
     return err;
 }
 
+/* Whether the access log's file or format differs between two snapshots. */
+static bool access_log_changed(const struct sw_config *a, const struct sw_config *b)
+{
+    const char *pa = a->access_log.path, *pb = b->access_log.path;
+    if (!pa || !pb)
+        return pa != pb;
+    return strcmp(pa, pb) != 0 || a->access_log.format != b->access_log.format;
+}
+
+static void schedule_declog_flush(void *arg);
+
 static int do_reload(struct daemon *d, char *msg, size_t cap)
 {
     struct sw_pii_engine *pii = NULL;
@@ -212,13 +224,32 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
         sw_pii_engine_set_cache(pii, d->pii_cache);
     struct sw_live *live = cfg ? sw_live_new(cfg, d->shared, d->live, pii, sw_now_ms()) : NULL;
     struct sw_healthcheck *hc = live ? sw_healthcheck_new(d->base, d->cev, cfg, live) : NULL;
-    if (!hc) {
+    if (!hc)
         snprintf(msg, cap, "%s is invalid (errors logged above)", d->config_path);
+    /* A changed access_log opens before anything is swapped: a file that
+     * cannot be opened refuses the reload, the old log keeps writing. */
+    struct sw_access *access = d->obs.access;
+    bool access_changed = hc && access_log_changed(d->cfg, cfg);
+    if (access_changed && cfg->access_log.path &&
+        !(access = sw_access_open(cfg->access_log.path,
+                                  (enum sw_access_format)cfg->access_log.format,
+                                  schedule_declog_flush, d))) {
+        snprintf(msg, cap, "cannot open the access log %s: %s", cfg->access_log.path,
+                 strerror(errno));
+        sw_healthcheck_free(hc);
+        hc = NULL;
+    }
+    if (!hc) {
         sw_error("reload refused: %s; the old configuration keeps serving", msg);
         sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"failed"}, 1);
         sw_live_unref(live);
         sw_config_unref(cfg);
         return SW_EINVAL;
+    }
+    if (access_changed) {
+        sw_access_close(d->obs.access); /* writes what it still holds */
+        d->obs.access = cfg->access_log.path ? access : NULL;
+        sw_info("access log: %s", cfg->access_log.path ? cfg->access_log.path : "off");
     }
     sw_healthcheck_free(d->hc);
     d->hc = hc;

@@ -132,11 +132,20 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
     return k;
 }
 
-/* A request ended: its access-log line (obs/access.h), when the log is on. */
+/* A request ended: a 401, 404 or 405 counted by path class, and its
+ * access-log line (obs/access.h) when the log is on. */
 static void on_done(struct sw_http_req *req, void *ud)
 {
     struct sw_front *f = ud;
-    if (!f->obs || !f->obs->access)
+    if (!f->obs)
+        return;
+    int status = sw_http_status(req);
+    if (status == 401 || status == 404 || status == 405) {
+        const char *lbl[] = {status == 401 ? "401" : status == 404 ? "404" : "405",
+                             sw_access_path_class(sw_http_path(req))};
+        sw_metrics_inc(f->obs->metrics, SW_M_REFUSED, lbl, 1);
+    }
+    if (!f->obs->access)
         return;
     const char *denied;
     const struct sw_config_key *k = find_key(f, req, &denied);

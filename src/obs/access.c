@@ -133,6 +133,28 @@ int sw_access_format(struct sw_buf *out, const struct sw_access_entry *e,
     return err;
 }
 
+/* path is prefix itself or below it (prefix followed by '/'). */
+static bool under(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return !strncmp(path, prefix, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+const char *sw_access_path_class(const char *path)
+{
+    if (!path)
+        return "unknown";
+    if (under(path, "/v1/models"))
+        return "models";
+    if (under(path, "/v1"))
+        return "api";
+    if (under(path, "/admin"))
+        return "admin";
+    if (!strcmp(path, "/healthz") || !strcmp(path, "/metrics") || under(path, "/dashboard"))
+        return "ops";
+    return "unknown";
+}
+
 /* ---- The sink ---- */
 
 struct sw_access {

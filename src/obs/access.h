@@ -48,6 +48,12 @@ struct sw_access_entry {
 int sw_access_format(struct sw_buf *out, const struct sw_access_entry *e,
                      enum sw_access_format f);
 
+/* The class of a request path, for counting refusals without the path
+ * itself (a bounded label set): "models" (/v1/models and below), "api"
+ * (any other /v1/ path), "admin" (/admin and below), "ops" (/healthz,
+ * /metrics, /dashboard and below) or "unknown". Pure. */
+const char *sw_access_path_class(const char *path);
+
 struct sw_access;
 
 /* path: a file (appended, created 0640), "-" (stdout) or "stderr". NULL

@@ -87,6 +87,11 @@ static const struct family_def families[SW_M__COUNT] = {
                       "Request fields left out because the backend that served has no form "
                       "for them (translation.unsupported: drop), by field.",
                       COUNTER, {"field"}, 1, 64, NULL, 0},
+    [SW_M_REFUSED] = {"spillway_http_refused_total",
+                      "Requests answered 401 (no or unknown key), 404 (unknown URL or model) or "
+                      "405 (wrong method), by status and path class (api, models, admin, ops, "
+                      "unknown; never the path itself).",
+                      COUNTER, {"status", "path_class"}, 2, 32, NULL, 0},
 };
 
 /* ---- Storage ---- */

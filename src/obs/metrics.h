@@ -38,6 +38,7 @@ enum sw_metric {
     SW_M_CONTRACT,          /* spillway_contract_violations_total{backend,model} */
     SW_M_PRIORITY,          /* spillway_priority_requests_total{priority,tier,reason} */
     SW_M_DROPPED,           /* spillway_translation_dropped_total{field} */
+    SW_M_REFUSED,           /* spillway_http_refused_total{status,path_class} */
     SW_M__COUNT
 };
 

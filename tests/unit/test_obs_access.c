@@ -118,12 +118,33 @@ static void test_sink(void **state)
     sw_access_close(NULL);
 }
 
+/* A bounded label set: every path falls in one of five classes. */
+static void test_path_class(void **state)
+{
+    (void)state;
+    static const struct { const char *path, *cls; } cases[] = {
+        {"/v1/models", "models"},        {"/v1/models/chat", "models"},
+        {"/v1/modelsx", "api"},          {"/v1/chat/completions", "api"},
+        {"/v1/v1/messages", "api"},      {"/v1", "api"},
+        {"/v1x", "unknown"},             {"/admin", "admin"},
+        {"/admin/state", "admin"},       {"/administrator", "unknown"},
+        {"/healthz", "ops"},             {"/metrics", "ops"},
+        {"/dashboard", "ops"},           {"/dashboard/app.js", "ops"},
+        {"/metricsx", "unknown"},        {"/", "unknown"},
+        {"", "unknown"},                 {"/chat/completions", "unknown"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_string_equal(sw_access_path_class(cases[i].path), cases[i].cls);
+    assert_string_equal(sw_access_path_class(NULL), "unknown");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_combined),
         cmocka_unit_test(test_sink),
+        cmocka_unit_test(test_path_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
