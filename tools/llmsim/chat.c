@@ -135,6 +135,9 @@ int sw_llmsim_chat_parse(json_t *root, enum sw_llmsim_dialect d, struct sw_llmsi
         snprintf(c->forced_tool, sizeof c->forced_tool, "%s", tool);
         c->wants_json = true;
     }
+    const char *tht = json_string_value(json_object_get(json_object_get(root, "thinking"), "type"));
+    c->thinking = d == SW_LLMSIM_ANTHROPIC && tht &&
+                  (!strcmp(tht, "enabled") || !strcmp(tht, "adaptive"));
     json_t *so = json_object_get(root, "stream_options");
     if (so && json_is_object(so))
         c->include_usage = json_is_true(json_object_get(so, "include_usage"));

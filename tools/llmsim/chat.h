@@ -37,6 +37,8 @@ struct sw_llmsim_chat {
                                   * Anthropic {type: tool}); "" = none */
     bool scripted;               /* forced_tool set by a scripted call (sw_llmsim_chat_script):
                                   * called streamed too, in every dialect */
+    bool thinking;               /* Anthropic thinking.type enabled or adaptive: the answer
+                                  * starts with a thinking block (echo mode) */
 };
 
 /* The prefix of a last user message that scripts a tool call (echo mode). */

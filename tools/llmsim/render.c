@@ -69,6 +69,45 @@ static int an_usage(struct sw_buf *b, int input, int output)
                           input, output);
 }
 
+/* The Anthropic content index of the answer's text (after a thinking block). */
+static int text_index(const struct sw_llmsim_reply *r)
+{
+    return r->dialect == SW_LLMSIM_ANTHROPIC && r->thinking[0] && !r->tool[0] ? 1 : 0;
+}
+
+/* A fixed signature: what the real API sends to check a thinking block it
+ * gets back. */
+#define SIM_SIGNATURE "c2ltLXNpZ25hdHVyZQ=="
+
+/* A thinking block at index 0, its text in pieces of at most 7 bytes (cut at
+ * UTF-8 character boundaries), so a client sees text split mid-word. */
+static int thinking_block(struct sw_buf *b, const char *text)
+{
+    int err = str(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\","
+                     "\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\","
+                     "\"signature\":\"\"}}\n\n");
+    size_t len = strlen(text);
+    for (size_t at = 0; !err && at < len;) {
+        size_t n = len - at < 7 ? len - at : 7;
+        while (at + n < len && n > 1 && ((unsigned char)text[at + n] & 0xC0) == 0x80)
+            n--;
+        err = str(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                     "\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"");
+        if (!err)
+            err = sw_json_escape(b, text + at, n, 0);
+        if (!err)
+            err = str(b, "\"}}\n\n");
+        at += n;
+    }
+    if (!err)
+        err = str(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                     "\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\""
+                     SIM_SIGNATURE "\"}}\n\n"
+                     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\","
+                     "\"index\":0}\n\n");
+    return err;
+}
+
 int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply *r)
 {
     int err;
@@ -114,10 +153,15 @@ int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply
             err = str(b, "\",\"input\":{}}}\n\n"
                          "event: ping\ndata: {\"type\": \"ping\"}\n\n");
     } else if (!err) {
-        err = str(b, "}}\n\n"
-                     "event: content_block_start\ndata: {\"type\":\"content_block_start\","
-                     "\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
-                     "event: ping\ndata: {\"type\": \"ping\"}\n\n");
+        err = str(b, "}}\n\n");
+        if (!err && r->thinking[0])
+            err = thinking_block(b, r->thinking);
+        if (!err)
+            err = sw_buf_appendf(b,
+                                 "event: content_block_start\ndata: {\"type\":\"content_block_start\","
+                                 "\"index\":%d,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}"
+                                 "\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n",
+                                 text_index(r));
     }
     return err;
 }
@@ -142,9 +186,10 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
         if (!err)
             err = str(b, brk);
         if (!err)
-            err = str(b, r->tool[0] ? "\"index\":0,\"delta\":{\"type\":\"input_json_delta\","
-                                      "\"partial_json\":\""
-                                    : "\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
+            err = r->tool[0] ? str(b, "\"index\":0,\"delta\":{\"type\":\"input_json_delta\","
+                                      "\"partial_json\":\"")
+                             : sw_buf_appendf(b, "\"index\":%d,\"delta\":{\"type\":\"text_delta\","
+                                                 "\"text\":\"", text_index(r));
     }
     if (!err)
         err = sw_json_escape(b, text.ptr, text.len, 0);
@@ -193,12 +238,12 @@ int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *
     }
     return sw_buf_appendf(b,
                           "event: content_block_stop\ndata: {\"type\":\"content_block_stop\","
-                          "\"index\":0}\n\n"
+                          "\"index\":%d}\n\n"
                           "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{"
                           "\"stop_reason\":\"%s\",\"stop_sequence\":null},\"usage\":{"
                           "\"output_tokens\":%d}}\n\n"
                           "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-                          length ? "max_tokens" : r->tool[0] ? "tool_use" : "end_turn",
+                          text_index(r), length ? "max_tokens" : r->tool[0] ? "tool_use" : "end_turn",
                           output_tokens);
 }
 
@@ -277,7 +322,16 @@ int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
     if (!err)
         err = esc(b, r->model);
     if (!err)
-        err = str(b, "\",\"content\":[{\"type\":\"text\",\"text\":\"");
+        err = str(b, "\",\"content\":[");
+    if (!err && r->thinking[0]) {
+        err = str(b, "{\"type\":\"thinking\",\"thinking\":\"");
+        if (!err)
+            err = esc(b, r->thinking);
+        if (!err)
+            err = str(b, "\",\"signature\":\"" SIM_SIGNATURE "\"},");
+    }
+    if (!err)
+        err = str(b, "{\"type\":\"text\",\"text\":\"");
     if (!err)
         err = sw_json_escape(b, text, len, 0);
     if (!err && malformed)

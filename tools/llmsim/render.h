@@ -20,6 +20,9 @@ struct sw_llmsim_reply {
     char model[SW_LLMSIM_MODEL_MAX]; /* echoed model id, raw */
     char tool[128];              /* a forced tool: the answer calls it (Anthropic streams it as a
                                   * tool_use block), "" = text */
+    char thinking[2048];         /* Anthropic: the text of a thinking block before the answer's
+                                  * text block (streamed in 7-byte thinking_delta pieces, then
+                                  * a signature_delta), "" = none */
     int prompt_tokens;
     bool include_usage;          /* OpenAI: send the usage chunk */
     char head[2048];             /* OpenAI chunk prefix, by sw_llmsim_reply_prepare */

@@ -590,6 +590,18 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     if (s->o.reply == SW_LLMSIM_REPLY_ECHO &&
         (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC || r->rroot || r->chat.scripted))
         snprintf(rp->tool, sizeof rp->tool, "%s", r->chat.forced_tool);
+    /* Thinking asked of the Anthropic API (echo only): a thinking block
+     * whose text is the last user message's, cut at a character boundary. */
+    if (s->o.reply == SW_LLMSIM_REPLY_ECHO && d == SW_LLMSIM_ANTHROPIC && !r->rroot &&
+        r->chat.thinking && !rp->tool[0] && r->chat.last_user.len) {
+        size_t n = r->chat.last_user.len < sizeof rp->thinking - 1 ? r->chat.last_user.len
+                                                                   : sizeof rp->thinking - 1;
+        while (n > 0 && n < r->chat.last_user.len &&
+               ((unsigned char)r->chat.last_user.ptr[n] & 0xC0) == 0x80)
+            n--;
+        memcpy(rp->thinking, r->chat.last_user.ptr, n);
+        rp->thinking[n] = '\0';
+    }
     if (sw_llmsim_reply_prepare(rp))
         rp->head_len = 0; /* too long to cache: built per chunk */
     if (r->rroot && r->chat.stream && !(r->rs = sw_llmsim_rstream_new(rp, r->rroot))) {
