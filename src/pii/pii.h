@@ -298,4 +298,33 @@ int sw_pii_stream_chunk(struct sw_pii_stream *s, json_t *chunk);
 json_t *sw_pii_stream_finish(struct sw_pii_stream *s);
 void sw_pii_stream_free(struct sw_pii_stream *s);
 
+/* ---- Anthropic Messages answers, in their own shape ----
+ * For an answer passed to the client in the API it came in (a masked request
+ * to an Anthropic backend from an Anthropic client), so that every block
+ * the backend sent (thinking included) reaches the client.
+ *
+ * Unmasks a non-streamed message in place: content[] text blocks' "text",
+ * thinking blocks' "thinking", and every string value of tool_use /
+ * server_tool_use "input" (signatures and redacted_thinking data are left as
+ * they are). SW_OK, or SW_ENOMEM / SW_ETOOBIG / SW_EINVAL (input nested
+ * deeper than 256). */
+int sw_pii_unmask_message(const struct sw_pii_map *m, json_t *message);
+
+/* One per stream; borrows m. Feed each parsed event in order: message_start's
+ * content and content_block_start's block are unmasked whole; a
+ * content_block_delta's text_delta.text, thinking_delta.thinking and
+ * input_json_delta.partial_json (JSON text: restored values are escaped) are
+ * rewritten in place, holding back per block index only a tail that could be
+ * the start of a placeholder. At a content_block_stop whose block still holds
+ * text, *before gets a content_block_delta event (new reference, caller
+ * owns) with that text, to be sent before the stop; otherwise *before is
+ * NULL. The concatenated text of each block equals sw_pii_unmask_text of its
+ * concatenated deltas, for any split. SW_OK; SW_EINVAL (an event that is not
+ * an object, more than 64 blocks open at once, two kinds of delta in one
+ * block) or SW_ENOMEM / SW_ETOOBIG: end the stream with an error. */
+struct sw_pii_nstream;
+struct sw_pii_nstream *sw_pii_nstream_new(const struct sw_pii_map *m);
+int sw_pii_nstream_event(struct sw_pii_nstream *s, json_t *ev, json_t **before);
+void sw_pii_nstream_free(struct sw_pii_nstream *s);
+
 #endif

@@ -39,7 +39,8 @@ int sw_relay_on_sse_event(void *ud, const char *event, const char *data, size_t 
     if (io->chunks)
         json_array_clear(io->chunks);
     json_decref(io->native);
-    io->native = NULL;
+    json_decref(io->native_before);
+    io->native = io->native_before = NULL;
     a->abort_err = io->verdict.err ? io->verdict.err : SW_EPROTO;
     snprintf(a->abort_msg, sizeof a->abort_msg, "%.150s", io->verdict.msg);
     return a->abort_err;

@@ -67,9 +67,10 @@ static void io_clear(struct sw_stage_io *io)
     free(io->text);
     json_decref(io->chunks);
     json_decref(io->native);
+    json_decref(io->native_before);
     json_decref(io->answer);
     free(io->reply_owned);
-    io->body = io->chunks = io->native = io->answer = NULL;
+    io->body = io->chunks = io->native = io->native_before = io->answer = NULL;
     io->text = io->reply_owned = NULL;
 }
 
@@ -546,11 +547,15 @@ static void dispatch(struct proxy *p)
     }
     a->up_dialect = ud;
     /* The request goes in the client's own API when the backend speaks it;
-     * the answer is passed through as it is unless it must be unmasked
-     * (then it is read in the internal form, as a translated one is). */
+     * the answer is passed through as it is unless it must be unmasked and
+     * the unmasker has no form for that API (then it is read in the internal
+     * form, as a translated one is). Anthropic's is unmasked in its own
+     * shape, so its thinking blocks reach the client. */
     bool own_api = p->client_dialect != SW_DIALECT_OPENAI && ud == p->client_dialect;
+    bool native_unmask = p->client_dialect == SW_DIALECT_ANTHROPIC;
     /* A contract on response_format judges the text in the internal form. */
-    a->native = own_api && !a->need_mask && !(p->contract.schema && !p->contract.tool);
+    a->native = own_api && (!a->need_mask || native_unmask) &&
+                !(p->contract.schema && !p->contract.tool);
     if (!own_api && p->chat.untranslatable && !sw_relay_drop_fields(p)) {
         cannot_carry(p, p->chat.untranslatable);
         return;

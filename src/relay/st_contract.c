@@ -43,6 +43,9 @@ static enum sw_stage_rc contract_event(struct sw_stage *st, struct sw_stage_io *
 {
     struct sw_contract_stage *c = st->ctx;
     if (io->native) {
+        const char *bt = json_string_value(json_object_get(io->native_before, "type"));
+        if (bt)
+            sw_contract_collect_native(&c->col, bt, io->native_before);
         const char *type = json_string_value(json_object_get(io->native, "type"));
         if (type)
             sw_contract_collect_native(&c->col, type, io->native);

@@ -262,27 +262,42 @@ const struct sw_stage_ops sw_dialect_up_ops = {
 
 /* ---- The client's side ---- */
 
+/* Writes one event of the client's own API (ev is taken); name NULL: its type. */
+static enum sw_stage_rc write_native(struct sw_dialect_stage *d, struct sw_stage_io *io,
+                                     json_t *ev, const char *name)
+{
+    char nm[64];
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    snprintf(nm, sizeof nm, "%s", name && name[0] ? name : type ? type : "message");
+    if (d->client->client_passed)
+        d->client->client_passed(d->cs, ev, false);
+    char *s = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
+    if (!s)
+        return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
+    evbuffer_add_printf(io->out, "event: %s\ndata: %s\n\n", nm, s);
+    free(s);
+    return SW_STAGE_OK;
+}
+
 static enum sw_stage_rc client_event(struct sw_stage *st, struct sw_stage_io *io)
 {
     struct sw_dialect_stage *d = st->ctx;
+    if (io->native_before) {
+        json_t *ev = io->native_before;
+        io->native_before = NULL;
+        enum sw_stage_rc rc = write_native(d, io, ev, NULL);
+        if (rc)
+            return rc;
+    }
     if (io->native) {
         /* message_stop is the end: held for the end hook (a contract may
          * end the stream with its error event instead) */
         if (io->done)
             return SW_STAGE_OK;
-        char name[64];
-        const char *type = json_string_value(json_object_get(io->native, "type"));
-        snprintf(name, sizeof name, "%s", io->event && io->event[0] ? io->event : type);
-        if (d->client->client_passed)
-            d->client->client_passed(d->cs, io->native, false);
-        char *s = json_dumps(io->native, JSON_COMPACT);
-        json_decref(io->native);
+        json_t *ev = io->native;
         io->native = NULL;
-        if (!s)
-            return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
-        evbuffer_add_printf(io->out, "event: %s\ndata: %s\n\n", name, s);
-        free(s);
-        return SW_STAGE_OK;
+        return write_native(d, io, ev, io->event);
     }
     size_t i;
     json_t *c;

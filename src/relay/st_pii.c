@@ -119,6 +119,8 @@ void sw_pii_stage_free(struct sw_pii_stage *s)
     detach(s);
     sw_pii_stream_free(s->pstream);
     s->pstream = NULL;
+    sw_pii_nstream_free(s->nstream);
+    s->nstream = NULL;
     sw_pii_map_free(s->map);
     s->map = NULL;
 }
@@ -129,6 +131,8 @@ static void mask_reset(struct sw_stage *st)
     detach(s);
     sw_pii_stream_free(s->pstream);
     s->pstream = NULL;
+    sw_pii_nstream_free(s->nstream);
+    s->nstream = NULL;
     s->masked = false;
 }
 
@@ -150,7 +154,9 @@ static enum sw_stage_rc mask_request(struct sw_stage *st, struct sw_stage_io *io
 /* What the mask hook decides once the tree was masked (ok) or not. */
 static enum sw_stage_rc mask_done(struct sw_pii_stage *s, struct sw_stage_io *io, bool ok)
 {
-    if (ok && s->stream && !(s->pstream = sw_pii_stream_new(s->map)))
+    if (ok && s->stream && !s->native && !(s->pstream = sw_pii_stream_new(s->map)))
+        ok = false;
+    if (ok && s->stream && s->native && !(s->nstream = sw_pii_nstream_new(s->map)))
         ok = false;
     if (!ok) {
         io->verdict.before_send = true;
@@ -169,6 +175,11 @@ static enum sw_stage_rc mask_event(struct sw_stage *st, struct sw_stage_io *io)
     struct sw_pii_stage *s = st->ctx;
     size_t i;
     json_t *c;
+    if (s->nstream && io->native) {
+        if (sw_pii_nstream_event(s->nstream, io->native, &io->native_before) != SW_OK)
+            return sw_stage_fail(io, SW_EPROTO, 0, "could not restore the masked values");
+        return SW_STAGE_OK;
+    }
     if (!s->pstream)
         return SW_STAGE_OK;
     json_array_foreach(io->chunks, i, c) {
@@ -191,9 +202,11 @@ static enum sw_stage_rc mask_end(struct sw_stage *st, struct sw_stage_io *io)
 static enum sw_stage_rc mask_answer(struct sw_stage *st, struct sw_stage_io *io)
 {
     struct sw_pii_stage *s = st->ctx;
-    if (!s->masked || s->embeddings || !io->answer)
+    if (!s->masked || s->embeddings)
         return SW_STAGE_OK;
-    if (sw_pii_unmask_response(s->map, io->answer) != SW_OK)
+    if (io->native && sw_pii_unmask_message(s->map, io->native) != SW_OK)
+        return sw_stage_fail(io, SW_EPROTO, io->up_status, "could not restore the masked values");
+    if (io->answer && sw_pii_unmask_response(s->map, io->answer) != SW_OK)
         return sw_stage_fail(io, SW_EPROTO, io->up_status, "could not restore the masked values");
     return SW_STAGE_OK;
 }

@@ -5,7 +5,8 @@
  *    value keeps its placeholder). Its response hooks restore the values:
  *    the whole answer (sw_pii_unmask_response), or the stream chunk by chunk
  *    (pii/stream.c: a placeholder split across events, at any byte, is
- *    still restored).
+ *    still restored); an Anthropic answer passed in its own API, thinking
+ *    blocks included, with sw_pii_unmask_message and pii/nstream.c.
  *  - gate (its request hook, the last before the body leaves): a body that
  *    was built (translated or masked) for a cloud backend is scanned once
  *    more in that backend's API; masked it must hold no entity, unmasked
@@ -50,7 +51,10 @@ struct sw_pii_stage {
     enum sw_pii_surface mask_surface;       /* the API of the tree masked */
     enum sw_pii_surface send_surface;       /* the API of the body sent */
     bool masked;                            /* ... and was: the answer is unmasked */
+    bool native;                            /* the answer is in the client's API (Anthropic's):
+                                             * unmasked in that shape */
     struct sw_pii_stream *pstream;          /* the stream's unmasker (owned) */
+    struct sw_pii_nstream *nstream;         /* ... of a native stream (owned) */
 };
 
 extern const struct sw_stage_ops sw_pii_mask_ops;

@@ -79,6 +79,8 @@ struct sw_stage_io {
      * API, passed through (native, owned) */
     json_t *chunks;
     json_t *native;
+    json_t *native_before;  /* an event in the client's API to send before native (owned):
+                             * what the unmasker still held of a block it closes */
     bool done;              /* the upstream's stream is complete */
     bool closed;            /* the client's stream ended (an error event): write no more */
     /* the answer hook: the whole answer, bytes (borrowed, editable) or tree (owned) */

@@ -27,6 +27,7 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
     size_t n = 0;
     const struct sw_config_backend *be = sw_relay_backend(p);
     p->pii_st.need_mask = a->need_mask;
+    p->pii_st.native = a->native;
     p->pii_st.cloud = be->tier == SW_TIER_CLOUD;
     p->pii_st.mask_surface = pii_surface(p, own_api ? p->client_dialect : SW_DIALECT_OPENAI);
     p->pii_st.send_surface = pii_surface(p, a->up_dialect);

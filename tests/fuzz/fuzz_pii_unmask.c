@@ -109,6 +109,66 @@ static const char *field(json_t *ch, int args)
     return json_string_value(s);
 }
 
+/* The Anthropic stream of the same text (pii/nstream.c): one block at
+ * index 2, text or thinking deltas (input_json_delta for args), the held
+ * tail flushed before its stop, equals the whole-text unmask. */
+static void native_stream(const char *t, int args, int thinking, const size_t *cuts, int n,
+                          const struct sw_buf *whole)
+{
+    const char *dtype = args ? "input_json_delta" : thinking ? "thinking_delta" : "text_delta";
+    const char *fname = args ? "partial_json" : thinking ? "thinking" : "text";
+    struct sw_pii_nstream *s = sw_pii_nstream_new(M);
+    CHECK(s);
+    struct sw_buf out;
+    sw_buf_init(&out, 1 << 22);
+    json_t *before = NULL;
+    json_t *start = json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_start", "index", 2,
+                              "content_block", "type", thinking ? "thinking" : "text",
+                              thinking ? "thinking" : "text", "");
+    CHECK(start && sw_pii_nstream_event(s, start, &before) == SW_OK && !before);
+    json_decref(start);
+    size_t prev = 0;
+    for (int i = 0; i <= n; i++) {
+        json_t *ev = i < n ? json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta",
+                                       "index", 2, "delta", "type", dtype, fname, t + prev,
+                                       cuts[i] - prev)
+                           : json_pack("{s:s, s:i}", "type", "content_block_stop", "index", 2);
+        CHECK(ev && sw_pii_nstream_event(s, ev, &before) == SW_OK);
+        json_t *sent[2] = {before, i < n ? ev : NULL};   /* the held text goes first */
+        for (int k = 0; k < 2; k++) {
+            if (!sent[k])
+                continue;
+            const char *o = json_string_value(json_object_get(json_object_get(sent[k], "delta"), fname));
+            CHECK(o);
+            CHECK(sw_buf_append(&out, o, strlen(o)) == SW_OK);
+        }
+        json_decref(before);
+        json_decref(ev);
+        if (i < n)
+            prev = cuts[i];
+    }
+    sw_pii_nstream_free(s);
+    CHECK(out.len == whole->len && (whole->len == 0 || !memcmp(out.ptr, whole->ptr, whole->len)));
+    sw_buf_free(&out);
+}
+
+/* The whole Anthropic message: a text or thinking block and a tool's input
+ * string value each equal the whole-text unmask. */
+static void native_message(const char *t, size_t len, int thinking, const struct sw_buf *whole)
+{
+    const char *f = thinking ? "thinking" : "text";
+    json_t *m = json_pack("{s:[{s:s, s:s%}, {s:s, s:{s:[s%]}}]}", "content", "type", f, f, t, len,
+                          "type", "tool_use", "input", "k", t, len);
+    CHECK(m && sw_pii_unmask_message(M, m) == SW_OK);
+    json_t *c = json_object_get(m, "content");
+    const char *a = json_string_value(json_object_get(json_array_get(c, 0), f));
+    const char *b = json_string_value(json_array_get(
+        json_object_get(json_object_get(json_array_get(c, 1), "input"), "k"), 0));
+    CHECK(a && b && strlen(a) == whole->len && strlen(b) == whole->len);
+    CHECK(whole->len == 0 || (!memcmp(a, whole->ptr, whole->len) && !memcmp(b, whole->ptr, whole->len)));
+    json_decref(m);
+}
+
 static int utf8_boundary(const char *t, size_t len, size_t i)
 {
     return i == 0 || i >= len || ((unsigned char)t[i] & 0xc0) != 0x80;
@@ -182,6 +242,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sw_pii_stream_free(s);
     CHECK(streamed.len == whole.len);
     CHECK(whole.len == 0 || !memcmp(streamed.ptr, whole.ptr, whole.len));
+    native_stream(t, args, (data[0] >> 1) & 1, cuts, n, &whole);
+    if (!args)
+        native_message(t, len, (data[0] >> 1) & 1, &whole);
     sw_buf_free(&whole);
     sw_buf_free(&streamed);
     free(t);

@@ -827,6 +827,125 @@ static void test_json_text_mask(void **state)
 /* Detection on the normalised view: Unicode spaces, format characters and
  * full-width forms; the span is the original bytes, zero-width chars inside
  * it included. */
+/* An Anthropic answer in its own shape: text, thinking and a tool's input
+ * restored; the signature and redacted data are the provider's own. */
+static void test_unmask_message(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    const char *ph;
+    size_t phl;
+    assert_int_equal(sw_pii_map_put(m, SW_PII_EMAIL, "EMAIL", "a\"b@example.com", 15, &ph, &phl), SW_OK);
+    char p[64];
+    snprintf(p, sizeof p, "%.*s", (int)phl, ph);
+    json_t *msg = json_pack("{s:s, s:[{s:s, s:s++, s:s}, {s:s, s:s}, {s:s, s:{s:[s, i], s:{s:s}}}, "
+                            "{s:s, s:s}]}",
+                            "type", "message", "content", "type", "thinking", "thinking", "mail ", p,
+                            " now", "signature", p, "type", "text", "text", p, "type", "tool_use",
+                            "input", "to", p, 1, "more", "cc", p, "type", "redacted_thinking", "data", p);
+    assert_non_null(msg);
+    assert_int_equal(sw_pii_unmask_message(m, msg), SW_OK);
+    json_t *c = json_object_get(msg, "content");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "thinking")),
+                        "mail a\"b@example.com now");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "signature")), p);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "text")),
+                        "a\"b@example.com");
+    json_t *in = json_object_get(json_array_get(c, 2), "input");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(in, "to"), 0)),
+                        "a\"b@example.com");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(in, "more"), "cc")),
+                        "a\"b@example.com");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 3), "data")), p);
+    json_decref(msg);
+    sw_pii_map_free(m);
+}
+
+static json_t *delta_ev(int index, const char *type, const char *field, const char *text)
+{
+    return json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_delta", "index", index,
+                     "delta", "type", type, field, text);
+}
+
+static const char *delta_text(json_t *ev, const char *field)
+{
+    return json_string_value(json_object_get(json_object_get(ev, "delta"), field));
+}
+
+/* Streamed: a placeholder split across deltas is held per block and comes
+ * out restored, the tail of a block flushed before its stop; tool input is
+ * JSON text (escaped); bounds and mixed kinds fail. */
+static void test_unmask_native_stream(void **state)
+{
+    (void)state;
+    struct sw_pii_map *m = sw_pii_map_new();
+    const char *ph;
+    size_t phl;
+    assert_int_equal(sw_pii_map_put(m, SW_PII_EMAIL, "EMAIL", "a\"b@example.com", 15, &ph, &phl), SW_OK);
+    char p[64];
+    snprintf(p, sizeof p, "%.*s", (int)phl, ph);
+    struct sw_pii_nstream *s = sw_pii_nstream_new(m);
+    assert_non_null(s);
+    json_t *before = NULL;
+    json_t *start = json_pack("{s:s, s:{s:[]}}", "type", "message_start", "message", "content");
+    assert_int_equal(sw_pii_nstream_event(s, start, &before), SW_OK);
+    assert_null(before);
+    json_decref(start);
+    /* thinking at index 0: "x " + first 3 bytes of the placeholder, then the rest */
+    char head[16], tail[64];
+    snprintf(head, sizeof head, "x %.3s", p);
+    snprintf(tail, sizeof tail, "%s y", p + 3);
+    json_t *d1 = delta_ev(0, "thinking_delta", "thinking", head);
+    assert_int_equal(sw_pii_nstream_event(s, d1, &before), SW_OK);
+    assert_string_equal(delta_text(d1, "thinking"), "x ");
+    json_t *d2 = delta_ev(0, "thinking_delta", "thinking", tail);
+    assert_int_equal(sw_pii_nstream_event(s, d2, &before), SW_OK);
+    assert_string_equal(delta_text(d2, "thinking"), "a\"b@example.com y");
+    /* text at index 1 ends mid-placeholder: flushed before its stop, as it was */
+    json_t *d3 = delta_ev(1, "text_delta", "text", "[EMAI");
+    assert_int_equal(sw_pii_nstream_event(s, d3, &before), SW_OK);
+    assert_string_equal(delta_text(d3, "text"), "");
+    json_t *stop = json_pack("{s:s, s:i}", "type", "content_block_stop", "index", 1);
+    assert_int_equal(sw_pii_nstream_event(s, stop, &before), SW_OK);
+    assert_non_null(before);
+    assert_int_equal(json_integer_value(json_object_get(before, "index")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(before, "delta"), "type")),
+                        "text_delta");
+    assert_string_equal(delta_text(before, "text"), "[EMAI");
+    json_decref(before);
+    /* a tool's input at index 2: the value escaped inside the JSON text */
+    char args[96];
+    snprintf(args, sizeof args, "{\"to\":\"%s\"}", p);
+    json_t *d4 = delta_ev(2, "input_json_delta", "partial_json", args);
+    assert_int_equal(sw_pii_nstream_event(s, d4, &before), SW_OK);
+    assert_string_equal(delta_text(d4, "partial_json"), "{\"to\":\"a\\\"b@example.com\"}");
+    /* one block, two kinds of delta while text is held: refused */
+    json_t *d5 = delta_ev(2, "input_json_delta", "partial_json", "\"[EM");
+    assert_int_equal(sw_pii_nstream_event(s, d5, &before), SW_OK);
+    json_t *d6 = delta_ev(2, "text_delta", "text", "x");
+    assert_int_equal(sw_pii_nstream_event(s, d6, &before), SW_EINVAL);
+    assert_int_equal(sw_pii_nstream_event(s, json_array_get(NULL, 0), &before), SW_EINVAL);
+    json_decref(d1);
+    json_decref(d2);
+    json_decref(d3);
+    json_decref(d4);
+    json_decref(d5);
+    json_decref(d6);
+    json_decref(stop);
+    sw_pii_nstream_free(s);
+    /* more than 64 blocks open at once */
+    s = sw_pii_nstream_new(m);
+    int rc = SW_OK;
+    for (int i = 0; i < 70 && rc == SW_OK; i++) {
+        json_t *d = delta_ev(i, "text_delta", "text", "[EM");
+        rc = sw_pii_nstream_event(s, d, &before);
+        json_decref(d);
+    }
+    assert_int_equal(rc, SW_EINVAL);
+    sw_pii_nstream_free(s);
+    sw_pii_map_free(m);
+}
+
 static void test_unicode_view(void **state)
 {
     (void)state;
@@ -1538,6 +1657,8 @@ int main(void)
         cmocka_unit_test(test_request_depth),
         cmocka_unit_test(test_request_masked_rescans_clean),
         cmocka_unit_test(test_json_text_mask),
+        cmocka_unit_test(test_unmask_message),
+        cmocka_unit_test(test_unmask_native_stream),
         cmocka_unit_test(test_unicode_view),
         cmocka_unit_test(test_view_identity),
         cmocka_unit_test(test_digit_runs_joined),
