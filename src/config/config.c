@@ -1043,6 +1043,7 @@ static const struct sw_walk_setting backend_settings[] = {
      .dmin = 0, .dmax = 100000},
     {.key = "prefill_tps", .type = SW_WALK_DOUBLE, .off = BE(prefill_tps), .dmin = 0,
      .dmax = 10000000},
+    {.key = "prefill_warmup", .type = SW_WALK_BOOL, .off = BE(prefill_warmup), .def = 0},
 };
 static const struct sw_walk_section backend_section = {
     backend_settings, sizeof(backend_settings) / sizeof(backend_settings[0]),

@@ -145,6 +145,9 @@ struct sw_config_backend {
      * sets prefill_ms_per_token = 1000 / prefill_tps); 0: not given */
     double prefill_ms_per_token;    /* prefill cost per prompt token, ms */
     double prefill_tps;             /* prompt tokens processed per second */
+    bool prefill_warmup;            /* local: measure the prefill rate with one timed request
+                                       at start and after the backend comes back, where
+                                       neither the server nor prefill_tps gives one */
     /* For `spillway plan` only (the gateway learns it from traffic); 0: not given */
     double decode_tokens_per_s;     /* decode speed per slot, tokens/s */
 };

@@ -106,8 +106,8 @@ static const struct {
      "force: see spillway_prefill_tokens_per_second for its source).", true},
     {PREFILL_TPS, "spillway_prefill_tokens_per_second",
      "Prefill rate the router assumes for a local backend, prompt tokens/s; the source label "
-     "says where it comes from: server (its own metrics), learned (first-token times), config "
-     "(backends[].prefill_tps) or default.",
+     "says where it comes from: server (its own metrics), learned (first-token times), warmup "
+     "(a timed request of its own), config (backends[].prefill_tps) or default.",
      true},
     {DECODE, "spillway_learned_decode_tokens_per_second",
      "Learned decode speed per slot of a local backend.", true},

@@ -86,7 +86,7 @@ struct sw_obs_backend {
     double outside_load;            /* work the server reports beyond Spillway's in flight */
     bool load_stale;                /* no fresh sample: the estimate ignores outside load */
     const char *prefill_source;     /* local: where prefill_ms_per_token comes from: "server",
-                                       "learned", "config" or "default" (NULL: "default") */
+                                       "learned", "warmup", "config" or "default" (NULL: "default") */
 };
 
 struct sw_obs_gauges {

@@ -8,6 +8,7 @@ const char *sw_prefill_source_name(enum sw_prefill_source s)
     static const char *const names[] = {
         [SW_PREFILL_DEFAULT] = "default", [SW_PREFILL_CONFIG] = "config",
         [SW_PREFILL_LEARNED] = "learned", [SW_PREFILL_SERVER] = "server",
+        [SW_PREFILL_WARMUP] = "warmup",
     };
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
@@ -28,12 +29,18 @@ void sw_prefill_set_config(struct sw_prefill *p, double config_ms_per_token)
     p->config_ms_per_token = positive(config_ms_per_token);
 }
 
-static void take(struct sw_prefill *p, double ms_per_token)
+static double clamp(double ms_per_token)
 {
     if (ms_per_token < SW_EWMA_MIN_PREFILL_MS_PER_TOKEN)
-        ms_per_token = SW_EWMA_MIN_PREFILL_MS_PER_TOKEN;
+        return SW_EWMA_MIN_PREFILL_MS_PER_TOKEN;
     if (ms_per_token > SW_EWMA_MAX_PREFILL_MS_PER_TOKEN)
-        ms_per_token = SW_EWMA_MAX_PREFILL_MS_PER_TOKEN;
+        return SW_EWMA_MAX_PREFILL_MS_PER_TOKEN;
+    return ms_per_token;
+}
+
+static void take(struct sw_prefill *p, double ms_per_token)
+{
+    ms_per_token = clamp(ms_per_token);
     p->server_ms_per_token =
         p->n_server == 0 ? ms_per_token
                          : p->server_ms_per_token +
@@ -43,6 +50,8 @@ static void take(struct sw_prefill *p, double ms_per_token)
 
 bool sw_prefill_report(struct sw_prefill *p, const struct sw_prefill_report *r)
 {
+    if (r->totals || r->gauge)
+        p->server_reports = true;
     if (r->totals) {
         double tokens = r->tokens_total, seconds = r->seconds_total;
         if (!(isfinite(tokens) && tokens >= 0 && isfinite(seconds) && seconds >= 0))
@@ -77,6 +86,22 @@ bool sw_prefill_report(struct sw_prefill *p, const struct sw_prefill_report *r)
     return false;
 }
 
+bool sw_prefill_warmup(struct sw_prefill *p, double elapsed_ms, double rtt_ms, long prompt_tokens,
+                       long output_tokens, double decode_tps)
+{
+    if (prompt_tokens < (long)SW_PREFILL_MIN_TOKENS || !isfinite(elapsed_ms) || !isfinite(rtt_ms) ||
+        !isfinite(decode_tps))
+        return false;
+    double ms = elapsed_ms - (rtt_ms > 0 ? rtt_ms : 0);
+    if (decode_tps > 0 && output_tokens > 0)
+        ms -= (double)output_tokens * 1000.0 / decode_tps;
+    if (!(ms > 0))
+        return false;
+    p->warmup_ms_per_token = clamp(ms / (double)prompt_tokens);
+    p->n_warmup++;
+    return true;
+}
+
 double sw_prefill_ms_per_token(const struct sw_prefill *p, const struct sw_ewma *e,
                                enum sw_prefill_source *src)
 {
@@ -88,6 +113,9 @@ double sw_prefill_ms_per_token(const struct sw_prefill *p, const struct sw_ewma 
     } else if (e && e->n_prefill > 0 && positive(e->prefill_ms_per_token) > 0) {
         s = SW_PREFILL_LEARNED;
         v = e->prefill_ms_per_token;
+    } else if (p && p->n_warmup > 0 && positive(p->warmup_ms_per_token) > 0) {
+        s = SW_PREFILL_WARMUP;
+        v = p->warmup_ms_per_token;
     } else if (p && positive(p->config_ms_per_token) > 0) {
         s = SW_PREFILL_CONFIG;
         v = p->config_ms_per_token;

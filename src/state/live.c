@@ -407,6 +407,15 @@ void sw_live_on_prefill(struct sw_live *l, size_t i, const struct sw_prefill_rep
     sw_prefill_report(&l->b[i]->prefill, r);
 }
 
+bool sw_live_on_prefill_warmup(struct sw_live *l, size_t i, double elapsed_ms, long prompt_tokens,
+                               long output_tokens)
+{
+    struct sw_live_backend *b = l->b[i];
+    double decode = b->ewma.n_decode > 0 ? b->ewma.decode_tps : 0;
+    return sw_prefill_warmup(&b->prefill, elapsed_ms, b->rtt_ms, prompt_tokens, output_tokens,
+                             decode);
+}
+
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
                       struct sw_live_snapshot *out)
 {

@@ -197,6 +197,11 @@ void sw_live_on_load(struct sw_live *l, size_t i, int64_t now_ms, double process
 /* A load poll of backend i's metrics carried prefill figures
  * (upstream/loadsig.h, sw_load_parse_prefill). */
 void sw_live_on_prefill(struct sw_live *l, size_t i, const struct sw_prefill_report *r);
+/* A timed warm-up request to backend i answered (route/prefill.h,
+ * sw_prefill_warmup), with the backend's health-check RTT and its learned
+ * decode speed (none before it learned one). Returns whether it taught. */
+bool sw_live_on_prefill_warmup(struct sw_live *l, size_t i, double elapsed_ms, long prompt_tokens,
+                               long output_tokens);
 /* Work on backend i's server beyond Spillway's in-flight requests there:
  * processing + waiting - Spillway's in_flight when the poll was sent (at
  * least 0), the larger of the last two samples; the slot count when the

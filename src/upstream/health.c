@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "upstream/dialect.h"
 #include "upstream/loadpoll.h"
+#include "upstream/prefillprobe.h"
 #include "upstream/upstream.h"
 
 /* Longest a warm-up may take (a big model loading from disk). */
@@ -22,6 +23,7 @@ struct probe {
     CURL *easy;                 /* the health GET, set up once and reused by every poll */
     bool polling;               /* ... and in flight */
     int64_t sent_ms;
+    bool checked;               /* a health check answered since start */
     struct sw_upstream warm;    /* the warm-up or latency-probe request */
     bool warming;               /* a ping is in flight */
     bool latency_probe;         /* ... and its time feeds the latency window */
@@ -37,6 +39,7 @@ struct sw_healthcheck {
     struct probe *probes;
     size_t n;
     struct sw_loadpoll *load;   /* the load signals of the same snapshot */
+    struct sw_prefill_probes *prefill;  /* the prefill warm-ups (upstream/prefillprobe.h) */
 };
 
 static size_t discard(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -53,6 +56,7 @@ static void on_check_done(void *ud, CURLcode rc)
     if (rc == CURLE_OK)
         curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &status);
     pr->polling = false;
+    pr->checked = true;
     int64_t now = sw_now_ms();
     sw_live_on_health(pr->h->live, pr->i, now, (int)status, (double)(now - pr->sent_ms));
 }
@@ -165,8 +169,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct sw_healthcheck *h = arg;
     int64_t now = sw_now_ms();
-    for (size_t k = 0; k < h->n; k++)
-        check(&h->probes[k], now);
+    for (size_t k = 0; k < h->n; k++) {
+        struct probe *pr = &h->probes[k];
+        check(pr, now);
+        sw_prefill_probes_tick(h->prefill, pr->i, now,
+                               pr->checked || !h->cfg->backends[pr->i].health_path);
+    }
 }
 
 struct sw_healthcheck *sw_healthcheck_new(struct event_base *base, struct sw_curlev *cev,
@@ -182,7 +190,8 @@ struct sw_healthcheck *sw_healthcheck_new(struct event_base *base, struct sw_cur
     h->probes = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof *h->probes);
     h->timer = event_new(base, -1, EV_PERSIST, on_tick, h);
     h->load = sw_loadpoll_new(base, cev, cfg, live);
-    if (!h->probes || !h->timer || !h->load) {
+    h->prefill = sw_prefill_probes_new(cev, cfg, live);
+    if (!h->probes || !h->timer || !h->load || !h->prefill) {
         sw_healthcheck_free(h);
         return NULL;
     }
@@ -217,6 +226,7 @@ void sw_healthcheck_free(struct sw_healthcheck *h)
     if (h->timer)
         event_free(h->timer);
     sw_loadpoll_free(h->load);
+    sw_prefill_probes_free(h->prefill);
     free(h->probes);
     free(h);
 }

@@ -284,6 +284,53 @@ static void test_config_errors(void **state)
     sw_config_errors_free(&errs);
 }
 
+/* A timed warm-up: its rate with the link and decode taken out, below the
+ * server's and learned rates, above the config prior; the last one wins;
+ * too small, non-positive or non-finite figures teach nothing. */
+static void test_warmup(void **state)
+{
+    (void)state;
+    struct sw_prefill p;
+    struct sw_ewma e;
+    enum sw_prefill_source src;
+    sw_ewma_init(&e, 0);
+    sw_prefill_init(&p, 2.0);
+    assert_true(sw_prefill_ms_per_token(&p, &e, &src) == 2.0);
+    assert_int_equal(src, SW_PREFILL_CONFIG);
+    /* 350 ms for 500 tokens, 50 ms of link, 2 tokens at 40 tokens/s: 0.5 ms/token */
+    assert_true(sw_prefill_warmup(&p, 350, 50, 500, 2, 40));
+    assert_true(fabs(sw_prefill_ms_per_token(&p, &e, &src) - 0.5) < 1e-9);
+    assert_int_equal(src, SW_PREFILL_WARMUP);
+    assert_string_equal(sw_prefill_source_name(src), "warmup");
+    /* no decode speed known: nothing taken out for it */
+    assert_true(sw_prefill_warmup(&p, 1050, 50, 500, 1, 0));
+    assert_true(fabs(p.warmup_ms_per_token - 2.0) < 1e-9);
+    assert_int_equal(p.n_warmup, 2);
+    /* what teaches nothing leaves the figure */
+    assert_false(sw_prefill_warmup(&p, 600, 50, 31, 1, 0));
+    assert_false(sw_prefill_warmup(&p, 40, 50, 500, 1, 0));
+    assert_false(sw_prefill_warmup(&p, 100, 0, 500, 4, 40));
+    assert_false(sw_prefill_warmup(&p, NAN, 0, 500, 1, 0));
+    assert_false(sw_prefill_warmup(&p, 100, INFINITY, 500, 1, 0));
+    assert_false(sw_prefill_warmup(&p, 100, 0, 500, 1, NAN));
+    assert_int_equal(p.n_warmup, 2);
+    /* clamped */
+    assert_true(sw_prefill_warmup(&p, 1e9, 0, 500, 0, 0));
+    assert_true(p.warmup_ms_per_token == SW_EWMA_MAX_PREFILL_MS_PER_TOKEN);
+    assert_true(sw_prefill_warmup(&p, 0.0001, 0, 500, 0, 0));
+    assert_true(p.warmup_ms_per_token == SW_EWMA_MIN_PREFILL_MS_PER_TOKEN);
+    /* learned beats it */
+    sw_ewma_observe(&e, 1000, 330, 0, 1000, 21);
+    sw_prefill_ms_per_token(&p, &e, &src);
+    assert_int_equal(src, SW_PREFILL_LEARNED);
+    /* a server report, even one that teaches nothing yet, says the server reports */
+    sw_prefill_init(&p, 0);
+    assert_false(p.server_reports);
+    struct sw_prefill_report r = {.totals = true, .tokens_total = 0, .seconds_total = 0};
+    assert_false(sw_prefill_report(&p, &r));
+    assert_true(p.server_reports);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_live),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_warmup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
