@@ -1,0 +1,251 @@
+#include "config/aws.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shared files are small; a larger one is not read. */
+#define SHARED_FILE_MAX (256 * 1024)
+#define VALUE_MAX 4096
+
+#define AWS(f) (offsetof(struct sw_config_backend, aws.f) - offsetof(struct sw_config_backend, aws))
+static const struct sw_walk_setting aws_settings[] = {
+    {.key = "region", .type = SW_WALK_TEXT, .off = AWS(region),
+     .hint = "the AWS region, e.g. \"us-east-1\"; absent: AWS_REGION, AWS_DEFAULT_REGION or "
+             "the shared config file"},
+    {.key = "access_key_id", .type = SW_WALK_SECRET, .off = AWS(access_key_id)},
+    {.key = "secret_access_key", .type = SW_WALK_SECRET, .off = AWS(secret_access_key)},
+    {.key = "session_token", .type = SW_WALK_SECRET, .off = AWS(session_token)},
+    {.key = "profile", .type = SW_WALK_TEXT, .off = AWS(profile),
+     .hint = "a profile of ~/.aws/credentials and ~/.aws/config; absent: AWS_PROFILE or default"},
+};
+const struct sw_walk_section sw_config_aws_section = {
+    aws_settings, sizeof aws_settings / sizeof aws_settings[0], 0, NULL};
+
+/* ---- The shared files' INI ---- */
+
+static const char *trim(const char *s, const char *e, const char **end)
+{
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        e--;
+    *end = e;
+    return s;
+}
+
+int sw_config_ini_get(const char *text, const char *section, const char *key, char *out,
+                      size_t cap)
+{
+    bool in = false;
+    for (const char *l = text; l && *l;) {
+        const char *nl = strchr(l, '\n'), *le = nl ? nl : l + strlen(l), *e;
+        const char *s = trim(l, le, &e);
+        l = nl ? nl + 1 : NULL;
+        if (s == e || *s == '#' || *s == ';')
+            continue;
+        if (*s == '[') {
+            const char *se;
+            if (e[-1] != ']')
+                continue;
+            const char *n = trim(s + 1, e - 1, &se);
+            in = (size_t)(se - n) == strlen(section) && !strncmp(n, section, (size_t)(se - n));
+            continue;
+        }
+        const char *eq = memchr(s, '=', (size_t)(e - s));
+        if (!in || !eq)
+            continue;
+        const char *ke, *ve;
+        const char *k = trim(s, eq, &ke), *v = trim(eq + 1, e, &ve);
+        if ((size_t)(ke - k) != strlen(key) || strncmp(k, key, (size_t)(ke - k)))
+            continue;
+        if ((size_t)(ve - v) >= cap)
+            return -1;
+        memcpy(out, v, (size_t)(ve - v));
+        out[ve - v] = '\0';
+        return 0;
+    }
+    return -1;
+}
+
+/* The file at the path in env var `var`, else ~/`rel`; NULL when unreadable. */
+static char *read_shared(const char *var, const char *rel, char *shown, size_t cap)
+{
+    const char *p = getenv(var), *home = getenv("HOME");
+    if (p && *p)
+        snprintf(shown, cap, "%s", p);
+    else if (home && *home)
+        snprintf(shown, cap, "%s/%s", home, rel);
+    else
+        return NULL;
+    FILE *f = fopen(shown, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(SHARED_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, SHARED_FILE_MAX + 1, f) : 0;
+    fclose(f);
+    if (!buf || n > SHARED_FILE_MAX) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- The lookups ---- */
+
+static bool set(char **field, const char *v, struct sw_walk *w)
+{
+    if (*field || !v || !*v)
+        return false;
+    *field = strdup(v);
+    if (!*field)
+        w->oom = true;
+    return *field != NULL;
+}
+
+/* Keys and region of the profile from the shared files (when the config
+ * and the environment left them out). */
+static void from_files(struct sw_walk *w, struct sw_config_backend *b, const char *profile,
+                       bool want_keys)
+{
+    char path[1024], v[VALUE_MAX], sect[300];
+    char *creds = want_keys ? read_shared("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials", path,
+                                          sizeof path)
+                            : NULL;
+    if (creds && !sw_config_ini_get(creds, profile, "aws_access_key_id", v, sizeof v) &&
+        set(&b->aws.access_key_id, v, w)) {
+        if (!sw_config_ini_get(creds, profile, "aws_secret_access_key", v, sizeof v))
+            set(&b->aws.secret_access_key, v, w);
+        if (!sw_config_ini_get(creds, profile, "aws_session_token", v, sizeof v))
+            set(&b->aws.session_token, v, w);
+        b->aws.source = "shared credentials file";
+        want_keys = false;
+    }
+    free(creds);
+    char *conf = read_shared("AWS_CONFIG_FILE", ".aws/config", path, sizeof path);
+    if (!conf)
+        return;
+    if (!strcmp(profile, "default"))
+        snprintf(sect, sizeof sect, "default");
+    else
+        snprintf(sect, sizeof sect, "profile %s", profile);
+    if (want_keys && !sw_config_ini_get(conf, sect, "aws_access_key_id", v, sizeof v) &&
+        set(&b->aws.access_key_id, v, w)) {
+        if (!sw_config_ini_get(conf, sect, "aws_secret_access_key", v, sizeof v))
+            set(&b->aws.secret_access_key, v, w);
+        if (!sw_config_ini_get(conf, sect, "aws_session_token", v, sizeof v))
+            set(&b->aws.session_token, v, w);
+        b->aws.source = "shared config file";
+    }
+    if (!b->aws.region && !sw_config_ini_get(conf, sect, "region", v, sizeof v))
+        set(&b->aws.region, v, w);
+    free(conf);
+}
+
+static void resolve(struct sw_walk *w, struct sw_config_backend *b)
+{
+    bool cfg_keys = b->aws.access_key_id && b->aws.secret_access_key;
+    if (cfg_keys) {
+        b->aws.source = "config";
+    } else if (!b->aws.access_key_id && !b->aws.secret_access_key &&
+               getenv("AWS_ACCESS_KEY_ID") && getenv("AWS_SECRET_ACCESS_KEY") &&
+               *getenv("AWS_ACCESS_KEY_ID")) {
+        set(&b->aws.access_key_id, getenv("AWS_ACCESS_KEY_ID"), w);
+        set(&b->aws.secret_access_key, getenv("AWS_SECRET_ACCESS_KEY"), w);
+        if (!b->aws.session_token)
+            set(&b->aws.session_token, getenv("AWS_SESSION_TOKEN"), w);
+        b->aws.source = "environment";
+    }
+    if (!b->aws.region)
+        set(&b->aws.region, getenv("AWS_REGION"), w);
+    if (!b->aws.region)
+        set(&b->aws.region, getenv("AWS_DEFAULT_REGION"), w);
+    bool want_keys = !b->aws.access_key_id && !b->aws.secret_access_key;
+    if (want_keys || !b->aws.region) {
+        const char *profile = b->aws.profile ? b->aws.profile : getenv("AWS_PROFILE");
+        from_files(w, b, profile && *profile ? profile : "default", want_keys);
+    }
+}
+
+static bool plain(const char *s, const char *allowed)
+{
+    return s && *s && !s[strspn(s, allowed)];
+}
+
+#define LOWER_DIGITS "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+void sw_config_check_bedrock(struct sw_walk *w, struct sw_config_backend *b,
+                             const struct sw_walk_section *sec, const yaml_node_t *const *vals,
+                             const char *path)
+{
+    char p[SW_WALK_MAX_PATH];
+    bool bedrock = b->dialects & (1u << SW_DIALECT_BEDROCK);
+    const yaml_node_t *aws = sw_walk_val(sec, vals, "aws"), *name = sw_walk_val(sec, vals, "name");
+    if (!bedrock && aws) {
+        sw_walk_path_key(p, sizeof p, path, "aws");
+        sw_walk_error(w, aws, p, "is for dialect bedrock only (omit it, or set dialect: bedrock)");
+        return;
+    }
+    if (!bedrock)
+        return;
+    if (b->dialects != 1u << SW_DIALECT_BEDROCK) {
+        sw_walk_path_key(p, sizeof p, path, "dialects");
+        sw_walk_error(w, sw_walk_val(sec, vals, "dialects"), p,
+                      "bedrock is spoken alone: give dialect: bedrock (Bedrock serves its "
+                      "Converse API under its own paths)");
+    }
+    if (b->aws.access_key_id && !b->aws.secret_access_key) {
+        sw_walk_path_key(p, sizeof p, path, "aws.secret_access_key");
+        sw_walk_error(w, aws, p, "aws.access_key_id needs aws.secret_access_key with it");
+    } else if (!b->aws.access_key_id && b->aws.secret_access_key) {
+        sw_walk_path_key(p, sizeof p, path, "aws.access_key_id");
+        sw_walk_error(w, aws, p, "aws.secret_access_key needs aws.access_key_id with it");
+    }
+    resolve(w, b);
+    if (!b->aws.access_key_id || !b->aws.secret_access_key) {
+        sw_walk_path_key(p, sizeof p, path, "aws");
+        sw_walk_error(w, aws ? aws : name, p,
+                      "a bedrock backend needs AWS credentials: aws.access_key_id and "
+                      "aws.secret_access_key (${ENV} allowed), AWS_ACCESS_KEY_ID and "
+                      "AWS_SECRET_ACCESS_KEY, or the profile in ~/.aws/credentials");
+    }
+    if (!b->aws.region || !plain(b->aws.region, LOWER_DIGITS)) {
+        sw_walk_path_key(p, sizeof p, path, "aws.region");
+        sw_walk_error(w, aws ? aws : name, p,
+                      b->aws.region ? "\"%.64s\" is not an AWS region (a-z 0-9 -, e.g. us-east-1)"
+                                    : "a bedrock backend needs a region: aws.region, AWS_REGION, "
+                                      "AWS_DEFAULT_REGION or the profile's region in ~/.aws/config%s",
+                      b->aws.region ? b->aws.region : "");
+    }
+    const char *host = b->url ? strstr(b->url, "://") : NULL;
+    if (host && (strchr(host + 3, '/') || b->url_v1_stripped)) {
+        sw_walk_path_key(p, sizeof p, path, "url");
+        sw_walk_error(w, sw_walk_val(sec, vals, "url"), p,
+                      "a bedrock backend's url is the endpoint's root, e.g. "
+                      "\"https://bedrock-runtime.us-east-1.amazonaws.com\" (the default); "
+                      "Spillway appends /model/... itself");
+    }
+    if (!b->url && b->aws.region && plain(b->aws.region, LOWER_DIGITS)) {
+        char u[256];
+        snprintf(u, sizeof u, "https://bedrock-runtime.%s.amazonaws.com", b->aws.region);
+        set(&b->url, u, w);
+    }
+    if (b->model && !plain(b->model, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789.:/_-")) {
+        sw_walk_path_key(p, sizeof p, path, "model");
+        sw_walk_error(w, sw_walk_val(sec, vals, "model"), p,
+                      "\"%.64s\" is not a Bedrock model id, inference profile or ARN "
+                      "(A-Z a-z 0-9 . : / _ -)", b->model);
+    }
+}
+
+void sw_config_aws_free(struct sw_config_backend *b)
+{
+    free(b->aws.region);
+    free(b->aws.access_key_id);
+    free(b->aws.secret_access_key);
+    free(b->aws.session_token);
+    free(b->aws.profile);
+}
