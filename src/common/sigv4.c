@@ -257,19 +257,19 @@ static int canonical_request(const struct sw_sigv4_req *r, const struct hdr *hs,
 }
 
 /* The signing key: HMAC chain over date, region, service, "aws4_request". */
-static int signing_key(const struct sw_sigv4_req *r, const struct sw_sigv4_creds *c,
+static int signing_key(const char *region, const char *service, const char *secret,
                        const char *date, unsigned char key[32])
 {
     struct sw_buf k;
     sw_buf_init(&k, 4096);
-    int err = sw_buf_appendf(&k, "AWS4%s", c->secret_access_key);
+    int err = sw_buf_appendf(&k, "AWS4%s", secret);
     unsigned char a[32], b[32];
     if (!err)
         err = hmac(k.ptr, k.len, date, a);
     if (!err)
-        err = hmac(a, 32, r->region, b);
+        err = hmac(a, 32, region, b);
     if (!err)
-        err = hmac(b, 32, r->service, a);
+        err = hmac(b, 32, service, a);
     if (!err)
         err = hmac(a, 32, "aws4_request", key);
     if (k.ptr)
@@ -278,6 +278,38 @@ static int signing_key(const struct sw_sigv4_req *r, const struct sw_sigv4_creds
     OPENSSL_cleanse(b, sizeof b);
     sw_buf_free(&k);
     return err;
+}
+
+int sw_sigv4_signature(const char *canonical, size_t len, const char *amz_date,
+                       const char *region, const char *service, const char *secret,
+                       char sig[65])
+{
+    char date[9], crh[65];
+    if (!amz_date || strlen(amz_date) < 8 || !region || !service || !secret)
+        return SW_EINVAL;
+    memcpy(date, amz_date, 8);
+    date[8] = '\0';
+    struct sw_buf sts;
+    sw_buf_init(&sts, 1024);
+    int err = sha256_hex(canonical, len, crh);
+    if (!err)
+        err = sw_buf_appendf(&sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/%s/aws4_request\n%s", amz_date,
+                             date, region, service, crh);
+    unsigned char key[32], mac[32];
+    if (!err)
+        err = signing_key(region, service, secret, date, key);
+    if (!err)
+        err = hmac(key, 32, sts.ptr, mac);
+    OPENSSL_cleanse(key, sizeof key);
+    if (!err)
+        hex(mac, 32, sig);
+    sw_buf_free(&sts);
+    return err;
+}
+
+int sw_sigv4_sha256_hex(const void *p, size_t n, char out[65])
+{
+    return sha256_hex(p, n, out);
 }
 
 int sw_sigv4_sign(const struct sw_sigv4_req *r, const struct sw_sigv4_creds *c,
@@ -295,27 +327,16 @@ int sw_sigv4_sign(const struct sw_sigv4_req *r, const struct sw_sigv4_creds *c,
     size_t n = 0;
     if (!err)
         err = collect(r, c, o, hs, &n);
-    struct sw_buf cr, sts;
+    struct sw_buf cr;
     sw_buf_init(&cr, 64 * 1024);
-    sw_buf_init(&sts, 1024);
     if (!err)
         err = canonical_request(r, hs, n, o, &cr);
-    char date[9], crh[65];
+    char date[9];
     memcpy(date, o->amz_date, 8);
     date[8] = '\0';
     if (!err)
-        err = sha256_hex(cr.ptr, cr.len, crh);
-    if (!err)
-        err = sw_buf_appendf(&sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/%s/aws4_request\n%s", o->amz_date,
-                             date, r->region, r->service, crh);
-    unsigned char key[32], sig[32];
-    if (!err)
-        err = signing_key(r, c, date, key);
-    if (!err)
-        err = hmac(key, 32, sts.ptr, sig);
-    OPENSSL_cleanse(key, sizeof key);
-    if (!err)
-        hex(sig, 32, o->signature);
+        err = sw_sigv4_signature(cr.ptr, cr.len, o->amz_date, r->region, r->service,
+                                 c->secret_access_key, o->signature);
     if (!err && hdrs) {
         err = sw_buf_appendf(hdrs, "X-Amz-Date: %s\r\nX-Amz-Content-Sha256: %s\r\n", o->amz_date,
                              o->payload_hash);
@@ -329,6 +350,5 @@ int sw_sigv4_sign(const struct sw_sigv4_req *r, const struct sw_sigv4_creds *c,
                                  o->signed_headers, o->signature);
     }
     sw_buf_free(&cr);
-    sw_buf_free(&sts);
     return err;
 }

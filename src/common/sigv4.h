@@ -59,6 +59,16 @@ struct sw_sigv4_out {
 int sw_sigv4_sign(const struct sw_sigv4_req *r, const struct sw_sigv4_creds *c,
                   struct sw_sigv4_out *out, struct sw_buf *hdrs);
 
+/* The signature (hex) of a canonical request already built: the string to
+ * sign of amz_date, region and service, and the signing key of the secret
+ * (a verifier builds the canonical request from what it received). */
+int sw_sigv4_signature(const char *canonical, size_t len, const char *amz_date,
+                       const char *region, const char *service, const char *secret,
+                       char sig[65]);
+
+/* The hex SHA-256 of n bytes. */
+int sw_sigv4_sha256_hex(const void *p, size_t n, char out[65]);
+
 /* The canonical path of a path as sent (see above), into out. */
 int sw_sigv4_canonical_path(const char *path, struct sw_buf *out);
 
