@@ -584,7 +584,10 @@ static void bedrock_stream_init(struct sw_dialect_stream *s, const char *model, 
     sw_bedrock_to_oai_init(&s->u.bedrock, model, created);
 }
 
-/* messageStart alone makes no token: an exception after it still fails over. */
+/* messageStart alone makes no token: an exception after it still fails
+ * over. An exception's type reaches a client of an API that names error
+ * types (Anthropic's) by the status Bedrock gives it: 429 rate_limit_error,
+ * 503 overloaded_error, 400 invalid_request_error, else api_error. */
 static int bedrock_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
                                 json_t *chunks, bool *done, const char **msg)
 {
@@ -592,8 +595,14 @@ static int bedrock_stream_event(struct sw_dialect_stream *s, const char *data, s
     int rc = sw_bedrock_to_oai_event(b, data, len, chunks, msg);
     if (b->content)
         s->preamble = false;
-    if (rc && b->error_type[0])
-        snprintf(s->error_type, sizeof s->error_type, "%s", b->error_type);
+    if (rc && b->error_type[0]) {
+        int st = sw_bedrock_exception_status(b->error_type);
+        snprintf(s->error_type, sizeof s->error_type, "%s",
+                 st == 429   ? "rate_limit_error"
+                 : st == 503 ? "overloaded_error"
+                 : st == 400 ? "invalid_request_error"
+                             : "api_error");
+    }
     *done = b->done;
     return rc;
 }

@@ -1020,6 +1020,37 @@ static const char *bedrock_stream_exception(int status)
                            : "modelStreamErrorException";
 }
 
+/* A stream's last message, held back (a fault's exception): sent by a timer. */
+struct bedrock_tail {
+    struct sw_llmsim_server *s;
+    struct sw_http_req *req;
+    struct event *ev;
+    struct sw_buf rest;
+};
+
+static void bedrock_tail_free(struct bedrock_tail *t)
+{
+    event_free(t->ev);
+    sw_buf_free(&t->rest);
+    free(t);
+}
+
+static void on_bedrock_gone(void *arg)
+{
+    bedrock_tail_free(arg);
+}
+
+static void on_bedrock_tail(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct bedrock_tail *t = arg;
+    sw_http_on_gone(t->req, NULL, NULL);
+    evbuffer_add(t->s->out, t->rest.ptr, t->rest.len);
+    sw_http_stream_write(t->req, t->s->out);
+    sw_http_stream_end(t->req);
+    bedrock_tail_free(t);
+}
+
 static void bedrock_reply(struct sw_llmsim_server *s, struct sw_http_req *req, bool stream,
                           const struct sw_llmsim_bedrock_plan *plan,
                           const struct sw_llmsim_verdict *v)
@@ -1044,10 +1075,37 @@ static void bedrock_reply(struct sw_llmsim_server *s, struct sw_http_req *req, b
     else if (v->close_after_chunks > 0)
         s->closed_by_fault++;
     sw_http_stream_start(req, 200, "application/vnd.amazon.eventstream");
-    if (!err && s->scratch.len)
-        evbuffer_add(s->out, s->scratch.ptr, s->scratch.len);
+    size_t first = s->scratch.len;
+    if (!err && v->stream_error_after >= 0) /* the exception is the last message */
+        for (size_t off = 0; off + 4 <= s->scratch.len;) {
+            const unsigned char *u = (const unsigned char *)s->scratch.ptr + off;
+            size_t total = (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 | u[3];
+            if (!total || off + total >= s->scratch.len) {
+                first = off;
+                break;
+            }
+            off += total;
+        }
+    if (!err && first)
+        evbuffer_add(s->out, s->scratch.ptr, first);
     sw_http_stream_write(req, s->out);
-    sw_http_stream_end(req);
+    if (err || first == s->scratch.len) {
+        sw_http_stream_end(req);
+        return;
+    }
+    /* the exception comes a moment later, after what came before reached the client */
+    struct bedrock_tail *t = calloc(1, sizeof *t);
+    if (!t) {
+        sw_http_stream_abort(req);
+        return;
+    }
+    t->s = s, t->req = req;
+    sw_buf_init(&t->rest, s->scratch.len);
+    sw_buf_append(&t->rest, s->scratch.ptr + first, s->scratch.len - first);
+    t->ev = evtimer_new(s->base, on_bedrock_tail, t);
+    struct timeval tv = {0, 50000};
+    sw_http_on_gone(req, on_bedrock_gone, t);
+    evtimer_add(t->ev, &tv);
 }
 
 /* POST /model/{id}/converse[-stream]: routed, SigV4 checked, faults, answered. */
