@@ -9,7 +9,7 @@
 #define SHARED_FILE_MAX (256 * 1024)
 #define VALUE_MAX 4096
 
-#define AWS(f) (offsetof(struct sw_config_backend, aws.f) - offsetof(struct sw_config_backend, aws))
+#define AWS(f) offsetof(struct sw_config_aws, f)
 static const struct sw_walk_setting aws_settings[] = {
     {.key = "region", .type = SW_WALK_TEXT, .off = AWS(region),
      .hint = "the AWS region, e.g. \"us-east-1\"; absent: AWS_REGION, AWS_DEFAULT_REGION or "
@@ -107,7 +107,7 @@ static bool set(char **field, const char *v, struct sw_walk *w)
 
 /* Keys and region of the profile from the shared files (when the config
  * and the environment left them out). */
-static void from_files(struct sw_walk *w, struct sw_config_backend *b, const char *profile,
+static void from_files(struct sw_walk *w, struct sw_config_aws *b, const char *profile,
                        bool want_keys)
 {
     char path[1024], v[VALUE_MAX], sect[300];
@@ -115,12 +115,12 @@ static void from_files(struct sw_walk *w, struct sw_config_backend *b, const cha
                                           sizeof path)
                             : NULL;
     if (creds && !sw_config_ini_get(creds, profile, "aws_access_key_id", v, sizeof v) &&
-        set(&b->aws.access_key_id, v, w)) {
+        set(&b->access_key_id, v, w)) {
         if (!sw_config_ini_get(creds, profile, "aws_secret_access_key", v, sizeof v))
-            set(&b->aws.secret_access_key, v, w);
+            set(&b->secret_access_key, v, w);
         if (!sw_config_ini_get(creds, profile, "aws_session_token", v, sizeof v))
-            set(&b->aws.session_token, v, w);
-        b->aws.source = "shared credentials file";
+            set(&b->session_token, v, w);
+        b->source = "shared credentials file";
         want_keys = false;
     }
     free(creds);
@@ -132,39 +132,39 @@ static void from_files(struct sw_walk *w, struct sw_config_backend *b, const cha
     else
         snprintf(sect, sizeof sect, "profile %s", profile);
     if (want_keys && !sw_config_ini_get(conf, sect, "aws_access_key_id", v, sizeof v) &&
-        set(&b->aws.access_key_id, v, w)) {
+        set(&b->access_key_id, v, w)) {
         if (!sw_config_ini_get(conf, sect, "aws_secret_access_key", v, sizeof v))
-            set(&b->aws.secret_access_key, v, w);
+            set(&b->secret_access_key, v, w);
         if (!sw_config_ini_get(conf, sect, "aws_session_token", v, sizeof v))
-            set(&b->aws.session_token, v, w);
-        b->aws.source = "shared config file";
+            set(&b->session_token, v, w);
+        b->source = "shared config file";
     }
-    if (!b->aws.region && !sw_config_ini_get(conf, sect, "region", v, sizeof v))
-        set(&b->aws.region, v, w);
+    if (!b->region && !sw_config_ini_get(conf, sect, "region", v, sizeof v))
+        set(&b->region, v, w);
     free(conf);
 }
 
-static void resolve(struct sw_walk *w, struct sw_config_backend *b)
+static void resolve(struct sw_walk *w, struct sw_config_aws *b)
 {
-    bool cfg_keys = b->aws.access_key_id && b->aws.secret_access_key;
+    bool cfg_keys = b->access_key_id && b->secret_access_key;
     if (cfg_keys) {
-        b->aws.source = "config";
-    } else if (!b->aws.access_key_id && !b->aws.secret_access_key &&
+        b->source = "config";
+    } else if (!b->access_key_id && !b->secret_access_key &&
                getenv("AWS_ACCESS_KEY_ID") && getenv("AWS_SECRET_ACCESS_KEY") &&
                *getenv("AWS_ACCESS_KEY_ID")) {
-        set(&b->aws.access_key_id, getenv("AWS_ACCESS_KEY_ID"), w);
-        set(&b->aws.secret_access_key, getenv("AWS_SECRET_ACCESS_KEY"), w);
-        if (!b->aws.session_token)
-            set(&b->aws.session_token, getenv("AWS_SESSION_TOKEN"), w);
-        b->aws.source = "environment";
+        set(&b->access_key_id, getenv("AWS_ACCESS_KEY_ID"), w);
+        set(&b->secret_access_key, getenv("AWS_SECRET_ACCESS_KEY"), w);
+        if (!b->session_token)
+            set(&b->session_token, getenv("AWS_SESSION_TOKEN"), w);
+        b->source = "environment";
     }
-    if (!b->aws.region)
-        set(&b->aws.region, getenv("AWS_REGION"), w);
-    if (!b->aws.region)
-        set(&b->aws.region, getenv("AWS_DEFAULT_REGION"), w);
-    bool want_keys = !b->aws.access_key_id && !b->aws.secret_access_key;
-    if (want_keys || !b->aws.region) {
-        const char *profile = b->aws.profile ? b->aws.profile : getenv("AWS_PROFILE");
+    if (!b->region)
+        set(&b->region, getenv("AWS_REGION"), w);
+    if (!b->region)
+        set(&b->region, getenv("AWS_DEFAULT_REGION"), w);
+    bool want_keys = !b->access_key_id && !b->secret_access_key;
+    if (want_keys || !b->region) {
+        const char *profile = b->profile ? b->profile : getenv("AWS_PROFILE");
         from_files(w, b, profile && *profile ? profile : "default", want_keys);
     }
 }
@@ -176,12 +176,13 @@ static bool plain(const char *s, const char *allowed)
 
 #define LOWER_DIGITS "abcdefghijklmnopqrstuvwxyz0123456789-"
 
-void sw_config_check_bedrock(struct sw_walk *w, struct sw_config_backend *b,
+void sw_config_check_bedrock(struct sw_walk *w, struct sw_config_aws *a,
+                             const struct sw_config_aws_backend *b,
                              const struct sw_walk_section *sec, const yaml_node_t *const *vals,
                              const char *path)
 {
     char p[SW_WALK_MAX_PATH];
-    bool bedrock = b->dialects & (1u << SW_DIALECT_BEDROCK);
+    bool bedrock = b->bedrock;
     const yaml_node_t *aws = sw_walk_val(sec, vals, "aws"), *name = sw_walk_val(sec, vals, "name");
     if (!bedrock && aws) {
         sw_walk_path_key(p, sizeof p, path, "aws");
@@ -190,47 +191,46 @@ void sw_config_check_bedrock(struct sw_walk *w, struct sw_config_backend *b,
     }
     if (!bedrock)
         return;
-    if (b->dialects != 1u << SW_DIALECT_BEDROCK) {
+    if (!b->alone) {
         sw_walk_path_key(p, sizeof p, path, "dialects");
         sw_walk_error(w, sw_walk_val(sec, vals, "dialects"), p,
                       "bedrock is spoken alone: give dialect: bedrock (Bedrock serves its "
                       "Converse API under its own paths)");
     }
-    if (b->aws.access_key_id && !b->aws.secret_access_key) {
+    if (a->access_key_id && !a->secret_access_key) {
         sw_walk_path_key(p, sizeof p, path, "aws.secret_access_key");
         sw_walk_error(w, aws, p, "aws.access_key_id needs aws.secret_access_key with it");
-    } else if (!b->aws.access_key_id && b->aws.secret_access_key) {
+    } else if (!a->access_key_id && a->secret_access_key) {
         sw_walk_path_key(p, sizeof p, path, "aws.access_key_id");
         sw_walk_error(w, aws, p, "aws.secret_access_key needs aws.access_key_id with it");
     }
-    resolve(w, b);
-    if (!b->aws.access_key_id || !b->aws.secret_access_key) {
+    resolve(w, a);
+    if (!a->access_key_id || !a->secret_access_key) {
         sw_walk_path_key(p, sizeof p, path, "aws");
         sw_walk_error(w, aws ? aws : name, p,
                       "a bedrock backend needs AWS credentials: aws.access_key_id and "
                       "aws.secret_access_key (${ENV} allowed), AWS_ACCESS_KEY_ID and "
                       "AWS_SECRET_ACCESS_KEY, or the profile in ~/.aws/credentials");
     }
-    if (!b->aws.region || !plain(b->aws.region, LOWER_DIGITS)) {
+    if (!a->region || !plain(a->region, LOWER_DIGITS)) {
         sw_walk_path_key(p, sizeof p, path, "aws.region");
         sw_walk_error(w, aws ? aws : name, p,
-                      b->aws.region ? "\"%.64s\" is not an AWS region (a-z 0-9 -, e.g. us-east-1)"
+                      a->region ? "\"%.64s\" is not an AWS region (a-z 0-9 -, e.g. us-east-1)"
                                     : "a bedrock backend needs a region: aws.region, AWS_REGION, "
                                       "AWS_DEFAULT_REGION or the profile's region in ~/.aws/config%s",
-                      b->aws.region ? b->aws.region : "");
+                      a->region ? a->region : "");
     }
-    const char *host = b->url ? strstr(b->url, "://") : NULL;
-    if (host && (strchr(host + 3, '/') || b->url_v1_stripped)) {
+    if (b->url_has_path) {
         sw_walk_path_key(p, sizeof p, path, "url");
         sw_walk_error(w, sw_walk_val(sec, vals, "url"), p,
                       "a bedrock backend's url is the endpoint's root, e.g. "
                       "\"https://bedrock-runtime.us-east-1.amazonaws.com\" (the default); "
                       "Spillway appends /model/... itself");
     }
-    if (!b->url && b->aws.region && plain(b->aws.region, LOWER_DIGITS)) {
+    if (!*b->url && a->region && plain(a->region, LOWER_DIGITS)) {
         char u[256];
-        snprintf(u, sizeof u, "https://bedrock-runtime.%s.amazonaws.com", b->aws.region);
-        set(&b->url, u, w);
+        snprintf(u, sizeof u, "https://bedrock-runtime.%s.amazonaws.com", a->region);
+        set(b->url, u, w);
     }
     if (b->model && !plain(b->model, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                      "0123456789.:/_-")) {
@@ -241,11 +241,11 @@ void sw_config_check_bedrock(struct sw_walk *w, struct sw_config_backend *b,
     }
 }
 
-void sw_config_aws_free(struct sw_config_backend *b)
+void sw_config_aws_free(struct sw_config_aws *a)
 {
-    free(b->aws.region);
-    free(b->aws.access_key_id);
-    free(b->aws.secret_access_key);
-    free(b->aws.session_token);
-    free(b->aws.profile);
+    free(a->region);
+    free(a->access_key_id);
+    free(a->secret_access_key);
+    free(a->session_token);
+    free(a->profile);
 }

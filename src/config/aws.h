@@ -16,21 +16,44 @@
 #ifndef SW_CONFIG_AWS_H
 #define SW_CONFIG_AWS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
-#include "config/config.h"
 #include "config/walk.h"
+
+/* A backend's aws section; after the load every field but session_token and
+ * profile is set (from the config, the environment or the shared files).
+ * Never logged. */
+struct sw_config_aws {
+    char *region;               /* signing region, e.g. "us-east-1" */
+    char *access_key_id;
+    char *secret_access_key;
+    char *session_token;        /* NULL: long-term keys */
+    char *profile;              /* the shared files' profile; NULL: AWS_PROFILE or default */
+    const char *source;         /* static: where the keys came from ("config", "environment",
+                                 * "shared credentials file", "shared config file") */
+};
 
 extern const struct sw_walk_section sw_config_aws_section;
 
-/* The checks and the lookups above for backend b (any dialect: the aws
- * section is for bedrock only), after its mapping was walked; the url,
- * when absent, becomes https://bedrock-runtime.{region}.amazonaws.com. */
-void sw_config_check_bedrock(struct sw_walk *w, struct sw_config_backend *b,
+/* What the bedrock checks need of the backend around its aws section. */
+struct sw_config_aws_backend {
+    bool bedrock;               /* it speaks dialect bedrock */
+    bool alone;                 /* ... and no other */
+    bool url_has_path;          /* its url has a path (or ended in /v1) */
+    char **url;                 /* absent: set to https://bedrock-runtime.{region}.amazonaws.com */
+    const char *model;
+};
+
+/* The checks and the lookups above for one backend (any dialect: the aws
+ * section is for bedrock only), after its mapping was walked (sec, vals:
+ * the backend's section and values; path its key path). */
+void sw_config_check_bedrock(struct sw_walk *w, struct sw_config_aws *a,
+                             const struct sw_config_aws_backend *b,
                              const struct sw_walk_section *sec, const yaml_node_t *const *vals,
                              const char *path);
 
-void sw_config_aws_free(struct sw_config_backend *b);
+void sw_config_aws_free(struct sw_config_aws *a);
 
 /* The value of `key` in section `section` of INI text (the shared files'
  * format: "[section]" lines, "key = value" lines, '#' and ';' comments,

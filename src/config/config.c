@@ -11,7 +11,6 @@
 
 #include "common/buf.h"
 #include "common/err.h"
-#include "config/aws.h"
 #include "config/rurl.h"
 #include "config/walk.h"
 #include "pii/pii.h"
@@ -779,7 +778,13 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
     if (!b->dialects)
         b->dialects = 1u << b->dialect;
     check_azure(w, b, vals, path);
-    sw_config_check_bedrock(w, b, &backend_section, vals, path);
+    const char *uhost = b->url ? strstr(b->url, "://") : NULL;
+    const struct sw_config_aws_backend ab = {
+        .bedrock = b->dialects & (1u << SW_DIALECT_BEDROCK),
+        .alone = b->dialects == 1u << SW_DIALECT_BEDROCK,
+        .url_has_path = uhost && (strchr(uhost + 3, '/') || b->url_v1_stripped),
+        .url = &b->url, .model = b->model};
+    sw_config_check_bedrock(w, &b->aws, &ab, &backend_section, vals, path);
     const yaml_node_t *slots = sw_walk_val(&backend_section, vals, "slots");
     if (b->slots < 0) {
         b->slots = local ? 1 : 0; /* absent (or invalid, reported already) */
@@ -1697,7 +1702,7 @@ void sw_config_unref(struct sw_config *cfg)
         free(b->azure.deployment);
         free(b->azure.api_version);
         free(b->azure.entra_token);
-        sw_config_aws_free(b);
+        sw_config_aws_free(&b->aws);
     }
     free(cfg->backends);
     for (size_t i = 0; i < cfg->n_models; i++) {

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/aws.h"
 #include "config/errors.h"
 
 enum sw_tier { SW_TIER_LOCAL, SW_TIER_CLOUD };
@@ -135,18 +136,8 @@ struct sw_config_backend {
                                  * NULL: the v1 API, /openai/v1/... (model in the body) */
         char *entra_token;      /* Entra ID bearer token, sent instead of api-key; NULL: none */
     } azure;
-    /* aws: AWS Bedrock (dialect bedrock; docs/configuration.md, "AWS Bedrock"); after
-     * the load every field but session_token and profile is set, from the config, the
-     * AWS environment variables or the shared files (config/aws.h). Never logged. */
-    struct {
-        char *region;           /* signing region, e.g. "us-east-1" */
-        char *access_key_id;
-        char *secret_access_key;
-        char *session_token;    /* NULL: long-term keys */
-        char *profile;          /* the shared files' profile; NULL: AWS_PROFILE or default */
-        const char *source;     /* static: where the keys came from ("config", "environment",
-                                 * "shared credentials file", "shared config file") */
-    } aws;
+    struct sw_config_aws aws;   /* dialect bedrock (config/aws.h; docs/configuration.md,
+                                 * "AWS Bedrock") */
     /* load: the server's own report of the work it holds (docs/routing.md, "Load signals") */
     struct {
         int source;             /* enum sw_load_source; default none */
