@@ -69,10 +69,18 @@ int sw_config_ini_get(const char *text, const char *section, const char *key, ch
     return -1;
 }
 
-/* The file at the path in env var `var`, else ~/`rel`; NULL when unreadable. */
-static char *read_shared(const char *var, const char *rel, char *shown, size_t cap)
+/* The environment as the config load sees it (the walk's, so tests set it). */
+static const char *env(struct sw_walk *w, const char *name)
 {
-    const char *p = getenv(var), *home = getenv("HOME");
+    const char *v = w->getenv_fn(name, w->getenv_ud);
+    return v && *v ? v : NULL;
+}
+
+/* The file at the path in env var `var`, else ~/`rel`; NULL when unreadable. */
+static char *read_shared(struct sw_walk *w, const char *var, const char *rel, char *shown,
+                         size_t cap)
+{
+    const char *p = env(w, var), *home = env(w, "HOME");
     if (p && *p)
         snprintf(shown, cap, "%s", p);
     else if (home && *home)
@@ -111,7 +119,7 @@ static void from_files(struct sw_walk *w, struct sw_config_aws *b, const char *p
                        bool want_keys)
 {
     char path[1024], v[VALUE_MAX], sect[300];
-    char *creds = want_keys ? read_shared("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials", path,
+    char *creds = want_keys ? read_shared(w, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials", path,
                                           sizeof path)
                             : NULL;
     if (creds && !sw_config_ini_get(creds, profile, "aws_access_key_id", v, sizeof v) &&
@@ -124,7 +132,7 @@ static void from_files(struct sw_walk *w, struct sw_config_aws *b, const char *p
         want_keys = false;
     }
     free(creds);
-    char *conf = read_shared("AWS_CONFIG_FILE", ".aws/config", path, sizeof path);
+    char *conf = read_shared(w, "AWS_CONFIG_FILE", ".aws/config", path, sizeof path);
     if (!conf)
         return;
     if (!strcmp(profile, "default"))
@@ -146,26 +154,24 @@ static void from_files(struct sw_walk *w, struct sw_config_aws *b, const char *p
 
 static void resolve(struct sw_walk *w, struct sw_config_aws *b)
 {
-    bool cfg_keys = b->access_key_id && b->secret_access_key;
-    if (cfg_keys) {
+    if (b->access_key_id && b->secret_access_key) {
         b->source = "config";
-    } else if (!b->access_key_id && !b->secret_access_key &&
-               getenv("AWS_ACCESS_KEY_ID") && getenv("AWS_SECRET_ACCESS_KEY") &&
-               *getenv("AWS_ACCESS_KEY_ID")) {
-        set(&b->access_key_id, getenv("AWS_ACCESS_KEY_ID"), w);
-        set(&b->secret_access_key, getenv("AWS_SECRET_ACCESS_KEY"), w);
+    } else if (!b->access_key_id && !b->secret_access_key && env(w, "AWS_ACCESS_KEY_ID") &&
+               env(w, "AWS_SECRET_ACCESS_KEY")) {
+        set(&b->access_key_id, env(w, "AWS_ACCESS_KEY_ID"), w);
+        set(&b->secret_access_key, env(w, "AWS_SECRET_ACCESS_KEY"), w);
         if (!b->session_token)
-            set(&b->session_token, getenv("AWS_SESSION_TOKEN"), w);
+            set(&b->session_token, env(w, "AWS_SESSION_TOKEN"), w);
         b->source = "environment";
     }
     if (!b->region)
-        set(&b->region, getenv("AWS_REGION"), w);
+        set(&b->region, env(w, "AWS_REGION"), w);
     if (!b->region)
-        set(&b->region, getenv("AWS_DEFAULT_REGION"), w);
+        set(&b->region, env(w, "AWS_DEFAULT_REGION"), w);
     bool want_keys = !b->access_key_id && !b->secret_access_key;
     if (want_keys || !b->region) {
-        const char *profile = b->profile ? b->profile : getenv("AWS_PROFILE");
-        from_files(w, b, profile && *profile ? profile : "default", want_keys);
+        const char *profile = b->profile ? b->profile : env(w, "AWS_PROFILE");
+        from_files(w, b, profile ? profile : "default", want_keys);
     }
 }
 
