@@ -155,6 +155,7 @@ ifneq ($(SANITIZE),1)
 endif
 
 unit-bins: $(UT_BIN) $(BUILD)/tests/sockinfo $(BUILD)/tests/netimp $(BUILD)/tests/respstore_drive \
+           $(BUILD)/tests/aws_drive \
            $(BUILD)/bench/replay
 
 # Test helper: the TCP sockets of a process and their options (it/gateway).
@@ -164,6 +165,11 @@ $(BUILD)/tests/sockinfo: tests/it/lib/sockinfo.c
 
 # Test helper: the response store on a real Redis, driven from stdin (it/respstore_redis).
 $(BUILD)/tests/respstore_drive: tests/it/lib/respstore_drive.c $(BUILD)/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS)
+
+# Test helper: the SigV4 signer and the event-stream decoder on inputs from stdin (it/aws_refs).
+$(BUILD)/tests/aws_drive: tests/it/lib/aws_drive.c $(BUILD)/libspillway.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS)
 

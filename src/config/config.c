@@ -22,7 +22,8 @@
 #define SHOW 256
 
 static const char *const tier_names[] = {"local", "cloud", NULL};
-static const char *const dialect_names[] = {"openai", "anthropic", "responses", "azure", NULL};
+static const char *const dialect_names[] = {"openai", "anthropic", "responses", "azure",
+                                            "bedrock", NULL};
 
 /* ---- Custom value parsers ---- */
 
@@ -442,7 +443,7 @@ static void dialect_item(struct sw_walk *w, const yaml_node_t *item, const char 
         if (!strcmp(v, dialect_names[k]))
             d = k;
     if (d < 0)
-        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic, responses or azure",
+        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic, responses, azure or bedrock",
                       v);
     else if (b->dialects & (1u << d))
         sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
@@ -777,6 +778,13 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
     if (!b->dialects)
         b->dialects = 1u << b->dialect;
     check_azure(w, b, vals, path);
+    const char *uhost = b->url ? strstr(b->url, "://") : NULL;
+    const struct sw_config_aws_backend ab = {
+        .bedrock = b->dialects & (1u << SW_DIALECT_BEDROCK),
+        .alone = b->dialects == 1u << SW_DIALECT_BEDROCK,
+        .url_has_path = uhost && (strchr(uhost + 3, '/') || b->url_v1_stripped),
+        .url = &b->url, .model = b->model};
+    sw_config_check_bedrock(w, &b->aws, &ab, &backend_section, vals, path);
     const yaml_node_t *slots = sw_walk_val(&backend_section, vals, "slots");
     if (b->slots < 0) {
         b->slots = local ? 1 : 0; /* absent (or invalid, reported already) */
@@ -1000,11 +1008,12 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "tier", .type = SW_WALK_ENUM, .off = BE(tier), .required = true,
      .names = tier_names, .def = SW_TIER_LOCAL, .hint = "local or cloud"},
     {.key = "url", .type = SW_WALK_CUSTOM, .off = BE(url), .required = true,
-     .parse = parse_url, .hint = "an http:// or https:// URL"},
+     .optional_if = "dialect=bedrock", .parse = parse_url, .hint = "an http:// or https:// URL"},
     {.key = "dialect", .type = SW_WALK_ENUM, .off = BE(dialect), .names = dialect_names,
      .def = SW_DIALECT_OPENAI,
      .fix = "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic; "
-            "OpenAI's Responses API (OpenAI, vLLM) is responses; Azure OpenAI is azure"},
+            "OpenAI's Responses API (OpenAI, vLLM) is responses; Azure OpenAI is azure; AWS "
+            "Bedrock's Converse API is bedrock"},
     {.key = "dialects", .type = SW_WALK_CUSTOM, .off = BE(dialects), .parse = parse_dialects,
      .hint = "a list of dialects, e.g. [openai, anthropic]"},
     {.key = "anthropic_version", .type = SW_WALK_TEXT, .off = BE(anthropic_version),
@@ -1035,6 +1044,7 @@ static const struct sw_walk_setting backend_settings[] = {
      .hint = "a region label such as eu-west; local backends are always \"local\""},
     {.key = "load", .type = SW_WALK_MAP, .off = BE(load), .sub = &load_section},
     {.key = "azure", .type = SW_WALK_MAP, .off = BE(azure), .sub = &azure_section},
+    {.key = "aws", .type = SW_WALK_MAP, .off = BE(aws), .sub = &sw_config_aws_section},
     {.key = "max_output_tokens", .type = SW_WALK_LONG, .off = BE(max_output_tokens), .min = 1,
      .max = 10000000, .def = 4096},
     {.key = "prefill_ms_per_token", .type = SW_WALK_DOUBLE, .off = BE(prefill_ms_per_token),
@@ -1693,6 +1703,7 @@ void sw_config_unref(struct sw_config *cfg)
         free(b->azure.deployment);
         free(b->azure.api_version);
         free(b->azure.entra_token);
+        sw_config_aws_free(&b->aws);
     }
     free(cfg->backends);
     for (size_t i = 0; i < cfg->n_models; i++) {
@@ -1784,6 +1795,7 @@ const char *sw_dialect_name(enum sw_dialect d)
     return d == SW_DIALECT_ANTHROPIC   ? "anthropic"
            : d == SW_DIALECT_RESPONSES ? "responses"
            : d == SW_DIALECT_AZURE     ? "azure"
+           : d == SW_DIALECT_BEDROCK   ? "bedrock"
                                        : "openai";
 }
 

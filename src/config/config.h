@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/aws.h"
 #include "config/errors.h"
 
 enum sw_tier { SW_TIER_LOCAL, SW_TIER_CLOUD };
@@ -68,7 +69,10 @@ struct sw_config_pii_custom {
     char *regex;
     char *validator;            /* NULL, "luhn", "mod97" or "elfproef" */
 };
-enum sw_dialect { SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC, SW_DIALECT_RESPONSES, SW_DIALECT_AZURE };
+enum sw_dialect {
+    SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC, SW_DIALECT_RESPONSES, SW_DIALECT_AZURE,
+    SW_DIALECT_BEDROCK
+};
 /* A request's priority (X-Spillway-Priority, metadata.priority, keys[].priority). */
 enum sw_priority { SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH };
 
@@ -132,6 +136,8 @@ struct sw_config_backend {
                                  * NULL: the v1 API, /openai/v1/... (model in the body) */
         char *entra_token;      /* Entra ID bearer token, sent instead of api-key; NULL: none */
     } azure;
+    struct sw_config_aws aws;   /* dialect bedrock (config/aws.h; docs/configuration.md,
+                                 * "AWS Bedrock") */
     /* load: the server's own report of the work it holds (docs/routing.md, "Load signals") */
     struct {
         int source;             /* enum sw_load_source; default none */
@@ -356,7 +362,7 @@ bool sw_config_secret_equal(const char *secret, const char *bearer);
 bool sw_config_regions_has(const struct sw_config_regions *r, const char *region);
 
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
-const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" | "azure" */
+const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" | "azure" | "bedrock" */
 /* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
 const char *sw_load_source_name(enum sw_load_source s);
 

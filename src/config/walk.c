@@ -711,6 +711,24 @@ static void unknown_key(struct sw_walk *w, const struct sw_walk_section *sec,
         sw_walk_error(w, key, kpath, "unknown key (allowed: %s)", allowed);
 }
 
+/* True when cond ("key=value") holds among the section's values. */
+static bool optional_here(const struct sw_walk_section *sec, const yaml_node_t *const *vals,
+                          const char *cond)
+{
+    const char *eq = cond ? strchr(cond, '=') : NULL;
+    if (!eq)
+        return false;
+    for (size_t i = 0; i < sec->n; i++) {
+        const yaml_node_t *v = vals[i];
+        if (strlen(sec->settings[i].key) == (size_t)(eq - cond) &&
+            !strncmp(sec->settings[i].key, cond, (size_t)(eq - cond)) && v &&
+            v->type == YAML_SCALAR_NODE && !strcmp((const char *)v->data.scalar.value, eq + 1))
+            return true;
+    }
+    return false;
+}
+
+
 void sw_walk_map(struct sw_walk *w, const struct sw_walk_section *sec,
                  const yaml_node_t *node, void *base, const char *path, size_t index)
 {
@@ -754,6 +772,8 @@ void sw_walk_map(struct sw_walk *w, const struct sw_walk_section *sec,
         sw_walk_path_key(kpath, sizeof(kpath), path, s->key);
         if (vals[i])
             walk_value(w, s, vals[i], base, kpath);
+        else if (s->required && optional_here(sec, vals, s->optional_if))
+            continue;
         else if (s->required && s->hint)
             sw_walk_error(w, node, kpath, "required key is missing (%s)", s->hint);
         else if (s->required)

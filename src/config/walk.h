@@ -50,6 +50,8 @@ struct sw_walk_setting {
     size_t off;             /* where the value lives, relative to the section's base */
     size_t aux_off;         /* LIST and CUSTOM: a second field (count, port) */
     bool required;
+    const char *optional_if;    /* "key=value": not required when that sibling key holds
+                                 * that scalar (url with dialect=bedrock); NULL: never */
     long min, max, def;     /* LONG bounds and default; BOOL/ENUM default in def */
     double dmin, dmax, ddef;
     const char *const *names;          /* ENUM: NULL-terminated */

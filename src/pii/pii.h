@@ -229,6 +229,7 @@ enum sw_pii_surface {
     SW_PII_SURFACE_MESSAGES,
     SW_PII_SURFACE_EMBEDDINGS,
     SW_PII_SURFACE_RESPONSES,
+    SW_PII_SURFACE_CONVERSE,    /* AWS Bedrock's Converse body (what a bedrock backend gets) */
 };
 
 /* Longest JSON path written to bad ("messages[2].tool_calls[0].id"); a longer

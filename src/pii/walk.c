@@ -236,6 +236,20 @@ static const struct field responses_fields[] = {
     IDENT("previous_response_id", G_ID),
 };
 
+/* AWS Bedrock Converse (built by the gateway for a bedrock backend): the
+ * image bytes are binary; toolUse input is an object (walked). */
+#define CONVERSE_BLOCK(p)                                                                 \
+    SKIP_ENUM(p ".image.format", "png", "jpeg", "gif", "webp"),                           \
+        {p ".image.source.bytes", K_BIN, G_ENUM, NULL}, IDENT(p ".toolUse.toolUseId", G_ID), \
+        IDENT(p ".toolUse.name", G_FN64), IDENT(p ".toolResult.toolUseId", G_ID),           \
+        SKIP_ENUM(p ".toolResult.status", "success", "error")
+static const struct field converse_fields[] = {
+    SKIP_ENUM("messages.*.role", "user", "assistant"),
+    CONVERSE_BLOCK("messages.*.content.*"),
+    IDENT("toolConfig.tools.*.toolSpec.name", G_FN64),
+    IDENT("toolConfig.toolChoice.tool.name", G_FN64),
+};
+
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 static const struct {
     const struct field *f;
@@ -245,6 +259,7 @@ static const struct {
     [SW_PII_SURFACE_MESSAGES] = {messages_fields, N_OF(messages_fields)},
     [SW_PII_SURFACE_EMBEDDINGS] = {embeddings_fields, N_OF(embeddings_fields)},
     [SW_PII_SURFACE_RESPONSES] = {responses_fields, N_OF(responses_fields)},
+    [SW_PII_SURFACE_CONVERSE] = {converse_fields, N_OF(converse_fields)},
 };
 #define N_SURFACES N_OF(tables)
 

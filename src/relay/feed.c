@@ -46,6 +46,20 @@ int sw_relay_on_sse_event(void *ud, const char *event, const char *data, size_t 
     return a->abort_err;
 }
 
+int sw_relay_on_evs_message(void *ud, const struct sw_evs_message *m)
+{
+    struct proxy *p = ud;
+    const struct sw_upstream_dialect *d = p->dialect.up;
+    sw_buf_reset(&p->evs_data);
+    int err = d && d->frame ? d->frame(m, &p->evs_data) : SW_EPROTO;
+    if (err) {
+        p->a.abort_err = SW_EPROTO;
+        snprintf(p->a.abort_msg, sizeof p->a.abort_msg, "event-stream message of no known type");
+        return err;
+    }
+    return sw_relay_on_sse_event(ud, "", p->evs_data.ptr, p->evs_data.len);
+}
+
 /* The slow client caught up: resume the upstream transfer. */
 static void on_client_drained(void *arg)
 {
@@ -67,11 +81,16 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
         sw_http_on_drained(p->req, CLIENT_PENDING_MAX / 2, on_client_drained, p);
         return SW_UPSTREAM_PAUSE;
     }
-    int err = sw_sse_feed(&p->sse, bytes, len);
+    bool framed = p->dialect.up && p->dialect.up->frame;
+    int err = framed ? sw_evs_feed(&p->evs, bytes, len) : sw_sse_feed(&p->sse, bytes, len);
     if (err == SW_ETOOBIG && !p->a.abort_err) {
         p->a.abort_err = SW_EPROTO;
         snprintf(p->a.abort_msg, sizeof p->a.abort_msg, "stream event larger than %d bytes",
                  SW_RELAY_SSE_EVENT_MAX);
+    } else if (framed && err && !p->a.abort_err) {
+        p->a.abort_err = SW_EPROTO;
+        snprintf(p->a.abort_msg, sizeof p->a.abort_msg, "%s",
+                 p->evs.why ? p->evs.why : "event-stream framing broken");
     }
     /* Nothing goes out of an attempt that is failing before its first byte,
      * nor what a backend's preamble made (an error may still follow it). */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/evstream.h"
 #include "obs/declog.h"
 #include "request/facts.h"
 #include "request/request.h"
@@ -104,6 +105,8 @@ struct proxy {
     struct sw_upstream up;
     struct sw_buf resp;             /* non-stream body, or the error body of a failed attempt */
     struct sw_sse sse;
+    struct sw_evs evs;              /* ... or the AWS event-stream framing (dialect frame) */
+    struct sw_buf evs_data;         /* one framed message as its event's data */
     struct evbuffer *out;           /* events of the current upstream write (streams only) */
     bool started;                   /* the first byte went to the client */
     bool client_gone;

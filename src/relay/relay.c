@@ -89,6 +89,8 @@ static void proxy_free(struct proxy *p)
     sw_buf_free(&p->resp);
     free(p->cannot);
     sw_sse_free(&p->sse);
+    sw_evs_free(&p->evs);
+    sw_buf_free(&p->evs_data);
     if (p->out)
         evbuffer_free(p->out);
     sw_request_free(&p->chat);
@@ -261,6 +263,7 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
     sw_upstream_cleanup(&p->up);
     sw_buf_free(&p->resp);
     sw_sse_free(&p->sse);
+    sw_evs_free(&p->evs);
     if (!p->started && p->out) /* what a failed attempt's preamble made is not sent */
         evbuffer_drain(p->out, evbuffer_get_length(p->out));
     /* A local queue left for an attempt that failed is no failure of that
@@ -387,7 +390,7 @@ static void on_done(void *ud, int err)
     } else if (!p->chat.stream) {
         on_answer(p);
         return;
-    } else if (a->saw_done && !sw_sse_pending(&p->sse)) {
+    } else if (a->saw_done && !sw_sse_pending(&p->sse) && !sw_evs_pending(&p->evs)) {
         attempt_end(p, OUTCOME_OK, 200, 0);
         p->final_status = 200;
         sw_http_on_drained(p->req, 0, NULL, NULL);
@@ -614,12 +617,18 @@ static void send_attempt(struct proxy *p)
     sw_claim_mark_sent(&p->claim);
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
     sw_sse_init(&p->sse, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_sse_event, p);
+    sw_evs_free(&p->evs);
+    sw_evs_init(&p->evs, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_evs_message, p);
     static const struct sw_upstream_cbs cbs = {sw_relay_on_data, on_done};
     struct sw_buf path;
     sw_buf_init(&path, 4096);
-    int err = sw_upstream_path(be, a->up_dialect,
-                               p->chat.api == SW_API_EMBEDDINGS ? "embeddings" : dops->chat_path,
-                               &path);
+    const char *rel = p->chat.api == SW_API_EMBEDDINGS          ? "embeddings"
+                      : p->chat.stream && dops->stream_path ? dops->stream_path
+                                                            : dops->chat_path;
+    int err = sw_upstream_path(be, a->up_dialect, rel, &path);
+    /* a signature covers the path and the body as sent */
+    if (!err && dops->sign)
+        err = dops->sign(be, path.ptr, io->text, io->text_len, &hdrs);
     if (!err)
         err = sw_upstream_start(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->text,
                                 io->text_len, (long)left, p->id, &cbs, p);
@@ -883,6 +892,8 @@ void sw_relay_start(const struct sw_relay_request *r)
     p->client_dialect = (enum sw_dialect)p->chat.dialect;
     sw_buf_init(&p->resp, ERROR_BODY_MAX);
     sw_sse_init(&p->sse, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_sse_event, p);
+    sw_evs_init(&p->evs, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_evs_message, p);
+    sw_buf_init(&p->evs_data, SW_RELAY_SSE_EVENT_MAX + 256);
     sw_relay_stages_init(p);
     sw_relay_strip_fields(p->chat.body);
     ask_for_usage(p);

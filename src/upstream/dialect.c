@@ -3,10 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/err.h"
+#include "common/sigv4.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_stream.h"
 #include "dialect/responses_up.h"
+#include "upstream/h1.h"
 
 /* ---- Client header grammars ---- */
 
@@ -492,6 +495,118 @@ static int azure_stream_event(struct sw_dialect_stream *s, const char *data, siz
     return 0;
 }
 
+/* ---- AWS Bedrock (Converse) ---- */
+
+/* /model/{model id}/{rel}: the model id (an id, an inference profile or an
+ * ARN) percent-encoded as the AWS SDKs do (':' and '/' too). */
+static int bedrock_path(const struct sw_config_backend *be, const char *rel, struct sw_buf *out)
+{
+    int err = sw_buf_append_str(out, "/model/");
+    for (const unsigned char *m = (const unsigned char *)(be->model ? be->model : "");
+         !err && *m; m++) {
+        bool plain = (*m >= 'A' && *m <= 'Z') || (*m >= 'a' && *m <= 'z') ||
+                     (*m >= '0' && *m <= '9') || *m == '-' || *m == '_' || *m == '.' || *m == '~';
+        err = plain ? sw_buf_append(out, m, 1) : sw_buf_appendf(out, "%%%02X", *m);
+    }
+    return err ? err : sw_buf_appendf(out, "/%s", rel);
+}
+
+static int bedrock_headers(const struct sw_config_backend *be,
+                           const struct sw_upstream_client_hdrs *c, struct sw_buf *out)
+{
+    (void)be, (void)c;
+    (void)out;
+    return SW_OK;
+}
+
+/* The Host header as the transport sends it: the built-in client always
+ * names the port, libcurl only one that is not the scheme's default. */
+static void signing_host(const char *url, char *out, size_t cap)
+{
+    bool https = !strncmp(url, "https://", 8);
+    const char *a = url + (https ? 8 : 7);
+    size_t n = strcspn(a, "/");
+    const char *colon = NULL;
+    for (size_t i = n; i > 0; i--)
+        if (a[i - 1] == ':') {
+            colon = a + i - 1;
+            break;
+        } else if (a[i - 1] == ']') {
+            break;
+        }
+    size_t hn = colon ? (size_t)(colon - a) : n;
+    const char *port = colon ? colon + 1 : (https ? "443" : "80");
+    size_t pn = colon ? n - hn - 1 : strlen(port);
+    bool dflt = pn == (https ? 3u : 2u) && !strncmp(port, https ? "443" : "80", pn);
+    if (sw_h1_handles(url) || !dflt)
+        snprintf(out, cap, "%.*s:%.*s", (int)hn, a, (int)pn, port);
+    else
+        snprintf(out, cap, "%.*s", (int)hn, a);
+}
+
+static int bedrock_sign(const struct sw_config_backend *be, const char *path, const char *body,
+                        size_t len, struct sw_buf *out)
+{
+    char host[300];
+    signing_host(be->url, host, sizeof host);
+    static const char *const names[] = {"content-type"};
+    static const char *const values[] = {"application/json"};
+    const struct sw_sigv4_req r = {"POST", host, path, be->aws.region, "bedrock", body, len,
+                                   (long long)sw_wall_s(), names, values, 1};
+    const struct sw_sigv4_creds c = {be->aws.access_key_id, be->aws.secret_access_key,
+                                     be->aws.session_token};
+    struct sw_sigv4_out o;
+    return sw_sigv4_sign(&r, &c, &o, out);
+}
+
+static json_t *bedrock_body(const json_t *oai, long default_max_tokens,
+                            struct sw_request_error *err)
+{
+    json_t *body;
+    if (sw_bedrock_req_from_openai(oai, default_max_tokens, &body, err))
+        return NULL;
+    return body;
+}
+
+static json_t *bedrock_answer(const json_t *answer, const char *model, long long created,
+                              bool format_tool)
+{
+    (void)format_tool;
+    return sw_bedrock_resp_to_openai(answer, model, created);
+}
+
+static void bedrock_stream_init(struct sw_dialect_stream *s, const char *model, long long created,
+                                bool format_tool)
+{
+    (void)format_tool;
+    s->error_type[0] = '\0';
+    s->preamble = true;
+    sw_bedrock_to_oai_init(&s->u.bedrock, model, created);
+}
+
+/* messageStart alone makes no token: an exception after it still fails
+ * over. An exception's type reaches a client of an API that names error
+ * types (Anthropic's) by the status Bedrock gives it: 429 rate_limit_error,
+ * 503 overloaded_error, 400 invalid_request_error, else api_error. */
+static int bedrock_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
+                                json_t *chunks, bool *done, const char **msg)
+{
+    struct sw_bedrock_to_oai *b = &s->u.bedrock;
+    int rc = sw_bedrock_to_oai_event(b, data, len, chunks, msg);
+    if (b->content)
+        s->preamble = false;
+    if (rc && b->error_type[0]) {
+        int st = sw_bedrock_exception_status(b->error_type);
+        snprintf(s->error_type, sizeof s->error_type, "%s",
+                 st == 429   ? "rate_limit_error"
+                 : st == 503 ? "overloaded_error"
+                 : st == 400 ? "invalid_request_error"
+                             : "api_error");
+    }
+    *done = b->done;
+    return rc;
+}
+
 /* The one-token ping of chat completions and Messages: the body reads the
  * same in both. */
 #define CHAT_PING "{\"model\":\"%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"ping\"}]}"
@@ -576,6 +691,31 @@ static const struct sw_upstream_dialect dialects[] = {
         .max_tokens_key = "max_completion_tokens",
         .ping_fmt = CHAT_PING,
         .pii_surface = SW_PII_SURFACE_CHAT,
+    },
+    [SW_DIALECT_BEDROCK] = {
+        .name = "bedrock",
+        .chat_path = "converse",
+        .stream_path = "converse-stream",
+        .path = bedrock_path,
+        .headers = bedrock_headers,
+        .sign = bedrock_sign,
+        .request_body = bedrock_body,
+        .answer_to_openai = bedrock_answer,
+        .stream_init = bedrock_stream_init,
+        .stream_event = bedrock_stream_event,
+        .frame = sw_bedrock_frame_json,
+        .client_init = openai_client_init,
+        .client_chunk = openai_client_chunk,
+        .client_finish = openai_client_finish,
+        .client_error = openai_client_error,
+        .api_name = "bedrock",
+        .max_tokens_key = "max_completion_tokens",
+        /* the model is in the path (the format's %s is left unused) */
+        .ping_fmt = "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"ping\"}]}],"
+                    "\"inferenceConfig\":{\"maxTokens\":1}}",
+        .pii_surface = SW_PII_SURFACE_CONVERSE,
+        .always_usage = true,
+        .no_models = true,
     },
 };
 

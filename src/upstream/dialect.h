@@ -13,7 +13,9 @@
 
 #include "common/buf.h"
 #include "config/config.h"
+#include "common/evstream.h"
 #include "dialect/anth_resp.h"
+#include "dialect/bedrock.h"
 #include "dialect/native.h"
 #include "dialect/oai_stream.h"
 #include "dialect/responses_resp.h"
@@ -50,6 +52,7 @@ struct sw_dialect_stream {
     union {
         struct sw_anth_to_oai anth;
         struct sw_resp_to_oai resp;
+        struct sw_bedrock_to_oai bedrock;
     } u;
 };
 
@@ -91,6 +94,8 @@ struct sw_upstream_dialect {
     const char *name;
     const char *chat_path;              /* the chat endpoint relative to the API's base
                                          * ("chat/completions"; sw_upstream_path) */
+    const char *stream_path;            /* a streamed chat's endpoint when it has its own
+                                         * (Bedrock's converse-stream); NULL: chat_path */
     /* Writes the path after the backend's url of `rel` (a path relative to
      * the API's base: "chat/completions", "embeddings", "models"), query
      * included. NULL: the default join of sw_upstream_path. */
@@ -98,6 +103,11 @@ struct sw_upstream_dialect {
     /* Appends the authentication and version headers, "Name: value\r\n" each. */
     int (*headers)(const struct sw_config_backend *be, const struct sw_upstream_client_hdrs *c,
                    struct sw_buf *out);
+    /* Appends the headers that sign this request (path as sent after the
+     * url, the body's bytes), after `headers`; NULL: none (AWS SigV4 for
+     * Bedrock: docs/internals/dialects.md). Reads the wall clock. */
+    int (*sign)(const struct sw_config_backend *be, const char *path, const char *body,
+                size_t len, struct sw_buf *out);
     /* An OpenAI request (borrowed) as this dialect's body: a new tree, or
      * NULL with *err filled (a field that cannot be translated: 400). */
     json_t *(*request_body)(const json_t *oai, long default_max_tokens,
@@ -119,6 +129,10 @@ struct sw_upstream_dialect {
      * own type). NULL: the events are OpenAI chunks already. */
     int (*stream_event)(struct sw_dialect_stream *s, const char *data, size_t len, json_t *chunks,
                         bool *done, const char **msg);
+    /* The stream is AWS event-stream framed, not SSE: each message turned
+     * into one event's data for stream_event (sw_bedrock_frame_json); SW_OK
+     * or an error (the message is not one of this API). NULL: SSE. */
+    int (*frame)(const struct sw_evs_message *m, struct sw_buf *out);
 
     /* ---- A client of this dialect ---- */
     /* Prepares *c for an answer (released first with client_free when it was
@@ -167,6 +181,8 @@ struct sw_upstream_dialect {
                                          * response.completed) */
     bool object_ids;                    /* its answers carry an id the relay makes
                                          * (sw_dialect_answer.response_id) */
+    bool no_models;                     /* no model list at the API's base: no start-up
+                                         * check of GET .../models */
     bool tool_contract;                 /* without a response_format schema, the input
                                          * of a forced tool is the output contract (an
                                          * API that has no response_format) */

@@ -106,7 +106,8 @@ static void send_ping(struct probe *pr, int64_t now, bool latency_probe)
     }
     struct sw_buf path;
     sw_buf_init(&path, 4096);
-    if (sw_upstream_path(be, be->dialect, d->chat_path, &path)) {
+    if (sw_upstream_path(be, be->dialect, d->chat_path, &path) ||
+        (d->sign && d->sign(be, path.ptr, b.ptr, b.len, &hdrs))) {
         sw_buf_free(&path);
         sw_buf_free(&hdrs);
         sw_buf_free(&b);

@@ -213,6 +213,10 @@ struct sw_startcheck *sw_startcheck_new(struct sw_curlev *cev, struct sw_live *l
         struct check *c = &s->checks[i];
         c->s = s;
         c->i = i;
+        if (sw_upstream_dialect(live->cfg->backends[i].dialect)->no_models) {
+            finished_one(s, true); /* no model list to ask for */
+            continue;
+        }
         if (start(c, &live->cfg->backends[i], live->cfg->routing.request_timeout_ms)) {
             sw_warn("backend %s: its start-up check could not be sent", live->cfg->backends[i].name);
             check_clear(c);

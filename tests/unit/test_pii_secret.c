@@ -595,8 +595,10 @@ static const char *const planted[] = {
     "tests/fuzz/corpus/",
     "tests/unit/test_config.c",         /* credentials in URLs refused in the config */
     "tests/unit/test_config_ct.c",      /* constant-time key comparison */
+    "tests/unit/test_config_aws.c",     /* AWS keys in the config, the env and shared files */
     "tests/unit/test_state_redis.c",    /* Redis URLs with passwords */
     "tests/it/anthropic.test.mjs",      /* canary values */
+    "tests/it/bedrock.test.mjs",        /* llmsim's AWS test keys, a shared credentials file */
     "tests/it/cli.test.mjs",            /* Basic credentials, keys in error messages */
     "tests/it/gateway.test.mjs",        /* a cloud key in the test config */
     "tests/it/operations.test.mjs",     /* canary values */

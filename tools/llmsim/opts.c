@@ -31,6 +31,9 @@ static const char usage[] =
     "  --azure-key K               speak Azure OpenAI: api-key K (or a bearer K) required, paths\n"
     "                              /openai/deployments/D/...?api-version=V and /openai/v1/...\n"
     "  --azure-deployment D        the one deployment Azure serves (the --model)\n"
+    "  --bedrock-key ID:SECRET     speak AWS Bedrock: POST /model/M/converse[-stream], SigV4\n"
+    "                              with these keys required (service bedrock)\n"
+    "  --bedrock-region R          the region requests must be signed for (us-east-1)\n"
     "faults (also settable at run time with POST /admin/faults):\n"
     "  --error-rate F              probability a chat request fails (0)\n"
     "  --error-status S            status of those failures: 429 500 502 503 504 529 (500)\n"
@@ -102,6 +105,8 @@ static const struct flag flags[] = {
     {"--prefix", K_STR, 0, 0},
     {"--azure-key", K_STR, 0, 0},
     {"--azure-deployment", K_STR, 0, 0},
+    {"--bedrock-key", K_STR, 0, 0},
+    {"--bedrock-region", K_STR, 0, 0},
     {"--error-rate", K_DOUBLE, 0, 1},
     {"--error-status", K_INT, 400, 599},
     {"--retry-after-s", K_INT, 0, 86400},
@@ -123,6 +128,7 @@ static void defaults(struct sw_llmsim_opts *o)
     o->port = 8080;
     o->dialect = SW_LLMSIM_OPENAI;
     snprintf(o->model, sizeof o->model, "sim-model");
+    snprintf(o->bedrock_region, sizeof o->bedrock_region, "us-east-1");
     o->reply = SW_LLMSIM_REPLY_LOREM;
     o->keep_received = 100;
     o->n_ctx = 4096;
@@ -166,6 +172,16 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
         if (!*s || strlen(s) >= sizeof o->azure_deployment || strchr(s, '/'))
             return false;
         snprintf(o->azure_deployment, sizeof o->azure_deployment, "%s", s);
+    } else if (!strcmp(name, "--bedrock-key")) {
+        const char *colon = strchr(s, ':');
+        if (!colon || colon == s || !colon[1] || strlen(s) >= sizeof o->bedrock_key)
+            return false;
+        snprintf(o->bedrock_key, sizeof o->bedrock_key, "%s", s);
+    } else if (!strcmp(name, "--bedrock-region")) {
+        if (!*s || strlen(s) >= sizeof o->bedrock_region ||
+            s[strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-")])
+            return false;
+        snprintf(o->bedrock_region, sizeof o->bedrock_region, "%s", s);
     } else if (!strcmp(name, "--model")) {
         if (!*s || strlen(s) >= sizeof o->model)
             return false;

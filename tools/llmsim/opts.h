@@ -26,6 +26,9 @@ struct sw_llmsim_opts {
     char prefix[128];            /* --prefix: the API served at PREFIX/... for /v1/...; "" none */
     char azure_key[256];         /* --azure-key: speak Azure OpenAI, this api-key; "" off */
     char azure_deployment[SW_LLMSIM_MODEL_MAX]; /* --azure-deployment, default the --model */
+    char bedrock_key[256];       /* --bedrock-key ID:SECRET: speak AWS Bedrock's Converse API,
+                                  * SigV4 with these keys required; "" off */
+    char bedrock_region[64];     /* --bedrock-region, default us-east-1 */
     struct sw_llmsim_params params;
     struct sw_llmsim_faults faults;
 };

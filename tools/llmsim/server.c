@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "azure.h"
+#include "bedrock.h"
 #include "chat.h"
 #include "embed.h"
 #include "common/buf.h"
@@ -1005,6 +1006,168 @@ static bool azure_route(struct sw_llmsim_server *s, struct sw_http_req *req, con
     return true;
 }
 
+/* ---- AWS Bedrock (--bedrock-key) ---- */
+
+static const char *bedrock_header(void *ud, const char *name)
+{
+    return sw_http_header(ud, name, NULL);
+}
+
+static void send_bedrock_error(struct sw_llmsim_server *s, struct sw_http_req *req, int status,
+                               const char *type, const char *msg)
+{
+    char *b = sw_llmsim_bedrock_error(msg);
+    sw_http_add_header(req, "x-amzn-ErrorType", type);
+    count_status(s, status);
+    send_bytes(s, req, status, "application/json", b ? b : "{}", b ? strlen(b) : 2);
+    free(b);
+}
+
+/* The exception a stream fault ends a ConverseStream with, by error_status. */
+static const char *bedrock_stream_exception(int status)
+{
+    return status == 429   ? "throttlingException"
+           : status == 503 ? "serviceUnavailableException"
+           : status == 400 ? "validationException"
+                           : "modelStreamErrorException";
+}
+
+/* A stream's last message, held back (a fault's exception): sent by a timer. */
+struct bedrock_tail {
+    struct sw_llmsim_server *s;
+    struct sw_http_req *req;
+    struct event *ev;
+    struct sw_buf rest;
+};
+
+static void bedrock_tail_free(struct bedrock_tail *t)
+{
+    event_free(t->ev);
+    sw_buf_free(&t->rest);
+    free(t);
+}
+
+static void on_bedrock_gone(void *arg)
+{
+    bedrock_tail_free(arg);
+}
+
+static void on_bedrock_tail(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct bedrock_tail *t = arg;
+    sw_http_on_gone(t->req, NULL, NULL);
+    evbuffer_add(t->s->out, t->rest.ptr, t->rest.len);
+    sw_http_stream_write(t->req, t->s->out);
+    sw_http_stream_end(t->req);
+    bedrock_tail_free(t);
+}
+
+static void bedrock_reply(struct sw_llmsim_server *s, struct sw_http_req *req, bool stream,
+                          const struct sw_llmsim_bedrock_plan *plan,
+                          const struct sw_llmsim_verdict *v)
+{
+    char rid[64];
+    snprintf(rid, sizeof rid, "sim-%016llx", (unsigned long long)s->chat_seq);
+    sw_http_add_header(req, "x-amzn-RequestId", rid);
+    count_status(s, 200);
+    s->served++;
+    s->prompt_tokens_total += (uint64_t)plan->input_tokens;
+    s->tokens_predicted_total += (uint64_t)plan->output_tokens;
+    if (!stream) {
+        send_json(s, req, 200, sw_llmsim_bedrock_answer(plan, v->latency_ms));
+        return;
+    }
+    sw_buf_reset(&s->scratch);
+    int err = sw_llmsim_bedrock_stream(plan, v->stream_error_after,
+                                       bedrock_stream_exception(s->faults.f.error_status),
+                                       v->close_after_chunks, &s->scratch);
+    if (v->stream_error_after >= 0)
+        s->errored_by_fault++;
+    else if (v->close_after_chunks > 0)
+        s->closed_by_fault++;
+    sw_http_stream_start(req, 200, "application/vnd.amazon.eventstream");
+    size_t first = s->scratch.len;
+    if (!err && v->stream_error_after >= 0) /* the exception is the last message */
+        for (size_t off = 0; off + 4 <= s->scratch.len;) {
+            const unsigned char *u = (const unsigned char *)s->scratch.ptr + off;
+            size_t total = (size_t)u[0] << 24 | (size_t)u[1] << 16 | (size_t)u[2] << 8 | u[3];
+            if (!total || off + total >= s->scratch.len) {
+                first = off;
+                break;
+            }
+            off += total;
+        }
+    if (!err && first)
+        evbuffer_add(s->out, s->scratch.ptr, first);
+    sw_http_stream_write(req, s->out);
+    if (err || first == s->scratch.len) {
+        sw_http_stream_end(req);
+        return;
+    }
+    /* the exception comes a moment later, after what came before reached the client */
+    struct bedrock_tail *t = calloc(1, sizeof *t);
+    if (!t) {
+        sw_http_stream_abort(req);
+        return;
+    }
+    t->s = s, t->req = req;
+    sw_buf_init(&t->rest, s->scratch.len);
+    sw_buf_append(&t->rest, s->scratch.ptr + first, s->scratch.len - first);
+    t->ev = evtimer_new(s->base, on_bedrock_tail, t);
+    struct timeval tv = {0, 50000};
+    sw_http_on_gone(req, on_bedrock_gone, t);
+    evtimer_add(t->ev, &tv);
+}
+
+/* POST /model/{id}/converse[-stream]: routed, SigV4 checked, faults, answered. */
+static void on_bedrock(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path)
+{
+    char model[SW_LLMSIM_MODEL_MAX + 64], msg[400];
+    bool stream = false;
+    if (sw_http_method(req) != SW_HTTP_POST ||
+        sw_llmsim_bedrock_route(path, model, sizeof model, &stream)) {
+        send_bedrock_error(s, req, 404, "UnknownOperationException", "Unknown operation.");
+        return;
+    }
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    json_t *root = json_loadb(body ? body : "", len, 0, NULL);
+    record_received(s, req, path, root, body, len);
+    char id[256];
+    snprintf(id, sizeof id, "%s", s->o.bedrock_key);
+    char *secret = strchr(id, ':');
+    *secret++ = '\0';
+    const char *type = NULL;
+    int st = sw_llmsim_sigv4_verify("POST", path, body ? body : "", len, bedrock_header, req, id,
+                                    secret, s->o.bedrock_region, (long long)time(NULL), &type,
+                                    msg, sizeof msg);
+    struct sw_llmsim_bedrock_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (!st && strcmp(model, s->o.model)) {
+        st = 400, type = "ValidationException";
+        snprintf(msg, sizeof msg, "The provided model identifier is invalid.");
+    }
+    if (!st && sw_llmsim_bedrock_parse(root, (long long)++s->chat_seq, &plan, msg, sizeof msg))
+        st = 400, type = "ValidationException";
+    json_decref(root);
+    if (st) {
+        sw_llmsim_bedrock_plan_free(&plan);
+        send_bedrock_error(s, req, st, type, msg);
+        return;
+    }
+    struct sw_llmsim_verdict v;
+    sw_llmsim_faults_decide(&s->faults, now_us(), plan.input_tokens + plan.output_tokens, &v);
+    if (v.status) {
+        s->errored_by_fault++;
+        snprintf(msg, sizeof msg, "llmsim: injected %d", v.status);
+        send_bedrock_error(s, req, v.status, sw_llmsim_bedrock_exception(v.status), msg);
+    } else {
+        bedrock_reply(s, req, stream, &plan, &v);
+    }
+    sw_llmsim_bedrock_plan_free(&plan);
+}
+
 static void on_request(struct sw_http_req *req, void *arg)
 {
     struct sw_llmsim_server *s = arg;
@@ -1013,6 +1176,10 @@ static void on_request(struct sw_http_req *req, void *arg)
     if (!*path)
         path = "/";
     char routed[SW_LLMSIM_PATH_MAX];
+    if (s->o.bedrock_key[0] && !strncmp(path, "/model/", 7)) {
+        on_bedrock(s, req, path);
+        return;
+    }
     if (s->o.azure_key[0] && !azure_route(s, req, path, routed, sizeof routed))
         return;
     if (s->o.azure_key[0])
