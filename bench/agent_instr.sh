@@ -18,7 +18,9 @@
 # GATEWAY=1 adds a second table: each turn's body sent GW_N times through the
 # whole gateway (bench/instr.sh with BODY set, Spillway alone, every feature
 # on, non-streamed): instructions per request and per KB of body, the parse,
-# the scan (with every text a cache hit after the first request), the relay.
+# the scan (with every text a cache hit after the first request), the relay;
+# and the front's parse of the body alone natively timed (bench/agent_parse:
+# sw_request_parse and sw_request_free, median of REPEAT, µs).
 #   bench/agent_instr.sh                about 2 minutes
 #   GATEWAY=1 bench/agent_instr.sh      about 6 minutes
 # Knobs: TURNS ("2 10 50"), SEED (7), SHAPE (openai | anthropic), REPEAT (31),
@@ -76,12 +78,15 @@ path=/v1/chat/completions
 [ "$SHAPE" = anthropic ] && { echo "agent_instr.sh: GATEWAY=1 sends OpenAI chat bodies only" >&2; exit 1; }
 echo
 echo "through the gateway: $GW_N requests of each body (bench/instr.sh, non-streamed, $path)"
-printf '%-5s %8s %12s %9s\n' turn bytes "instr/req" "instr/KB"
+make -s --no-print-directory BUILD="$BUILD" "$BUILD/bench/agent_parse"
+printf '%-5s %8s %12s %9s %9s\n' turn bytes "instr/req" "instr/KB" "parse us"
 for n in $TURNS; do
   t=$(printf '%s/turn_%03d.json' "$tmp" "$n")
   bytes=$(awk -v n="$n" '$1 == n {print $2}' "$tmp/sizes")
   ir=$(BODY="$t" TARGETS=spillway STREAM_N=0 N="$GW_N" WARM=30 BUILD="$BUILD" bench/instr.sh 2>/dev/null |
     awk '$1 == "spillway" && NF == 5 {print $2}')
   [ -n "$ir" ] || { echo "agent_instr.sh: turn $n: bench/instr.sh failed" >&2; exit 1; }
-  awk -v n="$n" -v b="$bytes" -v ir="$ir" 'BEGIN { printf "%-5s %8d %12d %9.0f\n", n, b, ir, ir / (b / 1024) }'
+  pu=$("$BUILD/bench/agent_parse" "$t" "$REPEAT" | sed -n 's/^parse_us_median=//p')
+  awk -v n="$n" -v b="$bytes" -v ir="$ir" -v pu="$pu" \
+    'BEGIN { printf "%-5s %8d %12d %9.0f %9.1f\n", n, b, ir, ir / (b / 1024), pu }'
 done

@@ -36,7 +36,7 @@ json_t *sw_json_load_fast_only(const char *s, size_t len, size_t flags);
  * (> 0) values nested at most max_depth (> 0) deep: simdjson refuses a
  * deeper text, and a text with more than max_values structural characters
  * (every value starts at one) is declined, both before anything is built.
- * A text up to 64 KiB is parsed in memory kept per thread, a larger one in
+ * A text up to 512 KiB is parsed in memory kept per thread, a larger one in
  * memory freed when it is parsed. NULL when it declines for
  * any reason (invalid, past a bound): then the caller checks the shape and
  * sw_json_load decides; or out of memory (*oom). A request body skips its

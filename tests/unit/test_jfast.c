@@ -229,7 +229,7 @@ static void test_jfast_large(void **state)
     free(s);
 }
 
-/* The bounded fast path, below and above 64 KiB: a text within the bounds
+/* The bounded fast path, below and above 512 KiB: a text within the bounds
  * gives json_loadb's tree; one with more structural characters than
  * max_values, or nested deeper than max_depth, is declined (not out of
  * memory), so the caller's shape check decides. */
@@ -275,7 +275,8 @@ static void test_jfast_bounded(void **state)
 {
     (void)state;
     bounded_case(100);          /* about 1 KB: the per-thread parser */
-    bounded_case(20000);        /* about 250 KB: a parser of its own */
+    bounded_case(20000);        /* about 250 KB: the per-thread parser, grown */
+    bounded_case(60000);        /* about 750 KB: a parser of its own */
 }
 
 static long countdown = -1;
