@@ -183,6 +183,11 @@ $(BUILD)/bench/agent_scan: bench/agent_scan.c $(BUILD)/libspillway.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS)
 
+# The front's parse of one body, natively timed (bench/agent_instr.sh GATEWAY=1).
+$(BUILD)/bench/agent_parse: bench/agent_parse.c $(BUILD)/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS)
+
 test-unit: $(UT_BIN)
 	@set -e; for t in $(UT_BIN); do echo "== $$t"; $$t; done
 

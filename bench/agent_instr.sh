@@ -14,8 +14,17 @@
 # valgrind hides the CPU's SHA extensions, so under callgrind OpenSSL takes
 # its software SHA-256 (about 26 instructions a byte); natively, with SHA-NI,
 # a digest costs a small fraction of that (`openssl speed sha256`).
+#
+# GATEWAY=1 adds a second table: each turn's body sent GW_N times through the
+# whole gateway (bench/instr.sh with BODY set, Spillway alone, every feature
+# on, non-streamed): instructions per request and per KB of body, the parse,
+# the scan (with every text a cache hit after the first request), the relay;
+# and the front's parse of the body alone natively timed (bench/agent_parse:
+# sw_request_parse and sw_request_free, median of REPEAT, µs).
 #   bench/agent_instr.sh                about 2 minutes
-# Knobs: TURNS ("2 10 50"), SEED (7), SHAPE (openai | anthropic), REPEAT (31), BUILD.
+#   GATEWAY=1 bench/agent_instr.sh      about 6 minutes
+# Knobs: TURNS ("2 10 50"), SEED (7), SHAPE (openai | anthropic), REPEAT (31),
+# GATEWAY (0), GW_N (200), BUILD.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -23,6 +32,8 @@ TURNS=${TURNS:-"2 10 50"}
 SEED=${SEED:-7}
 SHAPE=${SHAPE:-openai}
 REPEAT=${REPEAT:-31}
+GATEWAY=${GATEWAY:-0}
+GW_N=${GW_N:-200}
 command -v valgrind >/dev/null || { echo "agent_instr.sh: needs valgrind" >&2; exit 1; }
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/bench/agent_scan"
 tmp=$(mktemp -d)
@@ -61,4 +72,21 @@ for n in $TURNS; do
       -v uc="$uc" -v un="$un" 'BEGIN {
     printf "%-5s %8d %7d %11d %11d %11d %11d %9.1f %9.1f %9.1f %8s\n", n, b, nw, w, wo, d, w - d,
       (w - d) / nw, uc, un, hm }'
+done
+[ "$GATEWAY" = 1 ] || exit 0
+path=/v1/chat/completions
+[ "$SHAPE" = anthropic ] && { echo "agent_instr.sh: GATEWAY=1 sends OpenAI chat bodies only" >&2; exit 1; }
+echo
+echo "through the gateway: $GW_N requests of each body (bench/instr.sh, non-streamed, $path)"
+make -s --no-print-directory BUILD="$BUILD" "$BUILD/bench/agent_parse"
+printf '%-5s %8s %12s %9s %9s\n' turn bytes "instr/req" "instr/KB" "parse us"
+for n in $TURNS; do
+  t=$(printf '%s/turn_%03d.json' "$tmp" "$n")
+  bytes=$(awk -v n="$n" '$1 == n {print $2}' "$tmp/sizes")
+  ir=$(BODY="$t" TARGETS=spillway STREAM_N=0 N="$GW_N" WARM=30 BUILD="$BUILD" bench/instr.sh 2>/dev/null |
+    awk '$1 == "spillway" && NF == 5 {print $2}')
+  [ -n "$ir" ] || { echo "agent_instr.sh: turn $n: bench/instr.sh failed" >&2; exit 1; }
+  pu=$("$BUILD/bench/agent_parse" "$t" "$REPEAT" | sed -n 's/^parse_us_median=//p')
+  awk -v n="$n" -v b="$bytes" -v ir="$ir" -v pu="$pu" \
+    'BEGIN { printf "%-5s %8d %12d %9.0f %9.1f\n", n, b, ir, ir / (b / 1024), pu }'
 done

@@ -47,7 +47,7 @@ PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
 WAIT_TRIES=${WAIT_TRIES:-2400}   # start-up under valgrind: up to 2 minutes
 NGINX_MAIN="master_process off;"  # one process: the one valgrind and strace watch
-BODY=bench/chat-1k.json
+BODY=${BODY:-bench/chat-1k.json}   # the body of every request
 
 scripts/deps.sh bench
 for b in valgrind callgrind_control strace ab; do

@@ -14,9 +14,12 @@ namespace {
 
 // Texts up to this size reuse one parser and one padded copy per thread
 // (their memory stays for the next request: simdjson's index and tape take
-// about 10 bytes per byte of text); a larger one gets its own, freed when it
-// is parsed, so one big body does not pin its memory.
-constexpr size_t kKeepBytes = 64u << 10;
+// about 10 bytes per byte of text, so at most about 5.5 MB per thread that
+// parsed such a text); a larger one gets its own, freed when it is parsed, so
+// one very big body does not pin its memory. An agent's body of a few
+// hundred KB allocated and freed per request costs more in page faults (the
+// heap's top trimmed and touched again) than its parse.
+constexpr size_t kKeepBytes = 512u << 10;
 
 // The flags the fast path implements; any other one is json_loadb's job.
 constexpr size_t kFlags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
@@ -46,7 +49,8 @@ struct Scratch {
 
 struct Ctx {
     bool reject_dups;
-    bool oom;       // an allocation failed: the answer is "out of memory"
+    bool oom;           // an allocation failed: the answer is "out of memory"
+    size_t max_values;  // 0: no bound; else more structural characters than this declines
 };
 
 json_t *build(dom::element el, Ctx &c);
@@ -151,6 +155,12 @@ json_t *parse_with(dom::parser &parser, const char *padded, size_t len, size_t f
 
     if (parser.parse(padded, len, false).get(root))
         return nullptr;
+    // Every value starts at a structural character (as do keys, colons,
+    // commas and closing brackets): no more of them than the bound means
+    // no more values. More declines before anything is built, and the
+    // caller's shape check decides (with its message).
+    if (c.max_values && parser.implementation->n_structural_indexes > c.max_values)
+        return nullptr;
     // Without JSON_DECODE_ANY jansson takes only an object or an array.
     if (!(flags & JSON_DECODE_ANY) && root.type() != dom::element_type::OBJECT &&
         root.type() != dom::element_type::ARRAY)
@@ -190,6 +200,10 @@ json_t *fast(const char *s, size_t len, size_t flags, Ctx &c, size_t max_depth =
             return nullptr;
         }
         dom::parser parser;
+        if (max_depth && parser.allocate(len, max_depth) != simdjson::SUCCESS) {
+            c.oom = true;
+            return nullptr;
+        }
         return parse_with(parser, copy.data(), len, flags, c);
     } catch (...) {
         // std::bad_alloc from the parser's growth or the padded copy.
@@ -202,19 +216,18 @@ json_t *fast(const char *s, size_t len, size_t flags, Ctx &c, size_t max_depth =
 
 json_t *sw_json_load_fast_only(const char *s, size_t len, size_t flags)
 {
-    Ctx c;
+    Ctx c = {};
     return fast(s, len, flags, c);
 }
 
-json_t *sw_json_load_small(const char *s, size_t len, size_t flags, size_t max_values,
-                           size_t max_depth, bool *oom)
+json_t *sw_json_load_bounded(const char *s, size_t len, size_t flags, size_t max_values,
+                             size_t max_depth, bool *oom)
 {
     *oom = false;
-    // n values need at least 2n - 1 bytes (one each, commas between): a text
-    // that short cannot hold more than max_values.
-    if (len > kKeepBytes || (max_values && (len + 1) / 2 > max_values) || !max_depth)
+    if (!max_depth || !max_values)
         return nullptr;
-    Ctx c;
+    Ctx c = {};
+    c.max_values = max_values;
     json_t *j = fast(s, len, flags, c, max_depth);
     *oom = !j && c.oom;
     return j;
@@ -222,7 +235,7 @@ json_t *sw_json_load_small(const char *s, size_t len, size_t flags, size_t max_v
 
 json_t *sw_json_load(const char *s, size_t len, size_t flags, json_error_t *err)
 {
-    Ctx c;
+    Ctx c = {};
     json_t *j = fast(s, len, flags, c);
 
     if (j || c.oom) {

@@ -32,15 +32,17 @@ json_t *sw_json_load(const char *s, size_t len, size_t flags, json_error_t *err)
  * turn) or runs out of memory. */
 json_t *sw_json_load_fast_only(const char *s, size_t len, size_t flags);
 
-/* The fast path alone for a text of at most 64 KiB (parsed in memory kept
- * per thread), and only when it holds at most max_values values nested at
- * most max_depth (> 0) deep: simdjson refuses a deeper text before anything
- * is built, and a text this short cannot hold more values than its length
- * allows. NULL when it declines for any reason (invalid, past a bound,
- * larger): then the caller checks the shape and sw_json_load decides; or
- * out of memory (*oom). A request body skips its separate shape pass this way. */
-json_t *sw_json_load_small(const char *s, size_t len, size_t flags, size_t max_values,
-                           size_t max_depth, bool *oom);
+/* The fast path alone, and only when the text holds at most max_values
+ * (> 0) values nested at most max_depth (> 0) deep: simdjson refuses a
+ * deeper text, and a text with more than max_values structural characters
+ * (every value starts at one) is declined, both before anything is built.
+ * A text up to 512 KiB is parsed in memory kept per thread, a larger one in
+ * memory freed when it is parsed. NULL when it declines for
+ * any reason (invalid, past a bound): then the caller checks the shape and
+ * sw_json_load decides; or out of memory (*oom). A request body skips its
+ * separate shape pass this way. */
+json_t *sw_json_load_bounded(const char *s, size_t len, size_t flags, size_t max_values,
+                             size_t max_depth, bool *oom);
 
 #ifdef __cplusplus
 }

@@ -959,14 +959,14 @@ json_t *sw_request_json_load(const char *body, size_t len, struct sw_request_err
     json_error_t je;
 
     *rc = SW_EINVAL;
-    /* The usual body: parsed and built within the bounds in one pass. */
+    /* A body within the bounds: parsed and built in one pass. */
     bool oom = false;
-    json_t *small = body && len ? sw_json_load_small(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-                                                     SW_REQUEST_MAX_JSON_VALUES,
-                                                     SW_REQUEST_MAX_JSON_DEPTH, &oom)
-                                : NULL;
-    if (small)
-        return small;
+    json_t *fast = body && len ? sw_json_load_bounded(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                                                      SW_REQUEST_MAX_JSON_VALUES,
+                                                      SW_REQUEST_MAX_JSON_DEPTH, &oom)
+                               : NULL;
+    if (fast)
+        return fast;
     if (oom) {
         *rc = SW_ENOMEM;
         set_oom(err);

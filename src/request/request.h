@@ -31,11 +31,13 @@
  * words of sw_request_flag, anything else, null included, is a 400 naming
  * it, and so is a key that is a near-miss of allow_cloud).
  *
- * Limits. Before decoding, the body's shape is checked (sw_request_json_shape):
- * more than SW_REQUEST_MAX_JSON_VALUES values in the whole body, or arrays and
- * objects nested more than SW_REQUEST_MAX_JSON_DEPTH deep, is a 400
+ * Limits. Before a tree is built, the body's shape is checked: more than
+ * SW_REQUEST_MAX_JSON_VALUES values in the whole body, or arrays and objects
+ * nested more than SW_REQUEST_MAX_JSON_DEPTH deep, is a 400
  * "json_too_complex" (param null), whatever the fields are, so the memory and
- * time a body costs are bounded by these limits and not only by its size.
+ * time a body costs are bounded by these limits and not only by its size. A
+ * body the fast loader proves within them (sw_json_load_bounded) is built in
+ * the same pass; any other gets the separate check (sw_request_json_shape).
  *
  * The body is never edited here: metadata.allow_cloud stays in it; the relay
  * strips what an upstream would refuse. */

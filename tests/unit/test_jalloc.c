@@ -35,7 +35,8 @@ static void test_jalloc_reuse(void **state)
     sw_jalloc_free(NULL);
 }
 
-/* At most SW_JALLOC_KEEP blocks per class are kept; large blocks never. */
+/* At most SW_JALLOC_KEEP blocks per class are kept; a large block is not
+ * one of them (test_jalloc_big). */
 static void test_jalloc_bounded(void **state)
 {
     (void)state;
@@ -81,12 +82,53 @@ static void test_jalloc_jansson(void **state)
         assert_true(sw_jalloc_cached() > 0);
 }
 
+/* A freed large block is handed out again for a request of its class, up
+ * to the size it was asked with; past SW_JALLOC_MAX_BIG nothing is kept;
+ * all the kept blocks together stay within SW_JALLOC_KEEP_BYTES. */
+static void test_jalloc_big(void **state)
+{
+    (void)state;
+    size_t before = sw_jalloc_cached_bytes();
+    char *a = sw_jalloc_malloc(3000);
+    assert_non_null(a);
+    memset(a, 'x', 3000);
+    sw_jalloc_free(a);
+    assert_true(sw_jalloc_cached_bytes() >= before + 3000);
+    char *b = sw_jalloc_malloc(4000);   /* the same power-of-two class (up to 4088) */
+    assert_ptr_equal(a, b);
+    memset(b, 'y', 4088);
+    assert_int_equal(sw_jalloc_cached_bytes(), before);
+    sw_jalloc_free(b);
+    char *huge = sw_jalloc_malloc(SW_JALLOC_MAX_BIG + 1);
+    assert_non_null(huge);
+    memset(huge, 1, SW_JALLOC_MAX_BIG + 1);
+    size_t mid = sw_jalloc_cached_bytes();
+    sw_jalloc_free(huge);
+    assert_int_equal(sw_jalloc_cached_bytes(), mid);
+
+    enum { N = 2 * SW_JALLOC_KEEP_BYTES / SW_JALLOC_MAX_BIG };
+    void **v = malloc(N * sizeof *v);
+    assert_non_null(v);
+    for (int i = 0; i < N; i++)
+        assert_non_null(v[i] = sw_jalloc_malloc(SW_JALLOC_MAX_BIG));
+    for (int i = 0; i < N; i++)
+        sw_jalloc_free(v[i]);
+    assert_true(sw_jalloc_cached_bytes() <= SW_JALLOC_KEEP_BYTES);
+    assert_true(sw_jalloc_cached_bytes() > SW_JALLOC_KEEP_BYTES - SW_JALLOC_MAX_BIG);
+    for (int i = 0; i < N; i++)         /* everything kept is handed out again */
+        assert_non_null(v[i] = sw_jalloc_malloc(SW_JALLOC_MAX_BIG));
+    for (int i = 0; i < N; i++)
+        free(v[i]);                     /* plain malloc blocks */
+    free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jalloc_reuse),
         cmocka_unit_test(test_jalloc_bounded),
         cmocka_unit_test(test_jalloc_jansson),
+        cmocka_unit_test(test_jalloc_big),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

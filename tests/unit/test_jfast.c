@@ -229,6 +229,56 @@ static void test_jfast_large(void **state)
     free(s);
 }
 
+/* The bounded fast path, below and above 512 KiB: a text within the bounds
+ * gives json_loadb's tree; one with more structural characters than
+ * max_values, or nested deeper than max_depth, is declined (not out of
+ * memory), so the caller's shape check decides. */
+static void bounded_case(size_t items)
+{
+    size_t cap = items * 24 + 64;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    size_t k = 0;
+    s[k++] = '[';
+    for (size_t i = 0; i < items; i++)
+        k += (size_t)snprintf(s + k, cap - k, "%s\"t%zu text\"", i ? "," : "", i);
+    s[k++] = ']';
+    json_error_t e;
+    json_t *ref = json_loadb(s, k, REQ, &e);
+    assert_non_null(ref);
+    bool oom = true;
+    /* items strings, items - 1 commas, the brackets: 2 * items + 1 structurals */
+    json_t *j = sw_json_load_bounded(s, k, REQ, 2 * items + 1, 64, &oom);
+    assert_non_null(j);
+    assert_false(oom);
+    assert_true(json_equal(j, ref));
+    json_decref(j);
+    oom = true;
+    assert_null(sw_json_load_bounded(s, k, REQ, 2 * items, 64, &oom));
+    assert_false(oom);
+    oom = true;
+    assert_null(sw_json_load_bounded(s, k, REQ, 2 * items + 1, 0, &oom));
+    assert_false(oom);
+    json_decref(ref);
+    free(s);
+
+    char deep[] = "[[[[1]]]]";
+    oom = true;
+    assert_null(sw_json_load_bounded(deep, sizeof deep - 1, REQ, 100, 3, &oom));
+    assert_false(oom);
+    j = sw_json_load_bounded(deep, sizeof deep - 1, REQ, 100, 64, &oom);
+    assert_non_null(j);
+    json_decref(j);
+}
+
+static void test_jfast_bounded(void **state)
+{
+    (void)state;
+    bounded_case(100);          /* about 1 KB: the per-thread parser */
+    bounded_case(20000);        /* about 250 KB: the per-thread parser, grown */
+    bounded_case(60000);        /* about 750 KB: a parser of its own */
+}
+
 static long countdown = -1;
 
 static void *failing_malloc(size_t n)
@@ -273,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_jfast_syntax),
         cmocka_unit_test(test_jfast_depth),
         cmocka_unit_test(test_jfast_large),
+        cmocka_unit_test(test_jfast_bounded),
         cmocka_unit_test(test_jfast_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
