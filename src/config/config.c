@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "config/rurl.h"
+#include "config/tenancy.h"
 #include "config/walk.h"
 #include "pii/pii.h"
 
@@ -693,6 +694,12 @@ static void check_key(struct sw_walk *w, void *base, const yaml_node_t *map,
                           j, o->name ? o->name : "?");
         }
     }
+    sw_config_key_check_id(w, cfg, index, sw_walk_val(&key_section, vals, "id"), path);
+    const yaml_node_t *team = sw_walk_val(&key_section, vals, "team");
+    if (team) {
+        k->team_line = team->start_mark.line + 1;
+        k->team_col = team->start_mark.column + 1;
+    }
 }
 
 static void check_admin(struct sw_walk *w, void *base, const yaml_node_t *map,
@@ -949,6 +956,10 @@ static const struct sw_walk_setting key_settings[] = {
     {.key = "pii_allow", .type = SW_WALK_MAP, .off = KEY(pii_allow), .sub = &pii_allow_section},
     {.key = "priority", .type = SW_WALK_ENUM, .off = KEY(priority), .names = priority_names,
      .def = SW_PRIORITY_INTERACTIVE, .hint = "interactive or batch"},
+    {.key = "id", .type = SW_WALK_NAME, .off = KEY(id),
+     .hint = "a stable key_id for logs and metrics; default: derived from the secret"},
+    {.key = "team", .type = SW_WALK_NAME, .off = KEY(team), .hint = "a teams[] name"},
+    SW_CONFIG_TENANCY_SETTINGS(KEY(t)),
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
@@ -1375,6 +1386,8 @@ static const struct sw_walk_setting top_settings[] = {
      .parse = parse_listen_hosts},
     {.key = "keys", .type = SW_WALK_LIST, .off = CFG(keys), .aux_off = CFG(n_keys),
      .sub = &key_section, .hint = "omit keys to disable client auth, or list at least one key"},
+    {.key = "teams", .type = SW_WALK_LIST, .off = CFG(teams), .aux_off = CFG(n_teams),
+     .sub = &sw_config_team_section, .hint = "a list of teams, each with a name"},
     {.key = "admin", .type = SW_WALK_MAP, .off = 0, .sub = &admin_section},
     {.key = "backends", .type = SW_WALK_LIST, .off = CFG(backends), .aux_off = CFG(n_backends),
      .required = true, .sub = &backend_section,
@@ -1469,6 +1482,7 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
     }
     if (!cfg->routing.spend.degrade_to)
         cfg->routing.spend.degrade_backend = -1;
+    sw_config_tenancy_check(w, cfg);
 }
 
 /* ---- Parsing ---- */
@@ -1659,8 +1673,16 @@ void sw_config_unref(struct sw_config *cfg)
         free(cfg->keys[i].key);
         regions_free(&cfg->keys[i].sensitive_regions);
         pii_allow_free(&cfg->keys[i].pii_allow);
+        free(cfg->keys[i].id);
+        free(cfg->keys[i].team);
+        sw_config_tenancy_free(&cfg->keys[i].t);
     }
     free(cfg->keys);
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        free(cfg->teams[i].name);
+        sw_config_tenancy_free(&cfg->teams[i].t);
+    }
+    free(cfg->teams);
     free(cfg->admin_key);
     free(cfg->decision_log);
     free(cfg->access_log.path);

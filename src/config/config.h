@@ -84,8 +84,46 @@ enum sw_load_source {
     SW_LOAD__COUNT
 };
 
+/* Tenancy (keys[] and teams[]; route/tenant.h, docs/configuration.md "Keys
+ * and teams"): a budget, rate limits and model access. */
+enum sw_budget_window {
+    SW_BUDGET_HOUR,             /* UTC hour */
+    SW_BUDGET_DAY,              /* UTC day (default) */
+    SW_BUDGET_WEEK,             /* UTC week from Monday 00:00 */
+    SW_BUDGET_MONTH,            /* UTC calendar month */
+    SW_BUDGET_ROLLING,          /* the last rolling_ms, counted in tenths */
+};
+enum sw_on_budget {
+    SW_ON_BUDGET_KEEP_LOCAL,    /* over budget: served by the local tier only (default) */
+    SW_ON_BUDGET_REJECT,        /* over budget: 429 budget_exhausted */
+};
+#define SW_CONFIG_MAX_KEY_MODELS 32
+struct sw_config_tenancy {
+    struct {
+        double usd;             /* 0: no budget */
+        int window;             /* enum sw_budget_window; default day */
+        long rolling_ms;        /* budget.rolling: a duration (window rolling) */
+    } budget;
+    long rpm;                   /* requests per minute; 0: no limit */
+    long tpm;                   /* tokens per minute (prompt estimate + max_tokens); 0: none */
+    char *models[SW_CONFIG_MAX_KEY_MODELS];     /* allow-list, '*' wildcards */
+    size_t n_models;            /* 0: every model */
+    int max_tier;               /* enum sw_tier; default cloud */
+    int on_budget;              /* enum sw_on_budget; default keep_local */
+};
+
+struct sw_config_team {
+    char *name;                 /* unique: the team's ledger id */
+    struct sw_config_tenancy t;
+};
+
 struct sw_config_key {
     char *name;                 /* shown in logs and metrics */
+    char *id;                   /* stable key_id: given, else "k-" + 12 hex of SHA-256(key) */
+    char *team;                 /* a teams[] name; NULL: none */
+    long team_index;            /* its index in teams[]; -1: none */
+    size_t team_line, team_col; /* where team was written (for messages) */
+    struct sw_config_tenancy t; /* budget, limits, models, max_tier, on_budget */
     char *key;                  /* the bearer secret; never logged */
     bool allow_cloud;           /* default true */
     bool sensitive;             /* default false: every request of this key is sensitive */
@@ -278,6 +316,8 @@ struct sw_config {
                                                    keys: no check */
     struct sw_config_key *keys; /* keys: omitted => client auth disabled */
     size_t n_keys;
+    struct sw_config_team *teams;   /* teams: budgets and limits shared by keys */
+    size_t n_teams;
     bool auth_enabled;          /* true when a `keys` list is present */
     char *admin_key;            /* admin.key; NULL: admin API disabled */
     char *decision_log;         /* path of the decision log, "-" (default): stdout */
