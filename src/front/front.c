@@ -16,6 +16,7 @@
 #include "common/query.h"
 #include "common/workpool.h"
 #include "front/admin.h"
+#include "front/admin_keys.h"
 #include "front/internal.h"
 #include "front/responses_state.h"
 #include "relay/relay.h"
@@ -23,6 +24,7 @@
 #include "request/embed.h"
 #include "request/facts.h"
 #include "request/request.h"
+#include "route/tenant.h"
 #include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/responses_req.h"
@@ -171,6 +173,19 @@ static void reply_no_model(struct sw_http_req *req, const struct sw_config *cfg,
     sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
                    "The model '%s' does not exist. This gateway serves %s (GET /v1/models lists "
                    "them; models: in the gateway's config defines them).", name, names);
+}
+
+/* Whether the key's models list and its team's both allow the model. */
+static bool key_allows_model(const struct sw_config *cfg, const struct sw_config_key *key,
+                             const char *model)
+{
+    const struct sw_config_tenancy *team =
+        key->team_index >= 0 && (size_t)key->team_index < cfg->n_teams
+            ? &cfg->teams[key->team_index].t
+            : NULL;
+    struct sw_tenant_policy p;
+    sw_tenant_merge(&key->t, team, &p);
+    return sw_tenant_policy_allows_model(&p, model);
 }
 
 /* Whether the request carries a known client key (or auth is off). */
@@ -534,6 +549,7 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
         .time_ms = sw_live_wall_ms(f->live, start_ms),
         .model = model,
         .key_name = key ? key->name : NULL,
+        .key_id = key ? key->id : NULL,
         .decision = SW_DECLOG_REJECTED,
         .status = status,
         .code = code,
@@ -664,6 +680,7 @@ static void api_scanned(struct api_scan *s)
                                               .chat = &s->chat, .model = s->in.model,
                                               .facts = &s->facts, .request_id = s->id,
                                               .key_name = s->in.key ? s->in.key->name : NULL,
+                                              .key = s->in.key,
                                               .pii = request_engine(s)});
 }
 
@@ -866,6 +883,19 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
+    if (key && !key_allows_model(f->cfg, key, model->name)) {
+        sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                       "The model '%s' does not exist or this API key does not have access to "
+                       "it (keys[].models and its team's models in the gateway's config).",
+                       model->name);
+        record_rejection(f, api_name, id, chat.model, key, 404, "model_not_allowed", NULL,
+                         start_ms);
+        sw_info("request %s: key %s may not use model %s", id, key->id ? key->id : "-",
+                model->name);
+        sw_request_free(&chat);
+        return;
+    }
+
     const struct sw_facts_in in = {.api = api, .cfg = f->cfg, .key = key, .model = model,
                                    .chat = &chat, .hdrs = &hdrs, .start_ms = start_ms};
     struct api_scan inline_scan = {.f = f, .req = req, .cfg = f->cfg, .live = f->live,
@@ -964,6 +994,7 @@ static const struct route routes[] = {
     {"/admin/decisions", SW_HTTP_GET, sw_admin_decisions, true},
     {"/admin/thresholds", SW_HTTP_PUT, sw_admin_thresholds, true},
     {"/admin/series", SW_HTTP_GET, sw_admin_series, true},
+    {"/admin/keys", SW_HTTP_GET, sw_admin_keys, true},
 };
 
 static const char breakers_prefix[] = "/admin/breakers/", reset_suffix[] = "/reset";
@@ -976,6 +1007,18 @@ static const char *breaker_path(const char *path, size_t *len)
         strcmp(path + plen - suf, reset_suffix) != 0)
         return NULL;
     *len = plen - pre - suf;
+    return path + pre;
+}
+
+static const char keys_prefix[] = "/admin/keys/";
+
+/* The key_id in /admin/keys/{id}, or NULL. */
+static const char *key_path(const char *path, size_t *len)
+{
+    size_t pre = sizeof keys_prefix - 1;
+    if (strncmp(path, keys_prefix, pre) != 0 || !path[pre] || strchr(path + pre, '/'))
+        return NULL;
+    *len = strlen(path + pre);
     return path + pre;
 }
 
@@ -1043,6 +1086,14 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         }
         return admin_ok(f, req);
     }
+    if (key_path(path, &nlen)) {
+        if (sw_http_method(req) != SW_HTTP_GET && sw_http_method(req) != SW_HTTP_HEAD) {
+            sw_reply_error(req, 405, "invalid_request_error", "method_not_allowed", NULL,
+                           "Use GET.");
+            return false;
+        }
+        return admin_ok(f, req);
+    }
     if (sw_front_resp_path(path))
         return sw_front_resp_method_ok(req) && key_answered(f, req);
     if (model_path(path)) {
@@ -1058,7 +1109,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     if (!r && !strncmp(path, "/admin/", 7)) {
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. The admin API serves GET /admin/state, "
-                       "GET /admin/decisions, GET /admin/series, POST /admin/reload, "
+                       "GET /admin/decisions, GET /admin/series, GET /admin/keys[/ID], POST /admin/reload, "
                        "POST /admin/emergency, PUT /admin/thresholds and "
                        "POST /admin/breakers/NAME/reset (docs/operations.md).", path);
         return false;
@@ -1099,6 +1150,11 @@ static void on_request(struct sw_http_req *req, void *arg)
     const char *name = breaker_path(path, &nlen);
     if (name) {
         sw_admin_breaker_reset(f, req, name, nlen);
+        return;
+    }
+    const char *kid = key_path(path, &nlen);
+    if (kid) {
+        sw_admin_key(f, req, kid, nlen);
         return;
     }
     if (model_path(path)) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "state/tenant.h"
 
 struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t now_ms,
                                           int64_t wall_ms)
@@ -22,6 +23,11 @@ struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t n
         snprintf(g->emergency_reason, sizeof g->emergency_reason, "declared in the configuration");
     g->spend_cap_usd = -1;
     g->store = sw_store_memory();
+    g->tenant = sw_tenant_new();
+    if (!g->tenant) {
+        free(g);
+        return NULL;
+    }
     return g;
 }
 
@@ -30,6 +36,7 @@ void sw_live_shared_free(struct sw_live_shared *g)
     if (!g)
         return;
     sw_respstore_free(g->resp);
+    sw_tenant_free(g->tenant);
     free(g);
 }
 

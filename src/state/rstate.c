@@ -3,6 +3,7 @@
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "state/rdial.h"
 #include "config/rurl.h"
 #include "state/rkey.h"
+#include "state/tenant.h"
 
 #define SYNC_MS 200             /* shared view refresh, lease renewal */
 #define MAX_ARGS 16
@@ -161,7 +163,7 @@ static const char lua_sync[] = LUA_PURGE
 enum script { S_ADMIT, S_RELEASE, S_SYNC, N_SCRIPTS };
 static const char *const scripts[N_SCRIPTS] = {lua_admit, lua_release, lua_sync};
 
-enum op_kind { OP_ADMIT, OP_RELEASE, OP_SYNC, OP_FLAGS, OP_PLAIN };
+enum op_kind { OP_ADMIT, OP_RELEASE, OP_SYNC, OP_FLAGS, OP_PLAIN, OP_EVAL };
 
 struct sw_store_op {
     struct sw_rstate *rs;
@@ -173,6 +175,10 @@ struct sw_store_op {
     struct sw_store_hold *hold;/* admit: NULL once cancelled */
     struct sw_live *live;       /* admit: referenced */
     size_t hold_be;             /* admit: the backend */
+    sw_rstate_eval_fn eval_cb;  /* eval: answered once (NULL reply on failure) */
+    void *eval_ud;
+    const char *eval_script;    /* eval: the script's text (static) */
+    char *eval_sha;             /* eval: its cached SHA (the caller's, 41 bytes) */
     int argc;
     char *argv[MAX_ARGS + 3 * 64];
 };
@@ -254,6 +260,10 @@ static void on_op_timeout(evutil_socket_t fd, short what, void *arg)
         sw_warn("state: a Redis round trip took longer than %ld ms", rs->timeout_ms);
     rs->slow = true;
     update_degraded(rs);
+    if (op->kind == OP_EVAL && op->eval_cb) {
+        op->eval_cb(op->eval_ud, NULL);
+        return;
+    }
     if (op->kind == OP_ADMIT && op->hold) {
         struct sw_store_hold *h = op->hold;
         h->op = NULL;
@@ -419,11 +429,14 @@ static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
     if (is_noscript(r) && !op->eval_retry && rs->ac && rs->connected) {
         /* the server lost the script (restart, SCRIPT FLUSH): EVAL it */
         op->eval_retry = true;
-        rs->sha[op->script][0] = 0;
+        if (op->kind == OP_EVAL)
+            op->eval_sha[0] = 0;
+        else
+            rs->sha[op->script][0] = 0;
         free(op->argv[0]);
         free(op->argv[1]);
         op->argv[0] = strdup("EVAL");
-        op->argv[1] = strdup(scripts[op->script]);
+        op->argv[1] = strdup(op->kind == OP_EVAL ? op->eval_script : scripts[op->script]);
         if (op->argv[0] && op->argv[1] && send_op(rs, op) == 0)
             return;
     }
@@ -460,6 +473,9 @@ static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
                         op->argv[3 + 10][0] != 0, op->argv[3 + 12][0] != 0,
                         strtol(op->argv[3 + 15], NULL, 10), true);
         }
+    } else if (op->kind == OP_EVAL) {
+        if (!op->answered && op->eval_cb)
+            op->eval_cb(op->eval_ud, ok ? r : NULL);
     } else if (op->kind == OP_SYNC && ok) {
         apply_sync(rs, r);
     } else if (op->kind == OP_FLAGS && ok) {
@@ -680,6 +696,52 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
         op_free(op);
 }
 
+/* ---- Scripts of other modules ---- */
+
+static void sha1_hex(const char *text, char out[41])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    out[0] = 0;
+    if (EVP_Digest(text, strlen(text), md, &n, EVP_sha1(), NULL) != 1 || n != 20)
+        return;
+    for (unsigned i = 0; i < 20; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+int sw_rstate_eval(struct sw_rstate *rs, const char *script, char sha[41],
+                   const char *const *args, int n, sw_rstate_eval_fn cb, void *ud)
+{
+    if (!rs || !ready(rs) || n < 0 || n > MAX_ARGS + 3 * 64 - 3)
+        return -1;
+    if (!sha[0])
+        sha1_hex(script, sha);
+    struct sw_store_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return -1;
+    op->rs = rs;
+    op->kind = OP_EVAL;
+    op->eval_cb = cb;
+    op->eval_ud = ud;
+    op->eval_script = script;
+    op->eval_sha = sha;
+    op->argv[op->argc++] = strdup(sha[0] ? "EVALSHA" : "EVAL");
+    op->argv[op->argc++] = strdup(sha[0] ? sha : script);
+    op->argv[op->argc++] = strdup("0");
+    for (int i = 0; i < n; i++)
+        op->argv[op->argc++] = strdup(args[i] ? args[i] : "");
+    for (int i = 0; i < op->argc; i++)
+        if (!op->argv[i]) {
+            op_free(op);
+            return -1;
+        }
+    if (send_op(rs, op)) {
+        op_free(op);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- Public ---- */
 
 static const struct sw_store_ops redis_ops;
@@ -740,6 +802,7 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     }
     g->rstate = rs;
     g->store = (struct sw_store){&redis_ops, rs};
+    sw_tenant_set_redis(g->tenant, rs, rs->prefix, rs->resv_ttl_ms, rs->replica);
     g->remote_degraded = true; /* until connected */
     struct timeval tv = {0, SYNC_MS * 1000};
     event_add(rs->sync_timer, &tv);
@@ -756,6 +819,7 @@ void sw_rstate_free(struct sw_rstate *rs)
     if (rs->g && rs->g->rstate == rs) {
         rs->g->rstate = NULL;
         rs->g->store = sw_store_memory();
+        sw_tenant_set_redis(rs->g->tenant, NULL, NULL, 0, NULL);
     }
     sw_rdial_free(&rs->dial);
     if (rs->sync_timer)

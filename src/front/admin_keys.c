@@ -1,0 +1,211 @@
+/* Keys' and teams' usage for operators: see admin_keys.h. */
+#include "front/admin_keys.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+#include "obs/metrics.h"
+#include "relay/reply.h"
+#include "state/live.h"
+#include "state/tenant.h"
+
+static const char *const window_names[] = {"hour", "day", "week", "month", "rolling"};
+
+/* ---- /metrics ---- */
+
+struct row {
+    const char *label;
+    struct sw_tenant_stats s;
+    double budget_usd;
+};
+
+static int by_spend(const void *a, const void *b)
+{
+    double x = ((const struct row *)a)->s.spent_usd_total, y = ((const struct row *)b)->s.spent_usd_total;
+    return x < y ? 1 : x > y ? -1 : strcmp(((const struct row *)a)->label, ((const struct row *)b)->label);
+}
+
+static int family(struct sw_metrics_scrape *s, const char *label_name, const struct row *rows,
+                  size_t n, const char *name, const char *help, int which)
+{
+    int err = SW_OK;
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct sw_tenant_stats *t = &rows[i].s;
+        double v = which == 0 ? (double)t->requests
+                   : which == 1 ? t->spent_usd_total
+                   : which == 2 ? (double)t->rate_limited
+                   : which == 3 ? (double)t->budget_refused
+                                : rows[i].budget_usd;
+        const char *const lbl[] = {label_name}, *const val[] = {rows[i].label};
+        err = which == 4 ? sw_metrics_gauge(s, name, help, lbl, val, 1, v)
+                         : sw_metrics_scrape_counter(s, name, help, lbl, val, 1, v);
+    }
+    return err;
+}
+
+/* Rows of n ledgers, the top SW_ADMIN_KEYS_METRICS_MAX by spend kept and the
+ * rest summed into "other". Returns the row count. */
+static size_t cap_rows(struct row *rows, size_t n)
+{
+    qsort(rows, n, sizeof *rows, by_spend);
+    if (n <= SW_ADMIN_KEYS_METRICS_MAX)
+        return n;
+    struct row *o = &rows[SW_ADMIN_KEYS_METRICS_MAX];
+    for (size_t i = SW_ADMIN_KEYS_METRICS_MAX + 1; i < n; i++) {
+        o->s.requests += rows[i].s.requests;
+        o->s.spent_usd_total += rows[i].s.spent_usd_total;
+        o->s.rate_limited += rows[i].s.rate_limited;
+        o->s.budget_refused += rows[i].s.budget_refused;
+        o->budget_usd += rows[i].budget_usd;
+    }
+    o->label = "other";
+    return SW_ADMIN_KEYS_METRICS_MAX + 1;
+}
+
+int sw_admin_keys_metrics(struct sw_front *f, struct sw_buf *out)
+{
+    const struct sw_config *cfg = f->cfg;
+    struct sw_tenant *t = f->live->g->tenant;
+    int64_t wall = sw_wall_ms();
+    size_t nk = cfg->n_keys, nt = cfg->n_teams;
+    struct row *k = calloc(nk + 1, sizeof *k), *tm = calloc(nt + 1, sizeof *tm);
+    if (!k || !tm) {
+        free(k);
+        free(tm);
+        return SW_ENOMEM;
+    }
+    char id[SW_TENANT_ID_MAX];
+    for (size_t i = 0; i < nk; i++) {
+        snprintf(id, sizeof id, "k:%s", cfg->keys[i].id ? cfg->keys[i].id : "");
+        k[i].label = cfg->keys[i].id ? cfg->keys[i].id : "";
+        k[i].budget_usd = cfg->keys[i].t.budget.usd;
+        sw_tenant_stats(t, id, &cfg->keys[i].t, wall, &k[i].s);
+    }
+    for (size_t i = 0; i < nt; i++) {
+        snprintf(id, sizeof id, "t:%s", cfg->teams[i].name);
+        tm[i].label = cfg->teams[i].name;
+        tm[i].budget_usd = cfg->teams[i].t.budget.usd;
+        sw_tenant_stats(t, id, &cfg->teams[i].t, wall, &tm[i].s);
+    }
+    nk = cap_rows(k, nk);
+    nt = cap_rows(tm, nt);
+    struct sw_metrics_scrape s;
+    sw_metrics_scrape_init(&s, out);
+    static const struct {
+        const char *kname, *tname, *help;
+    } fam[] = {
+        {"spillway_key_requests_total", "spillway_team_requests_total",
+         "Requests admitted per key_id (team), on this replica."},
+        {"spillway_key_cloud_cost_usd_total", "spillway_team_cloud_cost_usd_total",
+         "Cloud spend settled per key_id (team), on this replica."},
+        {"spillway_key_rate_limited_total", "spillway_team_rate_limited_total",
+         "Requests answered 429 for the key's (team's) rpm or tpm, on this replica."},
+        {"spillway_key_budget_refused_total", "spillway_team_budget_refused_total",
+         "Cloud attempts the key's (team's) budget refused, on this replica."},
+        {"spillway_key_budget_usd", "spillway_team_budget_usd",
+         "The configured cloud budget per window (0: none)."},
+    };
+    int err = SW_OK;
+    for (int w = 0; w < 5 && !err; w++)
+        err = family(&s, "key_id", k, nk, fam[w].kname, fam[w].help, w);
+    for (int w = 0; w < 5 && !err; w++)
+        err = family(&s, "team", tm, nt, fam[w].tname, fam[w].help, w);
+    if (!err)
+        err = sw_metrics_scrape_counter(&s, "spillway_key_ledger_unavailable_total",
+                                        "Key or team ledger steps Redis could not take (budgets "
+                                        "failed closed for the cloud).",
+                                        NULL, NULL, 0, (double)sw_tenant_degraded_total(t));
+    free(k);
+    free(tm);
+    return err;
+}
+
+/* ---- /admin/keys ---- */
+
+static json_t *rules_json(const struct sw_config_tenancy *r)
+{
+    json_t *models = json_array();
+    for (size_t i = 0; i < r->n_models; i++)
+        json_array_append_new(models, json_string(r->models[i]));
+    json_t *budget = r->budget.usd > 0
+                         ? json_pack("{s:f, s:s, s:I}", "usd", r->budget.usd, "window",
+                                     window_names[r->budget.window % 5], "rolling_ms",
+                                     (json_int_t)r->budget.rolling_ms)
+                         : json_null();
+    return json_pack("{s:o, s:I, s:I, s:o, s:s, s:s}", "budget", budget, "rpm", (json_int_t)r->rpm,
+                     "tpm", (json_int_t)r->tpm, "models", models, "max_tier",
+                     sw_tier_name((enum sw_tier)r->max_tier), "on_budget",
+                     r->on_budget == SW_ON_BUDGET_REJECT ? "reject" : "keep_local");
+}
+
+static json_t *usage_json(struct sw_tenant *t, const char *id, const struct sw_config_tenancy *r)
+{
+    struct sw_tenant_stats s;
+    sw_tenant_stats(t, id, r, sw_wall_ms(), &s);
+    return json_pack("{s:I, s:f, s:o, s:o, s:f, s:I, s:I}", "requests", (json_int_t)s.requests,
+                     "spent_usd_total", s.spent_usd_total, "window_spent_usd",
+                     s.window_usd >= 0 ? json_real(s.window_usd) : json_null(), "reserved_usd",
+                     s.reserved_usd >= 0 ? json_real(s.reserved_usd) : json_null(),
+                     "max_reserved_usd", s.max_reserved_usd, "rate_limited",
+                     (json_int_t)s.rate_limited, "budget_refused", (json_int_t)s.budget_refused);
+}
+
+static json_t *key_json(struct sw_front *f, const struct sw_config_key *k)
+{
+    char id[SW_TENANT_ID_MAX];
+    snprintf(id, sizeof id, "k:%s", k->id ? k->id : "");
+    json_t *o = json_pack("{s:s, s:s, s:o, s:s}", "id", k->id ? k->id : "", "name", k->name,
+                          "team", k->team ? json_string(k->team) : json_null(), "source",
+                          "config");
+    json_object_set_new(o, "rules", rules_json(&k->t));
+    json_object_set_new(o, "usage", usage_json(f->live->g->tenant, id, &k->t));
+    return o;
+}
+
+static void reply(struct sw_http_req *req, json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s) {
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+        return;
+    }
+    sw_reply_json(req, 200, s, strlen(s));
+    free(s);
+}
+
+void sw_admin_keys(struct sw_front *f, struct sw_http_req *req)
+{
+    const struct sw_config *cfg = f->cfg;
+    json_t *keys = json_array(), *teams = json_array();
+    for (size_t i = 0; i < cfg->n_keys; i++)
+        json_array_append_new(keys, key_json(f, &cfg->keys[i]));
+    char id[SW_TENANT_ID_MAX];
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        snprintf(id, sizeof id, "t:%s", cfg->teams[i].name);
+        json_t *o = json_pack("{s:s}", "name", cfg->teams[i].name);
+        json_object_set_new(o, "rules", rules_json(&cfg->teams[i].t));
+        json_object_set_new(o, "usage", usage_json(f->live->g->tenant, id, &cfg->teams[i].t));
+        json_array_append_new(teams, o);
+    }
+    reply(req, json_pack("{s:o, s:o, s:b}", "keys", keys, "teams", teams, "shared",
+                         f->live->g->rstate != NULL));
+}
+
+void sw_admin_key(struct sw_front *f, struct sw_http_req *req, const char *id, size_t len)
+{
+    const struct sw_config *cfg = f->cfg;
+    for (size_t i = 0; i < cfg->n_keys; i++) {
+        const char *kid = cfg->keys[i].id;
+        if (kid && strlen(kid) == len && !memcmp(kid, id, len)) {
+            reply(req, key_json(f, &cfg->keys[i]));
+            return;
+        }
+    }
+    sw_reply_error(req, 404, "invalid_request_error", "key_not_found", NULL,
+                   "No key has this key_id (GET /admin/keys lists them).");
+}
