@@ -10,13 +10,12 @@ const char *const sw_config_tier_names[] = {"local", "cloud", NULL};
 const char *const sw_config_on_budget_names[] = {"keep_local", "reject", NULL};
 static const char *const window_names[] = {"hour", "day", "week", "month", NULL};
 
-#define MIN_ROLLING_MS 100LL
-#define MAX_ROLLING_MS (366LL * 86400000LL)
+#define MAX_ROLLING_MS SW_CONFIG_ROLLING_MAX_MS
 
 /* ---- budget ---- */
 
 /* "2s", "500ms", "30m", "12h", "7d": a positive whole number and a unit. */
-static long long parse_duration_ms(const char *s)
+long long sw_config_duration_ms(const char *s)
 {
     char *end;
     long long n = strtoll(s, &end, 10);
@@ -39,8 +38,8 @@ static void parse_rolling(struct sw_walk *w, const struct sw_walk_setting *s,
     char *v = NULL;
     if (sw_walk_string(w, &text, node, path, &v))
         return;
-    long long ms = parse_duration_ms(v);
-    if (ms < MIN_ROLLING_MS)
+    long long ms = sw_config_duration_ms(v);
+    if (ms < SW_CONFIG_ROLLING_MIN_MS)
         sw_walk_error(w, node, path,
                       "\"%.32s\" is not a duration of 100ms to 366d: a whole number and ms, s, "
                       "m, h or d, e.g. \"2s\" or \"30d\"", v);

@@ -41,6 +41,13 @@ void sw_config_parse_models(struct sw_walk *w, const struct sw_walk_setting *s,
      .names = sw_config_on_budget_names, .def = SW_ON_BUDGET_KEEP_LOCAL,                       \
      .hint = "keep_local or reject"}
 
+#define SW_CONFIG_ROLLING_MIN_MS 100LL
+#define SW_CONFIG_ROLLING_MAX_MS (366LL * 86400000LL)
+
+/* "2s", "500ms", "30m", "12h", "7d" in ms: a positive whole number and a
+ * unit, at most SW_CONFIG_ROLLING_MAX_MS; -1 otherwise. */
+long long sw_config_duration_ms(const char *s);
+
 /* A key's id: the one given, else "k-" and the first 12 hex digits of the
  * SHA-256 of its secret (stable across restarts, never the secret). out
  * holds at least 16 bytes. */

@@ -12,10 +12,29 @@
 #include "relay/reply.h"
 #include "state/live.h"
 #include "state/tenant.h"
+#include "state/vkeys.h"
+#include "http/server.h"
 
 static const char *const window_names[] = {"hour", "day", "week", "month", "rolling"};
 
 /* ---- /metrics ---- */
+
+struct runtime {
+    const struct sw_config_key *k[SW_VKEYS_MAX];
+    bool revoked[SW_VKEYS_MAX];
+    int64_t created_ms[SW_VKEYS_MAX];
+    size_t n;
+};
+
+static void collect(void *ud, const struct sw_config_key *k, bool revoked, int64_t created_ms)
+{
+    struct runtime *r = ud;
+    if (r->n < SW_VKEYS_MAX) {
+        r->revoked[r->n] = revoked;
+        r->created_ms[r->n] = created_ms;
+        r->k[r->n++] = k;
+    }
+}
 
 struct row {
     const char *label;
@@ -71,7 +90,10 @@ int sw_admin_keys_metrics(struct sw_front *f, struct sw_buf *out)
     const struct sw_config *cfg = f->cfg;
     struct sw_tenant *t = f->live->g->tenant;
     int64_t wall = sw_wall_ms();
-    size_t nk = cfg->n_keys, nt = cfg->n_teams;
+    static struct runtime rt;
+    rt.n = 0;
+    sw_vkeys_each(f->live->g->vkeys, collect, &rt);
+    size_t nk = cfg->n_keys + rt.n, nt = cfg->n_teams;
     struct row *k = calloc(nk + 1, sizeof *k), *tm = calloc(nt + 1, sizeof *tm);
     if (!k || !tm) {
         free(k);
@@ -80,10 +102,11 @@ int sw_admin_keys_metrics(struct sw_front *f, struct sw_buf *out)
     }
     char id[SW_TENANT_ID_MAX];
     for (size_t i = 0; i < nk; i++) {
-        snprintf(id, sizeof id, "k:%s", cfg->keys[i].id ? cfg->keys[i].id : "");
-        k[i].label = cfg->keys[i].id ? cfg->keys[i].id : "";
-        k[i].budget_usd = cfg->keys[i].t.budget.usd;
-        sw_tenant_stats(t, id, &cfg->keys[i].t, wall, &k[i].s);
+        const struct sw_config_key *key = i < cfg->n_keys ? &cfg->keys[i] : rt.k[i - cfg->n_keys];
+        snprintf(id, sizeof id, "k:%s", key->id ? key->id : "");
+        k[i].label = key->id ? key->id : "";
+        k[i].budget_usd = key->t.budget.usd;
+        sw_tenant_stats(t, id, &key->t, wall, &k[i].s);
     }
     for (size_t i = 0; i < nt; i++) {
         snprintf(id, sizeof id, "t:%s", cfg->teams[i].name);
@@ -154,13 +177,13 @@ static json_t *usage_json(struct sw_tenant *t, const char *id, const struct sw_c
                      (json_int_t)s.rate_limited, "budget_refused", (json_int_t)s.budget_refused);
 }
 
-static json_t *key_json(struct sw_front *f, const struct sw_config_key *k)
+static json_t *key_json(struct sw_front *f, const struct sw_config_key *k, bool runtime)
 {
     char id[SW_TENANT_ID_MAX];
     snprintf(id, sizeof id, "k:%s", k->id ? k->id : "");
     json_t *o = json_pack("{s:s, s:s, s:o, s:s}", "id", k->id ? k->id : "", "name", k->name,
                           "team", k->team ? json_string(k->team) : json_null(), "source",
-                          "config");
+                          runtime ? "runtime" : "config");
     json_object_set_new(o, "rules", rules_json(&k->t));
     json_object_set_new(o, "usage", usage_json(f->live->g->tenant, id, &k->t));
     return o;
@@ -183,7 +206,16 @@ void sw_admin_keys(struct sw_front *f, struct sw_http_req *req)
     const struct sw_config *cfg = f->cfg;
     json_t *keys = json_array(), *teams = json_array();
     for (size_t i = 0; i < cfg->n_keys; i++)
-        json_array_append_new(keys, key_json(f, &cfg->keys[i]));
+        json_array_append_new(keys, key_json(f, &cfg->keys[i], false));
+    static struct runtime rt;
+    rt.n = 0;
+    sw_vkeys_each(f->live->g->vkeys, collect, &rt);
+    for (size_t i = 0; i < rt.n; i++) {
+        json_t *o = key_json(f, rt.k[i], true);
+        json_object_set_new(o, "revoked", json_boolean(rt.revoked[i]));
+        json_object_set_new(o, "created_ms", json_integer(rt.created_ms[i]));
+        json_array_append_new(keys, o);
+    }
     char id[SW_TENANT_ID_MAX];
     for (size_t i = 0; i < cfg->n_teams; i++) {
         snprintf(id, sizeof id, "t:%s", cfg->teams[i].name);
@@ -196,16 +228,117 @@ void sw_admin_keys(struct sw_front *f, struct sw_http_req *req)
                          f->live->g->rstate != NULL));
 }
 
+static json_t *body_json(struct sw_http_req *req)
+{
+    size_t len;
+    const char *text = sw_http_body(req, &len);
+    json_error_t jerr;
+    json_t *o = text && len ? json_loadb(text, len, 0, &jerr) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        sw_reply_error(req, 400, "invalid_request_error", "invalid_body", NULL,
+                       "The body must be a JSON object of key fields (docs/operations.md).");
+        return NULL;
+    }
+    return o;
+}
+
+static void refused(struct sw_http_req *req, int err, const char *why)
+{
+    if (err == SW_ENOTFOUND)
+        sw_reply_error(req, 404, "invalid_request_error", "key_not_found", NULL,
+                       "No runtime key has this key_id (configured keys change with a reload).");
+    else
+        sw_reply_error(req, err == SW_EUNAVAILABLE ? 409 : 400, "invalid_request_error",
+                       "invalid_key", NULL, "%s", why);
+}
+
+/* POST /admin/keys: a new runtime key; its secret is in this answer only. */
+static void create(struct sw_front *f, struct sw_http_req *req)
+{
+    json_t *o = body_json(req);
+    if (!o)
+        return;
+    char secret[64], why[200] = "";
+    const struct sw_config_key *k = NULL;
+    int err = sw_vkeys_create(f->live->g->vkeys, f->cfg, o, secret, sizeof secret, &k, why,
+                              sizeof why);
+    json_decref(o);
+    if (err || !k) {
+        refused(req, err ? err : SW_EINVAL, why);
+        return;
+    }
+    json_t *out = key_json(f, k, true);
+    json_object_set_new(out, "key", json_string(secret));
+    char *s = json_dumps(out, JSON_COMPACT);
+    json_decref(out);
+    memset(secret, 0, sizeof secret);
+    if (!s) {
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+        return;
+    }
+    sw_reply_json(req, 201, s, strlen(s));
+    free(s);
+}
+
 void sw_admin_key(struct sw_front *f, struct sw_http_req *req, const char *id, size_t len)
 {
     const struct sw_config *cfg = f->cfg;
+    enum sw_http_method m = sw_http_method(req);
+    if (!len) {
+        if (m == SW_HTTP_POST)
+            create(f, req);
+        else
+            sw_admin_keys(f, req);
+        return;
+    }
+    char kid[80];
+    snprintf(kid, sizeof kid, "%.*s", (int)(len < 79 ? len : 79), id);
     for (size_t i = 0; i < cfg->n_keys; i++) {
-        const char *kid = cfg->keys[i].id;
-        if (kid && strlen(kid) == len && !memcmp(kid, id, len)) {
-            reply(req, key_json(f, &cfg->keys[i]));
+        const char *cid = cfg->keys[i].id;
+        if (cid && !strcmp(cid, kid)) {
+            if (m == SW_HTTP_GET || m == SW_HTTP_HEAD)
+                reply(req, key_json(f, &cfg->keys[i], false));
+            else
+                sw_reply_error(req, 409, "invalid_request_error", "configured_key", NULL,
+                               "This key comes from the config file: change it there and "
+                               "reload.");
             return;
         }
     }
-    sw_reply_error(req, 404, "invalid_request_error", "key_not_found", NULL,
-                   "No key has this key_id (GET /admin/keys lists them).");
+    struct sw_vkeys *v = f->live->g->vkeys;
+    char why[200] = "";
+    const struct sw_config_key *k = NULL;
+    int err = SW_ENOTFOUND;
+    if (m == SW_HTTP_DELETE) {
+        err = sw_vkeys_revoke(v, kid);
+        if (!err)
+            sw_reply_json(req, 200, "{\"revoked\":true}", 16);
+        else
+            refused(req, err, why);
+        return;
+    }
+    if (m == SW_HTTP_POST) {
+        json_t *o = body_json(req);
+        if (!o)
+            return;
+        err = sw_vkeys_update(v, cfg, kid, o, &k, why, sizeof why);
+        json_decref(o);
+    } else {
+        static struct runtime rt;
+        rt.n = 0;
+        sw_vkeys_each(v, collect, &rt);
+        for (size_t i = 0; i < rt.n && !k; i++)
+            if (!strcmp(rt.k[i]->id, kid)) {
+                json_t *o = key_json(f, rt.k[i], true);
+                json_object_set_new(o, "revoked", json_boolean(rt.revoked[i]));
+                reply(req, o);
+                return;
+            }
+    }
+    if (err || !k) {
+        refused(req, err ? err : SW_ENOTFOUND, why);
+        return;
+    }
+    reply(req, key_json(f, k, true));
 }

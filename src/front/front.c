@@ -25,6 +25,7 @@
 #include "request/facts.h"
 #include "request/request.h"
 #include "route/tenant.h"
+#include "state/vkeys.h"
 #include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/responses_req.h"
@@ -129,6 +130,8 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
         return NULL;
     }
     const struct sw_config_key *k = sw_config_find_key(f->cfg, secret);
+    if (!k) /* a runtime key (admin API), by the SHA-256 of the secret */
+        k = sw_vkeys_find(f->live->g->vkeys, f->cfg, secret);
     if (!k)
         *denied = "invalid_api_key";
     return k;
@@ -994,7 +997,6 @@ static const struct route routes[] = {
     {"/admin/decisions", SW_HTTP_GET, sw_admin_decisions, true},
     {"/admin/thresholds", SW_HTTP_PUT, sw_admin_thresholds, true},
     {"/admin/series", SW_HTTP_GET, sw_admin_series, true},
-    {"/admin/keys", SW_HTTP_GET, sw_admin_keys, true},
 };
 
 static const char breakers_prefix[] = "/admin/breakers/", reset_suffix[] = "/reset";
@@ -1010,16 +1012,17 @@ static const char *breaker_path(const char *path, size_t *len)
     return path + pre;
 }
 
-static const char keys_prefix[] = "/admin/keys/";
+static const char keys_path[] = "/admin/keys";
 
-/* The key_id in /admin/keys/{id}, or NULL. */
-static const char *key_path(const char *path, size_t *len)
+/* /admin/keys ("" in *id) or /admin/keys/{id} (the id, len bytes): true. */
+static bool key_path(const char *path, const char **id, size_t *len)
 {
-    size_t pre = sizeof keys_prefix - 1;
-    if (strncmp(path, keys_prefix, pre) != 0 || !path[pre] || strchr(path + pre, '/'))
-        return NULL;
-    *len = strlen(path + pre);
-    return path + pre;
+    size_t pre = sizeof keys_path - 1;
+    if (strncmp(path, keys_path, pre) != 0 || (path[pre] && path[pre] != '/'))
+        return false;
+    *id = path[pre] ? path + pre + 1 : "";
+    *len = strlen(*id);
+    return !strchr(*id, '/') && (!path[pre] || *len > 0);
 }
 
 static const struct route *find_route(const char *path)
@@ -1086,10 +1089,14 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         }
         return admin_ok(f, req);
     }
-    if (key_path(path, &nlen)) {
-        if (sw_http_method(req) != SW_HTTP_GET && sw_http_method(req) != SW_HTTP_HEAD) {
+    const char *kid;
+    if (key_path(path, &kid, &nlen)) {
+        enum sw_http_method m = sw_http_method(req);
+        if (m != SW_HTTP_GET && m != SW_HTTP_HEAD && m != SW_HTTP_POST &&
+            !(nlen && m == SW_HTTP_DELETE)) {
             sw_reply_error(req, 405, "invalid_request_error", "method_not_allowed", NULL,
-                           "Use GET.");
+                           nlen ? "Use GET, POST (update) or DELETE (revoke)."
+                                : "Use GET (list) or POST (create).");
             return false;
         }
         return admin_ok(f, req);
@@ -1152,8 +1159,8 @@ static void on_request(struct sw_http_req *req, void *arg)
         sw_admin_breaker_reset(f, req, name, nlen);
         return;
     }
-    const char *kid = key_path(path, &nlen);
-    if (kid) {
+    const char *kid;
+    if (key_path(path, &kid, &nlen)) {
         sw_admin_key(f, req, kid, nlen);
         return;
     }

@@ -7,6 +7,7 @@
 
 #include "common/err.h"
 #include "state/tenant.h"
+#include "state/vkeys.h"
 
 struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t now_ms,
                                           int64_t wall_ms)
@@ -24,7 +25,10 @@ struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t n
     g->spend_cap_usd = -1;
     g->store = sw_store_memory();
     g->tenant = sw_tenant_new();
-    if (!g->tenant) {
+    g->vkeys = sw_vkeys_new();
+    if (!g->tenant || !g->vkeys) {
+        sw_tenant_free(g->tenant);
+        sw_vkeys_free(g->vkeys);
         free(g);
         return NULL;
     }
@@ -37,6 +41,7 @@ void sw_live_shared_free(struct sw_live_shared *g)
         return;
     sw_respstore_free(g->resp);
     sw_tenant_free(g->tenant);
+    sw_vkeys_free(g->vkeys);
     free(g);
 }
 

@@ -94,6 +94,7 @@ struct sw_live_backend {
  * them (sw_obs_record), and GET /admin/state reads them from there. */
 struct sw_rstate;
 struct sw_tenant;
+struct sw_vkeys;
 
 struct sw_live_shared {
     struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
@@ -116,6 +117,8 @@ struct sw_live_shared {
     /* The ledgers of keys and teams (state/tenant.h): owned; Redis' while
      * rstate is set. */
     struct sw_tenant *tenant;
+    /* Runtime keys (state/vkeys.h): owned; on Redis while rstate is set. */
+    struct sw_vkeys *vkeys;
 };
 
 /* One config snapshot's view of the state: reference-counted, so requests

@@ -17,6 +17,7 @@
 #include "config/rurl.h"
 #include "state/rkey.h"
 #include "state/tenant.h"
+#include "state/vkeys.h"
 
 #define SYNC_MS 200             /* shared view refresh, lease renewal */
 #define MAX_ARGS 16
@@ -562,6 +563,7 @@ static void on_answered(struct sw_rstate *rs)
         rs->slow = false;
         update_degraded(rs);
         fetch_flags(rs); /* resync: what changed while we were away */
+        sw_vkeys_on_announce(rs->g->vkeys);
     }
 }
 
@@ -600,6 +602,8 @@ static void on_event(struct sw_rconn *ac, void *reply, void *priv)
         return;
     if (!strcmp(msg->str, "flags"))
         fetch_flags(rs);
+    else if (!strcmp(msg->str, "vkeys"))
+        sw_vkeys_on_announce(rs->g->vkeys);
     else if (!strncmp(msg->str, "breaker ", 8) && rs->live) {
         /* "breaker <name> <open-until wall ms, 0: closed>" */
         char name[80];
@@ -671,6 +675,7 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
     struct sw_live *l = rs->live;
     if (!l || !rs->ac || !rs->connected)
         return;
+    sw_vkeys_on_sync(rs->g->vkeys);
     char now[24], win[24], lease_ttl[24], queue_ttl[24];
     snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
     window_arg(rs, win, sizeof win);
@@ -803,6 +808,7 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     g->rstate = rs;
     g->store = (struct sw_store){&redis_ops, rs};
     sw_tenant_set_redis(g->tenant, rs, rs->prefix, rs->resv_ttl_ms, rs->replica);
+    sw_vkeys_set_redis(g->vkeys, rs, rs->prefix);
     g->remote_degraded = true; /* until connected */
     struct timeval tv = {0, SYNC_MS * 1000};
     event_add(rs->sync_timer, &tv);
@@ -820,6 +826,7 @@ void sw_rstate_free(struct sw_rstate *rs)
         rs->g->rstate = NULL;
         rs->g->store = sw_store_memory();
         sw_tenant_set_redis(rs->g->tenant, NULL, NULL, 0, NULL);
+        sw_vkeys_set_redis(rs->g->vkeys, NULL, NULL);
     }
     sw_rdial_free(&rs->dial);
     if (rs->sync_timer)

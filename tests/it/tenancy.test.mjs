@@ -292,6 +292,52 @@ describe('rate limits', () => {
   });
 });
 
+describe('runtime keys', () => {
+  const post = (gw, path, body, method = 'POST') => getJSON(`${gw.url}${path}`,
+    { method, headers: { ...admin, 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
+
+  test('created on one replica, usable on all; updated; revoked: refused on every replica within 1 s', async () => {
+    const c = await post(gws[0], '/admin/keys', { name: 'ci-bot', id: 'ci-bot', rpm: 1000, budget: { usd: 1, window: 'day' } });
+    assert.equal(c.status, 201, JSON.stringify(c.body));
+    const secret = c.body.key;
+    assert.match(secret, /^sk-sw-[0-9a-f]{32}$/);
+    assert.equal(c.body.id, 'ci-bot');
+    // shown once: never again, on any replica, nor in Redis
+    const listed = await getJSON(`${gws[1].url}/admin/keys`, { headers: admin });
+    assert.ok(!JSON.stringify(listed.body).includes(secret));
+    const stored = await redis.command('HGET', 'tn-it:vkeys', 'ci-bot');
+    assert.ok(stored.includes('"h":') && !stored.includes(secret), 'Redis holds the SHA-256, not the key');
+    const t0 = Date.now();
+    await waitFor(async () => {
+      for (const gw of gws) if ((await chat(gw, secret, 'local-only')).status !== 200) return false;
+      return true;
+    }, { timeout: 2000, every: 20, what: 'the new key on every replica' });
+    console.log(`runtime key usable on all 3 replicas after ${Date.now() - t0} ms`);
+    const r = await chat(gws[2], secret, 'paid');
+    assert.equal(r.status, 200);
+    const logged = JSON.stringify((await getJSON(`${gws[2].url}/admin/decisions?limit=5`, { headers: admin })).body);
+    assert.ok(logged.includes('"key_id":"ci-bot"') && !logged.includes(secret));
+    // updated on replica 1: rpm 1 takes effect everywhere
+    const u = await post(gws[1], '/admin/keys/ci-bot', { rpm: 1 });
+    assert.equal(u.status, 200, JSON.stringify(u.body));
+    await waitFor(async () => (await chat(gws[0], secret, 'local-only')).status === 429,
+      { timeout: 2000, every: 20, what: 'the update on replica 0' });
+    const d = await post(gws[2], '/admin/keys/ci-bot', null, 'DELETE');
+    assert.equal(d.status, 200);
+    const tr = Date.now();
+    await waitFor(async () => {
+      for (const gw of gws) if ((await chat(gw, secret, 'local-only')).status !== 401) return false;
+      return true;
+    }, { timeout: 1000, every: 10, what: 'the revoked key refused on every replica within 1 s' });
+    console.log(`revoked key refused on all 3 replicas after ${Date.now() - tr} ms`);
+    assert.equal((await post(gws[0], '/admin/keys/ci-bot', null, 'DELETE')).status, 404);
+    const bad = await post(gws[0], '/admin/keys', { name: 'x', team: 'nobody' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.error.message, /not a team/);
+    assert.equal((await post(gws[0], '/admin/keys/r0', { rpm: 1 })).status, 409, 'a configured key changes in the file');
+  });
+});
+
 describe('Redis down', () => {
   test('killed mid-load: key budgets fail closed for the cloud, local service continues, then back', async () => {
     const load = [];
@@ -327,6 +373,11 @@ describe('one gateway, memory ledgers', () => {
     assert.equal(k.usage.reserved_usd, 0);
     const list = (await getJSON(`${mem.url}/admin/keys`, { headers: admin })).body;
     assert.equal(list.keys.length, N_RANDOM_KEYS + 9);
+    // memory runtime keys: created and used on this one gateway
+    const c = await getJSON(`${mem.url}/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'tmp' }) });
+    assert.equal(c.status, 201);
+    assert.equal((await chat(mem, c.body.key, 'local-only')).status, 200);
+    assert.match(c.body.id, /^k-[0-9a-f]{12}$/, 'an id derived from the secret');
     assert.equal(list.teams[0].name, 'red');
     assert.equal((await getJSON(`${mem.url}/admin/keys/nope`, { headers: admin })).status, 404);
   });
