@@ -84,33 +84,7 @@ enum sw_load_source {
     SW_LOAD__COUNT
 };
 
-/* Tenancy (keys[] and teams[]; route/tenant.h, docs/configuration.md "Keys
- * and teams"): a budget, rate limits and model access. */
-enum sw_budget_window {
-    SW_BUDGET_HOUR,             /* UTC hour */
-    SW_BUDGET_DAY,              /* UTC day (default) */
-    SW_BUDGET_WEEK,             /* UTC week from Monday 00:00 */
-    SW_BUDGET_MONTH,            /* UTC calendar month */
-    SW_BUDGET_ROLLING,          /* the last rolling_ms, counted in tenths */
-};
-enum sw_on_budget {
-    SW_ON_BUDGET_KEEP_LOCAL,    /* over budget: served by the local tier only (default) */
-    SW_ON_BUDGET_REJECT,        /* over budget: 429 budget_exhausted */
-};
-#define SW_CONFIG_MAX_KEY_MODELS 32
-struct sw_config_tenancy {
-    struct {
-        double usd;             /* 0: no budget */
-        int window;             /* enum sw_budget_window; default day */
-        long rolling_ms;        /* budget.rolling: a duration (window rolling) */
-    } budget;
-    long rpm;                   /* requests per minute; 0: no limit */
-    long tpm;                   /* tokens per minute (prompt estimate + max_tokens); 0: none */
-    char *models[SW_CONFIG_MAX_KEY_MODELS];     /* allow-list, '*' wildcards */
-    size_t n_models;            /* 0: every model */
-    int max_tier;               /* enum sw_tier; default cloud */
-    int on_budget;              /* enum sw_on_budget; default keep_local */
-};
+#include "config/tenancy.h"
 
 struct sw_config_team {
     char *name;                 /* unique: the team's ledger id */

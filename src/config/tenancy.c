@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sw_config_tier_names[] = {"local", "cloud", NULL};
+const char *const sw_config_tier_names[] = {"cloud", "local", NULL}; /* enum sw_max_tier */
 const char *const sw_config_on_budget_names[] = {"keep_local", "reject", NULL};
 static const char *const window_names[] = {"hour", "day", "week", "month", NULL};
 
@@ -141,35 +141,7 @@ void sw_config_parse_models(struct sw_walk *w, const struct sw_walk_setting *s,
         sw_walk_error(w, node, path, "an empty list allows no model; omit models to allow all");
 }
 
-/* ---- teams ---- */
-
-#define TEAM(f) offsetof(struct sw_config_team, f)
-static void check_team(struct sw_walk *w, void *base, const yaml_node_t *map,
-                       const yaml_node_t *const *vals, const char *path, size_t index)
-{
-    (void)map;
-    struct sw_config *cfg = w->user;
-    struct sw_config_team *t = base;
-    char p[SW_WALK_MAX_PATH];
-    for (size_t j = 0; j < index; j++)
-        if (t->name && cfg->teams[j].name && !strcmp(t->name, cfg->teams[j].name)) {
-            sw_walk_path_key(p, sizeof p, path, "name");
-            sw_walk_error(w, sw_walk_val(&sw_config_team_section, vals, "name"), p,
-                          "duplicate team \"%s\" (also teams[%zu]); names must be unique",
-                          t->name, j);
-        }
-}
-
-static const struct sw_walk_setting team_settings[] = {
-    {.key = "name", .type = SW_WALK_NAME, .off = TEAM(name), .required = true,
-     .hint = "the team keys[].team names"},
-    SW_CONFIG_TENANCY_SETTINGS(TEAM(t)),
-};
-const struct sw_walk_section sw_config_team_section = {
-    team_settings, sizeof team_settings / sizeof team_settings[0], sizeof(struct sw_config_team),
-    check_team};
-
-/* ---- Cross-checks ---- */
+/* ---- Key ids ---- */
 
 void sw_config_key_id_derive(const char *secret, char *out, size_t cap)
 {
@@ -180,46 +152,6 @@ void sw_config_key_id_derive(const char *secret, char *out, size_t cap)
         return;
     }
     snprintf(out, cap, "k-%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2], md[3], md[4], md[5]);
-}
-
-void sw_config_tenancy_check(struct sw_walk *w, struct sw_config *cfg)
-{
-    char p[SW_WALK_MAX_PATH];
-    for (size_t i = 0; i < cfg->n_keys; i++) {
-        struct sw_config_key *k = &cfg->keys[i];
-        k->team_index = -1;
-        if (!k->id && k->key) {
-            char id[24];
-            sw_config_key_id_derive(k->key, id, sizeof id);
-            k->id = strdup(id);
-            if (!k->id)
-                w->oom = true;
-        }
-        if (!k->team)
-            continue;
-        for (size_t t = 0; t < cfg->n_teams; t++)
-            if (cfg->teams[t].name && !strcmp(cfg->teams[t].name, k->team))
-                k->team_index = (long)t;
-        if (k->team_index < 0) {
-            snprintf(p, sizeof p, "keys[%zu].team", i);
-            sw_walk_error_at(w, k->team_line, k->team_col, p,
-                             "\"%s\" is not a team: list it under teams: (teams: - name: %s)",
-                             k->team, k->team);
-        }
-    }
-}
-
-void sw_config_key_check_id(struct sw_walk *w, const struct sw_config *cfg, size_t index,
-                            const yaml_node_t *node, const char *path)
-{
-    const struct sw_config_key *k = &cfg->keys[index];
-    char p[SW_WALK_MAX_PATH];
-    for (size_t j = 0; k->id && j < index; j++)
-        if (cfg->keys[j].id && !strcmp(cfg->keys[j].id, k->id)) {
-            sw_walk_path_key(p, sizeof p, path, "id");
-            sw_walk_error(w, node, p, "id \"%s\" is also keys[%zu]'s; every key_id is unique",
-                          k->id, j);
-        }
 }
 
 void sw_config_tenancy_free(struct sw_config_tenancy *t)

@@ -161,7 +161,7 @@ static json_t *rules_json(const struct sw_config_tenancy *r)
                          : json_null();
     return json_pack("{s:o, s:I, s:I, s:o, s:s, s:s}", "budget", budget, "rpm", (json_int_t)r->rpm,
                      "tpm", (json_int_t)r->tpm, "models", models, "max_tier",
-                     sw_tier_name((enum sw_tier)r->max_tier), "on_budget",
+                     r->max_tier == SW_MAX_TIER_LOCAL ? "local" : "cloud", "on_budget",
                      r->on_budget == SW_ON_BUDGET_REJECT ? "reject" : "keep_local");
 }
 

@@ -191,6 +191,15 @@ static bool key_allows_model(const struct sw_config *cfg, const struct sw_config
     return sw_tenant_policy_allows_model(&p, model);
 }
 
+/* The model asked for, or NULL after answering 404 (and logging): a name
+ * the config does not define, or a model outside the key's (or its team's)
+ * models list, answered as the API answers a model the caller has no
+ * access to. */
+static const struct sw_config_model *find_model(struct sw_front *f, struct sw_http_req *req,
+                                                const struct sw_config_key *key,
+                                                const char *name, const char *api_name,
+                                                const char *id, int64_t start_ms);
+
 /* Whether the request carries a known client key (or auth is off). */
 static bool key_ok(struct sw_front *f, struct sw_http_req *req)
 {
@@ -569,6 +578,30 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
     sw_obs_record(f->obs, &e, false, now / 1000);
 }
 
+static const struct sw_config_model *find_model(struct sw_front *f, struct sw_http_req *req,
+                                                const struct sw_config_key *key,
+                                                const char *name, const char *api_name,
+                                                const char *id, int64_t start_ms)
+{
+    const struct sw_config_model *model = sw_config_find_model(f->cfg, name);
+    if (!model) {
+        reply_no_model(req, f->cfg, name);
+        record_rejection(f, api_name, id, name, key, 404, "model_not_found", NULL, start_ms);
+        return NULL;
+    }
+    if (!key || key_allows_model(f->cfg, key, model->name))
+        return model;
+    sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                   "The model '%s' does not exist or this API key does not have access to "
+                   "it (keys[].models and its team's models in the gateway's config).",
+                   model->name);
+    record_rejection(f, api_name, id, model->name, key, 404, "model_not_allowed", NULL,
+                     start_ms);
+    sw_info("request %s: key %s may not use model %s", id, key->id ? key->id : "-",
+            model->name);
+    return NULL;
+}
+
 /* ---- Facts ---- */
 
 /* The request's headers as sw_facts_headers reads them: on the stack for
@@ -878,23 +911,9 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
-    const struct sw_config_model *model = sw_config_find_model(f->cfg, chat.model);
+    const struct sw_config_model *model = find_model(f, req, key, chat.model, api_name, id,
+                                                     start_ms);
     if (!model) {
-        reply_no_model(req, f->cfg, chat.model);
-        record_rejection(f, api_name, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
-        sw_request_free(&chat);
-        return;
-    }
-
-    if (key && !key_allows_model(f->cfg, key, model->name)) {
-        sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
-                       "The model '%s' does not exist or this API key does not have access to "
-                       "it (keys[].models and its team's models in the gateway's config).",
-                       model->name);
-        record_rejection(f, api_name, id, chat.model, key, 404, "model_not_allowed", NULL,
-                         start_ms);
-        sw_info("request %s: key %s may not use model %s", id, key->id ? key->id : "-",
-                model->name);
         sw_request_free(&chat);
         return;
     }

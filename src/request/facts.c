@@ -353,10 +353,10 @@ static enum sw_tier key_tier(const struct sw_facts_in *in)
     const struct sw_config_key *key = in->key;
     if (!key)
         return SW_TIER_CLOUD;
-    if (key->t.max_tier == SW_TIER_LOCAL)
+    if (key->t.max_tier == SW_MAX_TIER_LOCAL)
         return SW_TIER_LOCAL;
     if (key->team_index >= 0 && (size_t)key->team_index < in->cfg->n_teams &&
-        in->cfg->teams[key->team_index].t.max_tier == SW_TIER_LOCAL)
+        in->cfg->teams[key->team_index].t.max_tier == SW_MAX_TIER_LOCAL)
         return SW_TIER_LOCAL;
     return SW_TIER_CLOUD;
 }

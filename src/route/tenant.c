@@ -160,7 +160,7 @@ void sw_tenant_merge(const struct sw_config_tenancy *key, const struct sw_config
     for (size_t i = 0; i < 2; i++) {
         if (!src[i])
             continue;
-        if (src[i]->max_tier == SW_TIER_LOCAL)
+        if (src[i]->max_tier == SW_MAX_TIER_LOCAL)
             out->max_tier = SW_TIER_LOCAL;
         if (src[i]->on_budget == SW_ON_BUDGET_REJECT)
             out->on_budget = SW_ON_BUDGET_REJECT;

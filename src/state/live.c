@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "state/tenant.h"
-#include "state/vkeys.h"
 
 struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t now_ms,
                                           int64_t wall_ms)
@@ -24,14 +22,6 @@ struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t n
         snprintf(g->emergency_reason, sizeof g->emergency_reason, "declared in the configuration");
     g->spend_cap_usd = -1;
     g->store = sw_store_memory();
-    g->tenant = sw_tenant_new();
-    g->vkeys = sw_vkeys_new();
-    if (!g->tenant || !g->vkeys) {
-        sw_tenant_free(g->tenant);
-        sw_vkeys_free(g->vkeys);
-        free(g);
-        return NULL;
-    }
     return g;
 }
 
@@ -40,8 +30,6 @@ void sw_live_shared_free(struct sw_live_shared *g)
     if (!g)
         return;
     sw_respstore_free(g->resp);
-    sw_tenant_free(g->tenant);
-    sw_vkeys_free(g->vkeys);
     free(g);
 }
 

@@ -114,10 +114,10 @@ struct sw_live_shared {
      * freed with the shared state; NULL until the daemon opens one (memory,
      * or Redis with state.redis). Its limits follow every snapshot. */
     struct sw_respstore *resp;
-    /* The ledgers of keys and teams (state/tenant.h): owned; Redis' while
-     * rstate is set. */
+    /* The ledgers of keys and teams (state/tenant.h) and the runtime keys
+     * (state/vkeys.h): the daemon's, set after sw_live_shared_new; on Redis
+     * while rstate is set. */
     struct sw_tenant *tenant;
-    /* Runtime keys (state/vkeys.h): owned; on Redis while rstate is set. */
     struct sw_vkeys *vkeys;
 };
 

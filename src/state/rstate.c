@@ -16,8 +16,6 @@
 #include "state/rdial.h"
 #include "config/rurl.h"
 #include "state/rkey.h"
-#include "state/tenant.h"
-#include "state/vkeys.h"
 
 #define SYNC_MS 200             /* shared view refresh, lease renewal */
 #define MAX_ARGS 16
@@ -206,6 +204,9 @@ struct sw_rstate {
     long *fallback_held;            /* per backend index: fallback slots held */
     size_t n_fallback;
     int64_t degraded_since;
+    sw_rstate_announced_fn hook_announced;  /* sw_rstate_hook */
+    void (*hook_sync)(void *ud);
+    void *hook_ud;
 };
 
 static void update_degraded(struct sw_rstate *rs);
@@ -563,7 +564,8 @@ static void on_answered(struct sw_rstate *rs)
         rs->slow = false;
         update_degraded(rs);
         fetch_flags(rs); /* resync: what changed while we were away */
-        sw_vkeys_on_announce(rs->g->vkeys);
+        if (rs->hook_announced)
+            rs->hook_announced(rs->hook_ud, NULL);
     }
 }
 
@@ -602,8 +604,8 @@ static void on_event(struct sw_rconn *ac, void *reply, void *priv)
         return;
     if (!strcmp(msg->str, "flags"))
         fetch_flags(rs);
-    else if (!strcmp(msg->str, "vkeys"))
-        sw_vkeys_on_announce(rs->g->vkeys);
+    else if (rs->hook_announced)
+        rs->hook_announced(rs->hook_ud, msg->str);
     else if (!strncmp(msg->str, "breaker ", 8) && rs->live) {
         /* "breaker <name> <open-until wall ms, 0: closed>" */
         char name[80];
@@ -675,7 +677,8 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
     struct sw_live *l = rs->live;
     if (!l || !rs->ac || !rs->connected)
         return;
-    sw_vkeys_on_sync(rs->g->vkeys);
+    if (rs->hook_sync)
+        rs->hook_sync(rs->hook_ud);
     char now[24], win[24], lease_ttl[24], queue_ttl[24];
     snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
     window_arg(rs, win, sizeof win);
@@ -747,6 +750,29 @@ int sw_rstate_eval(struct sw_rstate *rs, const char *script, char sha[41],
     return 0;
 }
 
+void sw_rstate_hook(struct sw_rstate *rs, sw_rstate_announced_fn announced,
+                    void (*sync)(void *ud), void *ud)
+{
+    rs->hook_announced = announced;
+    rs->hook_sync = sync;
+    rs->hook_ud = ud;
+}
+
+const char *sw_rstate_prefix(const struct sw_rstate *rs)
+{
+    return rs->prefix;
+}
+
+const char *sw_rstate_replica(const struct sw_rstate *rs)
+{
+    return rs->replica;
+}
+
+long sw_rstate_resv_ttl_ms(const struct sw_rstate *rs)
+{
+    return rs->resv_ttl_ms;
+}
+
 /* ---- Public ---- */
 
 static const struct sw_store_ops redis_ops;
@@ -807,8 +833,7 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     }
     g->rstate = rs;
     g->store = (struct sw_store){&redis_ops, rs};
-    sw_tenant_set_redis(g->tenant, rs, rs->prefix, rs->resv_ttl_ms, rs->replica);
-    sw_vkeys_set_redis(g->vkeys, rs, rs->prefix);
+
     g->remote_degraded = true; /* until connected */
     struct timeval tv = {0, SYNC_MS * 1000};
     event_add(rs->sync_timer, &tv);
@@ -825,8 +850,7 @@ void sw_rstate_free(struct sw_rstate *rs)
     if (rs->g && rs->g->rstate == rs) {
         rs->g->rstate = NULL;
         rs->g->store = sw_store_memory();
-        sw_tenant_set_redis(rs->g->tenant, NULL, NULL, 0, NULL);
-        sw_vkeys_set_redis(rs->g->vkeys, NULL, NULL);
+
     }
     sw_rdial_free(&rs->dial);
     if (rs->sync_timer)

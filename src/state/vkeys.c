@@ -99,7 +99,7 @@ static void entry_init(struct entry *e)
     e->k.team_index = -1;
     e->k.pii = SW_PII_POLICY_INHERIT;
     e->k.pii_binary_parts = SW_PII_BINARY_INHERIT;
-    e->k.t.max_tier = SW_TIER_CLOUD;
+    e->k.t.max_tier = SW_MAX_TIER_CLOUD;
     e->k.t.on_budget = SW_ON_BUDGET_KEEP_LOCAL;
     e->k.t.budget.window = SW_BUDGET_DAY;
 }
@@ -268,7 +268,7 @@ static json_t *record(const struct entry *e)
                           "name", e->name, "h", h, "revoked", e->revoked, "created_ms",
                           (json_int_t)e->created_ms, "budget", budget, "rpm", (json_int_t)t->rpm,
                           "tpm", (json_int_t)t->tpm, "max_tier",
-                          sw_config_tier_names[t->max_tier ? 1 : 0], "on_budget",
+                          sw_config_tier_names[t->max_tier == SW_MAX_TIER_LOCAL], "on_budget",
                           sw_config_on_budget_names[t->on_budget ? 1 : 0]);
     json_object_set_new(o, "team", e->team[0] ? json_string(e->team) : json_null());
     json_object_set_new(o, "models", t->n_models ? models : (json_decref(models), json_null()));
@@ -377,15 +377,16 @@ static void on_ver(void *ud, const void *reply)
         load(v);
 }
 
-void sw_vkeys_on_announce(struct sw_vkeys *v)
+static void on_announced(void *ud, const char *msg)
 {
-    if (v)
-        load(v);
+    if (!msg || !strcmp(msg, "vkeys"))
+        load(ud);
 }
 
-void sw_vkeys_on_sync(struct sw_vkeys *v)
+static void on_sync(void *ud)
 {
-    if (!v || !v->rs || v->polling || v->loading)
+    struct sw_vkeys *v = ud;
+    if (!v->rs || v->polling || v->loading)
         return;
     const char *args[] = {v->prefix};
     v->polling = sw_rstate_eval(v->rs, lua_ver, v->sha_ver, args, 1, on_ver, v) == 0;
@@ -423,6 +424,8 @@ void sw_vkeys_set_redis(struct sw_vkeys *v, struct sw_rstate *rs, const char *pr
     v->rs = rs;
     v->loading = v->polling = false;
     snprintf(v->prefix, sizeof v->prefix, "%s", prefix ? prefix : "");
+    if (rs)
+        sw_rstate_hook(rs, on_announced, on_sync, v);
 }
 
 const struct sw_config_key *sw_vkeys_find(struct sw_vkeys *v, const struct sw_config *cfg,

@@ -34,7 +34,8 @@ struct json_t;
 
 struct sw_vkeys *sw_vkeys_new(void);
 void sw_vkeys_free(struct sw_vkeys *v);
-/* Shared on Redis from now on (NULL: this process only). */
+/* Shared on Redis from now on (NULL: this process only): hooks itself to
+ * rs's announcements and sync tick (sw_rstate_hook). */
 void sw_vkeys_set_redis(struct sw_vkeys *v, struct sw_rstate *rs, const char *prefix);
 
 /* The live key whose secret hashes to SHA-256(bearer); NULL when none or
@@ -68,9 +69,5 @@ void sw_vkeys_each(struct sw_vkeys *v,
                    void (*fn)(void *ud, const struct sw_config_key *k, bool revoked,
                               int64_t created_ms),
                    void *ud);
-
-/* Redis: "vkeys" was announced, or the sync tick: reload when changed. */
-void sw_vkeys_on_announce(struct sw_vkeys *v);
-void sw_vkeys_on_sync(struct sw_vkeys *v);
 
 #endif

@@ -56,7 +56,7 @@ static void test_good(void **state)
     assert_true(t->t.budget.usd == 50);
     assert_int_equal(t->t.budget.window, SW_BUDGET_MONTH);
     assert_int_equal(t->t.rpm, 600);
-    assert_int_equal(t->t.max_tier, SW_TIER_CLOUD);
+    assert_int_equal(t->t.max_tier, SW_MAX_TIER_CLOUD);
     const struct sw_config_key *a = &cfg->keys[0], *b = &cfg->keys[1];
     assert_string_equal(a->id, "alice-1");
     assert_int_equal(a->team_index, 0);
@@ -67,12 +67,12 @@ static void test_good(void **state)
     assert_int_equal(a->t.tpm, 10000);
     assert_int_equal(a->t.n_models, 2);
     assert_string_equal(a->t.models[1], "gpt-*");
-    assert_int_equal(a->t.max_tier, SW_TIER_LOCAL);
+    assert_int_equal(a->t.max_tier, SW_MAX_TIER_LOCAL);
     assert_int_equal(a->t.on_budget, SW_ON_BUDGET_REJECT);
     /* defaults: a day window, keep_local, cloud, no team, an id from the secret */
     assert_int_equal(b->t.budget.window, SW_BUDGET_DAY);
     assert_int_equal(b->t.on_budget, SW_ON_BUDGET_KEEP_LOCAL);
-    assert_int_equal(b->t.max_tier, SW_TIER_CLOUD);
+    assert_int_equal(b->t.max_tier, SW_MAX_TIER_CLOUD);
     assert_int_equal(b->team_index, -1);
     char id[24];
     sw_config_key_id_derive("sk-bob", id, sizeof id);
@@ -124,7 +124,7 @@ static void test_bad(void **state)
     }
     /* and the enum, range and id messages of keys[2] */
     const char *const also[] = {"keys[2].on_budget: \"shed\" is not one of keep_local, reject",
-                                "keys[2].max_tier: \"edge\" is not one of local, cloud",
+                                "keys[2].max_tier: \"edge\" is not one of cloud, local",
                                 "keys[2].rpm: \"-1\" is out of range",
                                 "keys[2].id: id \"same\" is also keys[1]'s"};
     for (size_t i = 0; i < sizeof also / sizeof also[0]; i++) {

@@ -87,9 +87,9 @@ static void test_glob(void **state)
 static void test_merge(void **state)
 {
     (void)state;
-    struct sw_config_tenancy key = {.max_tier = SW_TIER_CLOUD, .on_budget = SW_ON_BUDGET_KEEP_LOCAL,
+    struct sw_config_tenancy key = {.max_tier = SW_MAX_TIER_CLOUD, .on_budget = SW_ON_BUDGET_KEEP_LOCAL,
                                     .models = {"gpt-*"}, .n_models = 1};
-    struct sw_config_tenancy team = {.max_tier = SW_TIER_LOCAL, .on_budget = SW_ON_BUDGET_REJECT,
+    struct sw_config_tenancy team = {.max_tier = SW_MAX_TIER_LOCAL, .on_budget = SW_ON_BUDGET_REJECT,
                                      .models = {"*-mini", "local"}, .n_models = 2};
     struct sw_tenant_policy p;
     sw_tenant_merge(&key, NULL, &p);
