@@ -52,15 +52,23 @@ static int family(struct sw_metrics_scrape *s, const char *label_name, const str
                   size_t n, const char *name, const char *help, int which)
 {
     int err = SW_OK;
+    if (n == 0) /* declared without samples, so rules over it find the family */
+        return sw_buf_appendf(s->out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+                              which >= 4 ? "gauge" : "counter")
+                   ? SW_ENOMEM
+                   : SW_OK;
     for (size_t i = 0; i < n && !err; i++) {
         const struct sw_tenant_stats *t = &rows[i].s;
         double v = which == 0 ? (double)t->requests
                    : which == 1 ? t->spent_usd_total
                    : which == 2 ? (double)t->rate_limited
                    : which == 3 ? (double)t->budget_refused
-                                : rows[i].budget_usd;
+                   : which == 4 ? rows[i].budget_usd
+                                : t->window_usd;
+        if (which == 5 && v < 0)
+            continue;
         const char *const lbl[] = {label_name}, *const val[] = {rows[i].label};
-        err = which == 4 ? sw_metrics_gauge(s, name, help, lbl, val, 1, v)
+        err = which >= 4 ? sw_metrics_gauge(s, name, help, lbl, val, 1, v)
                          : sw_metrics_scrape_counter(s, name, help, lbl, val, 1, v);
     }
     return err;
@@ -82,6 +90,7 @@ static size_t cap_rows(struct row *rows, size_t n)
         o->budget_usd += rows[i].budget_usd;
     }
     o->label = "other";
+    o->s.window_usd = -1; /* windows differ: not summed */
     return SW_ADMIN_KEYS_METRICS_MAX + 1;
 }
 
@@ -131,11 +140,14 @@ int sw_admin_keys_metrics(struct sw_front *f, struct sw_buf *out)
          "Cloud attempts the key's (team's) budget refused, on this replica."},
         {"spillway_key_budget_usd", "spillway_team_budget_usd",
          "The configured cloud budget per window (0: none)."},
+        {"spillway_key_window_spend_usd", "spillway_team_window_spend_usd",
+         "Cloud spend settled in the budget's current window (with Redis: as this replica "
+         "last read it)."},
     };
     int err = SW_OK;
-    for (int w = 0; w < 5 && !err; w++)
+    for (int w = 0; w < 6 && !err; w++)
         err = family(&s, "key_id", k, nk, fam[w].kname, fam[w].help, w);
-    for (int w = 0; w < 5 && !err; w++)
+    for (int w = 0; w < 6 && !err; w++)
         err = family(&s, "team", tm, nt, fam[w].tname, fam[w].help, w);
     if (!err)
         err = sw_metrics_scrape_counter(&s, "spillway_key_ledger_unavailable_total",

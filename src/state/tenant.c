@@ -26,6 +26,7 @@ struct ledger {
     /* this replica's counts */
     double spent_usd_total;
     double max_reserved_usd;        /* the largest reservation granted */
+    double seen_window_usd;         /* shared: the window's settled spend, last read; -1 none */
     uint64_t requests, rate_limited, budget_refused;
 };
 
@@ -61,6 +62,7 @@ static struct ledger *find(struct sw_tenant *t, const char *id, bool create)
             if (!create || t->n >= SW_TENANT_MAX_LEDGERS * 3 / 4)
                 return NULL;
             snprintf(l->id, sizeof l->id, "%s", id);
+            l->seen_window_usd = -1;
             t->n++;
             return l;
         }
@@ -254,10 +256,10 @@ static void mem_reserve(struct sw_tenant *t, struct sw_tenant_wait *w, double es
 
 /* ARGV: prefix now tokens n, then per ledger: id rpm tpm budget oldest.
  * Returns {verdict, which, retry_ms, spent(0|1), req_lim, req_rem, req_reset,
- * tok_lim, tok_rem, tok_reset, tokens_refused(0|1)}. */
+ * tok_lim, tok_rem, tok_reset, tokens_refused(0|1), spent0, spent1 (-1: no budget)}. */
 static const char lua_admit[] = LUA_TN
     "local p, now, tokens, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])\n"
-    "local lv, out = {}, {'ok', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0'}\n"
+    "local lv, out = {}, {'ok', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '-1', '-1'}\n"
     "local worst = nil\n"
     "for i = 0, n - 1 do\n"
     "  local id, rpm, tpm = ARGV[5+i*5], tonumber(ARGV[6+i*5]), tonumber(ARGV[7+i*5])\n"
@@ -295,7 +297,11 @@ static const char lua_admit[] = LUA_TN
     "    if rpm > 0 then q = q - 1; redis.call('HSET', b, 'req', tostring(q), 'req_t', ARGV[2]) end\n"
     "    if tpm > 0 then k = k - math.min(tokens, tpm); redis.call('HSET', b, 'tok', tostring(k), 'tok_t', ARGV[2]) end\n"
     "    if rpm > 0 or tpm > 0 then redis.call('PEXPIRE', b, 120000) end\n"
-    "    if budget > 0 and spent(b, oldest) + held(b, now) >= budget then out[4] = '1' end\n"
+    "    if budget > 0 then\n"
+    "      local s = spent(b, oldest)\n"
+    "      out[12 + i] = tostring(s)\n"
+    "      if s + held(b, now) >= budget then out[4] = '1' end\n"
+    "    end\n"
     "  end\n"
     "  show(5, rpm, q)\n"
     "  show(8, tpm, k)\n"
@@ -392,7 +398,7 @@ static void on_admit(void *ud, const void *reply)
     const redisReply *r = reply;
     struct sw_tenant_answer a = {.v = SW_TENANT_OK};
     const char *v = str_el(r, 0);
-    if (!v || r->elements < 11) {
+    if (!v || r->elements < 13) {
         /* Redis failed: the buckets of this replica; a budget counts as spent */
         t->degraded_total++;
         if (op->w) {
@@ -417,6 +423,9 @@ static void on_admit(void *ud, const void *reply)
             struct ledger *l = find(t, op->w->ask.l[i].id, true);
             if (l && a.v == SW_TENANT_OK)
                 l->requests++;
+            const char *sp = str_el(r, 11 + i);
+            if (l && sp && strtod(sp, NULL) >= 0)
+                l->seen_window_usd = strtod(sp, NULL);
             if (l && a.v == SW_TENANT_RATE_LIMITED && i == a.which)
                 l->rate_limited++;
         }
@@ -731,7 +740,7 @@ static void stats_of(const struct ledger *l, bool shared, struct sw_tenant_stats
 {
     *out = (struct sw_tenant_stats){.found = true,
                                     .spent_usd_total = l->spent_usd_total,
-                                    .window_usd = -1,
+                                    .window_usd = shared ? l->seen_window_usd : -1,
                                     .reserved_usd = shared ? -1 : l->reserved_usd,
                                     .max_reserved_usd = l->max_reserved_usd,
                                     .requests = l->requests,

@@ -126,7 +126,8 @@ void sw_tenant_cancel(struct sw_tenant *t, struct sw_tenant_wait *w);
 struct sw_tenant_stats {
     bool found;
     double spent_usd_total;         /* settled by this replica, ever */
-    double window_usd;              /* memory: settled in the window now; -1 shared */
+    double window_usd;              /* memory: settled in the window now; shared: as the
+                                       last admission on this replica read it; -1 unknown */
     double reserved_usd;            /* memory: held now; -1 shared */
     double max_reserved_usd;        /* the largest reservation this replica was granted */
     uint64_t requests, rate_limited, budget_refused;

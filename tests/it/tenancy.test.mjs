@@ -189,9 +189,14 @@ describe('budgets', () => {
     const paid = await chat(gws[1], 'sk-keep', 'paid');
     assert.equal(paid.status, 429, 'no local backend for this model: budget_exhausted');
     assert.equal(paid.body.error.code, 'budget_exhausted');
+    // reject: the cloud the request would take is refused with 429, even where
+    // a local backend could serve it (slow busy: it would overflow)
+    const long2 = await busySlow(gws[2]);
     const rej = await chat(gws[2], 'sk-rej', 'longp');
+    await long2;
     assert.equal(rej.status, 429);
     assert.equal(rej.body.error.code, 'budget_exhausted');
+    assert.match(rej.body.error.message, /on_budget: reject/);
     assert.ok(Number(rej.headers.get('retry-after')) >= 1);
     const logged = (await getJSON(`${gws[1].url}/admin/decisions?limit=20`, { headers: admin })).body;
     const line = JSON.stringify(logged);
@@ -234,6 +239,12 @@ describe('budgets', () => {
         assert.ok(row.settled > row.budget / 2, `${row.key} spent most of its budget: ${row.settled}`);
     }
     assert.ok(team.spent <= TEAM_BUDGET + maxAll + 1e-9, `team red settled ${team.spent}`);
+    // the window's spend as replicas read it, for the dashboard and the team-budget alert
+    const m0 = await metrics(gws[0]);
+    assert.ok(m0['spillway_team_window_spend_usd/red'] > 0, 'spillway_team_window_spend_usd{team="red"}');
+    assert.equal(m0['spillway_team_budget_usd/red'], TEAM_BUDGET);
+    const page = await (await fetch(`${gws[0].url}/dashboard`)).text();
+    assert.ok(page.includes('data-testid="tenancy"'), 'the dashboard has the spend-by-team-and-key card');
     // what the cloud itself billed equals what the replicas settled
     const st = (await getJSON(`${cloud.url}/admin/stats`)).body;
     const bill = ((st.prompt_tokens + st.tokens_generated) * PRICE) / 1e6;
