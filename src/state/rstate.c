@@ -604,7 +604,7 @@ static void on_event(struct sw_rconn *ac, void *reply, void *priv)
         return;
     if (!strcmp(msg->str, "flags"))
         fetch_flags(rs);
-    else if (rs->hook_announced)
+    else if (strncmp(msg->str, "breaker ", 8) != 0 && rs->hook_announced)
         rs->hook_announced(rs->hook_ud, msg->str);
     else if (!strncmp(msg->str, "breaker ", 8) && rs->live) {
         /* "breaker <name> <open-until wall ms, 0: closed>" */
