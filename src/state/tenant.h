@@ -112,8 +112,9 @@ int sw_tenant_admit(struct sw_tenant *t, struct sw_tenant_wait *w, int64_t wall_
 int sw_tenant_reserve(struct sw_tenant *t, struct sw_tenant_wait *w, double est_usd,
                       int64_t wall_ms, struct sw_tenant_answer *out);
 
-/* The attempt is over: settles what w holds on actual_usd (>= 0) and counts
- * it on the key's and team's ledgers. Idempotent; harmless with nothing held. */
+/* The attempt is over: drops what w holds and counts actual_usd (>= 0) on the
+ * key's and team's ledgers (an attempt without a reservation is counted too).
+ * Once per attempt: each call counts its cost. */
 void sw_tenant_settle(struct sw_tenant *t, struct sw_tenant_wait *w, double actual_usd,
                       int64_t wall_ms);
 
