@@ -22,6 +22,8 @@
 #include "state/live.h"
 #include "state/respredis.h"
 #include "state/rstate.h"
+#include "state/tenant.h"
+#include "state/vkeys.h"
 #include "upstream/curlev.h"
 #include "upstream/dialect.h"
 #include "upstream/health.h"
@@ -344,6 +346,10 @@ static bool open_state(struct daemon *d, struct sw_pii_engine **pii)
     d->shared = sw_live_shared_new(cfg, sw_now_ms(), sw_wall_ms());
     if (!d->shared)
         return false;
+    d->shared->tenant = sw_tenant_new();
+    d->shared->vkeys = sw_vkeys_new();
+    if (!d->shared->tenant || !d->shared->vkeys)
+        return false;
     const struct sw_respstore_limits lim = sw_live_resp_limits(cfg);
     d->shared->resp = sw_respstore_open(d->base, cfg, &lim);
     if (!d->shared->resp)
@@ -360,6 +366,9 @@ static bool open_state(struct daemon *d, struct sw_pii_engine **pii)
         if (!d->rstate)
             return false;
         sw_rstate_set_live(d->rstate, d->live);
+        sw_tenant_set_redis(d->shared->tenant, d->rstate, sw_rstate_prefix(d->rstate),
+                            sw_rstate_resv_ttl_ms(d->rstate), sw_rstate_replica(d->rstate));
+        sw_vkeys_set_redis(d->shared->vkeys, d->rstate, sw_rstate_prefix(d->rstate));
     }
     return true;
 }
@@ -427,8 +436,16 @@ static void close_daemon(struct daemon *d)
     sw_startcheck_free(d->startcheck);
     sw_front_free(d->front);
     sw_healthcheck_free(d->hc);
+    if (d->shared) {
+        sw_tenant_set_redis(d->shared->tenant, NULL, NULL, 0, NULL);
+        sw_vkeys_set_redis(d->shared->vkeys, NULL, NULL);
+    }
     sw_rstate_free(d->rstate);
     sw_live_unref(d->live);
+    if (d->shared) {
+        sw_tenant_free(d->shared->tenant);
+        sw_vkeys_free(d->shared->vkeys);
+    }
     sw_live_shared_free(d->shared);
     sw_metrics_free(d->obs.metrics);
     sw_declog_close(d->obs.log); /* writes what is still batched */

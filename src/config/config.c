@@ -666,6 +666,75 @@ static void parse_refs(struct sw_walk *w, const struct sw_walk_setting *s,
     *(size_t *)((char *)base + s->aux_off) = got_n;
 }
 
+/* ---- Teams and key ids (config/tenancy.h) ---- */
+
+#define TEAM(f) offsetof(struct sw_config_team, f)
+static const struct sw_walk_section team_section;
+static void check_team(struct sw_walk *w, void *base, const yaml_node_t *map,
+                       const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)map;
+    struct sw_config *cfg = w->user;
+    struct sw_config_team *t = base;
+    char p[SW_WALK_MAX_PATH];
+    for (size_t j = 0; j < index; j++)
+        if (t->name && cfg->teams[j].name && !strcmp(t->name, cfg->teams[j].name)) {
+            sw_walk_path_key(p, sizeof p, path, "name");
+            sw_walk_error(w, sw_walk_val(&team_section, vals, "name"), p,
+                          "duplicate team \"%s\" (also teams[%zu]); names must be unique",
+                          t->name, j);
+        }
+}
+
+static const struct sw_walk_setting team_settings[] = {
+    {.key = "name", .type = SW_WALK_NAME, .off = TEAM(name), .required = true,
+     .hint = "the team keys[].team names"},
+    SW_CONFIG_TENANCY_SETTINGS(TEAM(t)),
+};
+static const struct sw_walk_section team_section = {
+    team_settings, sizeof team_settings / sizeof team_settings[0], sizeof(struct sw_config_team),
+    check_team};
+
+static void tenancy_check(struct sw_walk *w, struct sw_config *cfg)
+{
+    char p[SW_WALK_MAX_PATH];
+    for (size_t i = 0; i < cfg->n_keys; i++) {
+        struct sw_config_key *k = &cfg->keys[i];
+        k->team_index = -1;
+        if (!k->id && k->key) {
+            char id[24];
+            sw_config_key_id_derive(k->key, id, sizeof id);
+            k->id = strdup(id);
+            if (!k->id)
+                w->oom = true;
+        }
+        if (!k->team)
+            continue;
+        for (size_t t = 0; t < cfg->n_teams; t++)
+            if (cfg->teams[t].name && !strcmp(cfg->teams[t].name, k->team))
+                k->team_index = (long)t;
+        if (k->team_index < 0) {
+            snprintf(p, sizeof p, "keys[%zu].team", i);
+            sw_walk_error_at(w, k->team_line, k->team_col, p,
+                             "\"%s\" is not a team: list it under teams: (teams: - name: %s)",
+                             k->team, k->team);
+        }
+    }
+}
+
+static void key_check_id(struct sw_walk *w, const struct sw_config *cfg, size_t index,
+                            const yaml_node_t *node, const char *path)
+{
+    const struct sw_config_key *k = &cfg->keys[index];
+    char p[SW_WALK_MAX_PATH];
+    for (size_t j = 0; k->id && j < index; j++)
+        if (cfg->keys[j].id && !strcmp(cfg->keys[j].id, k->id)) {
+            sw_walk_path_key(p, sizeof p, path, "id");
+            sw_walk_error(w, node, p, "id \"%s\" is also keys[%zu]'s; every key_id is unique",
+                          k->id, j);
+        }
+}
+
 /* ---- Cross-field checks ---- */
 
 static const struct sw_walk_section key_section, admin_section, backend_section,
@@ -693,6 +762,12 @@ static void check_key(struct sw_walk *w, void *base, const yaml_node_t *map,
                           "same secret as keys[%zu] (\"%s\"); every key needs its own secret",
                           j, o->name ? o->name : "?");
         }
+    }
+    key_check_id(w, cfg, index, sw_walk_val(&key_section, vals, "id"), path);
+    const yaml_node_t *team = sw_walk_val(&key_section, vals, "team");
+    if (team) {
+        k->team_line = team->start_mark.line + 1;
+        k->team_col = team->start_mark.column + 1;
     }
 }
 
@@ -957,6 +1032,10 @@ static const struct sw_walk_setting key_settings[] = {
     {.key = "pii_allow", .type = SW_WALK_MAP, .off = KEY(pii_allow), .sub = &pii_allow_section},
     {.key = "priority", .type = SW_WALK_ENUM, .off = KEY(priority), .names = priority_names,
      .def = SW_PRIORITY_INTERACTIVE, .hint = "interactive or batch"},
+    {.key = "id", .type = SW_WALK_NAME, .off = KEY(id),
+     .hint = "a stable key_id for logs and metrics; default: derived from the secret"},
+    {.key = "team", .type = SW_WALK_NAME, .off = KEY(team), .hint = "a teams[] name"},
+    SW_CONFIG_TENANCY_SETTINGS(KEY(t)),
 };
 static const struct sw_walk_section key_section = {
     key_settings, sizeof(key_settings) / sizeof(key_settings[0]),
@@ -1386,6 +1465,8 @@ static const struct sw_walk_setting top_settings[] = {
      .parse = parse_listen_hosts},
     {.key = "keys", .type = SW_WALK_LIST, .off = CFG(keys), .aux_off = CFG(n_keys),
      .sub = &key_section, .hint = "omit keys to disable client auth, or list at least one key"},
+    {.key = "teams", .type = SW_WALK_LIST, .off = CFG(teams), .aux_off = CFG(n_teams),
+     .sub = &team_section, .hint = "a list of teams, each with a name"},
     {.key = "admin", .type = SW_WALK_MAP, .off = 0, .sub = &admin_section},
     {.key = "backends", .type = SW_WALK_LIST, .off = CFG(backends), .aux_off = CFG(n_backends),
      .required = true, .sub = &backend_section,
@@ -1480,6 +1561,7 @@ static void check_top(struct sw_walk *w, void *base, const yaml_node_t *map,
     }
     if (!cfg->routing.spend.degrade_to)
         cfg->routing.spend.degrade_backend = -1;
+    tenancy_check(w, cfg);
 }
 
 /* ---- Parsing ---- */
@@ -1670,8 +1752,16 @@ void sw_config_unref(struct sw_config *cfg)
         free(cfg->keys[i].key);
         regions_free(&cfg->keys[i].sensitive_regions);
         pii_allow_free(&cfg->keys[i].pii_allow);
+        free(cfg->keys[i].id);
+        free(cfg->keys[i].team);
+        sw_config_tenancy_free(&cfg->keys[i].t);
     }
     free(cfg->keys);
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        free(cfg->teams[i].name);
+        sw_config_tenancy_free(&cfg->teams[i].t);
+    }
+    free(cfg->teams);
     free(cfg->admin_key);
     free(cfg->decision_log);
     free(cfg->access_log.path);

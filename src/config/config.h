@@ -88,8 +88,20 @@ enum sw_load_source {
     SW_LOAD__COUNT
 };
 
+#include "config/tenancy.h"
+
+struct sw_config_team {
+    char *name;                 /* unique: the team's ledger id */
+    struct sw_config_tenancy t;
+};
+
 struct sw_config_key {
     char *name;                 /* shown in logs and metrics */
+    char *id;                   /* stable key_id: given, else "k-" + 12 hex of SHA-256(key) */
+    char *team;                 /* a teams[] name; NULL: none */
+    long team_index;            /* its index in teams[]; -1: none */
+    size_t team_line, team_col; /* where team was written (for messages) */
+    struct sw_config_tenancy t; /* budget, limits, models, max_tier, on_budget */
     char *key;                  /* the bearer secret; never logged */
     bool allow_cloud;           /* default true */
     bool sensitive;             /* default false: every request of this key is sensitive */
@@ -287,6 +299,8 @@ struct sw_config {
                                                    keys: no check */
     struct sw_config_key *keys; /* keys: omitted => client auth disabled */
     size_t n_keys;
+    struct sw_config_team *teams;   /* teams: budgets and limits shared by keys */
+    size_t n_teams;
     bool auth_enabled;          /* true when a `keys` list is present */
     char *admin_key;            /* admin.key; NULL: admin API disabled */
     char *decision_log;         /* path of the decision log, "-" (default): stdout */

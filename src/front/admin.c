@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/workpool.h"
 #include "common/query.h"
+#include "front/admin_keys.h"
 #include "obs/dashboard.h"
 #include "obs/series.h"
 #include "pii/cache.h"
@@ -100,6 +101,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
     int err = sw_metrics_render(f->obs->metrics, &b);
     if (!err)
         err = sw_obs_render_gauges(&b, &g);
+    if (!err)
+        err = sw_admin_keys_metrics(f, &b);
     if (!err && l->g->resp) {
         struct sw_respstore_stats rs;
         sw_respstore_stats(l->g->resp, &rs);

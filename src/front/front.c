@@ -16,6 +16,7 @@
 #include "common/query.h"
 #include "common/workpool.h"
 #include "front/admin.h"
+#include "front/admin_keys.h"
 #include "front/internal.h"
 #include "front/responses_state.h"
 #include "relay/relay.h"
@@ -23,6 +24,8 @@
 #include "request/embed.h"
 #include "request/facts.h"
 #include "request/request.h"
+#include "route/tenant.h"
+#include "state/vkeys.h"
 #include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/responses_req.h"
@@ -127,6 +130,8 @@ static const struct sw_config_key *find_key(struct sw_front *f, struct sw_http_r
         return NULL;
     }
     const struct sw_config_key *k = sw_config_find_key(f->cfg, secret);
+    if (!k) /* a runtime key (admin API), by the SHA-256 of the secret */
+        k = sw_vkeys_find(f->live->g->vkeys, f->cfg, secret);
     if (!k)
         *denied = "invalid_api_key";
     return k;
@@ -181,6 +186,28 @@ static void reply_no_model(struct sw_http_req *req, const struct sw_config *cfg,
                    "The model '%s' does not exist. This gateway serves %s (GET /v1/models lists "
                    "them; models: in the gateway's config defines them).", name, names);
 }
+
+/* Whether the key's models list and its team's both allow the model. */
+static bool key_allows_model(const struct sw_config *cfg, const struct sw_config_key *key,
+                             const char *model)
+{
+    const struct sw_config_tenancy *team =
+        key->team_index >= 0 && (size_t)key->team_index < cfg->n_teams
+            ? &cfg->teams[key->team_index].t
+            : NULL;
+    struct sw_tenant_policy p;
+    sw_tenant_merge(&key->t, team, &p);
+    return sw_tenant_policy_allows_model(&p, model);
+}
+
+/* The model asked for, or NULL after answering 404 (and logging): a name
+ * the config does not define, or a model outside the key's (or its team's)
+ * models list, answered as the API answers a model the caller has no
+ * access to. */
+static const struct sw_config_model *find_model(struct sw_front *f, struct sw_http_req *req,
+                                                const struct sw_config_key *key,
+                                                const char *name, const char *api_name,
+                                                const char *id, int64_t start_ms);
 
 /* Whether the request carries a known client key (or auth is off). */
 static bool key_ok(struct sw_front *f, struct sw_http_req *req)
@@ -543,6 +570,7 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
         .time_ms = sw_live_wall_ms(f->live, start_ms),
         .model = model,
         .key_name = key ? key->name : NULL,
+        .key_id = key ? key->id : NULL,
         .decision = SW_DECLOG_REJECTED,
         .status = status,
         .code = code,
@@ -557,6 +585,30 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
         .api = api,
     };
     sw_obs_record(f->obs, &e, false, now / 1000);
+}
+
+static const struct sw_config_model *find_model(struct sw_front *f, struct sw_http_req *req,
+                                                const struct sw_config_key *key,
+                                                const char *name, const char *api_name,
+                                                const char *id, int64_t start_ms)
+{
+    const struct sw_config_model *model = sw_config_find_model(f->cfg, name);
+    if (!model) {
+        reply_no_model(req, f->cfg, name);
+        record_rejection(f, api_name, id, name, key, 404, "model_not_found", NULL, start_ms);
+        return NULL;
+    }
+    if (!key || key_allows_model(f->cfg, key, model->name))
+        return model;
+    sw_reply_error(req, 404, "invalid_request_error", "model_not_found", "model",
+                   "The model '%s' does not exist or this API key does not have access to "
+                   "it (keys[].models and its team's models in the gateway's config).",
+                   model->name);
+    record_rejection(f, api_name, id, model->name, key, 404, "model_not_allowed", NULL,
+                     start_ms);
+    sw_info("request %s: key %s may not use model %s", id, key->id ? key->id : "-",
+            model->name);
+    return NULL;
 }
 
 /* ---- Facts ---- */
@@ -673,6 +725,7 @@ static void api_scanned(struct api_scan *s)
                                               .chat = &s->chat, .model = s->in.model,
                                               .facts = &s->facts, .request_id = s->id,
                                               .key_name = s->in.key ? s->in.key->name : NULL,
+                                              .key = s->in.key,
                                               .pii = request_engine(s)});
 }
 
@@ -867,10 +920,9 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         return;
     }
 
-    const struct sw_config_model *model = sw_config_find_model(f->cfg, chat.model);
+    const struct sw_config_model *model = find_model(f, req, key, chat.model, api_name, id,
+                                                     start_ms);
     if (!model) {
-        reply_no_model(req, f->cfg, chat.model);
-        record_rejection(f, api_name, id, chat.model, key, 404, "model_not_found", NULL, start_ms);
         sw_request_free(&chat);
         return;
     }
@@ -988,6 +1040,19 @@ static const char *breaker_path(const char *path, size_t *len)
     return path + pre;
 }
 
+static const char keys_path[] = "/admin/keys";
+
+/* /admin/keys ("" in *id) or /admin/keys/{id} (the id, len bytes): true. */
+static bool key_path(const char *path, const char **id, size_t *len)
+{
+    size_t pre = sizeof keys_path - 1;
+    if (strncmp(path, keys_path, pre) != 0 || (path[pre] && path[pre] != '/'))
+        return false;
+    *id = path[pre] ? path + pre + 1 : "";
+    *len = strlen(*id);
+    return !strchr(*id, '/') && (!path[pre] || *len > 0);
+}
+
 static const struct route *find_route(const char *path)
 {
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
@@ -1052,6 +1117,18 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         }
         return admin_ok(f, req);
     }
+    const char *kid;
+    if (key_path(path, &kid, &nlen)) {
+        enum sw_http_method m = sw_http_method(req);
+        if (m != SW_HTTP_GET && m != SW_HTTP_HEAD && m != SW_HTTP_POST &&
+            !(nlen && m == SW_HTTP_DELETE)) {
+            sw_reply_error(req, 405, "invalid_request_error", "method_not_allowed", NULL,
+                           nlen ? "Use GET, POST (update) or DELETE (revoke)."
+                                : "Use GET (list) or POST (create).");
+            return false;
+        }
+        return admin_ok(f, req);
+    }
     if (sw_front_resp_path(path))
         return sw_front_resp_method_ok(req) && key_answered(f, req);
     if (model_path(path)) {
@@ -1067,7 +1144,7 @@ static bool on_headers(struct sw_http_req *req, void *arg)
     if (!r && !strncmp(path, "/admin/", 7)) {
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. The admin API serves GET /admin/state, "
-                       "GET /admin/decisions, GET /admin/series, POST /admin/reload, "
+                       "GET /admin/decisions, GET /admin/series, GET /admin/keys[/ID], POST /admin/reload, "
                        "POST /admin/emergency, PUT /admin/thresholds and "
                        "POST /admin/breakers/NAME/reset (docs/operations.md).", path);
         return false;
@@ -1108,6 +1185,11 @@ static void on_request(struct sw_http_req *req, void *arg)
     const char *name = breaker_path(path, &nlen);
     if (name) {
         sw_admin_breaker_reset(f, req, name, nlen);
+        return;
+    }
+    const char *kid;
+    if (key_path(path, &kid, &nlen)) {
+        sw_admin_key(f, req, kid, nlen);
         return;
     }
     if (model_path(path)) {

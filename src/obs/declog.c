@@ -426,6 +426,8 @@ static int format(struct line *l, const struct sw_declog_entry *e)
     TRY(STR(l, "request_id", e->request_id));
     TRY(STR(l, "model", e->model));
     TRY(STR(l, "key_name", e->key_name));
+    if (e->key_id) /* only with a key: lines without one keep the documented keys */
+        TRY(STR(l, "key_id", e->key_id));
     /* the names of declog.c's own tables, quoted here once */
     TRY(room(l, sizeof KEY("decision") "\"rejected\""));
     if (e->decision == SW_DECLOG_REJECTED)

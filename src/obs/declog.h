@@ -64,6 +64,7 @@ struct sw_declog_entry {
     int64_t time_ms;            /* wall clock, ms since the epoch (request arrival) */
     const char *model;          /* model as requested; NULL if unknown */
     const char *key_name;       /* the API key's configured name; NULL: no key */
+    const char *key_id;         /* the key's stable key_id (never the secret); NULL: not written */
     enum sw_declog_decision decision;
     int status;                 /* HTTP status answered to the client */
     const char *backend;        /* served: the backend that answered */

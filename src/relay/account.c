@@ -55,6 +55,7 @@ void sw_relay_record(const struct proxy *p)
         .time_ms = sw_live_wall_ms(p->live, p->start_ms),
         .model = p->public_model,
         .key_name = p->key_name,
+        .key_id = p->key ? p->key->id : NULL,
         .decision = p->served && !p->refused_code ? SW_DECLOG_SERVED : SW_DECLOG_REJECTED,
         .status = p->final_status ? p->final_status : (p->client_gone ? 499 : 0),
         .backend = be ? be->name : NULL,

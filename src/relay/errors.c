@@ -62,7 +62,8 @@ void sw_relay_reply_rejected(struct proxy *p)
     char next[160] = "";
     if (retry >= 0)
         snprintf(next, sizeof next, " Retry in %ld s (the Retry-After header)%s.", retry,
-                 !strcmp(p->rej_code, "budget_exhausted")
+                 !strcmp(p->rej_code, "budget_exhausted") && !p->tenant_rejected &&
+                         !p->facts.tenant_budget_out
                      ? "; routing.spend.cap_usd in the gateway's config sets the cap" : "");
     else if (!strcmp(p->rej_code, "all_backends_failed"))
         snprintf(next, sizeof next, " GET /admin/state shows each backend's state and last_error.");

@@ -26,6 +26,7 @@
 #include "relay/stage.h"
 #include "state/claim.h"
 #include "state/store.h"
+#include "state/tenant.h"
 #include "upstream/upstream.h"
 
 /* Largest SSE event of an upstream stream. */
@@ -133,6 +134,13 @@ struct proxy {
     char failures[512];
     long retry_after_s;
     bool any_timeout;
+
+    /* Tenancy: the key's and its team's ledgers (state/tenant.h). */
+    const struct sw_config_key *key;    /* borrowed from cfg; NULL: no key */
+    struct sw_tenant_wait tw;
+    bool tenant_budget;             /* a budget applies: cloud attempts reserve on it */
+    bool tenant_refused;            /* a reservation was refused: decided again */
+    bool tenant_rejected;           /* answered 429 for the key's limits or budget */
 
     struct proxy_scratch x;         /* last (see proxy_scratch) */
 };

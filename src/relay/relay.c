@@ -21,6 +21,7 @@
 #include "relay/errors.h"
 #include "relay/feed.h"
 #include "relay/stages.h"
+#include "relay/tenancy.h"
 #include "relay/proxy.h"
 #include "relay/reply.h"
 #include "relay/wait.h"
@@ -28,6 +29,7 @@
 #include "state/claim.h"
 #include "state/live.h"
 #include "state/store.h"
+#include "state/tenant.h"
 #include "upstream/dialect.h"
 #include "upstream/upstream.h"
 
@@ -78,6 +80,9 @@ static void proxy_free(struct proxy *p)
 {
     sw_upstream_cleanup(&p->up); /* abort first: the backend frees its slot at once */
     attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    sw_tenant_cancel(p->live->g->tenant, &p->tw);
+    if (p->tw.held)
+        sw_tenant_settle(p->live->g->tenant, &p->tw, 0, sw_wall_ms());
     sw_relay_record(p);
     if (p->queue_timer)
         event_free(p->queue_timer);
@@ -181,6 +186,8 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                                    p->up.retry_after_s, now);
     double usd = p->cost_usd - cost_before;
     sw_store_release(&live->g->store, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
+    if (p->tw.ask.n)
+        sw_tenant_settle(live->g->tenant, &p->tw, usd > 0 ? usd : 0, sw_wall_ms());
     sw_store_breaker_check(&live->g->store, live, a->be);
     a->lease_wait = false;
     if (o == OUTCOME_OK) {
@@ -567,7 +574,8 @@ static void dispatch(struct proxy *p)
      * the backend's max_output_tokens: that limit goes upstream too, so the
      * answer cannot cost more than was reserved. */
     bool limit = !p->facts.max_tokens_given && be->tier == SW_TIER_CLOUD &&
-                 be->max_output_tokens > 0 && sw_live_spend_cap_usd(p->live) > 0;
+                 be->max_output_tokens > 0 &&
+                 (sw_live_spend_cap_usd(p->live) > 0 || p->tenant_budget);
     if (limit)
         json_object_set_new(p->chat.body, "max_completion_tokens",
                             json_integer(be->max_output_tokens));
@@ -698,23 +706,69 @@ static void on_gate(struct sw_store_hold *h, enum sw_store_verdict v)
     exclude_and_replan(p, false);
 }
 
-/* The local claim is held: asks the shared state (state.redis) for the rest
- * (spend reservation, replica-wide slot lease, the half-open probe). */
+/* The most a cloud attempt on be can cost: the prompt's upper bound, and
+ * without max_tokens the max_output_tokens sent upstream (as the local claim
+ * reserves). A reservation of this bounds a cap across replicas, so it must
+ * not fall short of the bill. */
+static double worst_usd(const struct proxy *p, const struct sw_config_backend *be)
+{
+    long out = p->facts.max_tokens;
+    if (!p->facts.max_tokens_given && be->max_output_tokens > 0)
+        out = be->max_output_tokens;
+    return sw_spend_cost_usd(sw_route_spend_prompt_tokens(&p->facts), out, be->input_usd_per_mtok,
+                             be->output_usd_per_mtok);
+}
+
+static void store_gate(struct proxy *p);
+
+/* What the key's and team's budgets said about a cloud attempt: on to the
+ * shared state, or (refused, or no shared ledger: fails closed) decide again
+ * without the priced clouds, reason budget; on_budget reject answers 429. */
+static void on_tenant_reserved(struct sw_tenant_wait *w, const struct sw_tenant_answer *a)
+{
+    struct proxy *p = (struct proxy *)((char *)w - offsetof(struct proxy, tw));
+    if (a->v == SW_TENANT_OK) {
+        store_gate(p);
+        return;
+    }
+    note_failure(p, a->v == SW_TENANT_UNAVAILABLE ? "no shared key budget ledger (fails closed)"
+                                                  : "key or team budget reached");
+    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    p->tenant_refused = true;
+    p->facts.tenant_budget_out = true;
+    if (a->v == SW_TENANT_OVER_BUDGET && sw_relay_tenant_rejects(p)) {
+        sw_relay_tenant_refusal(p, a, true);
+        reject(p);
+        return;
+    }
+    plan_next(p);
+}
+
+/* The local claim is held: a priced cloud attempt of a key with a budget
+ * reserves its worst case on the key's and team's ledgers first; then the
+ * shared state. */
 static void gate(struct proxy *p)
 {
     const struct sw_config_backend *be = sw_relay_backend(p);
-    double est = 0;
-    if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0) {
-        /* The shared reservation bounds the cap across replicas, so it must
-         * not fall short of the bill: the prompt's upper bound, and without
-         * max_tokens the max_output_tokens sent upstream (as the local
-         * claim reserves). */
-        long out = p->facts.max_tokens;
-        if (!p->facts.max_tokens_given && be->max_output_tokens > 0)
-            out = be->max_output_tokens;
-        est = sw_spend_cost_usd(sw_route_spend_prompt_tokens(&p->facts), out,
-                                be->input_usd_per_mtok, be->output_usd_per_mtok);
+    if (be->tier == SW_TIER_CLOUD && p->tenant_budget && !p->tw.held &&
+        (be->input_usd_per_mtok > 0 || be->output_usd_per_mtok > 0)) {
+        struct sw_tenant_answer a;
+        p->tw.cb = on_tenant_reserved;
+        if (sw_tenant_reserve(p->live->g->tenant, &p->tw, worst_usd(p, be), sw_wall_ms(), &a))
+            on_tenant_reserved(&p->tw, &a);
+        return;
     }
+    store_gate(p);
+}
+
+/* Asks the shared state (state.redis) for the rest (spend reservation,
+ * replica-wide slot lease, the half-open probe). */
+static void store_gate(struct proxy *p)
+{
+    const struct sw_config_backend *be = sw_relay_backend(p);
+    double est = 0;
+    if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0)
+        est = worst_usd(p, be);
     long tokens = be->tier == SW_TIER_CLOUD && (be->rpm || be->tpm)
                       ? p->facts.prompt_tokens_est + p->facts.max_tokens
                       : 0;
@@ -844,6 +898,29 @@ static void ask_for_usage(struct proxy *p)
     json_object_set_new(so, "include_usage", json_true());
 }
 
+/* The key's and team's buckets answered: 429 when one is empty; a spent
+ * budget is a fact the router reads (keep_local), or a 429 (reject) unless
+ * the shared ledger is out of reach (then only the cloud is refused). */
+static void on_tenant_admitted(struct sw_tenant_wait *w, const struct sw_tenant_answer *a)
+{
+    struct proxy *p = (struct proxy *)((char *)w - offsetof(struct proxy, tw));
+    sw_relay_tenant_headers(p, a);
+    if (a->v == SW_TENANT_RATE_LIMITED) {
+        sw_relay_tenant_refusal(p, a, false);
+        reject(p);
+        return;
+    }
+    if (a->budget_spent) {
+        if (!a->unavailable && sw_relay_tenant_rejects(p)) {
+            sw_relay_tenant_refusal(p, a, true);
+            reject(p);
+            return;
+        }
+        p->facts.tenant_budget_out = true;
+    }
+    plan_next(p);
+}
+
 void sw_relay_start(const struct sw_relay_request *r)
 {
     const struct sw_relay_env *env = r->env;
@@ -899,5 +976,20 @@ void sw_relay_start(const struct sw_relay_request *r)
     ask_for_usage(p);
     p->splice.client_wants_usage = p->dialect.client_wants_usage = p->client_wants_usage;
     sw_http_on_gone(req, on_client_gone, p);
+    p->key = r->key;
+    if (p->key) {
+        /* the tpm cost: the prompt estimate and max_tokens, as the providers count */
+        sw_tenant_ask_for(p->cfg, p->key, p->facts.prompt_tokens_est + p->facts.max_tokens,
+                          &p->tw.ask);
+        for (size_t i = 0; i < p->tw.ask.n; i++)
+            p->tenant_budget = p->tenant_budget || p->tw.ask.l[i].rules->budget.usd > 0;
+    }
+    if (p->tw.ask.n) {
+        struct sw_tenant_answer a;
+        p->tw.cb = on_tenant_admitted;
+        if (sw_tenant_admit(p->live->g->tenant, &p->tw, sw_wall_ms(), &a))
+            on_tenant_admitted(&p->tw, &a);
+        return;
+    }
     plan_next(p);
 }

@@ -44,6 +44,7 @@ struct sw_relay_request {
                                            sw_now_ms() clock, as facts->route.deadline_ms) */
     const char *request_id;             /* copied */
     const char *key_name;               /* borrowed from cfg; NULL: no key */
+    const struct sw_config_key *key;    /* borrowed from cfg; NULL: no key (tenancy) */
     const struct sw_pii_engine *pii;    /* the request's (sw_live_pii), borrowed from env->live */
 };
 

@@ -346,6 +346,21 @@ static int apply_scan(const struct sw_facts_in *in, const struct sw_facts_scanne
 
 /* ---- Derivation ---- */
 
+/* The highest tier the key may use: keys[].max_tier and its team's, the
+ * lower of the two. */
+static enum sw_tier key_tier(const struct sw_facts_in *in)
+{
+    const struct sw_config_key *key = in->key;
+    if (!key)
+        return SW_TIER_CLOUD;
+    if (key->t.max_tier == SW_MAX_TIER_LOCAL)
+        return SW_TIER_LOCAL;
+    if (key->team_index >= 0 && (size_t)key->team_index < in->cfg->n_teams &&
+        in->cfg->teams[key->team_index].t.max_tier == SW_MAX_TIER_LOCAL)
+        return SW_TIER_LOCAL;
+    return SW_TIER_CLOUD;
+}
+
 int sw_facts_begin(const struct sw_facts_in *in, struct sw_facts *out,
                    struct sw_request_error *err)
 {
@@ -370,7 +385,7 @@ int sw_facts_begin(const struct sw_facts_in *in, struct sw_facts *out,
                       : chat->max_tokens > 0      ? chat->max_tokens
                                                   : in->cfg->routing.default_max_tokens,
         .allows_cloud = (!key || key->allow_cloud) && !h->allow_cloud.any_false &&
-                        chat->allow_cloud != 0,
+                        chat->allow_cloud != 0 && key_tier(in) == SW_TIER_CLOUD,
         .sensitive = (key && key->sensitive) || h->sensitive.any_true,
         .latency_critical = h->latency_critical.any_true,
         .needs_tools = chat->has_tools,

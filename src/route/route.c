@@ -180,6 +180,8 @@ check_rest(const struct ctx *c, const struct sw_route_backend_view *b, bool up_c
         /* The cap limits spending: a backend this request costs nothing on (no
          * price set) is never shed for it. */
         const struct sw_route_policy *p = c->p;
+        if (f->tenant_budget_out && (b->input_usd_per_mtok > 0 || b->output_usd_per_mtok > 0))
+            return SW_EXCL_BUDGET;
         double cost = p->spend_cap_usd > 0 ? request_cost_usd(f, b, p->spend_cap_usd) : 0;
         if (cost > 0 && c->v->spend_usd + cost > p->spend_cap_usd)
             return SW_EXCL_BUDGET;
@@ -574,7 +576,10 @@ refuse:
     }
     if (cloud_block(c) == BLOCK_BUDGET) {
         reject(c->plan, 429, SW_ROUTE_CODE_BUDGET, budget_retry_after(c),
-               "The cloud spend cap is reached and no local backend can serve this request.");
+               c->f->tenant_budget_out
+                   ? "The cloud budget of this key (or of its team) is spent and no local "
+                     "backend can serve this request."
+                   : "The cloud spend cap is reached and no local backend can serve this request.");
         return;
     }
     if (all_capability_excluded(c)) {
@@ -777,6 +782,14 @@ static enum trigger hard_trigger(const struct ctx *c, size_t l0)
     return T_NONE;
 }
 
+/* Only the key's or team's budget keeps the cloud out (the global cap does
+ * not): its keep_local applies, whatever the cap's policy. */
+static bool tenant_only_budget(const struct ctx *c)
+{
+    return c->f->tenant_budget_out &&
+           (c->p->spend_cap_usd <= 0 || c->v->spend_usd < c->p->spend_cap_usd);
+}
+
 /* The cloud is wanted but cannot take the request (not open, or no cloud
  * left): it stays on a local, or is shed when the cap says so. */
 static void cloud_refused(struct ctx *c, size_t l0, enum trigger hard,
@@ -798,7 +811,7 @@ static void cloud_refused(struct ctx *c, size_t l0, enum trigger hard,
         /* A latency-critical request that local serves without a hard trigger
          * (an idle box's long prompt is none) only lost its faster cloud: it
          * stays local under every policy. */
-        if (hard == T_NONE || hard == T_LONG_PROMPT) {
+        if (hard == T_NONE || hard == T_LONG_PROMPT || tenant_only_budget(c)) {
             primary_local(c, l0, SW_REASON_BUDGET);
             return;
         }

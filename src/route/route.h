@@ -127,6 +127,8 @@ struct sw_route_facts {
     enum sw_priority priority;  /* batch: its own budget (policy.batch_ttft_budget_ms) */
     long ttft_budget_cap_ms;    /* a client's tighter budget (X-Spillway-TTFT-Budget-Ms):
                                    the budget is at most this; 0: none */
+    bool tenant_budget_out;     /* the key's or its team's cloud budget cannot take this
+                                   request (state/tenant.h): no priced cloud, reason budget */
 };
 
 struct sw_route_attempt {

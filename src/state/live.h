@@ -93,6 +93,8 @@ struct sw_live_backend {
  * (rejections, PII outcomes) are not kept here: the metrics registry holds
  * them (sw_obs_record), and GET /admin/state reads them from there. */
 struct sw_rstate;
+struct sw_tenant;
+struct sw_vkeys;
 
 struct sw_live_shared {
     struct sw_spend spend;      /* on wall-clock time: see sw_live_wall_ms */
@@ -112,6 +114,11 @@ struct sw_live_shared {
      * freed with the shared state; NULL until the daemon opens one (memory,
      * or Redis with state.redis). Its limits follow every snapshot. */
     struct sw_respstore *resp;
+    /* The ledgers of keys and teams (state/tenant.h) and the runtime keys
+     * (state/vkeys.h): the daemon's, set after sw_live_shared_new; on Redis
+     * while rstate is set. */
+    struct sw_tenant *tenant;
+    struct sw_vkeys *vkeys;
 };
 
 /* One config snapshot's view of the state: reference-counted, so requests

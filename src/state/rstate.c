@@ -3,6 +3,7 @@
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +162,7 @@ static const char lua_sync[] = LUA_PURGE
 enum script { S_ADMIT, S_RELEASE, S_SYNC, N_SCRIPTS };
 static const char *const scripts[N_SCRIPTS] = {lua_admit, lua_release, lua_sync};
 
-enum op_kind { OP_ADMIT, OP_RELEASE, OP_SYNC, OP_FLAGS, OP_PLAIN };
+enum op_kind { OP_ADMIT, OP_RELEASE, OP_SYNC, OP_FLAGS, OP_PLAIN, OP_EVAL };
 
 struct sw_store_op {
     struct sw_rstate *rs;
@@ -173,6 +174,10 @@ struct sw_store_op {
     struct sw_store_hold *hold;/* admit: NULL once cancelled */
     struct sw_live *live;       /* admit: referenced */
     size_t hold_be;             /* admit: the backend */
+    sw_rstate_eval_fn eval_cb;  /* eval: answered once (NULL reply on failure) */
+    void *eval_ud;
+    const char *eval_script;    /* eval: the script's text (static) */
+    char *eval_sha;             /* eval: its cached SHA (the caller's, 41 bytes) */
     int argc;
     char *argv[MAX_ARGS + 3 * 64];
 };
@@ -199,6 +204,9 @@ struct sw_rstate {
     long *fallback_held;            /* per backend index: fallback slots held */
     size_t n_fallback;
     int64_t degraded_since;
+    sw_rstate_announced_fn hook_announced;  /* sw_rstate_hook */
+    void (*hook_sync)(void *ud);
+    void *hook_ud;
 };
 
 static void update_degraded(struct sw_rstate *rs);
@@ -254,6 +262,10 @@ static void on_op_timeout(evutil_socket_t fd, short what, void *arg)
         sw_warn("state: a Redis round trip took longer than %ld ms", rs->timeout_ms);
     rs->slow = true;
     update_degraded(rs);
+    if (op->kind == OP_EVAL && op->eval_cb) {
+        op->eval_cb(op->eval_ud, NULL);
+        return;
+    }
     if (op->kind == OP_ADMIT && op->hold) {
         struct sw_store_hold *h = op->hold;
         h->op = NULL;
@@ -419,11 +431,14 @@ static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
     if (is_noscript(r) && !op->eval_retry && rs->ac && rs->connected) {
         /* the server lost the script (restart, SCRIPT FLUSH): EVAL it */
         op->eval_retry = true;
-        rs->sha[op->script][0] = 0;
+        if (op->kind == OP_EVAL)
+            op->eval_sha[0] = 0;
+        else
+            rs->sha[op->script][0] = 0;
         free(op->argv[0]);
         free(op->argv[1]);
         op->argv[0] = strdup("EVAL");
-        op->argv[1] = strdup(scripts[op->script]);
+        op->argv[1] = strdup(op->kind == OP_EVAL ? op->eval_script : scripts[op->script]);
         if (op->argv[0] && op->argv[1] && send_op(rs, op) == 0)
             return;
     }
@@ -460,6 +475,9 @@ static void on_reply(struct sw_rconn *ac, void *reply, void *priv)
                         op->argv[3 + 10][0] != 0, op->argv[3 + 12][0] != 0,
                         strtol(op->argv[3 + 15], NULL, 10), true);
         }
+    } else if (op->kind == OP_EVAL) {
+        if (!op->answered && op->eval_cb)
+            op->eval_cb(op->eval_ud, ok ? r : NULL);
     } else if (op->kind == OP_SYNC && ok) {
         apply_sync(rs, r);
     } else if (op->kind == OP_FLAGS && ok) {
@@ -546,6 +564,8 @@ static void on_answered(struct sw_rstate *rs)
         rs->slow = false;
         update_degraded(rs);
         fetch_flags(rs); /* resync: what changed while we were away */
+        if (rs->hook_announced)
+            rs->hook_announced(rs->hook_ud, NULL);
     }
 }
 
@@ -584,6 +604,8 @@ static void on_event(struct sw_rconn *ac, void *reply, void *priv)
         return;
     if (!strcmp(msg->str, "flags"))
         fetch_flags(rs);
+    else if (strncmp(msg->str, "breaker ", 8) != 0 && rs->hook_announced)
+        rs->hook_announced(rs->hook_ud, msg->str);
     else if (!strncmp(msg->str, "breaker ", 8) && rs->live) {
         /* "breaker <name> <open-until wall ms, 0: closed>" */
         char name[80];
@@ -655,6 +677,8 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
     struct sw_live *l = rs->live;
     if (!l || !rs->ac || !rs->connected)
         return;
+    if (rs->hook_sync)
+        rs->hook_sync(rs->hook_ud);
     char now[24], win[24], lease_ttl[24], queue_ttl[24];
     snprintf(now, sizeof now, "%lld", (long long)sw_wall_ms());
     window_arg(rs, win, sizeof win);
@@ -678,6 +702,75 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
     struct sw_store_op *op = script_op(rs, OP_SYNC, S_SYNC, args, n);
     if (op && send_op(rs, op))
         op_free(op);
+}
+
+/* ---- Scripts of other modules ---- */
+
+static void sha1_hex(const char *text, char out[41])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    out[0] = 0;
+    if (EVP_Digest(text, strlen(text), md, &n, EVP_sha1(), NULL) != 1 || n != 20)
+        return;
+    for (unsigned i = 0; i < 20; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+int sw_rstate_eval(struct sw_rstate *rs, const char *script, char sha[41],
+                   const char *const *args, int n, sw_rstate_eval_fn cb, void *ud)
+{
+    if (!rs || !ready(rs) || n < 0 || n > MAX_ARGS + 3 * 64 - 3)
+        return -1;
+    if (!sha[0])
+        sha1_hex(script, sha);
+    struct sw_store_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return -1;
+    op->rs = rs;
+    op->kind = OP_EVAL;
+    op->eval_cb = cb;
+    op->eval_ud = ud;
+    op->eval_script = script;
+    op->eval_sha = sha;
+    op->argv[op->argc++] = strdup(sha[0] ? "EVALSHA" : "EVAL");
+    op->argv[op->argc++] = strdup(sha[0] ? sha : script);
+    op->argv[op->argc++] = strdup("0");
+    for (int i = 0; i < n; i++)
+        op->argv[op->argc++] = strdup(args[i] ? args[i] : "");
+    for (int i = 0; i < op->argc; i++)
+        if (!op->argv[i]) {
+            op_free(op);
+            return -1;
+        }
+    if (send_op(rs, op)) {
+        op_free(op);
+        return -1;
+    }
+    return 0;
+}
+
+void sw_rstate_hook(struct sw_rstate *rs, sw_rstate_announced_fn announced,
+                    void (*sync)(void *ud), void *ud)
+{
+    rs->hook_announced = announced;
+    rs->hook_sync = sync;
+    rs->hook_ud = ud;
+}
+
+const char *sw_rstate_prefix(const struct sw_rstate *rs)
+{
+    return rs->prefix;
+}
+
+const char *sw_rstate_replica(const struct sw_rstate *rs)
+{
+    return rs->replica;
+}
+
+long sw_rstate_resv_ttl_ms(const struct sw_rstate *rs)
+{
+    return rs->resv_ttl_ms;
 }
 
 /* ---- Public ---- */
@@ -740,6 +833,7 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     }
     g->rstate = rs;
     g->store = (struct sw_store){&redis_ops, rs};
+
     g->remote_degraded = true; /* until connected */
     struct timeval tv = {0, SYNC_MS * 1000};
     event_add(rs->sync_timer, &tv);
@@ -756,6 +850,7 @@ void sw_rstate_free(struct sw_rstate *rs)
     if (rs->g && rs->g->rstate == rs) {
         rs->g->rstate = NULL;
         rs->g->store = sw_store_memory();
+
     }
     sw_rdial_free(&rs->dial);
     if (rs->sync_timer)

@@ -52,6 +52,27 @@ int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_store_
  * full when not) and forgets a pending admit. */
 void sw_rstate_release(struct sw_rstate *rs, struct sw_live *live, struct sw_store_hold *h,
                        double actual_usd, bool sent, long actual_tokens);
+/* Another module's read-modify-write (state/tenant.c): runs the Lua script
+ * `script` (static text; its SHA-1 is cached in sha, "" at first) with
+ * ARGV args (n of them, copied) on the command connection, within
+ * state.timeout_ms. cb gets the reply (a redisReply *) exactly once, NULL
+ * when Redis failed, answered an error or timed out (a late reply is then
+ * dropped). Returns -1 without calling cb when Redis is not usable now. */
+typedef void (*sw_rstate_eval_fn)(void *ud, const void *reply);
+int sw_rstate_eval(struct sw_rstate *rs, const char *script, char sha[41],
+                   const char *const *args, int n, sw_rstate_eval_fn cb, void *ud);
+
+/* One more module's share of the connection (state/vkeys.c): announced is
+ * called with every other message on <prefix>events (msg), and with NULL
+ * once connected again (resync); sync on every 200 ms sync tick. */
+typedef void (*sw_rstate_announced_fn)(void *ud, const char *msg);
+void sw_rstate_hook(struct sw_rstate *rs, sw_rstate_announced_fn announced,
+                    void (*sync)(void *ud), void *ud);
+/* state.key_prefix; this replica's id; how long a reservation lives (ms). */
+const char *sw_rstate_prefix(const struct sw_rstate *rs);
+const char *sw_rstate_replica(const struct sw_rstate *rs);
+long sw_rstate_resv_ttl_ms(const struct sw_rstate *rs);
+
 /* After an outcome on backend be: announces its breaker when it opened or closed. */
 void sw_rstate_breaker_check(struct sw_rstate *rs, struct sw_live *live, size_t be);
 /* The admin API closed backend be's breaker: closed on every replica. */

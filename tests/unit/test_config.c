@@ -648,10 +648,10 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:1:1: backends: required key is missing (a list of backends, each with name, tier, url and model)",
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
-     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, plan)",
+     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, plan)",
       "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
       "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
-      "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, plan)"}},
+      "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, plan)"}},
     {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
      "backends:\n"
      "  - { name: edge, tier: local, url: \"http://h:1\", model: m, region: eu-west }\n"
