@@ -217,6 +217,11 @@ struct sw_config_routing {
         long degrade_backend;   /* its index, resolved at parse; -1 none */
         long shed_retry_after_s;        /* default 60 */
     } spend;
+    struct {                    /* prefix affinity (docs/routing.md, "Prefix affinity") */
+        bool enabled;           /* default true */
+        long ttl_s;             /* how long a served prefix is remembered, default 300 */
+        long max_entries;       /* the table's bound (LRU beyond it), default 65536 */
+    } affinity;
 };
 
 struct sw_config_limits {

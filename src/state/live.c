@@ -22,6 +22,9 @@ struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t n
         snprintf(g->emergency_reason, sizeof g->emergency_reason, "declared in the configuration");
     g->spend_cap_usd = -1;
     g->store = sw_store_memory();
+    g->affinity_on = r->affinity.enabled &&
+                     sw_affinity_init(&g->affinity, (size_t)r->affinity.max_entries,
+                                      r->affinity.ttl_s * 1000) == SW_OK;
     return g;
 }
 
@@ -30,6 +33,7 @@ void sw_live_shared_free(struct sw_live_shared *g)
     if (!g)
         return;
     sw_respstore_free(g->resp);
+    sw_affinity_free(&g->affinity);
     free(g);
 }
 
@@ -159,6 +163,7 @@ static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
         return NULL;
     }
     b->tier = be->tier;
+    b->affinity_id = sw_affinity_backend_id(be->name);
     sw_breaker_init(&b->breaker, (int)r->breaker.failures, r->breaker.window_ms,
                     r->breaker.cooldown_ms);
     sw_bucket_init(&b->bucket, be->rpm, be->tpm, now_ms);
@@ -248,6 +253,15 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
     g->spend.window_ms = r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS;
+    /* New affinity bounds empty the table (its entries stay right otherwise). */
+    if (!r->affinity.enabled) {
+        g->affinity_on = false;
+    } else if (!g->affinity_on || g->affinity.max != (size_t)r->affinity.max_entries) {
+        g->affinity_on = sw_affinity_reset(&g->affinity, (size_t)r->affinity.max_entries,
+                                           r->affinity.ttl_s * 1000) == SW_OK;
+    } else {
+        g->affinity.ttl_ms = r->affinity.ttl_s * 1000;
+    }
     if (g->resp) {
         const struct sw_respstore_limits lim = sw_live_resp_limits(cfg);
         sw_respstore_set_limits(g->resp, &lim);
@@ -307,6 +321,8 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->outside_load = 0;
     v->n_busy = 0;
     v->first_release_ms = 0;
+    v->prefix_tokens = 0;
+    v->cached_tokens = 0;
     v->health = b->health;
     v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, b->health == SW_HEALTH_UP, &degraded);
     if (degraded)
@@ -451,6 +467,52 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
         .shed_retry_after_s = r->spend.shed_retry_after_s,
         .batch_ttft_budget_ms = r->batch_ttft_budget_ms,
     };
+}
+
+/* ---- Prefix affinity ---- */
+
+void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t now_ms,
+                         struct sw_live_snapshot *snap)
+{
+    struct sw_live_shared *g = l->g;
+    if (!g->affinity_on || !p || p->n == 0)
+        return;
+    for (size_t k = 0; k < snap->view.n; k++) {
+        struct sw_route_backend_view *v = &snap->backends[k];
+        if (v->tier != SW_TIER_LOCAL)
+            continue;
+        size_t i = snap->map[k];
+        long t = sw_affinity_match(&g->affinity, p, l->b[i]->affinity_id, now_ms);
+        v->prefix_tokens = t;
+        v->cached_tokens = (double)t * sw_live_cache_hit(l, i);
+    }
+}
+
+void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *p,
+                           int64_t now_ms)
+{
+    if (!l->g->affinity_on || !p || p->n == 0 || l->b[i]->tier != SW_TIER_LOCAL)
+        return;
+    sw_affinity_put_prefix(&l->g->affinity, p, l->b[i]->affinity_id, now_ms);
+    sw_store_affinity_put(&l->g->store, l, i, p);
+}
+
+void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported)
+{
+    struct sw_live_backend *b = l->b[i];
+    if (reported < 0 || predicted <= 0)
+        return;
+    double share = (double)reported / (double)predicted;
+    if (share > 1)
+        share = 1;
+    b->cache_hit = b->n_cache == 0 ? share : b->cache_hit + SW_LIVE_CACHE_ALPHA * (share - b->cache_hit);
+    b->n_cache++;
+}
+
+double sw_live_cache_hit(const struct sw_live *l, size_t i)
+{
+    const struct sw_live_backend *b = l->b[i];
+    return b->n_cache > 0 && b->cache_hit > 0 ? b->cache_hit : 0;
 }
 
 /* Up again; a finished warm-up teaches how long loading takes. */

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "pii/pii.h"
 #include "route/breaker.h"
+#include "route/affinity.h"
 #include "route/bucket.h"
 #include "route/ewma.h"
 #include "route/latwin.h"
@@ -86,6 +87,13 @@ struct sw_live_backend {
     long remote_in_flight;
     long remote_queued;
     int64_t announced_open_until;
+    /* Prefix affinity: the name's id in the shared table, and the share of
+     * a matched prefix the server reported as cached (a moving average;
+     * n_cache 0: it never reported a hit, the estimate prefills the whole
+     * prompt). */
+    uint64_t affinity_id;
+    double cache_hit;
+    uint64_t n_cache;
 };
 
 /* Process-wide state that no reload resets: spend, emergency and the runtime
@@ -112,6 +120,11 @@ struct sw_live_shared {
      * freed with the shared state; NULL until the daemon opens one (memory,
      * or Redis with state.redis). Its limits follow every snapshot. */
     struct sw_respstore *resp;
+    /* Prefix affinity (route/affinity.h): which local backend served which
+     * prefix, filled by this replica's answers and, with state.redis, the
+     * other replicas' announcements. */
+    struct sw_affinity affinity;
+    bool affinity_on;           /* routing.affinity.enabled and the table allocated */
 };
 
 /* One config snapshot's view of the state: reference-counted, so requests
@@ -179,6 +192,26 @@ struct sw_live_snapshot {
 
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
                       struct sw_live_snapshot *out);
+
+/* Prefix affinity: sets each local backend's prefix_tokens (the longest
+ * prefix of p it served recently) and cached_tokens (that times its
+ * learned hit) in a snapshot taken for the request. Nothing when affinity
+ * is off or p has no identity. */
+void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t now_ms,
+                         struct sw_live_snapshot *snap);
+/* Local backend i answered a request of identity p: it holds that prefix
+ * now (through the store: every replica learns it with state.redis). */
+void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *p,
+                           int64_t now_ms);
+/* What backend i reported of its prefix cache for one answer: `reported`
+ * prompt tokens cached (< 0: it reported nothing) where the table predicted
+ * `predicted`. A report teaches the hit share (at most 1); no report keeps
+ * the estimate at the full prompt. */
+void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported);
+/* The share of a matched prefix backend i is expected to find cached. */
+double sw_live_cache_hit(const struct sw_live *l, size_t i);
+/* Weight of a new hit-share sample. */
+#define SW_LIVE_CACHE_ALPHA 0.3
 
 /* Cloud spend in the current window (with reservations), and the cap in
  * force: the admin override, else the config's (0: none). */

@@ -566,6 +566,24 @@ static void on_pong(struct sw_rconn *ac, void *reply, void *priv)
     }
 }
 
+/* Another replica's (or this one's own) announcement that a local backend
+ * served a prefix: "<name> <hash0> <tokens0> <hashN> <tokensN>" (hex hashes).
+ * The entries join this replica's table. */
+static void on_affinity(struct sw_rstate *rs, const char *s)
+{
+    char name[80];
+    unsigned long long h0, hn;
+    long t0, tn;
+    if (sscanf(s, "%79s %llx %ld %llx %ld", name, &h0, &t0, &hn, &tn) != 5 || !rs->g->affinity_on)
+        return;
+    int64_t now = sw_now_ms();
+    uint64_t id = sw_affinity_backend_id(name);
+    struct sw_affinity *t = &rs->g->affinity;
+    if (h0 != hn)
+        sw_affinity_put(t, (uint64_t)h0, id, t0, now);
+    sw_affinity_put(t, (uint64_t)hn, id, tn, now);
+}
+
 static void on_event(struct sw_rconn *ac, void *reply, void *priv)
 {
     (void)priv;
@@ -584,6 +602,8 @@ static void on_event(struct sw_rconn *ac, void *reply, void *priv)
         return;
     if (!strcmp(msg->str, "flags"))
         fetch_flags(rs);
+    else if (!strncmp(msg->str, "affinity ", 9) && rs->live)
+        on_affinity(rs, msg->str + 9);
     else if (!strncmp(msg->str, "breaker ", 8) && rs->live) {
         /* "breaker <name> <open-until wall ms, 0: closed>" */
         char name[80];
@@ -1009,6 +1029,23 @@ static bool store_degraded(const void *ctx)
     return sw_rstate_degraded(ctx);
 }
 
+/* Announces that local backend be served prefix p; unreachable: this
+ * replica's own table only (the caller already put it there). */
+static void store_affinity_put(void *ctx, struct sw_live *live, size_t be,
+                               const struct sw_prefix *p)
+{
+    struct sw_rstate *rs = ctx;
+    if (!rs || !ready(rs) || p->n == 0)
+        return;
+    char ch[300], msg[200];
+    size_t last = p->n - 1;
+    sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
+    snprintf(msg, sizeof msg, "affinity %s %llx %ld %llx %ld", live->b[be]->name,
+             (unsigned long long)p->hash[0], p->tokens[0], (unsigned long long)p->hash[last],
+             p->tokens[last]);
+    plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, msg});
+}
+
 static const struct sw_store_ops redis_ops = {
     .name = "redis",
     .shared = true,
@@ -1018,4 +1055,5 @@ static const struct sw_store_ops redis_ops = {
     .breaker_reset = store_breaker_reset,
     .flags_changed = store_flags_changed,
     .degraded = store_degraded,
+    .affinity_put = store_affinity_put,
 };
