@@ -21,6 +21,9 @@ struct sw_llmsim_reply {
     char tool[128];              /* a forced tool: the answer calls it (Anthropic streams it as a
                                   * tool_use block), "" = text */
     int prompt_tokens;
+    int cached_tokens;           /* of them, found in the slot's prefix cache */
+    bool timings;                /* a prefix cache runs: OpenAI answers carry llama.cpp's
+                                    "timings": {"cache_n", "prompt_n"} too */
     bool include_usage;          /* OpenAI: send the usage chunk */
     char head[2048];             /* OpenAI chunk prefix, by sw_llmsim_reply_prepare */
     size_t head_len;
