@@ -59,21 +59,14 @@ int sw_llmsim_prefix_shared(const struct sw_llmsim_prefix *held, const struct sw
                             int prompt_tokens)
 {
     int best = 0;
-    /* boundaries rise in both: walk them together from the end */
-    int i = held->n - 1, j = q->n - 1;
-    while (i >= 0 && j >= 0) {
-        if (held->tokens[i] > q->tokens[j]) {
-            i--;
-        } else if (held->tokens[i] < q->tokens[j]) {
-            j--;
-        } else if (held->hash[i] == q->hash[j]) {
-            best = q->tokens[j];
-            break;
-        } else {
-            i--;
-            j--;
-        }
-    }
+    /* q's latest boundary that held has too (a chained hash covers all
+     * before it: a shared one means a shared prefix) */
+    for (int j = q->n - 1; j >= 0 && !best; j--)
+        for (int i = held->n - 1; i >= 0; i--)
+            if (held->hash[i] == q->hash[j]) {
+                best = q->tokens[j];
+                break;
+            }
     if (best >= prompt_tokens)
         best = prompt_tokens - 1;
     return best > 0 ? best : 0;
