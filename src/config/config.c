@@ -1131,7 +1131,7 @@ static const struct sw_walk_setting affinity_settings[] = {
     {.key = "ttl_s", .type = SW_WALK_LONG, .off = RT(affinity.ttl_s) - RT(affinity), .min = 1,
      .max = 86400, .def = 300},
     {.key = "max_entries", .type = SW_WALK_LONG, .off = RT(affinity.max_entries) - RT(affinity),
-     .min = 1, .max = 16777216, .def = 65536},
+     .min = 1, .max = 16777216, .def = 256},
 };
 static const struct sw_walk_section affinity_section = {
     affinity_settings, sizeof(affinity_settings) / sizeof(affinity_settings[0]), 0, NULL};

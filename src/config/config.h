@@ -220,7 +220,8 @@ struct sw_config_routing {
     struct {                    /* prefix affinity (docs/routing.md, "Prefix affinity") */
         bool enabled;           /* default true */
         long ttl_s;             /* how long a served prefix is remembered, default 300 */
-        long max_entries;       /* the table's bound (LRU beyond it), default 65536 */
+        long max_entries;       /* per local backend: prefixes remembered (LRU beyond it),
+                                   like its server's cache; default 256 */
     } affinity;
 };
 

@@ -175,7 +175,8 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
      * and the rates learn from the prompt it really prefilled. */
     long prefilled = in;
     if (o == OUTCOME_OK && be->tier == SW_TIER_LOCAL) {
-        sw_live_on_cache(live, a->be, a->prefix_tokens, a->usage.cached_known ? a->usage.cached : -1);
+        sw_live_on_cache(live, a->be, a->prefix_tokens, a->usage.cached_known ? a->usage.cached : -1,
+                         a->busy_at_start);
         sw_live_prefix_served(live, a->be, &p->prefix, now);
         if (a->usage.cached_known && a->usage.cached > 0)
             prefilled = a->usage.cached < in ? in - a->usage.cached : 0;
@@ -774,6 +775,7 @@ static void try_attempt(struct proxy *p)
     p->a = (struct sw_relay_attempt){
         .be = p->x.snap.map[pa->backend],
         .prefix_tokens = p->x.snap.backends[pa->backend].prefix_tokens,
+        .busy_at_start = sw_live_cache_busy(&p->x.snap.backends[pa->backend]),
         .reason = p->overflowed && pa->reason == SW_REASON_FALLBACK ? SW_REASON_OVERFLOW
                                                                      : pa->reason,
     };
@@ -789,7 +791,14 @@ static void try_attempt(struct proxy *p)
     }
     p->claim.on_grant = on_slot_granted;
     p->claim.allow_panic = pa->panic;
-    enum sw_claim_result r = sw_claim_take(live, p->a.be, &p->facts, now, &p->claim);
+    /* A local slot is held for the prefill of what its cache is expected to
+     * miss (the wait estimates of the requests behind it count that). */
+    struct sw_route_facts held = p->facts;
+    double cached = p->x.snap.backends[pa->backend].cached_tokens;
+    if (be->tier == SW_TIER_LOCAL && cached > 0)
+        held.prompt_tokens_est = (long)sw_route_uncached(&p->x.snap.backends[pa->backend],
+                                                         (double)held.prompt_tokens_est);
+    enum sw_claim_result r = sw_claim_take(live, p->a.be, &held, now, &p->claim);
     if (r == SW_CLAIM_BREAKER_OPEN) {
         note_failure(p, "breaker open");
         exclude_and_replan(p, false);
@@ -801,6 +810,8 @@ static void try_attempt(struct proxy *p)
         return;
     }
     if (r == SW_CLAIM_QUEUED) {
+        if (be->slots > 1) /* the slot it gets may not hold its prefix: no lesson */
+            p->a.prefix_tokens = 0;
         queue_check_later(p);
         return;
     }

@@ -194,8 +194,6 @@ long sw_affinity_match(struct sw_affinity *t, const struct sw_prefix *p, uint64_
             t->expired++;
             continue;
         }
-        lru_unlink(t, i);
-        lru_front(t, i);
         long held = E(t, i)->tokens;
         return held < p->tokens[k] ? held : p->tokens[k];
     }

@@ -66,8 +66,10 @@ void sw_affinity_put(struct sw_affinity *t, uint64_t hash, uint64_t backend, lon
 void sw_affinity_put_prefix(struct sw_affinity *t, const struct sw_prefix *p, uint64_t backend,
                             int64_t now_ms);
 /* The prompt tokens of the longest prefix of p that `backend` served within
- * the TTL (the entry's tokens, at most p's at that boundary); 0: none. A hit
- * makes the entry most recent. */
+ * the TTL (the entry's tokens, at most p's at that boundary); 0: none. A
+ * look-up leaves the order alone: only serving a prefix again (a put)
+ * makes it recent, as only using it does in the server's cache. Expired
+ * entries found on the way are dropped. */
 long sw_affinity_match(struct sw_affinity *t, const struct sw_prefix *p, uint64_t backend,
                        int64_t now_ms);
 /* Entries held now (expired ones not yet dropped included). */

@@ -750,6 +750,17 @@ static bool idle(const struct sw_route_backend_view *b)
     return b->in_flight <= 0 && b->queued <= 0 && !(b->outside_load > 0);
 }
 
+/* Whether an eligible local other than l0 is expected to hold a cached
+ * prefix of this request: then its prefill is not what any tier must pay,
+ * and a long prompt on l0 is no reason to stay. */
+static bool cached_elsewhere(const struct ctx *c, size_t l0)
+{
+    for (size_t k = 0; k < c->n_locals; k++)
+        if (c->locals[k] != l0 && c->v->backends[c->locals[k]].cached_tokens > 0)
+            return true;
+    return false;
+}
+
 /* The hard triggers: the best local l0 would break the request's latency or
  * deadline. Over the TTFT budget (not the deadline) on an idle l0 because
  * of the request's own prefill (the estimate less that prefill is within
@@ -773,7 +784,8 @@ static enum trigger hard_trigger(const struct ctx *c, size_t l0)
         double prefill = sw_route_uncached(b0, prompt) *
                          sw_route_learned(b0->prefill_ms_per_token,
                                           SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
-        return idle(b0) && est0 - prefill <= budget ? T_LONG_PROMPT : T_OVERFLOW;
+        return idle(b0) && est0 - prefill <= budget && !cached_elsewhere(c, l0) ? T_LONG_PROMPT
+                                                                               : T_OVERFLOW;
     }
     return T_NONE;
 }

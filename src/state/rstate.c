@@ -577,11 +577,15 @@ static void on_affinity(struct sw_rstate *rs, const char *s)
     if (sscanf(s, "%79s %llx %ld %llx %ld", name, &h0, &t0, &hn, &tn) != 5 || !rs->g->affinity_on)
         return;
     int64_t now = sw_now_ms();
-    uint64_t id = sw_affinity_backend_id(name);
-    struct sw_affinity *t = &rs->g->affinity;
-    if (h0 != hn)
-        sw_affinity_put(t, (uint64_t)h0, id, t0, now);
-    sw_affinity_put(t, (uint64_t)hn, id, tn, now);
+    struct sw_live *l = rs->live;
+    for (size_t i = 0; i < l->n; i++) {
+        struct sw_live_backend *b = l->b[i];
+        if (b->tier != SW_TIER_LOCAL || strcmp(b->name, name))
+            continue;
+        if (h0 != hn)
+            sw_affinity_put(&b->aff, (uint64_t)h0, b->affinity_id, t0, now);
+        sw_affinity_put(&b->aff, (uint64_t)hn, b->affinity_id, tn, now);
+    }
 }
 
 static void on_event(struct sw_rconn *ac, void *reply, void *priv)
