@@ -63,7 +63,7 @@ static inline double sw_route_ahead(const struct sw_route_backend_view *b)
 
 /* Estimated ms before a request arriving now at local backend b would start
  * generating its first token: queue position and learned service times, plus
- * its own prefill and the RTT. Warm-up (cold/warming) is NOT included; the
+ * its own prefill (of what b->cached_tokens does not cover) and the RTT. Warm-up (cold/warming) is NOT included; the
  * router adds warm_eta_ms itself. Wait = max(0, in_flight + queued + outside_load
  * - slots + 1)
  * x service / slots, service (ms) = avg_prompt x prefill_ms_per_token +

@@ -6,7 +6,8 @@
  *
  * Timing of one generation (see docs/llmsim.md):
  *   ready   = max(time it got a slot, time the model finished loading)
- *   first   = ready + prompt_tokens * prefill_ms_per_token
+ *   first   = ready + (prompt_tokens - cached_tokens) * prefill_ms_per_token
+ *             (cached_tokens: what its slot's prefix cache held, --prefix-cache)
  *   token k = first + k * period, period = 1 s / decode_tps (k = 1..n);
  *             decode_tps 0 means every token is due at `first`. */
 #ifndef SW_LLMSIM_MODEL_H
