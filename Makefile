@@ -91,6 +91,8 @@ $(BUILD)/llmsim: $(BUILD)/obj/tools/llmsim/main.o $(BUILD)/libllmsim.a
 $(UT_SW:tests/unit/%.c=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspillway.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS) -lcmocka
+# test_agent_replay builds bench/agent_sim.c into itself.
+$(BUILD)/tests/test_agent_replay: bench/agent_sim.c bench/agent_sim.h
 # test_pii_wipe inspects every block the daemon's code frees (its __wrap_free).
 $(BUILD)/tests/test_pii_wipe: private LDFLAGS += -Wl,--wrap=free
 $(BUILD)/tests/test_respstore_wipe: private LDFLAGS += -Wl,--wrap=free
@@ -172,6 +174,11 @@ $(BUILD)/tests/respstore_drive: tests/it/lib/respstore_drive.c $(BUILD)/libspill
 $(BUILD)/tests/aws_drive: tests/it/lib/aws_drive.c $(BUILD)/libspillway.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libspillway.a $(LDLIBS)
+
+# Router quality on a multi-turn agent scenario against an oracle (docs/routing.md).
+$(BUILD)/bench/agent_replay: bench/agent_replay.c bench/agent_sim.c bench/agent_sim.h $(BUILD)/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ibench $(LDFLAGS) -o $@ bench/agent_replay.c bench/agent_sim.c $(BUILD)/libspillway.a $(LDLIBS)
 
 # Offline replay of the spill decision against an oracle (docs/routing.md).
 $(BUILD)/bench/replay: bench/replay.c bench/replay_sim.c bench/replay_sim.h $(BUILD)/libspillway.a

@@ -49,7 +49,7 @@ sed -e "s/127\.0\.0\.1:8080/127.0.0.1:$PORT/" -e "s/127\.0\.0\.1:8081/127.0.0.1:
 printf '\nadmin:\n  key: "%s"\n' "$key" >> "$run/demo.yaml"
 
 "$BUILD/llmsim" --port "$LOCAL_PORT" --model llama-3.1-8b-instruct --slots 2 --decode-tps 40 \
-  --prefill-ms-per-token 0.5 --max-output-tokens 120 --seed 1 > /dev/null &
+  --prefill-ms-per-token 0.5 --prefix-cache 4 --max-output-tokens 120 --seed 1 > /dev/null &
 pids+=($!)
 "$BUILD/llmsim" --port "$CLOUD_PORT" --model gpt-4o-mini --slots 64 --decode-tps 120 \
   --latency-ms 250 --max-output-tokens 120 --seed 2 > /dev/null &

@@ -1216,6 +1216,16 @@ static const struct sw_walk_setting breaker_settings[] = {
 static const struct sw_walk_section breaker_section = {
     breaker_settings, sizeof(breaker_settings) / sizeof(breaker_settings[0]), 0, NULL};
 
+static const struct sw_walk_setting affinity_settings[] = {
+    {.key = "enabled", .type = SW_WALK_BOOL, .off = RT(affinity.enabled) - RT(affinity), .def = 1},
+    {.key = "ttl_s", .type = SW_WALK_LONG, .off = RT(affinity.ttl_s) - RT(affinity), .min = 1,
+     .max = 86400, .def = 300},
+    {.key = "max_entries", .type = SW_WALK_LONG, .off = RT(affinity.max_entries) - RT(affinity),
+     .min = 1, .max = 16777216, .def = 256},
+};
+static const struct sw_walk_section affinity_section = {
+    affinity_settings, sizeof(affinity_settings) / sizeof(affinity_settings[0]), 0, NULL};
+
 static const char *const spend_window_names[] = {"hour", "day", NULL};
 static const char *const on_cap_names[] = {"shed", "degrade", "keep_local", NULL};
 static const struct sw_walk_setting spend_settings[] = {
@@ -1250,6 +1260,7 @@ static const struct sw_walk_setting routing_settings[] = {
     {.key = "latency", .type = SW_WALK_MAP, .off = RT(latency), .sub = &latency_section},
     {.key = "breaker", .type = SW_WALK_MAP, .off = RT(breaker), .sub = &breaker_section},
     {.key = "spend", .type = SW_WALK_MAP, .off = RT(spend), .sub = &spend_section},
+    {.key = "affinity", .type = SW_WALK_MAP, .off = RT(affinity), .sub = &affinity_section},
 };
 static const struct sw_walk_section routing_section = {
     routing_settings, sizeof(routing_settings) / sizeof(routing_settings[0]), 0,

@@ -238,6 +238,12 @@ struct sw_config_routing {
         long degrade_backend;   /* its index, resolved at parse; -1 none */
         long shed_retry_after_s;        /* default 60 */
     } spend;
+    struct {                    /* prefix affinity (docs/routing.md, "Prefix affinity") */
+        bool enabled;           /* default true */
+        long ttl_s;             /* how long a served prefix is remembered, default 300 */
+        long max_entries;       /* per local backend: prefixes remembered (LRU beyond it),
+                                   like its server's cache; default 256 */
+    } affinity;
 };
 
 struct sw_config_limits {

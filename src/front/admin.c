@@ -230,6 +230,11 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
         json_object_set_new(entry, "last_error", why[0] ? json_string(why) : json_null());
         json_object_set_new(entry, "load", load_state(l, i, now));
         json_object_set_new(entry, "prefill_source", json_string(prefill_source(l, i)));
+        if (v.tier == SW_TIER_LOCAL) { /* the learned share of a matched prefix found cached */
+            json_object_set_new(entry, "prefix_cache_hit", json_real(sw_live_cache_hit(l, i, false)));
+            json_object_set_new(entry, "prefix_cache_hit_busy",
+                                json_real(sw_live_cache_hit(l, i, true)));
+        }
     }
     /* Rejections and PII: the very counters GET /metrics shows. Every PII type
      * of the snapshot under each outcome, 0 until counted. */
@@ -248,6 +253,8 @@ void sw_admin_state(struct sw_front *f, struct sw_http_req *req)
     const char *degraded = sw_store_degraded_reason(&l->g->store);
     json_t *st = json_pack("{s:s, s:o}", "backend", l->g->store.ops->name, "degraded",
                            degraded ? json_string(degraded) : json_null());
+    /* Prefix affinity: entries held (hashes and counts, never content). */
+    json_object_set_new(st, "affinity_entries", json_integer((json_int_t)sw_live_affinity_entries(l)));
     reply_json_value(req, 200,
                      json_pack("{s:b, s:s, s:f, s:f, s:o, s:o, s:o, s:o}", "emergency",
                                l->g->emergency, "emergency_reason", l->g->emergency_reason,

@@ -14,6 +14,7 @@
 #include "obs/declog.h"
 #include "request/facts.h"
 #include "request/request.h"
+#include "route/affinity.h"
 #include "route/route.h"
 #include "config/config.h"
 #include "relay/env.h"
@@ -50,6 +51,8 @@ struct sw_relay_attempt {
     enum sw_dialect up_dialect;     /* what its backend speaks */
     int64_t attempt_ms, first_byte_ms, last_byte_ms;
     struct sw_stage_usage usage;    /* from the upstream's answer */
+    long prefix_tokens;             /* local: the prefix the table matched on its backend */
+    bool busy_at_start;             /* other work ran there when it was planned */
     long ttft_abandon_ms;           /* its TTFT budget, 0: none */
     const char *end_class;          /* error class when it is not the transport's:
                                        "ttft_abandoned", "stream_cut", ... */
@@ -91,6 +94,7 @@ struct proxy {
 
     /* The plan and what moved it. */
     struct sw_route_facts facts;
+    struct sw_prefix prefix;        /* the request's prefix identity (request/prefix.h) */
     struct sw_route_plan plan;
     bool overflowed;                /* left a local queue for the cloud */
     uint32_t left_queue;            /* the local(s) it left (exclude bits), eligible again

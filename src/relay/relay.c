@@ -25,6 +25,7 @@
 #include "relay/proxy.h"
 #include "relay/reply.h"
 #include "relay/wait.h"
+#include "request/prefix.h"
 #include "route/route.h"
 #include "state/claim.h"
 #include "state/live.h"
@@ -178,11 +179,21 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
     bool sent = p->claim.sent;
     p->claim.whole_answer = !p->chat.stream;
     p->claim.usage_unreported = !a->usage.in;
+    /* A local box's prefix cache: what it reported teaches the hit share,
+     * and the rates learn from the prompt it really prefilled. */
+    long prefilled = in;
+    if (o == OUTCOME_OK && be->tier == SW_TIER_LOCAL) {
+        sw_live_on_cache(live, a->be, a->prefix_tokens, a->usage.cached_known ? a->usage.cached : -1,
+                         a->busy_at_start);
+        sw_live_prefix_served(live, a->be, &p->prefix, now);
+        if (a->usage.cached_known && a->usage.cached > 0)
+            prefilled = a->usage.cached < in ? in - a->usage.cached : 0;
+    }
     p->cost_usd += sw_claim_settle(live, &p->claim,
                                    o == OUTCOME_OK       ? SW_CLAIM_OK
                                    : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
                                                          : SW_CLAIM_NEUTRAL,
-                                   in, out, ttft, decode, http_status, transport_err,
+                                   prefilled, out, ttft, decode, http_status, transport_err,
                                    p->up.retry_after_s, now);
     double usd = p->cost_usd - cost_before;
     sw_store_release(&live->g->store, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
@@ -479,7 +490,7 @@ static void on_ttft_timer(evutil_socket_t fd, short what, void *arg)
     if (p->up.status && (p->up.status < 200 || p->up.status > 299))
         return;
     if (now + 1 >= p->deadline_ms ||
-        !sw_relay_another_would_take(p->live, p->model, &p->facts, p->a.be, now)) {
+        !sw_relay_another_would_take(p->live, p->model, &p->facts, &p->prefix, p->a.be, now)) {
         arm_ttft_timer(p, p->deadline_ms - now);
         return;
     }
@@ -806,7 +817,8 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
         return;
     }
     size_t k;
-    if (sw_relay_leave_queue(p->live, p->model, &p->facts, &p->claim, p->a.be, p->start_ms, now,
+    if (sw_relay_leave_queue(p->live, p->model, &p->facts, &p->prefix, &p->claim, p->a.be,
+                             p->start_ms, now,
                              QUEUE_CHECK_US / 1000.0, p->id, sw_relay_backend(p)->name, &k)) {
         attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
         p->overflowed = true;
@@ -830,6 +842,8 @@ static void try_attempt(struct proxy *p)
     io_clear(&p->a.io);
     p->a = (struct sw_relay_attempt){
         .be = p->x.snap.map[pa->backend],
+        .prefix_tokens = p->x.snap.backends[pa->backend].prefix_tokens,
+        .busy_at_start = sw_live_cache_busy(&p->x.snap.backends[pa->backend]),
         .reason = p->overflowed && pa->reason == SW_REASON_FALLBACK ? SW_REASON_OVERFLOW
                                                                      : pa->reason,
     };
@@ -845,7 +859,14 @@ static void try_attempt(struct proxy *p)
     }
     p->claim.on_grant = on_slot_granted;
     p->claim.allow_panic = pa->panic;
-    enum sw_claim_result r = sw_claim_take(live, p->a.be, &p->facts, now, &p->claim);
+    /* A local slot is held for the prefill of what its cache is expected to
+     * miss (the wait estimates of the requests behind it count that). */
+    struct sw_route_facts held = p->facts;
+    double cached = p->x.snap.backends[pa->backend].cached_tokens;
+    if (be->tier == SW_TIER_LOCAL && cached > 0)
+        held.prompt_tokens_est = (long)sw_route_uncached(&p->x.snap.backends[pa->backend],
+                                                         (double)held.prompt_tokens_est);
+    enum sw_claim_result r = sw_claim_take(live, p->a.be, &held, now, &p->claim);
     if (r == SW_CLAIM_BREAKER_OPEN) {
         note_failure(p, "breaker open");
         exclude_and_replan(p, false);
@@ -857,6 +878,8 @@ static void try_attempt(struct proxy *p)
         return;
     }
     if (r == SW_CLAIM_QUEUED) {
+        if (be->slots > 1) /* the slot it gets may not hold its prefix: no lesson */
+            p->a.prefix_tokens = 0;
         queue_check_later(p);
         return;
     }
@@ -870,6 +893,7 @@ static void plan_next(struct proxy *p)
 {
     int64_t now = sw_now_ms();
     sw_live_snapshot(p->live, p->model, now, &p->x.snap);
+    sw_live_prefix_view(p->live, &p->prefix, now, &p->x.snap);
     sw_route_decide(&p->facts, &p->x.snap.view, &p->x.snap.policy, now, &p->plan);
     if (p->plan.n == 0) {
         reject(p);
@@ -973,6 +997,7 @@ void sw_relay_start(const struct sw_relay_request *r)
     sw_buf_init(&p->evs_data, SW_RELAY_SSE_EVENT_MAX + 256);
     sw_relay_stages_init(p);
     sw_relay_strip_fields(p->chat.body);
+    sw_request_prefix(p->chat.body, p->chat.prompt_tokens_est, &p->prefix);
     ask_for_usage(p);
     p->splice.client_wants_usage = p->dialect.client_wants_usage = p->client_wants_usage;
     sw_http_on_gone(req, on_client_gone, p);

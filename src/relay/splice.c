@@ -64,20 +64,54 @@ char *sw_splice_member(const char *text, size_t len, struct sw_jspan at, const c
 /* Reads prompt_tokens and completion_tokens of a usage object span; with
  * `checked` (the span is inside text sw_jscan_object accepted whole) its
  * syntax is not checked a second time. */
+/* The integer member `key` of the object at span (checked: known well-formed);
+ * -1 when absent or not a count. */
+static long span_member_long(const char *text, struct sw_jspan span, const char *key, bool checked)
+{
+    const char *const keys[] = {key};
+    struct sw_jspan v[1];
+    if (!span.len || text[span.off] != '{' ||
+        !(checked ? sw_jscan_members : sw_jscan_object)(text + span.off, span.len, keys, v, NULL, 1) ||
+        !v[0].len)
+        return -1;
+    return sw_jscan_long(text + span.off, v[0]);
+}
+
+/* The prompt tokens a local server found in its prefix cache, from the
+ * answer's or chunk's `timings` object (llama.cpp: cache_n). */
+static void read_timings_span(struct sw_stage_usage *u, const char *text, struct sw_jspan span,
+                              bool checked)
+{
+    long n = span_member_long(text, span, "cache_n", checked);
+    if (n >= 0) {
+        u->cached = n;
+        u->cached_known = true;
+    }
+}
+
 static void read_usage_span(struct sw_stage_usage *u, const char *text, struct sw_jspan span,
                             bool checked)
 {
-    static const char *const keys[] = {"prompt_tokens", "completion_tokens"};
-    struct sw_jspan us[2];
+    static const char *const keys[] = {"prompt_tokens", "completion_tokens",
+                                       "prompt_tokens_details"};
+    struct sw_jspan us[3];
     if (!span.len || text[span.off] != '{')
         return;
-    if (!(checked ? sw_jscan_members : sw_jscan_object)(text + span.off, span.len, keys, us, NULL, 2))
+    if (!(checked ? sw_jscan_members : sw_jscan_object)(text + span.off, span.len, keys, us, NULL, 3))
         return;
     long in = sw_jscan_long(text + span.off, us[0]), out = sw_jscan_long(text + span.off, us[1]);
     if (in >= 0)
         u->in = in;
     if (out >= 0)
         u->out = out;
+    if (us[2].len) {
+        struct sw_jspan d = {span.off + us[2].off, us[2].len};
+        long cached = span_member_long(text, d, "cached_tokens", checked);
+        if (cached >= 0) {
+            u->cached = cached;
+            u->cached_known = true;
+        }
+    }
 }
 
 /* Writes "data: " + data with edits[0..n) (in text order) + "\n\n" in one
@@ -118,16 +152,18 @@ static int write_edited(struct evbuffer *out, const char *data, size_t len,
 static enum sw_stage_rc splice_event(struct sw_stage *st, struct sw_stage_io *io)
 {
     struct sw_splice_stage *sp = st->ctx;
-    static const char *const keys[] = {"model", "choices", "usage", "error"};
+    static const char *const keys[] = {"model", "choices", "usage", "error", "timings"};
     const char *data = io->data;
     size_t len = io->len;
-    struct sw_jspan v[4], m[4];
+    struct sw_jspan v[5], m[5];
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         io->done = true;
         return SW_STAGE_OK;
     }
-    if (!sw_jscan_object(data, len, keys, v, m, 4))
+    if (!sw_jscan_object(data, len, keys, v, m, 5))
         return sw_stage_fail(io, SW_EPROTO, 0, "malformed JSON in stream event");
+    if (v[4].len)
+        read_timings_span(io->usage, data, v[4], true);
     if (v[3].len && !io->started)
         return sw_stage_fail(io, SW_ESTATUS, 0, "error event before the first token");
     bool choices = v[1].len && data[v[1].off] == '[';
@@ -196,13 +232,16 @@ static enum sw_stage_rc splice_answer(struct sw_stage *st, struct sw_stage_io *i
     struct sw_splice_stage *sp = st->ctx;
     /* An embeddings answer carries its vectors in "data", a chat answer its
      * choices in "choices": either must be there, an array. */
-    const char *const keys[] = {"model", sp->embeddings ? "data" : "choices", "usage"};
-    struct sw_jspan v[3];
+    const char *const keys[] = {"model", sp->embeddings ? "data" : "choices", "usage",
+                                "timings"};
+    struct sw_jspan v[4];
     struct sw_buf *b = io->answer_text;
     const char *text = b->ptr ? b->ptr : "";
-    if (!sw_jscan_object(text, b->len, keys, v, NULL, 3) || !v[1].len || text[v[1].off] != '[')
+    if (!sw_jscan_object(text, b->len, keys, v, NULL, 4) || !v[1].len || text[v[1].off] != '[')
         return sw_stage_fail(io, SW_EPROTO, io->up_status, "malformed JSON answer");
     read_usage_span(io->usage, text, v[2], true);
+    if (v[3].len)
+        read_timings_span(io->usage, text, v[3], true);
     if (!sp->public_model_json)
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
     if (v[0].len && splice_in_place(b, v[0], sp->public_model_json)) {

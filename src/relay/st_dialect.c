@@ -108,6 +108,24 @@ static enum sw_stage_rc up_request(struct sw_stage *st, struct sw_stage_io *io)
     return SW_STAGE_OK;
 }
 
+/* What a local server reported of its prefix cache in an answer or chunk:
+ * usage.prompt_tokens_details.cached_tokens (OpenAI's shape, vLLM),
+ * timings.cache_n (llama.cpp), or tokens_cached (llama.cpp's own API). */
+static void read_cached(struct sw_stage_usage *u, const json_t *obj)
+{
+    const json_t *usage = json_object_get(obj, "usage");
+    const json_t *v = json_object_get(json_object_get(usage, "prompt_tokens_details"),
+                                      "cached_tokens");
+    if (!json_is_integer(v))
+        v = json_object_get(json_object_get(obj, "timings"), "cache_n");
+    if (!json_is_integer(v))
+        v = json_object_get(obj, "tokens_cached");
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        u->cached = (long)json_integer_value(v);
+        u->cached_known = true;
+    }
+}
+
 /* An OpenAI chunk (taken) as the client asked for it: an error before the
  * first token fails the attempt; usage read; the usage-only chunk Spillway
  * asked for on the client's behalf dropped, and the "usage": null that
@@ -121,6 +139,7 @@ static enum sw_stage_rc take_chunk(struct sw_dialect_stage *d, struct sw_stage_i
     }
     json_t *usage = json_object_get(chunk, "usage");
     json_t *choices = json_object_get(chunk, "choices");
+    read_cached(io->usage, chunk);
     if (json_is_object(usage)) {
         json_t *in = json_object_get(usage, "prompt_tokens");
         json_t *out = json_object_get(usage, "completion_tokens");
@@ -241,6 +260,7 @@ static enum sw_stage_rc up_answer(struct sw_stage *st, struct sw_stage_io *io)
         return sw_stage_fail(io, SW_EPROTO, io->up_status, "malformed JSON answer");
     }
     json_t *usage = json_object_get(body, "usage");
+    read_cached(io->usage, body);
     if (json_is_object(usage)) {
         json_t *in = json_object_get(usage, "prompt_tokens");
         json_t *out = json_object_get(usage, "completion_tokens");

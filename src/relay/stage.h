@@ -56,6 +56,10 @@ struct sw_stage_verdict {
 /* Token counts the stages read from the answer, for accounting. */
 struct sw_stage_usage {
     long in, out;           /* the upstream's usage, 0 if none */
+    long cached;            /* prompt tokens the upstream found in its prefix cache
+                               (usage.prompt_tokens_details.cached_tokens, llama.cpp
+                               timings.cache_n or tokens_cached), when cached_known */
+    bool cached_known;
     long chunks;            /* content chunks relayed (a token count when no usage) */
 };
 

@@ -33,10 +33,12 @@ long sw_relay_ttft_budget_ms(const struct sw_route_facts *f, const struct sw_liv
 }
 
 bool sw_relay_another_would_take(struct sw_live *live, const struct sw_config_model *model,
-                                 const struct sw_route_facts *facts, size_t be, int64_t now)
+                                 const struct sw_route_facts *facts, const struct sw_prefix *prefix,
+                                 size_t be, int64_t now)
 {
     struct sw_live_snapshot snap;
     sw_live_snapshot(live, model, now, &snap);
+    sw_live_prefix_view(live, prefix, now, &snap);
     struct sw_route_facts f = *facts;
     for (size_t k = 0; k < snap.view.n; k++)
         if (snap.map[k] == be)
@@ -72,7 +74,8 @@ static double bound_est(const struct sw_route_backend_view *v, const struct sw_r
 }
 
 bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *model,
-                          const struct sw_route_facts *f, const struct sw_claim *c, size_t be,
+                          const struct sw_route_facts *f, const struct sw_prefix *prefix,
+                          const struct sw_claim *c, size_t be,
                           int64_t start_ms, int64_t now, double check_ms, const char *id,
                           const char *be_name, size_t *k)
 {
@@ -80,6 +83,7 @@ bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *mo
         return false;
     struct sw_live_snapshot snap;
     sw_live_snapshot(live, model, now, &snap);
+    sw_live_prefix_view(live, prefix, now, &snap);
     for (size_t i = 0; i < snap.view.n; i++) {
         if (snap.map[i] != be)
             continue;

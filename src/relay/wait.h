@@ -25,14 +25,16 @@ long sw_relay_ttft_budget_ms(const struct sw_route_facts *f, const struct sw_liv
  * request somewhere now (privacy, breakers, budget and queues all still
  * apply). */
 bool sw_relay_another_would_take(struct sw_live *live, const struct sw_config_model *model,
-                                 const struct sw_route_facts *f, size_t be, int64_t now);
+                                 const struct sw_route_facts *f, const struct sw_prefix *prefix,
+                                 size_t be, int64_t now);
 
 /* Whether a request queued for local backend `be` (its claim `c`) should
  * leave the queue for the cloud now (sw_route_leave_queue on a fresh
- * snapshot); then *k is the backend's index in that snapshot (its exclude
+ * snapshot, with the request's prefix affinity); then *k is the backend's index in that snapshot (its exclude
  * bit) and the reason is logged under request `id`. */
 bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *model,
-                          const struct sw_route_facts *f, const struct sw_claim *c, size_t be,
+                          const struct sw_route_facts *f, const struct sw_prefix *prefix,
+                          const struct sw_claim *c, size_t be,
                           int64_t start_ms, int64_t now, double check_ms, const char *id,
                           const char *be_name, size_t *k);
 

@@ -63,7 +63,7 @@ static inline double sw_route_ahead(const struct sw_route_backend_view *b)
 
 /* Estimated ms before a request arriving now at local backend b would start
  * generating its first token: queue position and learned service times, plus
- * its own prefill and the RTT. Warm-up (cold/warming) is NOT included; the
+ * its own prefill (of what b->cached_tokens does not cover) and the RTT. Warm-up (cold/warming) is NOT included; the
  * router adds warm_eta_ms itself. Wait = max(0, in_flight + queued + outside_load
  * - slots + 1)
  * x service / slots, service (ms) = avg_prompt x prefill_ms_per_token +
@@ -133,6 +133,15 @@ static inline double sw_route_nonneg(double v)
     return v > 0 && v <= DBL_MAX ? v : 0;
 }
 
+/* The prompt tokens of a request of `prompt` tokens that backend b must
+ * prefill: those its prefix cache is not expected to hold
+ * (b->cached_tokens), at least 0. */
+static inline double sw_route_uncached(const struct sw_route_backend_view *b, double prompt)
+{
+    double cached = sw_route_nonneg(b->cached_tokens);
+    return cached < prompt ? prompt - cached : 0;
+}
+
 /* sw_route_est_ttft_ms with the request's prompt as a double (>= 0) and
  * may_wait = b->slots > 0 && sw_route_may_wait(b), which the caller knows:
  * inline, for the decision's loop over the backends. */
@@ -177,8 +186,8 @@ sw_route_est_ttft(const struct sw_route_backend_view *b, double prompt, bool may
     double own;
     if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0)
         own = b->ttft_avg_ms;   /* measured: the provider's queue, prefill and network */
-    else    /* prefill, then the first token's own decode step */
-        own = prompt * prefill +
+    else    /* prefill of what the cache does not hold, then the first token's decode step */
+        own = sw_route_uncached(b, prompt) * prefill +
               1000.0 / sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
               sw_route_nonneg(b->rtt_ms);
     double est = wait + own;    /* >= 0, +inf or NaN */

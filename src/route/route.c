@@ -32,7 +32,7 @@ static const char *const reason_names[SW_REASON__COUNT] = {
     [SW_REASON_BREAKER] = "breaker",       [SW_REASON_COLD_START] = "cold_start",
     [SW_REASON_CAPACITY] = "capacity",     [SW_REASON_FALLBACK] = "fallback",
     [SW_REASON_EMERGENCY] = "emergency",   [SW_REASON_PANIC] = "panic",
-    [SW_REASON_LONG_PROMPT] = "long_prompt",
+    [SW_REASON_LONG_PROMPT] = "long_prompt", [SW_REASON_AFFINITY] = "affinity",
 };
 
 const char *sw_reason_name(enum sw_reason r)
@@ -755,6 +755,17 @@ static bool idle(const struct sw_route_backend_view *b)
     return b->in_flight <= 0 && b->queued <= 0 && !(b->outside_load > 0);
 }
 
+/* Whether an eligible local other than l0 is expected to hold a cached
+ * prefix of this request: then its prefill is not what any tier must pay,
+ * and a long prompt on l0 is no reason to stay. */
+static bool cached_elsewhere(const struct ctx *c, size_t l0)
+{
+    for (size_t k = 0; k < c->n_locals; k++)
+        if (c->locals[k] != l0 && c->v->backends[c->locals[k]].cached_tokens > 0)
+            return true;
+    return false;
+}
+
 /* The hard triggers: the best local l0 would break the request's latency or
  * deadline. Over the TTFT budget (not the deadline) on an idle l0 because
  * of the request's own prefill (the estimate less that prefill is within
@@ -775,9 +786,11 @@ static enum trigger hard_trigger(const struct ctx *c, size_t l0)
         return T_OVERFLOW;
     if (est0 > budget) {
         double prompt = c->f->prompt_tokens_est > 0 ? (double)c->f->prompt_tokens_est : 0;
-        double prefill =
-            prompt * sw_route_learned(b0->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
-        return idle(b0) && est0 - prefill <= budget ? T_LONG_PROMPT : T_OVERFLOW;
+        double prefill = sw_route_uncached(b0, prompt) *
+                         sw_route_learned(b0->prefill_ms_per_token,
+                                          SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
+        return idle(b0) && est0 - prefill <= budget && !cached_elsewhere(c, l0) ? T_LONG_PROMPT
+                                                                               : T_OVERFLOW;
     }
     return T_NONE;
 }
@@ -788,6 +801,43 @@ static bool tenant_only_budget(const struct ctx *c)
 {
     return c->f->tenant_budget_out &&
            (c->p->spend_cap_usd <= 0 || c->v->spend_usd < c->p->spend_cap_usd);
+}
+
+/* Prefix affinity: the eligible local that served the longest prefix of
+ * this request (view prefix_tokens; ties: the better ranked) goes first
+ * when it is not first already, is neither degraded nor probing, and its
+ * estimate (which prefills only what its cache is expected to miss) is
+ * within the TTFT budget and the time left. Otherwise the least-wait order
+ * stands: a box that holds the prefix but would break the budget does not
+ * keep the request from another local or the cloud. True when it moved a
+ * local to the front. Latency-critical requests keep their own rule. */
+static bool affinity_first(struct ctx *c)
+{
+    const struct sw_route_backend_view *bs = c->v->backends;
+    if (c->f->latency_critical || c->n_locals < 2)
+        return false;
+    size_t best = 0;
+    long most = 0;
+    for (size_t k = 0; k < c->n_locals; k++) {
+        long t = bs[c->locals[k]].prefix_tokens;
+        if (t > most) {
+            most = t;
+            best = k;
+        }
+    }
+    if (most <= 0 || best == 0)
+        return false;
+    size_t a = c->locals[best];
+    const struct sw_route_backend_view *b = &bs[a];
+    if (b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN)
+        return false;
+    long budget_ms = sw_route_budget_ms(c->f, c->p);
+    double est = c->plan->est_ttft_ms[a];
+    if (est > c->left_ms || (budget_ms > 0 && est > (double)budget_ms))
+        return false;
+    memmove(&c->locals[1], &c->locals[0], best * sizeof c->locals[0]);
+    c->locals[0] = a;
+    return true;
 }
 
 /* The cloud is wanted but cannot take the request (not open, or no cloud
@@ -865,6 +915,7 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
         return;
     }
 
+    bool affinity = affinity_first(&c);
     size_t l0 = c.locals[0];
     double eff0 = plan->est_ttft_ms[l0];
     enum sw_reason local_reason = facts->exclude ? SW_REASON_FALLBACK : SW_REASON_BASELINE;
@@ -886,8 +937,10 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
         t = hard;
 
     if (t == T_NONE || t == T_LONG_PROMPT) {
-        primary_local(&c, l0, t == T_NONE || facts->exclude ? local_reason
-                                                            : SW_REASON_LONG_PROMPT);
+        primary_local(&c, l0, t == T_NONE || facts->exclude
+                                  ? (affinity && !facts->exclude ? SW_REASON_AFFINITY
+                                                                 : local_reason)
+                                  : SW_REASON_LONG_PROMPT);
         return;
     }
     if (t == T_LATENCY_CRITICAL && target_local) {

@@ -49,6 +49,10 @@ enum sw_reason {
                                idle (nothing in flight, queued or reported there) and the
                                request's own prefill is what breaks the budget, which no
                                other queue would shorten (docs/routing.md, "Idle box") */
+    SW_REASON_AFFINITY,     /* a local other than the least-wait one: it served the longest
+                               prefix of this request recently (its cache likely holds it) and
+                               its estimate is within the TTFT budget (docs/routing.md,
+                               "Prefix affinity") */
     SW_REASON__COUNT
 };
 

@@ -86,6 +86,13 @@ struct sw_route_backend_view {
      * (sw_route_first_release_ms at SW_ROUTE_FIRST_RELEASE_Q), when sooner
      * than busy_left_ms[0]; 0: not known (busy_left_ms[0] counts) */
     double first_release_ms;
+    /* local, per request (prefix affinity, route/affinity.h): the prompt
+     * tokens of the longest prefix of this request the backend served
+     * recently (0: none), and how many of them it is expected to find in its
+     * cache (prefix_tokens times the hit the server reports, learned; 0 when
+     * it reports none): the estimate prefills only the rest */
+    long prefix_tokens;
+    double cached_tokens;
 };
 
 struct sw_route_view {

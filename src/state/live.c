@@ -22,6 +22,7 @@ struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t n
         snprintf(g->emergency_reason, sizeof g->emergency_reason, "declared in the configuration");
     g->spend_cap_usd = -1;
     g->store = sw_store_memory();
+    g->affinity_on = r->affinity.enabled;
     return g;
 }
 
@@ -56,6 +57,14 @@ static void apply_limits(struct sw_live_backend *b, const struct sw_config_backe
     b->latwin.recover_ms = (double)r->latency.recover_ms;
     b->latwin.dwell_ms = r->latency.dwell_ms;
     sw_prefill_set_config(&b->prefill, be->prefill_ms_per_token);
+    /* A local backend's affinity table, bounded like its server's cache; new
+     * bounds empty it (its entries stay right otherwise). Without memory:
+     * no table, no affinity for it. */
+    if (be->tier == SW_TIER_LOCAL && r->affinity.enabled) {
+        if (b->aff.max != (size_t)r->affinity.max_entries)
+            sw_affinity_reset(&b->aff, (size_t)r->affinity.max_entries, r->affinity.ttl_s * 1000);
+        b->aff.ttl_ms = r->affinity.ttl_s * 1000;
+    }
     b->q.slots = be->tier == SW_TIER_LOCAL ? be->slots : 1000000;
     b->q.queue_max = be->tier == SW_TIER_LOCAL ? be->queue_max : 0;
     /* Room for every slot holder (local: at most slots, plus those still
@@ -159,6 +168,7 @@ static struct sw_live_backend *backend_new(const struct sw_config_backend *be,
         return NULL;
     }
     b->tier = be->tier;
+    b->affinity_id = sw_affinity_backend_id(be->name);
     sw_breaker_init(&b->breaker, (int)r->breaker.failures, r->breaker.window_ms,
                     r->breaker.cooldown_ms);
     sw_bucket_init(&b->bucket, be->rpm, be->tpm, now_ms);
@@ -178,6 +188,7 @@ static void backend_unref(struct sw_live_backend *b)
 {
     if (b && --b->refs == 0) {
         sw_localq_free(&b->q);
+        sw_affinity_free(&b->aff);
         free(b->busy);
         free(b->name);
         free(b->url);
@@ -248,6 +259,7 @@ struct sw_live *sw_live_new(struct sw_config *cfg, struct sw_live_shared *g,
         sw_localq_release_spare(&b->q); /* raised slots start waiters now */
     }
     g->spend.window_ms = r->spend.window == SW_SPEND_DAY ? SW_SPEND_DAY_MS : SW_SPEND_HOUR_MS;
+    g->affinity_on = r->affinity.enabled;
     if (g->resp) {
         const struct sw_respstore_limits lim = sw_live_resp_limits(cfg);
         sw_respstore_set_limits(g->resp, &lim);
@@ -307,6 +319,8 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->outside_load = 0;
     v->n_busy = 0;
     v->first_release_ms = 0;
+    v->prefix_tokens = 0;
+    v->cached_tokens = 0;
     v->health = b->health;
     v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, b->health == SW_HEALTH_UP, &degraded);
     if (degraded)
@@ -460,6 +474,69 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
         .shed_retry_after_s = r->spend.shed_retry_after_s,
         .batch_ttft_budget_ms = r->batch_ttft_budget_ms,
     };
+}
+
+/* ---- Prefix affinity ---- */
+
+void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t now_ms,
+                         struct sw_live_snapshot *snap)
+{
+    struct sw_live_shared *g = l->g;
+    if (!g->affinity_on || !p || p->n == 0)
+        return;
+    for (size_t k = 0; k < snap->view.n; k++) {
+        struct sw_route_backend_view *v = &snap->backends[k];
+        if (v->tier != SW_TIER_LOCAL)
+            continue;
+        size_t i = snap->map[k];
+        long t = sw_affinity_match(&l->b[i]->aff, p, l->b[i]->affinity_id, now_ms);
+        v->prefix_tokens = t;
+        /* A request that would wait gets the slot that frees first, which on
+         * a server caching per slot (llama.cpp) may not hold its prefix: it
+         * is estimated at its full prompt (one slot: it is the one). */
+        bool waits = v->slots > 1 && sw_route_may_wait(v) && sw_route_ahead(v) > 0;
+        double share = sw_live_cache_hit(l, i, sw_live_cache_busy(v));
+        v->cached_tokens = waits || share < SW_LIVE_CACHE_TRUST ? 0 : (double)t * share;
+    }
+}
+
+void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *p,
+                           int64_t now_ms)
+{
+    if (!l->g->affinity_on || !p || p->n == 0 || l->b[i]->tier != SW_TIER_LOCAL)
+        return;
+    sw_affinity_put_prefix(&l->b[i]->aff, p, l->b[i]->affinity_id, now_ms);
+    sw_store_affinity_put(&l->g->store, l, i, p);
+}
+
+size_t sw_live_affinity_entries(const struct sw_live *l)
+{
+    size_t n = 0;
+    for (size_t i = 0; l->g->affinity_on && i < l->n; i++)
+        n += sw_affinity_size(&l->b[i]->aff);
+    return n;
+}
+
+void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported, bool busy)
+{
+    struct sw_live_backend *b = l->b[i];
+    if (reported < 0 || predicted <= 0)
+        return;
+    double share = (double)reported / (double)predicted;
+    if (share > 1)
+        share = 1;
+    int k = busy;
+    b->cache_hit[k] = b->n_cache[k] == 0
+                          ? share
+                          : b->cache_hit[k] + SW_LIVE_CACHE_ALPHA * (share - b->cache_hit[k]);
+    b->n_cache[k]++;
+}
+
+double sw_live_cache_hit(const struct sw_live *l, size_t i, bool busy)
+{
+    const struct sw_live_backend *b = l->b[i];
+    int k = busy;
+    return b->n_cache[k] > 0 && b->cache_hit[k] > 0 ? b->cache_hit[k] : 0;
 }
 
 /* Up again; a finished warm-up teaches how long loading takes. */

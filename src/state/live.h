@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "pii/pii.h"
 #include "route/breaker.h"
+#include "route/affinity.h"
 #include "route/bucket.h"
 #include "route/ewma.h"
 #include "route/latwin.h"
@@ -86,6 +87,18 @@ struct sw_live_backend {
     long remote_in_flight;
     long remote_queued;
     int64_t announced_open_until;
+    /* Prefix affinity: the name's id in the shared table, and the share of
+     * a matched prefix the server reported as cached (moving averages; [0]
+     * for requests that started with nothing else running there, [1] with
+     * other work running: a server caching per slot may then give a slot
+     * that does not hold it; n_cache 0: no report, the estimate prefills
+     * the whole prompt). */
+    uint64_t affinity_id;
+    struct sw_affinity aff;     /* local: the prefixes it served recently (route/affinity.h),
+                                   from this replica's answers and, with state.redis, the
+                                   other replicas' announcements */
+    double cache_hit[2];
+    uint64_t n_cache[2];
 };
 
 /* Process-wide state that no reload resets: spend, emergency and the runtime
@@ -119,6 +132,7 @@ struct sw_live_shared {
      * while rstate is set. */
     struct sw_tenant *tenant;
     struct sw_vkeys *vkeys;
+    bool affinity_on;           /* routing.affinity.enabled (the tables are per backend) */
 };
 
 /* One config snapshot's view of the state: reference-counted, so requests
@@ -186,6 +200,42 @@ struct sw_live_snapshot {
 
 void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, int64_t now_ms,
                       struct sw_live_snapshot *out);
+
+/* Prefix affinity: sets each local backend's prefix_tokens (the longest
+ * prefix of p it served recently) and cached_tokens (that times its
+ * learned hit share in the box's state, 0 below SW_LIVE_CACHE_TRUST or
+ * where the request would wait for a slot: the slot that frees may not be
+ * the one holding it) in a snapshot taken for the request. Nothing when affinity is off or p has no identity. */
+void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t now_ms,
+                         struct sw_live_snapshot *snap);
+/* Local backend i answered a request of identity p: it holds that prefix
+ * now (through the store: every replica learns it with state.redis). */
+void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *p,
+                           int64_t now_ms);
+/* What backend i reported of its prefix cache for one answer: `reported`
+ * prompt tokens cached (< 0: it reported nothing) where the table predicted
+ * `predicted` (0 for a request that waited for its slot: it teaches
+ * nothing), starting with other work running there (busy) or not. A report
+ * teaches that state's hit share (at most 1); no report keeps the estimate
+ * at the full prompt. */
+void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported, bool busy);
+/* The share of a matched prefix backend i is expected to find cached, for
+ * a request starting there with other work running (busy) or not. */
+double sw_live_cache_hit(const struct sw_live *l, size_t i, bool busy);
+/* Whether a request starting on local backend view v now would share the
+ * server with other work in another slot (the hit share of that state
+ * applies): more than one slot and something running or reported. */
+static inline bool sw_live_cache_busy(const struct sw_route_backend_view *v)
+{
+    return v->slots > 1 && (v->in_flight > 0 || v->outside_load > 0);
+}
+/* Entries held in every backend's affinity table (GET /admin/state). */
+size_t sw_live_affinity_entries(const struct sw_live *l);
+/* Weight of a new hit-share sample. */
+#define SW_LIVE_CACHE_ALPHA 0.3
+/* A hit share below this is no hit the estimate counts on: a request that
+ * misses pays its whole prefill, so an average would make the misses late. */
+#define SW_LIVE_CACHE_TRUST 0.8
 
 /* Cloud spend in the current window (with reservations), and the cap in
  * force: the admin override, else the config's (0: none). */

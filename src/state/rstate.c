@@ -586,6 +586,28 @@ static void on_pong(struct sw_rconn *ac, void *reply, void *priv)
     }
 }
 
+/* Another replica's (or this one's own) announcement that a local backend
+ * served a prefix: "<name> <hash0> <tokens0> <hashN> <tokensN>" (hex hashes).
+ * The entries join this replica's table. */
+static void on_affinity(struct sw_rstate *rs, const char *s)
+{
+    char name[80];
+    unsigned long long h0, hn;
+    long t0, tn;
+    if (sscanf(s, "%79s %llx %ld %llx %ld", name, &h0, &t0, &hn, &tn) != 5 || !rs->g->affinity_on)
+        return;
+    int64_t now = sw_now_ms();
+    struct sw_live *l = rs->live;
+    for (size_t i = 0; i < l->n; i++) {
+        struct sw_live_backend *b = l->b[i];
+        if (b->tier != SW_TIER_LOCAL || strcmp(b->name, name))
+            continue;
+        if (h0 != hn)
+            sw_affinity_put(&b->aff, (uint64_t)h0, b->affinity_id, t0, now);
+        sw_affinity_put(&b->aff, (uint64_t)hn, b->affinity_id, tn, now);
+    }
+}
+
 static void on_event(struct sw_rconn *ac, void *reply, void *priv)
 {
     (void)priv;
@@ -604,6 +626,10 @@ static void on_event(struct sw_rconn *ac, void *reply, void *priv)
         return;
     if (!strcmp(msg->str, "flags"))
         fetch_flags(rs);
+    else if (!strncmp(msg->str, "affinity ", 9)) {
+        if (rs->live)
+            on_affinity(rs, msg->str + 9);
+    }
     else if (strncmp(msg->str, "breaker ", 8) != 0 && rs->hook_announced)
         rs->hook_announced(rs->hook_ud, msg->str);
     else if (!strncmp(msg->str, "breaker ", 8) && rs->live) {
@@ -1104,6 +1130,23 @@ static bool store_degraded(const void *ctx)
     return sw_rstate_degraded(ctx);
 }
 
+/* Announces that local backend be served prefix p; unreachable: this
+ * replica's own table only (the caller already put it there). */
+static void store_affinity_put(void *ctx, struct sw_live *live, size_t be,
+                               const struct sw_prefix *p)
+{
+    struct sw_rstate *rs = ctx;
+    if (!rs || !ready(rs) || p->n == 0)
+        return;
+    char ch[300], msg[200];
+    size_t last = p->n - 1;
+    sw_rkey(ch, sizeof ch, rs->prefix, "events", NULL);
+    snprintf(msg, sizeof msg, "affinity %s %llx %ld %llx %ld", live->b[be]->name,
+             (unsigned long long)p->hash[0], p->tokens[0], (unsigned long long)p->hash[last],
+             p->tokens[last]);
+    plain(rs, OP_PLAIN, 3, (const char *[]){"PUBLISH", ch, msg});
+}
+
 static const struct sw_store_ops redis_ops = {
     .name = "redis",
     .shared = true,
@@ -1113,4 +1156,5 @@ static const struct sw_store_ops redis_ops = {
     .breaker_reset = store_breaker_reset,
     .flags_changed = store_flags_changed,
     .degraded = store_degraded,
+    .affinity_put = store_affinity_put,
 };

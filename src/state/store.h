@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 struct sw_live;
+struct sw_prefix;
 struct sw_store_op;
 
 enum sw_store_verdict {
@@ -67,6 +68,9 @@ struct sw_store_ops {
     void (*flags_changed)(void *ctx);
     /* The store cannot be reached now: the spend cap fails closed. */
     bool (*degraded)(const void *ctx);
+    /* Local backend be now holds prefix p (already in this replica's
+     * table): tells the other replicas; NULL or unreachable: local only. */
+    void (*affinity_put)(void *ctx, struct sw_live *live, size_t be, const struct sw_prefix *p);
 };
 
 struct sw_store {
@@ -110,6 +114,12 @@ static inline void sw_store_flags_changed(const struct sw_store *s)
 static inline bool sw_store_degraded(const struct sw_store *s)
 {
     return s->ops->degraded(s->ctx);
+}
+static inline void sw_store_affinity_put(const struct sw_store *s, struct sw_live *live,
+                                         size_t be, const struct sw_prefix *p)
+{
+    if (s->ops->affinity_put)
+        s->ops->affinity_put(s->ctx, live, be, p);
 }
 /* For GET /admin/state: the store's name when degraded, NULL otherwise. */
 static inline const char *sw_store_degraded_reason(const struct sw_store *s)

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "request/prefix.h"
 #include "request/request.h"
 
 #include "check.h"
@@ -209,6 +210,25 @@ static void check_accepted(const uint8_t *data, size_t size, const struct sw_cha
     CHECK(req->allow_cloud == allow);
 }
 
+/* The prefix identity (request/prefix.h) of an accepted body: at most
+ * SW_PREFIX_MAX boundaries, one per block at least for a body with
+ * messages, token counts rising to no more than the estimate, the same
+ * hashes computed twice. */
+static void check_prefix(const struct sw_chat_request *req)
+{
+    struct sw_prefix a, b;
+    sw_request_prefix(req->body, req->prompt_tokens_est, &a);
+    sw_request_prefix(req->body, req->prompt_tokens_est, &b);
+    CHECK(a.n <= SW_PREFIX_MAX);
+    CHECK(a.n == b.n);
+    for (size_t k = 0; k < a.n; k++) {
+        CHECK(a.hash[k] == b.hash[k]);
+        CHECK(a.tokens[k] >= 0);
+        CHECK(k == 0 || a.tokens[k] >= a.tokens[k - 1]);
+        CHECK(a.tokens[k] <= req->prompt_tokens_est);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct sw_chat_request req;
@@ -220,6 +240,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(req.max_tokens >= 0);
         CHECK(!req.include_usage || req.stream);
         check_accepted(data, size, &req);
+        check_prefix(&req);
     } else {
         CHECK(rc == SW_EINVAL || rc == SW_ENOMEM);
         CHECK(req.body == NULL);

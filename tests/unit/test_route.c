@@ -93,6 +93,56 @@ static const struct row rows[] = {
     { "local-only model",
       FACTS(), { LOCAL("L1") }, 1, .p = POLICY(), .plan = "L1:baseline" },
 
+    /* ---- prefix affinity (prefix_tokens: the longest prefix the box served;
+     * cached_tokens: what it is expected to find cached) ---- */
+    { "the local that served the prefix goes first, though another waits less",
+      FACTS(), { LOCAL("L1"), LOCAL("L2", .rtt_ms = 30, .prefix_tokens = 450), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L2:affinity L1:fallback C1:fallback" },
+    { "the longest prefix wins among the boxes that hold one",
+      FACTS(), { LOCAL("L1", .prefix_tokens = 100), LOCAL("L2", .rtt_ms = 30, .prefix_tokens = 450),
+                 LOCAL("L3", .rtt_ms = 10, .prefix_tokens = 200), CLOUD("C1") }, 4,
+      .p = POLICY(), .plan = "L2:affinity L1:fallback L3:fallback C1:fallback" },
+    { "its cache counted, the box holding the prefix is the least wait anyway: baseline",
+      FACTS(), { LOCAL("L1"), LOCAL("L2", .rtt_ms = 30, .prefix_tokens = 450,
+                                          .cached_tokens = 450), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L2:baseline L1:fallback C1:fallback" },
+    { "the box holding the prefix would break the budget: the least-wait local",
+      FACTS(), { LOCAL("L1"), LOCAL("L2", BUSY, .prefix_tokens = 450), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L1:baseline L2:fallback C1:fallback" },
+    { "both locals over the budget, one holding the prefix: the cloud",
+      FACTS(), { LOCAL("L1", BUSY), LOCAL("L2", BUSY, .prefix_tokens = 450), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "C1:overflow L1:fallback L2:fallback" },
+    { "a long prompt the box holds: only the uncached suffix is prefilled, within the budget",
+      FACTS(.prompt_tokens_est = 2000), { LOCAL("L1"), LOCAL("L2", .in_flight = 1,
+                                          .prefix_tokens = 1900, .cached_tokens = 1900),
+                                          CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L2:baseline L1:fallback C1:fallback" },
+    { "a long prompt, the prefix held but no hit ever reported: the full prompt (long_prompt)",
+      FACTS(.prompt_tokens_est = 2000), { LOCAL("L1", .prefix_tokens = 1900), CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:long_prompt C1:fallback" },
+    { "a queued request whose prefix is cached stays within the budget",
+      FACTS(.prompt_tokens_est = 2000), { LOCAL("L1", .in_flight = 1, .slots = 1,
+                                          .avg_prompt_tokens = 100, .avg_output_tokens = 10,
+                                          .prefix_tokens = 1950, .cached_tokens = 1950),
+                                          CLOUD("C1") }, 2,
+      .p = POLICY(), .plan = "L1:baseline C1:fallback" },
+    { "re-decision: the box holding the prefix first, reason fallback",
+      FACTS(.exclude = 1u), { LOCAL("L1"), LOCAL("L2", .rtt_ms = 30, .prefix_tokens = 450),
+                              LOCAL("L3"), CLOUD("C1") }, 4,
+      .p = POLICY(), .plan = "L2:fallback L3:fallback C1:fallback", .excl = "L1=failed" },
+    { "latency-critical: the lowest estimate, whatever the prefix",
+      FACTS(.latency_critical = true), { LOCAL("L1"), LOCAL("L2", .rtt_ms = 30,
+                                         .prefix_tokens = 450), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L1:baseline L2:fallback C1:fallback" },
+    { "a degraded box holding the prefix is not preferred",
+      FACTS(), { LOCAL("L1"), LOCAL("L2", .health = SW_HEALTH_DEGRADED, .ttft_avg_ms = 300,
+                                    .prefix_tokens = 450), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L1:baseline L2:fallback C1:fallback" },
+    { "a restricted request: affinity among the locals all the same",
+      FACTS(.allows_cloud = false), { LOCAL("L1"), LOCAL("L2", .rtt_ms = 30,
+                                      .prefix_tokens = 450), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L2:affinity L1:fallback", .excl = "C1=privacy" },
+
     /* ---- overflow ---- */
     { "wait over the TTFT budget spills to the first cloud",
       FACTS(), { LOCAL("L1", BUSY), CLOUD("C1"), CLOUD("C2") }, 3, .p = POLICY(),
@@ -1020,7 +1070,7 @@ static void test_names(void **state)
     (void)state;
     static const char *const want[] = { "baseline", "overflow", "latency", "privacy", "cost",
                                         "budget", "breaker", "cold_start", "capacity",
-                                        "fallback", "emergency", "panic", "long_prompt" };
+                                        "fallback", "emergency", "panic", "long_prompt", "affinity" };
     assert_int_equal(sizeof want / sizeof want[0], SW_REASON__COUNT);
     for (int i = 0; i < SW_REASON__COUNT; i++)
         assert_string_equal(sw_reason_name(i), want[i]);

@@ -1,6 +1,8 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 uint64_t sw_llmsim_rand(uint64_t *state)
 {
@@ -25,6 +27,96 @@ void sw_llmsim_model_init(struct sw_llmsim_model *m, const struct sw_llmsim_para
         m->p.max_output_tokens = 1;
     m->load = m->p.cold_start_ms > 0 ? SW_LLMSIM_COLD : SW_LLMSIM_LOADED;
     m->rng = p->seed;
+    if (m->p.prefix_cache > SW_LLMSIM_PREFIX_CACHE_MAX)
+        m->p.prefix_cache = SW_LLMSIM_PREFIX_CACHE_MAX;
+    if (m->p.prefix_cache > 0) {
+        m->slot = calloc((size_t)m->p.slots, sizeof *m->slot);
+        for (int i = 0; m->slot && i < m->p.slots; i++) {
+            m->slot[i].held = calloc((size_t)m->p.prefix_cache, sizeof *m->slot[i].held);
+            if (!m->slot[i].held) {
+                m->p.slots = i > 0 ? i : 1;
+                if (i == 0) {
+                    free(m->slot);
+                    m->slot = NULL;
+                }
+                break;
+            }
+        }
+    }
+    if (!m->slot)
+        m->p.prefix_cache = 0;
+}
+
+void sw_llmsim_model_free(struct sw_llmsim_model *m)
+{
+    for (int i = 0; m->slot && i < m->p.slots; i++)
+        free(m->slot[i].held);
+    free(m->slot);
+    m->slot = NULL;
+}
+
+int sw_llmsim_prefix_shared(const struct sw_llmsim_prefix *held, const struct sw_llmsim_prefix *q,
+                            int prompt_tokens)
+{
+    int best = 0;
+    /* q's latest boundary that held has too (a chained hash covers all
+     * before it: a shared one means a shared prefix) */
+    for (int j = q->n - 1; j >= 0 && !best; j--)
+        for (int i = held->n - 1; i >= 0; i--)
+            if (held->hash[i] == q->hash[j]) {
+                best = q->tokens[j];
+                break;
+            }
+    if (best >= prompt_tokens)
+        best = prompt_tokens - 1;
+    return best > 0 ? best : 0;
+}
+
+/* The free slot whose cache holds the longest prefix of g (ties: the
+ * lowest index), and those tokens. */
+static int pick_slot(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g, int *cached)
+{
+    int best = -1, most = -1;
+    for (int i = 0; i < m->p.slots; i++) {
+        const struct sw_llmsim_slot *sl = &m->slot[i];
+        if (sl->busy)
+            continue;
+        int t = 0;
+        for (int k = 0; k < sl->n && g->prefix.n > 0; k++) {
+            int s = sw_llmsim_prefix_shared(&sl->held[k], &g->prefix, g->prompt_tokens);
+            if (s > t)
+                t = s;
+        }
+        if (t > most) {
+            most = t;
+            best = i;
+        }
+    }
+    *cached = most > 0 ? most : 0;
+    return best;
+}
+
+/* g leaves slot i: its prompt becomes the slot's most recent entry (the
+ * least recent dropped when the cache is full). */
+static void slot_keep(struct sw_llmsim_model *m, const struct sw_llmsim_gen *g)
+{
+    if (!m->slot || g->slot < 0 || g->slot >= m->p.slots)
+        return;
+    struct sw_llmsim_slot *sl = &m->slot[g->slot];
+    sl->busy = false;
+    if (g->prefix.n <= 0)
+        return;
+    int n = sl->n < m->p.prefix_cache ? sl->n : m->p.prefix_cache - 1;
+    for (int k = 0; k < sl->n; k++)     /* the same prompt again: moved to the front */
+        if (sl->held[k].n == g->prefix.n &&
+            sl->held[k].hash[g->prefix.n - 1] == g->prefix.hash[g->prefix.n - 1]) {
+            n = k;
+            break;
+        }
+    memmove(&sl->held[1], &sl->held[0], (size_t)n * sizeof sl->held[0]);
+    sl->held[0] = g->prefix;
+    if (n == sl->n)
+        sl->n++;
 }
 
 enum sw_llmsim_load sw_llmsim_load_state(struct sw_llmsim_model *m, int64_t now_us)
@@ -49,6 +141,13 @@ static void start(struct sw_llmsim_model *m, struct sw_llmsim_gen *g, int64_t no
         m->load = SW_LLMSIM_LOADING;
         m->load_done_us = now_us + m->p.cold_start_ms * 1000;
         ls = SW_LLMSIM_LOADING;
+    }
+    g->slot = -1;
+    g->cached_tokens = 0;
+    if (m->slot) {
+        g->slot = pick_slot(m, g, &g->cached_tokens);
+        if (g->slot >= 0)
+            m->slot[g->slot].busy = true;
     }
     g->state = SW_LLMSIM_GEN_ACTIVE;
     g->start_us = now_us;
@@ -109,6 +208,7 @@ struct sw_llmsim_gen *sw_llmsim_release(struct sw_llmsim_model *m, struct sw_llm
         return NULL;
     g->state = SW_LLMSIM_GEN_IDLE;
     m->in_flight--;
+    slot_keep(m, g);
     return sw_llmsim_start_next(m, now_us);
 }
 
@@ -149,14 +249,14 @@ int64_t sw_llmsim_period_us(const struct sw_llmsim_params *p)
 int64_t sw_llmsim_token_due_us(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g,
                                int k)
 {
-    return g->ready_us + sw_llmsim_prefill_us(&m->p, g->prompt_tokens) +
+    return g->ready_us + sw_llmsim_prefill_us(&m->p, g->prompt_tokens - g->cached_tokens) +
            (int64_t)k * sw_llmsim_period_us(&m->p);
 }
 
 int sw_llmsim_tokens_due(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g,
                          int64_t now_us)
 {
-    int64_t first = g->ready_us + sw_llmsim_prefill_us(&m->p, g->prompt_tokens);
+    int64_t first = g->ready_us + sw_llmsim_prefill_us(&m->p, g->prompt_tokens - g->cached_tokens);
     if (now_us < first)
         return 0;
     int64_t period = sw_llmsim_period_us(&m->p);

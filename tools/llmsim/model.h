@@ -6,7 +6,8 @@
  *
  * Timing of one generation (see docs/llmsim.md):
  *   ready   = max(time it got a slot, time the model finished loading)
- *   first   = ready + prompt_tokens * prefill_ms_per_token
+ *   first   = ready + (prompt_tokens - cached_tokens) * prefill_ms_per_token
+ *             (cached_tokens: what its slot's prefix cache held, --prefix-cache)
  *   token k = first + k * period, period = 1 s / decode_tps (k = 1..n);
  *             decode_tps 0 means every token is due at `first`. */
 #ifndef SW_LLMSIM_MODEL_H
@@ -16,6 +17,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A prompt's prefix identity: hash[k] covers its blocks 0..k (block 0:
+ * the system prompt and tools, then one per message), tokens[k] the prompt
+ * tokens up to there. The first boundary and the latest ones are kept. */
+#define SW_LLMSIM_CHAIN_MAX 64
+struct sw_llmsim_prefix {
+    uint64_t hash[SW_LLMSIM_CHAIN_MAX];
+    int tokens[SW_LLMSIM_CHAIN_MAX];
+    int n;
+};
+#define SW_LLMSIM_PREFIX_CACHE_MAX 64   /* --prefix-cache: prompts kept per slot, at most */
+
 struct sw_llmsim_params {
     int slots;                   /* generations at once, >= 1 */
     int queue_max;               /* requests allowed to wait, 0 = unbounded */
@@ -24,6 +36,9 @@ struct sw_llmsim_params {
     int64_t cold_start_ms;       /* load time when cold, 0 = never cold */
     int max_output_tokens;       /* bound of the drawn output length, >= 1 */
     uint64_t seed;               /* seeds the output-length and text draws */
+    int prefix_cache;            /* prompts each slot keeps in its prefix cache (LRU), 0: none:
+                                    a prompt whose leading blocks a free slot holds prefills
+                                    only the rest */
 };
 
 enum sw_llmsim_gen_state {
@@ -41,6 +56,9 @@ struct sw_llmsim_gen {
     int64_t submitted_us;        /* when it was submitted */
     int64_t start_us;            /* when it got a slot */
     int64_t ready_us;            /* when prefill begins: slot held and model loaded */
+    struct sw_llmsim_prefix prefix; /* set by the caller before submit (n 0: none) */
+    int cached_tokens;           /* prompt tokens its slot's cache held (set at start) */
+    int slot;                    /* the slot it holds (with a prefix cache), -1: none */
     struct sw_llmsim_gen *next;  /* FIFO link while queued */
 };
 
@@ -64,10 +82,27 @@ struct sw_llmsim_model {
     int64_t load_done_us;        /* when LOADING turns LOADED */
     uint64_t rng;                /* output-length draws */
     uint64_t seq;                /* generations submitted so far */
+    struct sw_llmsim_slot *slot; /* p.slots of them with a prefix cache (owned); NULL: none */
 };
 
-/* Copies *p; the model starts cold when p->cold_start_ms > 0. */
+/* One slot's prefix cache: the prompts it processed, most recent first. */
+struct sw_llmsim_slot {
+    bool busy;
+    int n;
+    struct sw_llmsim_prefix *held;   /* prefix_cache entries */
+};
+
+/* Copies *p; the model starts cold when p->cold_start_ms > 0. With
+ * p->prefix_cache > 0 it allocates the slots' caches (without memory:
+ * none); sw_llmsim_model_free frees them. */
 void sw_llmsim_model_init(struct sw_llmsim_model *m, const struct sw_llmsim_params *p);
+void sw_llmsim_model_free(struct sw_llmsim_model *m);
+
+/* The prompt tokens of prefix q that prefix `held` (a prompt a slot
+ * processed) shares: the tokens at the last boundary both have, at most
+ * prompt_tokens - 1 (a server always computes the last token). */
+int sw_llmsim_prefix_shared(const struct sw_llmsim_prefix *held, const struct sw_llmsim_prefix *q,
+                            int prompt_tokens);
 
 /* Admits g (state IDLE, prompt/output tokens set). STARTED: g holds a slot,
  * its timing is fixed (a cold model starts loading now). QUEUED: g waits at
@@ -95,7 +130,8 @@ void sw_llmsim_set_outside(struct sw_llmsim_model *m, int processing, int waitin
  * a slot is free and returns it (call until NULL), else NULL. */
 struct sw_llmsim_gen *sw_llmsim_start_next(struct sw_llmsim_model *m, int64_t now_us);
 
-/* Prefill duration of `prompt_tokens` tokens, in microseconds. */
+/* Prefill duration of `prompt_tokens` tokens, in microseconds (a
+ * generation's: its prompt less its cached tokens). */
 int64_t sw_llmsim_prefill_us(const struct sw_llmsim_params *p, int prompt_tokens);
 /* Decode period in microseconds (0 when decode_tps is 0). */
 int64_t sw_llmsim_period_us(const struct sw_llmsim_params *p);

@@ -16,6 +16,8 @@ static const char usage[] =
     "  --model ID                  model id listed by /v1/models (sim-model)\n"
     "  --slots N                   generations at once (4)\n"
     "  --queue-max N               requests allowed to wait, 0 = unbounded; beyond: 503 (0)\n"
+    "  --prefix-cache N            prompts each slot keeps in its prefix cache (LRU); a prompt\n"
+    "                              a free slot holds the start of prefills only the rest (0: none)\n"
     "  --prefill-ms-per-token F    prefill cost per prompt token (0)\n"
     "  --decode-tps F              tokens/s per slot, 0 = instant (50)\n"
     "  --seed N                    seed of output lengths, lorem text and error draws (1)\n"
@@ -91,6 +93,7 @@ static const struct flag flags[] = {
     {"--model", K_STR, 0, 0},
     {"--slots", K_INT, 1, 100000},
     {"--queue-max", K_INT, 0, 100000000},
+    {"--prefix-cache", K_INT, 0, 64},
     {"--prefill-ms-per-token", K_DOUBLE, 0, 60000},
     {"--decode-tps", K_DOUBLE, 0, 1000000},
     {"--seed", K_INT, 0, 2147483647},
@@ -190,6 +193,8 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
         p->slots = (int)l;
     } else if (!strcmp(name, "--queue-max")) {
         p->queue_max = (int)l;
+    } else if (!strcmp(name, "--prefix-cache")) {
+        p->prefix_cache = (int)l;
     } else if (!strcmp(name, "--prefill-ms-per-token")) {
         p->prefill_ms_per_token = d;
     } else if (!strcmp(name, "--decode-tps")) {

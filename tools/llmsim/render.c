@@ -49,15 +49,22 @@ static int oa_chunk_head(struct sw_buf *b, const struct sw_llmsim_reply *r)
     return build_head(b, r);
 }
 
-static int oa_usage(struct sw_buf *b, int prompt, int output)
+/* OpenAI's usage (cached_tokens: what the prefix cache held), and with a
+ * prefix cache llama.cpp's timings member after it. */
+static int oa_usage(struct sw_buf *b, const struct sw_llmsim_reply *r, int output)
 {
-    return sw_buf_appendf(b,
-                          "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
-                          "\"total_tokens\":%d,\"prompt_tokens_details\":{\"cached_tokens\":0,"
-                          "\"audio_tokens\":0},\"completion_tokens_details\":{"
-                          "\"reasoning_tokens\":0,\"audio_tokens\":0,"
-                          "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
-                          prompt, output, prompt + output);
+    int prompt = r->prompt_tokens;
+    int err = sw_buf_appendf(b,
+                             "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
+                             "\"total_tokens\":%d,\"prompt_tokens_details\":{\"cached_tokens\":%d,"
+                             "\"audio_tokens\":0},\"completion_tokens_details\":{"
+                             "\"reasoning_tokens\":0,\"audio_tokens\":0,"
+                             "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
+                             prompt, output, prompt + output, r->cached_tokens);
+    if (!err && r->timings)
+        err = sw_buf_appendf(b, ",\"timings\":{\"cache_n\":%d,\"prompt_n\":%d}",
+                             r->cached_tokens, prompt - r->cached_tokens);
+    return err;
 }
 
 static int an_usage(struct sw_buf *b, int input, int output)
@@ -228,7 +235,7 @@ int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *
             if (!err)
                 err = str(b, "\"choices\":[],");
             if (!err)
-                err = oa_usage(b, r->prompt_tokens, output_tokens);
+                err = oa_usage(b, r, output_tokens);
             if (!err)
                 err = str(b, "}\n\n");
         }
@@ -312,7 +319,7 @@ int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
                                  "\"finish_reason\":\"%s\"}],",
                                  length ? "length" : "stop");
         if (!err)
-            err = oa_usage(b, r->prompt_tokens, output_tokens);
+            err = oa_usage(b, r, output_tokens);
         if (!err)
             err = str(b, ",\"service_tier\":\"default\",\"system_fingerprint\":null}");
         return err;

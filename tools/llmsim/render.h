@@ -24,6 +24,9 @@ struct sw_llmsim_reply {
                                   * text block (streamed in 7-byte thinking_delta pieces, then
                                   * a signature_delta), "" = none */
     int prompt_tokens;
+    int cached_tokens;           /* of them, found in the slot's prefix cache */
+    bool timings;                /* a prefix cache runs: OpenAI answers carry llama.cpp's
+                                    "timings": {"cache_n", "prompt_n"} too */
     bool include_usage;          /* OpenAI: send the usage chunk */
     char head[2048];             /* OpenAI chunk prefix, by sw_llmsim_reply_prepare */
     size_t head_len;

@@ -24,6 +24,7 @@
 #include "http/server.h"
 #include "faults.h"
 #include "model.h"
+#include "prefix.h"
 #include "render.h"
 #include "responses.h"
 
@@ -163,6 +164,7 @@ static void arm_next(struct sim *r)
 {
     struct sw_llmsim_model *m = &r->srv->model;
     int k;
+    r->reply.cached_tokens = r->gen.cached_tokens;  /* known once it holds a slot */
     if (r->chat.stream)
         k = r->sent < r->gen.output_tokens ? r->sent + 1 : r->gen.output_tokens;
     else
@@ -231,8 +233,10 @@ static void account_done(struct sim *r)
     struct sw_llmsim_server *s = r->srv;
     s->served++;
     s->tokens_predicted_total += (uint64_t)r->gen.output_tokens;
-    s->prompt_tokens_total += (uint64_t)r->gen.prompt_tokens;
-    s->prompt_seconds_total += sw_llmsim_prefill_us(&s->model.p, r->gen.prompt_tokens) / 1e6;
+    /* what was prefilled: the prompt less what the slot's cache held */
+    int prefilled = r->gen.prompt_tokens - r->gen.cached_tokens;
+    s->prompt_tokens_total += (uint64_t)prefilled;
+    s->prompt_seconds_total += sw_llmsim_prefill_us(&s->model.p, prefilled) / 1e6;
     s->predicted_seconds_total +=
         (double)r->gen.output_tokens * sw_llmsim_period_us(&s->model.p) / 1e6;
 }
@@ -551,6 +555,9 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     bool responses = !strcmp(path, "/v1/responses");
     int err = responses ? sw_llmsim_responses_parse(root, &r->chat, msg, sizeof msg)
                         : sw_llmsim_chat_parse(root, d, &r->chat, msg, sizeof msg);
+    if (!err && s->o.params.prefix_cache > 0)
+        sw_llmsim_prefix_of(root, s->o.tokenizer_pieces ? r->chat.prompt_tokens_pieces
+                                                        : r->chat.prompt_tokens, &r->gen.prefix);
     if (responses && !err)
         r->rroot = root;
     else
@@ -613,6 +620,7 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     }
 
     r->gen.prompt_tokens = r->chat.prompt_tokens;
+    rp->timings = s->o.params.prefix_cache > 0;
     if (s->o.reply == SW_LLMSIM_REPLY_ECHO) {
         int limit = r->chat.max_tokens > 0 ? r->chat.max_tokens : s->o.params.max_output_tokens;
         const char *src = r->chat.last_user.ptr;
@@ -1334,5 +1342,6 @@ void sw_llmsim_server_free(struct sw_llmsim_server *s)
         free(s->received);
     }
     sw_buf_free(&s->scratch);
+    sw_llmsim_model_free(&s->model);
     free(s);
 }

@@ -1,0 +1,127 @@
+// Prefix affinity with two local llmsim boxes that keep a prefix cache per
+// slot (--prefix-cache) and a cloud. A conversation whose first turn went
+// to the second box (the first one's only slot was held) keeps going there
+// although the first box is idle again and first in the configured order:
+// the later turns report cached tokens (usage.prompt_tokens_details and
+// llama.cpp's timings.cache_n, streamed and not), the second turn carries
+// reason affinity, the gateway learns the box's hit and counts it, an
+// unrelated conversation starts on the first box, and no prompt text
+// reaches /metrics, /admin/state or the gateway's log.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
+import { holdLocal } from './lib/hold.mjs';
+
+const ADMIN = 'sk-admin-affinity';
+const auth = { authorization: `Bearer ${ADMIN}` };
+const CANARY = 'affinity-canary-91c2';
+
+const config = (a, b, cloud) => `
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: edge, tier: local, url: "${a}", model: m, slots: 1, prefill_tps: 1000000 }
+  - { name: edge2, tier: local, url: "${b}", model: m, slots: 1 }
+  - { name: cloud, tier: cloud, url: "${cloud}", model: m }
+models:
+  - { name: chat, backends: [edge, edge2, cloud] }
+  - { name: hold, backends: [edge] }
+routing:
+  health_interval_ms: 100
+  ttft_budget_ms: 20000
+  affinity: { enabled: true, ttl_s: 60, max_entries: 1000 }
+pii:
+  policy: off
+`;
+
+// ~2000 tokens of system prompt: its prefill is what the cache saves.
+const system = (tag) => `${CANARY} ${tag} ` + 'you are a careful coding agent; read before you write. '.repeat(140);
+
+async function turn(gw, messages, { stream = false } = {}) {
+  const r = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'chat', max_tokens: 8, messages, stream,
+      ...(stream ? { stream_options: { include_usage: true } } : {}) }),
+  });
+  const text = await r.text();
+  assert.equal(r.status, 200, text);
+  let usage, timings, content = '';
+  if (stream) {
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('data: {')) continue;
+      const ev = JSON.parse(line.slice(6));
+      if (ev.usage) usage = ev.usage;
+      if (ev.timings) timings = ev.timings;
+      content += ev.choices?.[0]?.delta?.content ?? '';
+    }
+  } else {
+    const body = JSON.parse(text);
+    usage = body.usage;
+    timings = body.timings;
+    content = body.choices[0].message.content;
+  }
+  return { backend: r.headers.get('x-spillway-backend'), reason: r.headers.get('x-spillway-reason'),
+    cached: usage?.prompt_tokens_details?.cached_tokens ?? -1, cacheN: timings?.cache_n ?? -1,
+    prompt: usage?.prompt_tokens ?? 0, content };
+}
+
+test('a conversation sticks to the box that holds its prefix and reports cached tokens', async () => {
+  const args = ['--model', 'm', '--slots', '1', '--prefix-cache', '4', '--prefill-ms-per-token', '0.05', '--decode-tps', '0'];
+  const a = await startLlmsim(args);
+  const b = await startLlmsim(args);
+  const cloud = await startLlmsim(['--model', 'm', '--decode-tps', '0']);
+  const gw = await startSpillway(config(a.url, b.url, cloud.url));
+  try {
+    // The first box's only slot is held: the conversation starts on the second.
+    const hold = await holdLocal(gw, a, { admin: ADMIN, model: 'hold' });
+    const msgs = [{ role: 'system', content: system('one') }, { role: 'user', content: 'fix the build' }];
+    const t1 = await turn(gw, msgs);
+    assert.equal(t1.backend, 'edge2');
+    assert.equal(t1.cached, 0);
+    await hold.release();
+    const edgeIdle = async () => (await getJSON(`${gw.url}/admin/state`, { headers: auth }))
+      .body.backends.find((x) => x.name === 'edge').in_flight === 0;
+    await waitFor(edgeIdle, { timeout: 10000, what: 'the first box idle again' });
+
+    // Later turns extend the prompt; each stays on edge2 and finds the
+    // earlier turns in its cache.
+    let last = t1;
+    const later = [];
+    for (let k = 2; k <= 5; k++) {
+      msgs.push({ role: 'assistant', content: last.content }, { role: 'user', content: `step ${k}` });
+      last = await turn(gw, msgs, { stream: k === 4 });
+      later.push(last);
+    }
+    for (const t of later) {
+      assert.equal(t.backend, 'edge2', JSON.stringify(later));
+      assert.ok(t.cached > 0 && t.cached < t.prompt, JSON.stringify(t));
+      assert.equal(t.cacheN, t.cached);
+    }
+    for (let k = 1; k < later.length; k++)
+      assert.ok(later[k].cached > later[k - 1].cached, 'each turn finds more of its prompt cached');
+    // Turn 2: no hit learned yet, and the first box (configured far faster,
+    // never measured) has the lower estimate: affinity is what chose the
+    // second.
+    assert.equal(later[0].reason, 'affinity');
+    for (const t of later) assert.ok(['affinity', 'baseline'].includes(t.reason), t.reason);
+
+    // The gateway learned the box's hit and holds the conversation's prefixes.
+    const st = (await getJSON(`${gw.url}/admin/state`, { headers: auth })).body;
+    const e2 = st.backends.find((x) => x.name === 'edge2');
+    assert.ok(e2.prefix_cache_hit > 0.5 && e2.prefix_cache_hit <= 1, `${e2.prefix_cache_hit}`);
+    assert.ok(st.state.affinity_entries >= 2, `${st.state.affinity_entries}`);
+
+    // An unrelated conversation: nothing held anywhere, the first box.
+    const other = await turn(gw, [{ role: 'system', content: system('two') }, { role: 'user', content: 'hello' }]);
+    assert.deepEqual([other.backend, other.reason], ['edge', 'baseline']);
+
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, /spillway_requests_total\{[^}]*backend="edge2"[^}]*reason="affinity"\} [1-9]/);
+    for (const text of [metrics, JSON.stringify(st), gw.output()])
+      assert.ok(!text.includes(CANARY), 'no prompt text in metrics, state or log');
+  } finally {
+    await gw.stop();
+    await Promise.all([a.stop(), b.stop(), cloud.stop()]);
+  }
+});

@@ -1,0 +1,203 @@
+/* Prefix affinity in the live state (src/state/live.c): a local answer
+ * puts its prefix in that backend's table; a snapshot for the next turn
+ * shows prefix_tokens on that backend only, and cached_tokens once the
+ * server reported hits (by box state: alone, or with work in another
+ * slot; a share under SW_LIVE_CACHE_TRUST counts as none); a request that
+ * would wait on a multi-slot box is estimated uncached; affinity off or a
+ * cloud: nothing; a reload keeps the tables, a new bound empties them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "config/config.h"
+#include "state/live.h"
+
+#define T0 1000000
+#define WALL0 1700000000000LL
+
+static const char *const yaml_fmt =
+    "listen: \"127.0.0.1:0\"\n"
+    "backends:\n"
+    "  - {name: e1, tier: local, url: \"http://127.0.0.1:9001\", model: m, slots: 2}\n"
+    "  - {name: e2, tier: local, url: \"http://127.0.0.1:9002\", model: m, slots: 1}\n"
+    "  - {name: c1, tier: cloud, url: \"http://127.0.0.1:9003\", model: c}\n"
+    "models:\n"
+    "  - {name: chat, backends: [e1, e2, c1]}\n"
+    "routing:\n"
+    "  affinity: {enabled: %s, ttl_s: 10, max_entries: %d}\n";
+
+static struct sw_config *load(const char *enabled, int max)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml, yaml_fmt, enabled, max);
+    struct sw_config *cfg = NULL;
+    struct sw_config_errors errs;
+    int err = sw_config_parse("t.yaml", yaml, strlen(yaml), NULL, NULL, &cfg, &errs);
+    sw_config_errors_free(&errs);
+    assert_int_equal(err, SW_OK);
+    return cfg;
+}
+
+static struct sw_prefix turn(int k)
+{
+    struct sw_prefix p = {0};
+    for (int j = 0; j < k; j++) {
+        p.hash[j] = 0xabc0 + (uint64_t)j;
+        p.tokens[j] = 1000 * (j + 1);
+    }
+    p.n = (size_t)k;
+    return p;
+}
+
+static void view(struct sw_live *l, const struct sw_prefix *p, int64_t now,
+                 struct sw_live_snapshot *snap)
+{
+    sw_live_snapshot(l, sw_config_find_model(l->cfg, "chat"), now, snap);
+    sw_live_prefix_view(l, p, now, snap);
+}
+
+static void test_served_then_matched(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load("true", 16);
+    struct sw_live_shared *g = sw_live_shared_new(cfg, T0, WALL0);
+    struct sw_live *l = sw_live_new(cfg, g, NULL, NULL, T0);
+    assert_non_null(l);
+    struct sw_prefix t1 = turn(2), t2 = turn(4);
+    struct sw_live_snapshot s;
+    view(l, &t2, T0, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 0);
+    /* e2 served turn 1; a cloud answer puts nothing */
+    sw_live_prefix_served(l, 1, &t1, T0);
+    sw_live_prefix_served(l, 2, &t2, T0);
+    view(l, &t2, T0 + 1, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 0);
+    assert_int_equal(s.backends[1].prefix_tokens, 2000);
+    assert_int_equal(s.backends[2].prefix_tokens, 0);
+    /* no hit reported yet: the full prompt */
+    assert_true(s.backends[1].cached_tokens == 0);
+    assert_int_equal(sw_live_affinity_entries(l), 2);
+    /* e2 reports the hit; no report (-1) and no prediction teach nothing */
+    sw_live_on_cache(l, 1, 2000, -1, false);
+    sw_live_on_cache(l, 1, 0, 500, false);
+    assert_true(sw_live_cache_hit(l, 1, false) == 0);
+    sw_live_on_cache(l, 1, 2000, 2400, false);     /* clamped at 1 */
+    assert_true(sw_live_cache_hit(l, 1, false) == 1);
+    view(l, &t2, T0 + 2, &s);
+    assert_true(s.backends[1].cached_tokens == 2000);
+    /* a box that reports misses: below the trust threshold counts as none */
+    sw_live_on_cache(l, 1, 2000, 0, false);
+    sw_live_on_cache(l, 1, 2000, 0, false);
+    assert_true(sw_live_cache_hit(l, 1, false) < SW_LIVE_CACHE_TRUST);
+    view(l, &t2, T0 + 3, &s);
+    assert_int_equal(s.backends[1].prefix_tokens, 2000);
+    assert_true(s.backends[1].cached_tokens == 0);
+    /* past the TTL: gone */
+    view(l, &t2, T0 + 10001, &s);
+    assert_int_equal(s.backends[1].prefix_tokens, 0);
+    sw_live_unref(l);
+    sw_live_shared_free(g);
+    sw_config_unref(cfg);
+}
+
+static void test_busy_and_waiting(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load("true", 16);
+    struct sw_live_shared *g = sw_live_shared_new(cfg, T0, WALL0);
+    struct sw_live *l = sw_live_new(cfg, g, NULL, NULL, T0);
+    struct sw_prefix t1 = turn(2), t2 = turn(3);
+    sw_live_prefix_served(l, 0, &t1, T0);
+    sw_live_on_cache(l, 0, 2000, 2000, false);     /* alone on the box: a hit */
+    sw_live_on_cache(l, 0, 2000, 0, true);         /* beside other work: a miss */
+    struct sw_live_snapshot s;
+    view(l, &t2, T0 + 1, &s);
+    assert_true(s.backends[0].cached_tokens == 2000);
+    /* one request running in e1's other slot: the busy share (a miss) */
+    l->b[0]->q.in_flight = 1;
+    view(l, &t2, T0 + 2, &s);
+    assert_false(sw_live_cache_busy(&s.backends[1]));
+    assert_true(sw_live_cache_busy(&s.backends[0]));
+    assert_true(s.backends[0].cached_tokens == 0);
+    /* both slots busy: it would wait, uncached whatever the share */
+    sw_live_on_cache(l, 0, 2000, 2000, true);
+    sw_live_on_cache(l, 0, 2000, 2000, true);
+    sw_live_on_cache(l, 0, 2000, 2000, true);
+    sw_live_on_cache(l, 0, 2000, 2000, true);
+    sw_live_on_cache(l, 0, 2000, 2000, true);  /* the share of that state passes the trust */
+    view(l, &t2, T0 + 3, &s);
+    assert_true(s.backends[0].cached_tokens > 0);
+    l->b[0]->q.in_flight = 2;
+    view(l, &t2, T0 + 4, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 2000);
+    assert_true(s.backends[0].cached_tokens == 0);
+    /* a one-slot box: waiting for its only slot, the cache still counts */
+    sw_live_prefix_served(l, 1, &t1, T0 + 5);
+    sw_live_on_cache(l, 1, 2000, 2000, false);
+    l->b[1]->q.in_flight = 1;
+    view(l, &t2, T0 + 6, &s);
+    assert_true(s.backends[1].cached_tokens == 2000);
+    l->b[0]->q.in_flight = 0;
+    l->b[1]->q.in_flight = 0;
+    sw_live_unref(l);
+    sw_live_shared_free(g);
+    sw_config_unref(cfg);
+}
+
+static void test_off_and_reload(void **state)
+{
+    (void)state;
+    struct sw_config *off = load("false", 16);
+    struct sw_live_shared *g = sw_live_shared_new(off, T0, WALL0);
+    struct sw_live *l = sw_live_new(off, g, NULL, NULL, T0);
+    struct sw_prefix t1 = turn(2), t2 = turn(3);
+    sw_live_prefix_served(l, 0, &t1, T0);
+    struct sw_live_snapshot s;
+    view(l, &t2, T0 + 1, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 0);
+    assert_int_equal(sw_live_affinity_entries(l), 0);
+    /* turned on by a reload: the backends' state carries over */
+    struct sw_config *on = load("true", 16);
+    struct sw_live *l2 = sw_live_new(on, g, l, NULL, T0 + 2);
+    sw_live_unref(l);
+    sw_live_prefix_served(l2, 0, &t1, T0 + 3);
+    view(l2, &t2, T0 + 4, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 2000);
+    /* the same bounds: kept; a new bound: emptied */
+    struct sw_config *same = load("true", 16);
+    struct sw_live *l3 = sw_live_new(same, g, l2, NULL, T0 + 5);
+    sw_live_unref(l2);
+    view(l3, &t2, T0 + 6, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 2000);
+    struct sw_config *other = load("true", 8);
+    struct sw_live *l4 = sw_live_new(other, g, l3, NULL, T0 + 7);
+    sw_live_unref(l3);
+    view(l4, &t2, T0 + 8, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 0);
+    /* no identity: nothing */
+    struct sw_prefix none = {0};
+    sw_live_prefix_served(l4, 0, &none, T0 + 9);
+    view(l4, &none, T0 + 10, &s);
+    assert_int_equal(s.backends[0].prefix_tokens, 0);
+    sw_live_unref(l4);
+    sw_live_shared_free(g);
+    sw_config_unref(off);
+    sw_config_unref(on);
+    sw_config_unref(same);
+    sw_config_unref(other);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_served_then_matched),
+        cmocka_unit_test(test_busy_and_waiting),
+        cmocka_unit_test(test_off_and_reload),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
