@@ -23,6 +23,7 @@
 #include "relay/st_dialect.h"
 #include "relay/st_pii.h"
 #include "relay/stage.h"
+#include "relay/trace_state.h"
 #include "state/claim.h"
 #include "state/store.h"
 #include "upstream/upstream.h"
@@ -57,6 +58,11 @@ struct sw_relay_attempt {
     struct sw_stage stages[SW_RELAY_STAGES_MAX];
     size_t n_stages;
     struct sw_stage_io io;          /* the stages' input and output */
+    /* for its span (relay/trace.h) */
+    uint8_t span_id[SW_SPAN_ID_LEN];
+    int64_t claim_ms;               /* planned: its claim was asked */
+    double est_ttft_ms;             /* the router's estimate for it */
+    int breaker;                    /* its breaker's state when planned */
 };
 
 /* Written in full before they are read, so a proxy is not zeroed over them
@@ -130,6 +136,7 @@ struct proxy {
     char failures[512];
     long retry_after_s;
     bool any_timeout;
+    struct sw_relay_trace trace;    /* its trace context and what its spans tell */
 
     struct proxy_scratch x;         /* last (see proxy_scratch) */
 };

@@ -749,6 +749,11 @@ struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config 
     return rs;
 }
 
+const char *sw_rstate_replica(const struct sw_rstate *rs)
+{
+    return rs->replica;
+}
+
 void sw_rstate_free(struct sw_rstate *rs)
 {
     if (!rs)

@@ -33,6 +33,8 @@ struct sw_rstate;
 struct sw_rstate *sw_rstate_new(struct event_base *base, const struct sw_config *cfg,
                                 struct sw_live_shared *g);
 void sw_rstate_free(struct sw_rstate *rs);
+/* This replica's id on Redis (random and pid, fixed for the process's life). */
+const char *sw_rstate_replica(const struct sw_rstate *rs);
 /* The snapshot now serving (breakers, queues and leases are looked up in it). */
 void sw_rstate_set_live(struct sw_rstate *rs, struct sw_live *live);
 bool sw_rstate_degraded(const struct sw_rstate *rs);
