@@ -87,7 +87,7 @@ void sw_relay_record(const struct proxy *p)
                        : be && be->tier == SW_TIER_CLOUD ? "masked_cloud"
                        : be                              ? "kept_local"
                                                          : NULL,
-        .trace_id = p->trace.on ? p->trace.trace_hex : NULL,
+        .trace_id = p->x.trace.on ? p->x.trace.trace_hex : NULL,
     };
     /* Spilled: served by the cloud although the model has a local backend
      * (the model's backends are looked at only when a cloud served). */

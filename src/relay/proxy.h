@@ -72,6 +72,8 @@ struct proxy_scratch {
     struct sw_dialect_stream us;    /* the attempt's upstream stream (sw_dialect_stage_attempt) */
     struct sw_dialect_client cs;    /* the client's stream (the same, before the first byte) */
     struct sw_request_error rerr;   /* why a backend's API cannot carry the request */
+    struct sw_relay_trace trace;    /* its trace context and what its spans tell (set up by
+                                       sw_relay_trace_start) */
 };
 
 struct proxy {
@@ -136,7 +138,6 @@ struct proxy {
     char failures[512];
     long retry_after_s;
     bool any_timeout;
-    struct sw_relay_trace trace;    /* its trace context and what its spans tell */
 
     struct proxy_scratch x;         /* last (see proxy_scratch) */
 };

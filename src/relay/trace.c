@@ -38,7 +38,11 @@ static void on_header(const char *key, const char *value, void *ud)
 void sw_relay_trace_start(struct proxy *p)
 {
     struct sw_otlp *o = p->env.obs ? p->env.obs->otlp : NULL;
-    struct sw_relay_trace *t = &p->trace;
+    struct sw_relay_trace *t = &p->x.trace;
+    /* the scratch is not zeroed: what is read before it is written starts here */
+    t->on = t->sampled = t->has_parent = false;
+    t->n_ev = t->n_finish = 0;
+    t->state[0] = '\0';
     if (!o || !p->req)
         return;
     t->on = true;
@@ -68,14 +72,14 @@ void sw_relay_trace_start(struct proxy *p)
 
 void sw_relay_trace_attempt(struct proxy *p)
 {
-    struct sw_otlp *o = p->trace.on ? p->env.obs->otlp : NULL;
+    struct sw_otlp *o = p->x.trace.on ? p->env.obs->otlp : NULL;
     if (o)
         sw_otlp_random(o, p->a.span_id, sizeof p->a.span_id);
 }
 
 int sw_relay_trace_headers(const struct proxy *p, struct sw_buf *hdrs)
 {
-    const struct sw_relay_trace *t = &p->trace;
+    const struct sw_relay_trace *t = &p->x.trace;
     if (!t->on)
         return 0;
     char tp[SW_TRACEPARENT_LEN + 1];
@@ -88,9 +92,9 @@ int sw_relay_trace_headers(const struct proxy *p, struct sw_buf *hdrs)
 
 void sw_relay_trace_attempt_end(struct proxy *p, size_t i, int64_t now_ms)
 {
-    if (!p->trace.on || i >= SW_DECLOG_MAX_ATTEMPTS)
+    if (!p->x.trace.on || i >= SW_DECLOG_MAX_ATTEMPTS)
         return;
-    struct sw_relay_trace_attempt *ta = &p->trace.att[i];
+    struct sw_relay_trace_attempt *ta = &p->x.trace.att[i];
     memcpy(ta->span_id, p->a.span_id, sizeof ta->span_id);
     ta->claim_ms = p->a.claim_ms;
     ta->sent_ms = p->claim.sent ? p->a.attempt_ms : 0;
@@ -104,7 +108,7 @@ void sw_relay_trace_attempt_end(struct proxy *p, size_t i, int64_t now_ms)
 void sw_relay_trace_event(struct proxy *p, const char *name, const char *backend,
                           const char *what, long value)
 {
-    struct sw_relay_trace *t = &p->trace;
+    struct sw_relay_trace *t = &p->x.trace;
     if (!t->sampled || t->n_ev >= SW_RELAY_TRACE_EVENTS)
         return;
     t->ev[t->n_ev++] = (struct sw_relay_trace_event){name, sw_now_ms(), backend, what, value};
@@ -158,10 +162,10 @@ static void scan_key(struct sw_relay_trace *t, const char *s, size_t len, const 
 
 void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len)
 {
-    if (!p->trace.sampled || p->trace.n_finish >= SW_RELAY_TRACE_FINISH)
+    if (!p->x.trace.sampled || p->x.trace.n_finish >= SW_RELAY_TRACE_FINISH)
         return;
-    scan_key(&p->trace, bytes, len, "\"finish_reason\"");
-    scan_key(&p->trace, bytes, len, "\"stop_reason\"");
+    scan_key(&p->x.trace, bytes, len, "\"finish_reason\"");
+    scan_key(&p->x.trace, bytes, len, "\"stop_reason\"");
 }
 
 /* ---- Spans ---- */
@@ -218,7 +222,7 @@ static const char *breaker_name(int b)
 static void base_span(const struct proxy *p, struct sw_span *s, const char *name,
                       enum sw_span_kind kind)
 {
-    const struct sw_relay_trace *t = &p->trace;
+    const struct sw_relay_trace *t = &p->x.trace;
     memset(s, 0, offsetof(struct sw_span, attrs));
     s->attrs.n = s->attrs.dropped = 0;
     s->attrs.cap = 0;
@@ -235,7 +239,7 @@ static void base_span(const struct proxy *p, struct sw_span *s, const char *name
 static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, const char *op,
                          char *name, size_t name_cap)
 {
-    const struct sw_relay_trace_attempt *ta = &p->trace.att[i];
+    const struct sw_relay_trace_attempt *ta = &p->x.trace.att[i];
     const struct sw_declog_attempt *la = &p->att[i];
     const struct sw_config_backend *be = NULL;
     for (size_t b = 0; b < p->cfg->n_backends && !be; b++)
@@ -244,7 +248,7 @@ static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, con
     snprintf(name, name_cap, "%s %s", op, be ? be->model : "");
     base_span(p, s, name, SW_SPAN_CLIENT);
     memcpy(s->span_id, ta->span_id, sizeof s->span_id);
-    memcpy(s->parent_id, p->trace.span_id, sizeof s->parent_id);
+    memcpy(s->parent_id, p->x.trace.span_id, sizeof s->parent_id);
     s->has_parent = true;
     s->start_ns = wall_ns(p, ta->claim_ms);
     s->end_ns = wall_ns(p, ta->end_ms);
@@ -285,7 +289,7 @@ static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, con
 
 static void server_events(const struct proxy *p, struct sw_span *s)
 {
-    const struct sw_relay_trace *t = &p->trace;
+    const struct sw_relay_trace *t = &p->x.trace;
     for (unsigned i = 0; i < t->n_ev; i++) {
         const struct sw_relay_trace_event *ev = &t->ev[i];
         struct sw_span_event *e = sw_span_event(s, ev->name, wall_ns(p, ev->at_ms));
@@ -302,7 +306,7 @@ static void server_events(const struct proxy *p, struct sw_span *s)
 
 void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, int64_t now_ms)
 {
-    const struct sw_relay_trace *t = &p->trace;
+    const struct sw_relay_trace *t = &p->x.trace;
     struct sw_otlp *o = t->on ? p->env.obs->otlp : NULL;
     if (!o || !t->sampled)
         return;

@@ -35,7 +35,9 @@ struct sw_otlp {
     enum sw_span_encoding q_enc;    /* what the queued spans are encoded in */
     /* the batch in flight (or waiting for its retry) */
     CURL *easy;
+    struct curl_slist *easy_headers;    /* the headers its transfer sends (kept past a reload) */
     struct sw_buf body;
+    enum sw_span_encoding batch_enc;    /* what body is encoded in */
     size_t batch_spans;             /* spans in body; 0: no batch */
     int tries;
     struct sw_buf answer;
@@ -48,6 +50,7 @@ struct sw_otlp {
 };
 
 static void flush(struct sw_otlp *o);
+static void drop_batch(struct sw_otlp *o);
 
 /* ---- Ids ---- */
 
@@ -81,7 +84,8 @@ static void free_config(struct sw_otlp *o)
 {
     free(o->url);
     free(o->ca_file);
-    curl_slist_free_all(o->headers);
+    if (o->headers != o->easy_headers) /* else freed when its transfer ends */
+        curl_slist_free_all(o->headers);
     o->url = o->ca_file = NULL;
     o->headers = NULL;
 }
@@ -125,6 +129,8 @@ int sw_otlp_configure(struct sw_otlp *o, const struct sw_config_otlp *c)
         }
     }
     o->q_enc = o->enc;
+    if (o->batch_spans && !o->easy && o->batch_enc != o->enc)
+        drop_batch(o);
     return SW_OK;
 }
 
@@ -183,6 +189,8 @@ void sw_otlp_free(struct sw_otlp *o)
         sw_curlev_remove(o->cev, o->easy);
         curl_easy_cleanup(o->easy);
     }
+    if (o->easy_headers != o->headers)
+        curl_slist_free_all(o->easy_headers);
     if (o->timer)
         event_free(o->timer);
     for (size_t i = 0; o->q && i < o->q_n; i++)
@@ -258,6 +266,9 @@ static void on_done(void *ud, CURLcode rc)
     }
     curl_easy_cleanup(o->easy);
     o->easy = NULL;
+    if (o->easy_headers != o->headers)
+        curl_slist_free_all(o->easy_headers); /* a reload replaced them meanwhile */
+    o->easy_headers = NULL;
     sw_buf_reset(&o->answer);
     if (rc == CURLE_OK && status >= 200 && status <= 299) {
         o->st.exports_ok++;
@@ -271,7 +282,8 @@ static void on_done(void *ud, CURLcode rc)
             arm(o, o->interval_ms);
         return;
     }
-    if (!retryable(rc, status) || o->tries >= SW_OTLP_TRIES) {
+    /* a batch in the protocol of before a reload is not sent again */
+    if (!retryable(rc, status) || o->tries >= SW_OTLP_TRIES || o->batch_enc != o->enc) {
         o->st.exports_failed++;
         if (o->st.exports_failed == 1 || o->st.exports_failed % 100 == 0)
             sw_warn("traces: export to %s failed (%s%ld): %zu spans dropped (%llu exports "
@@ -312,6 +324,7 @@ static int build_batch(struct sw_otlp *o)
     o->q_head = (o->q_head + n) % o->q_cap;
     o->q_n -= n;
     o->batch_spans = n;
+    o->batch_enc = o->q_enc;
     o->tries = 0;
     if (err)
         drop_batch(o);
@@ -347,10 +360,12 @@ static void flush(struct sw_otlp *o)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_answer);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, o);
     o->easy = e;
+    o->easy_headers = o->headers;
     o->tries++;
     if (sw_curlev_add(o->cev, e, on_done, o)) {
         curl_easy_cleanup(e);
         o->easy = NULL;
+        o->easy_headers = NULL;
         o->backing_off = true;
         arm(o, SW_OTLP_BACKOFF_MIN_MS);
     }
