@@ -1297,8 +1297,8 @@ static const struct sw_walk_setting access_settings[] = {
 static const struct sw_walk_section access_section = {
     access_settings, sizeof(access_settings) / sizeof(access_settings[0]), 0, NULL};
 
-/* telemetry.otlp.headers: a mapping of header names to values; the values
- * are secrets (an API key of the collector) and are never shown. */
+/* telemetry.otlp.headers: a mapping of header names to values (a
+ * collector's API key: from ${ENV}, a value is never shown in messages). */
 static void parse_otlp_headers(struct sw_walk *w, const struct sw_walk_setting *s,
                                const yaml_node_t *node, void *base, const char *path)
 {
@@ -1310,7 +1310,8 @@ static void parse_otlp_headers(struct sw_walk *w, const struct sw_walk_setting *
         return;
     }
     static const struct sw_walk_setting name_setting = {.key = "header", .type = SW_WALK_NAME};
-    static const struct sw_walk_setting value_setting = {.key = "value", .type = SW_WALK_SECRET};
+    /* a value may hold spaces ("Bearer ..."), never a control character */
+    static const struct sw_walk_setting value_setting = {.key = "value", .type = SW_WALK_TEXT};
     for (yaml_node_pair_t *pr = node->data.mapping.pairs.start; pr < node->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(w->doc, pr->key);

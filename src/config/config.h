@@ -276,7 +276,7 @@ struct sw_config_otlp {
     char *endpoint;             /* http(s)://host:port[/path]; no path: /v1/traces */
     int protocol;               /* enum sw_otlp_protocol, default http/json */
     char *header_name[SW_CONFIG_OTLP_MAX_HEADERS];  /* headers: sent with every export */
-    char *header_value[SW_CONFIG_OTLP_MAX_HEADERS]; /* (secrets: never shown) */
+    char *header_value[SW_CONFIG_OTLP_MAX_HEADERS]; /* (from ${ENV}: never shown) */
     size_t n_headers;
     long timeout_ms;            /* one export request, default 5000 */
     double sample_ratio;        /* traces without a parent kept, default 1.0 */

@@ -80,7 +80,8 @@ void sw_relay_trace_attempt(struct proxy *p)
 int sw_relay_trace_headers(const struct proxy *p, struct sw_buf *hdrs)
 {
     const struct sw_relay_trace *t = &p->x.trace;
-    if (!t->on)
+    /* no span id: the exporter went away (a reload) before this attempt */
+    if (!t->on || sw_trace_id_zero(p->a.span_id, sizeof p->a.span_id))
         return 0;
     char tp[SW_TRACEPARENT_LEN + 1];
     sw_traceparent_format(t->trace_id, p->a.span_id, t->sampled ? SW_TRACE_FLAG_SAMPLED : 0, tp);
