@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
@@ -121,396 +122,499 @@ static size_t clip(const char *s, char *tmp)
     return n;
 }
 
+/* ---- A writer into a scratch buffer ----
+ * Encoding runs once per span on the event loop, so it is a plain cursor
+ * over one bounded buffer (no growth, no formatted output for integers);
+ * the result is copied out once. */
+
+struct w {
+    char *p, *end, *start;
+    bool over;                  /* the bound was hit: the encoding is void */
+};
+
+static inline bool room(struct w *w, size_t n)
+{
+    if ((size_t)(w->end - w->p) >= n)
+        return true;
+    w->over = true;
+    return false;
+}
+
+static inline void put(struct w *w, const void *s, size_t n)
+{
+    if (room(w, n)) {
+        memcpy(w->p, s, n);
+        w->p += n;
+    }
+}
+
+/* a string literal only: its size is the literal's */
+#define PUT(w, lit) put((w), "" lit, sizeof(lit) - 1)
+
+static void put_u64(struct w *w, uint64_t v)
+{
+    char b[20];
+    int i = 20;
+    do
+        b[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    put(w, b + i, (size_t)(20 - i));
+}
+
+static void put_i64(struct w *w, int64_t v)
+{
+    if (v < 0) {
+        PUT(w, "-");
+        put_u64(w, (uint64_t)0 - (uint64_t)v);
+    } else {
+        put_u64(w, (uint64_t)v);
+    }
+}
+
+static void put_hex(struct w *w, const uint8_t *b, size_t n)
+{
+    char tmp[2 * SW_TRACE_ID_LEN + 1];
+    sw_trace_hex(b, n, tmp);
+    put(w, tmp, 2 * n);
+}
+
 /* ---- OTLP JSON ---- */
 
-static int json_str(struct sw_buf *out, const char *s)
+/* A byte a JSON string holds as it is: printable ASCII but '"' and '\\'
+ * (NUL is not: it ends the string). */
+static inline bool plain(unsigned char c)
 {
-    char tmp[SW_SPAN_MAX_STR + 1];
-    size_t n = clip(s, tmp);
-    int err = sw_buf_append(out, "\"", 1);
-    if (!err)
-        err = sw_json_escape(out, tmp, n, SW_JSON_ESC_ALL_CTL);
-    if (!err)
-        err = sw_buf_append(out, "\"", 1);
-    return err;
+    return (unsigned)(c - 0x20) < 0x5f && c != '"' && c != '\\';
 }
 
-static int json_value(struct sw_buf *out, const struct sw_attr *a)
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Eight bytes at once: whether any is below 0x20, at or above 0x7f, '"'
+ * or '\\' (a false alarm only sends the bytes to the byte-wise check). */
+static inline bool word_needs_care(uint64_t x)
 {
-    int err = 0;
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\'), d = x ^ (ONES * 0x7f);
+    return (((x - ONES * 0x20) & ~x) | x | ((q - ONES) & ~q) | ((b - ONES) & ~b) |
+            ((d - ONES) & ~d)) & HIGHS;
+}
+
+/* s as a JSON string: printable ASCII is copied as it is (eight bytes at a
+ * time); anything else goes through clip and the shared escaper. */
+static void json_str(struct w *w, const char *s)
+{
+    if (!room(w, SW_JSON_ESCAPED_MAX(SW_SPAN_MAX_STR) + 2))
+        return;
+    size_t n = strnlen(s, SW_SPAN_MAX_STR);
+    char *q = w->p;
+    *q++ = '"';
+    size_t i = 0;
+    for (uint64_t x; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        if (word_needs_care(x))
+            break;
+    }
+    while (i < n && plain((unsigned char)s[i]))
+        i++;
+    if (i < n) {
+        char tmp[SW_SPAN_MAX_STR + 1];
+        size_t m = clip(s, tmp);
+        q += sw_json_escape_into(q, tmp, m, SW_JSON_ESC_ALL_CTL);
+    } else {
+        memcpy(q, s, n); /* all printable ASCII: a cut at the bound is a character boundary */
+        q += n;
+    }
+    *q++ = '"';
+    w->p = q;
+}
+
+static void json_double(struct w *w, double d)
+{
+    if (d == (double)(int64_t)d && d > -1e15 && d < 1e15) {
+        put_i64(w, (int64_t)d); /* an integral number needs no float formatting */
+        return;
+    }
+    char b[32];
+    int n = snprintf(b, sizeof b, "%.17g", d);
+    put(w, b, (size_t)n);
+}
+
+static void json_value(struct w *w, const struct sw_attr *a)
+{
     switch (a->type) {
     case SW_ATTR_STR:
-        err = sw_buf_append_str(out, "{\"stringValue\":");
-        if (!err)
-            err = json_str(out, a->v.s);
+        PUT(w, "{\"stringValue\":");
+        json_str(w, a->v.s);
         break;
     case SW_ATTR_INT:
-        err = sw_buf_appendf(out, "{\"intValue\":\"%lld\"", (long long)a->v.i);
+        PUT(w, "{\"intValue\":\"");
+        put_i64(w, a->v.i);
+        PUT(w, "\"");
         break;
     case SW_ATTR_DOUBLE:
-        err = sw_buf_appendf(out, "{\"doubleValue\":%.17g", a->v.d);
+        PUT(w, "{\"doubleValue\":");
+        json_double(w, a->v.d);
         break;
     case SW_ATTR_BOOL:
-        err = sw_buf_appendf(out, "{\"boolValue\":%s", a->v.b ? "true" : "false");
+        if (a->v.b)
+            PUT(w, "{\"boolValue\":true");
+        else
+            PUT(w, "{\"boolValue\":false");
         break;
     case SW_ATTR_STRS:
-        err = sw_buf_append_str(out, "{\"arrayValue\":{\"values\":[");
-        for (size_t i = 0; !err && i < a->n_strs; i++) {
-            err = sw_buf_append_str(out, i ? ",{\"stringValue\":" : "{\"stringValue\":");
-            if (!err)
-                err = json_str(out, a->strs[i] ? a->strs[i] : "");
-            if (!err)
-                err = sw_buf_append(out, "}", 1);
+        PUT(w, "{\"arrayValue\":{\"values\":[");
+        for (size_t i = 0; i < a->n_strs; i++) {
+            if (i)
+                PUT(w, ",");
+            PUT(w, "{\"stringValue\":");
+            json_str(w, a->strs[i] ? a->strs[i] : "");
+            PUT(w, "}");
         }
-        if (!err)
-            err = sw_buf_append_str(out, "]}");
+        PUT(w, "]}");
         break;
     }
-    return err ? err : sw_buf_append(out, "}", 1);
+    PUT(w, "}");
 }
 
-static int json_attrs(struct sw_buf *out, const struct sw_attr *a, size_t n)
+static void json_attrs(struct w *w, const struct sw_attr *a, size_t n)
 {
-    int err = sw_buf_append_str(out, "\"attributes\":[");
-    for (size_t i = 0; !err && i < n; i++) {
-        err = sw_buf_append_str(out, i ? ",{\"key\":" : "{\"key\":");
-        if (!err)
-            err = json_str(out, a[i].key);
-        if (!err)
-            err = sw_buf_append_str(out, ",\"value\":");
-        if (!err)
-            err = json_value(out, &a[i]);
-        if (!err)
-            err = sw_buf_append(out, "}", 1);
+    PUT(w, "\"attributes\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            PUT(w, ",");
+        PUT(w, "{\"key\":");
+        json_str(w, a[i].key);
+        PUT(w, ",\"value\":");
+        json_value(w, &a[i]);
+        PUT(w, "}");
     }
-    return err ? err : sw_buf_append(out, "]", 1);
+    PUT(w, "]");
 }
 
-static int json_span(const struct sw_span *s, struct sw_buf *out)
+static void json_span(const struct sw_span *s, struct w *w)
 {
-    char tid[2 * SW_TRACE_ID_LEN + 1], sid[2 * SW_SPAN_ID_LEN + 1], pid[2 * SW_SPAN_ID_LEN + 1];
-    sw_trace_hex(s->trace_id, SW_TRACE_ID_LEN, tid);
-    sw_trace_hex(s->span_id, SW_SPAN_ID_LEN, sid);
-    int err = sw_buf_appendf(out, "{\"traceId\":\"%s\",\"spanId\":\"%s\"", tid, sid);
-    if (!err && s->has_parent) {
-        sw_trace_hex(s->parent_id, SW_SPAN_ID_LEN, pid);
-        err = sw_buf_appendf(out, ",\"parentSpanId\":\"%s\"", pid);
+    PUT(w, "{\"traceId\":\"");
+    put_hex(w, s->trace_id, SW_TRACE_ID_LEN);
+    PUT(w, "\",\"spanId\":\"");
+    put_hex(w, s->span_id, SW_SPAN_ID_LEN);
+    PUT(w, "\"");
+    if (s->has_parent) {
+        PUT(w, ",\"parentSpanId\":\"");
+        put_hex(w, s->parent_id, SW_SPAN_ID_LEN);
+        PUT(w, "\"");
     }
-    if (!err && s->trace_state && *s->trace_state) {
-        err = sw_buf_append_str(out, ",\"traceState\":");
-        if (!err)
-            err = json_str(out, s->trace_state);
+    if (s->trace_state && *s->trace_state) {
+        PUT(w, ",\"traceState\":");
+        json_str(w, s->trace_state);
     }
-    if (!err)
-        err = sw_buf_appendf(out, ",\"flags\":%u,\"name\":", (unsigned)s->flags);
-    if (!err)
-        err = json_str(out, s->name ? s->name : "");
-    if (!err)
-        err = sw_buf_appendf(out,
-                             ",\"kind\":%d,\"startTimeUnixNano\":\"%lld\","
-                             "\"endTimeUnixNano\":\"%lld\",",
-                             (int)s->kind, (long long)s->start_ns, (long long)s->end_ns);
-    if (!err)
-        err = json_attrs(out, s->attrs.a, s->attrs.n);
-    if (!err && s->attrs.dropped)
-        err = sw_buf_appendf(out, ",\"droppedAttributesCount\":%u", (unsigned)s->attrs.dropped);
-    if (!err)
-        err = sw_buf_append_str(out, ",\"events\":[");
-    for (size_t i = 0; !err && i < s->n_events; i++) {
+    PUT(w, ",\"flags\":");
+    put_u64(w, s->flags);
+    PUT(w, ",\"name\":");
+    json_str(w, s->name ? s->name : "");
+    PUT(w, ",\"kind\":");
+    put_u64(w, (uint64_t)s->kind);
+    PUT(w, ",\"startTimeUnixNano\":\"");
+    put_i64(w, s->start_ns);
+    PUT(w, "\",\"endTimeUnixNano\":\"");
+    put_i64(w, s->end_ns);
+    PUT(w, "\",");
+    json_attrs(w, s->attrs.a, s->attrs.n);
+    if (s->attrs.dropped) {
+        PUT(w, ",\"droppedAttributesCount\":");
+        put_u64(w, s->attrs.dropped);
+    }
+    PUT(w, ",\"events\":[");
+    for (size_t i = 0; i < s->n_events; i++) {
         const struct sw_span_event *e = &s->events[i];
-        err = sw_buf_appendf(out, "%s{\"timeUnixNano\":\"%lld\",\"name\":", i ? "," : "",
-                             (long long)e->time_ns);
-        if (!err)
-            err = json_str(out, e->name ? e->name : "");
-        if (!err)
-            err = sw_buf_append(out, ",", 1);
-        if (!err)
-            err = json_attrs(out, e->a, e->n);
-        if (!err && e->dropped)
-            err = sw_buf_appendf(out, ",\"droppedAttributesCount\":%u", (unsigned)e->dropped);
-        if (!err)
-            err = sw_buf_append(out, "}", 1);
+        if (i)
+            PUT(w, ",");
+        PUT(w, "{\"timeUnixNano\":\"");
+        put_i64(w, e->time_ns);
+        PUT(w, "\",\"name\":");
+        json_str(w, e->name ? e->name : "");
+        PUT(w, ",");
+        json_attrs(w, e->a, e->n);
+        if (e->dropped) {
+            PUT(w, ",\"droppedAttributesCount\":");
+            put_u64(w, e->dropped);
+        }
+        PUT(w, "}");
     }
-    if (!err)
-        err = sw_buf_append(out, "]", 1);
-    if (!err && s->dropped_events)
-        err = sw_buf_appendf(out, ",\"droppedEventsCount\":%u", (unsigned)s->dropped_events);
-    if (!err)
-        err = sw_buf_appendf(out, ",\"status\":{\"code\":%d", (int)s->status);
-    if (!err && s->status == SW_SPAN_ERROR && s->status_msg) {
-        err = sw_buf_append_str(out, ",\"message\":");
-        if (!err)
-            err = json_str(out, s->status_msg);
+    PUT(w, "]");
+    if (s->dropped_events) {
+        PUT(w, ",\"droppedEventsCount\":");
+        put_u64(w, s->dropped_events);
     }
-    return err ? err : sw_buf_append_str(out, "}}");
+    PUT(w, ",\"status\":{\"code\":");
+    put_u64(w, (uint64_t)s->status);
+    if (s->status == SW_SPAN_ERROR && s->status_msg) {
+        PUT(w, ",\"message\":");
+        json_str(w, s->status_msg);
+    }
+    PUT(w, "}}");
 }
 
 /* ---- OTLP protobuf ---- */
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 
-static int pb_varint(struct sw_buf *out, uint64_t v)
+static void pb_varint(struct w *w, uint64_t v)
 {
-    unsigned char b[10];
-    size_t n = 0;
-    do {
-        b[n] = (unsigned char)(v & 0x7f);
+    if (!room(w, 10))
+        return;
+    while (v >= 0x80) {
+        *w->p++ = (char)(v | 0x80);
         v >>= 7;
-        if (v)
-            b[n] |= 0x80;
-        n++;
-    } while (v);
-    return sw_buf_append(out, b, n);
+    }
+    *w->p++ = (char)v;
 }
 
-static int pb_tag(struct sw_buf *out, unsigned field, unsigned wt)
+static inline void pb_tag(struct w *w, unsigned field, unsigned wt)
 {
-    return pb_varint(out, (uint64_t)field << 3 | wt);
+    pb_varint(w, (uint64_t)field << 3 | wt);
 }
 
-static int pb_fixed64(struct sw_buf *out, unsigned field, uint64_t v)
+static void pb_fixed64(struct w *w, unsigned field, uint64_t v)
 {
-    unsigned char b[8];
+    pb_tag(w, field, WT_I64);
+    if (!room(w, 8))
+        return;
     for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    int err = pb_tag(out, field, WT_I64);
-    return err ? err : sw_buf_append(out, b, 8);
+        *w->p++ = (char)(v >> (8 * i));
 }
 
-static int pb_fixed32(struct sw_buf *out, unsigned field, uint32_t v)
+static void pb_fixed32(struct w *w, unsigned field, uint32_t v)
 {
-    unsigned char b[4];
+    pb_tag(w, field, WT_I32);
+    if (!room(w, 4))
+        return;
     for (int i = 0; i < 4; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    int err = pb_tag(out, field, WT_I32);
-    return err ? err : sw_buf_append(out, b, 4);
+        *w->p++ = (char)(v >> (8 * i));
 }
 
-static int pb_bytes(struct sw_buf *out, unsigned field, const void *p, size_t n)
+static void pb_bytes(struct w *w, unsigned field, const void *p, size_t n)
 {
-    int err = pb_tag(out, field, WT_LEN);
-    if (!err)
-        err = pb_varint(out, n);
-    return err ? err : sw_buf_append(out, p, n);
+    pb_tag(w, field, WT_LEN);
+    pb_varint(w, n);
+    put(w, p, n);
 }
 
-static int pb_string(struct sw_buf *out, unsigned field, const char *s)
+/* A string field: ASCII as it is (checked eight bytes at a time),
+ * anything else through clip (valid UTF-8). */
+static void pb_string(struct w *w, unsigned field, const char *s)
 {
-    char tmp[SW_SPAN_MAX_STR + 1];
-    size_t n = clip(s, tmp);
-    return pb_bytes(out, field, tmp, n);
+    size_t n = strnlen(s, SW_SPAN_MAX_STR), i = 0;
+    uint64_t hi = 0, x;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        hi |= x;
+    }
+    for (; i < n; i++)
+        hi |= (unsigned char)s[i];
+    if (hi & HIGHS) {
+        char tmp[SW_SPAN_MAX_STR + 1];
+        size_t m = clip(s, tmp);
+        pb_bytes(w, field, tmp, m);
+        return;
+    }
+    pb_bytes(w, field, s, n);
 }
 
 /* A nested message: its tag and a one-byte length now (pb_open), the
  * length fixed once its content is written (pb_close moves the content when
  * the length needs more bytes). */
-static int pb_open(struct sw_buf *out, unsigned field, size_t *mark)
+static char *pb_open(struct w *w, unsigned field)
 {
-    int err = pb_tag(out, field, WT_LEN);
-    if (!err)
-        err = sw_buf_append(out, "", 1);
-    *mark = out->len;
-    return err;
+    pb_tag(w, field, WT_LEN);
+    PUT(w, "\0");
+    return w->p;
 }
 
-static int pb_close(struct sw_buf *out, size_t mark)
+static void pb_close(struct w *w, char *mark)
 {
-    size_t n = out->len - mark;
+    if (w->over)
+        return;
+    size_t n = (size_t)(w->p - mark);
     if (n < 128) {
-        out->ptr[mark - 1] = (char)n;
-        return SW_OK;
+        mark[-1] = (char)n;
+        return;
     }
     unsigned char b[10];
     size_t k = 0;
     for (uint64_t v = n; v; v >>= 7)
         b[k++] = (unsigned char)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
-    static const char pad[9];
-    int err = sw_buf_append(out, pad, k - 1);
-    if (err)
-        return err;
-    memmove(out->ptr + mark - 1 + k, out->ptr + mark, n);
-    memcpy(out->ptr + mark - 1, b, k);
-    return SW_OK;
+    if (!room(w, k - 1))
+        return;
+    memmove(mark - 1 + k, mark, n);
+    memcpy(mark - 1, b, k);
+    w->p += k - 1;
 }
 
-static int pb_anyvalue(struct sw_buf *out, unsigned field, const struct sw_attr *a)
+static void pb_anyvalue(struct w *w, unsigned field, const struct sw_attr *a)
 {
-    size_t m, m2;
-    int err = pb_open(out, field, &m);
-    if (err)
-        return err;
+    char *m = pb_open(w, field), *m2;
     switch (a->type) {
     case SW_ATTR_STR:
-        err = pb_string(out, 1, a->v.s);
+        pb_string(w, 1, a->v.s);
         break;
     case SW_ATTR_BOOL:
-        err = pb_tag(out, 2, WT_VARINT);
-        if (!err)
-            err = pb_varint(out, a->v.b ? 1 : 0);
+        pb_tag(w, 2, WT_VARINT);
+        pb_varint(w, a->v.b ? 1 : 0);
         break;
     case SW_ATTR_INT:
-        err = pb_tag(out, 3, WT_VARINT);
-        if (!err)
-            err = pb_varint(out, (uint64_t)a->v.i);
+        pb_tag(w, 3, WT_VARINT);
+        pb_varint(w, (uint64_t)a->v.i);
         break;
     case SW_ATTR_DOUBLE: {
         uint64_t bits;
         memcpy(&bits, &a->v.d, sizeof bits);
-        err = pb_fixed64(out, 4, bits);
+        pb_fixed64(w, 4, bits);
         break;
     }
     case SW_ATTR_STRS:
-        err = pb_open(out, 5, &m2);
-        for (size_t i = 0; !err && i < a->n_strs; i++) {
-            struct sw_attr s = {.type = SW_ATTR_STR, .v.s = a->strs[i] ? a->strs[i] : ""};
-            err = pb_anyvalue(out, 1, &s);
+        m2 = pb_open(w, 5);
+        for (size_t i = 0; i < a->n_strs; i++) {
+            struct sw_attr one = {.type = SW_ATTR_STR, .v.s = a->strs[i] ? a->strs[i] : ""};
+            pb_anyvalue(w, 1, &one);
         }
-        if (!err)
-            err = pb_close(out, m2);
+        pb_close(w, m2);
         break;
     }
-    return err ? err : pb_close(out, m);
+    pb_close(w, m);
 }
 
-static int pb_attrs(struct sw_buf *out, unsigned field, const struct sw_attr *a, size_t n)
+static void pb_attrs(struct w *w, unsigned field, const struct sw_attr *a, size_t n)
 {
-    int err = 0;
-    for (size_t i = 0; !err && i < n; i++) {
-        size_t m;
-        err = pb_open(out, field, &m);
-        if (!err)
-            err = pb_string(out, 1, a[i].key);
-        if (!err)
-            err = pb_anyvalue(out, 2, &a[i]);
-        if (!err)
-            err = pb_close(out, m);
+    for (size_t i = 0; i < n; i++) {
+        char *m = pb_open(w, field);
+        pb_string(w, 1, a[i].key);
+        pb_anyvalue(w, 2, &a[i]);
+        pb_close(w, m);
     }
-    return err;
 }
 
-static int pb_uint(struct sw_buf *out, unsigned field, uint64_t v)
+static void pb_uint(struct w *w, unsigned field, uint64_t v)
 {
-    int err = pb_tag(out, field, WT_VARINT);
-    return err ? err : pb_varint(out, v);
+    pb_tag(w, field, WT_VARINT);
+    pb_varint(w, v);
 }
 
-static int pb_span(const struct sw_span *s, struct sw_buf *out)
+static void pb_span(const struct sw_span *s, struct w *w)
 {
-    int err = pb_bytes(out, 1, s->trace_id, SW_TRACE_ID_LEN);
-    if (!err)
-        err = pb_bytes(out, 2, s->span_id, SW_SPAN_ID_LEN);
-    if (!err && s->trace_state && *s->trace_state)
-        err = pb_string(out, 3, s->trace_state);
-    if (!err && s->has_parent)
-        err = pb_bytes(out, 4, s->parent_id, SW_SPAN_ID_LEN);
-    if (!err)
-        err = pb_string(out, 5, s->name ? s->name : "");
-    if (!err)
-        err = pb_uint(out, 6, (uint64_t)s->kind);
-    if (!err)
-        err = pb_fixed64(out, 7, (uint64_t)s->start_ns);
-    if (!err)
-        err = pb_fixed64(out, 8, (uint64_t)s->end_ns);
-    if (!err)
-        err = pb_attrs(out, 9, s->attrs.a, s->attrs.n);
-    if (!err && s->attrs.dropped)
-        err = pb_uint(out, 10, s->attrs.dropped);
-    for (size_t i = 0; !err && i < s->n_events; i++) {
+    pb_bytes(w, 1, s->trace_id, SW_TRACE_ID_LEN);
+    pb_bytes(w, 2, s->span_id, SW_SPAN_ID_LEN);
+    if (s->trace_state && *s->trace_state)
+        pb_string(w, 3, s->trace_state);
+    if (s->has_parent)
+        pb_bytes(w, 4, s->parent_id, SW_SPAN_ID_LEN);
+    pb_string(w, 5, s->name ? s->name : "");
+    pb_uint(w, 6, (uint64_t)s->kind);
+    pb_fixed64(w, 7, (uint64_t)s->start_ns);
+    pb_fixed64(w, 8, (uint64_t)s->end_ns);
+    pb_attrs(w, 9, s->attrs.a, s->attrs.n);
+    if (s->attrs.dropped)
+        pb_uint(w, 10, s->attrs.dropped);
+    for (size_t i = 0; i < s->n_events; i++) {
         const struct sw_span_event *e = &s->events[i];
-        size_t m;
-        err = pb_open(out, 11, &m);
-        if (!err)
-            err = pb_fixed64(out, 1, (uint64_t)e->time_ns);
-        if (!err)
-            err = pb_string(out, 2, e->name ? e->name : "");
-        if (!err)
-            err = pb_attrs(out, 3, e->a, e->n);
-        if (!err && e->dropped)
-            err = pb_uint(out, 4, e->dropped);
-        if (!err)
-            err = pb_close(out, m);
+        char *m = pb_open(w, 11);
+        pb_fixed64(w, 1, (uint64_t)e->time_ns);
+        pb_string(w, 2, e->name ? e->name : "");
+        pb_attrs(w, 3, e->a, e->n);
+        if (e->dropped)
+            pb_uint(w, 4, e->dropped);
+        pb_close(w, m);
     }
-    if (!err && s->dropped_events)
-        err = pb_uint(out, 12, s->dropped_events);
-    size_t m;
-    if (!err)
-        err = pb_open(out, 15, &m);
-    if (!err && s->status == SW_SPAN_ERROR && s->status_msg)
-        err = pb_string(out, 2, s->status_msg);
-    if (!err && s->status)
-        err = pb_uint(out, 3, (uint64_t)s->status);
-    if (!err)
-        err = pb_close(out, m);
-    if (!err)
-        err = pb_fixed32(out, 16, s->flags);
-    return err;
+    if (s->dropped_events)
+        pb_uint(w, 12, s->dropped_events);
+    char *m = pb_open(w, 15);
+    if (s->status == SW_SPAN_ERROR && s->status_msg)
+        pb_string(w, 2, s->status_msg);
+    if (s->status)
+        pb_uint(w, 3, (uint64_t)s->status);
+    pb_close(w, m);
+    pb_fixed32(w, 16, s->flags);
 }
+
+/* The scratch one span is encoded into (the event loop's thread). */
+#define SPAN_SCRATCH (256 * 1024)
+static __thread char span_scratch[SPAN_SCRATCH];
 
 int sw_span_encode(const struct sw_span *s, enum sw_span_encoding enc, struct sw_buf *out)
 {
-    return enc == SW_OTLP_PROTOBUF ? pb_span(s, out) : json_span(s, out);
+    struct w w = {span_scratch, span_scratch + SPAN_SCRATCH, span_scratch, false};
+    if (enc == SW_OTLP_PROTOBUF)
+        pb_span(s, &w);
+    else
+        json_span(s, &w);
+    if (w.over)
+        return SW_ETOOBIG;
+    return sw_buf_append(out, w.start, (size_t)(w.p - w.start));
 }
 
 /* ---- Export request ---- */
 
-static int json_request(const struct sw_attrs *res, const char *scope, const char *version,
-                        const struct sw_str *spans, size_t n, struct sw_buf *out)
+static void json_request(const struct sw_attrs *res, const char *scope, const char *version,
+                         const struct sw_str *spans, size_t n, struct w *w)
 {
-    int err = sw_buf_append_str(out, "{\"resourceSpans\":[{\"resource\":{");
-    if (!err)
-        err = json_attrs(out, res->a, res->n);
-    if (!err)
-        err = sw_buf_append_str(out, "},\"scopeSpans\":[{\"scope\":{\"name\":");
-    if (!err)
-        err = json_str(out, scope);
-    if (!err)
-        err = sw_buf_append_str(out, ",\"version\":");
-    if (!err)
-        err = json_str(out, version);
-    if (!err)
-        err = sw_buf_append_str(out, "},\"spans\":[");
-    for (size_t i = 0; !err && i < n; i++) {
+    PUT(w, "{\"resourceSpans\":[{\"resource\":{");
+    json_attrs(w, res->a, res->n);
+    PUT(w, "},\"scopeSpans\":[{\"scope\":{\"name\":");
+    json_str(w, scope);
+    PUT(w, ",\"version\":");
+    json_str(w, version);
+    PUT(w, "},\"spans\":[");
+    for (size_t i = 0; i < n; i++) {
         if (i)
-            err = sw_buf_append(out, ",", 1);
-        if (!err)
-            err = sw_buf_append(out, spans[i].ptr, spans[i].len);
+            PUT(w, ",");
+        put(w, spans[i].ptr, spans[i].len);
     }
-    return err ? err : sw_buf_append_str(out, "]}]}]}");
+    PUT(w, "]}]}]}");
 }
 
-static int pb_request(const struct sw_attrs *res, const char *scope, const char *version,
-                      const struct sw_str *spans, size_t n, struct sw_buf *out)
+static void pb_request(const struct sw_attrs *res, const char *scope, const char *version,
+                       const struct sw_str *spans, size_t n, struct w *w)
 {
-    size_t rs, r, ss, sc;
-    int err = pb_open(out, 1, &rs); /* ExportTraceServiceRequest.resource_spans */
-    if (!err)
-        err = pb_open(out, 1, &r); /* ResourceSpans.resource */
-    if (!err)
-        err = pb_attrs(out, 1, res->a, res->n);
-    if (!err)
-        err = pb_close(out, r);
-    if (!err)
-        err = pb_open(out, 2, &ss); /* ResourceSpans.scope_spans */
-    if (!err)
-        err = pb_open(out, 1, &sc); /* ScopeSpans.scope */
-    if (!err)
-        err = pb_string(out, 1, scope);
-    if (!err)
-        err = pb_string(out, 2, version);
-    if (!err)
-        err = pb_close(out, sc);
-    for (size_t i = 0; !err && i < n; i++)
-        err = pb_bytes(out, 2, spans[i].ptr, spans[i].len); /* ScopeSpans.spans */
-    if (!err)
-        err = pb_close(out, ss);
-    return err ? err : pb_close(out, rs);
+    char *rs = pb_open(w, 1); /* ExportTraceServiceRequest.resource_spans */
+    char *r = pb_open(w, 1);  /* ResourceSpans.resource */
+    pb_attrs(w, 1, res->a, res->n);
+    pb_close(w, r);
+    char *ss = pb_open(w, 2); /* ResourceSpans.scope_spans */
+    char *sc = pb_open(w, 1); /* ScopeSpans.scope */
+    pb_string(w, 1, scope);
+    pb_string(w, 2, version);
+    pb_close(w, sc);
+    for (size_t i = 0; i < n; i++)
+        pb_bytes(w, 2, spans[i].ptr, spans[i].len); /* ScopeSpans.spans */
+    pb_close(w, ss);
+    pb_close(w, rs);
 }
 
 int sw_otlp_request(const struct sw_attrs *resource, const char *scope_name,
                     const char *scope_version, const struct sw_str *spans, size_t n,
                     enum sw_span_encoding enc, struct sw_buf *out)
 {
-    return enc == SW_OTLP_PROTOBUF
-               ? pb_request(resource, scope_name, scope_version, spans, n, out)
-               : json_request(resource, scope_name, scope_version, spans, n, out);
+    /* room: the spans, their framing (at most 16 bytes each), and the
+     * resource and scope, every string at its longest escaped; written in
+     * place at the end of out */
+    size_t cap = 4096 + (resource->n + 2) * (2 * SW_JSON_ESCAPED_MAX(SW_SPAN_MAX_STR) + 64);
+    for (size_t i = 0; i < n; i++)
+        cap += spans[i].len + 16;
+    if (cap > out->max - out->len)
+        cap = out->max - out->len;
+    int err = sw_buf_reserve(out, cap);
+    if (err)
+        return err;
+    char *buf = out->ptr + out->len;
+    struct w w = {buf, buf + cap, buf, false};
+    if (enc == SW_OTLP_PROTOBUF)
+        pb_request(resource, scope_name, scope_version, spans, n, &w);
+    else
+        json_request(resource, scope_name, scope_version, spans, n, &w);
+    if (w.over) {
+        out->ptr[out->len] = '\0';
+        return SW_ETOOBIG;
+    }
+    out->len += (size_t)(w.p - buf);
+    out->ptr[out->len] = '\0';
+    return SW_OK;
 }

@@ -10,6 +10,21 @@
 #include "upstream/dialect.h"
 #include "upstream/otlp.h"
 
+/* ---- Strings (bounded copies, no formatting on the request's path) ---- */
+
+/* a[0..an) then b, cut to cap - 1 bytes, NUL-terminated. */
+static void cat(char *out, size_t cap, const char *a, size_t an, const char *b)
+{
+    size_t bn = strlen(b);
+    if (an > cap - 1)
+        an = cap - 1;
+    if (bn > cap - 1 - an)
+        bn = cap - 1 - an;
+    memcpy(out, a, an);
+    memcpy(out + an, b, bn);
+    out[an + bn] = '\0';
+}
+
 /* ---- Context ---- */
 
 /* The client's tracestate headers joined with ",", bounded. */
@@ -66,7 +81,7 @@ void sw_relay_trace_start(struct proxy *p)
     sw_otlp_random(o, t->span_id, sizeof t->span_id);
     sw_trace_hex(t->trace_id, sizeof t->trace_id, t->trace_hex);
     t->method = sw_http_method_name(p->req);
-    snprintf(t->path, sizeof t->path, "%s", sw_http_path(p->req));
+    cat(t->path, sizeof t->path, "", 0, sw_http_path(p->req));
     sw_http_add_header(p->req, "X-Trace-Id", t->trace_hex);
 }
 
@@ -83,11 +98,19 @@ int sw_relay_trace_headers(const struct proxy *p, struct sw_buf *hdrs)
     /* no span id: the exporter went away (a reload) before this attempt */
     if (!t->on || sw_trace_id_zero(p->a.span_id, sizeof p->a.span_id))
         return 0;
-    char tp[SW_TRACEPARENT_LEN + 1];
+    char tp[SW_TRACEPARENT_LEN + 3];
     sw_traceparent_format(t->trace_id, p->a.span_id, t->sampled ? SW_TRACE_FLAG_SAMPLED : 0, tp);
-    int err = sw_buf_appendf(hdrs, "traceparent: %s\r\n", tp);
-    if (!err && t->state[0])
-        err = sw_buf_appendf(hdrs, "tracestate: %s\r\n", t->state);
+    memcpy(tp + SW_TRACEPARENT_LEN, "\r\n", 2);
+    int err = sw_buf_append(hdrs, "traceparent: ", 13);
+    if (!err)
+        err = sw_buf_append(hdrs, tp, SW_TRACEPARENT_LEN + 2);
+    if (!err && t->state[0]) {
+        err = sw_buf_append(hdrs, "tracestate: ", 12);
+        if (!err)
+            err = sw_buf_append_str(hdrs, t->state);
+        if (!err)
+            err = sw_buf_append(hdrs, "\r\n", 2);
+    }
     return err;
 }
 
@@ -132,19 +155,29 @@ static void note_finish(struct sw_relay_trace *t, const char *v, size_t n)
             if (!strcmp(t->finish[i], *f))
                 return;
         if (t->n_finish < SW_RELAY_TRACE_FINISH)
-            snprintf(t->finish[t->n_finish++], sizeof t->finish[0], "%s", *f);
+            cat(t->finish[t->n_finish++], sizeof t->finish[0], "", 0, *f);
         return;
     }
 }
 
-/* A key as JSON writes it ("finish_reason":) can only be a key: inside a
- * JSON string its quotes would be escaped. */
-static void scan_key(struct sw_relay_trace *t, const char *s, size_t len, const char *key)
+/* A key as JSON writes it ("finish_reason": or "stop_reason":) can only be
+ * a key: inside a JSON string its quotes would be escaped. One pass looks
+ * for what both end with. */
+void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len)
 {
-    size_t kl = strlen(key);
-    const char *end = s + len;
-    for (const char *at = memmem(s, len, key, kl); at; at = memmem(at, (size_t)(end - at), key, kl)) {
-        at += kl;
+    struct sw_relay_trace *t = &p->x.trace;
+    if (!t->sampled || t->n_finish >= SW_RELAY_TRACE_FINISH)
+        return;
+    static const char tail[] = "_reason\"";
+    const size_t tl = sizeof tail - 1;
+    const char *end = bytes + len;
+    for (const char *at = memmem(bytes, len, tail, tl); at;
+         at = memmem(at, (size_t)(end - at), tail, tl)) {
+        const char *k = at;
+        at += tl;
+        if (!((k - bytes >= 7 && !memcmp(k - 7, "\"finish", 7)) ||
+              (k - bytes >= 5 && !memcmp(k - 5, "\"stop", 5))))
+            continue;
         const char *v = at;
         while (v < end && (*v == ' ' || *v == '\t'))
             v++;
@@ -155,18 +188,11 @@ static void scan_key(struct sw_relay_trace *t, const char *s, size_t len, const 
             v++;
         if (v >= end || *v != '"')
             continue;
-        const char *q = memchr(v + 1, '"', (size_t)(end - v - 1) < 24 ? (size_t)(end - v - 1) : 24);
+        size_t room = (size_t)(end - v - 1) < 24 ? (size_t)(end - v - 1) : 24;
+        const char *q = memchr(v + 1, '"', room);
         if (q)
             note_finish(t, v + 1, (size_t)(q - v - 1));
     }
-}
-
-void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len)
-{
-    if (!p->x.trace.sampled || p->x.trace.n_finish >= SW_RELAY_TRACE_FINISH)
-        return;
-    scan_key(&p->x.trace, bytes, len, "\"finish_reason\"");
-    scan_key(&p->x.trace, bytes, len, "\"stop_reason\"");
 }
 
 /* ---- Spans ---- */
@@ -189,10 +215,10 @@ static void url_host_port(const char *url, char *host, size_t cap, long *port)
         if (rb && rb + 1 < h + n && rb[1] == ':')
             colon = rb + 1;
         size_t hn = rb ? (size_t)(rb - h - 1) : n;
-        snprintf(host, cap, "%.*s", (int)hn, h + 1);
+        cat(host, cap, h + 1, hn, "");
     } else {
         colon = memchr(h, ':', n);
-        snprintf(host, cap, "%.*s", (int)(colon ? (size_t)(colon - h) : n), h);
+        cat(host, cap, h, colon ? (size_t)(colon - h) : n, "");
     }
     *port = tls ? 443 : 80;
     if (colon) {
@@ -246,7 +272,9 @@ static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, con
     for (size_t b = 0; b < p->cfg->n_backends && !be; b++)
         if (p->cfg->backends[b].name == la->backend)
             be = &p->cfg->backends[b];
-    snprintf(name, name_cap, "%s %s", op, be ? be->model : "");
+    char opsp[16];
+    cat(opsp, sizeof opsp, op, strlen(op), " ");
+    cat(name, name_cap, opsp, strlen(opsp), be ? be->model : "");
     base_span(p, s, name, SW_SPAN_CLIENT);
     memcpy(s->span_id, ta->span_id, sizeof s->span_id);
     memcpy(s->parent_id, p->x.trace.span_id, sizeof s->parent_id);
@@ -318,7 +346,9 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
         attempt_span(p, &s, i, op, name, sizeof name);
         sw_otlp_submit(o, &s);
     }
-    snprintf(name, sizeof name, "%s %s", op, p->model->name);
+    char opsp[16];
+    cat(opsp, sizeof opsp, op, strlen(op), " ");
+    cat(name, sizeof name, opsp, strlen(opsp), p->model->name);
     base_span(p, &s, name, SW_SPAN_SERVER);
     memcpy(s.span_id, t->span_id, sizeof s.span_id);
     memcpy(s.parent_id, t->parent_id, sizeof s.parent_id);
@@ -375,7 +405,7 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
     sw_attrs_double(as, "spillway.cost_usd", e->cost_usd);
     char keys[SW_DECLOG_MAX_PII_TYPES][64];
     for (size_t i = 0; i < e->n_pii && i < SW_DECLOG_MAX_PII_TYPES; i++) {
-        snprintf(keys[i], sizeof keys[i], "spillway.pii.%s", e->pii[i].type);
+        cat(keys[i], sizeof keys[i], "spillway.pii.", 13, e->pii[i].type);
         sw_attrs_int(as, keys[i], (int64_t)e->pii[i].n);
     }
     sw_attrs_str(as, "spillway.pii_outcome", e->pii_outcome);

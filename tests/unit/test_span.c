@@ -157,6 +157,19 @@ static void test_bounds(void **state)
         json_string_value(json_object_get(attr(json_object_get(j, "attributes"), "bad"), "stringValue")),
         "a?b\n");
     json_decref(j);
+    /* the eight-byte scan hands every byte that needs care to the escaper,
+     * wherever it falls in a word */
+    static const char *const tricky[] = {"01234567\"x", "0123456789\\abcdef", "abcdefg\x01h",
+                                         "abcdefgh\x7f", "abcdefghijklmno\t", "\"", "x\xc3\xa9yyyyyyyy"};
+    static const char *const want[] = {"01234567\"x", "0123456789\\abcdef", "abcdefg\x01h",
+                                       "abcdefgh\x7f", "abcdefghijklmno\t", "\"", "x\xc3\xa9yyyyyyyy"};
+    for (size_t i = 0; i < sizeof tricky / sizeof tricky[0]; i++) {
+        memset(&sp, 0, sizeof sp);
+        sp.name = tricky[i];
+        j = encode_json(&sp);
+        assert_string_equal(json_string_value(json_object_get(j, "name")), want[i]);
+        json_decref(j);
+    }
 }
 
 /* ---- A reader of the protobuf wire format ---- */
