@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -27,6 +28,7 @@
 #include "upstream/curlev.h"
 #include "upstream/dialect.h"
 #include "upstream/health.h"
+#include "upstream/otlp.h"
 #include "upstream/startcheck.h"
 
 /* The PII engine of a config: the built-in types plus pii.custom. NULL (and
@@ -189,6 +191,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
  * references); backend state (breakers, queues, learned rates) carries over
  * by name. */
 static int do_reload(struct daemon *d, char *msg, size_t cap);
+static bool open_traces(struct daemon *d, const struct sw_config *cfg);
 
 static int reload(void *ud, char *msg, size_t cap)
 {
@@ -266,6 +269,7 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
     d->live = live;
     d->cfg = cfg;
     d->drain_timeout_ms = cfg->limits.drain_timeout_ms;
+    open_traces(d, cfg);
     sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"ok"}, 1);
     sw_info("reloaded %s: %zu model(s) on %zu backend(s)", d->config_path, cfg->n_models,
             cfg->n_backends);
@@ -407,6 +411,48 @@ static bool open_obs(struct daemon *d)
     return true;
 }
 
+/* The trace exporter when telemetry.otlp is set (upstream/otlp.h): its
+ * service.instance.id is a random UUID of this process; on a shared Redis
+ * the replica's id goes with it. On reload the exporter takes the new
+ * settings (queue_max at the next start), or stops when the key is gone. */
+static bool open_traces(struct daemon *d, const struct sw_config *cfg)
+{
+    if (!cfg->otlp.endpoint) {
+        sw_otlp_free(d->obs.otlp);
+        d->obs.otlp = NULL;
+        return true;
+    }
+    if (d->obs.otlp) {
+        if (sw_otlp_configure(d->obs.otlp, &cfg->otlp)) {
+            sw_error("traces: out of memory applying telemetry.otlp");
+            return false;
+        }
+        return true;
+    }
+    uint8_t u[16];
+    char id[40];
+    for (size_t got = 0; got < sizeof u;) {
+        ssize_t r = getrandom(u + got, sizeof u - got, 0);
+        if (r > 0)
+            got += (size_t)r;
+    }
+    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* UUID version 4, RFC 9562 variant */
+    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+    snprintf(id, sizeof id, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+             u[13], u[14], u[15]);
+    d->obs.otlp = sw_otlp_new(d->base, d->cev, &cfg->otlp, id,
+                              d->rstate ? sw_rstate_replica(d->rstate) : NULL);
+    if (!d->obs.otlp) {
+        sw_error("traces: cannot start the OTLP exporter (out of memory)");
+        return false;
+    }
+    sw_info("traces: exporting to %s over OTLP/HTTP (%s), sample ratio %g", cfg->otlp.endpoint,
+            cfg->otlp.protocol == SW_OTLP_HTTP_PROTOBUF ? "http/protobuf" : "http/json",
+            cfg->otlp.sample_ratio);
+    return true;
+}
+
 /* SIGTERM/SIGINT (drain), SIGHUP (reload), the drain timer and the config
  * file watch (once a second). */
 static bool arm_events(struct daemon *d)
@@ -450,6 +496,8 @@ static void close_daemon(struct daemon *d)
     sw_metrics_free(d->obs.metrics);
     sw_declog_close(d->obs.log); /* writes what is still batched */
     sw_access_close(d->obs.access);
+    sw_otlp_free(d->obs.otlp);
+    d->obs.otlp = NULL;
     if (d->declog_flush)
         event_free(d->declog_flush);
     sw_declog_ring_free(d->obs.ring);
@@ -479,7 +527,7 @@ int sw_daemon_run(const char *config_path)
         return 1;
     }
     sw_pii_engine_set_cache(pii, d.pii_cache);
-    if (!open_state(&d, &pii) || !open_obs(&d))
+    if (!open_state(&d, &pii) || !open_obs(&d) || !open_traces(&d, cfg))
         goto out;
     d.front = sw_front_new(d.base, cfg, d.cev, d.live, &d.obs);
     if (!d.front)

@@ -33,6 +33,11 @@ static int reserve(struct sw_buf *b, size_t extra)
     return SW_OK;
 }
 
+int sw_buf_reserve(struct sw_buf *b, size_t extra)
+{
+    return reserve(b, extra);
+}
+
 int sw_buf_append(struct sw_buf *b, const void *data, size_t len)
 {
     int err = reserve(b, len);

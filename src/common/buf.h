@@ -25,6 +25,10 @@ struct sw_str {
 void sw_buf_init(struct sw_buf *b, size_t max);
 /* Appends len bytes; SW_ETOOBIG past max, SW_ENOMEM on allocation failure. */
 int sw_buf_append(struct sw_buf *b, const void *data, size_t len);
+/* Makes room for extra more bytes (and the NUL) without appending: a writer
+ * may then fill b->ptr + b->len up to extra bytes and add to b->len.
+ * SW_OK, SW_ETOOBIG (past max) or SW_ENOMEM. */
+int sw_buf_reserve(struct sw_buf *b, size_t extra);
 /* The digits of v in base 10 or 16 (lower case), zero-padded to min_digits
  * (at most 20), into out (at least 21 bytes, not NUL-terminated); returns
  * how many. No printf: it runs on the hot path. */

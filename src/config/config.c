@@ -1398,6 +1398,94 @@ static const struct sw_walk_setting access_settings[] = {
 static const struct sw_walk_section access_section = {
     access_settings, sizeof(access_settings) / sizeof(access_settings[0]), 0, NULL};
 
+/* telemetry.otlp.headers: a mapping of header names to values (a
+ * collector's API key: from ${ENV}, a value is never shown in messages). */
+static void parse_otlp_headers(struct sw_walk *w, const struct sw_walk_setting *s,
+                               const yaml_node_t *node, void *base, const char *path)
+{
+    struct sw_config_otlp *o = (struct sw_config_otlp *)((char *)base + s->off);
+    if (node->type != YAML_MAPPING_NODE) {
+        char got[SHOW];
+        sw_walk_describe(w, node, got, sizeof(got));
+        sw_walk_error(w, node, path, "expected a mapping of header names to values, got %s", got);
+        return;
+    }
+    static const struct sw_walk_setting name_setting = {.key = "header", .type = SW_WALK_NAME};
+    /* a value may hold spaces ("Bearer ..."), never a control character */
+    static const struct sw_walk_setting value_setting = {.key = "value", .type = SW_WALK_TEXT};
+    for (yaml_node_pair_t *pr = node->data.mapping.pairs.start; pr < node->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(w->doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(w->doc, pr->value);
+        char *name = NULL, *value = NULL;
+        if (sw_walk_string(w, &name_setting, k, path, &name))
+            continue;
+        char ipath[SW_WALK_MAX_PATH];
+        sw_walk_path_key(ipath, sizeof(ipath), path, name);
+        if (sw_walk_string(w, &value_setting, v, ipath, &value)) {
+            free(name);
+            continue;
+        }
+        if (o->n_headers == SW_CONFIG_OTLP_MAX_HEADERS) {
+            sw_walk_error(w, k, ipath, "too many headers (at most %d)", SW_CONFIG_OTLP_MAX_HEADERS);
+            free(name);
+            free(value);
+            continue;
+        }
+        o->header_name[o->n_headers] = name;
+        o->header_value[o->n_headers++] = value;
+    }
+}
+
+#define OT(f) offsetof(struct sw_config_otlp, f)
+static const char *const otlp_protocol_names[] = {"http/json", "http/protobuf", NULL};
+static const struct sw_walk_setting otlp_batch_settings[] = {
+    {.key = "max_spans", .type = SW_WALK_LONG, .off = OT(batch_max_spans) - OT(batch_max_spans),
+     .min = 1, .max = 8192, .def = 512},
+    {.key = "interval_ms", .type = SW_WALK_LONG,
+     .off = OT(batch_interval_ms) - OT(batch_max_spans), .min = 1, .max = 60000, .def = 1000},
+};
+static const struct sw_walk_section otlp_batch_section = {
+    otlp_batch_settings, sizeof(otlp_batch_settings) / sizeof(otlp_batch_settings[0]), 0, NULL};
+static const struct sw_walk_setting otlp_settings[] = {
+    {.key = "endpoint", .type = SW_WALK_CUSTOM, .off = OT(endpoint), .required = true,
+     .parse = parse_url, .hint = "the collector's URL, e.g. \"http://127.0.0.1:4318\""},
+    {.key = "protocol", .type = SW_WALK_ENUM, .off = OT(protocol), .names = otlp_protocol_names,
+     .def = SW_OTLP_HTTP_JSON, .hint = "http/json or http/protobuf"},
+    {.key = "headers", .type = SW_WALK_CUSTOM, .off = 0, .parse = parse_otlp_headers,
+     .hint = "a mapping of header names to values"},
+    {.key = "timeout_ms", .type = SW_WALK_LONG, .off = OT(timeout_ms), .min = 1, .max = 60000,
+     .def = 5000},
+    {.key = "sample_ratio", .type = SW_WALK_DOUBLE, .off = OT(sample_ratio), .dmin = 0,
+     .dmax = 1, .ddef = 1.0},
+    {.key = "batch", .type = SW_WALK_MAP, .off = OT(batch_max_spans), .sub = &otlp_batch_section},
+    {.key = "queue_max", .type = SW_WALK_LONG, .off = OT(queue_max), .min = 1, .max = 1000000,
+     .def = 4096},
+    {.key = "service_name", .type = SW_WALK_NAME, .off = OT(service_name),
+     .hint = "the resource's service.name, default spillway"},
+    {.key = "ca_file", .type = SW_WALK_TEXT, .off = OT(ca_file),
+     .hint = "a PEM CA bundle for an https endpoint"},
+};
+static void check_otlp(struct sw_walk *w, void *base, const yaml_node_t *map,
+                       const yaml_node_t *const *vals, const char *path, size_t index)
+{
+    (void)w;
+    (void)map;
+    (void)vals;
+    (void)path;
+    (void)index;
+    struct sw_config_otlp *o = base;
+    if (!o->service_name)
+        o->service_name = strdup("spillway");
+}
+static const struct sw_walk_section otlp_section = {
+    otlp_settings, sizeof(otlp_settings) / sizeof(otlp_settings[0]), 0, check_otlp};
+static const struct sw_walk_setting telemetry_settings[] = {
+    {.key = "otlp", .type = SW_WALK_MAP, .off = 0, .sub = &otlp_section},
+};
+static const struct sw_walk_section telemetry_section = {
+    telemetry_settings, sizeof(telemetry_settings) / sizeof(telemetry_settings[0]), 0, NULL};
+
 static const struct sw_walk_section responses_section = {
     responses_settings, sizeof(responses_settings) / sizeof(responses_settings[0]), 0, NULL};
 
@@ -1495,6 +1583,7 @@ static const struct sw_walk_setting top_settings[] = {
     {.key = "decision_log", .type = SW_WALK_TEXT, .off = CFG(decision_log),
      .hint = "a file path, or \"-\" for standard output"},
     {.key = "access_log", .type = SW_WALK_MAP, .off = CFG(access_log), .sub = &access_section},
+    {.key = "telemetry", .type = SW_WALK_MAP, .off = CFG(otlp), .sub = &telemetry_section},
     {.key = "plan", .type = SW_WALK_MAP, .off = CFG(plan), .sub = &plan_section},
 };
 static const struct sw_walk_section top_section = {
@@ -1776,6 +1865,13 @@ void sw_config_unref(struct sw_config *cfg)
     free(cfg->admin_key);
     free(cfg->decision_log);
     free(cfg->access_log.path);
+    free(cfg->otlp.endpoint);
+    free(cfg->otlp.service_name);
+    free(cfg->otlp.ca_file);
+    for (size_t i = 0; i < cfg->otlp.n_headers; i++) {
+        free(cfg->otlp.header_name[i]);
+        free(cfg->otlp.header_value[i]);
+    }
     free(cfg->state.redis);
     free(cfg->state.key_prefix);
     free(cfg->state.tls.ca_file);

@@ -295,6 +295,25 @@ struct sw_config_listen_hosts {
     long port[SW_CONFIG_MAX_LISTEN_HOSTS];      /* -1: any port */
 };
 
+/* telemetry.otlp: traces exported over OTLP/HTTP (upstream/otlp.h,
+ * docs/configuration.md); endpoint NULL: tracing off (the default). */
+#define SW_CONFIG_OTLP_MAX_HEADERS 16
+enum sw_otlp_protocol { SW_OTLP_HTTP_JSON, SW_OTLP_HTTP_PROTOBUF };
+struct sw_config_otlp {
+    char *endpoint;             /* http(s)://host:port[/path]; no path: /v1/traces */
+    int protocol;               /* enum sw_otlp_protocol, default http/json */
+    char *header_name[SW_CONFIG_OTLP_MAX_HEADERS];  /* headers: sent with every export */
+    char *header_value[SW_CONFIG_OTLP_MAX_HEADERS]; /* (from ${ENV}: never shown) */
+    size_t n_headers;
+    long timeout_ms;            /* one export request, default 5000 */
+    double sample_ratio;        /* traces without a parent kept, default 1.0 */
+    long batch_max_spans;       /* batch.max_spans: spans per export, default 512 */
+    long batch_interval_ms;     /* batch.interval_ms: longest a span waits, default 1000 */
+    long queue_max;             /* spans held at most; more are dropped, default 4096 */
+    char *service_name;         /* resource service.name, default "spillway" */
+    char *ca_file;              /* PEM CA bundle for https; NULL: the system store */
+};
+
 struct sw_config {
     int refcount;
     char *path;                 /* the file it came from */
@@ -315,6 +334,7 @@ struct sw_config {
         char *path;             /* a file, "-" (stdout) or "stderr" */
         int format;             /* enum sw_access_format: 0 json (default), 1 combined */
     } access_log;
+    struct sw_config_otlp otlp; /* telemetry.otlp */
     struct sw_config_backend *backends;
     size_t n_backends;
     struct sw_config_model *models;

@@ -20,6 +20,7 @@
 #include "pii/cache.h"
 #include "state/store.h"
 #include "relay/reply.h"
+#include "upstream/otlp.h"
 
 /* ---- Metrics and the dashboard ---- */
 
@@ -111,6 +112,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
             .evicted = rs.evicted, .expired = rs.expired, .refused = rs.refused};
         err = sw_obs_render_resp_store(&b, &r);
     }
+    if (!err && f->obs->otlp)
+        err = sw_otlp_render_metrics(f->obs->otlp, &b);
     if (err) {
         sw_buf_free(&b);
         sw_reply_error(req, 500, "server_error", NULL, NULL, "metrics: %s", sw_err_str(err));

@@ -487,6 +487,8 @@ static int format(struct line *l, const struct sw_declog_entry *e)
         TRY(room(l, 1));
         PUT_LIT(l, "]");
     }
+    if (e->trace_id)
+        TRY(STR(l, "trace_id", e->trace_id));
     TRY(room(l, 1));
     PUT_LIT(l, "}");
     return l->len <= SW_DECLOG_MAX_LINE ? SW_OK : SW_ETOOBIG;

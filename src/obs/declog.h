@@ -94,6 +94,8 @@ struct sw_declog_entry {
     const char *const *dropped; /* names of the request fields left out for the backend that
                                    served (translation.unsupported: drop), a closed set */
     size_t n_dropped;           /* 0: the field is left out */
+    const char *trace_id;       /* the request's trace (32 hex digits, telemetry.otlp); NULL:
+                                   tracing off (the field is left out) */
 };
 
 /* The entry as one JSON object without a trailing newline, fields in the

@@ -26,6 +26,8 @@
 #include "obs/metrics.h"
 #include "pii/pii.h"
 
+struct sw_otlp;
+
 /* Where the daemon's observations go: owned by the daemon, shared by the
  * front and the relay. */
 struct sw_obs_sinks {
@@ -34,6 +36,7 @@ struct sw_obs_sinks {
     struct sw_declog_ring *ring;        /* the latest decisions, for /admin/decisions */
     struct sw_spill spill;              /* the spill ratio window */
     struct sw_access *access;           /* the access log; NULL: off */
+    struct sw_otlp *otlp;               /* the trace exporter (upstream/otlp.h); NULL: off */
 };
 
 /* The account step of one finished request: counts it (sw_obs_account) and

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "dialect/anth_req.h"
 #include "obs/obs.h"
+#include "relay/trace.h"
 #include "upstream/dialect.h"
 
 /* The names of the field classes in bits, in class order. */
@@ -87,6 +88,7 @@ void sw_relay_record(const struct proxy *p)
                        : be && be->tier == SW_TIER_CLOUD ? "masked_cloud"
                        : be                              ? "kept_local"
                                                          : NULL,
+        .trace_id = p->x.trace.on ? p->x.trace.trace_hex : NULL,
     };
     /* Spilled: served by the cloud although the model has a local backend
      * (the model's backends are looked at only when a cloud served). */
@@ -95,4 +97,5 @@ void sw_relay_record(const struct proxy *p)
          i++)
         spilled = p->cfg->backends[p->model->backends[i]].tier == SW_TIER_LOCAL;
     sw_obs_record(obs, &e, spilled, now / 1000);
+    sw_relay_trace_end(p, &e, now);
 }

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/err.h"
+#include "relay/trace.h"
 
 /* Pause the upstream while this much is waiting to be written to the client. */
 #define CLIENT_PENDING_MAX (1024 * 1024)
@@ -108,6 +109,7 @@ size_t sw_relay_on_data(void *ud, const char *bytes, size_t len)
     struct proxy *p = ud;
     if (p->client_gone)
         return 0;
+    sw_relay_trace_scan(p, bytes, len);
     if (p->up.status < 200 || p->up.status > 299) {
         /* Keep what fits of the error body; it is passed through or logged. */
         size_t room = p->resp.max - p->resp.len;

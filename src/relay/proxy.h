@@ -25,6 +25,7 @@
 #include "relay/st_dialect.h"
 #include "relay/st_pii.h"
 #include "relay/stage.h"
+#include "relay/trace_state.h"
 #include "state/claim.h"
 #include "state/store.h"
 #include "state/tenant.h"
@@ -62,6 +63,11 @@ struct sw_relay_attempt {
     struct sw_stage stages[SW_RELAY_STAGES_MAX];
     size_t n_stages;
     struct sw_stage_io io;          /* the stages' input and output */
+    /* for its span (relay/trace.h) */
+    uint8_t span_id[SW_SPAN_ID_LEN];
+    int64_t claim_ms;               /* planned: its claim was asked */
+    double est_ttft_ms;             /* the router's estimate for it */
+    int breaker;                    /* its breaker's state when planned */
 };
 
 /* Written in full before they are read, so a proxy is not zeroed over them
@@ -71,6 +77,8 @@ struct proxy_scratch {
     struct sw_dialect_stream us;    /* the attempt's upstream stream (sw_dialect_stage_attempt) */
     struct sw_dialect_client cs;    /* the client's stream (the same, before the first byte) */
     struct sw_request_error rerr;   /* why a backend's API cannot carry the request */
+    struct sw_relay_trace trace;    /* its trace context and what its spans tell (set up by
+                                       sw_relay_trace_start) */
 };
 
 struct proxy {

@@ -23,6 +23,7 @@
 #include "relay/stages.h"
 #include "relay/tenancy.h"
 #include "relay/proxy.h"
+#include "relay/trace.h"
 #include "relay/reply.h"
 #include "relay/wait.h"
 #include "request/prefix.h"
@@ -168,6 +169,7 @@ static void attempt_end(struct proxy *p, enum outcome o, int http_status, int tr
                    : http_status   ? "status"
                                    : NULL;
         l->ttft_ms = ttft;
+        sw_relay_trace_attempt_end(p, p->n_att - 1, now);
     }
     long in = a->usage.in ? a->usage.in : p->chat.prompt_tokens_est;
     long out = a->usage.out ? a->usage.out : a->usage.chunks;
@@ -271,6 +273,11 @@ static void skip(struct proxy *p, const char *what)
 /* Records why the current attempt failed and moves on to the next backend. */
 static void attempt_failed(struct proxy *p, const char *what, int http_status, int transport_err)
 {
+    sw_relay_trace_event(p, "failover", sw_relay_backend(p)->name,
+                         p->a.end_class ? p->a.end_class
+                         : transport_err ? sw_err_str(transport_err)
+                                         : "status",
+                         -1);
     p->other_failure = true;
     note_failure(p, what);
     sw_warn("request %s: attempt on %s failed: %s", p->id, sw_relay_backend(p)->name, what);
@@ -298,6 +305,8 @@ static void stage_failed(struct proxy *p, const struct sw_stage_verdict *v)
         /* the backend answered and did not fail: the other tier is asked */
         note_failure(p, v->msg);
         p->a.end_class = v->end_class;
+        sw_relay_trace_event(p, "failover", sw_relay_backend(p)->name,
+                             v->end_class ? v->end_class : "stage", -1);
         attempt_end(p, OUTCOME_NEUTRAL, v->status, 0);
         sw_upstream_cleanup(&p->up);
         sw_buf_free(&p->resp);
@@ -500,6 +509,8 @@ static void on_ttft_timer(evutil_socket_t fd, short what, void *arg)
     sw_upstream_abort(&p->up);
     p->any_timeout = true;
     p->a.end_class = "ttft_abandoned";
+    sw_relay_trace_event(p, "ttft_abandon", sw_relay_backend(p)->name, "ttft_abandoned",
+                         p->a.ttft_abandon_ms);
     attempt_failed(p, what_s, 0, SW_ETIMEOUT);
 }
 
@@ -627,7 +638,8 @@ static void send_attempt(struct proxy *p)
     }
     struct sw_buf hdrs;
     sw_buf_init(&hdrs, 64 * 1024);
-    if (dops->headers(be, a->up_dialect == p->client_dialect ? &ch : NULL, &hdrs)) {
+    if (dops->headers(be, a->up_dialect == p->client_dialect ? &ch : NULL, &hdrs) ||
+        sw_relay_trace_headers(p, &hdrs)) {
         sw_buf_free(&hdrs);
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
@@ -820,6 +832,8 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
     if (sw_relay_leave_queue(p->live, p->model, &p->facts, &p->prefix, &p->claim, p->a.be,
                              p->start_ms, now,
                              QUEUE_CHECK_US / 1000.0, p->id, sw_relay_backend(p)->name, &k)) {
+        sw_relay_trace_event(p, "queue_leave", sw_relay_backend(p)->name, NULL,
+                             (long)(now - p->a.claim_ms));
         attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
         p->overflowed = true;
         p->left_queue |= 1u << k;
@@ -850,6 +864,10 @@ static void try_attempt(struct proxy *p)
     struct sw_live *live = p->live;
     const struct sw_config_backend *be = sw_relay_backend(p);
     int64_t now = sw_now_ms();
+    p->a.claim_ms = now;
+    p->a.est_ttft_ms = pa->backend < p->plan.n_backends ? p->plan.est_ttft_ms[pa->backend] : -1;
+    p->a.breaker = pa->backend < p->x.snap.view.n ? (int)p->x.snap.view.backends[pa->backend].breaker : 0;
+    sw_relay_trace_attempt(p);
     p->a.need_mask = be->tier == SW_TIER_CLOUD &&
                      (pa->masked || (p->pii.policy == SW_PII_POLICY_MASK && p->pii.counts.total > 0));
     if (p->a.need_mask && !live->pii) {
@@ -1001,6 +1019,7 @@ void sw_relay_start(const struct sw_relay_request *r)
     ask_for_usage(p);
     p->splice.client_wants_usage = p->dialect.client_wants_usage = p->client_wants_usage;
     sw_http_on_gone(req, on_client_gone, p);
+    sw_relay_trace_start(p);
     p->key = r->key;
     if (p->key) {
         /* the tpm cost: the prompt estimate and max_tokens, as the providers count */

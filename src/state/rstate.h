@@ -68,7 +68,8 @@ int sw_rstate_eval(struct sw_rstate *rs, const char *script, char sha[41],
 typedef void (*sw_rstate_announced_fn)(void *ud, const char *msg);
 void sw_rstate_hook(struct sw_rstate *rs, sw_rstate_announced_fn announced,
                     void (*sync)(void *ud), void *ud);
-/* state.key_prefix; this replica's id; how long a reservation lives (ms). */
+/* state.key_prefix; this replica's id (random and pid, fixed for the
+ * process's life); how long a reservation lives (ms). */
 const char *sw_rstate_prefix(const struct sw_rstate *rs);
 const char *sw_rstate_replica(const struct sw_rstate *rs);
 long sw_rstate_resv_ttl_ms(const struct sw_rstate *rs);

@@ -648,10 +648,10 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:1:1: backends: required key is missing (a list of backends, each with name, tier, url and model)",
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
-     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, plan)",
+     {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, telemetry, plan)",
       "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
       "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
-      "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, plan)"}},
+      "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, telemetry, plan)"}},
     {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
      "backends:\n"
      "  - { name: edge, tier: local, url: \"http://h:1\", model: m, region: eu-west }\n"
@@ -1020,6 +1020,67 @@ static void test_aliases(void **state)
     sw_config_unref(cfg);
 }
 
+/* telemetry.otlp: off by default; defaults; the headers mapping (values
+ * never shown); bounds. */
+static void test_telemetry_keys(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = parse_ok(BACKENDS MODELS);
+    assert_null(cfg->otlp.endpoint);
+    sw_config_unref(cfg);
+    cfg = parse_ok(BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"http://127.0.0.1:4318/\" }\n");
+    assert_string_equal(cfg->otlp.endpoint, "http://127.0.0.1:4318");
+    assert_int_equal(cfg->otlp.protocol, SW_OTLP_HTTP_JSON);
+    assert_int_equal(cfg->otlp.timeout_ms, 5000);
+    assert_true(cfg->otlp.sample_ratio == 1.0);
+    assert_int_equal(cfg->otlp.batch_max_spans, 512);
+    assert_int_equal(cfg->otlp.batch_interval_ms, 1000);
+    assert_int_equal(cfg->otlp.queue_max, 4096);
+    assert_string_equal(cfg->otlp.service_name, "spillway");
+    assert_int_equal(cfg->otlp.n_headers, 0);
+    sw_config_unref(cfg);
+    cfg = parse_ok(BACKENDS MODELS
+                   "telemetry:\n  otlp:\n    endpoint: \"https://otel.example:4318/v1/traces\"\n"
+                   "    protocol: http/protobuf\n    sample_ratio: 0.25\n    timeout_ms: 700\n"
+                   "    batch: { max_spans: 100, interval_ms: 50 }\n    queue_max: 300\n"
+                   "    service_name: gw-eu\n    ca_file: /etc/ssl/ca.pem\n"
+                   "    headers: { authorization: \"Bearer t0k\", x-scope: team-a }\n");
+    assert_string_equal(cfg->otlp.endpoint, "https://otel.example:4318/v1/traces");
+    assert_int_equal(cfg->otlp.protocol, SW_OTLP_HTTP_PROTOBUF);
+    assert_true(cfg->otlp.sample_ratio == 0.25);
+    assert_int_equal(cfg->otlp.timeout_ms, 700);
+    assert_int_equal(cfg->otlp.batch_max_spans, 100);
+    assert_int_equal(cfg->otlp.batch_interval_ms, 50);
+    assert_int_equal(cfg->otlp.queue_max, 300);
+    assert_string_equal(cfg->otlp.service_name, "gw-eu");
+    assert_string_equal(cfg->otlp.ca_file, "/etc/ssl/ca.pem");
+    assert_int_equal(cfg->otlp.n_headers, 2);
+    assert_string_equal(cfg->otlp.header_name[0], "authorization");
+    assert_string_equal(cfg->otlp.header_value[0], "Bearer t0k");
+    assert_string_equal(cfg->otlp.header_name[1], "x-scope");
+    sw_config_unref(cfg);
+
+    static const char *const bad[] = {
+        BACKENDS MODELS "telemetry:\n  otlp: { protocol: http/json }\n",          /* no endpoint */
+        BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"grpc://h:4317\" }\n",
+        BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"http://h:4318\", protocol: grpc }\n",
+        BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"http://h:4318\", sample_ratio: 1.5 }\n",
+        BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"http://h:4318\", queue_max: 0 }\n",
+        BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"http://h:4318\", headers: [a] }\n",
+        BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"http://h:4318\", headers: { \"bad name\": x } }\n",
+        BACKENDS MODELS "telemetry:\n  otlp: { endpoint: \"http://h:4318\", batch: { max_spans: 0 } }\n",
+        BACKENDS MODELS "telemetry:\n  otl: { endpoint: \"http://h:4318\" }\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct sw_config *c = NULL;
+        struct sw_config_errors errs;
+        if (parse(bad[i], &c, &errs) != SW_EINVAL)
+            fail_msg("case %zu accepted", i);
+        assert_null(c);
+        sw_config_errors_free(&errs);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1043,6 +1104,7 @@ int main(void)
         cmocka_unit_test(test_pii_binary_parts),
         cmocka_unit_test(test_contract_keys),
         cmocka_unit_test(test_translation_keys),
+        cmocka_unit_test(test_telemetry_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,620 @@
+#include "obs/span.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/json.h"
+#include "common/utf8.h"
+
+/* ---- Building ---- */
+
+static struct sw_attr *attr_slot(struct sw_attrs *as, const char *key)
+{
+    if (!key)
+        return NULL;
+    size_t cap = as->cap ? as->cap : SW_SPAN_MAX_ATTRS;
+    if (as->n >= cap) {
+        as->dropped++;
+        return NULL;
+    }
+    struct sw_attr *a = &as->a[as->n++];
+    memset(a, 0, sizeof *a);
+    a->key = key;
+    return a;
+}
+
+void sw_attrs_str(struct sw_attrs *as, const char *key, const char *v)
+{
+    struct sw_attr *a = v ? attr_slot(as, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_STR, a->v.s = v;
+}
+
+void sw_attrs_int(struct sw_attrs *as, const char *key, int64_t v)
+{
+    struct sw_attr *a = attr_slot(as, key);
+    if (a)
+        a->type = SW_ATTR_INT, a->v.i = v;
+}
+
+void sw_attrs_double(struct sw_attrs *as, const char *key, double v)
+{
+    struct sw_attr *a = isfinite(v) ? attr_slot(as, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_DOUBLE, a->v.d = v;
+}
+
+void sw_attrs_bool(struct sw_attrs *as, const char *key, bool v)
+{
+    struct sw_attr *a = attr_slot(as, key);
+    if (a)
+        a->type = SW_ATTR_BOOL, a->v.b = v;
+}
+
+void sw_attrs_strs(struct sw_attrs *as, const char *key, const char *const *v, size_t n)
+{
+    struct sw_attr *a = v ? attr_slot(as, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_STRS, a->strs = v, a->n_strs = n > SW_SPAN_MAX_STRS ? SW_SPAN_MAX_STRS : n;
+}
+
+struct sw_span_event *sw_span_event(struct sw_span *s, const char *name, int64_t time_ns)
+{
+    if (s->n_events >= SW_SPAN_MAX_EVENTS) {
+        s->dropped_events++;
+        return NULL;
+    }
+    struct sw_span_event *e = &s->events[s->n_events++];
+    e->name = name;
+    e->time_ns = time_ns;
+    e->n = 0;
+    e->dropped = 0;
+    return e;
+}
+
+static struct sw_attr *event_slot(struct sw_span_event *e, const char *key)
+{
+    if (!e || !key)
+        return NULL;
+    if (e->n >= SW_SPAN_EVENT_MAX_ATTRS) {
+        e->dropped++;
+        return NULL;
+    }
+    struct sw_attr *a = &e->a[e->n++];
+    memset(a, 0, sizeof *a);
+    a->key = key;
+    return a;
+}
+
+void sw_event_str(struct sw_span_event *e, const char *key, const char *v)
+{
+    struct sw_attr *a = v ? event_slot(e, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_STR, a->v.s = v;
+}
+
+void sw_event_int(struct sw_span_event *e, const char *key, int64_t v)
+{
+    struct sw_attr *a = event_slot(e, key);
+    if (a)
+        a->type = SW_ATTR_INT, a->v.i = v;
+}
+
+void sw_event_double(struct sw_span_event *e, const char *key, double v)
+{
+    struct sw_attr *a = isfinite(v) ? event_slot(e, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_DOUBLE, a->v.d = v;
+}
+
+/* s cut to SW_SPAN_MAX_STR bytes at a UTF-8 boundary and made valid UTF-8,
+ * into tmp (room for SW_SPAN_MAX_STR + 1); its length. */
+static size_t clip(const char *s, char *tmp)
+{
+    size_t n = strnlen(s, SW_SPAN_MAX_STR);
+    memcpy(tmp, s, n);
+    n = sw_utf8_trim(tmp, n);
+    sw_utf8_sanitize(tmp, n);
+    tmp[n] = '\0';
+    return n;
+}
+
+/* ---- A writer into a scratch buffer ----
+ * Encoding runs once per span on the event loop, so it is a plain cursor
+ * over one bounded buffer (no growth, no formatted output for integers);
+ * the result is copied out once. */
+
+struct w {
+    char *p, *end, *start;
+    bool over;                  /* the bound was hit: the encoding is void */
+};
+
+static inline bool room(struct w *w, size_t n)
+{
+    if ((size_t)(w->end - w->p) >= n)
+        return true;
+    w->over = true;
+    return false;
+}
+
+static inline void put(struct w *w, const void *s, size_t n)
+{
+    if (room(w, n)) {
+        memcpy(w->p, s, n);
+        w->p += n;
+    }
+}
+
+/* a string literal only: its size is the literal's */
+#define PUT(w, lit) put((w), "" lit, sizeof(lit) - 1)
+
+static void put_u64(struct w *w, uint64_t v)
+{
+    char b[20];
+    int i = 20;
+    do
+        b[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    put(w, b + i, (size_t)(20 - i));
+}
+
+static void put_i64(struct w *w, int64_t v)
+{
+    if (v < 0) {
+        PUT(w, "-");
+        put_u64(w, (uint64_t)0 - (uint64_t)v);
+    } else {
+        put_u64(w, (uint64_t)v);
+    }
+}
+
+static void put_hex(struct w *w, const uint8_t *b, size_t n)
+{
+    char tmp[2 * SW_TRACE_ID_LEN + 1];
+    sw_trace_hex(b, n, tmp);
+    put(w, tmp, 2 * n);
+}
+
+/* ---- OTLP JSON ---- */
+
+/* A byte a JSON string holds as it is: printable ASCII but '"' and '\\'
+ * (NUL is not: it ends the string). */
+static inline bool plain(unsigned char c)
+{
+    return (unsigned)(c - 0x20) < 0x5f && c != '"' && c != '\\';
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Eight bytes at once: whether any is below 0x20, at or above 0x7f, '"'
+ * or '\\' (a false alarm only sends the bytes to the byte-wise check). */
+static inline bool word_needs_care(uint64_t x)
+{
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\'), d = x ^ (ONES * 0x7f);
+    return (((x - ONES * 0x20) & ~x) | x | ((q - ONES) & ~q) | ((b - ONES) & ~b) |
+            ((d - ONES) & ~d)) & HIGHS;
+}
+
+/* s as a JSON string: printable ASCII is copied as it is (eight bytes at a
+ * time); anything else goes through clip and the shared escaper. */
+static void json_str(struct w *w, const char *s)
+{
+    if (!room(w, SW_JSON_ESCAPED_MAX(SW_SPAN_MAX_STR) + 2))
+        return;
+    size_t n = strnlen(s, SW_SPAN_MAX_STR);
+    char *q = w->p;
+    *q++ = '"';
+    size_t i = 0;
+    for (uint64_t x; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        if (word_needs_care(x))
+            break;
+    }
+    while (i < n && plain((unsigned char)s[i]))
+        i++;
+    if (i < n) {
+        char tmp[SW_SPAN_MAX_STR + 1];
+        size_t m = clip(s, tmp);
+        q += sw_json_escape_into(q, tmp, m, SW_JSON_ESC_ALL_CTL);
+    } else {
+        memcpy(q, s, n); /* all printable ASCII: a cut at the bound is a character boundary */
+        q += n;
+    }
+    *q++ = '"';
+    w->p = q;
+}
+
+static void json_double(struct w *w, double d)
+{
+    if (d == (double)(int64_t)d && d > -1e15 && d < 1e15) {
+        put_i64(w, (int64_t)d); /* an integral number needs no float formatting */
+        return;
+    }
+    char b[32];
+    int n = snprintf(b, sizeof b, "%.17g", d);
+    put(w, b, (size_t)n);
+}
+
+static void json_value(struct w *w, const struct sw_attr *a)
+{
+    switch (a->type) {
+    case SW_ATTR_STR:
+        PUT(w, "{\"stringValue\":");
+        json_str(w, a->v.s);
+        break;
+    case SW_ATTR_INT:
+        PUT(w, "{\"intValue\":\"");
+        put_i64(w, a->v.i);
+        PUT(w, "\"");
+        break;
+    case SW_ATTR_DOUBLE:
+        PUT(w, "{\"doubleValue\":");
+        json_double(w, a->v.d);
+        break;
+    case SW_ATTR_BOOL:
+        if (a->v.b)
+            PUT(w, "{\"boolValue\":true");
+        else
+            PUT(w, "{\"boolValue\":false");
+        break;
+    case SW_ATTR_STRS:
+        PUT(w, "{\"arrayValue\":{\"values\":[");
+        for (size_t i = 0; i < a->n_strs; i++) {
+            if (i)
+                PUT(w, ",");
+            PUT(w, "{\"stringValue\":");
+            json_str(w, a->strs[i] ? a->strs[i] : "");
+            PUT(w, "}");
+        }
+        PUT(w, "]}");
+        break;
+    }
+    PUT(w, "}");
+}
+
+static void json_attrs(struct w *w, const struct sw_attr *a, size_t n)
+{
+    PUT(w, "\"attributes\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            PUT(w, ",");
+        PUT(w, "{\"key\":");
+        json_str(w, a[i].key);
+        PUT(w, ",\"value\":");
+        json_value(w, &a[i]);
+        PUT(w, "}");
+    }
+    PUT(w, "]");
+}
+
+static void json_span(const struct sw_span *s, struct w *w)
+{
+    PUT(w, "{\"traceId\":\"");
+    put_hex(w, s->trace_id, SW_TRACE_ID_LEN);
+    PUT(w, "\",\"spanId\":\"");
+    put_hex(w, s->span_id, SW_SPAN_ID_LEN);
+    PUT(w, "\"");
+    if (s->has_parent) {
+        PUT(w, ",\"parentSpanId\":\"");
+        put_hex(w, s->parent_id, SW_SPAN_ID_LEN);
+        PUT(w, "\"");
+    }
+    if (s->trace_state && *s->trace_state) {
+        PUT(w, ",\"traceState\":");
+        json_str(w, s->trace_state);
+    }
+    PUT(w, ",\"flags\":");
+    put_u64(w, s->flags);
+    PUT(w, ",\"name\":");
+    json_str(w, s->name ? s->name : "");
+    PUT(w, ",\"kind\":");
+    put_u64(w, (uint64_t)s->kind);
+    PUT(w, ",\"startTimeUnixNano\":\"");
+    put_i64(w, s->start_ns);
+    PUT(w, "\",\"endTimeUnixNano\":\"");
+    put_i64(w, s->end_ns);
+    PUT(w, "\",");
+    json_attrs(w, s->attrs.a, s->attrs.n);
+    if (s->attrs.dropped) {
+        PUT(w, ",\"droppedAttributesCount\":");
+        put_u64(w, s->attrs.dropped);
+    }
+    PUT(w, ",\"events\":[");
+    for (size_t i = 0; i < s->n_events; i++) {
+        const struct sw_span_event *e = &s->events[i];
+        if (i)
+            PUT(w, ",");
+        PUT(w, "{\"timeUnixNano\":\"");
+        put_i64(w, e->time_ns);
+        PUT(w, "\",\"name\":");
+        json_str(w, e->name ? e->name : "");
+        PUT(w, ",");
+        json_attrs(w, e->a, e->n);
+        if (e->dropped) {
+            PUT(w, ",\"droppedAttributesCount\":");
+            put_u64(w, e->dropped);
+        }
+        PUT(w, "}");
+    }
+    PUT(w, "]");
+    if (s->dropped_events) {
+        PUT(w, ",\"droppedEventsCount\":");
+        put_u64(w, s->dropped_events);
+    }
+    PUT(w, ",\"status\":{\"code\":");
+    put_u64(w, (uint64_t)s->status);
+    if (s->status == SW_SPAN_ERROR && s->status_msg) {
+        PUT(w, ",\"message\":");
+        json_str(w, s->status_msg);
+    }
+    PUT(w, "}}");
+}
+
+/* ---- OTLP protobuf ---- */
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+static void pb_varint(struct w *w, uint64_t v)
+{
+    if (!room(w, 10))
+        return;
+    while (v >= 0x80) {
+        *w->p++ = (char)(v | 0x80);
+        v >>= 7;
+    }
+    *w->p++ = (char)v;
+}
+
+static inline void pb_tag(struct w *w, unsigned field, unsigned wt)
+{
+    pb_varint(w, (uint64_t)field << 3 | wt);
+}
+
+static void pb_fixed64(struct w *w, unsigned field, uint64_t v)
+{
+    pb_tag(w, field, WT_I64);
+    if (!room(w, 8))
+        return;
+    for (int i = 0; i < 8; i++)
+        *w->p++ = (char)(v >> (8 * i));
+}
+
+static void pb_fixed32(struct w *w, unsigned field, uint32_t v)
+{
+    pb_tag(w, field, WT_I32);
+    if (!room(w, 4))
+        return;
+    for (int i = 0; i < 4; i++)
+        *w->p++ = (char)(v >> (8 * i));
+}
+
+static void pb_bytes(struct w *w, unsigned field, const void *p, size_t n)
+{
+    pb_tag(w, field, WT_LEN);
+    pb_varint(w, n);
+    put(w, p, n);
+}
+
+/* A string field: ASCII as it is (checked eight bytes at a time),
+ * anything else through clip (valid UTF-8). */
+static void pb_string(struct w *w, unsigned field, const char *s)
+{
+    size_t n = strnlen(s, SW_SPAN_MAX_STR), i = 0;
+    uint64_t hi = 0, x;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        hi |= x;
+    }
+    for (; i < n; i++)
+        hi |= (unsigned char)s[i];
+    if (hi & HIGHS) {
+        char tmp[SW_SPAN_MAX_STR + 1];
+        size_t m = clip(s, tmp);
+        pb_bytes(w, field, tmp, m);
+        return;
+    }
+    pb_bytes(w, field, s, n);
+}
+
+/* A nested message: its tag and a one-byte length now (pb_open), the
+ * length fixed once its content is written (pb_close moves the content when
+ * the length needs more bytes). */
+static char *pb_open(struct w *w, unsigned field)
+{
+    pb_tag(w, field, WT_LEN);
+    PUT(w, "\0");
+    return w->p;
+}
+
+static void pb_close(struct w *w, char *mark)
+{
+    if (w->over)
+        return;
+    size_t n = (size_t)(w->p - mark);
+    if (n < 128) {
+        mark[-1] = (char)n;
+        return;
+    }
+    unsigned char b[10];
+    size_t k = 0;
+    for (uint64_t v = n; v; v >>= 7)
+        b[k++] = (unsigned char)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
+    if (!room(w, k - 1))
+        return;
+    memmove(mark - 1 + k, mark, n);
+    memcpy(mark - 1, b, k);
+    w->p += k - 1;
+}
+
+static void pb_anyvalue(struct w *w, unsigned field, const struct sw_attr *a)
+{
+    char *m = pb_open(w, field), *m2;
+    switch (a->type) {
+    case SW_ATTR_STR:
+        pb_string(w, 1, a->v.s);
+        break;
+    case SW_ATTR_BOOL:
+        pb_tag(w, 2, WT_VARINT);
+        pb_varint(w, a->v.b ? 1 : 0);
+        break;
+    case SW_ATTR_INT:
+        pb_tag(w, 3, WT_VARINT);
+        pb_varint(w, (uint64_t)a->v.i);
+        break;
+    case SW_ATTR_DOUBLE: {
+        uint64_t bits;
+        memcpy(&bits, &a->v.d, sizeof bits);
+        pb_fixed64(w, 4, bits);
+        break;
+    }
+    case SW_ATTR_STRS:
+        m2 = pb_open(w, 5);
+        for (size_t i = 0; i < a->n_strs; i++) {
+            struct sw_attr one = {.type = SW_ATTR_STR, .v.s = a->strs[i] ? a->strs[i] : ""};
+            pb_anyvalue(w, 1, &one);
+        }
+        pb_close(w, m2);
+        break;
+    }
+    pb_close(w, m);
+}
+
+static void pb_attrs(struct w *w, unsigned field, const struct sw_attr *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *m = pb_open(w, field);
+        pb_string(w, 1, a[i].key);
+        pb_anyvalue(w, 2, &a[i]);
+        pb_close(w, m);
+    }
+}
+
+static void pb_uint(struct w *w, unsigned field, uint64_t v)
+{
+    pb_tag(w, field, WT_VARINT);
+    pb_varint(w, v);
+}
+
+static void pb_span(const struct sw_span *s, struct w *w)
+{
+    pb_bytes(w, 1, s->trace_id, SW_TRACE_ID_LEN);
+    pb_bytes(w, 2, s->span_id, SW_SPAN_ID_LEN);
+    if (s->trace_state && *s->trace_state)
+        pb_string(w, 3, s->trace_state);
+    if (s->has_parent)
+        pb_bytes(w, 4, s->parent_id, SW_SPAN_ID_LEN);
+    pb_string(w, 5, s->name ? s->name : "");
+    pb_uint(w, 6, (uint64_t)s->kind);
+    pb_fixed64(w, 7, (uint64_t)s->start_ns);
+    pb_fixed64(w, 8, (uint64_t)s->end_ns);
+    pb_attrs(w, 9, s->attrs.a, s->attrs.n);
+    if (s->attrs.dropped)
+        pb_uint(w, 10, s->attrs.dropped);
+    for (size_t i = 0; i < s->n_events; i++) {
+        const struct sw_span_event *e = &s->events[i];
+        char *m = pb_open(w, 11);
+        pb_fixed64(w, 1, (uint64_t)e->time_ns);
+        pb_string(w, 2, e->name ? e->name : "");
+        pb_attrs(w, 3, e->a, e->n);
+        if (e->dropped)
+            pb_uint(w, 4, e->dropped);
+        pb_close(w, m);
+    }
+    if (s->dropped_events)
+        pb_uint(w, 12, s->dropped_events);
+    char *m = pb_open(w, 15);
+    if (s->status == SW_SPAN_ERROR && s->status_msg)
+        pb_string(w, 2, s->status_msg);
+    if (s->status)
+        pb_uint(w, 3, (uint64_t)s->status);
+    pb_close(w, m);
+    pb_fixed32(w, 16, s->flags);
+}
+
+/* The scratch one span is encoded into (the event loop's thread). */
+#define SPAN_SCRATCH (256 * 1024)
+static __thread char span_scratch[SPAN_SCRATCH];
+
+int sw_span_encode(const struct sw_span *s, enum sw_span_encoding enc, struct sw_buf *out)
+{
+    struct w w = {span_scratch, span_scratch + SPAN_SCRATCH, span_scratch, false};
+    if (enc == SW_OTLP_PROTOBUF)
+        pb_span(s, &w);
+    else
+        json_span(s, &w);
+    if (w.over)
+        return SW_ETOOBIG;
+    return sw_buf_append(out, w.start, (size_t)(w.p - w.start));
+}
+
+/* ---- Export request ---- */
+
+static void json_request(const struct sw_attrs *res, const char *scope, const char *version,
+                         const struct sw_str *spans, size_t n, struct w *w)
+{
+    PUT(w, "{\"resourceSpans\":[{\"resource\":{");
+    json_attrs(w, res->a, res->n);
+    PUT(w, "},\"scopeSpans\":[{\"scope\":{\"name\":");
+    json_str(w, scope);
+    PUT(w, ",\"version\":");
+    json_str(w, version);
+    PUT(w, "},\"spans\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            PUT(w, ",");
+        put(w, spans[i].ptr, spans[i].len);
+    }
+    PUT(w, "]}]}]}");
+}
+
+static void pb_request(const struct sw_attrs *res, const char *scope, const char *version,
+                       const struct sw_str *spans, size_t n, struct w *w)
+{
+    char *rs = pb_open(w, 1); /* ExportTraceServiceRequest.resource_spans */
+    char *r = pb_open(w, 1);  /* ResourceSpans.resource */
+    pb_attrs(w, 1, res->a, res->n);
+    pb_close(w, r);
+    char *ss = pb_open(w, 2); /* ResourceSpans.scope_spans */
+    char *sc = pb_open(w, 1); /* ScopeSpans.scope */
+    pb_string(w, 1, scope);
+    pb_string(w, 2, version);
+    pb_close(w, sc);
+    for (size_t i = 0; i < n; i++)
+        pb_bytes(w, 2, spans[i].ptr, spans[i].len); /* ScopeSpans.spans */
+    pb_close(w, ss);
+    pb_close(w, rs);
+}
+
+int sw_otlp_request(const struct sw_attrs *resource, const char *scope_name,
+                    const char *scope_version, const struct sw_str *spans, size_t n,
+                    enum sw_span_encoding enc, struct sw_buf *out)
+{
+    /* room: the spans, their framing (at most 16 bytes each), and the
+     * resource and scope, every string at its longest escaped; written in
+     * place at the end of out */
+    size_t cap = 4096 + (resource->n + 2) * (2 * SW_JSON_ESCAPED_MAX(SW_SPAN_MAX_STR) + 64);
+    for (size_t i = 0; i < n; i++)
+        cap += spans[i].len + 16;
+    if (cap > out->max - out->len)
+        cap = out->max - out->len;
+    int err = sw_buf_reserve(out, cap);
+    if (err)
+        return err;
+    char *buf = out->ptr + out->len;
+    struct w w = {buf, buf + cap, buf, false};
+    if (enc == SW_OTLP_PROTOBUF)
+        pb_request(resource, scope_name, scope_version, spans, n, &w);
+    else
+        json_request(resource, scope_name, scope_version, spans, n, &w);
+    if (w.over) {
+        out->ptr[out->len] = '\0';
+        return SW_ETOOBIG;
+    }
+    out->len += (size_t)(w.p - buf);
+    out->ptr[out->len] = '\0';
+    return SW_OK;
+}

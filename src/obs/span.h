@@ -1,0 +1,111 @@
+/* A span as OpenTelemetry models it (trace, span and parent ids, name,
+ * kind, times, attributes, events, status), and its two OTLP encodings:
+ * the protobuf of opentelemetry/proto/trace/v1/trace.proto and the OTLP
+ * JSON mapping of it (ids as lower-case hex, enums as integers, 64-bit
+ * integers as decimal strings). A span is encoded once, when it ends; an
+ * export request wraps already-encoded spans (sw_otlp_request), so the
+ * exporter's queue holds bytes, never pointers into a request.
+ *
+ * A span borrows every string it holds until it is encoded. A string is
+ * cut at SW_SPAN_MAX_STR bytes (at a UTF-8 boundary) and made valid UTF-8.
+ * What goes into a span is the caller's rule: Spillway's spans carry names,
+ * numbers and closed sets only (docs/operations.md "Traces").
+ *
+ * Pure: no clock, no I/O. */
+#ifndef SW_OBS_SPAN_H
+#define SW_OBS_SPAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "obs/tracectx.h"
+
+#define SW_SPAN_MAX_ATTRS 40        /* per span; more are counted as dropped */
+#define SW_SPAN_MAX_EVENTS 16       /* per span; more are counted as dropped */
+#define SW_SPAN_EVENT_MAX_ATTRS 6
+#define SW_SPAN_MAX_STR 256         /* bytes of one string value or key */
+#define SW_SPAN_MAX_STRS 16         /* strings of one array attribute */
+
+enum sw_span_kind { SW_SPAN_INTERNAL = 1, SW_SPAN_SERVER = 2, SW_SPAN_CLIENT = 3 };
+enum sw_span_status { SW_SPAN_UNSET = 0, SW_SPAN_OK = 1, SW_SPAN_ERROR = 2 };
+enum sw_span_encoding { SW_OTLP_JSON, SW_OTLP_PROTOBUF };
+
+enum sw_attr_type { SW_ATTR_STR, SW_ATTR_INT, SW_ATTR_DOUBLE, SW_ATTR_BOOL, SW_ATTR_STRS };
+
+struct sw_attr {
+    const char *key;                /* borrowed */
+    enum sw_attr_type type;
+    union {
+        const char *s;              /* borrowed */
+        int64_t i;
+        double d;
+        bool b;
+    } v;
+    const char *const *strs;        /* SW_ATTR_STRS: borrowed, n_strs of them */
+    size_t n_strs;
+};
+
+struct sw_attrs {
+    struct sw_attr a[SW_SPAN_MAX_ATTRS];
+    size_t n, cap;                  /* cap: 0 means SW_SPAN_MAX_ATTRS */
+    uint32_t dropped;
+};
+
+struct sw_span_event {
+    const char *name;               /* borrowed */
+    int64_t time_ns;                /* wall clock, ns since the epoch */
+    struct sw_attr a[SW_SPAN_EVENT_MAX_ATTRS];
+    size_t n;
+    uint32_t dropped;
+};
+
+struct sw_span {
+    uint8_t trace_id[SW_TRACE_ID_LEN];
+    uint8_t span_id[SW_SPAN_ID_LEN];
+    uint8_t parent_id[SW_SPAN_ID_LEN];
+    bool has_parent;
+    const char *trace_state;        /* borrowed; NULL or "": none */
+    uint32_t flags;                 /* W3C trace flags (bit 0: sampled); remote parent bits */
+    const char *name;               /* borrowed */
+    enum sw_span_kind kind;
+    int64_t start_ns, end_ns;       /* wall clock, ns since the epoch */
+    enum sw_span_status status;
+    const char *status_msg;         /* borrowed; NULL: none (only with SW_SPAN_ERROR) */
+    struct sw_attrs attrs;
+    struct sw_span_event events[SW_SPAN_MAX_EVENTS];
+    size_t n_events;
+    uint32_t dropped_events;
+};
+
+/* Attribute setters: a NULL string (or key) adds nothing; past the bound the
+ * attribute is counted in dropped. A non-finite double adds nothing. */
+void sw_attrs_str(struct sw_attrs *as, const char *key, const char *v);
+void sw_attrs_int(struct sw_attrs *as, const char *key, int64_t v);
+void sw_attrs_double(struct sw_attrs *as, const char *key, double v);
+void sw_attrs_bool(struct sw_attrs *as, const char *key, bool v);
+void sw_attrs_strs(struct sw_attrs *as, const char *key, const char *const *v, size_t n);
+
+/* A new event of span s (NULL past SW_SPAN_MAX_EVENTS: counted as dropped).
+ * Attributes of an event: sw_event_str / sw_event_int / sw_event_double. */
+struct sw_span_event *sw_span_event(struct sw_span *s, const char *name, int64_t time_ns);
+void sw_event_str(struct sw_span_event *e, const char *key, const char *v);
+void sw_event_int(struct sw_span_event *e, const char *key, int64_t v);
+void sw_event_double(struct sw_span_event *e, const char *key, double v);
+
+/* Appends the span in one encoding: a JSON object (SW_OTLP_JSON) or the
+ * bytes of one Span message without its tag and length (SW_OTLP_PROTOBUF).
+ * SW_OK, SW_ETOOBIG or SW_ENOMEM (out may then hold a partial span: the
+ * caller resets it). */
+int sw_span_encode(const struct sw_span *s, enum sw_span_encoding enc, struct sw_buf *out);
+
+/* One ExportTraceServiceRequest into out: one ResourceSpans with the
+ * resource's attributes, one ScopeSpans named scope_name/scope_version,
+ * and the n spans already encoded in enc (spans[i]: the bytes of
+ * sw_span_encode). SW_OK, SW_ETOOBIG or SW_ENOMEM. */
+int sw_otlp_request(const struct sw_attrs *resource, const char *scope_name,
+                    const char *scope_version, const struct sw_str *spans, size_t n,
+                    enum sw_span_encoding enc, struct sw_buf *out);
+
+#endif
