@@ -94,6 +94,7 @@ static void proxy_free(struct proxy *p)
     sw_pii_stage_free(&p->pii_st);
     sw_contract_stage_free(&p->contract);
     sw_dialect_stage_free(&p->dialect);
+    sw_auth_stage_free(&p->auth);
     free(p->public_model);
     free(p->public_model_json);
     sw_live_unref(p->live);
@@ -593,14 +594,14 @@ static void send_attempt(struct proxy *p)
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
-    struct sw_upstream_client_hdrs ch = {NULL, NULL};
-    if (p->client_dialect == SW_DIALECT_ANTHROPIC && p->req) {
+    struct sw_upstream_client_hdrs ch = {NULL, NULL, p->auth.token};
+    if (p->client_dialect == SW_DIALECT_ANTHROPIC && p->req && a->up_dialect == p->client_dialect) {
         ch.anthropic_version = sw_http_header(p->req, "anthropic-version", NULL);
         ch.anthropic_beta = sw_http_header(p->req, "anthropic-beta", NULL);
     }
     struct sw_buf hdrs;
     sw_buf_init(&hdrs, 64 * 1024);
-    if (dops->headers(be, a->up_dialect == p->client_dialect ? &ch : NULL, &hdrs)) {
+    if (dops->headers(be, &ch, &hdrs)) {
         sw_buf_free(&hdrs);
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
@@ -612,9 +613,10 @@ static void send_attempt(struct proxy *p)
     static const struct sw_upstream_cbs cbs = {sw_relay_on_data, on_done};
     struct sw_buf path;
     sw_buf_init(&path, 4096);
-    int err = sw_upstream_path(be, a->up_dialect,
-                               p->chat.api == SW_API_EMBEDDINGS ? "embeddings" : dops->chat_path,
-                               &path);
+    const char *rel = p->chat.api == SW_API_EMBEDDINGS      ? "embeddings"
+                      : p->chat.stream && dops->stream_path ? dops->stream_path
+                                                            : dops->chat_path;
+    int err = sw_upstream_path(be, a->up_dialect, rel, &path);
     if (!err)
         err = sw_upstream_start(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->text,
                                 io->text_len, (long)left, p->id, &cbs, p);

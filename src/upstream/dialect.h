@@ -14,6 +14,7 @@
 #include "common/buf.h"
 #include "config/config.h"
 #include "dialect/anth_resp.h"
+#include "dialect/gemini.h"
 #include "dialect/native.h"
 #include "dialect/oai_stream.h"
 #include "dialect/responses_resp.h"
@@ -21,10 +22,13 @@
 #include "pii/pii.h"
 #include "request/request.h"
 
-/* Headers of the client passed through to a backend of the client's own API. */
+/* Headers of the client passed through to a backend of the client's own API,
+ * and the attempt's access token. */
 struct sw_upstream_client_hdrs {
     const char *anthropic_version;      /* NULL: absent */
     const char *anthropic_beta;
+    const char *bearer;                 /* an access token of the backend's token source
+                                         * (upstream/token.h), NULL: none */
 };
 
 /* The client headers a backend of the client's own API may get, validated
@@ -50,6 +54,7 @@ struct sw_dialect_stream {
     union {
         struct sw_anth_to_oai anth;
         struct sw_resp_to_oai resp;
+        struct sw_gem_to_oai gem;
     } u;
 };
 
@@ -91,6 +96,7 @@ struct sw_upstream_dialect {
     const char *name;
     const char *chat_path;              /* the chat endpoint relative to the API's base
                                          * ("chat/completions"; sw_upstream_path) */
+    const char *stream_path;            /* ... of a streamed request; NULL: chat_path */
     /* Writes the path after the backend's url of `rel` (a path relative to
      * the API's base: "chat/completions", "embeddings", "models"), query
      * included. NULL: the default join of sw_upstream_path. */
@@ -102,6 +108,9 @@ struct sw_upstream_dialect {
      * NULL with *err filled (a field that cannot be translated: 400). */
     json_t *(*request_body)(const json_t *oai, long default_max_tokens,
                             struct sw_request_error *err);
+    /* What backend be's config adds to a translated body (edited in place);
+     * NULL: nothing. SW_OK or SW_ENOMEM. */
+    int (*request_config)(const struct sw_config_backend *be, json_t *body);
     /* A whole answer of this dialect as an OpenAI answer; NULL: malformed.
      * format_tool: as stream_init. */
     json_t *(*answer_to_openai)(const json_t *answer, const char *model, long long created,
