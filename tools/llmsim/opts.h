@@ -26,6 +26,14 @@ struct sw_llmsim_opts {
     char prefix[128];            /* --prefix: the API served at PREFIX/... for /v1/...; "" none */
     char azure_key[256];         /* --azure-key: speak Azure OpenAI, this api-key; "" off */
     char azure_deployment[SW_LLMSIM_MODEL_MAX]; /* --azure-deployment, default the --model */
+    char gemini_key[256];        /* --gemini-key: serve Google's generateContent, x-goog-api-key
+                                  * (or ?key=) K; "" off (Vertex AI paths need a bearer) */
+    char google_sa_pubkey[512];  /* --google-sa-pubkey FILE: POST /token checks assertions
+                                  * against this PEM public key; "" off */
+    char entra_client_id[256];   /* --entra-client-id and --entra-secret: Entra ID's token
+                                  * endpoint; "" off */
+    char entra_secret[256];
+    int token_ttl_s;             /* --token-ttl-s: life of the tokens issued (3600) */
     struct sw_llmsim_params params;
     struct sw_llmsim_faults faults;
 };
