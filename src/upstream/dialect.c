@@ -573,7 +573,10 @@ static void gemini_stream_init(struct sw_dialect_stream *s, const char *model, l
 static int gemini_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
                                json_t *chunks, bool *done, const char **msg)
 {
+    size_t before = json_array_size(chunks);
     int rc = sw_gem_to_oai_event(&s->u.gem, data, len, chunks, msg);
+    if (!rc && json_array_size(chunks) > before)
+        s->preamble = false;
     if (rc)
         snprintf(s->error_type, sizeof s->error_type, "%s",
                  !strcmp(s->u.gem.error_type, "RESOURCE_EXHAUSTED") ? "rate_limit_error"

@@ -126,10 +126,20 @@ int sw_llmsim_gem_parse(json_t *root, struct sw_llmsim_chat *c, char *err, size_
             return fail(err, errlen, "contents[].role: must be user or model");
         bool user = !role || strcmp(role, "model");
         const json_t *fr = NULL;
-        if (user)
-            sw_buf_reset(&c->last_user);
-        if (parts_text(json_object_get(ct, "parts"), user ? &c->last_user : NULL, &bytes, &pieces,
-                       &fr, err, errlen))
+        size_t had = bytes;
+        struct sw_buf text;
+        sw_buf_init(&text, SW_LLMSIM_ECHO_MAX);
+        int perr = parts_text(json_object_get(ct, "parts"), user ? &text : NULL, &bytes, &pieces,
+                              &fr, err, errlen);
+        /* a user turn of function responses only answers the call: the
+         * user's words before it stay the echo source */
+        if (!perr && user && (bytes > had || !fr)) {
+            sw_buf_free(&c->last_user);
+            c->last_user = text;
+        } else {
+            sw_buf_free(&text);
+        }
+        if (perr)
             return SW_EINVAL;
         fresp = user ? fr : NULL;
         c->n_messages++;
