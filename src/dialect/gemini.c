@@ -85,10 +85,11 @@ json_t *sw_gem_schema(const json_t *schema)
         json_t *x;
         json_array_foreach(t, i, x) {
             const char *s = json_string_value(x);
+            json_t *n = s && strcmp(s, "null") && !json_object_get(o, "type") ? type_name(s) : NULL;
             if (s && !strcmp(s, "null"))
                 json_object_set_new(o, "nullable", json_true());
-            else if (s && !json_object_get(o, "type") && type_name(s))
-                json_object_set_new(o, "type", type_name(s));
+            else if (n)
+                json_object_set_new(o, "type", n);
         }
     }
     for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {

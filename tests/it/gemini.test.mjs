@@ -10,7 +10,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GoogleGenAI } from '@google/genai';
-import { startLlmsim, startSpillway, getJSON, tempDir, removeTempDir, waitFor } from './lib/harness.mjs';
+import { spawnSync } from 'node:child_process';
+import { startLlmsim, startSpillway, getJSON, tempDir, removeTempDir, BUILD } from './lib/harness.mjs';
 import { ADMIN, gatewayYaml as yaml } from './lib/gateway.mjs';
 
 const GKEY = 'gemini-key-1';
@@ -341,4 +342,12 @@ test('a token failure is the backend\'s failure in /admin/state', async () => {
   const st = (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
   const b = JSON.stringify(st.backends.find((x) => x.name === 'vx_wrong'));
   assert.match(b, /503/, b);
+});
+
+test('--check-config: examples/gemini.yaml and examples/vertex.yaml are valid', () => {
+  const env = { ...process.env, APP_KEY: 'sk-app-1', ADMIN_KEY: 'sk-admin-1', GEMINI_API_KEY: 'g-k' };
+  for (const f of ['examples/gemini.yaml', 'examples/vertex.yaml']) {
+    const r = spawnSync(join(BUILD, 'spillway'), ['--check-config', f], { encoding: 'utf8', env, timeout: 10000 });
+    assert.equal(r.status, 0, `${f}: ${r.stderr}`);
+  }
 });
