@@ -513,6 +513,7 @@ static void act_request(struct proxy *p, enum sw_stage_rc rc)
             p->facts.sensitive = true;
         skip(p, v->msg);
     } else {
+        p->a.end_class = v->end_class; /* its class in the log and spillway_errors_total */
         attempt_failed(p, v->msg, v->status, v->err);
     }
 }

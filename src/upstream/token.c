@@ -58,7 +58,7 @@ struct sw_token_source {
     struct sw_buf answer;
     pid_t pid;
     int fd;
-    struct event *ev_read, *ev_timeout;
+    struct event *ev_read, *ev_timeout, *ev_reap;
     struct sw_token_wait *waiters;
     struct sw_token_stats stats;
 };
@@ -238,7 +238,9 @@ static void command_clear(struct sw_token_source *ts, bool kill_it)
         event_free(ts->ev_read);
     if (ts->ev_timeout)
         event_free(ts->ev_timeout);
-    ts->ev_read = ts->ev_timeout = NULL;
+    if (ts->ev_reap)
+        event_free(ts->ev_reap);
+    ts->ev_read = ts->ev_timeout = ts->ev_reap = NULL;
     if (ts->fd >= 0)
         close(ts->fd);
     ts->fd = -1;
@@ -251,6 +253,35 @@ static void command_clear(struct sw_token_source *ts, bool kill_it)
         }
     }
     ts->pid = 0;
+}
+
+/* The command's output is complete: its exit status decides, once it has
+ * exited (looked at again every 5 ms, without waiting; the timeout still
+ * bounds it). */
+static void on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct sw_token_source *ts = arg;
+    int st = 0;
+    if (waitpid(ts->pid, &st, WNOHANG) != ts->pid) {
+        struct timeval tv = {0, 5000};
+        if (!ts->ev_reap)
+            ts->ev_reap = evtimer_new(ts->base, on_reap, ts);
+        if (ts->ev_reap && !evtimer_add(ts->ev_reap, &tv))
+            return;
+        command_clear(ts, true);
+        sw_buf_free(&ts->answer);
+        refresh_failed(ts, "%s", "the token command could not be waited for");
+        return;
+    }
+    ts->pid = 0;
+    command_clear(ts, false);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        sw_buf_free(&ts->answer);
+        refresh_failed(ts, "%s", "the token command failed (non-zero exit)");
+        return;
+    }
+    answer_read(ts);
 }
 
 static void on_command_read(evutil_socket_t fd, short what, void *arg)
@@ -269,18 +300,12 @@ static void on_command_read(evutil_socket_t fd, short what, void *arg)
         }
         return;
     }
-    int st = 0;
-    pid_t pid = ts->pid;
-    ts->pid = 0;
-    bool exited = waitpid(pid, &st, WNOHANG) == pid;
-    ts->pid = exited ? 0 : pid;
-    command_clear(ts, false);
-    if (exited && (!WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
-        sw_buf_free(&ts->answer);
-        refresh_failed(ts, "%s", "the token command failed (non-zero exit)");
-        return;
-    }
-    answer_read(ts);
+    /* end of its output */
+    event_free(ts->ev_read);
+    ts->ev_read = NULL;
+    close(ts->fd);
+    ts->fd = -1;
+    on_reap(-1, 0, ts);
 }
 
 static void on_command_timeout(evutil_socket_t fd, short what, void *arg)

@@ -342,6 +342,8 @@ test('a token failure is the backend\'s failure in /admin/state', async () => {
   const st = (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).body;
   const b = JSON.stringify(st.backends.find((x) => x.name === 'vx_wrong'));
   assert.match(b, /503/, b);
+  const m = await (await fetch(`${gw.url}/metrics`)).text();
+  assert.match(m, /spillway_errors_total\{class="token_refresh_failed"\} [1-9]/);
 });
 
 test('--check-config: examples/gemini.yaml and examples/vertex.yaml are valid', () => {
