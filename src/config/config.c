@@ -23,7 +23,7 @@
 
 static const char *const tier_names[] = {"local", "cloud", NULL};
 static const char *const dialect_names[] = {"openai", "anthropic", "responses", "azure",
-                                            "gemini", "vertex", NULL};
+                                            "gemini", "vertex", "vertex_anthropic", NULL};
 
 /* ---- Custom value parsers ---- */
 
@@ -443,7 +443,8 @@ static void dialect_item(struct sw_walk *w, const yaml_node_t *item, const char 
         if (!strcmp(v, dialect_names[k]))
             d = k;
     if (d < 0)
-        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic, responses, azure, gemini or vertex",
+        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic, responses, azure, gemini, vertex or "
+                      "vertex_anthropic",
                       v);
     else if (b->dialects & (1u << d))
         sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
@@ -782,7 +783,8 @@ static void check_google(struct sw_walk *w, struct sw_config_backend *b,
     char p[SW_WALK_MAX_PATH];
     const yaml_node_t *gm = sw_walk_val(&backend_section, vals, "gemini");
     const yaml_node_t *vx = sw_walk_val(&backend_section, vals, "vertex");
-    unsigned google = (1u << SW_DIALECT_GEMINI) | (1u << SW_DIALECT_VERTEX);
+    unsigned google = (1u << SW_DIALECT_GEMINI) | (1u << SW_DIALECT_VERTEX) |
+                      (1u << SW_DIALECT_VERTEX_ANTHROPIC);
     if (!(b->dialects & google)) {
         if (gm || vx) {
             sw_walk_path_key(p, sizeof p, path, gm ? "gemini" : "vertex");
@@ -790,10 +792,12 @@ static void check_google(struct sw_walk *w, struct sw_config_backend *b,
         }
         return;
     }
-    if (b->dialects != (1u << SW_DIALECT_GEMINI) && b->dialects != (1u << SW_DIALECT_VERTEX)) {
+    if (b->dialects != (1u << SW_DIALECT_GEMINI) && b->dialects != (1u << SW_DIALECT_VERTEX) &&
+        b->dialects != (1u << SW_DIALECT_VERTEX_ANTHROPIC)) {
         sw_walk_path_key(p, sizeof p, path, "dialects");
         sw_walk_error(w, sw_walk_val(&backend_section, vals, "dialects"), p,
-                      "gemini and vertex are spoken alone: give dialect: gemini or vertex");
+                      "gemini, vertex and vertex_anthropic are spoken alone: give dialect: "
+                      "gemini, vertex or vertex_anthropic");
         return;
     }
     if (b->dialect == SW_DIALECT_GEMINI && vx) {
@@ -809,14 +813,15 @@ static void check_google(struct sw_walk *w, struct sw_config_backend *b,
                       "\"https://us-central1-aiplatform.googleapis.com\"; Spillway appends "
                       "/v1beta/models/... itself");
     }
-    static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+    /* '@' for a publisher model's version (claude-sonnet-4@20250514) */
+    static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-@";
     const char *names[] = {b->model, b->gemini.api_version, b->vertex.project, b->vertex.location};
     const char *keys[] = {"model", "gemini.api_version", "vertex.project", "vertex.location"};
     for (size_t k = 0; k < 4; k++)
         if (names[k] && (!names[k][0] || names[k][strspn(names[k], safe)])) {
             sw_walk_path_key(p, sizeof p, path, keys[k]);
             sw_walk_error(w, k ? (k == 1 ? gm : vx) : sw_walk_val(&backend_section, vals, "model"),
-                          p, "\"%.64s\" may hold only A-Z a-z 0-9 . _ - (it goes into the "
+                          p, "\"%.64s\" may hold only A-Z a-z 0-9 . _ - @ (it goes into the "
                           "request's path)", names[k]);
         }
     if (b->dialect == SW_DIALECT_GEMINI) {
@@ -1119,7 +1124,8 @@ static const struct sw_walk_setting backend_settings[] = {
      .def = SW_DIALECT_OPENAI,
      .fix = "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic; "
             "OpenAI's Responses API (OpenAI, vLLM) is responses; Azure OpenAI is azure; Google's "
-            "Gemini API is gemini, Gemini on Vertex AI is vertex"},
+            "Gemini API is gemini, Gemini on Vertex AI is vertex, Claude on Vertex AI is "
+            "vertex_anthropic"},
     {.key = "dialects", .type = SW_WALK_CUSTOM, .off = BE(dialects), .parse = parse_dialects,
      .hint = "a list of dialects, e.g. [openai, anthropic]"},
     {.key = "anthropic_version", .type = SW_WALK_TEXT, .off = BE(anthropic_version),
@@ -1913,6 +1919,7 @@ const char *sw_dialect_name(enum sw_dialect d)
            : d == SW_DIALECT_AZURE     ? "azure"
            : d == SW_DIALECT_GEMINI    ? "gemini"
            : d == SW_DIALECT_VERTEX    ? "vertex"
+           : d == SW_DIALECT_VERTEX_ANTHROPIC ? "vertex_anthropic"
                                        : "openai";
 }
 

@@ -75,6 +75,7 @@ enum sw_dialect {
     SW_DIALECT_AZURE,
     SW_DIALECT_GEMINI,          /* Google's generateContent, Gemini API (an API key) */
     SW_DIALECT_VERTEX,          /* the same on Vertex AI (OAuth2 bearer, project and location) */
+    SW_DIALECT_VERTEX_ANTHROPIC,    /* Anthropic's Messages on Vertex AI (rawPredict) */
 };
 /* A request's priority (X-Spillway-Priority, metadata.priority, keys[].priority). */
 enum sw_priority { SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH };
@@ -379,7 +380,7 @@ bool sw_config_regions_has(const struct sw_config_regions *r, const char *region
 
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
 const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" | "azure"
-                                                    * | "gemini" | "vertex" */
+                                                    * | "gemini" | "vertex" | "vertex_anthropic" */
 /* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
 const char *sw_load_source_name(enum sw_load_source s);
 

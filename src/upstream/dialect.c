@@ -587,6 +587,38 @@ static int gemini_stream_event(struct sw_dialect_stream *s, const char *data, si
     return rc;
 }
 
+/* ---- Anthropic's Messages on Vertex AI ---- */
+
+/* The publisher's model: /v1/projects/{p}/locations/{l}/publishers/anthropic/
+ * models/{model}:rawPredict (streamed: :streamRawPredict). */
+static int vertex_anthropic_path(const struct sw_config_backend *be, const char *rel,
+                                 struct sw_buf *out)
+{
+    int err = sw_buf_appendf(out, "/v1/projects/%s/locations/%s/publishers/anthropic/models/%s",
+                             be->vertex.project ? be->vertex.project : "",
+                             be->vertex.location ? be->vertex.location : "", be->model);
+    return err || !strcmp(rel, "models") ? err : sw_buf_appendf(out, ":%s", rel);
+}
+
+/* The token only: the version goes in the body. */
+static int vertex_anthropic_headers(const struct sw_config_backend *be,
+                                    const struct sw_upstream_client_hdrs *c, struct sw_buf *out)
+{
+    (void)be;
+    return c && c->bearer ? sw_buf_appendf(out, "Authorization: Bearer %s\r\n", c->bearer) : SW_OK;
+}
+
+/* Vertex AI's Messages body: no model (the path names it), its own
+ * anthropic_version. */
+static int vertex_anthropic_config(const struct sw_config_backend *be, json_t *body)
+{
+    (void)be;
+    json_object_del(body, "model");
+    return json_object_set_new(body, "anthropic_version", json_string(SW_VERTEX_ANTHROPIC_VERSION))
+               ? SW_ENOMEM
+               : SW_OK;
+}
+
 #define GEMINI_PING "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"ping\"}]}]," \
                     "\"generationConfig\":{\"maxOutputTokens\":1}}"
 
@@ -694,6 +726,27 @@ static const struct sw_upstream_dialect dialects[] = {
         .max_tokens_key = "max_completion_tokens",
         .ping_fmt = GEMINI_PING,
         .pii_surface = SW_PII_SURFACE_GEMINI,
+        .always_usage = true,
+    },
+    [SW_DIALECT_VERTEX_ANTHROPIC] = {
+        .name = "vertex_anthropic",
+        .chat_path = "rawPredict",
+        .stream_path = "streamRawPredict",
+        .path = vertex_anthropic_path,
+        .headers = vertex_anthropic_headers,
+        .request_body = anthropic_body,
+        .request_config = vertex_anthropic_config,
+        .answer_to_openai = anthropic_answer,
+        .stream_init = anthropic_stream_init,
+        .stream_event = anthropic_stream_event,
+        .client_init = openai_client_init,
+        .client_chunk = openai_client_chunk,
+        .client_finish = openai_client_finish,
+        .client_error = openai_client_error,
+        .api_name = "vertex_anthropic",
+        .max_tokens_key = "max_tokens",
+        .ping_fmt = CHAT_PING,
+        .pii_surface = SW_PII_SURFACE_MESSAGES,
         .always_usage = true,
     },
     [SW_DIALECT_VERTEX] = {

@@ -22,6 +22,9 @@
 #include "pii/pii.h"
 #include "request/request.h"
 
+/* The anthropic_version of a Messages body on Vertex AI. */
+#define SW_VERTEX_ANTHROPIC_VERSION "vertex-2023-10-16"
+
 /* Headers of the client passed through to a backend of the client's own API,
  * and the attempt's access token. */
 struct sw_upstream_client_hdrs {

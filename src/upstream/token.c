@@ -425,11 +425,12 @@ static char *identity_of(const struct sw_config_backend *be, enum kind *kind)
     struct sw_buf b;
     sw_buf_init(&b, 1 << 16);
     int err = SW_OK;
-    if (be->dialect == SW_DIALECT_VERTEX && be->vertex.credentials_file) {
+    bool vertex = be->dialect == SW_DIALECT_VERTEX || be->dialect == SW_DIALECT_VERTEX_ANTHROPIC;
+    if (vertex && be->vertex.credentials_file) {
         *kind = K_SERVICE_ACCOUNT;
         err = sw_buf_appendf(&b, "sa\n%s\n%s", be->vertex.credentials_file,
                              be->vertex.token_url ? be->vertex.token_url : "");
-    } else if (be->dialect == SW_DIALECT_VERTEX && be->vertex.token_command) {
+    } else if (vertex && be->vertex.token_command) {
         *kind = K_COMMAND;
         err = sw_buf_appendf(&b, "cmd\n%s\n%ld", be->vertex.token_command,
                              be->vertex.token_command_timeout_ms);

@@ -55,13 +55,15 @@ before(async () => {
         gemini: { raw: '{ safety_threshold: BLOCK_ONLY_HIGH }' } },
       { name: 'gem_bad', tier: 'cloud', url: bad.url, model: MODEL, dialect: { raw: 'gemini' }, api_key: GKEY },
       { name: 'vx', tier: 'cloud', url: sim.url, model: MODEL, dialect: { raw: 'vertex' }, vertex: vertex('sa.json') },
+      { name: 'vxa', tier: 'cloud', url: sim.url, model: 'claude-sonnet-4', dialect: { raw: 'vertex_anthropic' },
+        vertex: vertex('sa.json') },
       { name: 'vx_wrong', tier: 'cloud', url: sim.url, model: MODEL, dialect: { raw: 'gemini' }, vertex: vertex('wrong.json') },
       { name: 'az', tier: 'cloud', url: sim.url, model: DEP, dialect: { raw: 'azure' },
         azure: { raw: `{ tenant_id: "${ENTRA.tenant}", client_id: ${ENTRA.id}, client_secret: ${ENTRA.secret}, `
           + `token_url: "${sim.url}/${ENTRA.tenant}/oauth2/v2.0/token" }` } },
     ],
     models: [{ name: 'g', backends: ['gem'] }, { name: 'fo', backends: ['gem_bad', 'gem'] },
-      { name: 'v', backends: ['vx'] }, { name: 'vw', backends: ['vx_wrong'] }, { name: 'a', backends: ['az'] }],
+      { name: 'v', backends: ['vx'] }, { name: 'c', backends: ['vxa'] }, { name: 'vw', backends: ['vx_wrong'] }, { name: 'a', backends: ['az'] }],
     routing: '  spend: { cap_usd: 10, on_cap: shed }',
   }) + 'pii: { policy: mask }\n');
   procs.push(gw);
@@ -284,6 +286,30 @@ describe('dialect: vertex (service-account tokens)', () => {
     assert.match(JSON.parse(r.text).error.message, /access token/);
     assert.equal((await stats()).token_requests.refused - refused0, 1);
     assert.equal((await received()).filter((q) => q.path.includes('generateContent')).length, 0);
+  });
+});
+
+describe('dialect: vertex_anthropic (Claude on Vertex AI)', () => {
+  test('rawPredict and streamRawPredict: the token, no model, Vertex\'s anthropic_version', async () => {
+    await clearReceived();
+    const r = await chat({ model: 'c', messages: [{ role: 'user', content: 'hello claude' }] });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(JSON.parse(r.text).choices[0].message.content, 'hello claude');
+    const s = await chat({ model: 'c', stream: true, messages: [{ role: 'user', content: 'claude streamed' }] });
+    assert.equal(chunks(s.text).content, 'claude streamed');
+    const m = await post('/v1/messages', { model: 'c', max_tokens: 32, messages: [{ role: 'user', content: 'from claude code' }] });
+    assert.equal(JSON.parse(m.text).content[0].text, 'from claude code');
+    const qs = (await received()).filter((q) => q.path.includes('/publishers/anthropic/'));
+    assert.equal(qs.length, 3);
+    const base = '/v1/projects/p1/locations/us-central1/publishers/anthropic/models/claude-sonnet-4';
+    assert.equal(qs[0].path, `${base}:rawPredict`);
+    assert.equal(qs[1].path, `${base}:streamRawPredict`);
+    for (const q of qs) {
+      assert.equal(q.body.anthropic_version, 'vertex-2023-10-16');
+      assert.equal(q.body.model, undefined);
+      assert.match(q.headers.authorization, /^Bearer ya29\.c-sim/);
+      assert.equal(q.headers['anthropic-version'], undefined);
+    }
   });
 });
 

@@ -700,13 +700,13 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:6:21: backends[0].supports_tools: expected true or false, got \"yes\" (yes/no/on/off are not booleans here; write true or false)",
       "t.yaml:7:17: backends[0].tls_verify: expected true or false, got \"1\""}},
     {"enums", BACKENDS "    dialect: OpenAI\n  - name: c\n    tier: \"${TIER}\"\n    url: https://x\n    model: m\n" MODELS, 
-     {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic, responses, azure, gemini, vertex; "
+     {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic, responses, azure, gemini, vertex, vertex_anthropic; "
       "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic; "
       "OpenAI's Responses API (OpenAI, vLLM) is responses; Azure OpenAI is azure; Google's "
-      "Gemini API is gemini, Gemini on Vertex AI is vertex",
+      "Gemini API is gemini, Gemini on Vertex AI is vertex, Claude on Vertex AI is vertex_anthropic",
       "t.yaml:8:11: backends[1].tier: \"${TIER}\" (after substitution) is not one of local, cloud"}},
     {"dialects", BACKENDS "    dialects: [openai, claude, openai]\n  - {name: c, tier: cloud, url: \"https://x\", model: m, dialect: openai, dialects: [anthropic]}\n" MODELS,
-     {"t.yaml:6:24: backends[0].dialects[1]: \"claude\" is not a dialect: openai, anthropic, responses, azure, gemini or vertex",
+     {"t.yaml:6:24: backends[0].dialects[1]: \"claude\" is not a dialect: openai, anthropic, responses, azure, gemini, vertex or vertex_anthropic",
       "t.yaml:6:32: backends[0].dialects[2]: \"openai\" is listed twice",
       "t.yaml:7:83: backends[1].dialects: give either dialect or dialects, not both"}},
     {"prices", BACKENDS "    price: { input_usd_per_mtok: -0.1, output_usd_per_mtok: nan, cached: 1 }\n" MODELS, 

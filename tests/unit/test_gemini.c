@@ -302,6 +302,27 @@ static void test_dialect_rows(void **state)
     json_decref(body);
     sw_config_unref(cfg);
 
+    cfg = parse("backends:\n  - { name: c, tier: cloud, url: \"https://us-east5-aiplatform.googleapis.com\","
+                " model: \"claude-sonnet-4@20250514\", dialect: vertex_anthropic,"
+                " vertex: { project: p1, location: us-east5, token_command: \"echo t\" } }\n"
+                "models:\n  - { name: chat, backends: [c] }\n");
+    assert_non_null(cfg);
+    const struct sw_upstream_dialect *va = sw_upstream_dialect(SW_DIALECT_VERTEX_ANTHROPIC);
+    sw_buf_init(&b, 4096);
+    assert_int_equal(sw_upstream_path(&cfg->backends[0], SW_DIALECT_VERTEX_ANTHROPIC, va->stream_path, &b), SW_OK);
+    assert_string_equal(b.ptr, "/v1/projects/p1/locations/us-east5/publishers/anthropic/models/"
+                               "claude-sonnet-4@20250514:streamRawPredict");
+    sw_buf_reset(&b);
+    assert_int_equal(va->headers(&cfg->backends[0], &ch, &b), SW_OK);
+    assert_string_equal(b.ptr, "Authorization: Bearer ya29.tok\r\n");
+    sw_buf_free(&b);
+    body = json_pack("{s:s, s:i}", "model", "claude", "max_tokens", 5);
+    assert_int_equal(va->request_config(&cfg->backends[0], body), SW_OK);
+    assert_null(json_object_get(body, "model"));
+    assert_string_equal(json_string_value(json_object_get(body, "anthropic_version")), "vertex-2023-10-16");
+    json_decref(body);
+    sw_config_unref(cfg);
+
     assert_true(config_refused("url: \"https://x\", model: m, dialect: gemini", "needs api_key"));
     assert_true(config_refused("url: \"https://x\", model: m, dialect: vertex, vertex: { project: p }",
                                "vertex.project and vertex.location"));

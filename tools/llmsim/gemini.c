@@ -51,6 +51,28 @@ int sw_llmsim_gem_route(const char *path, char *model, size_t cap, bool *stream,
     return -1;
 }
 
+int sw_llmsim_vertex_anthropic_route(const char *path, char *model, size_t cap, bool *stream)
+{
+    if (strncmp(path, "/v1/projects/", 13))
+        return -1;
+    const char *loc = strstr(path + 13, "/locations/");
+    const char *pub = loc ? strstr(loc + 11, "/publishers/anthropic/models/") : NULL;
+    if (!loc || !pub || loc == path + 13 || pub == loc + 11)
+        return -1;
+    const char *p = pub + 29, *colon = strchr(p, ':');
+    if (!colon || colon == p || (size_t)(colon - p) >= cap || memchr(p, '/', (size_t)(colon - p)))
+        return -1;
+    if (!strcmp(colon + 1, "rawPredict"))
+        *stream = false;
+    else if (!strcmp(colon + 1, "streamRawPredict"))
+        *stream = true;
+    else
+        return -1;
+    memcpy(model, p, (size_t)(colon - p));
+    model[colon - p] = '\0';
+    return 0;
+}
+
 /* ---- Requests ---- */
 
 static int fail(char *err, size_t errlen, const char *msg)

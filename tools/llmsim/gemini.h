@@ -25,6 +25,11 @@
  *   /{v1|v1beta1}/projects/{p}/locations/{l}/publishers/google/models/{model}:{...} */
 int sw_llmsim_gem_route(const char *path, char *model, size_t cap, bool *stream, bool *vertex);
 
+/* Anthropic's models on Vertex AI:
+ * /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:{rawPredict|streamRawPredict}.
+ * 0 and the model and method, or -1. */
+int sw_llmsim_vertex_anthropic_route(const char *path, char *model, size_t cap, bool *stream);
+
 /* Validates root (borrowed) as a generateContent body and fills *c:
  * contents (role user / model, parts text, inlineData, functionCall,
  * functionResponse), systemInstruction, generationConfig.maxOutputTokens,

@@ -1051,6 +1051,32 @@ static void send_gem_error(struct sw_llmsim_server *s, struct sw_http_req *req, 
     send_error(s, req, SW_LLMSIM_GEMINI, status, msg, NULL, -1);
 }
 
+/* Anthropic's Messages on Vertex AI: an issued bearer, a body with
+ * anthropic_version vertex-2023-10-16 and no model (the path names it). */
+static void vertex_anthropic(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path,
+                             bool post)
+{
+    if (!bearer_issued(s, sw_http_header(req, "authorization", NULL))) {
+        send_gem_error(s, req, 401, "Request had invalid authentication credentials.");
+        return;
+    }
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    json_t *root = json_loadb(body ? body : "", len, 0, NULL);
+    const char *v = json_string_value(json_object_get(root, "anthropic_version"));
+    bool ok = v && !strcmp(v, "vertex-2023-10-16") && !json_object_get(root, "model");
+    json_decref(root);
+    if (!post || !ok) {
+        count_status(s, 400);
+        send_error(s, req, SW_LLMSIM_ANTHROPIC, 400,
+                   !post ? "use POST"
+                         : "anthropic_version: vertex-2023-10-16 is required, and model is not "
+                           "allowed (the path names it)", NULL, -1);
+        return;
+    }
+    on_chat(s, req, path, SW_LLMSIM_ANTHROPIC, false);
+}
+
 /* Google's door: the token endpoints, and generateContent with its key
  * (Gemini API) or an issued bearer (Vertex AI). false: not Google's path. */
 static bool google_route(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path)
@@ -1066,6 +1092,10 @@ static bool google_route(struct sw_llmsim_server *s, struct sw_http_req *req, co
     }
     char model[SW_LLMSIM_MODEL_MAX], key[256] = "";
     bool stream, vertex;
+    if (s->sa_pubkey && !sw_llmsim_vertex_anthropic_route(path, model, sizeof model, &stream)) {
+        vertex_anthropic(s, req, path, post);
+        return true;
+    }
     if ((!s->o.gemini_key[0] && !s->sa_pubkey) ||
         sw_llmsim_gem_route(path, model, sizeof model, &stream, &vertex))
         return false;
