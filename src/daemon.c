@@ -30,6 +30,7 @@
 #include "upstream/health.h"
 #include "upstream/otlp.h"
 #include "upstream/startcheck.h"
+#include "upstream/token.h"
 
 /* The PII engine of a config: the built-in types plus pii.custom. NULL (and
  * the reason printed) when a custom type does not compile. */
@@ -548,6 +549,7 @@ out:
     close_daemon(&d);
     sw_pii_engine_free(pii);
     sw_pii_cache_free(d.pii_cache);
+    sw_token_registry_free(); /* its transfers are the multi handle's */
     sw_curlev_free(d.cev);
     if (d.base) {
         /* A bufferevent freed while its deferred callbacks were queued (a

@@ -23,7 +23,8 @@
 
 static const char *const tier_names[] = {"local", "cloud", NULL};
 static const char *const dialect_names[] = {"openai", "anthropic", "responses", "azure",
-                                            "bedrock", NULL};
+                                            "bedrock", "gemini", "vertex", "vertex_anthropic",
+                                            NULL};
 
 /* ---- Custom value parsers ---- */
 
@@ -443,7 +444,8 @@ static void dialect_item(struct sw_walk *w, const yaml_node_t *item, const char 
         if (!strcmp(v, dialect_names[k]))
             d = k;
     if (d < 0)
-        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic, responses, azure or bedrock",
+        sw_walk_error(w, item, ipath, "\"%.64s\" is not a dialect: openai, anthropic, responses, azure, bedrock, "
+                      "gemini, vertex or vertex_anthropic",
                       v);
     else if (b->dialects & (1u << d))
         sw_walk_error(w, item, ipath, "\"%.64s\" is listed twice", v);
@@ -828,12 +830,93 @@ static void check_azure(struct sw_walk *w, struct sw_config_backend *b,
             sw_walk_error(w, az, p, "\"%.64s\" may hold only A-Z a-z 0-9 . _ - (it goes "
                           "into the request's path or query)", names[k]);
         }
-    if (!b->api_key && !b->azure.entra_token) {
+    int creds = !!b->azure.tenant_id + !!b->azure.client_id + !!b->azure.client_secret;
+    if (creds && creds < 3) {
+        sw_walk_path_key(p, sizeof p, path, "azure");
+        sw_walk_error(w, az, p, "Entra ID client credentials need tenant_id, client_id and "
+                      "client_secret together");
+    }
+    if (b->azure.tenant_id && b->azure.tenant_id[strspn(b->azure.tenant_id,
+                                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-")]) {
+        sw_walk_path_key(p, sizeof p, path, "azure.tenant_id");
+        sw_walk_error(w, az, p, "a tenant is a GUID or a domain name (A-Z a-z 0-9 . -)");
+    }
+    if (!b->api_key && !b->azure.entra_token && creds < 3) {
         sw_walk_path_key(p, sizeof p, path, "api_key");
         sw_walk_error(w, sw_walk_val(&backend_section, vals, "name"), p,
-                      "an azure backend needs api_key (sent as the api-key header) or "
-                      "azure.entra_token (an Entra ID bearer token)");
+                      "an azure backend needs api_key (sent as the api-key header), "
+                      "azure.entra_token (an Entra ID bearer token) or Entra ID client "
+                      "credentials (azure.tenant_id, client_id, client_secret)");
     }
+}
+
+/* A Google backend: gemini (an API key) or vertex (a project, a location
+ * and a token source); dialect gemini with a vertex section is vertex. The
+ * gemini and vertex sections only with them. */
+static void check_google(struct sw_walk *w, struct sw_config_backend *b,
+                         const yaml_node_t *const *vals, const char *path)
+{
+    char p[SW_WALK_MAX_PATH];
+    const yaml_node_t *gm = sw_walk_val(&backend_section, vals, "gemini");
+    const yaml_node_t *vx = sw_walk_val(&backend_section, vals, "vertex");
+    unsigned google = (1u << SW_DIALECT_GEMINI) | (1u << SW_DIALECT_VERTEX) |
+                      (1u << SW_DIALECT_VERTEX_ANTHROPIC);
+    if (!(b->dialects & google)) {
+        if (gm || vx) {
+            sw_walk_path_key(p, sizeof p, path, gm ? "gemini" : "vertex");
+            sw_walk_error(w, gm ? gm : vx, p, "is for dialect gemini or vertex only");
+        }
+        return;
+    }
+    if (b->dialects != (1u << SW_DIALECT_GEMINI) && b->dialects != (1u << SW_DIALECT_VERTEX) &&
+        b->dialects != (1u << SW_DIALECT_VERTEX_ANTHROPIC)) {
+        sw_walk_path_key(p, sizeof p, path, "dialects");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "dialects"), p,
+                      "gemini, vertex and vertex_anthropic are spoken alone: give dialect: "
+                      "gemini, vertex or vertex_anthropic");
+        return;
+    }
+    if (b->dialect == SW_DIALECT_GEMINI && vx) {
+        b->dialect = SW_DIALECT_VERTEX;
+        b->dialects = 1u << SW_DIALECT_VERTEX;
+    }
+    const char *host = b->url ? strstr(b->url, "://") : NULL;
+    if (host && (strchr(host + 3, '/') || b->url_v1_stripped)) {
+        sw_walk_path_key(p, sizeof p, path, "url");
+        sw_walk_error(w, sw_walk_val(&backend_section, vals, "url"), p,
+                      "a gemini or vertex backend's url is the API's root, e.g. "
+                      "\"https://generativelanguage.googleapis.com\" or "
+                      "\"https://us-central1-aiplatform.googleapis.com\"; Spillway appends "
+                      "/v1beta/models/... itself");
+    }
+    /* '@' for a publisher model's version (claude-sonnet-4@20250514) */
+    static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-@";
+    const char *names[] = {b->model, b->gemini.api_version, b->vertex.project, b->vertex.location};
+    const char *keys[] = {"model", "gemini.api_version", "vertex.project", "vertex.location"};
+    for (size_t k = 0; k < 4; k++)
+        if (names[k] && (!names[k][0] || names[k][strspn(names[k], safe)])) {
+            sw_walk_path_key(p, sizeof p, path, keys[k]);
+            sw_walk_error(w, k ? (k == 1 ? gm : vx) : sw_walk_val(&backend_section, vals, "model"),
+                          p, "\"%.64s\" may hold only A-Z a-z 0-9 . _ - @ (it goes into the "
+                          "request's path)", names[k]);
+        }
+    if (b->dialect == SW_DIALECT_GEMINI) {
+        if (!b->api_key) {
+            sw_walk_path_key(p, sizeof p, path, "api_key");
+            sw_walk_error(w, sw_walk_val(&backend_section, vals, "name"), p,
+                          "a gemini backend needs api_key (sent as x-goog-api-key); for "
+                          "Vertex AI give a vertex section");
+        }
+        return;
+    }
+    sw_walk_path_key(p, sizeof p, path, "vertex");
+    if (!b->vertex.project || !b->vertex.location)
+        sw_walk_error(w, vx ? vx : sw_walk_val(&backend_section, vals, "name"), p,
+                      "a vertex backend needs vertex.project and vertex.location");
+    if (!b->vertex.credentials_file == !b->vertex.token_command)
+        sw_walk_error(w, vx ? vx : sw_walk_val(&backend_section, vals, "name"), p,
+                      "a vertex backend needs one of vertex.credentials_file (a service-account "
+                      "JSON) and vertex.token_command");
 }
 
 static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
@@ -860,6 +943,7 @@ static void check_backend(struct sw_walk *w, void *base, const yaml_node_t *map,
         .url_has_path = uhost && (strchr(uhost + 3, '/') || b->url_v1_stripped),
         .url = &b->url, .model = b->model};
     sw_config_check_bedrock(w, &b->aws, &ab, &backend_section, vals, path);
+    check_google(w, b, vals, path);
     const yaml_node_t *slots = sw_walk_val(&backend_section, vals, "slots");
     if (b->slots < 0) {
         b->slots = local ? 1 : 0; /* absent (or invalid, reported already) */
@@ -1077,9 +1161,44 @@ static const struct sw_walk_setting azure_settings[] = {
      .hint = "the api-version query, e.g. \"2024-10-21\"; absent: the v1 API (/openai/v1)"},
     {.key = "entra_token", .type = SW_WALK_SECRET, .off = AZ(entra_token),
      .hint = "an Entra ID access token, sent as Authorization: Bearer instead of api-key"},
+    {.key = "tenant_id", .type = SW_WALK_TEXT, .off = AZ(tenant_id),
+     .hint = "the Entra ID tenant (a GUID or domain) of the client credentials"},
+    {.key = "client_id", .type = SW_WALK_TEXT, .off = AZ(client_id),
+     .hint = "the application (client) id of the client credentials"},
+    {.key = "client_secret", .type = SW_WALK_SECRET, .off = AZ(client_secret),
+     .hint = "the client secret; the gateway fetches and refreshes the token"},
+    {.key = "token_url", .type = SW_WALK_TEXT, .off = AZ(token_url),
+     .hint = "the token endpoint; absent: https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"},
 };
 static const struct sw_walk_section azure_section = {
     azure_settings, sizeof(azure_settings) / sizeof(azure_settings[0]), 0, NULL};
+
+#define GM(f) (BE(gemini.f) - BE(gemini))
+static const struct sw_walk_setting gemini_settings[] = {
+    {.key = "api_version", .type = SW_WALK_TEXT, .off = GM(api_version),
+     .hint = "the API version in the path; absent: v1beta (Gemini API), v1 (Vertex AI)"},
+    {.key = "safety_threshold", .type = SW_WALK_TEXT, .off = GM(safety_threshold),
+     .hint = "sent as every harm category's threshold, e.g. BLOCK_ONLY_HIGH"},
+};
+static const struct sw_walk_section gemini_section = {
+    gemini_settings, sizeof(gemini_settings) / sizeof(gemini_settings[0]), 0, NULL};
+
+#define VX(f) (BE(vertex.f) - BE(vertex))
+static const struct sw_walk_setting vertex_settings[] = {
+    {.key = "project", .type = SW_WALK_TEXT, .off = VX(project), .hint = "the Google Cloud project id"},
+    {.key = "location", .type = SW_WALK_TEXT, .off = VX(location),
+     .hint = "the region, e.g. us-central1 or europe-west4 (or global)"},
+    {.key = "credentials_file", .type = SW_WALK_TEXT, .off = VX(credentials_file),
+     .hint = "a service-account key file (JSON)"},
+    {.key = "token_command", .type = SW_WALK_TEXT, .off = VX(token_command),
+     .hint = "a command that prints an access token, e.g. gcloud auth print-access-token"},
+    {.key = "token_url", .type = SW_WALK_TEXT, .off = VX(token_url),
+     .hint = "the token endpoint; absent: the service account's token_uri"},
+    {.key = "token_command_timeout_ms", .type = SW_WALK_LONG, .off = VX(token_command_timeout_ms),
+     .min = 100, .max = 600000, .def = 10000},
+};
+static const struct sw_walk_section vertex_section = {
+    vertex_settings, sizeof(vertex_settings) / sizeof(vertex_settings[0]), 0, NULL};
 
 static const struct sw_walk_setting backend_settings[] = {
     {.key = "name", .type = SW_WALK_NAME, .off = BE(name), .required = true,
@@ -1092,7 +1211,8 @@ static const struct sw_walk_setting backend_settings[] = {
      .def = SW_DIALECT_OPENAI,
      .fix = "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic; "
             "OpenAI's Responses API (OpenAI, vLLM) is responses; Azure OpenAI is azure; AWS "
-            "Bedrock's Converse API is bedrock"},
+            "Bedrock's Converse API is bedrock; Google's Gemini API is gemini, Gemini on Vertex "
+            "AI is vertex, Claude on Vertex AI is vertex_anthropic"},
     {.key = "dialects", .type = SW_WALK_CUSTOM, .off = BE(dialects), .parse = parse_dialects,
      .hint = "a list of dialects, e.g. [openai, anthropic]"},
     {.key = "anthropic_version", .type = SW_WALK_TEXT, .off = BE(anthropic_version),
@@ -1124,6 +1244,8 @@ static const struct sw_walk_setting backend_settings[] = {
     {.key = "load", .type = SW_WALK_MAP, .off = BE(load), .sub = &load_section},
     {.key = "azure", .type = SW_WALK_MAP, .off = BE(azure), .sub = &azure_section},
     {.key = "aws", .type = SW_WALK_MAP, .off = BE(aws), .sub = &sw_config_aws_section},
+    {.key = "gemini", .type = SW_WALK_MAP, .off = BE(gemini), .sub = &gemini_section},
+    {.key = "vertex", .type = SW_WALK_MAP, .off = BE(vertex), .sub = &vertex_section},
     {.key = "max_output_tokens", .type = SW_WALK_LONG, .off = BE(max_output_tokens), .min = 1,
      .max = 10000000, .def = 4096},
     {.key = "prefill_ms_per_token", .type = SW_WALK_DOUBLE, .off = BE(prefill_ms_per_token),
@@ -1901,6 +2023,17 @@ void sw_config_unref(struct sw_config *cfg)
         free(b->azure.api_version);
         free(b->azure.entra_token);
         sw_config_aws_free(&b->aws);
+        free(b->azure.tenant_id);
+        free(b->azure.client_id);
+        free(b->azure.client_secret);
+        free(b->azure.token_url);
+        free(b->gemini.api_version);
+        free(b->gemini.safety_threshold);
+        free(b->vertex.project);
+        free(b->vertex.location);
+        free(b->vertex.credentials_file);
+        free(b->vertex.token_command);
+        free(b->vertex.token_url);
     }
     free(cfg->backends);
     for (size_t i = 0; i < cfg->n_models; i++) {
@@ -1993,6 +2126,9 @@ const char *sw_dialect_name(enum sw_dialect d)
            : d == SW_DIALECT_RESPONSES ? "responses"
            : d == SW_DIALECT_AZURE     ? "azure"
            : d == SW_DIALECT_BEDROCK   ? "bedrock"
+           : d == SW_DIALECT_GEMINI    ? "gemini"
+           : d == SW_DIALECT_VERTEX    ? "vertex"
+           : d == SW_DIALECT_VERTEX_ANTHROPIC ? "vertex_anthropic"
                                        : "openai";
 }
 

@@ -70,8 +70,14 @@ struct sw_config_pii_custom {
     char *validator;            /* NULL, "luhn", "mod97" or "elfproef" */
 };
 enum sw_dialect {
-    SW_DIALECT_OPENAI, SW_DIALECT_ANTHROPIC, SW_DIALECT_RESPONSES, SW_DIALECT_AZURE,
-    SW_DIALECT_BEDROCK
+    SW_DIALECT_OPENAI,
+    SW_DIALECT_ANTHROPIC,
+    SW_DIALECT_RESPONSES,
+    SW_DIALECT_AZURE,
+    SW_DIALECT_BEDROCK,         /* AWS Bedrock's Converse (SigV4) */
+    SW_DIALECT_GEMINI,          /* Google's generateContent, Gemini API (an API key) */
+    SW_DIALECT_VERTEX,          /* the same on Vertex AI (OAuth2 bearer, project and location) */
+    SW_DIALECT_VERTEX_ANTHROPIC,    /* Anthropic's Messages on Vertex AI (rawPredict) */
 };
 /* A request's priority (X-Spillway-Priority, metadata.priority, keys[].priority). */
 enum sw_priority { SW_PRIORITY_INTERACTIVE, SW_PRIORITY_BATCH };
@@ -147,9 +153,27 @@ struct sw_config_backend {
         char *api_version;      /* api-version query: /openai/deployments/{deployment}/...;
                                  * NULL: the v1 API, /openai/v1/... (model in the body) */
         char *entra_token;      /* Entra ID bearer token, sent instead of api-key; NULL: none */
+        /* Entra ID client credentials: a token fetched and refreshed by the
+         * gateway (upstream/token.h); all three or none */
+        char *tenant_id, *client_id, *client_secret;
+        char *token_url;        /* NULL: https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token */
     } azure;
     struct sw_config_aws aws;   /* dialect bedrock (config/aws.h; docs/configuration.md,
                                  * "AWS Bedrock") */
+    /* gemini: Google's generateContent API (dialect gemini or vertex) */
+    struct {
+        char *api_version;      /* the path's version: NULL: v1beta (Gemini API), v1 (Vertex) */
+        char *safety_threshold; /* every harm category's threshold (BLOCK_ONLY_HIGH ...);
+                                 * NULL: the provider's defaults */
+    } gemini;
+    /* vertex: Gemini (or another publisher's model) on Vertex AI */
+    struct {
+        char *project, *location;   /* both required */
+        char *credentials_file;     /* a service-account JSON: its key signs the token request */
+        char *token_command;        /* or a command that prints a token (or a token JSON) */
+        char *token_url;            /* NULL: the service account's token_uri */
+        long token_command_timeout_ms;  /* default 10000 */
+    } vertex;
     /* load: the server's own report of the work it holds (docs/routing.md, "Load signals") */
     struct {
         int source;             /* enum sw_load_source; default none */
@@ -402,7 +426,9 @@ bool sw_config_secret_equal(const char *secret, const char *bearer);
 bool sw_config_regions_has(const struct sw_config_regions *r, const char *region);
 
 const char *sw_tier_name(enum sw_tier tier);       /* "local" | "cloud" */
-const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" | "azure" | "bedrock" */
+const char *sw_dialect_name(enum sw_dialect d);    /* "openai" | "anthropic" | "responses" | "azure"
+                                                    * | "bedrock" | "gemini" | "vertex"
+                                                    * | "vertex_anthropic" */
 /* Stable lowercase name ("llamacpp", "none", ...); "unknown" out of range. */
 const char *sw_load_source_name(enum sw_load_source s);
 

@@ -23,7 +23,7 @@ struct sw_buf;
 /* Looks up ${NAME}; NULL when unset (config.h's sw_config_getenv_fn is the same type). */
 typedef const char *(*sw_walk_getenv_fn)(const char *name, void *ud);
 
-#define SW_WALK_MAX_SETTINGS 32   /* settings per section */
+#define SW_WALK_MAX_SETTINGS 48   /* settings per section */
 #define SW_WALK_MAX_ERRORS 100    /* messages kept; the rest are counted */
 #define SW_WALK_MAX_SCALAR 65536  /* bytes of one scalar after substitution */
 #define SW_WALK_MAX_PATH 256      /* bytes of a key path such as backends[3].price */

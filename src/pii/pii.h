@@ -221,7 +221,7 @@ int sw_pii_mask_request(const struct sw_pii_engine *e, struct sw_pii_map *m,
 /* ---- Requests of every API surface ----
  * The surface says which API's request body a tree is: the OpenAI chat
  * completions body, Anthropic's Messages body, the OpenAI embeddings body,
- * the OpenAI Responses body.
+ * the OpenAI Responses body, Google's generateContent body.
  * Each has its own table of structural fields (skipped, each checked to its
  * grammar), JSON-text fields and binary fields (mask.c, docs/privacy.md). */
 enum sw_pii_surface {
@@ -230,6 +230,7 @@ enum sw_pii_surface {
     SW_PII_SURFACE_EMBEDDINGS,
     SW_PII_SURFACE_RESPONSES,
     SW_PII_SURFACE_CONVERSE,    /* AWS Bedrock's Converse body (what a bedrock backend gets) */
+    SW_PII_SURFACE_GEMINI,
 };
 
 /* Longest JSON path written to bad ("messages[2].tool_calls[0].id"); a longer

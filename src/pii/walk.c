@@ -250,6 +250,32 @@ static const struct field converse_fields[] = {
     IDENT("toolConfig.toolChoice.tool.name", G_FN64),
 };
 
+/* Google's generateContent (Gemini API, Vertex AI). functionCall args and
+ * functionResponse response are objects: walked. */
+#define GEM_PART(p)                                                                        \
+    IDENT(p ".functionCall.name", G_FN128), IDENT(p ".functionCall.id", G_ID),             \
+        IDENT(p ".functionResponse.name", G_FN128), IDENT(p ".functionResponse.id", G_ID), \
+        SKIP_ENUM(p ".inlineData.mimeType", "image/jpeg", "image/png", "image/gif",       \
+                  "image/webp", "image/heic", "image/heif", "application/pdf"),           \
+        {p ".inlineData.data", K_BIN, G_ENUM, NULL}
+#define GEM_HARM "HARM_CATEGORY_HARASSMENT", "HARM_CATEGORY_HATE_SPEECH",                   \
+                 "HARM_CATEGORY_SEXUALLY_EXPLICIT", "HARM_CATEGORY_DANGEROUS_CONTENT",      \
+                 "HARM_CATEGORY_CIVIC_INTEGRITY"
+static const struct field gemini_fields[] = {
+    SKIP_ENUM("contents.*.role", "user", "model"),
+    GEM_PART("contents.*.parts.*"),
+    GEM_PART("systemInstruction.parts.*"),
+    IDENT("tools.*.functionDeclarations.*.name", G_FN128),
+    SKIP_ENUM("toolConfig.functionCallingConfig.mode", "AUTO", "ANY", "NONE", "VALIDATED"),
+    IDENT("toolConfig.functionCallingConfig.allowedFunctionNames.*", G_FN128),
+    SKIP_ENUM("generationConfig.responseMimeType", "application/json", "text/plain",
+              "text/x.enum"),
+    SKIP_ENUM("safetySettings.*.category", GEM_HARM),
+    SKIP_ENUM("safetySettings.*.threshold", "HARM_BLOCK_THRESHOLD_UNSPECIFIED",
+              "BLOCK_LOW_AND_ABOVE", "BLOCK_MEDIUM_AND_ABOVE", "BLOCK_ONLY_HIGH", "BLOCK_NONE",
+              "OFF"),
+};
+
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 static const struct {
     const struct field *f;
@@ -260,6 +286,7 @@ static const struct {
     [SW_PII_SURFACE_EMBEDDINGS] = {embeddings_fields, N_OF(embeddings_fields)},
     [SW_PII_SURFACE_RESPONSES] = {responses_fields, N_OF(responses_fields)},
     [SW_PII_SURFACE_CONVERSE] = {converse_fields, N_OF(converse_fields)},
+    [SW_PII_SURFACE_GEMINI] = {gemini_fields, N_OF(gemini_fields)},
 };
 #define N_SURFACES N_OF(tables)
 

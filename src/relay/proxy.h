@@ -21,6 +21,7 @@
 #include "relay/reply.h"
 #include "relay/splice.h"
 #include "relay/sse.h"
+#include "relay/st_auth.h"
 #include "relay/st_contract.h"
 #include "relay/st_dialect.h"
 #include "relay/st_pii.h"
@@ -35,7 +36,7 @@
 #define SW_RELAY_SSE_EVENT_MAX (1024 * 1024)
 
 /* Most stages an attempt runs (gate, dialect, unmask, contract, client). */
-#define SW_RELAY_STAGES_MAX 5
+#define SW_RELAY_STAGES_MAX 6
 
 /* The current attempt. Every field starts over with the attempt: one
  * assignment in try_attempt resets it (what it holds elsewhere is freed
@@ -129,6 +130,7 @@ struct proxy {
     struct sw_dialect_stage dialect;
     struct sw_pii_stage pii_st;
     struct sw_contract_stage contract;
+    struct sw_auth_stage auth;
 
     /* For the decision log and the metrics (never prompt or answer text). */
     struct sw_declog_attempt att[SW_DECLOG_MAX_ATTEMPTS];

@@ -104,6 +104,7 @@ static void proxy_free(struct proxy *p)
     sw_pii_stage_free(&p->pii_st);
     sw_contract_stage_free(&p->contract);
     sw_dialect_stage_free(&p->dialect);
+    sw_auth_stage_free(&p->auth);
     free(p->public_model);
     free(p->public_model_json);
     sw_live_unref(p->live);
@@ -545,6 +546,7 @@ static void act_request(struct proxy *p, enum sw_stage_rc rc)
             p->facts.sensitive = true;
         skip(p, v->msg);
     } else {
+        p->a.end_class = v->end_class; /* its class in the log and spillway_errors_total */
         attempt_failed(p, v->msg, v->status, v->err);
     }
 }
@@ -631,15 +633,14 @@ static void send_attempt(struct proxy *p)
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
-    struct sw_upstream_client_hdrs ch = {NULL, NULL};
-    if (p->client_dialect == SW_DIALECT_ANTHROPIC && p->req) {
+    struct sw_upstream_client_hdrs ch = {NULL, NULL, p->auth.token};
+    if (p->client_dialect == SW_DIALECT_ANTHROPIC && p->req && a->up_dialect == p->client_dialect) {
         ch.anthropic_version = sw_http_header(p->req, "anthropic-version", NULL);
         ch.anthropic_beta = sw_http_header(p->req, "anthropic-beta", NULL);
     }
     struct sw_buf hdrs;
     sw_buf_init(&hdrs, 64 * 1024);
-    if (dops->headers(be, a->up_dialect == p->client_dialect ? &ch : NULL, &hdrs) ||
-        sw_relay_trace_headers(p, &hdrs)) {
+    if (dops->headers(be, &ch, &hdrs) || sw_relay_trace_headers(p, &hdrs)) {
         sw_buf_free(&hdrs);
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;

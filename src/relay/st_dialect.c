@@ -104,6 +104,8 @@ static enum sw_stage_rc up_request(struct sw_stage *st, struct sw_stage_io *io)
         }
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
     }
+    if (d->up->request_config && d->be && d->up->request_config(d->be, b))
+        return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
     io->built = true;
     return SW_STAGE_OK;
 }

@@ -33,6 +33,8 @@ struct sw_dialect_stage {
     uint32_t dropped;               /* top-level fields its translation left out (drop),
                                        bits 1 << enum sw_anth_field */
     const struct sw_upstream_dialect *up;   /* the backend's API */
+    const struct sw_config_backend *be;     /* the backend (its config's additions to a
+                                             * translated body: request_config) */
     bool native;                    /* the client's own API end to end: passed through */
     bool own_api;                   /* the request goes in the client's own API (masked or
                                      * not): it is not translated */

@@ -32,6 +32,9 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
     p->pii_st.mask_surface = pii_surface(p, own_api ? p->client_dialect : SW_DIALECT_OPENAI);
     p->pii_st.send_surface = pii_surface(p, a->up_dialect);
     p->contract.be = be;
+    p->dialect.be = be;
+    sw_auth_stage_free(&p->auth);
+    p->auth.ts = be->tier == SW_TIER_CLOUD ? sw_token_source_for(p->env.base, p->env.cev, be) : NULL;
     p->contract.native = a->native;
     struct sw_stage all[] = {{&sw_pii_mask_ops, &p->pii_st}, {&sw_contract_stage_ops, &p->contract}};
     sw_stage_reset(all, p->contract.schema ? 2 : 1);
@@ -47,6 +50,10 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
         s[n++] = all[1];
     if (!splice)
         s[n++] = (struct sw_stage){&sw_dialect_client_ops, &p->dialect};
+    /* last: its request hook runs first, so the token is there before the
+     * body is built */
+    if (p->auth.ts)
+        s[n++] = (struct sw_stage){&sw_auth_stage_ops, &p->auth};
     a->n_stages = n;
 }
 

@@ -237,6 +237,9 @@ static const char *provider_name(enum sw_dialect d)
     case SW_DIALECT_ANTHROPIC: return "anthropic";
     case SW_DIALECT_AZURE: return "azure.ai.openai";
     case SW_DIALECT_BEDROCK: return "aws.bedrock";
+    case SW_DIALECT_GEMINI: return "gcp.gemini";
+    case SW_DIALECT_VERTEX:
+    case SW_DIALECT_VERTEX_ANTHROPIC: return "gcp.vertex_ai";
     case SW_DIALECT_OPENAI:
     case SW_DIALECT_RESPONSES: return "openai";
     }

@@ -413,12 +413,14 @@ static const json_t *resp_client_final(const struct sw_dialect_client *c)
 
 /* ---- Azure OpenAI ---- */
 
-/* api-key, or an Entra ID token as a bearer (the token wins when both are
- * configured). */
+/* api-key, or an Entra ID token as a bearer: the one the client
+ * credentials fetched, else the configured one (a token wins over the
+ * key). */
 static int azure_headers(const struct sw_config_backend *be,
                          const struct sw_upstream_client_hdrs *c, struct sw_buf *out)
 {
-    (void)c;
+    if (c && c->bearer)
+        return sw_buf_appendf(out, "Authorization: Bearer %s\r\n", c->bearer);
     if (be->azure.entra_token)
         return sw_buf_appendf(out, "Authorization: Bearer %s\r\n", be->azure.entra_token);
     return be->api_key ? header(out, "api-key", be->api_key) : SW_OK;
@@ -465,11 +467,13 @@ static json_t *azure_answer(const json_t *answer, const char *model, long long c
 
 /* Azure's stream is OpenAI's with content-filter reports: a first chunk of
  * no choices that carries only prompt_filter_results, and the reports on
- * the choices. The report-only chunks are dropped, the rest stripped. */
+ * the choices. The report-only chunks are dropped, the rest stripped. An
+ * error event ({"error":{...}}: a filter that stopped the output, or a
+ * failure) fails the stream: before the first token the attempt fails
+ * over, after it the client gets its own API's error event. */
 static int azure_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
                               json_t *chunks, bool *done, const char **msg)
 {
-    (void)s;
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         *done = true;
         return 0;
@@ -478,6 +482,18 @@ static int azure_stream_event(struct sw_dialect_stream *s, const char *data, siz
     if (!json_is_object(o)) {
         json_decref(o);
         *msg = "malformed JSON in stream event";
+        return -1;
+    }
+    json_t *e = json_object_get(o, "error");
+    if (json_is_object(e)) {
+        const char *code = json_string_value(json_object_get(e, "code"));
+        bool filtered = code && !strcmp(code, "content_filter");
+        /* Anthropic's names: what the client's error event says */
+        snprintf(s->error_type, sizeof s->error_type, "%s",
+                 filtered ? "invalid_request_error" : "api_error");
+        *msg = filtered ? "the provider's content filter stopped the answer"
+                        : "the provider reported an error mid-stream";
+        json_decref(o);
         return -1;
     }
     bool report_only = json_object_get(o, "prompt_filter_results") &&
@@ -607,6 +623,120 @@ static int bedrock_stream_event(struct sw_dialect_stream *s, const char *data, s
     return rc;
 }
 
+/* ---- Google's generateContent (Gemini API, Vertex AI) ---- */
+
+/* The Gemini API's key; Vertex AI's access token (its token source). */
+static int gemini_headers(const struct sw_config_backend *be,
+                          const struct sw_upstream_client_hdrs *c, struct sw_buf *out)
+{
+    if (c && c->bearer)
+        return sw_buf_appendf(out, "Authorization: Bearer %s\r\n", c->bearer);
+    return be->api_key ? header(out, "x-goog-api-key", be->api_key) : SW_OK;
+}
+
+/* The model's resource and method: Gemini API
+ * /{version}/models/{model}:{method}, Vertex AI
+ * /{version}/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}
+ * ("models" is the model itself, a GET). A stream's method is
+ * streamGenerateContent?alt=sse. The config admits only URL-safe names. */
+static int gemini_path(const struct sw_config_backend *be, const char *rel, struct sw_buf *out)
+{
+    bool vertex = be->dialect == SW_DIALECT_VERTEX;
+    const char *ver = be->gemini.api_version ? be->gemini.api_version : vertex ? "v1" : "v1beta";
+    int err = vertex ? sw_buf_appendf(out, "/%s/projects/%s/locations/%s/publishers/google/models/%s",
+                                      ver, be->vertex.project ? be->vertex.project : "",
+                                      be->vertex.location ? be->vertex.location : "", be->model)
+                     : sw_buf_appendf(out, "/%s/models/%s", ver, be->model);
+    if (err || !strcmp(rel, "models"))
+        return err;
+    return sw_buf_appendf(out, ":%s%s", rel,
+                          !strcmp(rel, "streamGenerateContent") ? "?alt=sse" : "");
+}
+
+static json_t *gemini_body(const json_t *oai, long default_max_tokens,
+                           struct sw_request_error *err)
+{
+    return sw_gem_req_from_openai(oai, default_max_tokens, err);
+}
+
+/* The configured safety threshold, for every harm category. */
+static int gemini_config(const struct sw_config_backend *be, json_t *body)
+{
+    if (!be->gemini.safety_threshold)
+        return SW_OK;
+    json_t *ss = sw_gem_safety_settings(be->gemini.safety_threshold);
+    return ss && !json_object_set_new(body, "safetySettings", ss) ? SW_OK : SW_ENOMEM;
+}
+
+static json_t *gemini_answer(const json_t *answer, const char *model, long long created,
+                             bool format_tool)
+{
+    (void)format_tool;
+    return sw_gem_resp_to_openai(answer, model, created);
+}
+
+static void gemini_stream_init(struct sw_dialect_stream *s, const char *model, long long created,
+                               bool format_tool)
+{
+    (void)format_tool;
+    s->error_type[0] = '\0';
+    s->preamble = true;
+    sw_gem_to_oai_init(&s->u.gem, model, created);
+}
+
+/* Gemini's stream has no end marker: the chunk with a finishReason ends it. */
+static int gemini_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
+                               json_t *chunks, bool *done, const char **msg)
+{
+    size_t before = json_array_size(chunks);
+    int rc = sw_gem_to_oai_event(&s->u.gem, data, len, chunks, msg);
+    if (!rc && json_array_size(chunks) > before)
+        s->preamble = false;
+    if (rc)
+        snprintf(s->error_type, sizeof s->error_type, "%s",
+                 !strcmp(s->u.gem.error_type, "RESOURCE_EXHAUSTED") ? "rate_limit_error"
+                 : !strcmp(s->u.gem.error_type, "UNAVAILABLE")      ? "overloaded_error"
+                 : !strcmp(s->u.gem.error_type, "INVALID_ARGUMENT") ? "invalid_request_error"
+                                                                    : "api_error");
+    *done = s->u.gem.done;
+    return rc;
+}
+
+/* ---- Anthropic's Messages on Vertex AI ---- */
+
+/* The publisher's model: /v1/projects/{p}/locations/{l}/publishers/anthropic/
+ * models/{model}:rawPredict (streamed: :streamRawPredict). */
+static int vertex_anthropic_path(const struct sw_config_backend *be, const char *rel,
+                                 struct sw_buf *out)
+{
+    int err = sw_buf_appendf(out, "/v1/projects/%s/locations/%s/publishers/anthropic/models/%s",
+                             be->vertex.project ? be->vertex.project : "",
+                             be->vertex.location ? be->vertex.location : "", be->model);
+    return err || !strcmp(rel, "models") ? err : sw_buf_appendf(out, ":%s", rel);
+}
+
+/* The token only: the version goes in the body. */
+static int vertex_anthropic_headers(const struct sw_config_backend *be,
+                                    const struct sw_upstream_client_hdrs *c, struct sw_buf *out)
+{
+    (void)be;
+    return c && c->bearer ? sw_buf_appendf(out, "Authorization: Bearer %s\r\n", c->bearer) : SW_OK;
+}
+
+/* Vertex AI's Messages body: no model (the path names it), its own
+ * anthropic_version. */
+static int vertex_anthropic_config(const struct sw_config_backend *be, json_t *body)
+{
+    (void)be;
+    json_object_del(body, "model");
+    return json_object_set_new(body, "anthropic_version", json_string(SW_VERTEX_ANTHROPIC_VERSION))
+               ? SW_ENOMEM
+               : SW_OK;
+}
+
+#define GEMINI_PING "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"ping\"}]}]," \
+                    "\"generationConfig\":{\"maxOutputTokens\":1}}"
+
 /* The one-token ping of chat completions and Messages: the body reads the
  * same in both. */
 #define CHAT_PING "{\"model\":\"%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"ping\"}]}"
@@ -716,6 +846,69 @@ static const struct sw_upstream_dialect dialects[] = {
         .pii_surface = SW_PII_SURFACE_CONVERSE,
         .always_usage = true,
         .no_models = true,
+    },
+    [SW_DIALECT_GEMINI] = {
+        .name = "gemini",
+        .chat_path = "generateContent",
+        .stream_path = "streamGenerateContent",
+        .path = gemini_path,
+        .headers = gemini_headers,
+        .request_body = gemini_body,
+        .request_config = gemini_config,
+        .answer_to_openai = gemini_answer,
+        .stream_init = gemini_stream_init,
+        .stream_event = gemini_stream_event,
+        .client_init = openai_client_init,
+        .client_chunk = openai_client_chunk,
+        .client_finish = openai_client_finish,
+        .client_error = openai_client_error,
+        .api_name = "gemini",
+        .max_tokens_key = "max_completion_tokens",
+        .ping_fmt = GEMINI_PING,
+        .pii_surface = SW_PII_SURFACE_GEMINI,
+        .always_usage = true,
+    },
+    [SW_DIALECT_VERTEX_ANTHROPIC] = {
+        .name = "vertex_anthropic",
+        .chat_path = "rawPredict",
+        .stream_path = "streamRawPredict",
+        .path = vertex_anthropic_path,
+        .headers = vertex_anthropic_headers,
+        .request_body = anthropic_body,
+        .request_config = vertex_anthropic_config,
+        .answer_to_openai = anthropic_answer,
+        .stream_init = anthropic_stream_init,
+        .stream_event = anthropic_stream_event,
+        .client_init = openai_client_init,
+        .client_chunk = openai_client_chunk,
+        .client_finish = openai_client_finish,
+        .client_error = openai_client_error,
+        .api_name = "vertex_anthropic",
+        .max_tokens_key = "max_tokens",
+        .ping_fmt = CHAT_PING,
+        .pii_surface = SW_PII_SURFACE_MESSAGES,
+        .always_usage = true,
+    },
+    [SW_DIALECT_VERTEX] = {
+        .name = "vertex",
+        .chat_path = "generateContent",
+        .stream_path = "streamGenerateContent",
+        .path = gemini_path,
+        .headers = gemini_headers,
+        .request_body = gemini_body,
+        .request_config = gemini_config,
+        .answer_to_openai = gemini_answer,
+        .stream_init = gemini_stream_init,
+        .stream_event = gemini_stream_event,
+        .client_init = openai_client_init,
+        .client_chunk = openai_client_chunk,
+        .client_finish = openai_client_finish,
+        .client_error = openai_client_error,
+        .api_name = "vertex",
+        .max_tokens_key = "max_completion_tokens",
+        .ping_fmt = GEMINI_PING,
+        .pii_surface = SW_PII_SURFACE_GEMINI,
+        .always_usage = true,
     },
 };
 

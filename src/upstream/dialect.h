@@ -16,6 +16,7 @@
 #include "common/evstream.h"
 #include "dialect/anth_resp.h"
 #include "dialect/bedrock.h"
+#include "dialect/gemini.h"
 #include "dialect/native.h"
 #include "dialect/oai_stream.h"
 #include "dialect/responses_resp.h"
@@ -23,10 +24,16 @@
 #include "pii/pii.h"
 #include "request/request.h"
 
-/* Headers of the client passed through to a backend of the client's own API. */
+/* The anthropic_version of a Messages body on Vertex AI. */
+#define SW_VERTEX_ANTHROPIC_VERSION "vertex-2023-10-16"
+
+/* Headers of the client passed through to a backend of the client's own API,
+ * and the attempt's access token. */
 struct sw_upstream_client_hdrs {
     const char *anthropic_version;      /* NULL: absent */
     const char *anthropic_beta;
+    const char *bearer;                 /* an access token of the backend's token source
+                                         * (upstream/token.h), NULL: none */
 };
 
 /* The client headers a backend of the client's own API may get, validated
@@ -53,6 +60,7 @@ struct sw_dialect_stream {
         struct sw_anth_to_oai anth;
         struct sw_resp_to_oai resp;
         struct sw_bedrock_to_oai bedrock;
+        struct sw_gem_to_oai gem;
     } u;
 };
 
@@ -112,6 +120,9 @@ struct sw_upstream_dialect {
      * NULL with *err filled (a field that cannot be translated: 400). */
     json_t *(*request_body)(const json_t *oai, long default_max_tokens,
                             struct sw_request_error *err);
+    /* What backend be's config adds to a translated body (edited in place);
+     * NULL: nothing. SW_OK or SW_ENOMEM. */
+    int (*request_config)(const struct sw_config_backend *be, json_t *body);
     /* A whole answer of this dialect as an OpenAI answer; NULL: malformed.
      * format_tool: as stream_init. */
     json_t *(*answer_to_openai)(const json_t *answer, const char *model, long long created,

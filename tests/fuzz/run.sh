@@ -41,7 +41,7 @@ fi
 # loopback by fuzz_http).
 SRCS="src/request/request.c src/request/prefix.c src/obs/tracectx.c src/obs/span.c src/relay/sse.c $(ls src/dialect/*.c) $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c src/common/*.cc)
       $(ls src/config/*.c) src/http/server.c src/contract/schema.c
-      src/state/respitems.c src/state/respstore.c
+      src/state/respitems.c src/state/respstore.c src/upstream/oauth.c
       /usr/share/llhttp/api.c /usr/share/llhttp/http.c /usr/share/llhttp/llhttp.c"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc

@@ -253,7 +253,7 @@ const CONFIG_MISTAKES = [
   ['an unset ${VAR}', `backends:\n  - { name: oai, tier: cloud, url: "https://api.openai.com", model: gpt-4o-mini, api_key: "\${SPILLWAY_TEST_UNSET_KEY}" }\nmodels:\n  - { name: chat, backends: [oai] }\n`,
     [/:2:\d+: backends\[0\]\.api_key: environment variable SPILLWAY_TEST_UNSET_KEY is not set; export it .*SPILLWAY_TEST_UNSET_KEY=\.\.\. spillway -c FILE/]],
   ['the server\'s name as dialect', `backends:\n  - { name: edge, tier: local, url: "http://127.0.0.1:11434", model: m, dialect: ollama }\nmodels:\n  - { name: chat, backends: [edge] }\n`,
-    [/:2:\d+: backends\[0\]\.dialect: "ollama" is not one of openai, anthropic, responses, azure, bedrock; .*Ollama.* speak openai/]],
+    [/:2:\d+: backends\[0\]\.dialect: "ollama" is not one of openai, anthropic, responses, azure[a-z_, ]*; .*Ollama.* speak openai/]],
   ['two backends with one name', `backends:\n  - { name: edge, tier: local, url: "http://127.0.0.1:8081", model: m }\n  - { name: edge, tier: local, url: "http://127.0.0.1:8082", model: m }\nmodels:\n  - { name: chat, backends: [edge] }\n`,
     [/:3:13: backends\[1\]\.name: duplicate name "edge" \(also backends\[0\]\); names must be unique/]],
   ['listen without a port', `listen: "8080"\n${OK_BACKENDS}`,

@@ -649,8 +649,8 @@ static const struct bad_case bad_cases[] = {
       "t.yaml:1:1: models: required key is missing (a list of models, each with name and backends)"}},
     {"unknown keys", "lisen: x\n" BACKENDS "    slot: 4\n    foo: 1\n" MODELS "extra: {}\n", 
      {"t.yaml:1:1: lisen: unknown key; did you mean \"listen\"? (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, telemetry, plan)",
-      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
-      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
+      "t.yaml:7:5: backends[0].slot: unknown key; did you mean \"slots\"? (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, gemini, vertex, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
+      "t.yaml:8:5: backends[0].foo: unknown key (allowed: name, tier, url, dialect, dialects, anthropic_version, model, api_key, slots, price, connect_timeout_ms, max_context_tokens, supports_tools, supports_images, tls_verify, ca_file, rpm, tpm, queue_max, health_path, keep_warm_ms, region, load, azure, aws, gemini, vertex, max_output_tokens, prefill_ms_per_token, decode_tokens_per_s, prefill_tps, prefill_warmup)",
       "t.yaml:12:1: extra: unknown key (allowed: listen, listen_hosts, keys, teams, admin, backends, routing, models, limits, pii, state, responses, translation, decision_log, access_log, telemetry, plan)"}},
     {"regions", "keys:\n  - { name: a, key: sk-a, sensitive_regions: [eu-wst] }\n"
      "backends:\n"
@@ -700,13 +700,14 @@ static const struct bad_case bad_cases[] = {
      {"t.yaml:6:21: backends[0].supports_tools: expected true or false, got \"yes\" (yes/no/on/off are not booleans here; write true or false)",
       "t.yaml:7:17: backends[0].tls_verify: expected true or false, got \"1\""}},
     {"enums", BACKENDS "    dialect: OpenAI\n  - name: c\n    tier: \"${TIER}\"\n    url: https://x\n    model: m\n" MODELS, 
-     {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic, responses, azure, bedrock; "
+     {"t.yaml:6:14: backends[0].dialect: \"OpenAI\" is not one of openai, anthropic, responses, azure, bedrock, gemini, vertex, vertex_anthropic; "
       "llama.cpp, Ollama, vLLM and OpenAI speak openai; Anthropic's API speaks anthropic; "
       "OpenAI's Responses API (OpenAI, vLLM) is responses; Azure OpenAI is azure; AWS "
-      "Bedrock's Converse API is bedrock",
+      "Bedrock's Converse API is bedrock; Google's Gemini API is gemini, Gemini on Vertex "
+      "AI is vertex, Claude on Vertex AI is vertex_anthropic",
       "t.yaml:8:11: backends[1].tier: \"${TIER}\" (after substitution) is not one of local, cloud"}},
     {"dialects", BACKENDS "    dialects: [openai, claude, openai]\n  - {name: c, tier: cloud, url: \"https://x\", model: m, dialect: openai, dialects: [anthropic]}\n" MODELS,
-     {"t.yaml:6:24: backends[0].dialects[1]: \"claude\" is not a dialect: openai, anthropic, responses, azure or bedrock",
+     {"t.yaml:6:24: backends[0].dialects[1]: \"claude\" is not a dialect: openai, anthropic, responses, azure, bedrock, gemini, vertex or vertex_anthropic",
       "t.yaml:6:32: backends[0].dialects[2]: \"openai\" is listed twice",
       "t.yaml:7:83: backends[1].dialects: give either dialect or dialects, not both"}},
     {"prices", BACKENDS "    price: { input_usd_per_mtok: -0.1, output_usd_per_mtok: nan, cached: 1 }\n" MODELS, 

@@ -599,6 +599,8 @@ static const char *const planted[] = {
     "tests/unit/test_state_redis.c",    /* Redis URLs with passwords */
     "tests/it/anthropic.test.mjs",      /* canary values */
     "tests/it/bedrock.test.mjs",        /* llmsim's AWS test keys, a shared credentials file */
+    "tests/it/gemini.test.mjs",         /* the test Entra secret, llmsim's issued tokens */
+    "tests/unit/test_oauth.c",          /* token answers and a key's PEM markers as test data */
     "tests/it/cli.test.mjs",            /* Basic credentials, keys in error messages */
     "tests/it/gateway.test.mjs",        /* a cloud key in the test config */
     "tests/it/operations.test.mjs",     /* canary values */

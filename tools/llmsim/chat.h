@@ -14,7 +14,7 @@
 
 #include "common/buf.h"
 
-enum sw_llmsim_dialect { SW_LLMSIM_OPENAI, SW_LLMSIM_ANTHROPIC };
+enum sw_llmsim_dialect { SW_LLMSIM_OPENAI, SW_LLMSIM_ANTHROPIC, SW_LLMSIM_GEMINI };
 enum sw_llmsim_reply_mode { SW_LLMSIM_REPLY_LOREM, SW_LLMSIM_REPLY_ECHO };
 
 #define SW_LLMSIM_MODEL_MAX 256     /* longest model id kept from a request */

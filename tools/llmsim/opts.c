@@ -36,6 +36,12 @@ static const char usage[] =
     "  --bedrock-key ID:SECRET     speak AWS Bedrock: POST /model/M/converse[-stream], SigV4\n"
     "                              with these keys required (service bedrock)\n"
     "  --bedrock-region R          the region requests must be signed for (us-east-1)\n"
+    "  --gemini-key K              also serve Google's generateContent: x-goog-api-key K; Vertex\n"
+    "                              AI paths take a bearer issued by POST /token\n"
+    "  --google-sa-pubkey FILE     POST /token: jwt-bearer assertions checked with this PEM key\n"
+    "  --entra-client-id ID        with --entra-secret S: POST /{tenant}/oauth2/v2.0/token\n"
+    "  --entra-secret S            (client credentials); its tokens are Azure bearers too\n"
+    "  --token-ttl-s N             expires_in of the tokens issued (3600)\n"
     "faults (also settable at run time with POST /admin/faults):\n"
     "  --error-rate F              probability a chat request fails (0)\n"
     "  --error-status S            status of those failures: 429 500 502 503 504 529 (500)\n"
@@ -110,6 +116,11 @@ static const struct flag flags[] = {
     {"--azure-deployment", K_STR, 0, 0},
     {"--bedrock-key", K_STR, 0, 0},
     {"--bedrock-region", K_STR, 0, 0},
+    {"--gemini-key", K_STR, 0, 0},
+    {"--google-sa-pubkey", K_STR, 0, 0},
+    {"--entra-client-id", K_STR, 0, 0},
+    {"--entra-secret", K_STR, 0, 0},
+    {"--token-ttl-s", K_INT, 1, 86400},
     {"--error-rate", K_DOUBLE, 0, 1},
     {"--error-status", K_INT, 400, 599},
     {"--retry-after-s", K_INT, 0, 86400},
@@ -134,6 +145,7 @@ static void defaults(struct sw_llmsim_opts *o)
     snprintf(o->bedrock_region, sizeof o->bedrock_region, "us-east-1");
     o->reply = SW_LLMSIM_REPLY_LOREM;
     o->keep_received = 100;
+    o->token_ttl_s = 3600;
     o->n_ctx = 4096;
     o->client_timeout_ms = 3600000;
     o->params.slots = 4;
@@ -171,6 +183,19 @@ static bool apply(struct sw_llmsim_opts *o, const char *name, const char *s, lon
         if (!*s || strlen(s) >= sizeof o->azure_key)
             return false;
         snprintf(o->azure_key, sizeof o->azure_key, "%s", s);
+    } else if (!strcmp(name, "--gemini-key") || !strcmp(name, "--google-sa-pubkey") ||
+               !strcmp(name, "--entra-client-id") || !strcmp(name, "--entra-secret")) {
+        char *dst = !strcmp(name, "--gemini-key")         ? o->gemini_key
+                    : !strcmp(name, "--google-sa-pubkey") ? o->google_sa_pubkey
+                    : !strcmp(name, "--entra-client-id")  ? o->entra_client_id
+                                                          : o->entra_secret;
+        size_t cap = !strcmp(name, "--google-sa-pubkey") ? sizeof o->google_sa_pubkey
+                                                         : sizeof o->gemini_key;
+        if (!*s || strlen(s) >= cap)
+            return false;
+        snprintf(dst, cap, "%s", s);
+    } else if (!strcmp(name, "--token-ttl-s")) {
+        o->token_ttl_s = (int)l;
     } else if (!strcmp(name, "--azure-deployment")) {
         if (!*s || strlen(s) >= sizeof o->azure_deployment || strchr(s, '/'))
             return false;

@@ -29,6 +29,14 @@ struct sw_llmsim_opts {
     char bedrock_key[256];       /* --bedrock-key ID:SECRET: speak AWS Bedrock's Converse API,
                                   * SigV4 with these keys required; "" off */
     char bedrock_region[64];     /* --bedrock-region, default us-east-1 */
+    char gemini_key[256];        /* --gemini-key: serve Google's generateContent, x-goog-api-key
+                                  * (or ?key=) K; "" off (Vertex AI paths need a bearer) */
+    char google_sa_pubkey[512];  /* --google-sa-pubkey FILE: POST /token checks assertions
+                                  * against this PEM public key; "" off */
+    char entra_client_id[256];   /* --entra-client-id and --entra-secret: Entra ID's token
+                                  * endpoint; "" off */
+    char entra_secret[256];
+    int token_ttl_s;             /* --token-ttl-s: life of the tokens issued (3600) */
     struct sw_llmsim_params params;
     struct sw_llmsim_faults faults;
 };

@@ -4,6 +4,7 @@
 
 #include "common/err.h"
 #include "common/json.h"
+#include "gemini.h"
 
 static int str(struct sw_buf *b, const char *s)
 {
@@ -118,6 +119,8 @@ static int thinking_block(struct sw_buf *b, const char *text)
 int sw_llmsim_render_stream_start(struct sw_buf *b, const struct sw_llmsim_reply *r)
 {
     int err;
+    if (r->dialect == SW_LLMSIM_GEMINI)
+        return sw_llmsim_gem_stream_start(b, r);
     if (r->dialect == SW_LLMSIM_OPENAI && r->tool[0]) { /* the call, its arguments streamed */
         err = oa_chunk_head(b, r);
         if (!err)
@@ -180,6 +183,8 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
     /* sse: the event's JSON is broken over two lines and the second lacks its
      * "data: " prefix, so a client sees a data field that does not parse. */
     const char *brk = malformed == SW_LLMSIM_MALFORMED_SSE ? "\n" : "";
+    if (r->dialect == SW_LLMSIM_GEMINI)
+        return sw_llmsim_gem_stream_token(b, r, text, malformed);
     if (r->dialect == SW_LLMSIM_OPENAI) {
         err = oa_chunk_head(b, r);
         if (!err)
@@ -212,6 +217,8 @@ int sw_llmsim_render_stream_token(struct sw_buf *b, const struct sw_llmsim_reply
 
 int sw_llmsim_render_stream_error(struct sw_buf *b, const struct sw_llmsim_reply *r)
 {
+    if (r->dialect == SW_LLMSIM_GEMINI)
+        return sw_llmsim_gem_stream_error(b, r);
     if (r->dialect == SW_LLMSIM_OPENAI)
         return str(b, "data: {\"error\":{\"message\":\"The server is overloaded.\","
                       "\"type\":\"server_error\",\"param\":null,\"code\":\"overloaded\"}}\n\n");
@@ -223,6 +230,8 @@ int sw_llmsim_render_stream_end(struct sw_buf *b, const struct sw_llmsim_reply *
                                 int output_tokens, bool length)
 {
     int err;
+    if (r->dialect == SW_LLMSIM_GEMINI)
+        return sw_llmsim_gem_stream_end(b, r, output_tokens, length);
     if (r->dialect == SW_LLMSIM_OPENAI) {
         err = oa_chunk_head(b, r);
         if (!err)
@@ -297,6 +306,8 @@ int sw_llmsim_render_message(struct sw_buf *b, const struct sw_llmsim_reply *r,
                              enum sw_llmsim_malformed malformed)
 {
     int err;
+    if (r->dialect == SW_LLMSIM_GEMINI)
+        return sw_llmsim_gem_message(b, r, text, len, output_tokens, length, malformed);
     if (r->tool[0] && !malformed)
         return render_tool_message(b, r, text, len, output_tokens);
     if (r->dialect == SW_LLMSIM_OPENAI) {
@@ -387,6 +398,8 @@ int sw_llmsim_render_error(struct sw_buf *b, enum sw_llmsim_dialect d, int statu
                            const char *message, const char *limit)
 {
     int err;
+    if (d == SW_LLMSIM_GEMINI)
+        return sw_llmsim_gem_error(b, status, message);
     if (d == SW_LLMSIM_OPENAI) {
         const char *type = status == 429 ? (limit ? limit : "requests")
                            : status >= 500 ? "server_error"

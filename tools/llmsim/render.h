@@ -28,6 +28,10 @@ struct sw_llmsim_reply {
     bool timings;                /* a prefix cache runs: OpenAI answers carry llama.cpp's
                                     "timings": {"cache_n", "prompt_n"} too */
     bool include_usage;          /* OpenAI: send the usage chunk */
+    const char *tool_args;       /* Gemini: a forced tool's arguments, whole (borrowed) */
+    size_t tool_args_len;
+    int block;                   /* Gemini: 1 the answer is blocked (finishReason SAFETY),
+                                  * 2 the prompt is (promptFeedback), 0 neither */
     char head[2048];             /* OpenAI chunk prefix, by sw_llmsim_reply_prepare */
     size_t head_len;
 };

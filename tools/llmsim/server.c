@@ -23,6 +23,8 @@
 #include "common/query.h"
 #include "http/server.h"
 #include "faults.h"
+#include "gauth.h"
+#include "gemini.h"
 #include "model.h"
 #include "prefix.h"
 #include "render.h"
@@ -34,6 +36,7 @@
 #define MAX_RENDER_BYTES (64 << 20)   /* one rendered response */
 #define LISTEN_BACKLOG 8192
 #define MAX_STATUS 600
+#define MAX_TOKENS_ISSUED 256         /* tokens of the token endpoints kept (oldest replaced) */
 
 /* ---- Types ---- */
 
@@ -87,6 +90,11 @@ struct sw_llmsim_server {
     uint64_t tokens_sent;        /* tokens written, streams cut short included */
     uint64_t lag_sum_us, lag_n, lag_max_us; /* timer lateness: is the loop keeping up? */
     double prompt_seconds_total, predicted_seconds_total;
+    /* the token endpoints (gauth.h) */
+    char *sa_pubkey;             /* --google-sa-pubkey's PEM (owned), NULL off */
+    struct { char token[48]; int64_t expires_us; } issued[MAX_TOKENS_ISSUED];
+    uint64_t issued_n;
+    uint64_t token_requests_google, token_requests_entra, token_refused;
 };
 
 static int64_t now_us(void)
@@ -523,9 +531,9 @@ static int drift_text(struct sw_buf *out, enum sw_llmsim_drift d, const char *sr
     return err;
 }
 
-static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path)
+static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path,
+                    enum sw_llmsim_dialect d, bool gem_stream)
 {
-    enum sw_llmsim_dialect d = s->o.dialect;
     size_t len;
     const char *body = sw_http_body(req, &len);
     json_error_t jerr;
@@ -553,8 +561,11 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     }
     char msg[256];
     bool responses = !strcmp(path, "/v1/responses");
-    int err = responses ? sw_llmsim_responses_parse(root, &r->chat, msg, sizeof msg)
-                        : sw_llmsim_chat_parse(root, d, &r->chat, msg, sizeof msg);
+    int err = responses               ? sw_llmsim_responses_parse(root, &r->chat, msg, sizeof msg)
+              : d == SW_LLMSIM_GEMINI ? sw_llmsim_gem_parse(root, &r->chat, msg, sizeof msg)
+                                      : sw_llmsim_chat_parse(root, d, &r->chat, msg, sizeof msg);
+    if (!err && d == SW_LLMSIM_GEMINI)
+        r->chat.stream = gem_stream;
     if (!err && s->o.params.prefix_cache > 0)
         sw_llmsim_prefix_of(root, s->o.tokenizer_pieces ? r->chat.prompt_tokens_pieces
                                                         : r->chat.prompt_tokens, &r->gen.prefix);
@@ -587,6 +598,8 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
         snprintf(rp->id, sizeof rp->id, "resp_sim%016llx", (unsigned long long)seq);
     else if (d == SW_LLMSIM_OPENAI)
         snprintf(rp->id, sizeof rp->id, "chatcmpl-sim%016llx", (unsigned long long)seq);
+    else if (d == SW_LLMSIM_GEMINI)
+        snprintf(rp->id, sizeof rp->id, "gsim%016llx", (unsigned long long)seq);
     else
         snprintf(rp->id, sizeof rp->id, "msg_sim%016llx", (unsigned long long)seq);
     rp->created = (long long)time(NULL);
@@ -596,7 +609,8 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
     /* A forced tool is called (echo only); streamed, only the anthropic
      * dialect, the Responses API and a scripted call send it as a tool call. */
     if (s->o.reply == SW_LLMSIM_REPLY_ECHO &&
-        (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC || r->rroot || r->chat.scripted))
+        (!r->chat.stream || d == SW_LLMSIM_ANTHROPIC || d == SW_LLMSIM_GEMINI || r->rroot ||
+         r->chat.scripted))
         snprintf(rp->tool, sizeof rp->tool, "%s", r->chat.forced_tool);
     /* Thinking asked of the Anthropic API (echo only): a thinking block
      * whose text is the last user message's, cut at a character boundary. */
@@ -609,6 +623,13 @@ static void on_chat(struct sw_llmsim_server *s, struct sw_http_req *req, const c
             n--;
         memcpy(rp->thinking, r->chat.last_user.ptr, n);
         rp->thinking[n] = '\0';
+    }
+    if (d == SW_LLMSIM_GEMINI) {
+        rp->tool_args = r->chat.last_user.ptr;
+        rp->tool_args_len = r->chat.last_user.len;
+        rp->block = memmem(body, len, "GEMINI_SAFETY_BLOCK", 19)   ? 1
+                    : memmem(body, len, "GEMINI_PROMPT_BLOCK", 19) ? 2
+                                                                   : 0;
     }
     if (sw_llmsim_reply_prepare(rp))
         rp->head_len = 0; /* too long to cache: built per chunk */
@@ -879,6 +900,12 @@ static void on_stats(struct sw_llmsim_server *s, struct sw_http_req *req)
                           (json_int_t)s->tokens_sent);
     if (o)
         json_object_set_new(o, "errored_by_fault", json_integer((json_int_t)s->errored_by_fault));
+    if (o)
+        json_object_set_new(o, "token_requests",
+                            json_pack("{s:I, s:I, s:I}", "google",
+                                      (json_int_t)s->token_requests_google, "entra",
+                                      (json_int_t)s->token_requests_entra, "refused",
+                                      (json_int_t)s->token_refused));
     if (!o) {
         json_decref(st);
         send_bytes(s, req, 500, "application/json", "{}", 2);
@@ -977,6 +1004,147 @@ static void send_azure_error(struct sw_llmsim_server *s, struct sw_http_req *req
     free(b);
 }
 
+/* ---- Google (Gemini API, Vertex AI) and the token endpoints ---- */
+
+/* A bearer token one of the token endpoints issued, not expired. */
+static bool bearer_issued(struct sw_llmsim_server *s, const char *authorization)
+{
+    if (!authorization || strncmp(authorization, "Bearer ", 7))
+        return false;
+    int64_t now = now_us();
+    size_t n = s->issued_n < MAX_TOKENS_ISSUED ? (size_t)s->issued_n : MAX_TOKENS_ISSUED;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s->issued[i].token, authorization + 7))
+            return s->issued[i].expires_us > now;
+    return false;
+}
+
+static void issue_token(struct sw_llmsim_server *s, struct sw_http_req *req, const char *prefix)
+{
+    size_t slot = (size_t)(s->issued_n % MAX_TOKENS_ISSUED);
+    snprintf(s->issued[slot].token, sizeof s->issued[slot].token, "%s-sim%08llx", prefix,
+             (unsigned long long)++s->issued_n);
+    s->issued[slot].expires_us = now_us() + (int64_t)s->o.token_ttl_s * 1000000;
+    count_status(s, 200);
+    send_json(s, req, 200, json_pack("{s:s, s:i, s:s}", "access_token", s->issued[slot].token,
+                                     "expires_in", s->o.token_ttl_s, "token_type", "Bearer"));
+}
+
+/* An OAuth2 error answer: {"error": code, "error_description": ...}. */
+static void token_refused(struct sw_llmsim_server *s, struct sw_http_req *req, const char *why)
+{
+    char code[64];
+    size_t n = strcspn(why, ":");
+    snprintf(code, sizeof code, "%.*s", (int)(n < 63 ? n : 63), why);
+    s->token_refused++;
+    count_status(s, 400);
+    send_json(s, req, 400, json_pack("{s:s, s:s}", "error", code, "error_description",
+                                     why[n] ? why + n + 2 : why));
+}
+
+static void on_token(struct sw_llmsim_server *s, struct sw_http_req *req, bool entra)
+{
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    char why[160];
+    record_received(s, req, sw_http_path(req), NULL, body, len);
+    if (entra) {
+        s->token_requests_entra++;
+        if (sw_llmsim_entra_grant(body ? body : "", len, s->o.entra_client_id, s->o.entra_secret,
+                                  why, sizeof why))
+            token_refused(s, req, why);
+        else
+            issue_token(s, req, "eyJ0eXAiOiJKV1Qi.entra");
+        return;
+    }
+    s->token_requests_google++;
+    if (sw_llmsim_google_grant(body ? body : "", len, s->sa_pubkey, (int64_t)time(NULL), why,
+                               sizeof why))
+        token_refused(s, req, why);
+    else
+        issue_token(s, req, "ya29.c");
+}
+
+static void send_gem_error(struct sw_llmsim_server *s, struct sw_http_req *req, int status,
+                           const char *msg)
+{
+    count_status(s, status);
+    send_error(s, req, SW_LLMSIM_GEMINI, status, msg, NULL, -1);
+}
+
+/* Anthropic's Messages on Vertex AI: an issued bearer, a body with
+ * anthropic_version vertex-2023-10-16 and no model (the path names it). */
+static void vertex_anthropic(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path,
+                             bool post)
+{
+    if (!bearer_issued(s, sw_http_header(req, "authorization", NULL))) {
+        send_gem_error(s, req, 401, "Request had invalid authentication credentials.");
+        return;
+    }
+    size_t len;
+    const char *body = sw_http_body(req, &len);
+    json_t *root = json_loadb(body ? body : "", len, 0, NULL);
+    const char *v = json_string_value(json_object_get(root, "anthropic_version"));
+    bool ok = v && !strcmp(v, "vertex-2023-10-16") && !json_object_get(root, "model");
+    json_decref(root);
+    if (!post || !ok) {
+        count_status(s, 400);
+        send_error(s, req, SW_LLMSIM_ANTHROPIC, 400,
+                   !post ? "use POST"
+                         : "anthropic_version: vertex-2023-10-16 is required, and model is not "
+                           "allowed (the path names it)", NULL, -1);
+        return;
+    }
+    on_chat(s, req, path, SW_LLMSIM_ANTHROPIC, false);
+}
+
+/* Google's door: the token endpoints, and generateContent with its key
+ * (Gemini API) or an issued bearer (Vertex AI). false: not Google's path. */
+static bool google_route(struct sw_llmsim_server *s, struct sw_http_req *req, const char *path)
+{
+    bool post = sw_http_method(req) == SW_HTTP_POST;
+    if (post && s->sa_pubkey && !strcmp(path, "/token")) {
+        on_token(s, req, false);
+        return true;
+    }
+    if (post && s->o.entra_client_id[0] && sw_llmsim_entra_path(path)) {
+        on_token(s, req, true);
+        return true;
+    }
+    char model[SW_LLMSIM_MODEL_MAX], key[256] = "";
+    bool stream, vertex;
+    if (s->sa_pubkey && !sw_llmsim_vertex_anthropic_route(path, model, sizeof model, &stream)) {
+        vertex_anthropic(s, req, path, post);
+        return true;
+    }
+    if ((!s->o.gemini_key[0] && !s->sa_pubkey) ||
+        sw_llmsim_gem_route(path, model, sizeof model, &stream, &vertex))
+        return false;
+    const char *hk = sw_http_header(req, "x-goog-api-key", NULL);
+    if (!hk && !sw_query_param(sw_http_query(req), "key", key, sizeof key))
+        hk = key;
+    if (vertex ? !bearer_issued(s, sw_http_header(req, "authorization", NULL))
+               : !(s->o.gemini_key[0] && hk && !strcmp(hk, s->o.gemini_key))) {
+        send_gem_error(s, req, vertex ? 401 : 400,
+                       vertex ? "Request had invalid authentication credentials. Expected OAuth 2 "
+                                "access token, login cookie or other valid authentication "
+                                "credential."
+                              : "API key not valid. Please pass a valid API key.");
+        return true;
+    }
+    char alt[16] = "";
+    if (stream && (sw_query_param(sw_http_query(req), "alt", alt, sizeof alt) || strcmp(alt, "sse"))) {
+        send_gem_error(s, req, 400, "llmsim serves streamGenerateContent with alt=sse only");
+        return true;
+    }
+    if (!post) {
+        send_gem_error(s, req, 405, "use POST");
+        return true;
+    }
+    on_chat(s, req, path, SW_LLMSIM_GEMINI, stream);
+    return true;
+}
+
 /* Azure OpenAI's door: its paths as llmsim's (routed), its key checked, its
  * content filter (a prompt with AZURE_CONTENT_FILTER is refused). false: it
  * answered the request itself. llmsim's own paths (/health, /admin/...)
@@ -987,7 +1155,8 @@ static bool azure_route(struct sw_llmsim_server *s, struct sw_http_req *req, con
     bool azure = !strncmp(path, "/openai/", 8);
     if (azure && !sw_llmsim_azure_auth_ok(sw_http_header(req, "api-key", NULL),
                                           sw_http_header(req, "authorization", NULL),
-                                          s->o.azure_key)) {
+                                          s->o.azure_key) &&
+        !bearer_issued(s, sw_http_header(req, "authorization", NULL))) {
         send_azure_error(s, req, 401, "401",
                          "Access denied due to invalid subscription key or wrong API endpoint. "
                          "Make sure to provide a valid key for an active subscription and use a "
@@ -1183,6 +1352,8 @@ static void on_request(struct sw_http_req *req, void *arg)
     const char *path = sw_http_path(req);
     if (!*path)
         path = "/";
+    if (google_route(s, req, path))
+        return;
     char routed[SW_LLMSIM_PATH_MAX];
     if (s->o.bedrock_key[0] && !strncmp(path, "/model/", 7)) {
         on_bedrock(s, req, path);
@@ -1210,7 +1381,7 @@ static void on_request(struct sw_http_req *req, void *arg)
             send_error(s, req, s->o.dialect, 405, "use POST", NULL, -1);
             return;
         }
-        on_chat(s, req, path);
+        on_chat(s, req, path, s->o.dialect, false);
         return;
     }
     if (s->o.dialect == SW_LLMSIM_OPENAI && !strcmp(path, "/v1/embeddings")) {
@@ -1265,6 +1436,21 @@ static void on_http_error(struct sw_http_req *req, int status, const char *code,
 
 /* ---- Setup ---- */
 
+/* A PEM file's text (at most 64 KiB), malloc'ed; NULL when unreadable. */
+static char *read_pem(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *b = f ? calloc(1, 65537) : NULL;
+    size_t n = b ? fread(b, 1, 65536, f) : 0;
+    if (f)
+        fclose(f);
+    if (b && !n) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
 int sw_llmsim_server_new(struct event_base *base, const struct sw_llmsim_opts *o,
                          struct sw_llmsim_server **out)
 {
@@ -1282,6 +1468,11 @@ int sw_llmsim_server_new(struct event_base *base, const struct sw_llmsim_opts *o
         s->received = calloc((size_t)o->keep_received, sizeof *s->received);
         if (!s->received)
             goto fail;
+    }
+    if (o->google_sa_pubkey[0] && !(s->sa_pubkey = read_pem(o->google_sa_pubkey))) {
+        sw_error("llmsim: --google-sa-pubkey %s: cannot be read", o->google_sa_pubkey);
+        err = SW_EINVAL;
+        goto fail;
     }
     s->out = evbuffer_new();
     s->exit_timer = evtimer_new(base, on_exit_timer, s);
@@ -1343,5 +1534,6 @@ void sw_llmsim_server_free(struct sw_llmsim_server *s)
     }
     sw_buf_free(&s->scratch);
     sw_llmsim_model_free(&s->model);
+    free(s->sa_pubkey);
     free(s);
 }
