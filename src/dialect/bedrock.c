@@ -224,19 +224,9 @@ static int check_top_level(const json_t *in, struct sw_request_error *err)
         "model", "messages", "max_tokens", "max_completion_tokens", "stop", "temperature",
         "top_p", "tools", "tool_choice", "parallel_tool_calls", "user", "stream",
         "stream_options", "n"};
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)in, k, v) {
-        bool ok = json_is_null(v);
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            ok |= !strcmp(k, known[i]);
-        if (!ok) {
-            char p[128];
-            snprintf(p, sizeof p, "%.100s", k);
-            NOPE(p, "%s: this field has no counterpart in Bedrock's Converse API (the backend "
-                    "chosen speaks it) and is refused rather than dropped.", p);
-        }
-    }
+    if (sw_dialect_known_members(in, known, sizeof known / sizeof known[0],
+                                 "Bedrock's Converse API", err))
+        return SW_EINVAL;
     json_t *n = json_object_get(in, "n");
     if (json_is_integer(n) && json_integer_value(n) != 1)
         NOPE("n", "n: Bedrock's Converse API makes one choice per request.");

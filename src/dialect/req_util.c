@@ -1,5 +1,6 @@
 #include "dialect/req_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,4 +53,25 @@ const char *sw_dialect_type_of(const json_t *blk)
 {
     const char *t = json_string_value(json_object_get(blk, "type"));
     return t ? t : "";
+}
+
+int sw_dialect_known_members(const json_t *in, const char *const *known, size_t n,
+                             const char *api, struct sw_request_error *err)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)in, k, v) {
+        bool ok = json_is_null(v);
+        for (size_t i = 0; i < n && !ok; i++)
+            ok = !strcmp(k, known[i]);
+        if (!ok) {
+            char p[128];
+            snprintf(p, sizeof p, "%.100s", k);
+            NOPE(p, "%s: this field has no counterpart in %s (the backend chosen speaks it) "
+                    "and is refused rather than dropped.", p, api);
+        }
+    }
+    return SW_OK;
+fail:
+    return SW_EINVAL;
 }

@@ -1,4 +1,5 @@
-/* Helpers shared by the two request translators (anth_req.c, oai_req.c).
+/* Helpers shared by the request translators (anth_req.c, oai_req.c,
+ * bedrock.c, gemini_req.c).
  * Internal to src/dialect. */
 #ifndef SW_DIALECT_REQ_UTIL_H
 #define SW_DIALECT_REQ_UTIL_H
@@ -39,5 +40,11 @@ bool sw_dialect_is_num(const json_t *v);
 char *sw_dialect_joined_text(const json_t *v, long *bad);
 /* The "type" of a block or part, "" when it has none. */
 const char *sw_dialect_type_of(const json_t *blk);
+/* A 400 (untranslatable) for the first member of `in` that is neither null
+ * nor one of known[0..n): it has no counterpart in `api` (the chosen
+ * backend's API, e.g. "Bedrock's Converse API") and is refused rather than
+ * dropped. SW_OK when every member is known. */
+int sw_dialect_known_members(const json_t *in, const char *const *known, size_t n,
+                             const char *api, struct sw_request_error *err);
 
 #endif

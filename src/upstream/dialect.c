@@ -511,6 +511,19 @@ static int azure_stream_event(struct sw_dialect_stream *s, const char *data, siz
     return 0;
 }
 
+/* A provider's stream error, for a client of an API that names error types
+ * (Anthropic's), by the HTTP status the provider gives it: 429
+ * rate_limit_error, 503 overloaded_error, 400 invalid_request_error, else
+ * api_error. */
+static void stream_error_type(struct sw_dialect_stream *s, int status)
+{
+    snprintf(s->error_type, sizeof s->error_type, "%s",
+             status == 429   ? "rate_limit_error"
+             : status == 503 ? "overloaded_error"
+             : status == 400 ? "invalid_request_error"
+                             : "api_error");
+}
+
 /* ---- AWS Bedrock (Converse) ---- */
 
 /* /model/{model id}/{rel}: the model id (an id, an inference profile or an
@@ -601,9 +614,8 @@ static void bedrock_stream_init(struct sw_dialect_stream *s, const char *model, 
 }
 
 /* messageStart alone makes no token: an exception after it still fails
- * over. An exception's type reaches a client of an API that names error
- * types (Anthropic's) by the status Bedrock gives it: 429 rate_limit_error,
- * 503 overloaded_error, 400 invalid_request_error, else api_error. */
+ * over. An exception's type reaches a typed client by the status Bedrock
+ * gives it. */
 static int bedrock_stream_event(struct sw_dialect_stream *s, const char *data, size_t len,
                                 json_t *chunks, bool *done, const char **msg)
 {
@@ -611,14 +623,8 @@ static int bedrock_stream_event(struct sw_dialect_stream *s, const char *data, s
     int rc = sw_bedrock_to_oai_event(b, data, len, chunks, msg);
     if (b->content)
         s->preamble = false;
-    if (rc && b->error_type[0]) {
-        int st = sw_bedrock_exception_status(b->error_type);
-        snprintf(s->error_type, sizeof s->error_type, "%s",
-                 st == 429   ? "rate_limit_error"
-                 : st == 503 ? "overloaded_error"
-                 : st == 400 ? "invalid_request_error"
-                             : "api_error");
-    }
+    if (rc && b->error_type[0])
+        stream_error_type(s, sw_bedrock_exception_status(b->error_type));
     *done = b->done;
     return rc;
 }
@@ -692,12 +698,13 @@ static int gemini_stream_event(struct sw_dialect_stream *s, const char *data, si
     int rc = sw_gem_to_oai_event(&s->u.gem, data, len, chunks, msg);
     if (!rc && json_array_size(chunks) > before)
         s->preamble = false;
-    if (rc)
-        snprintf(s->error_type, sizeof s->error_type, "%s",
-                 !strcmp(s->u.gem.error_type, "RESOURCE_EXHAUSTED") ? "rate_limit_error"
-                 : !strcmp(s->u.gem.error_type, "UNAVAILABLE")      ? "overloaded_error"
-                 : !strcmp(s->u.gem.error_type, "INVALID_ARGUMENT") ? "invalid_request_error"
-                                                                    : "api_error");
+    if (rc) {
+        const char *t = s->u.gem.error_type;
+        stream_error_type(s, !strcmp(t, "RESOURCE_EXHAUSTED") ? 429
+                             : !strcmp(t, "UNAVAILABLE")      ? 503
+                             : !strcmp(t, "INVALID_ARGUMENT") ? 400
+                                                              : 0);
+    }
     *done = s->u.gem.done;
     return rc;
 }
