@@ -14,27 +14,26 @@
 /* An image_url part (a data: URL in base64) as a Converse image block. */
 static json_t *image_block(const json_t *part, const char *path, struct sw_request_error *err)
 {
-    json_t *iu = json_object_get(part, "image_url");
-    const char *url = json_is_string(iu) ? json_string_value(iu)
-                                         : json_string_value(json_object_get(iu, "url"));
+    const char *url = sw_dialect_image_url(part);
     static const char *const formats[] = {"png", "jpeg", "gif", "webp"};
     char p[160];
     snprintf(p, sizeof p, "%s.image_url", path);
     if (!url || strncmp(url, "data:image/", 11))
         NOPE(p, "%s: Bedrock's Converse API takes images as bytes only: give a data: URL "
                 "(base64 PNG, JPEG, GIF or WebP).", p);
-    const char *semi = strstr(url, ";base64,");
+    char mt[32];
+    const char *data = NULL;
     const char *fmt = NULL;
-    for (size_t i = 0; semi && i < 4; i++)
-        if ((size_t)(semi - url - 11) == strlen(formats[i]) &&
-            !strncmp(url + 11, formats[i], strlen(formats[i])))
-            fmt = formats[i];
-    if (semi && !fmt && semi - url == 14 && !strncmp(url + 11, "jpg", 3))
-        fmt = "jpeg";
+    if (sw_dialect_data_url(url, mt, sizeof mt, &data) > 0) {
+        for (size_t i = 0; i < 4; i++)
+            if (!strcmp(mt + 6, formats[i]))
+                fmt = formats[i];
+        if (!strcmp(mt + 6, "jpg"))
+            fmt = "jpeg";
+    }
     if (!fmt)
         NOPE(p, "%s: Bedrock's Converse API takes base64 PNG, JPEG, GIF or WebP images only.", p);
-    json_t *b = json_pack("{s:{s:s, s:{s:s}}}", "image", "format", fmt, "source", "bytes",
-                          semi + 8);
+    json_t *b = json_pack("{s:{s:s, s:{s:s}}}", "image", "format", fmt, "source", "bytes", data);
     if (!b)
         sw_dialect_oom(err);
     return b;

@@ -144,21 +144,17 @@ static json_t *open_content(json_t *contents, const char *role)
 /* A data: image URL as inlineData; another URL is refused. */
 static json_t *image_part(const json_t *part, const char *p, struct sw_request_error *err)
 {
-    json_t *iu = json_object_get(part, "image_url");
-    const char *url = json_is_string(iu) ? json_string_value(iu)
-                                         : json_string_value(json_object_get(iu, "url"));
+    const char *url = sw_dialect_image_url(part);
     if (!url)
         BAD(p, "%s: expected a url.", p);
-    const char *semi = strncmp(url, "data:", 5) ? NULL : strstr(url, ";base64,");
-    if (!semi)
-        NOPE(p, "%s: Gemini takes images inline: only a base64 data: URL can be translated.", p);
     char mt[128];
-    size_t n = (size_t)(semi - url - 5);
-    if (n == 0 || n >= sizeof mt)
+    const char *data;
+    int d = sw_dialect_data_url(url, mt, sizeof mt, &data);
+    if (d == 0)
+        NOPE(p, "%s: Gemini takes images inline: only a base64 data: URL can be translated.", p);
+    if (d < 0)
         BAD(p, "%s: the data: URL has no media type.", p);
-    memcpy(mt, url + 5, n);
-    mt[n] = '\0';
-    json_t *o = json_pack("{s:{s:s, s:s}}", "inlineData", "mimeType", mt, "data", semi + 8);
+    json_t *o = json_pack("{s:{s:s, s:s}}", "inlineData", "mimeType", mt, "data", data);
     if (!o)
         sw_dialect_oom(err);
     return o;

@@ -15,25 +15,21 @@
 /* An OpenAI image_url part as an Anthropic image block. */
 static json_t *image_block(const json_t *part, const char *path, struct sw_request_error *err)
 {
-    json_t *iu = json_object_get(part, "image_url");
-    const char *url = json_is_string(iu) ? json_string_value(iu)
-                                         : json_string_value(json_object_get(iu, "url"));
+    const char *url = sw_dialect_image_url(part);
     char p[160];
     snprintf(p, sizeof p, "%s.image_url", path);
     if (!url)
         BAD(p, "%s: expected a url.", p);
     if (!strncmp(url, "data:", 5)) {
-        const char *semi = strstr(url, ";base64,");
-        if (!semi)
-            BAD(p, "%s: a data: URL can be translated only in base64.", p);
         char mt[128];
-        size_t n = (size_t)(semi - url - 5);
-        if (n == 0 || n >= sizeof mt)
+        const char *data;
+        int d = sw_dialect_data_url(url, mt, sizeof mt, &data);
+        if (d == 0)
+            BAD(p, "%s: a data: URL can be translated only in base64.", p);
+        if (d < 0)
             BAD(p, "%s: the data: URL has no media type.", p);
-        memcpy(mt, url + 5, n);
-        mt[n] = '\0';
         json_t *b = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type",
-                              "base64", "media_type", mt, "data", semi + 8);
+                              "base64", "media_type", mt, "data", data);
         if (!b)
             sw_dialect_oom(err);
         return b;

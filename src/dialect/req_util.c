@@ -75,3 +75,24 @@ int sw_dialect_known_members(const json_t *in, const char *const *known, size_t 
 fail:
     return SW_EINVAL;
 }
+
+const char *sw_dialect_image_url(const json_t *part)
+{
+    json_t *iu = json_object_get(part, "image_url");
+    return json_is_string(iu) ? json_string_value(iu)
+                              : json_string_value(json_object_get(iu, "url"));
+}
+
+int sw_dialect_data_url(const char *url, char *mt, size_t cap, const char **data)
+{
+    const char *semi = strncmp(url, "data:", 5) ? NULL : strstr(url, ";base64,");
+    if (!semi)
+        return 0;
+    size_t n = (size_t)(semi - url - 5);
+    if (n == 0 || n >= cap)
+        return -1;
+    memcpy(mt, url + 5, n);
+    mt[n] = '\0';
+    *data = semi + 8;
+    return 1;
+}

@@ -40,6 +40,13 @@ bool sw_dialect_is_num(const json_t *v);
 char *sw_dialect_joined_text(const json_t *v, long *bad);
 /* The "type" of a block or part, "" when it has none. */
 const char *sw_dialect_type_of(const json_t *blk);
+/* The url of an OpenAI image_url part (a string, or an object with "url");
+ * NULL when it has none. */
+const char *sw_dialect_image_url(const json_t *part);
+/* A base64 data: URL ("data:<media type>;base64,<data>"): 1 with its media
+ * type copied to mt (cap bytes) and *data at the payload; 0 when url is no
+ * data: URL or not base64; -1 when its media type is empty or does not fit. */
+int sw_dialect_data_url(const char *url, char *mt, size_t cap, const char **data);
 /* A 400 (untranslatable) for the first member of `in` that is neither null
  * nor one of known[0..n): it has no counterpart in `api` (the chosen
  * backend's API, e.g. "Bedrock's Converse API") and is refused rather than
