@@ -964,6 +964,19 @@ static void on_tenant_admitted(struct sw_tenant_wait *w, const struct sw_tenant_
     plan_next(p);
 }
 
+/* Only prefix affinity reads a request's prefix identity, and only on a
+ * local backend: without both its hashing (the whole conversation) is
+ * skipped. */
+static bool wants_prefix(const struct proxy *p)
+{
+    if (!p->live->g->affinity_on)
+        return false;
+    for (size_t i = 0; i < p->model->n_backends; i++)
+        if (p->cfg->backends[p->model->backends[i]].tier == SW_TIER_LOCAL)
+            return true;
+    return false;
+}
+
 void sw_relay_start(const struct sw_relay_request *r)
 {
     const struct sw_relay_env *env = r->env;
@@ -1016,7 +1029,9 @@ void sw_relay_start(const struct sw_relay_request *r)
     sw_buf_init(&p->evs_data, SW_RELAY_SSE_EVENT_MAX + 256);
     sw_relay_stages_init(p);
     sw_relay_strip_fields(p->chat.body);
-    sw_request_prefix(p->chat.body, p->chat.prompt_tokens_est, &p->prefix);
+    p->prefix.n = 0;
+    if (wants_prefix(p))
+        sw_request_prefix(p->chat.body, p->chat.prompt_tokens_est, &p->prefix);
     ask_for_usage(p);
     p->splice.client_wants_usage = p->dialect.client_wants_usage = p->client_wants_usage;
     sw_http_on_gone(req, on_client_gone, p);
