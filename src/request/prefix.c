@@ -18,16 +18,20 @@ struct chain {
 /* Feeds v's compact JSON into the running block. */
 static void feed(struct chain *c, const json_t *v, size_t *bytes)
 {
+    const size_t flags = JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY;
     char stack[BLOCK_STACK];
-    size_t need = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    char *buf = stack;
+    /* one dump into the stack buffer; only a larger value is dumped again */
+    size_t need = json_dumpb(v, stack, sizeof stack, flags), got = need;
     if (need == 0)
         return;
-    char *buf = need <= sizeof stack ? stack : malloc(need);
-    if (!buf) {
-        c->ok = false;
-        return;
+    if (need > sizeof stack) {
+        if (!(buf = malloc(need))) {
+            c->ok = false;
+            return;
+        }
+        got = json_dumpb(v, buf, need, flags);
     }
-    size_t got = json_dumpb(v, buf, need, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
     if (got != need || !EVP_DigestUpdate(c->ctx, buf, got))
         c->ok = false;
     *bytes += got;
