@@ -9,7 +9,7 @@
 
 CC      ?= cc
 PKGS    := libevent libcurl jansson yaml-0.1 libhs libutf8proc libpcre2-8 libsystemd hiredis \
-           libevent_openssl openssl
+           libevent_openssl openssl libxxhash
 ifeq ($(SANITIZE),1)
 BUILD   ?= build/asan
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -28,6 +28,7 @@ pc libutf8proc libutf8proc-dev         # PII: Unicode normalisation (NFKC, categ
 pc libsystemd libsystemd-dev          # sd_notify: readiness and reload for systemd (Type=notify)
 pc libpcre2-8 libpcre2-dev             # output contract: JSON Schema "pattern" (src/contract/schema.c)
 pc hiredis libhiredis-dev              # state.redis: shared state across replicas (docs/scaling.md)
+pc libxxhash libxxhash-dev             # prefix affinity: XXH3 over each request's blocks (src/request/prefix.c)
 bin g++ g++                            # PII: src/pii/phone.cc
 hdr() { [ -f "/usr/include/$1" ] || need+=("$2"); }
 [ -f /usr/share/llhttp/llhttp.c ] || need+=(node-llhttp)   # HTTP/1 parser, C sources compiled in (Makefile)

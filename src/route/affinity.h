@@ -4,7 +4,7 @@
  * block 0 is the tool definitions and the leading system (developer)
  * messages, every later message is one block, and the hash of block k
  * covers blocks 0..k, so two requests share hash k exactly when their first
- * k+1 blocks are the same bytes. The identity keeps the first boundary and
+ * k+1 blocks are the same JSON values. The identity keeps the first boundary and
  * the last SW_PREFIX_MAX - 1 (an agent's next turn extends the last one),
  * each with the estimated prompt tokens up to it. It holds hashes and token
  * counts only, never a byte of content (request/prefix.h computes it).

@@ -210,16 +210,24 @@ static void check_accepted(const uint8_t *data, size_t size, const struct sw_cha
     CHECK(req->allow_cloud == allow);
 }
 
-/* The prefix identity (request/prefix.h) of an accepted body: at most
- * SW_PREFIX_MAX boundaries, one per block at least for a body with
- * messages, token counts rising to no more than the estimate, the same
- * hashes computed twice. */
+/* The prefix identity (request/prefix.h) of an accepted body: one boundary
+ * per block (block 0, then one per message after it) up to SW_PREFIX_MAX,
+ * token counts rising to no more than the estimate, the same hashes
+ * computed twice. */
 static void check_prefix(const struct sw_chat_request *req)
 {
     struct sw_prefix a, b;
     sw_request_prefix(req->body, req->prompt_tokens_est, &a);
     sw_request_prefix(req->body, req->prompt_tokens_est, &b);
-    CHECK(a.n <= SW_PREFIX_MAX);
+    const json_t *msgs = json_object_get(req->body, "messages");
+    size_t n = json_array_size(msgs), lead = 0;
+    for (; lead < n; lead++) {
+        const char *role = json_string_value(json_object_get(json_array_get(msgs, lead), "role"));
+        if (!role || (strcmp(role, "system") && strcmp(role, "developer")))
+            break;
+    }
+    size_t blocks = n == 0 ? 0 : 1 + n - (lead ? lead : 1);
+    CHECK(a.n == (blocks < SW_PREFIX_MAX ? blocks : SW_PREFIX_MAX));
     CHECK(a.n == b.n);
     for (size_t k = 0; k < a.n; k++) {
         CHECK(a.hash[k] == b.hash[k]);

@@ -45,9 +45,9 @@ SRCS="src/request/request.c src/request/prefix.c src/obs/tracectx.c src/obs/span
       /usr/share/llhttp/api.c /usr/share/llhttp/http.c /usr/share/llhttp/llhttp.c"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-std=gnu11 -g -O1 $SAN -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc
-        -I/usr/share/include/llhttp $(pkg-config --cflags jansson libhs yaml-0.1 libevent libutf8proc)"
+        -I/usr/share/include/llhttp $(pkg-config --cflags jansson libhs yaml-0.1 libevent libutf8proc libxxhash)"
 CXXFLAGS="-std=gnu++17 -g -O1 $SAN -fno-sanitize=vptr,function -fno-omit-frame-pointer -Wall -Wextra -Werror -Isrc"
-LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8 libsystemd libcrypto) -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lpthread -lm"
+LIBS="$(pkg-config --libs jansson libhs yaml-0.1 libevent libutf8proc libpcre2-8 libsystemd libcrypto libxxhash) -lphonenumber -lprotobuf -lsimdjson -lstdc++ -lpthread -lm"
 
 TARGETS=${FUZZ_TARGETS:-$(for f in tests/fuzz/fuzz_*.c; do
     n=${f##*/fuzz_}; echo "${n%.c}"; done)}

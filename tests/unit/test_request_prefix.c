@@ -59,6 +59,30 @@ static void test_chain(void **state)
     struct sw_prefix order = of("{\"messages\":[" SYS ",{\"content\":\"fix the build\","
                                 "\"role\":\"user\"}]," TOOLS "}", 40);
     assert_true(order.hash[1] == t1.hash[1]);
+    /* nested too: a content part's keys, and a tool schema with more
+     * members than are sorted on the stack */
+    struct sw_prefix parts = of("{\"messages\":[{\"role\":\"user\",\"content\":["
+                                "{\"type\":\"text\",\"text\":\"fix the build\"}]}]}", 40);
+    struct sw_prefix parts2 = of("{\"messages\":[{\"content\":[{\"text\":\"fix the build\","
+                                 "\"type\":\"text\"}],\"role\":\"user\"}]}", 40);
+    assert_true(parts.hash[0] == parts2.hash[0]);
+    char fwd[2048], rev[2048];
+    size_t fo = 0, ro = 0;
+    fo += (size_t)snprintf(fwd, sizeof fwd, "{\"tools\":[{\"type\":\"function\",\"function\":"
+                           "{\"name\":\"edit\",\"parameters\":{\"type\":\"object\",\"properties\":{");
+    ro += (size_t)snprintf(rev, sizeof rev, "%.*s", (int)fo, fwd);
+    for (int k = 0; k < 24; k++) {
+        fo += (size_t)snprintf(fwd + fo, sizeof fwd - fo, "%s\"arg%02d\":{\"type\":\"string\"}",
+                               k ? "," : "", k);
+        ro += (size_t)snprintf(rev + ro, sizeof rev - ro, "%s\"arg%02d\":{\"type\":\"string\"}",
+                               k ? "," : "", 23 - k);
+    }
+    snprintf(fwd + fo, sizeof fwd - fo, "}}}}],\"messages\":[" SYS "," U1 "]}");
+    snprintf(rev + ro, sizeof rev - ro, "}}}}],\"messages\":[" SYS "," U1 "]}");
+    struct sw_prefix f = of(fwd, 300), r = of(rev, 300);
+    assert_int_equal(f.n, 2);
+    assert_memory_equal(f.hash, r.hash, sizeof f.hash[0] * 2);
+    assert_true(f.hash[0] != t1.hash[0]);
     /* the same request hashes the same */
     struct sw_prefix again = of("{\"messages\":[" SYS "," U1 "]," TOOLS "}", 40);
     assert_memory_equal(again.hash, t1.hash, sizeof t1.hash[0] * t1.n);
@@ -80,6 +104,29 @@ static void test_blocks(void **state)
     assert_int_equal(p.n, 0);
     p = of("[]", 10);
     assert_int_equal(p.n, 0);
+}
+
+static void test_distinct_values(void **state)
+{
+    (void)state;
+    /* texts that only run together the same, and values of another type
+     * with the same text, are other prefixes */
+    struct sw_prefix a = of("{\"messages\":[{\"role\":\"user\",\"content\":["
+                            "{\"type\":\"text\",\"text\":\"ab\"},{\"type\":\"text\",\"text\":\"c\"}]}]}", 10);
+    struct sw_prefix b = of("{\"messages\":[{\"role\":\"user\",\"content\":["
+                            "{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"bc\"}]}]}", 10);
+    assert_int_equal(a.n, 1);
+    assert_true(a.hash[0] != b.hash[0]);
+    struct sw_prefix num = of("{\"messages\":[{\"role\":\"tool\",\"content\":1}]}", 10);
+    struct sw_prefix str = of("{\"messages\":[{\"role\":\"tool\",\"content\":\"1\"}]}", 10);
+    struct sw_prefix real = of("{\"messages\":[{\"role\":\"tool\",\"content\":1.0}]}", 10);
+    struct sw_prefix arr = of("{\"messages\":[{\"role\":\"tool\",\"content\":[\"1\"]}]}", 10);
+    assert_true(num.hash[0] != str.hash[0] && num.hash[0] != real.hash[0]);
+    assert_true(str.hash[0] != real.hash[0] && arr.hash[0] != str.hash[0]);
+    /* where the blocks end matters: a user turn is not part of the system block */
+    struct sw_prefix one = of("{\"messages\":[" SYS "," U1 "," A1 "]}", 30);
+    struct sw_prefix two = of("{\"messages\":[" SYS "," U1 "]}", 20);
+    assert_true(one.hash[1] == two.hash[1] && one.hash[2] != two.hash[1]);
 }
 
 static void test_long_conversation(void **state)
@@ -106,6 +153,10 @@ static void test_long_conversation(void **state)
     struct sw_prefix q = of(shorter, 990);
     assert_true(q.hash[0] == p.hash[0]);
     assert_true(q.hash[q.n - 1] == p.hash[p.n - 2]);
+    /* each kept boundary of the shorter one is the longer one's, one back */
+    for (size_t k = 2; k < SW_PREFIX_MAX; k++)
+        assert_true(q.hash[k] == p.hash[k - 1]);
+    assert_true(q.hash[1] != p.hash[1]);
 }
 
 int main(void)
@@ -113,6 +164,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain),
         cmocka_unit_test(test_blocks),
+        cmocka_unit_test(test_distinct_values),
         cmocka_unit_test(test_long_conversation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
