@@ -517,19 +517,34 @@ size_t sw_live_affinity_entries(const struct sw_live *l)
     return n;
 }
 
-void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported, bool busy)
+/* One sample of the hit share of state k (0 idle, 1 busy). */
+static void take_cache_hit(struct sw_live_backend *b, int k, double share)
 {
-    struct sw_live_backend *b = l->b[i];
-    if (reported < 0 || predicted <= 0)
-        return;
-    double share = (double)reported / (double)predicted;
-    if (share > 1)
-        share = 1;
-    int k = busy;
     b->cache_hit[k] = b->n_cache[k] == 0
                           ? share
                           : b->cache_hit[k] + SW_LIVE_CACHE_ALPHA * (share - b->cache_hit[k]);
     b->n_cache[k]++;
+}
+
+void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported, bool busy)
+{
+    struct sw_live_backend *b = l->b[i];
+    if (reported >= 0)
+        b->cache_per_answer = true;
+    if (reported < 0 || predicted <= 0)
+        return;
+    double share = (double)reported / (double)predicted;
+    take_cache_hit(b, busy, share > 1 ? 1 : share);
+}
+
+void sw_live_on_cache_rate(struct sw_live *l, size_t i, double rate)
+{
+    struct sw_live_backend *b = l->b[i];
+    if (b->cache_per_answer || !(rate >= 0))
+        return;
+    rate = rate > 1 ? 1 : rate;
+    take_cache_hit(b, 0, rate);
+    take_cache_hit(b, 1, rate);
 }
 
 double sw_live_cache_hit(const struct sw_live *l, size_t i, bool busy)

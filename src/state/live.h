@@ -99,6 +99,7 @@ struct sw_live_backend {
                                    other replicas' announcements */
     double cache_hit[2];
     uint64_t n_cache[2];
+    bool cache_per_answer;      /* its answers report cached tokens: its /metrics rate unused */
 };
 
 /* Process-wide state that no reload resets: spend, emergency and the runtime
@@ -219,6 +220,13 @@ void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *
  * teaches that state's hit share (at most 1); no report keeps the estimate
  * at the full prompt. */
 void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported, bool busy);
+/* Backend i's own prefix-cache hit rate over a poll interval (its
+ * /metrics: vLLM's counters, upstream/loadsig.h), for a server whose
+ * answers report no cached tokens: a sample of both states' hit share (its
+ * cache is not per slot). It counts each prompt's new tokens as misses, so
+ * it is at most the share of a matched prefix: an estimate that errs
+ * towards prefilling. Ignored once an answer of i reported its figure. */
+void sw_live_on_cache_rate(struct sw_live *l, size_t i, double rate);
 /* The share of a matched prefix backend i is expected to find cached, for
  * a request starting there with other work running (busy) or not. */
 double sw_live_cache_hit(const struct sw_live *l, size_t i, bool busy);

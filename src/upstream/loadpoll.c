@@ -21,6 +21,7 @@ struct poll {
     long own;                   /* Spillway's in-flight requests there when it was sent */
     struct sw_buf body;
     bool too_big;
+    struct sw_cache_counters cache;     /* the server's prefix-cache counters last seen */
     struct event *timer;
 };
 
@@ -80,6 +81,12 @@ static void on_done(void *ud, CURLcode rc)
     if (!strcmp(pl->path, "/metrics") &&
         !sw_load_parse_prefill(pl->source, pl->body.ptr ? pl->body.ptr : "", pl->body.len, &pr))
         sw_live_on_prefill(lp->live, pl->i, &pr);
+    struct sw_cache_report cr;
+    double rate;
+    if (!strcmp(pl->path, "/metrics") &&
+        !sw_load_parse_cache(pl->source, pl->body.ptr ? pl->body.ptr : "", pl->body.len, &cr) &&
+        sw_cache_counters_take(&pl->cache, &cr, &rate))
+        sw_live_on_cache_rate(lp->live, pl->i, rate);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

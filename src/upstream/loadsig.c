@@ -228,3 +228,55 @@ int sw_load_parse_prefill(enum sw_load_source s, const char *body, size_t len,
         out->gauge = true;
     return out->totals || out->gauge ? 0 : -1;
 }
+
+int sw_load_parse_cache(enum sw_load_source s, const char *body, size_t len,
+                        struct sw_cache_report *out)
+{
+    *out = (struct sw_cache_report){0};
+    if (s != SW_LOAD_VLLM)
+        return -1;
+    if ((!sw_prom_sum(body, len, "vllm:prefix_cache_queries_total", &out->queries_total) &&
+         !sw_prom_sum(body, len, "vllm:prefix_cache_hits_total", &out->hits_total)) ||
+        (!sw_prom_sum(body, len, "vllm:gpu_prefix_cache_queries_total", &out->queries_total) &&
+         !sw_prom_sum(body, len, "vllm:gpu_prefix_cache_hits_total", &out->hits_total)))
+        out->totals = true;
+    else
+        out->queries_total = out->hits_total = 0;
+    if (!out->totals && !sw_prom_sum(body, len, "vllm:gpu_prefix_cache_hit_rate", &out->gauge_rate))
+        out->gauge = true;
+    return out->totals || out->gauge ? 0 : -1;
+}
+
+bool sw_cache_counters_take(struct sw_cache_counters *c, const struct sw_cache_report *r,
+                            double *rate)
+{
+    if (r->totals) {
+        double q = r->queries_total, h = r->hits_total;
+        if (!(isfinite(q) && q >= 0 && isfinite(h) && h >= 0))
+            return false;
+        if (!c->have_prev || q < c->prev_queries || h < c->prev_hits) {
+            c->prev_queries = q;    /* the first report, or a restart: the baseline */
+            c->prev_hits = h;
+            c->have_prev = true;
+            return false;
+        }
+        double dq = q - c->prev_queries, dh = h - c->prev_hits;
+        if (dq < SW_CACHE_MIN_QUERIES)
+            return false;
+        c->prev_queries = q;
+        c->prev_hits = h;
+        *rate = dh < dq ? dh / dq : 1;
+        return true;
+    }
+    if (r->gauge && isfinite(r->gauge_rate) && r->gauge_rate >= 0) {
+        double g = r->gauge_rate > 1 ? 1 : r->gauge_rate;
+        bool changed = c->have_gauge && g != c->prev_gauge;
+        c->prev_gauge = g;
+        c->have_gauge = true;
+        if (!changed)
+            return false;
+        *rate = g;
+        return true;
+    }
+    return false;
+}

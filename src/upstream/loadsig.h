@@ -18,7 +18,14 @@
  *             (counters); without them llamacpp:prompt_tokens_seconds (gauge)
  *   vllm      vllm:request_prompt_tokens_sum, vllm:request_prefill_time_seconds_sum
  *             (histogram sums)
- * Other sources report none. */
+ * Other sources report none.
+ *
+ * Prefix-cache figures (sw_load_parse_cache), from the same page:
+ *   vllm      vllm:prefix_cache_queries_total, vllm:prefix_cache_hits_total
+ *             (counters, in prompt tokens; v0.8-0.10 also as
+ *             vllm:gpu_prefix_cache_*_total); without them
+ *             vllm:gpu_prefix_cache_hit_rate (gauge, older servers)
+ * Other sources report theirs per answer (usage, timings), or none. */
 #ifndef SW_UPSTREAM_LOADSIG_H
 #define SW_UPSTREAM_LOADSIG_H
 
@@ -63,5 +70,40 @@ int sw_load_parse_slots(const char *body, size_t len, double *processing);
  * nothing: totals and gauge false). */
 int sw_load_parse_prefill(enum sw_load_source s, const char *body, size_t len,
                           struct sw_prefill_report *out);
+
+struct sw_cache_report {
+    bool totals;                /* cumulative counters found */
+    double queries_total;       /* prompt tokens looked up in the cache since the server started */
+    double hits_total;          /* of them, found there */
+    bool gauge;                 /* a hit-rate gauge found (used without counters) */
+    double gauge_rate;          /* the server's own hit rate, 0..1 */
+};
+
+/* The prefix-cache figures of a /metrics page of source s (see above) into
+ * out. Returns 0 when some were found, -1 when the page has none. */
+int sw_load_parse_cache(enum sw_load_source s, const char *body, size_t len,
+                        struct sw_cache_report *out);
+
+/* The last counters a poller saw of one server. */
+struct sw_cache_counters {
+    bool have_prev;
+    double prev_queries, prev_hits;
+    bool have_gauge;
+    double prev_gauge;
+};
+
+/* Fewest prompt tokens looked up between two samples for a hit rate. */
+#define SW_CACHE_MIN_QUERIES 64
+
+/* Takes one report: *rate is the hit rate since the last sample taken
+ * (delta hits / delta queries, at most 1), or a changed gauge's value.
+ * Returns false when there is nothing to teach: the first report (its
+ * counters are the baseline), fewer than SW_CACHE_MIN_QUERIES looked up
+ * since the last sample (the older baseline is kept, so slow traffic adds
+ * up to an interval that teaches), a gauge unchanged (no traffic), or
+ * figures that are not finite. A counter going back (a restart) starts a
+ * new baseline. */
+bool sw_cache_counters_take(struct sw_cache_counters *c, const struct sw_cache_report *r,
+                            double *rate);
 
 #endif

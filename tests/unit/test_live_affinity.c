@@ -149,6 +149,38 @@ static void test_busy_and_waiting(void **state)
     sw_config_unref(cfg);
 }
 
+static void test_server_rate(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load("true", 16);
+    struct sw_live_shared *g = sw_live_shared_new(cfg, T0, WALL0);
+    struct sw_live *l = sw_live_new(cfg, g, NULL, NULL, T0);
+    struct sw_prefix t1 = turn(2), t2 = turn(3);
+    sw_live_prefix_served(l, 0, &t1, T0);
+    /* answers without a figure (vLLM without prompt token details) ... */
+    sw_live_on_cache(l, 0, 2000, -1, false);
+    /* ... and its /metrics rate teaches both states */
+    sw_live_on_cache_rate(l, 0, 0.9);
+    assert_true(sw_live_cache_hit(l, 0, false) == 0.9);
+    assert_true(sw_live_cache_hit(l, 0, true) == 0.9);
+    struct sw_live_snapshot s;
+    view(l, &t2, T0 + 1, &s);
+    assert_true(s.backends[0].cached_tokens == 2000 * 0.9);
+    /* a low rate (most prompts new) is below the trust: the full prompt */
+    sw_live_on_cache_rate(l, 0, 0.2);
+    view(l, &t2, T0 + 2, &s);
+    assert_true(s.backends[0].cached_tokens == 0);
+    /* a server whose answers carry the figure: those teach, the rate does not */
+    sw_live_prefix_served(l, 1, &t1, T0 + 3);
+    sw_live_on_cache(l, 1, 2000, 2000, false);
+    sw_live_on_cache_rate(l, 1, 0.1);
+    assert_true(sw_live_cache_hit(l, 1, false) == 1);
+    assert_true(sw_live_cache_hit(l, 1, true) == 0);
+    sw_live_unref(l);
+    sw_live_shared_free(g);
+    sw_config_unref(cfg);
+}
+
 static void test_off_and_reload(void **state)
 {
     (void)state;
@@ -197,6 +229,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_served_then_matched),
         cmocka_unit_test(test_busy_and_waiting),
+        cmocka_unit_test(test_server_rate),
         cmocka_unit_test(test_off_and_reload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

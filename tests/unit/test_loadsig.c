@@ -148,6 +148,96 @@ static void test_sources(void **state)
     }
 }
 
+/* A vLLM v1 /metrics page as it prints the prefix cache (one engine). */
+static const char *vllm_page(char *buf, size_t n, double queries, double hits)
+{
+    snprintf(buf, n,
+             "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+             "# TYPE vllm:num_requests_running gauge\n"
+             "vllm:num_requests_running{engine=\"0\",model_name=\"qwen\"} 1.0\n"
+             "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of "
+             "queried tokens.\n"
+             "# TYPE vllm:prefix_cache_queries_total counter\n"
+             "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"qwen\"} %.1f\n"
+             "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of "
+             "cached tokens.\n"
+             "# TYPE vllm:prefix_cache_hits_total counter\n"
+             "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"qwen\"} %.1f\n",
+             queries, hits);
+    return buf;
+}
+
+static void test_cache_parse(void **state)
+{
+    (void)state;
+    char page[2048];
+    struct sw_cache_report r;
+    vllm_page(page, sizeof page, 12800, 9600);
+    assert_int_equal(sw_load_parse_cache(SW_LOAD_VLLM, page, strlen(page), &r), 0);
+    assert_true(r.totals && !r.gauge);
+    assert_true(r.queries_total == 12800 && r.hits_total == 9600);
+    /* v0.8-0.10 print them under the gpu_ names too; older ones a gauge only */
+    const char *gpu = "vllm:gpu_prefix_cache_queries_total{model_name=\"m\"} 100\n"
+                      "vllm:gpu_prefix_cache_hits_total{model_name=\"m\"} 40\n";
+    assert_int_equal(sw_load_parse_cache(SW_LOAD_VLLM, gpu, strlen(gpu), &r), 0);
+    assert_true(r.totals && r.queries_total == 100 && r.hits_total == 40);
+    const char *v0 = "# TYPE vllm:gpu_prefix_cache_hit_rate gauge\n"
+                     "vllm:gpu_prefix_cache_hit_rate{model_name=\"m\"} 0.85\n";
+    assert_int_equal(sw_load_parse_cache(SW_LOAD_VLLM, v0, strlen(v0), &r), 0);
+    assert_true(!r.totals && r.gauge && r.gauge_rate == 0.85);
+    /* one counter without the other, no figures, another source: nothing */
+    const char *half = "vllm:prefix_cache_queries_total 100\n";
+    assert_int_equal(sw_load_parse_cache(SW_LOAD_VLLM, half, strlen(half), &r), -1);
+    assert_int_equal(sw_load_parse_cache(SW_LOAD_VLLM, "vllm:num_requests_running 1\n", 28, &r), -1);
+    assert_int_equal(sw_load_parse_cache(SW_LOAD_LLAMACPP, page, strlen(page), &r), -1);
+}
+
+static void test_cache_delta(void **state)
+{
+    (void)state;
+    struct sw_cache_counters c = {0};
+    struct sw_cache_report r = {.totals = true, .queries_total = 50000, .hits_total = 10000};
+    double rate = -1;
+    /* the first report is the baseline: its history is not this interval's */
+    assert_false(sw_cache_counters_take(&c, &r, &rate));
+    /* 4000 tokens looked up since, 3000 found: 0.75 */
+    r.queries_total = 54000;
+    r.hits_total = 13000;
+    assert_true(sw_cache_counters_take(&c, &r, &rate));
+    assert_true(rate == 0.75);
+    /* too little since: the older baseline stays and the next poll adds up */
+    r.queries_total = 54040;
+    r.hits_total = 13040;
+    assert_false(sw_cache_counters_take(&c, &r, &rate));
+    r.queries_total = 54100;
+    r.hits_total = 13100;
+    assert_true(sw_cache_counters_take(&c, &r, &rate));
+    assert_true(rate == 1);
+    /* a restart (counters back near zero): a new baseline, then deltas */
+    r.queries_total = 200;
+    r.hits_total = 0;
+    assert_false(sw_cache_counters_take(&c, &r, &rate));
+    r.queries_total = 1200;
+    r.hits_total = 500;
+    assert_true(sw_cache_counters_take(&c, &r, &rate));
+    assert_true(rate == 0.5);
+    /* hits past queries (two engines' counters sampled apart): at most 1 */
+    r.queries_total = 1300;
+    r.hits_total = 800;
+    assert_true(sw_cache_counters_take(&c, &r, &rate));
+    assert_true(rate == 1);
+    r.queries_total = NAN;
+    assert_false(sw_cache_counters_take(&c, &r, &rate));
+    /* the gauge: taken when it moves (traffic), not on every poll */
+    struct sw_cache_counters g = {0};
+    struct sw_cache_report gr = {.gauge = true, .gauge_rate = 0.6};
+    assert_false(sw_cache_counters_take(&g, &gr, &rate));
+    assert_false(sw_cache_counters_take(&g, &gr, &rate));
+    gr.gauge_rate = 0.7;
+    assert_true(sw_cache_counters_take(&g, &gr, &rate));
+    assert_true(rate == 0.7);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -163,6 +253,8 @@ int main(void)
         cmocka_unit_test(test_prom),
         cmocka_unit_test(test_prom_len),
         cmocka_unit_test(test_sources),
+        cmocka_unit_test(test_cache_parse),
+        cmocka_unit_test(test_cache_delta),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

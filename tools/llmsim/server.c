@@ -87,6 +87,7 @@ struct sw_llmsim_server {
     uint64_t served, aborted, hanging, closed_by_fault, errored_by_fault, delayed;
     uint64_t status[MAX_STATUS];
     uint64_t prompt_tokens_total, tokens_predicted_total;
+    uint64_t cache_queries_total, cache_hits_total; /* chat prompt tokens, and of them cached */
     uint64_t tokens_sent;        /* tokens written, streams cut short included */
     uint64_t lag_sum_us, lag_n, lag_max_us; /* timer lateness: is the loop keeping up? */
     double prompt_seconds_total, predicted_seconds_total;
@@ -244,6 +245,8 @@ static void account_done(struct sim *r)
     /* what was prefilled: the prompt less what the slot's cache held */
     int prefilled = r->gen.prompt_tokens - r->gen.cached_tokens;
     s->prompt_tokens_total += (uint64_t)prefilled;
+    s->cache_queries_total += (uint64_t)r->gen.prompt_tokens;
+    s->cache_hits_total += (uint64_t)r->gen.cached_tokens;
     s->prompt_seconds_total += sw_llmsim_prefill_us(&s->model.p, prefilled) / 1e6;
     s->predicted_seconds_total +=
         (double)r->gen.output_tokens * sw_llmsim_period_us(&s->model.p) / 1e6;
@@ -822,10 +825,20 @@ static void on_metrics(struct sw_llmsim_server *s, struct sw_http_req *req)
             "# HELP vllm:request_prefill_time_seconds Histogram of time spent in PREFILL phase "
             "for request.\n"
             "# TYPE vllm:request_prefill_time_seconds histogram\n"
-            "vllm:request_prefill_time_seconds_sum{model_name=\"%s\"} %.6f\n",
+            "vllm:request_prefill_time_seconds_sum{model_name=\"%s\"} %.6f\n"
+            "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number "
+            "of queried tokens.\n"
+            "# TYPE vllm:prefix_cache_queries_total counter\n"
+            "vllm:prefix_cache_queries_total{model_name=\"%s\"} %llu.0\n"
+            "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of "
+            "cached tokens.\n"
+            "# TYPE vllm:prefix_cache_hits_total counter\n"
+            "vllm:prefix_cache_hits_total{model_name=\"%s\"} %llu.0\n",
             s->o.model, s->model.in_flight + s->model.outside, s->o.model,
             s->model.queued + s->model.outside_waiting, s->o.model,
-            (unsigned long long)s->prompt_tokens_total, s->o.model, s->prompt_seconds_total);
+            (unsigned long long)s->prompt_tokens_total, s->o.model, s->prompt_seconds_total,
+            s->o.model, (unsigned long long)s->cache_queries_total, s->o.model,
+            (unsigned long long)s->cache_hits_total);
     if (err)
         send_bytes(s, req, 500, "text/plain", "", 0);
     else
