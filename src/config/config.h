@@ -242,6 +242,11 @@ struct sw_config_routing {
     long default_max_tokens;    /* output estimate when a request sets none, default 256 */
     long batch_ttft_budget_ms;  /* TTFT budget of batch requests; default 0: the request timeout */
     long health_interval_ms;    /* local health checks, default 2000 */
+    /* A local slot held past overdue_factor x its expected hold plus
+     * overdue_floor_ms counts as not freeing in the wait estimate
+     * (docs/routing.md, "Overdue slots"); factor 0: never. */
+    double overdue_factor;      /* default 4 */
+    long overdue_floor_ms;      /* default 5000 */
     bool emergency;             /* start with an emergency declared, default false */
     struct {
         long window_ms;         /* default 30000 */

@@ -35,6 +35,27 @@ double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_
     return isfinite(left) && left > 0 ? left : 0;
 }
 
+double sw_route_expected_hold_ms(const struct sw_route_backend_view *b, long prompt_tokens,
+                                 long max_tokens)
+{
+    double prompt = prompt_tokens > 0 ? (double)prompt_tokens : 0;
+    double out = sw_route_learned(b->avg_output_tokens, SW_ROUTE_PRIOR_OUTPUT_TOKENS);
+    if (max_tokens > 0 && (double)max_tokens < out)
+        out = (double)max_tokens;
+    double hold = prompt * sw_route_learned(b->prefill_ms_per_token,
+                                            SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN) +
+                  1000.0 * out / sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
+    return sw_route_nonneg(hold);
+}
+
+bool sw_route_overdue(double elapsed_ms, double expected_ms, double factor, double floor_ms)
+{
+    if (!(factor > 0 && factor <= DBL_MAX))
+        return false;
+    double limit = factor * sw_route_nonneg(expected_ms) + sw_route_nonneg(floor_ms);
+    return elapsed_ms > limit;
+}
+
 /* A point where one running request may end, and the chance it does there. */
 struct rel_ev {
     double t;

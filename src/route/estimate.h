@@ -75,7 +75,10 @@ static inline double sw_route_ahead(const struct sw_route_backend_view *b)
  * knows when the running requests free their slots (n_busy, busy_left_ms),
  * the k-th release is the k-th soonest of those; releases beyond the n_busy
  * known come at slots / service per ms after the last known one. Without
- * them (fluid): wait = ahead x service / slots. slots <= 0 means unbounded
+ * them (fluid): wait = ahead x service / slots. Overdue holders (n_overdue,
+ * sw_route_overdue) free no slot: the releases come from the other slots
+ * (slots - n_overdue in place of slots); with none left the wait is
+ * unbounded (1e300). slots <= 0 means unbounded
  * (no wait). A cloud backend with a measured
  * ttft_avg_ms uses that in place of prefill + RTT. Missing data uses the
  * SW_ROUTE_PRIOR_* values. Always finite and >= 0. */
@@ -91,6 +94,21 @@ double sw_route_est_ttft_ms(const struct sw_route_backend_view *b, long prompt_t
  * as in sw_route_est_ttft_ms. The view's busy_left_ms. Always finite, >= 0. */
 double sw_route_busy_left_ms(const struct sw_route_backend_view *b, long prompt_tokens,
                              long max_tokens, double elapsed_ms);
+
+/* How long a request holding a slot of local backend b is expected to hold
+ * it: prefill (prompt_tokens x prefill_ms_per_token) plus the learned
+ * average output (at most max_tokens when > 0) at decode_tps; learned rates
+ * or the priors, as in sw_route_est_ttft_ms. Its own estimated finish, for
+ * sw_route_overdue. Always finite, >= 0. */
+double sw_route_expected_hold_ms(const struct sw_route_backend_view *b, long prompt_tokens,
+                                 long max_tokens);
+
+/* Whether a request that has held its slot for elapsed_ms is overdue: busy
+ * past factor x its expected hold (expected_ms, sw_route_expected_hold_ms)
+ * plus floor_ms, strictly (docs/routing.md, "Overdue slots"). An overdue
+ * slot counts as not freeing in the wait estimate (the view's n_overdue).
+ * factor <= 0 (or not finite): never (the rule is off). */
+bool sw_route_overdue(double elapsed_ms, double expected_ms, double factor, double floor_ms);
 
 /* One request holding a slot of a local backend, for
  * sw_route_first_release_ms. */
@@ -161,11 +179,19 @@ sw_route_est_ttft(const struct sw_route_backend_view *b, double prompt, bool may
                                  sw_route_learned(b->avg_output_tokens,
                                                   SW_ROUTE_PRIOR_OUTPUT_TOKENS) /
                                  sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS);
+            /* Overdue holders free no slot: the others do all the releases
+             * (ahead is the same count of them); none left, no slot frees. */
+            long overdue = b->n_overdue > 0 ? b->n_overdue : 0;
+            if (overdue > in_flight)
+                overdue = in_flight;
+            if (overdue >= b->slots)
+                return 1e300;
+            double freeing = (double)(b->slots - overdue);
             long known = b->n_busy > 0 ? b->n_busy : 0;
             if (known > SW_ROUTE_BUSY_MAX)
                 known = SW_ROUTE_BUSY_MAX;
-            if (known > in_flight)
-                known = in_flight;
+            if (known > in_flight - overdue)
+                known = in_flight - overdue;
             if (known > 0) {
                 /* The k-th release is the k-th soonest end of a running
                  * request; beyond those known, the fluid rate. */
@@ -173,12 +199,12 @@ sw_route_est_ttft(const struct sw_route_backend_view *b, double prompt, bool may
                 double kth = sw_route_nonneg(b->busy_left_ms[k - 1]);
                 if (k == 1 && b->first_release_ms > 0 && b->first_release_ms < kth)
                     kth = b->first_release_ms;  /* the expected first end */
-                wait = kth + (ahead - (double)k) * service / (double)b->slots;
+                wait = kth + (ahead - (double)k) * service / freeing;
             }
             /* Fluid approximation: slots release at slots / service per ms. It
              * caps the above when the running requests' max_tokens say little
              * (set far above what they generate). */
-            double fluid = ahead * service / (double)b->slots;
+            double fluid = ahead * service / freeing;
             if (known <= 0 || fluid < wait)
                 wait = fluid;
         }

@@ -506,8 +506,10 @@ static long queue_retry_after(const struct ctx *c)
         if (c->plan->excluded[i] == SW_EXCL_QUEUE_FULL &&
             (best < 0 || c->plan->est_ttft_ms[i] < best))
             best = c->plan->est_ttft_ms[i];
+    if (!(best < 60000))  /* also an unbounded wait (an overdue slot) */
+        return 60;
     long s = (long)ceil(best / 1000.0);
-    return s < 1 ? 1 : s > 60 ? 60 : s;
+    return s < 1 ? 1 : s;
 }
 
 static bool all_capability_excluded(const struct ctx *c)

@@ -78,6 +78,10 @@ struct sw_route_backend_view {
      * 0), the only case the estimate reads them: else n_busy and
      * first_release_ms are 0 and busy_left_ms and out_ratio unset */
     long n_busy;                    /* 0..SW_ROUTE_BUSY_MAX */
+    /* local: of the running requests, those overdue (sw_route_overdue):
+     * they free no slot in the wait estimate and are not among busy_left_ms
+     * or first_release_ms; filled and read as n_busy is */
+    long n_overdue;
     double busy_left_ms[SW_ROUTE_BUSY_MAX];
     /* local: learned output tokens / max_tokens of the requests that named
      * max_tokens (route/outlen.h); all zero: no data */

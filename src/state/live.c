@@ -98,17 +98,30 @@ void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r
 }
 
 /* The view's busy_left_ms: the up to SW_ROUTE_BUSY_MAX slot holders that
- * free their slots soonest, soonest first; none unless every holder is
- * recorded. Needs the view's learned rates and output lengths. */
-static void fill_busy(const struct sw_live_backend *b, int64_t now_ms,
-                      struct sw_route_backend_view *v)
+ * free their slots soonest, soonest first, and n_overdue: the holders past
+ * their overdue threshold (routing.overdue_*), which free none and are left
+ * out of the rest; none unless every holder is recorded. Needs the view's
+ * learned rates and output lengths. */
+static void fill_busy(const struct sw_live_backend *b, const struct sw_config_routing *r,
+                      int64_t now_ms, struct sw_route_backend_view *v)
 {
     if (b->tier != SW_TIER_LOCAL || b->q.in_flight <= 0 || (long)b->n_busy != b->q.in_flight)
         return;
+    struct sw_route_holder h[SW_ROUTE_BUSY_MAX];
+    size_t n = 0, running = 0;
     for (size_t i = 0; i < b->n_busy; i++) {
-        const struct sw_live_busy *r = &b->busy[i];
-        double left = sw_route_busy_left_ms(v, r->prompt_tokens, r->max_tokens,
-                                            (double)(now_ms - r->since_ms));
+        const struct sw_live_busy *x = &b->busy[i];
+        double elapsed = (double)(now_ms - x->since_ms);
+        if (sw_route_overdue(elapsed, sw_route_expected_hold_ms(v, x->prompt_tokens, x->max_tokens),
+                             r->overdue_factor, (double)r->overdue_floor_ms)) {
+            v->n_overdue++;
+            continue;
+        }
+        running++;
+        if (n < SW_ROUTE_BUSY_MAX)
+            h[n++] = (struct sw_route_holder){x->prompt_tokens, x->max_tokens,
+                                              x->max_tokens_given, elapsed};
+        double left = sw_route_busy_left_ms(v, x->prompt_tokens, x->max_tokens, elapsed);
         long k = v->n_busy < SW_ROUTE_BUSY_MAX ? v->n_busy++ : SW_ROUTE_BUSY_MAX;
         while (k > 0 && v->busy_left_ms[k - 1] > left) {
             if (k < SW_ROUTE_BUSY_MAX)
@@ -120,14 +133,8 @@ static void fill_busy(const struct sw_live_backend *b, int64_t now_ms,
     }
     /* The first release: when one of them has ended with the chance
      * SW_ROUTE_FIRST_RELEASE_Q, from where answers learned to stop. */
-    struct sw_route_holder h[SW_ROUTE_BUSY_MAX];
-    size_t n = b->n_busy < SW_ROUTE_BUSY_MAX ? b->n_busy : SW_ROUTE_BUSY_MAX;
-    if (n < b->n_busy)
+    if (n < running)
         return; /* more than the sweep takes: keep the soonest bounds */
-    for (size_t i = 0; i < n; i++)
-        h[i] = (struct sw_route_holder){b->busy[i].prompt_tokens, b->busy[i].max_tokens,
-                                        b->busy[i].max_tokens_given,
-                                        (double)(now_ms - b->busy[i].since_ms)};
     double first = sw_route_first_release_ms(v, h, n, SW_ROUTE_FIRST_RELEASE_Q);
     if (v->n_busy > 0 && first < v->busy_left_ms[0])
         v->first_release_ms = first;
@@ -318,6 +325,7 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->warm_eta_ms = 0;
     v->outside_load = 0;
     v->n_busy = 0;
+    v->n_overdue = 0;
     v->first_release_ms = 0;
     v->prefix_tokens = 0;
     v->cached_tokens = 0;
@@ -361,7 +369,7 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     /* The slot holders matter only to a request that would wait for one. */
     if (v->slots > 0 && sw_route_may_wait(v) && sw_route_ahead(v) > 0) {
         v->out_ratio = b->outlen.dist;
-        fill_busy(b, now_ms, v);
+        fill_busy(b, &l->cfg->routing, now_ms, v);
     }
 }
 

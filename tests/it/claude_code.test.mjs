@@ -25,6 +25,9 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ADMIN = 'sk-cc-admin';
 const KEY = 'sk-cc-client-test';
 const RUN_TIMEOUT_MS = 90000;
+// A turn queued behind an overdue local slot reaches the cloud within this
+// (the model's TTFT budget is 30 s; the slot is overdue ~7 s after it was taken).
+const LEAVE_BOUND_MS = 20000;
 
 // The CLI's native binary: the platform package's (what the wrapper package
 // installs over its bin/claude.exe), else the wrapper's bin.
@@ -55,7 +58,9 @@ function exampleConfig(edgeUrl, cloudUrl, policy) {
   sub('url: "http://127.0.0.1:8081"', `url: "${edgeUrl}"`);
   sub('url: "https://api.anthropic.com"', `url: "${cloudUrl}"`);
   sub('slots: 2 ', 'slots: 1 ');
-  sub('routing:\n', 'routing:\n  health_interval_ms: 100\n');
+  // a slot held past 4 x its expected hold + 1 s counts as not freeing
+  // (the held request below: 4 x ~1.6 s + 1 s)
+  sub('routing:\n', 'routing:\n  health_interval_ms: 100\n  overdue_floor_ms: 1000\n');
   sub('${CLAUDE_CODE_KEY}', KEY);
   sub('${ANTHROPIC_API_KEY}', 'sk-ant-upstream-test');
   if (policy) sub('policy: local_only', `policy: ${policy}`);
@@ -181,7 +186,13 @@ describe('Claude Code through examples/claude-code.yaml', { skip: !CLAUDE && 'th
     const n0 = (await received(env.cloud)).length;
     let r;
     try {
-      r = await runClaude(env.gw, dir, 'spill over');
+      const run = runClaude(env.gw, dir, 'spill over');
+      // The held slot runs far past its own estimate: it counts as not
+      // freeing, so the turn reaches the cloud well before the model's 30 s
+      // budget would move it (the bound is below that budget).
+      await waitFor(async () => (await received(env.cloud)).length > n0,
+        { timeout: LEAVE_BOUND_MS, what: 'the turn left the local queue for the cloud' });
+      r = await run;
     } finally {
       await hold.release();
     }

@@ -141,6 +141,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->routing.request_timeout_ms, 30000);
     assert_int_equal(cfg->routing.default_max_tokens, 256);
     assert_int_equal(cfg->routing.health_interval_ms, 2000);
+    assert_float_equal(cfg->routing.overdue_factor, 4, 0);
+    assert_int_equal(cfg->routing.overdue_floor_ms, 5000);
     assert_false(cfg->routing.emergency);
     assert_int_equal(cfg->routing.latency.window_ms, 30000);
     assert_int_equal(cfg->routing.latency.degrade_ms, 200);
@@ -610,6 +612,9 @@ static const struct bad_case bad_cases[] = {
       "t.yaml:7:108: backends[1].max_output_tokens: \"0\" is out of range (1..10000000)",
       "t.yaml:12:37: keys[0].priority: \"urgent\" is not one of interactive, batch",
       "t.yaml:14:25: routing.batch_ttft_budget_ms: \"-1\" is out of range (0..3600000)"}},
+    {"overdue slot keys", BACKENDS MODELS "routing:\n  overdue_factor: -1\n  overdue_floor_ms: 3600001\n",
+     {"t.yaml:10:19: routing.overdue_factor: \"-1\" is out of range (0..1000)",
+      "t.yaml:11:21: routing.overdue_floor_ms: \"3600001\" is out of range (0..3600000)"}},
     {"pii validator unknown", BACKENDS MODELS "pii:\n  custom:\n    - { name: emp, regex: \"E[0-9]+\", validator: crc }\n",
      {"t.yaml:11:49: pii.custom[0].validator: \"crc\" is not one of luhn, mod97, elfproef"}},
     {"pii phone region unknown", BACKENDS MODELS "pii:\n  phone_regions: [NL, XX, de]\n",

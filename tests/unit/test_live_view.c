@@ -40,9 +40,13 @@ static const char yaml[] =
     "  - {name: chat, backends: [e1, e2, c1, c2]}\n"
     "routing:\n"
     "  ttft_budget_ms: 800\n"
+    "  overdue_factor: 2\n"
+    "  overdue_floor_ms: 1500\n"
     "  breaker: {failures: 2, window_ms: 60000, cooldown_ms: 1000}\n"
     "  latency: {window_ms: 3000, degrade_ms: 300, recover_ms: 200, dwell_ms: 500}\n";
 
+#define OVERDUE_FACTOR 2.0       /* routing.overdue_* above */
+#define OVERDUE_FLOOR_MS 1500.0
 #define T0 1000000
 #define WALL0 1700000000000LL
 #define N_CLAIMS 24
@@ -103,13 +107,37 @@ static uint32_t rnd(struct fx *f, uint32_t n)
 
 /* ---- The view the plain way ---- */
 
+/* Overdue: held past overdue_factor x (prefill + the average output, at
+ * most max_tokens, at decode_tps) + overdue_floor_ms. */
+static bool ref_overdue(const struct sw_route_backend_view *v, const struct sw_live_busy *r,
+                        int64_t now_ms)
+{
+    double out = v->avg_output_tokens > 0 ? v->avg_output_tokens : SW_ROUTE_PRIOR_OUTPUT_TOKENS;
+    if (r->max_tokens > 0 && (double)r->max_tokens < out)
+        out = (double)r->max_tokens;
+    double prefill = v->prefill_ms_per_token > 0 ? v->prefill_ms_per_token
+                                                 : SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN;
+    double tps = v->decode_tps > 0 ? v->decode_tps : SW_ROUTE_PRIOR_DECODE_TPS;
+    double hold = (double)(r->prompt_tokens > 0 ? r->prompt_tokens : 0) * prefill +
+                  1000.0 * out / tps;
+    return (double)(now_ms - r->since_ms) > OVERDUE_FACTOR * hold + OVERDUE_FLOOR_MS;
+}
+
 static void ref_busy(const struct sw_live_backend *b, int64_t now_ms,
                      struct sw_route_backend_view *v)
 {
     if (b->tier != SW_TIER_LOCAL || b->q.in_flight <= 0 || (long)b->n_busy != b->q.in_flight)
         return;
+    struct sw_live_busy run[64];
+    size_t n_run = 0;
     for (size_t i = 0; i < b->n_busy; i++) {
-        const struct sw_live_busy *r = &b->busy[i];
+        if (ref_overdue(v, &b->busy[i], now_ms))
+            v->n_overdue++;
+        else if (n_run < sizeof run / sizeof run[0])
+            run[n_run++] = b->busy[i];
+    }
+    for (size_t i = 0; i < n_run; i++) {
+        const struct sw_live_busy *r = &run[i];
         double left = sw_route_busy_left_ms(v, r->prompt_tokens, r->max_tokens,
                                             (double)(now_ms - r->since_ms));
         long k = v->n_busy < SW_ROUTE_BUSY_MAX ? v->n_busy++ : SW_ROUTE_BUSY_MAX;
@@ -122,13 +150,13 @@ static void ref_busy(const struct sw_live_backend *b, int64_t now_ms,
             v->busy_left_ms[k] = left;
     }
     struct sw_route_holder h[SW_ROUTE_BUSY_MAX];
-    size_t n = b->n_busy < SW_ROUTE_BUSY_MAX ? b->n_busy : SW_ROUTE_BUSY_MAX;
-    if (n < b->n_busy)
+    size_t n = n_run < SW_ROUTE_BUSY_MAX ? n_run : SW_ROUTE_BUSY_MAX;
+    if (n < n_run)
         return;
     for (size_t i = 0; i < n; i++)
-        h[i] = (struct sw_route_holder){b->busy[i].prompt_tokens, b->busy[i].max_tokens,
-                                        b->busy[i].max_tokens_given,
-                                        (double)(now_ms - b->busy[i].since_ms)};
+        h[i] = (struct sw_route_holder){run[i].prompt_tokens, run[i].max_tokens,
+                                        run[i].max_tokens_given,
+                                        (double)(now_ms - run[i].since_ms)};
     double first = sw_route_first_release_ms(v, h, n, SW_ROUTE_FIRST_RELEASE_Q);
     if (v->n_busy > 0 && first < v->busy_left_ms[0])
         v->first_release_ms = first;
@@ -221,12 +249,14 @@ static void same_view(const struct sw_route_backend_view *a, const struct sw_rou
     SAME(max_output_tokens);
     if (r->slots > 0 && sw_route_ahead(r) > 0) {
         SAME(n_busy);
+        SAME(n_overdue);
         assert_memory_equal(a->busy_left_ms, r->busy_left_ms,
                             (size_t)r->n_busy * sizeof r->busy_left_ms[0]);
         SAME(first_release_ms);
         SAME(out_ratio);
     } else {
         assert_int_equal(a->n_busy, 0);
+        assert_int_equal(a->n_overdue, 0);
         assert_true(a->first_release_ms == 0);
     }
 }
@@ -273,12 +303,13 @@ static struct sw_route_facts random_facts(struct fx *f)
 
 /* How often the sequences reached the states worth comparing. */
 static struct {
-    long waits, first_release, degraded, half_open, open, cold, warming, outside, overflow;
+    long waits, overdue, first_release, degraded, half_open, open, cold, warming, outside, overflow;
 } seen;
 
 static void count(const struct sw_route_backend_view *v)
 {
     seen.waits += v->n_busy > 0;
+    seen.overdue += v->n_overdue > 0;
     seen.first_release += v->first_release_ms > 0;
     seen.degraded += v->health == SW_HEALTH_DEGRADED;
     seen.half_open += v->breaker == SW_BREAKER_HALF_OPEN;
@@ -394,14 +425,55 @@ static void test_snapshot_is_the_recomputed_view(void **state)
         event(f);
         check(f);
     }
-    print_message("views: %ld waiting with holders, %ld first releases, %ld degraded, "
+    print_message("views: %ld waiting with holders, %ld with overdue holders, %ld first releases, %ld degraded, "
                   "%ld half-open, %ld open, %ld cold, %ld warming, %ld outside load; "
-                  "%ld overflow decisions\n", seen.waits, seen.first_release, seen.degraded,
+                  "%ld overflow decisions\n", seen.waits, seen.overdue, seen.first_release, seen.degraded,
                   seen.half_open, seen.open, seen.cold, seen.warming, seen.outside,
                   seen.overflow);
     assert_true(seen.waits > 100 && seen.first_release > 10 && seen.degraded > 100);
+    assert_true(seen.overdue > 10);
     assert_true(seen.half_open > 100 && seen.open > 100 && seen.cold > 100);
     assert_true(seen.warming > 100 && seen.outside > 100 && seen.overflow > 100);
+}
+
+/* Overdue slots in the snapshot of e1 (2 slots, the config's default rates
+ * 1 ms per prompt token and 20 tokens/s: a holder of prompt 100 and
+ * max_tokens 60 expects 100 + 3000 ms; overdue past 2 x 3100 + 1500 = 7700 ms): counted in n_overdue, left out of the
+ * releases; both overdue, the wait of the one queued is unbounded. */
+static void test_overdue_slots(void **state)
+{
+    struct fx *f = *state;
+    struct sw_route_facts x = {.prompt_tokens_est = 100, .max_tokens = 60,
+                               .max_tokens_given = true};
+    f->claims[0] = (struct sw_claim){.on_grant = on_grant};
+    f->claims[1] = (struct sw_claim){.on_grant = on_grant};
+    f->claims[2] = (struct sw_claim){.on_grant = on_grant};
+    assert_int_equal(sw_claim_take(f->live, 0, &x, T0, &f->claims[0]), SW_CLAIM_GRANTED);
+    assert_int_equal(sw_claim_take(f->live, 0, &x, T0 + 3000, &f->claims[1]), SW_CLAIM_GRANTED);
+    assert_int_equal(sw_claim_take(f->live, 0, &x, T0 + 3000, &f->claims[2]), SW_CLAIM_QUEUED);
+    static const struct {
+        int64_t at_ms;          /* since the first holder took its slot */
+        long n_overdue, n_busy;
+        bool unbounded;
+    } cases[] = {
+        {4000, 0, 2, false},                    /* both within their estimate */
+        {7700, 0, 2, false},                    /* the first at its threshold: still freeing */
+        {7701, 1, 1, false},                    /* the first past it */
+        {10700, 1, 1, false},                   /* the second at its threshold */
+        {10701, 2, 0, true},                    /* both past: no slot frees */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sw_live_snapshot snap;
+        sw_live_snapshot(f->live, f->model, T0 + cases[i].at_ms, &snap);
+        const struct sw_route_backend_view *v = &snap.backends[0];
+        assert_string_equal(v->name, "e1");
+        assert_int_equal(v->n_overdue, cases[i].n_overdue);
+        assert_int_equal(v->n_busy, cases[i].n_busy);
+        assert_int_equal(sw_route_est_ttft_ms(v, 100) >= 1e300, cases[i].unbounded);
+        struct sw_route_backend_view ref;
+        ref_view(f->live, snap.map[0], T0 + cases[i].at_ms, &ref);
+        same_view(v, &ref);
+    }
 }
 
 /* The same with the backends' states carried into a new config snapshot (a
@@ -450,6 +522,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_snapshot_is_the_recomputed_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_after_reload, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_with_replicas, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overdue_slots, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

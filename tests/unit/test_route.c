@@ -1065,6 +1065,92 @@ static void test_load_priority_reserve(void **state)
 
 /* ---- Names ---- */
 
+/* ---- Overdue slots ---- */
+
+/* A slot held past factor x its expected hold + floor counts as not freeing
+ * (docs/routing.md, "Overdue slots"): the threshold, strictly past it; the
+ * wait estimate without the overdue holders' slots; the decision. */
+static void test_estimate_overdue(void **state)
+{
+    (void)state;
+    /* The expected hold: prefill 1000 x 0.5 plus the average output (200 at
+     * 40 tokens/s), at most max_tokens. */
+    struct sw_route_backend_view v = LOCAL("L");
+    assert_float_equal(sw_route_expected_hold_ms(&v, 1000, 80), 500 + 2000, 1e-9);
+    assert_float_equal(sw_route_expected_hold_ms(&v, 1000, 0), 500 + 5000, 1e-9);
+    assert_float_equal(sw_route_expected_hold_ms(&v, 1000, 4000), 500 + 5000, 1e-9);
+    struct sw_route_backend_view z = {.tier = SW_TIER_LOCAL};   /* the priors */
+    assert_float_equal(sw_route_expected_hold_ms(&z, -3, 0), 1000.0 * 256 / 30, 1e-9);
+
+    static const struct {
+        double elapsed_ms, expected_ms, factor, floor_ms;
+        bool overdue;
+    } cases[] = {
+        {14999, 2500, 4, 5000, false},      /* within its threshold: still freeing */
+        {15000, 2500, 4, 5000, false},      /* the edge: not past it */
+        {15001, 2500, 4, 5000, true},       /* past 4 x 2500 + 5000 */
+        {600000, 2500, 4, 5000, true},      /* a box that never answers */
+        {2500, 2500, 1, 0, false},
+        {2501, 2500, 1, 0, true},
+        {5001, 0, 4, 5000, true},           /* nothing expected: the floor alone */
+        {1e9, 2500, 0, 5000, false},        /* factor 0: the rule is off */
+        {1e9, 2500, NAN, 5000, false},
+        {-100, 2500, 4, 0, false},
+        {NAN, 2500, 4, 5000, false},
+        {20001, NAN, 4, 20000, true},       /* garbage expected: 0 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(sw_route_overdue(cases[i].elapsed_ms, cases[i].expected_ms,
+                                          cases[i].factor, cases[i].floor_ms),
+                         cases[i].overdue);
+
+    /* The wait (prompt 500: own 276, service 5250 ms). One slot, its holder
+     * within its estimate: it frees when its bound says. */
+    struct sw_route_backend_view one = LOCAL("L", .slots = 1, .in_flight = 1, .n_busy = 1,
+                                             .busy_left_ms = {100});
+    assert_float_equal(sw_route_est_ttft_ms(&one, 500), 276 + 100, 1e-9);
+    /* The same holder overdue: no slot frees, the wait is unbounded. */
+    one.n_busy = 0;
+    one.n_overdue = 1;
+    assert_true(sw_route_est_ttft_ms(&one, 500) >= 1e300);
+    /* 4 slots, one overdue: the other 3 release, at the rate of 3 slots. */
+    struct sw_route_backend_view four = LOCAL("L", .in_flight = 4, .n_busy = 3, .n_overdue = 1,
+                                              .busy_left_ms = {700, 3000, 4000});
+    assert_float_equal(sw_route_est_ttft_ms(&four, 500), 276 + 700, 1e-9);
+    four.queued = 4;    /* fifth in line: the last known release, then 3 slots' rate */
+    assert_float_equal(sw_route_est_ttft_ms(&four, 500),
+                       276 + fmin(4000 + 2 * 5250.0 / 3, 5 * 5250.0 / 3), 1e-9);
+    four.n_busy = 0;    /* none known: the fluid rate of 3 slots */
+    assert_float_equal(sw_route_est_ttft_ms(&four, 500), 276 + 5 * 5250.0 / 3, 1e-9);
+    four.n_overdue = 4; /* all overdue */
+    assert_true(sw_route_est_ttft_ms(&four, 500) >= 1e300);
+    /* A free slot: no wait, however overdue the others. */
+    four.in_flight = 3;
+    four.n_overdue = 3;
+    four.queued = 0;
+    assert_float_equal(sw_route_est_ttft_ms(&four, 500), 276, 1e-9);
+    /* More overdue than running counts as all running. */
+    struct sw_route_backend_view odd = LOCAL("L", .in_flight = 2, .queued = 3, .n_overdue = 9);
+    assert_float_equal(sw_route_est_ttft_ms(&odd, 500), 276 + 2 * 5250.0 / 2, 1e-9);
+
+    /* The decision: a request that may leave goes to the cloud (overflow);
+     * one that may not stays on the box (it queues there). */
+    enum sw_reason why = SW_REASON_BASELINE;
+    struct sw_route_policy p = POLICY();
+    struct sw_route_backend_view bs[2] = {
+        LOCAL("L1", .slots = 1, .in_flight = 1, .n_overdue = 1), CLOUD("C1")};
+    struct sw_route_facts f = FACTS();
+    assert_string_equal(primary(&f, bs, 2, &p, 0, &why), "C1");
+    assert_int_equal(why, SW_REASON_OVERFLOW);
+    struct sw_route_facts local_only = FACTS(.allows_cloud = false);
+    assert_string_equal(primary(&local_only, bs, 2, &p, 0, &why), "L1");
+    struct sw_route_facts sensitive = FACTS(.sensitive = true);
+    assert_string_equal(primary(&sensitive, bs, 2, &p, 0, &why), "L1");
+    /* The queue check: an unbounded local wait breaks any budget. */
+    assert_true(sw_route_leave_queue(1000, sw_route_est_ttft_ms(&bs[0], 500),
+                                     sw_route_est_ttft_ms(&bs[0], 500), 400, 30000, 250));
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -1340,6 +1426,7 @@ int main(void)
         cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_load_priority_reserve),
         cmocka_unit_test(test_estimate_busy),
+        cmocka_unit_test(test_estimate_overdue),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_many_backends),
         cmocka_unit_test(test_long_name),
