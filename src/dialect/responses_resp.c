@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
 
 static bool is(const char *a, const char *b)
 {
@@ -259,13 +260,24 @@ static int emit(struct sw_resp_stream *s, struct sw_buf *out, const char *type, 
         return SW_ENOMEM;
     }
     json_decref(ev);
-    char *d = json_dumps(e, JSON_COMPACT);
+    size_t was = out->len;
+    int err = sw_buf_append_str(out, "event: ");
+    if (!err)
+        err = sw_buf_append_str(out, type);
+    if (!err)
+        err = sw_buf_append(out, "\ndata: ", 7);
+    if (!err)
+        err = sw_json_dump_buf(e, JSON_COMPACT, out);
+    if (!err)
+        err = sw_buf_append(out, "\n\n", 2);
     json_decref(e);
-    int err = !d ? SW_ENOMEM : sw_buf_appendf(out, "event: %s\ndata: %s\n\n", type, d);
-    free(d);
+    if (err && out->ptr) {
+        out->len = was;
+        out->ptr[was] = '\0';
+    }
     if (!err)
         s->seq++;
-    return err;
+    return err == SW_EINVAL ? SW_ENOMEM : err;
 }
 
 static json_t *shell(struct sw_resp_stream *s, const char *status)

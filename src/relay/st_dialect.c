@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
+#include "common/jfast.h"
+#include "common/log.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_stream.h"
-#include "common/log.h"
 
 void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstream_dialect *up,
                               bool native, bool own_api, bool format_tool, bool started,
@@ -223,7 +225,7 @@ static enum sw_stage_rc up_event(struct sw_stage *st, struct sw_stage_io *io)
         return SW_STAGE_OK;
     }
     json_error_t jerr;
-    json_t *chunk = json_loadb(io->data, io->len, 0, &jerr);
+    json_t *chunk = sw_json_load(io->data, io->len, 0, &jerr);
     if (!chunk || !json_is_object(chunk)) {
         json_decref(chunk);
         return sw_stage_fail(io, SW_EPROTO, 0, "malformed JSON in stream event");
@@ -238,7 +240,7 @@ static enum sw_stage_rc up_answer(struct sw_stage *st, struct sw_stage_io *io)
     struct sw_dialect_stage *d = st->ctx;
     const struct sw_buf *t = io->answer_text;
     json_error_t jerr;
-    json_t *body = json_loadb(t->ptr ? t->ptr : "", t->len, 0, &jerr);
+    json_t *body = sw_json_load(t->ptr ? t->ptr : "", t->len, 0, &jerr);
     if (body && d->native) {
         long in, out;
         if (d->up->native_answer(body, &in, &out)) {
@@ -293,7 +295,7 @@ static enum sw_stage_rc write_native(struct sw_dialect_stage *d, struct sw_stage
     snprintf(nm, sizeof nm, "%s", name && name[0] ? name : type ? type : "message");
     if (d->client->client_passed)
         d->client->client_passed(d->cs, ev, false);
-    char *s = json_dumps(ev, JSON_COMPACT);
+    char *s = sw_json_dumps(ev, JSON_COMPACT);
     json_decref(ev);
     if (!s)
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
@@ -375,7 +377,7 @@ static enum sw_stage_rc client_answer(struct sw_stage *st, struct sw_stage_io *i
     } else if (d->native && body && d->client->client_passed) {
         d->client->client_passed(d->cs, body, true);
     }
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *s = body ? sw_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s)
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
