@@ -1,6 +1,7 @@
 #include "relay/st_dialect.h"
 
 #include <event2/buffer.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,12 +296,23 @@ static enum sw_stage_rc write_native(struct sw_dialect_stage *d, struct sw_stage
     snprintf(nm, sizeof nm, "%s", name && name[0] ? name : type ? type : "message");
     if (d->client->client_passed)
         d->client->client_passed(d->cs, ev, false);
-    char *s = sw_json_dumps(ev, JSON_COMPACT);
+    struct sw_buf b;
+    sw_buf_init(&b, SIZE_MAX / 8);
+    int err = sw_buf_append_str(&b, "event: ");
+    if (!err)
+        err = sw_buf_append_str(&b, nm);
+    if (!err)
+        err = sw_buf_append(&b, "\ndata: ", 7);
+    if (!err)
+        err = sw_json_dump_buf(ev, JSON_COMPACT, &b);
+    if (!err)
+        err = sw_buf_append(&b, "\n\n", 2);
     json_decref(ev);
-    if (!s)
+    if (!err && evbuffer_add(io->out, b.ptr, b.len))
+        err = SW_ENOMEM;
+    sw_buf_free(&b);
+    if (err)
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
-    evbuffer_add_printf(io->out, "event: %s\ndata: %s\n\n", nm, s);
-    free(s);
     return SW_STAGE_OK;
 }
 
