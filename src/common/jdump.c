@@ -16,8 +16,15 @@
  * (six bytes per input byte at worst); longer ones in steps. */
 #define DIRECT_MAX 4096
 
-static int put(struct sw_buf *b, const char *s, size_t n)
+/* sw_buf_append, inline while the bytes fit what is allocated (and the bound). */
+static inline int put(struct sw_buf *b, const char *s, size_t n)
 {
+    if (b->ptr && b->len + n < b->cap && b->len + n <= b->max) {
+        memcpy(b->ptr + b->len, s, n);
+        b->len += n;
+        b->ptr[b->len] = '\0';
+        return SW_OK;
+    }
     return sw_buf_append(b, s, n);
 }
 
@@ -169,7 +176,7 @@ char *sw_json_dumps(const json_t *v, size_t flags)
 {
     struct sw_buf b;
     sw_buf_init(&b, SIZE_MAX / 8);
-    if (sw_json_dump_buf(v, flags, &b)) {
+    if (sw_buf_reserve(&b, 1024) || sw_json_dump_buf(v, flags, &b)) {
         sw_buf_free(&b);
         return NULL;
     }
