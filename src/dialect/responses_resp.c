@@ -229,6 +229,7 @@ int sw_resp_stream_init(struct sw_resp_stream *s, const json_t *request,
     s->created_at = meta->created_at;
     s->request = request ? json_incref((json_t *)request) : NULL;
     s->item_out = -1;
+    s->id_out = -1;
     sw_buf_init(&s->text, SW_RESP_MAX_TEXT);
     for (int i = 0; i < SW_RESP_MAX_TOOLS; i++)
         sw_buf_init(&s->tool[i].args, SW_RESP_MAX_TEXT);
@@ -248,6 +249,7 @@ void sw_resp_stream_free(struct sw_resp_stream *s)
     json_decref(s->final);
     memset(s, 0, sizeof *s);
     s->item_out = -1;
+    s->id_out = -1;
 }
 
 /* Appends the event `type` with the fields of ev (taken) after its type and
@@ -364,10 +366,20 @@ int sw_resp_stream_start(struct sw_resp_stream *s, struct sw_buf *out)
     return err;
 }
 
+/* The id of item out_index (kind "msg", "rs" or "fc"), made once per item:
+ * every delta event names it. */
 static void item_id_of(struct sw_resp_stream *s, int out_index, const char *kind, char *id,
                        size_t size)
 {
-    sw_resp_item_id(s->id, kind, out_index, id, size);
+    if (s->id_out != out_index || strcmp(s->id_kind, kind)) {
+        sw_resp_item_id(s->id, kind, out_index, s->id_of, sizeof s->id_of);
+        snprintf(s->id_kind, sizeof s->id_kind, "%s", kind);
+        s->id_out = out_index;
+    }
+    size_t n = strlen(s->id_of);
+    n = n < size ? n : size - 1;
+    memcpy(id, s->id_of, n);
+    id[n] = '\0';
 }
 
 /* ---- Streams: the message or reasoning item ---- */
