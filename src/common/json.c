@@ -16,6 +16,18 @@ static size_t plain_run(const unsigned char *s, size_t n, unsigned flags)
 {
     bool utf8 = flags & (SW_JSON_ESC_FIX_UTF8 | SW_JSON_ESC_CHECK_UTF8);
     size_t i = 0;
+    /* eight bytes at a time while they are all printable ASCII but '"' and '\\' */
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (n - i >= 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+        uint64_t special = ((w - ones * 0x20) | (quote - ones) | (bslash - ones)) &
+                           ~w & highs;
+        if (special || (w & highs))
+            break;
+        i += 8;
+    }
     while (i < n) {
         unsigned c = s[i];
         if (c < 0x80) {

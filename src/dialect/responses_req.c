@@ -7,6 +7,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jdump.h"
 #include "dialect/req_util.h"
 
 /* Responses requests as chat requests (responses_req.h). Every function
@@ -720,7 +721,7 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
     }
     json_decref(work);
     if (rc == SW_OK) {
-        char *text = json_dumps(chat, JSON_COMPACT);
+        char *text = sw_json_dumps(chat, JSON_COMPACT);
         json_decref(chat);
         rc = text ? sw_request_parse(text, strlen(text), req, err) : SW_ENOMEM;
         free(text);

@@ -1,10 +1,13 @@
 #include "dialect/responses_resp.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
+#include "common/json.h"
 
 static bool is(const char *a, const char *b)
 {
@@ -226,6 +229,7 @@ int sw_resp_stream_init(struct sw_resp_stream *s, const json_t *request,
     s->created_at = meta->created_at;
     s->request = request ? json_incref((json_t *)request) : NULL;
     s->item_out = -1;
+    s->id_out = -1;
     sw_buf_init(&s->text, SW_RESP_MAX_TEXT);
     for (int i = 0; i < SW_RESP_MAX_TOOLS; i++)
         sw_buf_init(&s->tool[i].args, SW_RESP_MAX_TEXT);
@@ -245,6 +249,7 @@ void sw_resp_stream_free(struct sw_resp_stream *s)
     json_decref(s->final);
     memset(s, 0, sizeof *s);
     s->item_out = -1;
+    s->id_out = -1;
 }
 
 /* Appends the event `type` with the fields of ev (taken) after its type and
@@ -259,13 +264,88 @@ static int emit(struct sw_resp_stream *s, struct sw_buf *out, const char *type, 
         return SW_ENOMEM;
     }
     json_decref(ev);
-    char *d = json_dumps(e, JSON_COMPACT);
+    size_t was = out->len;
+    int err = sw_buf_append_str(out, "event: ");
+    if (!err)
+        err = sw_buf_append_str(out, type);
+    if (!err)
+        err = sw_buf_append(out, "\ndata: ", 7);
+    if (!err)
+        err = sw_json_dump_buf(e, JSON_COMPACT, out);
+    if (!err)
+        err = sw_buf_append(out, "\n\n", 2);
     json_decref(e);
-    int err = !d ? SW_ENOMEM : sw_buf_appendf(out, "event: %s\ndata: %s\n\n", type, d);
-    free(d);
+    if (err && out->ptr) {
+        out->len = was;
+        out->ptr[was] = '\0';
+    }
     if (!err)
         s->seq++;
-    return err;
+    return err == SW_EINVAL ? SW_ENOMEM : err;
+}
+
+/* Appends s[0..n) to out as a JSON string (quotes included). */
+static int put_string(struct sw_buf *out, const char *str, size_t n)
+{
+    int err = sw_buf_append(out, "\"", 1);
+    if (!err)
+        err = sw_json_escape(out, str, n, SW_JSON_ESC_CHECK_UTF8);
+    return err ? err : sw_buf_append(out, "\"", 1);
+}
+
+static int put_int(struct sw_buf *out, const char *key, long long v)
+{
+    char num[24];
+    size_t k = 0;
+    uint64_t u = (uint64_t)v;
+    if (v < 0) {
+        num[k++] = '-';
+        u = 0 - u;
+    }
+    k += sw_fmt_u64(num + k, u, 10, 0);
+    int err = sw_buf_append_str(out, key);
+    return err ? err : sw_buf_append(out, num, k);
+}
+
+/* A delta event written as text, the bytes emit writes for
+ * {item_id, output_index[, content_index], delta[, logprobs: []]}: a
+ * delta event is most of a stream, and building a tree for each costs more
+ * than the rest of the event's path. content_index < 0: none. */
+static int emit_delta(struct sw_resp_stream *s, struct sw_buf *out, const char *type,
+                      const char *item_id, int out_index, int content_index, const char *delta,
+                      size_t len, bool logprobs)
+{
+    size_t was = out->len;
+    int err = sw_buf_append_str(out, "event: ");
+    if (!err)
+        err = sw_buf_append_str(out, type);
+    if (!err)
+        err = sw_buf_append_str(out, "\ndata: {\"type\":");
+    if (!err)
+        err = put_string(out, type, strlen(type));
+    if (!err)
+        err = put_int(out, ",\"sequence_number\":", s->seq);
+    if (!err)
+        err = sw_buf_append_str(out, ",\"item_id\":");
+    if (!err)
+        err = put_string(out, item_id, strlen(item_id));
+    if (!err)
+        err = put_int(out, ",\"output_index\":", out_index);
+    if (!err && content_index >= 0)
+        err = put_int(out, ",\"content_index\":", content_index);
+    if (!err)
+        err = sw_buf_append_str(out, ",\"delta\":");
+    if (!err)
+        err = put_string(out, delta, len);
+    if (!err)
+        err = sw_buf_append_str(out, logprobs ? ",\"logprobs\":[]}\n\n" : "}\n\n");
+    if (err && out->ptr) {
+        out->len = was;
+        out->ptr[was] = '\0';
+    }
+    if (!err)
+        s->seq++;
+    return err == SW_EINVAL ? SW_ENOMEM : err;
 }
 
 static json_t *shell(struct sw_resp_stream *s, const char *status)
@@ -286,10 +366,20 @@ int sw_resp_stream_start(struct sw_resp_stream *s, struct sw_buf *out)
     return err;
 }
 
+/* The id of item out_index (kind "msg", "rs" or "fc"), made once per item:
+ * every delta event names it. */
 static void item_id_of(struct sw_resp_stream *s, int out_index, const char *kind, char *id,
                        size_t size)
 {
-    sw_resp_item_id(s->id, kind, out_index, id, size);
+    if (s->id_out != out_index || strcmp(s->id_kind, kind)) {
+        sw_resp_item_id(s->id, kind, out_index, s->id_of, sizeof s->id_of);
+        snprintf(s->id_kind, sizeof s->id_kind, "%s", kind);
+        s->id_out = out_index;
+    }
+    size_t n = strlen(s->id_of);
+    n = n < size ? n : size - 1;
+    memcpy(id, s->id_of, n);
+    id[n] = '\0';
 }
 
 /* ---- Streams: the message or reasoning item ---- */
@@ -415,11 +505,8 @@ static int part_delta(struct sw_resp_stream *s, int part, const json_t *d, struc
     const char *type = part == 3   ? "response.reasoning_text.delta"
                        : part == 2 ? "response.refusal.delta"
                                    : "response.output_text.delta";
-    json_t *ev = json_pack("{s:s, s:i, s:i, s:O}", "item_id", id, "output_index", s->item_out,
-                           "content_index", s->part_index, "delta", d);
-    if (ev && part == 1)
-        json_object_set_new(ev, "logprobs", json_array());
-    return emit(s, out, type, ev);
+    return emit_delta(s, out, type, id, s->item_out, s->part_index, json_string_value(d),
+                      json_string_length(d), part == 1);
 }
 
 /* ---- Streams: tool calls ---- */
@@ -462,9 +549,8 @@ static int tool_delta(struct sw_resp_stream *s, const json_t *call, size_t i, st
     err = sw_buf_append(&t->args, json_string_value(args), json_string_length(args));
     item_id_of(s, t->out, "fc", id, sizeof id);
     if (!err)
-        err = emit(s, out, "response.function_call_arguments.delta",
-                   json_pack("{s:s, s:i, s:O}", "item_id", id, "output_index", t->out, "delta",
-                             args));
+        err = emit_delta(s, out, "response.function_call_arguments.delta", id, t->out, -1,
+                         json_string_value(args), json_string_length(args), false);
     return err;
 }
 

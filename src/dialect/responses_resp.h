@@ -92,6 +92,9 @@ struct sw_resp_stream {
     char finish_reason[32];
     long input_tokens, output_tokens, cached_tokens, reasoning_tokens;
     bool usage_seen;
+    int id_out;                 /* the output_index whose item id is in id_of, -1: none */
+    char id_kind[4];            /* its kind ("msg", "rs", "fc") */
+    char id_of[160];            /* its id (sw_resp_item_id, made once per item) */
     json_t *final;              /* owned: the finished response that response.completed or
                                  * response.incomplete carried; NULL before (or failed) */
 };

@@ -5,6 +5,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jfast.h"
 
 static bool is(const char *a, const char *b)
 {
@@ -41,7 +42,7 @@ int sw_resp_native_event(const char *data, size_t len, const char *model,
     if (len == 6 && !memcmp(data, "[DONE]", 6))
         return 0;
     json_error_t jerr;
-    json_t *t = json_loadb(data, len, 0, &jerr);
+    json_t *t = sw_json_load(data, len, 0, &jerr);
     const char *type = json_string_value(json_object_get(t, "type"));
     if (!type) {
         json_decref(t);
@@ -299,7 +300,7 @@ int sw_resp_to_oai_event(struct sw_resp_to_oai *s, const char *data, size_t len,
     if (len == 6 && !memcmp(data, "[DONE]", 6))
         return 0;
     json_error_t jerr;
-    json_t *ev = json_loadb(data, len, 0, &jerr);
+    json_t *ev = sw_json_load(data, len, 0, &jerr);
     const char *type = json_string_value(json_object_get(ev, "type"));
     int rc = 0;
     if (!type) {

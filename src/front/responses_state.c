@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jfast.h"
 #include "common/log.h"
 #include "common/query.h"
 #include "relay/reply.h"
@@ -300,7 +301,7 @@ bool sw_front_resp_prior(struct sw_front *f, struct sw_http_req *req,
     if (!body || !memmem(body, len, field, sizeof field - 1))
         return false; /* the usual case: no second parse */
     json_error_t je;
-    json_t *root = json_loadb(body, len, 0, &je);
+    json_t *root = sw_json_load(body, len, 0, &je);
     json_t *v = json_object_get(root, field);
     struct sw_resp_prior p = {.err = SW_OK, .start_ms = start_ms};
     bool fetch = false;

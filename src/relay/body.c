@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
 #include "common/jscan.h"
 #include "relay/splice.h"
 #include "upstream/dialect.h"
@@ -114,7 +115,7 @@ int sw_relay_body_text(struct sw_stage_io *io)
 {
     if (io->text)
         return SW_OK;
-    io->text = io->body ? json_dumps(io->body, JSON_COMPACT) : NULL;
+    io->text = io->body ? sw_json_dumps(io->body, JSON_COMPACT) : NULL;
     json_decref(io->body);
     io->body = NULL;
     if (!io->text)

@@ -1,14 +1,18 @@
 #include "relay/st_dialect.h"
 
 #include <event2/buffer.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
+#include "common/jfast.h"
+#include "common/jscan.h"
+#include "common/log.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_stream.h"
-#include "common/log.h"
 
 void sw_dialect_stage_attempt(struct sw_dialect_stage *d, const struct sw_upstream_dialect *up,
                               bool native, bool own_api, bool format_tool, bool started,
@@ -163,11 +167,55 @@ static enum sw_stage_rc take_chunk(struct sw_dialect_stage *d, struct sw_stage_i
     return SW_STAGE_OK;
 }
 
+/* A Responses delta event (a text, refusal, reasoning or arguments delta:
+ * most of a stream) when the attempt is plain: checked to be one
+ * well-formed object on one line whose type is "response.<...>.delta",
+ * then written as its own bytes, its sequence_number told to the client's
+ * side; no tree is built. 0: not such an event (nothing done: it takes
+ * the tree path); 1: written; -1: out of memory. */
+static int plain_delta(struct sw_dialect_stage *d, struct sw_stage_io *io)
+{
+    static const char *const keys[] = {"type", "sequence_number"};
+    struct sw_jspan sp[2];
+    const char *t = io->data;
+    size_t n = io->len;
+    if (!d->plain || n < 2 || memchr(t, '\n', n) || memchr(t, '\r', n) ||
+        !sw_jscan_object(t, n, keys, sp, NULL, 2) || sp[0].len < 17 || t[sp[0].off] != '"')
+        return 0;
+    const char *ty = t + sp[0].off + 1;
+    size_t tl = sp[0].len - 2;
+    if (memcmp(ty, "response.", 9) || memcmp(ty + tl - 6, ".delta", 6) || memchr(ty, '\\', tl))
+        return 0;
+    long seq = sp[1].len ? sw_jscan_long(t, sp[1]) : -1;
+    char nm[64];
+    if (io->event && io->event[0])
+        snprintf(nm, sizeof nm, "%s", io->event);
+    else
+        snprintf(nm, sizeof nm, "%.*s", (int)tl, ty);
+    if (seq >= 0 && d->client->client_passed) {
+        json_t *s = json_pack("{s:I}", "sequence_number", (json_int_t)seq);
+        if (!s)
+            return -1;
+        d->client->client_passed(d->cs, s, false);
+        json_decref(s);
+    }
+    if (d->us->preamble)
+        d->us->preamble = false;
+    io->usage->chunks++;
+    if (evbuffer_add_printf(io->out, "event: %s\ndata: ", nm) < 0 ||
+        evbuffer_add(io->out, t, n) || evbuffer_add(io->out, "\n\n", 2))
+        return -1;
+    return 1;
+}
+
 /* An event of the client's own API from a backend of that API: read, model
  * rewritten; an error event fails the attempt. */
 static enum sw_stage_rc native_event(struct sw_dialect_stage *d, struct sw_stage_io *io)
 {
     struct sw_native_event ev;
+    int plain = plain_delta(d, io);
+    if (plain)
+        return plain > 0 ? SW_STAGE_OK : sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
     if (d->up->native_event(io->data, io->len, d->public_model, &ev))
         return sw_stage_fail(io, SW_EPROTO, 0, "malformed JSON in stream event");
     if (!ev.tree)
@@ -223,7 +271,7 @@ static enum sw_stage_rc up_event(struct sw_stage *st, struct sw_stage_io *io)
         return SW_STAGE_OK;
     }
     json_error_t jerr;
-    json_t *chunk = json_loadb(io->data, io->len, 0, &jerr);
+    json_t *chunk = sw_json_load(io->data, io->len, 0, &jerr);
     if (!chunk || !json_is_object(chunk)) {
         json_decref(chunk);
         return sw_stage_fail(io, SW_EPROTO, 0, "malformed JSON in stream event");
@@ -238,7 +286,7 @@ static enum sw_stage_rc up_answer(struct sw_stage *st, struct sw_stage_io *io)
     struct sw_dialect_stage *d = st->ctx;
     const struct sw_buf *t = io->answer_text;
     json_error_t jerr;
-    json_t *body = json_loadb(t->ptr ? t->ptr : "", t->len, 0, &jerr);
+    json_t *body = sw_json_load(t->ptr ? t->ptr : "", t->len, 0, &jerr);
     if (body && d->native) {
         long in, out;
         if (d->up->native_answer(body, &in, &out)) {
@@ -293,12 +341,23 @@ static enum sw_stage_rc write_native(struct sw_dialect_stage *d, struct sw_stage
     snprintf(nm, sizeof nm, "%s", name && name[0] ? name : type ? type : "message");
     if (d->client->client_passed)
         d->client->client_passed(d->cs, ev, false);
-    char *s = json_dumps(ev, JSON_COMPACT);
+    struct sw_buf b;
+    sw_buf_init(&b, SIZE_MAX / 8);
+    int err = sw_buf_append_str(&b, "event: ");
+    if (!err)
+        err = sw_buf_append_str(&b, nm);
+    if (!err)
+        err = sw_buf_append(&b, "\ndata: ", 7);
+    if (!err)
+        err = sw_json_dump_buf(ev, JSON_COMPACT, &b);
+    if (!err)
+        err = sw_buf_append(&b, "\n\n", 2);
     json_decref(ev);
-    if (!s)
+    if (!err && evbuffer_add(io->out, b.ptr, b.len))
+        err = SW_ENOMEM;
+    sw_buf_free(&b);
+    if (err)
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");
-    evbuffer_add_printf(io->out, "event: %s\ndata: %s\n\n", nm, s);
-    free(s);
     return SW_STAGE_OK;
 }
 
@@ -375,7 +434,7 @@ static enum sw_stage_rc client_answer(struct sw_stage *st, struct sw_stage_io *i
     } else if (d->native && body && d->client->client_passed) {
         d->client->client_passed(d->cs, body, true);
     }
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *s = body ? sw_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s)
         return sw_stage_fail(io, SW_ENOMEM, 0, "out of memory");

@@ -36,6 +36,9 @@ struct sw_dialect_stage {
     const struct sw_config_backend *be;     /* the backend (its config's additions to a
                                              * translated body: request_config) */
     bool native;                    /* the client's own API end to end: passed through */
+    bool plain;                     /* native, and no stage between the two sides reads an
+                                     * event (nothing to unmask, no contract): a Responses
+                                     * delta event goes out as its own bytes */
     bool own_api;                   /* the request goes in the client's own API (masked or
                                      * not): it is not translated */
     bool format_tool;               /* an OpenAI client's response_format went as a tool */

@@ -36,6 +36,7 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
     sw_auth_stage_free(&p->auth);
     p->auth.ts = be->tier == SW_TIER_CLOUD ? sw_token_source_for(p->env.base, p->env.cev, be) : NULL;
     p->contract.native = a->native;
+    p->dialect.plain = a->native && !a->need_mask && !p->contract.schema;
     struct sw_stage all[] = {{&sw_pii_mask_ops, &p->pii_st}, {&sw_contract_stage_ops, &p->contract}};
     sw_stage_reset(all, p->contract.schema ? 2 : 1);
     bool splice = p->chat.api == SW_API_EMBEDDINGS ||

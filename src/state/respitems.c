@@ -6,18 +6,20 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
+#include "common/jfast.h"
 
 static json_t *load(const char *s, size_t len)
 {
     if (!s || !len)
         return NULL;
     json_error_t je;
-    return json_loadb(s, len, 0, &je);
+    return sw_json_load(s, len, 0, &je);
 }
 
 static int dump(const json_t *v, char **out, size_t *len)
 {
-    char *s = json_dumps(v, JSON_COMPACT);
+    char *s = sw_json_dumps(v, JSON_COMPACT);
     if (!s)
         return SW_ENOMEM;
     *out = s;

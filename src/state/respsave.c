@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
 #include "common/log.h"
 #include "state/respitems.h"
 
@@ -25,7 +26,7 @@ void sw_resp_save(struct sw_respstore *s, const char *scope, bool sensitive,
     const char *id = json_string_value(json_object_get(answer, "id"));
     json_t *items = id ? sw_resp_input_items(NULL, NULL, json_object_get(request, "input"), id)
                        : NULL;
-    char *meta = NULL, *output = NULL, *input = items ? json_dumps(items, JSON_COMPACT) : NULL;
+    char *meta = NULL, *output = NULL, *input = items ? sw_json_dumps(items, JSON_COMPACT) : NULL;
     size_t meta_len = 0, output_len = 0;
     int err = input ? sw_resp_split(answer, &meta, &meta_len, &output, &output_len) : SW_EINVAL;
     json_decref(items);

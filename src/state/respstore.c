@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdump.h"
+#include "common/jfast.h"
 
 /* What a record costs beyond its strings (its header, list and hash links). */
 #define RECORD_OVERHEAD 128
@@ -310,7 +312,7 @@ int sw_resp_input_page(const char *items, size_t len, const struct sw_resp_page_
     *out = NULL;
     *out_len = 0;
     json_error_t je;
-    json_t *all = json_loadb(items, len, 0, &je);
+    json_t *all = sw_json_load(items, len, 0, &je);
     if (!json_is_array(all)) {
         json_decref(all);
         return SW_EINVAL;
@@ -341,7 +343,7 @@ int sw_resp_input_page(const char *items, size_t len, const struct sw_resp_page_
     const char *last = got ? json_string_value(json_object_get(json_array_get(data, got - 1), "id")) : NULL;
     json_t *list = json_pack("{s:s, s:o, s:s?, s:s?, s:b}", "object", "list", "data", data,
                              "first_id", first, "last_id", last, "has_more", end < n);
-    char *s = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    char *s = list ? sw_json_dumps(list, JSON_COMPACT) : NULL;
     json_decref(list);
     json_decref(all);
     if (!s)

@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/jdump.h"
 #include "common/sigv4.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_stream.h"
@@ -332,7 +333,7 @@ static int resp_passed_fail(struct sw_dialect_resp_client *r, const char *msg, s
         json_object_set_new(resp, "error", json_pack("{s:s, s:s}", "code", "server_error",
                                                      "message", msg ? msg : ""));
     }
-    char *d = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    char *d = ev ? sw_json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     int err = d ? sw_buf_appendf(out, "event: response.failed\ndata: %s\n\n", d) : SW_ENOMEM;
     free(d);

@@ -1,0 +1,184 @@
+#include "common/jdump.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/json.h"
+
+/* The dump is json_dumps's (see the header): too deep, an invalid key. */
+#define TOO_DEEP (-100)
+
+/* Strings up to this many bytes are escaped straight into reserved room
+ * (six bytes per input byte at worst); longer ones in steps. */
+#define DIRECT_MAX 4096
+
+/* sw_buf_append, inline while the bytes fit what is allocated (and the bound). */
+static inline int put(struct sw_buf *b, const char *s, size_t n)
+{
+    if (b->ptr && b->len + n < b->cap && b->len + n <= b->max) {
+        memcpy(b->ptr + b->len, s, n);
+        b->len += n;
+        b->ptr[b->len] = '\0';
+        return SW_OK;
+    }
+    return sw_buf_append(b, s, n);
+}
+
+static int dump_string(const char *s, size_t n, struct sw_buf *b)
+{
+    int err = n <= DIRECT_MAX ? sw_buf_reserve(b, SW_JSON_ESCAPED_MAX(n) + 2) : SW_ETOOBIG;
+    if (err == SW_ENOMEM)
+        return err;
+    if (!err) {
+        char *w = b->ptr + b->len;
+        *w = '"';
+        size_t k = sw_json_escape_into(w + 1, s, n, SW_JSON_ESC_CHECK_UTF8);
+        if (k == SIZE_MAX)
+            return SW_EINVAL;
+        w[k + 1] = '"';
+        b->len += k + 2;
+        b->ptr[b->len] = '\0';
+        return SW_OK;
+    }
+    /* long, or the worst case is past the buffer's bound: in steps */
+    err = put(b, "\"", 1);
+    if (!err)
+        err = sw_json_escape(b, s, n, SW_JSON_ESC_CHECK_UTF8);
+    return err ? err : put(b, "\"", 1);
+}
+
+/* jansson's jsonp_dtostr: "%.17g", the decimal point as '.', ".0" when
+ * neither '.' nor 'e' is there, then no '+' and no leading zeros in the
+ * exponent. */
+static int dump_real(double d, struct sw_buf *b)
+{
+    char s[64];
+    int r = snprintf(s, sizeof s, "%.17g", d);
+    if (r < 0 || (size_t)r >= sizeof s - 3)
+        return SW_EINVAL;
+    size_t len = (size_t)r;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == ',')
+            s[i] = '.';
+    if (!memchr(s, '.', len) && !memchr(s, 'e', len)) {
+        memcpy(s + len, ".0", 3);
+        len += 2;
+    }
+    char *e = memchr(s, 'e', len);
+    if (e) {
+        char *start = e + 1, *end = e + 2;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, len - (size_t)(end - s) + 1);
+            len -= (size_t)(end - start);
+        }
+    }
+    return put(b, s, len);
+}
+
+static int dump_integer(json_int_t v, struct sw_buf *b)
+{
+    char s[24];
+    size_t n = 0;
+    uint64_t u = (uint64_t)v;
+    if (v < 0) {
+        s[n++] = '-';
+        u = 0 - u;
+    }
+    n += sw_fmt_u64(s + n, u, 10, 0);
+    return put(b, s, n);
+}
+
+static int dump(const json_t *v, struct sw_buf *b, int depth)
+{
+    int err = SW_OK;
+    switch (json_typeof(v)) {
+    case JSON_NULL: return put(b, "null", 4);
+    case JSON_TRUE: return put(b, "true", 4);
+    case JSON_FALSE: return put(b, "false", 5);
+    case JSON_INTEGER: return dump_integer(json_integer_value(v), b);
+    case JSON_REAL: return dump_real(json_real_value(v), b);
+    case JSON_STRING: return dump_string(json_string_value(v), json_string_length(v), b);
+    case JSON_ARRAY: {
+        if (depth >= SW_JSON_DUMP_DEPTH)
+            return TOO_DEEP;
+        size_t n = json_array_size(v);
+        err = put(b, "[", 1);
+        for (size_t i = 0; !err && i < n; i++) {
+            if (i)
+                err = put(b, ",", 1);
+            if (!err)
+                err = dump(json_array_get(v, i), b, depth + 1);
+        }
+        return err ? err : put(b, "]", 1);
+    }
+    case JSON_OBJECT: {
+        if (depth >= SW_JSON_DUMP_DEPTH)
+            return TOO_DEEP;
+        err = put(b, "{", 1);
+        bool first = true;
+        for (void *it = json_object_iter((json_t *)v); !err && it;
+             it = json_object_iter_next((json_t *)v, it)) {
+            if (!first)
+                err = put(b, ",", 1);
+            first = false;
+            /* json_dumps writes an invalid key in part and goes on: its bytes, then */
+            if (!err && dump_string(json_object_iter_key(it), json_object_iter_key_len(it), b))
+                err = TOO_DEEP;
+            if (!err)
+                err = put(b, ":", 1);
+            if (!err)
+                err = dump(json_object_iter_value(it), b, depth + 1);
+        }
+        return err ? err : put(b, "}", 1);
+    }
+    }
+    return SW_EINVAL;
+}
+
+int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out)
+{
+    size_t was = out->len;
+    int err;
+    if (!v)
+        return SW_EINVAL;
+    if ((flags & ~(size_t)(JSON_COMPACT | JSON_ENCODE_ANY)) != 0) {
+        err = TOO_DEEP; /* a flag this writer does not do: json_dumps's turn */
+    } else if (!(flags & JSON_ENCODE_ANY) && !json_is_object(v) && !json_is_array(v)) {
+        return SW_EINVAL;
+    } else {
+        err = dump(v, out, 0);
+    }
+    if (err == TOO_DEEP) {
+        if (out->ptr) {
+            out->len = was;
+            out->ptr[was] = '\0';
+        }
+        char *s = json_dumps(v, flags);
+        err = s ? put(out, s, strlen(s)) : SW_EINVAL;
+        free(s);
+    }
+    if (err && out->ptr) {
+        out->len = was;
+        out->ptr[was] = '\0';
+    }
+    return err;
+}
+
+char *sw_json_dumps(const json_t *v, size_t flags)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, SIZE_MAX / 8);
+    if (sw_buf_reserve(&b, 1024) || sw_json_dump_buf(v, flags, &b)) {
+        sw_buf_free(&b);
+        return NULL;
+    }
+    return b.ptr ? b.ptr : strdup("");
+}
