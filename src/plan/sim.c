@@ -550,6 +550,21 @@ static bool sim_speeds(struct sim *s, const struct sw_config *cfg, const struct 
     return true;
 }
 
+/* The local slots' prefix caches, tracked only for a trace with
+ * conversations: without, no cache holds anything a request could use.
+ * False out of memory. */
+static bool sim_slots(struct sim *s, const struct sw_config *cfg, const struct sw_plan_trace *t)
+{
+    bool convs = false;
+    for (size_t i = 0; i < t->n && !convs; i++)
+        convs = t->r[i].conv != 0;
+    for (size_t i = 0; convs && i < s->nb; i++)
+        if (cfg->backends[i].tier == SW_TIER_LOCAL && cfg->backends[i].slots > 0 &&
+            !(s->slot[i] = calloc((size_t)cfg->backends[i].slots, sizeof *s->slot[i])))
+            return false;
+    return true;
+}
+
 int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
                 const struct sw_plan_trace *t, const struct sw_plan_strategy *st,
                 struct sw_plan_result *out, char *err, size_t errlen)
@@ -601,10 +616,8 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
         goto done;
     if (!sim_speeds(&s, cfg, t, err, errlen))
         goto done;
-    for (size_t i = 0; i < s.nb; i++)
-        if (cfg->backends[i].tier == SW_TIER_LOCAL && cfg->backends[i].slots > 0 &&
-            !(s.slot[i] = calloc((size_t)cfg->backends[i].slots, sizeof *s.slot[i])))
-            goto done;
+    if (!sim_slots(&s, cfg, t))
+        goto done;
     out->slots = sw_plan_config_slots(cfg, &m);
     out->duration_ms = (double)t->duration_ms;
     double tick = (double)(cfg->routing.health_interval_ms > 0 ? cfg->routing.health_interval_ms : 2000);
