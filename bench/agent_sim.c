@@ -59,7 +59,7 @@ struct turn {
     size_t be;                  /* config index it runs on */
     int box, slot;
     long predicted, cached;
-    bool busy;                  /* other work ran on its box when it was planned */
+    bool busy;                  /* work that may hold its slot ran on its box (sw_live_cache_busy) */
     double first_ms, decode_ms;
 };
 
@@ -312,10 +312,11 @@ static void arrive(struct sim *s, struct turn *q)
         q->be = snap.map[a->backend];
         q->box = box_of(s, q->be);
         q->predicted = snap.backends[a->backend].prefix_tokens;
-        q->busy = sw_live_cache_busy(&snap.backends[a->backend]);
+        q->busy = sw_live_cache_busy(s->live, q->be, &snap.backends[a->backend]);
         if (k == 0 && a->reason == SW_REASON_AFFINITY)
             s->res->gw_affinity++;
         q->claim.on_grant = on_grant;
+        q->claim.prefix_matched = q->predicted > 0;
         struct sw_route_facts held = f;     /* as the relay: the slot held for the uncached part */
         held.prompt_tokens_est =
             (long)sw_route_uncached(&snap.backends[a->backend], (double)f.prompt_tokens_est);

@@ -3,7 +3,11 @@
  * slot, a place in the gateway's queue, or a cloud's bucket and spend), fall
  * through to the next attempt when a claim is refused, leave the local queue
  * for the cloud when the estimated start breaks the budget, settle on
- * completion (which teaches the learned rates and hands the slot on). */
+ * completion (which teaches the learned rates and hands the slot on).
+ * A local box caches prompts per slot as llmsim --prefix-cache 1 and
+ * llama.cpp do: a turn of a conversation takes the free slot that holds the
+ * conversation's latest prompt and prefills only what it adds; with
+ * routing.affinity the gateway's table and learned hit steer it there. */
 #include "plan/sim.h"
 
 #include <math.h>
@@ -11,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "route/affinity.h"
 #include "route/route.h"
 #include "state/claim.h"
 #include "state/live.h"
@@ -41,6 +46,18 @@ struct sreq {
     struct sw_route_facts facts;
     bool queued;
     bool whole;                 /* not streamed: settling teaches no speeds */
+    uint64_t conv;              /* its conversation (0: none) */
+    long slot;                  /* the local slot it runs in (-1: none) */
+    long cached;                /* prompt tokens its slot held */
+    long predicted;             /* the prefix the affinity table matched there */
+    bool cache_busy;            /* sw_live_cache_busy when it was planned */
+};
+
+/* One local slot's prefix cache: the latest prompt it processed. */
+struct pslot {
+    bool busy;
+    uint64_t conv;              /* 0: nothing of a conversation */
+    long tokens;
 };
 
 struct sim {
@@ -61,6 +78,7 @@ struct sim {
     struct sreq **blocks;
     size_t n_blocks;
     uint32_t *hist;
+    struct pslot *slot[SW_ROUTE_MAX_BACKENDS * 8];  /* local backends' slots (owned) */
     bool oom;
 };
 
@@ -168,12 +186,59 @@ static void reject(struct sim *s, struct sreq *r)
 
 static void plan_next(struct sim *s, struct sreq *r);
 
+/* The identity of r's prompt: one boundary per conversation, so a turn
+ * matches its conversation's previous prompt (route/affinity.h). */
+static void prefix_of(const struct sreq *r, struct sw_prefix *p)
+{
+    p->n = r->conv ? 1 : 0;
+    p->hash[0] = r->conv;
+    p->tokens[0] = r->facts.prompt_tokens_est;
+}
+
+/* The free slot of local backend be whose cache holds the longest prefix of
+ * r (ties: the lowest index, as llmsim), taken; r->cached its tokens. */
+static void take_slot(struct sim *s, struct sreq *r, size_t be)
+{
+    struct pslot *sl = s->slot[be];
+    long n = s->live->cfg->backends[be].slots, best = -1, most = -1;
+    long prompt = r->facts.prompt_tokens_est;
+    for (long i = 0; sl && i < n; i++) {
+        if (sl[i].busy)
+            continue;
+        long m = r->conv && sl[i].conv == r->conv ? sl[i].tokens : 0;
+        if (m >= prompt)
+            m = prompt - 1;
+        if (m > most) {
+            most = m;
+            best = i;
+        }
+    }
+    r->slot = best;
+    r->cached = most > 0 ? most : 0;
+    if (best >= 0)
+        sl[best].busy = true;
+}
+
+/* r's slot is free again and holds r's prompt. */
+static void leave_slot(struct sim *s, struct sreq *r)
+{
+    if (r->slot < 0 || !s->slot[r->claim.be])
+        return;
+    struct pslot *sl = &s->slot[r->claim.be][r->slot];
+    *sl = (struct pslot){.conv = r->conv, .tokens = r->facts.prompt_tokens_est};
+    r->slot = -1;
+}
+
 static void dispatch(struct sim *s, struct sreq *r)
 {
     size_t be = r->claim.be;
     const struct sw_config_backend *cb = &s->live->cfg->backends[be];
     double prompt = (double)r->facts.prompt_tokens_est, out = (double)r->facts.max_tokens;
-    double pre = prompt * s->prefill[be], per = s->period[be];
+    r->slot = -1;
+    r->cached = 0;
+    if (cb->tier == SW_TIER_LOCAL)
+        take_slot(s, r, be);
+    double pre = (prompt - (double)r->cached) * s->prefill[be], per = s->period[be];
     sw_claim_mark_sent(&r->claim);
     r->queued = false;
     r->gen++;   /* any pending check is stale */
@@ -252,7 +317,10 @@ static void on_check(struct sim *s, struct sreq *r)
         return;
     }
     struct sw_live_snapshot snap;
+    struct sw_prefix px;
     sw_live_snapshot(s->live, s->model, now, &snap);
+    prefix_of(r, &px);
+    sw_live_prefix_view(s->live, &px, now, &snap);
     long budget = sw_route_budget_ms(&r->facts, &snap.policy);
     bool refused = false;
     if (r->facts.allows_cloud && s->has_cloud) {
@@ -300,16 +368,27 @@ static void plan_next(struct sim *s, struct sreq *r)
     for (int guard = 0; guard <= SW_ROUTE_MAX_BACKENDS; guard++) {
         struct sw_live_snapshot snap;
         struct sw_route_plan plan;
+        struct sw_prefix px;
         sw_live_snapshot(s->live, s->model, now, &snap);
+        prefix_of(r, &px);
+        sw_live_prefix_view(s->live, &px, now, &snap);
         sw_route_decide(&r->facts, &snap.view, &snap.policy, now, &plan);
         if (plan.n == 0) {
             reject(s, r);
             return;
         }
         const struct sw_route_attempt *a = &plan.attempts[0];
+        const struct sw_route_backend_view *v = &snap.backends[a->backend];
         r->claim.on_grant = on_grant;
         r->claim.allow_panic = a->panic;
-        enum sw_claim_result cr = sw_claim_take(s->live, snap.map[a->backend], &r->facts, now,
+        r->predicted = v->prefix_tokens;
+        r->cache_busy = sw_live_cache_busy(s->live, snap.map[a->backend], v);
+        r->claim.prefix_matched = r->predicted > 0;
+        /* as the relay: the slot is held for what the cache is expected to miss */
+        struct sw_route_facts held = r->facts;
+        if (v->cached_tokens > 0)
+            held.prompt_tokens_est = (long)sw_route_uncached(v, (double)held.prompt_tokens_est);
+        enum sw_claim_result cr = sw_claim_take(s->live, snap.map[a->backend], &held, now,
                                                 &r->claim);
         if (cr == SW_CLAIM_GRANTED) {
             if (s->live->cfg->backends[r->claim.be].tier == SW_TIER_CLOUD &&
@@ -319,6 +398,8 @@ static void plan_next(struct sim *s, struct sreq *r)
             return;
         }
         if (cr == SW_CLAIM_QUEUED) {
+            if (v->slots > 1)   /* the slot it gets may not hold its prefix: no lesson */
+                r->predicted = 0;
             r->queued = true;
             r->enq = s->now;
             /* the first check is the relay's first poll; the estimate decides there */
@@ -404,8 +485,16 @@ static void sim_event(struct sim *s, struct ev e, double tick)
             struct sreq *r = e.r;
             s->last_done = s->now;
             r->claim.whole_answer = r->whole;   /* as the relay: !stream */
+            if (r->slot >= 0) {     /* as the relay: the box reports its cached tokens */
+                struct sw_prefix px;
+                prefix_of(r, &px);
+                sw_live_on_cache(s->live, r->claim.be, r->predicted, r->cached, r->cache_busy);
+                sw_live_prefix_served(s->live, r->claim.be, &px, (int64_t)s->now);
+                leave_slot(s, r);
+            }
             double usd = sw_claim_settle(s->live, &r->claim, SW_CLAIM_OK,
-                                         r->facts.prompt_tokens_est, r->facts.max_tokens,
+                                         r->facts.prompt_tokens_est - r->cached,
+                                         r->facts.max_tokens,
                                          r->ttft_from_dispatch, r->decode_ms, 0, 0, -1,
                                          (int64_t)s->now);
             s->res->spend_usd += usd;
@@ -426,6 +515,8 @@ static bool sim_arrival(struct sim *s, const struct sw_plan_req *q, double ta)
     r->facts.max_tokens = q->output;
     r->facts.max_tokens_given = true;   /* clients ask for what they get */
     r->whole = q->whole;
+    r->conv = q->conv;
+    r->slot = -1;
     r->facts.allows_cloud = q->allow_cloud;
     s->res->n++;
     struct sw_plan_hour *h = hour_at(s, ta);
@@ -456,6 +547,21 @@ static bool sim_speeds(struct sim *s, const struct sw_config *cfg, const struct 
     sw_live_snapshot(s->live, s->model, 0, &snap);
     s->res->budget_ms = snap.policy.ttft_budget_ms;
     s->res->cap_usd = snap.policy.spend_cap_usd;
+    return true;
+}
+
+/* The local slots' prefix caches, tracked only for a trace with
+ * conversations: without, no cache holds anything a request could use.
+ * False out of memory. */
+static bool sim_slots(struct sim *s, const struct sw_config *cfg, const struct sw_plan_trace *t)
+{
+    bool convs = false;
+    for (size_t i = 0; i < t->n && !convs; i++)
+        convs = t->r[i].conv != 0;
+    for (size_t i = 0; convs && i < s->nb; i++)
+        if (cfg->backends[i].tier == SW_TIER_LOCAL && cfg->backends[i].slots > 0 &&
+            !(s->slot[i] = calloc((size_t)cfg->backends[i].slots, sizeof *s->slot[i])))
+            return false;
     return true;
 }
 
@@ -510,6 +616,8 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
         goto done;
     if (!sim_speeds(&s, cfg, t, err, errlen))
         goto done;
+    if (!sim_slots(&s, cfg, t))
+        goto done;
     out->slots = sw_plan_config_slots(cfg, &m);
     out->duration_ms = (double)t->duration_ms;
     double tick = (double)(cfg->routing.health_interval_ms > 0 ? cfg->routing.health_interval_ms : 2000);
@@ -552,6 +660,8 @@ done:
     free(s.blocks);
     free(s.heap);
     free(s.hist);
+    for (size_t i = 0; i < s.nb; i++)
+        free(s.slot[i]);
     return rc;
 }
 

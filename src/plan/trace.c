@@ -28,11 +28,16 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+#define CSV_COLUMNS "time,prompt_tokens,output_tokens[,allow_cloud][,priority][,conversation]"
+#define CSV_FIELDS 6
+#define CONVERSATION_MAX 128    /* bytes of a conversation id */
+
 /* Arrival times as read (ms, any origin) until sorted and rebased. */
 struct raw {
     double t;
     uint32_t prompt, output;
     uint8_t allow, prio, whole;
+    uint64_t conv;
 };
 
 struct rawvec {
@@ -90,7 +95,8 @@ static int raw_finish(struct rawvec *rv, struct sw_plan_trace *t, bool epoch, ch
                                        .output = rv->v[i].output,
                                        .allow_cloud = rv->v[i].allow,
                                        .priority = rv->v[i].prio,
-                                       .whole = rv->v[i].whole};
+                                       .whole = rv->v[i].whole,
+                                       .conv = rv->v[i].conv};
     t->n = t->cap = rv->n;
     t->start_epoch_ms = epoch ? (int64_t)t0 : 0;
     t->duration_ms = (int64_t)llround(t1 - t0) + 1;
@@ -140,16 +146,16 @@ static bool parse_count(const char *s, uint32_t *out)
     return true;
 }
 
-/* Line `lineno` (s, trimmed) cut at its commas into at most 5 trimmed
- * fields; false with *err set when there are more. */
+/* Line `lineno` (s, trimmed) cut at its commas into at most CSV_FIELDS
+ * trimmed fields; false with *err set when there are more. */
 static bool split_fields(char *s, char *f[7], int *nf_out, size_t lineno, char *err,
                          size_t errlen)
 {
     int nf = 0;
     for (char *tok = s;; nf++) {
-        if (nf == 5) {
-            seterr(err, errlen, "line %zu: more than 5 fields; expected "
-                   "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
+        if (nf == CSV_FIELDS) {
+            seterr(err, errlen, "line %zu: more than %d fields; expected " CSV_COLUMNS, lineno,
+                   CSV_FIELDS);
             return false;
         }
         char *c = strchr(tok, ',');
@@ -162,9 +168,9 @@ static bool split_fields(char *s, char *f[7], int *nf_out, size_t lineno, char *
         }
         tok = c + 1;
     }
-    if (nf > 5) {
-        seterr(err, errlen, "line %zu: more than 5 fields; expected "
-               "time,prompt_tokens,output_tokens[,allow_cloud][,priority]", lineno);
+    if (nf > CSV_FIELDS) {
+        seterr(err, errlen, "line %zu: more than %d fields; expected " CSV_COLUMNS, lineno,
+               CSV_FIELDS);
         return false;
     }
     *nf_out = nf;
@@ -195,7 +201,16 @@ static bool parse_time(const char *f0, struct raw *r, bool *epoch, size_t lineno
     return true;
 }
 
-/* One row's nf (3 to 5) fields as a request; false with *err set. */
+/* A conversation id as a nonzero 64-bit FNV-1a hash of its bytes. */
+static uint64_t conv_id(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* One row's nf (3 to CSV_FIELDS) fields as a request; false with *err set. */
 static bool parse_row(char *f[7], int nf, struct raw *r, bool *epoch, size_t lineno, char *err,
                       size_t errlen)
 {
@@ -231,6 +246,14 @@ static bool parse_row(char *f[7], int nf, struct raw *r, bool *epoch, size_t lin
             return false;
         }
         r->prio = (uint8_t)pr;
+    }
+    if (nf > 5 && *f[5]) {
+        if (strlen(f[5]) > CONVERSATION_MAX) {
+            seterr(err, errlen, "line %zu: conversation \"%.40s...\" is longer than %d bytes",
+                   lineno, f[5], CONVERSATION_MAX);
+            return false;
+        }
+        r->conv = conv_id(f[5]);
     }
     return true;
 }
@@ -268,7 +291,7 @@ int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, cha
         }
         if (nf < 3) {
             seterr(err, errlen, "line %zu: %d field%s; expected "
-                   "time,prompt_tokens,output_tokens[,allow_cloud][,priority]",
+                   CSV_COLUMNS,
                    lineno, nf, nf == 1 ? "" : "s");
             goto fail;
         }

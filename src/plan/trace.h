@@ -17,6 +17,8 @@ struct sw_plan_req {
     uint8_t priority;           /* carried from the trace; the router does not read it yet */
     uint8_t whole;              /* 1: not streamed (a decision log's "stream": false): the
                                    answer comes in one piece and teaches no speeds */
+    uint64_t conv;              /* the conversation it is a turn of (a hash of its id; 0:
+                                   none): its prompt extends the conversation's previous one */
 };
 
 /* Local speeds seen in a decision log (0: not enough data). */
@@ -41,10 +43,13 @@ struct sw_plan_trace {
 
 void sw_plan_trace_free(struct sw_plan_trace *t);
 
-/* CSV `time,prompt_tokens,output_tokens[,allow_cloud][,priority]`: time is
- * seconds (a number, relative or epoch) or an ISO-8601 UTC time; an optional
- * first line naming the columns is skipped; allow_cloud is true/false/1/0
- * (default true); blank lines and lines starting with # are ignored.
+/* CSV `time,prompt_tokens,output_tokens[,allow_cloud][,priority][,conversation]`:
+ * time is seconds (a number, relative or epoch) or an ISO-8601 UTC time; an
+ * optional first line naming the columns is skipped; allow_cloud is
+ * true/false/1/0 (default true); conversation is any id of at most 128
+ * bytes (empty: none): the rows with the same id are the turns of one
+ * conversation, each prompt extending the previous turn's (the simulation's
+ * prefix caches, sim.h); blank lines and lines starting with # are ignored.
  * On error returns -1 with "line N: what is wrong" in err. */
 int sw_plan_trace_csv(const char *text, size_t len, struct sw_plan_trace *t, char *err,
                       size_t errlen);

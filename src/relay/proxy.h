@@ -54,7 +54,7 @@ struct sw_relay_attempt {
     int64_t attempt_ms, first_byte_ms, last_byte_ms;
     struct sw_stage_usage usage;    /* from the upstream's answer */
     long prefix_tokens;             /* local: the prefix the table matched on its backend */
-    bool busy_at_start;             /* other work ran there when it was planned */
+    bool busy_at_start;             /* work that may hold its slot ran there (sw_live_cache_busy) */
     long ttft_abandon_ms;           /* its TTFT budget, 0: none */
     const char *end_class;          /* error class when it is not the transport's:
                                        "ttft_abandoned", "stream_cut", ... */

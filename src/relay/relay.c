@@ -858,7 +858,8 @@ static void try_attempt(struct proxy *p)
     p->a = (struct sw_relay_attempt){
         .be = p->x.snap.map[pa->backend],
         .prefix_tokens = p->x.snap.backends[pa->backend].prefix_tokens,
-        .busy_at_start = sw_live_cache_busy(&p->x.snap.backends[pa->backend]),
+        .busy_at_start = sw_live_cache_busy(p->live, p->x.snap.map[pa->backend],
+                                            &p->x.snap.backends[pa->backend]),
         .reason = p->overflowed && pa->reason == SW_REASON_FALLBACK ? SW_REASON_OVERFLOW
                                                                      : pa->reason,
     };
@@ -878,6 +879,7 @@ static void try_attempt(struct proxy *p)
     }
     p->claim.on_grant = on_slot_granted;
     p->claim.allow_panic = pa->panic;
+    p->claim.prefix_matched = p->a.prefix_tokens > 0;
     /* A local slot is held for the prefill of what its cache is expected to
      * miss (the wait estimates of the requests behind it count that). */
     struct sw_route_facts held = p->facts;

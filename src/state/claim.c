@@ -9,6 +9,7 @@ static void on_slot(struct sw_localq_waiter *w)
     struct sw_claim *c = (struct sw_claim *)((char *)w - offsetof(struct sw_claim, waiter));
     c->holding_slot = true;
     c->busy.since_ms = c->lb->grant_ms;
+    c->busy.unmatched = true;   /* whichever slot freed first */
     sw_live_busy_add(c->lb, &c->busy);
     if (c->on_grant)
         c->on_grant(c);
@@ -45,14 +46,14 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     if (c->held)
         sw_claim_settle(live, c, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now_ms);
     void (*on_grant)(struct sw_claim *) = c->on_grant;
-    bool allow_panic = c->allow_panic;
-    *c = (struct sw_claim){.on_grant = on_grant, .allow_panic = allow_panic, .be = be,
-                           .taken_ms = now_ms};
+    bool allow_panic = c->allow_panic, matched = c->prefix_matched;
+    *c = (struct sw_claim){.on_grant = on_grant, .allow_panic = allow_panic,
+                           .prefix_matched = matched, .be = be, .taken_ms = now_ms};
     struct sw_live_backend *lb = live->b[be];
     const struct sw_config_backend *cb = &live->cfg->backends[be];
     c->lb = lb;
     c->busy = (struct sw_live_busy){now_ms, facts->prompt_tokens_est, facts->max_tokens,
-                                    facts->max_tokens_given};
+                                    facts->max_tokens_given, !matched};
 
     enum sw_breaker_state st = sw_breaker_state(&lb->breaker, now_ms);
     if (allow_panic && st != SW_BREAKER_CLOSED && !sw_breaker_probe_free(&lb->breaker, now_ms)) {

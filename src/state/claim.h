@@ -59,6 +59,12 @@ struct sw_claim {
      * this backend in panic (SW_REASON_PANIC): when its breaker refuses, it
      * is admitted as a panic request (sw_breaker_allow_panic) instead. */
     bool allow_panic;
+    /* Set by the caller before sw_claim_take, kept by it: a prefix of this
+     * request is expected in the local backend's cache (prefix affinity);
+     * granted at once, it runs in the slot holding it. Without it, or
+     * granted from the queue, it holds a slot as an unmatched request
+     * (struct sw_live_busy, sw_live_cache_busy). */
+    bool prefix_matched;
 
     /* Read-only for the caller. */
     size_t be;                  /* config index of the backend (live->b[be]) */

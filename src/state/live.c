@@ -503,8 +503,8 @@ void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t n
          * a server caching per slot (llama.cpp) may not hold its prefix: it
          * is estimated at its full prompt (one slot: it is the one). */
         bool waits = v->slots > 1 && sw_route_may_wait(v) && sw_route_ahead(v) > 0;
-        double share = sw_live_cache_hit(l, i, sw_live_cache_busy(v));
-        v->cached_tokens = waits || share < SW_LIVE_CACHE_TRUST ? 0 : (double)t * share;
+        double share = sw_live_cache_hit(l, i, sw_live_cache_busy(l, i, v));
+        v->cached_tokens = waits ? 0 : (double)t * share;
     }
 }
 
@@ -553,6 +553,19 @@ void sw_live_on_cache_rate(struct sw_live *l, size_t i, double rate)
     rate = rate > 1 ? 1 : rate;
     take_cache_hit(b, 0, rate);
     take_cache_hit(b, 1, rate);
+}
+
+bool sw_live_cache_busy(const struct sw_live *l, size_t i, const struct sw_route_backend_view *v)
+{
+    const struct sw_live_backend *b = l->b[i];
+    if (v->slots <= 1 || (v->in_flight <= 0 && !(v->outside_load > 0)))
+        return false;
+    if (v->outside_load > 0 || v->in_flight > (long)b->n_busy)
+        return true;
+    for (size_t k = 0; k < b->n_busy; k++)
+        if (b->busy[k].unmatched)
+            return true;
+    return false;
 }
 
 double sw_live_cache_hit(const struct sw_live *l, size_t i, bool busy)

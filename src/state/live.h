@@ -35,11 +35,15 @@
 #define SW_LIVE_PRIOR_LOAD_MS 10000.0
 
 /* A request holding a local slot: since when, and its size (max_tokens_given:
- * the request named max_tokens, else max_tokens is the gateway's default). */
+ * the request named max_tokens, else max_tokens is the gateway's default).
+ * unmatched: it came with no prefix of it expected on the box (none served
+ * there, or it waited and got whichever slot freed first), so on a server
+ * caching per slot it may hold the slot that kept another's prefix. */
 struct sw_live_busy {
     int64_t since_ms;
     long prompt_tokens, max_tokens;
     bool max_tokens_given;
+    bool unmatched;
 };
 
 /* One backend's state. It outlives config reloads: a new snapshot whose
@@ -89,10 +93,10 @@ struct sw_live_backend {
     int64_t announced_open_until;
     /* Prefix affinity: the name's id in the shared table, and the share of
      * a matched prefix the server reported as cached (moving averages; [0]
-     * for requests that started with nothing else running there, [1] with
-     * other work running: a server caching per slot may then give a slot
-     * that does not hold it; n_cache 0: no report, the estimate prefills
-     * the whole prompt). */
+     * for requests that started with no work there that may hold the slot
+     * keeping their prefix, [1] with such work running (sw_live_cache_busy):
+     * a server caching per slot then gives a slot that may not hold it;
+     * n_cache 0: no report, the estimate prefills the whole prompt). */
     uint64_t affinity_id;
     struct sw_affinity aff;     /* local: the prefixes it served recently (route/affinity.h),
                                    from this replica's answers and, with state.redis, the
@@ -204,9 +208,9 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
 
 /* Prefix affinity: sets each local backend's prefix_tokens (the longest
  * prefix of p it served recently) and cached_tokens (that times its
- * learned hit share in the box's state, 0 below SW_LIVE_CACHE_TRUST or
- * where the request would wait for a slot: the slot that frees may not be
- * the one holding it) in a snapshot taken for the request. Nothing when affinity is off or p has no identity. */
+ * learned hit share in the box's state: the tokens it is expected to find
+ * cached; 0 where the request would wait for a slot: the slot that frees
+ * may not be the one holding it) in a snapshot taken for the request. Nothing when affinity is off or p has no identity. */
 void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t now_ms,
                          struct sw_live_snapshot *snap);
 /* Local backend i answered a request of identity p: it holds that prefix
@@ -216,7 +220,7 @@ void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *
 /* What backend i reported of its prefix cache for one answer: `reported`
  * prompt tokens cached (< 0: it reported nothing) where the table predicted
  * `predicted` (0 for a request that waited for its slot: it teaches
- * nothing), starting with other work running there (busy) or not. A report
+ * nothing), starting in the busy state (sw_live_cache_busy) or not. A report
  * teaches that state's hit share (at most 1); no report keeps the estimate
  * at the full prompt. */
 void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported, bool busy);
@@ -228,22 +232,20 @@ void sw_live_on_cache(struct sw_live *l, size_t i, long predicted, long reported
  * towards prefilling. Ignored once an answer of i reported its figure. */
 void sw_live_on_cache_rate(struct sw_live *l, size_t i, double rate);
 /* The share of a matched prefix backend i is expected to find cached, for
- * a request starting there with other work running (busy) or not. */
+ * a request starting there in the busy state (sw_live_cache_busy) or not. */
 double sw_live_cache_hit(const struct sw_live *l, size_t i, bool busy);
-/* Whether a request starting on local backend view v now would share the
- * server with other work in another slot (the hit share of that state
- * applies): more than one slot and something running or reported. */
-static inline bool sw_live_cache_busy(const struct sw_route_backend_view *v)
-{
-    return v->slots > 1 && (v->in_flight > 0 || v->outside_load > 0);
-}
+/* Whether a request starting on local backend i (v: its view in the
+ * request's snapshot) may find the slot that keeps its prefix taken: more
+ * than one slot, and running there is a request of this replica that came
+ * unmatched (struct sw_live_busy), or work this replica did not send
+ * (another replica's, the server's reported outside load). Requests that
+ * came matched run in the slots holding their own prefixes: beside them a
+ * request finds its slot free, as on an idle box. */
+bool sw_live_cache_busy(const struct sw_live *l, size_t i, const struct sw_route_backend_view *v);
 /* Entries held in every backend's affinity table (GET /admin/state). */
 size_t sw_live_affinity_entries(const struct sw_live *l);
 /* Weight of a new hit-share sample. */
 #define SW_LIVE_CACHE_ALPHA 0.3
-/* A hit share below this is no hit the estimate counts on: a request that
- * misses pays its whole prefill, so an average would make the misses late. */
-#define SW_LIVE_CACHE_TRUST 0.8
 
 /* Cloud spend in the current window (with reservations), and the cap in
  * force: the admin override, else the config's (0: none). */

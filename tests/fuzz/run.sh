@@ -39,7 +39,7 @@ fi
 # translation, the PII engine (its
 # C++ phone validator too), the config loader and the HTTP server (driven over
 # loopback by fuzz_http).
-SRCS="src/request/request.c src/request/prefix.c src/obs/tracectx.c src/obs/span.c src/relay/sse.c $(ls src/dialect/*.c) $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c src/common/*.cc)
+SRCS="src/request/request.c src/request/prefix.c src/plan/trace.c src/obs/tracectx.c src/obs/span.c src/relay/sse.c $(ls src/dialect/*.c) $(ls src/pii/*.c src/pii/*.cc) $(ls src/common/*.c src/common/*.cc)
       $(ls src/config/*.c) src/http/server.c src/contract/schema.c
       src/state/respitems.c src/state/respstore.c src/upstream/oauth.c
       /usr/share/llhttp/api.c /usr/share/llhttp/http.c /usr/share/llhttp/llhttp.c"

@@ -92,6 +92,87 @@ test('a CSV trace: every strategy counted as worked out by hand; a bad line name
   }
 });
 
+// The agent scenario of docs/routing.md ("Prefix affinity") as a CSV: two
+// boxes of two slots, conversations of 12 turns, each prompt the previous
+// one plus its answer and 100..400 new tokens after a 2000-token system
+// prompt. The slots' prefix caches serve later turns: with affinity they
+// go back to their box, so their first token comes from the new suffix.
+const agentYaml = (affinity) => `
+backends:
+  - {name: box0, tier: local, url: "http://127.0.0.1:9", model: m, slots: 2, queue_max: 100000,
+     prefill_ms_per_token: 0.4, decode_tokens_per_s: 40}
+  - {name: box1, tier: local, url: "http://127.0.0.1:9", model: m, slots: 2, queue_max: 100000,
+     prefill_ms_per_token: 0.4, decode_tokens_per_s: 40}
+  - {name: cloud, tier: cloud, url: "http://127.0.0.1:9", model: c,
+     prefill_ms_per_token: 0.1, decode_tokens_per_s: 80,
+     price: {input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}}
+models:
+  - {name: chat, backends: [box0, box1, cloud]}
+routing:
+  ttft_budget_ms: 2500
+  request_timeout_ms: 60000
+  latency: {degrade_ms: 8000, recover_ms: 6400}
+  affinity: {enabled: ${affinity}, ttl_s: 600, max_entries: 4}
+plan:
+  local_cost: {usd_per_hour: 0.05, usd_per_month: 150}
+`;
+
+function agentCsv(seed, withConversation) {
+  let s = seed >>> 0;
+  const rnd = () => { // mulberry32
+    s = (s + 0x6D2B79F5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const expo = (mean) => -mean * Math.log(1 - rnd());
+  const uni = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
+  const rows = [];
+  for (let start = expo(20), conv = 0; start < 600; start += expo(20), conv++) {
+    let at = start, prompt = 2000, last = 0;
+    for (let k = 1; k <= 12; k++) {
+      prompt += last + uni(100, 400);
+      last = uni(24, 96);
+      rows.push([at, prompt, last, withConversation ? `c${conv}` : '']);
+      at += 3 + expo(3);
+    }
+  }
+  rows.sort((a, b) => a[0] - b[0]);
+  return 'time,prompt_tokens,output_tokens,allow_cloud,priority,conversation\n' +
+    rows.map(([t, p, o, c]) => `${t.toFixed(3)},${p},${o},true,0,${c}`).join('\n') + '\n';
+}
+
+test('an agent CSV: the slots\' prefix caches replayed, affinity steering turns to them', async () => {
+  const dir = tmp();
+  try {
+    const hybrid = async (name, affinity, withConversation) => {
+      writeFileSync(join(dir, `${name}.yaml`), agentYaml(affinity));
+      writeFileSync(join(dir, `${name}.csv`), agentCsv(1, withConversation));
+      const r = await runPlan(['-c', join(dir, `${name}.yaml`), '--trace', join(dir, `${name}.csv`),
+        '--strategies', 'hybrid', '--no-breakeven', '--out', join(dir, name)]);
+      assert.equal(r.code, 0, r.err);
+      const sum = JSON.parse(readFileSync(join(dir, name, 'summary.json'), 'utf8'));
+      return sum.strategies.find((x) => x.name === 'hybrid');
+    };
+    const on = await hybrid('on', true, true);
+    const off = await hybrid('off', false, true);
+    const none = await hybrid('none', true, false);
+    // No conversation: nothing cached, affinity or not.
+    const noneOff = await hybrid('none_off', false, false);
+    assert.equal(none.ttft_p50_ms, noneOff.ttft_p50_ms);
+    assert.equal(none.cloud_share, noneOff.cloud_share);
+    // Caches make the boxes do less; affinity finds them for most turns.
+    assert.ok(off.local_utilisation < none.local_utilisation, `${off.local_utilisation} ${none.local_utilisation}`);
+    assert.ok(on.local_utilisation < off.local_utilisation, `${on.local_utilisation} ${off.local_utilisation}`);
+    assert.ok(2 * on.ttft_p50_ms < off.ttft_p50_ms, `p50 ${on.ttft_p50_ms} with affinity, ${off.ttft_p50_ms} without`);
+    assert.ok(on.cloud_share <= none.cloud_share);
+    assert.ok(on.within_share >= 0.99, `within ${on.within_share}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 // The M5-Max-shaped example of docs/planning.md, scaled down to keep the test short.
 const exampleYaml = `
 backends:

@@ -1,8 +1,9 @@
 /* Prefix affinity in the live state (src/state/live.c): a local answer
  * puts its prefix in that backend's table; a snapshot for the next turn
  * shows prefix_tokens on that backend only, and cached_tokens once the
- * server reported hits (by box state: alone, or with work in another
- * slot; a share under SW_LIVE_CACHE_TRUST counts as none); a request that
+ * server reported hits (that share of the prefix, by box state: alone or
+ * beside requests that came matched, or beside work that may hold the
+ * slot keeping the prefix); a request that
  * would wait on a multi-slot box is estimated uncached; affinity off or a
  * cloud: nothing; a reload keeps the tables, a new bound empties them. */
 #include <setjmp.h>
@@ -90,13 +91,20 @@ static void test_served_then_matched(void **state)
     assert_true(sw_live_cache_hit(l, 1, false) == 1);
     view(l, &t2, T0 + 2, &s);
     assert_true(s.backends[1].cached_tokens == 2000);
-    /* a box that reports misses: below the trust threshold counts as none */
+    /* a box that reports misses: the expected cached tokens, that share of
+     * the prefix */
     sw_live_on_cache(l, 1, 2000, 0, false);
     sw_live_on_cache(l, 1, 2000, 0, false);
-    assert_true(sw_live_cache_hit(l, 1, false) < SW_LIVE_CACHE_TRUST);
+    double hit = sw_live_cache_hit(l, 1, false);
+    assert_true(hit > 0.48 && hit < 0.5);
     view(l, &t2, T0 + 3, &s);
     assert_int_equal(s.backends[1].prefix_tokens, 2000);
-    assert_true(s.backends[1].cached_tokens == 0);
+    assert_true(s.backends[1].cached_tokens == 2000 * hit);
+    /* all misses: none */
+    for (int k = 0; k < 200; k++)
+        sw_live_on_cache(l, 1, 2000, 0, false);
+    view(l, &t2, T0 + 4, &s);
+    assert_true(s.backends[1].cached_tokens < 1e-6);
     /* past the TTL: gone */
     view(l, &t2, T0 + 10001, &s);
     assert_int_equal(s.backends[1].prefix_tokens, 0);
@@ -118,18 +126,40 @@ static void test_busy_and_waiting(void **state)
     struct sw_live_snapshot s;
     view(l, &t2, T0 + 1, &s);
     assert_true(s.backends[0].cached_tokens == 2000);
-    /* one request running in e1's other slot: the busy share (a miss) */
+    /* one request running in e1's other slot that this replica does not
+     * know of: the busy share (a miss) */
     l->b[0]->q.in_flight = 1;
     view(l, &t2, T0 + 2, &s);
-    assert_false(sw_live_cache_busy(&s.backends[1]));
-    assert_true(sw_live_cache_busy(&s.backends[0]));
+    assert_false(sw_live_cache_busy(l, 1, &s.backends[1]));
+    assert_true(sw_live_cache_busy(l, 0, &s.backends[0]));
     assert_true(s.backends[0].cached_tokens == 0);
+    /* it is one of ours that came matched: it runs in the slot holding its
+     * own prefix, so this one finds its slot free (the idle share) */
+    struct sw_live_busy r = {T0, 3000, 64, true, false};
+    sw_live_busy_add(l->b[0], &r);
+    view(l, &t2, T0 + 2, &s);
+    assert_false(sw_live_cache_busy(l, 0, &s.backends[0]));
+    assert_true(s.backends[0].cached_tokens == 2000);
+    /* one that came unmatched may hold that slot: the busy share */
+    sw_live_busy_remove(l->b[0], &r);
+    r.unmatched = true;
+    sw_live_busy_add(l->b[0], &r);
+    view(l, &t2, T0 + 2, &s);
+    assert_true(sw_live_cache_busy(l, 0, &s.backends[0]));
+    assert_true(s.backends[0].cached_tokens == 0);
+    /* outside load reported by the server: the busy share */
+    sw_live_busy_remove(l->b[0], &r);
+    r.unmatched = false;
+    sw_live_busy_add(l->b[0], &r);
+    s.backends[0].outside_load = 1;
+    assert_true(sw_live_cache_busy(l, 0, &s.backends[0]));
+    sw_live_busy_remove(l->b[0], &r);
     /* both slots busy: it would wait, uncached whatever the share */
     sw_live_on_cache(l, 0, 2000, 2000, true);
     sw_live_on_cache(l, 0, 2000, 2000, true);
     sw_live_on_cache(l, 0, 2000, 2000, true);
     sw_live_on_cache(l, 0, 2000, 2000, true);
-    sw_live_on_cache(l, 0, 2000, 2000, true);  /* the share of that state passes the trust */
+    sw_live_on_cache(l, 0, 2000, 2000, true);  /* that state's share rises */
     view(l, &t2, T0 + 3, &s);
     assert_true(s.backends[0].cached_tokens > 0);
     l->b[0]->q.in_flight = 2;
@@ -166,10 +196,11 @@ static void test_server_rate(void **state)
     struct sw_live_snapshot s;
     view(l, &t2, T0 + 1, &s);
     assert_true(s.backends[0].cached_tokens == 2000 * 0.9);
-    /* a low rate (most prompts new) is below the trust: the full prompt */
+    /* a low rate (most prompts new): that lower share of the prefix */
     sw_live_on_cache_rate(l, 0, 0.2);
     view(l, &t2, T0 + 2, &s);
-    assert_true(s.backends[0].cached_tokens == 0);
+    assert_true(s.backends[0].cached_tokens == 2000 * sw_live_cache_hit(l, 0, false));
+    assert_true(s.backends[0].cached_tokens < 2000 * 0.9);
     /* a server whose answers carry the figure: those teach, the rate does not */
     sw_live_prefix_served(l, 1, &t1, T0 + 3);
     sw_live_on_cache(l, 1, 2000, 2000, false);

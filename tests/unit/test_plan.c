@@ -58,6 +58,16 @@ static void test_csv_reads_and_sorts(void **state)
     assert_int_equal(t.r[1].t_ms, 1250);
     assert_true(t.start_epoch_ms > 0);
     sw_plan_trace_free(&t);
+    /* the conversation column: the same id is the same conversation, none
+     * (absent or empty) is 0 */
+    t = parse_csv_ok("0,10,5,true,0,agent-7\n1,20,5,,,agent-7\n2,30,5,true,0,agent-8\n"
+                     "3,40,5,true,0,\n4,50,5\n");
+    assert_int_equal(t.n, 5);
+    assert_true(t.r[0].conv != 0 && t.r[0].conv == t.r[1].conv);
+    assert_true(t.r[2].conv != 0 && t.r[2].conv != t.r[0].conv);
+    assert_int_equal(t.r[3].conv, 0);
+    assert_int_equal(t.r[4].conv, 0);
+    sw_plan_trace_free(&t);
 }
 
 static void test_csv_bad_lines_name_their_line(void **state)
@@ -69,7 +79,13 @@ static void test_csv_bad_lines_name_their_line(void **state)
     csv_err("0,1,1,maybe\n", "line 1: allow_cloud \"maybe\"");
     csv_err("0,1,1,true,999\n", "line 1: priority \"999\"");
     csv_err("yesterday,1,1\n", "line 1: time \"yesterday\"");
-    csv_err("0,1,1,true,1,extra\n", "line 1: more than 5 fields");
+    csv_err("0,1,1,true,1,c1,extra\n", "line 1: more than 6 fields");
+    char longid[200];
+    memset(longid, 'x', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    char row[256];
+    snprintf(row, sizeof row, "0,1,1,true,1,%s\n", longid);
+    csv_err(row, "line 1: conversation \"xxx");
     csv_err("# nothing\n", "no requests");
 }
 
@@ -203,6 +219,28 @@ static void test_local_only_queues_fifo(void **state)
     assert_float_equal(r.spend_usd, 0, 1e-12);
     /* the configured slots cost usd_per_month + 730 x usd_per_hour = 1000 a month */
     assert_float_equal(r.local_per_month, 1000, 1e-9);
+    sw_plan_result_free(&r);
+    sw_config_unref(cfg);
+}
+
+/* The box caches the latest prompt of its slot: the second turn of a
+ * conversation prefills only the 50 tokens it adds (TTFT 50 + 100 = 150
+ * ms, not 250), a request of another conversation or of none the whole
+ * prompt; the slot keeps the prompt of the last request only. */
+static void test_prefix_cache_per_slot(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load();
+    struct sw_plan_result r = run(cfg, "0,100,10,true,0,a\n10,150,10,true,0,a\n", SW_PLAN_LOCAL, 0);
+    assert_float_equal(r.ttft_sum_ms, 200 + 150, 1e-9);
+    assert_float_equal(r.local_busy_ms, 100 + 1000 + 50 + 1000, 1e-9);
+    sw_plan_result_free(&r);
+    r = run(cfg, "0,100,10\n10,150,10\n", SW_PLAN_LOCAL, 0);
+    assert_float_equal(r.ttft_sum_ms, 200 + 250, 1e-9);
+    sw_plan_result_free(&r);
+    /* b's turn in between takes the slot: a's second turn prefills it all */
+    r = run(cfg, "0,100,10,true,0,a\n5,80,10,true,0,b\n10,150,10,true,0,a\n", SW_PLAN_LOCAL, 0);
+    assert_float_equal(r.ttft_sum_ms, 200 + 180 + 250, 1e-9);
     sw_plan_result_free(&r);
     sw_config_unref(cfg);
 }
@@ -381,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_declog_reads_and_learns),
         cmocka_unit_test(test_synthetic_shape),
         cmocka_unit_test(test_local_only_queues_fifo),
+        cmocka_unit_test(test_prefix_cache_per_slot),
         cmocka_unit_test(test_hybrid_overflows_on_the_wait_estimate),
         cmocka_unit_test(test_waiter_moves_to_cloud_at_the_crossing_poll),
         cmocka_unit_test(test_waiter_moves_when_the_holder_passes_its_bound),
