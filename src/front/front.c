@@ -864,6 +864,15 @@ static int responses_parse(const char *body, size_t len, const struct sw_resp_pr
 static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api,
                        const struct sw_resp_prior *prior);
 
+/* An API request's trace context, read while req is there (a refusal's
+ * answer ends it), and its X-Trace-Id (set once, on a resume too). */
+static void read_trace(struct sw_front *f, struct sw_http_req *req, struct sw_relay_trace_ctx *tc)
+{
+    sw_relay_trace_ctx_read(f->obs ? f->obs->otlp : NULL, req, true, tc);
+    if (tc->on)
+        sw_http_set_header(req, "X-Trace-Id", tc->trace_hex);
+}
+
 static void responses_resume(struct sw_front *f, struct sw_http_req *req,
                              const struct sw_resp_prior *prior)
 {
@@ -881,13 +890,8 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     int64_t start_ms = prior ? prior->start_ms : sw_now_ms();
     char id[48];
     make_request_id(f, req, id, sizeof id);
-    /* read while req is there: a refusal's reply ends it */
-    struct sw_relay_trace_ctx trace_ctx;
-    const struct sw_relay_trace_ctx *tc = &trace_ctx;
-    sw_relay_trace_ctx_read(f->obs ? f->obs->otlp : NULL, req, true, &trace_ctx);
-    if (trace_ctx.on)
-        sw_http_set_header(req, "X-Trace-Id", trace_ctx.trace_hex); /* once, on a resume too */
-
+    struct sw_relay_trace_ctx trace_ctx, *tc = &trace_ctx;
+    read_trace(f, req, tc);
     const char *denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
     if (denied) {
