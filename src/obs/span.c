@@ -483,9 +483,91 @@ static void pb_anyvalue(struct w *w, unsigned field, const struct sw_attr *a)
     pb_close(w, m);
 }
 
+/* The length of s when it is ASCII of at most 100 bytes, else -1. */
+static inline long short_ascii(const char *s)
+{
+    size_t n = strnlen(s, 101), i = 0;
+    if (n > 100)
+        return -1;
+    uint64_t hi = 0, x;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        hi |= x;
+    }
+    for (; i < n; i++)
+        hi |= (unsigned char)s[i];
+    return hi & HIGHS ? -1 : (long)n;
+}
+
+/* One KeyValue whose key is short ASCII and whose value a scalar or a
+ * short ASCII string, written in one pass with its lengths known up front:
+ * the same bytes as pb_open / pb_string / pb_anyvalue / pb_close (every
+ * length then fits in one byte). false: the general path writes it. */
+static bool pb_attr_short(struct w *w, unsigned field, const struct sw_attr *a)
+{
+    long kn = short_ascii(a->key), sn = 0;
+    if (kn < 0 || field > 15)
+        return false;
+    unsigned char val[12];
+    size_t vn = 0;
+    uint64_t v;
+    switch (a->type) {
+    case SW_ATTR_STR:
+        if ((sn = short_ascii(a->v.s)) < 0)
+            return false;
+        vn = 2 + (size_t)sn;
+        break;
+    case SW_ATTR_BOOL:
+        val[vn++] = 2 << 3 | WT_VARINT;
+        val[vn++] = a->v.b ? 1 : 0;
+        break;
+    case SW_ATTR_INT:
+        val[vn++] = 3 << 3 | WT_VARINT;
+        for (v = (uint64_t)a->v.i; v >= 0x80; v >>= 7)
+            val[vn++] = (unsigned char)(v | 0x80);
+        val[vn++] = (unsigned char)v;
+        break;
+    case SW_ATTR_DOUBLE:
+        val[vn++] = 4 << 3 | WT_I64;
+        memcpy(&v, &a->v.d, sizeof v);
+        for (int i = 0; i < 8; i++)
+            val[vn++] = (unsigned char)(v >> (8 * i));
+        break;
+    default:
+        return false;
+    }
+    size_t kv = 2 + (size_t)kn + 2 + vn;
+    if (kv >= 128)
+        return false;
+    if (!room(w, 2 + kv))
+        return true; /* the encoding is void */
+    unsigned char *q = (unsigned char *)w->p;
+    *q++ = (unsigned char)(field << 3 | WT_LEN);
+    *q++ = (unsigned char)kv;
+    *q++ = 1 << 3 | WT_LEN;
+    *q++ = (unsigned char)kn;
+    memcpy(q, a->key, (size_t)kn);
+    q += kn;
+    *q++ = 2 << 3 | WT_LEN;
+    *q++ = (unsigned char)vn;
+    if (a->type == SW_ATTR_STR) {
+        *q++ = 1 << 3 | WT_LEN;
+        *q++ = (unsigned char)sn;
+        memcpy(q, a->v.s, (size_t)sn);
+        q += sn;
+    } else {
+        memcpy(q, val, vn);
+        q += vn;
+    }
+    w->p = (char *)q;
+    return true;
+}
+
 static void pb_attrs(struct w *w, unsigned field, const struct sw_attr *a, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        if (pb_attr_short(w, field, &a[i]))
+            continue;
         char *m = pb_open(w, field);
         pb_string(w, 1, a[i].key);
         pb_anyvalue(w, 2, &a[i]);
