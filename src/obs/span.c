@@ -276,12 +276,63 @@ static void json_value(struct w *w, const struct sw_attr *a)
     PUT(w, "}");
 }
 
+/* The length of s when a JSON string holds it as it is (printable ASCII but
+ * '"' and '\\') and it has at most 100 bytes, else -1. */
+static long plain_len(const char *s)
+{
+    size_t n = strnlen(s, 101), i = 0;
+    if (n > 100)
+        return -1;
+    for (uint64_t x; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        if (word_needs_care(x))
+            break;
+    }
+    while (i < n && plain((unsigned char)s[i]))
+        i++;
+    return i < n ? -1 : (long)n;
+}
+
+#define LIT(q, lit) (memcpy((q), lit, sizeof(lit) - 1), (q) += sizeof(lit) - 1)
+
+/* One attribute whose key (and string value) a JSON string holds as it is,
+ * written with one bound check: the same bytes as the general path. false:
+ * the general path writes it. */
+static bool json_attr_short(struct w *w, const struct sw_attr *a)
+{
+    long kn = plain_len(a->key), sn = 0;
+    if (kn < 0 || a->type == SW_ATTR_STRS ||
+        (a->type == SW_ATTR_STR && (sn = plain_len(a->v.s)) < 0))
+        return false;
+    if (!room(w, (size_t)(kn + sn) + 64))
+        return true; /* the encoding is void */
+    char *q = w->p;
+    LIT(q, "{\"key\":\"");
+    memcpy(q, a->key, (size_t)kn);
+    q += kn;
+    LIT(q, "\",\"value\":");
+    if (a->type == SW_ATTR_STR) {
+        LIT(q, "{\"stringValue\":\"");
+        memcpy(q, a->v.s, (size_t)sn);
+        q += sn;
+        LIT(q, "\"}}");
+        w->p = q;
+        return true;
+    }
+    w->p = q;
+    json_value(w, a);
+    PUT(w, "}");
+    return true;
+}
+
 static void json_attrs(struct w *w, const struct sw_attr *a, size_t n)
 {
     PUT(w, "\"attributes\":[");
     for (size_t i = 0; i < n; i++) {
         if (i)
             PUT(w, ",");
+        if (json_attr_short(w, &a[i]))
+            continue;
         PUT(w, "{\"key\":");
         json_str(w, a[i].key);
         PUT(w, ",\"value\":");
