@@ -283,10 +283,15 @@ static long plain_len(const char *s)
     size_t n = strnlen(s, 101), i = 0;
     if (n > 100)
         return -1;
-    for (uint64_t x; i + 8 <= n; i += 8) {
+    uint64_t x;
+    for (; i + 8 <= n; i += 8) {
         memcpy(&x, s + i, 8);
         if (word_needs_care(x))
-            break;
+            return -1;
+    }
+    if (i < n && n >= 8) { /* the tail as the last eight bytes, overlapping */
+        memcpy(&x, s + n - 8, 8);
+        return word_needs_care(x) ? -1 : (long)n;
     }
     while (i < n && plain((unsigned char)s[i]))
         i++;
@@ -545,8 +550,13 @@ static inline long short_ascii(const char *s)
         memcpy(&x, s + i, 8);
         hi |= x;
     }
-    for (; i < n; i++)
-        hi |= (unsigned char)s[i];
+    if (i < n && n >= 8) { /* the tail as the last eight bytes, overlapping */
+        memcpy(&x, s + n - 8, 8);
+        hi |= x;
+    } else {
+        for (; i < n; i++)
+            hi |= (unsigned char)s[i];
+    }
     return hi & HIGHS ? -1 : (long)n;
 }
 
