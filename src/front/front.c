@@ -21,6 +21,7 @@
 #include "front/responses_state.h"
 #include "relay/relay.h"
 #include "relay/reply.h"
+#include "relay/trace.h"
 #include "request/embed.h"
 #include "request/facts.h"
 #include "request/request.h"
@@ -204,7 +205,25 @@ static bool key_allows_model(const struct sw_config *cfg, const struct sw_config
  * the config does not define, or a model outside the key's (or its team's)
  * models list, answered as the API answers a model the caller has no
  * access to. */
+/* The SERVER span of a request the HTTP server or the route table refused
+ * (malformed, too large, unknown URL of the API surface): read and
+ * submitted before the answer, which carries its X-Trace-Id. */
+static void trace_http_refusal(struct sw_front *f, struct sw_http_req *req, const char *id,
+                               int status, const char *code)
+{
+    struct sw_otlp *o = f->obs ? f->obs->otlp : NULL;
+    if (!o)
+        return;
+    struct sw_relay_trace_ctx tc;
+    sw_relay_trace_ctx_read(o, req, false, &tc);
+    sw_http_add_header(req, "X-Trace-Id", tc.trace_hex);
+    struct sw_declog_entry e = {.request_id = id, .decision = SW_DECLOG_REJECTED,
+                                .status = status, .code = code};
+    sw_relay_trace_refused(o, f->live, &tc, &e, sw_http_start_ms(req), sw_now_ms());
+}
+
 static const struct sw_config_model *find_model(struct sw_front *f, struct sw_http_req *req,
+                                                const struct sw_relay_trace_ctx *tc,
                                                 const struct sw_config_key *key,
                                                 const char *name, const char *api_name,
                                                 const char *id, int64_t start_ms);
@@ -551,8 +570,8 @@ static bool anthropic_headers_ok(struct sw_http_req *req)
 
 /* One decision-log line and the metrics for a chat request the front
  * refused before routing (the relay records everything after). */
-static void record_rejection(struct sw_front *f, const char *api, const char *id,
-                             const char *model,
+static void record_rejection(struct sw_front *f, const struct sw_relay_trace_ctx *tc,
+                             const char *api, const char *id, const char *model,
                              const struct sw_config_key *key, int status, const char *code,
                              const struct sw_pii_counts *counts, int64_t start_ms)
 {
@@ -583,11 +602,14 @@ static void record_rejection(struct sw_front *f, const char *api, const char *id
         .pii_allowed = counts ? counts->allowed : 0,
         .pii_outcome = n_pii ? "blocked" : NULL,
         .api = api,
+        .trace_id = tc->on ? tc->trace_hex : NULL,
     };
     sw_obs_record(f->obs, &e, false, now / 1000);
+    sw_relay_trace_refused(f->obs->otlp, f->live, tc, &e, start_ms, now);
 }
 
 static const struct sw_config_model *find_model(struct sw_front *f, struct sw_http_req *req,
+                                                const struct sw_relay_trace_ctx *tc,
                                                 const struct sw_config_key *key,
                                                 const char *name, const char *api_name,
                                                 const char *id, int64_t start_ms)
@@ -595,7 +617,7 @@ static const struct sw_config_model *find_model(struct sw_front *f, struct sw_ht
     const struct sw_config_model *model = sw_config_find_model(f->cfg, name);
     if (!model) {
         reply_no_model(req, f->cfg, name);
-        record_rejection(f, api_name, id, name, key, 404, "model_not_found", NULL, start_ms);
+        record_rejection(f, tc, api_name, id, name, key, 404, "model_not_found", NULL, start_ms);
         return NULL;
     }
     if (!key || key_allows_model(f->cfg, key, model->name))
@@ -604,7 +626,7 @@ static const struct sw_config_model *find_model(struct sw_front *f, struct sw_ht
                    "The model '%s' does not exist or this API key does not have access to "
                    "it (keys[].models and its team's models in the gateway's config).",
                    model->name);
-    record_rejection(f, api_name, id, model->name, key, 404, "model_not_allowed", NULL,
+    record_rejection(f, tc, api_name, id, model->name, key, 404, "model_not_allowed", NULL,
                      start_ms);
     sw_info("request %s: key %s may not use model %s", id, key->id ? key->id : "-",
             model->name);
@@ -675,6 +697,7 @@ struct api_scan {
     struct sw_facts_in in;          /* in.chat is &chat; in.hdrs is not read after begin */
     struct sw_facts facts;          /* as sw_facts_begin left them */
     struct sw_facts_scan res;
+    struct sw_relay_trace_ctx tc;   /* read before any answer */
 };
 
 /* Answers and records a refusal of the fact derivation. */
@@ -683,7 +706,7 @@ static void api_refused(struct api_scan *s, const struct sw_request_error *rerr)
     const struct sw_facts *facts = &s->facts;
     bool blocked = facts->refused == SW_FACTS_REFUSED_PII;
     reply_refusal(s->req, rerr);
-    record_rejection(s->f, s->api_name, s->id, s->in.chat->model, s->in.key, rerr->status,
+    record_rejection(s->f, &s->tc, s->api_name, s->id, s->in.chat->model, s->in.key, rerr->status,
                      rerr->code, blocked ? &facts->pii.counts : NULL, s->in.start_ms);
     if (blocked)
         sw_info("request %s: rejected pii_blocked (%s)", s->id, facts->types);
@@ -726,7 +749,7 @@ static void api_scanned(struct api_scan *s)
                                               .facts = &s->facts, .request_id = s->id,
                                               .key_name = s->in.key ? s->in.key->name : NULL,
                                               .key = s->in.key,
-                                              .pii = request_engine(s)});
+                                              .pii = request_engine(s), .trace = &s->tc});
 }
 
 static void api_scan_free(struct api_scan *s)
@@ -841,6 +864,15 @@ static int responses_parse(const char *body, size_t len, const struct sw_resp_pr
 static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api api,
                        const struct sw_resp_prior *prior);
 
+/* An API request's trace context, read while req is there (a refusal's
+ * answer ends it), and its X-Trace-Id (set once, on a resume too). */
+static void read_trace(struct sw_front *f, struct sw_http_req *req, struct sw_relay_trace_ctx *tc)
+{
+    sw_relay_trace_ctx_read(f->obs ? f->obs->otlp : NULL, req, true, tc);
+    if (tc->on)
+        sw_http_set_header(req, "X-Trace-Id", tc->trace_hex);
+}
+
 static void responses_resume(struct sw_front *f, struct sw_http_req *req,
                              const struct sw_resp_prior *prior)
 {
@@ -858,15 +890,16 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     int64_t start_ms = prior ? prior->start_ms : sw_now_ms();
     char id[48];
     make_request_id(f, req, id, sizeof id);
-
+    struct sw_relay_trace_ctx trace_ctx, *tc = &trace_ctx;
+    read_trace(f, req, tc);
     const char *denied;
     const struct sw_config_key *key = authenticate(f, req, &denied);
     if (denied) {
-        record_rejection(f, api_name, id, NULL, NULL, 401, denied, NULL, start_ms);
+        record_rejection(f, tc, api_name, id, NULL, NULL, 401, denied, NULL, start_ms);
         return;
     }
     if (!require_json(req)) {
-        record_rejection(f, api_name, id, NULL, key, 415, "unsupported_media_type", NULL,
+        record_rejection(f, tc, api_name, id, NULL, key, 415, "unsupported_media_type", NULL,
                          start_ms);
         return;
     }
@@ -877,7 +910,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     struct sw_request_error rerr;
     if (!list_headers(req, &hl)) {
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
-        record_rejection(f, api_name, id, NULL, key, 500, "out_of_memory", NULL, start_ms);
+        record_rejection(f, tc, api_name, id, NULL, key, 500, "out_of_memory", NULL, start_ms);
         return;
     }
     int herr = sw_facts_headers(hl.h, hl.n, f->cfg->routing.request_timeout_ms, &hdrs, &rerr);
@@ -885,11 +918,11 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         free(hl.h);
     if (herr) {
         reply_refusal(req, &rerr);
-        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, tc, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
     if (api == SW_API_MESSAGES && !anthropic_headers_ok(req)) {
-        record_rejection(f, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
+        record_rejection(f, tc, api_name, id, NULL, key, 400, "invalid_header", NULL, start_ms);
         return;
     }
 
@@ -915,12 +948,12 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     }
     if (perr) {
         reply_refusal(req, &rerr);
-        record_rejection(f, api_name, id, NULL, key, rerr.status,
+        record_rejection(f, tc, api_name, id, NULL, key, rerr.status,
                          rerr.code[0] ? rerr.code : "invalid_request", NULL, start_ms);
         return;
     }
 
-    const struct sw_config_model *model = find_model(f, req, key, chat.model, api_name, id,
+    const struct sw_config_model *model = find_model(f, req, tc, key, chat.model, api_name, id,
                                                      start_ms);
     if (!model) {
         sw_request_free(&chat);
@@ -930,7 +963,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     const struct sw_facts_in in = {.api = api, .cfg = f->cfg, .key = key, .model = model,
                                    .chat = &chat, .hdrs = &hdrs, .start_ms = start_ms};
     struct api_scan inline_scan = {.f = f, .req = req, .cfg = f->cfg, .live = f->live,
-                                   .api_name = api_name, .in = in};
+                                   .api_name = api_name, .in = in, .tc = trace_ctx};
     struct api_scan *s = &inline_scan;
     snprintf(s->id, sizeof s->id, "%s", id);
     if (sw_facts_begin(&in, &s->facts, &rerr) != SW_OK) {
@@ -1150,6 +1183,8 @@ static bool on_headers(struct sw_http_req *req, void *arg)
         return false;
     }
     if (!r) {
+        if (!strncmp(path, "/v1/", 4))
+            trace_http_refusal(f, req, id, 404, "unknown_url");
         sw_reply_error(req, 404, "invalid_request_error", "unknown_url", NULL,
                        "Unknown URL: %s. Spillway serves POST /v1/chat/completions, "
                        "POST /v1/embeddings, POST /v1/messages, POST /v1/messages/count_tokens, "
@@ -1223,6 +1258,7 @@ static void on_http_error(struct sw_http_req *req, int status, const char *code,
                       : status == 408 ? " Send the whole request without pausing, or raise "
                                         "limits.client_timeout_ms in the gateway's config."
                                       : "";
+    trace_http_refusal(arg, req, id, status, code);
     sw_reply_error(req, status, status == 408 ? "timeout_error" : "invalid_request_error", code,
                    NULL, "%s%s", message, fix);
 }

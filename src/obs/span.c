@@ -276,12 +276,68 @@ static void json_value(struct w *w, const struct sw_attr *a)
     PUT(w, "}");
 }
 
+/* The length of s when a JSON string holds it as it is (printable ASCII but
+ * '"' and '\\') and it has at most 100 bytes, else -1. */
+static long plain_len(const char *s)
+{
+    size_t n = strnlen(s, 101), i = 0;
+    if (n > 100)
+        return -1;
+    uint64_t x;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        if (word_needs_care(x))
+            return -1;
+    }
+    if (i < n && n >= 8) { /* the tail as the last eight bytes, overlapping */
+        memcpy(&x, s + n - 8, 8);
+        return word_needs_care(x) ? -1 : (long)n;
+    }
+    while (i < n && plain((unsigned char)s[i]))
+        i++;
+    return i < n ? -1 : (long)n;
+}
+
+#define LIT(q, lit) (memcpy((q), lit, sizeof(lit) - 1), (q) += sizeof(lit) - 1)
+
+/* One attribute whose key (and string value) a JSON string holds as it is,
+ * written with one bound check: the same bytes as the general path. false:
+ * the general path writes it. */
+static bool json_attr_short(struct w *w, const struct sw_attr *a)
+{
+    long kn = plain_len(a->key), sn = 0;
+    if (kn < 0 || a->type == SW_ATTR_STRS ||
+        (a->type == SW_ATTR_STR && (sn = plain_len(a->v.s)) < 0))
+        return false;
+    if (!room(w, (size_t)(kn + sn) + 64))
+        return true; /* the encoding is void */
+    char *q = w->p;
+    LIT(q, "{\"key\":\"");
+    memcpy(q, a->key, (size_t)kn);
+    q += kn;
+    LIT(q, "\",\"value\":");
+    if (a->type == SW_ATTR_STR) {
+        LIT(q, "{\"stringValue\":\"");
+        memcpy(q, a->v.s, (size_t)sn);
+        q += sn;
+        LIT(q, "\"}}");
+        w->p = q;
+        return true;
+    }
+    w->p = q;
+    json_value(w, a);
+    PUT(w, "}");
+    return true;
+}
+
 static void json_attrs(struct w *w, const struct sw_attr *a, size_t n)
 {
     PUT(w, "\"attributes\":[");
     for (size_t i = 0; i < n; i++) {
         if (i)
             PUT(w, ",");
+        if (json_attr_short(w, &a[i]))
+            continue;
         PUT(w, "{\"key\":");
         json_str(w, a[i].key);
         PUT(w, ",\"value\":");
@@ -483,9 +539,96 @@ static void pb_anyvalue(struct w *w, unsigned field, const struct sw_attr *a)
     pb_close(w, m);
 }
 
+/* The length of s when it is ASCII of at most 100 bytes, else -1. */
+static inline long short_ascii(const char *s)
+{
+    size_t n = strnlen(s, 101), i = 0;
+    if (n > 100)
+        return -1;
+    uint64_t hi = 0, x;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        hi |= x;
+    }
+    if (i < n && n >= 8) { /* the tail as the last eight bytes, overlapping */
+        memcpy(&x, s + n - 8, 8);
+        hi |= x;
+    } else {
+        for (; i < n; i++)
+            hi |= (unsigned char)s[i];
+    }
+    return hi & HIGHS ? -1 : (long)n;
+}
+
+/* One KeyValue whose key is short ASCII and whose value a scalar or a
+ * short ASCII string, written in one pass with its lengths known up front:
+ * the same bytes as pb_open / pb_string / pb_anyvalue / pb_close (every
+ * length then fits in one byte). false: the general path writes it. */
+static bool pb_attr_short(struct w *w, unsigned field, const struct sw_attr *a)
+{
+    long kn = short_ascii(a->key), sn = 0;
+    if (kn < 0 || field > 15)
+        return false;
+    unsigned char val[12];
+    size_t vn = 0;
+    uint64_t v;
+    switch (a->type) {
+    case SW_ATTR_STR:
+        if ((sn = short_ascii(a->v.s)) < 0)
+            return false;
+        vn = 2 + (size_t)sn;
+        break;
+    case SW_ATTR_BOOL:
+        val[vn++] = 2 << 3 | WT_VARINT;
+        val[vn++] = a->v.b ? 1 : 0;
+        break;
+    case SW_ATTR_INT:
+        val[vn++] = 3 << 3 | WT_VARINT;
+        for (v = (uint64_t)a->v.i; v >= 0x80; v >>= 7)
+            val[vn++] = (unsigned char)(v | 0x80);
+        val[vn++] = (unsigned char)v;
+        break;
+    case SW_ATTR_DOUBLE:
+        val[vn++] = 4 << 3 | WT_I64;
+        memcpy(&v, &a->v.d, sizeof v);
+        for (int i = 0; i < 8; i++)
+            val[vn++] = (unsigned char)(v >> (8 * i));
+        break;
+    default:
+        return false;
+    }
+    size_t kv = 2 + (size_t)kn + 2 + vn;
+    if (kv >= 128)
+        return false;
+    if (!room(w, 2 + kv))
+        return true; /* the encoding is void */
+    unsigned char *q = (unsigned char *)w->p;
+    *q++ = (unsigned char)(field << 3 | WT_LEN);
+    *q++ = (unsigned char)kv;
+    *q++ = 1 << 3 | WT_LEN;
+    *q++ = (unsigned char)kn;
+    memcpy(q, a->key, (size_t)kn);
+    q += kn;
+    *q++ = 2 << 3 | WT_LEN;
+    *q++ = (unsigned char)vn;
+    if (a->type == SW_ATTR_STR) {
+        *q++ = 1 << 3 | WT_LEN;
+        *q++ = (unsigned char)sn;
+        memcpy(q, a->v.s, (size_t)sn);
+        q += sn;
+    } else {
+        memcpy(q, val, vn);
+        q += vn;
+    }
+    w->p = (char *)q;
+    return true;
+}
+
 static void pb_attrs(struct w *w, unsigned field, const struct sw_attr *a, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        if (pb_attr_short(w, field, &a[i]))
+            continue;
         char *m = pb_open(w, field);
         pb_string(w, 1, a[i].key);
         pb_anyvalue(w, 2, &a[i]);

@@ -1037,7 +1037,7 @@ void sw_relay_start(const struct sw_relay_request *r)
     ask_for_usage(p);
     p->splice.client_wants_usage = p->dialect.client_wants_usage = p->client_wants_usage;
     sw_http_on_gone(req, on_client_gone, p);
-    sw_relay_trace_start(p);
+    sw_relay_trace_start(p, r->trace);
     p->key = r->key;
     if (p->key) {
         /* the tpm cost: the prompt estimate and max_tokens, as the providers count */

@@ -34,6 +34,8 @@
  * sw_relay_start says. */
 struct sw_pii_engine;
 
+struct sw_relay_trace_ctx; /* relay/trace.h */
+
 struct sw_relay_request {
     const struct sw_relay_env *env;     /* copied */
     struct sw_http_req *req;            /* taken over */
@@ -46,6 +48,8 @@ struct sw_relay_request {
     const char *key_name;               /* borrowed from cfg; NULL: no key */
     const struct sw_config_key *key;    /* borrowed from cfg; NULL: no key (tenancy) */
     const struct sw_pii_engine *pii;    /* the request's (sw_live_pii), borrowed from env->live */
+    const struct sw_relay_trace_ctx *trace; /* copied: its trace context as the front read
+                                               it; NULL: read from req */
 };
 
 /* Takes over r->req: from here on the relay decides the route

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "common/clock.h"
+#include "state/live.h"
 #include "obs/span.h"
 #include "relay/proxy.h"
 #include "route/route.h"
@@ -51,7 +52,34 @@ static void on_header(const char *key, const char *value, void *ud)
     j->len += n;
 }
 
-void sw_relay_trace_start(struct proxy *p)
+/* The request's trace context: the client's traceparent (and tracestate)
+ * continued, or a new trace; its SERVER span's id; the sampling decision. */
+static void read_ctx(struct sw_otlp *o, struct sw_http_req *req, uint8_t *trace_id,
+                     uint8_t *span_id, uint8_t *parent_id, char *state, size_t state_cap,
+                     bool *has_parent, bool *sampled)
+{
+    int count = 0;
+    const char *tp = sw_http_header(req, "traceparent", &count);
+    struct sw_traceparent parent;
+    /* more than one traceparent is no valid context: a new trace starts */
+    if (tp && count == 1 && sw_traceparent_parse(tp, strlen(tp), &parent)) {
+        *has_parent = true;
+        memcpy(trace_id, parent.trace_id, SW_TRACE_ID_LEN);
+        memcpy(parent_id, parent.parent_id, SW_SPAN_ID_LEN);
+        struct state_join j = {.len = 0};
+        sw_http_each_header(req, on_header, &j);
+        if (!j.over)
+            sw_tracestate_parse(j.buf, j.len, state, state_cap);
+        *sampled = sw_trace_sampled(trace_id, 0, true, parent.flags);
+    } else {
+        *has_parent = false;
+        sw_otlp_random(o, trace_id, SW_TRACE_ID_LEN);
+        *sampled = sw_trace_sampled(trace_id, sw_otlp_sample_ratio(o), false, 0);
+    }
+    sw_otlp_random(o, span_id, SW_SPAN_ID_LEN);
+}
+
+void sw_relay_trace_start(struct proxy *p, const struct sw_relay_trace_ctx *c)
 {
     struct sw_otlp *o = p->env.obs ? p->env.obs->otlp : NULL;
     struct sw_relay_trace *t = &p->x.trace;
@@ -62,28 +90,38 @@ void sw_relay_trace_start(struct proxy *p)
     if (!o || !p->req)
         return;
     t->on = true;
-    int count = 0;
-    const char *tp = sw_http_header(p->req, "traceparent", &count);
-    struct sw_traceparent parent;
-    /* more than one traceparent is no valid context: a new trace starts */
-    if (tp && count == 1 && sw_traceparent_parse(tp, strlen(tp), &parent)) {
-        t->has_parent = true;
-        memcpy(t->trace_id, parent.trace_id, sizeof t->trace_id);
-        memcpy(t->parent_id, parent.parent_id, sizeof t->parent_id);
-        struct state_join j = {.len = 0};
-        sw_http_each_header(p->req, on_header, &j);
-        if (!j.over)
-            sw_tracestate_parse(j.buf, j.len, t->state, sizeof t->state);
-        t->sampled = sw_trace_sampled(t->trace_id, 0, true, parent.flags);
+    if (c && c->on) {
+        t->has_parent = c->has_parent;
+        t->sampled = c->sampled;
+        memcpy(t->trace_id, c->trace_id, sizeof t->trace_id);
+        memcpy(t->span_id, c->span_id, sizeof t->span_id);
+        memcpy(t->parent_id, c->parent_id, sizeof t->parent_id);
+        cat(t->state, sizeof t->state, "", 0, c->state);
+        memcpy(t->trace_hex, c->trace_hex, sizeof t->trace_hex);
     } else {
-        sw_otlp_random(o, t->trace_id, sizeof t->trace_id);
-        t->sampled = sw_trace_sampled(t->trace_id, sw_otlp_sample_ratio(o), false, 0);
+        read_ctx(o, p->req, t->trace_id, t->span_id, t->parent_id, t->state, sizeof t->state,
+                 &t->has_parent, &t->sampled);
+        sw_trace_hex(t->trace_id, sizeof t->trace_id, t->trace_hex);
+        sw_http_add_header(p->req, "X-Trace-Id", t->trace_hex); /* the front's reader sets it */
     }
-    sw_otlp_random(o, t->span_id, sizeof t->span_id);
-    sw_trace_hex(t->trace_id, sizeof t->trace_id, t->trace_hex);
     t->method = sw_http_method_name(p->req);
     cat(t->path, sizeof t->path, "", 0, sw_http_path(p->req));
-    sw_http_add_header(p->req, "X-Trace-Id", t->trace_hex);
+}
+
+void sw_relay_trace_ctx_read(struct sw_otlp *o, struct sw_http_req *req, bool route,
+                             struct sw_relay_trace_ctx *c)
+{
+    c->on = o && req;
+    c->state[0] = '\0';
+    c->path[0] = '\0';
+    if (!c->on)
+        return;
+    read_ctx(o, req, c->trace_id, c->span_id, c->parent_id, c->state, sizeof c->state,
+             &c->has_parent, &c->sampled);
+    sw_trace_hex(c->trace_id, sizeof c->trace_id, c->trace_hex);
+    c->method = sw_http_method_name(req);
+    if (route)
+        cat(c->path, sizeof c->path, "", 0, sw_http_path(req));
 }
 
 void sw_relay_trace_attempt(struct proxy *p)
@@ -412,5 +450,65 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
     server_events(p, &s);
     s.status = e->status >= 500 ? SW_SPAN_ERROR : SW_SPAN_UNSET;
     s.status_msg = e->code;
+    sw_otlp_submit(o, &s);
+}
+
+/* ---- Refusals before routing ---- */
+
+void sw_relay_trace_refused(struct sw_otlp *o, const struct sw_live *live,
+                            const struct sw_relay_trace_ctx *c,
+                            const struct sw_declog_entry *e, int64_t start_ms,
+                            int64_t now_ms)
+{
+    if (!o || !c->on || !c->sampled)
+        return;
+    static __thread struct sw_span s;
+    memset(&s, 0, offsetof(struct sw_span, attrs));
+    s.attrs.n = s.attrs.dropped = 0;
+    s.attrs.cap = 0;
+    s.n_events = 0;
+    s.dropped_events = 0;
+    memcpy(s.trace_id, c->trace_id, sizeof s.trace_id);
+    memcpy(s.span_id, c->span_id, sizeof s.span_id);
+    memcpy(s.parent_id, c->parent_id, sizeof s.parent_id);
+    s.has_parent = c->has_parent;
+    s.trace_state = c->state;
+    s.flags = SW_TRACE_FLAG_SAMPLED | 0x100 | (c->has_parent ? 0x200 : 0);
+    const char *op = !e->api ? NULL : !strcmp(e->api, "embeddings") ? "embeddings" : "chat";
+    /* "chat <model>" for a configured model, else "<method> <route>" or the method */
+    char name[SW_SPAN_MAX_STR], opsp[16];
+    bool named_model = op && e->model && strcmp(e->model, "unknown");
+    if (named_model) {
+        cat(opsp, sizeof opsp, op, strlen(op), " ");
+        cat(name, sizeof name, opsp, strlen(opsp), e->model);
+    } else {
+        cat(opsp, sizeof opsp, c->method, strlen(c->method), c->path[0] ? " " : "");
+        cat(name, sizeof name, opsp, strlen(opsp), c->path);
+    }
+    s.name = name;
+    s.kind = SW_SPAN_SERVER;
+    s.start_ns = sw_live_wall_ms(live, start_ms) * 1000000;
+    s.end_ns = sw_live_wall_ms(live, now_ms) * 1000000;
+    struct sw_attrs *as = &s.attrs;
+    sw_attrs_str(as, "gen_ai.operation.name", op);
+    if (named_model)
+        sw_attrs_str(as, "gen_ai.request.model", e->model);
+    sw_attrs_str(as, "http.request.method", c->method);
+    if (c->path[0])
+        sw_attrs_str(as, "url.path", c->path);
+    sw_attrs_int(as, "http.response.status_code", e->status);
+    sw_attrs_str(as, "error.type", e->code);
+    sw_attrs_str(as, "spillway.api", e->api);
+    sw_attrs_str(as, "spillway.request_id", e->request_id);
+    sw_attrs_str(as, "spillway.decision", sw_declog_decision_name(SW_DECLOG_REJECTED));
+    sw_attrs_str(as, "spillway.key_name", e->key_name);
+    char keys[SW_DECLOG_MAX_PII_TYPES][64];
+    for (size_t i = 0; i < e->n_pii && i < SW_DECLOG_MAX_PII_TYPES; i++) {
+        cat(keys[i], sizeof keys[i], "spillway.pii.", 13, e->pii[i].type);
+        sw_attrs_int(as, keys[i], (int64_t)e->pii[i].n);
+    }
+    sw_attrs_str(as, "spillway.pii_outcome", e->pii_outcome);
+    s.status = e->status >= 500 ? SW_SPAN_ERROR : SW_SPAN_UNSET;
+    s.status_msg = e->status >= 500 ? e->code : NULL;
     sw_otlp_submit(o, &s);
 }

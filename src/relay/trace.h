@@ -20,10 +20,29 @@
 #include "relay/trace_state.h"
 
 struct proxy;
+struct sw_http_req;
+struct sw_live;
+struct sw_otlp;
 
-/* At the request's start: reads traceparent/tracestate, draws the ids,
- * decides sampling, sets the X-Trace-Id response header. */
-void sw_relay_trace_start(struct proxy *p);
+/* The trace of a request refused before routing (the front answers it):
+ * its context read from the request's headers while they are there. */
+struct sw_relay_trace_ctx {
+    bool on;                        /* telemetry.otlp is set */
+    bool sampled;
+    bool has_parent;
+    uint8_t trace_id[SW_TRACE_ID_LEN];
+    uint8_t span_id[SW_SPAN_ID_LEN];
+    uint8_t parent_id[SW_SPAN_ID_LEN];
+    char state[SW_TRACESTATE_MAX + 1];
+    char trace_hex[2 * SW_TRACE_ID_LEN + 1];
+    const char *method;             /* static */
+    char path[128];                 /* "": not a route of the API surface */
+};
+
+/* At the request's start: takes the context the front read (c), or reads
+ * traceparent/tracestate, draws the ids and decides sampling (c NULL or
+ * read without an exporter); sets the X-Trace-Id response header. */
+void sw_relay_trace_start(struct proxy *p, const struct sw_relay_trace_ctx *c);
 
 /* A new attempt is planned: its span id, estimate and breaker state. */
 void sw_relay_trace_attempt(struct proxy *p);
@@ -44,5 +63,19 @@ void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len);
 /* The request ended (e: its decision-log entry): builds and submits the
  * spans when sampled. */
 void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, int64_t now_ms);
+
+/* Reads req's trace context into *c (c->on false when o is NULL). route:
+ * whether req's path is a route of the API surface (then url.path is set). */
+void sw_relay_trace_ctx_read(struct sw_otlp *o, struct sw_http_req *req, bool route,
+                             struct sw_relay_trace_ctx *c);
+
+/* A refused request's SERVER span (e: its decision-log entry, or a partial
+ * one for the HTTP server's own errors), submitted when sampled: status
+ * code and error.type; the span status ERROR for a 5xx only (a 4xx is the
+ * client's error, not the server's). */
+void sw_relay_trace_refused(struct sw_otlp *o, const struct sw_live *live,
+                            const struct sw_relay_trace_ctx *c,
+                            const struct sw_declog_entry *e, int64_t start_ms,
+                            int64_t now_ms);
 
 #endif

@@ -8,7 +8,8 @@
 // SDK whose span the gateway's join, no canary value anywhere, sampling by
 // ratio and by the parent's flag, and a collector that refuses (503, then
 // retried), hangs or is gone: requests unaffected, spans dropped and counted,
-// the queue bounded.
+// the queue bounded; requests refused before routing (401, 400, 413, 415,
+// 404, pii_blocked) get a SERVER span of their own.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
@@ -378,5 +379,76 @@ describe('a collector that refuses, hangs or is gone', () => {
     await waitFor(async () => (await metric(gwBad, /spillway_otel_exports_total\{result="retried"\} (\d+)/)) >= 3,
       { timeout: 5000, what: 'retries against the hung and gone collector' });
     assert.ok((await metric(gwBad, /spillway_otel_queue_spans (\d+)/)) <= 30);
+  });
+});
+
+describe('requests refused before routing', () => {
+  const KEY = 'sk-app-CANARY-CLIENT-KEY';
+  let col, gw;
+  before(async () => {
+    col = await startCollector();
+    gw = await startSpillway(`
+listen: "127.0.0.1:0"
+backends:
+  - { name: edge, tier: local, url: "${edge.url}", model: edge-model }
+models:
+  - { name: chat, backends: [edge] }
+keys:
+  - { name: app, key: "${KEY}", pii: block }
+limits: { max_body_bytes: 4000 }
+telemetry:
+  otlp: { endpoint: "${col.url}", protocol: http/json, batch: { max_spans: 64, interval_ms: 20 } }
+`);
+  });
+  after(async () => { await gw?.stop(); await col?.close(); });
+
+  const auth = { authorization: `Bearer ${KEY}` };
+  const send = async (path, body, headers) => {
+    const r = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { ...json, ...headers }, body });
+    return { status: r.status, tid: r.headers.get('x-trace-id'), body: await r.text() };
+  };
+
+  test('each gets one SERVER span: status code, error.type, span status unset for a 4xx', async () => {
+    const cases = [
+      ['401 no key', () => send('/v1/chat/completions', chat('chat'), { traceparent: `00-${TID}-${PID}-01` }), 401, 'missing_api_key'],
+      ['400 malformed JSON', () => send('/v1/chat/completions', '{"model": "chat", ', auth), 400],
+      ['415 not JSON', () => send('/v1/chat/completions', chat('chat'), { ...auth, 'content-type': 'text/plain' }), 415, 'unsupported_media_type'],
+      ['404 unknown model', () => send('/v1/chat/completions', chat('CANARY-MODEL-NAME'), auth), 404, 'model_not_found'],
+      ['404 unknown path', () => send('/v1/CANARY-PATH', chat('chat'), auth), 404, 'unknown_url'],
+      ['413 too large', () => send('/v1/chat/completions', chat('chat', 'x'.repeat(5000)), auth), 413],
+      ['400 pii_blocked', () => send('/v1/chat/completions', chat('chat', 'mail CANARY.user@example.com'), auth), 400, 'pii_blocked'],
+    ];
+    for (const [what, run, status, code] of cases) {
+      const r = await run();
+      assert.equal(r.status, status, `${what}: ${r.body}`);
+      assert.match(r.tid ?? '', /^[0-9a-f]{32}$/, `${what}: X-Trace-Id`);
+      await waitFor(() => byTrace(col, r.tid).length >= 1, { timeout: 5000, what: `${what}: its span` });
+      const spans = byTrace(col, r.tid);
+      assert.equal(spans.length, 1, `${what}: one span, no attempt`);
+      const s = spans[0];
+      assert.equal(s.kind, 2, what);
+      assert.equal(s.attrs['http.response.status_code'], status, what);
+      assert.equal(typeof s.attrs['error.type'], 'string', what);
+      if (code) assert.equal(s.attrs['error.type'], code, what);
+      assert.equal(s.attrs['http.request.method'], 'POST', what);
+      assert.equal(s.status.code, 0, `${what}: a 4xx leaves the span status unset`);
+      assert.equal(s.resource['service.name'], 'spillway');
+      if (what.startsWith('401')) {
+        assert.equal(r.tid, TID, 'the client trace is continued');
+        assert.equal(s.parentSpanId, PID);
+        assert.equal(s.attrs['url.path'], '/v1/chat/completions');
+        assert.equal(s.name, 'POST /v1/chat/completions');
+      }
+      if (what.includes('pii')) {
+        assert.equal(s.attrs['spillway.pii.email'], 1);
+        assert.equal(s.attrs['spillway.key_name'], 'app');
+        assert.equal(s.attrs['spillway.decision'], 'rejected');
+      }
+      if (what.includes('unknown path')) assert.equal(s.name, 'POST');
+    }
+    const line = gw.output().split('\n').find((l) => l.includes(`"trace_id":"${TID}"`));
+    assert.ok(line, 'the refusal\'s decision-log line names its trace');
+    const all = Buffer.concat(col.bodies).toString('latin1');
+    assert.ok(all.length > 0 && !/canary/i.test(all), 'no client text or key in any exported byte');
   });
 });
