@@ -574,7 +574,7 @@ static void dispatch(struct proxy *p)
         return;
     }
     enum sw_dialect ud = sw_upstream_dialect_for(be, p->client_dialect);
-    if (p->chat.api == SW_API_EMBEDDINGS && ud != SW_DIALECT_OPENAI && ud != SW_DIALECT_AZURE) {
+    if (p->chat.api == SW_API_EMBEDDINGS && !sw_upstream_dialect(ud)->embeddings) {
         /* Embeddings exist in OpenAI's API only: this backend is out for them. */
         skip(p, "embeddings need a backend that speaks OpenAI's API");
         return;
@@ -586,9 +586,9 @@ static void dispatch(struct proxy *p)
      * form, as a translated one is). Anthropic's is unmasked in its own
      * shape, so its thinking blocks reach the client. */
     bool own_api = p->client_dialect != SW_DIALECT_OPENAI && ud == p->client_dialect;
-    bool native_unmask = p->client_dialect == SW_DIALECT_ANTHROPIC;
     /* A contract on response_format judges the text in the internal form. */
-    a->native = own_api && (!a->need_mask || native_unmask) &&
+    a->native = own_api &&
+                (!a->need_mask || sw_upstream_dialect(p->client_dialect)->native_unmask) &&
                 !(p->contract.schema && !p->contract.tool);
     if (!own_api && p->chat.untranslatable && !sw_relay_drop_fields(p)) {
         cannot_carry(p, p->chat.untranslatable);
@@ -628,22 +628,15 @@ static void send_attempt(struct proxy *p)
     struct sw_relay_attempt *a = &p->a;
     struct sw_stage_io *io = &a->io;
     const struct sw_config_backend *be = sw_relay_backend(p);
-    const struct sw_upstream_dialect *dops = sw_upstream_dialect(a->up_dialect);
     if (sw_relay_body_text(io)) {
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
     struct sw_upstream_client_hdrs ch = {NULL, NULL, p->auth.token};
-    if (p->client_dialect == SW_DIALECT_ANTHROPIC && p->req && a->up_dialect == p->client_dialect) {
+    if (p->req && a->up_dialect == p->client_dialect &&
+        sw_upstream_dialect(p->client_dialect)->client_headers) {
         ch.anthropic_version = sw_http_header(p->req, "anthropic-version", NULL);
         ch.anthropic_beta = sw_http_header(p->req, "anthropic-beta", NULL);
-    }
-    struct sw_buf hdrs;
-    sw_buf_init(&hdrs, 64 * 1024);
-    if (dops->headers(be, &ch, &hdrs) || sw_relay_trace_headers(p, &hdrs)) {
-        sw_buf_free(&hdrs);
-        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
-        return;
     }
     int64_t left = p->deadline_ms - a->attempt_ms;
     sw_claim_mark_sent(&p->claim);
@@ -652,15 +645,15 @@ static void send_attempt(struct proxy *p)
     sw_evs_free(&p->evs);
     sw_evs_init(&p->evs, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_evs_message, p);
     static const struct sw_upstream_cbs cbs = {sw_relay_on_data, on_done};
-    struct sw_buf path;
+    struct sw_buf hdrs, path, trace;
+    sw_buf_init(&hdrs, 64 * 1024);
     sw_buf_init(&path, 4096);
-    const char *rel = p->chat.api == SW_API_EMBEDDINGS          ? "embeddings"
-                      : p->chat.stream && dops->stream_path ? dops->stream_path
-                                                            : dops->chat_path;
-    int err = sw_upstream_path(be, a->up_dialect, rel, &path);
-    /* a signature covers the path and the body as sent */
-    if (!err && dops->sign)
-        err = dops->sign(be, path.ptr, io->text, io->text_len, &hdrs);
+    sw_buf_init(&trace, 1024);
+    int err = sw_relay_trace_headers(p, &trace);
+    if (!err)
+        err = sw_upstream_target(be, a->up_dialect, p->chat.api, p->chat.stream, &ch, &trace,
+                                 io->text, io->text_len, &path, &hdrs);
+    sw_buf_free(&trace);
     if (!err)
         err = sw_upstream_start(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->text,
                                 io->text_len, (long)left, p->id, &cbs, p);
