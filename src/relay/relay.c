@@ -120,7 +120,7 @@ static void detach_client(struct proxy *p)
     p->req = NULL;
 }
 
-/* ---- Accounting of one attempt ---- */
+/* ---- Settling an attempt ---- */
 
 /* Ends the current attempt: its timers stop, and it is logged and settled
  * (sw_relay_settle). Idempotent. */
