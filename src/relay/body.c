@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "common/jdump.h"
 #include "common/jscan.h"
+#include "state/live.h"
 #include "relay/splice.h"
 #include "upstream/dialect.h"
 
@@ -122,4 +123,33 @@ int sw_relay_body_text(struct sw_stage_io *io)
         return SW_ENOMEM;
     io->text_len = strlen(io->text);
     return SW_OK;
+}
+
+bool sw_relay_body_limit(struct proxy *p, const struct sw_config_backend *be)
+{
+    bool limit = !p->facts.max_tokens_given && be->tier == SW_TIER_CLOUD &&
+                 be->max_output_tokens > 0 &&
+                 (sw_live_spend_cap_usd(p->live) > 0 || p->tenant_budget);
+    if (limit)
+        json_object_set_new(p->chat.body, "max_completion_tokens",
+                            json_integer(be->max_output_tokens));
+    else if (!p->facts.max_tokens_given)
+        json_object_del(p->chat.body, "max_completion_tokens");
+    return limit;
+}
+
+void sw_relay_ask_for_usage(struct proxy *p)
+{
+    if (!p->chat.stream)
+        return;
+    /* Some APIs always carry the usage (Anthropic's message_delta,
+     * Responses' response.completed). */
+    p->client_wants_usage =
+        p->chat.include_usage || sw_upstream_dialect(p->client_dialect)->always_usage;
+    json_t *so = json_object_get(p->chat.body, "stream_options");
+    if (!json_is_object(so)) {
+        so = json_object();
+        json_object_set_new(p->chat.body, "stream_options", so);
+    }
+    json_object_set_new(so, "include_usage", json_true());
 }

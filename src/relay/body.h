@@ -21,6 +21,19 @@ int sw_relay_body(struct proxy *p, const struct sw_config_backend *be, bool own_
  * string metadata values, Anthropic none of its own) from a body. */
 void sw_relay_strip_fields(json_t *body);
 
+/* Under a spend cap (the file's, or the key's budget) a cloud attempt
+ * without max_tokens is reserved at the backend's max_output_tokens: that
+ * limit goes upstream too (max_completion_tokens set in the client's body),
+ * so the answer cannot cost more than was reserved; true then. Otherwise a
+ * limit an earlier attempt set is removed. */
+bool sw_relay_body_limit(struct proxy *p, const struct sw_config_backend *be);
+
+/* A stream asks the upstream for its usage (stream_options.include_usage
+ * set in the client's body): spend, buckets and learned rates need it.
+ * p->client_wants_usage says whether the client gets the usage-only chunk
+ * (it asked, or its API always carries the usage). */
+void sw_relay_ask_for_usage(struct proxy *p);
+
 /* After the request hooks: io->text from io->body (the one serialisation),
  * io->body released. SW_OK or SW_ENOMEM. */
 int sw_relay_body_text(struct sw_stage_io *io);

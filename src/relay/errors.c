@@ -84,10 +84,10 @@ void sw_relay_reply_upstream_error(struct proxy *p)
     p->final_status = (int)status;
     sw_relay_route_headers(p);
     const char *name = sw_relay_backend(p)->name;
-    json_t *emsg = json_object_get(json_object_get(body, "error"), "message");
-    if (!emsg && p->a.up_dialect == SW_DIALECT_BEDROCK) /* AWS: {"message": ...} */
-        emsg = json_object_get(body, "message") ? json_object_get(body, "message")
-                                                : json_object_get(body, "Message");
+    const struct sw_upstream_dialect *ud = sw_upstream_dialect(p->a.up_dialect);
+    const json_t *emsg = json_object_get(json_object_get(body, "error"), "message");
+    if (!emsg && ud->error_message)
+        emsg = ud->error_message(body);
     bool same = p->client_dialect == SW_DIALECT_OPENAI && p->a.up_dialect == SW_DIALECT_OPENAI;
     /* Azure's errors are OpenAI's with its own codes: content_filter (a prompt
      * its filter refused) is kept, innererror and the rest are not */

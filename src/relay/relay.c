@@ -44,10 +44,9 @@
 _Static_assert(offsetof(struct proxy, x) + sizeof(struct proxy_scratch) == sizeof(struct proxy),
                "struct proxy: the scratch must be the last member");
 
-enum outcome { OUTCOME_OK, OUTCOME_FAILED, OUTCOME_NEUTRAL };
-
 static void plan_next(struct proxy *p);
-static void attempt_end(struct proxy *p, enum outcome o, int http_status, int transport_err);
+static void attempt_end(struct proxy *p, enum sw_relay_outcome o, int http_status,
+                        int transport_err);
 
 /* ---- Lifetime ---- */
 
@@ -64,24 +63,10 @@ static void proxy_put(struct proxy *p)
     sw_spares_put(&spare_proxies, p);
 }
 
-/* Releases what the stages' input and output hold (the attempt's). */
-static void io_clear(struct sw_stage_io *io)
-{
-    json_decref(io->body);
-    free(io->text);
-    json_decref(io->chunks);
-    json_decref(io->native);
-    json_decref(io->native_before);
-    json_decref(io->answer);
-    free(io->reply_owned);
-    io->body = io->chunks = io->native = io->native_before = io->answer = NULL;
-    io->text = io->reply_owned = NULL;
-}
-
 static void proxy_free(struct proxy *p)
 {
     sw_upstream_cleanup(&p->up); /* abort first: the backend frees its slot at once */
-    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
     sw_tenant_cancel(p->live->g->tenant, &p->tw);
     if (p->tw.held)
         sw_tenant_settle(p->live->g->tenant, &p->tw, 0, sw_wall_ms());
@@ -92,7 +77,7 @@ static void proxy_free(struct proxy *p)
         event_free(p->ttft_timer);
     if (p->req) /* not answered (out of memory on the way): the client is told nothing more */
         sw_http_on_gone(p->req, NULL, NULL);
-    io_clear(&p->a.io);
+    sw_stage_io_clear(&p->a.io);
     sw_buf_free(&p->resp);
     free(p->cannot);
     sw_sse_free(&p->sse);
@@ -135,82 +120,22 @@ static void detach_client(struct proxy *p)
     p->req = NULL;
 }
 
-/* ---- Accounting of one attempt ---- */
+/* ---- Settling an attempt ---- */
 
-/* Ends the current attempt: logs it and settles its claim (sw_claim_settle:
- * the bucket and the spend on the real usage, the breaker and the learned
- * rates told the outcome, the local slot released, which may start the next
- * queued request). Idempotent. */
-static void attempt_end(struct proxy *p, enum outcome o, int http_status, int transport_err)
+/* Ends the current attempt: its timers stop, and it is logged and settled
+ * (sw_relay_settle). Idempotent. */
+static void attempt_end(struct proxy *p, enum sw_relay_outcome o, int http_status,
+                        int transport_err)
 {
     struct sw_relay_attempt *a = &p->a;
     if (!a->attempting)
         return;
     a->attempting = false;
-    struct sw_live *live = p->live;
-    const struct sw_config_backend *be = sw_relay_backend(p);
-    int64_t now = sw_now_ms();
     if (p->queue_timer)
         evtimer_del(p->queue_timer);
     if (p->ttft_timer)
         evtimer_del(p->ttft_timer);
-    double ttft = a->first_byte_ms ? (double)(a->first_byte_ms - a->attempt_ms) : -1;
-    if (p->n_att < SW_DECLOG_MAX_ATTEMPTS) {
-        struct sw_declog_attempt *l = &p->att[p->n_att++];
-        l->backend = be->name;
-        l->reason = sw_reason_name(a->reason);
-        l->outcome = o == OUTCOME_OK       ? SW_ATTEMPT_OK
-                     : o == OUTCOME_FAILED ? SW_ATTEMPT_FAILED
-                     : p->client_gone      ? SW_ATTEMPT_CLIENT_GONE
-                                           : SW_ATTEMPT_SKIPPED;
-        l->status = http_status;
-        l->error = o == OUTCOME_OK ? NULL
-                   : a->end_class ? a->end_class
-                   : transport_err ? sw_err_str(transport_err)
-                   : http_status   ? "status"
-                                   : NULL;
-        l->ttft_ms = ttft;
-        sw_relay_trace_attempt_end(p, p->n_att - 1, now);
-    }
-    long in = a->usage.in ? a->usage.in : p->chat.prompt_tokens_est;
-    long out = a->usage.out ? a->usage.out : a->usage.chunks;
-    double decode = a->first_byte_ms && a->last_byte_ms > a->first_byte_ms
-                        ? (double)(a->last_byte_ms - a->first_byte_ms)
-                        : 0;
-    a->end_class = NULL;
-    double cost_before = p->cost_usd;
-    bool sent = p->claim.sent;
-    p->claim.whole_answer = !p->chat.stream;
-    p->claim.usage_unreported = !a->usage.in;
-    /* A local box's prefix cache: what it reported teaches the hit share,
-     * and the rates learn from the prompt it really prefilled. */
-    long prefilled = in;
-    if (o == OUTCOME_OK && be->tier == SW_TIER_LOCAL) {
-        sw_live_on_cache(live, a->be, a->prefix_tokens, a->usage.cached_known ? a->usage.cached : -1,
-                         a->busy_at_start);
-        sw_live_prefix_served(live, a->be, &p->prefix, now);
-        if (a->usage.cached_known && a->usage.cached > 0)
-            prefilled = a->usage.cached < in ? in - a->usage.cached : 0;
-    }
-    p->cost_usd += sw_claim_settle(live, &p->claim,
-                                   o == OUTCOME_OK       ? SW_CLAIM_OK
-                                   : o == OUTCOME_FAILED ? SW_CLAIM_FAILED
-                                                         : SW_CLAIM_NEUTRAL,
-                                   prefilled, out, ttft, decode, http_status, transport_err,
-                                   p->up.retry_after_s, now);
-    double usd = p->cost_usd - cost_before;
-    sw_store_release(&live->g->store, live, &p->rh, usd > 0 ? usd : 0, sent, in + out);
-    if (p->tw.ask.n)
-        sw_tenant_settle(live->g->tenant, &p->tw, usd > 0 ? usd : 0, sw_wall_ms());
-    sw_store_breaker_check(&live->g->store, live, a->be);
-    a->lease_wait = false;
-    if (o == OUTCOME_OK) {
-        p->served = true;
-        p->tok_in = in;
-        p->tok_out = out;
-        if (a->first_byte_ms)
-            p->ttft_ms = (double)(a->first_byte_ms - p->start_ms);
-    }
+    sw_relay_settle(p, o, http_status, transport_err);
 }
 
 /* ---- Ending the request ---- */
@@ -267,7 +192,7 @@ static void exclude_and_replan(struct proxy *p, bool whole_tier)
 static void skip(struct proxy *p, const char *what)
 {
     note_failure(p, what);
-    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
     exclude_and_replan(p, false);
 }
 
@@ -285,7 +210,7 @@ static void attempt_failed(struct proxy *p, const char *what, int http_status, i
     if (p->up.retry_after_s >= 0 &&
         (p->retry_after_s < 0 || p->up.retry_after_s < p->retry_after_s))
         p->retry_after_s = p->up.retry_after_s;
-    attempt_end(p, OUTCOME_FAILED, http_status, transport_err);
+    attempt_end(p, SW_OUTCOME_FAILED, http_status, transport_err);
     sw_upstream_cleanup(&p->up);
     sw_buf_free(&p->resp);
     sw_sse_free(&p->sse);
@@ -308,7 +233,7 @@ static void stage_failed(struct proxy *p, const struct sw_stage_verdict *v)
         p->a.end_class = v->end_class;
         sw_relay_trace_event(p, "failover", sw_relay_backend(p)->name,
                              v->end_class ? v->end_class : "stage", -1);
-        attempt_end(p, OUTCOME_NEUTRAL, v->status, 0);
+        attempt_end(p, SW_OUTCOME_NEUTRAL, v->status, 0);
         sw_upstream_cleanup(&p->up);
         sw_buf_free(&p->resp);
         sw_info("request %s: asking the other tier after a %s", p->id,
@@ -324,7 +249,7 @@ static void stage_failed(struct proxy *p, const struct sw_stage_verdict *v)
 static void refuse(struct proxy *p, const struct sw_stage_verdict *v)
 {
     p->a.end_class = v->end_class;
-    attempt_end(p, OUTCOME_NEUTRAL, (int)p->up.status, 0);
+    attempt_end(p, SW_OUTCOME_NEUTRAL, (int)p->up.status, 0);
     p->served = true;
     p->refused_code = v->code;
     p->tok_in = p->a.usage.in ? p->a.usage.in : p->chat.prompt_tokens_est;
@@ -351,7 +276,7 @@ static void act_answer(struct proxy *p, enum sw_stage_rc rc)
     struct sw_stage_io *io = &p->a.io;
     switch (sw_stage_action(rc, p->started)) {
     case SW_ACT_GO_ON:
-        attempt_end(p, OUTCOME_OK, 200, 0);
+        attempt_end(p, SW_OUTCOME_OK, 200, 0);
         p->final_status = 200;
         sw_relay_route_headers(p);
         sw_reply_json(p->req, 200, io->reply, io->reply_len);
@@ -385,7 +310,7 @@ static void on_answer(struct proxy *p)
  * Passed through in the client's shape. */
 static void pass_through_error(struct proxy *p)
 {
-    attempt_end(p, OUTCOME_NEUTRAL, (int)p->up.status, 0);
+    attempt_end(p, SW_OUTCOME_NEUTRAL, (int)p->up.status, 0);
     p->served = true; /* the backend answered; the request was wrong for it */
     sw_relay_reply_upstream_error(p);
     detach_client(p);
@@ -419,7 +344,7 @@ static void on_done(void *ud, int err)
         on_answer(p);
         return;
     } else if (a->saw_done && !sw_sse_pending(&p->sse) && !sw_evs_pending(&p->evs)) {
-        attempt_end(p, OUTCOME_OK, 200, 0);
+        attempt_end(p, SW_OUTCOME_OK, 200, 0);
         p->final_status = 200;
         sw_http_on_drained(p->req, 0, NULL, NULL);
         sw_http_stream_end(p->req);
@@ -441,7 +366,7 @@ static void on_done(void *ud, int err)
         a->end_class = "stream_cut";
     }
     if (sw_stage_action(SW_STAGE_FAILOVER, p->started) == SW_ACT_END_STREAM) {
-        attempt_end(p, OUTCOME_FAILED, status, transport);
+        attempt_end(p, SW_OUTCOME_FAILED, status, transport);
         fail_stream(p, what);
     } else {
         attempt_failed(p, what, status, transport);
@@ -569,12 +494,12 @@ static void dispatch(struct proxy *p)
     if (p->deadline_ms - a->attempt_ms <= 0) {
         p->any_timeout = true;
         note_failure(p, "not tried, deadline passed");
-        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
         fail_all(p);
         return;
     }
     enum sw_dialect ud = sw_upstream_dialect_for(be, p->client_dialect);
-    if (p->chat.api == SW_API_EMBEDDINGS && ud != SW_DIALECT_OPENAI && ud != SW_DIALECT_AZURE) {
+    if (p->chat.api == SW_API_EMBEDDINGS && !sw_upstream_dialect(ud)->embeddings) {
         /* Embeddings exist in OpenAI's API only: this backend is out for them. */
         skip(p, "embeddings need a backend that speaks OpenAI's API");
         return;
@@ -586,25 +511,15 @@ static void dispatch(struct proxy *p)
      * form, as a translated one is). Anthropic's is unmasked in its own
      * shape, so its thinking blocks reach the client. */
     bool own_api = p->client_dialect != SW_DIALECT_OPENAI && ud == p->client_dialect;
-    bool native_unmask = p->client_dialect == SW_DIALECT_ANTHROPIC;
     /* A contract on response_format judges the text in the internal form. */
-    a->native = own_api && (!a->need_mask || native_unmask) &&
+    a->native = own_api &&
+                (!a->need_mask || sw_upstream_dialect(p->client_dialect)->native_unmask) &&
                 !(p->contract.schema && !p->contract.tool);
     if (!own_api && p->chat.untranslatable && !sw_relay_drop_fields(p)) {
         cannot_carry(p, p->chat.untranslatable);
         return;
     }
-    /* Under a spend cap a cloud attempt without max_tokens is reserved at
-     * the backend's max_output_tokens: that limit goes upstream too, so the
-     * answer cannot cost more than was reserved. */
-    bool limit = !p->facts.max_tokens_given && be->tier == SW_TIER_CLOUD &&
-                 be->max_output_tokens > 0 &&
-                 (sw_live_spend_cap_usd(p->live) > 0 || p->tenant_budget);
-    if (limit)
-        json_object_set_new(p->chat.body, "max_completion_tokens",
-                            json_integer(be->max_output_tokens));
-    else if (!p->facts.max_tokens_given)
-        json_object_del(p->chat.body, "max_completion_tokens");
+    bool limit = sw_relay_body_limit(p, be);
     sw_relay_stages_pick(p, own_api);
     sw_dialect_stage_attempt(&p->dialect, sw_upstream_dialect(ud), a->native, own_api,
                              sw_relay_format_tool(p), p->started,
@@ -628,22 +543,15 @@ static void send_attempt(struct proxy *p)
     struct sw_relay_attempt *a = &p->a;
     struct sw_stage_io *io = &a->io;
     const struct sw_config_backend *be = sw_relay_backend(p);
-    const struct sw_upstream_dialect *dops = sw_upstream_dialect(a->up_dialect);
     if (sw_relay_body_text(io)) {
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
     struct sw_upstream_client_hdrs ch = {NULL, NULL, p->auth.token};
-    if (p->client_dialect == SW_DIALECT_ANTHROPIC && p->req && a->up_dialect == p->client_dialect) {
+    if (p->req && a->up_dialect == p->client_dialect &&
+        sw_upstream_dialect(p->client_dialect)->client_headers) {
         ch.anthropic_version = sw_http_header(p->req, "anthropic-version", NULL);
         ch.anthropic_beta = sw_http_header(p->req, "anthropic-beta", NULL);
-    }
-    struct sw_buf hdrs;
-    sw_buf_init(&hdrs, 64 * 1024);
-    if (dops->headers(be, &ch, &hdrs) || sw_relay_trace_headers(p, &hdrs)) {
-        sw_buf_free(&hdrs);
-        attempt_failed(p, "out of memory", 0, SW_ENOMEM);
-        return;
     }
     int64_t left = p->deadline_ms - a->attempt_ms;
     sw_claim_mark_sent(&p->claim);
@@ -652,15 +560,15 @@ static void send_attempt(struct proxy *p)
     sw_evs_free(&p->evs);
     sw_evs_init(&p->evs, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_evs_message, p);
     static const struct sw_upstream_cbs cbs = {sw_relay_on_data, on_done};
-    struct sw_buf path;
+    struct sw_buf hdrs, path, trace;
+    sw_buf_init(&hdrs, 64 * 1024);
     sw_buf_init(&path, 4096);
-    const char *rel = p->chat.api == SW_API_EMBEDDINGS          ? "embeddings"
-                      : p->chat.stream && dops->stream_path ? dops->stream_path
-                                                            : dops->chat_path;
-    int err = sw_upstream_path(be, a->up_dialect, rel, &path);
-    /* a signature covers the path and the body as sent */
-    if (!err && dops->sign)
-        err = dops->sign(be, path.ptr, io->text, io->text_len, &hdrs);
+    sw_buf_init(&trace, 1024);
+    int err = sw_relay_trace_headers(p, &trace);
+    if (!err)
+        err = sw_upstream_target(be, a->up_dialect, p->chat.api, p->chat.stream, &ch, &trace,
+                                 io->text, io->text_len, &path, &hdrs);
+    sw_buf_free(&trace);
     if (!err)
         err = sw_upstream_start(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->text,
                                 io->text_len, (long)left, p->id, &cbs, p);
@@ -709,7 +617,7 @@ static void on_gate(struct sw_store_hold *h, enum sw_store_verdict v)
         note_failure(p, sw_store_degraded(&p->live->g->store)
                             ? "no shared spend counter (fails closed)"
                             : "spend cap reached (shared by the replicas)");
-        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
         if (!p->spend_refused) {
             /* decide again on the spend the refusal reported: the cap's
              * policy (shed, degrade, keep_local) applies as on one gateway */
@@ -726,28 +634,15 @@ static void on_gate(struct sw_store_hold *h, enum sw_store_verdict v)
         skip(p, "provider rate limit reached across the replicas (skipped)");
         return;
     }
-    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+    attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
     exclude_and_replan(p, false);
-}
-
-/* The most a cloud attempt on be can cost: the prompt's upper bound, and
- * without max_tokens the max_output_tokens sent upstream (as the local claim
- * reserves). A reservation of this bounds a cap across replicas, so it must
- * not fall short of the bill. */
-static double worst_usd(const struct proxy *p, const struct sw_config_backend *be)
-{
-    long out = p->facts.max_tokens;
-    if (!p->facts.max_tokens_given && be->max_output_tokens > 0)
-        out = be->max_output_tokens;
-    return sw_spend_cost_usd(sw_route_spend_prompt_tokens(&p->facts), out, be->input_usd_per_mtok,
-                             be->output_usd_per_mtok);
 }
 
 static void store_gate(struct proxy *p);
 
 /* What the key's and team's budgets said about a cloud attempt: on to the
- * shared state, or (refused, or no shared ledger: fails closed) decide again
- * without the priced clouds, reason budget; on_budget reject answers 429. */
+ * shared state, or decide again without the priced clouds (reason budget),
+ * or answer the 429 of on_budget: reject (sw_relay_tenant_reserved). */
 static void on_tenant_reserved(struct sw_tenant_wait *w, const struct sw_tenant_answer *a)
 {
     struct proxy *p = (struct proxy *)((char *)w - offsetof(struct proxy, tw));
@@ -755,17 +650,12 @@ static void on_tenant_reserved(struct sw_tenant_wait *w, const struct sw_tenant_
         store_gate(p);
         return;
     }
-    note_failure(p, a->v == SW_TENANT_UNAVAILABLE ? "no shared key budget ledger (fails closed)"
-                                                  : "key or team budget reached");
-    attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
-    p->tenant_refused = true;
-    p->facts.tenant_budget_out = true;
-    if (a->v == SW_TENANT_OVER_BUDGET && sw_relay_tenant_rejects(p)) {
-        sw_relay_tenant_refusal(p, a, true);
+    note_failure(p, sw_relay_tenant_why(a));
+    attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
+    if (sw_relay_tenant_reserved(p, a))
         reject(p);
-        return;
-    }
-    plan_next(p);
+    else
+        plan_next(p);
 }
 
 /* The local claim is held: a priced cloud attempt of a key with a budget
@@ -773,16 +663,12 @@ static void on_tenant_reserved(struct sw_tenant_wait *w, const struct sw_tenant_
  * shared state. */
 static void gate(struct proxy *p)
 {
-    const struct sw_config_backend *be = sw_relay_backend(p);
-    if (be->tier == SW_TIER_CLOUD && p->tenant_budget && !p->tw.held &&
-        (be->input_usd_per_mtok > 0 || be->output_usd_per_mtok > 0)) {
-        struct sw_tenant_answer a;
-        p->tw.cb = on_tenant_reserved;
-        if (sw_tenant_reserve(p->live->g->tenant, &p->tw, worst_usd(p, be), sw_wall_ms(), &a))
-            on_tenant_reserved(&p->tw, &a);
-        return;
-    }
-    store_gate(p);
+    struct sw_tenant_answer a;
+    bool now;
+    if (!sw_relay_tenant_reserve(p, on_tenant_reserved, &a, &now))
+        store_gate(p);
+    else if (now)
+        on_tenant_reserved(&p->tw, &a);
 }
 
 /* Asks the shared state (state.redis) for the rest (spend reservation,
@@ -792,7 +678,7 @@ static void store_gate(struct proxy *p)
     const struct sw_config_backend *be = sw_relay_backend(p);
     double est = 0;
     if (be->tier == SW_TIER_CLOUD && sw_live_spend_cap_usd(p->live) > 0)
-        est = worst_usd(p, be);
+        est = sw_relay_worst_usd(p, be);
     long tokens = be->tier == SW_TIER_CLOUD && (be->rpm || be->tpm)
                       ? p->facts.prompt_tokens_est + p->facts.max_tokens
                       : 0;
@@ -825,7 +711,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
     if (now >= p->deadline_ms) {
         p->any_timeout = true;
         note_failure(p, "waited in the local queue until the deadline");
-        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
         fail_all(p);
         return;
     }
@@ -835,7 +721,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
                              QUEUE_CHECK_US / 1000.0, p->id, sw_relay_backend(p)->name, &k)) {
         sw_relay_trace_event(p, "queue_leave", sw_relay_backend(p)->name, NULL,
                              (long)(now - p->a.claim_ms));
-        attempt_end(p, OUTCOME_NEUTRAL, 0, 0);
+        attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
         p->overflowed = true;
         p->left_queue |= 1u << k;
         exclude_and_replan(p, false);
@@ -845,8 +731,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
         gate(p); /* ask for a replica-wide slot again */
         return;
     }
-    struct timeval tv = {0, QUEUE_CHECK_US};
-    evtimer_add(p->queue_timer, &tv);
+    queue_check_later(p);
 }
 
 /* Claims what the plan's first attempt needs, then dispatches, queues, or
@@ -854,7 +739,7 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
 static void try_attempt(struct proxy *p)
 {
     const struct sw_route_attempt *pa = &p->plan.attempts[0];
-    io_clear(&p->a.io);
+    sw_stage_io_clear(&p->a.io);
     p->a = (struct sw_relay_attempt){
         .be = p->x.snap.map[pa->backend],
         .prefix_tokens = p->x.snap.backends[pa->backend].prefix_tokens,
@@ -925,58 +810,14 @@ static void plan_next(struct proxy *p)
 
 /* ---- Start ---- */
 
-/* Streams ask the upstream for usage (spend, buckets and learned rates need
- * it); the usage-only chunk is dropped again if the client did not ask. */
-static void ask_for_usage(struct proxy *p)
-{
-    if (!p->chat.stream)
-        return;
-    /* Some APIs always carry the usage (Anthropic's message_delta,
-     * Responses' response.completed). */
-    p->client_wants_usage =
-        p->chat.include_usage || sw_upstream_dialect(p->client_dialect)->always_usage;
-    json_t *so = json_object_get(p->chat.body, "stream_options");
-    if (!json_is_object(so)) {
-        so = json_object();
-        json_object_set_new(p->chat.body, "stream_options", so);
-    }
-    json_object_set_new(so, "include_usage", json_true());
-}
-
-/* The key's and team's buckets answered: 429 when one is empty; a spent
- * budget is a fact the router reads (keep_local), or a 429 (reject) unless
- * the shared ledger is out of reach (then only the cloud is refused). */
+/* The key's and team's buckets answered (sw_relay_tenant_admitted). */
 static void on_tenant_admitted(struct sw_tenant_wait *w, const struct sw_tenant_answer *a)
 {
     struct proxy *p = (struct proxy *)((char *)w - offsetof(struct proxy, tw));
-    sw_relay_tenant_headers(p, a);
-    if (a->v == SW_TENANT_RATE_LIMITED) {
-        sw_relay_tenant_refusal(p, a, false);
+    if (sw_relay_tenant_admitted(p, a))
         reject(p);
-        return;
-    }
-    if (a->budget_spent) {
-        if (!a->unavailable && sw_relay_tenant_rejects(p)) {
-            sw_relay_tenant_refusal(p, a, true);
-            reject(p);
-            return;
-        }
-        p->facts.tenant_budget_out = true;
-    }
-    plan_next(p);
-}
-
-/* Only prefix affinity reads a request's prefix identity, and only on a
- * local backend: without both its hashing (the whole conversation) is
- * skipped. */
-static bool wants_prefix(const struct proxy *p)
-{
-    if (!p->live->g->affinity_on)
-        return false;
-    for (size_t i = 0; i < p->model->n_backends; i++)
-        if (p->cfg->backends[p->model->backends[i]].tier == SW_TIER_LOCAL)
-            return true;
-    return false;
+    else
+        plan_next(p);
 }
 
 void sw_relay_start(const struct sw_relay_request *r)
@@ -1032,24 +873,17 @@ void sw_relay_start(const struct sw_relay_request *r)
     sw_relay_stages_init(p);
     sw_relay_strip_fields(p->chat.body);
     p->prefix.n = 0;
-    if (wants_prefix(p))
+    if (sw_live_prefix_wanted(p->live, p->cfg, p->model))
         sw_request_prefix(p->chat.body, p->chat.prompt_tokens_est, &p->prefix);
-    ask_for_usage(p);
+    sw_relay_ask_for_usage(p);
     p->splice.client_wants_usage = p->dialect.client_wants_usage = p->client_wants_usage;
     sw_http_on_gone(req, on_client_gone, p);
     sw_relay_trace_start(p, r->trace);
     p->key = r->key;
-    if (p->key) {
-        /* the tpm cost: the prompt estimate and max_tokens, as the providers count */
-        sw_tenant_ask_for(p->cfg, p->key, p->facts.prompt_tokens_est + p->facts.max_tokens,
-                          &p->tw.ask);
-        for (size_t i = 0; i < p->tw.ask.n; i++)
-            p->tenant_budget = p->tenant_budget || p->tw.ask.l[i].rules->budget.usd > 0;
-    }
-    if (p->tw.ask.n) {
-        struct sw_tenant_answer a;
-        p->tw.cb = on_tenant_admitted;
-        if (sw_tenant_admit(p->live->g->tenant, &p->tw, sw_wall_ms(), &a))
+    struct sw_tenant_answer a;
+    bool now;
+    if (sw_relay_tenant_admit(p, on_tenant_admitted, &a, &now)) {
+        if (now)
             on_tenant_admitted(&p->tw, &a);
         return;
     }

@@ -1,6 +1,7 @@
 #include "relay/stage.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 static enum sw_stage_rc (*hook_of(const struct sw_stage *s, enum sw_stage_hook h))(
@@ -110,4 +111,17 @@ enum sw_stage_action sw_stage_action(enum sw_stage_rc rc, bool started)
         return started ? SW_ACT_END_STREAM : SW_ACT_ANSWER_ERROR;
     }
     return SW_ACT_NEXT_BACKEND;
+}
+
+void sw_stage_io_clear(struct sw_stage_io *io)
+{
+    json_decref(io->body);
+    free(io->text);
+    json_decref(io->chunks);
+    json_decref(io->native);
+    json_decref(io->native_before);
+    json_decref(io->answer);
+    free(io->reply_owned);
+    io->body = io->chunks = io->native = io->native_before = io->answer = NULL;
+    io->text = io->reply_owned = NULL;
 }

@@ -134,6 +134,10 @@ enum sw_stage_rc sw_stage_run(const struct sw_stage *stages, size_t n, enum sw_s
  * of the stages after it. */
 enum sw_stage_rc sw_stage_resume(const struct sw_stage *stages, size_t n, enum sw_stage_hook h,
                                  struct sw_stage_io *io, enum sw_stage_rc rc);
+/* Releases what io's input and output hold (the attempt's): its body,
+ * text, chunks, native trees, answer and owned reply. */
+void sw_stage_io_clear(struct sw_stage_io *io);
+
 /* Calls every stage's reset hook. */
 void sw_stage_reset(const struct sw_stage *stages, size_t n);
 

@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "relay/account.h"
 #include "http/server.h"
 #include "route/route.h"
 #include "route/tenant.h"
+#include "state/live.h"
 
 static void add(struct proxy *p, const char *name, const char *kind, long long v)
 {
@@ -73,4 +76,67 @@ bool sw_relay_tenant_rejects(const struct proxy *p)
     struct sw_tenant_policy pol;
     sw_tenant_merge(&p->key->t, team, &pol);
     return pol.on_budget == SW_ON_BUDGET_REJECT;
+}
+
+bool sw_relay_tenant_admit(struct proxy *p, sw_relay_tenant_cb cb, struct sw_tenant_answer *a,
+                           bool *now)
+{
+    if (p->key) {
+        sw_tenant_ask_for(p->cfg, p->key, p->facts.prompt_tokens_est + p->facts.max_tokens,
+                          &p->tw.ask);
+        for (size_t i = 0; i < p->tw.ask.n; i++)
+            p->tenant_budget = p->tenant_budget || p->tw.ask.l[i].rules->budget.usd > 0;
+    }
+    if (!p->tw.ask.n)
+        return false;
+    p->tw.cb = cb;
+    *now = sw_tenant_admit(p->live->g->tenant, &p->tw, sw_wall_ms(), a);
+    return true;
+}
+
+bool sw_relay_tenant_admitted(struct proxy *p, const struct sw_tenant_answer *a)
+{
+    sw_relay_tenant_headers(p, a);
+    if (a->v == SW_TENANT_RATE_LIMITED) {
+        sw_relay_tenant_refusal(p, a, false);
+        return true;
+    }
+    if (a->budget_spent) {
+        if (!a->unavailable && sw_relay_tenant_rejects(p)) {
+            sw_relay_tenant_refusal(p, a, true);
+            return true;
+        }
+        p->facts.tenant_budget_out = true;
+    }
+    return false;
+}
+
+bool sw_relay_tenant_reserve(struct proxy *p, sw_relay_tenant_cb cb, struct sw_tenant_answer *a,
+                             bool *now)
+{
+    const struct sw_config_backend *be = sw_relay_backend(p);
+    if (be->tier != SW_TIER_CLOUD || !p->tenant_budget || p->tw.held ||
+        (be->input_usd_per_mtok <= 0 && be->output_usd_per_mtok <= 0))
+        return false;
+    p->tw.cb = cb;
+    *now = sw_tenant_reserve(p->live->g->tenant, &p->tw, sw_relay_worst_usd(p, be), sw_wall_ms(),
+                             a);
+    return true;
+}
+
+const char *sw_relay_tenant_why(const struct sw_tenant_answer *a)
+{
+    return a->v == SW_TENANT_UNAVAILABLE ? "no shared key budget ledger (fails closed)"
+                                         : "key or team budget reached";
+}
+
+bool sw_relay_tenant_reserved(struct proxy *p, const struct sw_tenant_answer *a)
+{
+    p->tenant_refused = true;
+    p->facts.tenant_budget_out = true;
+    if (a->v == SW_TENANT_OVER_BUDGET && sw_relay_tenant_rejects(p)) {
+        sw_relay_tenant_refusal(p, a, true);
+        return true;
+    }
+    return false;
 }

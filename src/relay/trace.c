@@ -269,21 +269,6 @@ static void url_host_port(const char *url, char *host, size_t cap, long *port)
     }
 }
 
-static const char *provider_name(enum sw_dialect d)
-{
-    switch (d) {
-    case SW_DIALECT_ANTHROPIC: return "anthropic";
-    case SW_DIALECT_AZURE: return "azure.ai.openai";
-    case SW_DIALECT_BEDROCK: return "aws.bedrock";
-    case SW_DIALECT_GEMINI: return "gcp.gemini";
-    case SW_DIALECT_VERTEX:
-    case SW_DIALECT_VERTEX_ANTHROPIC: return "gcp.vertex_ai";
-    case SW_DIALECT_OPENAI:
-    case SW_DIALECT_RESPONSES: return "openai";
-    }
-    return "openai";
-}
-
 static void base_span(const struct proxy *p, struct sw_span *s, const char *name,
                       enum sw_span_kind kind)
 {
@@ -327,7 +312,7 @@ static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, con
         url_host_port(be->url, host, sizeof host, &port);
         sw_attrs_str(as, "gen_ai.request.model", be->model);
         sw_attrs_str(as, "gen_ai.provider.name",
-                     provider_name(sw_upstream_dialect_for(be, p->client_dialect)));
+                     sw_upstream_dialect(sw_upstream_dialect_for(be, p->client_dialect))->provider_name);
         sw_attrs_str(as, "server.address", host);
         sw_attrs_int(as, "server.port", port);
         sw_attrs_str(as, "spillway.tier", sw_tier_name(be->tier));

@@ -508,6 +508,17 @@ void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t n
     }
 }
 
+bool sw_live_prefix_wanted(const struct sw_live *l, const struct sw_config *cfg,
+                           const struct sw_config_model *m)
+{
+    if (!l->g->affinity_on)
+        return false;
+    for (size_t i = 0; i < m->n_backends; i++)
+        if (cfg->backends[m->backends[i]].tier == SW_TIER_LOCAL)
+            return true;
+    return false;
+}
+
 void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *p,
                            int64_t now_ms)
 {

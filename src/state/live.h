@@ -213,6 +213,11 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
  * may not be the one holding it) in a snapshot taken for the request. Nothing when affinity is off or p has no identity. */
 void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t now_ms,
                          struct sw_live_snapshot *snap);
+/* Whether a request for model m (of cfg) needs its prefix identity: only
+ * prefix affinity reads it, and only on a local backend; without both its
+ * hashing (the whole conversation) is skipped. */
+bool sw_live_prefix_wanted(const struct sw_live *l, const struct sw_config *cfg,
+                           const struct sw_config_model *m);
 /* Local backend i answered a request of identity p: it holds that prefix
  * now (through the store: every replica learns it with state.redis). */
 void sw_live_prefix_served(struct sw_live *l, size_t i, const struct sw_prefix *p,

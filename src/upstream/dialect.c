@@ -750,6 +750,14 @@ static int vertex_anthropic_config(const struct sw_config_backend *be, json_t *b
 #define CHAT_PING "{\"model\":\"%s\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"ping\"}]}"
 
 /* One table per API; another dialect is one more row. */
+
+/* AWS's error bodies: {"message": ...} (or "Message"). */
+static const json_t *bedrock_error_message(const json_t *body)
+{
+    const json_t *m = json_object_get(body, "message");
+    return m ? m : json_object_get(body, "Message");
+}
+
 static const struct sw_upstream_dialect dialects[] = {
     [SW_DIALECT_OPENAI] = {
         .name = "openai",
@@ -764,6 +772,8 @@ static const struct sw_upstream_dialect dialects[] = {
         .max_tokens_key = "max_completion_tokens",
         .ping_fmt = CHAT_PING,
         .pii_surface = SW_PII_SURFACE_CHAT,
+        .provider_name = "openai",
+        .embeddings = true,
     },
     [SW_DIALECT_ANTHROPIC] = {
         .name = "anthropic",
@@ -786,6 +796,9 @@ static const struct sw_upstream_dialect dialects[] = {
         .pii_surface = SW_PII_SURFACE_MESSAGES,
         .always_usage = true,
         .tool_contract = true,
+        .provider_name = "anthropic",
+        .native_unmask = true,
+        .client_headers = true,
     },
     [SW_DIALECT_RESPONSES] = {
         .name = "responses",
@@ -812,6 +825,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .pii_surface = SW_PII_SURFACE_RESPONSES,
         .always_usage = true,
         .object_ids = true,
+        .provider_name = "openai",
     },
     [SW_DIALECT_AZURE] = {
         .name = "azure",
@@ -829,6 +843,8 @@ static const struct sw_upstream_dialect dialects[] = {
         .max_tokens_key = "max_completion_tokens",
         .ping_fmt = CHAT_PING,
         .pii_surface = SW_PII_SURFACE_CHAT,
+        .provider_name = "azure.ai.openai",
+        .embeddings = true,
     },
     [SW_DIALECT_BEDROCK] = {
         .name = "bedrock",
@@ -854,6 +870,8 @@ static const struct sw_upstream_dialect dialects[] = {
         .pii_surface = SW_PII_SURFACE_CONVERSE,
         .always_usage = true,
         .no_models = true,
+        .provider_name = "aws.bedrock",
+        .error_message = bedrock_error_message,
     },
     [SW_DIALECT_GEMINI] = {
         .name = "gemini",
@@ -875,6 +893,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .ping_fmt = GEMINI_PING,
         .pii_surface = SW_PII_SURFACE_GEMINI,
         .always_usage = true,
+        .provider_name = "gcp.gemini",
     },
     [SW_DIALECT_VERTEX_ANTHROPIC] = {
         .name = "vertex_anthropic",
@@ -896,6 +915,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .ping_fmt = CHAT_PING,
         .pii_surface = SW_PII_SURFACE_MESSAGES,
         .always_usage = true,
+        .provider_name = "gcp.vertex_ai",
     },
     [SW_DIALECT_VERTEX] = {
         .name = "vertex",
@@ -917,6 +937,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .ping_fmt = GEMINI_PING,
         .pii_surface = SW_PII_SURFACE_GEMINI,
         .always_usage = true,
+        .provider_name = "gcp.vertex_ai",
     },
 };
 
@@ -927,6 +948,26 @@ int sw_upstream_path(const struct sw_config_backend *be, enum sw_dialect d, cons
     if (ops->path)
         return ops->path(be, rel, out);
     return sw_buf_appendf(out, "%s/%s", be->url_is_base ? "" : "/v1", rel);
+}
+
+int sw_upstream_target(const struct sw_config_backend *be, enum sw_dialect d, enum sw_api api,
+                       bool stream, const struct sw_upstream_client_hdrs *c,
+                       const struct sw_buf *extra, const char *body, size_t len,
+                       struct sw_buf *path, struct sw_buf *hdrs)
+{
+    const struct sw_upstream_dialect *ops = sw_upstream_dialect(d);
+    const char *rel = api == SW_API_EMBEDDINGS        ? "embeddings"
+                      : stream && ops->stream_path ? ops->stream_path
+                                                   : ops->chat_path;
+    int err = ops->headers(be, c, hdrs);
+    if (!err && extra && extra->len)
+        err = sw_buf_append(hdrs, extra->ptr, extra->len);
+    if (!err)
+        err = sw_upstream_path(be, d, rel, path);
+    /* a signature covers the path and the body as sent */
+    if (!err && ops->sign)
+        err = ops->sign(be, path->ptr, body, len, hdrs);
+    return err;
 }
 
 const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d)

@@ -197,6 +197,17 @@ struct sw_upstream_dialect {
     bool tool_contract;                 /* without a response_format schema, the input
                                          * of a forced tool is the output contract (an
                                          * API that has no response_format) */
+    const char *provider_name;          /* OpenTelemetry's gen_ai.provider.name */
+    bool embeddings;                    /* it serves /embeddings (OpenAI's shape) */
+    bool native_unmask;                 /* a client of this API is unmasked in its own
+                                         * shape (its answer is not read in the internal
+                                         * form for it) */
+    bool client_headers;                /* a client of this API passes its version and beta
+                                         * headers (sw_upstream_client_hdrs) to a backend of
+                                         * the same API */
+    /* The message of an error answer's body (borrowed), NULL: none; NULL
+     * hook: the body's error.message. */
+    const json_t *(*error_message)(const json_t *body);
 };
 
 /* The path that follows backend be's url for `rel`, a path relative to the
@@ -208,6 +219,17 @@ struct sw_upstream_dialect {
  * SW_OK or SW_ENOMEM. */
 int sw_upstream_path(const struct sw_config_backend *be, enum sw_dialect d, const char *rel,
                      struct sw_buf *out);
+
+/* An attempt's upstream target for backend be spoken to in dialect d: the
+ * path after the url (appended to path) of a chat (streamed: the dialect's
+ * stream_path when it has one) or an embeddings request, and the request's
+ * headers (appended to hdrs): the dialect's own from c, then `extra` (the
+ * caller's, "Name: value\r\n" each, NULL: none), then the signature over
+ * the path and body when the dialect signs. SW_OK or an error. */
+int sw_upstream_target(const struct sw_config_backend *be, enum sw_dialect d, enum sw_api api,
+                       bool stream, const struct sw_upstream_client_hdrs *c,
+                       const struct sw_buf *extra, const char *body, size_t len,
+                       struct sw_buf *path, struct sw_buf *hdrs);
 
 /* The table of dialect d; never NULL. */
 const struct sw_upstream_dialect *sw_upstream_dialect(enum sw_dialect d);

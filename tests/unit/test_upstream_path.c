@@ -1,6 +1,8 @@
 /* The path after a backend's url (sw_upstream_path) for every way a url
- * is written, and the azure dialect's table: its headers, paths, answers,
- * stream events, and the config's checks of its keys. */
+ * is written, an attempt's target (sw_upstream_target) and the rows'
+ * columns the relay asks instead of naming a dialect, and the azure
+ * dialect's table: its headers, paths, answers, stream events, and the
+ * config's checks of its keys. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -222,13 +224,83 @@ static void test_azure_stream(void **state)
     json_decref(chunks);
 }
 
+/* Path and headers of an attempt: the dialect's headers, the caller's
+ * after them, the chat or embeddings path. */
+static void test_target(void **state)
+{
+    (void)state;
+    struct sw_config_backend be = {.url = "http://127.0.0.1:1", .model = "m", .api_key = "K",
+                                   .dialect = SW_DIALECT_OPENAI};
+    struct sw_buf path, hdrs, extra;
+    sw_buf_init(&path, 4096);
+    sw_buf_init(&hdrs, 4096);
+    sw_buf_init(&extra, 4096);
+    assert_int_equal(sw_buf_append(&extra, "traceparent: t\r\n", 16), 0);
+    assert_int_equal(sw_upstream_target(&be, SW_DIALECT_OPENAI, SW_API_CHAT, true, NULL, &extra,
+                                        "{}", 2, &path, &hdrs),
+                     0);
+    assert_string_equal(path.ptr, "/v1/chat/completions");
+    assert_string_equal(hdrs.ptr, "Authorization: Bearer K\r\ntraceparent: t\r\n");
+    sw_buf_reset(&path);
+    sw_buf_reset(&hdrs);
+    assert_int_equal(sw_upstream_target(&be, SW_DIALECT_OPENAI, SW_API_EMBEDDINGS, false, NULL,
+                                        NULL, "{}", 2, &path, &hdrs),
+                     0);
+    assert_string_equal(path.ptr, "/v1/embeddings");
+    sw_buf_reset(&path);
+    sw_buf_reset(&hdrs);
+    be.dialect = SW_DIALECT_ANTHROPIC;
+    struct sw_upstream_client_hdrs ch = {"2023-06-01", NULL, NULL};
+    assert_int_equal(sw_upstream_target(&be, SW_DIALECT_ANTHROPIC, SW_API_CHAT, false, &ch, NULL,
+                                        "{}", 2, &path, &hdrs),
+                     0);
+    assert_string_equal(path.ptr, "/v1/messages");
+    assert_string_equal(hdrs.ptr, "x-api-key: K\r\nanthropic-version: 2023-06-01\r\n");
+    sw_buf_free(&path);
+    sw_buf_free(&hdrs);
+    sw_buf_free(&extra);
+}
+
+/* The columns the relay reads instead of branching on a dialect. */
+static void test_row_columns(void **state)
+{
+    (void)state;
+    static const struct {
+        enum sw_dialect d;
+        const char *provider;
+        bool embeddings, native_unmask, client_headers, error_message;
+    } rows[] = {
+        {SW_DIALECT_OPENAI, "openai", true, false, false, false},
+        {SW_DIALECT_ANTHROPIC, "anthropic", false, true, true, false},
+        {SW_DIALECT_RESPONSES, "openai", false, false, false, false},
+        {SW_DIALECT_AZURE, "azure.ai.openai", true, false, false, false},
+        {SW_DIALECT_BEDROCK, "aws.bedrock", false, false, false, true},
+        {SW_DIALECT_GEMINI, "gcp.gemini", false, false, false, false},
+        {SW_DIALECT_VERTEX, "gcp.vertex_ai", false, false, false, false},
+        {SW_DIALECT_VERTEX_ANTHROPIC, "gcp.vertex_ai", false, false, false, false},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const struct sw_upstream_dialect *d = sw_upstream_dialect(rows[i].d);
+        assert_string_equal(d->provider_name, rows[i].provider);
+        assert_int_equal(d->embeddings, rows[i].embeddings);
+        assert_int_equal(d->native_unmask, rows[i].native_unmask);
+        assert_int_equal(d->client_headers, rows[i].client_headers);
+        assert_int_equal(d->error_message != NULL, rows[i].error_message);
+    }
+    json_t *aws = json_pack("{s:s}", "Message", "no such model");
+    const json_t *m = sw_upstream_dialect(SW_DIALECT_BEDROCK)->error_message(aws);
+    assert_string_equal(json_string_value(m), "no such model");
+    json_decref(aws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join_table),       cmocka_unit_test(test_chat_paths_relative),
         cmocka_unit_test(test_url_mistakes),     cmocka_unit_test(test_azure_config),
         cmocka_unit_test(test_azure_headers),    cmocka_unit_test(test_azure_answer),
-        cmocka_unit_test(test_azure_stream),
+        cmocka_unit_test(test_azure_stream),     cmocka_unit_test(test_target),
+        cmocka_unit_test(test_row_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
