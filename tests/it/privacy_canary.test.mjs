@@ -707,10 +707,18 @@ const startCloud = (dialect = 'openai') => startLlmsim(['--model', 'cloud-model'
 const startEdge = () => startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '0', '--slots', '1']);
 
 // Masked paths: every answer is the echo of the last user message, restored.
-function assertRestored(surface, reqs, answers, reasons, culprits = []) {
+// With the local slot held, a spilled attempt whose cloud first byte misses
+// the TTFT budget is abandoned once the slot frees (a loaded machine): the
+// local box answers it (reason fallback) with the text unmasked. That answer
+// is checked like the others; at least half must still come from the cloud.
+function assertRestored(surface, reqs, answers, reasons, culprits = [], { fallbackOk = false } = {}) {
   const bad = [];
+  const local = (a) => fallbackOk && a.status === 200 && a.backend === 'edge' && a.reason === 'fallback';
+  const fellBack = answers.filter(local).length;
+  assert.ok(fellBack * 2 <= answers.length, `${fellBack} of ${answers.length} masked requests fell back to the local box`);
   answers.forEach((a, i) => {
-    if (a.status !== 200 || a.backend !== 'cloud' || (reasons && !reasons.includes(a.reason))) bad.push(`${reqs[i].tag}: ${a.status} ${a.backend} ${a.reason} ${JSON.stringify(a.json?.error ?? '').slice(0, 200)}`);
+    if (local(a)) { if (!surface.embeddings && a.content !== reqs[i].lastUser) bad.push(`${reqs[i].tag}: the local fallback's answer is not the text sent`); }
+    else if (a.status !== 200 || a.backend !== 'cloud' || (reasons && !reasons.includes(a.reason))) bad.push(`${reqs[i].tag}: ${a.status} ${a.backend} ${a.reason} ${JSON.stringify(a.json?.error ?? '').slice(0, 200)}`);
     else if (surface.embeddings) { if (a.json?.data?.length !== reqs[i].body.input.length) bad.push(`${reqs[i].tag}: ${a.json?.data?.length} vectors for ${reqs[i].body.input.length} inputs`); }
     else if (a.content !== reqs[i].lastUser) bad.push(`${reqs[i].tag}: the echoed answer is not the text sent (${a.content?.length} vs ${reqs[i].lastUser.length} characters)`);
   });
@@ -807,7 +815,7 @@ async function runPath(surface, pathName, { seed, prefix, perCell = 1, half = nu
     check(() => assertNoLeaks(surface, pathName, reqs, got, clean, { floor, answers: count }));
     if (path.masked) {
       const n = Math.ceil(groups[0][0].length / PER_REQUEST);
-      check(() => assertRestored(surface, reqs.slice(0, n), answers.slice(0, n), path.reasons, culprits));
+      check(() => assertRestored(surface, reqs.slice(0, n), answers.slice(0, n), path.reasons, culprits, { fallbackOk: !!path.hold }));
     }
     check(() => assert.deepEqual(odd.slice(0, 5), [], `${odd.length} answers neither the cloud, the local box nor a structured refusal`));
     if (errors.length) throw new assert.AssertionError({ message: errors.join('\n\n') });
