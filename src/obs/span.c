@@ -54,6 +54,41 @@ void sw_attrs_bool(struct sw_attrs *as, const char *key, bool v)
         a->type = SW_ATTR_BOOL, a->v.b = v;
 }
 
+void sw_attrs_str_k(struct sw_attrs *as, const char *key, uint16_t klen, const char *v)
+{
+    struct sw_attr *a = v ? attr_slot(as, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_STR, a->v.s = v, a->klen = klen;
+}
+
+void sw_attrs_name_k(struct sw_attrs *as, const char *key, uint16_t klen, const char *v)
+{
+    struct sw_attr *a = v ? attr_slot(as, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_STR, a->v.s = v, a->klen = klen, a->vtrusted = true;
+}
+
+void sw_attrs_int_k(struct sw_attrs *as, const char *key, uint16_t klen, int64_t v)
+{
+    struct sw_attr *a = attr_slot(as, key);
+    if (a)
+        a->type = SW_ATTR_INT, a->v.i = v, a->klen = klen;
+}
+
+void sw_attrs_double_k(struct sw_attrs *as, const char *key, uint16_t klen, double v)
+{
+    struct sw_attr *a = isfinite(v) ? attr_slot(as, key) : NULL;
+    if (a)
+        a->type = SW_ATTR_DOUBLE, a->v.d = v, a->klen = klen;
+}
+
+void sw_attrs_bool_k(struct sw_attrs *as, const char *key, uint16_t klen, bool v)
+{
+    struct sw_attr *a = attr_slot(as, key);
+    if (a)
+        a->type = SW_ATTR_BOOL, a->v.b = v, a->klen = klen;
+}
+
 void sw_attrs_strs(struct sw_attrs *as, const char *key, const char *const *v, size_t n)
 {
     struct sw_attr *a = v ? attr_slot(as, key) : NULL;
@@ -276,6 +311,17 @@ static void json_value(struct w *w, const struct sw_attr *a)
     PUT(w, "}");
 }
 
+/* A string value's length when check (plain_len or short_ascii) passes it,
+ * else -1; a trusted name (at most 100 bytes by its setter's rule) passes
+ * unchecked. */
+static inline long str_len(const struct sw_attr *a, long (*check)(const char *))
+{
+    if (!a->vtrusted)
+        return check(a->v.s);
+    size_t n = strnlen(a->v.s, 101);
+    return n > 100 ? -1 : (long)n;
+}
+
 /* The length of s when a JSON string holds it as it is (printable ASCII but
  * '"' and '\\') and it has at most 100 bytes, else -1. */
 static long plain_len(const char *s)
@@ -305,9 +351,9 @@ static long plain_len(const char *s)
  * the general path writes it. */
 static bool json_attr_short(struct w *w, const struct sw_attr *a)
 {
-    long kn = plain_len(a->key), sn = 0;
+    long kn = a->klen ? (long)a->klen : plain_len(a->key), sn = 0;
     if (kn < 0 || a->type == SW_ATTR_STRS ||
-        (a->type == SW_ATTR_STR && (sn = plain_len(a->v.s)) < 0))
+        (a->type == SW_ATTR_STR && (sn = str_len(a, plain_len)) < 0))
         return false;
     if (!room(w, (size_t)(kn + sn) + 64))
         return true; /* the encoding is void */
@@ -566,7 +612,7 @@ static inline long short_ascii(const char *s)
  * length then fits in one byte). false: the general path writes it. */
 static bool pb_attr_short(struct w *w, unsigned field, const struct sw_attr *a)
 {
-    long kn = short_ascii(a->key), sn = 0;
+    long kn = a->klen ? (long)a->klen : short_ascii(a->key), sn = 0;
     if (kn < 0 || field > 15)
         return false;
     unsigned char val[12];
@@ -574,7 +620,7 @@ static bool pb_attr_short(struct w *w, unsigned field, const struct sw_attr *a)
     uint64_t v;
     switch (a->type) {
     case SW_ATTR_STR:
-        if ((sn = short_ascii(a->v.s)) < 0)
+        if ((sn = str_len(a, short_ascii)) < 0)
             return false;
         vn = 2 + (size_t)sn;
         break;

@@ -37,6 +37,8 @@ enum sw_attr_type { SW_ATTR_STR, SW_ATTR_INT, SW_ATTR_DOUBLE, SW_ATTR_BOOL, SW_A
 struct sw_attr {
     const char *key;                /* borrowed */
     enum sw_attr_type type;
+    uint16_t klen;                  /* a literal key's length (0: the key is checked when encoded) */
+    bool vtrusted;                  /* a string value from a closed set of names (SW_ATTR_NAME) */
     union {
         const char *s;              /* borrowed */
         int64_t i;
@@ -86,6 +88,18 @@ void sw_attrs_int(struct sw_attrs *as, const char *key, int64_t v);
 void sw_attrs_double(struct sw_attrs *as, const char *key, double v);
 void sw_attrs_bool(struct sw_attrs *as, const char *key, bool v);
 void sw_attrs_strs(struct sw_attrs *as, const char *key, const char *const *v, size_t n);
+
+/* The same for a key that is a string literal of printable ASCII but '"'
+ * and '\\' (every key Spillway names), given as SW_K("key"): its length is
+ * the literal's and the encoders copy it as it is, unchecked. sw_attrs_name:
+ * the value, too, is such a name (a closed set's, returned by a *_name
+ * function), copied unchecked. */
+#define SW_K(lit) ("" lit), (uint16_t)(sizeof(lit) - 1)
+void sw_attrs_str_k(struct sw_attrs *as, const char *key, uint16_t klen, const char *v);
+void sw_attrs_name_k(struct sw_attrs *as, const char *key, uint16_t klen, const char *v);
+void sw_attrs_int_k(struct sw_attrs *as, const char *key, uint16_t klen, int64_t v);
+void sw_attrs_double_k(struct sw_attrs *as, const char *key, uint16_t klen, double v);
+void sw_attrs_bool_k(struct sw_attrs *as, const char *key, uint16_t klen, bool v);
 
 /* A new event of span s (NULL past SW_SPAN_MAX_EVENTS: counted as dropped).
  * Attributes of an event: sw_event_str / sw_event_int / sw_event_double. */

@@ -305,36 +305,36 @@ static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, con
     s->start_ns = wall_ns(p, ta->claim_ms);
     s->end_ns = wall_ns(p, ta->end_ms);
     struct sw_attrs *as = &s->attrs;
-    sw_attrs_str(as, "gen_ai.operation.name", op);
+    sw_attrs_name_k(as, SW_K("gen_ai.operation.name"), op);
     if (be) {
         static __thread char host[256]; /* borrowed by the span until it is encoded */
         long port;
         url_host_port(be->url, host, sizeof host, &port);
-        sw_attrs_str(as, "gen_ai.request.model", be->model);
-        sw_attrs_str(as, "gen_ai.provider.name",
-                     sw_upstream_dialect(sw_upstream_dialect_for(be, p->client_dialect))->provider_name);
-        sw_attrs_str(as, "server.address", host);
-        sw_attrs_int(as, "server.port", port);
-        sw_attrs_str(as, "spillway.tier", sw_tier_name(be->tier));
-        sw_attrs_str(as, "spillway.region", be->region);
+        sw_attrs_str_k(as, SW_K("gen_ai.request.model"), be->model);
+        sw_attrs_name_k(as, SW_K("gen_ai.provider.name"),
+                        sw_upstream_dialect(sw_upstream_dialect_for(be, p->client_dialect))->provider_name);
+        sw_attrs_str_k(as, SW_K("server.address"), host);
+        sw_attrs_int_k(as, SW_K("server.port"), port);
+        sw_attrs_name_k(as, SW_K("spillway.tier"), sw_tier_name(be->tier));
+        sw_attrs_str_k(as, SW_K("spillway.region"), be->region);
     }
-    sw_attrs_str(as, "spillway.backend", la->backend);
-    sw_attrs_str(as, "spillway.reason", la->reason);
-    sw_attrs_str(as, "spillway.outcome", sw_declog_outcome_name(la->outcome));
-    sw_attrs_str(as, "spillway.breaker", sw_breaker_name((enum sw_breaker_state)ta->breaker));
-    sw_attrs_bool(as, "spillway.masked", ta->masked);
+    sw_attrs_str_k(as, SW_K("spillway.backend"), la->backend);
+    sw_attrs_str_k(as, SW_K("spillway.reason"), la->reason);
+    sw_attrs_name_k(as, SW_K("spillway.outcome"), sw_declog_outcome_name(la->outcome));
+    sw_attrs_name_k(as, SW_K("spillway.breaker"), sw_breaker_name((enum sw_breaker_state)ta->breaker));
+    sw_attrs_bool_k(as, SW_K("spillway.masked"), ta->masked);
     if (la->status)
-        sw_attrs_int(as, "http.response.status_code", la->status);
+        sw_attrs_int_k(as, SW_K("http.response.status_code"), la->status);
     if (la->error)
-        sw_attrs_str(as, "error.type", la->error);
+        sw_attrs_str_k(as, SW_K("error.type"), la->error);
     if (ta->sent_ms) {
-        sw_attrs_double(as, "spillway.queue_wait_ms", (double)(ta->sent_ms - ta->claim_ms));
+        sw_attrs_double_k(as, SW_K("spillway.queue_wait_ms"), (double)(ta->sent_ms - ta->claim_ms));
         if (ta->first_byte_ms)
-            sw_attrs_double(as, "spillway.first_byte_ms",
-                            (double)(ta->first_byte_ms - ta->sent_ms));
+            sw_attrs_double_k(as, SW_K("spillway.first_byte_ms"),
+                              (double)(ta->first_byte_ms - ta->sent_ms));
     }
     if (ta->est_ttft_ms >= 0)
-        sw_attrs_double(as, "spillway.ttft_estimated_ms", ta->est_ttft_ms);
+        sw_attrs_double_k(as, SW_K("spillway.ttft_estimated_ms"), ta->est_ttft_ms);
     s->status = la->outcome == SW_ATTEMPT_FAILED ? SW_SPAN_ERROR : SW_SPAN_UNSET;
     s->status_msg = la->error;
 }
@@ -381,57 +381,57 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
     s.start_ns = wall_ns(p, p->start_ms);
     s.end_ns = wall_ns(p, now_ms);
     struct sw_attrs *as = &s.attrs;
-    sw_attrs_str(as, "gen_ai.operation.name", op);
-    sw_attrs_str(as, "gen_ai.request.model", p->model->name);
+    sw_attrs_name_k(as, SW_K("gen_ai.operation.name"), op);
+    sw_attrs_str_k(as, SW_K("gen_ai.request.model"), p->model->name);
     const struct sw_config_backend *be = p->served ? &p->cfg->backends[p->a.be] : NULL;
     if (be)
-        sw_attrs_str(as, "gen_ai.response.model", be->model);
+        sw_attrs_str_k(as, SW_K("gen_ai.response.model"), be->model);
     if (e->tokens_in >= 0)
-        sw_attrs_int(as, "gen_ai.usage.input_tokens", e->tokens_in);
+        sw_attrs_int_k(as, SW_K("gen_ai.usage.input_tokens"), e->tokens_in);
     if (e->tokens_out >= 0)
-        sw_attrs_int(as, "gen_ai.usage.output_tokens", e->tokens_out);
+        sw_attrs_int_k(as, SW_K("gen_ai.usage.output_tokens"), e->tokens_out);
     const char *fin[SW_RELAY_TRACE_FINISH];
     for (unsigned i = 0; i < t->n_finish; i++)
         fin[i] = t->finish[i];
     if (t->n_finish)
         sw_attrs_strs(as, "gen_ai.response.finish_reasons", fin, t->n_finish);
-    sw_attrs_str(as, "http.request.method", t->method);
-    sw_attrs_str(as, "url.path", t->path);
+    sw_attrs_str_k(as, SW_K("http.request.method"), t->method);
+    sw_attrs_str_k(as, SW_K("url.path"), t->path);
     if (e->status)
-        sw_attrs_int(as, "http.response.status_code", e->status);
-    sw_attrs_str(as, "spillway.api", e->api);
-    sw_attrs_str(as, "spillway.request_id", e->request_id);
-    sw_attrs_str(as, "spillway.decision", sw_declog_decision_name(e->decision));
-    sw_attrs_str(as, "spillway.backend", e->backend);
-    sw_attrs_str(as, "spillway.tier", e->tier);
-    sw_attrs_str(as, "spillway.region", e->region);
-    sw_attrs_str(as, "spillway.reason", e->reason);
-    sw_attrs_str(as, "spillway.key_name", e->key_name);
-    sw_attrs_str(as, "spillway.priority", e->priority);
-    sw_attrs_bool(as, "spillway.stream", e->stream);
-    sw_attrs_bool(as, "spillway.masked", p->pii_st.masked);
-    sw_attrs_int(as, "spillway.attempts", (int64_t)e->n_attempts);
+        sw_attrs_int_k(as, SW_K("http.response.status_code"), e->status);
+    sw_attrs_str_k(as, SW_K("spillway.api"), e->api);
+    sw_attrs_str_k(as, SW_K("spillway.request_id"), e->request_id);
+    sw_attrs_name_k(as, SW_K("spillway.decision"), sw_declog_decision_name(e->decision));
+    sw_attrs_str_k(as, SW_K("spillway.backend"), e->backend);
+    sw_attrs_str_k(as, SW_K("spillway.tier"), e->tier);
+    sw_attrs_str_k(as, SW_K("spillway.region"), e->region);
+    sw_attrs_str_k(as, SW_K("spillway.reason"), e->reason);
+    sw_attrs_str_k(as, SW_K("spillway.key_name"), e->key_name);
+    sw_attrs_str_k(as, SW_K("spillway.priority"), e->priority);
+    sw_attrs_bool_k(as, SW_K("spillway.stream"), e->stream);
+    sw_attrs_bool_k(as, SW_K("spillway.masked"), p->pii_st.masked);
+    sw_attrs_int_k(as, SW_K("spillway.attempts"), (int64_t)e->n_attempts);
     if (e->code)
-        sw_attrs_str(as, "error.type", e->code);
+        sw_attrs_str_k(as, SW_K("error.type"), e->code);
     if (e->ttft_ms >= 0)
-        sw_attrs_double(as, "spillway.ttft_ms", e->ttft_ms);
+        sw_attrs_double_k(as, SW_K("spillway.ttft_ms"), e->ttft_ms);
     for (size_t i = p->n_att; i-- > 0;) {
         const struct sw_relay_trace_attempt *ta = &t->att[i];
         if (p->att[i].outcome != SW_ATTEMPT_OK && i + 1 != p->n_att)
             continue;
         if (ta->sent_ms)
-            sw_attrs_double(as, "spillway.queue_wait_ms", (double)(ta->sent_ms - ta->claim_ms));
+            sw_attrs_double_k(as, SW_K("spillway.queue_wait_ms"), (double)(ta->sent_ms - ta->claim_ms));
         if (ta->est_ttft_ms >= 0)
-            sw_attrs_double(as, "spillway.ttft_estimated_ms", ta->est_ttft_ms);
+            sw_attrs_double_k(as, SW_K("spillway.ttft_estimated_ms"), ta->est_ttft_ms);
         break;
     }
-    sw_attrs_double(as, "spillway.cost_usd", e->cost_usd);
+    sw_attrs_double_k(as, SW_K("spillway.cost_usd"), e->cost_usd);
     char keys[SW_DECLOG_MAX_PII_TYPES][64];
     for (size_t i = 0; i < e->n_pii && i < SW_DECLOG_MAX_PII_TYPES; i++) {
         cat(keys[i], sizeof keys[i], "spillway.pii.", 13, e->pii[i].type);
         sw_attrs_int(as, keys[i], (int64_t)e->pii[i].n);
     }
-    sw_attrs_str(as, "spillway.pii_outcome", e->pii_outcome);
+    sw_attrs_str_k(as, SW_K("spillway.pii_outcome"), e->pii_outcome);
     server_events(p, &s);
     s.status = e->status >= 500 ? SW_SPAN_ERROR : SW_SPAN_UNSET;
     s.status_msg = e->code;
@@ -475,24 +475,24 @@ void sw_relay_trace_refused(struct sw_otlp *o, const struct sw_live *live,
     s.start_ns = sw_live_wall_ms(live, start_ms) * 1000000;
     s.end_ns = sw_live_wall_ms(live, now_ms) * 1000000;
     struct sw_attrs *as = &s.attrs;
-    sw_attrs_str(as, "gen_ai.operation.name", op);
+    sw_attrs_name_k(as, SW_K("gen_ai.operation.name"), op);
     if (named_model)
-        sw_attrs_str(as, "gen_ai.request.model", e->model);
-    sw_attrs_str(as, "http.request.method", c->method);
+        sw_attrs_str_k(as, SW_K("gen_ai.request.model"), e->model);
+    sw_attrs_str_k(as, SW_K("http.request.method"), c->method);
     if (c->path[0])
-        sw_attrs_str(as, "url.path", c->path);
-    sw_attrs_int(as, "http.response.status_code", e->status);
-    sw_attrs_str(as, "error.type", e->code);
-    sw_attrs_str(as, "spillway.api", e->api);
-    sw_attrs_str(as, "spillway.request_id", e->request_id);
-    sw_attrs_str(as, "spillway.decision", sw_declog_decision_name(SW_DECLOG_REJECTED));
-    sw_attrs_str(as, "spillway.key_name", e->key_name);
+        sw_attrs_str_k(as, SW_K("url.path"), c->path);
+    sw_attrs_int_k(as, SW_K("http.response.status_code"), e->status);
+    sw_attrs_str_k(as, SW_K("error.type"), e->code);
+    sw_attrs_str_k(as, SW_K("spillway.api"), e->api);
+    sw_attrs_str_k(as, SW_K("spillway.request_id"), e->request_id);
+    sw_attrs_name_k(as, SW_K("spillway.decision"), sw_declog_decision_name(SW_DECLOG_REJECTED));
+    sw_attrs_str_k(as, SW_K("spillway.key_name"), e->key_name);
     char keys[SW_DECLOG_MAX_PII_TYPES][64];
     for (size_t i = 0; i < e->n_pii && i < SW_DECLOG_MAX_PII_TYPES; i++) {
         cat(keys[i], sizeof keys[i], "spillway.pii.", 13, e->pii[i].type);
         sw_attrs_int(as, keys[i], (int64_t)e->pii[i].n);
     }
-    sw_attrs_str(as, "spillway.pii_outcome", e->pii_outcome);
+    sw_attrs_str_k(as, SW_K("spillway.pii_outcome"), e->pii_outcome);
     s.status = e->status >= 500 ? SW_SPAN_ERROR : SW_SPAN_UNSET;
     s.status_msg = e->status >= 500 ? e->code : NULL;
     sw_otlp_submit(o, &s);

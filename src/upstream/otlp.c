@@ -171,13 +171,13 @@ struct sw_otlp *sw_otlp_new(struct event_base *base, struct sw_curlev *cev,
         sw_otlp_free(o);
         return NULL;
     }
-    sw_attrs_str(&o->resource, "service.name", o->service_name);
-    sw_attrs_str(&o->resource, "service.version", SW_VERSION);
-    sw_attrs_str(&o->resource, "service.instance.id", o->instance_id);
-    sw_attrs_str(&o->resource, "telemetry.sdk.name", "spillway");
-    sw_attrs_str(&o->resource, "telemetry.sdk.language", "c");
-    sw_attrs_str(&o->resource, "telemetry.sdk.version", SW_VERSION);
-    sw_attrs_str(&o->resource, "spillway.replica.id", o->replica);
+    sw_attrs_str_k(&o->resource, SW_K("service.name"), o->service_name);
+    sw_attrs_str_k(&o->resource, SW_K("service.version"), SW_VERSION);
+    sw_attrs_str_k(&o->resource, SW_K("service.instance.id"), o->instance_id);
+    sw_attrs_str_k(&o->resource, SW_K("telemetry.sdk.name"), "spillway");
+    sw_attrs_str_k(&o->resource, SW_K("telemetry.sdk.language"), "c");
+    sw_attrs_str_k(&o->resource, SW_K("telemetry.sdk.version"), SW_VERSION);
+    sw_attrs_str_k(&o->resource, SW_K("spillway.replica.id"), o->replica);
     return o;
 }
 

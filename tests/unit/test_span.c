@@ -356,6 +356,41 @@ static void test_request(void **state)
     sw_buf_free(&req);
 }
 
+/* The literal-key setters (SW_K) and trusted names encode the same bytes as
+ * the checked setters, in both encodings. */
+static void test_literal_keys(void **state)
+{
+    (void)state;
+    static struct sw_span k;
+    for (int enc = SW_OTLP_JSON; enc <= SW_OTLP_PROTOBUF; enc++) {
+        memset(&sp, 0, sizeof sp);
+        memset(&k, 0, sizeof k);
+        sp.name = k.name = "n";
+        sw_attrs_str(&sp.attrs, "gen_ai.request.model", "m-1");
+        sw_attrs_str(&sp.attrs, "spillway.tier", "local");
+        sw_attrs_int(&sp.attrs, "server.port", 8080);
+        sw_attrs_double(&sp.attrs, "spillway.cost_usd", 0.25);
+        sw_attrs_bool(&sp.attrs, "spillway.stream", true);
+        sw_attrs_str(&sp.attrs, "error.type", "a\xff\"b");
+        sw_attrs_str_k(&k.attrs, SW_K("gen_ai.request.model"), "m-1");
+        sw_attrs_name_k(&k.attrs, SW_K("spillway.tier"), "local");
+        sw_attrs_int_k(&k.attrs, SW_K("server.port"), 8080);
+        sw_attrs_double_k(&k.attrs, SW_K("spillway.cost_usd"), 0.25);
+        sw_attrs_bool_k(&k.attrs, SW_K("spillway.stream"), true);
+        sw_attrs_str_k(&k.attrs, SW_K("error.type"), "a\xff\"b");
+        sw_attrs_str_k(&k.attrs, SW_K("none"), NULL);
+        struct sw_buf a, b;
+        sw_buf_init(&a, 1 << 20);
+        sw_buf_init(&b, 1 << 20);
+        assert_int_equal(sw_span_encode(&sp, (enum sw_span_encoding)enc, &a), SW_OK);
+        assert_int_equal(sw_span_encode(&k, (enum sw_span_encoding)enc, &b), SW_OK);
+        assert_int_equal(a.len, b.len);
+        assert_memory_equal(a.ptr, b.ptr, a.len);
+        sw_buf_free(&a);
+        sw_buf_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_protobuf),
         cmocka_unit_test(test_request),
+        cmocka_unit_test(test_literal_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
