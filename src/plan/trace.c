@@ -135,12 +135,15 @@ static char *trim(char *s)
     return s;
 }
 
+/* The largest token count a trace may hold, in either reader. */
+#define MAX_COUNT 100000000
+
 static bool parse_count(const char *s, uint32_t *out)
 {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno || v < 0 || v > 100000000)
+    if (!*s || *end || errno || v < 0 || v > MAX_COUNT)
         return false;
     *out = (uint32_t)v;
     return true;
@@ -177,7 +180,11 @@ static bool split_fields(char *s, char *f[7], int *nf_out, size_t lineno, char *
     return true;
 }
 
-/* The time field: seconds (a number >= 0) or an ISO-8601 UTC time (which,
+/* Seconds past which a time is refused (the year 33658): epoch milliseconds
+ * stay far inside int64. */
+#define MAX_TIME_S 1e12
+
+/* The time field: seconds (a number >= 0 and < MAX_TIME_S) or an ISO-8601 UTC time (which,
  * like seconds past 1e9, makes the trace's times epoch ones). */
 static bool parse_time(const char *f0, struct raw *r, bool *epoch, size_t lineno, char *err,
                        size_t errlen)
@@ -185,13 +192,13 @@ static bool parse_time(const char *f0, struct raw *r, bool *epoch, size_t lineno
     char *e;
     errno = 0;
     double sec = strtod(f0, &e);
-    if (*f0 && !*e && !errno && isfinite(sec) && sec >= 0) {
+    if (*f0 && !*e && !errno && isfinite(sec) && sec >= 0 && sec < MAX_TIME_S) {
         r->t = sec * 1000.0;
     } else {
         r->t = parse_iso(f0);
         if (r->t < 0) {
             seterr(err, errlen, "line %zu: time \"%.40s\" is neither seconds (a number "
-                   ">= 0) nor an ISO-8601 UTC time", lineno, f0);
+                   ">= 0 and < 1e12) nor an ISO-8601 UTC time", lineno, f0);
             return false;
         }
         *epoch = true;
@@ -409,6 +416,13 @@ int sw_plan_trace_declog(const char *text, size_t len, struct sw_plan_trace *t, 
         if (!json_is_number(ti) || !json_is_number(to) || json_number_value(to) < 1) {
             json_decref(o); /* rejected before any usage: nothing to replay */
             continue;
+        }
+        if (json_number_value(ti) < 0 || json_number_value(ti) > MAX_COUNT ||
+            json_number_value(to) > MAX_COUNT) {
+            seterr(err, errlen, "line %zu: \"tokens_in\"/\"tokens_out\" outside 0..%d", lineno,
+                   MAX_COUNT);
+            json_decref(o);
+            goto fail;
         }
         struct raw r = {
             .t = tm,
