@@ -114,9 +114,11 @@ static double parse_iso(const char *s)
         return -1;
     double frac = 0;
     if (*p == '.') {
-        char *end;
-        frac = strtod(p, &end);
-        p = end;
+        size_t digits = strspn(p + 1, "0123456789");
+        if (!digits)
+            return -1;
+        frac = strtod(p, NULL); /* only digits follow the point: no exponent */
+        p += 1 + digits;
     }
     if (*p == 'Z')
         p++;
