@@ -83,7 +83,7 @@ static int dump_real(double d, struct sw_buf *b)
     return put(b, s, len);
 }
 
-static int dump_integer(json_int_t v, struct sw_buf *b)
+int sw_json_put_int(struct sw_buf *b, long long v)
 {
     char s[24];
     size_t n = 0;
@@ -103,7 +103,7 @@ static int dump(const json_t *v, struct sw_buf *b, int depth)
     case JSON_NULL: return put(b, "null", 4);
     case JSON_TRUE: return put(b, "true", 4);
     case JSON_FALSE: return put(b, "false", 5);
-    case JSON_INTEGER: return dump_integer(json_integer_value(v), b);
+    case JSON_INTEGER: return sw_json_put_int(b, json_integer_value(v));
     case JSON_REAL: return dump_real(json_real_value(v), b);
     case JSON_STRING: return dump_string(json_string_value(v), json_string_length(v), b);
     case JSON_ARRAY: {

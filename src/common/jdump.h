@@ -27,6 +27,9 @@
  * SW_ENOMEM. On an error out is as it was. */
 int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out);
 
+/* Appends v in decimal, as the dump writes an integer. */
+int sw_json_put_int(struct sw_buf *b, long long v);
+
 /* json_dumps(v, flags) the fast way: a malloc'd NUL-terminated string
  * (free it with free()), or NULL where json_dumps returns NULL. */
 char *sw_json_dumps(const json_t *v, size_t flags);

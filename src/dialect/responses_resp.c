@@ -295,16 +295,8 @@ static int put_string(struct sw_buf *out, const char *str, size_t n)
 
 static int put_int(struct sw_buf *out, const char *key, long long v)
 {
-    char num[24];
-    size_t k = 0;
-    uint64_t u = (uint64_t)v;
-    if (v < 0) {
-        num[k++] = '-';
-        u = 0 - u;
-    }
-    k += sw_fmt_u64(num + k, u, 10, 0);
     int err = sw_buf_append_str(out, key);
-    return err ? err : sw_buf_append(out, num, k);
+    return err ? err : sw_json_put_int(out, v);
 }
 
 /* A delta event written as text, the bytes emit writes for
