@@ -837,6 +837,13 @@ static bool affinity_first(struct ctx *c)
     double est = c->plan->est_ttft_ms[a];
     if (est > c->left_ms || (budget_ms > 0 && est > (double)budget_ms))
         return false;
+    /* A holder the request would wait in line at goes first only when it is
+     * still the quickest local: prompts that share a prefix (one system
+     * prompt for every user) must not pile up in one box's queue while
+     * another box has a free slot. */
+    if (b->slots > 0 && sw_route_may_wait(b) && sw_route_ahead(b) > 0 &&
+        est > c->plan->est_ttft_ms[c->locals[0]])
+        return false;
     memmove(&c->locals[1], &c->locals[0], best * sizeof c->locals[0]);
     c->locals[0] = a;
     return true;
