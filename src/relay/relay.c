@@ -547,12 +547,11 @@ static void send_attempt(struct proxy *p)
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
-    struct sw_upstream_client_hdrs ch = {NULL, NULL, p->auth.token};
-    if (p->req && a->up_dialect == p->client_dialect &&
-        sw_upstream_dialect(p->client_dialect)->client_headers) {
-        ch.anthropic_version = sw_http_header(p->req, "anthropic-version", NULL);
-        ch.anthropic_beta = sw_http_header(p->req, "anthropic-beta", NULL);
-    }
+    struct sw_upstream_client_hdrs ch = {.bearer = p->auth.token};
+    const char *const *names = sw_upstream_dialect(p->client_dialect)->client_headers;
+    for (size_t i = 0; p->req && a->up_dialect == p->client_dialect &&
+                       i < SW_UPSTREAM_CLIENT_HDRS && names[i]; i++)
+        ch.value[i] = sw_http_header(p->req, names[i], NULL);
     int64_t left = p->deadline_ms - a->attempt_ms;
     sw_claim_mark_sent(&p->claim);
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);

@@ -103,7 +103,7 @@ static int anthropic_headers(const struct sw_config_backend *be,
                              const struct sw_upstream_client_hdrs *c, struct sw_buf *out)
 {
     int err = be->api_key ? header(out, "x-api-key", be->api_key) : SW_OK;
-    const char *cv = c ? c->anthropic_version : NULL, *cb = c ? c->anthropic_beta : NULL;
+    const char *cv = c ? c->value[0] : NULL, *cb = c ? c->value[1] : NULL;
     if (cv && !sw_upstream_anthropic_version_ok(cv, strlen(cv)))
         cv = NULL;
     if (cb && !sw_upstream_anthropic_beta_ok(cb, strlen(cb)))
@@ -798,7 +798,7 @@ static const struct sw_upstream_dialect dialects[] = {
         .tool_contract = true,
         .provider_name = "anthropic",
         .native_unmask = true,
-        .client_headers = true,
+        .client_headers = {"anthropic-version", "anthropic-beta"},
     },
     [SW_DIALECT_RESPONSES] = {
         .name = "responses",

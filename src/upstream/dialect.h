@@ -27,11 +27,12 @@
 /* The anthropic_version of a Messages body on Vertex AI. */
 #define SW_VERTEX_ANTHROPIC_VERSION "vertex-2023-10-16"
 
-/* Headers of the client passed through to a backend of the client's own API,
- * and the attempt's access token. */
+/* Headers of the client passed through to a backend of the client's own API
+ * (the values of the client dialect's client_headers, in that order), and the
+ * attempt's access token. */
+#define SW_UPSTREAM_CLIENT_HDRS 2
 struct sw_upstream_client_hdrs {
-    const char *anthropic_version;      /* NULL: absent */
-    const char *anthropic_beta;
+    const char *value[SW_UPSTREAM_CLIENT_HDRS]; /* NULL: absent or not named */
     const char *bearer;                 /* an access token of the backend's token source
                                          * (upstream/token.h), NULL: none */
 };
@@ -202,9 +203,11 @@ struct sw_upstream_dialect {
     bool native_unmask;                 /* a client of this API is unmasked in its own
                                          * shape (its answer is not read in the internal
                                          * form for it) */
-    bool client_headers;                /* a client of this API passes its version and beta
-                                         * headers (sw_upstream_client_hdrs) to a backend of
-                                         * the same API */
+    const char *client_headers[SW_UPSTREAM_CLIENT_HDRS];
+                                        /* the headers a client of this API passes to a
+                                         * backend of the same API (their values in
+                                         * sw_upstream_client_hdrs, in this order), NULL:
+                                         * none */
     /* The message of an error answer's body (borrowed), NULL: none; NULL
      * hook: the body's error.message. */
     const json_t *(*error_message)(const json_t *body);

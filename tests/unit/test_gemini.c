@@ -290,7 +290,7 @@ static void test_dialect_rows(void **state)
     assert_int_equal(d->headers(g, NULL, &b), SW_OK);
     assert_string_equal(b.ptr, "x-goog-api-key: K\r\n");
     sw_buf_reset(&b);
-    struct sw_upstream_client_hdrs ch = {NULL, NULL, "ya29.tok"};
+    struct sw_upstream_client_hdrs ch = {{NULL, NULL}, "ya29.tok"};
     assert_int_equal(sw_upstream_dialect(SW_DIALECT_VERTEX)->headers(v, &ch, &b), SW_OK);
     assert_string_equal(b.ptr, "Authorization: Bearer ya29.tok\r\n");
     sw_buf_free(&b);

@@ -250,7 +250,7 @@ static void test_target(void **state)
     sw_buf_reset(&path);
     sw_buf_reset(&hdrs);
     be.dialect = SW_DIALECT_ANTHROPIC;
-    struct sw_upstream_client_hdrs ch = {"2023-06-01", NULL, NULL};
+    struct sw_upstream_client_hdrs ch = {{"2023-06-01", NULL}, NULL};
     assert_int_equal(sw_upstream_target(&be, SW_DIALECT_ANTHROPIC, SW_API_CHAT, false, &ch, NULL,
                                         "{}", 2, &path, &hdrs),
                      0);
@@ -284,7 +284,7 @@ static void test_row_columns(void **state)
         assert_string_equal(d->provider_name, rows[i].provider);
         assert_int_equal(d->embeddings, rows[i].embeddings);
         assert_int_equal(d->native_unmask, rows[i].native_unmask);
-        assert_int_equal(d->client_headers, rows[i].client_headers);
+        assert_int_equal(d->client_headers[0] != NULL, rows[i].client_headers);
         assert_int_equal(d->error_message != NULL, rows[i].error_message);
     }
     json_t *aws = json_pack("{s:s}", "Message", "no such model");
