@@ -252,6 +252,20 @@ void sw_resp_stream_free(struct sw_resp_stream *s)
     s->id_out = -1;
 }
 
+/* The end of writing one event that began at out->len == was: on success
+ * the next event's sequence number, on failure out cut back to was (an
+ * event is written whole or not at all). */
+static int event_end(struct sw_resp_stream *s, struct sw_buf *out, size_t was, int err)
+{
+    if (err && out->ptr) {
+        out->len = was;
+        out->ptr[was] = '\0';
+    }
+    if (!err)
+        s->seq++;
+    return err == SW_EINVAL ? SW_ENOMEM : err;
+}
+
 /* Appends the event `type` with the fields of ev (taken) after its type and
  * sequence_number. */
 static int emit(struct sw_resp_stream *s, struct sw_buf *out, const char *type, json_t *ev)
@@ -275,13 +289,7 @@ static int emit(struct sw_resp_stream *s, struct sw_buf *out, const char *type, 
     if (!err)
         err = sw_buf_append(out, "\n\n", 2);
     json_decref(e);
-    if (err && out->ptr) {
-        out->len = was;
-        out->ptr[was] = '\0';
-    }
-    if (!err)
-        s->seq++;
-    return err == SW_EINVAL ? SW_ENOMEM : err;
+    return event_end(s, out, was, err);
 }
 
 /* Appends s[0..n) to out as a JSON string (quotes included). */
@@ -331,13 +339,7 @@ static int emit_delta(struct sw_resp_stream *s, struct sw_buf *out, const char *
         err = put_string(out, delta, len);
     if (!err)
         err = sw_buf_append_str(out, logprobs ? ",\"logprobs\":[]}\n\n" : "}\n\n");
-    if (err && out->ptr) {
-        out->len = was;
-        out->ptr[was] = '\0';
-    }
-    if (!err)
-        s->seq++;
-    return err == SW_EINVAL ? SW_ENOMEM : err;
+    return event_end(s, out, was, err);
 }
 
 static json_t *shell(struct sw_resp_stream *s, const char *status)
