@@ -16,7 +16,8 @@
 #                         PROXY_CPU, under WRAPPER (e.g. valgrind) if given;
 #                         sets PID_OF[T] (the pid started) and URL[T] (H:P)
 # Knobs: NGINX_MAIN (extra top-level nginx directives, e.g. "master_process
-# off;"); bench/lib.sh's WAIT_TRIES.
+# off;"); SPILLWAY_EXTRA (config lines appended to Spillway's, e.g.
+# "routing: { affinity: { enabled: false } }"); bench/lib.sh's WAIT_TRIES.
 
 declare -A URL PID_OF
 NGINX_MAIN=${NGINX_MAIN:-}
@@ -25,6 +26,7 @@ spillway_features() {
   echo 'pii: { policy: local_only }'
   echo "decision_log: \"$tmp/decisions.log\""
   echo 'limits: { max_connections: 20000, client_timeout_ms: 60000 }'
+  [ -z "${SPILLWAY_EXTRA:-}" ] || echo "$SPILLWAY_EXTRA"
 }
 
 build_tools() {
