@@ -61,6 +61,7 @@ struct turn {
     long predicted, cached;
     bool busy;                  /* work that may hold its slot ran on its box (sw_live_cache_busy) */
     double first_ms, decode_ms;
+    double or_ttft;             /* the oracle's local TTFT, -1: its cloud */
 };
 
 static double expo(unsigned short xs[3], double mean)
@@ -108,6 +109,7 @@ struct centry {
 
 struct slot {
     bool busy;
+    double used_at;             /* when its latest turn left it (-1: never used) */
     double free_at;             /* the oracle's */
     int n;
     struct centry e[MAX_CACHE]; /* most recent first */
@@ -252,20 +254,44 @@ static int box_of(const struct sim *s, size_t be)
     return -1;
 }
 
+/* What the boxes hold of turn q now: the tokens the best free slot would
+ * give it, and the most any slot (busy or not) holds. */
+static void truth(const struct sim *s, const struct turn *q, int b, long *free_m, long *any_m)
+{
+    *free_m = *any_m = 0;
+    for (int i = 0; i < s->p->slots; i++) {
+        long m = slot_match(&s->box[b].s[i], q->conv, q->k, q->prompt, 1e300);
+        if (m > *any_m)
+            *any_m = m;
+        if (!s->box[b].s[i].busy && m > *free_m)
+            *free_m = m;
+    }
+}
+
 static void start_local(struct sim *s, struct turn *q)
 {
     const struct ag_params *p = s->p;
     struct box *bx = &s->box[q->box];
-    int best = -1;
-    long most = -1;
+    /* As llmsim and llama.cpp: the free slot holding the longest prefix of
+     * the prompt, if more than a tenth of it; else the least recently used. */
+    int best = -1, lru = -1;
+    long most = 0, lru_held = 0;
     for (int i = 0; i < p->slots; i++) {
         if (bx->s[i].busy)
             continue;
         long m = slot_match(&bx->s[i], q->conv, q->k, q->prompt, 1e300);
-        if (m > most) {
+        if (m > most && 10 * m > q->prompt) {
             most = m;
             best = i;
         }
+        if (lru < 0 || bx->s[i].used_at <= bx->s[lru].used_at) {
+            lru = i;
+            lru_held = m;
+        }
+    }
+    if (best < 0) {
+        best = lru;
+        most = lru_held;
     }
     if (best < 0)
         abort();    /* the claim granted a slot: one is free */
@@ -280,8 +306,21 @@ static void start_local(struct sim *s, struct turn *q)
     double ttft = s->now + q->first_ms - q->t_arr;
     if (ttft <= (double)p->budget_ms)
         s->res->gw_ok++;
+    else if (p->trace)
+        fprintf(stderr, "%s late t=%.0f conv=%ld k=%d prompt=%ld box%d ttft=%.0f waited=%.0f "
+                "predicted=%ld cached=%ld busy=%d\n", p->affinity ? "on" : "off", s->now, q->conv, q->k, q->prompt, q->box,
+                ttft, s->now - q->t_arr, q->predicted, q->cached, q->busy);
     if (q->cached > 0)
         s->res->gw_cached_turns++;
+    else if (p->trace && q->k > 1) {
+        long fm[MAX_BOXES], am[MAX_BOXES];
+        for (int b = 0; b < p->boxes; b++)
+            truth(s, q, b, &fm[b], &am[b]);
+        fprintf(stderr, "%s miss t=%.0f conv=%ld k=%d prompt=%ld box%d waited=%.0f predicted=%ld "
+                "here_any=%ld other_free=%ld other_any=%ld\n", p->affinity ? "on" : "off", s->now,
+                q->conv, q->k, q->prompt, q->box, s->now - q->t_arr, q->predicted, am[q->box],
+                fm[1 - q->box], am[1 - q->box]);
+    }
     if (q->k > 1)
         s->later[s->n_later++] = ttft;
     push(s, s->now + q->first_ms + q->decode_ms, EV_DONE, q - s->turns);
@@ -291,6 +330,34 @@ static void on_grant(struct sw_claim *c)
 {
     struct turn *q = (struct turn *)((char *)c - offsetof(struct turn, claim));
     start_local(g_sim, q);
+}
+
+static void trace_turn(const struct sim *s, const struct turn *q, const char *what,
+                       const struct sw_live_snapshot *snap, const struct sw_route_plan *plan)
+{
+    if (!s->p->trace)
+        return;
+    fprintf(stderr, "%s %s t=%.0f conv=%ld k=%d prompt=%ld", s->p->affinity ? "on" : "off", what,
+            s->now, q->conv, q->k, q->prompt);
+    for (size_t k = 0; snap && k < snap->view.n; k++) {
+        const struct sw_route_backend_view *v = &snap->backends[k];
+        if (v->tier != SW_TIER_LOCAL)
+            continue;
+        int b = box_of(s, snap->map[k]);
+        long fm, am;
+        truth(s, q, b, &fm, &am);
+        int own = 0;
+        for (long r = 0; r < s->n; r++)
+            own += s->turns[r].state == T_RUNNING && s->turns[r].box == b &&
+                   s->turns[r].conv == q->conv;
+        fprintf(stderr, " | box%d inf=%ld q=%ld pfx=%ld cached=%.0f est=%.0f true_free=%ld true_any=%ld own=%d",
+                b, v->in_flight, v->queued, v->prefix_tokens, v->cached_tokens,
+                plan ? plan->est_ttft_ms[k] : -1, fm, am, own);
+    }
+    if (plan && plan->n > 0)
+        fprintf(stderr, " | reason=%s", sw_reason_name(plan->attempts[0].reason));
+    fprintf(stderr, " | oracle=%.0f", q->or_ttft);
+    fprintf(stderr, "\n");
 }
 
 static void arrive(struct sim *s, struct turn *q)
@@ -306,6 +373,7 @@ static void arrive(struct sim *s, struct turn *q)
     for (size_t k = 0; k < plan.n; k++) {
         const struct sw_route_attempt *a = &plan.attempts[k];
         if (snap.backends[a->backend].tier == SW_TIER_CLOUD) {
+            trace_turn(s, q, "cloud", &snap, &plan);
             to_cloud(s, q);
             return;
         }
@@ -374,6 +442,9 @@ static void queue_check(struct sim *s, struct turn *q)
                                      plan.est_ttft_ms[plan.attempts[0].backend], budget,
                                      QUEUE_CHECK_MS)) {
                 sw_claim_settle(s->live, &q->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
+                if (s->p->trace)
+                    fprintf(stderr, "%s leave t=%.0f conv=%ld k=%d prompt=%ld waited=%.0f est=%.0f box%d oracle=%.0f\n",
+                            s->p->affinity ? "on" : "off", s->now, q->conv, q->k, q->prompt, elapsed, est, q->box, q->or_ttft);
                 to_cloud(s, q);
                 return;
             }
@@ -390,6 +461,7 @@ static void done(struct sim *s, struct turn *q)
     int64_t now = now_ms(s);
     struct slot *sl = &s->box[q->box].s[q->slot];
     sl->busy = false;
+    sl->used_at = s->now;
     slot_keep(sl, s->p->cache_per_slot, q->conv, q->k, q->prompt, 0);
     q->state = T_DONE;
     sw_live_on_cache(s->live, q->be, q->predicted, q->cached, q->busy);
@@ -436,7 +508,7 @@ static void oracle(struct sim *s)
     double period = 1000.0 / p->decode_tps;
     /* turns sorted by arrival: s->turns is in arrival order */
     for (long i = 0; i < s->n; i++) {
-        const struct turn *q = &s->turns[i];
+        struct turn *q = &s->turns[i];
         double best = 1e300, best_start = 0;
         int bb = -1, bs = -1;
         for (int b = 0; b < p->boxes; b++)
@@ -457,12 +529,17 @@ static void oracle(struct sim *s)
             struct slot *sl = &bx[bb].s[bs];
             double end = q->t_arr + best + (double)(q->out - 1) * period;
             (void)best_start;
+            long oc = slot_match(sl, q->conv, q->k, q->prompt, best_start);
             sl->free_at = end;
             slot_keep(sl, p->cache_per_slot, q->conv, q->k, q->prompt, end);
             s->res->or_ok++;
+            q->or_ttft = best;
             if (q->k > 1)
                 later[n_later++] = best;
+            if (p->trace && q->k > 1 && oc == 0)
+                fprintf(stderr, "oracle miss conv=%ld k=%d\n", q->conv, q->k);
         } else {
+            q->or_ttft = -1;
             s->res->or_cloud++;
             if (p->cloud_ttft_ms <= (double)p->budget_ms)
                 s->res->or_ok++;
@@ -569,6 +646,9 @@ int ag_run(const struct ag_params *p, struct ag_result *out)
         return -1;
     }
     struct sim s = {.p = p};
+    for (int b = 0; b < MAX_BOXES; b++)
+        for (int i = 0; i < MAX_SLOTS; i++)
+            s.box[b].s[i].used_at = -1;
     memset(out, 0, sizeof *out);
     s.res = out;
     s.n = build_trace(p, &s.turns);

@@ -7,9 +7,10 @@
  * relay's 25 ms re-check of a queued request), on a simulated clock.
  *
  * The boxes are llmsim's model with --prefix-cache: a generation takes the
- * free slot whose cache holds the longest prefix of its prompt (a slot
- * keeps its latest `cache_per_slot` prompts, least recently used dropped)
- * and prefills only the rest; it reports the cached tokens as the servers
+ * free slot whose cache holds the longest prefix of its prompt if that is
+ * more than a tenth of it, else the free slot used least recently, as
+ * llama.cpp's server does (a slot keeps its latest `cache_per_slot`
+ * prompts, least recently used dropped), and prefills only the rest; it reports the cached tokens as the servers
  * do. The cloud answers its first byte after a fixed delay.
  *
  * Turns arrive open-loop (each conversation's turns at fixed intervals
@@ -45,6 +46,7 @@ struct ag_params {
     long degrade_ms;            /* routing.latency.degrade_ms: above the first token of a
                                    long prompt's full prefill, which agents send by design */
     double cloud_ttft_ms;
+    bool trace;                 /* one line per spilled or late turn on stderr */
 };
 
 void ag_params_default(struct ag_params *p);

@@ -6,7 +6,8 @@
  * completion (which teaches the learned rates and hands the slot on).
  * A local box caches prompts per slot as llmsim --prefix-cache 1 and
  * llama.cpp do: a turn of a conversation takes the free slot that holds the
- * conversation's latest prompt and prefills only what it adds; with
+ * conversation's latest prompt and prefills only what it adds (a request no
+ * slot holds takes the least recently used free slot); with
  * routing.affinity the gateway's table and learned hit steer it there. */
 #include "plan/sim.h"
 
@@ -56,6 +57,7 @@ struct sreq {
 /* One local slot's prefix cache: the latest prompt it processed. */
 struct pslot {
     bool busy;
+    double used_at;             /* when its latest request left it (-1: never used) */
     uint64_t conv;              /* 0: nothing of a conversation */
     long tokens;
 };
@@ -195,12 +197,15 @@ static void prefix_of(const struct sreq *r, struct sw_prefix *p)
     p->tokens[0] = r->facts.prompt_tokens_est;
 }
 
-/* The free slot of local backend be whose cache holds the longest prefix of
- * r (ties: the lowest index, as llmsim), taken; r->cached its tokens. */
+/* The free slot of local backend be for r, as llmsim and llama.cpp's server
+ * pick one: the slot holding the longest prefix of r when that is more than
+ * a tenth of its prompt (ties: the lowest index), else the one used least
+ * recently (never used first; ties: the highest index); taken, r->cached
+ * what it holds of r. */
 static void take_slot(struct sim *s, struct sreq *r, size_t be)
 {
     struct pslot *sl = s->slot[be];
-    long n = s->live->cfg->backends[be].slots, best = -1, most = -1;
+    long n = s->live->cfg->backends[be].slots, best = -1, most = 0, lru = -1, lru_held = 0;
     long prompt = r->facts.prompt_tokens_est;
     for (long i = 0; sl && i < n; i++) {
         if (sl[i].busy)
@@ -208,10 +213,18 @@ static void take_slot(struct sim *s, struct sreq *r, size_t be)
         long m = r->conv && sl[i].conv == r->conv ? sl[i].tokens : 0;
         if (m >= prompt)
             m = prompt - 1;
-        if (m > most) {
+        if (m > most && 10 * m > prompt) {
             most = m;
             best = i;
         }
+        if (lru < 0 || sl[i].used_at <= sl[lru].used_at) {
+            lru = i;
+            lru_held = m;
+        }
+    }
+    if (best < 0) {
+        best = lru;
+        most = lru_held;
     }
     r->slot = best;
     r->cached = most > 0 ? most : 0;
@@ -225,7 +238,7 @@ static void leave_slot(struct sim *s, struct sreq *r)
     if (r->slot < 0 || !s->slot[r->claim.be])
         return;
     struct pslot *sl = &s->slot[r->claim.be][r->slot];
-    *sl = (struct pslot){.conv = r->conv, .tokens = r->facts.prompt_tokens_est};
+    *sl = (struct pslot){.conv = r->conv, .tokens = r->facts.prompt_tokens_est, .used_at = s->now};
     r->slot = -1;
 }
 
@@ -558,10 +571,14 @@ static bool sim_slots(struct sim *s, const struct sw_config *cfg, const struct s
     bool convs = false;
     for (size_t i = 0; i < t->n && !convs; i++)
         convs = t->r[i].conv != 0;
-    for (size_t i = 0; convs && i < s->nb; i++)
-        if (cfg->backends[i].tier == SW_TIER_LOCAL && cfg->backends[i].slots > 0 &&
-            !(s->slot[i] = calloc((size_t)cfg->backends[i].slots, sizeof *s->slot[i])))
+    for (size_t i = 0; convs && i < s->nb; i++) {
+        if (cfg->backends[i].tier != SW_TIER_LOCAL || cfg->backends[i].slots <= 0)
+            continue;
+        if (!(s->slot[i] = calloc((size_t)cfg->backends[i].slots, sizeof *s->slot[i])))
             return false;
+        for (long k = 0; k < cfg->backends[i].slots; k++)
+            s->slot[i][k].used_at = -1;
+    }
     return true;
 }
 

@@ -200,6 +200,11 @@ long sw_affinity_match(struct sw_affinity *t, const struct sw_prefix *p, uint64_
     return 0;
 }
 
+int64_t sw_affinity_oldest_ms(const struct sw_affinity *t)
+{
+    return t->e && t->tail ? E(t, t->tail)->at_ms : -1;
+}
+
 size_t sw_affinity_size(const struct sw_affinity *t)
 {
     return t->used;

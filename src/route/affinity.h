@@ -72,6 +72,9 @@ void sw_affinity_put_prefix(struct sw_affinity *t, const struct sw_prefix *p, ui
  * entries found on the way are dropped. */
 long sw_affinity_match(struct sw_affinity *t, const struct sw_prefix *p, uint64_t backend,
                        int64_t now_ms);
+/* When the least recently served entry was served (the next one a full
+ * table drops); -1: empty. */
+int64_t sw_affinity_oldest_ms(const struct sw_affinity *t);
 /* Entries held now (expired ones not yet dropped included). */
 size_t sw_affinity_size(const struct sw_affinity *t);
 

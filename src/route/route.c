@@ -805,6 +805,43 @@ static bool tenant_only_budget(const struct ctx *c)
            (c->p->spend_cap_usd <= 0 || c->v->spend_usd < c->p->spend_cap_usd);
 }
 
+/* Local b would start a request at once, its breaker closed. */
+static bool starts_closed(const struct sw_route_backend_view *b)
+{
+    return b->breaker == SW_BREAKER_CLOSED &&
+           starts_now(b, b->slots > 0 && sw_route_may_wait(b));
+}
+
+/* A request no eligible local holds a prefix of takes, on a server caching
+ * per slot, a free slot and drops what it held. Among the locals that start
+ * it at once within the TTFT budget and the time left, the one whose next
+ * prefix to drop was served longest ago goes first (the first local must be
+ * one of them): the prefix a conversation still in progress left there
+ * stays. True when it moved a local to the front. */
+static bool place_unmatched(struct ctx *c, double budget)
+{
+    const struct sw_route_backend_view *bs = c->v->backends;
+    size_t l0 = c->locals[0], best = 0;
+    if (!starts_closed(&bs[l0]))
+        return false;
+    double oldest = bs[l0].drop_age_ms;
+    for (size_t k = 1; k < c->n_locals; k++) {
+        size_t i = c->locals[k];
+        double est = c->plan->est_ttft_ms[i];
+        if (starts_closed(&bs[i]) && bs[i].drop_age_ms > oldest && est <= c->left_ms &&
+            est <= budget) {
+            oldest = bs[i].drop_age_ms;
+            best = k;
+        }
+    }
+    if (best == 0)
+        return false;
+    size_t a = c->locals[best];
+    memmove(&c->locals[1], &c->locals[0], best * sizeof c->locals[0]);
+    c->locals[0] = a;
+    return true;
+}
+
 /* Prefix affinity: the eligible local that served the longest prefix of
  * this request (view prefix_tokens; ties: the better ranked) goes first
  * when it is not first already, is neither degraded nor probing, and its
@@ -827,23 +864,32 @@ static bool affinity_first(struct ctx *c)
             best = k;
         }
     }
-    if (most <= 0 || best == 0)
+    long budget_ms = sw_route_budget_ms(c->f, c->p);
+    double budget = budget_ms > 0 ? (double)budget_ms : NO_DEADLINE;
+    if (most <= 0)
+        return place_unmatched(c, budget);
+    if (best == 0)
         return false;
     size_t a = c->locals[best];
     const struct sw_route_backend_view *b = &bs[a];
-    if (b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN)
-        return false;
-    long budget_ms = sw_route_budget_ms(c->f, c->p);
     double est = c->plan->est_ttft_ms[a];
-    if (est > c->left_ms || (budget_ms > 0 && est > (double)budget_ms))
+    if (b->health == SW_HEALTH_DEGRADED || b->breaker == SW_BREAKER_HALF_OPEN ||
+        est > c->left_ms || est > budget)
         return false;
-    /* A holder the request would wait in line at goes first only when it is
-     * still the quickest local: prompts that share a prefix (one system
-     * prompt for every user) must not pile up in one box's queue while
-     * another box has a free slot. */
-    if (b->slots > 0 && sw_route_may_wait(b) && sw_route_ahead(b) > 0 &&
-        est > c->plan->est_ttft_ms[c->locals[0]])
-        return false;
+    /* A holder the request would wait in line at (estimated at its full
+     * prompt: the slot that frees may not hold the prefix) goes first only
+     * when its estimate is within twice the prefill its cache could save of
+     * the first local's: a box without the cache pays that prefill in this
+     * request's first token and again in the slot time it takes from those
+     * behind it. So prompts that share a prefix (one system prompt for every
+     * user) do not pile up in one box's queue while another has free slots. */
+    if (b->slots > 0 && sw_route_may_wait(b) && sw_route_ahead(b) > 0) {
+        double held = (double)b->prefix_tokens - sw_route_nonneg(b->cached_tokens);
+        double saved = sw_route_nonneg(held) * sw_route_learned(b->prefill_ms_per_token,
+                                                                SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
+        if (est - 2 * saved > c->plan->est_ttft_ms[c->locals[0]])
+            return false;
+    }
     memmove(&c->locals[1], &c->locals[0], best * sizeof c->locals[0]);
     c->locals[0] = a;
     return true;

@@ -97,7 +97,15 @@ struct sw_route_backend_view {
      * it reports none): the estimate prefills only the rest */
     long prefix_tokens;
     double cached_tokens;
+    /* local, per request: ms since the backend served the prefix its table
+     * would drop next (the least recently served, the table being full;
+     * SW_ROUTE_DROP_NONE while it has room): sized like the server's own
+     * cache, the prefix a request that holds nothing there displaces. 0:
+     * not known (affinity off) */
+    double drop_age_ms;
 };
+
+#define SW_ROUTE_DROP_NONE 1e12
 
 struct sw_route_view {
     const struct sw_route_backend_view *backends;

@@ -329,6 +329,7 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->first_release_ms = 0;
     v->prefix_tokens = 0;
     v->cached_tokens = 0;
+    v->drop_age_ms = 0;
     v->health = b->health;
     v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, b->health == SW_HEALTH_UP, &degraded);
     if (degraded)
@@ -505,6 +506,11 @@ void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t n
         bool waits = v->slots > 1 && sw_route_may_wait(v) && sw_route_ahead(v) > 0;
         double share = sw_live_cache_hit(l, i, sw_live_cache_busy(l, i, v));
         v->cached_tokens = waits ? 0 : (double)t * share;
+        const struct sw_affinity *a = &l->b[i]->aff;
+        int64_t oldest = sw_affinity_oldest_ms(a);
+        v->drop_age_ms = a->used < a->max || oldest < 0 || now_ms - oldest > (int64_t)1e12
+                             ? SW_ROUTE_DROP_NONE
+                             : (double)(now_ms - oldest);
     }
 }
 

@@ -112,7 +112,7 @@ routing:
   ttft_budget_ms: 2500
   request_timeout_ms: 60000
   latency: {degrade_ms: 8000, recover_ms: 6400}
-  affinity: {enabled: ${affinity}, ttl_s: 600, max_entries: 4}
+  affinity: {enabled: ${affinity}, ttl_s: 600, max_entries: 2}
 plan:
   local_cost: {usd_per_hour: 0.05, usd_per_month: 150}
 `;

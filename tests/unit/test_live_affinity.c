@@ -4,7 +4,8 @@
  * server reported hits (that share of the prefix, by box state: alone or
  * beside requests that came matched, or beside work that may hold the
  * slot keeping the prefix); a request that
- * would wait on a multi-slot box is estimated uncached; affinity off or a
+ * would wait on a multi-slot box is estimated uncached; a full table shows
+ * how long ago it served the entry it drops next; affinity off or a
  * cloud: nothing; a reload keeps the tables, a new bound empties them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,6 +109,40 @@ static void test_served_then_matched(void **state)
     /* past the TTL: gone */
     view(l, &t2, T0 + 10001, &s);
     assert_int_equal(s.backends[1].prefix_tokens, 0);
+    sw_live_unref(l);
+    sw_live_shared_free(g);
+    sw_config_unref(cfg);
+}
+
+/* What a request no box holds a prefix of would displace: the age of the
+ * least recently served entry of a full table, SW_ROUTE_DROP_NONE while it
+ * has room; nothing on a cloud or with affinity off. */
+static void test_drop_age(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load("true", 2);
+    struct sw_live_shared *g = sw_live_shared_new(cfg, T0, WALL0);
+    struct sw_live *l = sw_live_new(cfg, g, NULL, NULL, T0);
+    assert_non_null(l);
+    struct sw_prefix a = turn(2), other = turn(1);
+    other.hash[0] = 0x5eed;
+    struct sw_live_snapshot s;
+    view(l, &other, T0, &s);
+    assert_true(s.backends[0].drop_age_ms == SW_ROUTE_DROP_NONE);
+    sw_live_prefix_served(l, 0, &a, T0);         /* block 0 and the prompt: full */
+    view(l, &other, T0 + 500, &s);
+    assert_true(s.backends[0].drop_age_ms == 500);
+    assert_true(s.backends[1].drop_age_ms == SW_ROUTE_DROP_NONE);
+    assert_true(s.backends[2].drop_age_ms == 0);
+    sw_live_unref(l);
+    sw_live_shared_free(g);
+    sw_config_unref(cfg);
+    cfg = load("false", 2);
+    g = sw_live_shared_new(cfg, T0, WALL0);
+    l = sw_live_new(cfg, g, NULL, NULL, T0);
+    sw_live_prefix_served(l, 0, &a, T0);
+    view(l, &other, T0 + 500, &s);
+    assert_true(s.backends[0].drop_age_ms == 0 && s.backends[1].drop_age_ms == 0);
     sw_live_unref(l);
     sw_live_shared_free(g);
     sw_config_unref(cfg);
@@ -259,6 +294,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_served_then_matched),
+        cmocka_unit_test(test_drop_age),
         cmocka_unit_test(test_busy_and_waiting),
         cmocka_unit_test(test_server_rate),
         cmocka_unit_test(test_off_and_reload),

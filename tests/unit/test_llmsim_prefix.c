@@ -1,6 +1,7 @@
 /* llmsim's per-slot prefix cache (tools/llmsim/model.h, prefix.h): a prompt
  * whose leading blocks a free slot processed before prefills only the
- * rest; each slot keeps its latest prompts (LRU); the request bodies of
+ * rest; each slot keeps its latest prompts (LRU), and a prompt no slot holds
+ * takes the least recently used free slot; the request bodies of
  * every dialect hash their leading blocks. Fake clock throughout. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +47,7 @@ static void test_slot_cache(void **state)
     int64_t first;
     assert_int_equal(run(&m, &g, 0, &first), 0);
     assert_int_equal(first, 300000);            /* the whole prompt */
+    assert_int_equal(g.slot, 1);                /* none used yet: the highest, as llama.cpp */
     /* the next turn: the first three blocks again, two more */
     struct sw_llmsim_gen g2 = {.prompt_tokens = 500, .output_tokens = 4};
     g2.prefix = chain(100, 5, 100);
@@ -56,16 +58,53 @@ static void test_slot_cache(void **state)
     struct sw_llmsim_gen g3 = g2;
     g3.state = SW_LLMSIM_GEN_IDLE;
     assert_int_equal(run(&m, &g3, 2000000, &first), 499);
-    /* two other prompts through the same slot evict it (2 per slot) */
-    for (uint64_t b = 1000; b < 3000; b += 1000) {
+    /* prompts no slot holds take the least recently used free slot: the
+     * unused one, then each in turn; two through g's slot evict its
+     * prompts (2 per slot) */
+    for (int i = 0; i < 4; i++) {
         struct sw_llmsim_gen o = {.prompt_tokens = 200, .output_tokens = 1};
-        o.prefix = chain(b, 2, 100);
-        run(&m, &o, 3000000, &first);
-        assert_int_equal(o.slot, g.slot);       /* no slot holds more: the lowest free */
+        o.prefix = chain(1000 * (uint64_t)(i + 1), 2, 100);
+        run(&m, &o, 3000000 + 100000 * i, &first);
+        assert_int_equal(o.slot, i % 2 ? g.slot : 1 - g.slot);
     }
     struct sw_llmsim_gen g4 = {.prompt_tokens = 500, .output_tokens = 4};
     g4.prefix = chain(100, 5, 100);
     assert_int_equal(run(&m, &g4, 4000000, &first), 0);
+    sw_llmsim_model_free(&m);
+}
+
+/* A slot is chosen for what it holds only when that is more than a tenth of
+ * the prompt (llama.cpp's --slot-prompt-similarity 0.1); below, the least
+ * recently used free slot, which may hold a little of the prompt too. */
+static void test_similarity_threshold(void **state)
+{
+    (void)state;
+    struct sw_llmsim_params p = {.slots = 2, .prefill_ms_per_token = 1, .decode_tps = 0,
+                                 .max_output_tokens = 8, .prefix_cache = 1};
+    struct sw_llmsim_model m;
+    sw_llmsim_model_init(&m, &p);
+    struct sw_llmsim_gen a = {.prompt_tokens = 100, .output_tokens = 1};
+    a.prefix = chain(7, 1, 100);
+    int64_t first;
+    run(&m, &a, 0, &first);                     /* slot 1 */
+    struct sw_llmsim_gen b = {.prompt_tokens = 100, .output_tokens = 1};
+    b.prefix = chain(50, 1, 100);
+    run(&m, &b, 10, &first);                    /* slot 0, used later */
+    assert_int_equal(b.slot, 0);
+    /* shares 100 of 1000 tokens with a's slot (10 %): not similar enough;
+     * the least recent is a's slot anyway, so it gets those 100 */
+    struct sw_llmsim_gen c = {.prompt_tokens = 1000, .output_tokens = 1};
+    c.prefix = chain(7, 1, 100);
+    c.prefix.hash[1] = 999, c.prefix.tokens[1] = 1000, c.prefix.n = 2;
+    assert_int_equal(run(&m, &c, 20, &first), 100);
+    assert_int_equal(c.slot, a.slot);
+    /* 100 of 900 (11 %) with the slot c left, the more recent one: similar
+     * enough, taken over the least recently used */
+    struct sw_llmsim_gen d = {.prompt_tokens = 900, .output_tokens = 1};
+    d.prefix = chain(7, 1, 100);
+    d.prefix.hash[1] = 998, d.prefix.tokens[1] = 900, d.prefix.n = 2;
+    assert_int_equal(run(&m, &d, 30, &first), 100);
+    assert_int_equal(d.slot, c.slot);
     sw_llmsim_model_free(&m);
 }
 
@@ -158,6 +197,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot_cache),
+        cmocka_unit_test(test_similarity_threshold),
         cmocka_unit_test(test_busy_slot),
         cmocka_unit_test(test_shared),
         cmocka_unit_test(test_bodies),

@@ -245,6 +245,27 @@ static void test_prefix_cache_per_slot(void **state)
     sw_config_unref(cfg);
 }
 
+/* Two slots: a request no slot holds takes the free slot used least
+ * recently, as llama.cpp's server does. a (10 tokens out) ends at 1100 ms,
+ * b (1 token) at 200 ms; c at 2 s evicts b's slot, not a's, so a's second
+ * turn at 3 s prefills only its 50 new tokens: TTFT 200 + 200 + 200 + 150.
+ * (The lowest free slot would have been a's: 250.) */
+static void test_prefix_cache_lru_slot(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load();
+    struct sw_plan_trace t = parse_csv_ok("0,100,10,true,0,a\n0,100,1,true,0,b\n"
+                                          "2,100,1,true,0,c\n3,150,10,true,0,a\n");
+    struct sw_plan_strategy st = {.name = "s", .tiers = SW_PLAN_LOCAL, .cap_usd = -1, .slots = 2};
+    struct sw_plan_result r;
+    char err[256] = "";
+    assert_int_equal(sw_plan_run(cfg, &cfg->models[0], &t, &st, &r, err, sizeof err), 0);
+    assert_float_equal(r.ttft_sum_ms, 200 + 200 + 200 + 150, 1e-9);
+    sw_plan_result_free(&r);
+    sw_plan_trace_free(&t);
+    sw_config_unref(cfg);
+}
+
 /* Hybrid, 700 ms budget, no learned rates yet (the router's priors: 1 ms
  * per prompt token, 20 tokens/s). The first finds the slot free: estimate
  * 100 x 1 + 1000/20 = 150 ms, local. For the next two the slot is held: the
@@ -420,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_synthetic_shape),
         cmocka_unit_test(test_local_only_queues_fifo),
         cmocka_unit_test(test_prefix_cache_per_slot),
+        cmocka_unit_test(test_prefix_cache_lru_slot),
         cmocka_unit_test(test_hybrid_overflows_on_the_wait_estimate),
         cmocka_unit_test(test_waiter_moves_to_cloud_at_the_crossing_poll),
         cmocka_unit_test(test_waiter_moves_when_the_holder_passes_its_bound),

@@ -84,6 +84,7 @@ static void test_eviction(void **state)
     (void)state;
     struct sw_affinity t;
     assert_int_equal(sw_affinity_init(&t, 4, 0), SW_OK);
+    assert_int_equal(sw_affinity_oldest_ms(&t), -1);
     uint64_t a = sw_affinity_backend_id("L1");
     for (uint64_t h = 1; h <= 4; h++)
         sw_affinity_put(&t, h, a, (long)h, (int64_t)h);
@@ -97,6 +98,7 @@ static void test_eviction(void **state)
     sw_affinity_put(&t, 5, a, 5, 6);
     assert_int_equal(sw_affinity_size(&t), 4);
     assert_true(t.evicted == 1);
+    assert_int_equal(sw_affinity_oldest_ms(&t), 3);   /* hash 3, the next to go */
     struct sw_prefix two = {.hash = {2}, .tokens = {10}, .n = 1};
     assert_int_equal(sw_affinity_match(&t, &two, a, 7), 0);       /* evicted */
     assert_int_equal(sw_affinity_match(&t, &one, a, 7), 1);

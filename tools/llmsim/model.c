@@ -32,6 +32,7 @@ void sw_llmsim_model_init(struct sw_llmsim_model *m, const struct sw_llmsim_para
     if (m->p.prefix_cache > 0) {
         m->slot = calloc((size_t)m->p.slots, sizeof *m->slot);
         for (int i = 0; m->slot && i < m->p.slots; i++) {
+            m->slot[i].used_us = -1;
             m->slot[i].held = calloc((size_t)m->p.prefix_cache, sizeof *m->slot[i].held);
             if (!m->slot[i].held) {
                 m->p.slots = i > 0 ? i : 1;
@@ -72,11 +73,15 @@ int sw_llmsim_prefix_shared(const struct sw_llmsim_prefix *held, const struct sw
     return best > 0 ? best : 0;
 }
 
-/* The free slot whose cache holds the longest prefix of g (ties: the
- * lowest index), and those tokens. */
+/* The free slot for g, as llama.cpp's server picks one: the slot whose
+ * cache holds the longest prefix of g, when that is more than a tenth of its
+ * prompt (--slot-prompt-similarity, 0.1 by default; ties: the lowest index);
+ * else the one used least recently (a slot never used first; ties: the
+ * highest index, as its `t_last_used <= t_last` does). *cached: what that
+ * slot holds of g. */
 static int pick_slot(const struct sw_llmsim_model *m, const struct sw_llmsim_gen *g, int *cached)
 {
-    int best = -1, most = -1;
+    int best = -1, most = 0, lru = -1, lru_held = 0;
     for (int i = 0; i < m->p.slots; i++) {
         const struct sw_llmsim_slot *sl = &m->slot[i];
         if (sl->busy)
@@ -87,23 +92,32 @@ static int pick_slot(const struct sw_llmsim_model *m, const struct sw_llmsim_gen
             if (s > t)
                 t = s;
         }
-        if (t > most) {
+        if (t > most && 10.0 * t > (double)g->prompt_tokens) {
             most = t;
             best = i;
         }
+        if (lru < 0 || sl->used_us <= m->slot[lru].used_us) {
+            lru = i;
+            lru_held = t;
+        }
+    }
+    if (best < 0) {
+        best = lru;
+        most = lru_held;
     }
     *cached = most > 0 ? most : 0;
     return best;
 }
 
-/* g leaves slot i: its prompt becomes the slot's most recent entry (the
- * least recent dropped when the cache is full). */
-static void slot_keep(struct sw_llmsim_model *m, const struct sw_llmsim_gen *g)
+/* g leaves its slot at now_us: its prompt becomes the slot's most recent
+ * entry (the least recent dropped when the cache is full). */
+static void slot_keep(struct sw_llmsim_model *m, const struct sw_llmsim_gen *g, int64_t now_us)
 {
     if (!m->slot || g->slot < 0 || g->slot >= m->p.slots)
         return;
     struct sw_llmsim_slot *sl = &m->slot[g->slot];
     sl->busy = false;
+    sl->used_us = now_us;
     if (g->prefix.n <= 0)
         return;
     int n = sl->n < m->p.prefix_cache ? sl->n : m->p.prefix_cache - 1;
@@ -208,7 +222,7 @@ struct sw_llmsim_gen *sw_llmsim_release(struct sw_llmsim_model *m, struct sw_llm
         return NULL;
     g->state = SW_LLMSIM_GEN_IDLE;
     m->in_flight--;
-    slot_keep(m, g);
+    slot_keep(m, g, now_us);
     return sw_llmsim_start_next(m, now_us);
 }
 

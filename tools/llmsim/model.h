@@ -88,6 +88,7 @@ struct sw_llmsim_model {
 /* One slot's prefix cache: the prompts it processed, most recent first. */
 struct sw_llmsim_slot {
     bool busy;
+    int64_t used_us;                 /* when its latest generation left it; -1: never used */
     int n;
     struct sw_llmsim_prefix *held;   /* prefix_cache entries */
 };
