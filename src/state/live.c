@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/satmath.h"
 
 struct sw_live_shared *sw_live_shared_new(const struct sw_config *cfg, int64_t now_ms,
                                           int64_t wall_ms)
@@ -359,9 +360,10 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
         if (fl & SW_LIVE_T_CLOUD)
             return;
         if (remote) {
-            /* every replica's leases, every replica's queue */
-            if (b->remote_in_flight > v->in_flight)
-                v->in_flight = b->remote_in_flight;
+            /* every replica's slot holders and queue: this one's as they
+             * are now, the others' as the last sync read them */
+            if (b->remote_in_flight > 0)
+                v->in_flight = sw_sat_add_long(v->in_flight, b->remote_in_flight);
             v->queued += b->remote_queued;
         }
         if (fl & SW_LIVE_T_LOAD)

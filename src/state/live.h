@@ -86,8 +86,10 @@ struct sw_live_backend {
         char error[160];        /* why the latest poll failed; "" after a success */
     } load;
     /* Shared state (state.redis), as the last sync read it: leases held by
-     * every replica, requests the other replicas queue, and the open-until
-     * of the breaker this replica last announced (wall ms; 0: closed). */
+     * the other replicas (this replica's own slot holders are q.in_flight,
+     * always current), requests the other replicas queue, and the
+     * open-until of the breaker this replica last announced (wall ms; 0:
+     * closed). */
     long remote_in_flight;
     long remote_queued;
     int64_t announced_open_until;

@@ -124,8 +124,11 @@ static const char lua_release[] = LUA_PURGE
     "return tostring(total(p, ARGV[4]))\n";
 
 /* ARGV: prefix now replica window lease_ttl queue_ttl, then per backend:
- * name local(1|0) queued. Returns spend total, then per backend: leases,
- * others' queued, breaker open-until (wall ms, 0: closed). */
+ * name local(1|0) queued. Returns spend total, then per backend: the other
+ * replicas' leases, their queued, breaker open-until (wall ms, 0: closed).
+ * This replica's own leases are left out: it counts its own slot holders
+ * itself, at once, where a lease count read here would hold a slot it has
+ * just given back as busy until the next sync. */
 static const char lua_sync[] = LUA_PURGE
     "local p, now, me = ARGV[1], tonumber(ARGV[2]), ARGV[3]\n"
     "purge(p, now)\n"
@@ -137,11 +140,14 @@ static const char lua_sync[] = LUA_PURGE
     "  if loc == '1' then\n"
     "    local k = p..'slots:'..name\n"
     "    redis.call('ZREMRANGEBYSCORE', k, '-inf', now)\n"
+    "    local mine = 0\n"
     "    for _, m in ipairs(redis.call('ZRANGE', k, 0, -1)) do\n"
     "      if string.sub(m, 1, #me + 1) == me..':' then\n"
-    "        redis.call('ZADD', k, 'XX', now + tonumber(ARGV[5]), m) end\n"
+    "        redis.call('ZADD', k, 'XX', now + tonumber(ARGV[5]), m)\n"
+    "        mine = mine + 1\n"
+    "      end\n"
     "    end\n"
-    "    n = redis.call('ZCARD', k)\n"
+    "    n = redis.call('ZCARD', k) - mine\n"
     "    local qk = p..'queue:'..name\n"
     "    redis.call('HSET', qk, me, q..' '..(now + tonumber(ARGV[6])))\n"
     "    local all = redis.call('HGETALL', qk)\n"

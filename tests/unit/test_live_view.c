@@ -181,8 +181,7 @@ static void ref_view(struct sw_live *l, size_t i, int64_t now_ms, struct sw_rout
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;
     if (l->g->rstate && !l->g->remote_degraded && be->tier == SW_TIER_LOCAL) {
-        if (b->remote_in_flight > v->in_flight)
-            v->in_flight = b->remote_in_flight;
+        v->in_flight += b->remote_in_flight;   /* the other replicas' leases */
         v->queued += b->remote_queued;
     }
     v->queue_max = b->q.queue_max;

@@ -10,13 +10,14 @@ import { getJSON, waitFor } from './harness.mjs';
 // one that may not waits in Spillway's local queue.
 export const HOLD_MAX_TOKENS = 4000;
 
-// Holds `edge`'s slot through gateway `gw` (whose admin key is `admin`) and
-// returns once Spillway sees the slot busy. `model` is the gateway model to
-// ask, `headers` go with the request (e.g. a client key). release() lets the
-// holder's client go away, which frees the slot for the queue.
-export async function holdLocal(gw, edge, { admin, model = 'chat', headers = {} } = {}) {
+// Holds the slot of llmsim `edge` (the gateway's backend named `backend`)
+// through gateway `gw` (whose admin key is `admin`) and returns once Spillway
+// sees the slot busy. `model` is the gateway model to ask, `headers` go with
+// the request (e.g. a client key). release() lets the holder's client go
+// away, which frees the slot for the queue.
+export async function holdLocal(gw, edge, { admin, model = 'chat', headers = {}, backend = 'edge' } = {}) {
   const edgeState = async () => (await getJSON(`${gw.url}/admin/state`, { headers: { authorization: `Bearer ${admin}` } }))
-    .body.backends.find((b) => b.name === 'edge');
+    .body.backends.find((b) => b.name === backend);
   // On a loaded machine the box may have missed a health check just now: a
   // request that may not leave is then refused at once instead of reaching
   // it. Such a hold is tried again once Spillway sees the box usable.
