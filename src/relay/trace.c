@@ -201,7 +201,9 @@ static void note_finish(struct sw_relay_trace *t, const char *v, size_t n)
 
 /* A key as JSON writes it ("finish_reason": or "stop_reason":) can only be
  * a key: inside a JSON string its quotes would be escaped. One pass looks
- * for what both end with. */
+ * for what both end with: each '_' (memchr, many bytes at a time), then the
+ * eight bytes there compared at once; a stream's every chunk has such a
+ * key, so there is no per-match set-up as a general substring search has. */
 void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len)
 {
     struct sw_relay_trace *t = &p->x.trace;
@@ -210,14 +212,17 @@ void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len)
     static const char tail[] = "_reason\"";
     const size_t tl = sizeof tail - 1;
     const char *end = bytes + len;
-    for (const char *at = memmem(bytes, len, tail, tl); at;
-         at = memmem(at, (size_t)(end - at), tail, tl)) {
+    for (const char *at = bytes; (size_t)(end - at) >= tl; at++) {
+        at = memchr(at, '_', (size_t)(end - at) - tl + 1);
+        if (!at)
+            break;
         const char *k = at;
-        at += tl;
+        if (memcmp(k, tail, tl))
+            continue;
         if (!((k - bytes >= 7 && !memcmp(k - 7, "\"finish", 7)) ||
               (k - bytes >= 5 && !memcmp(k - 5, "\"stop", 5))))
             continue;
-        const char *v = at;
+        const char *v = k + tl;
         while (v < end && (*v == ' ' || *v == '\t'))
             v++;
         if (v >= end || *v != ':')
@@ -318,8 +323,8 @@ static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, con
         sw_attrs_name_k(as, SW_K("spillway.tier"), sw_tier_name(be->tier));
         sw_attrs_str_k(as, SW_K("spillway.region"), be->region);
     }
-    sw_attrs_str_k(as, SW_K("spillway.backend"), la->backend);
-    sw_attrs_str_k(as, SW_K("spillway.reason"), la->reason);
+    sw_attrs_name_k(as, SW_K("spillway.backend"), la->backend);
+    sw_attrs_name_k(as, SW_K("spillway.reason"), la->reason);
     sw_attrs_name_k(as, SW_K("spillway.outcome"), sw_declog_outcome_name(la->outcome));
     sw_attrs_name_k(as, SW_K("spillway.breaker"), sw_breaker_name((enum sw_breaker_state)ta->breaker));
     sw_attrs_bool_k(as, SW_K("spillway.masked"), ta->masked);
@@ -395,19 +400,19 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
         fin[i] = t->finish[i];
     if (t->n_finish)
         sw_attrs_strs(as, "gen_ai.response.finish_reasons", fin, t->n_finish);
-    sw_attrs_str_k(as, SW_K("http.request.method"), t->method);
+    sw_attrs_name_k(as, SW_K("http.request.method"), t->method);
     sw_attrs_str_k(as, SW_K("url.path"), t->path);
     if (e->status)
         sw_attrs_int_k(as, SW_K("http.response.status_code"), e->status);
-    sw_attrs_str_k(as, SW_K("spillway.api"), e->api);
+    sw_attrs_name_k(as, SW_K("spillway.api"), e->api);
     sw_attrs_str_k(as, SW_K("spillway.request_id"), e->request_id);
     sw_attrs_name_k(as, SW_K("spillway.decision"), sw_declog_decision_name(e->decision));
-    sw_attrs_str_k(as, SW_K("spillway.backend"), e->backend);
-    sw_attrs_str_k(as, SW_K("spillway.tier"), e->tier);
+    sw_attrs_name_k(as, SW_K("spillway.backend"), e->backend);
+    sw_attrs_name_k(as, SW_K("spillway.tier"), e->tier);
     sw_attrs_str_k(as, SW_K("spillway.region"), e->region);
-    sw_attrs_str_k(as, SW_K("spillway.reason"), e->reason);
+    sw_attrs_name_k(as, SW_K("spillway.reason"), e->reason);
     sw_attrs_str_k(as, SW_K("spillway.key_name"), e->key_name);
-    sw_attrs_str_k(as, SW_K("spillway.priority"), e->priority);
+    sw_attrs_name_k(as, SW_K("spillway.priority"), e->priority);
     sw_attrs_bool_k(as, SW_K("spillway.stream"), e->stream);
     sw_attrs_bool_k(as, SW_K("spillway.masked"), p->pii_st.masked);
     sw_attrs_int_k(as, SW_K("spillway.attempts"), (int64_t)e->n_attempts);
