@@ -194,7 +194,7 @@ static const char dec_pairs[201] =
     "6061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* Two digits at a time; a time of millisecond resolution (a multiple of
+/* Four digits at a time; a time of millisecond resolution (a multiple of
  * 10^6 ns, as every span's) as its milliseconds and six zeros. */
 static void put_u64(struct w *w, uint64_t v)
 {
@@ -205,7 +205,15 @@ static void put_u64(struct w *w, uint64_t v)
         memcpy(b + i, "000000", 6);
         v /= 1000000;
     }
-    while (v >= 100) {
+    while (v >= 10000) {
+        uint64_t q = v / 10000;
+        unsigned r = (unsigned)(v - 10000 * q);
+        i -= 4;
+        memcpy(b + i, dec_pairs + 2 * (r / 100), 2);
+        memcpy(b + i + 2, dec_pairs + 2 * (r % 100), 2);
+        v = q;
+    }
+    if (v >= 100) {
         uint64_t q = v / 100;
         i -= 2;
         memcpy(b + i, dec_pairs + 2 * (v - 100 * q), 2);
@@ -420,7 +428,10 @@ static void json_attrs(struct w *w, const struct sw_attr *a, size_t n)
 static void json_span(const struct sw_span *s, struct w *w)
 {
     PUT(w, "{\"traceId\":\"");
-    put_hex(w, s->trace_id, SW_TRACE_ID_LEN);
+    if (s->trace_hex)
+        put(w, s->trace_hex, 2 * SW_TRACE_ID_LEN);
+    else
+        put_hex(w, s->trace_id, SW_TRACE_ID_LEN);
     PUT(w, "\",\"spanId\":\"");
     put_hex(w, s->span_id, SW_SPAN_ID_LEN);
     PUT(w, "\"");

@@ -65,6 +65,8 @@ struct sw_span_event {
 
 struct sw_span {
     uint8_t trace_id[SW_TRACE_ID_LEN];
+    const char *trace_hex;          /* borrowed; NULL, or trace_id's lower-case hex (the
+                                       JSON encoding copies it instead of converting) */
     uint8_t span_id[SW_SPAN_ID_LEN];
     uint8_t parent_id[SW_SPAN_ID_LEN];
     bool has_parent;

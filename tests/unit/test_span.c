@@ -357,7 +357,7 @@ static void test_request(void **state)
 }
 
 /* The literal-key setters (SW_K) and trusted names encode the same bytes as
- * the checked setters, in both encodings. */
+ * the checked setters, in both encodings; so does a trace id given as hex. */
 static void test_literal_keys(void **state)
 {
     (void)state;
@@ -366,6 +366,7 @@ static void test_literal_keys(void **state)
         memset(&sp, 0, sizeof sp);
         memset(&k, 0, sizeof k);
         sp.name = k.name = "n";
+        k.trace_hex = "00000000000000000000000000000000"; /* the hex of its (zero) trace id */
         sw_attrs_str(&sp.attrs, "gen_ai.request.model", "m-1");
         sw_attrs_str(&sp.attrs, "spillway.tier", "local");
         sw_attrs_int(&sp.attrs, "server.port", 8080);
