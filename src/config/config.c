@@ -1856,6 +1856,29 @@ static void parse_document(struct sw_walk *w, yaml_parser_t *parser, struct sw_c
     yaml_document_delete(&doc);
 }
 
+/* Whether s may go into a span as it is (sw_attrs_name_k's rule): NULL or
+ * printable ASCII but '"' and '\\', at most 100 bytes. */
+static bool span_plain(const char *s)
+{
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if (n >= 100 || (unsigned char)s[n] < 0x20 || (unsigned char)s[n] > 0x7e || s[n] == '"' ||
+            s[n] == '\\')
+            return false;
+    return true;
+}
+
+/* The names spans copy unchecked, checked once here. */
+static void mark_span_plain(struct sw_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_backends; i++) {
+        struct sw_config_backend *b = &cfg->backends[i];
+        b->span_plain = span_plain(b->model) && span_plain(b->region);
+    }
+    for (size_t i = 0; i < cfg->n_models; i++)
+        cfg->models[i].span_plain = span_plain(cfg->models[i].name);
+}
+
 int sw_config_parse(const char *filename, const char *text, size_t len,
                     sw_config_getenv_fn getenv_fn, void *ud,
                     struct sw_config **out, struct sw_config_errors *errs)
@@ -1896,6 +1919,7 @@ done:
         sw_config_unref(cfg);
         return err;
     }
+    mark_span_plain(cfg);
     *out = cfg;
     return SW_OK;
 }

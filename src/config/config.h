@@ -144,6 +144,8 @@ struct sw_config_backend {
     char *health_path;          /* local: GET path polled for health, default "/health"; NULL: none */
     long keep_warm_ms;          /* local: ping this often when idle to keep the model loaded; 0: off */
     char *region;               /* local: "local" (always); cloud: a label, NULL when not given */
+    bool span_plain;            /* model and region are printable ASCII but '"' and '\\', at
+                                   most 100 bytes: spans copy them unchecked (set at load) */
     bool url_v1_stripped;       /* url was written ending in /v1, which was dropped (Spillway adds it) */
     bool url_is_base;           /* url has a path other than /v1: the API's base, its relative
                                  * paths follow it (no /v1 added; docs/configuration.md) */
@@ -222,6 +224,7 @@ enum sw_translation_unsupported {
 
 struct sw_config_model {
     char *name;                 /* what clients ask for; unique */
+    bool span_plain;            /* name as sw_config_backend.span_plain says (set at load) */
     size_t *backends;           /* indices into sw_config.backends, in configured order */
     size_t n_backends;          /* >= 1 */
     long ttft_budget_ms;        /* 0: use routing.ttft_budget_ms */

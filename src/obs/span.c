@@ -186,14 +186,46 @@ static inline void put(struct w *w, const void *s, size_t n)
 /* a string literal only: its size is the literal's */
 #define PUT(w, lit) put((w), "" lit, sizeof(lit) - 1)
 
+/* The two decimal digits of 0..99, one lookup per pair. */
+static const char dec_pairs[201] =
+    "0001020304050607080910111213141516171819"
+    "2021222324252627282930313233343536373839"
+    "4041424344454647484950515253545556575859"
+    "6061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Four digits at a time; a time of millisecond resolution (a multiple of
+ * 10^6 ns, as every span's) as its milliseconds and six zeros. */
 static void put_u64(struct w *w, uint64_t v)
 {
-    char b[20];
-    int i = 20;
-    do
-        b[--i] = (char)('0' + v % 10);
-    while (v /= 10);
-    put(w, b + i, (size_t)(20 - i));
+    char b[24];
+    int i = 24;
+    if (v >= 1000000 && v % 1000000 == 0) {
+        i -= 6;
+        memcpy(b + i, "000000", 6);
+        v /= 1000000;
+    }
+    while (v >= 10000) {
+        uint64_t q = v / 10000;
+        unsigned r = (unsigned)(v - 10000 * q);
+        i -= 4;
+        memcpy(b + i, dec_pairs + 2 * (r / 100), 2);
+        memcpy(b + i + 2, dec_pairs + 2 * (r % 100), 2);
+        v = q;
+    }
+    if (v >= 100) {
+        uint64_t q = v / 100;
+        i -= 2;
+        memcpy(b + i, dec_pairs + 2 * (v - 100 * q), 2);
+        v = q;
+    }
+    if (v >= 10) {
+        i -= 2;
+        memcpy(b + i, dec_pairs + 2 * v, 2);
+    } else {
+        b[--i] = (char)('0' + v);
+    }
+    put(w, b + i, (size_t)(24 - i));
 }
 
 static void put_i64(struct w *w, int64_t v)
@@ -396,7 +428,10 @@ static void json_attrs(struct w *w, const struct sw_attr *a, size_t n)
 static void json_span(const struct sw_span *s, struct w *w)
 {
     PUT(w, "{\"traceId\":\"");
-    put_hex(w, s->trace_id, SW_TRACE_ID_LEN);
+    if (s->trace_hex)
+        put(w, s->trace_hex, 2 * SW_TRACE_ID_LEN);
+    else
+        put_hex(w, s->trace_id, SW_TRACE_ID_LEN);
     PUT(w, "\",\"spanId\":\"");
     put_hex(w, s->span_id, SW_SPAN_ID_LEN);
     PUT(w, "\"");
@@ -806,4 +841,171 @@ int sw_otlp_request(const struct sw_attrs *resource, const char *scope_name,
     out->len += (size_t)(w.p - buf);
     out->ptr[out->len] = '\0';
     return SW_OK;
+}
+
+/* ---- Export requests from parts ---- */
+
+int sw_otlp_frame_init(struct sw_otlp_frame *f, const struct sw_attrs *resource,
+                       const char *scope_name, const char *scope_version,
+                       enum sw_span_encoding enc)
+{
+    f->enc = enc;
+    sw_buf_init(&f->res, SW_OTLP_FRAME_MAX);
+    sw_buf_init(&f->scope, SW_OTLP_FRAME_MAX);
+    size_t cap = 4096 + (resource->n + 2) * (2 * SW_JSON_ESCAPED_MAX(SW_SPAN_MAX_STR) + 64);
+    int err = sw_buf_reserve(&f->res, cap);
+    if (!err)
+        err = sw_buf_reserve(&f->scope, cap);
+    if (err)
+        goto fail;
+    struct w w = {f->res.ptr, f->res.ptr + cap, f->res.ptr, false};
+    struct w s = {f->scope.ptr, f->scope.ptr + cap, f->scope.ptr, false};
+    if (enc == SW_OTLP_PROTOBUF) {
+        char *r = pb_open(&w, 1); /* ResourceSpans.resource */
+        pb_attrs(&w, 1, resource->a, resource->n);
+        pb_close(&w, r);
+        char *sc = pb_open(&s, 1); /* ScopeSpans.scope */
+        pb_string(&s, 1, scope_name);
+        pb_string(&s, 2, scope_version);
+        pb_close(&s, sc);
+    } else {
+        /* the request's opening up to its span list */
+        PUT(&w, "{\"resourceSpans\":[{\"resource\":{");
+        json_attrs(&w, resource->a, resource->n);
+        PUT(&w, "},\"scopeSpans\":[{\"scope\":{\"name\":");
+        json_str(&w, scope_name);
+        PUT(&w, ",\"version\":");
+        json_str(&w, scope_version);
+        PUT(&w, "},\"spans\":[");
+    }
+    if (w.over || s.over) {
+        err = SW_ETOOBIG;
+        goto fail;
+    }
+    f->res.len = (size_t)(w.p - w.start);
+    f->res.ptr[f->res.len] = '\0';
+    f->scope.len = (size_t)(s.p - s.start);
+    f->scope.ptr[f->scope.len] = '\0';
+    return SW_OK;
+fail:
+    sw_otlp_frame_free(f);
+    return err;
+}
+
+void sw_otlp_frame_free(struct sw_otlp_frame *f)
+{
+    sw_buf_free(&f->res);
+    sw_buf_free(&f->scope);
+}
+
+/* A varint into b (room for 10); its length. */
+static size_t varint_at(unsigned char *b, uint64_t v)
+{
+    size_t k = 0;
+    for (; v >= 0x80; v >>= 7)
+        b[k++] = (unsigned char)(v | 0x80);
+    b[k++] = (unsigned char)v;
+    return k;
+}
+
+int sw_span_encode_framed(const struct sw_span *s, enum sw_span_encoding enc, size_t max_len,
+                          struct sw_buf *out)
+{
+    struct w w = {span_scratch, span_scratch + SPAN_SCRATCH, span_scratch, false};
+    if (enc == SW_OTLP_PROTOBUF)
+        pb_span(s, &w);
+    else
+        json_span(s, &w);
+    size_t n = (size_t)(w.p - w.start);
+    if (w.over || n > max_len)
+        return SW_ETOOBIG;
+    unsigned char pre[11];
+    size_t k = 1;
+    if (enc == SW_OTLP_PROTOBUF) {
+        pre[0] = 2 << 3 | WT_LEN; /* ScopeSpans.spans */
+        k += varint_at(pre + 1, n);
+    } else {
+        pre[0] = ',';
+    }
+    int err = sw_buf_reserve(out, k + n);
+    if (err)
+        return err;
+    memcpy(out->ptr + out->len, pre, k);
+    memcpy(out->ptr + out->len + k, w.start, n);
+    out->len += k + n;
+    out->ptr[out->len] = '\0';
+    return SW_OK;
+}
+
+int sw_otlp_frame_request(const struct sw_otlp_frame *f, const char *spans, size_t len,
+                          struct sw_buf *out)
+{
+    if (!len)
+        return SW_EINVAL;
+    unsigned char rs[11], ss[11];
+    size_t rk = 0, sk = 0;
+    int err;
+    if (f->enc == SW_OTLP_PROTOBUF) {
+        /* ExportTraceServiceRequest{1: ResourceSpans{1: resource, 2: ScopeSpans{1: scope,
+         * 2: spans...}}}: the two enclosing lengths are known up front */
+        size_t ss_len = f->scope.len + len;
+        ss[0] = 2 << 3 | WT_LEN;
+        sk = 1 + varint_at(ss + 1, ss_len);
+        size_t rs_len = f->res.len + sk + ss_len;
+        rs[0] = 1 << 3 | WT_LEN;
+        rk = 1 + varint_at(rs + 1, rs_len);
+        err = sw_buf_reserve(out, rk + rs_len);
+        if (err)
+            return err;
+        sw_buf_append(out, rs, rk);
+        sw_buf_append(out, f->res.ptr, f->res.len);
+        sw_buf_append(out, ss, sk);
+        sw_buf_append(out, f->scope.ptr, f->scope.len);
+        return sw_buf_append(out, spans, len);
+    }
+    /* the spans come with a comma before each: the first one's is left out */
+    err = sw_buf_reserve(out, f->res.len + len - 1 + 6);
+    if (err)
+        return err;
+    sw_buf_append(out, f->res.ptr, f->res.len);
+    sw_buf_append(out, spans + 1, len - 1);
+    return sw_buf_append(out, "]}]}]}", 6);
+}
+
+size_t sw_otlp_frame_gap(const struct sw_otlp_frame *f)
+{
+    return f->res.len + f->scope.len + 2 * 11;
+}
+
+int sw_otlp_frame_wrap(const struct sw_otlp_frame *f, struct sw_buf *b, size_t gap,
+                       size_t *start)
+{
+    if (b->len <= gap || gap < sw_otlp_frame_gap(f))
+        return SW_EINVAL;
+    size_t len = b->len - gap;
+    char *at = b->ptr + gap;
+    if (f->enc == SW_OTLP_PROTOBUF) {
+        unsigned char rs[11], ss[11];
+        size_t ss_len = f->scope.len + len;
+        ss[0] = 2 << 3 | WT_LEN;
+        size_t sk = 1 + varint_at(ss + 1, ss_len);
+        size_t rs_len = f->res.len + sk + ss_len;
+        rs[0] = 1 << 3 | WT_LEN;
+        size_t rk = 1 + varint_at(rs + 1, rs_len);
+        at -= f->scope.len;
+        memcpy(at, f->scope.ptr, f->scope.len);
+        at -= sk;
+        memcpy(at, ss, sk);
+        at -= f->res.len;
+        memcpy(at, f->res.ptr, f->res.len);
+        at -= rk;
+        memcpy(at, rs, rk);
+        *start = (size_t)(at - b->ptr);
+        return SW_OK;
+    }
+    /* the opening ends where the first span's comma was */
+    at = at + 1 - f->res.len;
+    memcpy(at, f->res.ptr, f->res.len);
+    *start = (size_t)(at - b->ptr);
+    return sw_buf_append(b, "]}]}]}", 6);
 }

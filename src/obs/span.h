@@ -65,6 +65,8 @@ struct sw_span_event {
 
 struct sw_span {
     uint8_t trace_id[SW_TRACE_ID_LEN];
+    const char *trace_hex;          /* borrowed; NULL, or trace_id's lower-case hex (the
+                                       JSON encoding copies it instead of converting) */
     uint8_t span_id[SW_SPAN_ID_LEN];
     uint8_t parent_id[SW_SPAN_ID_LEN];
     bool has_parent;
@@ -121,5 +123,56 @@ int sw_span_encode(const struct sw_span *s, enum sw_span_encoding enc, struct sw
 int sw_otlp_request(const struct sw_attrs *resource, const char *scope_name,
                     const char *scope_version, const struct sw_str *spans, size_t n,
                     enum sw_span_encoding enc, struct sw_buf *out);
+
+/* ---- Export requests from parts ----
+ * An exporter's resource and scope stay the same from one export to the
+ * next: their bytes are encoded once (a frame), each span is encoded once
+ * already framed for its place in a request's span list, and a request is
+ * the frame, the spans' bytes back to back and a few bytes of framing
+ * around them: the same bytes as sw_otlp_request. */
+
+#define SW_OTLP_FRAME_MAX (256 * 1024)  /* bytes of a frame's resource or scope part */
+
+struct sw_otlp_frame {
+    enum sw_span_encoding enc;
+    struct sw_buf res;              /* protobuf: ResourceSpans.resource (tag, length and
+                                       message); JSON: the request up to its "spans":[ */
+    struct sw_buf scope;            /* protobuf: ScopeSpans.scope; JSON: empty */
+};
+
+/* The frame of resource and scope_name/scope_version in enc (the strings
+ * are read now, not kept). SW_OK, SW_ETOOBIG or SW_ENOMEM (f is then
+ * empty; sw_otlp_frame_free is harmless on it). */
+int sw_otlp_frame_init(struct sw_otlp_frame *f, const struct sw_attrs *resource,
+                       const char *scope_name, const char *scope_version,
+                       enum sw_span_encoding enc);
+void sw_otlp_frame_free(struct sw_otlp_frame *f);
+
+/* Encodes s as sw_span_encode does and appends it to out framed for a
+ * request's span list: protobuf, the ScopeSpans.spans tag and length before
+ * it; JSON, a comma. Appends nothing on failure: SW_ETOOBIG (the encoded
+ * span is over max_len bytes, or out would pass its bound) or SW_ENOMEM. */
+int sw_span_encode_framed(const struct sw_span *s, enum sw_span_encoding enc, size_t max_len,
+                          struct sw_buf *out);
+
+/* Appends one ExportTraceServiceRequest to out: f's resource and scope and
+ * the spans in spans[0..len) (one or more, each from sw_span_encode_framed
+ * in f's encoding, back to back). SW_OK, SW_EINVAL (no span), SW_ETOOBIG
+ * or SW_ENOMEM (out then holds what was appended so far). */
+int sw_otlp_frame_request(const struct sw_otlp_frame *f, const char *spans, size_t len,
+                          struct sw_buf *out);
+
+/* The room a queue of spans keeps before its first one so that
+ * sw_otlp_frame_wrap can turn it into a request in place. */
+size_t sw_otlp_frame_gap(const struct sw_otlp_frame *f);
+
+/* b holds gap bytes (at least sw_otlp_frame_gap), then one or more spans
+ * from sw_span_encode_framed in f's encoding: writes the request's opening
+ * into the gap, ending where the spans begin, and appends its end, so that
+ * b->ptr + *start holds the bytes of sw_otlp_frame_request, nothing copied
+ * but the frame. SW_OK, SW_EINVAL (no span, or too small a gap),
+ * SW_ETOOBIG or SW_ENOMEM (b past its bound). */
+int sw_otlp_frame_wrap(const struct sw_otlp_frame *f, struct sw_buf *b, size_t gap,
+                       size_t *start);
 
 #endif

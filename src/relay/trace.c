@@ -137,9 +137,13 @@ int sw_relay_trace_headers(const struct proxy *p, struct sw_buf *hdrs)
     /* no span id: the exporter went away (a reload) before this attempt */
     if (!t->on || sw_trace_id_zero(p->a.span_id, sizeof p->a.span_id))
         return 0;
+    /* "00-<trace>-<span>-<flags>": the trace id's hex is the request's */
     char tp[SW_TRACEPARENT_LEN + 3];
-    sw_traceparent_format(t->trace_id, p->a.span_id, t->sampled ? SW_TRACE_FLAG_SAMPLED : 0, tp);
-    memcpy(tp + SW_TRACEPARENT_LEN, "\r\n", 2);
+    memcpy(tp, "00-", 3);
+    memcpy(tp + 3, t->trace_hex, 2 * SW_TRACE_ID_LEN);
+    tp[35] = '-';
+    sw_trace_hex(p->a.span_id, SW_SPAN_ID_LEN, tp + 36);
+    memcpy(tp + 52, t->sampled ? "-01\r\n" : "-00\r\n", 5);
     int err = sw_buf_append(hdrs, "traceparent: ", 13);
     if (!err)
         err = sw_buf_append(hdrs, tp, SW_TRACEPARENT_LEN + 2);
@@ -201,7 +205,9 @@ static void note_finish(struct sw_relay_trace *t, const char *v, size_t n)
 
 /* A key as JSON writes it ("finish_reason": or "stop_reason":) can only be
  * a key: inside a JSON string its quotes would be escaped. One pass looks
- * for what both end with. */
+ * for what both end with: each '_' (memchr, many bytes at a time), then the
+ * eight bytes there compared at once; a stream's every chunk has such a
+ * key, so there is no per-match set-up as a general substring search has. */
 void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len)
 {
     struct sw_relay_trace *t = &p->x.trace;
@@ -210,14 +216,17 @@ void sw_relay_trace_scan(struct proxy *p, const char *bytes, size_t len)
     static const char tail[] = "_reason\"";
     const size_t tl = sizeof tail - 1;
     const char *end = bytes + len;
-    for (const char *at = memmem(bytes, len, tail, tl); at;
-         at = memmem(at, (size_t)(end - at), tail, tl)) {
+    for (const char *at = bytes; (size_t)(end - at) >= tl; at++) {
+        at = memchr(at, '_', (size_t)(end - at) - tl + 1);
+        if (!at)
+            break;
         const char *k = at;
-        at += tl;
+        if (memcmp(k, tail, tl))
+            continue;
         if (!((k - bytes >= 7 && !memcmp(k - 7, "\"finish", 7)) ||
               (k - bytes >= 5 && !memcmp(k - 5, "\"stop", 5))))
             continue;
-        const char *v = at;
+        const char *v = k + tl;
         while (v < end && (*v == ' ' || *v == '\t'))
             v++;
         if (v >= end || *v != ':')
@@ -269,6 +278,16 @@ static void url_host_port(const char *url, char *host, size_t cap, long *port)
     }
 }
 
+/* A configured name: copied unchecked when the config found it plain. */
+static void span_name(struct sw_attrs *as, const char *key, uint16_t klen, const char *v,
+                      bool plain)
+{
+    if (plain)
+        sw_attrs_name_k(as, key, klen, v);
+    else
+        sw_attrs_str_k(as, key, klen, v);
+}
+
 static void base_span(const struct proxy *p, struct sw_span *s, const char *name,
                       enum sw_span_kind kind)
 {
@@ -279,6 +298,7 @@ static void base_span(const struct proxy *p, struct sw_span *s, const char *name
     s->n_events = 0;
     s->dropped_events = 0;
     memcpy(s->trace_id, t->trace_id, sizeof s->trace_id);
+    s->trace_hex = t->trace_hex;
     s->trace_state = t->state;
     /* W3C flags, and "the parent's remoteness is known" (local unless set below) */
     s->flags = SW_TRACE_FLAG_SAMPLED | 0x100;
@@ -310,16 +330,16 @@ static void attempt_span(const struct proxy *p, struct sw_span *s, size_t i, con
         static __thread char host[256]; /* borrowed by the span until it is encoded */
         long port;
         url_host_port(be->url, host, sizeof host, &port);
-        sw_attrs_str_k(as, SW_K("gen_ai.request.model"), be->model);
+        span_name(as, SW_K("gen_ai.request.model"), be->model, be->span_plain);
         sw_attrs_name_k(as, SW_K("gen_ai.provider.name"),
                         sw_upstream_dialect(sw_upstream_dialect_for(be, p->client_dialect))->provider_name);
         sw_attrs_str_k(as, SW_K("server.address"), host);
         sw_attrs_int_k(as, SW_K("server.port"), port);
         sw_attrs_name_k(as, SW_K("spillway.tier"), sw_tier_name(be->tier));
-        sw_attrs_str_k(as, SW_K("spillway.region"), be->region);
+        span_name(as, SW_K("spillway.region"), be->region, be->span_plain);
     }
-    sw_attrs_str_k(as, SW_K("spillway.backend"), la->backend);
-    sw_attrs_str_k(as, SW_K("spillway.reason"), la->reason);
+    sw_attrs_name_k(as, SW_K("spillway.backend"), la->backend);
+    sw_attrs_name_k(as, SW_K("spillway.reason"), la->reason);
     sw_attrs_name_k(as, SW_K("spillway.outcome"), sw_declog_outcome_name(la->outcome));
     sw_attrs_name_k(as, SW_K("spillway.breaker"), sw_breaker_name((enum sw_breaker_state)ta->breaker));
     sw_attrs_bool_k(as, SW_K("spillway.masked"), ta->masked);
@@ -382,10 +402,10 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
     s.end_ns = wall_ns(p, now_ms);
     struct sw_attrs *as = &s.attrs;
     sw_attrs_name_k(as, SW_K("gen_ai.operation.name"), op);
-    sw_attrs_str_k(as, SW_K("gen_ai.request.model"), p->model->name);
+    span_name(as, SW_K("gen_ai.request.model"), p->model->name, p->model->span_plain);
     const struct sw_config_backend *be = p->served ? &p->cfg->backends[p->a.be] : NULL;
     if (be)
-        sw_attrs_str_k(as, SW_K("gen_ai.response.model"), be->model);
+        span_name(as, SW_K("gen_ai.response.model"), be->model, be->span_plain);
     if (e->tokens_in >= 0)
         sw_attrs_int_k(as, SW_K("gen_ai.usage.input_tokens"), e->tokens_in);
     if (e->tokens_out >= 0)
@@ -395,19 +415,22 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
         fin[i] = t->finish[i];
     if (t->n_finish)
         sw_attrs_strs(as, "gen_ai.response.finish_reasons", fin, t->n_finish);
-    sw_attrs_str_k(as, SW_K("http.request.method"), t->method);
+    sw_attrs_name_k(as, SW_K("http.request.method"), t->method);
     sw_attrs_str_k(as, SW_K("url.path"), t->path);
     if (e->status)
         sw_attrs_int_k(as, SW_K("http.response.status_code"), e->status);
-    sw_attrs_str_k(as, SW_K("spillway.api"), e->api);
+    sw_attrs_name_k(as, SW_K("spillway.api"), e->api);
     sw_attrs_str_k(as, SW_K("spillway.request_id"), e->request_id);
     sw_attrs_name_k(as, SW_K("spillway.decision"), sw_declog_decision_name(e->decision));
-    sw_attrs_str_k(as, SW_K("spillway.backend"), e->backend);
-    sw_attrs_str_k(as, SW_K("spillway.tier"), e->tier);
-    sw_attrs_str_k(as, SW_K("spillway.region"), e->region);
-    sw_attrs_str_k(as, SW_K("spillway.reason"), e->reason);
+    sw_attrs_name_k(as, SW_K("spillway.backend"), e->backend);
+    sw_attrs_name_k(as, SW_K("spillway.tier"), e->tier);
+    if (be && e->region == be->region)
+        span_name(as, SW_K("spillway.region"), e->region, be->span_plain);
+    else
+        sw_attrs_str_k(as, SW_K("spillway.region"), e->region);
+    sw_attrs_name_k(as, SW_K("spillway.reason"), e->reason);
     sw_attrs_str_k(as, SW_K("spillway.key_name"), e->key_name);
-    sw_attrs_str_k(as, SW_K("spillway.priority"), e->priority);
+    sw_attrs_name_k(as, SW_K("spillway.priority"), e->priority);
     sw_attrs_bool_k(as, SW_K("spillway.stream"), e->stream);
     sw_attrs_bool_k(as, SW_K("spillway.masked"), p->pii_st.masked);
     sw_attrs_int_k(as, SW_K("spillway.attempts"), (int64_t)e->n_attempts);
@@ -431,7 +454,7 @@ void sw_relay_trace_end(const struct proxy *p, const struct sw_declog_entry *e, 
         cat(keys[i], sizeof keys[i], "spillway.pii.", 13, e->pii[i].type);
         sw_attrs_int(as, keys[i], (int64_t)e->pii[i].n);
     }
-    sw_attrs_str_k(as, SW_K("spillway.pii_outcome"), e->pii_outcome);
+    sw_attrs_name_k(as, SW_K("spillway.pii_outcome"), e->pii_outcome);
     server_events(p, &s);
     s.status = e->status >= 500 ? SW_SPAN_ERROR : SW_SPAN_UNSET;
     s.status_msg = e->code;
@@ -457,6 +480,7 @@ void sw_relay_trace_refused(struct sw_otlp *o, const struct sw_live *live,
     memcpy(s.span_id, c->span_id, sizeof s.span_id);
     memcpy(s.parent_id, c->parent_id, sizeof s.parent_id);
     s.has_parent = c->has_parent;
+    s.trace_hex = c->trace_hex;
     s.trace_state = c->state;
     s.flags = SW_TRACE_FLAG_SAMPLED | 0x100 | (c->has_parent ? 0x200 : 0);
     const char *op = !e->api ? NULL : !strcmp(e->api, "embeddings") ? "embeddings" : "chat";
@@ -492,7 +516,7 @@ void sw_relay_trace_refused(struct sw_otlp *o, const struct sw_live *live,
         cat(keys[i], sizeof keys[i], "spillway.pii.", 13, e->pii[i].type);
         sw_attrs_int(as, keys[i], (int64_t)e->pii[i].n);
     }
-    sw_attrs_str_k(as, SW_K("spillway.pii_outcome"), e->pii_outcome);
+    sw_attrs_name_k(as, SW_K("spillway.pii_outcome"), e->pii_outcome);
     s.status = e->status >= 500 ? SW_SPAN_ERROR : SW_SPAN_UNSET;
     s.status_msg = e->status >= 500 ? e->code : NULL;
     sw_otlp_submit(o, &s);

@@ -9,10 +9,13 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "upstream/curlev.h"
+#include "upstream/h1.h"
 
 #define BODY_MAX (64u * 1024 * 1024)    /* one export request */
 #define ANSWER_MAX (64u * 1024)         /* the collector's answer, read and dropped */
 #define RANDOM_BLOCK 4096
+#define QUEUE_KEEP (8u * 1024 * 1024)  /* bytes of an empty queue's buffer kept for the next spans */
+#define QUEUE_SPAN_TYPICAL 4096         /* bytes a queue reserves per span of a batch */
 
 struct sw_otlp {
     struct event_base *base;
@@ -21,22 +24,35 @@ struct sw_otlp {
     char *url;
     enum sw_span_encoding enc;
     struct curl_slist *headers;
+    char *head;                     /* the same headers as lines, for the own HTTP/1 client */
+    size_t head_len;
     long timeout_ms;
     double ratio;
     size_t batch_max;
     long interval_ms;
     char *ca_file;
-    /* the resource */
+    /* the resource, and its bytes in the queue's protocol */
     char *service_name, *instance_id, *replica;
     struct sw_attrs resource;
-    /* the queue: a ring of encoded spans */
-    struct sw_str *q;
-    size_t q_cap, q_head, q_n;
+    struct sw_otlp_frame frame;
+    /* the queue: spans encoded in q_enc and framed for a request, back to
+     * back in q after q_gap bytes kept for the request's opening (no
+     * allocation per span; a batch of every queued span is made in place);
+     * span i ends at q_end[i] */
+    struct sw_buf q;
+    size_t q_gap;
+    size_t *q_end;
+    size_t q_cap, q_n;
     enum sw_span_encoding q_enc;    /* what the queued spans are encoded in */
-    /* the batch in flight (or waiting for its retry) */
+    /* the batch in flight (or waiting for its retry): on curl (easy) or, for
+     * a plain-http collector at a numeric address, on the HTTP/1 client (h1) */
     CURL *easy;
     struct curl_slist *easy_headers;    /* the headers its transfer sends (kept past a reload) */
+    struct sw_h1req *h1;
+    char *h1_head;                  /* the header lines it sends (kept past a reload) */
+    long h1_status, h1_retry_after_s;
     struct sw_buf body;
+    size_t body_off;                /* where the request starts in body */
     enum sw_span_encoding batch_enc;    /* what body is encoded in */
     size_t batch_spans;             /* spans in body; 0: no batch */
     int tries;
@@ -57,7 +73,7 @@ static void drop_batch(struct sw_otlp *o);
 void sw_otlp_random(struct sw_otlp *o, uint8_t *out, size_t n)
 {
     do {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n;) {
             if (!o->rnd_left) {
                 size_t got = 0;
                 while (got < sizeof o->rnd) {
@@ -67,8 +83,12 @@ void sw_otlp_random(struct sw_otlp *o, uint8_t *out, size_t n)
                 }
                 o->rnd_left = sizeof o->rnd;
             }
-            out[i] = o->rnd[sizeof o->rnd - o->rnd_left];
-            o->rnd[sizeof o->rnd - o->rnd_left--] = 0; /* a byte is handed out once */
+            size_t k = n - i < o->rnd_left ? n - i : o->rnd_left;
+            uint8_t *from = o->rnd + sizeof o->rnd - o->rnd_left;
+            memcpy(out + i, from, k);
+            memset(from, 0, k); /* a byte is handed out once */
+            o->rnd_left -= k;
+            i += k;
         }
     } while (sw_trace_id_zero(out, n));
 }
@@ -86,8 +106,57 @@ static void free_config(struct sw_otlp *o)
     free(o->ca_file);
     if (o->headers != o->easy_headers) /* else freed when its transfer ends */
         curl_slist_free_all(o->headers);
-    o->url = o->ca_file = NULL;
+    if (o->head != o->h1_head)
+        free(o->head);
+    o->url = o->ca_file = o->head = NULL;
     o->headers = NULL;
+    o->head_len = 0;
+}
+
+/* The export's header lines for the HTTP/1 client ("Name: value\r\n" each):
+ * the content type, then telemetry.otlp.headers, then the blank line. */
+static int build_head(struct sw_otlp *o, const struct sw_config_otlp *c)
+{
+    struct sw_buf h;
+    sw_buf_init(&h, 64 * 1024);
+    int err = sw_buf_append_str(&h, o->enc == SW_OTLP_PROTOBUF
+                                        ? "Content-Type: application/x-protobuf\r\n"
+                                        : "Content-Type: application/json\r\n");
+    for (size_t i = 0; !err && i < c->n_headers; i++)
+        err = sw_buf_appendf(&h, "%s: %s\r\n", c->header_name[i], c->header_value[i]);
+    if (!err)
+        err = sw_buf_append(&h, "\r\n", 2); /* the end of the head */
+    if (err) {
+        sw_buf_free(&h);
+        return err;
+    }
+    o->head = h.ptr;
+    o->head_len = h.len;
+    return SW_OK;
+}
+
+/* The queued spans dropped (counted as encode: they were encoded for a
+ * protocol no longer configured). */
+static void drop_queue(struct sw_otlp *o)
+{
+    o->st.dropped_encode += o->q_n;
+    o->q_n = 0;
+    sw_buf_reset(&o->q);
+}
+
+/* The queue, empty: its room for the request's opening, and for a batch of
+ * typical spans at once (address space only until written: the buffer is
+ * not grown, and copied, span by span). */
+static int queue_open(struct sw_otlp *o)
+{
+    o->q_gap = sw_otlp_frame_gap(&o->frame);
+    size_t want = o->q_gap + o->batch_max * QUEUE_SPAN_TYPICAL;
+    if (want > o->q.max)
+        want = o->q_gap;
+    int err = sw_buf_reserve(&o->q, want);
+    if (!err)
+        o->q.len = o->q_gap;
+    return err;
 }
 
 int sw_otlp_configure(struct sw_otlp *o, const struct sw_config_otlp *c)
@@ -117,19 +186,18 @@ int sw_otlp_configure(struct sw_otlp *o, const struct sw_config_otlp *c)
     o->ratio = c->sample_ratio;
     o->batch_max = (size_t)c->batch_max_spans;
     o->interval_ms = c->batch_interval_ms;
-    if (!o->headers || (c->ca_file && !o->ca_file))
+    if (!o->headers || (c->ca_file && !o->ca_file) || build_head(o, c))
         return SW_ENOMEM;
-    /* spans encoded for the other protocol cannot go into this one's batches */
-    if (o->q_n && o->q_enc != o->enc) {
-        while (o->q_n) {
-            free((void *)o->q[o->q_head].ptr);
-            o->q_head = (o->q_head + 1) % o->q_cap;
-            o->q_n--;
-            o->st.dropped_encode++;
-        }
+    /* spans encoded for the other protocol cannot go into this one's
+     * batches; the resource is encoded once per protocol */
+    if (o->q_enc != o->enc || !o->frame.res.len) {
+        drop_queue(o);
+        sw_otlp_frame_free(&o->frame);
+        if (sw_otlp_frame_init(&o->frame, &o->resource, "spillway", SW_VERSION, o->enc))
+            return SW_ENOMEM;
     }
     o->q_enc = o->enc;
-    if (o->batch_spans && !o->easy && o->batch_enc != o->enc)
+    if (o->batch_spans && !o->easy && !o->h1 && o->batch_enc != o->enc)
         drop_batch(o);
     return SW_OK;
 }
@@ -159,15 +227,17 @@ struct sw_otlp *sw_otlp_new(struct event_base *base, struct sw_curlev *cev,
     o->base = base;
     o->cev = cev;
     o->q_cap = (size_t)c->queue_max;
-    o->q = calloc(o->q_cap, sizeof *o->q);
+    o->q_end = calloc(o->q_cap, sizeof *o->q_end);
+    /* every queued span is at most SW_OTLP_SPAN_MAX bytes and its framing */
+    sw_buf_init(&o->q, o->q_cap * (SW_OTLP_SPAN_MAX + 8));
     o->timer = evtimer_new(base, on_timer, o);
     o->service_name = strdup(c->service_name ? c->service_name : "spillway");
     o->instance_id = strdup(instance_id);
     o->replica = replica ? strdup(replica) : NULL;
     sw_buf_init(&o->body, BODY_MAX);
     sw_buf_init(&o->answer, ANSWER_MAX);
-    if (!o->q || !o->timer || !o->service_name || !o->instance_id || (replica && !o->replica) ||
-        sw_otlp_configure(o, c)) {
+    if (!o->q_end || !o->timer || !o->service_name || !o->instance_id ||
+        (replica && !o->replica)) {
         sw_otlp_free(o);
         return NULL;
     }
@@ -178,6 +248,10 @@ struct sw_otlp *sw_otlp_new(struct event_base *base, struct sw_curlev *cev,
     sw_attrs_str_k(&o->resource, SW_K("telemetry.sdk.language"), "c");
     sw_attrs_str_k(&o->resource, SW_K("telemetry.sdk.version"), SW_VERSION);
     sw_attrs_str_k(&o->resource, SW_K("spillway.replica.id"), o->replica);
+    if (sw_otlp_configure(o, c)) {
+        sw_otlp_free(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -191,11 +265,16 @@ void sw_otlp_free(struct sw_otlp *o)
     }
     if (o->easy_headers != o->headers)
         curl_slist_free_all(o->easy_headers);
+    o->easy_headers = NULL; /* free_config frees the current ones */
+    sw_h1_abort(o->h1);
+    if (o->h1_head != o->head)
+        free(o->h1_head);
+    o->h1_head = NULL;
     if (o->timer)
         event_free(o->timer);
-    for (size_t i = 0; o->q && i < o->q_n; i++)
-        free((void *)o->q[(o->q_head + i) % o->q_cap].ptr);
-    free(o->q);
+    sw_buf_free(&o->q);
+    free(o->q_end);
+    sw_otlp_frame_free(&o->frame);
     free_config(o);
     sw_buf_free(&o->body);
     sw_buf_free(&o->answer);
@@ -213,15 +292,12 @@ void sw_otlp_submit(struct sw_otlp *o, const struct sw_span *s)
         o->st.dropped_queue_full++;
         return;
     }
-    struct sw_buf b;
-    sw_buf_init(&b, SW_OTLP_SPAN_MAX);
-    if (sw_span_encode(s, o->enc, &b) || !b.ptr) {
-        sw_buf_free(&b);
+    if (!o->frame.res.len || (!o->q_n && queue_open(o)) ||
+        sw_span_encode_framed(s, o->q_enc, SW_OTLP_SPAN_MAX, &o->q)) {
         o->st.dropped_encode++;
         return;
     }
-    o->q[(o->q_head + o->q_n) % o->q_cap] = (struct sw_str){b.ptr, b.len};
-    o->q_n++;
+    o->q_end[o->q_n++] = o->q.len;
     if (o->batch_spans || o->backing_off)
         return; /* the batch in flight or its retry comes first */
     if (o->q_n >= o->batch_max)
@@ -248,11 +324,52 @@ static void drop_batch(struct sw_otlp *o)
     sw_buf_reset(&o->body);
 }
 
-static bool retryable(CURLcode rc, long status)
+/* An export ended: transport_ok with the collector's status and
+ * Retry-After (seconds, -1: none), or a transport failure (why). */
+static void export_done(struct sw_otlp *o, bool transport_ok, long status, long retry_after,
+                        const char *why)
 {
-    if (rc != CURLE_OK)
-        return true;
-    return status == 429 || status == 502 || status == 503 || status == 504;
+    if (transport_ok && status >= 200 && status <= 299) {
+        o->st.exports_ok++;
+        o->st.spans_exported += o->batch_spans;
+        o->batch_spans = 0;
+        o->tries = 0;
+        sw_buf_reset(&o->body);
+        if (o->q_n >= o->batch_max)
+            arm(o, 0);
+        else if (o->q_n)
+            arm(o, o->interval_ms);
+        return;
+    }
+    bool retryable = !transport_ok || status == 429 || status == 502 || status == 503 ||
+                     status == 504;
+    /* a batch in the protocol of before a reload is not sent again */
+    if (!retryable || o->tries >= SW_OTLP_TRIES || o->batch_enc != o->enc) {
+        o->st.exports_failed++;
+        if (o->st.exports_failed == 1 || o->st.exports_failed % 100 == 0) {
+            char what[160];
+            if (transport_ok)
+                snprintf(what, sizeof what, "status %ld", status);
+            else
+                snprintf(what, sizeof what, "%s", why ? why : "transport error");
+            sw_warn("traces: export to %s failed (%s): %zu spans dropped (%llu exports "
+                    "failed so far)",
+                    o->url, what, o->batch_spans, (unsigned long long)o->st.exports_failed);
+        }
+        drop_batch(o);
+        if (o->q_n)
+            arm(o, o->interval_ms);
+        return;
+    }
+    o->st.exports_retried++;
+    long wait = SW_OTLP_BACKOFF_MIN_MS << (o->tries - 1 < 8 ? o->tries - 1 : 8);
+    if (retry_after >= 0)
+        wait = retry_after * 1000 > SW_OTLP_BACKOFF_MIN_MS ? retry_after * 1000
+                                                           : SW_OTLP_BACKOFF_MIN_MS;
+    if (wait > SW_OTLP_BACKOFF_MAX_MS)
+        wait = SW_OTLP_BACKOFF_MAX_MS;
+    o->backing_off = true;
+    arm(o, wait);
 }
 
 static void on_done(void *ud, CURLcode rc)
@@ -270,59 +387,75 @@ static void on_done(void *ud, CURLcode rc)
         curl_slist_free_all(o->easy_headers); /* a reload replaced them meanwhile */
     o->easy_headers = NULL;
     sw_buf_reset(&o->answer);
-    if (rc == CURLE_OK && status >= 200 && status <= 299) {
-        o->st.exports_ok++;
-        o->st.spans_exported += o->batch_spans;
-        o->batch_spans = 0;
-        o->tries = 0;
-        sw_buf_reset(&o->body);
-        if (o->q_n >= o->batch_max)
-            arm(o, 0);
-        else if (o->q_n)
-            arm(o, o->interval_ms);
-        return;
-    }
-    /* a batch in the protocol of before a reload is not sent again */
-    if (!retryable(rc, status) || o->tries >= SW_OTLP_TRIES || o->batch_enc != o->enc) {
-        o->st.exports_failed++;
-        if (o->st.exports_failed == 1 || o->st.exports_failed % 100 == 0)
-            sw_warn("traces: export to %s failed (%s%ld): %zu spans dropped (%llu exports "
-                    "failed so far)",
-                    o->url, rc != CURLE_OK ? curl_easy_strerror(rc) : "status ",
-                    rc != CURLE_OK ? 0L : status, o->batch_spans,
-                    (unsigned long long)o->st.exports_failed);
-        drop_batch(o);
-        if (o->q_n)
-            arm(o, o->interval_ms);
-        return;
-    }
-    o->st.exports_retried++;
-    long wait = SW_OTLP_BACKOFF_MIN_MS << (o->tries - 1 < 8 ? o->tries - 1 : 8);
-    if (retry_after >= 0)
-        wait = retry_after * 1000 > SW_OTLP_BACKOFF_MIN_MS ? (long)retry_after * 1000
-                                                           : SW_OTLP_BACKOFF_MIN_MS;
-    if (wait > SW_OTLP_BACKOFF_MAX_MS)
-        wait = SW_OTLP_BACKOFF_MAX_MS;
-    o->backing_off = true;
-    arm(o, wait);
+    if (retry_after > 24 * 3600)
+        retry_after = 24 * 3600;
+    export_done(o, rc == CURLE_OK, status, (long)retry_after, curl_easy_strerror(rc));
 }
 
-/* Builds the next batch from the queue (unless one waits for its retry). */
+/* ---- The HTTP/1 client's callbacks ---- */
+
+static void on_h1_head(void *ud, long status, long retry_after_s)
+{
+    struct sw_otlp *o = ud;
+    o->h1_status = status;
+    o->h1_retry_after_s = retry_after_s;
+}
+
+static size_t on_h1_data(void *ud, const char *bytes, size_t len)
+{
+    (void)ud;
+    (void)bytes;
+    return len; /* the collector's answer is not read */
+}
+
+static void on_h1_done(void *ud, int err, const char *why)
+{
+    struct sw_otlp *o = ud;
+    o->h1 = NULL;
+    if (o->h1_head != o->head)
+        free(o->h1_head); /* a reload replaced them meanwhile */
+    o->h1_head = NULL;
+    export_done(o, err == SW_OK, o->h1_status, o->h1_retry_after_s, why ? why : sw_err_str(err));
+}
+
+static const struct sw_h1_cbs h1_cbs = {on_h1_data, on_h1_done, on_h1_head};
+
+/* Builds the next batch from the queue (unless one waits for its retry):
+ * the first batch_max queued spans with the resource around them, made
+ * into the request where they lie: the queue's buffer becomes the body,
+ * and spans queued past the batch move to the other buffer (the body's
+ * last one), which becomes the queue. */
 static int build_batch(struct sw_otlp *o)
 {
     size_t n = o->q_n < o->batch_max ? o->q_n : o->batch_max;
-    struct sw_str *spans = malloc(n * sizeof *spans);
-    if (!spans)
-        return SW_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        spans[i] = o->q[(o->q_head + i) % o->q_cap];
-    sw_buf_reset(&o->body);
-    int err = sw_otlp_request(&o->resource, "spillway", SW_VERSION, spans, n, o->q_enc, &o->body);
-    for (size_t i = 0; i < n; i++)
-        free((void *)spans[i].ptr);
-    free(spans);
-    o->q_head = (o->q_head + n) % o->q_cap;
-    o->q_n -= n;
+    size_t end = o->q_end[n - 1];
+    struct sw_buf rest = o->body;
+    sw_buf_reset(&rest);
+    rest.max = o->q.max; /* each buffer keeps its role's bound */
+    size_t rest_n = o->q_n - n, gap = o->q_gap;
+    int err = SW_OK;
+    if (rest_n) {
+        err = sw_buf_reserve(&rest, gap + (o->q.len - end));
+        if (err) {
+            drop_queue(o); /* out of memory: nothing queued is kept */
+            return err;
+        }
+        memcpy(rest.ptr + gap, o->q.ptr + end, o->q.len - end);
+        rest.len = gap + (o->q.len - end);
+        rest.ptr[rest.len] = '\0';
+        for (size_t i = 0; i < rest_n; i++)
+            o->q_end[i] = o->q_end[n + i] - end + gap;
+        o->q.len = end;
+    }
+    err = sw_otlp_frame_wrap(&o->frame, &o->q, gap, &o->body_off);
+    o->body = o->q;
+    o->body.max = BODY_MAX;
+    if (!err && o->body.len - o->body_off > BODY_MAX)
+        err = SW_ETOOBIG;
+    o->q = rest;
+    o->q_n = rest_n;
+    if (!o->q_n && o->q.cap > QUEUE_KEEP)
+        sw_buf_free(&o->q); /* a burst's buffer is not kept */
     o->batch_spans = n;
     o->batch_enc = o->q_enc;
     o->tries = 0;
@@ -331,11 +464,30 @@ static int build_batch(struct sw_otlp *o)
     return err;
 }
 
+/* The batch on the HTTP/1 client; false when it cannot take it. */
+static bool send_h1(struct sw_otlp *o)
+{
+    struct sw_h1pool *pool = sw_curlev_h1(o->cev);
+    if (!pool || !sw_h1pool_handles(pool, o->url))
+        return false;
+    o->h1_status = 0;
+    o->h1_retry_after_s = -1;
+    o->h1 = sw_h1_start(pool, o->url, "", o->head, o->head_len, o->body.ptr + o->body_off,
+                        o->body.len - o->body_off, o->timeout_ms, o->timeout_ms, &h1_cbs, o);
+    if (!o->h1)
+        return false;
+    o->h1_head = o->head;
+    o->tries++;
+    return true;
+}
+
 static void flush(struct sw_otlp *o)
 {
-    if (o->easy)
+    if (o->easy || o->h1)
         return;
     if (!o->batch_spans && (!o->q_n || build_batch(o)))
+        return;
+    if (send_h1(o))
         return;
     CURL *e = curl_easy_init();
     if (!e) {
@@ -355,8 +507,8 @@ static void flush(struct sw_otlp *o)
         curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, o->body.ptr);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body.len);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, o->body.ptr + o->body_off);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(o->body.len - o->body_off));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_answer);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, o);
     o->easy = e;

@@ -1,7 +1,9 @@
 /* The OTLP/HTTP trace exporter (telemetry.otlp, docs/operations.md
  * "Traces"): spans, encoded when they end (obs/span.h), wait in a bounded
- * queue and go to the collector in batches, POSTed on the shared curl multi
- * handle from the event loop, so an export never blocks a request. When the
+ * queue and go to the collector in batches, POSTed from the event loop (on
+ * the gateway's own HTTP/1.1 client for a plain-http collector at a numeric
+ * address or localhost, as for local backends; on the shared curl multi
+ * handle otherwise), so an export never blocks a request. When the
  * queue is full a new span is dropped and counted; an export that fails with
  * a transport error, a timeout, 429, 502, 503 or 504 is retried with
  * exponential backoff (Retry-After honoured, capped), at most

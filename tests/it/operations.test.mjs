@@ -700,6 +700,38 @@ describe('the shipped Grafana dashboard', () => {
   });
 });
 
+describe('the shipped Grafana dashboard links decisions to traces', () => {
+  // docs/operations.md "From a decision to its trace in Grafana": a table of
+  // decision-log lines from Loki whose trace_id cells open the trace.
+  test('the decisions table links each trace_id to its trace (Tempo or Jaeger data source variable)', () => {
+    const dash = JSON.parse(readFileSync(new URL('../../docs/grafana/spillway.json', import.meta.url), 'utf8'));
+    const vars = Object.fromEntries(dash.templating.list.map((v) => [v.name, v]));
+    assert.equal(vars.loki?.type, 'datasource');
+    assert.equal(vars.loki.query, 'loki');
+    assert.equal(vars.traces?.type, 'datasource');
+    assert.ok(['tempo', 'jaeger'].includes(vars.traces.query));
+    assert.equal(vars.decision_log?.type, 'textbox');
+    const ids = dash.panels.map((p) => p.id);
+    assert.equal(new Set(ids).size, ids.length, 'panel ids are unique');
+    const table = dash.panels.find((p) => p.type === 'table' && p.datasource?.type === 'loki');
+    assert.ok(table, 'a table of decisions read from Loki');
+    assert.equal(table.datasource.uid, '${loki}');
+    const expr = table.targets[0].expr;
+    assert.match(expr, /^\$decision_log /, 'the configured stream selector');
+    assert.match(expr, /\| json .*trace_id="trace_id"/, 'trace_id extracted from the JSON line');
+    for (const f of ['request_id', 'decision', 'backend', 'reason']) assert.match(expr, new RegExp(`${f}="${f}"`));
+    const link = table.fieldConfig.overrides
+      .find((o) => o.matcher.id === 'byName' && o.matcher.options === 'trace_id')
+      ?.properties.find((pr) => pr.id === 'links')?.value[0];
+    assert.ok(link, 'the trace_id column has a data link');
+    assert.equal(link.internal.datasourceUid, '${traces}');
+    assert.equal(link.internal.query.query, '${__value.raw}');
+    // the panel sits below every other one
+    const bottom = Math.max(...dash.panels.filter((p) => p !== table).map((p) => p.gridPos.y + p.gridPos.h));
+    assert.ok(table.gridPos.y >= bottom - 1);
+  });
+});
+
 // A port nothing listens on: bound, then closed.
 async function deadUrl() {
   const srv = net.createServer();

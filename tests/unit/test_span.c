@@ -357,7 +357,7 @@ static void test_request(void **state)
 }
 
 /* The literal-key setters (SW_K) and trusted names encode the same bytes as
- * the checked setters, in both encodings. */
+ * the checked setters, in both encodings; so does a trace id given as hex. */
 static void test_literal_keys(void **state)
 {
     (void)state;
@@ -366,6 +366,7 @@ static void test_literal_keys(void **state)
         memset(&sp, 0, sizeof sp);
         memset(&k, 0, sizeof k);
         sp.name = k.name = "n";
+        k.trace_hex = "00000000000000000000000000000000"; /* the hex of its (zero) trace id */
         sw_attrs_str(&sp.attrs, "gen_ai.request.model", "m-1");
         sw_attrs_str(&sp.attrs, "spillway.tier", "local");
         sw_attrs_int(&sp.attrs, "server.port", 8080);
@@ -391,6 +392,69 @@ static void test_literal_keys(void **state)
     }
 }
 
+/* A request built from a frame (resource and scope encoded once) and spans
+ * encoded already framed has the bytes of sw_otlp_request, in both
+ * encodings, for small spans and for spans whose enclosing lengths take
+ * several bytes; a span over its bound is refused and appends nothing. */
+static void test_frame(void **state)
+{
+    (void)state;
+    struct sw_attrs res = {.n = 0};
+    sw_attrs_str(&res, "service.name", "spillway");
+    sw_attrs_str(&res, "service.instance.id", "0f0e-\xc3\xa9");
+    for (int enc = SW_OTLP_JSON; enc <= SW_OTLP_PROTOBUF; enc++) {
+        for (int pads = 0; pads <= 40; pads += 40) {
+            fill(&sp);
+            for (int i = 0; i < pads - 6; i++)
+                sw_attrs_str(&sp.attrs, "pad", "0123456789012345678901234567890123456789");
+            struct sw_buf one, two, framed, want, got;
+            sw_buf_init(&one, 1 << 20);
+            sw_buf_init(&two, 1 << 20);
+            sw_buf_init(&framed, 1 << 20);
+            sw_buf_init(&want, 1 << 20);
+            sw_buf_init(&got, 1 << 20);
+            assert_int_equal(sw_span_encode(&sp, (enum sw_span_encoding)enc, &one), SW_OK);
+            assert_int_equal(sw_span_encode_framed(&sp, (enum sw_span_encoding)enc, 1 << 16, &framed), SW_OK);
+            sp.kind = SW_SPAN_CLIENT;
+            assert_int_equal(sw_span_encode(&sp, (enum sw_span_encoding)enc, &two), SW_OK);
+            assert_int_equal(sw_span_encode_framed(&sp, (enum sw_span_encoding)enc, 1 << 16, &framed), SW_OK);
+            size_t before = framed.len;
+            assert_int_equal(sw_span_encode_framed(&sp, (enum sw_span_encoding)enc, one.len - 1, &framed),
+                             SW_ETOOBIG);
+            assert_int_equal(framed.len, before);
+            struct sw_str spans[] = {{one.ptr, one.len}, {two.ptr, two.len}};
+            assert_int_equal(sw_otlp_request(&res, "spillway", "1.2.3", spans, 2,
+                                             (enum sw_span_encoding)enc, &want), SW_OK);
+            struct sw_otlp_frame f;
+            assert_int_equal(sw_otlp_frame_init(&f, &res, "spillway", "1.2.3", (enum sw_span_encoding)enc), SW_OK);
+            assert_int_equal(sw_otlp_frame_request(&f, framed.ptr, framed.len, &got), SW_OK);
+            assert_int_equal(got.len, want.len);
+            assert_memory_equal(got.ptr, want.ptr, want.len);
+            assert_int_equal(sw_otlp_frame_request(&f, framed.ptr, 0, &got), SW_EINVAL);
+            /* the same request made in place, in a queue with room before its spans */
+            struct sw_buf inplace;
+            sw_buf_init(&inplace, 1 << 20);
+            size_t gap = sw_otlp_frame_gap(&f), at = 0;
+            assert_int_equal(sw_buf_reserve(&inplace, gap), SW_OK);
+            memset(inplace.ptr, '?', gap);
+            inplace.len = gap;
+            assert_int_equal(sw_otlp_frame_wrap(&f, &inplace, gap, &at), SW_EINVAL);
+            assert_int_equal(sw_buf_append(&inplace, framed.ptr, framed.len), SW_OK);
+            assert_int_equal(sw_otlp_frame_wrap(&f, &inplace, gap - 1, &at), SW_EINVAL);
+            assert_int_equal(sw_otlp_frame_wrap(&f, &inplace, gap, &at), SW_OK);
+            assert_int_equal(inplace.len - at, want.len);
+            assert_memory_equal(inplace.ptr + at, want.ptr, want.len);
+            sw_buf_free(&inplace);
+            sw_otlp_frame_free(&f);
+            sw_buf_free(&one);
+            sw_buf_free(&two);
+            sw_buf_free(&framed);
+            sw_buf_free(&want);
+            sw_buf_free(&got);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_protobuf),
         cmocka_unit_test(test_request),
         cmocka_unit_test(test_literal_keys),
+        cmocka_unit_test(test_frame),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
