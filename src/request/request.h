@@ -133,6 +133,15 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                      struct sw_request_error *err);
 void sw_request_free(struct sw_chat_request *req);
 
+/* sw_request_parse of a body the gateway built (another API's translation):
+ * root (taken, freed on failure) is validated as the parse of its compact
+ * text (len bytes: json_dumps(root, JSON_COMPACT)'s length) would be, the
+ * same bounds on its values and depth included, without writing and
+ * parsing that text again. root's strings must be valid UTF-8 without NUL
+ * (what every parsed body's are). */
+int sw_request_parse_built(json_t *root, size_t len, struct sw_chat_request *req,
+                           struct sw_request_error *err);
+
 /* Reads body's "metadata" (borrowed) into req->allow_cloud as chat does:
  * an object of string values, allow_cloud a boolean or a flag string, a
  * near-miss of allow_cloud refused. SW_OK, or SW_EINVAL with *err filled
