@@ -1094,19 +1094,28 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
     return root ? validate(root, len, req, err) : rc;
 }
 
-int sw_request_parse_built(json_t *root, size_t len, struct sw_chat_request *req,
+int sw_request_parse_built(json_t *root, char *text, size_t len, struct sw_chat_request *req,
                            struct sw_request_error *err)
 {
     struct sw_json_shape sh = {.values = 1, .depth = 0};
+    int rc;
 
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
     if (!tree_shape(root, 0, &sh)) {
         set_too_complex(err, &sh);
         json_decref(root);
+        free(text);
         return SW_EINVAL;
     }
-    return validate(root, len, req, err);
+    rc = validate(root, len, req, err);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    req->text = text;
+    req->text_len = len;
+    return SW_OK;
 }
 
 void sw_request_free(struct sw_chat_request *req)
@@ -1114,6 +1123,7 @@ void sw_request_free(struct sw_chat_request *req)
     json_decref(req->body);
     json_decref(req->native);
     free(req->untranslatable);
+    free(req->text);
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
 }
