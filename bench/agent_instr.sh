@@ -23,8 +23,11 @@
 # sw_request_parse and sw_request_free, median of REPEAT, µs).
 #   bench/agent_instr.sh                about 2 minutes
 #   GATEWAY=1 bench/agent_instr.sh      about 6 minutes
+#   GATEWAY=1 SCAN=0 bench/agent_instr.sh   the second table only
 # Knobs: TURNS ("2 10 50"), SEED (7), SHAPE (openai | anthropic), REPEAT (31),
-# GATEWAY (0), GW_N (200), BUILD.
+# GATEWAY (0), GW_N (200), SCAN (1; 0: no scan table), BUILD. A profile of one
+# turn: KEEP=1 BODY=turn.json API_PATH=... TARGETS=spillway STREAM_N=0
+# bench/instr.sh, then callgrind_annotate on the callgrind.spillway.req.out kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -34,6 +37,7 @@ SHAPE=${SHAPE:-openai}
 REPEAT=${REPEAT:-31}
 GATEWAY=${GATEWAY:-0}
 GW_N=${GW_N:-200}
+SCAN=${SCAN:-1}
 command -v valgrind >/dev/null || { echo "agent_instr.sh: needs valgrind" >&2; exit 1; }
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/bench/agent_scan"
 tmp=$(mktemp -d)
@@ -55,8 +59,9 @@ digest_ir() { # the last count's instructions in EVP_Digest, inclusive
 cpu_us() { # cache_bytes prev turn
   "$BUILD/bench/agent_scan" "$1" "$2" "$3" "$surface" "$REPEAT" | sed -n 's/^cpu_us_median=//p'
 }
-printf '%-5s %8s %7s %11s %11s %11s %11s %9s %9s %9s %8s\n' turn bytes new "ir cache" "ir none" \
-  "ir digest" "ir rest" "rest/new" "us cache" "us none" "hit/miss"
+if [ "$SCAN" = 1 ]; then
+printf '%-5s %8s %7s %11s %11s %11s %11s %9s %9s %9s %8s\n' turn bytes new \
+  "ir cache" "ir none" "ir digest" "ir rest" "rest/new" "us cache" "us none" "hit/miss"
 for n in $TURNS; do
   p=$(printf '%s/turn_%03d.json' "$tmp" $((n - 1)))
   t=$(printf '%s/turn_%03d.json' "$tmp" "$n")
@@ -73,9 +78,10 @@ for n in $TURNS; do
     printf "%-5s %8d %7d %11d %11d %11d %11d %9.1f %9.1f %9.1f %8s\n", n, b, nw, w, wo, d, w - d,
       (w - d) / nw, uc, un, hm }'
 done
+fi
 [ "$GATEWAY" = 1 ] || exit 0
 path=/v1/chat/completions
-[ "$SHAPE" = anthropic ] && { echo "agent_instr.sh: GATEWAY=1 sends OpenAI chat bodies only" >&2; exit 1; }
+[ "$SHAPE" = anthropic ] && path=/v1/messages   # translated for the OpenAI upstream
 echo
 echo "through the gateway: $GW_N requests of each body (bench/instr.sh, non-streamed, $path)"
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/bench/agent_parse"
@@ -83,10 +89,11 @@ printf '%-5s %8s %12s %9s %9s\n' turn bytes "instr/req" "instr/KB" "parse us"
 for n in $TURNS; do
   t=$(printf '%s/turn_%03d.json' "$tmp" "$n")
   bytes=$(awk -v n="$n" '$1 == n {print $2}' "$tmp/sizes")
-  ir=$(BODY="$t" TARGETS=spillway STREAM_N=0 N="$GW_N" WARM=30 BUILD="$BUILD" bench/instr.sh 2>/dev/null |
+  ir=$(BODY="$t" API_PATH="$path" TARGETS=spillway STREAM_N=0 N="$GW_N" WARM=30 BUILD="$BUILD" \
+      bench/instr.sh 2>/dev/null |
     awk '$1 == "spillway" && NF == 5 {print $2}')
   [ -n "$ir" ] || { echo "agent_instr.sh: turn $n: bench/instr.sh failed" >&2; exit 1; }
-  pu=$("$BUILD/bench/agent_parse" "$t" "$REPEAT" | sed -n 's/^parse_us_median=//p')
+  pu=$("$BUILD/bench/agent_parse" "$t" "$REPEAT" "$surface" | sed -n 's/^parse_us_median=//p')
   awk -v n="$n" -v b="$bytes" -v ir="$ir" -v pu="$pu" \
     'BEGIN { printf "%-5s %8d %12d %9.0f %9.1f\n", n, b, ir, ir / (b / 1024), pu }'
 done

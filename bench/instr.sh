@@ -29,7 +29,8 @@
 #
 # Knobs (environment): N (2000), WARM (200), CONC (8), STREAM_N (100; 0: no
 # streamed run), EVENT_MS (20: gap between SSE events), TARGETS ("spillway
-# nginx haproxy"), TOP (syscalls listed per target, 6), BUILD (build),
+# nginx haproxy"), TOP (syscalls listed per target, 6), BUILD (build), BODY
+# (bench/chat-1k.json), API_PATH (/v1/chat/completions; non-streamed only),
 # KEEP=1 (keep the temporary directory: callgrind.*.out for callgrind_annotate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,7 @@ LOAD_CPU=${LOAD_CPU:-0}
 WAIT_TRIES=${WAIT_TRIES:-2400}   # start-up under valgrind: up to 2 minutes
 NGINX_MAIN="master_process off;"  # one process: the one valgrind and strace watch
 BODY=${BODY:-bench/chat-1k.json}   # the body of every request
+API_PATH=${API_PATH:-/v1/chat/completions}   # where the non-streamed POSTs go
 
 scripts/deps.sh bench
 for b in valgrind callgrind_control strace ab; do
@@ -89,9 +91,9 @@ for t in $TARGETS; do
   echo "  $t under callgrind" >&2
   start_target "$t" valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.$t.out"
   wait_http "http://${URL[$t]}/health"
-  ab_run "$t" "$WARM"
+  ab_run "$t" "$WARM" "$API_PATH"
   callgrind_control -z "${PID_OF[$t]}" >/dev/null 2>&1
-  ab_run "$t" "$N"
+  ab_run "$t" "$N" "$API_PATH"
   echo "$t ir_req $(( $(cg_dump "$t" req) / N ))" >>"$res"
   if [ "$STREAM_N" -gt 0 ]; then
     callgrind_control -z "${PID_OF[$t]}" >/dev/null 2>&1
@@ -103,8 +105,8 @@ for t in $TARGETS; do
   echo "  $t under strace" >&2
   start_target "$t"
   wait_http "http://${URL[$t]}/health"
-  ab_run "$t" "$WARM"
-  strace_run "$t" req ab_run "$t" "$N"
+  ab_run "$t" "$WARM" "$API_PATH"
+  strace_run "$t" req ab_run "$t" "$N" "$API_PATH"
   [ "$STREAM_N" -gt 0 ] && strace_run "$t" stream streams_run "$t" "$STREAM_N"
   stop_target "$t"
 done

@@ -44,11 +44,41 @@ static int dump_string(const char *s, size_t n, struct sw_buf *b)
         b->ptr[b->len] = '\0';
         return SW_OK;
     }
-    /* long, or the worst case is past the buffer's bound: in steps */
+    /* long: DIRECT_MAX bytes at a time into reserved room, each step ending
+     * on a character's first byte; once the worst case of a step is past
+     * the buffer's bound, the rest appended as it is escaped */
+    size_t was = b->len;
     err = put(b, "\"", 1);
+    size_t i = 0;
+    while (!err && i < n) {
+        size_t w = n - i;
+        if (w > DIRECT_MAX) {
+            w = DIRECT_MAX;
+            for (int back = 0; back < 3 && ((unsigned char)s[i + w] & 0xC0) == 0x80; back++)
+                w--;
+        }
+        err = sw_buf_reserve(b, SW_JSON_ESCAPED_MAX(w) + 1);
+        if (err == SW_ETOOBIG) {
+            err = sw_json_escape(b, s + i, n - i, SW_JSON_ESC_CHECK_UTF8);
+            break;
+        }
+        if (err)
+            break;
+        size_t k = sw_json_escape_into(b->ptr + b->len, s + i, w, SW_JSON_ESC_CHECK_UTF8);
+        if (k == SIZE_MAX) {
+            err = SW_EINVAL;
+            break;
+        }
+        b->len += k;
+        i += w;
+    }
     if (!err)
-        err = sw_json_escape(b, s, n, SW_JSON_ESC_CHECK_UTF8);
-    return err ? err : put(b, "\"", 1);
+        err = put(b, "\"", 1);
+    if (err && b->ptr) {
+        b->len = was;
+        b->ptr[was] = '\0';
+    }
+    return err;
 }
 
 /* jansson's jsonp_dtostr: "%.17g", the decimal point as '.', ".0" when

@@ -3,6 +3,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "common/err.h"
 #include "common/utf8.h"
@@ -16,34 +19,56 @@ static size_t plain_run(const unsigned char *s, size_t n, unsigned flags)
 {
     bool utf8 = flags & (SW_JSON_ESC_FIX_UTF8 | SW_JSON_ESC_CHECK_UTF8);
     size_t i = 0;
-    /* eight bytes at a time while they are all printable ASCII but '"' and '\\' */
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    while (n - i >= 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
-        uint64_t special = ((w - ones * 0x20) | (quote - ones) | (bslash - ones)) &
-                           ~w & highs;
-        if (special || (w & highs))
-            break;
-        i += 8;
-    }
-    while (i < n) {
+    for (;;) {
+#if defined(__SSE2__)
+        /* sixteen bytes at a time up to the first that is a control byte,
+         * '"' or '\\' (or, when the UTF-8 is read, not ASCII) */
+        const __m128i hi3 = _mm_set1_epi8((char)0xE0), quote = _mm_set1_epi8('"'),
+                      bslash = _mm_set1_epi8('\\'), zero = _mm_setzero_si128();
+        while (n - i >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v, hi3), zero),
+                                        _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                                     _mm_cmpeq_epi8(v, bslash)));
+            unsigned m = (unsigned)_mm_movemask_epi8(stop);
+            if (utf8)
+                m |= (unsigned)_mm_movemask_epi8(v);
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                break;
+            }
+            i += 16;
+        }
+#else
+        /* eight bytes at a time while they are all printable ASCII but '"' and '\\' */
+        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+        while (n - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+            uint64_t special = ((w - ones * 0x20) | (q - ones) | (b - ones)) & ~w & highs;
+            if (special || (w & highs))
+                break;
+            i += 8;
+        }
+#endif
+        if (i >= n)
+            return n;
+        /* one character, then the fast loop again */
         unsigned c = s[i];
         if (c < 0x80) {
             if (c < 0x20 || c == '"' || c == '\\')
-                break;
+                return i;
             i++;
         } else if (!utf8) {
             i++;
         } else {
             size_t k = sw_utf8_seq(s + i, n - i);
             if (!k)
-                break;
+                return i;
             i += k;
         }
     }
-    return i;
 }
 
 /* The escape of the character at s, which plain_run stopped at (n > 0
@@ -91,6 +116,47 @@ size_t sw_json_escape_into(char *w, const char *s, size_t n, unsigned flags)
     const unsigned char *p = (const unsigned char *)s;
     char *start = w;
     size_t i = 0;
+#if defined(__SSE2__)
+    /* Sixteen bytes at a time, copied whole before looking at them: the
+     * room (six bytes a byte) is never short of sixteen while sixteen are
+     * left to read, and what follows the first byte to stop at is written
+     * again. */
+    bool utf8 = flags & (SW_JSON_ESC_FIX_UTF8 | SW_JSON_ESC_CHECK_UTF8);
+    const __m128i hi3 = _mm_set1_epi8((char)0xE0), quote = _mm_set1_epi8('"'),
+                  bslash = _mm_set1_epi8('\\'), zero = _mm_setzero_si128();
+    while (n - i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        _mm_storeu_si128((__m128i *)(void *)w, v);
+        __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v, hi3), zero),
+                                    _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                                 _mm_cmpeq_epi8(v, bslash)));
+        unsigned m = (unsigned)_mm_movemask_epi8(stop);
+        if (utf8)
+            m |= (unsigned)_mm_movemask_epi8(v);
+        if (!m) {
+            i += 16;
+            w += 16;
+            continue;
+        }
+        size_t run = (size_t)__builtin_ctz(m), used;
+        i += run;
+        w += run;
+        if (p[i] >= 0x80) {
+            size_t k = sw_utf8_seq(p + i, n - i);
+            if (k) { /* a valid sequence: as it is */
+                memcpy(w, p + i, k);
+                w += k;
+                i += k;
+                continue;
+            }
+        }
+        size_t k = escape_one(p + i, n - i, flags, w, &used);
+        if (!k)
+            return SIZE_MAX;
+        w += k;
+        i += used;
+    }
+#endif
     while (i < n) {
         size_t run = plain_run(p + i, n - i, flags), used;
         memcpy(w, p + i, run);

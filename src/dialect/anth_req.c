@@ -1,12 +1,14 @@
 #include "dialect/anth_req.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jdump.h"
 #include "dialect/req_util.h"
 
 /* ---- Anthropic -> OpenAI ---- */
@@ -68,26 +70,32 @@ static json_t *tool_message(const json_t *blk, const char *path, struct sw_reque
         BAD(p, "%s: a tool_result block needs a tool_use_id string.", p);
     }
     json_t *c = json_object_get(blk, "content");
-    long bad;
-    char *text = c ? sw_dialect_joined_text(c, &bad) : strdup("");
-    if (!text) {
-        if (bad >= 0)
-            snprintf(p, sizeof p, "%s.content[%ld]", path, bad);
-        else
-            snprintf(p, sizeof p, "%s.content", path);
-        NOPE(p, "%s: tool results can be translated only as text (a string or text blocks).",
-            p);
+    bool is_error = json_is_true(json_object_get(blk, "is_error"));
+    json_t *content = NULL;
+    if (json_is_string(c) && !is_error) {
+        content = json_incref(c); /* the client's text as it is: shared, not copied */
+    } else {
+        long bad;
+        char *text = c ? sw_dialect_joined_text(c, &bad) : strdup("");
+        if (!text) {
+            if (bad >= 0)
+                snprintf(p, sizeof p, "%s.content[%ld]", path, bad);
+            else
+                snprintf(p, sizeof p, "%s.content", path);
+            NOPE(p, "%s: tool results can be translated only as text (a string or text "
+                    "blocks).", p);
+        }
+        struct sw_buf b;
+        sw_buf_init(&b, (size_t)1 << 31);
+        /* valid UTF-8: the parsed texts and ASCII between them */
+        if (!sw_buf_append_str(&b, is_error ? "Error: " : "") && !sw_buf_append_str(&b, text))
+            content = json_stringn_nocheck(b.ptr ? b.ptr : "", b.len);
+        sw_buf_free(&b);
+        free(text);
     }
-    json_t *err_flag = json_object_get(blk, "is_error");
-    const char *prefix = json_is_true(err_flag) ? "Error: " : "";
-    struct sw_buf b;
-    sw_buf_init(&b, (size_t)1 << 31);
-    json_t *m = NULL;
-    if (!sw_buf_appendf(&b, "%s", prefix) && !sw_buf_append_str(&b, text))
-        m = json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id", id, "content",
-                      b.ptr ? b.ptr : "");
-    sw_buf_free(&b);
-    free(text);
+    json_t *m = content ? json_pack("{s:s, s:s, s:o}", "role", "tool", "tool_call_id", id,
+                                    "content", content)
+                        : NULL;
     if (!m)
         sw_dialect_oom(err);
     return m;
@@ -103,6 +111,26 @@ struct msg_acc {
     struct sw_buf text;
     bool user, assistant;
 };
+
+/* A text (a string or text blocks, joined with "\n") as a JSON string: a
+ * string itself shared, not copied. NULL where sw_dialect_joined_text
+ * returns NULL (*bad as it sets it), or with *oom when the string could
+ * not be made. */
+static json_t *joined_value(const json_t *v, long *bad, bool *oom)
+{
+    *oom = false;
+    *bad = -1;
+    if (json_is_string(v))
+        return json_incref((json_t *)v);
+    char *s = sw_dialect_joined_text(v, bad);
+    if (!s)
+        return NULL;
+    /* valid UTF-8: parsed texts and "\n" between them */
+    json_t *j = json_stringn_nocheck(s, strlen(s));
+    free(s);
+    *oom = !j;
+    return j;
+}
 
 /* The return of a block helper that failed with *err set. */
 static int failed(const struct sw_request_error *err)
@@ -140,7 +168,7 @@ static int tool_use_block(struct msg_acc *a, const json_t *blk, const char *pb,
     json_t *input = json_object_get(blk, "input");
     if (!id || !name || !json_is_object(input))
         BAD(pb, "%s: a tool_use block needs id and name strings and an input object.", pb);
-    char *args = json_dumps(input, JSON_COMPACT);
+    char *args = sw_json_dumps(input, JSON_COMPACT);
     json_t *call = args ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
                                     "function", "name", name, "arguments", args)
                         : NULL;
@@ -200,7 +228,9 @@ static int flush_message(struct msg_acc *a, struct sw_request_error *err)
         if (!o)
             return sw_dialect_oom(err);
         json_object_set_new(o, "content", a->text.len || !json_array_size(a->calls)
-                                              ? json_string(a->text.ptr ? a->text.ptr : "")
+                                              ? json_stringn_nocheck(a->text.ptr ? a->text.ptr
+                                                                                 : "",
+                                                                     a->text.len)
                                               : json_null());
         if (json_array_size(a->calls))
             json_object_set(o, "tool_calls", a->calls);
@@ -219,8 +249,11 @@ static int flush_message(struct msg_acc *a, struct sw_request_error *err)
 static int system_in_place(json_t *msgs, const json_t *content, const char *pc,
                            struct sw_request_error *err)
 {
-    long bad;
-    char *s = content ? sw_dialect_joined_text(content, &bad) : NULL;
+    long bad = -1;
+    bool oom = false;
+    json_t *s = content ? joined_value(content, &bad, &oom) : NULL;
+    if (!s && oom)
+        return sw_dialect_oom(err);
     if (!s) {
         char p[160];
         if (content && bad >= 0)
@@ -229,8 +262,7 @@ static int system_in_place(json_t *msgs, const json_t *content, const char *pc,
             snprintf(p, sizeof p, "%s", pc);
         BAD(p, "%s: a system message holds text (a string or text blocks).", p);
     }
-    json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", s);
-    free(s);
+    json_t *m = json_pack("{s:s, s:o}", "role", "system", "content", s);
     if (!m || json_array_append_new(msgs, m))
         return sw_dialect_oom(err);
     return SW_OK;
@@ -518,7 +550,10 @@ fail:
 static int system_message(json_t *msgs, const json_t *sys, struct sw_request_error *err)
 {
     long bad;
-    char *s = sw_dialect_joined_text(sys, &bad);
+    bool oom;
+    json_t *s = joined_value(sys, &bad, &oom);
+    if (!s && oom)
+        return sw_dialect_oom(err);
     if (!s) {
         char p[64];
         if (bad >= 0)
@@ -527,8 +562,7 @@ static int system_message(json_t *msgs, const json_t *sys, struct sw_request_err
             snprintf(p, sizeof p, "system");
         BAD(p, "%s: the system prompt must be a string or an array of text blocks.", p);
     }
-    json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", s);
-    free(s);
+    json_t *m = json_pack("{s:s, s:o}", "role", "system", "content", s);
     if (!m || json_array_append_new(msgs, m))
         return sw_dialect_oom(err);
     return SW_OK;
@@ -886,10 +920,18 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     }
     json_decref(work);
     if (rc == SW_OK) {
-        char *text = json_dumps(oai, JSON_COMPACT);
-        json_decref(oai);
-        rc = text ? sw_request_parse(text, strlen(text), req, err) : SW_ENOMEM;
-        free(text);
+        /* Validated as its compact text would parse, without parsing it:
+         * the text's length is the bound's byte count, and the text what an
+         * attempt's body is spliced from. */
+        struct sw_buf text;
+        sw_buf_init(&text, SIZE_MAX / 8);
+        if (sw_buf_reserve(&text, 1024) || sw_json_dump_buf(oai, JSON_COMPACT, &text)) {
+            json_decref(oai);
+            sw_buf_free(&text);
+            rc = SW_ENOMEM;
+        } else {
+            rc = sw_request_parse_built(oai, text.ptr, text.len, req, err); /* takes both */
+        }
     }
     if (rc) {
         if (rc == SW_ENOMEM)

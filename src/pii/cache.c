@@ -3,6 +3,7 @@
 
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,36 @@ void sw_pii_cache_get_stats(const struct sw_pii_cache *c, struct sw_pii_cache_st
     pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
 }
 
+/* One digest context per thread, set up again for each text: a context
+ * made and freed per text costs about as much as the digest of a short one.
+ * Freed when its thread ends. */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static bool ctx_key_ok;
+
+static void ctx_free(void *ctx)
+{
+    EVP_MD_CTX_free(ctx);
+}
+
+static void ctx_key_init(void)
+{
+    ctx_key_ok = pthread_key_create(&ctx_key, ctx_free) == 0;
+}
+
+static EVP_MD_CTX *thread_ctx(void)
+{
+    pthread_once(&ctx_once, ctx_key_init);
+    if (!ctx_key_ok)
+        return NULL;
+    EVP_MD_CTX *ctx = pthread_getspecific(ctx_key);
+    if (!ctx && (ctx = EVP_MD_CTX_new()) && pthread_setspecific(ctx_key, ctx)) {
+        EVP_MD_CTX_free(ctx);
+        ctx = NULL;
+    }
+    return ctx;
+}
+
 bool sw_pii_cache_key_of(struct sw_pii_cache *c, const char *text, size_t len, uint64_t gen,
                          int json, struct sw_pii_cache_key *k)
 {
@@ -172,7 +203,13 @@ bool sw_pii_cache_key_of(struct sw_pii_cache *c, const char *text, size_t len, u
     k->len = (uint32_t)len;
     k->json = json ? 1 : 0;
     unsigned int dl = 0;
-    return EVP_Digest(text, len, k->digest, &dl, c->sha256, NULL) == 1 && dl == sizeof k->digest;
+    EVP_MD_CTX *ctx = thread_ctx();
+    if (!ctx)
+        return EVP_Digest(text, len, k->digest, &dl, c->sha256, NULL) == 1 &&
+               dl == sizeof k->digest;
+    return EVP_DigestInit_ex2(ctx, c->sha256, NULL) == 1 &&
+           EVP_DigestUpdate(ctx, text, len) == 1 &&
+           EVP_DigestFinal_ex(ctx, k->digest, &dl) == 1 && dl == sizeof k->digest;
 }
 
 bool sw_pii_cache_get(struct sw_pii_cache *c, const struct sw_pii_cache_key *k,

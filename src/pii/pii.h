@@ -261,6 +261,18 @@ int sw_pii_scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, const
 int sw_pii_scan_built(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
                       struct sw_pii_counts *counts);
 
+/* sw_pii_scan_body of body, then, when it is SW_OK, sw_pii_scan_built of
+ * built (its translation, made from it: *built_rc gets that walk's result,
+ * SW_OK when it did not run), with the counts the two calls give; a text of
+ * built that is the same string as a text of body (the translation kept the
+ * json_t: the same bytes, neither tree changed between the walks) takes the
+ * spans the first walk found in it instead of being read again. Returns the
+ * first walk's result. */
+int sw_pii_scan_pair(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
+                     struct sw_pii_counts *counts, char *bad, size_t bad_len,
+                     enum sw_pii_surface built_s, const json_t *built,
+                     struct sw_pii_counts *built_counts, int *built_rc);
+
 /* Masks in place what sw_pii_scan_body scans; a number holding an entity
  * becomes its placeholder as a JSON string; a span across adjacent text parts
  * masks every part it touches. Errors as sw_pii_scan_body and

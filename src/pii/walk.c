@@ -16,6 +16,7 @@
 #include "pii/view.h"
 #include "pii/map.h"
 #include "pii/mask.h"
+#include "pii/memo.h"
 
 /* Largest text re-encoded while masking one string or one run of parts (the
  * body is bounded by the front long before this). */
@@ -753,6 +754,9 @@ struct req_ctx {
     const struct sw_pii_engine *e;
     struct sw_pii_map *m;
     struct sw_pii_counts *counts;
+    struct sw_pii_memo *memo;   /* scans: NULL, or texts' verdicts recorded (replay false)
+                                 * or replayed (replay true); see memo.h */
+    bool replay;
     struct sw_buf buf;
     struct sw_buf joined;
     struct sw_buf joined2;      /* the same run with RUN_SEP between the parts */
@@ -777,11 +781,44 @@ static int on_count_span(void *ud, const struct sw_pii_span *sp)
     return SW_OK;
 }
 
+/* A span counted, and kept in the memo for the text being recorded. */
+struct memo_rec {
+    struct sw_pii_counts *counts;
+    struct sw_pii_memo *memo;
+    bool lost;                  /* a span could not be kept: the text is not recorded */
+};
+
+static int on_memo_span(void *ud, const struct sw_pii_span *sp)
+{
+    struct memo_rec *r = ud;
+    if (!r->lost && !sw_pii_memo_span(r->memo, sp))
+        r->lost = true;
+    return on_count_span(r->counts, sp);
+}
+
 static int scan_field(void *ud, json_t *str, int json_text)
 {
     struct req_ctx *c = ud;
-    return (json_text ? sw_pii_scan_json_text : sw_pii_scan_text)(
-        c->e, json_string_value(str), json_string_length(str), on_count_span, c->counts);
+    int (*scan_text)(const struct sw_pii_engine *, const char *, size_t, sw_pii_on_span,
+                     void *) = json_text ? sw_pii_scan_json_text : sw_pii_scan_text;
+    if (c->memo && c->replay) {
+        const struct sw_pii_memo_ent *me = sw_pii_memo_get(c->memo, str, json_text);
+        if (me) {
+            for (uint32_t k = 0; k < me->n; k++)
+                on_count_span(c->counts, &c->memo->sp[me->first + k]);
+            return SW_OK;
+        }
+    } else if (c->memo && !c->memo->full) {
+        struct memo_rec r = {c->counts, c->memo, false};
+        size_t first = c->memo->n_sp;
+        int rc = scan_text(c->e, json_string_value(str), json_string_length(str), on_memo_span,
+                           &r);
+        if (!rc && !r.lost)
+            sw_pii_memo_put(c->memo, str, json_text, first);
+        return rc;
+    }
+    return scan_text(c->e, json_string_value(str), json_string_length(str), on_count_span,
+                     c->counts);
 }
 
 /* The run's texts joined, with nothing between them (a value split across
@@ -1052,9 +1089,10 @@ static int count_binary(void *ud, json_t *str)
 }
 
 static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool lenient,
-                     const json_t *body, struct sw_pii_counts *counts, char *bad, size_t bad_len)
+                     const json_t *body, struct sw_pii_counts *counts, char *bad, size_t bad_len,
+                     struct sw_pii_memo *memo, bool replay)
 {
-    struct req_ctx c = {.e = e, .counts = counts};
+    struct req_ctx c = {.e = e, .counts = counts, .memo = memo, .replay = replay};
     memset(counts, 0, sizeof *counts);
     sw_buf_init(&c.joined, TEXT_MAX);
     sw_buf_init(&c.joined2, TEXT_MAX);
@@ -1069,13 +1107,28 @@ static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool 
 int sw_pii_scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
                      struct sw_pii_counts *counts, char *bad, size_t bad_len)
 {
-    return scan_body(e, s, false, body, counts, bad, bad_len);
+    return scan_body(e, s, false, body, counts, bad, bad_len, NULL, false);
 }
 
 int sw_pii_scan_built(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
                       struct sw_pii_counts *counts)
 {
-    return scan_body(e, s, true, body, counts, NULL, 0);
+    return scan_body(e, s, true, body, counts, NULL, 0, NULL, false);
+}
+
+int sw_pii_scan_pair(const struct sw_pii_engine *e, enum sw_pii_surface s, const json_t *body,
+                     struct sw_pii_counts *counts, char *bad, size_t bad_len,
+                     enum sw_pii_surface built_s, const json_t *built,
+                     struct sw_pii_counts *built_counts, int *built_rc)
+{
+    struct sw_pii_memo memo;
+    sw_pii_memo_init(&memo);
+    int rc = scan_body(e, s, false, body, counts, bad, bad_len, &memo, false);
+    *built_rc = SW_OK;
+    if (!rc)
+        *built_rc = scan_body(e, built_s, true, built, built_counts, NULL, 0, &memo, true);
+    sw_pii_memo_free(&memo);
+    return rc;
 }
 
 int sw_pii_scan_request(const struct sw_pii_engine *e, const json_t *body,

@@ -20,17 +20,21 @@ void sw_relay_strip_fields(json_t *body)
         json_object_del(body, "metadata");
 }
 
-/* The body for an unmasked attempt spliced from the client's own bytes:
- * `model` replaced by the backend's, and for a stream without
- * stream_options the usage request appended. NULL when the body needs
- * edits splicing does not do (metadata, the client's own stream_options):
- * then the tree is serialised instead. */
+/* The body for an unmasked attempt spliced from the client's own bytes
+ * (an OpenAI client's), or from the text the front wrote the internal body
+ * as (a translation, which the front scanned as that tree): `model`
+ * replaced by the backend's, and for a stream without stream_options the
+ * usage request appended, the edits the tree gets before it is sent. NULL
+ * when the body needs edits splicing does not do (metadata, stream_options
+ * the body has): then the tree is serialised instead. */
 static char *plain_body(struct proxy *p, const struct sw_config_backend *be, size_t *out_len)
 {
     static const char *const keys[] = {"model", "metadata", "stream_options"};
     struct sw_jspan sp[3];
-    size_t len;
-    const char *text = p->req ? sw_http_body(p->req, &len) : NULL;
+    size_t len = p->chat.text_len;
+    const char *text = p->client_dialect != SW_DIALECT_OPENAI ? p->chat.text
+                       : p->req                               ? sw_http_body(p->req, &len)
+                                                              : NULL;
     /* The front's parse accepted these bytes: no need to check them again. */
     if (!text || !sw_jscan_members(text, len, keys, sp, NULL, 3) || !sp[0].len || sp[1].len ||
         (sp[2].len && p->chat.stream))
@@ -104,8 +108,7 @@ static json_t *tree_body(struct proxy *p, const struct sw_config_backend *be, bo
 int sw_relay_body(struct proxy *p, const struct sw_config_backend *be, bool own_api, bool limit,
                   struct sw_stage_io *io)
 {
-    if (!p->a.need_mask && !own_api && !limit && p->client_dialect == SW_DIALECT_OPENAI &&
-        p->a.up_dialect == SW_DIALECT_OPENAI &&
+    if (!p->a.need_mask && !own_api && !limit && p->a.up_dialect == SW_DIALECT_OPENAI &&
         (io->text = plain_body(p, be, &io->text_len)))
         return SW_OK;
     io->body = tree_body(p, be, own_api, limit);

@@ -266,6 +266,13 @@ void sw_facts_scan(const struct sw_facts_in *in, const struct sw_facts_scanner *
                                                                  : SW_PII_SURFACE_CHAT;
     memset(out, 0, offsetof(struct sw_facts_scan, bad));
     out->bad[0] = '\0';
+    if (chat->native && scan->pair) {
+        out->body_rc = scan->pair(scan->ud, surface, chat->native, &out->body, out->bad,
+                                  sizeof out->bad, SW_PII_SURFACE_CHAT, chat->body,
+                                  &out->built, &out->built_rc);
+        out->built_ran = out->body_rc == SW_OK;
+        return;
+    }
     out->body_rc = scan->body(scan->ud, surface, chat->native ? chat->native : chat->body,
                               &out->body, out->bad, sizeof out->bad);
     if (out->body_rc != SW_OK || !chat->native)
@@ -445,7 +452,17 @@ static const char *engine_type_name(void *ud, int type)
     return sw_pii_type_name(ud, type);
 }
 
+static int engine_pair(void *ud, enum sw_pii_surface s, const json_t *body,
+                       struct sw_pii_counts *counts, char *bad, size_t bad_len,
+                       enum sw_pii_surface built_s, const json_t *built,
+                       struct sw_pii_counts *built_counts, int *built_rc)
+{
+    return sw_pii_scan_pair(ud, s, body, counts, bad, bad_len, built_s, built, built_counts,
+                            built_rc);
+}
+
 struct sw_facts_scanner sw_facts_engine_scanner(const struct sw_pii_engine *e)
 {
-    return (struct sw_facts_scanner){engine_body, engine_built, engine_type_name, (void *)e};
+    return (struct sw_facts_scanner){engine_body, engine_built, engine_type_name, (void *)e,
+                                     engine_pair};
 }

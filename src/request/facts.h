@@ -93,6 +93,13 @@ struct sw_facts_scanner {
                  struct sw_pii_counts *counts);
     const char *(*type_name)(void *ud, int type);
     void *ud;
+    /* body then built of its translation, as the two calls count them
+     * (what sw_pii_scan_pair does, reading a text the two share once); NULL:
+     * the two calls */
+    int (*pair)(void *ud, enum sw_pii_surface s, const json_t *body,
+                struct sw_pii_counts *counts, char *bad, size_t bad_len,
+                enum sw_pii_surface built_s, const json_t *built,
+                struct sw_pii_counts *built_counts, int *built_rc);
 };
 
 /* The scanner of the PII engine e (NULL: no engine; the scan functions say

@@ -935,6 +935,47 @@ static void set_oom(struct sw_request_error *err)
                          "The gateway ran out of memory while reading the request.");
 }
 
+/* The refusal of a body past SW_REQUEST_MAX_JSON_VALUES or _DEPTH. */
+static void set_too_complex(struct sw_request_error *err, const struct sw_json_shape *shape)
+{
+    if (shape->depth > SW_REQUEST_MAX_JSON_DEPTH)
+        sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
+                             "The JSON body of your request is too complex: arrays and "
+                             "objects are nested more than %d levels deep, the limit.",
+                             SW_REQUEST_MAX_JSON_DEPTH);
+    else
+        sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
+                             "The JSON body of your request is too complex: it holds more "
+                             "than %d values (objects, arrays, strings, numbers, booleans "
+                             "and nulls), the limit.", SW_REQUEST_MAX_JSON_VALUES);
+}
+
+/* What sw_request_json_shape counts in the compact text of the tree under
+ * v, at nesting `depth` (v's container, if it is one, is one deeper):
+ * stops once either count is past its max. */
+static bool tree_shape(const json_t *v, size_t depth, struct sw_json_shape *sh)
+{
+    size_t n = json_is_array(v) ? json_array_size(v) : json_is_object(v) ? json_object_size(v) : 0;
+    if (!json_is_array(v) && !json_is_object(v))
+        return true;
+    if (++depth > sh->depth)
+        sh->depth = depth;
+    sh->values += n;
+    if (sh->values > SW_REQUEST_MAX_JSON_VALUES || sh->depth > SW_REQUEST_MAX_JSON_DEPTH)
+        return false;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < n; i++)
+            if (!tree_shape(json_array_get(v, i), depth, sh))
+                return false;
+        return true;
+    }
+    for (void *it = json_object_iter((json_t *)v); it;
+         it = json_object_iter_next((json_t *)v, it))
+        if (!tree_shape(json_object_iter_value(it), depth, sh))
+            return false;
+    return true;
+}
+
 static void set_parse_error(struct sw_request_error *err, size_t len, const json_error_t *je)
 {
     const char *text = je->text;
@@ -976,16 +1017,7 @@ json_t *sw_request_json_load(const char *body, size_t len, struct sw_request_err
      * before jansson builds anything. */
     if (body && len && !sw_request_json_shape(body, len, SW_REQUEST_MAX_JSON_VALUES,
                                               SW_REQUEST_MAX_JSON_DEPTH, &shape)) {
-        if (shape.depth > SW_REQUEST_MAX_JSON_DEPTH)
-            sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
-                                 "The JSON body of your request is too complex: arrays and "
-                                 "objects are nested more than %d levels deep, the limit.",
-                                 SW_REQUEST_MAX_JSON_DEPTH);
-        else
-            sw_request_error_set(err, 400, "invalid_request_error", "json_too_complex", NULL,
-                                 "The JSON body of your request is too complex: it holds more "
-                                 "than %d values (objects, arrays, strings, numbers, booleans "
-                                 "and nulls), the limit.", SW_REQUEST_MAX_JSON_VALUES);
+        set_too_complex(err, &shape);
         return NULL;
     }
     memset(&je, 0, sizeof(je));     /* jansson leaves the code byte unset on some failures */
@@ -1003,18 +1035,13 @@ json_t *sw_request_json_load(const char *body, size_t len, struct sw_request_err
     return NULL;
 }
 
-int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
-                     struct sw_request_error *err)
+/* Validates root (taken) into *req; len: the bytes of the body it is. */
+static int validate(json_t *root, size_t len, struct sw_chat_request *req,
+                    struct sw_request_error *err)
 {
     struct ctx c = { .err = err };
-    json_t *root;
     int rc;
 
-    memset(req, 0, sizeof(*req));
-    req->allow_cloud = -1;
-    root = sw_request_json_load(body, len, err, &rc);
-    if (!root)
-        return rc;
     if (!json_is_object(root)) {
         rc = fail(&c, "invalid_type", NULL,
                   "Invalid type for the request body: expected an object, but got %s "
@@ -1056,11 +1083,47 @@ fail:
     return rc;
 }
 
+int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
+                     struct sw_request_error *err)
+{
+    int rc;
+
+    memset(req, 0, sizeof(*req));
+    req->allow_cloud = -1;
+    json_t *root = sw_request_json_load(body, len, err, &rc);
+    return root ? validate(root, len, req, err) : rc;
+}
+
+int sw_request_parse_built(json_t *root, char *text, size_t len, struct sw_chat_request *req,
+                           struct sw_request_error *err)
+{
+    struct sw_json_shape sh = {.values = 1, .depth = 0};
+    int rc;
+
+    memset(req, 0, sizeof(*req));
+    req->allow_cloud = -1;
+    if (!tree_shape(root, 0, &sh)) {
+        set_too_complex(err, &sh);
+        json_decref(root);
+        free(text);
+        return SW_EINVAL;
+    }
+    rc = validate(root, len, req, err);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    req->text = text;
+    req->text_len = len;
+    return SW_OK;
+}
+
 void sw_request_free(struct sw_chat_request *req)
 {
     json_decref(req->body);
     json_decref(req->native);
     free(req->untranslatable);
+    free(req->text);
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
 }

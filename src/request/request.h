@@ -91,6 +91,11 @@ struct sw_chat_request {
                                                  * not (a 400 for a backend that needs it) */
     uint32_t untranslatable_fields;     /* bits 1 << enum sw_anth_field of what `body`
                                          * left out (Anthropic clients; 0 otherwise) */
+    char *text;                 /* owned, or NULL: `body` as the gateway wrote it when it
+                                 * built it (json_dumps(body, JSON_COMPACT)'s bytes, text_len
+                                 * of them), the bytes the relay splices an attempt's body
+                                 * from instead of writing the tree again */
+    size_t text_len;
 };
 
 /* A word as clients may write one of a header's or metadata's few values:
@@ -132,6 +137,16 @@ struct sw_request_error {
 int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
                      struct sw_request_error *err);
 void sw_request_free(struct sw_chat_request *req);
+
+/* sw_request_parse of a body the gateway built (another API's translation):
+ * root (taken, freed on failure) is validated as the parse of its compact
+ * text would be, the same bounds on its values and depth included, without
+ * parsing that text. text (taken, freed on failure): that text,
+ * json_dumps(root, JSON_COMPACT)'s len bytes, NUL-terminated; kept as
+ * req->text. root's strings must be valid UTF-8 without NUL (what every
+ * parsed body's are). */
+int sw_request_parse_built(json_t *root, char *text, size_t len, struct sw_chat_request *req,
+                           struct sw_request_error *err);
 
 /* Reads body's "metadata" (borrowed) into req->allow_cloud as chat does:
  * an object of string values, allow_cloud a boolean or a flag string, a

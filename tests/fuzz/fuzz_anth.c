@@ -2,7 +2,9 @@
  * The input is read three ways:
  *  - as an Anthropic request body (sw_anth_request_parse): it parses or is
  *    refused with a 400 naming something; a parsed body's translation is a
- *    valid OpenAI request (sw_request_parse takes it), and the translation
+ *    valid OpenAI request (sw_request_parse takes its json_dumps text and
+ *    reads the same tree and the same fields from it as the parse of the
+ *    translation as a tree did), and the translation
  *    back to Anthropic either succeeds or is a 400; its system messages
  *    inside messages, as an Anthropic backend gets them, are where the
  *    mid-conversation-system beta allows them, or gone;
@@ -66,7 +68,15 @@ static void requests(const uint8_t *data, size_t size)
     if (rc2 != SW_OK)
         fprintf(stderr, "not a valid OpenAI request: %s at %s: %s\n", err.code, err.param, err.message);
     CHECK(rc2 == SW_OK);
+    /* validated as a tree, it is what its text parses to */
+    CHECK(json_equal(again.body, req.body));
     CHECK(again.prompt_tokens_est == req.prompt_tokens_est);
+    CHECK(req.untranslatable ? req.prompt_tokens_max >= again.prompt_tokens_max
+                             : req.prompt_tokens_max == again.prompt_tokens_max);
+    CHECK(!strcmp(again.model, req.model) && again.stream == req.stream &&
+          again.include_usage == req.include_usage && again.max_tokens == req.max_tokens &&
+          again.n_messages == req.n_messages && again.has_tools == req.has_tools &&
+          again.has_images == req.has_images && again.allow_cloud == req.allow_cloud);
     sw_request_free(&again);
     free(text);
     json_t *back = NULL;

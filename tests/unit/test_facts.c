@@ -83,7 +83,7 @@ static const char *fake_name(void *ud, int type)
 
 static struct sw_facts_scanner scanner_of(struct fake_scan *fs)
 {
-    return (struct sw_facts_scanner){fake_body, fake_built, fake_name, fs};
+    return (struct sw_facts_scanner){fake_body, fake_built, fake_name, fs, NULL};
 }
 
 /* ---- Inputs ---- */

@@ -2,8 +2,9 @@
  * each structural field with a value of its grammar (skipped) and with free
  * text (refused, naming the field), each binary shape (counted, not read),
  * JSON numbers (scanned as text, masked as a string), values split across
- * adjacent text parts (found; every part they touch masked), and the mask
- * round trip. */
+ * adjacent text parts (found; every part they touch masked), the mask
+ * round trip, and the pair of walks over a body and its translation (the
+ * counts of the two walks; a shared string read once, a changed one read). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "pii/cache.h"
 #include "pii/pii.h"
 
 static struct sw_pii_engine *E;
@@ -674,6 +676,63 @@ static void test_built_lenient(void **state)
     json_decref(b);
 }
 
+/* sw_pii_scan_pair counts what sw_pii_scan_body and sw_pii_scan_built
+ * count; a text the translation shares is not looked up again (the cache
+ * sees it once), one it holds as its own string is, and a copy changed by
+ * one byte is found changed. */
+static void test_pair(void **state)
+{
+    (void)state;
+    char err[256], pad[600];
+    memset(pad, 'a', sizeof pad - 1);
+    pad[sizeof pad - 1] = 0;
+    char clean[1024], dirty[1024];
+    snprintf(clean, sizeof clean, "%s mail me: jan.devries#ziggo.nl", pad);
+    snprintf(dirty, sizeof dirty, "%s mail me: jan.devries@ziggo.nl", pad);
+    for (int changed = 0; changed < 2; changed++) {
+        struct sw_pii_cache *cache = sw_pii_cache_new((size_t)1 << 20);
+        struct sw_pii_engine *e = NULL;
+        assert_non_null(cache);
+        assert_int_equal(sw_pii_engine_new(NULL, 0, &e, err, sizeof err), SW_OK);
+        sw_pii_engine_set_cache(e, cache);
+        json_t *shared = json_string(pad), *own = json_string(clean);
+        json_t *native = json_pack("{s:s, s:[{s:s, s:[{s:s, s:O}]}, {s:s, s:[{s:s, s:s}]}]}",
+                                   "model", "m", "messages", "role", "user", "content", "type",
+                                   "text", "text", shared, "role", "user", "content", "type",
+                                   "text", "text", clean);
+        json_t *built = json_pack("{s:s, s:[{s:s, s:O}, {s:s, s:O}]}", "model", "m", "messages",
+                                  "role", "user", "content", shared, "role", "user", "content",
+                                  own);
+        if (changed)
+            json_string_set(own, dirty);
+        assert_non_null(native);
+        assert_non_null(built);
+        struct sw_pii_counts a, b, pa, pb;
+        char bad[SW_PII_MAX_BAD_PATH];
+        int brc = -1;
+        assert_int_equal(sw_pii_scan_pair(e, SW_PII_SURFACE_MESSAGES, native, &pa, bad, sizeof bad,
+                                          SW_PII_SURFACE_CHAT, built, &pb, &brc), SW_OK);
+        assert_int_equal(brc, SW_OK);
+        struct sw_pii_cache_stats st;
+        sw_pii_cache_get_stats(cache, &st);
+        /* the native walk looked both texts up; the built one only its own string */
+        assert_int_equal(st.hits + st.misses, 3);
+        assert_int_equal(sw_pii_scan_body(e, SW_PII_SURFACE_MESSAGES, native, &a, bad,
+                                          sizeof bad), SW_OK);
+        assert_int_equal(sw_pii_scan_built(e, SW_PII_SURFACE_CHAT, built, &b), SW_OK);
+        assert_memory_equal(&a, &pa, sizeof a);
+        assert_memory_equal(&b, &pb, sizeof b);
+        assert_int_equal(pa.total, 0);
+        assert_int_equal(pb.n[SW_PII_EMAIL], changed ? 1 : 0);
+        json_decref(own);
+        json_decref(shared);
+        json_decref(native);
+        json_decref(built);
+        sw_pii_engine_free(e);
+        sw_pii_cache_free(cache);
+    }
+}
+
 /* A body that is not an object; an unknown surface. */
 static void test_bad_input(void **state)
 {
@@ -700,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_split_parts),
         cmocka_unit_test(test_mask_roundtrip),
         cmocka_unit_test(test_built_lenient),
+        cmocka_unit_test(test_pair),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
