@@ -1428,7 +1428,7 @@ void sw_http_stream_start(struct sw_http_req *req, int status, const char *conte
     write_head(req, status, content_type, false, 0);
     req->bytes_out += evbuffer_get_length(c->out) - before;
     req->status = status;
-    flush_out(c);
+    /* no write of its own: the head goes out with the first bytes */
 }
 
 void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data)

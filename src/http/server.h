@@ -149,9 +149,10 @@ const char *sw_http_header_out(const struct sw_http_req *req, const char *name);
 void sw_http_reply(struct sw_http_req *req, int status, const char *content_type,
                    const char *body, size_t len);
 
-/* A streamed answer: the status and headers now, then bytes as they come
+/* A streamed answer: the status and headers, then bytes as they come
  * (chunked on HTTP/1.1, close-delimited on 1.0), then the end, after which
- * the handle must not be used. write drains `data`. */
+ * the handle must not be used. write drains `data`. The head is sent with
+ * the first write (or the end): one write for it and the first event. */
 void sw_http_stream_start(struct sw_http_req *req, int status, const char *content_type);
 void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data);
 void sw_http_stream_end(struct sw_http_req *req);

@@ -670,8 +670,12 @@ static void send_request(struct sw_h1req *r)
                 want_write(r);
                 return;
             }
-            fail_io(r, SW_EPROTO, strerror(errno));
+            fail_io(r, r->connected ? SW_EPROTO : SW_ECONNECT, strerror(errno));
             return;
+        }
+        if (!r->connected) { /* it took bytes: the handshake is done */
+            r->connected = true;
+            arm(r, -1);
         }
         r->sent += (size_t)w;
     }
@@ -703,8 +707,11 @@ static void open_conn(struct sw_h1req *r, bool allow_idle)
             return;
         }
         if (errno == EINPROGRESS) {
+            /* A handshake over loopback is usually done when connect returns:
+             * the request goes now, and only a socket that is not connected
+             * yet (EAGAIN) waits to be writable (on_writable). */
             arm(r, r->connect_timeout_ms);
-            want_write(r);
+            send_request(r);
             return;
         }
     }
