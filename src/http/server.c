@@ -81,6 +81,7 @@ struct sw_http_req {
     bool pooled;                /* allocated with REQ_HEAD_ROOM bytes of head: reusable */
     char *body;
     size_t body_len, body_cap;
+    bool body_gone;             /* sw_http_body_release: body_len still counts it */
     int n_out;
     size_t outs_used;
     bool streaming;             /* stream_start was called */
@@ -1213,8 +1214,23 @@ void sw_http_each_header(const struct sw_http_req *req,
 
 const char *sw_http_body(const struct sw_http_req *req, size_t *len)
 {
-    *len = req->body_len;
+    *len = req->body_gone ? 0 : req->body_len;
     return req->body ? req->body : "";
+}
+
+size_t sw_http_body_len(const struct sw_http_req *req)
+{
+    return req->body_len;
+}
+
+void sw_http_body_release(struct sw_http_req *req)
+{
+    if (!req || !req->complete || req->body_gone)
+        return;
+    chunk_put(req->c->s, req->body, req->body_cap);
+    req->body = NULL;
+    req->body_cap = 0;
+    req->body_gone = true;
 }
 
 int sw_http_version_minor(const struct sw_http_req *req)

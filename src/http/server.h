@@ -120,8 +120,15 @@ const char *sw_http_header(const struct sw_http_req *req, const char *name, int 
 /* Calls fn for every header in the order received. */
 void sw_http_each_header(const struct sw_http_req *req,
                          void (*fn)(const char *name, const char *value, void *ud), void *ud);
-/* The body (NUL-terminated after len bytes; "" when there is none). */
+/* The body (NUL-terminated after len bytes; "" when there is none, or after
+ * sw_http_body_release). */
 const char *sw_http_body(const struct sw_http_req *req, size_t *len);
+/* The body's length as received, released or not (what an access log counts). */
+size_t sw_http_body_len(const struct sw_http_req *req);
+/* Gives the complete body's buffer back, for a request that will not read it
+ * again (a stream past its first byte): its memory is not held while the
+ * answer runs. */
+void sw_http_body_release(struct sw_http_req *req);
 /* The peer's HTTP minor version (0 or 1). */
 int sw_http_version_minor(const struct sw_http_req *req);
 /* For the access log: the status answered (0: none), the bytes queued to

@@ -794,6 +794,15 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     return r;
 }
 
+bool sw_h1_forget_request(struct sw_h1req *r)
+{
+    if (!r->got_bytes || r->sent < r->line_len + r->head_len + r->body_len)
+        return false;
+    r->head = r->body = NULL;
+    r->sent = r->line_len = r->head_len = r->body_len = 0;
+    return true;
+}
+
 void sw_h1_abort(struct sw_h1req *r)
 {
     if (r)
