@@ -114,7 +114,10 @@ struct conn {
     struct sw_http_req *req;    /* being received or answered */
     enum conn_state state;
     bool keep_alive;            /* the current request allows another after it */
-    char peer[INET6_ADDRSTRLEN];    /* the client's address, "" when not known */
+    char peer[INET6_ADDRSTRLEN];    /* the client's address, "" when not known: written
+                                     * from peer_addr when first asked (sw_http_peer) */
+    unsigned char peer_addr[16];    /* in_addr or in6_addr, by peer_family */
+    sa_family_t peer_family;        /* AF_INET, AF_INET6, or 0: not known */
     bool reading;               /* rev is added */
     bool writing;               /* wev is added */
     bool dead;                  /* failed: finish (on_gone, free) on the next loop turn */
@@ -1021,10 +1024,14 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     struct sw_http_server *s = arg;
     struct conn *c = calloc(1, sizeof *c);
     if (c) {
-        if (sa && sa->sa_family == AF_INET && socklen >= (int)sizeof(struct sockaddr_in))
-            inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, c->peer, sizeof c->peer);
-        else if (sa && sa->sa_family == AF_INET6 && socklen >= (int)sizeof(struct sockaddr_in6))
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, c->peer, sizeof c->peer);
+        /* the address as text only when asked for (the access log) */
+        if (sa && sa->sa_family == AF_INET && socklen >= (int)sizeof(struct sockaddr_in)) {
+            memcpy(c->peer_addr, &((struct sockaddr_in *)sa)->sin_addr, sizeof(struct in_addr));
+            c->peer_family = AF_INET;
+        } else if (sa && sa->sa_family == AF_INET6 && socklen >= (int)sizeof(struct sockaddr_in6)) {
+            memcpy(c->peer_addr, &((struct sockaddr_in6 *)sa)->sin6_addr, sizeof(struct in6_addr));
+            c->peer_family = AF_INET6;
+        }
         c->s = s;
         c->fd = fd;
         c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_read, c);
@@ -1526,5 +1533,11 @@ int64_t sw_http_start_ms(const struct sw_http_req *req)
 
 const char *sw_http_peer(const struct sw_http_req *req)
 {
-    return req->c ? req->c->peer : "";
+    struct conn *c = req->c;
+    if (!c)
+        return "";
+    if (!c->peer[0] && c->peer_family &&
+        !inet_ntop(c->peer_family, c->peer_addr, c->peer, sizeof c->peer))
+        c->peer[0] = '\0';
+    return c->peer;
 }
