@@ -13,8 +13,9 @@
  * Every event is due EVENT_MS after the previous one of the same stream, so
  * one FIFO of waiting streams is always in due order: no timer heap.
  *
- *   upstream PORT EVENT_MS      prints "listening on 127.0.0.1:PORT" (PORT 0:
- *                               a free one) */
+ *   upstream PORT EVENT_MS [EVENTS]
+ *                               prints "listening on 127.0.0.1:PORT" (PORT 0:
+ *                               a free one); EVENTS (22) per stream */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EVENTS 22       /* SSE events per stream, the last one [DONE] */
+static int n_events = 22; /* SSE events per stream, the last one [DONE] (at least 2) */
 #define MAX_REQ (1 << 20)
 
 static const char completion[] =
@@ -135,9 +136,9 @@ static void send_event(struct conn *c)
     char ev[512];
     int i = c->streaming++;
     int n;
-    if (i == EVENTS - 1) {
+    if (i == n_events - 1) {
         n = snprintf(ev, sizeof ev, "data: [DONE]\n\n");
-    } else if (i == EVENTS - 2) {
+    } else if (i == n_events - 2) {
         n = snprintf(ev, sizeof ev,
                      "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\","
                      "\"created\":1700000000,\"model\":\"bench\",\"choices\":[{\"index\":0,"
@@ -151,7 +152,7 @@ static void send_event(struct conn *c)
                      i == 0 ? "\"role\":\"assistant\"," : "", i);
     }
     chunk(c, ev, (size_t)n);
-    if (c->streaming == EVENTS) {
+    if (c->streaming == n_events) {
         out_add(c, "0\r\n\r\n", 5);
         c->streaming = 0;
     } else {
@@ -277,10 +278,12 @@ static void on_read(struct conn *c)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s PORT EVENT_MS\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s PORT EVENT_MS [EVENTS]\n", argv[0]);
         return 2;
     }
+    if (argc == 4 && (n_events = atoi(argv[3])) < 2)
+        n_events = 2;
     event_s = atof(argv[2]) / 1000.0;
     signal(SIGPIPE, SIG_IGN);
     int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);

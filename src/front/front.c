@@ -155,8 +155,7 @@ static void on_done(struct sw_http_req *req, void *ud)
         return;
     const char *denied;
     const struct sw_config_key *k = find_key(f, req, &denied);
-    size_t in;
-    sw_http_body(req, &in);
+    size_t in = sw_http_body_len(req);
     struct sw_access_entry e = {
         sw_wall_ms(), sw_http_header_out(req, "X-Request-Id"), sw_http_peer(req),
         sw_http_method_name(req), sw_http_path(req), sw_http_status(req), in,

@@ -81,6 +81,7 @@ struct sw_http_req {
     bool pooled;                /* allocated with REQ_HEAD_ROOM bytes of head: reusable */
     char *body;
     size_t body_len, body_cap;
+    bool body_gone;             /* sw_http_body_release: body_len still counts it */
     int n_out;
     size_t outs_used;
     bool streaming;             /* stream_start was called */
@@ -113,7 +114,10 @@ struct conn {
     struct sw_http_req *req;    /* being received or answered */
     enum conn_state state;
     bool keep_alive;            /* the current request allows another after it */
-    char peer[INET6_ADDRSTRLEN];    /* the client's address, "" when not known */
+    char peer[INET6_ADDRSTRLEN];    /* the client's address, "" when not known: written
+                                     * from peer_addr when first asked (sw_http_peer) */
+    unsigned char peer_addr[16];    /* in_addr or in6_addr, by peer_family */
+    sa_family_t peer_family;        /* AF_INET, AF_INET6, or 0: not known */
     bool reading;               /* rev is added */
     bool writing;               /* wev is added */
     bool dead;                  /* failed: finish (on_gone, free) on the next loop turn */
@@ -1020,10 +1024,14 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     struct sw_http_server *s = arg;
     struct conn *c = calloc(1, sizeof *c);
     if (c) {
-        if (sa && sa->sa_family == AF_INET && socklen >= (int)sizeof(struct sockaddr_in))
-            inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, c->peer, sizeof c->peer);
-        else if (sa && sa->sa_family == AF_INET6 && socklen >= (int)sizeof(struct sockaddr_in6))
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, c->peer, sizeof c->peer);
+        /* the address as text only when asked for (the access log) */
+        if (sa && sa->sa_family == AF_INET && socklen >= (int)sizeof(struct sockaddr_in)) {
+            memcpy(c->peer_addr, &((struct sockaddr_in *)sa)->sin_addr, sizeof(struct in_addr));
+            c->peer_family = AF_INET;
+        } else if (sa && sa->sa_family == AF_INET6 && socklen >= (int)sizeof(struct sockaddr_in6)) {
+            memcpy(c->peer_addr, &((struct sockaddr_in6 *)sa)->sin6_addr, sizeof(struct in6_addr));
+            c->peer_family = AF_INET6;
+        }
         c->s = s;
         c->fd = fd;
         c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_read, c);
@@ -1213,8 +1221,23 @@ void sw_http_each_header(const struct sw_http_req *req,
 
 const char *sw_http_body(const struct sw_http_req *req, size_t *len)
 {
-    *len = req->body_len;
+    *len = req->body_gone ? 0 : req->body_len;
     return req->body ? req->body : "";
+}
+
+size_t sw_http_body_len(const struct sw_http_req *req)
+{
+    return req->body_len;
+}
+
+void sw_http_body_release(struct sw_http_req *req)
+{
+    if (!req || !req->complete || req->body_gone)
+        return;
+    chunk_put(req->c->s, req->body, req->body_cap);
+    req->body = NULL;
+    req->body_cap = 0;
+    req->body_gone = true;
 }
 
 int sw_http_version_minor(const struct sw_http_req *req)
@@ -1428,7 +1451,7 @@ void sw_http_stream_start(struct sw_http_req *req, int status, const char *conte
     write_head(req, status, content_type, false, 0);
     req->bytes_out += evbuffer_get_length(c->out) - before;
     req->status = status;
-    flush_out(c);
+    /* no write of its own: the head goes out with the first bytes */
 }
 
 void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data)
@@ -1510,5 +1533,11 @@ int64_t sw_http_start_ms(const struct sw_http_req *req)
 
 const char *sw_http_peer(const struct sw_http_req *req)
 {
-    return req->c ? req->c->peer : "";
+    struct conn *c = req->c;
+    if (!c)
+        return "";
+    if (!c->peer[0] && c->peer_family &&
+        !inet_ntop(c->peer_family, c->peer_addr, c->peer, sizeof c->peer))
+        c->peer[0] = '\0';
+    return c->peer;
 }

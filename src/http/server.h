@@ -120,8 +120,15 @@ const char *sw_http_header(const struct sw_http_req *req, const char *name, int 
 /* Calls fn for every header in the order received. */
 void sw_http_each_header(const struct sw_http_req *req,
                          void (*fn)(const char *name, const char *value, void *ud), void *ud);
-/* The body (NUL-terminated after len bytes; "" when there is none). */
+/* The body (NUL-terminated after len bytes; "" when there is none, or after
+ * sw_http_body_release). */
 const char *sw_http_body(const struct sw_http_req *req, size_t *len);
+/* The body's length as received, released or not (what an access log counts). */
+size_t sw_http_body_len(const struct sw_http_req *req);
+/* Gives the complete body's buffer back, for a request that will not read it
+ * again (a stream past its first byte): its memory is not held while the
+ * answer runs. */
+void sw_http_body_release(struct sw_http_req *req);
 /* The peer's HTTP minor version (0 or 1). */
 int sw_http_version_minor(const struct sw_http_req *req);
 /* For the access log: the status answered (0: none), the bytes queued to
@@ -149,9 +156,10 @@ const char *sw_http_header_out(const struct sw_http_req *req, const char *name);
 void sw_http_reply(struct sw_http_req *req, int status, const char *content_type,
                    const char *body, size_t len);
 
-/* A streamed answer: the status and headers now, then bytes as they come
+/* A streamed answer: the status and headers, then bytes as they come
  * (chunked on HTTP/1.1, close-delimited on 1.0), then the end, after which
- * the handle must not be used. write drains `data`. */
+ * the handle must not be used. write drains `data`. The head is sent with
+ * the first write (or the end): one write for it and the first event. */
 void sw_http_stream_start(struct sw_http_req *req, int status, const char *content_type);
 void sw_http_stream_write(struct sw_http_req *req, struct evbuffer *data);
 void sw_http_stream_end(struct sw_http_req *req);

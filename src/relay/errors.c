@@ -55,8 +55,8 @@ void sw_relay_reply_rejected(struct proxy *p)
     p->rej_code = pl->code ? pl->code : "all_backends_failed";
     /* None was tried: say what each backend's state is and why, so the
      * answer points at the cause (a wrong url, a server that is not up). */
-    if (!p->failures[0] && !strcmp(p->rej_code, "all_backends_failed"))
-        sw_relay_describe_backends(p->live, &p->x.snap, p->failures, sizeof p->failures);
+    if (!p->failures[0] && p->snap && !strcmp(p->rej_code, "all_backends_failed"))
+        sw_relay_describe_backends(p->live, p->snap, p->failures, sizeof p->failures);
     p->final_status = status;
     /* What to do next: when to retry, or where to look. */
     char next[160] = "";

@@ -74,6 +74,10 @@ static void start_client_stream(struct proxy *p)
     sw_http_add_header(p->req, "Cache-Control", "no-cache");
     sw_http_stream_start(p->req, 200, "text/event-stream");
     p->started = true;
+    /* no attempt follows the first byte: what only attempts read goes */
+    sw_relay_snap_release(p);
+    sw_http_body_release(p->req);
+    sw_upstream_drop_sent(&p->up);
 }
 
 static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)

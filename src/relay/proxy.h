@@ -74,7 +74,6 @@ struct sw_relay_attempt {
 /* Written in full before they are read, so a proxy is not zeroed over them
  * (most of its size): the last member of struct proxy. */
 struct proxy_scratch {
-    struct sw_live_snapshot snap;   /* the view the current plan was made on (plan_next) */
     struct sw_dialect_stream us;    /* the attempt's upstream stream (sw_dialect_stage_attempt) */
     struct sw_dialect_client cs;    /* the client's stream (the same, before the first byte) */
     struct sw_request_error rerr;   /* why a backend's API cannot carry the request */
@@ -105,6 +104,10 @@ struct proxy {
     struct sw_route_facts facts;
     struct sw_prefix prefix;        /* the request's prefix identity (request/prefix.h) */
     struct sw_route_plan plan;
+    /* The view the current plan was made on (plan_next): a block of its own
+     * (about 6 KB), held while attempts may still be made and given back once
+     * the stream's first byte went out, so a running stream does not keep it. */
+    struct sw_live_snapshot *snap;
     bool overflowed;                /* left a local queue for the cloud */
     uint32_t left_queue;            /* the local(s) it left (exclude bits), eligible again
                                      * once a later attempt fails */
@@ -158,6 +161,10 @@ struct proxy {
 
     struct proxy_scratch x;         /* last (see proxy_scratch) */
 };
+
+/* Gives back the planning view (p->snap, may be NULL): at the end, and once a
+ * stream's first byte went out (no attempt follows it). */
+void sw_relay_snap_release(struct proxy *p);
 
 static inline const struct sw_config_backend *sw_relay_backend(const struct proxy *p)
 {

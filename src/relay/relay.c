@@ -63,10 +63,20 @@ static void proxy_put(struct proxy *p)
     sw_spares_put(&spare_proxies, p);
 }
 
+/* Planning views, kept like the proxies. */
+static struct sw_spares spare_snaps;
+
+void sw_relay_snap_release(struct proxy *p)
+{
+    sw_spares_put(&spare_snaps, p->snap);
+    p->snap = NULL;
+}
+
 static void proxy_free(struct proxy *p)
 {
     sw_upstream_cleanup(&p->up); /* abort first: the backend frees its slot at once */
     attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
+    sw_relay_snap_release(p);
     sw_tenant_cancel(p->live->g->tenant, &p->tw);
     if (p->tw.held)
         sw_tenant_settle(p->live->g->tenant, &p->tw, 0, sw_wall_ms());
@@ -180,9 +190,13 @@ static void note_failure(struct proxy *p, const char *what)
 static void exclude_and_replan(struct proxy *p, bool whole_tier)
 {
     enum sw_tier tier = sw_relay_backend(p)->tier;
-    for (size_t k = 0; k < p->x.snap.view.n; k++)
-        if (whole_tier ? p->cfg->backends[p->x.snap.map[k]].tier == tier
-                       : p->x.snap.map[k] == p->a.be)
+    if (!p->snap) { /* released with the first byte: no attempt may follow it */
+        fail_stream(p, "the stream failed after its first byte");
+        return;
+    }
+    for (size_t k = 0; k < p->snap->view.n; k++)
+        if (whole_tier ? p->cfg->backends[p->snap->map[k]].tier == tier
+                       : p->snap->map[k] == p->a.be)
             p->facts.exclude |= 1u << k;
     plan_next(p);
 }
@@ -396,7 +410,7 @@ static void on_ttft_timer(evutil_socket_t fd, short what, void *arg);
 /* Arms the TTFT budget of the attempt just sent (sw_relay_ttft_budget_ms). */
 static void arm_ttft_timer(struct proxy *p, int64_t left_ms)
 {
-    p->a.ttft_abandon_ms = sw_relay_ttft_budget_ms(&p->facts, &p->x.snap, &p->plan, p->chat.stream,
+    p->a.ttft_abandon_ms = sw_relay_ttft_budget_ms(&p->facts, p->snap, &p->plan, p->chat.stream,
                                                    left_ms);
     if (!p->a.ttft_abandon_ms)
         return;
@@ -740,10 +754,10 @@ static void try_attempt(struct proxy *p)
     const struct sw_route_attempt *pa = &p->plan.attempts[0];
     sw_stage_io_clear(&p->a.io);
     p->a = (struct sw_relay_attempt){
-        .be = p->x.snap.map[pa->backend],
-        .prefix_tokens = p->x.snap.backends[pa->backend].prefix_tokens,
-        .busy_at_start = sw_live_cache_busy(p->live, p->x.snap.map[pa->backend],
-                                            &p->x.snap.backends[pa->backend]),
+        .be = p->snap->map[pa->backend],
+        .prefix_tokens = p->snap->backends[pa->backend].prefix_tokens,
+        .busy_at_start = sw_live_cache_busy(p->live, p->snap->map[pa->backend],
+                                            &p->snap->backends[pa->backend]),
         .reason = p->overflowed && pa->reason == SW_REASON_FALLBACK ? SW_REASON_OVERFLOW
                                                                      : pa->reason,
     };
@@ -752,7 +766,7 @@ static void try_attempt(struct proxy *p)
     int64_t now = sw_now_ms();
     p->a.claim_ms = now;
     p->a.est_ttft_ms = pa->backend < p->plan.n_backends ? p->plan.est_ttft_ms[pa->backend] : -1;
-    p->a.breaker = pa->backend < p->x.snap.view.n ? (int)p->x.snap.view.backends[pa->backend].breaker : 0;
+    p->a.breaker = pa->backend < p->snap->view.n ? (int)p->snap->view.backends[pa->backend].breaker : 0;
     sw_relay_trace_attempt(p);
     p->a.need_mask = be->tier == SW_TIER_CLOUD &&
                      (pa->masked || (p->pii.policy == SW_PII_POLICY_MASK && p->pii.counts.total > 0));
@@ -767,9 +781,9 @@ static void try_attempt(struct proxy *p)
     /* A local slot is held for the prefill of what its cache is expected to
      * miss (the wait estimates of the requests behind it count that). */
     struct sw_route_facts held = p->facts;
-    double cached = p->x.snap.backends[pa->backend].cached_tokens;
+    double cached = p->snap->backends[pa->backend].cached_tokens;
     if (be->tier == SW_TIER_LOCAL && cached > 0)
-        held.prompt_tokens_est = (long)sw_route_uncached(&p->x.snap.backends[pa->backend],
+        held.prompt_tokens_est = (long)sw_route_uncached(&p->snap->backends[pa->backend],
                                                          (double)held.prompt_tokens_est);
     enum sw_claim_result r = sw_claim_take(live, p->a.be, &held, now, &p->claim);
     if (r == SW_CLAIM_BREAKER_OPEN) {
@@ -797,9 +811,14 @@ static void try_attempt(struct proxy *p)
 static void plan_next(struct proxy *p)
 {
     int64_t now = sw_now_ms();
-    sw_live_snapshot(p->live, p->model, now, &p->x.snap);
-    sw_live_prefix_view(p->live, &p->prefix, now, &p->x.snap);
-    sw_route_decide(&p->facts, &p->x.snap.view, &p->x.snap.policy, now, &p->plan);
+    if (!p->snap && !(p->snap = sw_spares_get(&spare_snaps, sizeof *p->snap))) {
+        p->plan = (struct sw_route_plan){.status = 500, .code = "server_error"};
+        reject(p);
+        return;
+    }
+    sw_live_snapshot(p->live, p->model, now, p->snap);
+    sw_live_prefix_view(p->live, &p->prefix, now, p->snap);
+    sw_route_decide(&p->facts, &p->snap->view, &p->snap->policy, now, &p->plan);
     if (p->plan.n == 0) {
         reject(p);
         return;

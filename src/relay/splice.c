@@ -17,7 +17,9 @@ char *sw_splice_quote(const char *s)
         sw_buf_free(&b);
         return NULL;
     }
-    return b.ptr;
+    /* at its size: a stream keeps the public name's copy while it runs */
+    char *fit = realloc(b.ptr, b.len + 1);
+    return fit ? fit : b.ptr;
 }
 
 char *sw_splice_member(const char *text, size_t len, struct sw_jspan at, const char *key,

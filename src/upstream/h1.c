@@ -670,8 +670,12 @@ static void send_request(struct sw_h1req *r)
                 want_write(r);
                 return;
             }
-            fail_io(r, SW_EPROTO, strerror(errno));
+            fail_io(r, r->connected ? SW_EPROTO : SW_ECONNECT, strerror(errno));
             return;
+        }
+        if (!r->connected) { /* it took bytes: the handshake is done */
+            r->connected = true;
+            arm(r, -1);
         }
         r->sent += (size_t)w;
     }
@@ -703,8 +707,11 @@ static void open_conn(struct sw_h1req *r, bool allow_idle)
             return;
         }
         if (errno == EINPROGRESS) {
+            /* A handshake over loopback is usually done when connect returns:
+             * the request goes now, and only a socket that is not connected
+             * yet (EAGAIN) waits to be writable (on_writable). */
             arm(r, r->connect_timeout_ms);
-            want_write(r);
+            send_request(r);
             return;
         }
     }
@@ -785,6 +792,15 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     open_conn(r, true);
     r->starting = false;
     return r;
+}
+
+bool sw_h1_forget_request(struct sw_h1req *r)
+{
+    if (!r->got_bytes || r->sent < r->line_len + r->head_len + r->body_len)
+        return false;
+    r->head = r->body = NULL;
+    r->sent = r->line_len = r->head_len = r->body_len = 0;
+    return true;
 }
 
 void sw_h1_abort(struct sw_h1req *r)

@@ -56,5 +56,9 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
 void sw_h1_abort(struct sw_h1req *r);
 /* Resumes a request paused by on_data returning SW_H1_PAUSE. */
 void sw_h1_resume(struct sw_h1req *r);
+/* True once the whole request went out and its answer began (no retry on a
+ * new connection sends it again): r then forgets the head and body it was
+ * given, and the caller may free them. */
+bool sw_h1_forget_request(struct sw_h1req *r);
 
 #endif

@@ -252,6 +252,16 @@ static void h1_resume(struct sw_upstream *u)
         sw_h1_resume(u->handle);
 }
 
+static void h1_drop_sent(struct sw_upstream *u)
+{
+    if (u->handle && sw_h1_forget_request(u->handle)) {
+        free(u->aux);
+        u->aux = NULL;
+        free(u->body);
+        u->body = NULL;
+    }
+}
+
 static void h1_release(struct sw_upstream *u)
 {
     free(u->aux);
@@ -263,6 +273,7 @@ const struct sw_upstream_transport sw_transport_h1 = {
     .start = h1_start,
     .abort = h1_abort,
     .resume = h1_resume,
+    .drop_sent = h1_drop_sent,
     .release = h1_release,
 };
 

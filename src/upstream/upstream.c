@@ -37,6 +37,12 @@ void sw_upstream_resume(struct sw_upstream *u)
         u->t->resume(u);
 }
 
+void sw_upstream_drop_sent(struct sw_upstream *u)
+{
+    if (u->t && u->t->drop_sent && u->running)
+        u->t->drop_sent(u);
+}
+
 void sw_upstream_cleanup(struct sw_upstream *u)
 {
     sw_upstream_abort(u);

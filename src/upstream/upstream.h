@@ -69,6 +69,10 @@ struct sw_upstream_transport {
     void (*abort)(struct sw_upstream *u);
     /* Resumes a request paused by on_data returning SW_UPSTREAM_PAUSE. */
     void (*resume)(struct sw_upstream *u);
+    /* Frees u->body and u->aux once the request is sent and will not be
+     * sent again (its answer began); NULL: the transport keeps them to the
+     * end. */
+    void (*drop_sent)(struct sw_upstream *u);
     /* Frees u->handle and u->aux after abort (u->body is the caller's). */
     void (*release)(struct sw_upstream *u);
 };
@@ -93,6 +97,9 @@ int sw_upstream_start_on(struct sw_upstream *u, const struct sw_upstream_transpo
 void sw_upstream_abort(struct sw_upstream *u);
 /* Resumes a transfer paused by on_data returning SW_UPSTREAM_PAUSE. */
 void sw_upstream_resume(struct sw_upstream *u);
+/* Frees the request's body and headers when the transport no longer needs
+ * them (sent, the answer begun): a long answer does not hold them. */
+void sw_upstream_drop_sent(struct sw_upstream *u);
 /* Frees everything; aborts first if still running. Leaves u reusable. */
 void sw_upstream_cleanup(struct sw_upstream *u);
 
