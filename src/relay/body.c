@@ -8,6 +8,7 @@
 #include "common/jscan.h"
 #include "state/live.h"
 #include "relay/splice.h"
+#include "relay/trace.h"
 #include "upstream/dialect.h"
 
 void sw_relay_strip_fields(json_t *body)
@@ -155,4 +156,23 @@ void sw_relay_ask_for_usage(struct proxy *p)
         json_object_set_new(p->chat.body, "stream_options", so);
     }
     json_object_set_new(so, "include_usage", json_true());
+}
+
+int sw_relay_target(const struct proxy *p, const struct sw_config_backend *be,
+                    struct sw_buf *path, struct sw_buf *hdrs)
+{
+    const struct sw_relay_attempt *a = &p->a;
+    struct sw_upstream_client_hdrs ch = {.bearer = p->auth.token};
+    const char *const *names = sw_upstream_dialect(p->client_dialect)->client_headers;
+    for (size_t i = 0; p->req && a->up_dialect == p->client_dialect &&
+                       i < SW_UPSTREAM_CLIENT_HDRS && names[i]; i++)
+        ch.value[i] = sw_http_header(p->req, names[i], NULL);
+    struct sw_buf trace;
+    sw_buf_init(&trace, 1024);
+    int err = sw_relay_trace_headers(p, &trace);
+    if (!err)
+        err = sw_upstream_target(be, a->up_dialect, p->chat.api, p->chat.stream, &ch, &trace,
+                                 a->io.text, a->io.text_len, path, hdrs);
+    sw_buf_free(&trace);
+    return err;
 }

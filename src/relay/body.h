@@ -34,6 +34,13 @@ bool sw_relay_body_limit(struct proxy *p, const struct sw_config_backend *be);
  * (it asked, or its API always carries the usage). */
 void sw_relay_ask_for_usage(struct proxy *p);
 
+/* The path and headers of the attempt's request to backend be, for the
+ * body in p->a.io.text: the dialect's, with the client headers a backend of
+ * the client's own API gets, the access token and the trace context.
+ * SW_OK or an error. */
+int sw_relay_target(const struct proxy *p, const struct sw_config_backend *be,
+                    struct sw_buf *path, struct sw_buf *hdrs);
+
 /* After the request hooks: io->text from io->body (the one serialisation),
  * io->body released. SW_OK or SW_ENOMEM. */
 int sw_relay_body_text(struct sw_stage_io *io);

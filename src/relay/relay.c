@@ -561,11 +561,6 @@ static void send_attempt(struct proxy *p)
         attempt_failed(p, "out of memory", 0, SW_ENOMEM);
         return;
     }
-    struct sw_upstream_client_hdrs ch = {.bearer = p->auth.token};
-    const char *const *names = sw_upstream_dialect(p->client_dialect)->client_headers;
-    for (size_t i = 0; p->req && a->up_dialect == p->client_dialect &&
-                       i < SW_UPSTREAM_CLIENT_HDRS && names[i]; i++)
-        ch.value[i] = sw_http_header(p->req, names[i], NULL);
     int64_t left = p->deadline_ms - a->attempt_ms;
     sw_claim_mark_sent(&p->claim);
     sw_buf_init(&p->resp, p->chat.stream ? ERROR_BODY_MAX : (size_t)p->cfg->limits.max_response_bytes);
@@ -573,15 +568,10 @@ static void send_attempt(struct proxy *p)
     sw_evs_free(&p->evs);
     sw_evs_init(&p->evs, SW_RELAY_SSE_EVENT_MAX, sw_relay_on_evs_message, p);
     static const struct sw_upstream_cbs cbs = {sw_relay_on_data, on_done};
-    struct sw_buf hdrs, path, trace;
+    struct sw_buf hdrs, path;
     sw_buf_init(&hdrs, 64 * 1024);
     sw_buf_init(&path, 4096);
-    sw_buf_init(&trace, 1024);
-    int err = sw_relay_trace_headers(p, &trace);
-    if (!err)
-        err = sw_upstream_target(be, a->up_dialect, p->chat.api, p->chat.stream, &ch, &trace,
-                                 io->text, io->text_len, &path, &hdrs);
-    sw_buf_free(&trace);
+    int err = sw_relay_target(p, be, &path, &hdrs);
     if (!err)
         err = sw_upstream_start(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->text,
                                 io->text_len, (long)left, p->id, &cbs, p);
