@@ -61,6 +61,13 @@ static inline double sw_route_ahead(const struct sw_route_backend_view *b)
     return (double)in_flight + (double)queued + outside - (double)b->slots + 1;
 }
 
+/* Whether a request arriving now at local backend b would wait for a slot
+ * (sw_route_ahead > 0), the cheap check first. */
+static inline bool sw_route_waits(const struct sw_route_backend_view *b)
+{
+    return b->slots > 0 && sw_route_may_wait(b) && sw_route_ahead(b) > 0;
+}
+
 /* Estimated ms before a request arriving now at local backend b would start
  * generating its first token: queue position and learned service times, plus
  * its own prefill (of what b->cached_tokens does not cover) and the RTT. Warm-up (cold/warming) is NOT included; the

@@ -883,7 +883,7 @@ static bool affinity_first(struct ctx *c)
      * request's first token and again in the slot time it takes from those
      * behind it. So prompts that share a prefix (one system prompt for every
      * user) do not pile up in one box's queue while another has free slots. */
-    if (b->slots > 0 && sw_route_may_wait(b) && sw_route_ahead(b) > 0) {
+    if (sw_route_waits(b)) {
         double held = (double)b->prefix_tokens - sw_route_nonneg(b->cached_tokens);
         double saved = sw_route_nonneg(held) * sw_route_learned(b->prefill_ms_per_token,
                                                                 SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);

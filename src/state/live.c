@@ -370,7 +370,7 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
             v->outside_load = sw_live_outside_load(l, i, now_ms);
     }
     /* The slot holders matter only to a request that would wait for one. */
-    if (v->slots > 0 && sw_route_may_wait(v) && sw_route_ahead(v) > 0) {
+    if (sw_route_waits(v)) {
         v->out_ratio = b->outlen.dist;
         fill_busy(b, &l->cfg->routing, now_ms, v);
     }
@@ -505,7 +505,7 @@ void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t n
         /* A request that would wait gets the slot that frees first, which on
          * a server caching per slot (llama.cpp) may not hold its prefix: it
          * is estimated at its full prompt (one slot: it is the one). */
-        bool waits = v->slots > 1 && sw_route_may_wait(v) && sw_route_ahead(v) > 0;
+        bool waits = v->slots > 1 && sw_route_waits(v);
         double share = sw_live_cache_hit(l, i, sw_live_cache_busy(l, i, v));
         v->cached_tokens = waits ? 0 : (double)t * share;
         const struct sw_affinity *a = &l->b[i]->aff;
