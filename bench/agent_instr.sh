@@ -6,14 +6,13 @@
 # it calls) is counted, with the verdict cache (limits.scan_cache_bytes, 16
 # MiB) and without it. Printed per turn: the body's bytes, the bytes the turn
 # added, instructions with and without the cache; of those with the cache, the
-# SHA-256 digests of the texts (EVP_Digest, inclusive) and the rest (the walk
+# texts' keyed fingerprints (sw_pii_cache_key_of, inclusive: Poly1305) and the rest (the walk
 # and the detection of what missed), that rest per new byte; then the thread's
 # CPU time of the same scan run natively (median of REPEAT runs; noisy on a
 # loaded machine, a ratio within one run is what to read).
 #
-# valgrind hides the CPU's SHA extensions, so under callgrind OpenSSL takes
-# its software SHA-256 (about 26 instructions a byte); natively, with SHA-NI,
-# a digest costs a small fraction of that (`openssl speed sha256`).
+# valgrind has no AVX-512, so under callgrind OpenSSL takes its AVX2 Poly1305;
+# natively it takes the AVX-512 one.
 #
 # GATEWAY=1 adds a second table: each turn's body sent GW_N times through the
 # whole gateway (bench/instr.sh with BODY set, Spillway alone, every feature
@@ -52,9 +51,9 @@ count() { # cache_bytes prev turn: instructions of the measured scan
     "$BUILD/bench/agent_scan" "$1" "$2" "$3" "$surface" >"$tmp/run.out" 2>/dev/null
   awk '/^totals:/ {print $2}' "$tmp/cg.out"
 }
-digest_ir() { # the last count's instructions in EVP_Digest, inclusive
+digest_ir() { # the last count's instructions in sw_pii_cache_key_of, inclusive
   callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null |
-    awk '/:EVP_Digest / && !found {gsub(",", "", $1); v = $1; found = 1} END {print found ? v : 0}'
+    awk '/:sw_pii_cache_key_of / && !found {gsub(",", "", $1); v = $1; found = 1} END {print found ? v : 0}'
 }
 cpu_us() { # cache_bytes prev turn
   "$BUILD/bench/agent_scan" "$1" "$2" "$3" "$surface" "$REPEAT" | sed -n 's/^cpu_us_median=//p'

@@ -2,6 +2,7 @@
 #include "pii/cache.h"
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ struct entry {
 
 struct sw_pii_cache {
     pthread_mutex_t lock;
-    EVP_MD *sha256;
+    unsigned char key[32];      /* the fingerprint's secret key, random per cache */
     struct entry **bucket;
     size_t n_buckets;           /* power of two */
     struct entry *head, *tail;
@@ -50,9 +51,7 @@ struct sw_pii_cache *sw_pii_cache_new(size_t max_bytes)
         nb *= 2;
     c->n_buckets = nb;
     c->bucket = calloc(nb, sizeof *c->bucket);
-    c->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-    if (!c->bucket || !c->sha256) {
-        EVP_MD_free(c->sha256);
+    if (!c->bucket || RAND_priv_bytes(c->key, sizeof c->key) != 1) {
         free(c->bucket);
         free(c);
         return NULL;
@@ -148,7 +147,7 @@ void sw_pii_cache_free(struct sw_pii_cache *c)
         return;
     sw_pii_cache_clear(c);
     pthread_mutex_destroy(&c->lock);
-    EVP_MD_free(c->sha256);
+    OPENSSL_cleanse(c->key, sizeof c->key);
     free(c->bucket);
     free(c);
 }
@@ -163,31 +162,35 @@ void sw_pii_cache_get_stats(const struct sw_pii_cache *c, struct sw_pii_cache_st
     pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
 }
 
-/* One digest context per thread, set up again for each text: a context
- * made and freed per text costs about as much as the digest of a short one.
- * Freed when its thread ends. */
+/* One MAC context per thread, keyed again for each text (a context made
+ * and freed per text costs about as much as the MAC of a short one). Freed
+ * when its thread ends. */
 static pthread_key_t ctx_key;
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
-static bool ctx_key_ok;
+static EVP_MAC *poly1305;
 
 static void ctx_free(void *ctx)
 {
-    EVP_MD_CTX_free(ctx);
+    EVP_MAC_CTX_free(ctx);
 }
 
 static void ctx_key_init(void)
 {
-    ctx_key_ok = pthread_key_create(&ctx_key, ctx_free) == 0;
+    poly1305 = EVP_MAC_fetch(NULL, "POLY1305", NULL);
+    if (poly1305 && pthread_key_create(&ctx_key, ctx_free) != 0) {
+        EVP_MAC_free(poly1305);
+        poly1305 = NULL;
+    }
 }
 
-static EVP_MD_CTX *thread_ctx(void)
+static EVP_MAC_CTX *thread_ctx(void)
 {
     pthread_once(&ctx_once, ctx_key_init);
-    if (!ctx_key_ok)
+    if (!poly1305)
         return NULL;
-    EVP_MD_CTX *ctx = pthread_getspecific(ctx_key);
-    if (!ctx && (ctx = EVP_MD_CTX_new()) && pthread_setspecific(ctx_key, ctx)) {
-        EVP_MD_CTX_free(ctx);
+    EVP_MAC_CTX *ctx = pthread_getspecific(ctx_key);
+    if (!ctx && (ctx = EVP_MAC_CTX_new(poly1305)) && pthread_setspecific(ctx_key, ctx)) {
+        EVP_MAC_CTX_free(ctx);
         ctx = NULL;
     }
     return ctx;
@@ -202,14 +205,11 @@ bool sw_pii_cache_key_of(struct sw_pii_cache *c, const char *text, size_t len, u
     k->gen = gen;
     k->len = (uint32_t)len;
     k->json = json ? 1 : 0;
-    unsigned int dl = 0;
-    EVP_MD_CTX *ctx = thread_ctx();
-    if (!ctx)
-        return EVP_Digest(text, len, k->digest, &dl, c->sha256, NULL) == 1 &&
-               dl == sizeof k->digest;
-    return EVP_DigestInit_ex2(ctx, c->sha256, NULL) == 1 &&
-           EVP_DigestUpdate(ctx, text, len) == 1 &&
-           EVP_DigestFinal_ex(ctx, k->digest, &dl) == 1 && dl == sizeof k->digest;
+    size_t tl = 0;
+    EVP_MAC_CTX *ctx = thread_ctx();
+    return ctx && EVP_MAC_init(ctx, c->key, sizeof c->key, NULL) == 1 &&
+           EVP_MAC_update(ctx, (const unsigned char *)text, len) == 1 &&
+           EVP_MAC_final(ctx, k->digest, &tl, sizeof k->digest) == 1 && tl == sizeof k->digest;
 }
 
 bool sw_pii_cache_get(struct sw_pii_cache *c, const struct sw_pii_cache_key *k,
