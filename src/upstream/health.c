@@ -154,11 +154,22 @@ static void check(struct probe *pr, int64_t now)
 }
 
 /* The health GET of a backend; the options stay with the handle, so each
- * poll only adds it to the multi again (no new handle, no new options). */
+ * poll only adds it to the multi again (no new handle, no new options). It
+ * waits the interval for an answer, but at least HEALTH_TIMEOUT_MIN_MS and
+ * at most HEALTH_TIMEOUT_MAX_MS: a short interval says how soon to look
+ * again, not that a box answering its health check in 150 ms is down (one
+ * unanswered check marks it down and counts against its breaker). A refused
+ * connection fails at once whatever the timeout; the next poll starts only
+ * when this one is done. */
+#define HEALTH_TIMEOUT_MIN_MS 1000L
+#define HEALTH_TIMEOUT_MAX_MS 2000L
+
 static CURL *health_get(struct sw_healthcheck *h, const struct sw_config_backend *be)
 {
     long timeout = h->cfg->routing.health_interval_ms;
-    CURL *easy = sw_curlev_easy(be, be->health_path, timeout < 2000 ? timeout : 2000L);
+    timeout = timeout < HEALTH_TIMEOUT_MIN_MS ? HEALTH_TIMEOUT_MIN_MS
+              : timeout > HEALTH_TIMEOUT_MAX_MS ? HEALTH_TIMEOUT_MAX_MS : timeout;
+    CURL *easy = sw_curlev_easy(be, be->health_path, timeout);
     if (easy)
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
     return easy;

@@ -6,6 +6,7 @@
 // bounded wait on a condition.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import { startLlmsim, startSpillway, waitFor, getJSON } from './lib/harness.mjs';
 import { ADMIN, gatewayYaml as yaml, withProcs, edgeAndCloud } from './lib/gateway.mjs';
 
@@ -180,6 +181,52 @@ const WINDOW_MS = 3000;
 const WINDOWS = 8;
 const CLIENTS = 16;
 const MARKER = 'RESTRICTED-7f3a';
+
+// A local box whose health check answers after delayMs and whose model list
+// and chat completions answer at once; counts the checks it answered.
+async function slowHealthBox(delayMs) {
+  const box = { checks: 0 };
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/health') {
+        setTimeout(() => { box.checks++; res.end('{"status":"ok"}'); }, delayMs);
+      } else if (req.url === '/v1/models') {
+        res.end('{"object":"list","data":[{"id":"edge-model","object":"model"}]}');
+      } else if (req.method === 'POST' && req.url === '/v1/chat/completions') {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({
+          id: 'c1', object: 'chat.completion', created: 1, model: 'edge-model',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+        }));
+      } else {
+        res.statusCode = 404;
+        res.end();
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  box.url = `http://127.0.0.1:${server.address().port}`;
+  box.stop = () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); });
+  return box;
+}
+
+describe('health checks', () => {
+  test('a box that answers its health check later than a short interval (within 1 s) stays up and serves', () => withProcs(async (track) => {
+    const edge = await track(slowHealthBox(300));
+    const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+    const gw = await track(startSpillway(twoTiers(edge, cloud, '')));   // health_interval_ms: 100
+    await waitFor(() => edge.checks >= 4, { timeout: 10000, what: 'four health checks answered' });
+    const st = await backendState(gw, 'edge');
+    assert.equal(st.health, 'up', JSON.stringify(st));
+    for (let i = 0; i < 3; i++) {
+      const r = await chat(gw);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.backend, 'edge', `request ${i}: ${r.reason}`);
+    }
+  }));
+});
 
 describe('never dark while a tier is healthy', () => {
   test('faults rotating between local and cloud every 3 s: >= 97 % of cloud-allowed requests answered in full, restricted ones all local', { timeout: 120000 }, () => withProcs(async (track) => {
