@@ -2,6 +2,7 @@
 #include "front/admin_keys.h"
 
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,10 +202,16 @@ static json_t *key_json(struct sw_front *f, const struct sw_config_key *k, bool 
     return o;
 }
 
-static void reply(struct sw_http_req *req, json_t *o)
+static char *dump_json(json_t *o)
 {
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
+    return s;
+}
+
+static void reply(struct sw_http_req *req, json_t *o)
+{
+    char *s = dump_json(o);
     if (!s) {
         sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
         return;
@@ -257,12 +264,97 @@ static json_t *body_json(struct sw_http_req *req)
 
 static void refused(struct sw_http_req *req, int err, const char *why)
 {
-    if (err == SW_ENOTFOUND)
+    if (err == SW_ECONNECT)
+        sw_reply_error(req, 503, "server_error", "key_store_unavailable", NULL, "%s", why);
+    else if (err == SW_ENOTFOUND)
         sw_reply_error(req, 404, "invalid_request_error", "key_not_found", NULL,
                        "No runtime key has this key_id (configured keys change with a reload).");
     else
         sw_reply_error(req, err == SW_EUNAVAILABLE ? 409 : 400, "invalid_request_error",
                        "invalid_key", NULL, "%s", why);
+}
+
+/* ---- Answers that wait for Redis ---- */
+
+/* A change on its way to Redis (state.redis): its answer is made at once and
+ * sent when Redis has the change, or replaced by a 503 when Redis does not
+ * take it, so a 2xx means every replica will see it. */
+struct waiting {
+    struct sw_http_req *req;    /* NULL: the client left */
+    int status;
+    char *body;                 /* the answer, NULL until made (a new key's secret: wiped) */
+    bool known, stored;         /* what Redis said, once it did */
+    const char *unshared;       /* the 503's message */
+};
+
+static void waiting_free(struct waiting *w)
+{
+    if (w->body)
+        OPENSSL_cleanse(w->body, strlen(w->body));
+    free(w->body);
+    free(w);
+}
+
+static void waiting_send(struct waiting *w)
+{
+    if (w->stored)
+        sw_reply_json(w->req, w->status, w->body, strlen(w->body));
+    else
+        sw_reply_error(w->req, 503, "server_error", "key_store_unavailable", NULL, "%s",
+                       w->unshared);
+    waiting_free(w);
+}
+
+static void waiting_done(void *ud, bool stored)
+{
+    struct waiting *w = ud;
+    w->known = true;
+    w->stored = stored;
+    if (!w->req)
+        waiting_free(w);
+    else if (w->body)
+        waiting_send(w);
+}
+
+static void waiting_gone(void *ud)
+{
+    struct waiting *w = ud;
+    w->req = NULL;
+    if (w->known)
+        waiting_free(w);
+}
+
+static struct waiting *waiting_new(struct sw_http_req *req, const char *unshared)
+{
+    struct waiting *w = calloc(1, sizeof *w);
+    if (!w)
+        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
+    else {
+        w->req = req;
+        w->unshared = unshared;
+    }
+    return w;
+}
+
+/* The answer (body, taken; NULL: out of memory) to a change vkeys took:
+ * sent now, or when Redis has it (pending). */
+static void answer(struct waiting *w, bool pending, int status, char *body)
+{
+    w->status = status;
+    w->body = body;
+    if (!body) {    /* stored or not, the client learns nothing more */
+        sw_reply_error(w->req, 500, "server_error", NULL, NULL, "Out of memory.");
+        w->req = NULL;
+        if (!pending || w->known)
+            waiting_free(w);
+        return;
+    }
+    if (!pending)
+        w->known = w->stored = true;
+    if (w->known)
+        waiting_send(w);
+    else
+        sw_http_on_gone(w->req, waiting_gone, w);
 }
 
 /* POST /admin/keys: a new runtime key; its secret is in this answer only. */
@@ -271,26 +363,28 @@ static void create(struct sw_front *f, struct sw_http_req *req)
     json_t *o = body_json(req);
     if (!o)
         return;
+    struct waiting *w = waiting_new(req, "The shared key store (Redis) did not take the new "
+                                         "key: no key was created; retry.");
+    if (!w) {
+        json_decref(o);
+        return;
+    }
     char secret[64], why[200] = "";
     const struct sw_config_key *k = NULL;
+    bool pending = false;
+    const struct sw_vkeys_wait vw = {waiting_done, w, &pending};
     int err = sw_vkeys_create(f->live->g->vkeys, f->cfg, o, secret, sizeof secret, &k, why,
-                              sizeof why);
+                              sizeof why, &vw);
     json_decref(o);
     if (err || !k) {
+        free(w);
         refused(req, err ? err : SW_EINVAL, why);
         return;
     }
     json_t *out = key_json(f, k, true);
     json_object_set_new(out, "key", json_string(secret));
-    char *s = json_dumps(out, JSON_COMPACT);
-    json_decref(out);
-    memset(secret, 0, sizeof secret);
-    if (!s) {
-        sw_reply_error(req, 500, "server_error", NULL, NULL, "Out of memory.");
-        return;
-    }
-    sw_reply_json(req, 201, s, strlen(s));
-    free(s);
+    OPENSSL_cleanse(secret, sizeof secret);
+    answer(w, pending, 201, dump_json(out));
 }
 
 void sw_admin_key(struct sw_front *f, struct sw_http_req *req, const char *id, size_t len)
@@ -322,21 +416,43 @@ void sw_admin_key(struct sw_front *f, struct sw_http_req *req, const char *id, s
     char why[200] = "";
     const struct sw_config_key *k = NULL;
     int err = SW_ENOTFOUND;
+    bool pending = false;
     if (m == SW_HTTP_DELETE) {
-        err = sw_vkeys_revoke(v, kid);
-        if (!err)
-            sw_reply_json(req, 200, "{\"revoked\":true}", 16);
-        else
+        struct waiting *w = waiting_new(req, "The shared key store (Redis) did not take the "
+                                             "revocation: the key is refused on this replica and "
+                                             "written again until Redis takes it; retry to know.");
+        const struct sw_vkeys_wait vw = {waiting_done, w, &pending};
+        if (!w)
+            return;
+        err = sw_vkeys_revoke(v, kid, why, sizeof why, &vw);
+        if (err) {
+            free(w);
             refused(req, err, why);
+        } else {
+            answer(w, pending, 200, strdup("{\"revoked\":true}"));
+        }
         return;
     }
     if (m == SW_HTTP_POST) {
         json_t *o = body_json(req);
         if (!o)
             return;
-        err = sw_vkeys_update(v, cfg, kid, o, &k, why, sizeof why);
+        struct waiting *w = waiting_new(req, "The shared key store (Redis) did not take the "
+                                             "change: it applies on this replica only; retry.");
+        const struct sw_vkeys_wait vw = {waiting_done, w, &pending};
+        err = w ? sw_vkeys_update(v, cfg, kid, o, &k, why, sizeof why, &vw) : SW_OK;
         json_decref(o);
-    } else {
+        if (!w)
+            return;
+        if (err || !k) {
+            free(w);
+            refused(req, err ? err : SW_ENOTFOUND, why);
+        } else {
+            answer(w, pending, 200, dump_json(key_json(f, k, true)));
+        }
+        return;
+    }
+    {
         static struct runtime rt;
         rt.n = 0;
         sw_vkeys_each(v, collect, &rt);
@@ -348,9 +464,5 @@ void sw_admin_key(struct sw_front *f, struct sw_http_req *req, const char *id, s
                 return;
             }
     }
-    if (err || !k) {
-        refused(req, err ? err : SW_ENOTFOUND, why);
-        return;
-    }
-    reply(req, key_json(f, k, true));
+    refused(req, SW_ENOTFOUND, why);
 }

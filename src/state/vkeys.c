@@ -20,6 +20,8 @@
 
 struct entry {
     bool used, revoked;
+    bool unshared;              /* revoked, but Redis has not taken it yet: written again */
+    bool writing;               /* a write of it is on its way to Redis */
     unsigned char hash[32];     /* SHA-256 of the secret */
     int64_t created_ms;         /* wall */
     struct sw_config_key k;     /* its strings point into the buffers below */
@@ -107,6 +109,7 @@ static void entry_init(struct entry *e)
 /* ---- JSON fields (the request's and the stored record's) ---- */
 
 #define WHY(...) (snprintf(why, why_cap, __VA_ARGS__), SW_EINVAL)
+#define WHY_UNSHARED(...) (snprintf(why, why_cap, __VA_ARGS__), SW_ECONNECT)
 
 static int apply_budget(struct sw_config_tenancy *t, const json_t *b, char *why, size_t why_cap)
 {
@@ -290,26 +293,71 @@ static const char lua_load[] =
     "return out\n";
 static const char lua_ver[] = "return tostring(redis.call('GET', ARGV[1]..'vkeys:ver') or '0')\n";
 
+/* A change on its way to Redis. */
+struct written {
+    struct sw_vkeys *v;
+    size_t i;                   /* the entry */
+    bool created;               /* dropped again when Redis does not take it */
+    struct sw_vkeys_wait w;     /* done NULL: no one waits (a revocation written again) */
+};
+
 static void on_written(void *ud, const void *reply)
 {
-    (void)ud;
-    if (!reply)
-        sw_warn("keys: a runtime key change could not be written to Redis");
+    struct written *x = ud;
+    struct entry *e = &x->v->e[x->i];
+    e->writing = false;
+    if (!reply && x->w.done) {  /* a revocation written again is warned of once, when asked */
+        sw_warn("keys: the change to runtime key %s could not be written to Redis%s", e->id,
+                x->created   ? ": the key is dropped"
+                : e->revoked ? ": refused on this replica, written again once Redis takes it"
+                             : "; it applies on this replica only");
+    }
+    if (!reply && x->created)
+        memset(e, 0, sizeof *e);        /* unused: no one was shown its secret */
+    e->unshared = e->revoked && !reply;
+    if (x->w.done)
+        x->w.done(x->w.ud, reply != NULL);
+    free(x);
 }
 
-static void write_entry(struct sw_vkeys *v, const struct entry *e)
+/* Writes e to Redis when there is one: SW_OK (*w->pending says whether
+ * w->done comes), SW_ECONNECT when Redis cannot be asked now. w NULL:
+ * no one waits. */
+static int write_entry(struct sw_vkeys *v, struct entry *e, bool created,
+                       const struct sw_vkeys_wait *w)
 {
-    if (!v->rs)
-        return;
+    static const struct sw_vkeys_wait none = {NULL, NULL, NULL};
+    if (!w)
+        w = &none;
+    if (w->pending)
+        *w->pending = false;
+    if (!v->rs) {
+        e->unshared = false;
+        return SW_OK;
+    }
+    e->unshared = e->revoked;   /* until Redis has it */
     json_t *r = record(e);
     char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
     json_decref(r);
-    if (!s)
-        return;
+    struct written *x = s ? malloc(sizeof *x) : NULL;
+    if (!x) {
+        free(s);
+        return SW_ENOMEM;
+    }
+    *x = (struct written){v, (size_t)(e - v->e), created, *w};
     const char *args[] = {v->prefix, e->id, s};
-    if (sw_rstate_eval(v->rs, lua_write, v->sha_write, args, 3, on_written, NULL))
-        sw_warn("keys: Redis unreachable: the change to key %s is this replica's only", e->id);
+    int rc = sw_rstate_eval(v->rs, lua_write, v->sha_write, args, 3, on_written, x);
     free(s);
+    if (rc) {
+        free(x);
+        if (w->done)
+            sw_warn("keys: Redis unreachable: the change to runtime key %s is not shared", e->id);
+        return SW_ECONNECT;
+    }
+    e->writing = true;
+    if (w->pending)
+        *w->pending = true;
+    return SW_OK;
 }
 
 static void load_one(struct sw_vkeys *v, const char *id, const char *text, bool *seen)
@@ -330,7 +378,8 @@ static void load_one(struct sw_vkeys *v, const char *id, const char *text, bool 
     char why[160];
     if (e && apply(e, o, NULL, why, sizeof why) == SW_OK) {
         memcpy(e->hash, h, 32);
-        e->revoked = json_is_true(json_object_get(o, "revoked"));
+        /* a revocation is never undone: one Redis did not take stays */
+        e->revoked = e->revoked || json_is_true(json_object_get(o, "revoked"));
         e->created_ms = json_integer_value(json_object_get(o, "created_ms"));
         seen[e - v->e] = true;
     }
@@ -386,7 +435,12 @@ static void on_announced(void *ud, const char *msg)
 static void on_sync(void *ud)
 {
     struct sw_vkeys *v = ud;
-    if (!v->rs || v->polling || v->loading)
+    if (!v->rs)
+        return;
+    for (size_t i = 0; i < v->n; i++)
+        if (v->e[i].used && v->e[i].unshared && !v->e[i].writing)
+            write_entry(v, &v->e[i], false, NULL);
+    if (v->polling || v->loading)
         return;
     const char *args[] = {v->prefix};
     v->polling = sw_rstate_eval(v->rs, lua_ver, v->sha_ver, args, 1, on_ver, v) == 0;
@@ -455,7 +509,7 @@ bool sw_vkeys_has_id(const struct sw_vkeys *v, const char *id)
 
 int sw_vkeys_create(struct sw_vkeys *v, const struct sw_config *cfg, const json_t *req,
                     char *secret, size_t cap, const struct sw_config_key **out, char *why,
-                    size_t why_cap)
+                    size_t why_cap, const struct sw_vkeys_wait *w)
 {
     const json_t *name = json_object_get(req, "name"), *id = json_object_get(req, "id");
     if (!json_is_object(req) || !json_is_string(name))
@@ -496,14 +550,22 @@ int sw_vkeys_create(struct sw_vkeys *v, const struct sw_config *cfg, const json_
     sha256(secret, e->hash);
     e->created_ms = sw_wall_ms();
     v->n++;
-    write_entry(v, e);
     *out = sw_vkeys_find(v, cfg, secret);
+    err = write_entry(v, e, true, w);
+    if (err) {
+        memset(e, 0, sizeof *e);
+        *out = NULL;
+        return err == SW_ECONNECT
+                   ? WHY_UNSHARED("the shared key store (Redis) is unreachable: no key was "
+                                     "created; retry shortly")
+                   : err;
+    }
     return SW_OK;
 }
 
 int sw_vkeys_update(struct sw_vkeys *v, const struct sw_config *cfg, const char *id,
                     const json_t *req, const struct sw_config_key **out, char *why,
-                    size_t why_cap)
+                    size_t why_cap, const struct sw_vkeys_wait *w)
 {
     struct entry *e = by_id(v, id);
     if (!e || e->revoked)
@@ -513,20 +575,27 @@ int sw_vkeys_update(struct sw_vkeys *v, const struct sw_config *cfg, const char 
     int err = apply(e, req, cfg, why, why_cap);
     if (err)
         return err;
-    write_entry(v, e);
     *out = &e->k;
-    return SW_OK;
+    err = write_entry(v, e, false, w);
+    if (err == SW_ECONNECT)
+        return WHY_UNSHARED("the shared key store (Redis) is unreachable: the change applies "
+                               "on this replica only; retry shortly");
+    return err;
 }
 
-int sw_vkeys_revoke(struct sw_vkeys *v, const char *id)
+int sw_vkeys_revoke(struct sw_vkeys *v, const char *id, char *why, size_t why_cap,
+                    const struct sw_vkeys_wait *w)
 {
     struct entry *e = by_id(v, id);
-    if (!e || e->revoked)
+    if (!e || (e->revoked && !e->unshared))    /* a revocation Redis lacks may be asked again */
         return SW_ENOTFOUND;
     e->revoked = true;
-    write_entry(v, e);
     sw_info("keys: runtime key %s revoked", id);
-    return SW_OK;
+    int err = write_entry(v, e, false, w);
+    if (err == SW_ECONNECT)
+        return WHY_UNSHARED("the shared key store (Redis) is unreachable: the key is refused "
+                               "on this replica only; retry shortly");
+    return err;
 }
 
 void sw_vkeys_each(struct sw_vkeys *v,

@@ -11,7 +11,10 @@
  * reads on its 200 ms sync differs from the one it holds, so a missed
  * message costs at most one sync: a revoked key is refused on every replica
  * within well under a second. While Redis is unreachable a replica keeps
- * the set it last read.
+ * the set it last read. A change is answered once Redis has it (the done
+ * callback below); a change Redis does not take is not reported as shared:
+ * a new key is dropped again, an update or a revocation stays on this
+ * replica (a revocation is never undone by a later load).
  *
  * Entries are never freed while the process runs (revoked ones stay,
  * marked), so a request in flight may keep borrowing its key. Bounded:
@@ -47,22 +50,43 @@ const struct sw_config_key *sw_vkeys_find(struct sw_vkeys *v, const struct sw_co
 /* Whether a key_id is a runtime key's (live or revoked). */
 bool sw_vkeys_has_id(const struct sw_vkeys *v, const char *id);
 
+/* How a change reaches Redis. Each change below that returns SW_OK with
+ * *pending true calls done(ud, stored) exactly once, later, from the event
+ * loop: stored true once Redis has it, false when Redis failed, answered an
+ * error or timed out (a new key is then dropped again). *pending false: no
+ * Redis (this process only), done is never called. A change Redis cannot be
+ * asked to take now returns SW_ECONNECT with why set, done not called. */
+typedef void (*sw_vkeys_done_fn)(void *ud, bool stored);
+struct sw_vkeys_wait {
+    sw_vkeys_done_fn done;
+    void *ud;
+    bool *pending;
+};
+
 /* Creates a key from a JSON object {name, id?, team?, budget?, rpm?, tpm?,
  * models?, max_tier?, on_budget?}: the secret is generated and written to
  * secret (cap >= 48), shown this once. SW_OK; SW_EINVAL with why set (a
- * field, a duplicate id or name, an unknown team); SW_EUNAVAILABLE when full. */
+ * field, a duplicate id or name, an unknown team); SW_EUNAVAILABLE when full;
+ * SW_ECONNECT when Redis cannot take it now (no key is created). */
 int sw_vkeys_create(struct sw_vkeys *v, const struct sw_config *cfg, const struct json_t *req,
                     char *secret, size_t cap, const struct sw_config_key **out, char *why,
-                    size_t why_cap);
+                    size_t why_cap, const struct sw_vkeys_wait *w);
 
 /* Updates the rules (and name, team) of a runtime key from the same JSON
- * fields (absent ones stay). SW_ENOTFOUND for an unknown or revoked id. */
+ * fields (absent ones stay). SW_ENOTFOUND for an unknown or revoked id;
+ * SW_ECONNECT when Redis cannot take it now (the change applies on this
+ * replica only). */
 int sw_vkeys_update(struct sw_vkeys *v, const struct sw_config *cfg, const char *id,
                     const struct json_t *req, const struct sw_config_key **out, char *why,
-                    size_t why_cap);
+                    size_t why_cap, const struct sw_vkeys_wait *w);
 
-/* Revokes a key: refused from now on (every replica: see above). */
-int sw_vkeys_revoke(struct sw_vkeys *v, const char *id);
+/* Revokes a key: refused from now on (every replica: see above).
+ * SW_ENOTFOUND for an unknown or revoked id (a revocation Redis has not taken
+ * may be asked for again). SW_ECONNECT (why set) when Redis cannot take it
+ * now: refused on this replica, and written again on each sync until Redis
+ * takes it. */
+int sw_vkeys_revoke(struct sw_vkeys *v, const char *id, char *why, size_t why_cap,
+                    const struct sw_vkeys_wait *w);
 
 /* Calls fn for each runtime key (revoked ones too, with revoked set). */
 void sw_vkeys_each(struct sw_vkeys *v,
