@@ -385,6 +385,8 @@ static void arrive(struct sim *s, struct turn *q)
             s->res->gw_affinity++;
         q->claim.on_grant = on_grant;
         q->claim.prefix_matched = q->predicted > 0;
+        q->claim.prefix = &q->prefix;
+        q->claim.follow = snap.backends[a->backend].follow_left_ms > 0;
         struct sw_route_facts held = f;     /* as the relay: the slot held for the uncached part */
         held.prompt_tokens_est =
             (long)sw_route_uncached(&snap.backends[a->backend], (double)f.prompt_tokens_est);
@@ -393,7 +395,9 @@ static void arrive(struct sim *s, struct turn *q)
             start_local(s, q);
             return;
         case SW_CLAIM_QUEUED:
-            if (s->p->slots > 1)    /* as the relay: a queued request teaches no hit */
+            /* as the relay: a queued request teaches no hit, one that follows
+             * a running request gets that one's slot */
+            if (s->p->slots > 1 && !q->claim.parked)
                 q->predicted = 0;
             q->state = T_QUEUED;
             push(s, s->now + QUEUE_CHECK_MS, EV_QCHECK, q - s->turns);

@@ -176,6 +176,10 @@ sw_route_est_ttft(const struct sw_route_backend_view *b, double prompt, bool may
     double prefill = sw_route_learned(b->prefill_ms_per_token, SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);
     double wait = 0;
 
+    if (b->follow_left_ms > 0) {   /* it takes the slot of the request it follows */
+        wait = b->follow_left_ms;
+        may_wait = false;
+    }
     if (may_wait) {
         double ahead = sw_route_ahead(b);
         if (ahead > 0) {

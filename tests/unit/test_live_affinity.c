@@ -170,7 +170,7 @@ static void test_busy_and_waiting(void **state)
     assert_true(s.backends[0].cached_tokens == 0);
     /* it is one of ours that came matched: it runs in the slot holding its
      * own prefix, so this one finds its slot free (the idle share) */
-    struct sw_live_busy r = {T0, 3000, 64, true, false};
+    struct sw_live_busy r = {T0, 3000, 64, true, false, 0, 0, NULL};
     sw_live_busy_add(l->b[0], &r);
     view(l, &t2, T0 + 2, &s);
     assert_false(sw_live_cache_busy(l, 0, &s.backends[0]));
