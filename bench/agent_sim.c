@@ -308,8 +308,8 @@ static void start_local(struct sim *s, struct turn *q)
         s->res->gw_ok++;
     else if (p->trace)
         fprintf(stderr, "%s late t=%.0f conv=%ld k=%d prompt=%ld box%d ttft=%.0f waited=%.0f "
-                "predicted=%ld cached=%ld busy=%d\n", p->affinity ? "on" : "off", s->now, q->conv, q->k, q->prompt, q->box,
-                ttft, s->now - q->t_arr, q->predicted, q->cached, q->busy);
+                "predicted=%ld cached=%ld busy=%d follow=%d\n", p->affinity ? "on" : "off", s->now, q->conv, q->k, q->prompt, q->box,
+                ttft, s->now - q->t_arr, q->predicted, q->cached, q->busy, q->claim.follow);
     if (q->cached > 0)
         s->res->gw_cached_turns++;
     else if (p->trace && q->k > 1) {

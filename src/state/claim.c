@@ -170,7 +170,13 @@ long sw_claim_queue_position(const struct sw_live *live, const struct sw_claim *
 {
     if (!c->held || !c->waiter.queued)
         return 0;   /* parked: first for its slot */
-    return sw_localq_position(&live->b[c->be]->q, &c->waiter);
+    /* Requests parked to follow a running one came before every waiter (one
+     * parks only while nobody waits): each takes a slot that frees first. */
+    const struct sw_live_backend *lb = live->b[c->be];
+    long parked = 0;
+    for (size_t i = 0; i < lb->n_busy; i++)
+        parked += lb->busy[i].follower != NULL;
+    return sw_localq_position(&lb->q, &c->waiter) + parked;
 }
 
 double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_outcome o,

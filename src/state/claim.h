@@ -123,8 +123,9 @@ static inline void sw_claim_mark_sent(struct sw_claim *c)
     c->sent = true;
 }
 
-/* Requests ahead of a queued claim in its backend's queue (0 when it holds
- * a slot or is not queued). */
+/* Requests ahead of a queued claim in its backend's queue, those parked to
+ * follow a running request included (0 when it holds a slot, is parked
+ * itself, or is not queued). */
 long sw_claim_queue_position(const struct sw_live *live, const struct sw_claim *c);
 
 /* Gives back what the claim holds (see above) and reports the outcome.

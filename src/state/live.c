@@ -364,6 +364,10 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->breaker_failed_ms = sw_breaker_last_failure(&b->breaker);
     v->in_flight = b->q.in_flight;
     v->queued = b->q.queued;
+    /* a request parked to follow a running one takes that slot when it
+     * frees: it is ahead of any request that comes now */
+    for (size_t k = 0; k < b->n_busy; k++)
+        v->queued += b->busy[k].follower != NULL;
     v->queue_max = b->q.queue_max;
     v->prefill_ms_per_token = sw_prefill_ms_per_token(&b->prefill, &b->ewma, NULL);
     v->decode_tps = b->ewma.decode_tps;
@@ -525,7 +529,7 @@ static void follow_view(struct sw_live *l, size_t i, const struct sw_prefix *p, 
                         struct sw_route_backend_view *v)
 {
     struct sw_live_backend *b = l->b[i];
-    if (b->q.queued > 0 || v->queued > 0)
+    if (b->q.queued > 0)
         return;
     const struct sw_live_busy *x = sw_live_busy_extended(b, p);
     double share = sw_live_cache_hit(l, i, false);
