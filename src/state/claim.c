@@ -24,6 +24,7 @@ static bool park(struct sw_live_backend *lb, const struct sw_prefix *prefix, str
     if (!x || x->follower || lb->q.queued > 0)
         return false;
     x->follower = c;
+    lb->n_parked++;
     c->parked = true;
     c->held = true;
     return true;
@@ -33,8 +34,10 @@ static bool park(struct sw_live_backend *lb, const struct sw_prefix *prefix, str
 static void unpark(struct sw_live_backend *lb, struct sw_claim *c)
 {
     for (size_t i = 0; i < lb->n_busy; i++)
-        if (lb->busy[i].follower == c)
+        if (lb->busy[i].follower == c) {
             lb->busy[i].follower = NULL;
+            lb->n_parked--;
+        }
     c->parked = false;
 }
 
@@ -49,6 +52,7 @@ static bool hand_over(struct sw_live_backend *lb, const struct sw_live_busy *rec
     if (!f)
         return false;
     x->follower = NULL;
+    lb->n_parked--;
     sw_live_busy_remove(lb, rec);
     f->parked = false;
     f->holding_slot = true;
@@ -173,10 +177,7 @@ long sw_claim_queue_position(const struct sw_live *live, const struct sw_claim *
     /* Requests parked to follow a running one came before every waiter (one
      * parks only while nobody waits): each takes a slot that frees first. */
     const struct sw_live_backend *lb = live->b[c->be];
-    long parked = 0;
-    for (size_t i = 0; i < lb->n_busy; i++)
-        parked += lb->busy[i].follower != NULL;
-    return sw_localq_position(&lb->q, &c->waiter) + parked;
+    return sw_localq_position(&lb->q, &c->waiter) + lb->n_parked;
 }
 
 double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_outcome o,

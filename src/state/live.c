@@ -363,11 +363,9 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->breaker = sw_breaker_view(&b->breaker, now_ms, &v->probe_free, &v->panic_free);
     v->breaker_failed_ms = sw_breaker_last_failure(&b->breaker);
     v->in_flight = b->q.in_flight;
-    v->queued = b->q.queued;
     /* a request parked to follow a running one takes that slot when it
      * frees: it is ahead of any request that comes now */
-    for (size_t k = 0; k < b->n_busy; k++)
-        v->queued += b->busy[k].follower != NULL;
+    v->queued = b->q.queued + b->n_parked;
     v->queue_max = b->q.queue_max;
     v->prefill_ms_per_token = sw_prefill_ms_per_token(&b->prefill, &b->ewma, NULL);
     v->decode_tps = b->ewma.decode_tps;
