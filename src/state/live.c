@@ -527,13 +527,13 @@ static void follow_view(struct sw_live *l, size_t i, const struct sw_prefix *p, 
                         struct sw_route_backend_view *v)
 {
     struct sw_live_backend *b = l->b[i];
-    if (b->q.queued > 0)
+    if (b->q.queued > 0 || v->queued > b->n_parked)    /* ours or another replica's */
         return;
     const struct sw_live_busy *x = sw_live_busy_extended(b, p);
     double share = sw_live_cache_hit(l, i, false);
     if (!x || !(share > 0))
         return;
-    long prompt = p->tokens[p->n - 1];
+    long prompt = p->tokens[(p->n < SW_PREFIX_MAX ? p->n : SW_PREFIX_MAX) - 1];
     double left = sw_route_busy_left_ms(v, x->prompt_tokens, x->max_tokens,
                                         (double)(now_ms - x->since_ms));
     struct sw_route_backend_view f = *v;
