@@ -308,8 +308,8 @@ static void start_local(struct sim *s, struct turn *q)
         s->res->gw_ok++;
     else if (p->trace)
         fprintf(stderr, "%s late t=%.0f conv=%ld k=%d prompt=%ld box%d ttft=%.0f waited=%.0f "
-                "predicted=%ld cached=%ld busy=%d\n", p->affinity ? "on" : "off", s->now, q->conv, q->k, q->prompt, q->box,
-                ttft, s->now - q->t_arr, q->predicted, q->cached, q->busy);
+                "predicted=%ld cached=%ld busy=%d follow=%d\n", p->affinity ? "on" : "off", s->now, q->conv, q->k, q->prompt, q->box,
+                ttft, s->now - q->t_arr, q->predicted, q->cached, q->busy, q->claim.follow);
     if (q->cached > 0)
         s->res->gw_cached_turns++;
     else if (p->trace && q->k > 1) {
@@ -385,6 +385,8 @@ static void arrive(struct sim *s, struct turn *q)
             s->res->gw_affinity++;
         q->claim.on_grant = on_grant;
         q->claim.prefix_matched = q->predicted > 0;
+        q->claim.prefix = &q->prefix;
+        q->claim.follow = snap.backends[a->backend].follow_left_ms > 0;
         struct sw_route_facts held = f;     /* as the relay: the slot held for the uncached part */
         held.prompt_tokens_est =
             (long)sw_route_uncached(&snap.backends[a->backend], (double)f.prompt_tokens_est);
@@ -393,7 +395,9 @@ static void arrive(struct sim *s, struct turn *q)
             start_local(s, q);
             return;
         case SW_CLAIM_QUEUED:
-            if (s->p->slots > 1)    /* as the relay: a queued request teaches no hit */
+            /* as the relay: a queued request teaches no hit, one that follows
+             * a running request gets that one's slot */
+            if (s->p->slots > 1 && !q->claim.parked)
                 q->predicted = 0;
             q->state = T_QUEUED;
             push(s, s->now + QUEUE_CHECK_MS, EV_QCHECK, q - s->turns);

@@ -217,12 +217,15 @@ sw_route_est_ttft(const struct sw_route_backend_view *b, double prompt, bool may
         }
     }
     double own;
-    if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0)
+    if (b->tier == SW_TIER_CLOUD && isfinite(b->ttft_avg_ms) && b->ttft_avg_ms > 0) {
         own = b->ttft_avg_ms;   /* measured: the provider's queue, prefill and network */
-    else    /* prefill of what the cache does not hold, then the first token's decode step */
+    } else {    /* prefill of what the cache does not hold, then the first token's decode step */
         own = sw_route_uncached(b, prompt) * prefill +
               1000.0 / sw_route_learned(b->decode_tps, SW_ROUTE_PRIOR_DECODE_TPS) +
               sw_route_nonneg(b->rtt_ms);
+        if (b->follow_left_ms > 0)  /* it takes the slot of the request it follows */
+            wait = b->follow_left_ms;
+    }
     double est = wait + own;    /* >= 0, +inf or NaN */
     return est <= DBL_MAX ? est : 1e300;
 }

@@ -882,8 +882,10 @@ static bool affinity_first(struct ctx *c)
      * the first local's: a box without the cache pays that prefill in this
      * request's first token and again in the slot time it takes from those
      * behind it. So prompts that share a prefix (one system prompt for every
-     * user) do not pile up in one box's queue while another has free slots. */
-    if (sw_route_waits(b)) {
+     * user) do not pile up in one box's queue while another has free slots.
+     * A request that follows a running one (follow_left_ms) waits in no line:
+     * its estimate is that slot's. */
+    if (!(b->follow_left_ms > 0) && sw_route_waits(b)) {
         double held = (double)b->prefix_tokens - sw_route_nonneg(b->cached_tokens);
         double saved = sw_route_nonneg(held) * sw_route_learned(b->prefill_ms_per_token,
                                                                 SW_ROUTE_PRIOR_PREFILL_MS_PER_TOKEN);

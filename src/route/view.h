@@ -103,6 +103,13 @@ struct sw_route_backend_view {
      * cache, the prefix a request that holds nothing there displaces. 0:
      * not known (affinity off) */
     double drop_age_ms;
+    /* local, per request (prefix affinity, docs/routing.md "Following a
+     * running turn"): > 0: the request follows a request running here whose
+     * whole prompt it extends, and takes that one's slot when it ends, in at
+     * most this many ms (sw_route_busy_left_ms), finding prefix_tokens there
+     * (cached_tokens as expected): the estimate waits for that slot alone,
+     * whatever the queue. 0: it does not */
+    double follow_left_ms;
 };
 
 #define SW_ROUTE_DROP_NONE 1e12

@@ -15,6 +15,55 @@ static void on_slot(struct sw_localq_waiter *w)
         c->on_grant(c);
 }
 
+/* Follow: parks c on the slot of the request running on lb whose prompt
+ * c's prefix extends, when nobody waits for lb (a slot handed over skips
+ * no waiter that came first) and nobody follows that request yet. */
+static bool park(struct sw_live_backend *lb, const struct sw_prefix *prefix, struct sw_claim *c)
+{
+    struct sw_live_busy *x = prefix ? sw_live_busy_extended(lb, prefix) : NULL;
+    if (!x || x->follower || lb->q.queued > 0)
+        return false;
+    x->follower = c;
+    lb->n_parked++;
+    c->parked = true;
+    c->held = true;
+    return true;
+}
+
+/* A parked claim gives up (settle): its holder keeps no follower. */
+static void unpark(struct sw_live_backend *lb, struct sw_claim *c)
+{
+    for (size_t i = 0; i < lb->n_busy; i++)
+        if (lb->busy[i].follower == c) {
+            lb->busy[i].follower = NULL;
+            lb->n_parked--;
+        }
+    c->parked = false;
+}
+
+/* The request holding the slot of record x ends: its follower, if any,
+ * takes the slot (the server finds the follower's prefix there), before any
+ * waiter. True when it did (the slot stays taken). */
+static bool hand_over(struct sw_live_backend *lb, const struct sw_live_busy *rec,
+                      int64_t now_ms)
+{
+    struct sw_live_busy *x = sw_live_busy_find(lb, rec);
+    struct sw_claim *f = x ? x->follower : NULL;
+    if (!f)
+        return false;
+    x->follower = NULL;
+    lb->n_parked--;
+    sw_live_busy_remove(lb, rec);
+    f->parked = false;
+    f->holding_slot = true;
+    f->busy.since_ms = now_ms;
+    f->busy.unmatched = false;  /* the slot holding its prefix */
+    sw_live_busy_add(lb, &f->busy);
+    if (f->on_grant)
+        f->on_grant(f);
+    return true;
+}
+
 /* Gives back what the take so far holds: nothing was sent, nothing produced. */
 static void undo(struct sw_live *live, struct sw_claim *c, int64_t now_ms)
 {
@@ -46,14 +95,20 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     if (c->held)
         sw_claim_settle(live, c, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now_ms);
     void (*on_grant)(struct sw_claim *) = c->on_grant;
-    bool allow_panic = c->allow_panic, matched = c->prefix_matched;
+    bool allow_panic = c->allow_panic, matched = c->prefix_matched, follow = c->follow;
+    const struct sw_prefix *prefix = c->prefix;
     *c = (struct sw_claim){.on_grant = on_grant, .allow_panic = allow_panic,
-                           .prefix_matched = matched, .be = be, .taken_ms = now_ms};
+                           .prefix_matched = matched, .follow = follow, .be = be,
+                           .taken_ms = now_ms};
     struct sw_live_backend *lb = live->b[be];
     const struct sw_config_backend *cb = &live->cfg->backends[be];
     c->lb = lb;
     c->busy = (struct sw_live_busy){now_ms, facts->prompt_tokens_est, facts->max_tokens,
-                                    facts->max_tokens_given, !matched};
+                                    facts->max_tokens_given, !matched, 0, 0, NULL};
+    if (prefix && prefix->n > 0 && prefix->n <= SW_PREFIX_MAX) {
+        c->busy.tail_hash = prefix->hash[prefix->n - 1];
+        c->busy.tail_tokens = prefix->tokens[prefix->n - 1];
+    }
 
     enum sw_breaker_state st = sw_breaker_state(&lb->breaker, now_ms);
     if (allow_panic && st != SW_BREAKER_CLOSED && !sw_breaker_probe_free(&lb->breaker, now_ms)) {
@@ -95,6 +150,8 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
         }
     }
 
+    if (follow && cb->tier == SW_TIER_LOCAL && park(lb, prefix, c))
+        return SW_CLAIM_QUEUED;
     c->waiter.on_grant = on_slot;
     c->waiter.batch = facts->priority == SW_PRIORITY_BATCH;
     switch (sw_localq_acquire(&lb->q, &c->waiter)) {
@@ -116,8 +173,11 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
 long sw_claim_queue_position(const struct sw_live *live, const struct sw_claim *c)
 {
     if (!c->held || !c->waiter.queued)
-        return 0;
-    return sw_localq_position(&live->b[c->be]->q, &c->waiter);
+        return 0;   /* parked: first for its slot */
+    /* Requests parked to follow a running one came before every waiter (one
+     * parks only while nobody waits): each takes a slot that frees first. */
+    const struct sw_live_backend *lb = live->b[c->be];
+    return sw_localq_position(&lb->q, &c->waiter) + lb->n_parked;
 }
 
 double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_outcome o,
@@ -130,6 +190,8 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
     struct sw_live_backend *lb = live->b[c->be];
     const struct sw_config_backend *cb = &live->cfg->backends[c->be];
     sw_localq_cancel(&lb->q, &c->waiter);
+    if (c->parked)
+        unpark(lb, c);
 
     if (c->bucket_tokens) {
         if (c->sent)
@@ -179,9 +241,11 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
 
     if (c->holding_slot) {
         c->holding_slot = false;
-        sw_live_busy_remove(lb, &c->busy);
         lb->grant_ms = now_ms;
-        sw_localq_release(&lb->q); /* may grant the slot to the next waiter right here */
+        if (!hand_over(lb, &c->busy, now_ms)) {
+            sw_live_busy_remove(lb, &c->busy);
+            sw_localq_release(&lb->q); /* may grant the slot to the next waiter right here */
+        }
     }
     return usd;
 }

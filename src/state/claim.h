@@ -65,6 +65,19 @@ struct sw_claim {
      * granted from the queue, it holds a slot as an unmatched request
      * (struct sw_live_busy, sw_live_cache_busy). */
     bool prefix_matched;
+    /* Set by the caller before sw_claim_take (borrowed for the call only;
+     * NULL: none): the request's prefix identity (route/affinity.h), kept on
+     * its slot's record so that a later request extending its prompt can
+     * follow it. */
+    const struct sw_prefix *prefix;
+    /* Set by the caller before sw_claim_take: the view said this request
+     * follows a running request whose prompt it extends (the backend's
+     * follow_left_ms > 0, docs/routing.md "Following a running turn"). With
+     * prefix given, the claim then parks on that request's slot, when no
+     * other request waits for the backend and none follows it already:
+     * QUEUED, and granted (on_grant) that very slot when it ends, before
+     * any waiter. Otherwise it takes a slot as usual. */
+    bool follow;
 
     /* Read-only for the caller. */
     size_t be;                  /* config index of the backend (live->b[be]) */
@@ -79,6 +92,7 @@ struct sw_claim {
     sw_spend_handle spend;
     double spend_usd;           /* the reservation held (spend_held) */
     struct sw_localq_waiter waiter; /* in the queue while waiting for a slot */
+    bool parked;                /* waiting for a running request's slot (follow) */
     /* Set by the caller before sw_claim_settle: the answer came in one piece
      * (not streamed), so its first byte came with its last and says nothing
      * about the first token: the learned rates take no prefill or decode
@@ -109,8 +123,9 @@ static inline void sw_claim_mark_sent(struct sw_claim *c)
     c->sent = true;
 }
 
-/* Requests ahead of a queued claim in its backend's queue (0 when it holds
- * a slot or is not queued). */
+/* Requests ahead of a queued claim in its backend's queue, those parked to
+ * follow a running request included (0 when it holds a slot, is parked
+ * itself, or is not queued). */
 long sw_claim_queue_position(const struct sw_live *live, const struct sw_claim *c);
 
 /* Gives back what the claim holds (see above) and reports the outcome.

@@ -88,14 +88,38 @@ void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r)
         b->busy[b->n_busy++] = *r;
 }
 
-void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r)
+struct sw_live_busy *sw_live_busy_find(struct sw_live_backend *b, const struct sw_live_busy *r)
 {
     for (size_t i = 0; i < b->n_busy; i++)
         if (b->busy[i].since_ms == r->since_ms && b->busy[i].prompt_tokens == r->prompt_tokens &&
-            b->busy[i].max_tokens == r->max_tokens) {
-            b->busy[i] = b->busy[--b->n_busy];
-            return;
-        }
+            b->busy[i].max_tokens == r->max_tokens && b->busy[i].tail_hash == r->tail_hash &&
+            b->busy[i].tail_tokens == r->tail_tokens)
+            return &b->busy[i];
+    return NULL;
+}
+
+void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r)
+{
+    struct sw_live_busy *x = sw_live_busy_find(b, r);
+    if (x)
+        *x = b->busy[--b->n_busy];
+}
+
+struct sw_live_busy *sw_live_busy_extended(struct sw_live_backend *b, const struct sw_prefix *p)
+{
+    struct sw_live_busy *best = NULL;
+    size_t n = p && p->n < SW_PREFIX_MAX ? p->n : p ? SW_PREFIX_MAX : 0;
+    for (size_t i = 0; i < b->n_busy; i++) {
+        struct sw_live_busy *x = &b->busy[i];
+        if (x->tail_tokens <= 0 || (best && x->tail_tokens <= best->tail_tokens))
+            continue;
+        for (size_t k = 0; k < n; k++)
+            if (p->hash[k] == x->tail_hash && p->tokens[k] == x->tail_tokens) {
+                best = x;
+                break;
+            }
+    }
+    return best;
 }
 
 /* The view's busy_left_ms: the up to SW_ROUTE_BUSY_MAX slot holders that
@@ -330,6 +354,7 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->first_release_ms = 0;
     v->prefix_tokens = 0;
     v->cached_tokens = 0;
+    v->follow_left_ms = 0;
     v->drop_age_ms = 0;
     v->health = b->health;
     v->ttft_avg_ms = sw_latwin_view(&b->latwin, now_ms, b->health == SW_HEALTH_UP, &degraded);
@@ -338,7 +363,9 @@ fill_view(struct sw_live *l, size_t i, int64_t now_ms, bool remote, struct sw_ro
     v->breaker = sw_breaker_view(&b->breaker, now_ms, &v->probe_free, &v->panic_free);
     v->breaker_failed_ms = sw_breaker_last_failure(&b->breaker);
     v->in_flight = b->q.in_flight;
-    v->queued = b->q.queued;
+    /* a request parked to follow a running one takes that slot when it
+     * frees: it is ahead of any request that comes now */
+    v->queued = b->q.queued + b->n_parked;
     v->queue_max = b->q.queue_max;
     v->prefill_ms_per_token = sw_prefill_ms_per_token(&b->prefill, &b->ewma, NULL);
     v->decode_tps = b->ewma.decode_tps;
@@ -489,6 +516,34 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
 
 /* ---- Prefix affinity ---- */
 
+/* Following a running turn (docs/routing.md): a request that extends the
+ * whole prompt of one running on local backend i finds that prompt in its
+ * slot once it ends, as a request that finds its prefix in an idle slot
+ * does (the idle hit share). When waiting for that slot, at that request's
+ * bound, and prefilling the rest comes sooner than the estimate without it,
+ * the view says so (follow_left_ms) and estimates that. Only while no
+ * request waits for i (a slot handed over skips nobody who came first). */
+static void follow_view(struct sw_live *l, size_t i, const struct sw_prefix *p, int64_t now_ms,
+                        struct sw_route_backend_view *v)
+{
+    struct sw_live_backend *b = l->b[i];
+    if (b->q.queued > 0 || v->queued > b->n_parked)    /* ours or another replica's */
+        return;
+    const struct sw_live_busy *x = sw_live_busy_extended(b, p);
+    double share = sw_live_cache_hit(l, i, false);
+    if (!x || !(share > 0))
+        return;
+    long prompt = p->tokens[(p->n < SW_PREFIX_MAX ? p->n : SW_PREFIX_MAX) - 1];
+    double left = sw_route_busy_left_ms(v, x->prompt_tokens, x->max_tokens,
+                                        (double)(now_ms - x->since_ms));
+    struct sw_route_backend_view f = *v;
+    f.prefix_tokens = x->tail_tokens > v->prefix_tokens ? x->tail_tokens : v->prefix_tokens;
+    f.cached_tokens = (double)x->tail_tokens * share;
+    f.follow_left_ms = left > 0 ? left : 1e-3;  /* > 0: following */
+    if (sw_route_est_ttft_ms(&f, prompt) < sw_route_est_ttft_ms(v, prompt))
+        *v = f;
+}
+
 void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t now_ms,
                          struct sw_live_snapshot *snap)
 {
@@ -508,6 +563,7 @@ void sw_live_prefix_view(struct sw_live *l, const struct sw_prefix *p, int64_t n
         bool waits = v->slots > 1 && sw_route_waits(v);
         double share = sw_live_cache_hit(l, i, sw_live_cache_busy(l, i, v));
         v->cached_tokens = waits ? 0 : (double)t * share;
+        follow_view(l, i, p, now_ms, v);
         const struct sw_affinity *a = &l->b[i]->aff;
         int64_t oldest = sw_affinity_oldest_ms(a);
         v->drop_age_ms = a->used < a->max || oldest < 0 || now_ms - oldest > (int64_t)1e12

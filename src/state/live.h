@@ -39,11 +39,22 @@
  * unmatched: it came with no prefix of it expected on the box (none served
  * there, or it waited and got whichever slot freed first), so on a server
  * caching per slot it may hold the slot that kept another's prefix. */
+struct sw_claim;
+
 struct sw_live_busy {
     int64_t since_ms;
     long prompt_tokens, max_tokens;
     bool max_tokens_given;
     bool unmatched;
+    /* The request's whole prompt as a prefix identity (the last boundary of
+     * its struct sw_prefix; tail_tokens 0: none given): a later request
+     * whose prefix has that boundary extends it, and finds it in this slot
+     * once this request ends (sw_live_prefix_view, "follow"). */
+    uint64_t tail_hash;
+    long tail_tokens;
+    /* The record in the backend's list only: the claim parked to take this
+     * slot when this request ends (sw_claim follow), NULL: none. Borrowed. */
+    struct sw_claim *follower;
 };
 
 /* One backend's state. It outlives config reloads: a new snapshot whose
@@ -70,6 +81,7 @@ struct sw_live_backend {
      * release that is granting slots right now (sw_claim sets it). */
     struct sw_live_busy *busy;
     size_t n_busy, cap_busy;
+    long n_parked;              /* records of busy with a follower (sw_claim follow) */
     int64_t grant_ms;
     /* Why the last attempt, health check or start-up check failed, for
      * operators (GET /admin/state); "" after a success. */
@@ -289,6 +301,11 @@ bool sw_live_load_stale(const struct sw_live *l, size_t i, int64_t now_ms);
  * estimate. */
 void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r);
 void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r);
+/* b's record of r (the same since, size and tail), NULL: none. */
+struct sw_live_busy *sw_live_busy_find(struct sw_live_backend *b, const struct sw_live_busy *r);
+/* The request running on b whose whole prompt (its tail) is the longest
+ * that p extends: p has a boundary of the same hash and tokens; NULL: none. */
+struct sw_live_busy *sw_live_busy_extended(struct sw_live_backend *b, const struct sw_prefix *p);
 
 /* Outcome of one attempt on backend i. ttft_ms < 0 when no first byte came. */
 void sw_live_on_success(struct sw_live *l, size_t i, int64_t now_ms, long prompt_tokens,

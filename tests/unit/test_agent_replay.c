@@ -2,7 +2,7 @@
  * local boxes with a prefix cache and a cloud, conversations of 12 turns,
  * replayed through the gateway's real config, live state (its affinity
  * tables and learned cache hits), claims and router, next to an oracle that
- * knows the caches. Means over seeds 1..5: with prefix affinity the first
+ * knows the caches. Means over seeds 1..40: with prefix affinity the first
  * token comes within the TTFT budget for >= 99 % of the turns, the cloud
  * share is within 2 points of the oracle's and at least 30 % (relative)
  * below the share with affinity off, and the later turns' local first
@@ -22,7 +22,7 @@ static void test_agent_scenario(void **state)
 {
     (void)state;
     double on_cloud = 0, or_cloud = 0, off_cloud = 0, on_ok = 0, on_p50 = 0, off_p50 = 0;
-    const int seeds = 5;
+    const int seeds = 40;
     for (int seed = 1; seed <= seeds; seed++) {
         struct ag_params p;
         struct ag_result on, off;

@@ -204,6 +204,93 @@ static void test_local_slot_released_exactly_once(void **state)
     assert_int_equal(grants, 1);
 }
 
+/* A prefix identity of n boundaries: hash k + 1, 100 (k + 1) tokens. */
+static struct sw_prefix chain(size_t n)
+{
+    struct sw_prefix p = {.n = n};
+    for (size_t k = 0; k < n; k++) {
+        p.hash[k] = k + 1;
+        p.tokens[k] = 100 * (long)(k + 1);
+    }
+    return p;
+}
+
+/* Following a running request (docs/routing.md, "Following a running
+ * turn"): a request whose prefix extends a's whole prompt parks on a's slot
+ * and is handed it when a ends, before a waiter that came after it; the
+ * waiter counts it ahead of itself. */
+static void test_follower_takes_the_slot_it_follows(void **state)
+{
+    struct fx *f = *state;
+    struct sw_localq *q = &lb(f, EDGE)->q;
+    struct sw_prefix pa = chain(2), pb = chain(3);
+    struct sw_claim a = fresh(), b = fresh(), c = fresh();
+    a.prefix = &pa;
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &a), SW_CLAIM_GRANTED);
+    assert_ptr_equal(sw_live_busy_extended(lb(f, EDGE), &pb)->follower, NULL);
+    b.prefix = &pb;
+    b.follow = true;
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0 + 10, &b), SW_CLAIM_QUEUED);
+    assert_true(b.parked && b.held && !b.holding_slot);
+    assert_int_equal(q->queued, 0);
+    assert_int_equal(edge_view(f, T0 + 10).queued, 1);
+    assert_int_equal(sw_claim_queue_position(f->live, &b), 0);
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0 + 20, &c), SW_CLAIM_QUEUED);
+    assert_int_equal(sw_claim_queue_position(f->live, &c), 1);
+
+    sw_claim_mark_sent(&a);
+    sw_claim_settle(f->live, &a, SW_CLAIM_OK, 100, 200, 50, 100, 200, 0, -1, T0 + 500);
+    assert_int_equal(grants, 1);
+    assert_ptr_equal(granted, &b);
+    assert_true(b.holding_slot && !b.parked);
+    assert_int_equal(q->in_flight, 1);
+    assert_int_equal(q->queued, 1);
+    struct sw_route_backend_view v = edge_view(f, T0 + 600);
+    assert_int_equal(v.n_busy, 1);
+    assert_float_equal(v.busy_left_ms[0], sw_route_busy_left_ms(&v, 100, 200, 100), 1e-9);
+
+    neutral(f, &b);
+    assert_int_equal(grants, 2);
+    assert_ptr_equal(granted, &c);
+    neutral(f, &c);
+    assert_int_equal(q->in_flight, 0);
+}
+
+/* A follower that gives up leaves its slot to the queue; a request follows
+ * only while nobody waits (it would skip them) and only one follows a
+ * request; one that extends nothing running queues as usual. */
+static void test_follow_only_when_it_skips_nobody(void **state)
+{
+    struct fx *f = *state;
+    struct sw_localq *q = &lb(f, EDGE)->q;
+    struct sw_prefix pa = chain(2), pb = chain(3), other = chain(3);
+    other.hash[1] = 99;     /* shares block 0 only: does not extend a's prompt */
+    struct sw_claim a = fresh(), b = fresh(), c = fresh();
+    a.prefix = &pa;
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &a), SW_CLAIM_GRANTED);
+    b.prefix = &pb;
+    b.follow = true;
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &b), SW_CLAIM_QUEUED);
+    assert_true(b.parked);
+    neutral(f, &b);
+    assert_false(b.parked || b.held);
+    assert_int_equal(edge_view(f, T0).queued, 0);
+
+    c.prefix = &other;
+    c.follow = true;
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &c), SW_CLAIM_QUEUED);
+    assert_false(c.parked);
+    assert_int_equal(q->queued, 1);
+    /* somebody waits: b queues behind (here: no room), it does not park */
+    assert_int_equal(sw_claim_take(f->live, EDGE, &facts, T0, &b), SW_CLAIM_QUEUE_FULL);
+    assert_false(b.parked);
+    neutral(f, &a);
+    assert_int_equal(grants, 1);
+    assert_ptr_equal(granted, &c);
+    neutral(f, &c);
+    assert_int_equal(q->in_flight, 0);
+}
+
 static void test_queue_full_and_leaving_the_queue(void **state)
 {
     struct fx *f = *state;
@@ -593,6 +680,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_local_slot_released_exactly_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_full_and_leaving_the_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_follower_takes_the_slot_it_follows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_follow_only_when_it_skips_nobody, setup, teardown),
         cmocka_unit_test_setup_teardown(test_take_settles_a_claim_still_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_breaker_open_holds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_released_on_neutral, setup, teardown),

@@ -5,7 +5,9 @@
  * beside requests that came matched, or beside work that may hold the
  * slot keeping the prefix); a request that
  * would wait on a multi-slot box is estimated uncached; a full table shows
- * how long ago it served the entry it drops next; affinity off or a
+ * how long ago it served the entry it drops next; a request extending the
+ * prompt of one running on a box follows it (estimated at its slot's
+ * release); affinity off or a
  * cloud: nothing; a reload keeps the tables, a new bound empties them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,7 +172,7 @@ static void test_busy_and_waiting(void **state)
     assert_true(s.backends[0].cached_tokens == 0);
     /* it is one of ours that came matched: it runs in the slot holding its
      * own prefix, so this one finds its slot free (the idle share) */
-    struct sw_live_busy r = {T0, 3000, 64, true, false};
+    struct sw_live_busy r = {T0, 3000, 64, true, false, 0, 0, NULL};
     sw_live_busy_add(l->b[0], &r);
     view(l, &t2, T0 + 2, &s);
     assert_false(sw_live_cache_busy(l, 0, &s.backends[0]));
@@ -209,6 +211,52 @@ static void test_busy_and_waiting(void **state)
     assert_true(s.backends[1].cached_tokens == 2000);
     l->b[0]->q.in_flight = 0;
     l->b[1]->q.in_flight = 0;
+    sw_live_unref(l);
+    sw_live_shared_free(g);
+    sw_config_unref(cfg);
+}
+
+/* Following a running turn: a request whose prefix extends the whole
+ * prompt of one running on e2 (its tail) is estimated at that slot's
+ * release, finding that prompt there at the idle hit share; not while
+ * another request waits for e2, nor before a hit share is learned. */
+static void test_follow_a_running_turn(void **state)
+{
+    (void)state;
+    struct sw_config *cfg = load("true", 16);
+    struct sw_live_shared *g = sw_live_shared_new(cfg, T0, WALL0);
+    struct sw_live *l = sw_live_new(cfg, g, NULL, NULL, T0);
+    struct sw_prefix t3 = turn(3), t2 = turn(2);
+    struct sw_live_busy r = {T0, 500, 64, true, false, t2.hash[1], t2.tokens[1], NULL};
+    sw_live_busy_add(l->b[1], &r);
+    l->b[1]->q.in_flight = 1;
+    struct sw_live_snapshot s;
+    view(l, &t3, T0 + 100, &s);
+    assert_true(s.backends[1].follow_left_ms == 0);     /* no hit share yet */
+    sw_live_on_cache(l, 1, 1000, 1000, false);
+    view(l, &t3, T0 + 100, &s);
+    const struct sw_route_backend_view *v = &s.backends[1];
+    assert_float_equal(v->follow_left_ms, sw_route_busy_left_ms(v, 500, 64, 100), 1e-9);
+    assert_int_equal(v->prefix_tokens, 2000);
+    assert_true(v->cached_tokens == 2000);
+    double follow = sw_route_est_ttft_ms(v, 3000);
+    struct sw_route_backend_view w = *v;
+    w.follow_left_ms = 0;
+    w.cached_tokens = 0;
+    assert_true(follow < sw_route_est_ttft_ms(&w, 3000));
+    assert_true(s.backends[0].follow_left_ms == 0);     /* e1 runs nothing of it */
+    /* a request for the other conversation (block 0 only in common) */
+    struct sw_prefix other = turn(3);
+    other.hash[1] = other.hash[2] = 7;
+    view(l, &other, T0 + 100, &s);
+    assert_true(s.backends[1].follow_left_ms == 0);
+    /* somebody waits for e2: the slot is theirs */
+    l->b[1]->q.queued = 1;
+    view(l, &t3, T0 + 100, &s);
+    assert_true(s.backends[1].follow_left_ms == 0);
+    l->b[1]->q.queued = 0;
+    l->b[1]->q.in_flight = 0;
+    sw_live_busy_remove(l->b[1], &r);
     sw_live_unref(l);
     sw_live_shared_free(g);
     sw_config_unref(cfg);
@@ -296,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_served_then_matched),
         cmocka_unit_test(test_drop_age),
         cmocka_unit_test(test_busy_and_waiting),
+        cmocka_unit_test(test_follow_a_running_turn),
         cmocka_unit_test(test_server_rate),
         cmocka_unit_test(test_off_and_reload),
     };

@@ -125,6 +125,16 @@ static const struct row rows[] = {
       FACTS(), { LOCAL("L1"), LOCAL("L2", .in_flight = 3, .rtt_ms = 30, .prefix_tokens = 450),
                  CLOUD("C1") }, 3,
       .p = POLICY(.ttft_budget_ms = 5000), .plan = "L2:affinity L1:fallback C1:fallback" },
+    { "following a running turn: the box it waits on goes first, in no line (its slot's release)",
+      FACTS(.prompt_tokens_est = 2000), { LOCAL("L1"), LOCAL("L2", .in_flight = 4, .queued = 3,
+                                          .prefix_tokens = 1900, .cached_tokens = 1900,
+                                          .follow_left_ms = 300), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L2:affinity L1:fallback C1:fallback" },
+    { "following a running turn whose slot frees too late for the budget: the least-wait local",
+      FACTS(.prompt_tokens_est = 1000), { LOCAL("L1"), LOCAL("L2", .in_flight = 4,
+                                          .prefix_tokens = 900, .cached_tokens = 900,
+                                          .follow_left_ms = 900), CLOUD("C1") }, 3,
+      .p = POLICY(), .plan = "L1:baseline L2:fallback C1:fallback" },
     { "both locals over the budget, one holding the prefix: the cloud",
       FACTS(), { LOCAL("L1", BUSY), LOCAL("L2", BUSY, .prefix_tokens = 450), CLOUD("C1") }, 3,
       .p = POLICY(), .plan = "C1:overflow L1:fallback L2:fallback" },
@@ -985,6 +995,14 @@ static void test_estimate_busy(void **state)
     l.in_flight = 3;
     l.n_busy = 3;
     assert_float_equal(sw_route_est_ttft_ms(&l, 500), 276, 1e-9);
+    /* Following a running request (follow_left_ms): its slot's release and
+     * the prefill of what it does not leave there, whatever the queue. */
+    struct sw_route_backend_view fo = LOCAL("L", .in_flight = 4, .queued = 9, .n_busy = 4,
+                                            .busy_left_ms = {100, 700, 3000, 4000},
+                                            .follow_left_ms = 900, .cached_tokens = 400);
+    assert_float_equal(sw_route_est_ttft_ms(&fo, 500), 900 + 276 - 200, 1e-9);
+    fo.in_flight = 1;   /* a free slot: it still waits for the one it follows */
+    assert_float_equal(sw_route_est_ttft_ms(&fo, 500), 900 + 276 - 200, 1e-9);
 
     /* What a running request still holds at most: its prefill and max_tokens,
      * less the time it has run. */
