@@ -768,6 +768,9 @@ static void try_attempt(struct proxy *p)
     p->claim.on_grant = on_slot_granted;
     p->claim.allow_panic = pa->panic;
     p->claim.prefix_matched = p->a.prefix_tokens > 0;
+    /* kept on the slot for requests extending it; this one may follow one */
+    p->claim.prefix = p->prefix.n ? &p->prefix : NULL;
+    p->claim.follow = p->snap->backends[pa->backend].follow_left_ms > 0;
     /* A local slot is held for the prefill of what its cache is expected to
      * miss (the wait estimates of the requests behind it count that). */
     struct sw_route_facts held = p->facts;
@@ -787,7 +790,8 @@ static void try_attempt(struct proxy *p)
         return;
     }
     if (r == SW_CLAIM_QUEUED) {
-        if (be->slots > 1) /* the slot it gets may not hold its prefix: no lesson */
+        /* the slot it gets may not hold its prefix (no lesson) unless it follows */
+        if (be->slots > 1 && !p->claim.parked)
             p->a.prefix_tokens = 0;
         queue_check_later(p);
         return;
