@@ -114,7 +114,7 @@ struct sw_live_busy *sw_live_busy_extended(struct sw_live_backend *b, const stru
         if (x->tail_tokens <= 0 || (best && x->tail_tokens <= best->tail_tokens))
             continue;
         for (size_t k = 0; k < n; k++)
-            if (p->hash[k] == x->tail_hash && p->tokens[k] == x->tail_tokens) {
+            if (p->hash[k] == x->tail_hash) {  /* tokens are each request's estimate */
                 best = x;
                 break;
             }
@@ -519,10 +519,12 @@ void sw_live_snapshot(struct sw_live *l, const struct sw_config_model *model, in
 /* Following a running turn (docs/routing.md): a request that extends the
  * whole prompt of one running on local backend i finds that prompt in its
  * slot once it ends, as a request that finds its prefix in an idle slot
- * does (the idle hit share). When waiting for that slot, at that request's
- * bound, and prefilling the rest comes sooner than the estimate without it,
- * the view says so (follow_left_ms) and estimates that. Only while no
- * request waits for i (a slot handed over skips nobody who came first). */
+ * does (the idle hit share), and a free slot holds none of it (the estimate
+ * without following counts no cached tokens, with more than one slot). When
+ * waiting for that slot, at that request's bound, and prefilling the rest
+ * comes sooner than the estimate without it, the view says so
+ * (follow_left_ms) and estimates that. Only while no request waits for i (a
+ * slot handed over skips nobody who came first). */
 static void follow_view(struct sw_live *l, size_t i, const struct sw_prefix *p, int64_t now_ms,
                         struct sw_route_backend_view *v)
 {
@@ -530,8 +532,13 @@ static void follow_view(struct sw_live *l, size_t i, const struct sw_prefix *p, 
     if (b->q.queued > 0 || v->queued > b->n_parked)    /* ours or another replica's */
         return;
     const struct sw_live_busy *x = sw_live_busy_extended(b, p);
+    if (!x)
+        return;
+    /* its prefix is in the slot x holds: a free slot has none of it */
+    if (v->slots > 1)
+        v->cached_tokens = 0;
     double share = sw_live_cache_hit(l, i, false);
-    if (!x || !(share > 0))
+    if (!(share > 0))
         return;
     long prompt = p->tokens[(p->n < SW_PREFIX_MAX ? p->n : SW_PREFIX_MAX) - 1];
     double left = sw_route_busy_left_ms(v, x->prompt_tokens, x->max_tokens,

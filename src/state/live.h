@@ -304,7 +304,8 @@ void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r
 /* b's record of r (the same since, size and tail), NULL: none. */
 struct sw_live_busy *sw_live_busy_find(struct sw_live_backend *b, const struct sw_live_busy *r);
 /* The request running on b whose whole prompt (its tail) is the longest
- * that p extends: p has a boundary of the same hash and tokens; NULL: none. */
+ * that p extends: p has a boundary of the same hash (its tokens are each
+ * request's own estimate from its bytes, so they may differ); NULL: none. */
 struct sw_live_busy *sw_live_busy_extended(struct sw_live_backend *b, const struct sw_prefix *p);
 
 /* Outcome of one attempt on backend i. ttft_ms < 0 when no first byte came. */

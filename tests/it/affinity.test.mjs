@@ -125,3 +125,52 @@ test('a conversation sticks to the box that holds its prefix and reports cached 
     await Promise.all([a.stop(), b.stop(), cloud.stop()]);
   }
 });
+
+// A request sent while the request whose whole prompt it extends still runs
+// waits for that request's slot (which then holds its prefix) instead of
+// taking the free slot, which holds nothing of it: the next turn of a
+// conversation sent before the previous answer ended.
+test('a request extending a running request\'s prompt follows it onto its slot and finds its prefix cached', async () => {
+  const box = await startLlmsim(['--model', 'm', '--slots', '2', '--prefix-cache', '1',
+    '--prefill-ms-per-token', '1', '--decode-tps', '20']);
+  const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: edge, tier: local, url: "${box.url}", model: m, slots: 2 }
+models:
+  - { name: chat, backends: [edge] }
+routing:
+  health_interval_ms: 100
+  ttft_budget_ms: 20000
+  affinity: { enabled: true, ttl_s: 60, max_entries: 1000 }
+pii:
+  policy: off
+`);
+  try {
+    // Two turns one after the other: the gateway learns the box's rates and
+    // its hit on an idle slot.
+    const msgs = [{ role: 'system', content: system('follow') }, { role: 'user', content: 'fix the build' }];
+    const t1 = await turn(gw, msgs, { stream: true });
+    msgs.push({ role: 'assistant', content: t1.content }, { role: 'user', content: 'step 2' });
+    const t2 = await turn(gw, msgs, { stream: true });
+    assert.ok(t2.cached > 0, JSON.stringify(t2));
+    await waitFor(async () => (await getJSON(`${gw.url}/admin/state`, { headers: auth }))
+      .body.backends[0].prefix_cache_hit > 0, { timeout: 10000, what: 'the idle hit learned' });
+    // Turn 3 runs (8 tokens at 20/s after a short prefill); the next request
+    // extends its whole prompt and is sent at once.
+    msgs.push({ role: 'assistant', content: t2.content }, { role: 'user', content: 'step 3' });
+    const running = turn(gw, [...msgs], { stream: true });
+    await waitFor(async () => (await getJSON(`${gw.url}/admin/state`, { headers: auth }))
+      .body.backends[0].in_flight === 1, { timeout: 10000, every: 5, what: 'turn 3 running' });
+    const next = await turn(gw, [...msgs, { role: 'user', content: 'and also the tests' }], { stream: true });
+    const t3 = await running;
+    assert.ok(t3.cached > 0, JSON.stringify(t3));
+    // The free slot holds nothing of this conversation: a cache hit means
+    // the request waited for turn 3's slot.
+    assert.ok(next.cached >= t3.prompt - 16, `${JSON.stringify(next)} after ${JSON.stringify(t3)}`);
+  } finally {
+    await gw.stop();
+    await box.stop();
+  }
+});
