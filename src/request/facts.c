@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/err.h"
 
 /* ---- Headers ---- */
@@ -288,7 +289,7 @@ void sw_facts_scan(const struct sw_facts_in *in, const struct sw_facts_scanner *
 static int merge_scan(const struct sw_facts_scan *r, struct sw_facts *f,
                       struct sw_request_error *err)
 {
-    snprintf(f->bad, sizeof f->bad, "%s", r->bad);
+    sw_str_copy(f->bad, sizeof f->bad, r->bad);
     f->pii.counts = r->body;
     if (r->body_rc == SW_EINVAL) {
         sw_request_error_set(err, 400, "invalid_request_error", "invalid_value",
