@@ -226,7 +226,9 @@ static void index_members(struct members *ix, json_t *obj)
     ix->obj = obj;
 }
 
-static json_t *find_member(const struct members *ix, const char *key)
+/* Inlined where it is called, so that a literal key's length is a constant. */
+static inline __attribute__((always_inline)) json_t *find_member(const struct members *ix,
+                                                                 const char *key)
 {
     size_t len = strlen(key);
     for (size_t i = 0; i < ix->n; i++)
@@ -237,7 +239,8 @@ static json_t *find_member(const struct members *ix, const char *key)
 
 /* json_object_get(obj, key), from the index when obj is the body or the
  * message being checked. */
-static json_t *get(const struct ctx *c, json_t *obj, const char *key)
+static inline __attribute__((always_inline)) json_t *get(const struct ctx *c, json_t *obj,
+                                                         const char *key)
 {
     if (obj && obj == c->body.obj)
         return find_member(&c->body, key);
@@ -247,7 +250,8 @@ static json_t *get(const struct ctx *c, json_t *obj, const char *key)
 }
 
 /* Optional members: absent and null are the same. */
-static json_t *opt(const struct ctx *c, json_t *obj, const char *key)
+static inline __attribute__((always_inline)) json_t *opt(const struct ctx *c, json_t *obj,
+                                                         const char *key)
 {
     json_t *v = get(c, obj, key);
     return json_is_null(v) ? NULL : v;
