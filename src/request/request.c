@@ -208,6 +208,15 @@ static void join_index(char *out, size_t size, const char *base, size_t i)
     join3(out, size, base, p, "");
 }
 
+/* base, a message's path "messages[index]", written on first use (base[0]
+ * is NUL until then): most messages need no path. */
+static const char *msg_path(char *base, size_t size, size_t index)
+{
+    if (!base[0])
+        join_index(base, size, "messages", index);
+    return base;
+}
+
 /* Indexes obj's members into ix when it is an object of at most
  * MEMBERS_MAX of them; otherwise ix indexes nothing. */
 static void index_members(struct members *ix, json_t *obj)
@@ -519,45 +528,45 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
     size_t i;
     int err;
 
-    join_index(base, sizeof(base), "messages", index);
+    base[0] = '\0';    /* "messages[i]", written when a path needs it (msg_path) */
     if (!json_is_object(msg))
-        return fail_type(c, base, "an object", msg);
+        return fail_type(c, msg_path(base, sizeof(base), index), "an object", msg);
     index_members(&c->msg, msg);
 
-    err = need_string(c, msg, "role", base, &role_v);
-    if (err)
-        return err;
+    role_v = get(c, msg, "role");
+    if (!json_is_string(role_v))
+        return need_string(c, msg, "role", msg_path(base, sizeof(base), index), &role_v);
     for (i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++)
         if (strcmp(json_string_value(role_v), role_names[i]) == 0)
             break;
     if (i == sizeof(role_names) / sizeof(role_names[0])) {
-        join(path, sizeof(path), base, ".role");
+        join(path, sizeof(path), msg_path(base, sizeof(base), index), ".role");
         return fail_enum(c, path, json_string_value(role_v), ROLES_SUPPORTED);
     }
     role = (enum role)i;
 
     if (role == ROLE_FUNCTION) {
-        err = need_string(c, msg, "name", base, NULL);
+        err = need_string(c, msg, "name", msg_path(base, sizeof(base), index), NULL);
         if (err)
             return err;
     } else if ((v = opt(c, msg, "name")) && !json_is_string(v)) {
-        join(path, sizeof(path), base, ".name");
+        join(path, sizeof(path), msg_path(base, sizeof(base), index), ".name");
         return fail_type(c, path, "a string", v);
     }
     if (role == ROLE_TOOL) {
-        err = need_string(c, msg, "tool_call_id", base, NULL);
+        err = need_string(c, msg, "tool_call_id", msg_path(base, sizeof(base), index), NULL);
         if (err)
             return err;
     }
     if (role == ROLE_ASSISTANT) {
         if ((v = opt(c, msg, "tool_calls"))) {
-            err = check_tool_calls(c, v, base);
+            err = check_tool_calls(c, v, msg_path(base, sizeof(base), index));
             if (err)
                 return err;
             has_call = true;
         }
         if ((v = opt(c, msg, "function_call"))) {
-            join(path, sizeof(path), base, ".function_call");
+            join(path, sizeof(path), msg_path(base, sizeof(base), index), ".function_call");
             if (!json_is_object(v))
                 return fail_type(c, path, "an object", v);
             err = check_call(c, v, path);
@@ -566,7 +575,7 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
             has_call = true;
         }
         if ((v = opt(c, msg, "audio"))) {
-            join(path, sizeof(path), base, ".audio");
+            join(path, sizeof(path), msg_path(base, sizeof(base), index), ".audio");
             if (!json_is_object(v))
                 return fail_type(c, path, "an object", v);
             has_call = true;    /* a reference to a previous audio answer */
@@ -578,7 +587,7 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
         add_text(c, json_string_length(content));
         return SW_OK;
     }
-    join(path, sizeof(path), base, ".content");
+    join(path, sizeof(path), msg_path(base, sizeof(base), index), ".content");
     if (!content || json_is_null(content)) {
         /* The function role's content is nullable in OpenAI's schema. */
         if (has_call || (role == ROLE_FUNCTION && content))
