@@ -50,6 +50,14 @@ int sw_buf_append(struct sw_buf *b, const void *data, size_t len)
     return SW_OK;
 }
 
+size_t sw_str_copy(char *out, size_t cap, const char *s)
+{
+    size_t n = strnlen(s, cap - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return n;
+}
+
 int sw_buf_append_str(struct sw_buf *b, const char *s)
 {
     return sw_buf_append(b, s, strlen(s));

@@ -33,6 +33,9 @@ int sw_buf_reserve(struct sw_buf *b, size_t extra);
  * (at most 20), into out (at least 21 bytes, not NUL-terminated); returns
  * how many. No printf: it runs on the hot path. */
 size_t sw_fmt_u64(char *out, uint64_t v, unsigned base, int min_digits);
+/* Copies s into out (cap > 0 bytes) as snprintf(out, cap, "%s", s) does: at
+ * most cap - 1 bytes, then a NUL; returns how many bytes were copied. */
+size_t sw_str_copy(char *out, size_t cap, const char *s);
 /* Appends a C string; the decimal digits of v, zero-padded to min_digits. */
 int sw_buf_append_str(struct sw_buf *b, const char *s);
 int sw_buf_append_u64(struct sw_buf *b, uint64_t v, int min_digits);

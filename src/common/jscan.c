@@ -359,14 +359,21 @@ static const unsigned char *skip_value(const unsigned char *p, const unsigned ch
     return NULL;
 }
 
+#define KEYS_MEASURED 8
+
 bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
                       struct sw_jspan *spans, struct sw_jspan *members, size_t n)
 {
     const unsigned char *base = (const unsigned char *)text, *end = base + len;
+    /* the keys' lengths once, not once per member (the few callers ask for
+     * up to four keys; more are measured at each member) */
+    size_t klens[KEYS_MEASURED];
     for (size_t i = 0; i < n; i++) {
         spans[i] = (struct sw_jspan){0, 0};
         if (members)
             members[i] = (struct sw_jspan){0, 0};
+        if (i < KEYS_MEASURED)
+            klens[i] = strlen(keys[i]);
     }
     const unsigned char *p = skip_ws_to(base, end);
     if (p == end || *p++ != '{')
@@ -382,7 +389,8 @@ bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
             return false;
         size_t klen = (size_t)(p - 1 - k), want = n;
         for (size_t i = 0; i < n; i++) {
-            if (strlen(keys[i]) != klen || memcmp(keys[i], k, klen) != 0)
+            if ((i < KEYS_MEASURED ? klens[i] : strlen(keys[i])) != klen ||
+                (klen && (unsigned char)keys[i][0] != k[0]) || memcmp(keys[i], k, klen) != 0)
                 continue;
             if (spans[i].len)
                 return false;

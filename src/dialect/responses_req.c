@@ -1,6 +1,7 @@
 #include "dialect/responses_req.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -721,10 +722,19 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
     }
     json_decref(work);
     if (rc == SW_OK) {
-        char *text = sw_json_dumps(chat, JSON_COMPACT);
-        json_decref(chat);
-        rc = text ? sw_request_parse(text, strlen(text), req, err) : SW_ENOMEM;
-        free(text);
+        /* Validated as its compact text would parse, without parsing it:
+         * the text's length is the bound's byte count, and the text what an
+         * attempt's body is spliced from (the bytes of the tree the front
+         * scans). */
+        struct sw_buf text;
+        sw_buf_init(&text, SIZE_MAX / 8);
+        if (sw_buf_reserve(&text, 1024) || sw_json_dump_buf(chat, JSON_COMPACT, &text)) {
+            json_decref(chat);
+            sw_buf_free(&text);
+            rc = SW_ENOMEM;
+        } else {
+            rc = sw_request_parse_built(chat, text.ptr, text.len, req, err); /* takes both */
+        }
     } else if (first && rc == SW_EINVAL && !strcmp(err->param, "input")) {
         *err = *first; /* nothing could be carried: the first reason stands */
     }

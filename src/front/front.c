@@ -85,7 +85,7 @@ static void make_request_id(struct sw_front *f, struct sw_http_req *req, char *o
 {
     const char *have = sw_http_header_out(req, "X-Request-Id");
     if (have) {
-        snprintf(out, n, "%s", have);
+        sw_str_copy(out, n, have);
         return;
     }
     /* "sw-%08lx-%06llx" of the start time and a counter, without printf */
@@ -964,7 +964,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
     struct api_scan inline_scan = {.f = f, .req = req, .cfg = f->cfg, .live = f->live,
                                    .api_name = api_name, .in = in, .tc = trace_ctx};
     struct api_scan *s = &inline_scan;
-    snprintf(s->id, sizeof s->id, "%s", id);
+    sw_str_copy(s->id, sizeof s->id, id);
     if (sw_facts_begin(&in, &s->facts, &rerr) != SW_OK) {
         api_refused(s, &rerr);
         sw_request_free(&chat);

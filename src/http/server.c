@@ -601,9 +601,12 @@ static void consume(struct conn *c, size_t n)
     c->in_len -= n;
 }
 
-/* The end of the header block in c->in (just past the empty line), or 0. */
-static size_t header_end(const struct conn *c)
+/* The end of the header block in c->in (just past the empty line), or 0;
+ * *folded: a line of it starts with a space or a tab (obsolete line
+ * folding), seen on the way. */
+static size_t header_end(const struct conn *c, bool *folded)
 {
+    *folded = false;
     if (c->in_len == 0)
         return 0;
     const char *end = c->in + c->in_len;
@@ -615,6 +618,8 @@ static size_t header_end(const struct conn *c)
             return i + 2;
         if (c->in[i + 1] == '\r' && i + 2 < c->in_len && c->in[i + 2] == '\n')
             return i + 3;
+        if (c->in[i + 1] == ' ' || c->in[i + 1] == '\t')
+            *folded = true;
     }
     return 0;
 }
@@ -638,16 +643,6 @@ static int request_line_ok(const struct conn *c)
     return sp > 0 && len - sp >= sizeof ver - 1 && !memcmp(c->in + sp, ver, sizeof ver - 1);
 }
 
-/* Obsolete line folding (a header line starting with a space or tab). */
-static bool has_folding(const char *head, size_t len)
-{
-    const char *first = memchr(head, '\n', len);
-    for (const char *p = first; p && p + 1 < head + len; p = memchr(p + 1, '\n', (size_t)(head + len - p - 1)))
-        if (p[1] == ' ' || p[1] == '\t')
-            return true;
-    return false;
-}
-
 static void split_url(struct sw_http_req *r)
 {
     char *u = (char *)r->url;
@@ -663,7 +658,7 @@ static void split_url(struct sw_http_req *r)
 /* The parsed head of r (n bytes, parsed up to `done` with result e)
  * judged: version, syntax, folding, header names and upgrades; the method,
  * version and URL of r set. False when it was refused (answered). */
-static bool head_ok(struct conn *c, struct sw_http_req *r, const char *head, size_t n,
+static bool head_ok(struct conn *c, struct sw_http_req *r, size_t n, bool folded,
                     llhttp_errno_t e, size_t done)
 {
     if (r->bad_header) {
@@ -697,7 +692,7 @@ static bool head_ok(struct conn *c, struct sw_http_req *r, const char *head, siz
     r->method = method_of(c->parser.method);
     r->minor = c->parser.http_minor;
     split_url(r);
-    if (has_folding(head, n)) {
+    if (folded) {
         server_error(c, 400, "invalid_http", "Folded header lines are not accepted.");
         return false;
     }
@@ -737,8 +732,9 @@ static bool body_buffer(struct conn *c, struct sw_http_req *r)
     return true;
 }
 
-/* Starts a request from a complete header block of `n` bytes. */
-static void begin_request(struct conn *c, size_t n)
+/* Starts a request from a complete header block of `n` bytes (folded: one
+ * of its lines is folded, header_end). */
+static void begin_request(struct conn *c, size_t n, bool folded)
 {
     struct sw_http_server *s = c->s;
     /* the request and its copy of the head in one allocation; the answer
@@ -766,7 +762,7 @@ static void begin_request(struct conn *c, size_t n)
     llhttp_errno_t e;
     size_t done = parse(c, head, n, &e);
     terminate_headers(r);
-    if (!head_ok(c, r, head, n, e, done))
+    if (!head_ok(c, r, n, folded, e, done))
         return;
     c->keep_alive = llhttp_should_keep_alive(&c->parser) && !s->stopping;
     if ((c->parser.flags & F_CONTENT_LENGTH) && c->parser.content_length > s->lim.max_body_bytes) {
@@ -850,7 +846,8 @@ static void process(struct conn *c)
                 }
                 c->line_checked = ok > 0;
             }
-            size_t end = header_end(c);
+            bool folded;
+            size_t end = header_end(c, &folded);
             if ((!end && c->in_len > s->lim.max_header_bytes) || end > s->lim.max_header_bytes + 2) {
                 char msg[160];
                 snprintf(msg, sizeof msg, "The request line and headers are over the limit of %zu bytes.",
@@ -860,7 +857,7 @@ static void process(struct conn *c)
             }
             if (!end)
                 break;
-            begin_request(c, end);
+            begin_request(c, end, folded);
             continue;
         }
         if (c->state == C_BODY) {

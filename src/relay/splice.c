@@ -10,16 +10,25 @@
 char *sw_splice_quote(const char *s)
 {
     size_t n = strlen(s);
-    struct sw_buf b;
-    sw_buf_init(&b, SW_JSON_ESCAPED_MAX(n) + 2);
-    if (sw_buf_append(&b, "\"", 1) || sw_json_escape(&b, s, n, SW_JSON_ESC_CHECK_UTF8) ||
-        sw_buf_append(&b, "\"", 1)) {
-        sw_buf_free(&b);
+    /* escaped on the stack when short (a model name), else in a block of
+     * the most it can take; the result at its size either way: a stream
+     * keeps the public name's copy while it runs */
+    char small[256];
+    size_t room = SW_JSON_ESCAPED_MAX(n) + 3;
+    char *w = room <= sizeof small ? small : malloc(room);
+    if (!w)
         return NULL;
+    size_t k = sw_json_escape_into(w + 1, s, n, SW_JSON_ESC_CHECK_UTF8);
+    char *fit = k == SIZE_MAX ? NULL : malloc(k + 3);
+    if (fit) {
+        fit[0] = '"';
+        memcpy(fit + 1, w + 1, k);
+        fit[k + 1] = '"';
+        fit[k + 2] = '\0';
     }
-    /* at its size: a stream keeps the public name's copy while it runs */
-    char *fit = realloc(b.ptr, b.len + 1);
-    return fit ? fit : b.ptr;
+    if (w != small)
+        free(w);
+    return fit;
 }
 
 char *sw_splice_member(const char *text, size_t len, struct sw_jspan at, const char *key,

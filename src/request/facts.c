@@ -7,9 +7,21 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/err.h"
 
 /* ---- Headers ---- */
+
+/* Whether a header name may fold to a flag header's (sw_request_name_folds):
+ * each of those begins "X-Spillway-", so the first character folding keeps
+ * must be an x. Spares the other headers the three comparisons. */
+static bool may_fold_to_flag(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (s[i] == '_' || s[i] == '-' || s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i < len && (s[i] == 'x' || s[i] == 'X');
+}
 
 /* The headers read here, in the order their refusals come. */
 enum {
@@ -90,7 +102,7 @@ int sw_facts_headers(const struct sw_facts_header *h, size_t n, long request_tim
         size_t len = strlen(h[i].name);
         int k = header_index(h[i].name, len);
         if (k == N_HEADERS) {
-            for (int f = 0; !typo && f < N_FLAGS; f++)
+            for (int f = 0; !typo && f < N_FLAGS && may_fold_to_flag(h[i].name, len); f++)
                 if (sw_request_name_near_miss(h[i].name, len, header_names[H_ALLOW_CLOUD + f],
                                               true)) {
                     typo = h[i].name;
@@ -288,7 +300,7 @@ void sw_facts_scan(const struct sw_facts_in *in, const struct sw_facts_scanner *
 static int merge_scan(const struct sw_facts_scan *r, struct sw_facts *f,
                       struct sw_request_error *err)
 {
-    snprintf(f->bad, sizeof f->bad, "%s", r->bad);
+    sw_str_copy(f->bad, sizeof f->bad, r->bad);
     f->pii.counts = r->body;
     if (r->body_rc == SW_EINVAL) {
         sw_request_error_set(err, 400, "invalid_request_error", "invalid_value",

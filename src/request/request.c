@@ -22,8 +22,23 @@
 #define PATH_MAX_BYTES 128      /* sizeof(struct sw_request_error.param) */
 #define QUOTE_MAX_BYTES 40      /* a client's value quoted in a message */
 
+/* The members of one small object, read in one pass: most members the
+ * validation asks for are absent, and a jansson look-up hashes the key
+ * even then. */
+#define MEMBERS_MAX 16
+struct members {
+    const json_t *obj;          /* the object indexed; NULL: none */
+    size_t n;
+    struct {
+        const char *key;
+        size_t len;
+        json_t *v;
+    } m[MEMBERS_MAX];
+};
+
 struct ctx {
     struct sw_request_error *err;
+    struct members body, msg;   /* the body's members; the message's being checked */
     long tokens;                /* prompt_tokens_est so far (saturating: never wraps) */
     size_t media_bytes;         /* bytes of the media strings (image url, audio and file data) */
     long media_tokens;          /* what those parts count instead (saturating) */
@@ -193,10 +208,61 @@ static void join_index(char *out, size_t size, const char *base, size_t i)
     join3(out, size, base, p, "");
 }
 
-/* Optional members: absent and null are the same. */
-static json_t *opt(json_t *obj, const char *key)
+/* base, a message's path "messages[index]", written on first use (base[0]
+ * is NUL until then): most messages need no path. */
+static const char *msg_path(char *base, size_t size, size_t index)
 {
-    json_t *v = json_object_get(obj, key);
+    if (!base[0])
+        join_index(base, size, "messages", index);
+    return base;
+}
+
+/* Indexes obj's members into ix when it is an object of at most
+ * MEMBERS_MAX of them; otherwise ix indexes nothing. */
+static void index_members(struct members *ix, json_t *obj)
+{
+    ix->obj = NULL;
+    ix->n = 0;
+    if (!json_is_object(obj) || json_object_size(obj) > MEMBERS_MAX)
+        return;
+    for (void *it = json_object_iter(obj); it && ix->n < MEMBERS_MAX;
+         it = json_object_iter_next(obj, it)) {
+        ix->m[ix->n].key = json_object_iter_key(it);
+        ix->m[ix->n].len = json_object_iter_key_len(it);
+        ix->m[ix->n].v = json_object_iter_value(it);
+        ix->n++;
+    }
+    ix->obj = obj;
+}
+
+/* Inlined where it is called, so that a literal key's length is a constant. */
+static inline __attribute__((always_inline)) json_t *find_member(const struct members *ix,
+                                                                 const char *key)
+{
+    size_t len = strlen(key);
+    for (size_t i = 0; i < ix->n; i++)
+        if (ix->m[i].len == len && ix->m[i].key[0] == key[0] && !memcmp(ix->m[i].key, key, len))
+            return ix->m[i].v;
+    return NULL;
+}
+
+/* json_object_get(obj, key), from the index when obj is the body or the
+ * message being checked. */
+static inline __attribute__((always_inline)) json_t *get(const struct ctx *c, json_t *obj,
+                                                         const char *key)
+{
+    if (obj && obj == c->body.obj)
+        return find_member(&c->body, key);
+    if (obj && obj == c->msg.obj)
+        return find_member(&c->msg, key);
+    return json_object_get(obj, key);
+}
+
+/* Optional members: absent and null are the same. */
+static inline __attribute__((always_inline)) json_t *opt(const struct ctx *c, json_t *obj,
+                                                         const char *key)
+{
+    json_t *v = get(c, obj, key);
     return json_is_null(v) ? NULL : v;
 }
 
@@ -227,7 +293,7 @@ long sw_request_bound_tokens(size_t body_bytes, size_t media_bytes, long media_t
 static int need_string(struct ctx *c, json_t *obj, const char *key, const char *base,
                        json_t **out)
 {
-    json_t *v = json_object_get(obj, key);
+    json_t *v = get(c, obj, key);
 
     if (!v || !json_is_string(v)) {     /* the path is made only for the error */
         char path[PATH_MAX_BYTES];
@@ -243,7 +309,7 @@ static int need_string(struct ctx *c, json_t *obj, const char *key, const char *
 static int need_object(struct ctx *c, json_t *obj, const char *key, const char *base,
                        json_t **out)
 {
-    json_t *v = json_object_get(obj, key);
+    json_t *v = get(c, obj, key);
 
     if (!v || !json_is_object(v)) {
         char path[PATH_MAX_BYTES];
@@ -462,44 +528,45 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
     size_t i;
     int err;
 
-    join_index(base, sizeof(base), "messages", index);
+    base[0] = '\0';    /* "messages[i]", written when a path needs it (msg_path) */
     if (!json_is_object(msg))
-        return fail_type(c, base, "an object", msg);
+        return fail_type(c, msg_path(base, sizeof(base), index), "an object", msg);
+    index_members(&c->msg, msg);
 
-    err = need_string(c, msg, "role", base, &role_v);
-    if (err)
-        return err;
+    role_v = get(c, msg, "role");
+    if (!json_is_string(role_v))
+        return need_string(c, msg, "role", msg_path(base, sizeof(base), index), &role_v);
     for (i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++)
         if (strcmp(json_string_value(role_v), role_names[i]) == 0)
             break;
     if (i == sizeof(role_names) / sizeof(role_names[0])) {
-        join(path, sizeof(path), base, ".role");
+        join(path, sizeof(path), msg_path(base, sizeof(base), index), ".role");
         return fail_enum(c, path, json_string_value(role_v), ROLES_SUPPORTED);
     }
     role = (enum role)i;
 
     if (role == ROLE_FUNCTION) {
-        err = need_string(c, msg, "name", base, NULL);
+        err = need_string(c, msg, "name", msg_path(base, sizeof(base), index), NULL);
         if (err)
             return err;
-    } else if ((v = opt(msg, "name")) && !json_is_string(v)) {
-        join(path, sizeof(path), base, ".name");
+    } else if ((v = opt(c, msg, "name")) && !json_is_string(v)) {
+        join(path, sizeof(path), msg_path(base, sizeof(base), index), ".name");
         return fail_type(c, path, "a string", v);
     }
     if (role == ROLE_TOOL) {
-        err = need_string(c, msg, "tool_call_id", base, NULL);
+        err = need_string(c, msg, "tool_call_id", msg_path(base, sizeof(base), index), NULL);
         if (err)
             return err;
     }
     if (role == ROLE_ASSISTANT) {
-        if ((v = opt(msg, "tool_calls"))) {
-            err = check_tool_calls(c, v, base);
+        if ((v = opt(c, msg, "tool_calls"))) {
+            err = check_tool_calls(c, v, msg_path(base, sizeof(base), index));
             if (err)
                 return err;
             has_call = true;
         }
-        if ((v = opt(msg, "function_call"))) {
-            join(path, sizeof(path), base, ".function_call");
+        if ((v = opt(c, msg, "function_call"))) {
+            join(path, sizeof(path), msg_path(base, sizeof(base), index), ".function_call");
             if (!json_is_object(v))
                 return fail_type(c, path, "an object", v);
             err = check_call(c, v, path);
@@ -507,20 +574,20 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
                 return err;
             has_call = true;
         }
-        if ((v = opt(msg, "audio"))) {
-            join(path, sizeof(path), base, ".audio");
+        if ((v = opt(c, msg, "audio"))) {
+            join(path, sizeof(path), msg_path(base, sizeof(base), index), ".audio");
             if (!json_is_object(v))
                 return fail_type(c, path, "an object", v);
             has_call = true;    /* a reference to a previous audio answer */
         }
     }
 
-    content = json_object_get(msg, "content");
+    content = get(c, msg, "content");
     if (content && json_is_string(content)) {     /* the usual message: no path needed */
         add_text(c, json_string_length(content));
         return SW_OK;
     }
-    join(path, sizeof(path), base, ".content");
+    join(path, sizeof(path), msg_path(base, sizeof(base), index), ".content");
     if (!content || json_is_null(content)) {
         /* The function role's content is nullable in OpenAI's schema. */
         if (has_call || (role == ROLE_FUNCTION && content))
@@ -550,7 +617,7 @@ static int check_message(struct ctx *c, json_t *msg, size_t index)
 
 static int check_model(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
-    json_t *v = json_object_get(body, "model");
+    json_t *v = get(c, body, "model");
 
     if (!v)
         return fail_missing(c, "model");
@@ -566,7 +633,7 @@ static int check_model(struct ctx *c, json_t *body, struct sw_chat_request *req)
 
 static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
-    json_t *v = json_object_get(body, "messages"), *msg;
+    json_t *v = get(c, body, "messages"), *msg;
     size_t i;
     int err;
 
@@ -589,13 +656,13 @@ static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *r
 
 static int check_stream(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
-    json_t *v = opt(body, "stream"), *opts, *u;
+    json_t *v = opt(c, body, "stream"), *opts, *u;
 
     if (v && !json_is_boolean(v))
         return fail_type(c, "stream", "a boolean", v);
     req->stream = json_is_true(v);
 
-    opts = opt(body, "stream_options");
+    opts = opt(c, body, "stream_options");
     if (!opts)
         return SW_OK;
     if (!json_is_object(opts))
@@ -604,7 +671,7 @@ static int check_stream(struct ctx *c, json_t *body, struct sw_chat_request *req
         return fail(c, "invalid_value", "stream_options",
                     "Invalid value for 'stream_options': it is only allowed when "
                     "'stream' is true.");
-    u = opt(opts, "include_usage");
+    u = opt(c, opts, "include_usage");
     if (u && !json_is_boolean(u))
         return fail_type(c, "stream_options.include_usage", "a boolean", u);
     req->include_usage = json_is_true(u);
@@ -614,7 +681,7 @@ static int check_stream(struct ctx *c, json_t *body, struct sw_chat_request *req
 /* An optional integer in 1..max; *out is left alone when absent. */
 static int check_count(struct ctx *c, json_t *body, const char *key, long max, long *out)
 {
-    json_t *v = opt(body, key);
+    json_t *v = opt(c, body, key);
 
     if (!v)
         return SW_OK;
@@ -635,7 +702,7 @@ static int check_count(struct ctx *c, json_t *body, const char *key, long max, l
 
 static int check_range(struct ctx *c, json_t *body, const char *key, double max)
 {
-    json_t *v = opt(body, key);
+    json_t *v = opt(c, body, key);
     double d;
 
     if (!v)
@@ -696,7 +763,7 @@ static int add_definition(struct ctx *c, const json_t *def)
 static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
     char path[PATH_MAX_BYTES], fpath[PATH_MAX_BYTES];
-    json_t *tools = opt(body, "tools"), *funcs = opt(body, "functions"), *t, *type, *fn;
+    json_t *tools = opt(c, body, "tools"), *funcs = opt(c, body, "functions"), *t, *type, *fn;
     size_t i;
     int err;
 
@@ -816,7 +883,7 @@ bool sw_request_name_near_miss(const char *s, size_t len, const char *canon, boo
 static int check_metadata(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
     char path[PATH_MAX_BYTES];
-    json_t *md = opt(body, "metadata"), *v;
+    json_t *md = opt(c, body, "metadata"), *v;
     const char *key;
 
     req->allow_cloud = -1;
@@ -1048,6 +1115,7 @@ static int validate(json_t *root, size_t len, struct sw_chat_request *req,
                   "instead.", sw_json_type_name(root));
         goto fail;
     }
+    index_members(&c.body, root);
     rc = check_model(&c, root, req);
     if (rc)
         goto fail;

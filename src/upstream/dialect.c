@@ -947,7 +947,15 @@ int sw_upstream_path(const struct sw_config_backend *be, enum sw_dialect d, cons
     const struct sw_upstream_dialect *ops = sw_upstream_dialect(d);
     if (ops->path)
         return ops->path(be, rel, out);
-    return sw_buf_appendf(out, "%s/%s", be->url_is_base ? "" : "/v1", rel);
+    /* "/v1/<rel>" (a base URL: "/<rel>"), appended whole or not at all */
+    const char *pre = be->url_is_base ? "/" : "/v1/";
+    size_t pl = strlen(pre), rl = strlen(rel);
+    int err = sw_buf_reserve(out, pl + rl);
+    if (!err)
+        err = sw_buf_append(out, pre, pl);
+    if (!err)
+        err = sw_buf_append(out, rel, rl);
+    return err;
 }
 
 int sw_upstream_target(const struct sw_config_backend *be, enum sw_dialect d, enum sw_api api,

@@ -2,7 +2,9 @@
  * (src/dialect/responses_*.c). The input is read three ways:
  *  - as a Responses request body (sw_responses_request_parse): it parses or
  *    is refused with a 400 naming something (500 out of memory); a parsed
- *    body's translation is a valid chat request (sw_request_parse takes it);
+ *    body's translation is a valid chat request (sw_request_parse takes its
+ *    json_dumps text and reads the same tree and fields from it as the
+ *    validation of the translation as a tree did; the text kept is that text);
  *  - as a whole chat answer: when it translates, the Responses object has
  *    an output array and a usage object;
  *  - line by line as chat chunks through the stream translator, then
@@ -74,6 +76,17 @@ static void requests(const uint8_t *data, size_t size)
     if (rc2 != SW_OK)
         fprintf(stderr, "not a valid chat request: %s at %s: %s\n", err.code, err.param, err.message);
     CHECK(rc2 == SW_OK);
+    /* validated as a tree, it is what its text parses to; the text kept
+     * (what a plain attempt is spliced from) is that text */
+    CHECK(req.text && req.text_len == strlen(text) && !memcmp(req.text, text, req.text_len));
+    CHECK(json_equal(again.body, req.body));
+    CHECK(again.prompt_tokens_est == req.prompt_tokens_est);
+    CHECK(req.untranslatable ? req.prompt_tokens_max >= again.prompt_tokens_max
+                             : req.prompt_tokens_max == again.prompt_tokens_max);
+    CHECK(!strcmp(again.model, req.model) && again.stream == req.stream &&
+          again.include_usage == req.include_usage && again.max_tokens == req.max_tokens &&
+          again.n_messages == req.n_messages && again.has_tools == req.has_tools &&
+          again.has_images == req.has_images && again.allow_cloud == req.allow_cloud);
     sw_request_free(&again);
     free(text);
     sw_request_free(&req);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -200,6 +201,23 @@ static void test_random(void **state)
     }
 }
 
+/* sw_str_copy copies what snprintf(out, cap, "%s", s) would. */
+static void test_str_copy(void **state)
+{
+    (void)state;
+    const char *in[] = {"", "a", "abcdefg", "abcdefgh", "abcdefghijklmnop"};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+        for (size_t cap = 1; cap <= 10; cap++) {
+            char got[16], want[16];
+            memset(got, '#', sizeof got);
+            memset(want, '#', sizeof want);
+            size_t n = sw_str_copy(got, cap, in[i]);
+            snprintf(want, cap, "%s", in[i]);
+            assert_memory_equal(got, want, sizeof got);
+            assert_int_equal(n, strlen(want));
+        }
+}
+
 static void test_type_name(void **state)
 {
     (void)state;
@@ -222,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_str_copy),
         cmocka_unit_test(test_type_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -421,6 +421,10 @@ static void test_header_refusals(void **state)
          "X_Spillway_Allow_Cloud",
          "Unknown header 'X_Spillway_Allow_Cloud': the flag is spelled 'X-Spillway-Allow-Cloud' "
          "(words joined by '-')."},
+        {"a near-miss with a leading separator", {{"-x spillway_sensitive", "1"}}, 1,
+         "-x spillway_sensitive",
+         "Unknown header '-x spillway_sensitive': the flag is spelled 'X-Spillway-Sensitive' "
+         "(words joined by '-')."},
         {"near-miss of another flag", {{"X-Spillway-LatencyCritical", "1"}}, 1,
          "X-Spillway-LatencyCritical",
          "Unknown header 'X-Spillway-LatencyCritical': the flag is spelled "

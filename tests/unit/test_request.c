@@ -30,6 +30,9 @@ static const char *q(const char *s)
 }
 
 #define MSGS "'messages':[{'role':'user','content':'hi'}]"
+/* Seventeen members no check reads. */
+#define WIDE "'x1':1,'x2':1,'x3':1,'x4':1,'x5':1,'x6':1,'x7':1,'x8':1,'x9':1,'x10':1," \
+             "'x11':1,'x12':1,'x13':1,'x14':1,'x15':1,'x16':1,'x17':1"
 
 /* ---- Bad bodies ---- */
 
@@ -251,6 +254,12 @@ static const struct bad_case bad[] = {
       "-0.1 instead." },
     { "{'model':'m'," MSGS ",'temperature':'hot'}", "invalid_type", "temperature",
       "Invalid type for 'temperature': expected a number, but got a string instead." },
+    /* a body and a message of more members than validation indexes at once */
+    { "{'model':'m'," MSGS "," WIDE ",'temperature':'hot'}", "invalid_type", "temperature",
+      "Invalid type for 'temperature': expected a number, but got a string instead." },
+    { "{'model':'m','messages':[{'role':'user'," WIDE ",'name':1,'content':'x'}]}",
+      "invalid_type", "messages[0].name",
+      "Invalid type for 'messages[0].name': expected a string, but got an integer instead." },
     { "{'model':'m'," MSGS ",'top_p':2}", "invalid_value", "top_p",
       "Invalid 'top_p': number above maximum value. Expected a value <= 1, but got 2 "
       "instead." },
@@ -482,6 +491,8 @@ static const struct good_case good[] = {
     { "{'model':'m'," MSGS ",'stream':false}", 8, 1, 0, 0, 0, 0, 0, -1 },
     /* max tokens: max_completion_tokens wins over max_tokens */
     { "{'model':'m'," MSGS ",'max_tokens':100}", 8, 1, 100, 0, 0, 0, 0, -1 },
+    { "{'model':'m'," MSGS "," WIDE ",'max_tokens':100,'stream':true,"
+      "'metadata':{'allow_cloud':false}}", 8, 1, 100, 1, 0, 0, 0, 0 },
     { "{'model':'m'," MSGS ",'max_completion_tokens':50,'max_tokens':100}",
       8, 1, 50, 0, 0, 0, 0, -1 },
     { "{'model':'m'," MSGS ",'max_tokens':100,'max_completion_tokens':50}",

@@ -273,6 +273,28 @@ static void test_splice_answer(void **state)
     char *q = sw_splice_quote("a\"b");
     assert_string_equal(q, "\"a\\\"b\"");
     free(q);
+    /* json_dumps' bytes for a name short enough to escape on the stack and
+     * for longer ones (escaped in a block of their own); NULL for bad UTF-8 */
+    char longer[600];
+    for (size_t i = 0; i < sizeof longer - 1; i++)
+        longer[i] = (char)(i % 7 == 0 ? '\n' : i % 5 == 0 ? '"' : 'a' + (char)(i % 26));
+    longer[sizeof longer - 1] = '\0';
+    const char *names[] = {"", "llama-3.1-8b", "caf\xc3\xa9 \x01\t\\", longer + 560, longer + 500,
+                           longer};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        json_t *j = json_string(names[i]);
+        char *want = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+        q = sw_splice_quote(names[i]);
+        assert_non_null(q);
+        assert_string_equal(q, want);
+        free(q);
+        free(want);
+        json_decref(j);
+    }
+    assert_null(sw_splice_quote("bad \xc3"));
+    memset(longer, 'x', sizeof longer - 1);
+    longer[300] = (char)0xff;
+    assert_null(sw_splice_quote(longer));
 }
 
 /* ---- The contract collector ---- */
