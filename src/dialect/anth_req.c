@@ -920,18 +920,8 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     }
     json_decref(work);
     if (rc == SW_OK) {
-        /* Validated as its compact text would parse, without parsing it:
-         * the text's length is the bound's byte count, and the text what an
-         * attempt's body is spliced from. */
-        struct sw_buf text;
-        sw_buf_init(&text, SIZE_MAX / 8);
-        if (sw_buf_reserve(&text, 1024) || sw_json_dump_buf(oai, JSON_COMPACT, &text)) {
-            json_decref(oai);
-            sw_buf_free(&text);
-            rc = SW_ENOMEM;
-        } else {
-            rc = sw_request_parse_built(oai, text.ptr, text.len, req, err); /* takes both */
-        }
+        /* validated as its compact text would parse; that text kept */
+        rc = sw_request_parse_built(oai, req, err);
     }
     if (rc) {
         if (rc == SW_ENOMEM)

@@ -8,7 +8,6 @@
 
 #include "common/buf.h"
 #include "common/err.h"
-#include "common/jdump.h"
 #include "dialect/req_util.h"
 
 /* Responses requests as chat requests (responses_req.h). Every function
@@ -722,19 +721,8 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
     }
     json_decref(work);
     if (rc == SW_OK) {
-        /* Validated as its compact text would parse, without parsing it:
-         * the text's length is the bound's byte count, and the text what an
-         * attempt's body is spliced from (the bytes of the tree the front
-         * scans). */
-        struct sw_buf text;
-        sw_buf_init(&text, SIZE_MAX / 8);
-        if (sw_buf_reserve(&text, 1024) || sw_json_dump_buf(chat, JSON_COMPACT, &text)) {
-            json_decref(chat);
-            sw_buf_free(&text);
-            rc = SW_ENOMEM;
-        } else {
-            rc = sw_request_parse_built(chat, text.ptr, text.len, req, err); /* takes both */
-        }
+        /* validated as its compact text would parse; that text kept */
+        rc = sw_request_parse_built(chat, req, err);
     } else if (first && rc == SW_EINVAL && !strcmp(err->param, "input")) {
         *err = *first; /* nothing could be carried: the first reason stands */
     }

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/err.h"
+#include "common/jdump.h"
 #include "common/jfast.h"
 #include "common/json.h"
 #include "common/satmath.h"
@@ -1162,27 +1164,34 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
     return root ? validate(root, len, req, err) : rc;
 }
 
-int sw_request_parse_built(json_t *root, char *text, size_t len, struct sw_chat_request *req,
-                           struct sw_request_error *err)
+int sw_request_parse_built(json_t *root, struct sw_chat_request *req, struct sw_request_error *err)
 {
     struct sw_json_shape sh = {.values = 1, .depth = 0};
+    struct sw_buf text;
     int rc;
 
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
+    sw_buf_init(&text, SIZE_MAX / 8);
+    if (sw_buf_reserve(&text, 1024) || sw_json_dump_buf(root, JSON_COMPACT, &text)) {
+        json_decref(root);
+        sw_buf_free(&text);
+        set_oom(err);
+        return SW_ENOMEM;
+    }
     if (!tree_shape(root, 0, &sh)) {
         set_too_complex(err, &sh);
         json_decref(root);
-        free(text);
+        sw_buf_free(&text);
         return SW_EINVAL;
     }
-    rc = validate(root, len, req, err);
+    rc = validate(root, text.len, req, err);
     if (rc) {
-        free(text);
+        sw_buf_free(&text);
         return rc;
     }
-    req->text = text;
-    req->text_len = len;
+    req->text = text.ptr;
+    req->text_len = text.len;
     return SW_OK;
 }
 

@@ -141,12 +141,11 @@ void sw_request_free(struct sw_chat_request *req);
 /* sw_request_parse of a body the gateway built (another API's translation):
  * root (taken, freed on failure) is validated as the parse of its compact
  * text would be, the same bounds on its values and depth included, without
- * parsing that text. text (taken, freed on failure): that text,
- * json_dumps(root, JSON_COMPACT)'s len bytes, NUL-terminated; kept as
- * req->text. root's strings must be valid UTF-8 without NUL (what every
- * parsed body's are). */
-int sw_request_parse_built(json_t *root, char *text, size_t len, struct sw_chat_request *req,
-                           struct sw_request_error *err);
+ * parsing that text. The text is written once (its length is the bound's
+ * byte count) and kept as req->text: what an attempt's body is spliced from,
+ * the bytes of the tree the front scans. root's strings must be valid UTF-8
+ * without NUL (what every parsed body's are). */
+int sw_request_parse_built(json_t *root, struct sw_chat_request *req, struct sw_request_error *err);
 
 /* Reads body's "metadata" (borrowed) into req->allow_cloud as chat does:
  * an object of string values, allow_cloud a boolean or a flag string, a
