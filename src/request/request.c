@@ -1172,18 +1172,17 @@ int sw_request_parse_built(json_t *root, struct sw_chat_request *req, struct sw_
 
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
+    if (!tree_shape(root, 0, &sh)) {    /* before any text is written */
+        set_too_complex(err, &sh);
+        json_decref(root);
+        return SW_EINVAL;
+    }
     sw_buf_init(&text, SIZE_MAX / 8);
     if (sw_buf_reserve(&text, 1024) || sw_json_dump_buf(root, JSON_COMPACT, &text)) {
         json_decref(root);
         sw_buf_free(&text);
         set_oom(err);
         return SW_ENOMEM;
-    }
-    if (!tree_shape(root, 0, &sh)) {
-        set_too_complex(err, &sh);
-        json_decref(root);
-        sw_buf_free(&text);
-        return SW_EINVAL;
     }
     rc = validate(root, text.len, req, err);
     if (rc) {
