@@ -26,6 +26,7 @@
 #include "dialect/anth_resp.h"
 #include "request/request.h"
 
+#include "built.h"
 #include "check.h"
 
 /* Every event in out[0..len) is well formed. */
@@ -61,24 +62,7 @@ static void requests(const uint8_t *data, size_t size)
         return;
     }
     CHECK(req.dialect == 1 && json_is_object(req.native) && json_is_object(req.body));
-    char *text = json_dumps(req.body, JSON_COMPACT);
-    CHECK(text);
-    struct sw_chat_request again;
-    int rc2 = sw_request_parse(text, strlen(text), &again, &err);
-    if (rc2 != SW_OK)
-        fprintf(stderr, "not a valid OpenAI request: %s at %s: %s\n", err.code, err.param, err.message);
-    CHECK(rc2 == SW_OK);
-    /* validated as a tree, it is what its text parses to */
-    CHECK(json_equal(again.body, req.body));
-    CHECK(again.prompt_tokens_est == req.prompt_tokens_est);
-    CHECK(req.untranslatable ? req.prompt_tokens_max >= again.prompt_tokens_max
-                             : req.prompt_tokens_max == again.prompt_tokens_max);
-    CHECK(!strcmp(again.model, req.model) && again.stream == req.stream &&
-          again.include_usage == req.include_usage && again.max_tokens == req.max_tokens &&
-          again.n_messages == req.n_messages && again.has_tools == req.has_tools &&
-          again.has_images == req.has_images && again.allow_cloud == req.allow_cloud);
-    sw_request_free(&again);
-    free(text);
+    check_built(&req);
     json_t *back = NULL;
     rc = sw_anth_req_from_openai(req.body, 100, &back, &err);
     CHECK(rc == SW_OK ? json_is_object(back) : (rc == SW_EINVAL && err.status == 400) || rc == SW_ENOMEM);
