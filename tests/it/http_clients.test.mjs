@@ -537,3 +537,74 @@ for (const name of ['spillway', 'llmsim']) {
     });
   });
 }
+
+// Bodies of agent size (hundreds of KB) arrive in many reads: each must reach
+// the backend byte for byte, and a request pipelined right after a body must
+// stay a request of its own, wherever the client's writes split them.
+describe('large bodies, pipelined and split at any byte', () => {
+  let sim; let gw;
+  before(async () => {
+    sim = await startLlmsim(['--reply', 'echo', '--slots', '4', '--decode-tps', '1000000']);
+    gw = await startSpillway(`
+listen: "127.0.0.1:0"
+backends:
+  - { name: edge, tier: local, url: "${sim.url}", model: "edge-model", slots: 4 }
+models:
+  - { name: "chat", backends: [edge] }
+limits: { max_body_bytes: 2097152 }
+`);
+  });
+  after(async () => { await Promise.all([gw?.stop(), sim?.stop()]); });
+
+  // What people paste: prose and code, accented and non-Latin letters, JSON
+  // escapes; different for each seed, so a body swapped or cut shows.
+  const words = ['return', 'the', 'buffer', 'naïve', 'café', 'größe', 'данные', '数据', 'if (x)',
+    '{ "k": [1, 2] }', 'tab\there', 'line\nbreak', 'quote "q"', 'back\\slash'];
+  const prompt = (seed, bytes) => {
+    let s = `request ${seed}:`;
+    for (let i = 0; s.length < bytes; i++) s += ' ' + words[(i * 7 + seed * 3) % words.length];
+    return s;
+  };
+  const body = (text) => JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: text }], max_tokens: 1000000 });
+
+  test('two 300 KB POSTs and a GET in one stream of writes cut at odd sizes are each answered with their own body', async () => {
+    const prompts = [prompt(1, 300000), prompt(2, 310000)];
+    const text = rawRequest('POST', CHAT, { headers: { 'Content-Type': 'application/json' }, body: body(prompts[0]) })
+      + rawRequest('POST', CHAT, { headers: { 'Content-Type': 'application/json' }, body: body(prompts[1]) })
+      + rawRequest('GET', '/healthz');
+    const raw = Buffer.from(text, 'utf8').toString('latin1');
+    const c = await rawConnect(gw.port);
+    try {
+      c.send('', 'POST', 'POST', 'GET');
+      // Pieces of 1, 7, 4093, 65537, ... bytes: a cut inside a head, right
+      // after one, inside a body and across the end of one body into the next
+      // request; each waits for the socket to drain, so they arrive apart.
+      const sizes = [1, 7, 4093, 65537, 131071, 3, 200000];
+      for (let at = 0, i = 0; at < raw.length; i++) {
+        const n = sizes[i % sizes.length];
+        await new Promise((res) => c.sock.write(raw.slice(at, at + n), 'latin1', res));
+        at += n;
+      }
+      const { responses, rest } = await c.responses(3, 60000);
+      assert.deepEqual(responses.map((r) => r.status), [200, 200, 200]);
+      for (let i = 0; i < 2; i++) {
+        const j = JSON.parse(Buffer.from(responses[i].body, 'latin1').toString('utf8'));
+        assert.equal(j.choices[0].message.content, prompts[i], `answer ${i} echoes its own body`);
+      }
+      assert.equal(JSON.parse(responses[2].body).status, 'ok');
+      assert.equal(rest, '');
+    } finally { c.destroy(); }
+  });
+
+  test('a client that stops halfway through a large body is dropped, and the next connection is served', async () => {
+    const b = body(prompt(3, 200000));
+    const c = await rawConnect(gw.port);
+    const head = `POST ${CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(b)}\r\n\r\n`;
+    c.send(head + b.slice(0, 100000));
+    c.sock.end();
+    await c.closed();
+    const r = await fetch(`${gw.url}${CHAT}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body('after') });
+    assert.equal(r.status, 200);
+    assert.equal((await r.json()).choices[0].message.content, 'after');
+  });
+});
