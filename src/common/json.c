@@ -111,6 +111,10 @@ static size_t escape_one(const unsigned char *s, size_t n, unsigned flags, char 
     return 6;
 }
 
+/* The letter after the backslash of a two-byte escape, 0 for any other byte. */
+static const char two_byte[256] = {['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+                                   ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'};
+
 size_t sw_json_escape_into(char *w, const char *s, size_t n, unsigned flags)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -141,6 +145,16 @@ size_t sw_json_escape_into(char *w, const char *s, size_t n, unsigned flags)
         size_t run = (size_t)__builtin_ctz(m), used;
         i += run;
         w += run;
+        /* the usual stop (a quote, a backslash, a newline in code): two
+         * bytes, written here */
+        char e = two_byte[p[i]];
+        if (e && (p[i] >= 0x20 || !(flags & SW_JSON_ESC_ALL_CTL))) {
+            w[0] = '\\';
+            w[1] = e;
+            w += 2;
+            i++;
+            continue;
+        }
         if (p[i] >= 0x80) {
             size_t k = sw_utf8_seq(p + i, n - i);
             if (k) { /* a valid sequence: as it is */

@@ -64,8 +64,8 @@ fail:
 static json_t *tool_message(const json_t *blk, const char *path, struct sw_request_error *err)
 {
     char p[128];
-    const char *id = json_string_value(json_object_get(blk, "tool_use_id"));
-    if (!id) {
+    json_t *id = json_object_get(blk, "tool_use_id");
+    if (!json_is_string(id)) {
         snprintf(p, sizeof p, "%s.tool_use_id", path);
         BAD(p, "%s: a tool_result block needs a tool_use_id string.", p);
     }
@@ -93,9 +93,8 @@ static json_t *tool_message(const json_t *blk, const char *path, struct sw_reque
         sw_buf_free(&b);
         free(text);
     }
-    json_t *m = content ? json_pack("{s:s, s:s, s:o}", "role", "tool", "tool_call_id", id,
-                                    "content", content)
-                        : NULL;
+    json_t *m = SW_DIALECT_OBJECT({"role", sw_dialect_str("tool")},
+                                  {"tool_call_id", json_incref(id)}, {"content", content});
     if (!m)
         sw_dialect_oom(err);
     return m;
@@ -151,8 +150,9 @@ static int text_block(struct msg_acc *a, const json_t *blk, const char *pb,
         if ((a->text.len && sw_buf_append(&a->text, "\n", 1)) ||
             sw_buf_append_str(&a->text, json_string_value(tx)))
             return sw_dialect_oom(err);
-    } else if (json_array_append_new(a->parts, json_pack("{s:s, s:O}", "type", "text",
-                                                          "text", tx))) {
+    } else if (json_array_append_new(a->parts,
+                                     SW_DIALECT_OBJECT({"type", sw_dialect_str("text")},
+                                                       {"text", json_incref(tx)}))) {
         return sw_dialect_oom(err);
     }
     return SW_OK;
@@ -163,15 +163,16 @@ fail:
 static int tool_use_block(struct msg_acc *a, const json_t *blk, const char *pb,
                           struct sw_request_error *err)
 {
-    const char *id = json_string_value(json_object_get(blk, "id"));
-    const char *name = json_string_value(json_object_get(blk, "name"));
+    json_t *id = json_object_get(blk, "id");
+    json_t *name = json_object_get(blk, "name");
     json_t *input = json_object_get(blk, "input");
-    if (!id || !name || !json_is_object(input))
+    if (!json_is_string(id) || !json_is_string(name) || !json_is_object(input))
         BAD(pb, "%s: a tool_use block needs id and name strings and an input object.", pb);
     char *args = sw_json_dumps(input, JSON_COMPACT);
-    json_t *call = args ? json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
-                                    "function", "name", name, "arguments", args)
-                        : NULL;
+    json_t *fn = SW_DIALECT_OBJECT({"name", json_incref(name)},
+                                   {"arguments", args ? sw_dialect_str(args) : NULL});
+    json_t *call = SW_DIALECT_OBJECT({"id", json_incref(id)},
+                                     {"type", sw_dialect_str("function")}, {"function", fn});
     free(args);
     if (!call || json_array_append_new(a->calls, call))
         return sw_dialect_oom(err);
@@ -224,7 +225,7 @@ fail:
 static int flush_message(struct msg_acc *a, struct sw_request_error *err)
 {
     if (a->assistant) {
-        json_t *o = json_pack("{s:s}", "role", "assistant");
+        json_t *o = SW_DIALECT_OBJECT({"role", sw_dialect_str("assistant")});
         if (!o)
             return sw_dialect_oom(err);
         json_object_set_new(o, "content", a->text.len || !json_array_size(a->calls)
@@ -237,7 +238,8 @@ static int flush_message(struct msg_acc *a, struct sw_request_error *err)
         if (json_array_append_new(a->msgs, o))
             return sw_dialect_oom(err);
     } else if (json_array_size(a->parts)) {
-        json_t *o = json_pack("{s:s, s:O}", "role", "user", "content", a->parts);
+        json_t *o = SW_DIALECT_OBJECT({"role", sw_dialect_str("user")},
+                                      {"content", json_incref(a->parts)});
         if (!o || json_array_append_new(a->msgs, o))
             return sw_dialect_oom(err);
     }
@@ -262,7 +264,7 @@ static int system_in_place(json_t *msgs, const json_t *content, const char *pc,
             snprintf(p, sizeof p, "%s", pc);
         BAD(p, "%s: a system message holds text (a string or text blocks).", p);
     }
-    json_t *m = json_pack("{s:s, s:o}", "role", "system", "content", s);
+    json_t *m = SW_DIALECT_OBJECT({"role", sw_dialect_str("system")}, {"content", s});
     if (!m || json_array_append_new(msgs, m))
         return sw_dialect_oom(err);
     return SW_OK;
@@ -270,39 +272,55 @@ fail:
     return SW_EINVAL;
 }
 
+/* "messages[i]" and then field, and "[j]" unless j < 0, into out (128
+ * bytes), without printf: a block's path is written for every block. */
+static const char *msg_path(char *out, size_t i, const char *field, long j)
+{
+    /* at most 9 + 20 + 1 + 8 + 22 bytes: the fields are ".role" and ".content" */
+    char *o = out + sw_str_copy(out, 16, "messages[");
+    o += sw_fmt_u64(o, i, 10, 1);
+    *o++ = ']';
+    o += sw_str_copy(o, 16, field);
+    if (j >= 0) {
+        *o++ = '[';
+        o += sw_fmt_u64(o, (uint64_t)j, 10, 1);
+        *o++ = ']';
+    }
+    *o = '\0';
+    return out;
+}
+
 /* Appends the OpenAI messages for Anthropic message i to `msgs`. */
 static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_request_error *err)
 {
-    char p[128];
+    char p[128], pb[128]; /* a path in an error (p), a block's (pb) */
     struct msg_acc a = {.msgs = msgs};
     sw_buf_init(&a.text, (size_t)1 << 31);
     int rc = SW_OK;
-    snprintf(p, sizeof p, "messages[%zu]", i);
     if (!json_is_object(m))
-        BAD(p, "%s: expected an object.", p);
+        BAD(msg_path(p, i, "", -1), "%s: expected an object.", p);
     const char *role = json_string_value(json_object_get(m, "role"));
-    char pr[128];
-    snprintf(pr, sizeof pr, "%s.role", p);
     if (!role)
-        BAD(pr, "%s: a role is required (user or assistant).", pr);
+        BAD(msg_path(p, i, ".role", -1), "%s: a role is required (user or assistant).", p);
     a.user = !strcmp(role, "user");
     a.assistant = !strcmp(role, "assistant");
     json_t *content = json_object_get(m, "content");
-    char pc[128];
-    snprintf(pc, sizeof pc, "%s.content", p);
     if (!strcmp(role, "system"))
-        return system_in_place(msgs, content, pc, err);
+        return system_in_place(msgs, content, msg_path(p, i, ".content", -1), err);
     if (!a.user && !a.assistant)
-        BAD(pr, "%s: '%s' is not a role of the Messages API (user, assistant, or system for "
-                "an instruction inside the conversation).", pr, role);
+        BAD(msg_path(p, i, ".role", -1), "%s: '%s' is not a role of the Messages API (user, "
+                                     "assistant, or system for an instruction inside the "
+                                     "conversation).", p, role);
     if (json_is_string(content)) {
-        json_t *o = json_pack("{s:s, s:O}", "role", role, "content", content);
+        json_t *o = SW_DIALECT_OBJECT({"role", json_incref(json_object_get(m, "role"))},
+                                      {"content", json_incref(content)});
         if (!o || json_array_append_new(msgs, o))
             return sw_dialect_oom(err);
         return SW_OK;
     }
     if (!json_is_array(content) || json_array_size(content) == 0)
-        BAD(pc, "%s: expected a string or a non-empty array of content blocks.", pc);
+        BAD(msg_path(p, i, ".content", -1), "%s: expected a string or a non-empty array of content "
+                                        "blocks.", p);
 
     a.parts = json_array();
     a.calls = json_array();
@@ -313,9 +331,7 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
     size_t j;
     json_t *blk;
     json_array_foreach(content, j, blk) {
-        char pb[160];
-        snprintf(pb, sizeof pb, "%s[%zu]", pc, j);
-        if ((rc = add_block(&a, blk, pb, err)) != SW_OK)
+        if ((rc = add_block(&a, blk, msg_path(pb, i, ".content", j), err)) != SW_OK)
             goto out;
     }
     rc = flush_message(&a, err);
@@ -562,7 +578,7 @@ static int system_message(json_t *msgs, const json_t *sys, struct sw_request_err
             snprintf(p, sizeof p, "system");
         BAD(p, "%s: the system prompt must be a string or an array of text blocks.", p);
     }
-    json_t *m = json_pack("{s:s, s:o}", "role", "system", "content", s);
+    json_t *m = SW_DIALECT_OBJECT({"role", sw_dialect_str("system")}, {"content", s});
     if (!m || json_array_append_new(msgs, m))
         return sw_dialect_oom(err);
     return SW_OK;

@@ -13,6 +13,29 @@ int sw_dialect_oom(struct sw_request_error *err)
     return SW_ENOMEM;
 }
 
+json_t *sw_dialect_object(const struct sw_member *m, size_t n)
+{
+    json_t *o = json_object();
+    bool ok = o != NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!ok || !m[i].v)
+            json_decref(m[i].v);
+        else if (json_object_set_new_nocheck(o, m[i].key, m[i].v))
+            ok = false; /* the value was released */
+        ok = ok && m[i].v;
+    }
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *sw_dialect_str(const char *s)
+{
+    return json_stringn_nocheck(s, strlen(s));
+}
+
 bool sw_dialect_is_num(const json_t *v)
 {
     return json_is_integer(v) || json_is_real(v);

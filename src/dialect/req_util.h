@@ -31,6 +31,23 @@
         goto fail;                                                                        \
     } while (0)
 
+/* A member of an object being built: its key (a constant) and its value. */
+struct sw_member {
+    const char *key;
+    json_t *v;
+};
+/* An object of the n members m[i], each value taken: a translation's hot
+ * path (json_pack parses its format, copies and checks every string it is
+ * given). NULL when a value is NULL or memory runs out; every value is
+ * released then. SW_DIALECT_OBJECT({"role", v}, {"content", c}) counts them. */
+json_t *sw_dialect_object(const struct sw_member *m, size_t n);
+#define SW_DIALECT_OBJECT(...)                                                       \
+    sw_dialect_object((const struct sw_member[]){__VA_ARGS__},                     \
+                      sizeof((const struct sw_member[]){__VA_ARGS__}) / sizeof(struct sw_member))
+/* A JSON string of s, which is valid UTF-8 without NUL (a constant, a text
+ * of a parsed body, what sw_json_dumps wrote of one): not checked again. */
+json_t *sw_dialect_str(const char *s);
+
 /* Fills *err with a 500 out of memory; returns SW_ENOMEM. */
 int sw_dialect_oom(struct sw_request_error *err);
 bool sw_dialect_is_num(const json_t *v);
