@@ -14,7 +14,12 @@
  * kept in per-thread free lists by 16-byte size class (at most
  * SW_JALLOC_KEEP per class), blocks up to SW_JALLOC_MAX_BIG by power-of-two
  * class, all of them together at most SW_JALLOC_KEEP_BYTES per thread;
- * beyond that, and for larger blocks, malloc and free as usual. Every block
+ * beyond that, and for larger blocks, malloc and free as usual. The bound
+ * holds the trees of several agent requests in flight at once (an Anthropic
+ * body of 359 KB and its translation take about 0.8 MB of blocks): at 4 MiB,
+ * eight at a time overflowed it and a third of their blocks went through
+ * malloc and free again (bench/instr.sh with an agent body). The blocks kept
+ * are memory the thread had in use; glibc keeps most freed memory too. Every block
  * is a malloc block: what jansson hands out (json_dumps) is released with
  * free().
  *
@@ -23,9 +28,9 @@
  * AddressSanitizer still sees every jansson block freed. */
 
 #define SW_JALLOC_MAX_SMALL 256
-#define SW_JALLOC_KEEP 4096                 /* small blocks kept per class */
+#define SW_JALLOC_KEEP 16384                /* small blocks kept per class */
 #define SW_JALLOC_MAX_BIG ((1u << 16) - 8)  /* larger blocks: malloc and free */
-#define SW_JALLOC_KEEP_BYTES (4u << 20)     /* bytes kept per thread, every class */
+#define SW_JALLOC_KEEP_BYTES (16u << 20)     /* bytes kept per thread, every class */
 
 /* Returns 1 when installed, 0 when not (sanitizer build). */
 int sw_jalloc_install(void);
