@@ -41,8 +41,13 @@ unsigned sw_ewma_observe(struct sw_ewma *e, long prompt_tokens, double ttft_ms, 
     /* isfinite() also rejects NaN and infinities coming from a broken timer.
      * The first token's own decode step (one period at the learned speed) is
      * not prefill: without taking it out, short prompts would teach a rate
-     * that overestimates every long prompt. */
-    if (prompt_tokens >= min_prefill && isfinite(ttft_ms) && ttft_ms - rtt_ms > 0) {
+     * that overestimates every long prompt. A first token no later than the
+     * health check's round trip says that round trip is not this request's
+     * (a slow /health, a loaded check): the sample is taken without it, the
+     * time to the first token still bounding the prefill. */
+    if (!(rtt_ms < ttft_ms))
+        rtt_ms = 0;
+    if (prompt_tokens >= min_prefill && isfinite(ttft_ms) && ttft_ms > 0) {
         double v = (ttft_ms - rtt_ms - 1000.0 / e->decode_tps) / (double)prompt_tokens;
         update(&e->prefill_ms_per_token, &e->n_prefill, e->alpha,
                clamp(v, SW_EWMA_MIN_PREFILL_MS_PER_TOKEN, SW_EWMA_MAX_PREFILL_MS_PER_TOKEN));

@@ -20,7 +20,8 @@
  * Guards: a sample whose duration is zero or negative, or too small to mean
  * anything, is ignored, per average: prefill needs prompt_tokens >=
  * min_prefill_tokens (on tiny prompts the fixed per-request overhead
- * dominates and would inflate ms/token) and ttft_ms > rtt_ms; decode needs
+ * dominates and would inflate ms/token) and ttft_ms > 0 (an rtt_ms not below
+ * ttft_ms is not this request's and counts as 0); decode needs
  * output_tokens >= 2 and decode_ms > 0 (a non-streamed answer has no
  * first-to-last interval: pass 0); output needs output_tokens >= 1 (report
  * completed requests only; a cancelled one would bias it down). Accepted

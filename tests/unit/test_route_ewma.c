@@ -52,8 +52,14 @@ struct obs_case {
 static const struct obs_case obs_cases[] = {
     /* prefill: (530 - rtt 10 - one period at the 50 tokens/s just learned) / 1000 */
     {"everything", 1000, 530, 10, 2000, 101, P | D | O, 0.5, 50, 101},
-    {"rtt larger than ttft: no prefill", 1000, 10, 20, 2000, 101, D | O, PRI_P, 50, 101},
-    {"ttft equal to rtt: no prefill", 1000, 10, 10, 2000, 101, D | O, PRI_P, 50, 101},
+    /* an rtt not below the ttft is not the request's: taken as 0, and 10 ms
+     * is less than the first token's step (20 ms at 50 tokens/s) */
+    {"rtt larger than ttft: counted as 0", 1000, 10, 20, 2000, 101, D | P | O,
+     SW_EWMA_MIN_PREFILL_MS_PER_TOKEN, 50, 101},
+    {"ttft equal to rtt: counted as 0", 1000, 10, 10, 2000, 101, D | P | O,
+     SW_EWMA_MIN_PREFILL_MS_PER_TOKEN, 50, 101},
+    {"slow health check: the ttft alone", 1000, 520, 900, 2000, 101, D | P | O, 0.5, 50, 101},
+    {"zero ttft: no prefill", 1000, 0, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
     /* no decode sample: the period is the prior's (20 tokens/s: 50 ms) */
     {"negative rtt counts as 0", 1000, 550, -50, 0, 0, P, 0.5, PRI_D, PRI_O},
     {"short prompt: no prefill", 31, 500, 0, 0, 0, 0, PRI_P, PRI_D, PRI_O},
