@@ -73,9 +73,9 @@ int main(int argc, char **argv)
            dots ? "s" : "", seeds, p.boxes, p.slots, p.cache_per_slot, p.prefill_ms_per_token,
            p.decode_tps, p.turns, p.system_tokens, p.turn_min, p.turn_max, p.budget_ms,
            p.cloud_ttft_ms);
-    printf("%-4s %-8s %6s %9s %9s %10s %10s %10s %10s %9s %7s\n", "seed", "affinity", "turns",
-           "gw_cloud%", "or_cloud%", "gw_in_bud%", "or_in_bud%", "later_p50", "or_p50",
-           "affinity", "failed");
+    printf("%-4s %-8s %6s %9s %9s %10s %10s %10s %10s %9s %6s %7s\n", "seed", "affinity",
+           "turns", "gw_cloud%", "or_cloud%", "gw_in_bud%", "or_in_bud%", "later_p50", "or_p50",
+           "affinity", "moved", "failed");
     struct mean m[2] = {{0}};
     for (unsigned seed = first; seed <= last; seed++) {
         p.seed = seed;
@@ -84,10 +84,11 @@ int main(int argc, char **argv)
             p.affinity = on;
             if (ag_run(&p, &r))
                 return 1;
-            printf("%-4u %-8s %6ld %9.2f %9.2f %10.2f %10.2f %10.0f %10.0f %9ld %7ld\n", seed,
-                   on ? "on" : "off", r.n, ag_pct(r.gw_cloud, r.n), ag_pct(r.or_cloud, r.n),
-                   ag_pct(r.gw_ok, r.n), ag_pct(r.or_ok, r.n), r.gw_local_later_p50_ms,
-                   r.or_local_later_p50_ms, r.gw_affinity, r.gw_failed);
+            printf("%-4u %-8s %6ld %9.2f %9.2f %10.2f %10.2f %10.0f %10.0f %9ld %6ld %7ld\n",
+                   seed, on ? "on" : "off", r.n, ag_pct(r.gw_cloud, r.n),
+                   ag_pct(r.or_cloud, r.n), ag_pct(r.gw_ok, r.n), ag_pct(r.or_ok, r.n),
+                   r.gw_local_later_p50_ms, r.or_local_later_p50_ms, r.gw_affinity, r.gw_moved,
+                   r.gw_failed);
             m[on].cloud += ag_pct(r.gw_cloud, r.n);
             m[on].or_cloud += ag_pct(r.or_cloud, r.n);
             m[on].ok += ag_pct(r.gw_ok, r.n);

@@ -60,6 +60,7 @@ struct turn {
     int box, slot;
     long predicted, cached;
     bool busy;                  /* work that may hold its slot ran on its box (sw_live_cache_busy) */
+    uint32_t left;              /* exclude bits of the locals whose queue it moved out of */
     double first_ms, decode_ms;
     double or_ttft;             /* the oracle's local TTFT, -1: its cloud */
 };
@@ -235,6 +236,7 @@ static void facts_of(const struct turn *q, struct sw_route_facts *f)
     f->max_tokens_given = true;
     f->allows_cloud = true;
     f->deadline_ms = T0_MS + (int64_t)floor(q->t_arr) + TIMEOUT_MS;
+    f->exclude = q->left;
 }
 
 static void to_cloud(struct sim *s, struct turn *q)
@@ -439,6 +441,16 @@ static void queue_check(struct sim *s, struct turn *q)
         struct sw_route_plan plan;
         fx.exclude |= 1u << k;
         sw_route_decide(&fx, &snap.view, &snap.policy, now, &plan);
+        /* the relay's move to another local that starts it at once */
+        if (sw_route_moves_to(&snap.view, &plan, (double)(now - q->claim.taken_ms), est,
+                              QUEUE_CHECK_MS)) {
+            sw_claim_settle(s->live, &q->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
+            s->res->gw_moved++;
+            q->left |= 1u << k;
+            q->state = T_NEW;
+            arrive(s, q);
+            return;
+        }
         if (plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD) {
             struct sw_route_backend_view vb = v;
             vb.first_release_ms = 0;

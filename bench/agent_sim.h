@@ -57,6 +57,7 @@ struct ag_result {
     long gw_ok, or_ok;          /* first token within the budget */
     long gw_failed;
     long gw_affinity;           /* served with reason affinity */
+    long gw_moved;              /* queued turns that moved to another local (sw_route_move_local) */
     long gw_cached_turns;       /* local turns that found a prefix cached */
     double gw_local_later_p50_ms;   /* local TTFT p50 of turns after the first */
     double or_local_later_p50_ms;

@@ -44,6 +44,7 @@ struct req {
     /* gateway */
     struct sw_claim claim;
     enum { R_NEW, R_QUEUED, R_RUNNING, R_DONE } state;
+    uint32_t left;              /* exclude bits of the locals whose queue it moved out of */
     double t_start, first_ms, decode_ms, t_end;
 };
 
@@ -185,6 +186,7 @@ static void facts_of(const struct req *q, struct sw_route_facts *f)
     f->max_tokens_given = true;     /* every request of the trace names its max_tokens */
     f->allows_cloud = true;
     f->deadline_ms = T0_MS + (int64_t)floor(q->t_arr) + TIMEOUT_MS;
+    f->exclude = q->left;
 }
 
 static void to_cloud(struct sim *s, struct req *q, long *why)
@@ -286,6 +288,15 @@ static void queue_check(struct sim *s, struct req *q)
         struct sw_route_plan plan;
         fx.exclude |= 1u << k;
         sw_route_decide(&fx, &snap.view, &snap.policy, now, &plan);
+        /* the relay's move to another local that starts it at once */
+        if (sw_route_moves_to(&snap.view, &plan, (double)(now - q->claim.taken_ms), est,
+                              QUEUE_CHECK_MS)) {
+            sw_claim_settle(s->live, &q->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
+            q->left |= 1u << k;
+            q->state = R_NEW;
+            arrive(s, q);
+            return;
+        }
         if (plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD) {
             struct sw_route_backend_view vb = v;
             vb.first_release_ms = 0;    /* every running request at its bound */

@@ -46,7 +46,7 @@ write_configs() { # UP
     echo 'listen: "127.0.0.1:0"'
     echo 'backends:'
     for i in $(seq -w 0 19); do
-      echo "  - { name: up$i, tier: local, url: \"http://127.0.0.1:$up\", model: bench, slots: 1000, queue_max: 1000 }"
+      echo "  - { name: up$i, tier: local, url: \"http://127.0.0.1:$up\", model: bench, slots: 1000, queue_max: 1000, prefill_tps: 1000000 }"
     done
     echo 'models:'
     printf '  - { name: chat, backends: ['

@@ -69,6 +69,7 @@ struct sim {
     double now;
     double last_done;           /* when the latest answer ended */
     bool has_cloud;
+    bool locals;                /* more than one local: a queued request may move */
     long deadline_ms;
     double prefill[SW_ROUTE_MAX_BACKENDS * 8];
     double period[SW_ROUTE_MAX_BACKENDS * 8];
@@ -306,7 +307,7 @@ static void schedule_check(struct sim *s, struct sreq *r, bool refused)
 {
     double deadline = r->arr + (double)s->deadline_ms;
     double want;
-    if (!r->facts.allows_cloud || !s->has_cloud)
+    if ((!r->facts.allows_cloud || !s->has_cloud) && !s->locals)
         want = deadline;
     else if (refused)
         want = s->now + REFUSED_CHECK_MS;
@@ -336,6 +337,29 @@ static void on_check(struct sim *s, struct sreq *r)
     sw_live_prefix_view(s->live, &px, now, &snap);
     long budget = sw_route_budget_ms(&r->facts, &snap.policy);
     bool refused = false;
+    for (size_t k = 0; k < snap.view.n && s->locals; k++) {
+        if (snap.map[k] != r->claim.be)
+            continue;
+        /* The relay's rule (sw_route_move_local): to another local that
+         * starts it at once, when that is sooner or the wait has cost what
+         * moving costs. */
+        struct sw_route_backend_view v = snap.backends[k];
+        v.queued = sw_claim_queue_position(s->live, &r->claim);
+        struct sw_route_facts f = r->facts;
+        f.exclude |= 1u << k;
+        struct sw_route_plan plan;
+        sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
+        if (sw_route_moves_to(&snap.view, &plan, s->now - r->enq,
+                              sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est),
+                              QUEUE_CHECK_MS)) {
+            sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
+            r->queued = false;
+            r->facts.exclude |= 1u << k;
+            s->res->moved++;
+            plan_next(s, r);
+            return;
+        }
+    }
     if (r->facts.allows_cloud && s->has_cloud) {
         for (size_t k = 0; k < snap.view.n; k++) {
             if (snap.map[k] != r->claim.be)
@@ -592,11 +616,13 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
     struct sw_config_model m = *model;
     m.n_backends = 0;
     bool has_cloud = false;
+    size_t n_locals = 0;
     for (size_t k = 0; k < model->n_backends && m.n_backends < SW_ROUTE_MAX_BACKENDS; k++) {
         enum sw_tier tier = cfg->backends[model->backends[k]].tier;
         if (!(st->tiers & (tier == SW_TIER_LOCAL ? SW_PLAN_LOCAL : SW_PLAN_CLOUD)))
             continue;
         has_cloud |= tier == SW_TIER_CLOUD;
+        n_locals += tier == SW_TIER_LOCAL;
         idx[m.n_backends++] = model->backends[k];
     }
     m.backends = idx;
@@ -613,7 +639,7 @@ int sw_plan_run(struct sw_config *cfg, const struct sw_config_model *model,
         if (st->slots > 0 && cfg->backends[i].tier == SW_TIER_LOCAL)
             cfg->backends[i].slots = st->slots;
     }
-    struct sim s = {.model = &m, .res = out, .has_cloud = has_cloud};
+    struct sim s = {.model = &m, .res = out, .has_cloud = has_cloud, .locals = n_locals > 1};
     int rc = -1;
     s.deadline_ms = cfg->routing.request_timeout_ms;
     struct sw_live_shared *g = sw_live_shared_new(cfg, 0, t->start_epoch_ms);

@@ -47,6 +47,7 @@ struct sw_plan_result {
     long budget_ms;
     double cap_usd;
     uint64_t n, local, cloud, rejected, within, spilled;
+    uint64_t moved;             /* queued requests that moved to another local */
     double ttft_p50, ttft_p95, ttft_p99;    /* served requests, ms */
     double ttft_sum_ms;         /* served requests, exact */
     double spend_usd;           /* cloud */

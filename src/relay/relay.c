@@ -701,10 +701,11 @@ static void on_slot_granted(struct sw_claim *c)
 }
 
 /* A request waiting for a local slot: past its deadline it fails (504); when
- * it may leave and its estimated start now breaks the TTFT budget, or the
- * slot has not come by the last check at which the cloud still makes the
- * budget (sw_relay_leave_queue), it moves to the cloud before it ever
- * started locally (reason overflow). */
+ * another local would start it at once and sooner, it moves there; when it
+ * may leave and its estimated start now breaks the TTFT budget, or the slot
+ * has not come by the last check at which the cloud still makes the budget
+ * (sw_relay_leave_queue), it moves to the cloud before it ever started
+ * locally (reason overflow). */
 static void on_queue_check(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -719,13 +720,15 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
         return;
     }
     size_t k;
+    bool to_local;
     if (sw_relay_leave_queue(p->live, p->model, &p->facts, &p->prefix, &p->claim, p->a.be,
-                             p->start_ms, now,
-                             QUEUE_CHECK_US / 1000.0, p->id, sw_relay_backend(p)->name, &k)) {
-        sw_relay_trace_event(p, "queue_leave", sw_relay_backend(p)->name, NULL,
-                             (long)(now - p->a.claim_ms));
+                             p->start_ms, now, QUEUE_CHECK_US / 1000.0, p->id,
+                             sw_relay_backend(p)->name, &k, &to_local)) {
+        sw_relay_trace_event(p, to_local ? "queue_move" : "queue_leave",
+                             sw_relay_backend(p)->name, NULL, (long)(now - p->a.claim_ms));
         attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);
-        p->overflowed = true;
+        if (!to_local)
+            p->overflowed = true;
         p->left_queue |= 1u << k;
         exclude_and_replan(p, false);
         return;

@@ -65,6 +65,23 @@ static bool cloud_would_take(const struct sw_route_facts *facts,
     return true;
 }
 
+/* Whether, without local backend k, the router would send this request,
+ * queued there for waited_ms with est_here_ms to go, to another local
+ * (sw_route_moves_to); if so, *est_ms is its estimate there. */
+static bool moves_elsewhere(const struct sw_route_facts *facts,
+                            const struct sw_live_snapshot *snap, size_t k, int64_t now,
+                            double waited_ms, double est_here_ms, double check_ms, double *est_ms)
+{
+    struct sw_route_facts f = *facts;
+    f.exclude |= 1u << k;
+    struct sw_route_plan plan;
+    sw_route_decide(&f, &snap->view, &snap->policy, now, &plan);
+    if (!sw_route_moves_to(&snap->view, &plan, waited_ms, est_here_ms, check_ms))
+        return false;
+    *est_ms = plan.est_ttft_ms[plan.attempts[0].backend];
+    return true;
+}
+
 /* The local estimate with every running request at its bound. */
 static double bound_est(const struct sw_route_backend_view *v, const struct sw_route_facts *f)
 {
@@ -77,10 +94,10 @@ bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *mo
                           const struct sw_route_facts *f, const struct sw_prefix *prefix,
                           const struct sw_claim *c, size_t be,
                           int64_t start_ms, int64_t now, double check_ms, const char *id,
-                          const char *be_name, size_t *k)
+                          const char *be_name, size_t *k, bool *to_local)
 {
-    if (!f->allows_cloud || (f->sensitive && f->n_regions == 0))
-        return false;
+    bool cloud_ok = f->allows_cloud && !(f->sensitive && f->n_regions == 0);
+    *to_local = false;
     struct sw_live_snapshot snap;
     sw_live_snapshot(live, model, now, &snap);
     sw_live_prefix_view(live, prefix, now, &snap);
@@ -89,7 +106,19 @@ bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *mo
             continue;
         struct sw_route_backend_view v = snap.backends[i];
         v.queued = sw_claim_queue_position(live, c);
-        double est = (double)(now - start_ms) + sw_route_est_ttft_ms(&v, f->prompt_tokens_est);
+        double here = sw_route_est_ttft_ms(&v, f->prompt_tokens_est);
+        double est = (double)(now - start_ms) + here, there;
+        double waited = (double)(now - c->taken_ms);
+        if (moves_elsewhere(f, &snap, i, now, waited, here, check_ms, &there)) {
+            sw_info("request %s: waited %.0f ms on %s, estimated first token there in %.0f ms, "
+                    "on another local with a free slot in %.0f ms: leaving the queue", id,
+                    waited, be_name, here, there);
+            *k = i;
+            *to_local = true;
+            return true;
+        }
+        if (!cloud_ok)
+            return false;
         long budget = sw_route_budget_ms(f, &snap.policy);
         /* budget 0: none (a batch request without a batch budget waits for
          * its deadline) */

@@ -29,14 +29,16 @@ bool sw_relay_another_would_take(struct sw_live *live, const struct sw_config_mo
                                  size_t be, int64_t now);
 
 /* Whether a request queued for local backend `be` (its claim `c`) should
- * leave the queue for the cloud now (sw_route_leave_queue on a fresh
- * snapshot, with the request's prefix affinity); then *k is the backend's index in that snapshot (its exclude
- * bit) and the reason is logged under request `id`. */
+ * leave the queue now, on a fresh snapshot with the request's prefix
+ * affinity: for another local that starts it at once and sooner
+ * (sw_route_move_local; *to_local set), or, when it may leave, for the
+ * cloud (sw_route_leave_queue). Then *k is the backend's index in that
+ * snapshot (its exclude bit) and the reason is logged under request `id`. */
 bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *model,
                           const struct sw_route_facts *f, const struct sw_prefix *prefix,
                           const struct sw_claim *c, size_t be,
                           int64_t start_ms, int64_t now, double check_ms, const char *id,
-                          const char *be_name, size_t *k);
+                          const char *be_name, size_t *k, bool *to_local);
 
 /* "name: health[, breaker open][, last error: ...]; ..." for every backend
  * of a snapshot, into out (truncated to fit). */

@@ -152,6 +152,14 @@ double sw_route_first_release_ms(const struct sw_route_backend_view *b,
     return isfinite(result) && result > 0 ? result : 0;
 }
 
+bool sw_route_move_local(double waited_ms, double est_here_ms, double est_there_ms,
+                         double check_ms)
+{
+    /* a NaN estimate there: no move */
+    return est_there_ms >= 0 &&
+           (est_there_ms + sw_route_nonneg(check_ms) < est_here_ms || waited_ms > est_there_ms);
+}
+
 bool sw_route_leave_queue(double elapsed_ms, double est_local_ms, double est_bound_ms,
                           double est_cloud_ms, long budget_ms, double check_ms)
 {

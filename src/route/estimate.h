@@ -2,7 +2,7 @@
  * start (sw_route_est_ttft_ms), how long a running request still holds its
  * slot (sw_route_busy_left_ms), when the first slot frees
  * (sw_route_first_release_ms), and when a queued request leaves for the
- * cloud (sw_route_leave_queue). The view builder (state/live.c) fills the
+ * cloud (sw_route_leave_queue) or another local (sw_route_move_local). The view builder (state/live.c) fills the
  * view's slot releases with them once per snapshot; the decision
  * (route/route.c), the relay's queue check, the planner and the admin API
  * read the first-token estimate from the view. Pure: no I/O, no clock. */
@@ -144,6 +144,21 @@ double sw_route_first_release_ms(const struct sw_route_backend_view *b,
  * first_release_ms 0) does not. budget_ms <= 0: never (no budget). */
 bool sw_route_leave_queue(double elapsed_ms, double est_local_ms, double est_bound_ms,
                           double est_cloud_ms, long budget_ms, double check_ms);
+
+/* Whether a request waiting in a local queue (for waited_ms so far) should
+ * move to another local that has a free slot and that the router would
+ * send it to now, whose estimated first token from now is est_there_ms:
+ * when that comes sooner, by more than the checks' period (check_ms), than
+ * where it waits (est_here_ms, for its place in the queue); or once it has
+ * waited longer than moving would take. The second is the rent-or-buy rule:
+ * the wait estimate a request queued on is optimistic by design (the first
+ * release at SW_ROUTE_FIRST_RELEASE_Q, the rest at the fluid rate), and
+ * when the slots were all taken at once and are held for as long as each
+ * other, it stays low while the wait runs on; moving once the wait has cost
+ * what a move costs takes at most twice the better of the two. Only to a
+ * box that starts it at once, so it never moves twice. */
+bool sw_route_move_local(double waited_ms, double est_here_ms, double est_there_ms,
+                         double check_ms);
 /* ---- Inline helpers (the decision's loop and estimate.c) ---- */
 
 /* A learned value, or the prior when there is no data yet: v > 0 and finite

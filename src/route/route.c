@@ -1014,3 +1014,14 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
     cloud_refused(&c, l0, hard,
                   hard == T_LONG_PROMPT && !facts->exclude ? SW_REASON_LONG_PROMPT : local_reason);
 }
+
+bool sw_route_moves_to(const struct sw_route_view *view, const struct sw_route_plan *plan,
+                       double waited_ms, double est_here_ms, double check_ms)
+{
+    if (plan->n == 0 || plan->attempts[0].backend >= view->n)
+        return false;
+    size_t j = plan->attempts[0].backend;
+    const struct sw_route_backend_view *o = &view->backends[j];
+    return o->tier == SW_TIER_LOCAL && o->slots > 0 && sw_route_ahead(o) <= 0 &&
+           sw_route_move_local(waited_ms, est_here_ms, plan->est_ttft_ms[j], check_ms);
+}

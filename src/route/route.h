@@ -201,4 +201,11 @@ void sw_route_decide(const struct sw_route_facts *facts, const struct sw_route_v
                      const struct sw_route_policy *policy, int64_t now_ms,
                      struct sw_route_plan *plan);
 
+/* Whether a request queued on a local for waited_ms, with est_here_ms its
+ * estimate there now, moves to the first attempt of plan (decided with that
+ * local excluded, on view): a local with a free slot, and
+ * sw_route_move_local on its estimate. Pure. */
+bool sw_route_moves_to(const struct sw_route_view *view, const struct sw_route_plan *plan,
+                       double waited_ms, double est_here_ms, double check_ms);
+
 #endif

@@ -174,3 +174,64 @@ pii:
     await box.stop();
   }
 });
+
+// A request queued for the box that holds its prefix, behind a request that
+// runs far longer than the gateway's rates said (it named no max_tokens, and
+// the estimate assumed routing.default_max_tokens, 8), moves to the other
+// local once it has waited about as long as moving costs, instead of
+// waiting the running request out.
+test('a request queued behind one that outlasts its estimate moves to the local with a free slot', async () => {
+  const args = ['--model', 'm', '--slots', '1', '--prefix-cache', '1', '--prefill-ms-per-token', '0.5',
+    '--decode-tps', '20', '--reply', 'echo', '--max-output-tokens', '400'];
+  const a = await startLlmsim(args);
+  const b = await startLlmsim(args);
+  let gw, long;
+  try {
+    gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+backends:
+  - { name: edge, tier: local, url: "${a.url}", model: m, slots: 1 }
+  - { name: edge2, tier: local, url: "${b.url}", model: m, slots: 1 }
+models:
+  - { name: chat, backends: [edge, edge2] }
+routing:
+  health_interval_ms: 100
+  ttft_budget_ms: 20000
+  default_max_tokens: 8
+  affinity: { enabled: true, ttl_s: 60, max_entries: 1000 }
+pii:
+  policy: off
+`);
+    const state = async () => (await getJSON(`${gw.url}/admin/state`, { headers: auth })).body;
+    const sys = { role: 'system', content: system('move') };
+    const t1 = await turn(gw, [sys, { role: 'user', content: 'hello' }]);
+    const holder = t1.backend;
+    // No max_tokens: llmsim echoes the 400 pieces of the user's text at 20/s.
+    long = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat', stream: true,
+        messages: [sys, { role: 'user', content: 'read '.repeat(320) }] }),
+    }).then(async (r) => ({ status: r.status, backend: r.headers.get('x-spillway-backend'), text: await r.text() }));
+    await waitFor(async () => (await state()).backends.find((x) => x.name === holder).in_flight === 1,
+      { timeout: 10000, every: 5, what: 'the long request running on the holder' });
+    const y = await turn(gw, [sys, { role: 'user', content: 'quick' }], { stream: true });
+    // Answered elsewhere while the long request still runs on the holder.
+    assert.notEqual(y.backend, holder, JSON.stringify(y));
+    const st = await state();
+    assert.equal(st.backends.find((x) => x.name === holder).in_flight, 1, 'the long request still runs');
+    // It was queued on the holder first: its decision lists that attempt.
+    const dec = (await getJSON(`${gw.url}/admin/decisions?limit=5`, { headers: auth })).body;
+    const d = (dec.decisions ?? dec).find((x) => x.backend === y.backend && x.attempts?.length > 1);
+    assert.ok(d, JSON.stringify(dec));
+    assert.deepEqual([d.attempts[0].backend, d.attempts[0].outcome], [holder, 'skipped'], JSON.stringify(d));
+    const l = await long;
+    assert.equal(l.status, 200);
+    assert.equal(l.backend, holder);
+  } finally {
+    await long?.catch(() => {});
+    await gw?.stop();
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});

@@ -1215,6 +1215,40 @@ static void test_estimate_overdue(void **state)
                                      sw_route_est_ttft_ms(&bs[0], 500), 400, 30000, 250));
 }
 
+/* The queue check's move: only to a plan's first attempt that is a local
+ * with a free slot, on sw_route_move_local. */
+static void test_moves_to(void **state)
+{
+    (void)state;
+    struct sw_route_backend_view bs[3] = {
+        LOCAL("full", .slots = 1, .in_flight = 1), LOCAL("free", .slots = 2, .in_flight = 1),
+        CLOUD("C1")};
+    struct sw_route_view v = {.backends = bs, .n = 3};
+    struct sw_route_plan pl = {.n = 1, .n_backends = 3};
+    pl.attempts[0].backend = 1;
+    pl.est_ttft_ms[1] = 300;
+    assert_true(sw_route_moves_to(&v, &pl, 0, 1000, 25));
+    assert_false(sw_route_moves_to(&v, &pl, 0, 310, 25));
+    assert_true(sw_route_moves_to(&v, &pl, 301, 0, 25));
+    bs[1].queued = 1;                   /* no free slot there now */
+    assert_false(sw_route_moves_to(&v, &pl, 1e6, 1e6, 25));
+    bs[1].queued = 0;
+    bs[1].outside_load = 1;             /* the server's own work takes it */
+    assert_false(sw_route_moves_to(&v, &pl, 1e6, 1e6, 25));
+    bs[1].outside_load = 0;
+    pl.attempts[0].backend = 0;         /* a full local */
+    pl.est_ttft_ms[0] = 1;
+    assert_false(sw_route_moves_to(&v, &pl, 1e6, 1e6, 25));
+    pl.attempts[0].backend = 2;         /* the cloud: the other rule's */
+    pl.est_ttft_ms[2] = 1;
+    assert_false(sw_route_moves_to(&v, &pl, 1e6, 1e6, 25));
+    pl.attempts[0].backend = 3;         /* past the view */
+    assert_false(sw_route_moves_to(&v, &pl, 1e6, 1e6, 25));
+    pl.n = 0;                           /* a rejection */
+    pl.attempts[0].backend = 1;
+    assert_false(sw_route_moves_to(&v, &pl, 1e6, 1e6, 25));
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -1491,6 +1525,7 @@ int main(void)
         cmocka_unit_test(test_load_priority_reserve),
         cmocka_unit_test(test_estimate_busy),
         cmocka_unit_test(test_estimate_overdue),
+        cmocka_unit_test(test_moves_to),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_many_backends),
         cmocka_unit_test(test_long_name),

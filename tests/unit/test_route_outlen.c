@@ -191,6 +191,26 @@ static void test_leave_queue(void **state)
     assert_false(sw_route_leave_queue(580, 300, 5000, 400, 0, 25));     /* no budget */
 }
 
+/* Move to another local (that starts it at once) when its estimate there
+ * is sooner by more than a check, or once the wait so far has cost what
+ * the move costs; never on a NaN estimate there. */
+static void test_move_local(void **state)
+{
+    (void)state;
+    /* waited, here, there, check */
+    assert_true(sw_route_move_local(0, 500, 400, 25));      /* sooner there */
+    assert_false(sw_route_move_local(0, 420, 400, 25));     /* within a check: stay */
+    assert_false(sw_route_move_local(300, 100, 400, 25));   /* the estimate here still holds */
+    assert_true(sw_route_move_local(401, 100, 400, 25));    /* waited what the move costs */
+    assert_false(sw_route_move_local(400, 100, 400, 25));
+    assert_true(sw_route_move_local(0, 500, 0, 25));        /* an idle box with the prefix */
+    assert_false(sw_route_move_local(1e9, 1e9, NAN, 25));
+    assert_false(sw_route_move_local(1e9, 1e9, -1, 25));
+    assert_false(sw_route_move_local(0, NAN, 400, 25));     /* NaN here: only the wait decides */
+    assert_true(sw_route_move_local(500, NAN, 400, 25));
+    assert_true(sw_route_move_local(0, INFINITY, 400, 25)); /* an unbounded wait here */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_first_release),
         cmocka_unit_test(test_wait_uses_first_release),
         cmocka_unit_test(test_leave_queue),
+        cmocka_unit_test(test_move_local),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
