@@ -336,64 +336,47 @@ static void on_check(struct sim *s, struct sreq *r)
     prefix_of(r, &px);
     sw_live_prefix_view(s->live, &px, now, &snap);
     long budget = sw_route_budget_ms(&r->facts, &snap.policy);
-    bool refused = false;
-    for (size_t k = 0; k < snap.view.n && s->locals; k++) {
+    bool refused = false, cloud_ok = r->facts.allows_cloud && s->has_cloud;
+    for (size_t k = 0; k < snap.view.n && (cloud_ok || s->locals); k++) {
         if (snap.map[k] != r->claim.be)
             continue;
-        /* The relay's rule (sw_route_move_local): to another local that
-         * starts it at once, when that is sooner or the wait has cost what
-         * moving costs. */
         struct sw_route_backend_view v = snap.backends[k];
         v.queued = sw_claim_queue_position(s->live, &r->claim);
+        double elapsed = s->now - r->arr;
+        double here = sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est);
         struct sw_route_facts f = r->facts;
         f.exclude |= 1u << k;
         struct sw_route_plan plan;
         sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
-        if (sw_route_moves_to(&snap.view, &plan, s->now - r->enq,
-                              sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est),
-                              QUEUE_CHECK_MS)) {
-            sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
-            r->queued = false;
-            r->facts.exclude |= 1u << k;
-            s->res->moved++;
-            plan_next(s, r);
-            return;
-        }
-    }
-    if (r->facts.allows_cloud && s->has_cloud) {
-        for (size_t k = 0; k < snap.view.n; k++) {
-            if (snap.map[k] != r->claim.be)
-                continue;
-            struct sw_route_backend_view v = snap.backends[k];
-            v.queued = sw_claim_queue_position(s->live, &r->claim);
-            double elapsed = s->now - r->arr;
-            double est = elapsed + sw_route_est_ttft_ms(&v, r->facts.prompt_tokens_est);
-            if (budget <= 0)
-                continue;
-            /* The relay's rule (sw_route_leave_queue): leave when the estimated
-             * start breaks the budget, or at the last poll at which the cloud
-             * still makes it unless the cautious bound says local will. */
-            struct sw_route_facts f = r->facts;
-            f.exclude |= 1u << k;
-            struct sw_route_plan plan;
-            sw_route_decide(&f, &snap.view, &snap.policy, now, &plan);
+        /* The relay's rules: to another local that starts it at once, when
+         * that is sooner or the wait has cost what moving costs
+         * (sw_route_moves_to); to the cloud when the estimated start breaks
+         * the budget, or at the last poll at which the cloud still makes it
+         * unless the cautious bound says local will (sw_route_leave_queue). */
+        uint64_t *why = NULL;
+        if (s->locals && sw_route_moves_to(&snap.view, &plan, s->now - r->enq, here,
+                                           QUEUE_CHECK_MS)) {
+            why = &s->res->moved;
+        } else if (cloud_ok && budget > 0) {
             bool cloud = plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD;
             struct sw_route_backend_view bound = v;
             bound.first_release_ms = 0;
             if (cloud &&
-                sw_route_leave_queue(elapsed, est - elapsed,
+                sw_route_leave_queue(elapsed, here,
                                      sw_route_est_ttft_ms(&bound, r->facts.prompt_tokens_est),
                                      plan.est_ttft_ms[plan.attempts[0].backend], budget,
-                                     QUEUE_CHECK_MS)) {
-                sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
-                r->queued = false;
-                r->facts.exclude |= 1u << k;
-                s->res->spilled++;
-                plan_next(s, r);
-                return;
-            }
-            if (!cloud && est > (double)budget)
+                                     QUEUE_CHECK_MS))
+                why = &s->res->spilled;
+            else if (!cloud && elapsed + here > (double)budget)
                 refused = true;     /* would leave, but the cloud takes nothing now */
+        }
+        if (why) {
+            sw_claim_settle(s->live, &r->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
+            r->queued = false;
+            r->facts.exclude |= 1u << k;
+            (*why)++;
+            plan_next(s, r);
+            return;
         }
     }
     schedule_check(s, r, refused);
