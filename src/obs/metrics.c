@@ -92,6 +92,11 @@ static const struct family_def families[SW_M__COUNT] = {
                       "405 (wrong method), by status and path class (api, models, admin, ops, "
                       "unknown; never the path itself).",
                       COUNTER, {"status", "path_class"}, 2, 32, NULL, 0},
+    [SW_M_QUEUE_MOVES] = {"spillway_queue_moves_total",
+                          "Requests that left a local backend's queue for another local with a "
+                          "free slot (the wait they queued on ran longer than moving costs), "
+                          "per backend left.",
+                          COUNTER, {"backend"}, 1, 64, NULL, 0},
 };
 
 /* ---- Storage ---- */

@@ -39,6 +39,7 @@ enum sw_metric {
     SW_M_PRIORITY,          /* spillway_priority_requests_total{priority,tier,reason} */
     SW_M_DROPPED,           /* spillway_translation_dropped_total{field} */
     SW_M_REFUSED,           /* spillway_http_refused_total{status,path_class} */
+    SW_M_QUEUE_MOVES,       /* spillway_queue_moves_total{backend} */
     SW_M__COUNT
 };
 

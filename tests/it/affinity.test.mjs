@@ -226,6 +226,8 @@ pii:
     const d = (dec.decisions ?? dec).find((x) => x.backend === y.backend && x.attempts?.length > 1);
     assert.ok(d, JSON.stringify(dec));
     assert.deepEqual([d.attempts[0].backend, d.attempts[0].outcome], [holder, 'skipped'], JSON.stringify(d));
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, new RegExp(`spillway_queue_moves_total\\{backend="${holder}"\\} 1\\b`));
     const l = await long;
     assert.equal(l.status, 200);
     assert.equal(l.backend, holder);
