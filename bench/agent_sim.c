@@ -61,6 +61,8 @@ struct turn {
     long predicted, cached;
     bool busy;                  /* work that may hold its slot ran on its box (sw_live_cache_busy) */
     uint32_t left;              /* exclude bits of the locals whose queue it moved out of */
+    double gap;                 /* after the previous turn (closed loop: after its end) */
+    long next;                  /* the conversation's next turn, -1: none */
     double first_ms, decode_ms;
     double or_ttft;             /* the oracle's local TTFT, -1: its cloud */
 };
@@ -172,6 +174,7 @@ struct sim {
     double *later;              /* local TTFTs of turns after the first */
     long n_later;
     unsigned short hx[3];       /* health-check round trips */
+    long pending;              /* turns not finished (closed loop: the health checks run while any are) */
     double t_end;               /* the last arrival: health checks stop after it */
 };
 
@@ -239,6 +242,18 @@ static void facts_of(const struct turn *q, struct sw_route_facts *f)
     f->exclude = q->left;
 }
 
+/* A turn's answer ended at `at`: in a closed loop its conversation's next
+ * turn is sent a gap later. */
+static void finished(struct sim *s, const struct turn *q, double at)
+{
+    s->pending--;
+    if (!s->p->closed_loop || q->next < 0)
+        return;
+    struct turn *n = &s->turns[q->next];
+    n->t_arr = at + n->gap;
+    push(s, n->t_arr, EV_ARRIVE, q->next);
+}
+
 static void to_cloud(struct sim *s, struct turn *q)
 {
     sw_live_on_success(s->live, s->cloud_be, now_ms(s), q->prompt, s->p->cloud_ttft_ms, 0, q->out);
@@ -246,6 +261,7 @@ static void to_cloud(struct sim *s, struct turn *q)
     if (s->now - q->t_arr + s->p->cloud_ttft_ms <= (double)s->p->budget_ms)
         s->res->gw_ok++;
     q->state = T_DONE;
+    finished(s, q, s->now + s->p->cloud_ttft_ms + (double)(q->out - 1) * 1000.0 / s->p->decode_tps);
 }
 
 static int box_of(const struct sim *s, size_t be)
@@ -410,6 +426,7 @@ static void arrive(struct sim *s, struct turn *q)
     }
     s->res->gw_failed++;
     q->state = T_DONE;
+    finished(s, q, s->now);
 }
 
 /* The relay's check of a queued request, as in bench/replay_sim.c. */
@@ -424,6 +441,7 @@ static void queue_check(struct sim *s, struct turn *q)
         sw_claim_settle(s->live, &q->claim, SW_CLAIM_NEUTRAL, 0, 0, -1, 0, 0, 0, -1, now);
         s->res->gw_failed++;
         q->state = T_DONE;
+        finished(s, q, s->now);
         return;
     }
     struct sw_live_snapshot snap;
@@ -484,6 +502,7 @@ static void done(struct sim *s, struct turn *q)
     sw_live_prefix_served(s->live, q->be, &q->prefix, now);
     sw_claim_settle(s->live, &q->claim, SW_CLAIM_OK, q->prompt - q->cached, q->out, q->first_ms,
                     q->decode_ms, 200, 0, -1, now);
+    finished(s, q, s->now);
 }
 
 /* The health checker: every 2 s each box answers with a round trip of 1 to
@@ -493,7 +512,7 @@ static void health(struct sim *s)
 {
     for (int b = 0; b < s->p->boxes; b++)
         sw_live_on_health(s->live, s->box_be[b], now_ms(s), 200, 1.0 + 2.0 * erand48(s->hx));
-    if (s->now < s->t_end)
+    if (s->p->closed_loop ? s->pending > 0 : s->now < s->t_end)
         push(s, s->now + 2000, EV_HEALTH, 0);
 }
 
@@ -624,7 +643,7 @@ static long build_trace(const struct ag_params *p, struct turn **out)
     long conv = 0;
     for (double start = expo(xs, 1000.0 / p->conv_rate_per_s); start < p->duration_s * 1000.0;
          start += expo(xs, 1000.0 / p->conv_rate_per_s), conv++) {
-        double at = start;
+        double at = start, gap = 0;
         long prompt = p->system_tokens, last_out = 0;
         for (int k = 1; k <= p->turns; k++) {
             if (n == cap) {
@@ -644,11 +663,26 @@ static long build_trace(const struct ag_params *p, struct turn **out)
             q->out = uniform(xs, p->out_min, p->out_max);
             last_out = q->out;
             prefix_of(conv, k, p->system_tokens, prompts, &q->prefix);
-            at += p->gap_ms / 2 + expo(xs, p->gap_ms / 2);
+            q->gap = gap;
+            gap = p->gap_ms / 2 + expo(xs, p->gap_ms / 2);
+            at += gap;
         }
     }
     free(prompts);
     qsort(t, n, sizeof *t, by_arrival);
+    /* each conversation's turns in order: turn k+1 arrives after turn k */
+    long *last = malloc(((size_t)conv + 1) * sizeof *last);
+    if (!last)
+        abort();
+    for (long c = 0; c <= conv; c++)
+        last[c] = -1;
+    for (size_t i = 0; i < n; i++) {
+        t[i].next = -1;
+        if (last[t[i].conv] >= 0)
+            t[last[t[i].conv]].next = (long)i;
+        last[t[i].conv] = (long)i;
+    }
+    free(last);
     *out = t;
     return (long)n;
 }
@@ -701,8 +735,10 @@ int ag_run(const struct ag_params *p, struct ag_result *out)
     s.hx[0] = 0x4a1f, s.hx[1] = (unsigned short)p->seed, s.hx[2] = 3;
     s.t_end = s.n > 0 ? s.turns[s.n - 1].t_arr : 0;
     push(&s, 0, EV_HEALTH, 0);
+    s.pending = s.n;
     for (long i = 0; i < s.n; i++)
-        push(&s, s.turns[i].t_arr, EV_ARRIVE, i);
+        if (!p->closed_loop || s.turns[i].k == 1)
+            push(&s, s.turns[i].t_arr, EV_ARRIVE, i);
     while (s.nheap > 0) {
         struct event e = pop(&s);
         s.now = e.t;

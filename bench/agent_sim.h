@@ -15,7 +15,10 @@
  *
  * Turns arrive open-loop (each conversation's turns at fixed intervals
  * from its start), so the gateway's runs and the oracle see the same
- * arrivals. The oracle knows the caches and every service time: in arrival
+ * arrivals; closed_loop instead sends each turn a gap after the previous
+ * answer ended (the cloud's at its first token plus the answer at the
+ * boxes' speed), as an agent that waits for each answer does, so no turn
+ * ever overlaps the one before. The oracle knows the caches and every service time: in arrival
  * order it puts each turn on the local slot where its true first token is
  * soonest (FIFO behind what it kept, with the prefixes the turns it kept
  * there left), if that is within the budget, else on the cloud.
@@ -46,6 +49,9 @@ struct ag_params {
     long degrade_ms;            /* routing.latency.degrade_ms: above the first token of a
                                    long prompt's full prefill, which agents send by design */
     double cloud_ttft_ms;
+    bool closed_loop;           /* each turn sent a gap after the previous one's answer
+                                   ended (a sequential agent), not at fixed times; the
+                                   oracle then is the open-loop one's (not comparable) */
     bool trace;                 /* one line per spilled or late turn on stderr */
 };
 
