@@ -1,12 +1,13 @@
 /* The front's parse of one request body as the daemon runs it (jansson's
  * block cache installed): sw_request_parse (SURFACE messages: an Anthropic
- * Messages body, sw_anth_request_parse with its translation), then
+ * Messages body, sw_anth_request_parse with its translation; SURFACE
+ * responses: a Responses body, sw_responses_request_parse), then
  * sw_request_free, REPEAT times; prints the median of the thread's CPU time of one parse and free,
  * in µs. Natively timed (bench/agent_instr.sh GATEWAY=1 prints it per turn
  * next to the instruction counts); noisy on a loaded machine, a ratio within
  * one run is what to read.
  *
- *   agent_parse BODY.json [REPEAT [chat|messages]] */
+ *   agent_parse BODY.json [REPEAT [chat|messages|responses]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "common/jalloc.h"
 #include "dialect/anth_req.h"
+#include "dialect/responses_req.h"
 #include "request/request.h"
 
 static int cmp(const void *a, const void *b)
@@ -25,11 +27,12 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: agent_parse BODY.json [REPEAT [chat|messages]]\n");
+        fprintf(stderr, "usage: agent_parse BODY.json [REPEAT [chat|messages|responses]]\n");
         return 2;
     }
     long reps = argc > 2 ? strtol(argv[2], NULL, 10) : 101;
     int anth = argc > 3 && !strcmp(argv[3], "messages");
+    int resp = argc > 3 && !strcmp(argv[3], "responses");
     FILE *f = fopen(argv[1], "rb");
     if (!f || fseek(f, 0, SEEK_END))
         return 1;
@@ -48,8 +51,9 @@ int main(int argc, char **argv)
         struct sw_chat_request q;
         struct sw_request_error e;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-        if (anth ? sw_anth_request_parse(b, (size_t)n, 1, &q, &e)
-                 : sw_request_parse(b, (size_t)n, &q, &e)) {
+        if (anth   ? sw_anth_request_parse(b, (size_t)n, 1, &q, &e)
+            : resp ? sw_responses_request_parse(b, (size_t)n, NULL, &q, &e)
+                   : sw_request_parse(b, (size_t)n, &q, &e)) {
             fprintf(stderr, "agent_parse: %s\n", e.message);
             return 1;
         }

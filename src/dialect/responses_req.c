@@ -113,8 +113,7 @@ static json_t *chat_part(const json_t *part, const char *p, bool text_only,
         snprintf(q, sizeof q, "%s.%s", p, key);
         if (!json_is_string(tx))
             BAD(q, "%s: expected a string.", q);
-        json_t *o = is(t, "refusal") ? json_pack("{s:s, s:O}", "type", "refusal", "refusal", tx)
-                                     : json_pack("{s:s, s:O}", "type", "text", "text", tx);
+        json_t *o = SW_DIALECT_OBJECT({"type", sw_dialect_str(key)}, {key, json_incref(tx)});
         if (!o)
             sw_dialect_oom(err);
         return o;
@@ -171,7 +170,8 @@ static json_t *chat_content(const json_t *c, const char *p, const char *role,
         }
     }
     json_decref(parts);
-    json_t *s = json_stringn(b.ptr ? b.ptr : "", b.len);
+    /* parsed texts: valid UTF-8 */
+    json_t *s = json_stringn_nocheck(b.ptr ? b.ptr : "", b.len);
     sw_buf_free(&b);
     if (!s)
         goto nomem;
@@ -200,7 +200,10 @@ static int message_item(json_t *msgs, const json_t *it, const char *p, struct sw
     json_t *c = chat_content(json_object_get(it, "content"), q, role, err);
     if (!c)
         return rc_of(err);
-    return push(msgs, json_pack("{s:s, s:o}", "role", role, "content", c), err);
+    return push(msgs,
+                SW_DIALECT_OBJECT({"role", json_incref(json_object_get(it, "role"))},
+                                  {"content", c}),
+                err);
 fail:
     return SW_EINVAL;
 }
@@ -211,10 +214,9 @@ fail:
 static int function_call_item(json_t *msgs, const json_t *it, const char *p,
                               struct sw_request_error *err)
 {
-    const char *cid = json_string_value(json_object_get(it, "call_id"));
-    const char *name = json_string_value(json_object_get(it, "name"));
-    const char *args = json_string_value(json_object_get(it, "arguments"));
-    if (!cid || !name || !args)
+    json_t *cid = json_object_get(it, "call_id"), *name = json_object_get(it, "name"),
+           *args = json_object_get(it, "arguments");
+    if (!json_is_string(cid) || !json_is_string(name) || !json_is_string(args))
         BAD(p, "%s: a function_call item needs call_id, name and arguments strings.", p);
     json_t *ns = json_object_get(it, "namespace");
     if (ns && !json_is_null(ns)) {
@@ -224,7 +226,7 @@ static int function_call_item(json_t *msgs, const json_t *it, const char *p,
     }
     json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
     if (!is(json_string_value(json_object_get(last, "role")), "assistant")) {
-        last = json_pack("{s:s, s:n}", "role", "assistant", "content");
+        last = SW_DIALECT_OBJECT({"role", sw_dialect_str("assistant")}, {"content", json_null()});
         if (push(msgs, last, err))
             return SW_ENOMEM;
     }
@@ -234,9 +236,11 @@ static int function_call_item(json_t *msgs, const json_t *it, const char *p,
         if (!calls || json_object_set_new(last, "tool_calls", calls))
             return sw_dialect_oom(err);
     }
+    /* the client's strings shared, not copied */
+    json_t *fn = SW_DIALECT_OBJECT({"name", json_incref(name)}, {"arguments", json_incref(args)});
     return push(calls,
-                json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", cid, "type", "function", "function",
-                          "name", name, "arguments", args),
+                SW_DIALECT_OBJECT({"id", json_incref(cid)}, {"type", sw_dialect_str("function")},
+                                  {"function", fn}),
                 err);
 fail:
     return SW_EINVAL;
@@ -248,20 +252,26 @@ static int call_output_item(json_t *msgs, const json_t *it, const char *p,
                             struct sw_request_error *err)
 {
     char q[176];
-    const char *cid = json_string_value(json_object_get(it, "call_id"));
+    json_t *cid = json_object_get(it, "call_id");
     json_t *out = json_object_get(it, "output");
-    snprintf(q, sizeof q, "%s.call_id", p);
-    if (!cid)
+    if (!json_is_string(cid)) {
+        snprintf(q, sizeof q, "%s.call_id", p);
         BAD(q, "%s: a function_call_output item needs a call_id string.", q);
-    snprintf(q, sizeof q, "%s.output", p);
-    if (!json_is_string(out) && !json_is_array(out))
+    }
+    if (!json_is_string(out) && !json_is_array(out)) {
+        snprintf(q, sizeof q, "%s.output", p);
         BAD(q, "%s: expected a string or an array of content parts.", q);
+    }
+    if (json_is_string(out)) /* the client's text as it is: shared, not copied */
+        return push(msgs,
+                    SW_DIALECT_OBJECT({"role", sw_dialect_str("tool")},
+                                      {"tool_call_id", json_incref(cid)},
+                                      {"content", json_incref(out)}),
+                    err);
     struct sw_buf b;
     sw_buf_init(&b, (size_t)1 << 31);
     size_t j;
     json_t *part;
-    if (json_is_string(out) && sw_buf_append_str(&b, json_string_value(out)))
-        goto nomem;
     json_array_foreach(out, j, part) {
         json_t *tx = json_object_get(part, "text");
         if (!is(sw_dialect_type_of(part), "input_text") || !json_is_string(tx)) {
@@ -272,8 +282,10 @@ static int call_output_item(json_t *msgs, const json_t *it, const char *p,
         if (sw_buf_append_str(&b, json_string_value(tx)))
             goto nomem;
     }
-    json_t *m = json_pack("{s:s, s:s, s:s%}", "role", "tool", "tool_call_id", cid, "content",
-                          b.ptr ? b.ptr : "", b.len);
+    /* parsed texts joined: valid UTF-8 */
+    json_t *m = SW_DIALECT_OBJECT({"role", sw_dialect_str("tool")},
+                                  {"tool_call_id", json_incref(cid)},
+                                  {"content", json_stringn_nocheck(b.ptr ? b.ptr : "", b.len)});
     sw_buf_free(&b);
     return push(msgs, m, err);
 nomem:
@@ -315,7 +327,9 @@ static int add_input(json_t *msgs, const json_t *items, const char *name, bool i
                      struct sw_request_error *err)
 {
     if (json_is_string(items))
-        return push(msgs, json_pack("{s:s, s:O}", "role", "user", "content", items), err);
+        return push(msgs, SW_DIALECT_OBJECT({"role", sw_dialect_str("user")},
+                                            {"content", json_incref((json_t *)items)}),
+                    err);
     if (!json_is_array(items))
         BAD(name, "%s: expected a string or an array of input items.", name);
     size_t i;
