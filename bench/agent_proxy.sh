@@ -8,8 +8,9 @@
 # each turn resending the earlier ones).
 #
 # For each turn in TURNS and each shape in SHAPES (openai: POST
-# /v1/chat/completions; anthropic: POST /v1/messages, which Spillway
-# translates for its OpenAI backend and the others pass through):
+# /v1/chat/completions; anthropic: POST /v1/messages; responses: POST
+# /v1/responses, as Codex sends; Spillway translates the last two for its
+# OpenAI backend and the others pass them through):
 #  - non-streamed: N POSTs of that turn's body over CONC keep-alive
 #    connections (ab -k) after WARM: CPU µs per request and per KB of body
 #    (the proxy's utime + stime from /proc over the run), ab's p50 / p99
@@ -26,7 +27,7 @@
 # counted: on a loaded machine read the ratios within one run.
 #
 #   bench/agent_proxy.sh              about 3 minutes
-# Knobs: TURNS ("2 10 50"), SHAPES ("openai anthropic"), SEED (7), N (2000),
+# Knobs: TURNS ("2 10 50"), SHAPES ("openai anthropic responses"), SEED (7), N (2000),
 # WARM (40), CONC (8), STREAMS (200), EVENT_MS (20), TARGETS ("spillway
 # spillway0 nginx haproxy"), PROXY_CPU (1), LOAD_CPU (0), BUILD, KEEP=1.
 set -euo pipefail
@@ -35,7 +36,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 PATH=$PATH:/usr/sbin:/sbin   # nginx, haproxy
 TURNS=${TURNS:-"2 10 50"}
-SHAPES=${SHAPES:-"openai anthropic"}
+SHAPES=${SHAPES:-"openai anthropic responses"}
 SEED=${SEED:-7}
 N=${N:-2000}
 WARM=${WARM:-40}
@@ -89,6 +90,7 @@ res=$tmp/results   # target shape turn key value
 ab_run() { # target shape body n out
   local path=/v1/chat/completions
   [ "$2" = anthropic ] && path=/v1/messages
+  [ "$2" = responses ] && path=/v1/responses
   taskset -c "$LOAD_CPU" ab -q -k -n "$4" -c "$CONC" -p "$3" -T application/json \
     -H 'anthropic-version: 2023-06-01' "http://${URL[$1]}$path" >"$5" 2>&1 || { cat "$5" >&2; exit 1; }
   local bad

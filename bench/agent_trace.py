@@ -8,14 +8,16 @@ from about 10 KB (turn 1) to about 400 KB (turn 50). Deterministic from the
 seed; no personal data, unless --plant asks for it.
 
   bench/agent_trace.py --out DIR [--seed 7] [--turns 50] [--only 2,10,50]
-                       [--shape openai|anthropic] [--stream] [--plant TURN]
+                       [--shape openai|anthropic|responses] [--stream] [--plant TURN]
 
 writes DIR/turn_NNN.json for each turn (or the --only ones) and prints
 "turn bytes new_bytes path" per file (new_bytes: what the turn added to the
 previous one's messages).
 
 --shape openai: a chat-completions body (messages, tool_calls, role "tool");
-anthropic: a Messages body (system, tool_use and tool_result blocks).
+anthropic: a Messages body (system, tool_use and tool_result blocks); responses: a
+Responses body (instructions, message, function_call and function_call_output items, as
+Codex sends them).
 --stream adds "stream": true.
 --plant TURN: from that turn's body on, the first user message's copy has one
 byte changed so that it holds an e-mail address ("...#..." becomes
@@ -105,6 +107,16 @@ def anthropic_messages(turns):
     return msgs
 
 
+def responses_input(turns):
+    items = []
+    for user, call_id, path, result in turns:
+        items.append({"role": "user", "content": [{"type": "input_text", "text": user}]})
+        items.append({"type": "function_call", "call_id": call_id, "name": "read_file",
+                      "arguments": json.dumps({"path": path})})
+        items.append({"type": "function_call_output", "call_id": call_id, "output": result})
+    return items
+
+
 TOOLS_OPENAI = [{"type": "function", "function": {
     "name": "read_file", "description": "Reads a file of the repository.",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
@@ -112,12 +124,16 @@ TOOLS_OPENAI = [{"type": "function", "function": {
 TOOLS_ANTHROPIC = [{"name": "read_file", "description": "Reads a file of the repository.",
                     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
                                      "required": ["path"]}}]
+TOOLS_RESPONSES = [dict(TOOLS_OPENAI[0]["function"], type="function")]
 
 
 def body(shape, system, turns, stream):
     if shape == "openai":
         b = {"model": "chat", "messages": openai_messages(system, turns), "tools": TOOLS_OPENAI,
              "max_tokens": 1024}
+    elif shape == "responses":
+        b = {"model": "chat", "instructions": system, "input": responses_input(turns),
+             "tools": TOOLS_RESPONSES, "max_output_tokens": 1024}
     else:
         b = {"model": "chat", "system": system, "messages": anthropic_messages(turns),
              "tools": TOOLS_ANTHROPIC, "max_tokens": 1024}
@@ -132,7 +148,7 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--turns", type=int, default=50)
     ap.add_argument("--only", default="")
-    ap.add_argument("--shape", choices=("openai", "anthropic"), default="openai")
+    ap.add_argument("--shape", choices=("openai", "anthropic", "responses"), default="openai")
     ap.add_argument("--stream", action="store_true")
     ap.add_argument("--plant", type=int, default=0)
     a = ap.parse_args()
