@@ -58,6 +58,10 @@ test('replicas share the affinity table through Redis and keep their own when it
     const t1 = await ask(gwA, 'second', msgs);
     assert.equal(t1.backend, 'edge2');
     await waitFor(async () => (await entries(gwB)) >= 2, { timeout: 10000, what: 'replica B learns the prefix' });
+    // B counts A's requests from the shared state, up to a sync period late:
+    // the first turn must be over there too, or the box looks busy for seconds.
+    await waitFor(async () => (await getJSON(`${gwB.url}/admin/state`, { headers: auth })).body.backends
+      .find((x) => x.name === 'edge2').in_flight === 0, { timeout: 10000, what: 'replica B sees edge2 idle' });
     msgs.push({ role: 'assistant', content: t1.content }, { role: 'user', content: 'step 2' });
     assert.deepEqual(await ask(gwB, 'chat', msgs).then((t) => [t.backend, t.reason]), ['edge2', 'affinity']);
 
