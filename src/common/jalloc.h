@@ -30,7 +30,7 @@
 #define SW_JALLOC_MAX_SMALL 256
 #define SW_JALLOC_KEEP 16384                /* small blocks kept per class */
 #define SW_JALLOC_MAX_BIG ((1u << 16) - 8)  /* larger blocks: malloc and free */
-#define SW_JALLOC_KEEP_BYTES (16u << 20)     /* bytes kept per thread, every class */
+#define SW_JALLOC_KEEP_BYTES (16u << 20)    /* bytes kept per thread, every class */
 
 /* Returns 1 when installed, 0 when not (sanitizer build). */
 int sw_jalloc_install(void);

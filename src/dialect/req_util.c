@@ -18,11 +18,12 @@ json_t *sw_dialect_object(const struct sw_member *m, size_t n)
     json_t *o = json_object();
     bool ok = o != NULL;
     for (size_t i = 0; i < n; i++) {
-        if (!ok || !m[i].v)
+        if (!ok || !m[i].v) {
             json_decref(m[i].v);
-        else if (json_object_set_new_nocheck(o, m[i].key, m[i].v))
+            ok = false;
+        } else if (json_object_set_new_nocheck(o, m[i].key, m[i].v)) {
             ok = false; /* the value was released */
-        ok = ok && m[i].v;
+        }
     }
     if (!ok) {
         json_decref(o);

@@ -262,32 +262,33 @@ static int call_output_item(json_t *msgs, const json_t *it, const char *p,
         snprintf(q, sizeof q, "%s.output", p);
         BAD(q, "%s: expected a string or an array of content parts.", q);
     }
-    if (json_is_string(out)) /* the client's text as it is: shared, not copied */
-        return push(msgs,
-                    SW_DIALECT_OBJECT({"role", sw_dialect_str("tool")},
-                                      {"tool_call_id", json_incref(cid)},
-                                      {"content", json_incref(out)}),
-                    err);
     struct sw_buf b;
     sw_buf_init(&b, (size_t)1 << 31);
-    size_t j;
-    json_t *part;
-    json_array_foreach(out, j, part) {
-        json_t *tx = json_object_get(part, "text");
-        if (!is(sw_dialect_type_of(part), "input_text") || !json_is_string(tx)) {
-            sw_buf_free(&b);
-            snprintf(q, sizeof q, "%s.output[%zu]", p, j);
-            NOPE(q, "%s: a tool output can be translated only as text (input_text parts).", q);
+    json_t *content;
+    if (json_is_string(out)) {
+        content = json_incref(out); /* the client's text as it is: shared, not copied */
+    } else {
+        size_t j;
+        json_t *part;
+        json_array_foreach(out, j, part) {
+            json_t *tx = json_object_get(part, "text");
+            if (!is(sw_dialect_type_of(part), "input_text") || !json_is_string(tx)) {
+                sw_buf_free(&b);
+                snprintf(q, sizeof q, "%s.output[%zu]", p, j);
+                NOPE(q, "%s: a tool output can be translated only as text (input_text "
+                        "parts).", q);
+            }
+            if (sw_buf_append_str(&b, json_string_value(tx)))
+                goto nomem;
         }
-        if (sw_buf_append_str(&b, json_string_value(tx)))
-            goto nomem;
+        /* parsed texts joined: valid UTF-8 */
+        content = json_stringn_nocheck(b.ptr ? b.ptr : "", b.len);
+        sw_buf_free(&b);
     }
-    /* parsed texts joined: valid UTF-8 */
-    json_t *m = SW_DIALECT_OBJECT({"role", sw_dialect_str("tool")},
-                                  {"tool_call_id", json_incref(cid)},
-                                  {"content", json_stringn_nocheck(b.ptr ? b.ptr : "", b.len)});
-    sw_buf_free(&b);
-    return push(msgs, m, err);
+    return push(msgs,
+                SW_DIALECT_OBJECT({"role", sw_dialect_str("tool")},
+                                  {"tool_call_id", json_incref(cid)}, {"content", content}),
+                err);
 nomem:
     sw_buf_free(&b);
     return sw_dialect_oom(err);

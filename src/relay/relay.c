@@ -724,9 +724,9 @@ static void on_queue_check(evutil_socket_t fd, short what, void *arg)
     if (sw_relay_leave_queue(p->live, p->model, &p->facts, &p->prefix, &p->claim, p->a.be,
                              p->start_ms, now, QUEUE_CHECK_US / 1000.0, p->id,
                              sw_relay_backend(p)->name, &k, &to_local)) {
-        sw_relay_trace_event(p, to_local ? "queue_move" : "queue_leave",
-                             sw_relay_backend(p)->name, NULL, (long)(now - p->a.claim_ms));
         const char *left = sw_relay_backend(p)->name;
+        sw_relay_trace_event(p, to_local ? "queue_move" : "queue_leave", left, NULL,
+                             (long)(now - p->a.claim_ms));
         if (to_local && p->env.obs && p->env.obs->metrics)
             sw_metrics_inc(p->env.obs->metrics, SW_M_QUEUE_MOVES, &left, 1);
         attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);

@@ -48,40 +48,6 @@ bool sw_relay_another_would_take(struct sw_live *live, const struct sw_config_mo
     return plan.n > 0;
 }
 
-/* Whether, without local backend k, the router would send this request to a
- * cloud now (not reject it: the spend cap, privacy or breakers may say no);
- * if so, *est_ms is its estimated first token there. */
-static bool cloud_would_take(const struct sw_route_facts *facts,
-                             const struct sw_live_snapshot *snap, size_t k, int64_t now,
-                             double *est_ms)
-{
-    struct sw_route_facts f = *facts;
-    f.exclude |= 1u << k;
-    struct sw_route_plan plan;
-    sw_route_decide(&f, &snap->view, &snap->policy, now, &plan);
-    if (plan.n == 0 || snap->backends[plan.attempts[0].backend].tier != SW_TIER_CLOUD)
-        return false;
-    *est_ms = plan.est_ttft_ms[plan.attempts[0].backend];
-    return true;
-}
-
-/* Whether, without local backend k, the router would send this request,
- * queued there for waited_ms with est_here_ms to go, to another local
- * (sw_route_moves_to); if so, *est_ms is its estimate there. */
-static bool moves_elsewhere(const struct sw_route_facts *facts,
-                            const struct sw_live_snapshot *snap, size_t k, int64_t now,
-                            double waited_ms, double est_here_ms, double check_ms, double *est_ms)
-{
-    struct sw_route_facts f = *facts;
-    f.exclude |= 1u << k;
-    struct sw_route_plan plan;
-    sw_route_decide(&f, &snap->view, &snap->policy, now, &plan);
-    if (!sw_route_moves_to(&snap->view, &plan, waited_ms, est_here_ms, check_ms))
-        return false;
-    *est_ms = plan.est_ttft_ms[plan.attempts[0].backend];
-    return true;
-}
-
 /* The local estimate with every running request at its bound. */
 static double bound_est(const struct sw_route_backend_view *v, const struct sw_route_facts *f)
 {
@@ -107,9 +73,15 @@ bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *mo
         struct sw_route_backend_view v = snap.backends[i];
         v.queued = sw_claim_queue_position(live, c);
         double here = sw_route_est_ttft_ms(&v, f->prompt_tokens_est);
-        double est = (double)(now - start_ms) + here, there;
-        double waited = (double)(now - c->taken_ms);
-        if (moves_elsewhere(f, &snap, i, now, waited, here, check_ms, &there)) {
+        double elapsed = (double)(now - start_ms), waited = (double)(now - c->taken_ms);
+        /* where the router would send it without this backend: both ways
+         * out read that one decision */
+        struct sw_route_facts fx = *f;
+        fx.exclude |= 1u << i;
+        struct sw_route_plan plan;
+        sw_route_decide(&fx, &snap.view, &snap.policy, now, &plan);
+        double there = plan.n ? plan.est_ttft_ms[plan.attempts[0].backend] : 0;
+        if (sw_route_moves_to(&snap.view, &plan, waited, here, check_ms)) {
             sw_info("request %s: waited %.0f ms on %s, estimated first token there in %.0f ms, "
                     "on another local with a free slot in %.0f ms: leaving the queue", id,
                     waited, be_name, here, there);
@@ -117,18 +89,16 @@ bool sw_relay_leave_queue(struct sw_live *live, const struct sw_config_model *mo
             *to_local = true;
             return true;
         }
-        if (!cloud_ok)
-            return false;
+        /* to a cloud, not a rejection: the spend cap, privacy or breakers may say no.
+         * budget 0: none (a batch request without a batch budget waits for its
+         * deadline) */
         long budget = sw_route_budget_ms(f, &snap.policy);
-        /* budget 0: none (a batch request without a batch budget waits for
-         * its deadline) */
-        double elapsed = (double)(now - start_ms), cloud_est = 0;
-        if (budget > 0 && cloud_would_take(f, &snap, i, now, &cloud_est) &&
-            sw_route_leave_queue(elapsed, est - elapsed, bound_est(&v, f), cloud_est, budget,
-                                 check_ms)) {
+        bool cloud = plan.n > 0 && snap.backends[plan.attempts[0].backend].tier == SW_TIER_CLOUD;
+        if (cloud_ok && budget > 0 && cloud &&
+            sw_route_leave_queue(elapsed, here, bound_est(&v, f), there, budget, check_ms)) {
             sw_info("request %s: estimated first token on %s at %.0f ms, on the cloud at "
-                    "%.0f ms, budget %ld ms: leaving the local queue", id, be_name, est,
-                    elapsed + cloud_est, budget);
+                    "%.0f ms, budget %ld ms: leaving the local queue", id, be_name,
+                    elapsed + here, elapsed + there, budget);
             *k = i;
             return true;
         }
