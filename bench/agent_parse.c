@@ -5,7 +5,9 @@
  * sw_request_free, REPEAT times; prints the median of the thread's CPU time of one parse and free,
  * in µs. Natively timed (bench/agent_instr.sh GATEWAY=1 prints it per turn
  * next to the instruction counts); noisy on a loaded machine, a ratio within
- * one run is what to read.
+ * one run is what to read. PARSE_CACHE: limits.parse_cache_bytes (default
+ * the daemon's; 0: off), so every parse after the first finds the body's
+ * elements in the memo, as a conversation's next turn finds its earlier ones.
  *
  *   agent_parse BODY.json [REPEAT [chat|messages|responses]] */
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <time.h>
 
 #include "common/jalloc.h"
+#include "common/jmemo.h"
 #include "dialect/anth_req.h"
 #include "dialect/responses_req.h"
 #include "request/request.h"
@@ -43,6 +46,9 @@ int main(int argc, char **argv)
         return 1;
     fclose(f);
     sw_jalloc_install();
+    /* the parse memo as the daemon's default has it (PARSE_CACHE=0: off) */
+    const char *pc = getenv("PARSE_CACHE");
+    sw_jmemo_set_max(pc ? strtoul(pc, NULL, 10) : 32ul << 20);
     double *us = calloc((size_t)reps, sizeof *us);
     if (!us)
         return 1;

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/jmemo.h"
 #include "common/log.h"
 #include "common/notify.h"
 #include "config/config.h"
@@ -264,6 +265,8 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
      * (and each of its pii.allow engines) has a generation of its own */
     sw_pii_cache_set_max(d->pii_cache, (size_t)cfg->limits.scan_cache_bytes);
     sw_pii_cache_clear(d->pii_cache);
+    /* parsing does not depend on the configuration: only the bound changes */
+    sw_jmemo_set_max((size_t)cfg->limits.parse_cache_bytes);
     sw_rstate_set_live(d->rstate, live);
     sw_live_unref(d->live);
     sw_config_unref(d->cfg);
@@ -528,6 +531,7 @@ int sw_daemon_run(const char *config_path)
         return 1;
     }
     sw_pii_engine_set_cache(pii, d.pii_cache);
+    sw_jmemo_set_max((size_t)cfg->limits.parse_cache_bytes);
     if (!open_state(&d, &pii) || !open_obs(&d) || !open_traces(&d, cfg))
         goto out;
     d.front = sw_front_new(d.base, cfg, d.cev, d.live, &d.obs);
@@ -549,6 +553,7 @@ out:
     close_daemon(&d);
     sw_pii_engine_free(pii);
     sw_pii_cache_free(d.pii_cache);
+    sw_jmemo_set_max(0);
     sw_token_registry_free(); /* its transfers are the multi handle's */
     sw_curlev_free(d.cev);
     if (d.base) {

@@ -8,6 +8,8 @@
 
 #include <simdjson.h>
 
+#include "common/jmemo.h"
+
 namespace dom = simdjson::dom;
 
 namespace {
@@ -29,11 +31,12 @@ struct Scratch {
     std::unique_ptr<char[]> buf;
     size_t cap = 0;
 
-    // A copy of s with SIMDJSON_PADDING readable bytes after it, or nullptr.
-    const char *pad(const char *s, size_t len)
+    // A copy of s with SIMDJSON_PADDING readable bytes after it, or nullptr;
+    // with plan, its hits replaced by a 0 (*len: the copy's length).
+    const char *pad(const char *s, size_t *len, const struct sw_jmemo_plan *plan)
     {
-        if (cap < len + simdjson::SIMDJSON_PADDING) {
-            size_t want = len + simdjson::SIMDJSON_PADDING;
+        if (cap < *len + simdjson::SIMDJSON_PADDING) {
+            size_t want = *len + simdjson::SIMDJSON_PADDING;
             if (want < 4096)
                 want = 4096;
             buf.reset(new (std::nothrow) char[want]);
@@ -41,8 +44,11 @@ struct Scratch {
             if (!buf)
                 return nullptr;
         }
-        memcpy(buf.get(), s, len);
-        memset(buf.get() + len, 0, simdjson::SIMDJSON_PADDING);
+        if (plan)
+            *len = sw_jmemo_compact(plan, s, *len, buf.get());
+        else
+            memcpy(buf.get(), s, *len);
+        memset(buf.get() + *len, 0, simdjson::SIMDJSON_PADDING);
         return buf.get();
     }
 };
@@ -51,9 +57,21 @@ struct Ctx {
     bool reject_dups;
     bool oom;           // an allocation failed: the answer is "out of memory"
     size_t max_values;  // 0: no bound; else more structural characters than this declines
+    size_t max_depth;   // the parser's nesting bound (0: its own)
+    struct sw_jmemo_plan *plan;  // the root's array elements the memo knows or is offered
+    size_t next;        // the plan's next element
 };
 
 json_t *build(dom::element el, Ctx &c);
+json_t *build_array(dom::array arr, Ctx &c, int64_t member = -1);
+
+// A member of the root object: its arrays hold the planned elements.
+json_t *build_member(dom::element el, Ctx &c, int64_t member)
+{
+    if (member >= 0 && el.type() == dom::element_type::ARRAY)
+        return build_array(el.get_array().value_unsafe(), c, member);
+    return build(el, c);
+}
 
 // An allocation result: nullptr marks the context out of memory.
 json_t *alloced(json_t *j, Ctx &c)
@@ -63,9 +81,11 @@ json_t *alloced(json_t *j, Ctx &c)
     return j;
 }
 
-json_t *build_object(dom::object obj, Ctx &c)
+// root: the body's own object, whose arrays the memo's plan is about.
+json_t *build_object(dom::object obj, Ctx &c, bool root = false)
 {
     json_t *o = alloced(json_object(), c);
+    int64_t member = root && c.plan ? 0 : -1;
 
     if (!o)
         return nullptr;
@@ -76,7 +96,9 @@ json_t *build_object(dom::object obj, Ctx &c)
             json_decref(o);
             return nullptr;
         }
-        json_t *v = build(kv.value, c);
+        json_t *v = build_member(kv.value, c, member);
+        if (member >= 0)
+            member++;
         // json_object_setn_new_nocheck releases v when it fails (memory:
         // the key is neither NULL nor the object its own value).
         size_t before = json_object_size(o);
@@ -96,14 +118,39 @@ json_t *build_object(dom::object obj, Ctx &c)
     return o;
 }
 
-json_t *build_array(dom::array arr, Ctx &c)
+// The value of a planned element: the memo's for a hit (where the parser
+// read the 0 that replaced it), else the one built, offered to the memo.
+json_t *planned(dom::element e, Ctx &c, sw_jmemo_elem &pe)
+{
+    if (pe.hit) {
+        if (e.type() != dom::element_type::INT64 || e.get_int64().value_unsafe() != 0)
+            return nullptr;     // not where the plan put it: the fallback decides
+        return json_incref(pe.value);
+    }
+    json_t *v = build(e, c);
+    pe.value = json_incref(v);
+    return v;
+}
+
+// member >= 0: an array of the root, the member-th; its planned elements
+// come from or go to the memo.
+json_t *build_array(dom::array arr, Ctx &c, int64_t member)
 {
     json_t *a = alloced(json_array(), c);
+    uint32_t k = 0;
 
     if (!a)
         return nullptr;
     for (dom::element e : arr) {
-        json_t *v = build(e, c);
+        sw_jmemo_elem *pe = member >= 0 && c.next < c.plan->n ? &c.plan->e[c.next] : nullptr;
+        json_t *v;
+        if (pe && pe->member == (uint32_t)member && pe->index == k) {
+            c.next++;
+            v = planned(e, c, *pe);
+        } else {
+            v = build(e, c);
+        }
+        k++;
         if (!v || json_array_append_new(a, v)) {
             if (v)
                 c.oom = true;
@@ -159,12 +206,25 @@ json_t *parse_with(dom::parser &parser, const char *padded, size_t len, size_t f
     // commas and closing brackets): no more of them than the bound means
     // no more values. More declines before anything is built, and the
     // caller's shape check decides (with its message).
-    if (c.max_values && parser.implementation->n_structural_indexes > c.max_values)
+    // A hit counts as the structural characters and nesting of its bytes,
+    // not of the 0 the parser read. It sits two levels down (root, array);
+    // the parser takes a text nested less deep than its bound.
+    size_t values = parser.implementation->n_structural_indexes;
+    if (c.plan && c.plan->hits) {
+        values += c.plan->hit_values - c.plan->hits;
+        if (c.plan->hit_depth + 2 >= (c.max_depth ? c.max_depth : parser.max_depth()))
+            return nullptr;
+    }
+    if (c.max_values && values > c.max_values)
         return nullptr;
     // Without JSON_DECODE_ANY jansson takes only an object or an array.
     if (!(flags & JSON_DECODE_ANY) && root.type() != dom::element_type::OBJECT &&
         root.type() != dom::element_type::ARRAY)
         return nullptr;
+    if (c.plan)
+        return root.type() == dom::element_type::OBJECT
+                   ? build_object(root.get_object().value_unsafe(), c, true)
+                   : nullptr;
     return build(root, c);
 }
 
@@ -187,18 +247,22 @@ json_t *fast(const char *s, size_t len, size_t flags, Ctx &c, size_t max_depth =
                 c.oom = true;
                 return nullptr;
             }
-            const char *p = scratch.pad(s, len);
+            const char *p = scratch.pad(s, &len, c.plan);
             if (!p) {
                 c.oom = true;
                 return nullptr;
             }
             return parse_with(scratch.parser, p, len, flags, c);
         }
-        simdjson::padded_string copy(s, len);
+        simdjson::padded_string copy(len);
         if (copy.size() != len) {
             c.oom = true;
             return nullptr;
         }
+        if (c.plan)
+            len = sw_jmemo_compact(c.plan, s, len, copy.data());
+        else
+            memcpy(copy.data(), s, len);
         dom::parser parser;
         if (max_depth && parser.allocate(len, max_depth) != simdjson::SUCCESS) {
             c.oom = true;
@@ -228,7 +292,13 @@ json_t *sw_json_load_bounded(const char *s, size_t len, size_t flags, size_t max
         return nullptr;
     Ctx c = {};
     c.max_values = max_values;
+    c.max_depth = max_depth;
+    struct sw_jmemo_plan plan;
+    if (sw_jmemo_plan(s, len, flags, &plan))
+        c.plan = &plan;
     json_t *j = fast(s, len, flags, c, max_depth);
+    if (c.plan)
+        sw_jmemo_done(&plan, s, j != nullptr);
     *oom = !j && c.oom;
     return j;
 }

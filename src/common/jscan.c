@@ -334,6 +334,8 @@ static const unsigned char *skip_ws_to(const unsigned char *p, const unsigned ch
 /* Past the value starting at p; NULL when the text ends first. */
 static const unsigned char *skip_value(const unsigned char *p, const unsigned char *end)
 {
+    if (p == end)
+        return NULL;
     if (*p == '"')
         return skip_string(p + 1, end);
     if (*p != '{' && *p != '[') {
@@ -357,6 +359,21 @@ static const unsigned char *skip_value(const unsigned char *p, const unsigned ch
             return p;
     }
     return NULL;
+}
+
+const unsigned char *sw_jscan_skip_string(const unsigned char *p, const unsigned char *end)
+{
+    return skip_string(p, end);
+}
+
+const unsigned char *sw_jscan_skip_ws(const unsigned char *p, const unsigned char *end)
+{
+    return skip_ws_to(p, end);
+}
+
+const unsigned char *sw_jscan_skip_value(const unsigned char *p, const unsigned char *end)
+{
+    return skip_value(p, end);
 }
 
 #define KEYS_MEASURED 8

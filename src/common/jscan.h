@@ -48,4 +48,14 @@ bool sw_jscan_empty_array(const char *text, struct sw_jspan span);
  * not a non-negative integer that fits in a long. */
 long sw_jscan_long(const char *text, struct sw_jspan span);
 
+/* The raw steps sw_jscan_members takes over a text known to be
+ * well-formed, for a caller that walks one itself. On any text they stay
+ * within [p, end); on one that is not well-formed their answers are
+ * meaningless. Past the closing quote of a string whose content starts at
+ * p (NULL: none); past the whitespace at p; past the value starting at p
+ * (NULL: the text ends first). */
+const unsigned char *sw_jscan_skip_string(const unsigned char *p, const unsigned char *end);
+const unsigned char *sw_jscan_skip_ws(const unsigned char *p, const unsigned char *end);
+const unsigned char *sw_jscan_skip_value(const unsigned char *p, const unsigned char *end);
+
 #endif

@@ -1410,6 +1410,8 @@ static const struct sw_walk_setting limits_settings[] = {
      .max = 16, .def = 2},
     {.key = "scan_cache_bytes", .type = SW_WALK_LONG, .off = LI(scan_cache_bytes), .min = 0,
      .max = 1073741824, .def = 16777216},
+    {.key = "parse_cache_bytes", .type = SW_WALK_LONG, .off = LI(parse_cache_bytes), .min = 0,
+     .max = 1073741824, .def = 33554432},
 };
 static const struct sw_walk_section limits_section = {
     limits_settings, sizeof(limits_settings) / sizeof(limits_settings[0]), 0, NULL};

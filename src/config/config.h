@@ -287,6 +287,7 @@ struct sw_config_limits {
     long drain_timeout_ms;      /* SIGTERM: how long in-flight requests may finish, default 15000 */
     long scan_threads;          /* workers that scan large bodies off the loop, default 2; 0: none */
     long scan_cache_bytes;      /* the PII scan-verdict cache's bound, default 16 MiB; 0: off */
+    long parse_cache_bytes;     /* the parse memo's bound (common/jmemo.h), default 32 MiB; 0: off */
 };
 
 /* state.tls: how a rediss:// connection is checked (docs/scaling.md). */

@@ -11,6 +11,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/jmemo.h"
 #include "common/log.h"
 #include "common/workpool.h"
 #include "common/query.h"
@@ -73,6 +74,8 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
     }
     struct sw_pii_cache_stats pc;
     sw_pii_cache_get_stats(sw_pii_engine_cache(l->pii), &pc);
+    struct sw_jmemo_stats jm;
+    sw_jmemo_get_stats(&jm);
     struct sw_obs_gauges g = {
         .backends = obs,
         .n_backends = n,
@@ -96,6 +99,12 @@ void sw_admin_metrics(struct sw_front *f, struct sw_http_req *req)
         .pii_cache_bytes = (double)pc.bytes,
         .pii_cache_entries = (double)pc.entries,
         .pii_cache_max_bytes = (double)pc.max_bytes,
+        .parse_cache_hits = jm.hits,
+        .parse_cache_misses = jm.misses,
+        .parse_cache_evicted = jm.evicted,
+        .parse_cache_bytes = (double)jm.bytes,
+        .parse_cache_entries = (double)jm.entries,
+        .parse_cache_max_bytes = (double)jm.max_bytes,
     };
     struct sw_buf b;
     sw_buf_init(&b, 16 << 20);

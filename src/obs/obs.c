@@ -185,6 +185,65 @@ static int render_backends(struct sw_metrics_scrape *s, const struct sw_obs_gaug
     return err;
 }
 
+/* The scan-verdict cache's and the parse memo's series. */
+static int render_caches(struct sw_metrics_scrape *s, const struct sw_obs_gauges *g)
+{
+    int err = sw_metrics_scrape_counter(s, "spillway_pii_scan_cache_hits_total",
+                                        "Texts of at least 256 bytes (arguments: 16) whose PII "
+                                        "scan verdict came from the cache: the same bytes were "
+                                        "scanned before by the same engine "
+                                        "(limits.scan_cache_bytes).",
+                                        NULL, NULL, 0, (double)g->pii_cache_hits);
+    if (!err)
+        err = sw_metrics_scrape_counter(s, "spillway_pii_scan_cache_misses_total",
+                                        "Texts of those sizes scanned for PII because "
+                                        "their verdict was not in the cache.",
+                                        NULL, NULL, 0, (double)g->pii_cache_misses);
+    if (!err)
+        err = sw_metrics_scrape_counter(s, "spillway_pii_scan_cache_evicted_total",
+                                        "Scan verdicts dropped from the cache to stay under "
+                                        "limits.scan_cache_bytes.",
+                                        NULL, NULL, 0, (double)g->pii_cache_evicted);
+    if (!err)
+        err = sw_metrics_gauge(s, "spillway_pii_scan_cache_bytes",
+                               "Bytes the scan-verdict cache holds (spans and digests, never "
+                               "text).", NULL, NULL, 0, g->pii_cache_bytes);
+    if (!err)
+        err = sw_metrics_gauge(s, "spillway_pii_scan_cache_entries",
+                               "Scan verdicts the cache holds.", NULL, NULL, 0,
+                               g->pii_cache_entries);
+    if (!err)
+        err = sw_metrics_gauge(s, "spillway_pii_scan_cache_max_bytes",
+                               "The scan-verdict cache's bound (limits.scan_cache_bytes; 0: off).",
+                               NULL, NULL, 0, g->pii_cache_max_bytes);
+    const struct {
+        const char *name, *help;
+        bool counter;
+        double v;
+    } parse[] = {
+        {"spillway_parse_cache_hits_total",
+         "Array elements of request bodies (messages, input items, tools, system blocks) of at "
+         "least 256 bytes whose tree came from the parse memo: the same bytes were parsed "
+         "before (limits.parse_cache_bytes).", true, (double)g->parse_cache_hits},
+        {"spillway_parse_cache_misses_total", "Elements of that size parsed, then kept.", true,
+         (double)g->parse_cache_misses},
+        {"spillway_parse_cache_evicted_total",
+         "Parsed elements dropped from the memo to stay under limits.parse_cache_bytes.", true,
+         (double)g->parse_cache_evicted},
+        {"spillway_parse_cache_bytes",
+         "Bytes the parse memo holds (an estimate: the elements' bytes and their trees).",
+         false, g->parse_cache_bytes},
+        {"spillway_parse_cache_entries", "Parsed elements the memo holds.", false,
+         g->parse_cache_entries},
+        {"spillway_parse_cache_max_bytes", "The parse memo's bound (limits.parse_cache_bytes; "
+         "0: off).", false, g->parse_cache_max_bytes},
+    };
+    for (size_t i = 0; !err && i < sizeof parse / sizeof *parse; i++)
+        err = (parse[i].counter ? sw_metrics_scrape_counter : sw_metrics_gauge)(
+            s, parse[i].name, parse[i].help, NULL, NULL, 0, parse[i].v);
+    return err;
+}
+
 int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
 {
     struct sw_metrics_scrape s;
@@ -253,33 +312,7 @@ int sw_obs_render_gauges(struct sw_buf *out, const struct sw_obs_gauges *g)
                                         "masking and egress checks of bodies above 64 KiB.",
                                         NULL, NULL, 0, (double)g->pii_jobs_off_loop);
     if (!err)
-        err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_hits_total",
-                                        "Texts of at least 256 bytes (arguments: 16) whose PII scan verdict came "
-                                        "from the cache: the same bytes were scanned before by "
-                                        "the same engine (limits.scan_cache_bytes).",
-                                        NULL, NULL, 0, (double)g->pii_cache_hits);
-    if (!err)
-        err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_misses_total",
-                                        "Texts of those sizes scanned for PII because "
-                                        "their verdict was not in the cache.",
-                                        NULL, NULL, 0, (double)g->pii_cache_misses);
-    if (!err)
-        err = sw_metrics_scrape_counter(&s, "spillway_pii_scan_cache_evicted_total",
-                                        "Scan verdicts dropped from the cache to stay under "
-                                        "limits.scan_cache_bytes.",
-                                        NULL, NULL, 0, (double)g->pii_cache_evicted);
-    if (!err)
-        err = sw_metrics_gauge(&s, "spillway_pii_scan_cache_bytes",
-                               "Bytes the scan-verdict cache holds (spans and digests, never "
-                               "text).", NULL, NULL, 0, g->pii_cache_bytes);
-    if (!err)
-        err = sw_metrics_gauge(&s, "spillway_pii_scan_cache_entries",
-                               "Scan verdicts the cache holds.", NULL, NULL, 0,
-                               g->pii_cache_entries);
-    if (!err)
-        err = sw_metrics_gauge(&s, "spillway_pii_scan_cache_max_bytes",
-                               "The scan-verdict cache's bound (limits.scan_cache_bytes; 0: off).",
-                               NULL, NULL, 0, g->pii_cache_max_bytes);
+        err = render_caches(&s, g);
     return err;
 }
 

@@ -115,6 +115,12 @@ struct sw_obs_gauges {
     double pii_cache_bytes;         /* held now */
     double pii_cache_entries;
     double pii_cache_max_bytes;     /* limits.scan_cache_bytes */
+    uint64_t parse_cache_hits;      /* body elements whose tree came from the parse memo */
+    uint64_t parse_cache_misses;    /* elements of at least 256 bytes parsed (then kept) */
+    uint64_t parse_cache_evicted;   /* entries dropped to stay under limits.parse_cache_bytes */
+    double parse_cache_bytes;       /* held now (an estimate) */
+    double parse_cache_entries;
+    double parse_cache_max_bytes;   /* limits.parse_cache_bytes */
 };
 
 /* Appends every gauge of GET /metrics (docs/operations.md lists them) to out,

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "common/jfast.h"
+#include "common/jmemo.h"
 
 #include "check.h"
 
@@ -70,9 +71,59 @@ static void check_wrapped(const char *pre, const char *s, size_t size, const cha
     free(w);
 }
 
+/* The bounded loader with the parse memo on, over bodies where the input
+ * sits between elements the memo holds (its bytes decide the separators,
+ * so whatever the memo's walk of the body makes of them, the parser's
+ * answer must be json_loadb's), and, parsed twice, as an element itself. */
+static void check_memo(const char *s, size_t size)
+{
+    static char fill[9000];
+    if (!fill[0]) {
+        sw_jmemo_set_max(8u << 20);
+        int n = snprintf(fill, sizeof fill, "{\"role\":\"user\",\"content\":\"");
+        for (size_t i = (size_t)n; i < sizeof fill - 3; i++)
+            fill[i] = "ab cd\\n ef"[i % 10];
+        memcpy(fill + sizeof fill - 3, "\"}", 3);
+        if (fill[sizeof fill - 4] == '\\')
+            fill[sizeof fill - 4] = 'z';
+    }
+    const char *const frames[][3] = {
+        {"{\"messages\":[", "", "]}"},
+        {"{\"messages\":[", ",", "],\"n\":1}"},
+    };
+    for (size_t f = 0; f < sizeof frames / sizeof *frames; f++) {
+        size_t a = strlen(frames[f][0]), sep = strlen(frames[f][1]), b = strlen(frames[f][2]);
+        size_t fl = strlen(fill), len = a + 2 * (fl + sep) + size + b;
+        char *w = malloc(len);
+        CHECK(w != NULL);
+        char *p = w;
+        memcpy(p, frames[f][0], a), p += a;
+        memcpy(p, fill, fl), p += fl;
+        memcpy(p, frames[f][1], sep), p += sep;
+        memcpy(p, s, size), p += size;
+        memcpy(p, frames[f][1], sep), p += sep;
+        memcpy(p, fill, fl), p += fl;
+        memcpy(p, frames[f][2], b);
+        for (int round = 0; round < 2; round++) {
+            bool oom = false;
+            json_t *m = sw_json_load_bounded(w, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                                             100000, 64, &oom);
+            json_t *j = json_loadb(w, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+            CHECK(!m || j);
+            if (m)
+                same_tree(m, j);
+            json_decref(m);
+            json_decref(j);
+        }
+        free(w);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *s = (const char *)data;
+
+    check_memo(s, size);
 
     check_flags(s, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY);   /* request bodies */
     check_flags(s, size, JSON_DECODE_ANY);

@@ -874,7 +874,7 @@ static void test_too_many_errors(void **state)
     assert_int_equal(errs.n, 101);
     assert_string_equal(errs.msgs[0], "t.yaml:10:3: limits.k0: unknown key (allowed: "
                                       "max_body_bytes, max_header_bytes, max_connections, "
-                                      "client_timeout_ms, max_response_bytes, drain_timeout_ms, scan_threads, scan_cache_bytes)");
+                                      "client_timeout_ms, max_response_bytes, drain_timeout_ms, scan_threads, scan_cache_bytes, parse_cache_bytes)");
     assert_string_equal(errs.msgs[100], "t.yaml: 50 more errors not shown");
     sw_config_errors_free(&errs);
 }

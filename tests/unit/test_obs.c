@@ -80,7 +80,7 @@ static void test_gauges(void **state)
         {"cloud", false, "down", 2, 1, 0, 0, 0, 0, 0, 58, 90000, false, 0, false, NULL},
     };
     const struct sw_obs_gauges g = {b, 2, 1.25, 10, 800, 0.75, true, 3, 250, 7, 0, false, 0, 0, 0,
-                                    0, 0, 0, 0, 0, 0};
+                                    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
@@ -131,7 +131,11 @@ static void test_scan_counters(void **state)
     const struct sw_obs_gauges g = {.pii_scans_offloaded = 5, .pii_scans_dropped = 2,
                                     .pii_cache_hits = 9, .pii_cache_misses = 4,
                                     .pii_cache_evicted = 1, .pii_cache_bytes = 640,
-                                    .pii_cache_entries = 3, .pii_cache_max_bytes = 16777216};
+                                    .pii_cache_entries = 3, .pii_cache_max_bytes = 16777216,
+                                    .parse_cache_hits = 148, .parse_cache_misses = 3,
+                                    .parse_cache_evicted = 2, .parse_cache_bytes = 1048576,
+                                    .parse_cache_entries = 151,
+                                    .parse_cache_max_bytes = 33554432};
     struct sw_buf out;
     sw_buf_init(&out, 1 << 16);
     assert_int_equal(sw_obs_render_gauges(&out, &g), SW_OK);
@@ -149,6 +153,14 @@ static void test_scan_counters(void **state)
         "spillway_pii_scan_cache_bytes 640",
         "spillway_pii_scan_cache_entries 3",
         "spillway_pii_scan_cache_max_bytes 16777216",
+        "# TYPE spillway_parse_cache_hits_total counter",
+        "spillway_parse_cache_hits_total 148",
+        "spillway_parse_cache_misses_total 3",
+        "spillway_parse_cache_evicted_total 2",
+        "# TYPE spillway_parse_cache_bytes gauge",
+        "spillway_parse_cache_bytes 1048576",
+        "spillway_parse_cache_entries 151",
+        "spillway_parse_cache_max_bytes 33554432",
     };
     const char *p = out.ptr;
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {

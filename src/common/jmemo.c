@@ -1,0 +1,339 @@
+#include "common/jmemo.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+#define hash64 XXH3_64bits_dispatch     /* AVX2 where the CPU has it */
+#else
+#define hash64 XXH3_64bits
+#endif
+
+#include "common/jscan.h"
+
+struct sw_jmemo_entry {
+    struct sw_jmemo_entry *chain;       /* the bucket's next */
+    struct sw_jmemo_entry *older, *newer;
+    uint64_t hash;
+    size_t len, values, depth, flags, bytes;
+    json_t *value;
+    unsigned char raw[];                /* the len bytes it was parsed from */
+};
+
+static uint64_t xxh3(const void *p, size_t len)
+{
+    return hash64(p, len);
+}
+
+static struct {
+    uint64_t (*hash)(const void *p, size_t len);
+    struct sw_jmemo_entry **tab;
+    size_t cap;                         /* a power of two, or 0 */
+    struct sw_jmemo_entry *newest, *oldest;
+    struct sw_jmemo_stats st;
+    pthread_t owner;
+    bool owned;
+} M = {.hash = xxh3};
+
+void sw_jmemo_set_hash(uint64_t (*hash)(const void *p, size_t len))
+{
+    sw_jmemo_clear();
+    M.hash = hash ? hash : xxh3;
+}
+
+/* What an entry is counted as: its bytes, the entry, and the tree, about
+ * one block of 32 bytes per value plus the strings' bytes. */
+static size_t entry_bytes(size_t len, size_t values)
+{
+    return sizeof(struct sw_jmemo_entry) + 2 * len + 32 * values;
+}
+
+static void unlink_lru(struct sw_jmemo_entry *e)
+{
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        M.oldest = e->newer;
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        M.newest = e->older;
+    e->older = e->newer = NULL;
+}
+
+static void push_newest(struct sw_jmemo_entry *e)
+{
+    e->older = M.newest;
+    e->newer = NULL;
+    if (M.newest)
+        M.newest->newer = e;
+    else
+        M.oldest = e;
+    M.newest = e;
+}
+
+static void drop(struct sw_jmemo_entry *e)
+{
+    struct sw_jmemo_entry **pp = &M.tab[e->hash & (M.cap - 1)];
+    while (*pp != e)
+        pp = &(*pp)->chain;
+    *pp = e->chain;
+    unlink_lru(e);
+    M.st.bytes -= e->bytes;
+    M.st.entries--;
+    json_decref(e->value);
+    free(e);
+}
+
+static void trim(size_t max)
+{
+    while (M.oldest && M.st.bytes > max) {
+        drop(M.oldest);
+        M.st.evicted++;
+    }
+}
+
+void sw_jmemo_set_max(size_t max_bytes)
+{
+    M.st.max_bytes = max_bytes;
+    trim(max_bytes);
+    if (!max_bytes) {
+        free(M.tab);
+        M.tab = NULL;
+        M.cap = 0;
+    }
+}
+
+void sw_jmemo_clear(void)
+{
+    trim(0);
+}
+
+void sw_jmemo_get_stats(struct sw_jmemo_stats *st)
+{
+    *st = M.st;
+}
+
+static struct sw_jmemo_entry *find(uint64_t hash, const char *bytes, size_t len, size_t flags)
+{
+    if (!M.cap)
+        return NULL;
+    for (struct sw_jmemo_entry *e = M.tab[hash & (M.cap - 1)]; e; e = e->chain)
+        if (e->hash == hash && e->len == len && e->flags == flags &&
+            memcmp(e->raw, bytes, len) == 0)
+            return e;
+    return NULL;
+}
+
+static bool mine(void)
+{
+    if (!M.owned) {
+        M.owner = pthread_self();
+        M.owned = true;
+    }
+    return pthread_equal(M.owner, pthread_self());
+}
+
+static bool add(struct sw_jmemo_plan *p, const struct sw_jmemo_elem *el)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        struct sw_jmemo_elem *e = realloc(p->e, cap * sizeof *e);
+        if (!e)
+            return false;
+        p->e = e;
+        p->cap = cap;
+    }
+    p->e[p->n++] = *el;
+    return true;
+}
+
+/* The elements of one top-level array whose content starts at q. */
+static const unsigned char *plan_array(struct sw_jmemo_plan *p, const unsigned char *base,
+                                       const unsigned char *q, const unsigned char *end,
+                                       uint32_t member)
+{
+    q = sw_jscan_skip_ws(q, end);
+    if (q < end && *q == ']')
+        return q + 1;
+    for (uint32_t k = 0;; k++) {
+        const unsigned char *v = q;
+        if (!(q = sw_jscan_skip_value(q, end)) || q == v)
+            return NULL;
+        size_t len = (size_t)(q - v);
+        if (len >= SW_JMEMO_MIN_BYTES && (*v == '{' || *v == '[')) {
+            struct sw_jmemo_elem el = {.off = (size_t)(v - base), .len = len, .member = member,
+                                       .index = k, .hash = M.hash(v, len)};
+            el.hit = find(el.hash, (const char *)v, len, p->flags);
+            if (el.hit) {
+                el.value = json_incref(el.hit->value);
+                unlink_lru(el.hit);
+                push_newest(el.hit);
+                p->hits++;
+                p->hit_values += el.hit->values;
+                if (el.hit->depth > p->hit_depth)
+                    p->hit_depth = el.hit->depth;
+            }
+            if (!add(p, &el)) {
+                json_decref(el.value);
+                return NULL;
+            }
+        }
+        q = sw_jscan_skip_ws(q, end);
+        if (q == end)
+            return NULL;
+        if (*q == ']')
+            return q + 1;
+        if (*q++ != ',')
+            return NULL;
+        q = sw_jscan_skip_ws(q, end);
+    }
+}
+
+bool sw_jmemo_plan(const char *text, size_t len, size_t flags, struct sw_jmemo_plan *p)
+{
+    *p = (struct sw_jmemo_plan){.flags = flags};
+    if (!M.st.max_bytes || len < SW_JMEMO_MIN_BODY || !mine())
+        return false;
+    const unsigned char *base = (const unsigned char *)text, *end = base + len;
+    const unsigned char *q = sw_jscan_skip_ws(base, end);
+    if (q == end || *q++ != '{')
+        return false;
+    q = sw_jscan_skip_ws(q, end);
+    for (uint32_t m = 0; q < end && *q == '"'; m++) {
+        if (!(q = sw_jscan_skip_string(q + 1, end)) || (q = sw_jscan_skip_ws(q, end)) == end ||
+            *q++ != ':')
+            break;
+        q = sw_jscan_skip_ws(q, end);
+        const unsigned char *v = q;
+        if (q < end && *q == '[')
+            q = plan_array(p, base, q + 1, end, m);
+        else
+            q = sw_jscan_skip_value(q, end);
+        if (!q || q == v || (q = sw_jscan_skip_ws(q, end)) == end || *q != ',')
+            break;
+        q = sw_jscan_skip_ws(q + 1, end);
+    }
+    /* whatever ends the walk, the elements found so far stand: the parser
+     * checks the whole body */
+    if (p->n)
+        return true;
+    sw_jmemo_done(p, text, false);
+    return false;
+}
+
+size_t sw_jmemo_compact(const struct sw_jmemo_plan *p, const char *text, size_t len, char *out)
+{
+    size_t from = 0, n = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct sw_jmemo_elem *el = &p->e[i];
+        if (!el->hit)
+            continue;
+        memcpy(out + n, text + from, el->off - from);
+        n += el->off - from;
+        out[n++] = '0';
+        from = el->off + el->len;
+    }
+    memcpy(out + n, text + from, len - from);
+    return n + len - from;
+}
+
+/* The structural characters simdjson finds in a well-formed value (each of
+ * {}[]:, and the start of each string and scalar) and its nesting. */
+static void measure(const unsigned char *p, size_t len, size_t *values, size_t *depth)
+{
+    const unsigned char *end = p + len;
+    size_t n = 0, d = 0, deepest = 0;
+    while (p < end) {
+        unsigned char c = *p;
+        if (c == '"') {
+            n++;
+            p = sw_jscan_skip_string(p + 1, end);
+            if (!p)
+                break;
+            continue;
+        }
+        p++;
+        if (c == '{' || c == '[') {
+            n++;
+            if (++d > deepest)
+                deepest = d;
+        } else if (c == '}' || c == ']') {
+            n++;
+            d--;
+        } else if (c == ':' || c == ',') {
+            n++;
+        } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+            n++;            /* a number or a literal: one at its start */
+            while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
+                   *p != '\r' && *p != '\t')
+                p++;
+        }
+    }
+    *values = n;
+    *depth = deepest;
+}
+
+static void grow(void)
+{
+    size_t cap = M.cap ? 2 * M.cap : 256;
+    struct sw_jmemo_entry **tab = calloc(cap, sizeof *tab);
+    if (!tab)
+        return;
+    for (size_t i = 0; i < M.cap; i++)
+        for (struct sw_jmemo_entry *e = M.tab[i], *next; e; e = next) {
+            next = e->chain;
+            e->chain = tab[e->hash & (cap - 1)];
+            tab[e->hash & (cap - 1)] = e;
+        }
+    free(M.tab);
+    M.tab = tab;
+    M.cap = cap;
+}
+
+static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
+{
+    const unsigned char *raw = (const unsigned char *)text + el->off;
+    if (find(el->hash, (const char *)raw, el->len, flags))
+        return;             /* the same bytes twice in one body */
+    size_t values, depth;
+    measure(raw, el->len, &values, &depth);
+    size_t bytes = entry_bytes(el->len, values);
+    if (bytes > M.st.max_bytes)
+        return;
+    trim(M.st.max_bytes - bytes);
+    if (M.st.entries >= M.cap)
+        grow();
+    struct sw_jmemo_entry *e = M.cap ? malloc(sizeof *e + el->len) : NULL;
+    if (!e)
+        return;
+    *e = (struct sw_jmemo_entry){.hash = el->hash, .len = el->len, .values = values,
+                                 .depth = depth, .flags = flags, .bytes = bytes,
+                                 .value = json_incref(el->value)};
+    memcpy(e->raw, raw, el->len);
+    e->chain = M.tab[e->hash & (M.cap - 1)];
+    M.tab[e->hash & (M.cap - 1)] = e;
+    push_newest(e);
+    M.st.bytes += bytes;
+    M.st.entries++;
+}
+
+void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
+{
+    if (parsed)
+        M.st.hits += p->hits;
+    for (size_t i = 0; i < p->n; i++) {
+        struct sw_jmemo_elem *el = &p->e[i];
+        if (parsed && !el->hit) {
+            M.st.misses++;
+            if (el->value)
+                keep(el, text, p->flags);
+        }
+        json_decref(el->value);
+    }
+    free(p->e);
+    *p = (struct sw_jmemo_plan){0};
+}

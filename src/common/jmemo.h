@@ -1,0 +1,99 @@
+/* The parse memo: the jansson value of an array element of a request body,
+ * kept by the element's exact bytes, so a body that resends elements parsed
+ * before (an agent's conversation: every turn resends the earlier messages,
+ * tools and system blocks) builds a tree only for what is new.
+ *
+ * Before a body of at least SW_JMEMO_MIN_BODY bytes is parsed
+ * (sw_json_load_bounded), sw_jmemo_plan finds the elements of its top-level
+ * arrays (of at least SW_JMEMO_MIN_BYTES each) and looks each up: by a
+ * 64-bit XXH3 of its bytes, then byte for byte against the bytes the entry
+ * was parsed from, so an element that differs by one byte is never taken
+ * for another. The padded copy the parser reads has each hit replaced
+ * by a 0 (sw_jmemo_compact); the parser checks the rest of the body as it
+ * would have, and the builder puts the entry's value where the 0 is. The
+ * values are shared, never changed (a request that edits its tree edits a
+ * copy); jansson counts their references atomically, so a worker thread may
+ * read them while the loop parses the next body.
+ *
+ * Substituting is exact: a hit's bytes are a whole JSON value that parsed
+ * before with the same flags, so the body is well-formed exactly when the
+ * compacted copy is, and its tree is the copy's with the entry's value in
+ * place of the 0. The body's bounds (values, depth) count a hit as the
+ * structural characters and nesting its bytes have.
+ *
+ * Bounded by limits.parse_cache_bytes (0: off); the least recently used
+ * entries go first. One thread uses it: the first that plans a parse (the
+ * event loop); any other parses without it. Pure: no I/O, no clock. */
+#ifndef SW_COMMON_JMEMO_H
+#define SW_COMMON_JMEMO_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SW_JMEMO_MIN_BODY 8192      /* smaller bodies are parsed whole */
+#define SW_JMEMO_MIN_BYTES 256      /* smaller elements are parsed each time */
+
+struct sw_jmemo_stats {
+    uint64_t hits;              /* elements whose value came from the memo */
+    uint64_t misses;            /* elements parsed, then kept */
+    uint64_t evicted;           /* entries dropped to stay under the bound */
+    size_t bytes;               /* held now (an estimate of the trees and their bytes) */
+    size_t entries;
+    size_t max_bytes;
+};
+
+/* The bound; 0 empties the memo and turns it off. Past a smaller bound the
+ * least recently used entries go at once. */
+void sw_jmemo_set_max(size_t max_bytes);
+void sw_jmemo_clear(void);
+void sw_jmemo_get_stats(struct sw_jmemo_stats *st);
+/* Tests: the hash the memo keys by (NULL: XXH3); empties the memo. */
+void sw_jmemo_set_hash(uint64_t (*hash)(const void *p, size_t len));
+
+struct sw_jmemo_entry;
+
+/* One element of the body being parsed, in text order. */
+struct sw_jmemo_elem {
+    size_t off, len;            /* its bytes in the body */
+    uint32_t member, index;     /* the top-level member's ordinal, the element's */
+    uint64_t hash;
+    struct sw_jmemo_entry *hit; /* NULL: parsed now, then offered */
+    json_t *value;              /* the hit's value, or the one parsed (a reference) */
+};
+
+struct sw_jmemo_plan {
+    struct sw_jmemo_elem *e;
+    size_t n, cap;
+    size_t hits;
+    size_t hit_values;          /* structural characters of the hits' bytes */
+    size_t hit_depth;           /* the deepest nesting within a hit (an object: 1) */
+    size_t flags;               /* the parse's json_loadb flags */
+};
+
+/* Plans the parse of len bytes of text with flags: false when the memo is
+ * off, the text is shorter than SW_JMEMO_MIN_BODY, this is not the memo's
+ * thread, or the text is not laid out as an object (the parser then runs as
+ * without the memo and decides). Each hit holds a reference until
+ * sw_jmemo_done. */
+bool sw_jmemo_plan(const char *text, size_t len, size_t flags, struct sw_jmemo_plan *p);
+
+/* Writes the planned text (len bytes of text) to out (room for len bytes)
+ * with each hit replaced by a 0, for the parser; returns its length. */
+size_t sw_jmemo_compact(const struct sw_jmemo_plan *p, const char *text, size_t len, char *out);
+
+/* Ends a plan: when parsed is true (the tree was built), keeps the values
+ * parsed for the elements that missed (text: the planned text); then
+ * drops the plan's references. */
+void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,150 @@
+// The parse memo (limits.parse_cache_bytes) through the gateway, on the
+// three surfaces an agent speaks (OpenAI chat, Anthropic Messages, the
+// Responses API): a conversation's later turns take their earlier messages'
+// trees from the memo (/metrics), and an earlier message whose copy changed
+// by one byte (an address planted in turn 3) is parsed as it is now, so the
+// address is found and masked before the cloud gets it. With
+// parse_cache_bytes 0 nothing is kept and the address is still masked; a
+// reload applies a new bound.
+//
+// The model has only a cloud backend and the policy is mask: what the cloud
+// received (/admin/received) is the evidence.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startLlmsim, startSpillway, waitFor, getJSON, tempDir, removeTempDir } from './lib/harness.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const KEY = 'sk-parse-app';
+const ADMIN = 'sk-parse-admin';
+const PLANTED = 'build.lead@corp-mail.example';
+
+const config = (cloudUrl, bytes) => `
+listen: "127.0.0.1:0"
+admin: { key: "${ADMIN}" }
+keys:
+  - { name: app, key: "${KEY}" }
+backends:
+  - { name: cloud, tier: cloud, url: "${cloudUrl}", model: cloud-model }
+models:
+  - { name: chat, backends: [cloud] }
+pii: { policy: mask }
+limits: { parse_cache_bytes: ${bytes} }
+`;
+
+const SURFACES = {
+  openai: { path: '/v1/chat/completions', headers: { authorization: `Bearer ${KEY}` }, max: 'max_tokens' },
+  anthropic: { path: '/v1/messages', headers: { 'x-api-key': KEY, 'anthropic-version': '2023-06-01' }, max: 'max_tokens' },
+  responses: { path: '/v1/responses', headers: { authorization: `Bearer ${KEY}` }, max: 'max_output_tokens' },
+};
+
+// turn -> body text, for turns 1..n of one conversation in shape
+function trace(dir, shape, n, extra = []) {
+  const out = execFileSync('python3', [join(root, 'bench/agent_trace.py'), '--out', dir, '--turns', String(n),
+    '--shape', shape, ...extra], { encoding: 'utf8' });
+  const bodies = {};
+  for (const line of out.trim().split('\n')) {
+    const [t, , , path] = line.split(' ');
+    bodies[Number(t)] = readFileSync(path, 'utf8');
+  }
+  return bodies;
+}
+
+async function metric(gw, name) {
+  const r = await fetch(`${gw.url}/metrics`);
+  const m = (await r.text()).match(new RegExp(`^${name} (\\S+)$`, 'm'));
+  assert.ok(m, `${name} in /metrics`);
+  return Number(m[1]);
+}
+
+// The body as the client wrote it, with a short answer asked for: the bytes
+// of every earlier message stay as they were.
+async function post(gw, shape, body) {
+  const s = SURFACES[shape];
+  const short = body.replace(new RegExp(`"${s.max}":\\d+`), `"${s.max}":8`);
+  assert.notEqual(short, body);
+  const r = await fetch(`${gw.url}${s.path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...s.headers }, body: short,
+  });
+  const text = await r.text();
+  assert.equal(r.status, 200, text);
+  return text;
+}
+const lastReceived = async (sim) => JSON.stringify((await getJSON(`${sim.url}/admin/received?n=1`)).body.requests.at(-1));
+
+describe('parse memo on', () => {
+  let cloud, gw, dir;
+  before(async () => {
+    dir = tempDir('spillway-parse-');
+    cloud = await startLlmsim(['--model', 'cloud-model', '--keep-received', '100']);
+    gw = await startSpillway(config(cloud.url, 33554432));
+  });
+  after(async () => { await gw?.stop(); await cloud?.stop(); removeTempDir(dir); });
+
+  for (const shape of Object.keys(SURFACES)) {
+    test(`${shape}: later turns hit; an earlier message changed by one byte is parsed anew and masked`, async () => {
+      const clean = trace(join(dir, `${shape}-clean`), shape, 3);
+      const planted = trace(join(dir, `${shape}-planted`), shape, 3, ['--plant', '3']);
+      assert.ok(planted[3].includes(PLANTED) && !clean[3].includes(PLANTED));
+      await post(gw, shape, clean[1]);
+      const h1 = await metric(gw, 'spillway_parse_cache_hits_total');
+      await post(gw, shape, clean[2]);
+      assert.ok(await metric(gw, 'spillway_parse_cache_hits_total') > h1, 'turn 2 resends turn 1: hits');
+      // Turn 3, clean: hits, nothing to mask.
+      await post(gw, shape, clean[3]);
+      assert.ok(!(await lastReceived(cloud)).includes('[EMAIL_1]'));
+      // Turn 3 with the first user message's copy changed: that message
+      // misses, and its address is masked.
+      const misses = await metric(gw, 'spillway_parse_cache_misses_total');
+      await post(gw, shape, planted[3]);
+      assert.ok(await metric(gw, 'spillway_parse_cache_misses_total') > misses);
+      const sent = await lastReceived(cloud);
+      assert.ok(!sent.includes(PLANTED), 'the planted address never reaches the cloud');
+      assert.ok(sent.includes('[EMAIL_1]'));
+      // The same body again: the changed message is now a hit, still masked.
+      const hits = await metric(gw, 'spillway_parse_cache_hits_total');
+      await post(gw, shape, planted[3]);
+      assert.ok(await metric(gw, 'spillway_parse_cache_hits_total') > hits);
+      const again = await lastReceived(cloud);
+      assert.ok(!again.includes(PLANTED));
+      assert.ok(again.includes('[EMAIL_1]'));
+    });
+  }
+
+  test('the memo is bounded and a reload applies a new bound', async () => {
+    assert.ok(await metric(gw, 'spillway_parse_cache_entries') > 0);
+    assert.ok(await metric(gw, 'spillway_parse_cache_bytes') > 0);
+    assert.equal(await metric(gw, 'spillway_parse_cache_max_bytes'), 33554432);
+    writeFileSync(gw.configFile, config(cloud.url, 0));
+    const r = await fetch(`${gw.url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    assert.equal(r.status, 200, await r.text());
+    await waitFor(async () => (await metric(gw, 'spillway_parse_cache_max_bytes')) === 0,
+      { timeout: 5000, what: 'the new bound' });
+    assert.equal(await metric(gw, 'spillway_parse_cache_entries'), 0);
+    assert.equal(await metric(gw, 'spillway_parse_cache_bytes'), 0);
+  });
+});
+
+describe('parse memo off', () => {
+  let cloud, gw, dir;
+  before(async () => {
+    dir = tempDir('spillway-parse-');
+    cloud = await startLlmsim(['--model', 'cloud-model', '--keep-received', '100']);
+    gw = await startSpillway(config(cloud.url, 0));
+  });
+  after(async () => { await gw?.stop(); await cloud?.stop(); removeTempDir(dir); });
+
+  test('parse_cache_bytes 0: nothing kept, the planted value still masked', async () => {
+    const planted = trace(join(dir, 'p'), 'openai', 3, ['--plant', '3']);
+    await post(gw, 'openai', planted[2]);
+    await post(gw, 'openai', planted[3]);
+    assert.equal(await metric(gw, 'spillway_parse_cache_hits_total'), 0);
+    assert.equal(await metric(gw, 'spillway_parse_cache_entries'), 0);
+    const sent = await lastReceived(cloud);
+    assert.ok(!sent.includes(PLANTED));
+    assert.ok(sent.includes('[EMAIL_1]'));
+  });
+});
