@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side by side with agent-sized bodies: Spillway (every feature on, as in
 # bench/proxy.sh: PII scan local_only, decision log, metrics; once with the
-# scan-verdict cache, once with limits.scan_cache_bytes 0), nginx and HAProxy,
+# scan-verdict cache and the parse memo, once with limits.scan_cache_bytes and
+# limits.parse_cache_bytes 0), nginx and HAProxy,
 # configured by bench/targets.sh, each pinned to PROXY_CPU, in front of the
 # same fixed upstream (bench/upstream.c), sending turns of one agent
 # conversation (bench/agent_trace.py: system prompt, code and tool results,
@@ -23,7 +24,7 @@
 # The same body is sent N times, so with the cache every text of it is a hit
 # after the first request: "spillway" is a conversation's steady state (no new
 # text; a real later turn adds a few KB, which bench/agent_instr.sh counts),
-# "spillway0" scans every byte of every request. CPU times are timed, not
+# "spillway0" parses and scans every byte of every request. CPU times are timed, not
 # counted: on a loaded machine read the ratios within one run.
 #
 #   bench/agent_proxy.sh              about 3 minutes
@@ -68,8 +69,8 @@ UP=$(log_port "$tmp/upstream.log")
 write_configs "$UP"
 # nginx keeps a body up to 1 MiB in memory (its default writes one above 16 KB to a file)
 sed -i 's|^  access_log off;|  access_log off;\n  client_body_buffer_size 1m;\n  client_max_body_size 8m;|' "$tmp/nginx/nginx.conf"
-# spillway0: the same Spillway without the scan-verdict cache
-sed 's|^limits: { |limits: { scan_cache_bytes: 0, |' "$tmp/spillway.yaml" >"$tmp/spillway0.yaml"
+# spillway0: the same Spillway without the scan-verdict cache and the parse memo
+sed 's|^limits: { |limits: { scan_cache_bytes: 0, parse_cache_bytes: 0, |' "$tmp/spillway.yaml" >"$tmp/spillway0.yaml"
 grep -q 'scan_cache_bytes: 0' "$tmp/spillway0.yaml" || { echo "agent_proxy.sh: spillway0 config" >&2; exit 1; }
 
 start() { # target

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define SW_JMEMO_MIN_BODY 8192      /* smaller bodies are parsed whole */
-#define SW_JMEMO_MIN_BYTES 256      /* smaller elements are parsed each time */
+#define SW_JMEMO_MIN_BYTES 64       /* smaller elements are parsed each time */
 
 struct sw_jmemo_stats {
     uint64_t hits;              /* elements whose value came from the memo */

@@ -223,7 +223,7 @@ static int render_caches(struct sw_metrics_scrape *s, const struct sw_obs_gauges
     } parse[] = {
         {"spillway_parse_cache_hits_total",
          "Array elements of request bodies (messages, input items, tools, system blocks) of at "
-         "least 256 bytes whose tree came from the parse memo: the same bytes were parsed "
+         "least 64 bytes whose tree came from the parse memo: the same bytes were parsed "
          "before (limits.parse_cache_bytes).", true, (double)g->parse_cache_hits},
         {"spillway_parse_cache_misses_total", "Elements of that size parsed, then kept.", true,
          (double)g->parse_cache_misses},
