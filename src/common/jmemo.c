@@ -14,12 +14,23 @@
 
 #include "common/jscan.h"
 
+/* Notes kept per value: one per engine and surface a value is scanned with
+ * (a key's allow list is an engine of its own). */
+#define NOTES 4
+
 struct sw_jmemo_entry {
     struct sw_jmemo_entry *chain;       /* the bucket's next */
+    struct sw_jmemo_entry *vchain;      /* the bucket's next, by value */
     struct sw_jmemo_entry *older, *newer;
     uint64_t hash;
     size_t len, values, depth, flags, bytes;
     json_t *value;
+    struct note {
+        uint64_t key;
+        size_t len;                     /* 0: a free slot */
+        void *data;
+    } notes[NOTES];
+    unsigned next_note;                 /* the slot a new key takes */
     unsigned char raw[];                /* the len bytes it was parsed from */
 };
 
@@ -30,18 +41,18 @@ static uint64_t xxh3(const void *p, size_t len)
 
 static struct {
     uint64_t (*hash)(const void *p, size_t len);
-    struct sw_jmemo_entry **tab;
-    size_t cap;                         /* a power of two, or 0 */
+    struct sw_jmemo_entry **tab, **vtab;    /* by the bytes' hash, by the value */
+    size_t cap;                         /* a power of two (both tables), or 0 */
     struct sw_jmemo_entry *newest, *oldest;
     struct sw_jmemo_stats st;
     pthread_t owner;
     bool owned;
-} M = {.hash = xxh3};
+    pthread_mutex_t lock;               /* the loop plans, a scan's worker reads notes */
+} M = {.hash = xxh3, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-void sw_jmemo_set_hash(uint64_t (*hash)(const void *p, size_t len))
+static size_t vslot(const json_t *v)
 {
-    sw_jmemo_clear();
-    M.hash = hash ? hash : xxh3;
+    return (size_t)(((uint64_t)(uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (M.cap - 1);
 }
 
 /* What an entry is counted as: its bytes, the entry, and the tree, about
@@ -81,10 +92,15 @@ static void drop(struct sw_jmemo_entry *e)
     while (*pp != e)
         pp = &(*pp)->chain;
     *pp = e->chain;
+    for (pp = &M.vtab[vslot(e->value)]; *pp != e;)
+        pp = &(*pp)->vchain;
+    *pp = e->vchain;
     unlink_lru(e);
     M.st.bytes -= e->bytes;
     M.st.entries--;
     json_decref(e->value);
+    for (int i = 0; i < NOTES; i++)
+        free(e->notes[i].data);
     free(e);
 }
 
@@ -98,23 +114,83 @@ static void trim(size_t max)
 
 void sw_jmemo_set_max(size_t max_bytes)
 {
+    pthread_mutex_lock(&M.lock);
     M.st.max_bytes = max_bytes;
     trim(max_bytes);
     if (!max_bytes) {
         free(M.tab);
-        M.tab = NULL;
+        free(M.vtab);
+        M.tab = M.vtab = NULL;
         M.cap = 0;
     }
+    pthread_mutex_unlock(&M.lock);
 }
 
 void sw_jmemo_clear(void)
 {
+    pthread_mutex_lock(&M.lock);
     trim(0);
+    pthread_mutex_unlock(&M.lock);
 }
 
 void sw_jmemo_get_stats(struct sw_jmemo_stats *st)
 {
+    pthread_mutex_lock(&M.lock);
     *st = M.st;
+    pthread_mutex_unlock(&M.lock);
+}
+
+void sw_jmemo_set_hash(uint64_t (*hash)(const void *p, size_t len))
+{
+    sw_jmemo_clear();
+    M.hash = hash ? hash : xxh3;
+}
+
+static struct sw_jmemo_entry *holding(const json_t *v)
+{
+    if (!M.cap)
+        return NULL;
+    for (struct sw_jmemo_entry *e = M.vtab[vslot(v)]; e; e = e->vchain)
+        if (e->value == v)
+            return e;
+    return NULL;
+}
+
+static struct note *note_of(struct sw_jmemo_entry *e, uint64_t key)
+{
+    for (int i = 0; e && i < NOTES; i++)
+        if (e->notes[i].len && e->notes[i].key == key)
+            return &e->notes[i];
+    return NULL;
+}
+
+bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len)
+{
+    pthread_mutex_lock(&M.lock);
+    struct note *n = note_of(holding(v), key);
+    bool ok = n && n->len == len;
+    if (ok)
+        memcpy(out, n->data, len);
+    pthread_mutex_unlock(&M.lock);
+    return ok;
+}
+
+void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t len)
+{
+    pthread_mutex_lock(&M.lock);
+    struct sw_jmemo_entry *e = holding(v);
+    void *copy = e && len ? malloc(len) : NULL;
+    if (copy) {
+        memcpy(copy, data, len);
+        struct note *n = note_of(e, key);
+        if (!n)
+            n = &e->notes[e->next_note++ % NOTES];
+        free(n->data);
+        e->bytes += len - n->len;
+        M.st.bytes += len - n->len;
+        *n = (struct note){key, len, copy};
+    }
+    pthread_mutex_unlock(&M.lock);
 }
 
 static struct sw_jmemo_entry *find(uint64_t hash, const char *bytes, size_t len, size_t flags)
@@ -193,11 +269,21 @@ static const unsigned char *plan_array(struct sw_jmemo_plan *p, const unsigned c
     }
 }
 
+static bool plan_locked(const char *text, size_t len, struct sw_jmemo_plan *p);
+
 bool sw_jmemo_plan(const char *text, size_t len, size_t flags, struct sw_jmemo_plan *p)
 {
     *p = (struct sw_jmemo_plan){.flags = flags};
-    if (!M.st.max_bytes || len < SW_JMEMO_MIN_BODY || !mine())
+    if (len < SW_JMEMO_MIN_BODY)
         return false;
+    pthread_mutex_lock(&M.lock);
+    bool planned = M.st.max_bytes && mine() && plan_locked(text, len, p);
+    pthread_mutex_unlock(&M.lock);
+    return planned;
+}
+
+static bool plan_locked(const char *text, size_t len, struct sw_jmemo_plan *p)
+{
     const unsigned char *base = (const unsigned char *)text, *end = base + len;
     const unsigned char *q = sw_jscan_skip_ws(base, end);
     if (q == end || *q++ != '{')
@@ -221,7 +307,8 @@ bool sw_jmemo_plan(const char *text, size_t len, size_t flags, struct sw_jmemo_p
      * checks the whole body */
     if (p->n)
         return true;
-    sw_jmemo_done(p, text, false);
+    free(p->e);
+    *p = (struct sw_jmemo_plan){0};
     return false;
 }
 
@@ -280,18 +367,27 @@ static void measure(const unsigned char *p, size_t len, size_t *values, size_t *
 static void grow(void)
 {
     size_t cap = M.cap ? 2 * M.cap : 256;
-    struct sw_jmemo_entry **tab = calloc(cap, sizeof *tab);
-    if (!tab)
+    struct sw_jmemo_entry **tab = calloc(cap, sizeof *tab), **vtab = calloc(cap, sizeof *vtab);
+    if (!tab || !vtab) {
+        free(tab);
+        free(vtab);
         return;
-    for (size_t i = 0; i < M.cap; i++)
-        for (struct sw_jmemo_entry *e = M.tab[i], *next; e; e = next) {
+    }
+    struct sw_jmemo_entry **old = M.tab;
+    size_t old_cap = M.cap;
+    free(M.vtab);
+    M.tab = tab;
+    M.vtab = vtab;
+    M.cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        for (struct sw_jmemo_entry *e = old[i], *next; e; e = next) {
             next = e->chain;
             e->chain = tab[e->hash & (cap - 1)];
             tab[e->hash & (cap - 1)] = e;
+            e->vchain = vtab[vslot(e->value)];
+            vtab[vslot(e->value)] = e;
         }
-    free(M.tab);
-    M.tab = tab;
-    M.cap = cap;
+    free(old);
 }
 
 static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
@@ -316,6 +412,8 @@ static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
     memcpy(e->raw, raw, el->len);
     e->chain = M.tab[e->hash & (M.cap - 1)];
     M.tab[e->hash & (M.cap - 1)] = e;
+    e->vchain = M.vtab[vslot(e->value)];
+    M.vtab[vslot(e->value)] = e;
     push_newest(e);
     M.st.bytes += bytes;
     M.st.entries++;
@@ -323,6 +421,7 @@ static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
 
 void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
 {
+    pthread_mutex_lock(&M.lock);
     if (parsed)
         M.st.hits += p->hits;
     for (size_t i = 0; i < p->n; i++) {
@@ -334,6 +433,7 @@ void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
         }
         json_decref(el->value);
     }
+    pthread_mutex_unlock(&M.lock);
     free(p->e);
     *p = (struct sw_jmemo_plan){0};
 }

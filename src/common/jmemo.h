@@ -22,8 +22,9 @@
  * structural characters and nesting its bytes have.
  *
  * Bounded by limits.parse_cache_bytes (0: off); the least recently used
- * entries go first. One thread uses it: the first that plans a parse (the
- * event loop); any other parses without it. Pure: no I/O, no clock. */
+ * entries go first. One thread parses with it: the first that plans a
+ * parse (the event loop); any other parses without it. Pure: no I/O, no
+ * clock. */
 #ifndef SW_COMMON_JMEMO_H
 #define SW_COMMON_JMEMO_H
 
@@ -53,6 +54,17 @@ struct sw_jmemo_stats {
 void sw_jmemo_set_max(size_t max_bytes);
 void sw_jmemo_clear(void);
 void sw_jmemo_get_stats(struct sw_jmemo_stats *st);
+/* Notes: what another layer worked out from a value the memo holds (the
+ * PII scan's verdict on a message), kept with it for as long as it is held:
+ * a value the memo holds never changes, so a note about it stays true. A
+ * few notes per value, each found by its key (what it depends on besides
+ * the value: the engine, the surface); a new key takes the oldest one's
+ * place. Counted in the memo's bytes. Any thread.
+ * sw_jmemo_note_get: whether v is held with a note of key and len bytes
+ * (copied to out). sw_jmemo_note_put: does nothing when v is not held. */
+bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len);
+void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t len);
+
 /* Tests: the hash the memo keys by (NULL: XXH3); empties the memo. */
 void sw_jmemo_set_hash(uint64_t (*hash)(const void *p, size_t len));
 

@@ -12,6 +12,8 @@
 #include <strings.h>
 
 #include "common/err.h"
+#include "common/jmemo.h"
+#include "pii/cache.h"
 #include "pii/detect.h"
 #include "pii/view.h"
 #include "pii/map.h"
@@ -435,6 +437,12 @@ struct walk_fns {
      * or left NULL */
     int (*number)(void *ud, const char *t, size_t len, size_t ctx, json_t **repl);
     int (*key)(void *ud, const char *key, size_t len);
+    /* An element of a top-level array, outside a run of parts, before its
+     * walk (after false: *skip set when its verdict is known already) and
+     * after a walk that succeeded (after true). ctx: what the walk of it
+     * depends on besides the element and the engine (surface, leniency,
+     * its path's node). */
+    int (*element)(void *ud, const json_t *el, uint64_t ctx, bool after, bool *skip);
 };
 
 struct walk {
@@ -639,6 +647,7 @@ static json_t *part_text(const json_t *el)
 }
 
 static int walk_value(struct walk *w, json_t *v, json_t **repl);
+static int walk_element(struct walk *w, json_t *el, json_t **repl);
 
 static int walk_object(struct walk *w, json_t *v)
 {
@@ -689,7 +698,7 @@ static int walk_array(struct walk *w, json_t *v)
             json_t *repl = NULL, *el = json_array_get(v, k);
             w->part_text = j > i + 1 ? part_text(el) : NULL;
             descend(w, NULL, k);
-            rc = walk_value(w, el, &repl);
+            rc = walk_element(w, el, &repl);
             w->depth--;
             w->part_text = NULL;
             if (rc)
@@ -719,6 +728,22 @@ static int walk_value(struct walk *w, json_t *v, json_t **repl)
     int rc = json_is_object(v) ? walk_object(w, v) : walk_array(w, v);
     w->part_text = pt;
     return rc;
+}
+
+/* An array's element; one of a top-level array as a whole through
+ * fns->element when there is one. */
+static int walk_element(struct walk *w, json_t *el, json_t **repl)
+{
+    if (w->depth != 2 || !w->fns->element || w->part_text ||
+        (!json_is_object(el) && !json_is_array(el)))
+        return walk_value(w, el, repl);
+    uint64_t ctx = (uint64_t)(uint32_t)w->node[2] << 2 | (uint64_t)w->lenient << 1 | w->messages;
+    bool skip = false;
+    int rc = w->fns->element(w->ud, el, ctx, false, &skip);
+    if (rc || skip)
+        return rc;
+    rc = walk_value(w, el, repl);
+    return rc || *repl ? rc : w->fns->element(w->ud, el, ctx, true, &skip);
 }
 
 static int walk_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool lenient,
@@ -757,6 +782,7 @@ struct req_ctx {
     struct sw_pii_memo *memo;   /* scans: NULL, or texts' verdicts recorded (replay false)
                                  * or replayed (replay true); see memo.h */
     bool replay;
+    struct sw_pii_counts before;    /* the counts when the element being walked began */
     struct sw_buf buf;
     struct sw_buf joined;
     struct sw_buf joined2;      /* the same run with RUN_SEP between the parts */
@@ -1088,6 +1114,42 @@ static int count_binary(void *ud, json_t *str)
     return SW_OK;
 }
 
+/* The verdict on an element the parse memo holds (common/jmemo.h), kept
+ * with it: the counts its walk added, for this engine's generation (which
+ * anything that changes what it detects renews) and the walk's context. */
+struct element_note {
+    uint64_t gen, ctx;
+    struct sw_pii_counts counts;
+};
+_Static_assert(sizeof(struct sw_pii_counts) % sizeof(uint32_t) == 0, "counts are words");
+
+static int scan_element(void *ud, const json_t *el, uint64_t ctx, bool after, bool *skip)
+{
+    struct req_ctx *c = ud;
+    struct element_note n;
+    uint64_t gen = sw_pii_engine_gen(c->e);
+    uint32_t *to = (uint32_t *)c->counts;
+    const size_t words = sizeof n.counts / sizeof(uint32_t);
+    if (!after) {
+        if (sw_jmemo_note_get(el, gen ^ ctx, &n, sizeof n) && n.gen == gen && n.ctx == ctx) {
+            const uint32_t *add = (const uint32_t *)&n.counts;
+            for (size_t i = 0; i < words; i++)
+                to[i] += add[i];
+            *skip = true;
+        } else {
+            c->before = *c->counts;
+        }
+        return SW_OK;
+    }
+    n = (struct element_note){.gen = gen, .ctx = ctx};
+    const uint32_t *was = (const uint32_t *)&c->before;
+    uint32_t *d = (uint32_t *)&n.counts;
+    for (size_t i = 0; i < words; i++)
+        d[i] = to[i] - was[i];
+    sw_jmemo_note_put(el, gen ^ ctx, &n, sizeof n);
+    return SW_OK;
+}
+
 static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool lenient,
                      const json_t *body, struct sw_pii_counts *counts, char *bad, size_t bad_len,
                      struct sw_pii_memo *memo, bool replay)
@@ -1096,9 +1158,13 @@ static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool 
     memset(counts, 0, sizeof *counts);
     sw_buf_init(&c.joined, TEXT_MAX);
     sw_buf_init(&c.joined2, TEXT_MAX);
-    static const struct walk_fns fns = {
-        scan_field, scan_parts, count_binary, scan_key, scan_number, scan_key};
-    int rc = walk_body(e, s, lenient, (json_t *)body, &fns, &c, bad, bad_len);
+    /* a pair's first walk records every text's spans for the second: it
+     * walks every element */
+    static const struct walk_fns fns = {scan_field,  scan_parts, count_binary, scan_key,
+                                        scan_number, scan_key,   scan_element};
+    static const struct walk_fns pair_fns = {
+        scan_field, scan_parts, count_binary, scan_key, scan_number, scan_key, NULL};
+    int rc = walk_body(e, s, lenient, (json_t *)body, memo ? &pair_fns : &fns, &c, bad, bad_len);
     wipe(&c.joined);
     wipe(&c.joined2);
     return rc;
@@ -1360,9 +1426,9 @@ static int mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum s
      * Binary payloads are left as they are (counted): whether they may go at
      * all is the caller's decision (pii.binary_parts). */
     static const struct walk_fns reserve = {reserve_field, reserve_parts, NULL, check_key, NULL,
-                                            check_key};
+                                            check_key, NULL};
     static const struct walk_fns mask = {mask_field, mask_parts, count_binary, NULL, mask_number,
-                                         NULL};
+                                         NULL, NULL};
     int rc = walk_body(e, s, false, body, &reserve, &c, bad, bad_len);
     if (!rc)
         rc = walk_body(e, s, false, body, &mask, &c, bad, bad_len);

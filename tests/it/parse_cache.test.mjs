@@ -5,7 +5,9 @@
 // by one byte (an address planted in turn 3) is parsed as it is now, so the
 // address is found and masked before the cloud gets it. With
 // parse_cache_bytes 0 nothing is kept and the address is still masked; a
-// reload applies a new bound.
+// reload applies a new bound. A message the memo holds keeps the PII scan's
+// verdict on it too: the same clean OpenAI body again looks no text up in
+// the scan-verdict cache.
 //
 // The model has only a cloud backend and the policy is mask: what the cloud
 // received (/admin/received) is the evidence.
@@ -111,6 +113,15 @@ describe('parse memo on', () => {
       const again = await lastReceived(cloud);
       assert.ok(!again.includes(PLANTED));
       assert.ok(again.includes('[EMAIL_1]'));
+      if (shape === 'openai') {
+        // a clean body again (nothing to mask): every message held with its
+        // verdicts (the front's scan, the cloud gate's), no text looked up
+        const looked = async () => await metric(gw, 'spillway_pii_scan_cache_hits_total') +
+          await metric(gw, 'spillway_pii_scan_cache_misses_total');
+        const before = await looked();
+        await post(gw, shape, clean[3]);
+        assert.equal(await looked(), before);
+      }
     });
   }
 

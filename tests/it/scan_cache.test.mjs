@@ -2,7 +2,10 @@
 // a multi-turn agent conversation (bench/agent_trace.py) gets cache hits on
 // its later turns (/metrics); a value added in turn 3 to an earlier message's
 // copy (one byte changed) is still caught and masked; a reload empties the
-// cache; with scan_cache_bytes 0 nothing is cached.
+// cache; with scan_cache_bytes 0 nothing is cached. The parse memo is off
+// here: with it, a message it holds keeps its whole verdict and its texts
+// are not looked up again (it/parse_cache), so this file tests the cache
+// that every text of every other body goes through.
 //
 // The model has only a cloud backend and the policy is mask: what the cloud
 // received (/admin/received) is the evidence.
@@ -29,7 +32,7 @@ backends:
 models:
   - { name: chat, backends: [cloud] }
 pii: { policy: mask }
-limits: { scan_cache_bytes: ${cacheBytes} }
+limits: { scan_cache_bytes: ${cacheBytes}, parse_cache_bytes: 0 }
 `;
 
 // turn -> body text, for turns 1..n of one conversation (planted: from turn 3 on)

@@ -18,6 +18,8 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jfast.h"
+#include "common/jmemo.h"
 #include "pii/cache.h"
 #include "pii/pii.h"
 
@@ -371,6 +373,79 @@ static void test_body_and_mask(void **state)
     sw_pii_cache_free(c);
 }
 
+static uint64_t lookups(const struct sw_pii_cache *c)
+{
+    return stats(c).hits + stats(c).misses;
+}
+
+static void same_counts(const struct sw_pii_engine *e, const struct sw_pii_engine *ref,
+                        enum sw_pii_surface surface, const json_t *body)
+{
+    struct sw_pii_counts a, b;
+    assert_int_equal(sw_pii_scan_body(e, surface, body, &a, NULL, 0), SW_OK);
+    assert_int_equal(sw_pii_scan_body(ref, surface, body, &b, NULL, 0), SW_OK);
+    assert_memory_equal(&a, &b, sizeof a);
+}
+
+/* A body whose messages the parse memo holds: the scan's verdict on each is
+ * kept with it, and a later scan of them adds it without looking at one of
+ * their texts; the counts are a fresh engine's. Another engine (a reload's,
+ * an allow list's: another generation) or another surface does not take
+ * them, and finds what it finds. */
+static void test_element_notes(void **state)
+{
+    (void)state;
+    sw_jmemo_set_max(64u << 20);
+    struct sw_pii_cache *c = sw_pii_cache_new(1 << 20);
+    struct sw_pii_engine *e = cached_engine(c), *e2 = cached_engine(c);
+    char *s = conversation(20, 0);
+    size_t len = strlen(s);
+    assert_true(len >= SW_JMEMO_MIN_BODY);
+    bool oom;
+    json_t *first = sw_json_load_bounded(s, len, JSON_REJECT_DUPLICATES, 100000, 64, &oom);
+    json_t *body = sw_json_load_bounded(s, len, JSON_REJECT_DUPLICATES, 100000, 64, &oom);
+    assert_non_null(first);
+    assert_non_null(body);
+    /* the second parse shares the first's messages */
+    assert_ptr_equal(json_array_get(json_object_get(first, "messages"), 1),
+                     json_array_get(json_object_get(body, "messages"), 1));
+    same_counts(e, FRESH, SW_PII_SURFACE_CHAT, first);      /* learns */
+    uint64_t seen = lookups(c);
+    same_counts(e, FRESH, SW_PII_SURFACE_CHAT, body);
+    assert_int_equal(lookups(c), seen);                     /* no text looked at */
+
+    same_counts(e2, FRESH, SW_PII_SURFACE_CHAT, body);
+    assert_true(lookups(c) > seen);
+    seen = lookups(c);
+    same_counts(e, FRESH, SW_PII_SURFACE_MESSAGES, body);
+    assert_true(lookups(c) > seen);
+
+    char err[256];
+    static const char *const values[] = {"bob.smith@example.org"};
+    struct sw_pii_engine *safe = NULL, *safe_ref = NULL;
+    assert_int_equal(sw_pii_engine_allowing(e, values, 1, NULL, 0, &safe, err, sizeof err), SW_OK);
+    assert_int_equal(sw_pii_engine_allowing(FRESH, values, 1, NULL, 0, &safe_ref, err, sizeof err),
+                     SW_OK);
+    same_counts(safe, safe_ref, SW_PII_SURFACE_CHAT, body);
+    struct sw_pii_counts got;
+    assert_int_equal(sw_pii_scan_body(safe, SW_PII_SURFACE_CHAT, body, &got, NULL, 0), SW_OK);
+    assert_true(got.allowed > 0);
+
+    /* not held (the memo off): walked text by text */
+    sw_jmemo_set_max(0);
+    seen = lookups(c);
+    same_counts(e, FRESH, SW_PII_SURFACE_CHAT, body);
+    assert_true(lookups(c) > seen);
+    json_decref(first);
+    json_decref(body);
+    free(s);
+    sw_pii_engine_free(safe_ref);
+    sw_pii_engine_free(safe);
+    sw_pii_engine_free(e2);
+    sw_pii_engine_free(e);
+    sw_pii_cache_free(c);
+}
+
 struct worker {
     const struct sw_pii_engine *e;
     const char *body;
@@ -428,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_no_values_stored),
         cmocka_unit_test(test_body_and_mask),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_element_notes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
