@@ -14,9 +14,10 @@
 
 #include "common/jscan.h"
 
-/* Notes kept per value: one per engine and surface a value is scanned with
- * (a key's allow list is an engine of its own). */
-#define NOTES 4
+/* Notes kept per value: the prefix identity's, and one per engine and
+ * surface a value is scanned with (a key's allow list is an engine of its
+ * own). */
+#define NOTES 6
 
 struct sw_jmemo_entry {
     struct sw_jmemo_entry *chain;       /* the bucket's next */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jmemo.h"
+
 #define XXH_STATIC_LINKING_ONLY     /* XXH3_state_t on the stack */
 #include <xxhash.h>
 #if defined(__x86_64__)
@@ -176,6 +178,37 @@ static void value(struct walk *w, const json_t *v, int depth)
     }
 }
 
+/* A block's element (the tools, a message): its own digest and compact
+ * bytes are what the chain is fed, kept as a note with a value the parse
+ * memo holds (common/jmemo.h), so a message resent in a later turn is not
+ * walked again. */
+struct element_note {
+    uint64_t digest;
+    size_t bytes;
+};
+#define NOTE_KEY 0x70726566697831ull     /* "prefix1": what the note is, it depends on nothing else */
+
+static void element(struct walk *w, const json_t *v)
+{
+    struct element_note n;
+    if (!sw_jmemo_note_get(v, NOTE_KEY, &n, sizeof n)) {
+        struct walk e;
+        e.staged = 0;
+        e.bytes = 0;
+        e.ok = XXH3_64bits_reset(&e.st) == XXH_OK;
+        if (e.ok)
+            value(&e, v, 0);
+        if (!e.ok) {
+            w->ok = false;
+            return;
+        }
+        n = (struct element_note){digest(&e), e.bytes};
+        sw_jmemo_note_put(v, NOTE_KEY, &n, sizeof n);
+    }
+    head(w, 'e', n.digest);
+    w->bytes += n.bytes;
+}
+
 static bool leading(const json_t *m)
 {
     const char *role = json_string_value(json_object_get(m, "role"));
@@ -200,11 +233,11 @@ void sw_request_prefix(const json_t *body, long prompt_tokens_est, struct sw_pre
     if (!tools)
         tools = json_object_get(body, "functions");
     if (tools)
-        value(&w, tools, 0);
+        element(&w, tools);
     for (; i < n && leading(json_array_get(msgs, i)); i++)
-        value(&w, json_array_get(msgs, i), 0);
+        element(&w, json_array_get(msgs, i));
     if (i == 0)     /* no system block: block 0 is the first message */
-        value(&w, json_array_get(msgs, i++), 0);
+        element(&w, json_array_get(msgs, i++));
     out->hash[0] = digest(&w);
     out->tokens[0] = (long)w.bytes;
     out->n = 1;
@@ -212,7 +245,7 @@ void sw_request_prefix(const json_t *body, long prompt_tokens_est, struct sw_pre
      * so only theirs are digested */
     size_t skip = n - i > SW_PREFIX_MAX - 1 ? n - i - (SW_PREFIX_MAX - 1) : 0;
     for (size_t b = 0; i < n && w.ok; i++, b++) {
-        value(&w, json_array_get(msgs, i), 0);
+        element(&w, json_array_get(msgs, i));
         if (b < skip)
             continue;
         out->hash[out->n] = digest(&w);

@@ -1,9 +1,11 @@
 /* The prefix identity of a chat-form request (route/affinity.h): block 0 is
  * "tools" (or "functions") and the leading system and developer messages,
- * then one block per message; hash k is the 64-bit XXH3 of blocks 0..k fed
- * into one hash state (each value with its type and length, an object's
- * members in key order: the same values in any key order hash the same),
- * digested only at the boundaries kept. Not a cryptographic hash: a
+ * then one block per message; hash k is the 64-bit XXH3 of the digests of
+ * the elements of blocks 0..k fed into one hash state, digested only at the
+ * boundaries kept. An element's digest is the XXH3 of its value (each value
+ * with its type and length, an object's members in key order: the same
+ * values in any key order hash the same), noted with a value the parse memo
+ * holds, so a resent message is not walked again. Not a cryptographic hash: a
  * collision only sends a request to a box without its cache. Every API
  * surface is parsed into the chat form first (Anthropic Messages,
  * Responses), so one function covers them all. Token counts at each

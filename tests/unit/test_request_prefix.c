@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "common/jfast.h"
+#include "common/jmemo.h"
 #include "request/prefix.h"
 
 static struct sw_prefix of(const char *json, long tokens)
@@ -159,6 +161,59 @@ static void test_long_conversation(void **state)
     assert_true(q.hash[1] != p.hash[1]);
 }
 
+/* A long conversation as a client sends it, message 7's text varied by one
+ * byte when edit is set. */
+static char *long_body(int edit)
+{
+    static char b[64 << 10];
+    size_t n = (size_t)snprintf(b, sizeof b, "{\"model\":\"m\",\"messages\":[" SYS);
+    for (int i = 0; i < 120; i++)
+        n += (size_t)snprintf(b + n, sizeof b - n,
+                              ",{\"role\":\"%s\",\"content\":\"turn %d: the build log says "
+                              "the test step timed out after %d seconds, see above\"}",
+                              i % 2 ? "assistant" : "user", i, edit && i == 7 ? 61 : 60);
+    snprintf(b + n, sizeof b - n, "]," TOOLS "}");
+    return b;
+}
+
+static struct sw_prefix parsed(const char *s, long tokens)
+{
+    bool oom;
+    json_t *body = sw_json_load_bounded(s, strlen(s), JSON_REJECT_DUPLICATES, 100000, 64, &oom);
+    assert_non_null(body);
+    struct sw_prefix p;
+    sw_request_prefix(body, tokens, &p);
+    json_decref(body);
+    return p;
+}
+
+/* With the parse memo the identity is the one without it: the digest an
+ * element's note holds is the digest of its walk; a one-byte change still
+ * changes every boundary from its message on. */
+static void test_memo_notes(void **state)
+{
+    (void)state;
+    const char *s = long_body(0);
+    assert_true(strlen(s) >= SW_JMEMO_MIN_BODY);
+    struct sw_prefix off = of(s, 3000);
+    sw_jmemo_set_max(16u << 20);
+    struct sw_prefix first = parsed(s, 3000), again = parsed(s, 3000);
+    struct sw_jmemo_stats st;
+    sw_jmemo_get_stats(&st);
+    assert_true(st.hits > 0);
+    assert_memory_equal(&off, &first, sizeof off);
+    assert_memory_equal(&off, &again, sizeof off);
+    struct sw_prefix edit = parsed(long_body(1), 3000), edit_off;
+    sw_jmemo_set_max(0);
+    edit_off = of(long_body(1), 3000);
+    assert_memory_equal(&edit, &edit_off, sizeof edit);
+    size_t changed = 0;
+    for (size_t k = 0; k < off.n; k++)
+        changed += edit.hash[k] != off.hash[k];
+    assert_true(changed > 0 && changed < off.n);
+    assert_true(edit.hash[off.n - 1] != off.hash[off.n - 1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_distinct_values),
         cmocka_unit_test(test_long_conversation),
+        cmocka_unit_test(test_memo_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
