@@ -98,7 +98,7 @@ static void drop(struct sw_jmemo_entry *e)
     *pp = e->vchain;
     unlink_lru(e);
     M.st.bytes -= e->bytes;
-    M.st.entries--;
+    __atomic_sub_fetch(&M.st.entries, 1, __ATOMIC_RELAXED);
     json_decref(e->value);
     for (int i = 0; i < NOTES; i++)
         free(e->notes[i].data);
@@ -165,8 +165,19 @@ static struct note *note_of(struct sw_jmemo_entry *e, uint64_t key)
     return NULL;
 }
 
+/* Whether the memo holds nothing, read without the lock: a small body's
+ * values are never held, and its walks need not lock to learn it. A value
+ * a walk is given was kept before the walk began (the parse ends first), so
+ * a walk of a held value never reads 0 here. */
+static bool empty(void)
+{
+    return __atomic_load_n(&M.st.entries, __ATOMIC_RELAXED) == 0;
+}
+
 bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len)
 {
+    if (empty())
+        return false;
     pthread_mutex_lock(&M.lock);
     struct note *n = note_of(holding(v), key);
     bool ok = n && n->len == len;
@@ -178,6 +189,8 @@ bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len)
 
 void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t len)
 {
+    if (empty())
+        return;
     pthread_mutex_lock(&M.lock);
     struct sw_jmemo_entry *e = holding(v);
     void *copy = e && len ? malloc(len) : NULL;
@@ -417,7 +430,7 @@ static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
     M.vtab[vslot(e->value)] = e;
     push_newest(e);
     M.st.bytes += bytes;
-    M.st.entries++;
+    __atomic_add_fetch(&M.st.entries, 1, __ATOMIC_RELAXED);
 }
 
 void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
