@@ -285,9 +285,18 @@ static const unsigned char *plan_array(struct sw_jmemo_plan *p, const unsigned c
 
 static bool plan_locked(const char *text, size_t len, struct sw_jmemo_plan *p);
 
+/* The bytes the calling thread's last planned parse took from the memo. */
+static _Thread_local size_t reused;
+
+size_t sw_jmemo_reused(void)
+{
+    return reused;
+}
+
 bool sw_jmemo_plan(const char *text, size_t len, size_t flags, struct sw_jmemo_plan *p)
 {
     *p = (struct sw_jmemo_plan){.flags = flags};
+    reused = 0;
     if (len < SW_JMEMO_MIN_BODY)
         return false;
     pthread_mutex_lock(&M.lock);
@@ -440,6 +449,8 @@ void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
         M.st.hits += p->hits;
     for (size_t i = 0; i < p->n; i++) {
         struct sw_jmemo_elem *el = &p->e[i];
+        if (parsed && el->hit)
+            reused += el->len;
         if (parsed && !el->hit) {
             M.st.misses++;
             if (el->value)

@@ -104,6 +104,11 @@ size_t sw_jmemo_compact(const struct sw_jmemo_plan *p, const char *text, size_t 
  * drops the plan's references. */
 void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed);
 
+/* The bytes of the body the calling thread parsed last (sw_json_load_bounded)
+ * whose trees came from the memo: 0 when it planned nothing or failed. What
+ * is left is what a scan of that body has to look at. */
+size_t sw_jmemo_reused(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/jmemo.h"
 #include "common/log.h"
 #include "common/query.h"
 #include "common/workpool.h"
@@ -970,7 +971,10 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         sw_request_free(&chat);
         return;
     }
-    if (sw_facts_needs_scan(&s->facts) && f->scan_pool && len > SCAN_OFF_LOOP_BYTES &&
+    /* the bytes the scan has to look at: a message the parse memo holds
+     * brings its verdict (a hand-off to a worker costs more than adding it) */
+    if (sw_facts_needs_scan(&s->facts) && f->scan_pool &&
+        len - (sw_jmemo_reused() < len ? sw_jmemo_reused() : len) > SCAN_OFF_LOOP_BYTES &&
         scan_off_loop(s, &chat))
         return;
     s->chat = chat;

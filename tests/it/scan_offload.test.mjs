@@ -5,7 +5,8 @@
 // spillway_pii_scans_dropped_total count the scans and the results dropped
 // for a client that left; a SIGTERM during the scan lets the request finish
 // and the process exit 0, and a drain timeout shorter than the scan joins the
-// worker and exits 0 (no sanitizer report under SANITIZE=1).
+// worker and exits 0 (no sanitizer report under SANITIZE=1). A body whose
+// messages the parse memo holds with their verdicts is not sent to a worker.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -129,9 +130,15 @@ test('a client gone mid-scan: its result is dropped and counted, the gateway ser
   await waitFor(() => /client disconnected during the PII scan; dropped/.test(gw.output()), { what: 'the log line' });
   const after = await post(gw, 'hello again');
   assert.equal(after.status, 200, after.text);
-  // A large clean body is scanned off the loop and served.
-  const big2 = sendBig(gw, bigBody());
+  // A large clean body (new bytes: the first one's message is in the parse
+  // memo now) is scanned off the loop and served.
+  const big2 = sendBig(gw, bigBody(' second'));
   assert.match(await big2.answer, /^HTTP\/1\.1 200 /);
+  assert.deepEqual(await counters(gw), { offloaded: 2, dropped: 1 });
+  // The same body again: its message is held with its verdict, nothing is
+  // left to scan, so nothing goes to a worker.
+  const big3 = sendBig(gw, bigBody(' second'));
+  assert.match(await big3.answer, /^HTTP\/1\.1 200 /);
   assert.deepEqual(await counters(gw), { offloaded: 2, dropped: 1 });
 }));
 
