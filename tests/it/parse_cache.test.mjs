@@ -13,13 +13,11 @@
 // received (/admin/received) is the evidence.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { trace, metric } from './lib/agent.mjs';
 import { startLlmsim, startSpillway, waitFor, getJSON, tempDir, removeTempDir } from './lib/harness.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const KEY = 'sk-parse-app';
 const ADMIN = 'sk-parse-admin';
 const PLANTED = 'build.lead@corp-mail.example';
@@ -42,25 +40,6 @@ const SURFACES = {
   anthropic: { path: '/v1/messages', headers: { 'x-api-key': KEY, 'anthropic-version': '2023-06-01' }, max: 'max_tokens' },
   responses: { path: '/v1/responses', headers: { authorization: `Bearer ${KEY}` }, max: 'max_output_tokens' },
 };
-
-// turn -> body text, for turns 1..n of one conversation in shape
-function trace(dir, shape, n, extra = []) {
-  const out = execFileSync('python3', [join(root, 'bench/agent_trace.py'), '--out', dir, '--turns', String(n),
-    '--shape', shape, ...extra], { encoding: 'utf8' });
-  const bodies = {};
-  for (const line of out.trim().split('\n')) {
-    const [t, , , path] = line.split(' ');
-    bodies[Number(t)] = readFileSync(path, 'utf8');
-  }
-  return bodies;
-}
-
-async function metric(gw, name) {
-  const r = await fetch(`${gw.url}/metrics`);
-  const m = (await r.text()).match(new RegExp(`^${name} (\\S+)$`, 'm'));
-  assert.ok(m, `${name} in /metrics`);
-  return Number(m[1]);
-}
 
 // The body as the client wrote it, with a short answer asked for: the bytes
 // of every earlier message stay as they were.
@@ -88,8 +67,8 @@ describe('parse memo on', () => {
 
   for (const shape of Object.keys(SURFACES)) {
     test(`${shape}: later turns hit; an earlier message changed by one byte is parsed anew and masked`, async () => {
-      const clean = trace(join(dir, `${shape}-clean`), shape, 3);
-      const planted = trace(join(dir, `${shape}-planted`), shape, 3, ['--plant', '3']);
+      const clean = trace(join(dir, `${shape}-clean`), 3, ['--shape', shape]);
+      const planted = trace(join(dir, `${shape}-planted`), 3, ['--shape', shape, '--plant', '3']);
       assert.ok(planted[3].includes(PLANTED) && !clean[3].includes(PLANTED));
       await post(gw, shape, clean[1]);
       const h1 = await metric(gw, 'spillway_parse_cache_hits_total');
@@ -149,7 +128,7 @@ describe('parse memo off', () => {
   after(async () => { await gw?.stop(); await cloud?.stop(); removeTempDir(dir); });
 
   test('parse_cache_bytes 0: nothing kept, the planted value still masked', async () => {
-    const planted = trace(join(dir, 'p'), 'openai', 3, ['--plant', '3']);
+    const planted = trace(join(dir, 'p'), 3, ['--plant', '3']);
     await post(gw, 'openai', planted[2]);
     await post(gw, 'openai', planted[3]);
     assert.equal(await metric(gw, 'spillway_parse_cache_hits_total'), 0);

@@ -11,13 +11,10 @@
 // received (/admin/received) is the evidence.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { trace, metric } from './lib/agent.mjs';
 import { startLlmsim, startSpillway, waitFor, getJSON, tempDir, removeTempDir } from './lib/harness.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const KEY = 'sk-cache-app';
 const ADMIN = 'sk-cache-admin';
 const PLANTED = 'build.lead@corp-mail.example';
@@ -34,25 +31,6 @@ models:
 pii: { policy: mask }
 limits: { scan_cache_bytes: ${cacheBytes}, parse_cache_bytes: 0 }
 `;
-
-// turn -> body text, for turns 1..n of one conversation (planted: from turn 3 on)
-function trace(dir, n, extra = []) {
-  const out = execFileSync('python3', [join(root, 'bench/agent_trace.py'), '--out', dir, '--turns', String(n), ...extra],
-    { encoding: 'utf8' });
-  const bodies = {};
-  for (const line of out.trim().split('\n')) {
-    const [t, , , path] = line.split(' ');
-    bodies[Number(t)] = readFileSync(path, 'utf8');
-  }
-  return bodies;
-}
-
-async function metric(gw, name) {
-  const r = await fetch(`${gw.url}/metrics`);
-  const m = (await r.text()).match(new RegExp(`^${name} (\\S+)$`, 'm'));
-  assert.ok(m, `${name} in /metrics`);
-  return Number(m[1]);
-}
 
 async function post(gw, body) {
   const short = JSON.stringify({ ...JSON.parse(body), max_tokens: 8 });   // a short answer
