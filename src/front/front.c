@@ -853,6 +853,15 @@ static int responses_parse(const char *body, size_t len, const struct sw_resp_pr
     return SW_OK;
 }
 
+/* Whether the scan of the body just parsed (len bytes) has more than
+ * SCAN_OFF_LOOP_BYTES to look at: a message the parse memo holds brings its
+ * verdict, and a worker's hand-off costs more than adding it. */
+static bool large_scan(size_t len)
+{
+    size_t reused = sw_jmemo_reused();
+    return len - (reused < len ? reused : len) > SCAN_OFF_LOOP_BYTES;
+}
+
 /* A chat-completions, Anthropic messages, Responses or embeddings request: all are
  * authenticated, scanned and routed the same way; api says which parser
  * reads the body into the internal (OpenAI) form. The facts come from
@@ -971,10 +980,7 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
         sw_request_free(&chat);
         return;
     }
-    /* the bytes the scan has to look at: a message the parse memo holds
-     * brings its verdict (a hand-off to a worker costs more than adding it) */
-    if (sw_facts_needs_scan(&s->facts) && f->scan_pool &&
-        len - (sw_jmemo_reused() < len ? sw_jmemo_reused() : len) > SCAN_OFF_LOOP_BYTES &&
+    if (sw_facts_needs_scan(&s->facts) && f->scan_pool && large_scan(len) &&
         scan_off_loop(s, &chat))
         return;
     s->chat = chat;
