@@ -378,13 +378,20 @@ static void measure(const unsigned char *p, size_t len, size_t *values, size_t *
             n++;
         } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
             n++;            /* a number or a literal: one at its start */
-            while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
-                   *p != '\r' && *p != '\t')
-                p++;
+            p = sw_jscan_skip_value(p - 1, end);
         }
     }
     *values = n;
     *depth = deepest;
+}
+
+/* Puts e in both tables' buckets. */
+static void link_entry(struct sw_jmemo_entry *e)
+{
+    e->chain = M.tab[e->hash & (M.cap - 1)];
+    M.tab[e->hash & (M.cap - 1)] = e;
+    e->vchain = M.vtab[vslot(e->value)];
+    M.vtab[vslot(e->value)] = e;
 }
 
 static void grow(void)
@@ -405,10 +412,7 @@ static void grow(void)
     for (size_t i = 0; i < old_cap; i++)
         for (struct sw_jmemo_entry *e = old[i], *next; e; e = next) {
             next = e->chain;
-            e->chain = tab[e->hash & (cap - 1)];
-            tab[e->hash & (cap - 1)] = e;
-            e->vchain = vtab[vslot(e->value)];
-            vtab[vslot(e->value)] = e;
+            link_entry(e);
         }
     free(old);
 }
@@ -433,10 +437,7 @@ static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
                                  .depth = depth, .flags = flags, .bytes = bytes,
                                  .value = json_incref(el->value)};
     memcpy(e->raw, raw, el->len);
-    e->chain = M.tab[e->hash & (M.cap - 1)];
-    M.tab[e->hash & (M.cap - 1)] = e;
-    e->vchain = M.vtab[vslot(e->value)];
-    M.vtab[vslot(e->value)] = e;
+    link_entry(e);
     push_newest(e);
     M.st.bytes += bytes;
     __atomic_add_fetch(&M.st.entries, 1, __ATOMIC_RELAXED);

@@ -188,39 +188,29 @@ static int render_backends(struct sw_metrics_scrape *s, const struct sw_obs_gaug
 /* The scan-verdict cache's and the parse memo's series. */
 static int render_caches(struct sw_metrics_scrape *s, const struct sw_obs_gauges *g)
 {
-    int err = sw_metrics_scrape_counter(s, "spillway_pii_scan_cache_hits_total",
-                                        "Texts of at least 256 bytes (arguments: 16) whose PII "
-                                        "scan verdict came from the cache: the same bytes were "
-                                        "scanned before by the same engine "
-                                        "(limits.scan_cache_bytes).",
-                                        NULL, NULL, 0, (double)g->pii_cache_hits);
-    if (!err)
-        err = sw_metrics_scrape_counter(s, "spillway_pii_scan_cache_misses_total",
-                                        "Texts of those sizes scanned for PII because "
-                                        "their verdict was not in the cache.",
-                                        NULL, NULL, 0, (double)g->pii_cache_misses);
-    if (!err)
-        err = sw_metrics_scrape_counter(s, "spillway_pii_scan_cache_evicted_total",
-                                        "Scan verdicts dropped from the cache to stay under "
-                                        "limits.scan_cache_bytes.",
-                                        NULL, NULL, 0, (double)g->pii_cache_evicted);
-    if (!err)
-        err = sw_metrics_gauge(s, "spillway_pii_scan_cache_bytes",
-                               "Bytes the scan-verdict cache holds (spans and digests, never "
-                               "text).", NULL, NULL, 0, g->pii_cache_bytes);
-    if (!err)
-        err = sw_metrics_gauge(s, "spillway_pii_scan_cache_entries",
-                               "Scan verdicts the cache holds.", NULL, NULL, 0,
-                               g->pii_cache_entries);
-    if (!err)
-        err = sw_metrics_gauge(s, "spillway_pii_scan_cache_max_bytes",
-                               "The scan-verdict cache's bound (limits.scan_cache_bytes; 0: off).",
-                               NULL, NULL, 0, g->pii_cache_max_bytes);
     const struct {
         const char *name, *help;
         bool counter;
         double v;
-    } parse[] = {
+    } series[] = {
+        {"spillway_pii_scan_cache_hits_total",
+         "Texts of at least 256 bytes (arguments: 16) whose PII scan verdict came from the "
+         "cache: the same bytes were scanned before by the same engine "
+         "(limits.scan_cache_bytes).", true, (double)g->pii_cache_hits},
+        {"spillway_pii_scan_cache_misses_total",
+         "Texts of those sizes scanned for PII because their verdict was not in the cache.",
+         true, (double)g->pii_cache_misses},
+        {"spillway_pii_scan_cache_evicted_total",
+         "Scan verdicts dropped from the cache to stay under limits.scan_cache_bytes.", true,
+         (double)g->pii_cache_evicted},
+        {"spillway_pii_scan_cache_bytes",
+         "Bytes the scan-verdict cache holds (spans and digests, never text).", false,
+         g->pii_cache_bytes},
+        {"spillway_pii_scan_cache_entries", "Scan verdicts the cache holds.", false,
+         g->pii_cache_entries},
+        {"spillway_pii_scan_cache_max_bytes",
+         "The scan-verdict cache's bound (limits.scan_cache_bytes; 0: off).", false,
+         g->pii_cache_max_bytes},
         {"spillway_parse_cache_hits_total",
          "Array elements of request bodies (messages, input items, tools, system blocks) of at "
          "least 64 bytes whose tree came from the parse memo: the same bytes were parsed "
@@ -238,9 +228,10 @@ static int render_caches(struct sw_metrics_scrape *s, const struct sw_obs_gauges
         {"spillway_parse_cache_max_bytes", "The parse memo's bound (limits.parse_cache_bytes; "
          "0: off).", false, g->parse_cache_max_bytes},
     };
-    for (size_t i = 0; !err && i < sizeof parse / sizeof *parse; i++)
-        err = (parse[i].counter ? sw_metrics_scrape_counter : sw_metrics_gauge)(
-            s, parse[i].name, parse[i].help, NULL, NULL, 0, parse[i].v);
+    int err = SW_OK;
+    for (size_t i = 0; !err && i < sizeof series / sizeof *series; i++)
+        err = (series[i].counter ? sw_metrics_scrape_counter : sw_metrics_gauge)(
+            s, series[i].name, series[i].help, NULL, NULL, 0, series[i].v);
     return err;
 }
 

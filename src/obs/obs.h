@@ -116,7 +116,7 @@ struct sw_obs_gauges {
     double pii_cache_entries;
     double pii_cache_max_bytes;     /* limits.scan_cache_bytes */
     uint64_t parse_cache_hits;      /* body elements whose tree came from the parse memo */
-    uint64_t parse_cache_misses;    /* elements of at least 256 bytes parsed (then kept) */
+    uint64_t parse_cache_misses;    /* elements of at least 64 bytes parsed (then kept) */
     uint64_t parse_cache_evicted;   /* entries dropped to stay under limits.parse_cache_bytes */
     double parse_cache_bytes;       /* held now (an estimate) */
     double parse_cache_entries;

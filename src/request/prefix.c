@@ -73,6 +73,15 @@ static void text(struct walk *w, char tag, const char *s, size_t len)
     put(w, s, len);
 }
 
+/* An empty walk; false when the hash state could not be reset. */
+static bool start(struct walk *w)
+{
+    w->staged = 0;
+    w->bytes = 0;
+    w->ok = XXH3_64bits_reset(&w->st) == XXH_OK;
+    return w->ok;
+}
+
 static uint64_t digest(struct walk *w)
 {
     flush(w);
@@ -193,10 +202,7 @@ static void element(struct walk *w, const json_t *v)
     struct element_note n;
     if (!sw_jmemo_note_get(v, NOTE_KEY, &n, sizeof n)) {
         struct walk e;
-        e.staged = 0;
-        e.bytes = 0;
-        e.ok = XXH3_64bits_reset(&e.st) == XXH_OK;
-        if (e.ok)
+        if (start(&e))
             value(&e, v, 0);
         if (!e.ok) {
             w->ok = false;
@@ -223,10 +229,7 @@ void sw_request_prefix(const json_t *body, long prompt_tokens_est, struct sw_pre
     if (n == 0)
         return;
     struct walk w;
-    w.staged = 0;
-    w.bytes = 0;
-    w.ok = true;
-    if (XXH3_64bits_reset(&w.st) != XXH_OK)
+    if (!start(&w))
         return;
     size_t i = 0;
     const json_t *tools = json_object_get(body, "tools");
