@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jmemo.h"
 #include "common/json.h"
 
 /* The dump is json_dumps's (see the header): too deep, an invalid key. */
@@ -126,6 +127,26 @@ int sw_json_put_int(struct sw_buf *b, long long v)
     return put(b, s, n);
 }
 
+static int dump(const json_t *v, struct sw_buf *b, int depth);
+
+/* The key of an element's compact text kept with it by the parse memo. */
+#define TEXT_NOTE 0x6a64756d70310aull   /* "jdump1" */
+
+/* An element of a top-level array (a message, a tool): the memo holds an
+ * agent's resent ones, and their text once written is kept with them. */
+static int dump_element(const json_t *v, struct sw_buf *b, int depth)
+{
+    if (!json_is_object(v) && !json_is_array(v))
+        return dump(v, b, depth);
+    if (sw_jmemo_note_append(v, TEXT_NOTE, b))
+        return SW_OK;
+    size_t was = b->len;
+    int err = dump(v, b, depth);
+    if (!err)
+        sw_jmemo_note_put(v, TEXT_NOTE, b->ptr + was, b->len - was);
+    return err;
+}
+
 static int dump(const json_t *v, struct sw_buf *b, int depth)
 {
     int err = SW_OK;
@@ -145,7 +166,8 @@ static int dump(const json_t *v, struct sw_buf *b, int depth)
             if (i)
                 err = put(b, ",", 1);
             if (!err)
-                err = dump(json_array_get(v, i), b, depth + 1);
+                err = depth == 1 ? dump_element(json_array_get(v, i), b, depth + 1)
+                                 : dump(json_array_get(v, i), b, depth + 1);
         }
         return err ? err : put(b, "]", 1);
     }

@@ -12,6 +12,8 @@
 #define hash64 XXH3_64bits
 #endif
 
+#include "common/buf.h"
+#include "common/err.h"
 #include "common/jscan.h"
 
 /* Notes kept per value: the prefix identity's, and one per engine and
@@ -32,6 +34,14 @@ struct sw_jmemo_entry {
         void *data;
     } notes[NOTES];
     unsigned next_note;                 /* the slot a new key takes */
+    /* What was derived from the value (sw_jmemo_derived_put): the array, its
+     * key, and an entry for each of its elements (in the value table only,
+     * dropped with this one: a derived entry is not in the LRU list, has no
+     * bytes and is counted in its parent's bytes) */
+    uint64_t dkey;
+    json_t *derived;
+    size_t dbytes;                      /* what the derived value is counted as */
+    struct sw_jmemo_entry *parent, *kids, *next_kid;
     unsigned char raw[];                /* the len bytes it was parsed from */
 };
 
@@ -46,6 +56,7 @@ static struct {
     size_t cap;                         /* a power of two (both tables), or 0 */
     struct sw_jmemo_entry *newest, *oldest;
     struct sw_jmemo_stats st;
+    size_t kids;                        /* derived entries (in vtab only) */
     pthread_t owner;
     bool owned;
     pthread_mutex_t lock;               /* the loop plans, a scan's worker reads notes */
@@ -87,22 +98,50 @@ static void push_newest(struct sw_jmemo_entry *e)
     M.newest = e;
 }
 
+/* Takes e out of the value table and frees it (its bytes are counted by
+ * the caller). */
+static void free_entry(struct sw_jmemo_entry *e)
+{
+    struct sw_jmemo_entry **pp = &M.vtab[vslot(e->value)];
+    while (*pp != e)
+        pp = &(*pp)->vchain;
+    *pp = e->vchain;
+    json_decref(e->value);
+    for (int i = 0; i < NOTES; i++)
+        free(e->notes[i].data);
+    free(e);
+}
+
+/* Drops what was derived from e; returns the bytes it was counted as (in
+ * e's). */
+static size_t drop_kids(struct sw_jmemo_entry *e)
+{
+    size_t bytes = e->dbytes;
+    for (struct sw_jmemo_entry *k = e->kids, *next; k; k = next) {
+        next = k->next_kid;
+        bytes += k->bytes;
+        free_entry(k);
+        M.kids--;
+    }
+    e->kids = NULL;
+    json_decref(e->derived);
+    e->derived = NULL;
+    e->dkey = 0;
+    e->dbytes = 0;
+    return bytes;
+}
+
 static void drop(struct sw_jmemo_entry *e)
 {
     struct sw_jmemo_entry **pp = &M.tab[e->hash & (M.cap - 1)];
     while (*pp != e)
         pp = &(*pp)->chain;
     *pp = e->chain;
-    for (pp = &M.vtab[vslot(e->value)]; *pp != e;)
-        pp = &(*pp)->vchain;
-    *pp = e->vchain;
+    drop_kids(e);
     unlink_lru(e);
     M.st.bytes -= e->bytes;
     __atomic_sub_fetch(&M.st.entries, 1, __ATOMIC_RELAXED);
-    json_decref(e->value);
-    for (int i = 0; i < NOTES; i++)
-        free(e->notes[i].data);
-    free(e);
+    free_entry(e);
 }
 
 static void trim(size_t max)
@@ -200,9 +239,94 @@ void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t l
         if (!n)
             n = &e->notes[e->next_note++ % NOTES];
         free(n->data);
+        /* a derived entry's notes count in its parent's bytes, and in its
+         * own (what dropping its parent's derived value frees) */
         e->bytes += len - n->len;
+        if (e->parent)
+            e->parent->bytes += len - n->len;
         M.st.bytes += len - n->len;
         *n = (struct note){key, len, copy};
+    }
+    pthread_mutex_unlock(&M.lock);
+}
+
+bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out)
+{
+    if (empty())
+        return false;
+    pthread_mutex_lock(&M.lock);
+    struct note *n = note_of(holding(v), key);
+    bool ok = n && sw_buf_append(out, n->data, n->len) == SW_OK;
+    pthread_mutex_unlock(&M.lock);
+    return ok;
+}
+
+json_t *sw_jmemo_derived_get(const json_t *v, uint64_t key)
+{
+    if (empty())
+        return NULL;
+    pthread_mutex_lock(&M.lock);
+    struct sw_jmemo_entry *e = holding(v);
+    json_t *d = e && e->derived && e->dkey == key ? json_incref(e->derived) : NULL;
+    pthread_mutex_unlock(&M.lock);
+    return d;
+}
+
+static void grow(void);
+
+/* Holds x as derived from e (an entry of its own in the value table). */
+static bool hold_kid(struct sw_jmemo_entry *e, json_t *x)
+{
+    if (holding(x))
+        return true;        /* held already (a value shared with the original) */
+    if (M.st.entries + M.kids >= M.cap)
+        grow();
+    struct sw_jmemo_entry *k = calloc(1, sizeof *k);
+    if (!k)
+        return false;
+    k->value = json_incref(x);
+    k->parent = e;
+    k->vchain = M.vtab[vslot(x)];
+    M.vtab[vslot(x)] = k;
+    k->next_kid = e->kids;
+    e->kids = k;
+    M.kids++;
+    return true;
+}
+
+void sw_jmemo_derived_put(const json_t *v, uint64_t key, const json_t *arr, size_t from)
+{
+    if (empty() || from >= json_array_size(arr))
+        return;
+    pthread_mutex_lock(&M.lock);
+    struct sw_jmemo_entry *e = holding(v);
+    json_t *derived = e && !e->parent ? json_array() : NULL;
+    for (size_t j = from; derived && j < json_array_size(arr); j++)
+        if (json_array_append(derived, json_array_get(arr, j))) {
+            json_decref(derived);
+            derived = NULL;
+        }
+    if (derived) {
+        size_t freed = drop_kids(e);
+        e->bytes -= freed;
+        M.st.bytes -= freed;
+        /* counted as an entry per element and the tree's blocks; the
+         * strings are most often the original's, shared */
+        size_t n = json_array_size(derived), bytes = n * sizeof *e + 32 * e->values, i;
+        json_t *x;
+        bool ok = true;
+        json_array_foreach(derived, i, x) ok = ok && hold_kid(e, x);
+        if (!ok) {
+            drop_kids(e);
+        } else {
+            e->dkey = key;
+            e->derived = json_incref(derived);
+            e->dbytes = bytes;
+            e->bytes += bytes;
+            M.st.bytes += bytes;
+            trim(M.st.max_bytes);
+        }
+        json_decref(derived);
     }
     pthread_mutex_unlock(&M.lock);
 }
@@ -385,11 +509,14 @@ static void measure(const unsigned char *p, size_t len, size_t *values, size_t *
     *depth = deepest;
 }
 
-/* Puts e in both tables' buckets. */
-static void link_entry(struct sw_jmemo_entry *e)
+static void link_bytes(struct sw_jmemo_entry *e)
 {
     e->chain = M.tab[e->hash & (M.cap - 1)];
     M.tab[e->hash & (M.cap - 1)] = e;
+}
+
+static void link_value(struct sw_jmemo_entry *e)
+{
     e->vchain = M.vtab[vslot(e->value)];
     M.vtab[vslot(e->value)] = e;
 }
@@ -403,18 +530,23 @@ static void grow(void)
         free(vtab);
         return;
     }
-    struct sw_jmemo_entry **old = M.tab;
+    struct sw_jmemo_entry **old = M.tab, **old_v = M.vtab;
     size_t old_cap = M.cap;
-    free(M.vtab);
     M.tab = tab;
     M.vtab = vtab;
     M.cap = cap;
-    for (size_t i = 0; i < old_cap; i++)
+    for (size_t i = 0; i < old_cap; i++) {
         for (struct sw_jmemo_entry *e = old[i], *next; e; e = next) {
             next = e->chain;
-            link_entry(e);
+            link_bytes(e);
         }
+        for (struct sw_jmemo_entry *e = old_v[i], *next; e; e = next) {
+            next = e->vchain;
+            link_value(e);
+        }
+    }
     free(old);
+    free(old_v);
 }
 
 static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
@@ -428,7 +560,7 @@ static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
     if (bytes > M.st.max_bytes)
         return;
     trim(M.st.max_bytes - bytes);
-    if (M.st.entries >= M.cap)
+    if (M.st.entries + M.kids >= M.cap)
         grow();
     struct sw_jmemo_entry *e = M.cap ? malloc(sizeof *e + el->len) : NULL;
     if (!e)
@@ -437,7 +569,8 @@ static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
                                  .depth = depth, .flags = flags, .bytes = bytes,
                                  .value = json_incref(el->value)};
     memcpy(e->raw, raw, el->len);
-    link_entry(e);
+    link_bytes(e);
+    link_value(e);
     push_newest(e);
     M.st.bytes += bytes;
     __atomic_add_fetch(&M.st.entries, 1, __ATOMIC_RELAXED);

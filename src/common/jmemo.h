@@ -37,6 +37,8 @@
 extern "C" {
 #endif
 
+struct sw_buf;
+
 #define SW_JMEMO_MIN_BODY 8192      /* smaller bodies are parsed whole */
 #define SW_JMEMO_MIN_BYTES 64       /* smaller elements are parsed each time */
 
@@ -64,6 +66,23 @@ void sw_jmemo_get_stats(struct sw_jmemo_stats *st);
  * (copied to out). sw_jmemo_note_put: does nothing when v is not held. */
 bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len);
 void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t len);
+/* A note of any length (a value's compact text) appended to out: false
+ * when v is not held with a note of key, or out cannot take it. */
+bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out);
+
+/* Derived values: what another layer builds from a held value (its
+ * translation into another API's form, an array of the values it became),
+ * kept with it under a key (what else the building depends on), so a
+ * later request that resends the value reuses it whole. Each element of
+ * the array is held in turn, for as long as the value is: notes can be
+ * kept on it, and a walk of a tree built with it finds them. A derived
+ * value is shared and never changed, as a parsed one is; a new key takes
+ * the old one's place; its size is counted in the value's bytes.
+ * sw_jmemo_derived_get: a new reference, or NULL. sw_jmemo_derived_put:
+ * nothing when v is not held (or is itself derived). Any thread. */
+json_t *sw_jmemo_derived_get(const json_t *v, uint64_t key);
+/* The derived value: the elements of arr from index `from` on. */
+void sw_jmemo_derived_put(const json_t *v, uint64_t key, const json_t *arr, size_t from);
 
 /* Tests: the hash the memo keys by (NULL: XXH3); empties the memo. */
 void sw_jmemo_set_hash(uint64_t (*hash)(const void *p, size_t len));

@@ -290,6 +290,10 @@ static const char *msg_path(char *out, size_t i, const char *field, long j)
     return out;
 }
 
+/* The key of a message's translation kept with it (sw_dialect_derived):
+ * what add_message writes, which depends on the message alone. */
+#define DERIVED_KEY 0x616e746832636831ull   /* "anth2ch1" */
+
 /* Appends the OpenAI messages for Anthropic message i to `msgs`. */
 static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_request_error *err)
 {
@@ -675,7 +679,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
     size_t i;
     json_t *m;
     json_array_foreach(json_object_get(in, "messages"), i, m) {
-        if ((rc = add_message(msgs, m, i, err)))
+        if ((rc = sw_dialect_derived(msgs, m, DERIVED_KEY, add_message, i, err)))
             goto fail_rc;
     }
     if (json_array_size(msgs) == 0)
@@ -937,7 +941,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     json_decref(work);
     if (rc == SW_OK) {
         /* validated as its compact text would parse; that text kept */
-        rc = sw_request_parse_built(oai, req, err);
+        rc = sw_request_parse_built(oai, len, req, err);
     }
     if (rc) {
         if (rc == SW_ENOMEM)

@@ -6,11 +6,28 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jmemo.h"
 
 int sw_dialect_oom(struct sw_request_error *err)
 {
     sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
     return SW_ENOMEM;
+}
+
+int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_build_fn build,
+                       size_t i, struct sw_request_error *err)
+{
+    json_t *d = sw_jmemo_derived_get(el, key);
+    if (d) {
+        int rc = json_array_extend(to, d) ? sw_dialect_oom(err) : SW_OK;
+        json_decref(d);
+        return rc;
+    }
+    size_t from = json_array_size(to);
+    int rc = build(to, el, i, err);
+    if (rc == SW_OK)
+        sw_jmemo_derived_put(el, key, to, from);
+    return rc;
 }
 
 json_t *sw_dialect_object(const struct sw_member *m, size_t n)

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "request/request.h"
 
@@ -30,6 +31,20 @@
                              __VA_ARGS__);                                                \
         goto fail;                                                                        \
     } while (0)
+
+/* What element i of a body's top-level array becomes in another API's
+ * form: the values `build` appends to `to` (an error's path names i). */
+typedef int (*sw_dialect_build_fn)(json_t *to, const json_t *el, size_t i,
+                                   struct sw_request_error *err);
+
+/* Appends to `to` what el becomes: the values derived from it under key
+ * before, when the parse memo holds it (common/jmemo.h: an agent's
+ * resent message is translated once), else what build appends, then kept
+ * with it. A translation that build writes must depend on el alone and be
+ * left unchanged after (later values may not edit it): shared values are
+ * read by every request that resends el. */
+int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_build_fn build,
+                       size_t i, struct sw_request_error *err);
 
 /* A member of an object being built: its key (a constant) and its value. */
 struct sw_member {

@@ -737,7 +737,7 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
     json_decref(work);
     if (rc == SW_OK) {
         /* validated as its compact text would parse; that text kept */
-        rc = sw_request_parse_built(chat, req, err);
+        rc = sw_request_parse_built(chat, len, req, err);
     } else if (first && rc == SW_EINVAL && !strcmp(err->param, "input")) {
         *err = *first; /* nothing could be carried: the first reason stands */
     }

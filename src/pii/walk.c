@@ -1158,13 +1158,14 @@ static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool 
     memset(counts, 0, sizeof *counts);
     sw_buf_init(&c.joined, TEXT_MAX);
     sw_buf_init(&c.joined2, TEXT_MAX);
-    /* a pair's first walk records every text's spans for the second: it
-     * walks every element */
+    /* An element with a verdict is not walked, in a pair's walks too: the
+     * first records the spans of the texts it reads, and the second reads
+     * again (with the memo's verdict or a scan of its own) only the texts
+     * of the translation's elements without one; a translation kept with
+     * its element (sw_jmemo_derived_put) has verdicts of its own. */
     static const struct walk_fns fns = {scan_field,  scan_parts, count_binary, scan_key,
                                         scan_number, scan_key,   scan_element};
-    static const struct walk_fns pair_fns = {
-        scan_field, scan_parts, count_binary, scan_key, scan_number, scan_key, NULL};
-    int rc = walk_body(e, s, lenient, (json_t *)body, memo ? &pair_fns : &fns, &c, bad, bad_len);
+    int rc = walk_body(e, s, lenient, (json_t *)body, &fns, &c, bad, bad_len);
     wipe(&c.joined);
     wipe(&c.joined2);
     return rc;

@@ -1164,7 +1164,8 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
     return root ? validate(root, len, req, err) : rc;
 }
 
-int sw_request_parse_built(json_t *root, struct sw_chat_request *req, struct sw_request_error *err)
+int sw_request_parse_built(json_t *root, size_t text_hint, struct sw_chat_request *req,
+                           struct sw_request_error *err)
 {
     struct sw_json_shape sh = {.values = 1, .depth = 0};
     struct sw_buf text;
@@ -1178,7 +1179,7 @@ int sw_request_parse_built(json_t *root, struct sw_chat_request *req, struct sw_
         return SW_EINVAL;
     }
     sw_buf_init(&text, SIZE_MAX / 8);
-    if (sw_buf_reserve(&text, 1024) || sw_json_dump_buf(root, JSON_COMPACT, &text)) {
+    if (sw_buf_reserve(&text, text_hint + 1024) || sw_json_dump_buf(root, JSON_COMPACT, &text)) {
         json_decref(root);
         sw_buf_free(&text);
         set_oom(err);

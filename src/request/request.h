@@ -144,8 +144,10 @@ void sw_request_free(struct sw_chat_request *req);
  * parsing that text. The text is written once (its length is the bound's
  * byte count) and kept as req->text: what an attempt's body is spliced from,
  * the bytes of the tree the front scans. root's strings must be valid UTF-8
- * without NUL (what every parsed body's are). */
-int sw_request_parse_built(json_t *root, struct sw_chat_request *req, struct sw_request_error *err);
+ * without NUL (what every parsed body's are). text_hint: about how long
+ * the text will be (the client's body's length), room reserved at once. */
+int sw_request_parse_built(json_t *root, size_t text_hint, struct sw_chat_request *req,
+                           struct sw_request_error *err);
 
 /* Reads body's "metadata" (borrowed) into req->allow_cloud as chat does:
  * an object of string values, allow_cloud a boolean or a flag string, a

@@ -14,9 +14,11 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jmemo.h"
 #include "dialect/anth_native.h"
 #include "dialect/anth_req.h"
 #include "dialect/anth_resp.h"
+#include "pii/pii.h"
 #include "upstream/dialect.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -812,12 +814,113 @@ static void test_native_thinking(void **state)
 #undef CM
 }
 
+/* An agent's conversation in Anthropic's form: prose, a tool call and its
+ * result per turn; `at` (when >= 0) is the turn whose result says `what`. */
+static char *agent_body(int turns, int at, const char *what)
+{
+    json_t *msgs = json_array();
+    for (int i = 0; i < turns; i++) {
+        char u[600], id[32];
+        snprintf(u, sizeof u, "Turn %d. The build of src/main.c fails on line %d with "
+                              "\"unused variable\"; can you look again and fix it? caf\u00e9 "
+                              "\u65e5\u672c", i, 40 + i);
+        snprintf(id, sizeof id, "toolu_%03d", i);
+        json_array_append_new(msgs, json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content",
+                                              "type", "text", "text", u));
+        json_array_append_new(
+            msgs, json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s,s:s,s:{s:s}}]}", "role", "assistant",
+                            "content", "type", "text", "text", "Reading the file.", "type",
+                            "tool_use", "id", id, "name", "Read", "input", "path", "src/main.c"));
+        snprintf(u, sizeof u, "int main(void) {\n\tint x; /* %s */\n\treturn 0;\n}\n",
+                 i == at ? what : "line unchanged");
+        json_array_append_new(
+            msgs, json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "role", "user", "content", "type",
+                            "tool_result", "tool_use_id", id, "content", u));
+    }
+    json_t *b = json_pack("{s:s,s:i,s:s,s:o}", "model", "m", "max_tokens", 512, "system",
+                          "You are a coding agent.", "messages", msgs);
+    char *s = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    return s;
+}
+
+static void parse_anth(const char *s, struct sw_chat_request *req)
+{
+    struct sw_request_error err;
+    assert_int_equal(sw_anth_request_parse(s, strlen(s), 1, req, &err), SW_OK);
+    char *text = json_dumps(req->body, JSON_COMPACT);
+    assert_int_equal(strlen(text), req->text_len);
+    assert_memory_equal(text, req->text, req->text_len);
+    free(text);
+}
+
+static void pair_counts(const struct sw_pii_engine *e, const struct sw_chat_request *req,
+                        struct sw_pii_counts out[2])
+{
+    int built_rc;
+    assert_int_equal(sw_pii_scan_pair(e, SW_PII_SURFACE_MESSAGES, req->native, &out[0], NULL, 0,
+                                      SW_PII_SURFACE_CHAT, req->body, &out[1], &built_rc),
+                     SW_OK);
+    assert_int_equal(built_rc, SW_OK);
+}
+
+/* With the parse memo, a resent message's translation is kept with it: the
+ * next turn's translation shares it, and its text and its scan are what
+ * they are without the memo; a message changed by one byte is translated
+ * (and scanned) again. */
+static void test_translation_kept(void **state)
+{
+    (void)state;
+    char perr[128];
+    struct sw_pii_engine *e;
+    assert_int_equal(sw_pii_engine_new(NULL, 0, &e, perr, sizeof perr), SW_OK);
+    char *base = agent_body(30, -1, NULL), *planted = agent_body(30, 4, "mail bob.smith@example.org");
+    assert_true(strlen(base) >= SW_JMEMO_MIN_BODY);
+    struct sw_chat_request ref[2], got[3];
+    struct sw_pii_counts rc[2][2], gc[3][2];
+    sw_jmemo_set_max(0);                        /* the reference: no memo */
+    parse_anth(base, &ref[0]);
+    parse_anth(planted, &ref[1]);
+    pair_counts(e, &ref[0], rc[0]);
+    pair_counts(e, &ref[1], rc[1]);
+    assert_int_equal(rc[0][1].total, 0);
+    assert_true(rc[1][1].total > 0);
+
+    sw_jmemo_set_max(64u << 20);
+    parse_anth(base, &got[0]);
+    parse_anth(base, &got[1]);
+    parse_anth(planted, &got[2]);
+    json_t *m0 = json_object_get(got[0].body, "messages"), *m1 = json_object_get(got[1].body, "messages"),
+           *m2 = json_object_get(got[2].body, "messages");
+    assert_ptr_equal(json_array_get(m0, 3), json_array_get(m1, 3));     /* shared */
+    assert_ptr_equal(json_array_get(m0, 3), json_array_get(m2, 3));
+    /* turn 4's tool result changed: the tool message is new (the system
+     * message, then three messages a turn, the result a tool message) */
+    assert_ptr_not_equal(json_array_get(m0, 1 + 3 * 4 + 2), json_array_get(m2, 1 + 3 * 4 + 2));
+    for (int k = 0; k < 3; k++) {
+        const struct sw_chat_request *want = &ref[k == 2];
+        assert_int_equal(got[k].text_len, want->text_len);
+        assert_memory_equal(got[k].text, want->text, want->text_len);
+        pair_counts(e, &got[k], gc[k]);
+        assert_memory_equal(gc[k], rc[k == 2], sizeof gc[k]);
+    }
+    for (int k = 0; k < 3; k++)
+        sw_request_free(&got[k]);
+    sw_request_free(&ref[0]);
+    sw_request_free(&ref[1]);
+    sw_jmemo_set_max(0);
+    free(base);
+    free(planted);
+    sw_pii_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client_header_grammar),
         cmocka_unit_test(test_req_to_openai),
         cmocka_unit_test(test_agent_request_parse),
+        cmocka_unit_test(test_translation_kept),
         cmocka_unit_test(test_field_class),
         cmocka_unit_test(test_native_system),
         cmocka_unit_test(test_native_thinking),

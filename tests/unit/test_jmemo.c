@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "common/buf.h"
 #include "common/jfast.h"
 #include "common/jmemo.h"
 
@@ -354,6 +355,107 @@ static void test_bound(void **state)
     free(b.s);
 }
 
+/* A value derived from a held one (a translation) is kept with it: found by
+ * its key only, its elements held in turn (notes on them), replaced by a new
+ * key, dropped with the value and counted in the bound; a value not held
+ * keeps nothing, and a derived element cannot have a derived value of its
+ * own. Enough entries to grow the tables while derived ones are held. */
+static void test_derived(void **state)
+{
+    (void)state;
+    struct body b = conversation(5, 400);
+    bool oom = false;
+    json_t *t = sw_json_load_bounded(b.s, b.len, REQ, BIG_VALUES, BIG_DEPTH, &oom);
+    assert_non_null(t);
+    json_t *msgs = json_object_get(t, "messages");
+    struct sw_jmemo_stats st0, st;
+    sw_jmemo_get_stats(&st0);
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *m = json_array_get(msgs, i);
+        size_t from = json_array_size(out);
+        /* two values for some elements: the translation may split one */
+        json_array_append_new(out, json_pack("{s:s, s:O}", "role", "x", "of", m));
+        if (i % 3 == 0)
+            json_array_append_new(out, json_pack("{s:I}", "n", (json_int_t)i));
+        sw_jmemo_derived_put(m, 7, out, from);
+        uint32_t note = (uint32_t)i;
+        sw_jmemo_note_put(json_array_get(out, from), 9, &note, sizeof note);
+    }
+    sw_jmemo_get_stats(&st);
+    assert_true(st.bytes > st0.bytes);
+    assert_int_equal(st.entries, st0.entries);      /* derived ones are not entries */
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *m = json_array_get(msgs, i);
+        assert_null(sw_jmemo_derived_get(m, 8));
+        json_t *d = sw_jmemo_derived_get(m, 7);
+        assert_non_null(d);
+        assert_int_equal(json_array_size(d), i % 3 == 0 ? 2 : 1);
+        json_t *x = json_array_get(d, 0);
+        assert_ptr_equal(json_object_get(x, "of"), m);
+        uint32_t note = 0;
+        assert_true(sw_jmemo_note_get(x, 9, &note, sizeof note));
+        assert_int_equal(note, i);
+        sw_jmemo_derived_put(x, 7, d, 0);           /* derived: nothing */
+        assert_null(sw_jmemo_derived_get(x, 7));
+        json_decref(d);
+    }
+    /* a new key takes the old one's place, and its notes go with it */
+    json_t *m0 = json_array_get(msgs, 0), *x0 = json_array_get(out, 0);
+    json_t *other = json_pack("[{s:s}]", "k", "v");
+    sw_jmemo_derived_put(m0, 8, other, 0);
+    assert_null(sw_jmemo_derived_get(m0, 7));
+    json_t *d = sw_jmemo_derived_get(m0, 8);
+    assert_ptr_equal(json_array_get(d, 0), json_array_get(other, 0));
+    json_decref(d);
+    uint32_t note;
+    assert_false(sw_jmemo_note_get(x0, 9, &note, sizeof note));
+    /* not held: nothing kept */
+    json_t *loose = json_pack("{s:s}", "role", "user");
+    sw_jmemo_derived_put(loose, 7, out, 0);
+    assert_null(sw_jmemo_derived_get(loose, 7));
+    /* dropped with the value: the bytes come back to nothing */
+    sw_jmemo_clear();
+    sw_jmemo_get_stats(&st);
+    assert_int_equal(st.bytes, 0);
+    assert_null(sw_jmemo_derived_get(m0, 8));
+    assert_false(sw_jmemo_note_get(json_array_get(out, 3), 9, &note, sizeof note));
+    json_decref(loose);
+    json_decref(other);
+    json_decref(out);
+    json_decref(t);
+    free(b.s);
+}
+
+/* A note of any length is appended whole to a buffer. */
+static void test_note_append(void **state)
+{
+    (void)state;
+    struct body b = conversation(6, 30);
+    bool oom = false;
+    json_t *t = sw_json_load_bounded(b.s, b.len, REQ, BIG_VALUES, BIG_DEPTH, &oom);
+    assert_non_null(t);
+    json_t *m = json_array_get(json_object_get(t, "messages"), 2);
+    struct sw_buf out;
+    sw_buf_init(&out, 1 << 20);
+    assert_false(sw_jmemo_note_append(m, 3, &out));
+    char text[5000];
+    memset(text, 'q', sizeof text);
+    sw_jmemo_note_put(m, 3, text, sizeof text);
+    assert_int_equal(sw_buf_append(&out, "<", 1), 0);
+    assert_true(sw_jmemo_note_append(m, 3, &out));
+    assert_int_equal(out.len, 1 + sizeof text);
+    assert_memory_equal(out.ptr + 1, text, sizeof text);
+    struct sw_buf small;
+    sw_buf_init(&small, 100);                     /* cannot take it: false, unchanged */
+    assert_false(sw_jmemo_note_append(m, 3, &small));
+    assert_int_equal(small.len, 0);
+    sw_buf_free(&small);
+    sw_buf_free(&out);
+    json_decref(t);
+    free(b.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +466,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_derived, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_note_append, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
