@@ -132,8 +132,9 @@ static int dump(const json_t *v, struct sw_buf *b, int depth);
 /* The key of an element's compact text kept with it by the parse memo. */
 #define TEXT_NOTE 0x6a64756d70310aull   /* "jdump1" */
 
-/* An element of a top-level array (a message, a tool): the memo holds an
- * agent's resent ones, and their text once written is kept with them. */
+/* An element of a top-level array (a message, a tool), or of a root array
+ * (a body's input items): the memo holds an agent's resent ones, and their
+ * text once written is kept with them. */
 static int dump_element(const json_t *v, struct sw_buf *b, int depth)
 {
     if (!json_is_object(v) && !json_is_array(v))
@@ -166,7 +167,7 @@ static int dump(const json_t *v, struct sw_buf *b, int depth)
             if (i)
                 err = put(b, ",", 1);
             if (!err)
-                err = depth == 1 ? dump_element(json_array_get(v, i), b, depth + 1)
+                err = depth <= 1 ? dump_element(json_array_get(v, i), b, depth + 1)
                                  : dump(json_array_get(v, i), b, depth + 1);
         }
         return err ? err : put(b, "]", 1);

@@ -349,6 +349,12 @@ fail:
     goto out;
 }
 
+static int build_message(json_t *msgs, const json_t *m, const void *i,
+                         struct sw_request_error *err)
+{
+    return add_message(msgs, m, *(const size_t *)i, err);
+}
+
 static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_error *err)
 {
     if (!json_is_array(tools))
@@ -679,7 +685,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
     size_t i;
     json_t *m;
     json_array_foreach(json_object_get(in, "messages"), i, m) {
-        if ((rc = sw_dialect_derived(msgs, m, DERIVED_KEY, add_message, i, err)))
+        if ((rc = sw_dialect_derived(msgs, m, DERIVED_KEY, build_message, &i, err)))
             goto fail_rc;
     }
     if (json_array_size(msgs) == 0)

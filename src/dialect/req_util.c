@@ -15,7 +15,7 @@ int sw_dialect_oom(struct sw_request_error *err)
 }
 
 int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_build_fn build,
-                       size_t i, struct sw_request_error *err)
+                       const void *ctx, struct sw_request_error *err)
 {
     json_t *d = sw_jmemo_derived_get(el, key);
     if (d) {
@@ -24,7 +24,7 @@ int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_bu
         return rc;
     }
     size_t from = json_array_size(to);
-    int rc = build(to, el, i, err);
+    int rc = build(to, el, ctx, err);
     if (rc == SW_OK)
         sw_jmemo_derived_put(el, key, to, from);
     return rc;

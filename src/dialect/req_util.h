@@ -32,9 +32,10 @@
         goto fail;                                                                        \
     } while (0)
 
-/* What element i of a body's top-level array becomes in another API's
- * form: the values `build` appends to `to` (an error's path names i). */
-typedef int (*sw_dialect_build_fn)(json_t *to, const json_t *el, size_t i,
+/* What an element of a body's top-level array becomes in another API's
+ * form: the values `build` appends to `to`; ctx: what else it is given
+ * (where the element is, for an error's path). */
+typedef int (*sw_dialect_build_fn)(json_t *to, const json_t *el, const void *ctx,
                                    struct sw_request_error *err);
 
 /* Appends to `to` what el becomes: the values derived from it under key
@@ -44,7 +45,7 @@ typedef int (*sw_dialect_build_fn)(json_t *to, const json_t *el, size_t i,
  * left unchanged after (later values may not edit it): shared values are
  * read by every request that resends el. */
 int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_build_fn build,
-                       size_t i, struct sw_request_error *err);
+                       const void *ctx, struct sw_request_error *err);
 
 /* A member of an object being built: its key (a constant) and its value. */
 struct sw_member {

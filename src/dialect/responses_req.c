@@ -224,7 +224,16 @@ static int function_call_item(json_t *msgs, const json_t *it, const char *p,
         snprintf(q, sizeof q, "%s.namespace", p);
         NOPE(q, "%s: namespaced function calls cannot be translated.", q);
     }
-    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    size_t at = json_array_size(msgs) - 1;
+    json_t *last = json_array_get(msgs, at);
+    if (last && last->refcount > 1 && is(json_string_value(json_object_get(last, "role")), "assistant")) {
+        /* shared (kept as an earlier item's translation): the calls go on a copy */
+        json_t *c = json_copy(last), *tc = json_object_get(last, "tool_calls");
+        if (!c || (tc && json_object_set_new(c, "tool_calls", json_copy(tc))) ||
+            json_array_set_new(msgs, at, c))
+            return sw_dialect_oom(err);
+        last = c;
+    }
     if (!is(json_string_value(json_object_get(last, "role")), "assistant")) {
         last = SW_DIALECT_OBJECT({"role", sw_dialect_str("assistant")}, {"content", json_null()});
         if (push(msgs, last, err))
@@ -322,6 +331,34 @@ fail:
     return SW_EINVAL;
 }
 
+/* The keys of an item's translation kept with it (sw_dialect_derived): a
+ * function_call's when it starts an assistant message of its own. */
+#define DERIVED_KEY 0x72657332636831ull     /* "res2ch1" */
+#define DERIVED_CALL_KEY 0x72657332636332ull  /* "res2cc2" */
+
+static int build_item(json_t *msgs, const json_t *it, const void *path,
+                      struct sw_request_error *err)
+{
+    return add_item(msgs, it, path, err);
+}
+
+/* add_item, its translation kept with the item for a message and a call's
+ * output (each depends on the item alone), and for a function_call after
+ * anything but an assistant message (it starts one of its own); one that
+ * joins the assistant message before it is translated each time. */
+static int kept_item(json_t *msgs, const json_t *it, const char *p, struct sw_request_error *err)
+{
+    const char *t = json_string_value(json_object_get(it, "type"));
+    if (!json_is_object(it))
+        return add_item(msgs, it, p, err);
+    if (is(t, "message") || is(t, "function_call_output") || !json_object_get(it, "type"))
+        return sw_dialect_derived(msgs, it, DERIVED_KEY, build_item, p, err);
+    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    if (is(t, "function_call") && !is(json_string_value(json_object_get(last, "role")), "assistant"))
+        return sw_dialect_derived(msgs, it, DERIVED_CALL_KEY, build_item, p, err);
+    return add_item(msgs, it, p, err);
+}
+
 /* The items of `items` (a string: one user message) under the path prefix
  * `name`; a prior conversation's items are all named `name` itself. */
 static int add_input(json_t *msgs, const json_t *items, const char *name, bool indexed,
@@ -341,7 +378,7 @@ static int add_input(json_t *msgs, const json_t *items, const char *name, bool i
             snprintf(p, sizeof p, "%s[%zu]", name, i);
         else
             snprintf(p, sizeof p, "%s", name);
-        int rc = add_item(msgs, it, p, err);
+        int rc = kept_item(msgs, it, p, err);
         if (rc && !indexed && err->status != 500) {
             /* the stored item's own path means nothing to the client */
             snprintf(err->param, sizeof err->param, "%s", name);

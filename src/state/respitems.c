@@ -52,11 +52,23 @@ static bool is(const char *a, const char *b)
     return a && !strcmp(a, b);
 }
 
+json_t *sw_resp_record_input(const struct sw_resp_record *r)
+{
+    json_error_t je;
+    json_t *raw = r->input && r->input_len
+                      ? sw_json_load(r->input, r->input_len, JSON_DECODE_ANY, &je)
+                      : NULL;
+    json_t *items = raw ? sw_resp_input_items(NULL, NULL, raw, r->id) : NULL;
+    json_decref(raw);
+    return items;
+}
+
 json_t *sw_resp_prior_items(const struct sw_resp_record *r)
 {
-    json_t *in = load(r->input, r->input_len), *out = load(r->output, r->output_len);
+    json_t *in = r->input_len ? sw_resp_record_input(r) : NULL;
+    json_t *out = load(r->output, r->output_len);
     json_t *all = NULL;
-    if ((!in || json_is_array(in)) && (!out || json_is_array(out)))
+    if ((in || !r->input_len) && (!out || json_is_array(out)))
         all = in ? json_incref(in) : json_array();
     size_t i;
     json_t *it;

@@ -4,9 +4,10 @@
  * items a continued request is given). Pure: jansson only, no I/O, no clock.
  *
  * A record keeps the Response object without its `output` as `meta`, the
- * output items as `output`, and as `input` the items the model was given:
- * the previous record's input and output items, then this request's own
- * input (a string as one user message), each with an `id`. `instructions`
+ * output items as `output`, and as `input` what the model was given: the
+ * previous record's input and output items, then this request's own input,
+ * as the request carried it; read back (sw_resp_record_input) as items
+ * (a string as one user message), each with an `id`. `instructions`
  * are not items: they stay with the response that named them, as OpenAI
  * does (a continued request gives its own). */
 #ifndef SW_STATE_RESPITEMS_H
@@ -27,6 +28,15 @@ int sw_resp_record_object(const struct sw_resp_record *r, char **out, size_t *le
  * not read back): r's input items, then its output items without the
  * `reasoning` ones (a chat backend takes no reasoning back). */
 json_t *sw_resp_prior_items(const struct sw_resp_record *r);
+
+/* The input items of record r (a new array, caller decrefs; NULL when its
+ * input does not read back as a string or an array, or on allocation
+ * failure): its input as sw_resp_input_items makes it for r->id. A record
+ * keeps the request's input as it came, so an agent's resent items are
+ * copied (their text is the parse memo's), not rebuilt, when it is saved;
+ * a record that kept the made items reads back the same (making them again
+ * changes nothing). */
+json_t *sw_resp_record_input(const struct sw_resp_record *r);
 
 /* The input items a record of response resp_id stores (a new array, caller
  * decrefs; NULL on allocation failure or an input that is neither a string

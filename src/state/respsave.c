@@ -24,12 +24,15 @@ void sw_resp_save(struct sw_respstore *s, const char *scope, bool sensitive,
     if (!s || json_is_false(store))
         return;
     const char *id = json_string_value(json_object_get(answer, "id"));
-    json_t *items = id ? sw_resp_input_items(NULL, NULL, json_object_get(request, "input"), id)
-                       : NULL;
-    char *meta = NULL, *output = NULL, *input = items ? sw_json_dumps(items, JSON_COMPACT) : NULL;
+    json_t *in = json_object_get(request, "input");
+    /* the input as the request carried it: read back as items
+     * (sw_resp_record_input) */
+    char *meta = NULL, *output = NULL,
+         *input = id && (json_is_string(in) || json_is_array(in))
+                      ? sw_json_dumps(in, JSON_COMPACT | JSON_ENCODE_ANY)
+                      : NULL;
     size_t meta_len = 0, output_len = 0;
     int err = input ? sw_resp_split(answer, &meta, &meta_len, &output, &output_len) : SW_EINVAL;
-    json_decref(items);
     if (err) {
         sw_warn("responses: a response could not be stored: %s", sw_err_str(err));
     } else {

@@ -8,7 +8,7 @@
 
 #include "common/err.h"
 #include "common/jdump.h"
-#include "common/jfast.h"
+#include "state/respitems.h"
 
 /* What a record costs beyond its strings (its header, list and hash links). */
 #define RECORD_OVERHEAD 128
@@ -306,17 +306,13 @@ struct sw_respstore *sw_respstore_memory_new(const struct sw_respstore_limits *l
 
 /* ---- Input item pages ---- */
 
-int sw_resp_input_page(const char *items, size_t len, const struct sw_resp_page_query *q,
-                       char **out, size_t *out_len)
+int sw_resp_input_page(const json_t *all, const struct sw_resp_page_query *q, char **out,
+                       size_t *out_len)
 {
     *out = NULL;
     *out_len = 0;
-    json_error_t je;
-    json_t *all = sw_json_load(items, len, 0, &je);
-    if (!json_is_array(all)) {
-        json_decref(all);
+    if (!json_is_array(all))
         return SW_EINVAL;
-    }
     long n = (long)json_array_size(all);
     long limit = q->limit > 0 ? (q->limit > 100 ? 100 : q->limit) : 20;
     /* pos walks the items in the asked order: asc from 0, desc from n - 1 */
@@ -329,10 +325,8 @@ int sw_resp_input_page(const char *items, size_t len, const struct sw_resp_page_
             if (iid && !strcmp(iid, q->after))
                 start = k + 1;
         }
-        if (start < 0) {
-            json_decref(all);
+        if (start < 0)
             return SW_EINVAL;
-        }
     }
     json_t *data = json_array();
     long end = start + limit < n ? start + limit : n;
@@ -345,7 +339,6 @@ int sw_resp_input_page(const char *items, size_t len, const struct sw_resp_page_
                              "first_id", first, "last_id", last, "has_more", end < n);
     char *s = list ? sw_json_dumps(list, JSON_COMPACT) : NULL;
     json_decref(list);
-    json_decref(all);
     if (!s)
         return SW_ENOMEM;
     *out = s;
@@ -385,8 +378,10 @@ static void on_list_record(int err, const struct sw_resp_record *r, void *ud)
     struct list_call *c = ud;
     char *out = NULL;
     size_t len = 0;
+    json_t *items = err ? NULL : sw_resp_record_input(r);
     if (!err)
-        err = sw_resp_input_page(r->input, r->input_len, &c->q, &out, &len);
+        err = items ? sw_resp_input_page(items, &c->q, &out, &len) : SW_EINVAL;
+    json_decref(items);
     c->cb(err, out, len, c->ud);
     free(out);
     free(c);

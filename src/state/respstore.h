@@ -23,6 +23,7 @@
 #ifndef SW_STATE_RESPSTORE_H
 #define SW_STATE_RESPSTORE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,11 +125,11 @@ void sw_respstore_list_input(struct sw_respstore *s, const char *id, const char 
                              const struct sw_resp_page_query *q, sw_respstore_list_fn cb,
                              void *ud);
 
-/* The page of items (a JSON array, len bytes) q asks for, as a list object
- * in a malloc'ed string (*out, *out_len). SW_EINVAL when items is not an
- * array or q->after names no item; SW_ENOMEM. Pure. */
-int sw_resp_input_page(const char *items, size_t len, const struct sw_resp_page_query *q,
-                       char **out, size_t *out_len);
+/* The page of items (an array, borrowed) q asks for, as a list object in a
+ * malloc'ed string (*out, *out_len). SW_EINVAL when items is not an array
+ * or q->after names no item; SW_ENOMEM. Pure. */
+int sw_resp_input_page(const json_t *items, const struct sw_resp_page_query *q, char **out,
+                       size_t *out_len);
 
 void sw_respstore_set_limits(struct sw_respstore *s, const struct sw_respstore_limits *l);
 void sw_respstore_stats(struct sw_respstore *s, struct sw_respstore_stats *out);

@@ -83,7 +83,8 @@ static void test_prior_items(void **state)
                                .output = out, .output_len = strlen(out)};
     json_t *p = sw_resp_prior_items(&r);
     assert_non_null(p);
-    assert_json_value(p, "[{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\",\"id\":\"a\"},"
+    assert_json_value(p, "[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":"
+                         "\"input_text\",\"text\":\"hi\"}],\"id\":\"a\",\"status\":\"completed\"},"
                          "{\"type\":\"message\",\"role\":\"assistant\",\"id\":\"b\"},"
                          "{\"type\":\"function_call\",\"id\":\"c\"}]");
     json_decref(p);
@@ -269,11 +270,51 @@ static void test_metrics(void **state)
     sw_buf_free(&out);
 }
 
+/* A record keeps the input as the request carried it and reads it back as
+ * the items sw_resp_input_items makes; a record that kept the made items
+ * reads back the same. */
+static void test_record_input(void **state)
+{
+    (void)state;
+    const char raw[] = "[{\"role\":\"user\",\"content\":\"fix the build\"},"
+                       "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"read\","
+                       "\"arguments\":\"{}\"},{\"type\":\"function_call_output\",\"call_id\":"
+                       "\"c1\",\"output\":\"int x;\",\"id\":\"dup\"},{\"role\":\"assistant\","
+                       "\"content\":\"done\",\"id\":\"dup\"}]";
+    json_t *in = json_loads(raw, 0, NULL);
+    json_t *made = sw_resp_input_items(NULL, NULL, in, "resp_c0ffee");
+    assert_non_null(made);
+    char *made_text = json_dumps(made, JSON_COMPACT);
+    struct sw_resp_record r = {.id = "resp_c0ffee", .input = raw, .input_len = strlen(raw)};
+    json_t *a = sw_resp_record_input(&r);
+    r.input = made_text;
+    r.input_len = strlen(made_text);
+    json_t *b = sw_resp_record_input(&r);
+    assert_true(json_equal(a, made));
+    assert_true(json_equal(b, made));
+    json_decref(a);
+    json_decref(b);
+    /* a string: one user message */
+    r.input = "\"hello\"";
+    r.input_len = strlen(r.input);
+    a = sw_resp_record_input(&r);
+    assert_int_equal(json_array_size(a), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "role")), "user");
+    json_decref(a);
+    r.input = "{}";
+    r.input_len = 2;
+    assert_null(sw_resp_record_input(&r));
+    free(made_text);
+    json_decref(made);
+    json_decref(in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_object),
         cmocka_unit_test(test_prior_items),
+        cmocka_unit_test(test_record_input),
         cmocka_unit_test(test_input_items),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_split),

@@ -17,6 +17,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jmemo.h"
 #include "dialect/responses_req.h"
 #include "dialect/responses_resp.h"
 #include "relay/sse.h"
@@ -775,12 +776,94 @@ static void test_stream_delta_sizes(void **state)
     json_decref(first);
 }
 
+/* A Codex-shaped conversation: per turn a user message, an assistant
+ * message, two parallel function calls (the second joins the first's
+ * assistant message; the first joins the assistant message before it every
+ * other turn) and their outputs; `at` (when >= 0) is the turn whose first
+ * output says `what`. */
+static char *codex_body(int turns, int at, const char *what)
+{
+    json_t *items = json_array();
+    for (int i = 0; i < turns; i++) {
+        char u[400], c1[32], c2[32];
+        snprintf(u, sizeof u, "Turn %d: the test in tests/unit/test_%d.c fails with "
+                              "\"expected 3, got 4\"; look at it and fix the off-by-one.", i, i);
+        snprintf(c1, sizeof c1, "call_%da", i);
+        snprintf(c2, sizeof c2, "call_%db", i);
+        json_array_append_new(items, json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content",
+                                               "type", "input_text", "text", u));
+        if (i % 2)
+            json_array_append_new(items, json_pack("{s:s,s:s,s:[{s:s,s:s}]}", "type", "message",
+                                                   "role", "assistant", "content", "type",
+                                                   "output_text", "text", "Reading both files."));
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s,s:s}", "type", "function_call",
+                                               "call_id", c1, "name", "shell", "arguments",
+                                               "{\"cmd\":[\"cat\",\"src/a.c\"]}"));
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s,s:s}", "type", "function_call",
+                                               "call_id", c2, "name", "shell", "arguments",
+                                               "{\"cmd\":[\"cat\",\"src/b.c\"]}"));
+        snprintf(u, sizeof u, "int f(int n) {\n\treturn n + 1; /* %s */\n}\n",
+                 i == at ? what : "unchanged since the last commit");
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s}", "type", "function_call_output",
+                                               "call_id", c1, "output", u));
+        json_array_append_new(items, json_pack("{s:s,s:s,s:s}", "type", "function_call_output",
+                                               "call_id", c2, "output", "int g(void);\n"));
+    }
+    json_t *b = json_pack("{s:s,s:s,s:o,s:i}", "model", "m", "instructions",
+                          "You are a coding agent.", "input", items, "max_output_tokens", 512);
+    char *s = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    return s;
+}
+
+static void parse_codex(const char *s, struct sw_chat_request *req)
+{
+    struct sw_request_error err;
+    assert_int_equal(sw_responses_request_parse(s, strlen(s), NULL, req, &err), SW_OK);
+    char *text = json_dumps(req->body, JSON_COMPACT);
+    assert_int_equal(strlen(text), req->text_len);
+    assert_memory_equal(text, req->text, req->text_len);
+    free(text);
+}
+
+/* With the parse memo, a resent item's translation is kept with it, and a
+ * call joined to a kept assistant message joins a copy: every turn's text
+ * is the one without the memo, however often it is sent; an item changed
+ * by one byte is translated again. */
+static void test_translation_kept(void **state)
+{
+    (void)state;
+    char *base = codex_body(30, -1, NULL), *changed = codex_body(30, 7, "unchanged since the last commiT");
+    assert_true(strlen(base) >= SW_JMEMO_MIN_BODY);
+    struct sw_chat_request ref[2], got;
+    sw_jmemo_set_max(0);
+    parse_codex(base, &ref[0]);
+    parse_codex(changed, &ref[1]);
+    sw_jmemo_set_max(64u << 20);
+    for (int round = 0; round < 5; round++) {
+        const struct sw_chat_request *want = &ref[round == 3];
+        parse_codex(round == 3 ? changed : base, &got);
+        assert_int_equal(got.text_len, want->text_len);
+        assert_memory_equal(got.text, want->text, want->text_len);
+        sw_request_free(&got);
+    }
+    struct sw_jmemo_stats st;
+    sw_jmemo_get_stats(&st);
+    assert_true(st.hits > 0);
+    sw_jmemo_set_max(0);
+    sw_request_free(&ref[0]);
+    sw_request_free(&ref[1]);
+    free(base);
+    free(changed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_requests_parse_as_chat),
         cmocka_unit_test(test_request_parse),
+        cmocka_unit_test(test_translation_kept),
         cmocka_unit_test(test_answer_text),
         cmocka_unit_test(test_answer_items),
         cmocka_unit_test(test_stream_text),

@@ -325,29 +325,33 @@ static void test_input_pages(void **state)
     char *out;
     size_t len;
     struct sw_resp_page_query q = {0};
-    assert_int_equal(sw_resp_input_page(ITEMS, strlen(ITEMS), &q, &out, &len), SW_OK);
+    json_t *items = json_loads(ITEMS, 0, NULL);
+    assert_int_equal(sw_resp_input_page(items, &q, &out, &len), SW_OK);
     assert_string_equal(out, "{\"object\":\"list\",\"data\":[{\"id\":\"m3\",\"type\":\"message\"},"
                              "{\"id\":\"m2\",\"type\":\"message\"},{\"id\":\"m1\",\"type\":\"message\"}],"
                              "\"first_id\":\"m3\",\"last_id\":\"m1\",\"has_more\":false}");
     free(out);
     q = (struct sw_resp_page_query){.limit = 2, .asc = true};
-    assert_int_equal(sw_resp_input_page(ITEMS, strlen(ITEMS), &q, &out, &len), SW_OK);
+    assert_int_equal(sw_resp_input_page(items, &q, &out, &len), SW_OK);
     assert_non_null(strstr(out, "\"first_id\":\"m1\",\"last_id\":\"m2\",\"has_more\":true"));
     free(out);
     q = (struct sw_resp_page_query){.limit = 2, .asc = true, .after = "m2"};
-    assert_int_equal(sw_resp_input_page(ITEMS, strlen(ITEMS), &q, &out, &len), SW_OK);
+    assert_int_equal(sw_resp_input_page(items, &q, &out, &len), SW_OK);
     assert_non_null(strstr(out, "\"first_id\":\"m3\",\"last_id\":\"m3\",\"has_more\":false"));
     free(out);
     q = (struct sw_resp_page_query){.after = "m1"}; /* desc: nothing after the oldest */
-    assert_int_equal(sw_resp_input_page(ITEMS, strlen(ITEMS), &q, &out, &len), SW_OK);
+    assert_int_equal(sw_resp_input_page(items, &q, &out, &len), SW_OK);
     assert_string_equal(out, "{\"object\":\"list\",\"data\":[],\"first_id\":null,\"last_id\":null,"
                              "\"has_more\":false}");
     free(out);
     q = (struct sw_resp_page_query){.after = "m9"};
-    assert_int_equal(sw_resp_input_page(ITEMS, strlen(ITEMS), &q, &out, &len), SW_EINVAL);
+    assert_int_equal(sw_resp_input_page(items, &q, &out, &len), SW_EINVAL);
     assert_null(out);
-    assert_int_equal(sw_resp_input_page("{}", 2, &(struct sw_resp_page_query){0}, &out, &len),
+    json_t *obj = json_object();
+    assert_int_equal(sw_resp_input_page(obj, &(struct sw_resp_page_query){0}, &out, &len),
                      SW_EINVAL);
+    json_decref(obj);
+    json_decref(items);
 
     /* through the store: the record's input, in its scope only */
     struct sw_respstore *s = mem(10, 1 << 20, 60);
