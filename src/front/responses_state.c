@@ -13,6 +13,7 @@
 #include "common/query.h"
 #include "relay/reply.h"
 #include "state/respitems.h"
+#include "state/resplist.h"
 #include "state/respstore.h"
 
 static const char prefix[] = "/v1/responses/", items_suffix[] = "/input_items";
@@ -284,7 +285,7 @@ void sw_front_resp_state(struct sw_front *f, struct sw_http_req *req,
     }
     const char *scope = key ? key->name : "";
     if (c->kind == CALL_ITEMS)
-        sw_respstore_list_input(store, c->id, scope, &q, on_listed, c);
+        sw_resp_list_input(store, c->id, scope, &q, on_listed, c);
     else if (c->kind == CALL_DELETE)
         sw_respstore_delete(store, c->id, scope, on_deleted, c);
     else

@@ -261,3 +261,43 @@ int sw_resp_split(const json_t *response, char **meta, size_t *meta_len, char **
     }
     return err;
 }
+
+int sw_resp_input_page(const json_t *all, const struct sw_resp_page_query *q, char **out,
+                       size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (!json_is_array(all))
+        return SW_EINVAL;
+    long n = (long)json_array_size(all);
+    long limit = q->limit > 0 ? (q->limit > 100 ? 100 : q->limit) : 20;
+    /* pos walks the items in the asked order: asc from 0, desc from n - 1 */
+    long start = 0;
+    if (q->after) {
+        start = -1;
+        for (long k = 0; k < n && start < 0; k++) {
+            long i = q->asc ? k : n - 1 - k;
+            const char *iid = json_string_value(json_object_get(json_array_get(all, (size_t)i), "id"));
+            if (iid && !strcmp(iid, q->after))
+                start = k + 1;
+        }
+        if (start < 0)
+            return SW_EINVAL;
+    }
+    json_t *data = json_array();
+    long end = start + limit < n ? start + limit : n;
+    for (long k = start; k < end; k++)
+        json_array_append(data, json_array_get(all, (size_t)(q->asc ? k : n - 1 - k)));
+    size_t got = json_array_size(data);
+    const char *first = got ? json_string_value(json_object_get(json_array_get(data, 0), "id")) : NULL;
+    const char *last = got ? json_string_value(json_object_get(json_array_get(data, got - 1), "id")) : NULL;
+    json_t *list = json_pack("{s:s, s:o, s:s?, s:s?, s:b}", "object", "list", "data", data,
+                             "first_id", first, "last_id", last, "has_more", end < n);
+    char *s = list ? sw_json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
+    if (!s)
+        return SW_ENOMEM;
+    *out = s;
+    *out_len = strlen(s);
+    return SW_OK;
+}

@@ -67,4 +67,10 @@ int sw_resp_expand_input(json_t *body, const json_t *prior);
 int sw_resp_split(const json_t *response, char **meta, size_t *meta_len, char **output,
                   size_t *output_len);
 
+/* The page of items (an array, borrowed) q asks for, as a list object in a
+ * malloc'ed string (*out, *out_len). SW_EINVAL when items is not an array
+ * or q->after names no item; SW_ENOMEM. */
+int sw_resp_input_page(const json_t *items, const struct sw_resp_page_query *q, char **out,
+                       size_t *out_len);
+
 #endif

@@ -8,7 +8,6 @@
 
 #include "common/err.h"
 #include "common/jdump.h"
-#include "state/respitems.h"
 
 /* What a record costs beyond its strings (its header, list and hash links). */
 #define RECORD_OVERHEAD 128
@@ -306,45 +305,6 @@ struct sw_respstore *sw_respstore_memory_new(const struct sw_respstore_limits *l
 
 /* ---- Input item pages ---- */
 
-int sw_resp_input_page(const json_t *all, const struct sw_resp_page_query *q, char **out,
-                       size_t *out_len)
-{
-    *out = NULL;
-    *out_len = 0;
-    if (!json_is_array(all))
-        return SW_EINVAL;
-    long n = (long)json_array_size(all);
-    long limit = q->limit > 0 ? (q->limit > 100 ? 100 : q->limit) : 20;
-    /* pos walks the items in the asked order: asc from 0, desc from n - 1 */
-    long start = 0;
-    if (q->after) {
-        start = -1;
-        for (long k = 0; k < n && start < 0; k++) {
-            long i = q->asc ? k : n - 1 - k;
-            const char *iid = json_string_value(json_object_get(json_array_get(all, (size_t)i), "id"));
-            if (iid && !strcmp(iid, q->after))
-                start = k + 1;
-        }
-        if (start < 0)
-            return SW_EINVAL;
-    }
-    json_t *data = json_array();
-    long end = start + limit < n ? start + limit : n;
-    for (long k = start; k < end; k++)
-        json_array_append(data, json_array_get(all, (size_t)(q->asc ? k : n - 1 - k)));
-    size_t got = json_array_size(data);
-    const char *first = got ? json_string_value(json_object_get(json_array_get(data, 0), "id")) : NULL;
-    const char *last = got ? json_string_value(json_object_get(json_array_get(data, got - 1), "id")) : NULL;
-    json_t *list = json_pack("{s:s, s:o, s:s?, s:s?, s:b}", "object", "list", "data", data,
-                             "first_id", first, "last_id", last, "has_more", end < n);
-    char *s = list ? sw_json_dumps(list, JSON_COMPACT) : NULL;
-    json_decref(list);
-    if (!s)
-        return SW_ENOMEM;
-    *out = s;
-    *out_len = strlen(s);
-    return SW_OK;
-}
 
 /* ---- The interface ---- */
 
@@ -364,51 +324,6 @@ void sw_respstore_delete(struct sw_respstore *s, const char *id, const char *sco
                          sw_respstore_done_fn cb, void *ud)
 {
     s->ops->del(s->impl, id, scope ? scope : "", cb, ud);
-}
-
-struct list_call {
-    struct sw_resp_page_query q;
-    char after[SW_RESPSTORE_MAX_ID + 1];
-    sw_respstore_list_fn cb;
-    void *ud;
-};
-
-static void on_list_record(int err, const struct sw_resp_record *r, void *ud)
-{
-    struct list_call *c = ud;
-    char *out = NULL;
-    size_t len = 0;
-    json_t *items = err ? NULL : sw_resp_record_input(r);
-    if (!err)
-        err = items ? sw_resp_input_page(items, &c->q, &out, &len) : SW_EINVAL;
-    json_decref(items);
-    c->cb(err, out, len, c->ud);
-    free(out);
-    free(c);
-}
-
-void sw_respstore_list_input(struct sw_respstore *s, const char *id, const char *scope,
-                             const struct sw_resp_page_query *q, sw_respstore_list_fn cb,
-                             void *ud)
-{
-    struct list_call *c = calloc(1, sizeof *c);
-    if (!c) {
-        cb(SW_ENOMEM, NULL, 0, ud);
-        return;
-    }
-    c->q = *q;
-    if (q->after) {
-        if (strnlen(q->after, sizeof c->after) >= sizeof c->after) {
-            free(c);
-            cb(SW_EINVAL, NULL, 0, ud);
-            return;
-        }
-        memcpy(c->after, q->after, strlen(q->after) + 1);
-        c->q.after = c->after;
-    }
-    c->cb = cb;
-    c->ud = ud;
-    sw_respstore_get(s, id, scope, on_list_record, c);
 }
 
 void sw_respstore_set_limits(struct sw_respstore *s, const struct sw_respstore_limits *l)

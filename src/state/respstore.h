@@ -119,18 +119,6 @@ struct sw_resp_page_query {
     const char *after;          /* an item id: the page starts after it; NULL: the start */
 };
 
-/* GET /v1/responses/{id}/input_items: the record's input items as
- * {"object":"list","data":[...],"first_id","last_id","has_more"}. */
-void sw_respstore_list_input(struct sw_respstore *s, const char *id, const char *scope,
-                             const struct sw_resp_page_query *q, sw_respstore_list_fn cb,
-                             void *ud);
-
-/* The page of items (an array, borrowed) q asks for, as a list object in a
- * malloc'ed string (*out, *out_len). SW_EINVAL when items is not an array
- * or q->after names no item; SW_ENOMEM. Pure. */
-int sw_resp_input_page(const json_t *items, const struct sw_resp_page_query *q, char **out,
-                       size_t *out_len);
-
 void sw_respstore_set_limits(struct sw_respstore *s, const struct sw_respstore_limits *l);
 void sw_respstore_stats(struct sw_respstore *s, struct sw_respstore_stats *out);
 /* Frees the store; Redis answers its pending calls with SW_EUNAVAILABLE. NULL is fine. */

@@ -15,6 +15,8 @@
 
 #include "common/err.h"
 #include "config/config.h"
+#include "state/respitems.h"
+#include "state/resplist.h"
 #include "state/respstore.h"
 
 static int64_t clock_ms;
@@ -357,15 +359,15 @@ static void test_input_pages(void **state)
     struct sw_respstore *s = mem(10, 1 << 20, 60);
     assert_int_equal(put(s, "resp_l", "k", false, ITEMS), SW_OK);
     got.calls = 0;
-    sw_respstore_list_input(s, "resp_l", "k", &(struct sw_resp_page_query){.limit = 1}, on_list,
+    sw_resp_list_input(s, "resp_l", "k", &(struct sw_resp_page_query){.limit = 1}, on_list,
                             NULL);
     assert_int_equal(got.calls, 1);
     assert_int_equal(got.err, SW_OK);
     assert_non_null(strstr(list_json, "\"data\":[{\"id\":\"m3\""));
     assert_non_null(strstr(list_json, "\"has_more\":true"));
-    sw_respstore_list_input(s, "resp_l", "other", &(struct sw_resp_page_query){0}, on_list, NULL);
+    sw_resp_list_input(s, "resp_l", "other", &(struct sw_resp_page_query){0}, on_list, NULL);
     assert_int_equal(got.err, SW_ENOTFOUND);
-    sw_respstore_list_input(s, "resp_l", "k", &(struct sw_resp_page_query){.after = "zz"}, on_list,
+    sw_resp_list_input(s, "resp_l", "k", &(struct sw_resp_page_query){.after = "zz"}, on_list,
                             NULL);
     assert_int_equal(got.err, SW_EINVAL);
     sw_respstore_free(s);

@@ -22,6 +22,8 @@
 #include "common/err.h"
 #include "config/config.h"
 #include "state/respredis.h"
+#include "state/respitems.h"
+#include "state/resplist.h"
 #include "state/respstore.h"
 
 static struct event_base *base;
@@ -126,7 +128,7 @@ static void exec_line(char *line)
         struct sw_resp_page_query q = {.limit = strtol(f[3], NULL, 10),
                                        .asc = !strcmp(f[4], "asc"),
                                        .after = f[5][0] ? f[5] : NULL};
-        sw_respstore_list_input(s, f[1], f[2], &q, on_list, NULL);
+        sw_resp_list_input(s, f[1], f[2], &q, on_list, NULL);
     } else if (!strcmp(f[0], "limits") && nf == 4) {
         lim = (struct sw_respstore_limits){strtol(f[1], NULL, 10), strtol(f[2], NULL, 10),
                                            strtol(f[3], NULL, 10)};
