@@ -11,6 +11,7 @@
 #include "common/err.h"
 #include "common/jdump.h"
 #include "common/jfast.h"
+#include "common/jmemo.h"
 #include "common/json.h"
 #include "common/satmath.h"
 #include "common/utf8.h"
@@ -1022,6 +1023,27 @@ static void set_too_complex(struct sw_request_error *err, const struct sw_json_s
 /* What sw_request_json_shape counts in the compact text of the tree under
  * v, at nesting `depth` (v's container, if it is one, is one deeper):
  * stops once either count is past its max. */
+static bool tree_shape(const json_t *v, size_t depth, struct sw_json_shape *sh);
+
+/* The key of an element's own shape kept with it by the parse memo. */
+#define SHAPE_NOTE 0x73686170653131ull      /* "shape11" */
+
+/* tree_shape of an element of a top-level array (a translated message):
+ * its own counts are kept with it when the memo holds it. */
+static bool element_shape(const json_t *v, size_t depth, struct sw_json_shape *sh)
+{
+    struct sw_json_shape own = {0, 0};
+    if (!sw_jmemo_note_get(v, SHAPE_NOTE, &own, sizeof own)) {
+        if (!tree_shape(v, 0, &own))
+            return false;
+        sw_jmemo_note_put(v, SHAPE_NOTE, &own, sizeof own);
+    }
+    sh->values += own.values;
+    if (depth + own.depth > sh->depth)
+        sh->depth = depth + own.depth;
+    return sh->values <= SW_REQUEST_MAX_JSON_VALUES && sh->depth <= SW_REQUEST_MAX_JSON_DEPTH;
+}
+
 static bool tree_shape(const json_t *v, size_t depth, struct sw_json_shape *sh)
 {
     size_t n = json_is_array(v) ? json_array_size(v) : json_is_object(v) ? json_object_size(v) : 0;
@@ -1033,9 +1055,13 @@ static bool tree_shape(const json_t *v, size_t depth, struct sw_json_shape *sh)
     if (sh->values > SW_REQUEST_MAX_JSON_VALUES || sh->depth > SW_REQUEST_MAX_JSON_DEPTH)
         return false;
     if (json_is_array(v)) {
-        for (size_t i = 0; i < n; i++)
-            if (!tree_shape(json_array_get(v, i), depth, sh))
+        for (size_t i = 0; i < n; i++) {
+            const json_t *el = json_array_get(v, i);
+            if (!(depth == 2 && (json_is_object(el) || json_is_array(el))
+                      ? element_shape(el, depth, sh)
+                      : tree_shape(el, depth, sh)))
                 return false;
+        }
         return true;
     }
     for (void *it = json_object_iter((json_t *)v); it;

@@ -914,6 +914,45 @@ static void test_translation_kept(void **state)
     sw_pii_engine_free(e);
 }
 
+/* n assistant tool calls: eight values each, ten in the translation. */
+static char *tool_calls_body(int n)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    assert_int_equal(sw_buf_append_str(&b, "{\"model\":\"m\",\"max_tokens\":9,\"messages\":["), 0);
+    for (int i = 0; i < n; i++) {
+        char m[160];
+        snprintf(m, sizeof m, "%s{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":"
+                              "\"toolu_%06d\",\"name\":\"Read\",\"input\":{}}]}", i ? "," : "", i);
+        assert_int_equal(sw_buf_append_str(&b, m), 0);
+    }
+    assert_int_equal(sw_buf_append_str(&b, "]}"), 0);
+    return b.ptr;
+}
+
+/* The translation's value bound counts held messages as the memo off does:
+ * a body within its own bound whose translation is past it is refused the
+ * second time too, and one whose translation is within it is taken. */
+static void test_translation_bound(void **state)
+{
+    (void)state;
+    char *over = tool_calls_body(11500), *under = tool_calls_body(9000);
+    for (int memo = 0; memo < 2; memo++) {
+        sw_jmemo_set_max(memo ? 256u << 20 : 0);
+        for (int round = 0; round < 2; round++) {
+            struct sw_chat_request req;
+            struct sw_request_error err;
+            assert_int_equal(sw_anth_request_parse(over, strlen(over), 1, &req, &err), SW_EINVAL);
+            assert_string_equal(err.code, "json_too_complex");
+            assert_int_equal(sw_anth_request_parse(under, strlen(under), 1, &req, &err), SW_OK);
+            sw_request_free(&req);
+        }
+    }
+    sw_jmemo_set_max(0);
+    free(over);
+    free(under);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -921,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_req_to_openai),
         cmocka_unit_test(test_agent_request_parse),
         cmocka_unit_test(test_translation_kept),
+        cmocka_unit_test(test_translation_bound),
         cmocka_unit_test(test_field_class),
         cmocka_unit_test(test_native_system),
         cmocka_unit_test(test_native_thinking),
