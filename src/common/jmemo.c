@@ -34,6 +34,11 @@ struct sw_jmemo_entry {
         void *data;
     } notes[NOTES];
     unsigned next_note;                 /* the slot a new key takes */
+    /* The element that followed this one in the last body planned with it
+     * (its hash and length; 0: none): an agent's next turn resends it
+     * there, and the plan finds it by that, without walking its bytes. */
+    uint64_t next_hash;
+    size_t next_len;
     /* What was derived from the value (sw_jmemo_derived_put): the array, its
      * key, and an entry for each of its elements (in the value table only,
      * dropped with this one: a derived entry is not in the LRU list, has no
@@ -373,15 +378,26 @@ static const unsigned char *plan_array(struct sw_jmemo_plan *p, const unsigned c
     q = sw_jscan_skip_ws(q, end);
     if (q < end && *q == ']')
         return q + 1;
+    const struct sw_jmemo_entry *prev = NULL;
     for (uint32_t k = 0;; k++) {
         const unsigned char *v = q;
-        if (!(q = sw_jscan_skip_value(q, end)) || q == v)
+        /* the element that followed the one before, last time: its bytes
+         * are a whole value, so where they match it ends where they do */
+        struct sw_jmemo_entry *next =
+            prev && prev->next_len && prev->next_len <= (size_t)(end - v)
+                ? find(prev->next_hash, (const char *)v, prev->next_len, p->flags)
+                : NULL;
+        if (next)
+            q = v + next->len;
+        else if (!(q = sw_jscan_skip_value(q, end)) || q == v)
             return NULL;
         size_t len = (size_t)(q - v);
+        prev = NULL;
         if (len >= SW_JMEMO_MIN_BYTES && (*v == '{' || *v == '[')) {
             struct sw_jmemo_elem el = {.off = (size_t)(v - base), .len = len, .member = member,
-                                       .index = k, .hash = M.hash(v, len)};
-            el.hit = find(el.hash, (const char *)v, len, p->flags);
+                                       .index = k, .hash = next ? next->hash : M.hash(v, len)};
+            el.hit = next ? next : find(el.hash, (const char *)v, len, p->flags);
+            prev = el.hit;
             if (el.hit) {
                 el.value = json_incref(el.hit->value);
                 unlink_lru(el.hit);
@@ -549,22 +565,24 @@ static void grow(void)
     free(old_v);
 }
 
-static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
+/* The entry kept for el (NULL: none). */
+static struct sw_jmemo_entry *keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
 {
     const unsigned char *raw = (const unsigned char *)text + el->off;
-    if (find(el->hash, (const char *)raw, el->len, flags))
-        return;             /* the same bytes twice in one body */
+    struct sw_jmemo_entry *e = find(el->hash, (const char *)raw, el->len, flags);
+    if (e)
+        return e;           /* the same bytes twice in one body */
     size_t values, depth;
     measure(raw, el->len, &values, &depth);
     size_t bytes = entry_bytes(el->len, values);
     if (bytes > M.st.max_bytes)
-        return;
+        return NULL;
     trim(M.st.max_bytes - bytes);
     if (M.st.entries + M.kids >= M.cap)
         grow();
-    struct sw_jmemo_entry *e = M.cap ? malloc(sizeof *e + el->len) : NULL;
+    e = M.cap ? malloc(sizeof *e + el->len) : NULL;
     if (!e)
-        return;
+        return NULL;
     *e = (struct sw_jmemo_entry){.hash = el->hash, .len = el->len, .values = values,
                                  .depth = depth, .flags = flags, .bytes = bytes,
                                  .value = json_incref(el->value)};
@@ -574,21 +592,39 @@ static void keep(const struct sw_jmemo_elem *el, const char *text, size_t flags)
     push_newest(e);
     M.st.bytes += bytes;
     __atomic_add_fetch(&M.st.entries, 1, __ATOMIC_RELAXED);
+    return e;
+}
+
+/* e (held now) is followed by element i + 1 of the plan, when that one is
+ * the next element of the same array. */
+static void hint(struct sw_jmemo_entry *e, const struct sw_jmemo_plan *p, size_t i)
+{
+    if (e && i + 1 < p->n && p->e[i + 1].member == p->e[i].member &&
+        p->e[i + 1].index == p->e[i].index + 1) {
+        e->next_hash = p->e[i + 1].hash;
+        e->next_len = p->e[i + 1].len;
+    }
 }
 
 void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
 {
     pthread_mutex_lock(&M.lock);
-    if (parsed)
+    if (parsed) {
         M.st.hits += p->hits;
+        /* before anything is kept (keeping may drop older entries): each
+         * hit's entry is held */
+        for (size_t i = 0; i < p->n; i++)
+            if (p->e[i].hit) {
+                reused += p->e[i].len;
+                hint(p->e[i].hit, p, i);
+            }
+    }
     for (size_t i = 0; i < p->n; i++) {
         struct sw_jmemo_elem *el = &p->e[i];
-        if (parsed && el->hit)
-            reused += el->len;
         if (parsed && !el->hit) {
             M.st.misses++;
             if (el->value)
-                keep(el, text, p->flags);
+                hint(keep(el, text, p->flags), p, i);
         }
         json_decref(el->value);
     }

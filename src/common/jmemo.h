@@ -8,7 +8,10 @@
  * arrays (of at least SW_JMEMO_MIN_BYTES each) and looks each up: by a
  * 64-bit XXH3 of its bytes, then byte for byte against the bytes the entry
  * was parsed from, so an element that differs by one byte is never taken
- * for another. The padded copy the parser reads has each hit replaced
+ * for another. An entry knows the element that followed it in the last
+ * body planned with it; where the next element's bytes are that one's
+ * (compared byte for byte), it is taken without its bytes being walked or
+ * hashed: an agent's turn resends its conversation in order. The padded copy the parser reads has each hit replaced
  * by a 0 (sw_jmemo_compact); the parser checks the rest of the body as it
  * would have, and the builder puts the entry's value where the 0 is. The
  * values are shared, never changed (a request that edits its tree edits a

@@ -287,6 +287,38 @@ static bool takes(const struct body *b, size_t values, size_t depth)
     return j != NULL;
 }
 
+/* Messages 0 .. split - 1 of conversation a, then b's from split on. */
+static struct body forked(unsigned a, unsigned b_seed, int split, int t)
+{
+    struct body b = {0};
+    puts_(&b, "{\"model\":\"m\",\"messages\":[");
+    for (int i = 0; i < t; i++) {
+        if (i)
+            puts_(&b, ",");
+        message(&b, i < split ? a : b_seed, i);
+    }
+    puts_(&b, "]}");
+    return b;
+}
+
+/* Two conversations that share their first messages (a system prompt),
+ * sent in turn: the element that followed a message last time is not the
+ * one that follows it now, and each body is still json_loadb's tree, with
+ * every resent message a hit. */
+static void test_forks(void **state)
+{
+    (void)state;
+    for (int t = 30; t <= 36; t++)
+        for (unsigned c = 0; c < 2; c++) {
+            struct body b = forked(20, 21 + c, 5, t);
+            uint64_t before = hits();
+            same_as_jansson(b.s, b.len, 1);
+            if (t > 30)
+                assert_int_equal(hits() - before, t - 1);
+            free(b.s);
+        }
+}
+
 /* A hit counts as the values and nesting of its bytes: the bounds decide
  * as they do without the memo. */
 static void test_bounds(void **state)
@@ -462,6 +494,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_turns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_byte_colliding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
