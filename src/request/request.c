@@ -634,6 +634,42 @@ static int check_model(struct ctx *c, json_t *body, struct sw_chat_request *req)
     return SW_OK;
 }
 
+/* What checking a message added to the counts, kept with it by the parse
+ * memo (an agent's resent message is checked once): it depends on the
+ * message alone. */
+#define MESSAGE_NOTE 0x63686b6d736731ull    /* "chkmsg1" */
+
+struct message_note {
+    long tokens, media_tokens;
+    size_t media_bytes;
+    long has_images;
+};
+
+static int checked_message(struct ctx *c, json_t *msg, size_t index)
+{
+    struct message_note n = {0};
+    if (!sw_jmemo_note_get(msg, MESSAGE_NOTE, &n, sizeof n)) {
+        const struct message_note was = {c->tokens, c->media_tokens, c->media_bytes, c->has_images};
+        c->tokens = c->media_tokens = 0;
+        c->media_bytes = 0;
+        c->has_images = false;
+        int err = check_message(c, msg, index);
+        n = (struct message_note){c->tokens, c->media_tokens, c->media_bytes, c->has_images};
+        c->tokens = was.tokens;
+        c->media_tokens = was.media_tokens;
+        c->media_bytes = was.media_bytes;
+        c->has_images = was.has_images;
+        if (err)
+            return err;
+        sw_jmemo_note_put(msg, MESSAGE_NOTE, &n, sizeof n);
+    }
+    c->tokens = sw_sat_add_long(c->tokens, n.tokens);
+    c->media_tokens = sw_sat_add_long(c->media_tokens, n.media_tokens);
+    c->media_bytes += n.media_bytes;
+    c->has_images = c->has_images || n.has_images;
+    return SW_OK;
+}
+
 static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
     json_t *v = get(c, body, "messages"), *msg;
@@ -647,7 +683,7 @@ static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *r
     if (json_array_size(v) == 0)
         return fail_empty_array(c, "messages");
     json_array_foreach(v, i, msg) {
-        err = check_message(c, msg, i);
+        err = checked_message(c, msg, i);
         if (err)
             return err;
         c->tokens = sw_sat_add_long(c->tokens, SW_REQUEST_MESSAGE_TOKENS);

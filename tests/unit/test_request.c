@@ -13,6 +13,7 @@
 
 #include "common/err.h"
 #include "common/jfast.h"
+#include "common/jmemo.h"
 #include "request/request.h"
 
 /* Table rows leave trailing fields to their zero default. */
@@ -1267,6 +1268,66 @@ static void test_request_word(void **state)
 #undef F
 }
 
+/* A body of t messages (text, image parts, a tool call and its result);
+ * message `bad` (when >= 0) has a role no API has. */
+static char *memo_body(int t, int wrong)
+{
+    json_t *msgs = json_array();
+    for (int i = 0; i < t; i++) {
+        char text[300];
+        snprintf(text, sizeof text, "Message %d: the build of src/main.c fails on line %d; "
+                                    "here is the screenshot and the log again.", i, i + 10);
+        if (i % 4 == 1)
+            json_array_append_new(
+                msgs, json_pack("{s:s,s:[{s:s,s:s},{s:s,s:{s:s}}]}", "role", i == wrong ? "robot" : "user",
+                                "content", "type", "text", "text", text, "type", "image_url",
+                                "image_url", "url", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg"));
+        else if (i % 4 == 2)
+            json_array_append_new(
+                msgs, json_pack("{s:s,s:n,s:[{s:s,s:s,s:{s:s,s:s}}]}", "role", "assistant", "content",
+                                "tool_calls", "id", "call_1", "type", "function", "function", "name",
+                                "run", "arguments", "{\"cmd\":\"make test 2>&1 | tail -50\"}"));
+        else
+            json_array_append_new(msgs, json_pack("{s:s,s:s,s:s}", "role", i % 4 ? "tool" : "user",
+                                                  "tool_call_id", "call_1", "content", text));
+    }
+    json_t *b = json_pack("{s:s,s:o}", "model", "m", "messages", msgs);
+    char *s = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    return s;
+}
+
+/* With the parse memo, a resent message's check is kept with it: the
+ * estimates and the media flags are the ones without it, and a bad message
+ * is refused every time with the same error. */
+static void test_request_memo_checks(void **state)
+{
+    (void)state;
+    char *ok = memo_body(80, -1), *refused = memo_body(80, 41);
+    assert_true(strlen(ok) >= SW_JMEMO_MIN_BODY);
+    struct sw_chat_request ref, got;
+    struct sw_request_error eref, egot;
+    sw_jmemo_set_max(0);
+    assert_int_equal(sw_request_parse(ok, strlen(ok), &ref, &eref), SW_OK);
+    assert_int_equal(sw_request_parse(refused, strlen(refused), &got, &eref), SW_EINVAL);
+    sw_jmemo_set_max(64u << 20);
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(sw_request_parse(ok, strlen(ok), &got, &egot), SW_OK);
+        assert_int_equal(got.prompt_tokens_est, ref.prompt_tokens_est);
+        assert_int_equal(got.prompt_tokens_max, ref.prompt_tokens_max);
+        assert_int_equal(got.n_messages, ref.n_messages);
+        assert_true(got.has_images);
+        sw_request_free(&got);
+        assert_int_equal(sw_request_parse(refused, strlen(refused), &got, &egot), SW_EINVAL);
+        assert_string_equal(egot.param, eref.param);
+        assert_string_equal(egot.message, eref.message);
+    }
+    sw_jmemo_set_max(0);
+    sw_request_free(&ref);
+    free(ok);
+    free(refused);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1281,6 +1342,7 @@ int main(void)
         cmocka_unit_test(test_request_json_shape_random),
         cmocka_unit_test(test_request_long_param),
         cmocka_unit_test(test_request_tokens),
+        cmocka_unit_test(test_request_memo_checks),
         cmocka_unit_test(test_request_error_set),
         cmocka_unit_test(test_request_alloc_failures),
         cmocka_unit_test(test_request_word),
