@@ -42,7 +42,7 @@ struct sw_jmemo_entry {
     /* What was derived from the value (sw_jmemo_derived_put): the array, its
      * key, and an entry for each of its elements (in the value table only,
      * dropped with this one: a derived entry is not in the LRU list, has no
-     * bytes and is counted in its parent's bytes) */
+     * raw bytes, and its notes are counted in its parent's bytes too) */
     uint64_t dkey;
     json_t *derived;
     size_t dbytes;                      /* what the derived value is counted as */
