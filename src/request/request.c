@@ -1056,9 +1056,6 @@ static void set_too_complex(struct sw_request_error *err, const struct sw_json_s
                              "and nulls), the limit.", SW_REQUEST_MAX_JSON_VALUES);
 }
 
-/* What sw_request_json_shape counts in the compact text of the tree under
- * v, at nesting `depth` (v's container, if it is one, is one deeper):
- * stops once either count is past its max. */
 static bool tree_shape(const json_t *v, size_t depth, struct sw_json_shape *sh);
 
 /* The key of an element's own shape kept with it by the parse memo. */
@@ -1080,6 +1077,9 @@ static bool element_shape(const json_t *v, size_t depth, struct sw_json_shape *s
     return sh->values <= SW_REQUEST_MAX_JSON_VALUES && sh->depth <= SW_REQUEST_MAX_JSON_DEPTH;
 }
 
+/* What sw_request_json_shape counts in the compact text of the tree under
+ * v, at nesting `depth` (v's container, if it is one, is one deeper):
+ * stops once either count is past its max. */
 static bool tree_shape(const json_t *v, size_t depth, struct sw_json_shape *sh)
 {
     size_t n = json_is_array(v) ? json_array_size(v) : json_is_object(v) ? json_object_size(v) : 0;
