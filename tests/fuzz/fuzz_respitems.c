@@ -19,7 +19,7 @@
 #include "check.h"
 
 /* Walks every page of items (limit 3) in one order; returns the items seen. */
-static size_t walk_pages(const char *items, size_t len, bool asc, size_t n)
+static size_t walk_pages(const json_t *items, bool asc, size_t n)
 {
     char after[SW_RESPSTORE_MAX_ID + 1] = "";
     size_t seen = 0;
@@ -27,9 +27,9 @@ static size_t walk_pages(const char *items, size_t len, bool asc, size_t n)
         struct sw_resp_page_query q = {.limit = 3, .asc = asc, .after = after[0] ? after : NULL};
         char *out = NULL;
         size_t out_len = 0;
-        int err = sw_resp_input_page(items, len, &q, &out, &out_len);
+        int err = sw_resp_input_page(items, &q, &out, &out_len);
         if (err) {
-            CHECK(err == SW_EINVAL || err == SW_ENOMEM); /* an id used twice, or not a string */
+            CHECK(err == SW_EINVAL || err == SW_ENOMEM); /* an `after` that names no item */
             return n;
         }
         json_error_t je;
@@ -93,8 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(whole);
     }
 
-    /* a record of it, read back */
-    char *in_s = json_dumps(items, JSON_COMPACT);
+    /* a record of it (the input as it came, with its prior items when it
+     * has them, as a save stores it), read back */
+    char *in_s = json_is_array(prior) ? json_dumps(items, JSON_COMPACT)
+                                      : json_dumps(input, JSON_COMPACT | JSON_ENCODE_ANY);
     char *meta = NULL, *output = NULL;
     size_t meta_len = 0, output_len = 0;
     json_t *resp = json_pack("{s:s, s:O}", "id", "resp_fuzz", "output", items);
@@ -115,10 +117,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *p = sw_resp_prior_items(&r);
         CHECK(!p || json_array_size(p) <= 2 * json_array_size(items));
         json_decref(p);
-        size_t n = json_array_size(items);
-        size_t asc = walk_pages(in_s, strlen(in_s), true, n);
-        size_t desc = walk_pages(in_s, strlen(in_s), false, n);
-        CHECK(asc == n && desc == n);
+        json_t *back = sw_resp_record_input(&r);
+        if (back) { /* NULL on allocation failure only */
+            size_t n = json_array_size(back);
+            CHECK(n == json_array_size(items));
+            CHECK(walk_pages(back, true, n) == n && walk_pages(back, false, n) == n);
+        }
+        json_decref(back);
     }
     free(in_s);
     free(meta);
