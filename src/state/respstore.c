@@ -8,6 +8,7 @@
 
 #include "common/err.h"
 #include "common/jdump.h"
+#include "common/ntmem.h"
 
 /* What a record costs beyond its strings (its header, list and hash links). */
 #define RECORD_OVERHEAD 128
@@ -87,7 +88,9 @@ static struct entry **find_slot(struct mem *m, const char *id, size_t len, uint6
     return p;
 }
 
-/* Unlinks e from the hash and the age list, wipes and frees it. */
+/* Unlinks e from the hash and the age list, wipes and frees it. The wipe
+ * streams (common/ntmem.h): the record dropped is usually the oldest, long
+ * out of the cache. */
 static void drop(struct mem *m, struct entry *e)
 {
     struct entry **p = find_slot(m, e_id(e), e->id_len, e->hash);
@@ -103,7 +106,7 @@ static void drop(struct mem *m, struct entry *e)
         m->newest = e->older;
     m->n--;
     m->bytes -= e->bytes;
-    explicit_bzero(e, e->alloc);
+    sw_nt_wipe(e, e->alloc);
     free(e);
 }
 

@@ -48,20 +48,40 @@ static void on_done(int err, void *ud)
     *(int *)ud = err;
 }
 
-static void put(struct sw_respstore *s, const char *id)
+/* A record with the marker in every field; a big one (an agent's
+ * conversation, wiped another way than a small one) has it at both ends of
+ * a 64 KiB input as well. */
+static void put_sized(struct sw_respstore *s, const char *id, bool big)
 {
-    const char *in = "[{\"content\":\"" MARKER "\"}]", *out = "[\"" MARKER "\"]";
+    static char in[65536];
+    const char *small = "[{\"content\":\"" MARKER "\"}]", *out = "[\"" MARKER "\"]";
+    size_t in_len = big ? sizeof in : strlen(small);
+    if (big) {
+        memset(in, 'x', sizeof in);
+        memcpy(in, small, strlen(small) - 3);                   /* [{"content":"MARKER */
+        memcpy(in + sizeof in - strlen(MARKER) - 3, MARKER "\"}]", strlen(MARKER) + 3);
+    } else {
+        memcpy(in, small, in_len);
+    }
     struct sw_resp_record r = {.id = id, .scope = "k", .sensitive = true, .input = in,
-                               .input_len = strlen(in), .output = out, .output_len = strlen(out),
+                               .input_len = in_len, .output = out, .output_len = strlen(out),
                                .meta = "{\"m\":\"" MARKER "\"}", .meta_len = 19};
     int err = -1;
     sw_respstore_put(s, &r, on_done, &err);
     assert_int_equal(err, SW_OK);
 }
 
+static bool big_records;
+static void put(struct sw_respstore *s, const char *id)
+{
+    put_sized(s, id, big_records);
+}
+
 static void test_wiped(void **state)
 {
-    (void)state;
+    big_records = *state != NULL;
+    clock_ms = 0;
+    w.blocks = w.blocks_with_marker = 0;
     struct sw_respstore *s =
         sw_respstore_memory_new(&(struct sw_respstore_limits){3, 1 << 20, 10}, now, NULL);
     assert_non_null(s);
@@ -74,7 +94,8 @@ static void test_wiped(void **state)
     int err = -1;
     sw_respstore_delete(s, "b", "k", on_done, &err); /* deleted */
     assert_int_equal(err, SW_OK);
-    sw_respstore_set_limits(s, &(struct sw_respstore_limits){3, 200, 10}); /* c evicted (bytes) */
+    /* room for one record: c evicted (bytes) */
+    sw_respstore_set_limits(s, &(struct sw_respstore_limits){3, big_records ? 70000 : 200, 10});
     clock_ms = 10000;
     sw_respstore_delete(s, "zz", "k", on_done, &err); /* d expired on the way */
     assert_int_equal(err, SW_ENOTFOUND);
@@ -88,7 +109,8 @@ static void test_wiped(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wiped),
+        cmocka_unit_test_prestate(test_wiped, NULL),
+        cmocka_unit_test_prestate(test_wiped, (void *)"big"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
