@@ -835,7 +835,8 @@ static bool scan_off_loop(const struct api_scan *inline_scan, struct sw_chat_req
  * a stored response (previous_response_id) is parsed with the stored items
  * (prior, fetched by responses_state.c), or refused as the fetch failed. */
 static int responses_parse(const char *body, size_t len, const struct sw_resp_prior *prior,
-                           struct sw_chat_request *chat, struct sw_request_error *err)
+                           struct sw_jspan input, struct sw_chat_request *chat,
+                           struct sw_request_error *err)
 {
     if (prior && prior->err) {
         sw_front_resp_prior_error(prior, err);
@@ -845,12 +846,36 @@ static int responses_parse(const char *body, size_t len, const struct sw_resp_pr
     if (rc)
         return rc;
     chat->dialect = SW_DIALECT_RESPONSES;
+    if (!prior) {
+        chat->input_off = input.off;
+        chat->input_len = input.len;
+    }
     if (sw_front_resp_continue(prior, chat)) {
         sw_request_free(chat);
         sw_request_error_set(err, 500, "server_error", NULL, NULL, "Out of memory.");
         return SW_ENOMEM;
     }
     return SW_OK;
+}
+
+/* The body (len bytes) in the internal form, by the parser of its API. */
+static int parse_body(struct sw_http_req *req, enum sw_api api, const char *body, size_t len,
+                      const struct sw_resp_prior *prior, struct sw_jspan input,
+                      struct sw_chat_request *chat, struct sw_request_error *err)
+{
+    int rc = api == SW_API_EMBEDDINGS  ? sw_embed_parse(body, len, chat, err)
+             : api == SW_API_MESSAGES  ? sw_anth_request_parse(body, len, 1, chat, err)
+             : api == SW_API_RESPONSES ? responses_parse(body, len, prior, input, chat, err)
+                                       : sw_request_parse(body, len, chat, err);
+    /* system messages inside messages, as an Anthropic backend takes them
+     * (before the scan: what is scanned is what goes) */
+    if (!rc && chat->native &&
+        sw_anth_native_prepare(chat->native, sw_http_header(req, "anthropic-beta", NULL))) {
+        sw_request_free(chat);
+        sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
+        rc = SW_ENOMEM;
+    }
+    return rc;
 }
 
 /* Whether the scan of the body just parsed (len bytes) has more than
@@ -937,24 +962,14 @@ static void handle_api(struct sw_front *f, struct sw_http_req *req, enum sw_api 
 
     size_t len;
     const char *body = sw_http_body(req, &len);
+    struct sw_jspan input = {0};
     if (api == SW_API_RESPONSES && !prior &&
-        sw_front_resp_prior(f, req, key, body, len, start_ms, responses_resume))
+        sw_front_resp_prior(f, req, key, body, len, start_ms, responses_resume, &input))
         return; /* goes on in responses_resume */
     if (prior && prior->sensitive)
         hdrs.sensitive.any_true = true; /* a sensitive conversation stays sensitive */
     struct sw_chat_request chat;
-    int perr = api == SW_API_EMBEDDINGS   ? sw_embed_parse(body, len, &chat, &rerr)
-               : api == SW_API_MESSAGES   ? sw_anth_request_parse(body, len, 1, &chat, &rerr)
-               : api == SW_API_RESPONSES ? responses_parse(body, len, prior, &chat, &rerr)
-                                         : sw_request_parse(body, len, &chat, &rerr);
-    /* system messages inside messages, as an Anthropic backend takes them
-     * (before the scan: what is scanned is what goes) */
-    if (!perr && chat.native &&
-        sw_anth_native_prepare(chat.native, sw_http_header(req, "anthropic-beta", NULL))) {
-        sw_request_free(&chat);
-        sw_request_error_set(&rerr, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
-        perr = SW_ENOMEM;
-    }
+    int perr = parse_body(req, api, body, len, prior, input, &chat, &rerr);
     if (perr) {
         reply_refusal(req, &rerr);
         record_rejection(f, tc, api_name, id, NULL, key, rerr.status,

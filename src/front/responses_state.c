@@ -296,11 +296,19 @@ void sw_front_resp_state(struct sw_front *f, struct sw_http_req *req,
 
 bool sw_front_resp_prior(struct sw_front *f, struct sw_http_req *req,
                          const struct sw_config_key *key, const char *body, size_t len,
-                         int64_t start_ms, sw_front_resp_resume_fn resume)
+                         int64_t start_ms, sw_front_resp_resume_fn resume,
+                         struct sw_jspan *input)
 {
     static const char field[] = "previous_response_id";
-    if (!body || !memmem(body, len, field, sizeof field - 1))
+    static const char *const keys[] = {field, "input"};
+    struct sw_jspan sp[2];
+    /* One walk of the top level (the body's syntax is the parse's to check:
+     * on a malformed one the spans mean nothing, and the parse refuses it) */
+    bool object = body && sw_jscan_members(body, len, keys, sp, NULL, 2);
+    *input = object ? sp[1] : (struct sw_jspan){0};
+    if (!object || !sp[0].len)
         return false; /* the usual case: no second parse */
+    *input = (struct sw_jspan){0};
     json_error_t je;
     json_t *root = sw_json_load(body, len, 0, &je);
     json_t *v = json_object_get(root, field);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/jscan.h"
 #include "config/config.h"
 #include "front/internal.h"
 #include "request/request.h"
@@ -57,10 +58,13 @@ typedef void (*sw_front_resp_resume_fn)(struct sw_front *f, struct sw_http_req *
  * once, on the loop (at once for the memory store, later for Redis), unless
  * the client left meanwhile; until then the request counts in flight (a
  * drain waits for it) and must not be touched. False when there is nothing
- * to fetch (no such field, or a body the parser will refuse): go on now. */
+ * to fetch (no such field, or a body the parser will refuse): go on now,
+ * with *input the place of the body's top-level `input` value (len 0: none,
+ * or the body is not well-formed and the parse will say so). */
 bool sw_front_resp_prior(struct sw_front *f, struct sw_http_req *req,
                          const struct sw_config_key *key, const char *body, size_t len,
-                         int64_t start_ms, sw_front_resp_resume_fn resume);
+                         int64_t start_ms, sw_front_resp_resume_fn resume,
+                         struct sw_jspan *input);
 
 /* The refusal of a prior that could not be had: 404
  * previous_response_not_found (unknown, expired, deleted or another key's),

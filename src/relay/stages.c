@@ -60,11 +60,17 @@ void sw_relay_stages_pick(struct proxy *p, bool own_api)
 
 /* A client's answer object is complete (sw_dialect_stage_complete): the
  * whole Responses object or the one response.completed carried. It is
- * stored unless the request said `store: false` (state/respsave.h). */
+ * stored unless the request said `store: false` (state/respsave.h), its
+ * input as the client's bytes carried it unless the front put a stored
+ * response's items before it (previous_response_id). */
 static void on_answer_complete(void *ud, const json_t *answer)
 {
     struct proxy *p = ud;
-    sw_resp_save(p->live->g->resp, p->key_name, p->facts.sensitive, p->chat.native, answer);
+    size_t len = 0;
+    const char *body = p->req ? sw_http_body(p->req, &len) : NULL;
+    bool raw = body && p->chat.input_len && p->chat.input_off + p->chat.input_len <= len;
+    sw_resp_save(p->live->g->resp, p->key_name, p->facts.sensitive, p->chat.native,
+                 raw ? body + p->chat.input_off : NULL, raw ? p->chat.input_len : 0, answer);
 }
 
 /* "resp_" and 48 hex digits of the kernel's randomness (OpenAI's shape); the

@@ -96,6 +96,11 @@ struct sw_chat_request {
                                  * of them), the bytes the relay splices an attempt's body
                                  * from instead of writing the tree again */
     size_t text_len;
+    /* A Responses request's `input` as the client's body carries it: its
+     * value's place in those bytes ([input_off, input_off + input_len));
+     * input_len 0 when unknown or when the front made the input whole from
+     * a stored response's items. */
+    size_t input_off, input_len;
 };
 
 /* A word as clients may write one of a header's or metadata's few values:

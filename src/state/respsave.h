@@ -14,12 +14,16 @@
 
 /* Stores answer (a Response object, borrowed) unless request (the client's
  * Responses body as the front made it whole, prior items first; borrowed)
- * says `store: false`. scope: the client key's name (NULL: auth off);
+ * says `store: false`. input_raw: the bytes of request's `input` as the
+ * client sent them (input_raw_len of them, borrowed), stored as they are;
+ * NULL: the input is written from the tree (a body whose input the front
+ * made whole). scope: the client key's name (NULL: auth off);
  * sensitive: the request was (a sensitive prior makes it so), kept for the
  * record's life. The put completes on its own (Redis answers later); a
  * refusal is counted by the store and logged without content. s NULL: no
  * store, nothing done. */
 void sw_resp_save(struct sw_respstore *s, const char *scope, bool sensitive,
-                  const json_t *request, const json_t *answer);
+                  const json_t *request, const char *input_raw, size_t input_raw_len,
+                  const json_t *answer);
 
 #endif

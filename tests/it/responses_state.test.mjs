@@ -148,6 +148,32 @@ describe('stored responses (memory)', () => {
     assert.equal(big.body.error.param, 'limit');
   });
 
+  test('an input written as a client writes it (indented, escaped) is read back and continued as its items', async () => {
+    const input = [
+      { role: 'user', content: [{ type: 'input_text', text: 'caf\u00e9 "quoted"\n\tline two' }] },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'and then?' },
+    ];
+    const res = await fetch(`${gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
+      // indented, and the accented letter escaped as \u00e9 the way Python's json.dumps writes it
+      body: JSON.stringify({ model: 'chat', input }, null, 2).replace(/\u00e9/g, '\\u00e9'),
+    });
+    assert.equal(res.status, 200);
+    const r1 = await res.json();
+    const c = client(gw);
+    const page = await c.responses.inputItems.list(r1.id, { order: 'asc' });
+    const texts = (items) => items.map((i) => (typeof i.content === 'string' ? i.content
+      : (i.content || []).map((p) => p.text).join('')));
+    assert.deepEqual(texts(page.data), ['caf\u00e9 "quoted"\n\tline two', 'ok', 'and then?']);
+    await clearReceived(edge);
+    await c.responses.create({ model: 'chat', previous_response_id: r1.id, input: 'last' });
+    const sent = lastMessages(await received(edge)).map((m) => m.text);
+    assert.deepEqual(sent.slice(0, 3), ['caf\u00e9 "quoted"\n\tline two', 'ok', 'and then?']);
+    assert.equal(sent.at(-1), 'last');
+  });
+
   test('delete: the OpenAI answer, then 404 everywhere, and no continuation', async () => {
     const c = client(gw);
     const r = await c.responses.create({ model: 'chat', input: 'short-lived' });

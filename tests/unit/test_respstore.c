@@ -33,7 +33,7 @@ static struct {
     bool sensitive;
     int64_t created;
     char scope[SW_RESPSTORE_MAX_SCOPE + 1];
-    char input[4096], output[4096], meta[256];
+    char input[32768], output[4096], meta[256];
     bool has_meta;
 } got;
 
@@ -274,6 +274,37 @@ static void test_max_bytes(void **state)
     sw_respstore_free(s);
 }
 
+/* A store at its bound evicts for every put: each record, larger or
+ * smaller than the one it evicts, reads back exactly. */
+static void test_evict_every_put(void **state)
+{
+    (void)state;
+    struct sw_respstore *s = mem(1, 1 << 20, 60);
+    const size_t sizes[] = {20000, 19000, 19500, 20001, 30000, 100, 29900, 30000, 27000};
+    char in[30001], id[16];
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t n = sizes[i];
+        memset(in, 'a' + (int)i, n);
+        in[0] = '[';
+        in[n - 1] = ']';
+        in[n] = '\0';
+        snprintf(id, sizeof id, "e%zu", i);
+        assert_int_equal(put(s, id, "k", i % 2, in), SW_OK);
+        assert_int_equal(get(s, id, "k"), SW_OK);
+        assert_string_equal(got.input, in);
+        assert_int_equal(got.sensitive, i % 2);
+        const char *out = "[{\"type\":\"message\",\"id\":\"o1\"}]"; /* as put() */
+        struct sw_resp_record r = {.id = id, .scope = "k", .input = in, .input_len = n,
+                                   .output = out, .output_len = strlen(out)};
+        struct sw_respstore_stats st;
+        sw_respstore_stats(s, &st);
+        assert_int_equal(st.entries, 1);
+        assert_int_equal(st.bytes, sw_resp_record_bytes(&r));
+        assert_int_equal(st.evicted, i);
+    }
+    sw_respstore_free(s);
+}
+
 static void test_ttl(void **state)
 {
     (void)state;
@@ -418,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_other_scope_not_replaced),
         cmocka_unit_test(test_max_entries_oldest_first),
         cmocka_unit_test(test_max_bytes),
+        cmocka_unit_test(test_evict_every_put),
         cmocka_unit_test(test_ttl),
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_input_pages),
