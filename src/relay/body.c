@@ -21,48 +21,62 @@ void sw_relay_strip_fields(json_t *body)
         json_object_del(body, "metadata");
 }
 
+/* Where text (len bytes) has `model`, `metadata` and `stream_options` at
+ * its top level (len 0: it does not): as the front noted them when it wrote
+ * the text, else found in the client's bytes (the front's parse accepted
+ * them: their syntax is not checked again). False: not an object. */
+static bool body_members(const struct sw_chat_request *chat, const char *text, size_t len,
+                         struct sw_jspan sp[3])
+{
+    static const char *const keys[] = {"model", "metadata", "stream_options"};
+    if (text != chat->text || !chat->text_model_len)
+        return sw_jscan_members(text, len, keys, sp, NULL, 3);
+    sp[0] = (struct sw_jspan){chat->text_model_off, chat->text_model_len};
+    sp[1] = (struct sw_jspan){0, chat->text_metadata};
+    sp[2] = (struct sw_jspan){0, chat->text_stream_options};
+    return true;
+}
+
 /* The body for an unmasked attempt spliced from the client's own bytes
  * (an OpenAI client's), or from the text the front wrote the internal body
  * as (a translation, which the front scanned as that tree): `model`
  * replaced by the backend's, and for a stream without stream_options the
- * usage request appended, the edits the tree gets before it is sent. NULL
- * when the body needs edits splicing does not do (metadata, stream_options
- * the body has): then the tree is serialised instead. */
-static char *plain_body(struct proxy *p, const struct sw_config_backend *be, size_t *out_len)
+ * usage request put before the closing brace, the edits the tree gets
+ * before it is sent. The bytes around the edits are not copied: io->parts
+ * sends them from where they are (the request holds them to its end), and
+ * io->text holds the backend's model. False when the body needs edits
+ * splicing does not do (metadata, stream_options the body has): then the
+ * tree is serialised instead. */
+static bool plain_body(struct proxy *p, const struct sw_config_backend *be,
+                       struct sw_stage_io *io)
 {
-    static const char *const keys[] = {"model", "metadata", "stream_options"};
+    static const char usage[] = ",\"stream_options\":{\"include_usage\":true}";
     struct sw_jspan sp[3];
     size_t len = p->chat.text_len;
     const char *text = p->client_dialect != SW_DIALECT_OPENAI ? p->chat.text
                        : p->req                               ? sw_http_body(p->req, &len)
                                                               : NULL;
-    /* The front's parse accepted these bytes: no need to check them again. */
-    if (!text || !sw_jscan_members(text, len, keys, sp, NULL, 3) || !sp[0].len || sp[1].len ||
+    if (!text || !body_members(&p->chat, text, len, sp) || !sp[0].len || sp[1].len ||
         (sp[2].len && p->chat.stream))
-        return NULL;
-    char *model = sw_splice_quote(be->model);
-    if (!model)
-        return NULL;
-    char *body = sw_splice_member(text, len, sp[0], "model", model, out_len);
-    free(model);
-    if (body && p->chat.stream) {
-        /* Insert before the closing brace: the object has members (model). */
-        static const char usage[] = ",\"stream_options\":{\"include_usage\":true}";
-        char *close = memrchr(body, '}', *out_len);
-        size_t at = close ? (size_t)(close - body) : 0;
-        char *grown = close ? realloc(body, *out_len + sizeof usage) : NULL;
-        if (!grown) {
-            free(body);
-            return NULL;
-        }
-        char *end = grown + at;
-        memmove(end + sizeof usage - 1, end, (size_t)(grown + *out_len - end));
-        memcpy(end, usage, sizeof usage - 1);
-        *out_len += sizeof usage - 1;
-        grown[*out_len] = '\0';
-        body = grown;
+        return false;
+    const char *close = p->chat.stream ? memrchr(text, '}', len) : NULL;
+    if (p->chat.stream && (!close || close < text + sp[0].off + sp[0].len))
+        return false;
+    if (!(io->text = sw_splice_quote(be->model)))
+        return false;
+    io->text_len = strlen(io->text);
+    const char *after = text + sp[0].off + sp[0].len, *end = close ? close : text + len;
+    struct iovec *v = io->parts;
+    v[0] = (struct iovec){(void *)text, sp[0].off};
+    v[1] = (struct iovec){io->text, io->text_len};
+    v[2] = (struct iovec){(void *)after, (size_t)(end - after)};
+    io->n_parts = 3;
+    if (close) {
+        v[3] = (struct iovec){(void *)usage, sizeof usage - 1};
+        v[4] = (struct iovec){(void *)close, (size_t)(text + len - close)};
+        io->n_parts = 5;
     }
-    return body;
+    return true;
 }
 
 /* The tree the request is sent from: the client's own body when the
@@ -110,7 +124,7 @@ int sw_relay_body(struct proxy *p, const struct sw_config_backend *be, bool own_
                   struct sw_stage_io *io)
 {
     if (!p->a.need_mask && !own_api && !limit && p->a.up_dialect == SW_DIALECT_OPENAI &&
-        (io->text = plain_body(p, be, &io->text_len)))
+        plain_body(p, be, io))
         return SW_OK;
     io->body = tree_body(p, be, own_api, limit);
     return io->body ? SW_OK : SW_ENOMEM;
@@ -169,10 +183,12 @@ int sw_relay_target(const struct proxy *p, const struct sw_config_backend *be,
         ch.value[i] = sw_http_header(p->req, names[i], NULL);
     struct sw_buf trace;
     sw_buf_init(&trace, 1024);
+    /* a body in pieces goes only to OpenAI's API, which signs nothing */
+    const char *whole = a->io.n_parts ? NULL : a->io.text;
     int err = sw_relay_trace_headers(p, &trace);
     if (!err)
         err = sw_upstream_target(be, a->up_dialect, p->chat.api, p->chat.stream, &ch, &trace,
-                                 a->io.text, a->io.text_len, path, hdrs);
+                                 whole, whole ? a->io.text_len : 0, path, hdrs);
     sw_buf_free(&trace);
     return err;
 }

@@ -24,6 +24,7 @@
 
 #include "common/buf.h"
 #include "request/request.h"
+#include "upstream/upstream.h"
 
 enum sw_stage_rc {
     SW_STAGE_OK = 0,        /* go on with the next stage */
@@ -73,6 +74,11 @@ struct sw_stage_io {
     json_t *body;           /* the body tree being built (owned by io; NULL: none yet) */
     char *text;             /* or the body as bytes, spliced (owned; then no tree is built) */
     size_t text_len;
+    /* ... or as pieces sent in turn (n_parts > 0): bytes the request holds
+     * (the client's body, the front's text) around what splicing put in
+     * text */
+    struct iovec parts[SW_UPSTREAM_PARTS];
+    int n_parts;
     bool built;             /* the body is not the client's scanned bytes or tree */
     /* the event hook: the upstream's event (borrowed) */
     const char *event;

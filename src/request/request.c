@@ -12,6 +12,7 @@
 #include "common/jdump.h"
 #include "common/jfast.h"
 #include "common/jmemo.h"
+#include "common/jscan.h"
 #include "common/json.h"
 #include "common/satmath.h"
 #include "common/utf8.h"
@@ -1226,6 +1227,25 @@ int sw_request_parse(const char *body, size_t len, struct sw_chat_request *req,
     return root ? validate(root, len, req, err) : rc;
 }
 
+/* The places in req->text the relay splices by, read off the text just
+ * written from root: the translations put `model` first. */
+static void mark_text(struct sw_chat_request *req, const json_t *root)
+{
+    static const char head[] = "{\"model\":\"";
+    const size_t at = sizeof head - 2; /* the value's opening quote */
+    const unsigned char *t = (const unsigned char *)req->text,
+                        *end = t + req->text_len,
+                        *past = req->text_len > sizeof head && !memcmp(t, head, sizeof head - 1)
+                                    ? sw_jscan_skip_string(t + at + 1, end)
+                                    : NULL;
+    if (past) {
+        req->text_model_off = at;
+        req->text_model_len = (size_t)(past - (t + at));
+    }
+    req->text_metadata = json_object_get(root, "metadata") != NULL;
+    req->text_stream_options = json_object_get(root, "stream_options") != NULL;
+}
+
 int sw_request_parse_built(json_t *root, size_t text_hint, struct sw_chat_request *req,
                            struct sw_request_error *err)
 {
@@ -1254,6 +1274,7 @@ int sw_request_parse_built(json_t *root, size_t text_hint, struct sw_chat_reques
     }
     req->text = text.ptr;
     req->text_len = text.len;
+    mark_text(req, root);
     return SW_OK;
 }
 

@@ -96,6 +96,12 @@ struct sw_chat_request {
                                  * of them), the bytes the relay splices an attempt's body
                                  * from instead of writing the tree again */
     size_t text_len;
+    /* Where text holds the value of `model` ([text_model_off, + len); len 0:
+     * not read off when it was written) and whether it has top-level
+     * `metadata` and `stream_options`: what the relay splices an attempt's
+     * body by, without reading text again. */
+    size_t text_model_off, text_model_len;
+    bool text_metadata, text_stream_options;
     /* A Responses request's `input` as the client's body carries it: its
      * value's place in those bytes ([input_off, input_off + input_len));
      * input_len 0 when unknown or when the front made the input whole from

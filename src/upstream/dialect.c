@@ -974,7 +974,7 @@ int sw_upstream_target(const struct sw_config_backend *be, enum sw_dialect d, en
         err = sw_upstream_path(be, d, rel, path);
     /* a signature covers the path and the body as sent */
     if (!err && ops->sign)
-        err = ops->sign(be, path->ptr, body, len, hdrs);
+        err = body ? ops->sign(be, path->ptr, body, len, hdrs) : SW_EINVAL;
     return err;
 }
 

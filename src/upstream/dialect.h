@@ -228,7 +228,8 @@ int sw_upstream_path(const struct sw_config_backend *be, enum sw_dialect d, cons
  * stream_path when it has one) or an embeddings request, and the request's
  * headers (appended to hdrs): the dialect's own from c, then `extra` (the
  * caller's, "Name: value\r\n" each, NULL: none), then the signature over
- * the path and body when the dialect signs. SW_OK or an error. */
+ * the path and body when the dialect signs (body NULL: not at hand,
+ * SW_EINVAL for a dialect that signs). SW_OK or an error. */
 int sw_upstream_target(const struct sw_config_backend *be, enum sw_dialect d, enum sw_api api,
                        bool stream, const struct sw_upstream_client_hdrs *c,
                        const struct sw_buf *extra, const char *body, size_t len,

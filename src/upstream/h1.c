@@ -88,8 +88,11 @@ struct sw_h1req {
     char fail_why[96];
     char line[512];
     size_t line_len;
-    const char *head, *body;
-    size_t head_len, body_len;
+    const char *head;
+    size_t head_len;
+    struct iovec body[SW_H1_BODY_PARTS];    /* the body's pieces, sent in turn */
+    int n_body;
+    size_t body_len;                /* their sum */
     size_t sent;                    /* bytes of the request written */
     llhttp_t parser;
     size_t head_bytes;              /* header names and values of the answer so far */
@@ -649,13 +652,12 @@ static void send_request(struct sw_h1req *r)
 {
     size_t total = r->line_len + r->head_len + r->body_len;
     while (r->sent < total) {
-        struct iovec iov[3];
-        int n = 0;
+        struct iovec iov[2 + SW_H1_BODY_PARTS], parts[2 + SW_H1_BODY_PARTS] = {
+            {r->line, r->line_len}, {(void *)r->head, r->head_len}};
+        int n = 0, n_parts = 2 + r->n_body;
         size_t skip = r->sent;
-        const struct iovec parts[3] = {{r->line, r->line_len},
-                                       {(void *)r->head, r->head_len},
-                                       {(void *)r->body, r->body_len}};
-        for (int i = 0; i < 3; i++) {
+        memcpy(parts + 2, r->body, (size_t)r->n_body * sizeof *parts);
+        for (int i = 0; i < n_parts; i++) {
             if (skip >= parts[i].iov_len) {
                 skip -= parts[i].iov_len;
                 continue;
@@ -742,12 +744,12 @@ static bool retry_fresh(struct sw_h1req *r)
 }
 
 struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char *path,
-                             const char *head, size_t head_len, const char *body,
-                             size_t body_len, long connect_timeout_ms, long timeout_ms,
+                             const char *head, size_t head_len, const struct iovec *body,
+                             int n_body, long connect_timeout_ms, long timeout_ms,
                              const struct sw_h1_cbs *cbs, void *ud)
 {
     struct known_url *k = known_url(pool, url);
-    if (!k || !k->handled)
+    if (!k || !k->handled || n_body < 1 || n_body > SW_H1_BODY_PARTS)
         return NULL;
     struct sw_h1req *r = sw_spares_get(&pool->spare, sizeof *r);
     if (!r)
@@ -758,7 +760,11 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     r->ud = ud;
     r->head = head;
     r->head_len = head_len;
-    r->body = body;
+    memcpy(r->body, body, (size_t)n_body * sizeof *body);
+    r->n_body = n_body;
+    size_t body_len = 0;
+    for (int i = 0; i < n_body; i++)
+        body_len += body[i].iov_len;
     r->body_len = body_len;
     r->deadline_ms = sw_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
     r->connect_timeout_ms = connect_timeout_ms;
@@ -798,7 +804,8 @@ bool sw_h1_forget_request(struct sw_h1req *r)
 {
     if (!r->got_bytes || r->sent < r->line_len + r->head_len + r->body_len)
         return false;
-    r->head = r->body = NULL;
+    r->head = NULL;
+    r->n_body = 0;
     r->sent = r->line_len = r->head_len = r->body_len = 0;
     return true;
 }

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/uio.h>
 
 struct sw_h1pool;
 struct sw_h1req;
@@ -44,12 +45,16 @@ bool sw_h1_handles(const char *url);
 /* The same, remembered per URL in the pool (no parsing once a URL was seen). */
 bool sw_h1pool_handles(struct sw_h1pool *pool, const char *url);
 
+#define SW_H1_BODY_PARTS 5     /* pieces a body may be sent as */
+
 /* Starts POST {url}{path}. `head` holds the extra request headers, each
- * line ending in CRLF (borrowed until done or abort); `body` is borrowed
- * until then too. NULL on allocation failure or a URL it does not handle. */
+ * line ending in CRLF (borrowed until done or abort); the body is the
+ * n_body pieces of `body` (1 to SW_H1_BODY_PARTS) sent one after another,
+ * their bytes borrowed until then too (the array itself is copied). NULL on
+ * allocation failure, too many pieces or a URL it does not handle. */
 struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char *path,
-                             const char *head, size_t head_len, const char *body,
-                             size_t body_len, long connect_timeout_ms, long timeout_ms,
+                             const char *head, size_t head_len, const struct iovec *body,
+                             int n_body, long connect_timeout_ms, long timeout_ms,
                              const struct sw_h1_cbs *cbs, void *ud);
 
 /* Aborts: the connection is closed, nothing more is reported, r is freed. */

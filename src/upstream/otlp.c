@@ -472,8 +472,9 @@ static bool send_h1(struct sw_otlp *o)
         return false;
     o->h1_status = 0;
     o->h1_retry_after_s = -1;
-    o->h1 = sw_h1_start(pool, o->url, "", o->head, o->head_len, o->body.ptr + o->body_off,
-                        o->body.len - o->body_off, o->timeout_ms, o->timeout_ms, &h1_cbs, o);
+    const struct iovec body = {o->body.ptr + o->body_off, o->body.len - o->body_off};
+    o->h1 = sw_h1_start(pool, o->url, "", o->head, o->head_len, &body, 1, o->timeout_ms,
+                        o->timeout_ms, &h1_cbs, o);
     if (!o->h1)
         return false;
     o->h1_head = o->head;

@@ -114,10 +114,34 @@ fail:
     return NULL;
 }
 
+/* curl sends one buffer: the pieces joined into u->body. */
+static int join_parts(struct sw_upstream *u)
+{
+    size_t n = 0;
+    for (int i = 0; i < u->n_parts; i++)
+        n += u->parts[i].iov_len;
+    char *b = malloc(n + 1), *at = b;
+    if (!b)
+        return SW_ENOMEM;
+    for (int i = 0; i < u->n_parts; i++) {
+        memcpy(at, u->parts[i].iov_base, u->parts[i].iov_len);
+        at += u->parts[i].iov_len;
+    }
+    b[n] = '\0';
+    free(u->body);
+    u->body = b;
+    u->body_len = n;
+    u->parts[0] = (struct iovec){b, n};
+    u->n_parts = 1;
+    return SW_OK;
+}
+
 static int curl_start(struct sw_upstream *u, const struct sw_config_backend *be,
                       const char *path, const char *headers, long timeout_ms,
                       const char *trace_id)
 {
+    if (u->n_parts > 1 && join_parts(u))
+        return SW_ENOMEM;
     CURL *easy = sw_curlev_easy(be, path, timeout_ms);
     if (!easy)
         return SW_ENOMEM;
@@ -229,8 +253,8 @@ static int h1_start(struct sw_upstream *u, const struct sw_config_backend *be, c
     }
     static const struct sw_h1_cbs cbs = {on_h1_data, on_h1_done, on_h1_head};
     u->aux = h.ptr;
-    u->handle = sw_h1_start(sw_curlev_h1(u->cev), be->url, path, h.ptr, h.len, u->body,
-                            u->body_len, be->connect_timeout_ms, timeout_ms, &cbs, u);
+    u->handle = sw_h1_start(sw_curlev_h1(u->cev), be->url, path, h.ptr, h.len, u->parts,
+                            u->n_parts, be->connect_timeout_ms, timeout_ms, &cbs, u);
     if (!u->handle)
         return SW_ENOMEM;
     u->running = true;
@@ -288,5 +312,15 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
                       const struct sw_upstream_cbs *cbs, void *ud)
 {
     return sw_upstream_start_on(u, sw_transport_for(cev, be->url), cev, be, path, headers, body,
-                                body_len, timeout_ms, trace_id, cbs, ud);
+                                body_len, NULL, 0, timeout_ms, trace_id, cbs, ud);
+}
+
+int sw_upstream_start_parts(struct sw_upstream *u, struct sw_curlev *cev,
+                            const struct sw_config_backend *be, const char *path,
+                            const char *headers, const struct iovec *parts, int n_parts,
+                            char *owned, long timeout_ms, const char *trace_id,
+                            const struct sw_upstream_cbs *cbs, void *ud)
+{
+    return sw_upstream_start_on(u, sw_transport_for(cev, be->url), cev, be, path, headers, owned,
+                                0, parts, n_parts, timeout_ms, trace_id, cbs, ud);
 }

@@ -8,13 +8,25 @@
 int sw_upstream_start_on(struct sw_upstream *u, const struct sw_upstream_transport *t,
                          struct sw_curlev *cev, const struct sw_config_backend *be,
                          const char *path, const char *headers, char *body, size_t body_len,
-                         long timeout_ms, const char *trace_id,
-                         const struct sw_upstream_cbs *cbs, void *ud)
+                         const struct iovec *parts, int n_parts, long timeout_ms,
+                         const char *trace_id, const struct sw_upstream_cbs *cbs, void *ud)
 {
     memset(u, 0, sizeof *u);
     u->t = t;
     u->body = body;
     u->body_len = body_len;
+    if (n_parts < 0 || n_parts > SW_UPSTREAM_PARTS) {
+        free(body);
+        u->body = NULL;
+        return SW_EINVAL;
+    }
+    if (n_parts) {
+        memcpy(u->parts, parts, (size_t)n_parts * sizeof *parts);
+        u->n_parts = n_parts;
+    } else {
+        u->parts[0] = (struct iovec){body, body_len};
+        u->n_parts = 1;
+    }
     u->cev = cev;
     u->cbs = *cbs;
     u->ud = ud;

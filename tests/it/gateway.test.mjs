@@ -112,6 +112,13 @@ describe('gateway core with healthy backends', () => {
     const events = (await r.text()).split('\n\n').filter(Boolean);
     assert.equal(events.at(-1), 'data: [DONE]');
     for (const e of events.slice(0, -1)) assert.doesNotThrow(() => JSON.parse(e.replace(/^data: /, '')));
+    // The backend got the client's body with its own model, asked for the
+    // usage (spend is counted from it); the client, which did not ask, gets none.
+    assert.deepEqual((await received(edge)).at(-1).body, {
+      model: 'edge-model', stream: true, messages: [{ role: 'user', content: 'hi there' }],
+      stream_options: { include_usage: true },
+    });
+    for (const e of events.slice(0, -1)) assert.equal(JSON.parse(e.replace(/^data: /, '')).usage ?? null, null);
   });
 
   test('model list shows the public names', async () => {

@@ -14,6 +14,7 @@ let server, port, dir;
 const sockets = new Set();
 let requests = 0;
 let handshakes = 0; // TLS connections the upstream accepted
+let lastBody = null; // the last request body the upstream got, parsed
 
 before(async () => {
   dir = tempDir('spillway-tls-');
@@ -26,7 +27,8 @@ before(async () => {
     req.on('end', () => {
       if (req.method !== 'POST') { res.writeHead(404); res.end(); return; } // the start-up check's GET /v1/models
       requests++;
-      const { model } = JSON.parse(body);
+      lastBody = JSON.parse(body);
+      const { model } = lastBody;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({
         id: 'chatcmpl-tls', object: 'chat.completion', created: 0, model,
@@ -78,6 +80,8 @@ test('the backend CA in ca_file is trusted, and the connection is kept alive', a
       assert.equal(r.status, 200);
       assert.equal(r.body.choices[0].message.content, 'over TLS');
       assert.equal(r.body.model, 'chat');
+      // the client's bytes with the backend's model in them, whole over TLS
+      assert.deepEqual(lastBody, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     }
     assert.equal(requests - before.requests, 3);
     assert.equal(handshakes - before.handshakes, 1, 'the start-up check and three requests over one TLS connection, made once');

@@ -247,6 +247,9 @@ static void test_request_parse(void **state)
                                                     (1u << SW_ANTH_FIELD_DOCUMENT_BLOCK));
     assert_json_eq(req.body, "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"abcd\"}]}]}", "pruned");
     assert_int_equal(req.max_tokens, 5);
+    /* the translation's text starts with its model: the relay splices there */
+    assert_int_equal(req.text_model_len, 3);
+    assert_memory_equal(req.text + req.text_model_off, "\"m\"", 3);
     assert_int_equal(req.prompt_tokens_est, 1 + 4 + 3);
     /* the body may go whole (with the document): its bytes bound the prompt */
     assert_int_equal(req.prompt_tokens_max, (long)strlen(body) + 4 + 3);

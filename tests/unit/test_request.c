@@ -14,6 +14,7 @@
 #include "common/err.h"
 #include "common/jfast.h"
 #include "common/jmemo.h"
+#include "common/jscan.h"
 #include "request/request.h"
 
 /* Table rows leave trailing fields to their zero default. */
@@ -1236,6 +1237,39 @@ static void test_request_name_fold(void **state)
     assert_false(sw_request_name_folds("allow_cloudXYZ", 12, "allow_cloud"));
 }
 
+/* A body the gateway built (a translation) notes where its text holds
+ * `model`, and whether it has metadata and stream_options, as a scan of the
+ * text finds them; a text that does not start with `model` notes none. */
+static void test_request_built_marks(void **state)
+{
+    (void)state;
+    const char *bodies[] = {
+        "{\"model\":\"m\\\"x\\u00e9\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+        "{\"model\":\"claude\",\"messages\":[{\"role\":\"user\",\"content\":\"{\\\"model\\\":1}\"}],"
+        "\"metadata\":{\"a\":\"b\"},\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"model\":\"late\"}",
+    };
+    static const char *const keys[] = {"model", "metadata", "stream_options"};
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        json_t *root = json_loads(bodies[i], 0, NULL);
+        assert_non_null(root);
+        struct sw_chat_request req;
+        struct sw_request_error err;
+        assert_int_equal(sw_request_parse_built(root, strlen(bodies[i]), &req, &err), SW_OK);
+        struct sw_jspan sp[3];
+        assert_true(sw_jscan_object(req.text, req.text_len, keys, sp, NULL, 3));
+        if (i == 2) {
+            assert_int_equal(req.text_model_len, 0); /* not first: the relay scans */
+        } else {
+            assert_int_equal(req.text_model_off, sp[0].off);
+            assert_int_equal(req.text_model_len, sp[0].len);
+        }
+        assert_int_equal(req.text_metadata, sp[1].len > 0);
+        assert_int_equal(req.text_stream_options, sp[2].len > 0);
+        sw_request_free(&req);
+    }
+}
+
 static void test_request_word(void **state)
 {
     (void)state;
@@ -1345,6 +1379,7 @@ int main(void)
         cmocka_unit_test(test_request_memo_checks),
         cmocka_unit_test(test_request_error_set),
         cmocka_unit_test(test_request_alloc_failures),
+        cmocka_unit_test(test_request_built_marks),
         cmocka_unit_test(test_request_word),
         cmocka_unit_test(test_request_name_fold),
     };

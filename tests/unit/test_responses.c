@@ -283,6 +283,9 @@ static void test_request_parse(void **state)
     assert_int_equal(sw_responses_request_parse(b, strlen(b), NULL, &req, &err), SW_OK);
     assert_true(req.stream && req.include_usage);
     assert_int_equal(req.max_tokens, 7);
+    /* the translation's text starts with its model: the relay splices there */
+    assert_int_equal(req.text_model_len, 3);
+    assert_memory_equal(req.text + req.text_model_off, "\"m\"", 3);
     assert_null(req.untranslatable);
     assert_non_null(req.native);
     assert_string_equal(json_string_value(json_object_get(req.native, "input")), "hi");

@@ -107,7 +107,7 @@ static void test_fake_lifecycle(void **state)
     struct sw_upstream u;
     int ud;
     assert_int_equal(sw_upstream_start_on(&u, &fake, NULL, &be, "/v1/chat/completions", NULL,
-                                          body(), 2, 1000, "req-1", &cbs, &ud),
+                                          body(), 2, NULL, 0, 1000, "req-1", &cbs, &ud),
                      SW_OK);
     assert_ptr_equal(u.t, &fake);
     assert_ptr_equal(u.ud, &ud);
@@ -131,7 +131,7 @@ static void test_fake_start_fails(void **state)
     fk.start_err = SW_ENOMEM;
     struct sw_upstream u;
     assert_int_equal(sw_upstream_start_on(&u, &fake, NULL, &be, "/v1/chat/completions", NULL,
-                                          body(), 2, 1000, "req-1", &cbs, NULL),
+                                          body(), 2, NULL, 0, 1000, "req-1", &cbs, NULL),
                      SW_ENOMEM);
     /* cleaned up: what the transport held and the body are freed */
     assert_int_equal(fk.release, 1);
