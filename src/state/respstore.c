@@ -88,10 +88,8 @@ static struct entry **find_slot(struct mem *m, const char *id, size_t len, uint6
     return p;
 }
 
-/* Unlinks e from the hash and the age list, wipes and frees it. The wipe
- * streams (common/ntmem.h): the record dropped is usually the oldest, long
- * out of the cache. */
-static void drop(struct mem *m, struct entry *e)
+/* Unlinks e from the hash and the age list. */
+static void unlink_entry(struct mem *m, struct entry *e)
 {
     struct entry **p = find_slot(m, e_id(e), e->id_len, e->hash);
     if (*p == e)
@@ -106,8 +104,34 @@ static void drop(struct mem *m, struct entry *e)
         m->newest = e->older;
     m->n--;
     m->bytes -= e->bytes;
+}
+
+/* Unlinks e, wipes and frees it. The wipe streams (common/ntmem.h): the
+ * record dropped is usually the oldest, long out of the cache. */
+static void drop(struct mem *m, struct entry *e)
+{
+    unlink_entry(m, e);
     sw_nt_wipe(e, e->alloc);
     free(e);
+}
+
+/* Unlinks e to make room for a record of need bytes of allocation: kept in
+ * *spare, unwiped, when it can hold that record with at most an eighth to
+ * spare and there is none yet (the record is written over it and the rest
+ * wiped), else dropped. A store at its bounds evicts for every put, and the
+ * memory of what it evicts is cold: written over (with streaming stores),
+ * instead of wiped and then given to the record by malloc, it is written
+ * once, not twice.
+ * The eighth is not counted in max_bytes: the memory held stays within 9/8
+ * of it. */
+static void evict(struct mem *m, struct entry *e, size_t need, struct entry **spare)
+{
+    if (*spare || e->alloc < need || e->alloc - need > need / 8) {
+        drop(m, e);
+        return;
+    }
+    unlink_entry(m, e);
+    *spare = e;
 }
 
 static bool expired(const struct mem *m, const struct entry *e, int64_t now)
@@ -167,21 +191,27 @@ static void mem_put(void *impl, const struct sw_resp_record *r, sw_respstore_don
         cb(SW_EINVAL, ud);
         return;
     }
-    if (*slot)
-        drop(m, *slot);
-    while (m->oldest && ((long)m->n + 1 > m->lim.max_entries || m->bytes + bytes > (size_t)m->lim.max_bytes)) {
-        drop(m, m->oldest);
-        m->evicted++;
-    }
     size_t alloc = sizeof(struct entry) + id_len + scope_len + r->input_len + r->output_len +
                    meta_len + 5;
-    struct entry *e = malloc(alloc);
+    struct entry *e = NULL;
+    if (*slot)
+        evict(m, *slot, alloc, &e);
+    while (m->oldest && ((long)m->n + 1 > m->lim.max_entries || m->bytes + bytes > (size_t)m->lim.max_bytes)) {
+        evict(m, m->oldest, alloc, &e);
+        m->evicted++;
+    }
+    size_t held = e ? e->alloc : alloc;
+    bool cold = e != NULL; /* an evicted record's memory: written with streaming stores */
+    if (e)
+        sw_nt_wipe((char *)e + alloc, held - alloc); /* what the record leaves of the old one */
+    else
+        e = malloc(alloc);
     if (!e) {
         m->refused++;
         cb(SW_ENOMEM, ud);
         return;
     }
-    *e = (struct entry){.put_ms = now, .alloc = alloc, .bytes = bytes, .hash = h,
+    *e = (struct entry){.put_ms = now, .alloc = held, .bytes = bytes, .hash = h,
                         .sensitive = r->sensitive, .created_at_s = r->created_at_s,
                         .id_len = id_len, .scope_len = scope_len, .input_len = r->input_len,
                         .output_len = r->output_len, .meta_len = meta_len};
@@ -189,7 +219,9 @@ static void mem_put(void *impl, const struct sw_resp_record *r, sw_respstore_don
     const char *src[] = {r->id, r->scope, r->input, r->output, r->meta};
     const size_t len[] = {id_len, scope_len, r->input_len, r->output_len, meta_len};
     for (size_t i = 0; i < 5; i++) {
-        if (len[i])
+        if (len[i] && cold)
+            sw_nt_copy(at, src[i], len[i]);
+        else if (len[i])
             memcpy(at, src[i], len[i]);
         at[len[i]] = '\0';
         at += len[i] + 1;

@@ -275,7 +275,8 @@ static void test_max_bytes(void **state)
 }
 
 /* A store at its bound evicts for every put: each record, larger or
- * smaller than the one it evicts, reads back exactly. */
+ * smaller than the one it evicts (written over its memory when it fits),
+ * reads back exactly. */
 static void test_evict_every_put(void **state)
 {
     (void)state;
