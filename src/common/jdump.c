@@ -207,7 +207,9 @@ int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out)
     } else if (!(flags & JSON_ENCODE_ANY) && !json_is_object(v) && !json_is_array(v)) {
         return SW_EINVAL;
     } else {
+        sw_jmemo_hold(); /* for the notes of its elements */
         err = dump(v, out, 0);
+        sw_jmemo_release();
     }
     if (err == TOO_DEEP) {
         if (out->ptr) {

@@ -157,9 +157,35 @@ static void trim(size_t max)
     }
 }
 
+/* This thread's takes of M.lock: a hold (sw_jmemo_hold) over a walk of
+ * many elements counts one, and the calls inside it take it no more. */
+static __thread unsigned taken;
+
+static void take(void)
+{
+    if (!taken++)
+        pthread_mutex_lock(&M.lock);
+}
+
+static void give(void)
+{
+    if (!--taken)
+        pthread_mutex_unlock(&M.lock);
+}
+
+void sw_jmemo_hold(void)
+{
+    take();
+}
+
+void sw_jmemo_release(void)
+{
+    give();
+}
+
 void sw_jmemo_set_max(size_t max_bytes)
 {
-    pthread_mutex_lock(&M.lock);
+    take();
     M.st.max_bytes = max_bytes;
     trim(max_bytes);
     if (!max_bytes) {
@@ -168,21 +194,21 @@ void sw_jmemo_set_max(size_t max_bytes)
         M.tab = M.vtab = NULL;
         M.cap = 0;
     }
-    pthread_mutex_unlock(&M.lock);
+    give();
 }
 
 void sw_jmemo_clear(void)
 {
-    pthread_mutex_lock(&M.lock);
+    take();
     trim(0);
-    pthread_mutex_unlock(&M.lock);
+    give();
 }
 
 void sw_jmemo_get_stats(struct sw_jmemo_stats *st)
 {
-    pthread_mutex_lock(&M.lock);
+    take();
     *st = M.st;
-    pthread_mutex_unlock(&M.lock);
+    give();
 }
 
 void sw_jmemo_set_hash(uint64_t (*hash)(const void *p, size_t len))
@@ -222,12 +248,12 @@ bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len)
 {
     if (empty())
         return false;
-    pthread_mutex_lock(&M.lock);
+    take();
     struct note *n = note_of(holding(v), key);
     bool ok = n && n->len == len;
     if (ok)
         memcpy(out, n->data, len);
-    pthread_mutex_unlock(&M.lock);
+    give();
     return ok;
 }
 
@@ -235,7 +261,7 @@ void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t l
 {
     if (empty())
         return;
-    pthread_mutex_lock(&M.lock);
+    take();
     struct sw_jmemo_entry *e = holding(v);
     void *copy = e && len ? malloc(len) : NULL;
     if (copy) {
@@ -252,17 +278,17 @@ void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t l
         M.st.bytes += len - n->len;
         *n = (struct note){key, len, copy};
     }
-    pthread_mutex_unlock(&M.lock);
+    give();
 }
 
 bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out)
 {
     if (empty())
         return false;
-    pthread_mutex_lock(&M.lock);
+    take();
     struct note *n = note_of(holding(v), key);
     bool ok = n && sw_buf_append(out, n->data, n->len) == SW_OK;
-    pthread_mutex_unlock(&M.lock);
+    give();
     return ok;
 }
 
@@ -270,10 +296,10 @@ json_t *sw_jmemo_derived_get(const json_t *v, uint64_t key)
 {
     if (empty())
         return NULL;
-    pthread_mutex_lock(&M.lock);
+    take();
     struct sw_jmemo_entry *e = holding(v);
     json_t *d = e && e->derived && e->dkey == key ? json_incref(e->derived) : NULL;
-    pthread_mutex_unlock(&M.lock);
+    give();
     return d;
 }
 
@@ -303,7 +329,7 @@ void sw_jmemo_derived_put(const json_t *v, uint64_t key, const json_t *arr, size
 {
     if (empty() || from >= json_array_size(arr))
         return;
-    pthread_mutex_lock(&M.lock);
+    take();
     struct sw_jmemo_entry *e = holding(v);
     json_t *derived = e && !e->parent ? json_array() : NULL;
     for (size_t j = from; derived && j < json_array_size(arr); j++)
@@ -333,7 +359,7 @@ void sw_jmemo_derived_put(const json_t *v, uint64_t key, const json_t *arr, size
         }
         json_decref(derived);
     }
-    pthread_mutex_unlock(&M.lock);
+    give();
 }
 
 static struct sw_jmemo_entry *find(uint64_t hash, const char *bytes, size_t len, size_t flags)
@@ -439,9 +465,9 @@ bool sw_jmemo_plan(const char *text, size_t len, size_t flags, struct sw_jmemo_p
     reused = 0;
     if (len < SW_JMEMO_MIN_BODY)
         return false;
-    pthread_mutex_lock(&M.lock);
+    take();
     bool planned = M.st.max_bytes && mine() && plan_locked(text, len, p);
-    pthread_mutex_unlock(&M.lock);
+    give();
     return planned;
 }
 
@@ -608,7 +634,7 @@ static void hint(struct sw_jmemo_entry *e, const struct sw_jmemo_plan *p, size_t
 
 void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
 {
-    pthread_mutex_lock(&M.lock);
+    take();
     if (parsed) {
         M.st.hits += p->hits;
         /* before anything is kept (keeping may drop older entries): each
@@ -628,7 +654,7 @@ void sw_jmemo_done(struct sw_jmemo_plan *p, const char *text, bool parsed)
         }
         json_decref(el->value);
     }
-    pthread_mutex_unlock(&M.lock);
+    give();
     free(p->e);
     *p = (struct sw_jmemo_plan){0};
 }

@@ -73,6 +73,13 @@ void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t l
  * when v is not held with a note of key, or out cannot take it. */
 bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out);
 
+/* The memo's lock held by this thread across a walk that asks about many
+ * elements in turn (a dump of a body's messages), so that each question
+ * does not take it again; every other thread waits meanwhile. Pairs; they
+ * nest. Call nothing under a hold that takes another lock. */
+void sw_jmemo_hold(void);
+void sw_jmemo_release(void);
+
 /* Derived values: what another layer builds from a held value (its
  * translation into another API's form, an array of the values it became),
  * kept with it under a key (what else the building depends on), so a
