@@ -635,15 +635,18 @@ static int walk_number(struct walk *w, json_t *v, json_t **repl)
  * of type "input_text" or "output_text"). */
 static json_t *part_text(const json_t *el)
 {
-    json_t *type = json_object_get(el, "type"), *text = json_object_get(el, "text");
-    if (!json_is_string(type) || !json_is_string(text))
+    /* the type first: a message or an item (most of what is asked) has none
+     * or another, and its text is not looked up */
+    json_t *type = json_object_get(el, "type");
+    if (!json_is_string(type))
         return NULL;
     const char *t = json_string_value(type);
     size_t n = json_string_length(type);
-    if ((n == 4 && !memcmp(t, "text", 4)) || (n == 10 && !memcmp(t, "input_text", 10)) ||
-        (n == 11 && !memcmp(t, "output_text", 11)))
-        return text;
-    return NULL;
+    if (!((n == 4 && !memcmp(t, "text", 4)) || (n == 10 && !memcmp(t, "input_text", 10)) ||
+          (n == 11 && !memcmp(t, "output_text", 11))))
+        return NULL;
+    json_t *text = json_object_get(el, "text");
+    return json_is_string(text) ? text : NULL;
 }
 
 static int walk_value(struct walk *w, json_t *v, json_t **repl);
