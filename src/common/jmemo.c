@@ -294,11 +294,23 @@ bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out)
 
 json_t *sw_jmemo_derived_get(const json_t *v, uint64_t key)
 {
+    uint64_t k;
+    json_t *d = sw_jmemo_derived_get_any(v, &k);
+    if (d && k != key) {
+        json_decref(d);
+        return NULL;
+    }
+    return d;
+}
+
+json_t *sw_jmemo_derived_get_any(const json_t *v, uint64_t *key)
+{
     if (empty())
         return NULL;
     take();
     struct sw_jmemo_entry *e = holding(v);
-    json_t *d = e && e->derived && e->dkey == key ? json_incref(e->derived) : NULL;
+    json_t *d = e && e->derived ? json_incref(e->derived) : NULL;
+    *key = d ? e->dkey : 0;
     give();
     return d;
 }

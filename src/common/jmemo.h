@@ -91,6 +91,9 @@ void sw_jmemo_release(void);
  * sw_jmemo_derived_get: a new reference, or NULL. sw_jmemo_derived_put:
  * nothing when v is not held (or is itself derived). Any thread. */
 json_t *sw_jmemo_derived_get(const json_t *v, uint64_t key);
+/* The derived value whatever its key, and the key in *key: for a caller
+ * that says something about the value in its key. */
+json_t *sw_jmemo_derived_get_any(const json_t *v, uint64_t *key);
 /* The derived value: the elements of arr from index `from` on. */
 void sw_jmemo_derived_put(const json_t *v, uint64_t key, const json_t *arr, size_t from);
 

@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/jdump.h"
+#include "common/jmemo.h"
 #include "dialect/req_util.h"
 
 /* ---- Anthropic -> OpenAI ---- */
@@ -272,6 +273,32 @@ fail:
     return SW_EINVAL;
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+/* The class of a content block's type (a closed set: a client's own type
+ * name is "other"). */
+static unsigned block_class(const char *t)
+{
+    if (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking"))
+        return SW_ANTH_FIELD_THINKING_BLOCK;
+    if (!strcmp(t, "document"))
+        return SW_ANTH_FIELD_DOCUMENT_BLOCK;
+    if (!strcmp(t, "search_result"))
+        return SW_ANTH_FIELD_SEARCH_RESULT_BLOCK;
+    if (!strcmp(t, "image"))
+        return SW_ANTH_FIELD_IMAGE_BLOCK;
+    if (!strcmp(t, "tool_result"))
+        return SW_ANTH_FIELD_TOOL_RESULT_BLOCK;
+    if (ends_with(t, "_tool_use") || ends_with(t, "_tool_result") ||
+        !strcmp(t, "container_upload"))
+        return SW_ANTH_FIELD_SERVER_TOOL_BLOCK;
+    return SW_ANTH_FIELD_OTHER;
+}
+
 /* "messages[i]" and then field, and "[j]" unless j < 0, into out (128
  * bytes), without printf: a block's path is written for every block. */
 static const char *msg_path(char *out, size_t i, const char *field, long j)
@@ -290,12 +317,28 @@ static const char *msg_path(char *out, size_t i, const char *field, long j)
     return out;
 }
 
-/* The key of a message's translation kept with it (sw_dialect_derived):
- * what add_message writes, which depends on the message alone. */
+/* The key of a message's translation kept with it (sw_jmemo_derived_put):
+ * what add_message writes, which depends on the message alone. A
+ * translation that left blocks out is kept under a key that says which:
+ * SKIPPED_TAG in the top byte, the blocks' classes (bits 1 << enum
+ * sw_anth_field, below SW_ANTH_FIELD_N <= 32) and the first one's index. */
 #define DERIVED_KEY 0x616e746832636831ull   /* "anth2ch1" */
+#define SKIPPED_TAG 0xa5ull
+#define SKIPPED_KEY(fields, j) (SKIPPED_TAG << 56 | (uint64_t)(fields) << 24 | ((j) & 0xffffff))
 
-/* Appends the OpenAI messages for Anthropic message i to `msgs`. */
-static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_request_error *err)
+/* The blocks one message's translation left out. */
+struct msg_skips {
+    uint32_t fields;
+    long first;                     /* the first one's index, -1: none */
+    struct sw_request_error err;    /* its refusal */
+};
+
+/* Appends the OpenAI messages for Anthropic message i to `msgs`. sk: when
+ * not NULL, a block the chat form cannot carry is left out and noted there
+ * (the message as if it were removed: of only such blocks, an empty
+ * content); else it refuses the message. */
+static int add_message(json_t *msgs, const json_t *m, size_t i, struct msg_skips *sk,
+                       struct sw_request_error *err)
 {
     char p[128], pb[128]; /* a path in an error (p), a block's (pb) */
     struct msg_acc a = {.msgs = msgs};
@@ -332,11 +375,28 @@ static int add_message(json_t *msgs, const json_t *m, size_t i, struct sw_reques
         rc = sw_dialect_oom(err);
         goto out;
     }
-    size_t j;
+    size_t j, kept = 0;
     json_t *blk;
     json_array_foreach(content, j, blk) {
-        if ((rc = add_block(&a, blk, msg_path(pb, i, ".content", j), err)) != SW_OK)
+        rc = add_block(&a, blk, msg_path(pb, i, ".content", j), err);
+        if (rc == SW_EINVAL && sk && !strcmp(err->code, "untranslatable")) {
+            if (sk->first < 0) {
+                sk->first = (long)j;
+                sk->err = *err;
+            }
+            sk->fields |= 1u << block_class(sw_dialect_type_of(blk));
+            rc = SW_OK;
+            continue;
+        }
+        if (rc != SW_OK)
             goto out;
+        kept++;
+    }
+    if (!kept) { /* as a message whose blocks were all removed */
+        json_t *o = SW_DIALECT_OBJECT({"role", json_incref(json_object_get(m, "role"))},
+                                      {"content", sw_dialect_str("")});
+        rc = o && !json_array_append_new(msgs, o) ? SW_OK : sw_dialect_oom(err);
+        goto out;
     }
     rc = flush_message(&a, err);
 out:
@@ -349,10 +409,66 @@ fail:
     goto out;
 }
 
-static int build_message(json_t *msgs, const json_t *m, const void *i,
-                         struct sw_request_error *err)
+/* The refusal of block j of message i written again: a translation kept
+ * with the message left it out, and a held message never changes, so the
+ * block refuses as it did. */
+static void refusal_again(const json_t *m, size_t i, size_t j, struct sw_request_error *err)
 {
-    return add_message(msgs, m, *(const size_t *)i, err);
+    char pb[128];
+    struct msg_acc a = {.parts = json_array(), .calls = json_array()};
+    a.user = !strcmp(json_string_value(json_object_get(m, "role")), "user");
+    a.assistant = !a.user;
+    sw_buf_init(&a.text, (size_t)1 << 31);
+    if (!a.parts || !a.calls ||
+        add_block(&a, json_array_get(json_object_get(m, "content"), j),
+                  msg_path(pb, i, ".content", (long)j), err) == SW_OK)
+        sw_dialect_oom(err); /* nothing else can make it pass */
+    json_decref(a.parts);
+    json_decref(a.calls);
+    sw_buf_free(&a.text);
+}
+
+/* Appends message i's translation: the one kept with it when the parse
+ * memo holds it, else add_message's, then kept. skipped NULL: a block the
+ * chat form cannot carry refuses the message, also when the translation
+ * kept with it left one out. */
+static int message_to_openai(json_t *msgs, const json_t *m, size_t i,
+                             struct sw_anth_skipped *skipped, struct sw_request_error *err)
+{
+    uint64_t key = 0;
+    json_t *d = sw_jmemo_derived_get_any(m, &key);
+    struct msg_skips sk = {.first = -1};
+    int rc;
+    if (d && (key == DERIVED_KEY || key >> 56 == SKIPPED_TAG)) {
+        if (key != DERIVED_KEY) {
+            sk.fields = (uint32_t)(key >> 24);
+            sk.first = (long)(key & 0xffffff);
+            refusal_again(m, i, (size_t)sk.first, &sk.err);
+        }
+        if (sk.first >= 0 && !skipped) {
+            *err = sk.err;
+            rc = SW_EINVAL;
+        } else {
+            rc = json_array_extend(msgs, d) ? sw_dialect_oom(err) : SW_OK;
+        }
+        json_decref(d);
+    } else {
+        json_decref(d);
+        size_t from = json_array_size(msgs);
+        rc = add_message(msgs, m, i, skipped ? &sk : NULL, err);
+        if (!rc)
+            sw_jmemo_derived_put(m, sk.first < 0 ? DERIVED_KEY
+                                                 : SKIPPED_KEY(sk.fields, (uint64_t)sk.first),
+                                 msgs, from);
+    }
+    if (rc || sk.first < 0)
+        return rc;
+    skipped->fields |= sk.fields;
+    if (!skipped->any) {
+        skipped->any = true;
+        skipped->first = sk.err;
+    }
+    return SW_OK;
 }
 
 static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_error *err)
@@ -667,6 +783,13 @@ fail:
 int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out,
                           struct sw_request_error *err)
 {
+    return sw_anth_req_to_openai_skipping(in, require_max_tokens, out, NULL, err);
+}
+
+int sw_anth_req_to_openai_skipping(const json_t *in, int require_max_tokens, json_t **out,
+                                   struct sw_anth_skipped *skipped,
+                                   struct sw_request_error *err)
+{
     *out = NULL;
     int rc = check_top_level(in, require_max_tokens, err);
     if (rc)
@@ -685,7 +808,7 @@ int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out
     size_t i;
     json_t *m;
     json_array_foreach(json_object_get(in, "messages"), i, m) {
-        if ((rc = sw_dialect_derived(msgs, m, DERIVED_KEY, build_message, &i, err)))
+        if ((rc = message_to_openai(msgs, m, i, skipped, err)))
             goto fail_rc;
     }
     if (json_array_size(msgs) == 0)
@@ -798,32 +921,6 @@ void sw_anth_field_list(uint32_t bits, char *buf, size_t len)
     }
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !memcmp(s + n - m, suffix, m);
-}
-
-/* The class of a content block's type (a closed set: a client's own type
- * name is "other"). */
-static unsigned block_class(const char *t)
-{
-    if (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking"))
-        return SW_ANTH_FIELD_THINKING_BLOCK;
-    if (!strcmp(t, "document"))
-        return SW_ANTH_FIELD_DOCUMENT_BLOCK;
-    if (!strcmp(t, "search_result"))
-        return SW_ANTH_FIELD_SEARCH_RESULT_BLOCK;
-    if (!strcmp(t, "image"))
-        return SW_ANTH_FIELD_IMAGE_BLOCK;
-    if (!strcmp(t, "tool_result"))
-        return SW_ANTH_FIELD_TOOL_RESULT_BLOCK;
-    if (ends_with(t, "_tool_use") || ends_with(t, "_tool_result") ||
-        !strcmp(t, "container_upload"))
-        return SW_ANTH_FIELD_SERVER_TOOL_BLOCK;
-    return SW_ANTH_FIELD_OTHER;
-}
-
 unsigned sw_anth_field_class(const json_t *body, const char *param)
 {
     static const struct {
@@ -924,8 +1021,13 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     struct sw_request_error *first = NULL;
     uint32_t fields = 0;
     int rc = SW_OK;
+    /* A message's blocks are left out as the translation meets them (a
+     * coding agent's every turn may hold a thinking block); the rest, one
+     * round per field. The first refusal is the first the translation met. */
+    struct sw_anth_skipped skipped = {0};
     for (int round = 0; round < 64; round++) {
-        rc = sw_anth_req_to_openai(work ? work : in, require_max_tokens, &oai, err);
+        rc = sw_anth_req_to_openai_skipping(work ? work : in, require_max_tokens, &oai,
+                                            &skipped, err);
         if (rc != SW_EINVAL || strcmp(err->code, "untranslatable"))
             break;
         if (!first && !(first = malloc(sizeof *first))) {
@@ -933,7 +1035,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
             break;
         }
         if (round == 0)
-            *first = *err;
+            *first = skipped.any ? skipped.first : *err;
         fields |= 1u << sw_anth_field_class(work ? work : in, err->param);
         if (!work && !(work = json_deep_copy(in))) {
             rc = SW_ENOMEM;
@@ -945,6 +1047,13 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
         }
     }
     json_decref(work);
+    fields |= skipped.fields;
+    if (rc == SW_OK && skipped.any && !first) {
+        if ((first = malloc(sizeof *first)))
+            *first = skipped.first;
+        else
+            rc = SW_ENOMEM;
+    }
     if (rc == SW_OK) {
         /* validated as its compact text would parse; that text kept */
         rc = sw_request_parse_built(oai, len, req, err);

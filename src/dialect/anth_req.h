@@ -10,6 +10,8 @@
 #define SW_DIALECT_ANTH_REQ_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "request/request.h"
 
@@ -33,6 +35,24 @@
  * and SW_EINVAL / SW_ENOMEM is returned. */
 int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out,
                           struct sw_request_error *err);
+
+/* The content blocks a translation left out. */
+struct sw_anth_skipped {
+    uint32_t fields;                /* bits 1 << enum sw_anth_field of their classes */
+    bool any;
+    struct sw_request_error first;  /* the first one's refusal, as the strict translation
+                                     * gives it */
+};
+
+/* sw_anth_req_to_openai, but a content block of a message the chat form
+ * cannot carry (a thinking block, a server tool's, ...) is left out of the
+ * translation and noted in *skipped instead of refusing the body: the
+ * translation of the message without it, as if it had been removed. A
+ * message of only such blocks becomes one with empty content. Everything
+ * else is refused as sw_anth_req_to_openai refuses it. */
+int sw_anth_req_to_openai_skipping(const json_t *in, int require_max_tokens, json_t **out,
+                                   struct sw_anth_skipped *skipped,
+                                   struct sw_request_error *err);
 
 /* An OpenAI chat request (`in`, borrowed, already valid per sw_request_parse)
  * as an Anthropic Messages body. max_tokens: max_completion_tokens, else

@@ -956,6 +956,77 @@ static void test_translation_bound(void **state)
     free(under);
 }
 
+/* A coding agent's conversation with a thinking block in each of n
+ * assistant turns (and, if strip, the same without them), above the memo's
+ * minimum body size. */
+static char *thinking_body(int n, bool strip)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    assert_int_equal(sw_buf_append_str(&b, "{\"model\":\"m\",\"max_tokens\":9,\"thinking\":"
+                                           "{\"type\":\"enabled\",\"budget_tokens\":2048},"
+                                           "\"messages\":["), 0);
+    for (int i = 0; i < n; i++) {
+        char m[640];
+        snprintf(m, sizeof m,
+                 "%s{\"role\":\"user\",\"content\":\"step %d: go on with the refactor of the "
+                 "parser module, then run the tests again and tell me what failed\"},"
+                 "{\"role\":\"assistant\",\"content\":[%s{\"type\":\"text\",\"text\":\"done %d\"}]}",
+                 i ? "," : "", i,
+                 strip ? "" : "{\"type\":\"thinking\",\"thinking\":\"look at the parser first\","
+                              "\"signature\":\"EqQBCkgIARABGAIiQLx\"},",
+                 i);
+        assert_int_equal(sw_buf_append_str(&b, m), 0);
+    }
+    assert_int_equal(sw_buf_append_str(&b, ",{\"role\":\"user\",\"content\":\"and now?\"}]}"), 0);
+    return b.ptr;
+}
+
+/* Thinking blocks in every assistant turn, more than the 64 rounds of
+ * pruning the other fields get: left out as the translation meets them,
+ * the body still parses (a backend that speaks Anthropic gets it whole),
+ * the translation is the body's without them, and the first refusal and
+ * the classes are what they are, with the memo on (twice: the second parse
+ * takes every translation kept) and off. The strict translation of a body
+ * whose messages' translations were kept with blocks left out still
+ * refuses it, with the same refusal. */
+static void test_thinking_blocks_left_out(void **state)
+{
+    (void)state;
+    char *body = thinking_body(80, false), *stripped = thinking_body(80, true);
+    assert_true(strlen(body) >= SW_JMEMO_MIN_BODY);
+    struct sw_chat_request ref;
+    struct sw_request_error err;
+    sw_jmemo_set_max(0);
+    assert_int_equal(sw_anth_request_parse(stripped, strlen(stripped), 1, &ref, &err), SW_OK);
+    assert_null(ref.untranslatable);
+    for (int pass = 0; pass < 3; pass++) {
+        sw_jmemo_set_max(pass ? 64u << 20 : 0);
+        struct sw_chat_request req;
+        assert_int_equal(sw_anth_request_parse(body, strlen(body), 1, &req, &err), SW_OK);
+        assert_non_null(req.untranslatable);
+        assert_string_equal(req.untranslatable->code, "untranslatable");
+        assert_string_equal(req.untranslatable->param, "messages[1].content[0].type");
+        assert_non_null(strstr(req.untranslatable->message, "'thinking' block"));
+        assert_int_equal(req.untranslatable_fields, 1u << SW_ANTH_FIELD_THINKING_BLOCK);
+        assert_int_equal(req.text_len, ref.text_len);
+        assert_memory_equal(req.text, ref.text, ref.text_len);
+        /* the strict translation of the parsed body (its messages the memo's,
+         * with their translations kept) */
+        json_t *out = NULL;
+        assert_int_equal(sw_anth_req_to_openai(req.native, 1, &out, &err), SW_EINVAL);
+        assert_string_equal(err.code, "untranslatable");
+        assert_string_equal(err.param, "messages[1].content[0].type");
+        assert_string_equal(err.message, req.untranslatable->message);
+        assert_null(out);
+        sw_request_free(&req);
+    }
+    sw_request_free(&ref);
+    sw_jmemo_set_max(0);
+    free(body);
+    free(stripped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -974,6 +1045,7 @@ int main(void)
         cmocka_unit_test(test_stream_anth_to_oai),
         cmocka_unit_test(test_stream_format_tool_and_error_type),
         cmocka_unit_test(test_stream_oai_to_anth),
+        cmocka_unit_test(test_thinking_blocks_left_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
