@@ -443,7 +443,8 @@ static int message_to_openai(json_t *msgs, const json_t *m, size_t i,
         if (key != DERIVED_KEY) {
             sk.fields = (uint32_t)(key >> 24);
             sk.first = (long)(key & 0xffffff);
-            refusal_again(m, i, (size_t)sk.first, &sk.err);
+            if (!skipped || !skipped->any) /* its words are needed */
+                refusal_again(m, i, (size_t)sk.first, &sk.err);
         }
         if (sk.first >= 0 && !skipped) {
             *err = sk.err;

@@ -121,9 +121,8 @@ static void drop(struct mem *m, struct entry *e)
  * wiped), else dropped. A store at its bounds evicts for every put, and the
  * memory of what it evicts is cold: written over (with streaming stores),
  * instead of wiped and then given to the record by malloc, it is written
- * once, not twice.
- * The eighth is not counted in max_bytes: the memory held stays within 9/8
- * of it. */
+ * once, not twice. The eighth is not counted in max_bytes: the memory held
+ * stays within 9/8 of it. */
 static void evict(struct mem *m, struct entry *e, size_t need, struct entry **spare)
 {
     if (*spare || e->alloc < need || e->alloc - need > need / 8) {
