@@ -359,10 +359,28 @@ static int kept_item(json_t *msgs, const json_t *it, const char *p, struct sw_re
     return add_item(msgs, it, p, err);
 }
 
+/* The items a translation left out (skipping), the first one's refusal. */
+struct skipped {
+    bool any;
+    struct sw_request_error first;
+};
+
+/* Whether err refuses the item at p for its type (the item goes whole or
+ * not at all), not something inside it. */
+static bool item_refused(const struct sw_request_error *err, const char *p)
+{
+    size_t n = strlen(p);
+    return !strcmp(err->code, "untranslatable") && !strncmp(err->param, p, n) &&
+           !strcmp(err->param + n, ".type");
+}
+
 /* The items of `items` (a string: one user message) under the path prefix
- * `name`; a prior conversation's items are all named `name` itself. */
+ * `name`; a prior conversation's items are all named `name` itself. sk:
+ * when not NULL, an item of a type chat has no form for is left out and
+ * noted there, as if it were removed (an agent's history may hold one per
+ * turn), instead of refusing the body. */
 static int add_input(json_t *msgs, const json_t *items, const char *name, bool indexed,
-                     struct sw_request_error *err)
+                     struct skipped *sk, struct sw_request_error *err)
 {
     if (json_is_string(items))
         return push(msgs, SW_DIALECT_OBJECT({"role", sw_dialect_str("user")},
@@ -379,6 +397,13 @@ static int add_input(json_t *msgs, const json_t *items, const char *name, bool i
         else
             snprintf(p, sizeof p, "%s", name);
         int rc = kept_item(msgs, it, p, err);
+        if (rc == SW_EINVAL && sk && indexed && item_refused(err, p)) {
+            if (!sk->any) {
+                sk->any = true;
+                sk->first = *err;
+            }
+            continue;
+        }
         if (rc && !indexed && err->status != 500) {
             /* the stored item's own path means nothing to the client */
             snprintf(err->param, sizeof err->param, "%s", name);
@@ -625,8 +650,8 @@ fail:
     return SW_EINVAL;
 }
 
-int sw_responses_req_to_chat(const json_t *in, const json_t *prior, json_t **out,
-                             struct sw_request_error *err)
+static int to_chat(const json_t *in, const json_t *prior, json_t **out, struct skipped *sk,
+                   struct sw_request_error *err)
 {
     *out = NULL;
     json_t *o = NULL;
@@ -649,9 +674,9 @@ int sw_responses_req_to_chat(const json_t *in, const json_t *prior, json_t **out
         BAD("instructions", "instructions: expected a string.");
     if (json_is_string(ins) && push(msgs, json_pack("{s:s, s:O}", "role", "system", "content", ins), err))
         goto fail_rc;
-    if (prior && add_input(msgs, prior, "previous_response_id", false, err))
+    if (prior && add_input(msgs, prior, "previous_response_id", false, NULL, err))
         goto fail_rc;
-    if (add_input(msgs, input, "input", true, err))
+    if (add_input(msgs, input, "input", true, sk, err))
         goto fail_rc;
     if (!json_array_size(msgs))
         BAD("input", "input: nothing to send.");
@@ -677,6 +702,12 @@ fail_rc:
 fail:
     json_decref(o);
     return SW_EINVAL;
+}
+
+int sw_responses_req_to_chat(const json_t *in, const json_t *prior, json_t **out,
+                             struct sw_request_error *err)
+{
+    return to_chat(in, prior, out, NULL, err);
 }
 
 /* ---- Parsing a Responses body ---- */
@@ -755,8 +786,12 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
         return rc;
     json_t *work = NULL, *chat = NULL;
     struct sw_request_error *first = NULL;
+    /* Items of a type chat cannot carry are left out as the translation
+     * meets them; the rest, one round per field. The first refusal is the
+     * first the translation met. */
+    struct skipped sk = {0};
     for (int round = 0; round < 64; round++) {
-        rc = sw_responses_req_to_chat(work ? work : in, prior, &chat, err);
+        rc = to_chat(work ? work : in, prior, &chat, &sk, err);
         if (rc != SW_EINVAL || strcmp(err->code, "untranslatable"))
             break;
         if (!first && !(first = malloc(sizeof *first))) {
@@ -764,7 +799,7 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
             break;
         }
         if (round == 0)
-            *first = *err;
+            *first = sk.any ? sk.first : *err;
         if ((!work && !(work = json_deep_copy(in))) || !prune(work, err->param)) {
             rc = work ? SW_EINVAL : SW_ENOMEM;
             *err = *first;
@@ -772,11 +807,17 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
         }
     }
     json_decref(work);
+    if (rc == SW_OK && sk.any && !first) {
+        if ((first = malloc(sizeof *first)))
+            *first = sk.first;
+        else
+            rc = SW_ENOMEM;
+    }
     if (rc == SW_OK) {
         /* validated as its compact text would parse; that text kept */
         rc = sw_request_parse_built(chat, len, req, err);
-    } else if (first && rc == SW_EINVAL && !strcmp(err->param, "input")) {
-        *err = *first; /* nothing could be carried: the first reason stands */
+    } else if ((first || sk.any) && rc == SW_EINVAL && !strcmp(err->param, "input")) {
+        *err = first ? *first : sk.first; /* nothing could be carried: the first reason stands */
     }
     if (rc) {
         if (rc == SW_ENOMEM)

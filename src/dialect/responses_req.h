@@ -51,7 +51,9 @@ int sw_responses_req_to_chat(const json_t *in, const json_t *prior, json_t **out
  * that are valid Responses but have no chat form (code "untranslatable":
  * hosted tools, reasoning items, item references, ...) are left out of
  * req->body and the first is kept in req->untranslatable, so the request
- * can still go whole to a backend that speaks the Responses API. The caller
+ * can still go whole to a backend that speaks the Responses API. Input
+ * items of such a type are left out as the translation meets them, however
+ * many; other fields one at a time, up to 64. The caller
  * sets req->dialect and req->api. Returns SW_OK, SW_EINVAL or SW_ENOMEM. */
 int sw_responses_request_parse(const char *body, size_t len, const json_t *prior,
                                struct sw_chat_request *req, struct sw_request_error *err);

@@ -7,6 +7,7 @@
  * written with ' for " (see J). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -860,6 +861,64 @@ static void test_translation_kept(void **state)
     free(changed);
 }
 
+/* An agent's input with a web_search_call item after each of n turns
+ * (strip: the same without them), above the memo's minimum size. */
+static char *searched_body(int n, bool strip)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    assert_int_equal(sw_buf_append_str(&b, "{\"model\":\"m\",\"input\":["), 0);
+    for (int i = 0; i < n; i++) {
+        char it[512];
+        snprintf(it, sizeof it,
+                 "%s{\"role\":\"user\",\"content\":\"turn %d: look up the release notes of the "
+                 "parser library and tell me what changed in its error messages\"},%s"
+                 "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
+                 "\"output_text\",\"text\":\"answer %d\"}]}",
+                 i ? "," : "", i,
+                 strip ? "" : "{\"type\":\"web_search_call\",\"id\":\"ws_1\",\"status\":\"completed\"},",
+                 i);
+        assert_int_equal(sw_buf_append_str(&b, it), 0);
+    }
+    assert_int_equal(sw_buf_append_str(&b, "]}"), 0);
+    return b.ptr;
+}
+
+/* Items of a type chat cannot carry, more than the 64 rounds of pruning
+ * the other fields get: left out as the translation meets them, the body
+ * still parses (a Responses backend gets it whole), its translation is the
+ * body's without them and the first refusal names the first, memo off and
+ * on; the strict translation still refuses the body. */
+static void test_items_left_out(void **state)
+{
+    (void)state;
+    char *body = searched_body(80, false), *stripped = searched_body(80, true);
+    assert_true(strlen(body) >= SW_JMEMO_MIN_BODY);
+    struct sw_chat_request ref, req;
+    struct sw_request_error err;
+    sw_jmemo_set_max(0);
+    assert_int_equal(sw_responses_request_parse(stripped, strlen(stripped), NULL, &ref, &err), SW_OK);
+    assert_null(ref.untranslatable);
+    for (int pass = 0; pass < 3; pass++) {
+        sw_jmemo_set_max(pass ? 64u << 20 : 0);
+        assert_int_equal(sw_responses_request_parse(body, strlen(body), NULL, &req, &err), SW_OK);
+        assert_non_null(req.untranslatable);
+        assert_string_equal(req.untranslatable->code, "untranslatable");
+        assert_string_equal(req.untranslatable->param, "input[1].type");
+        assert_int_equal(req.text_len, ref.text_len);
+        assert_memory_equal(req.text, ref.text, ref.text_len);
+        json_t *out = NULL;
+        assert_int_equal(sw_responses_req_to_chat(req.native, NULL, &out, &err), SW_EINVAL);
+        assert_string_equal(err.param, "input[1].type");
+        assert_null(out);
+        sw_request_free(&req);
+    }
+    sw_request_free(&ref);
+    sw_jmemo_set_max(0);
+    free(body);
+    free(stripped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -867,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_requests_parse_as_chat),
         cmocka_unit_test(test_request_parse),
         cmocka_unit_test(test_translation_kept),
+        cmocka_unit_test(test_items_left_out),
         cmocka_unit_test(test_answer_text),
         cmocka_unit_test(test_answer_items),
         cmocka_unit_test(test_stream_text),
