@@ -9,9 +9,12 @@
 # each turn resending the earlier ones).
 #
 # For each turn in TURNS and each shape in SHAPES (openai: POST
-# /v1/chat/completions; anthropic: POST /v1/messages; responses: POST
-# /v1/responses, as Codex sends; Spillway translates the last two for its
-# OpenAI backend and the others pass them through):
+# /v1/chat/completions; anthropic: POST /v1/messages; claude: the same with
+# extended thinking, a thinking block in every assistant turn, as Claude Code
+# sends it, not in SHAPES by default; responses: POST /v1/responses, as Codex
+# sends; Spillway translates all but the first for its OpenAI backend, the
+# thinking blocks left out (translation.unsupported: drop), and the others
+# pass them through):
 #  - non-streamed: N POSTs of that turn's body over CONC keep-alive
 #    connections (ab -k) after WARM: CPU µs per request and per KB of body
 #    (the proxy's utime + stime from /proc over the run), ab's p50 / p99
@@ -69,6 +72,9 @@ UP=$(log_port "$tmp/upstream.log")
 write_configs "$UP"
 # nginx keeps a body up to 1 MiB in memory (its default writes one above 16 KB to a file)
 sed -i 's|^  access_log off;|  access_log off;\n  client_body_buffer_size 1m;\n  client_max_body_size 8m;|' "$tmp/nginx/nginx.conf"
+# a coding agent's thinking blocks go to the chat backend without them, as
+# docs/agents.md sets it (the other shapes have nothing it cannot carry)
+grep -q '^translation:' "$tmp/spillway.yaml" || echo 'translation: { unsupported: drop }' >>"$tmp/spillway.yaml"
 # spillway0: the same Spillway without the scan-verdict cache and the parse memo
 sed 's|^limits: { |limits: { scan_cache_bytes: 0, parse_cache_bytes: 0, |' "$tmp/spillway.yaml" >"$tmp/spillway0.yaml"
 grep -q 'scan_cache_bytes: 0' "$tmp/spillway0.yaml" || { echo "agent_proxy.sh: spillway0 config" >&2; exit 1; }
@@ -90,7 +96,7 @@ HZ=$(getconf CLK_TCK)
 res=$tmp/results   # target shape turn key value
 ab_run() { # target shape body n out
   local path=/v1/chat/completions
-  [ "$2" = anthropic ] && path=/v1/messages
+  case $2 in anthropic | claude) path=/v1/messages ;; esac
   [ "$2" = responses ] && path=/v1/responses
   taskset -c "$LOAD_CPU" ab -q -k -n "$4" -c "$CONC" -p "$3" -T application/json \
     -H 'anthropic-version: 2023-06-01' "http://${URL[$1]}$path" >"$5" 2>&1 || { cat "$5" >&2; exit 1; }

@@ -8,16 +8,18 @@ from about 10 KB (turn 1) to about 400 KB (turn 50). Deterministic from the
 seed; no personal data, unless --plant asks for it.
 
   bench/agent_trace.py --out DIR [--seed 7] [--turns 50] [--only 2,10,50]
-                       [--shape openai|anthropic|responses] [--stream] [--plant TURN]
+                       [--shape openai|anthropic|claude|responses] [--stream] [--plant TURN]
 
 writes DIR/turn_NNN.json for each turn (or the --only ones) and prints
 "turn bytes new_bytes path" per file (new_bytes: what the turn added to the
 previous one's messages).
 
 --shape openai: a chat-completions body (messages, tool_calls, role "tool");
-anthropic: a Messages body (system, tool_use and tool_result blocks); responses: a
-Responses body (instructions, message, function_call and function_call_output items, as
-Codex sends them).
+anthropic: a Messages body (system, tool_use and tool_result blocks); claude: the same
+with extended thinking on, as Claude Code sends it ("thinking" enabled, each assistant
+turn starting with its thinking block and signature); responses: a Responses body
+(instructions, message, function_call and function_call_output items, as Codex sends
+them).
 --stream adds "stream": true.
 --plant TURN: from that turn's body on, the first user message's copy has one
 byte changed so that it holds an e-mail address ("...#..." becomes
@@ -92,7 +94,16 @@ def openai_messages(system, turns):
     return msgs
 
 
-def anthropic_messages(turns):
+def thinking_block(user, path):
+    """The model's reasoning before its tool call, made of the turn's own words (so the
+    other shapes' bodies do not change), and a signature of the length Anthropic's have."""
+    text = f"The user asks: {user[:400]} I should read {path} first and check its callers."
+    sig = "".join("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[
+        (ord(c) * 7 + i) % 64] for i, c in enumerate((path * 40)[:344]))
+    return {"type": "thinking", "thinking": text, "signature": sig}
+
+
+def anthropic_messages(turns, thinking=False):
     msgs = []
     for user, call_id, path, result in turns:
         tid = "toolu_" + call_id[5:]
@@ -100,7 +111,7 @@ def anthropic_messages(turns):
             msgs[-1]["content"].append({"type": "text", "text": user})
         else:
             msgs.append({"role": "user", "content": [{"type": "text", "text": user}]})
-        msgs.append({"role": "assistant", "content": [
+        msgs.append({"role": "assistant", "content": ([thinking_block(user, path)] if thinking else []) + [
             {"type": "tool_use", "id": tid, "name": "read_file", "input": {"path": path}}]})
         msgs.append({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": tid, "content": result}]})
@@ -135,8 +146,11 @@ def body(shape, system, turns, stream):
         b = {"model": "chat", "instructions": system, "input": responses_input(turns),
              "tools": TOOLS_RESPONSES, "max_output_tokens": 1024}
     else:
-        b = {"model": "chat", "system": system, "messages": anthropic_messages(turns),
+        b = {"model": "chat", "system": system,
+             "messages": anthropic_messages(turns, shape == "claude"),
              "tools": TOOLS_ANTHROPIC, "max_tokens": 1024}
+        if shape == "claude":
+            b["thinking"] = {"type": "enabled", "budget_tokens": 4096}
     if stream:
         b["stream"] = True
     return json.dumps(b, separators=(",", ":"))
@@ -148,7 +162,8 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--turns", type=int, default=50)
     ap.add_argument("--only", default="")
-    ap.add_argument("--shape", choices=("openai", "anthropic", "responses"), default="openai")
+    ap.add_argument("--shape", choices=("openai", "anthropic", "claude", "responses"),
+                    default="openai")
     ap.add_argument("--stream", action="store_true")
     ap.add_argument("--plant", type=int, default=0)
     a = ap.parse_args()
