@@ -257,6 +257,24 @@ bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len)
     return ok;
 }
 
+uint64_t sw_jmemo_note_each(const json_t *arr, size_t from, uint64_t key, size_t len,
+                            bool (*fn)(void *ud, size_t i, const void *note), void *ud)
+{
+    size_t n = json_array_size(arr);
+    uint64_t bits = 0;
+    if (empty() || from >= n)
+        return 0;
+    size_t to = n - from > 64 ? from + 64 : n;
+    take();
+    for (size_t i = from; i < to; i++) {
+        const struct note *nt = note_of(holding(json_array_get(arr, i)), key);
+        if (nt && nt->len == len && fn(ud, i, nt->data))
+            bits |= (uint64_t)1 << (i - from);
+    }
+    give();
+    return bits;
+}
+
 void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t len)
 {
     if (empty())

@@ -73,6 +73,14 @@ void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t l
  * when v is not held with a note of key, or out cannot take it. */
 bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out);
 
+/* The notes of key (len bytes each) of the elements of arr from index
+ * `from` on, at most 64 of them, read under one take of the lock (a walk of
+ * an agent's resent messages asks about each): fn is called with each
+ * element's index and note, under the lock (it takes no lock). Returns the
+ * bits 1 << (i - from) of the elements i whose note fn accepted. */
+uint64_t sw_jmemo_note_each(const json_t *arr, size_t from, uint64_t key, size_t len,
+                            bool (*fn)(void *ud, size_t i, const void *note), void *ud);
+
 /* The memo's lock held by this thread across a walk that asks about many
  * elements in turn (a dump of a body's messages), so that each question
  * does not take it again; every other thread waits meanwhile. Pairs; they

@@ -437,12 +437,15 @@ struct walk_fns {
      * or left NULL */
     int (*number)(void *ud, const char *t, size_t len, size_t ctx, json_t **repl);
     int (*key)(void *ud, const char *key, size_t len);
-    /* An element of a top-level array, outside a run of parts, before its
-     * walk (after false: *skip set when its verdict is known already) and
-     * after a walk that succeeded (after true). ctx: what the walk of it
-     * depends on besides the element and the engine (surface, leniency,
-     * its path's node). */
-    int (*element)(void *ud, const json_t *el, uint64_t ctx, bool after, bool *skip);
+    /* Elements of a top-level array that are not text parts (a message, a
+     * tool): known, asked of up to 64 at a time from `from` on, returns the
+     * bits 1 << (i - from) of those whose verdict is known already (and
+     * applied): they are not walked; element is called for each of the
+     * others before its walk (after false) and after a walk that succeeded
+     * (after true). ctx: what the walk of one depends on besides the
+     * element and the engine (surface, leniency, its path's node). */
+    uint64_t (*known)(void *ud, const json_t *arr, size_t from, uint64_t ctx);
+    int (*element)(void *ud, const json_t *el, uint64_t ctx, bool after);
 };
 
 struct walk {
@@ -455,6 +458,7 @@ struct walk {
     size_t bad_len;
     size_t depth;
     const json_t *part_text;    /* the "text" of a part scanned with its run */
+    bool lone_part;             /* the element walked is a text part on its own */
     int node[WALK_MAX_DEPTH + 1];   /* per depth: the tree node its path reached, -1 none */
     const char *key[WALK_MAX_DEPTH + 1];    /* per depth: the key, NULL for an index */
     size_t klen[WALK_MAX_DEPTH + 1];        /* the key's length, or the index */
@@ -684,11 +688,35 @@ static int walk_object(struct walk *w, json_t *v)
     return SW_OK;
 }
 
+/* The context of the elements of a top-level array whose elements' path
+ * node is node (walk_fns.element). */
+static uint64_t element_ctx(const struct walk *w, int node)
+{
+    return (uint64_t)(uint32_t)node << 2 | (uint64_t)w->lenient << 1 | w->messages;
+}
+
 static int walk_array(struct walk *w, json_t *v)
 {
     size_t n = json_array_size(v);
+    /* a top-level array's elements with a known verdict, from `from` on:
+     * never a text part (no verdict is kept for one), so never in a run */
+    bool ask = w->depth == 1 && w->fns->known;
+    uint64_t known = 0, ctx = 0;
+    size_t from = 0;
+    if (ask) {
+        ctx = element_ctx(w, w->node[1] < 0 ? -1 : pnode_child(w->node[1], NULL, 0));
+        known = w->fns->known(w->ud, v, 0, ctx);
+    }
     int rc;
     for (size_t i = 0; i < n;) {
+        if (ask && i - from >= 64) {
+            from = i;
+            known = w->fns->known(w->ud, v, from, ctx);
+        }
+        if (known >> (i - from) & 1) {
+            i++;
+            continue;
+        }
         /* A run of adjacent text parts is one text: a value split across
          * two parts is still found. */
         size_t j = i;
@@ -700,10 +728,12 @@ static int walk_array(struct walk *w, json_t *v)
         for (size_t k = i; k < to; k++) {
             json_t *repl = NULL, *el = json_array_get(v, k);
             w->part_text = j > i + 1 ? part_text(el) : NULL;
+            w->lone_part = j == i + 1;
             descend(w, NULL, k);
             rc = walk_element(w, el, &repl);
             w->depth--;
             w->part_text = NULL;
+            w->lone_part = false;
             if (rc)
                 return rc;
             if (repl && json_array_set_new(v, k, repl))
@@ -737,16 +767,15 @@ static int walk_value(struct walk *w, json_t *v, json_t **repl)
  * fns->element when there is one. */
 static int walk_element(struct walk *w, json_t *el, json_t **repl)
 {
-    if (w->depth != 2 || !w->fns->element || w->part_text ||
+    if (w->depth != 2 || !w->fns->element || w->part_text || w->lone_part ||
         (!json_is_object(el) && !json_is_array(el)))
         return walk_value(w, el, repl);
-    uint64_t ctx = (uint64_t)(uint32_t)w->node[2] << 2 | (uint64_t)w->lenient << 1 | w->messages;
-    bool skip = false;
-    int rc = w->fns->element(w->ud, el, ctx, false, &skip);
-    if (rc || skip)
+    uint64_t ctx = element_ctx(w, w->node[2]);
+    int rc = w->fns->element(w->ud, el, ctx, false);
+    if (rc)
         return rc;
     rc = walk_value(w, el, repl);
-    return rc || *repl ? rc : w->fns->element(w->ud, el, ctx, true, &skip);
+    return rc || *repl ? rc : w->fns->element(w->ud, el, ctx, true);
 }
 
 static int walk_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool lenient,
@@ -770,6 +799,7 @@ static int walk_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool 
     w.bad_len = bad_len;
     w.depth = 0;
     w.part_text = NULL;
+    w.lone_part = false;
     w.node[0] = roots[s];
     w.key[0] = NULL;
     w.klen[0] = 0;
@@ -1126,28 +1156,46 @@ struct element_note {
 };
 _Static_assert(sizeof(struct sw_pii_counts) % sizeof(uint32_t) == 0, "counts are words");
 
-static int scan_element(void *ud, const json_t *el, uint64_t ctx, bool after, bool *skip)
+#define COUNT_WORDS (sizeof(struct sw_pii_counts) / sizeof(uint32_t))
+
+struct known {
+    struct req_ctx *c;
+    uint64_t gen, ctx;
+};
+
+static bool add_verdict(void *ud, size_t i, const void *note)
+{
+    const struct known *k = ud;
+    const struct element_note *n = note;
+    (void)i;
+    if (n->gen != k->gen || n->ctx != k->ctx)
+        return false;
+    uint32_t *to = (uint32_t *)k->c->counts;
+    const uint32_t *add = (const uint32_t *)&n->counts;
+    for (size_t w = 0; w < COUNT_WORDS; w++)
+        to[w] += add[w];
+    return true;
+}
+
+static uint64_t scan_known(void *ud, const json_t *arr, size_t from, uint64_t ctx)
 {
     struct req_ctx *c = ud;
-    struct element_note n;
-    uint64_t gen = sw_pii_engine_gen(c->e);
-    uint32_t *to = (uint32_t *)c->counts;
-    const size_t words = sizeof n.counts / sizeof(uint32_t);
+    struct known k = {c, sw_pii_engine_gen(c->e), ctx};
+    return sw_jmemo_note_each(arr, from, k.gen ^ ctx, sizeof(struct element_note), add_verdict, &k);
+}
+
+static int scan_element(void *ud, const json_t *el, uint64_t ctx, bool after)
+{
+    struct req_ctx *c = ud;
     if (!after) {
-        if (sw_jmemo_note_get(el, gen ^ ctx, &n, sizeof n) && n.gen == gen && n.ctx == ctx) {
-            const uint32_t *add = (const uint32_t *)&n.counts;
-            for (size_t i = 0; i < words; i++)
-                to[i] += add[i];
-            *skip = true;
-        } else {
-            c->before = *c->counts;
-        }
+        c->before = *c->counts;
         return SW_OK;
     }
-    n = (struct element_note){.gen = gen, .ctx = ctx};
-    const uint32_t *was = (const uint32_t *)&c->before;
+    uint64_t gen = sw_pii_engine_gen(c->e);
+    struct element_note n = {.gen = gen, .ctx = ctx};
+    const uint32_t *to = (const uint32_t *)c->counts, *was = (const uint32_t *)&c->before;
     uint32_t *d = (uint32_t *)&n.counts;
-    for (size_t i = 0; i < words; i++)
+    for (size_t i = 0; i < COUNT_WORDS; i++)
         d[i] = to[i] - was[i];
     sw_jmemo_note_put(el, gen ^ ctx, &n, sizeof n);
     return SW_OK;
@@ -1167,7 +1215,7 @@ static int scan_body(const struct sw_pii_engine *e, enum sw_pii_surface s, bool 
      * of the translation's elements without one; a translation kept with
      * its element (sw_jmemo_derived_put) has verdicts of its own. */
     static const struct walk_fns fns = {scan_field,  scan_parts, count_binary, scan_key,
-                                        scan_number, scan_key,   scan_element};
+                                        scan_number, scan_key,   scan_known,   scan_element};
     int rc = walk_body(e, s, lenient, (json_t *)body, &fns, &c, bad, bad_len);
     wipe(&c.joined);
     wipe(&c.joined2);
@@ -1430,9 +1478,9 @@ static int mask_body(const struct sw_pii_engine *e, struct sw_pii_map *m, enum s
      * Binary payloads are left as they are (counted): whether they may go at
      * all is the caller's decision (pii.binary_parts). */
     static const struct walk_fns reserve = {reserve_field, reserve_parts, NULL, check_key, NULL,
-                                            check_key, NULL};
+                                            check_key, NULL, NULL};
     static const struct walk_fns mask = {mask_field, mask_parts, count_binary, NULL, mask_number,
-                                         NULL, NULL};
+                                         NULL, NULL, NULL};
     int rc = walk_body(e, s, false, body, &reserve, &c, bad, bad_len);
     if (!rc)
         rc = walk_body(e, s, false, body, &mask, &c, bad, bad_len);

@@ -232,6 +232,7 @@ void sw_request_prefix(const json_t *body, long prompt_tokens_est, struct sw_pre
     if (!start(&w))
         return;
     size_t i = 0;
+    sw_jmemo_hold();    /* each element's note is asked for */
     const json_t *tools = json_object_get(body, "tools");
     if (!tools)
         tools = json_object_get(body, "functions");
@@ -255,6 +256,7 @@ void sw_request_prefix(const json_t *body, long prompt_tokens_est, struct sw_pre
         out->tokens[out->n] = (long)w.bytes;
         out->n++;
     }
+    sw_jmemo_release();
     if (!w.ok || w.bytes == 0) {
         out->n = 0;
         return;

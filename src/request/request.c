@@ -675,7 +675,7 @@ static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *r
 {
     json_t *v = get(c, body, "messages"), *msg;
     size_t i;
-    int err;
+    int err = SW_OK;
 
     if (!v)
         return fail_missing(c, "messages");
@@ -683,12 +683,16 @@ static int check_messages(struct ctx *c, json_t *body, struct sw_chat_request *r
         return fail_type(c, "messages", "an array", v);
     if (json_array_size(v) == 0)
         return fail_empty_array(c, "messages");
+    sw_jmemo_hold();    /* each message's note is asked for */
     json_array_foreach(v, i, msg) {
         err = checked_message(c, msg, i);
         if (err)
-            return err;
+            break;
         c->tokens = sw_sat_add_long(c->tokens, SW_REQUEST_MESSAGE_TOKENS);
     }
+    sw_jmemo_release();
+    if (err)
+        return err;
     c->tokens = sw_sat_add_long(c->tokens, SW_REQUEST_PRIMING_TOKENS);
     req->n_messages = json_array_size(v);
     return SW_OK;
@@ -1255,7 +1259,10 @@ int sw_request_parse_built(json_t *root, size_t text_hint, struct sw_chat_reques
 
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
-    if (!tree_shape(root, 0, &sh)) {    /* before any text is written */
+    sw_jmemo_hold();    /* each element's note is asked for */
+    bool shaped = tree_shape(root, 0, &sh);
+    sw_jmemo_release();
+    if (!shaped) {      /* before any text is written */
         set_too_complex(err, &sh);
         json_decref(root);
         return SW_EINVAL;

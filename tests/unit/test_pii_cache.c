@@ -446,6 +446,95 @@ static void test_element_notes(void **state)
     sw_pii_cache_free(c);
 }
 
+static json_t *load(const char *s)
+{
+    bool oom;
+    json_t *v = sw_json_load_bounded(s, strlen(s), JSON_REJECT_DUPLICATES, 100000, 64, &oom);
+    assert_non_null(v);
+    return v;
+}
+
+/* More messages than one ask about known verdicts covers (64), one of them
+ * new in the middle: the known ones are added, the new one is read, and the
+ * counts are a fresh engine's. */
+static void test_element_notes_many(void **state)
+{
+    (void)state;
+    sw_jmemo_set_max(64u << 20);
+    struct sw_pii_cache *c = sw_pii_cache_new(1 << 20);
+    struct sw_pii_engine *e = cached_engine(c);
+    char *s = conversation(80, 0);          /* 161 messages */
+    json_t *first = load(s), *edit = json_loads(s, 0, NULL);     /* its own tree: edited */
+    json_t *m = json_array_get(json_object_get(edit, "messages"), 100);
+    char u[512];
+    snprintf(u, sizeof u, "%s the new one: write to ann.lee@example.net", TEXT);
+    json_object_set_new(m, "content", json_string(u));
+    char *s2 = json_dumps(edit, JSON_COMPACT);
+    json_t *body = load(s2);
+    same_counts(e, FRESH, SW_PII_SURFACE_CHAT, first);      /* learns */
+    uint64_t seen = lookups(c);
+    same_counts(e, FRESH, SW_PII_SURFACE_CHAT, body);
+    assert_true(lookups(c) > seen);                         /* the new message read */
+    struct sw_pii_counts a, b;
+    assert_int_equal(sw_pii_scan_body(e, SW_PII_SURFACE_CHAT, first, &a, NULL, 0), SW_OK);
+    assert_int_equal(sw_pii_scan_body(e, SW_PII_SURFACE_CHAT, body, &b, NULL, 0), SW_OK);
+    assert_int_equal(b.total, a.total + 1);     /* message 100 has one entity more */
+    seen = lookups(c);
+    same_counts(e, FRESH, SW_PII_SURFACE_CHAT, body);
+    assert_int_equal(lookups(c), seen);                     /* all known now */
+    json_decref(first);
+    json_decref(edit);
+    json_decref(body);
+    free(s);
+    free(s2);
+    sw_pii_engine_free(e);
+    sw_pii_cache_free(c);
+    sw_jmemo_set_max(0);
+}
+
+/* A text part seen alone keeps no verdict of its own: next to another part
+ * in a later body, a value split across the two is still found. */
+static void test_lone_part_no_verdict(void **state)
+{
+    (void)state;
+    sw_jmemo_set_max(64u << 20);
+    struct sw_pii_engine *e = cached_engine(NULL);
+    static const char prose[] = "Read the build log again and say which test failed first, "
+                                "then propose the smallest change that fixes it.";
+    json_t *msgs = json_array();
+    for (int i = 0; i < 120; i++) {
+        char t[256];
+        snprintf(t, sizeof t, "%s (%d)", prose, i);
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", i % 2 ? "assistant" : "user",
+                                              "content", t));
+    }
+    static const char head[] = "You are a coding agent working in the user's repository; when "
+                               "you are done, mail the summary to bob.smith@exa";
+    json_t *alone = json_pack("{s:s,s:[{s:s,s:s}],s:O}", "model", "m", "system", "type", "text",
+                              "text", head, "messages", msgs);
+    json_t *split = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}],s:o}", "model", "m", "system", "type",
+                              "text", "text", head, "type", "text", "text", "mple.org by noon",
+                              "messages", msgs);
+    char *sa = json_dumps(alone, JSON_COMPACT), *ss = json_dumps(split, JSON_COMPACT);
+    assert_true(strlen(sa) >= SW_JMEMO_MIN_BODY);
+    json_t *a = load(sa), *b = load(ss);
+    assert_ptr_equal(json_array_get(json_object_get(a, "system"), 0),
+                     json_array_get(json_object_get(b, "system"), 0));     /* shared */
+    same_counts(e, FRESH, SW_PII_SURFACE_MESSAGES, a);
+    same_counts(e, FRESH, SW_PII_SURFACE_MESSAGES, b);
+    struct sw_pii_counts got;
+    assert_int_equal(sw_pii_scan_body(e, SW_PII_SURFACE_MESSAGES, b, &got, NULL, 0), SW_OK);
+    assert_int_equal(got.total, 1);
+    json_decref(a);
+    json_decref(b);
+    json_decref(alone);
+    json_decref(split);
+    free(sa);
+    free(ss);
+    sw_pii_engine_free(e);
+    sw_jmemo_set_max(0);
+}
+
 struct worker {
     const struct sw_pii_engine *e;
     const char *body;
@@ -504,6 +593,8 @@ int main(void)
         cmocka_unit_test(test_body_and_mask),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_element_notes),
+        cmocka_unit_test(test_element_notes_many),
+        cmocka_unit_test(test_lone_part_no_verdict),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
