@@ -2,7 +2,8 @@
 """What a coding agent sends: the request bodies of one multi-turn conversation.
 
 Every turn resends the whole conversation so far (a system prompt of about
-6 KB, then per turn: the user's message, the assistant's tool call, the tool's
+6 KB and the agent's tools: 16 with about 26 KB of descriptions and schemas, as Claude
+Code sends them, or 6 (10 KB) and the hosted web search in the Responses shape, as Codex does; then per turn: the user's message, the assistant's tool call, the tool's
 result: a source file or a command's output) and adds one turn. Bodies run
 from about 10 KB (turn 1) to about 400 KB (turn 50). Deterministic from the
 seed; no personal data, unless --plant asks for it.
@@ -128,27 +129,54 @@ def responses_input(turns):
     return items
 
 
-TOOLS_OPENAI = [{"type": "function", "function": {
-    "name": "read_file", "description": "Reads a file of the repository.",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                   "required": ["path"]}}}]
-TOOLS_ANTHROPIC = [{"name": "read_file", "description": "Reads a file of the repository.",
-                    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
-                                     "required": ["path"]}}]
-TOOLS_RESPONSES = [dict(TOOLS_OPENAI[0]["function"], type="function")]
+# A coding agent's tools, sent whole with every turn: Claude Code sends about 16 with
+# descriptions of up to a few KB (about 26 KB in all), Codex about 6. Their own seed, so
+# the conversation is the same with or without them.
+TOOL_NAMES = ("read_file", "run_shell", "edit_file", "write_file", "grep", "glob", "list_dir",
+              "todo_write", "web_fetch", "task", "notebook_edit", "multi_edit", "exit_plan",
+              "web_search", "todo_read", "notebook_read")
+CODEX_TOOLS = 6
 
 
-def body(shape, system, turns, stream):
+def agent_tools(seed):
+    rng = random.Random(seed * 1000 + 17)
+    tools = []
+    for name in TOOL_NAMES:
+        props = {"path": {"type": "string", "description": prose(rng, rng.randint(8, 20))}}
+        for k in rng.sample(IDENT, rng.randint(1, 4)):
+            props[k] = {"type": rng.choice(("string", "integer", "boolean")),
+                        "description": prose(rng, rng.randint(8, 30))}
+        desc = "\n\n".join(prose(rng, rng.randint(30, 90)) for _ in range(rng.randint(1, 5)))
+        tools.append({"name": name, "description": desc,
+                      "schema": {"type": "object", "properties": props, "required": ["path"],
+                                 "additionalProperties": False}})
+    return tools
+
+
+def tools_for(shape, tools):
     if shape == "openai":
-        b = {"model": "chat", "messages": openai_messages(system, turns), "tools": TOOLS_OPENAI,
-             "max_tokens": 1024}
+        return [{"type": "function", "function": {
+            "name": t["name"], "description": t["description"], "parameters": t["schema"]}}
+            for t in tools]
+    if shape == "responses":    # and the hosted web search Codex asks for
+        return [{"type": "function", "name": t["name"], "description": t["description"],
+                 "parameters": t["schema"], "strict": False}
+                for t in tools[:CODEX_TOOLS]] + [{"type": "web_search"}]
+    return [{"name": t["name"], "description": t["description"], "input_schema": t["schema"]}
+            for t in tools]
+
+
+def body(shape, system, turns, stream, tools):
+    if shape == "openai":
+        b = {"model": "chat", "messages": openai_messages(system, turns),
+             "tools": tools_for(shape, tools), "max_tokens": 1024}
     elif shape == "responses":
         b = {"model": "chat", "instructions": system, "input": responses_input(turns),
-             "tools": TOOLS_RESPONSES, "max_output_tokens": 1024}
+             "tools": tools_for(shape, tools), "max_output_tokens": 1024}
     else:
         b = {"model": "chat", "system": system,
              "messages": anthropic_messages(turns, shape == "claude"),
-             "tools": TOOLS_ANTHROPIC, "max_tokens": 1024}
+             "tools": tools_for(shape, tools), "max_tokens": 1024}
         if shape == "claude":
             b["thinking"] = {"type": "enabled", "budget_tokens": 4096}
     if stream:
@@ -169,6 +197,7 @@ def main():
     a = ap.parse_args()
     rng = random.Random(a.seed)
     system = system_prompt(rng)
+    tools = agent_tools(a.seed)
     only = {int(x) for x in a.only.split(",") if x}
     os.makedirs(a.out, exist_ok=True)
     turns, prev = [], 0
@@ -178,7 +207,7 @@ def main():
         if a.plant and t >= a.plant:
             u = use[0]
             use[0] = (u[0].replace("build.lead#corp-mail", "build.lead@corp-mail"),) + u[1:]
-        text = body(a.shape, system, use, a.stream)
+        text = body(a.shape, system, use, a.stream, tools)
         added = len(text) - prev
         prev = len(text)
         if only and t not in only:

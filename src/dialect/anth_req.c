@@ -317,6 +317,25 @@ static const char *msg_path(char *out, size_t i, const char *field, long j)
     return out;
 }
 
+/* What a translation left out, noted (the first refusal kept). */
+static void note_skipped(struct sw_anth_skipped *skipped, uint32_t fields,
+                         const struct sw_request_error *err)
+{
+    skipped->fields |= fields;
+    if (!skipped->any) {
+        skipped->any = true;
+        skipped->first = *err;
+    }
+}
+
+/* Whether err refuses element i of the top-level array `name` for its type. */
+static bool type_refused(const struct sw_request_error *err, const char *name, size_t i)
+{
+    char p[64];
+    snprintf(p, sizeof p, "%s[%zu].type", name, i);
+    return !strcmp(err->code, "untranslatable") && !strcmp(err->param, p);
+}
+
 /* The key of a message's translation kept with it (sw_jmemo_derived_put):
  * what add_message writes, which depends on the message alone. A
  * translation that left blocks out is kept under a key that says which:
@@ -462,17 +481,58 @@ static int message_to_openai(json_t *msgs, const json_t *m, size_t i,
                                                  : SKIPPED_KEY(sk.fields, (uint64_t)sk.first),
                                  msgs, from);
     }
-    if (rc || sk.first < 0)
-        return rc;
-    skipped->fields |= sk.fields;
-    if (!skipped->any) {
-        skipped->any = true;
-        skipped->first = sk.err;
-    }
-    return SW_OK;
+    if (!rc && sk.first >= 0)
+        note_skipped(skipped, sk.fields, &sk.err);
+    return rc;
 }
 
-static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_error *err)
+/* Appends the chat form of tool definition *(const size_t *)index to list
+ * (sw_dialect_build_fn). */
+static int add_tool(json_t *list, const json_t *t, const void *index, struct sw_request_error *err)
+{
+    size_t i = *(const size_t *)index;
+    char p[64];
+    snprintf(p, sizeof p, "tools[%zu]", i);
+    if (!json_is_object(t))
+        BAD(p, "%s: expected an object.", p);
+    json_t *type = json_object_get(t, "type");
+    if (type && !json_is_null(type) &&
+        !(json_is_string(type) && !strcmp(json_string_value(type), "custom"))) {
+        snprintf(p, sizeof p, "tools[%zu].type", i);
+        NOPE(p, "%s: server and client tools of type '%s' cannot be translated; only "
+               "custom tools (name, description, input_schema) can.",
+            p, json_is_string(type) ? json_string_value(type) : "?");
+    }
+    const char *name = json_string_value(json_object_get(t, "name"));
+    json_t *schema = json_object_get(t, "input_schema");
+    if (!name) {
+        snprintf(p, sizeof p, "tools[%zu].name", i);
+        BAD(p, "%s: a tool needs a name string.", p);
+    }
+    if (!json_is_object(schema)) {
+        snprintf(p, sizeof p, "tools[%zu].input_schema", i);
+        BAD(p, "%s: a tool needs an input_schema object.", p);
+    }
+    json_t *fn = json_pack("{s:s, s:O}", "name", name, "parameters", schema);
+    json_t *desc = json_object_get(t, "description");
+    if (fn && json_is_string(desc))
+        json_object_set(fn, "description", desc);
+    json_t *o = fn ? json_pack("{s:s, s:o}", "type", "function", "function", fn) : NULL;
+    if (!o || json_array_append_new(list, o))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* The key of a tool definition's chat form kept with it by the parse memo
+ * (an agent sends its tools with every turn). */
+#define TOOL_KEY 0x616e746832746c31ull      /* "anth2tl1" */
+
+/* The tools; skipped: when not NULL, a tool of a type the chat form has no
+ * tool for (a server tool) is left out and noted there, as a block is. */
+static int tools_to_openai(json_t *out, const json_t *tools, struct sw_anth_skipped *skipped,
+                           struct sw_request_error *err)
 {
     if (!json_is_array(tools))
         BAD("tools", "tools: expected an array of tool definitions.");
@@ -483,35 +543,13 @@ static int tools_to_openai(json_t *out, const json_t *tools, struct sw_request_e
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) {
-        char p[64];
-        snprintf(p, sizeof p, "tools[%zu]", i);
-        if (!json_is_object(t))
-            BAD(p, "%s: expected an object.", p);
-        json_t *type = json_object_get(t, "type");
-        if (type && !json_is_null(type) &&
-            !(json_is_string(type) && !strcmp(json_string_value(type), "custom"))) {
-            snprintf(p, sizeof p, "tools[%zu].type", i);
-            NOPE(p, "%s: server and client tools of type '%s' cannot be translated; only "
-                   "custom tools (name, description, input_schema) can.",
-                p, json_is_string(type) ? json_string_value(type) : "?");
+        int rc = sw_dialect_derived(list, t, TOOL_KEY, add_tool, &i, err);
+        if (rc == SW_EINVAL && skipped && type_refused(err, "tools", i)) {
+            note_skipped(skipped, 1u << SW_ANTH_FIELD_SERVER_TOOL, err);
+            continue;
         }
-        const char *name = json_string_value(json_object_get(t, "name"));
-        json_t *schema = json_object_get(t, "input_schema");
-        if (!name) {
-            snprintf(p, sizeof p, "tools[%zu].name", i);
-            BAD(p, "%s: a tool needs a name string.", p);
-        }
-        if (!json_is_object(schema)) {
-            snprintf(p, sizeof p, "tools[%zu].input_schema", i);
-            BAD(p, "%s: a tool needs an input_schema object.", p);
-        }
-        json_t *fn = json_pack("{s:s, s:O}", "name", name, "parameters", schema);
-        json_t *desc = json_object_get(t, "description");
-        if (fn && json_is_string(desc))
-            json_object_set(fn, "description", desc);
-        json_t *o = fn ? json_pack("{s:s, s:o}", "type", "function", "function", fn) : NULL;
-        if (!o || json_array_append_new(list, o))
-            return sw_dialect_oom(err);
+        if (rc)
+            return rc;
     }
     return SW_OK;
 fail:
@@ -822,7 +860,7 @@ int sw_anth_req_to_openai_skipping(const json_t *in, int require_max_tokens, jso
     if (json_is_true(json_object_get(in, "stream")))
         json_object_set_new(o, "stream", json_true());
     json_t *tools = json_object_get(in, "tools");
-    if (tools && !json_is_null(tools) && tools_to_openai(o, tools, err))
+    if (tools && !json_is_null(tools) && tools_to_openai(o, tools, skipped, err))
         goto fail_err;
     json_t *tc = json_object_get(in, "tool_choice");
     if (tc && !json_is_null(tc) && tool_choice_to_openai(o, tc, err))

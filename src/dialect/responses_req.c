@@ -359,11 +359,20 @@ static int kept_item(json_t *msgs, const json_t *it, const char *p, struct sw_re
     return add_item(msgs, it, p, err);
 }
 
-/* The items a translation left out (skipping), the first one's refusal. */
+/* The items and tools a translation left out (skipping), the first one's
+ * refusal. */
 struct skipped {
     bool any;
     struct sw_request_error first;
 };
+
+static void note_skipped(struct skipped *sk, const struct sw_request_error *err)
+{
+    if (!sk->any) {
+        sk->any = true;
+        sk->first = *err;
+    }
+}
 
 /* Whether err refuses the item at p for its type (the item goes whole or
  * not at all), not something inside it. */
@@ -398,10 +407,7 @@ static int add_input(json_t *msgs, const json_t *items, const char *name, bool i
             snprintf(p, sizeof p, "%s", name);
         int rc = kept_item(msgs, it, p, err);
         if (rc == SW_EINVAL && sk && indexed && item_refused(err, p)) {
-            if (!sk->any) {
-                sk->any = true;
-                sk->first = *err;
-            }
+            note_skipped(sk, err);
             continue;
         }
         if (rc && !indexed && err->status != 500) {
@@ -418,7 +424,46 @@ fail:
 
 /* ---- Tools, tool choice, text, reasoning ---- */
 
-static int tools_to_chat(json_t *o, const json_t *tools, struct sw_request_error *err)
+/* Appends the chat form of tool *(const size_t *)index to list
+ * (sw_dialect_build_fn). */
+static int add_tool(json_t *list, const json_t *t, const void *index, struct sw_request_error *err)
+{
+    size_t i = *(const size_t *)index;
+    char p[64];
+    snprintf(p, sizeof p, "tools[%zu].type", i);
+    const char *type = sw_dialect_type_of(t);
+    if (!json_is_object(t))
+        BAD(p, "%s: expected a tool object.", p);
+    if (!is(type, "function"))
+        NOPE(p, "%s: a '%s' tool cannot be translated to chat completions (function tools "
+                "can).", p, type[0] ? type : "(missing)");
+    json_t *name = json_object_get(t, "name");
+    if (!json_is_string(name)) {
+        snprintf(p, sizeof p, "tools[%zu].name", i);
+        BAD(p, "%s: a function tool needs a name string.", p);
+    }
+    json_t *fn = json_pack("{s:O}", "name", name);
+    static const char *const keys[] = {"description", "parameters", "strict"};
+    for (size_t k = 0; fn && k < 3; k++) {
+        json_t *v = json_object_get(t, keys[k]);
+        if (v && !json_is_null(v))
+            json_object_set(fn, keys[k], v);
+    }
+    if (!fn || push(list, json_pack("{s:s, s:o}", "type", "function", "function", fn), err))
+        return sw_dialect_oom(err);
+    return SW_OK;
+fail:
+    return SW_EINVAL;
+}
+
+/* The key of a tool's chat form kept with it by the parse memo (an agent
+ * sends its tools with every turn). */
+#define TOOL_KEY 0x72657332746f6f6cull      /* "res2tool" */
+
+/* The tools; sk: when not NULL, a tool of a type chat has no form for (a
+ * hosted one, a custom one) is left out and noted there, as an item is. */
+static int tools_to_chat(json_t *o, const json_t *tools, struct skipped *sk,
+                         struct sw_request_error *err)
 {
     if (!json_is_array(tools))
         BAD("tools", "tools: expected an array of tools.");
@@ -428,28 +473,17 @@ static int tools_to_chat(json_t *o, const json_t *tools, struct sw_request_error
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) {
-        char p[64];
-        snprintf(p, sizeof p, "tools[%zu].type", i);
-        const char *type = sw_dialect_type_of(t);
-        if (!json_is_object(t))
-            BAD(p, "%s: expected a tool object.", p);
-        if (!is(type, "function"))
-            NOPE(p, "%s: a '%s' tool cannot be translated to chat completions (function tools "
-                    "can).", p, type[0] ? type : "(missing)");
-        json_t *name = json_object_get(t, "name");
-        if (!json_is_string(name)) {
-            snprintf(p, sizeof p, "tools[%zu].name", i);
-            BAD(p, "%s: a function tool needs a name string.", p);
+        int rc = sw_dialect_derived(list, t, TOOL_KEY, add_tool, &i, err);
+        if (rc == SW_EINVAL && sk) {
+            char p[64];
+            snprintf(p, sizeof p, "tools[%zu]", i);
+            if (item_refused(err, p)) {
+                note_skipped(sk, err);
+                continue;
+            }
         }
-        json_t *fn = json_pack("{s:O}", "name", name);
-        static const char *const keys[] = {"description", "parameters", "strict"};
-        for (size_t k = 0; fn && k < 3; k++) {
-            json_t *v = json_object_get(t, keys[k]);
-            if (v && !json_is_null(v))
-                json_object_set(fn, keys[k], v);
-        }
-        if (!fn || push(list, json_pack("{s:s, s:o}", "type", "function", "function", fn), err))
-            return sw_dialect_oom(err);
+        if (rc)
+            return rc;
     }
     if (!json_array_size(list)) /* no tools: chat says so by leaving the field out */
         json_object_del(o, "tools");
@@ -681,7 +715,7 @@ static int to_chat(const json_t *in, const json_t *prior, json_t **out, struct s
     if (!json_array_size(msgs))
         BAD("input", "input: nothing to send.");
     json_t *v = json_object_get(in, "tools");
-    if (v && !json_is_null(v) && tools_to_chat(o, v, err))
+    if (v && !json_is_null(v) && tools_to_chat(o, v, sk, err))
         goto fail_rc;
     v = json_object_get(in, "tool_choice");
     if (v && !json_is_null(v) && tool_choice_to_chat(o, v, err))
@@ -786,8 +820,8 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
         return rc;
     json_t *work = NULL, *chat = NULL;
     struct sw_request_error *first = NULL;
-    /* Items of a type chat cannot carry are left out as the translation
-     * meets them; the rest, one round per field. The first refusal is the
+    /* Items and tools of a type chat cannot carry are left out as the
+     * translation meets them; the rest, one round per field. The first refusal is the
      * first the translation met. */
     struct skipped sk = {0};
     for (int round = 0; round < 64; round++) {

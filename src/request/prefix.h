@@ -1,5 +1,6 @@
 /* The prefix identity of a chat-form request (route/affinity.h): block 0 is
- * "tools" (or "functions") and the leading system and developer messages,
+ * the tools ("tools" or "functions", each tool an element) and the leading
+ * system and developer messages,
  * then one block per message; hash k is the 64-bit XXH3 of the digests of
  * the elements of blocks 0..k fed into one hash state, digested only at the
  * boundaries kept. An element's digest is the XXH3 of its value (each value

@@ -794,12 +794,21 @@ static int check_sampling(struct ctx *c, json_t *body, struct sw_chat_request *r
     return SW_OK;
 }
 
+/* The compact JSON size of a tool definition, kept with it by the parse
+ * memo (an agent sends its tools with every turn): it depends on the
+ * definition alone. */
+#define DEFINITION_NOTE 0x746f6f6c646566ull     /* "tooldef" */
+
 /* Adds the compact JSON size of a tool definition to the estimate. */
 static int add_definition(struct ctx *c, const json_t *def)
 {
-    size_t bytes = json_dumpb(def, NULL, 0, JSON_COMPACT);
-    if (bytes == 0)
-        return SW_ENOMEM;
+    size_t bytes;
+    if (!sw_jmemo_note_get(def, DEFINITION_NOTE, &bytes, sizeof bytes)) {
+        bytes = json_dumpb(def, NULL, 0, JSON_COMPACT);
+        if (bytes == 0)
+            return SW_ENOMEM;
+        sw_jmemo_note_put(def, DEFINITION_NOTE, &bytes, sizeof bytes);
+    }
     add_text(c, bytes);
     return SW_OK;
 }

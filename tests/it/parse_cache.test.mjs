@@ -10,7 +10,9 @@
 // the scan-verdict cache.
 //
 // The model has only a cloud backend and the policy is mask: what the cloud
-// received (/admin/received) is the evidence.
+// received (/admin/received) is the evidence. What chat cannot carry (the
+// Responses body's hosted web search, as Codex sends it) is dropped, as
+// docs/agents.md sets it for coding agents.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -33,6 +35,7 @@ models:
   - { name: chat, backends: [cloud] }
 pii: { policy: mask }
 limits: { parse_cache_bytes: ${bytes} }
+translation: { unsupported: drop }
 `;
 
 const SURFACES = {

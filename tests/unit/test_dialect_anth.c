@@ -1027,6 +1027,77 @@ static void test_thinking_blocks_left_out(void **state)
     free(stripped);
 }
 
+/* n custom tools, each followed by a server tool (left out when strip);
+ * custom tool `changed` (-1: none) says one byte more. */
+static char *server_tools_body(int n, bool strip, int changed)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    assert_int_equal(sw_buf_append_str(&b, "{\"model\":\"m\",\"max_tokens\":9,\"messages\":"
+                                           "[{\"role\":\"user\",\"content\":\"go on\"}],"
+                                           "\"tools\":["), 0);
+    for (int i = 0; i < n; i++) {
+        char t[512];
+        snprintf(t, sizeof t,
+                 "%s{\"name\":\"step_%d\",\"description\":\"Runs step %d of the build%s and "
+                 "reports each failing test with its log\",\"input_schema\":{\"type\":"
+                 "\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}}%s",
+                 i ? "," : "", i, i, i == changed ? "!" : "",
+                 strip ? "" : ",{\"type\":\"web_search_20250305\",\"name\":\"web_search\"}");
+        assert_int_equal(sw_buf_append_str(&b, t), 0);
+    }
+    assert_int_equal(sw_buf_append_str(&b, "]}"), 0);
+    return b.ptr;
+}
+
+static const json_t *chat_tool(const struct sw_chat_request *r, size_t i)
+{
+    return json_array_get(json_object_get(r->body, "tools"), i);
+}
+
+/* Server tools next to custom tools, more than the 64 rounds of pruning the
+ * other fields get: left out as the translation meets them (the body
+ * parses, its translation is the body's without them, the first refusal
+ * names the first), memo off and on. A custom tool's translation is kept
+ * with it: the next body that sends it shares it, and one that changed by
+ * one byte gets its own. */
+static void test_tools_kept_and_left_out(void **state)
+{
+    (void)state;
+    char *body = server_tools_body(70, false, -1), *stripped = server_tools_body(70, true, -1),
+         *changed = server_tools_body(70, false, 3);
+    assert_true(strlen(body) >= SW_JMEMO_MIN_BODY);
+    struct sw_chat_request ref, req[3], ch;
+    struct sw_request_error err;
+    sw_jmemo_set_max(0);
+    assert_int_equal(sw_anth_request_parse(stripped, strlen(stripped), 1, &ref, &err), SW_OK);
+    assert_null(ref.untranslatable);
+    for (int pass = 0; pass < 3; pass++) {
+        sw_jmemo_set_max(pass ? 64u << 20 : 0);
+        assert_int_equal(sw_anth_request_parse(body, strlen(body), 1, &req[pass], &err), SW_OK);
+        assert_non_null(req[pass].untranslatable);
+        assert_string_equal(req[pass].untranslatable->param, "tools[1].type");
+        assert_int_equal(req[pass].untranslatable_fields, 1u << SW_ANTH_FIELD_SERVER_TOOL);
+        assert_int_equal(req[pass].text_len, ref.text_len);
+        assert_memory_equal(req[pass].text, ref.text, ref.text_len);
+        assert_int_equal(req[pass].prompt_tokens_est, req[0].prompt_tokens_est);
+    }
+    assert_ptr_equal(chat_tool(&req[1], 3), chat_tool(&req[2], 3));     /* shared */
+    assert_ptr_not_equal(chat_tool(&req[0], 3), chat_tool(&req[1], 3));
+    assert_int_equal(sw_anth_request_parse(changed, strlen(changed), 1, &ch, &err), SW_OK);
+    assert_ptr_equal(chat_tool(&ch, 2), chat_tool(&req[2], 2));
+    assert_ptr_not_equal(chat_tool(&ch, 3), chat_tool(&req[2], 3));
+    assert_non_null(memmem(ch.text, ch.text_len, "step 3 of the build!", 20));
+    for (int pass = 0; pass < 3; pass++)
+        sw_request_free(&req[pass]);
+    sw_request_free(&ch);
+    sw_request_free(&ref);
+    sw_jmemo_set_max(0);
+    free(body);
+    free(stripped);
+    free(changed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1046,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_stream_format_tool_and_error_type),
         cmocka_unit_test(test_stream_oai_to_anth),
         cmocka_unit_test(test_thinking_blocks_left_out),
+        cmocka_unit_test(test_tools_kept_and_left_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

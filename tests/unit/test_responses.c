@@ -919,6 +919,74 @@ static void test_items_left_out(void **state)
     free(stripped);
 }
 
+/* n function tools, each followed by a hosted one (left out when strip);
+ * function tool `changed` (-1: none) says one byte more. */
+static char *hosted_tools_body(int n, bool strip, int changed)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    assert_int_equal(sw_buf_append_str(&b, "{\"model\":\"m\",\"input\":\"go on\",\"tools\":["), 0);
+    for (int i = 0; i < n; i++) {
+        char t[512];
+        snprintf(t, sizeof t,
+                 "%s{\"type\":\"function\",\"name\":\"step_%d\",\"description\":\"Runs "
+                 "step %d of the build%s and reports each failing test with its log\","
+                 "\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":"
+                 "\"string\"}}}}%s",
+                 i ? "," : "", i, i, i == changed ? "!" : "", strip ? "" : ",{\"type\":\"web_search\"}");
+        assert_int_equal(sw_buf_append_str(&b, t), 0);
+    }
+    assert_int_equal(sw_buf_append_str(&b, "]}"), 0);
+    return b.ptr;
+}
+
+static const json_t *chat_tool(const struct sw_chat_request *r, size_t i)
+{
+    return json_array_get(json_object_get(r->body, "tools"), i);
+}
+
+/* Hosted tools next to function tools, more than the 64 rounds of pruning
+ * the other fields get: left out as the translation meets them (the body
+ * parses, its translation is the body's without them, the first refusal
+ * names the first), memo off and on. A function tool's translation is kept
+ * with it: the next body that sends it shares it, and one that changed by
+ * one byte gets its own. */
+static void test_tools_kept_and_left_out(void **state)
+{
+    (void)state;
+    char *body = hosted_tools_body(70, false, -1), *stripped = hosted_tools_body(70, true, -1),
+         *changed = hosted_tools_body(70, false, 3);
+    assert_true(strlen(body) >= SW_JMEMO_MIN_BODY);
+    struct sw_chat_request ref, req[3], ch;
+    struct sw_request_error err;
+    sw_jmemo_set_max(0);
+    assert_int_equal(sw_responses_request_parse(stripped, strlen(stripped), NULL, &ref, &err), SW_OK);
+    assert_null(ref.untranslatable);
+    for (int pass = 0; pass < 3; pass++) {
+        sw_jmemo_set_max(pass ? 64u << 20 : 0);
+        assert_int_equal(sw_responses_request_parse(body, strlen(body), NULL, &req[pass], &err), SW_OK);
+        assert_non_null(req[pass].untranslatable);
+        assert_string_equal(req[pass].untranslatable->param, "tools[1].type");
+        assert_int_equal(req[pass].text_len, ref.text_len);
+        assert_memory_equal(req[pass].text, ref.text, ref.text_len);
+        assert_int_equal(req[pass].prompt_tokens_est, req[0].prompt_tokens_est);
+    }
+    assert_ptr_equal(chat_tool(&req[1], 3), chat_tool(&req[2], 3));     /* shared */
+    assert_ptr_not_equal(chat_tool(&req[0], 3), chat_tool(&req[1], 3));
+    assert_int_equal(sw_responses_request_parse(changed, strlen(changed), NULL, &ch, &err), SW_OK);
+    assert_ptr_equal(chat_tool(&ch, 2), chat_tool(&req[2], 2));
+    assert_ptr_not_equal(chat_tool(&ch, 3), chat_tool(&req[2], 3));
+    assert_non_null(memmem(ch.text, ch.text_len, "step 3 of the build!", 20));
+    for (int pass = 0; pass < 3; pass++)
+        sw_request_free(&req[pass]);
+    sw_request_free(&ch);
+    sw_request_free(&ref);
+    sw_jmemo_set_max(0);
+    free(body);
+    free(stripped);
+    free(changed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -927,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_request_parse),
         cmocka_unit_test(test_translation_kept),
         cmocka_unit_test(test_items_left_out),
+        cmocka_unit_test(test_tools_kept_and_left_out),
         cmocka_unit_test(test_answer_text),
         cmocka_unit_test(test_answer_items),
         cmocka_unit_test(test_stream_text),
