@@ -8,6 +8,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jmemo.h"
 #include "dialect/req_util.h"
 
 /* Responses requests as chat requests (responses_req.h). Every function
@@ -342,6 +343,13 @@ static int build_item(json_t *msgs, const json_t *it, const void *path,
     return add_item(msgs, it, path, err);
 }
 
+/* Whether the last message is the assistant's (a function_call joins it). */
+static bool after_assistant(const json_t *msgs)
+{
+    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    return is(json_string_value(json_object_get(last, "role")), "assistant");
+}
+
 /* add_item, its translation kept with the item for a message and a call's
  * output (each depends on the item alone), and for a function_call after
  * anything but an assistant message (it starts one of its own); one that
@@ -353,10 +361,24 @@ static int kept_item(json_t *msgs, const json_t *it, const char *p, struct sw_re
         return add_item(msgs, it, p, err);
     if (is(t, "message") || is(t, "function_call_output") || !json_object_get(it, "type"))
         return sw_dialect_derived(msgs, it, DERIVED_KEY, build_item, p, err);
-    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
-    if (is(t, "function_call") && !is(json_string_value(json_object_get(last, "role")), "assistant"))
+    if (is(t, "function_call") && !after_assistant(msgs))
         return sw_dialect_derived(msgs, it, DERIVED_CALL_KEY, build_item, p, err);
     return add_item(msgs, it, p, err);
+}
+
+/* kept_item for an item whose translation is kept and applies here (a
+ * function_call's only where it starts an assistant message): true, the
+ * translation appended (*rc), without the item's type looked up (an
+ * agent's resent items; the key says which kind it was kept as). */
+static bool kept_hit(json_t *msgs, const json_t *it, int *rc, struct sw_request_error *err)
+{
+    uint64_t key;
+    json_t *d = sw_jmemo_derived_get_any(it, &key);
+    bool use = d && (key == DERIVED_KEY || (key == DERIVED_CALL_KEY && !after_assistant(msgs)));
+    if (use)
+        *rc = json_array_extend(msgs, d) ? sw_dialect_oom(err) : SW_OK;
+    json_decref(d);
+    return use;
 }
 
 /* The items and tools a translation left out (skipping), the first one's
@@ -400,12 +422,18 @@ static int add_input(json_t *msgs, const json_t *items, const char *name, bool i
     size_t i;
     json_t *it;
     json_array_foreach(items, i, it) {
+        int rc;
+        if (kept_hit(msgs, it, &rc, err)) {
+            if (rc)
+                return rc;
+            continue;
+        }
         char p[64];
         if (indexed)
             snprintf(p, sizeof p, "%s[%zu]", name, i);
         else
             snprintf(p, sizeof p, "%s", name);
-        int rc = kept_item(msgs, it, p, err);
+        rc = kept_item(msgs, it, p, err);
         if (rc == SW_EINVAL && sk && indexed && item_refused(err, p)) {
             note_skipped(sk, err);
             continue;

@@ -37,22 +37,24 @@ static json_t *echo(const json_t *req, const char *key, json_t *dflt)
 
 /* The request's tools as the Responses object lists them: every field the
  * schema requires present (description, parameters and strict null when
- * the request left them out). */
+ * the request left them out). A tool that has them all is the request's
+ * own value (shared, not changed): an agent's tools come with every turn. */
 static json_t *echo_tools(const json_t *req)
 {
+    static const char *const keys[] = {"description", "parameters", "strict"};
     json_t *list = json_array();
     size_t i;
     json_t *t;
     json_array_foreach(json_object_get(req, "tools"), i, t) {
-        json_t *c = json_deep_copy(t);
+        bool function = is(json_string_value(json_object_get(t, "type")), "function"), whole = true;
+        for (size_t k = 0; function && k < 3; k++)
+            whole = whole && json_object_get(t, keys[k]);
+        json_t *c = whole ? json_incref(t) : json_deep_copy(t);
         if (!c)
             continue;
-        if (is(json_string_value(json_object_get(c, "type")), "function")) {
-            static const char *const keys[] = {"description", "parameters", "strict"};
-            for (size_t k = 0; k < 3; k++)
-                if (!json_object_get(c, keys[k]))
-                    json_object_set_new(c, keys[k], json_null());
-        }
+        for (size_t k = 0; !whole && k < 3; k++)
+            if (!json_object_get(c, keys[k]))
+                json_object_set_new(c, keys[k], json_null());
         json_array_append_new(list, c);
     }
     return list;
