@@ -115,9 +115,9 @@ bool sw_anth_native_thinking(json_t *native)
     return true;
 }
 
-int sw_anth_native_prepare(json_t *native, const char *beta)
+int sw_anth_native_prepare(json_t *native, const char *beta, bool system_msgs)
 {
-    int rc = sw_anth_native_system(native, beta);
+    int rc = system_msgs ? sw_anth_native_system(native, beta) : SW_OK;
     if (!rc)
         sw_anth_native_thinking(native);
     return rc;

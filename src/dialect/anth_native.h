@@ -27,7 +27,9 @@ int sw_anth_native_system(json_t *native, const char *beta);
 bool sw_anth_native_thinking(json_t *native);
 
 /* Both edits above, in that order: what the front does to an Anthropic
- * client's body. Returns SW_OK or SW_ENOMEM. */
-int sw_anth_native_prepare(json_t *native, const char *beta);
+ * client's body; system_msgs false: its messages hold none of role system
+ * (sw_chat_request.native_system), and they are not walked for one.
+ * Returns SW_OK or SW_ENOMEM. */
+int sw_anth_native_prepare(json_t *native, const char *beta, bool system_msgs);
 
 #endif

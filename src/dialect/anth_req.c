@@ -337,11 +337,14 @@ static bool type_refused(const struct sw_request_error *err, const char *name, s
 }
 
 /* The key of a message's translation kept with it (sw_jmemo_derived_put):
- * what add_message writes, which depends on the message alone. A
- * translation that left blocks out is kept under a key that says which:
+ * what add_message writes, which depends on the message alone; a system
+ * message's under a key of its own (the Anthropic body then has one to
+ * move, sw_anth_native_system). A translation that left blocks out is
+ * kept under a key that says which:
  * SKIPPED_TAG in the top byte, the blocks' classes (bits 1 << enum
  * sw_anth_field, below SW_ANTH_FIELD_N <= 32) and the first one's index. */
 #define DERIVED_KEY 0x616e746832636831ull   /* "anth2ch1" */
+#define DERIVED_SYSTEM_KEY 0x616e746832737931ull    /* "anth2sy1": a system message's */
 #define SKIPPED_TAG 0xa5ull
 #define SKIPPED_KEY(fields, j) (SKIPPED_TAG << 56 | (uint64_t)(fields) << 24 | ((j) & 0xffffff))
 
@@ -458,8 +461,9 @@ static int message_to_openai(json_t *msgs, const json_t *m, size_t i,
     json_t *d = sw_jmemo_derived_get_any(m, &key);
     struct msg_skips sk = {.first = -1};
     int rc;
-    if (d && (key == DERIVED_KEY || key >> 56 == SKIPPED_TAG)) {
-        if (key != DERIVED_KEY) {
+    bool system = key == DERIVED_SYSTEM_KEY;
+    if (d && (key == DERIVED_KEY || system || key >> 56 == SKIPPED_TAG)) {
+        if (key >> 56 == SKIPPED_TAG) {
             sk.fields = (uint32_t)(key >> 24);
             sk.first = (long)(key & 0xffffff);
             if (!skipped || !skipped->any) /* its words are needed */
@@ -476,11 +480,15 @@ static int message_to_openai(json_t *msgs, const json_t *m, size_t i,
         json_decref(d);
         size_t from = json_array_size(msgs);
         rc = add_message(msgs, m, i, skipped ? &sk : NULL, err);
+        system = !rc && !strcmp(json_string_value(json_object_get(m, "role")), "system");
         if (!rc)
-            sw_jmemo_derived_put(m, sk.first < 0 ? DERIVED_KEY
-                                                 : SKIPPED_KEY(sk.fields, (uint64_t)sk.first),
+            sw_jmemo_derived_put(m, system          ? DERIVED_SYSTEM_KEY
+                                    : sk.first < 0 ? DERIVED_KEY
+                                                   : SKIPPED_KEY(sk.fields, (uint64_t)sk.first),
                                  msgs, from);
     }
+    if (!rc && skipped)
+        skipped->system_msgs |= system;
     if (!rc && sk.first >= 0)
         note_skipped(skipped, sk.fields, &sk.err);
     return rc;
@@ -1108,6 +1116,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
     req->native = in;
     req->untranslatable = first;
     req->untranslatable_fields = fields;
+    req->native_system = skipped.system_msgs;
     /* The translation holds every text of a translatable body, so its bound
      * holds; a body with fields left out can still go whole to an Anthropic
      * backend, and then its own bytes bound the prompt. */

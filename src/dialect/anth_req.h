@@ -36,12 +36,14 @@
 int sw_anth_req_to_openai(const json_t *in, int require_max_tokens, json_t **out,
                           struct sw_request_error *err);
 
-/* The content blocks a translation left out. */
+/* The content blocks and tools a translation left out; and whether it met
+ * a message of role system (sw_anth_native_system has one to move). */
 struct sw_anth_skipped {
     uint32_t fields;                /* bits 1 << enum sw_anth_field of their classes */
     bool any;
     struct sw_request_error first;  /* the first one's refusal, as the strict translation
                                      * gives it */
+    bool system_msgs;
 };
 
 /* sw_anth_req_to_openai, but a content block of a message the chat form

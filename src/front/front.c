@@ -870,7 +870,8 @@ static int parse_body(struct sw_http_req *req, enum sw_api api, const char *body
     /* system messages inside messages, as an Anthropic backend takes them
      * (before the scan: what is scanned is what goes) */
     if (!rc && chat->native &&
-        sw_anth_native_prepare(chat->native, sw_http_header(req, "anthropic-beta", NULL))) {
+        sw_anth_native_prepare(chat->native, sw_http_header(req, "anthropic-beta", NULL),
+                               chat->native_system)) {
         sw_request_free(chat);
         sw_request_error_set(err, 500, "server_error", "out_of_memory", NULL, "Out of memory.");
         rc = SW_ENOMEM;

@@ -91,6 +91,7 @@ struct sw_chat_request {
                                                  * not (a 400 for a backend that needs it) */
     uint32_t untranslatable_fields;     /* bits 1 << enum sw_anth_field of what `body`
                                          * left out (Anthropic clients; 0 otherwise) */
+    bool native_system;         /* `native` has a message of role system (Anthropic) */
     char *text;                 /* owned, or NULL: `body` as the gateway wrote it when it
                                  * built it (json_dumps(body, JSON_COMPACT)'s bytes, text_len
                                  * of them), the bytes the relay splices an attempt's body

@@ -82,7 +82,8 @@ static void requests(const uint8_t *data, size_t size)
         json_t *n = json_deep_copy(req.native);
         if (!n)
             continue;
-        rc = sw_anth_native_prepare(n, beta ? "mid-conversation-system-2026-04-07" : NULL);
+        rc = sw_anth_native_prepare(n, beta ? "mid-conversation-system-2026-04-07" : NULL,
+                                    req.native_system);
         CHECK(rc == SW_OK || rc == SW_ENOMEM);
         size_t i;
         json_t *m;

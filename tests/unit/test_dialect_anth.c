@@ -1027,6 +1027,53 @@ static void test_thinking_blocks_left_out(void **state)
     free(stripped);
 }
 
+/* 80 turns, with a system message inside messages after the fifth when
+ * `system`. */
+static char *system_inside_body(bool system)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    assert_int_equal(sw_buf_append_str(&b, "{\"model\":\"m\",\"max_tokens\":9,\"messages\":["), 0);
+    for (int i = 0; i < 80; i++) {
+        char m[512];
+        snprintf(m, sizeof m,
+                 "%s{\"role\":\"user\",\"content\":\"step %d: go on with the refactor of the "
+                 "parser module, then run the tests again\"},{\"role\":\"assistant\","
+                 "\"content\":\"done with step %d, and the tests pass again\"}%s",
+                 i ? "," : "", i, i,
+                 system && i == 4 ? ",{\"role\":\"system\",\"content\":\"From now on answer in "
+                                    "French, and keep every answer under ten lines.\"}" : "");
+        assert_int_equal(sw_buf_append_str(&b, m), 0);
+    }
+    assert_int_equal(sw_buf_append_str(&b, "]}"), 0);
+    return b.ptr;
+}
+
+/* Whether messages hold a system message is noted by the translation, from
+ * the message (memo off) or from the key its kept translation has: a body
+ * without one is not walked for it, and one with it is. */
+static void test_native_system_noted(void **state)
+{
+    (void)state;
+    for (int with = 0; with < 2; with++) {
+        char *body = system_inside_body(with);
+        assert_true(strlen(body) >= SW_JMEMO_MIN_BODY);
+        for (int pass = 0; pass < 3; pass++) {
+            sw_jmemo_set_max(pass ? 64u << 20 : 0);
+            struct sw_chat_request req;
+            struct sw_request_error err;
+            assert_int_equal(sw_anth_request_parse(body, strlen(body), 1, &req, &err), SW_OK);
+            assert_int_equal(req.native_system, with);
+            assert_int_equal(sw_anth_native_prepare(req.native, NULL, req.native_system), SW_OK);
+            assert_int_equal(json_array_size(json_object_get(req.native, "messages")), 160);
+            assert_int_equal(json_is_array(json_object_get(req.native, "system")), with);
+            sw_request_free(&req);
+        }
+        free(body);
+    }
+    sw_jmemo_set_max(0);
+}
+
 /* n custom tools, each followed by a server tool (left out when strip);
  * custom tool `changed` (-1: none) says one byte more. */
 static char *server_tools_body(int n, bool strip, int changed)
@@ -1118,6 +1165,7 @@ int main(void)
         cmocka_unit_test(test_stream_oai_to_anth),
         cmocka_unit_test(test_thinking_blocks_left_out),
         cmocka_unit_test(test_tools_kept_and_left_out),
+        cmocka_unit_test(test_native_system_noted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
