@@ -813,6 +813,16 @@ static int add_definition(struct ctx *c, const json_t *def)
     return SW_OK;
 }
 
+/* Whether t is a tool check_tools takes as it is: {"type": "function",
+ * "function": {"name": "...", ...}}. */
+static bool function_tool(const json_t *t)
+{
+    const char *type = json_string_value(json_object_get(t, "type"));
+    json_t *fn = json_object_get(t, "function");
+    return type && !strcmp(type, "function") && json_is_object(fn) &&
+           json_is_string(json_object_get(fn, "name"));
+}
+
 static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
 {
     char path[PATH_MAX_BYTES], fpath[PATH_MAX_BYTES];
@@ -826,6 +836,12 @@ static int check_tools(struct ctx *c, json_t *body, struct sw_chat_request *req)
         if (json_array_size(tools) == 0)
             return fail_empty_array(c, "tools");
         json_array_foreach(tools, i, t) {
+            if (function_tool(t)) {     /* the usual case: no path written */
+                err = add_definition(c, t);
+                if (err)
+                    return err;
+                continue;
+            }
             join_index(path, sizeof(path), "tools", i);
             if (!json_is_object(t))
                 return fail_type(c, path, "an object", t);
