@@ -1149,9 +1149,11 @@ static int count_binary(void *ud, json_t *str)
 
 /* The verdict on an element the parse memo holds (common/jmemo.h), kept
  * with it: the counts its walk added, for this engine's generation (which
- * anything that changes what it detects renews) and the walk's context. */
+ * anything that changes what it detects renews) and the walk's context;
+ * `none` when they are all 0 (most messages: they need not be read). */
 struct element_note {
     uint64_t gen, ctx;
+    bool none;
     struct sw_pii_counts counts;
 };
 _Static_assert(sizeof(struct sw_pii_counts) % sizeof(uint32_t) == 0, "counts are words");
@@ -1170,6 +1172,8 @@ static bool add_verdict(void *ud, size_t i, const void *note)
     (void)i;
     if (n->gen != k->gen || n->ctx != k->ctx)
         return false;
+    if (n->none)
+        return true;
     uint32_t *to = (uint32_t *)k->c->counts;
     const uint32_t *add = (const uint32_t *)&n->counts;
     for (size_t w = 0; w < COUNT_WORDS; w++)
@@ -1194,9 +1198,10 @@ static int scan_element(void *ud, const json_t *el, uint64_t ctx, bool after)
     uint64_t gen = sw_pii_engine_gen(c->e);
     struct element_note n = {.gen = gen, .ctx = ctx};
     const uint32_t *to = (const uint32_t *)c->counts, *was = (const uint32_t *)&c->before;
-    uint32_t *d = (uint32_t *)&n.counts;
+    uint32_t *d = (uint32_t *)&n.counts, any = 0;
     for (size_t i = 0; i < COUNT_WORDS; i++)
-        d[i] = to[i] - was[i];
+        any |= d[i] = to[i] - was[i];
+    n.none = !any;
     sw_jmemo_note_put(el, gen ^ ctx, &n, sizeof n);
     return SW_OK;
 }
