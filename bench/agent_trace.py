@@ -3,9 +3,10 @@
 
 Every turn resends the whole conversation so far (a system prompt of about
 6 KB and the agent's tools: 16 with about 26 KB of descriptions and schemas, as Claude
-Code sends them, or 6 (10 KB) and the hosted web search in the Responses shape, as Codex does; then per turn: the user's message, the assistant's tool call, the tool's
+Code sends them, or 6 (10 KB) and the hosted web search in the Responses shape, as
+Codex does; then per turn: the user's message, the assistant's tool call, the tool's
 result: a source file or a command's output) and adds one turn. Bodies run
-from about 10 KB (turn 1) to about 400 KB (turn 50). Deterministic from the
+from about 20-40 KB (turn 1) to about 400 KB (turn 50). Deterministic from the
 seed; no personal data, unless --plant asks for it.
 
   bench/agent_trace.py --out DIR [--seed 7] [--turns 50] [--only 2,10,50]
@@ -17,8 +18,9 @@ previous one's messages).
 
 --shape openai: a chat-completions body (messages, tool_calls, role "tool");
 anthropic: a Messages body (system, tool_use and tool_result blocks); claude: the same
-with extended thinking on, as Claude Code sends it ("thinking" enabled, each assistant
-turn starting with its thinking block and signature); responses: a Responses body
+with extended thinking on, as Claude Code sends it ("thinking" enabled and the
+context_management edit that goes with it, each assistant turn starting with its
+thinking block and signature); responses: a Responses body
 (instructions, message, function_call and function_call_output items, as Codex sends
 them).
 --stream adds "stream": true.
@@ -177,8 +179,10 @@ def body(shape, system, turns, stream, tools):
         b = {"model": "chat", "system": system,
              "messages": anthropic_messages(turns, shape == "claude"),
              "tools": tools_for(shape, tools), "max_tokens": 1024}
-        if shape == "claude":
+        if shape == "claude":   # and the thinking edits Claude Code asks for with it
             b["thinking"] = {"type": "enabled", "budget_tokens": 4096}
+            b["context_management"] = {"edits": [{"type": "clear_thinking_20251015",
+                                                   "keep": "all"}]}
     if stream:
         b["stream"] = True
     return json.dumps(b, separators=(",", ":"))

@@ -1001,10 +1001,12 @@ unsigned sw_anth_field_class(const json_t *body, const char *param)
 
 /* ---- Parsing an Anthropic body ---- */
 
-/* Removes from `root` what `param` points into, at the level that can go
- * without the rest: a top-level field, a tool, a metadata key, a system
- * block, or a message's content block. Returns false when nothing was
- * removed (the path points nowhere removable). */
+/* Removes from `root` (a shallow copy of the body: its values may be
+ * shared) what `param` points into, at the level that can go without the
+ * rest: a top-level field, a tool, a metadata key, a system block, or a
+ * message's content block; what it edits on the way is copied first.
+ * Returns false when nothing was removed (the path points nowhere
+ * removable). */
 static bool prune(json_t *root, const char *param)
 {
     char key[128];
@@ -1015,7 +1017,7 @@ static bool prune(json_t *root, const char *param)
     key[n] = '\0';
     const char *rest = param + n;
     if (!strcmp(key, "metadata") && rest[0] == '.')
-        return json_object_del(json_object_get(root, "metadata"), rest + 1) == 0;
+        return json_object_del(sw_dialect_own_member(root, "metadata"), rest + 1) == 0;
     if (!strcmp(key, "output_config") && rest[0] == '.') {
         char sub[128];
         size_t m = strcspn(rest + 1, ".[");
@@ -1023,7 +1025,7 @@ static bool prune(json_t *root, const char *param)
             return false;
         memcpy(sub, rest + 1, m);
         sub[m] = '\0';
-        json_t *oc = json_object_get(root, "output_config");
+        json_t *oc = sw_dialect_own_member(root, "output_config");
         if (json_object_del(oc, sub))
             return false;
         if (json_object_size(oc) == 0)
@@ -1032,7 +1034,7 @@ static bool prune(json_t *root, const char *param)
     }
     if ((!strcmp(key, "tools") || !strcmp(key, "system")) && rest[0] == '[') {
         unsigned long i = strtoul(rest + 1, NULL, 10);
-        return json_array_remove(json_object_get(root, key), i) == 0;
+        return json_array_remove(sw_dialect_own_member(root, key), i) == 0;
     }
     if (!strcmp(key, "messages") && rest[0] == '[') {
         char *end;
@@ -1041,8 +1043,8 @@ static bool prune(json_t *root, const char *param)
         if (strncmp(end, "].content[", 10) != 0)
             return false;
         j = strtoul(end + 10, NULL, 10);
-        json_t *msg = json_array_get(json_object_get(root, "messages"), i);
-        json_t *content = json_object_get(msg, "content");
+        json_t *msg = sw_dialect_own_element(sw_dialect_own_member(root, "messages"), i);
+        json_t *content = sw_dialect_own_member(msg, "content");
         if (json_array_remove(content, j))
             return false;
         if (json_array_size(content) == 0)
@@ -1084,7 +1086,7 @@ int sw_anth_request_parse(const char *body, size_t len, int require_max_tokens,
         if (round == 0)
             *first = skipped.any ? skipped.first : *err;
         fields |= 1u << sw_anth_field_class(work ? work : in, err->param);
-        if (!work && !(work = json_deep_copy(in))) {
+        if (!work && !(work = json_copy(in))) {
             rc = SW_ENOMEM;
             break;
         }

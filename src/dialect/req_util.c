@@ -30,6 +30,18 @@ int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_bu
     return rc;
 }
 
+json_t *sw_dialect_own_member(json_t *obj, const char *key)
+{
+    json_t *c = json_copy(json_object_get(obj, key));
+    return c && !json_object_set_new(obj, key, c) ? c : NULL;
+}
+
+json_t *sw_dialect_own_element(json_t *arr, size_t i)
+{
+    json_t *c = json_copy(json_array_get(arr, i));
+    return c && !json_array_set_new(arr, i, c) ? c : NULL;
+}
+
 json_t *sw_dialect_object(const struct sw_member *m, size_t n)
 {
     json_t *o = json_object();

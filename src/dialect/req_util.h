@@ -47,6 +47,15 @@ typedef int (*sw_dialect_build_fn)(json_t *to, const json_t *el, const void *ctx
 int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_build_fn build,
                        const void *ctx, struct sw_request_error *err);
 
+/* For an edit of a body that may share its values with others (the parse
+ * memo's, never changed): the member `key` of obj, or element i of arr,
+ * replaced by a shallow copy of its own (obj and arr the caller's own). The
+ * copy, or NULL (none there, out of memory). Copying only the path to what
+ * is edited leaves the rest shared, and what the memo keeps with it
+ * (translations, verdicts) still found. */
+json_t *sw_dialect_own_member(json_t *obj, const char *key);
+json_t *sw_dialect_own_element(json_t *arr, size_t i);
+
 /* A member of an object being built: its key (a constant) and its value. */
 struct sw_member {
     const char *key;

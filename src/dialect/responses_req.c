@@ -774,11 +774,13 @@ int sw_responses_req_to_chat(const json_t *in, const json_t *prior, json_t **out
 
 /* ---- Parsing a Responses body ---- */
 
-/* Removes from `root` what `param` points at ("a", "a.b", "a[3]",
+/* Removes from `root` (a shallow copy of the body: its values may be
+ * shared) what `param` points at ("a", "a.b", "a[3]",
  * "input[2].content[1].type"): the field or element the path names, where
  * a trailing ".type" names its object and a path into a content part (or a
- * tool output part) names that part. An input item whose content is left
- * empty goes too. Returns false when nothing was removed. */
+ * tool output part) names that part; what it edits on the way is copied
+ * first. An input item whose content is left empty goes too. Returns false
+ * when nothing was removed. */
 static bool prune(json_t *root, const char *param)
 {
     json_t *parent = NULL, *cur = root, *item = NULL, *part_of = NULL;
@@ -795,14 +797,16 @@ static bool prune(json_t *root, const char *param)
             if (*end != ']' || !json_is_array(cur))
                 return false;
             p = end + 1;
-            if (cur == json_object_get(root, "input"))
-                item = json_array_get(cur, idx);
-            else if (item && !part_of && (!strcmp(prev, "content") || !strcmp(prev, "output"))) {
+            bool in_input = cur == json_object_get(root, "input");
+            if (!in_input && item && !part_of &&
+                (!strcmp(prev, "content") || !strcmp(prev, "output"))) {
                 part_of = cur;
                 part_idx = idx;
             }
             parent = cur;
-            cur = json_array_get(cur, idx);
+            cur = sw_dialect_own_element(cur, idx);
+            if (in_input)
+                item = cur;
             last_is_index = true;
         } else {
             size_t n = strcspn(p, ".[");
@@ -815,7 +819,7 @@ static bool prune(json_t *root, const char *param)
                 break; /* the object whose type it is */
             memcpy(prev, key, n + 1);
             parent = cur;
-            cur = json_object_get(cur, key);
+            cur = sw_dialect_own_member(cur, key);
             last_is_index = false;
         }
         if (!cur)
@@ -862,7 +866,7 @@ int sw_responses_request_parse(const char *body, size_t len, const json_t *prior
         }
         if (round == 0)
             *first = sk.any ? sk.first : *err;
-        if ((!work && !(work = json_deep_copy(in))) || !prune(work, err->param)) {
+        if ((!work && !(work = json_copy(in))) || !prune(work, err->param)) {
             rc = work ? SW_EINVAL : SW_ENOMEM;
             *err = *first;
             break;

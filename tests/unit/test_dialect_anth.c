@@ -1074,6 +1074,43 @@ static void test_native_system_noted(void **state)
     sw_jmemo_set_max(0);
 }
 
+/* A body as Claude Code sends it (context_management with thinking on) with
+ * a metadata key chat has no form for: fields that take a round of pruning
+ * each edit a copy of the path to them only. The client's body (shared with
+ * the parse memo) keeps them, and the next body that resends the messages
+ * shares their translations. */
+static void test_prune_copies_the_path(void **state)
+{
+    (void)state;
+    char *turns = thinking_body(80, true);
+    const char head[] = "{\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\"}]},"
+                        "\"metadata\":{\"user_id\":\"u\",\"trace\":\"t\"},";
+    char *body = malloc(strlen(head) + strlen(turns));
+    assert_non_null(body);
+    sprintf(body, "%s%s", head, turns + 1);
+    assert_true(strlen(body) >= SW_JMEMO_MIN_BODY);
+    sw_jmemo_set_max(64u << 20);
+    struct sw_chat_request req[2];
+    struct sw_request_error err;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(sw_anth_request_parse(body, strlen(body), 1, &req[k], &err), SW_OK);
+        assert_int_equal(req[k].untranslatable_fields,
+                         1u << SW_ANTH_FIELD_CONTEXT_MANAGEMENT | 1u << SW_ANTH_FIELD_METADATA);
+        assert_non_null(json_object_get(req[k].native, "context_management"));
+        assert_non_null(json_object_get(json_object_get(req[k].native, "metadata"), "trace"));
+    }
+    const json_t *m0 = json_object_get(req[0].body, "messages"), *m1 = json_object_get(req[1].body, "messages");
+    assert_ptr_equal(json_array_get(m0, 3), json_array_get(m1, 3));     /* kept translations */
+    assert_int_equal(req[1].text_len, req[0].text_len);
+    assert_memory_equal(req[1].text, req[0].text, req[0].text_len);
+    assert_null(memmem(req[1].text, req[1].text_len, "clear_thinking", 14));
+    sw_request_free(&req[0]);
+    sw_request_free(&req[1]);
+    sw_jmemo_set_max(0);
+    free(body);
+    free(turns);
+}
+
 /* n custom tools, each followed by a server tool (left out when strip);
  * custom tool `changed` (-1: none) says one byte more. */
 static char *server_tools_body(int n, bool strip, int changed)
@@ -1166,6 +1203,7 @@ int main(void)
         cmocka_unit_test(test_thinking_blocks_left_out),
         cmocka_unit_test(test_tools_kept_and_left_out),
         cmocka_unit_test(test_native_system_noted),
+        cmocka_unit_test(test_prune_copies_the_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -987,6 +987,60 @@ static void test_tools_kept_and_left_out(void **state)
     free(changed);
 }
 
+/* 60 turns; turn 5's message has an image by file id, and the body asks
+ * for truncation auto: two fields chat cannot carry, pruned in rounds. */
+static char *pruned_body(void)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, (size_t)1 << 30);
+    assert_int_equal(sw_buf_append_str(&b, "{\"model\":\"m\",\"truncation\":\"auto\",\"input\":["), 0);
+    for (int i = 0; i < 60; i++) {
+        char it[512];
+        snprintf(it, sizeof it,
+                 "%s{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"turn %d: "
+                 "read the parser module and tell me what changed\"}%s]},{\"type\":\"message\","
+                 "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"answer %d\"}]}",
+                 i ? "," : "", i,
+                 i == 5 ? ",{\"type\":\"input_image\",\"file_id\":\"file_1\",\"detail\":\"auto\"}" : "",
+                 i);
+        assert_int_equal(sw_buf_append_str(&b, it), 0);
+    }
+    assert_int_equal(sw_buf_append_str(&b, "]}"), 0);
+    return b.ptr;
+}
+
+/* A field that takes a round of pruning edits a copy of the path to it
+ * only: the client's body (shared with the parse memo) keeps what was
+ * pruned, and the next body that resends the other items shares their
+ * translations. */
+static void test_prune_copies_the_path(void **state)
+{
+    (void)state;
+    char *body = pruned_body();
+    assert_true(strlen(body) >= SW_JMEMO_MIN_BODY);
+    sw_jmemo_set_max(64u << 20);
+    struct sw_chat_request req[2];
+    struct sw_request_error err;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(sw_responses_request_parse(body, strlen(body), NULL, &req[k], &err), SW_OK);
+        assert_non_null(req[k].untranslatable);
+        const json_t *item = json_array_get(json_object_get(req[k].native, "input"), 10);
+        assert_int_equal(json_array_size(json_object_get(item, "content")), 2);
+        assert_non_null(json_object_get(req[k].native, "truncation"));
+    }
+    assert_ptr_equal(json_array_get(json_object_get(req[0].native, "input"), 10),
+                     json_array_get(json_object_get(req[1].native, "input"), 10));
+    const json_t *m0 = json_object_get(req[0].body, "messages"), *m1 = json_object_get(req[1].body, "messages");
+    assert_ptr_equal(json_array_get(m0, 3), json_array_get(m1, 3));     /* kept translations */
+    assert_int_equal(req[1].text_len, req[0].text_len);
+    assert_memory_equal(req[1].text, req[0].text, req[0].text_len);
+    assert_null(memmem(req[1].text, req[1].text_len, "file_1", 6));
+    sw_request_free(&req[0]);
+    sw_request_free(&req[1]);
+    sw_jmemo_set_max(0);
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -996,6 +1050,7 @@ int main(void)
         cmocka_unit_test(test_translation_kept),
         cmocka_unit_test(test_items_left_out),
         cmocka_unit_test(test_tools_kept_and_left_out),
+        cmocka_unit_test(test_prune_copies_the_path),
         cmocka_unit_test(test_answer_text),
         cmocka_unit_test(test_answer_items),
         cmocka_unit_test(test_stream_text),
