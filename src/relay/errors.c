@@ -15,7 +15,8 @@ void sw_relay_reply_failed(struct proxy *p)
     p->final_status = deadline ? 504 : 503;
     if (deadline) {
         sw_reply_error(p->req, 504, "timeout_error", "deadline_exceeded", NULL,
-                       "No backend answered within the request deadline (%s).", p->failures);
+                       "No backend answered within the request deadline (%s).",
+                       sw_relay_failures(p));
     } else {
         if (p->retry_after_s >= 0) {
             char v[24];
@@ -25,9 +26,9 @@ void sw_relay_reply_failed(struct proxy *p)
         sw_reply_error(p->req, 503, "server_error", "all_backends_failed", NULL,
                        "Every backend for model '%s' failed (%s). The gateway's log and GET "
                        "/admin/state (each backend's last_error) say why.",
-                       p->public_model, p->failures);
+                       p->public_model, sw_relay_failures(p));
     }
-    sw_warn("request %s: all backends failed: %s", p->id, p->failures);
+    sw_warn("request %s: all backends failed: %s", p->id, sw_relay_failures(p));
 }
 
 /* The backends tried could not carry the request, and no other may take
@@ -38,7 +39,7 @@ void sw_relay_reply_untranslatable(struct proxy *p)
     p->rej_code = "untranslatable";
     sw_reply_error(p->req, 400, p->cannot->type, p->cannot->code,
                    p->cannot->param[0] ? p->cannot->param : NULL, "%s (%s)",
-                   p->cannot->message, p->failures);
+                   p->cannot->message, sw_relay_failures(p));
     sw_info("request %s: rejected untranslatable (%s)", p->id, p->cannot->code);
 }
 
@@ -55,8 +56,13 @@ void sw_relay_reply_rejected(struct proxy *p)
     p->rej_code = pl->code ? pl->code : "all_backends_failed";
     /* None was tried: say what each backend's state is and why, so the
      * answer points at the cause (a wrong url, a server that is not up). */
-    if (!p->failures[0] && p->snap && !strcmp(p->rej_code, "all_backends_failed"))
-        sw_relay_describe_backends(p->live, p->snap, p->failures, sizeof p->failures);
+    if (!sw_relay_failures(p)[0] && p->snap && !strcmp(p->rej_code, "all_backends_failed")) {
+        if (!p->failures)
+            p->failures = calloc(1, SW_RELAY_FAILURES_MAX);
+        if (p->failures)
+            sw_relay_describe_backends(p->live, p->snap, p->failures, SW_RELAY_FAILURES_MAX);
+    }
+    const char *failed = sw_relay_failures(p);
     p->final_status = status;
     /* What to do next: when to retry, or where to look. */
     char next[160] = "";
@@ -72,7 +78,7 @@ void sw_relay_reply_rejected(struct proxy *p)
                    : status < 500 ? "invalid_request_error"
                                   : "server_error",
                    pl->code ? pl->code : "all_backends_failed", NULL, "%s%s%s%s%s", pl->message,
-                   p->failures[0] ? " (" : "", p->failures, p->failures[0] ? ")" : "", next);
+                   failed[0] ? " (" : "", failed, failed[0] ? ")" : "", next);
     sw_info("request %s: rejected %s (%d)", p->id, pl->code ? pl->code : "-", status);
 }
 

@@ -76,7 +76,6 @@ struct sw_relay_attempt {
 struct proxy_scratch {
     struct sw_dialect_stream us;    /* the attempt's upstream stream (sw_dialect_stage_attempt) */
     struct sw_dialect_client cs;    /* the client's stream (the same, before the first byte) */
-    struct sw_request_error rerr;   /* why a backend's API cannot carry the request */
     struct sw_relay_trace trace;    /* its trace context and what its spans tell (set up by
                                        sw_relay_trace_start) */
 };
@@ -147,8 +146,9 @@ struct proxy {
     long tok_in, tok_out;
     struct sw_request_error *cannot;    /* a backend that could not carry the request, why */
     bool other_failure;             /* an attempt failed for another reason */
-    /* The failures so far, for the final error message: "edge: connect_error; ..." */
-    char failures[512];
+    /* The failures so far, for the final error message: "edge: connect_error; ..."
+     * (SW_RELAY_FAILURES_MAX bytes once the first is noted; NULL: none) */
+    char *failures;
     long retry_after_s;
     bool any_timeout;
 
@@ -161,6 +161,14 @@ struct proxy {
 
     struct proxy_scratch x;         /* last (see proxy_scratch) */
 };
+
+#define SW_RELAY_FAILURES_MAX 512
+
+/* The failures noted so far ("" for none). */
+static inline const char *sw_relay_failures(const struct proxy *p)
+{
+    return p->failures ? p->failures : "";
+}
 
 /* Gives back the planning view (p->snap, may be NULL): at the end, and once a
  * stream's first byte went out (no attempt follows it). */

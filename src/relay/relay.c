@@ -90,6 +90,7 @@ static void proxy_free(struct proxy *p)
     sw_stage_io_clear(&p->a.io);
     sw_buf_free(&p->resp);
     free(p->cannot);
+    free(p->failures);
     sw_sse_free(&p->sse);
     sw_evs_free(&p->evs);
     sw_buf_free(&p->evs_data);
@@ -179,8 +180,10 @@ static void fail_stream(struct proxy *p, const char *msg)
 
 static void note_failure(struct proxy *p, const char *what)
 {
+    if (!p->failures && !(p->failures = calloc(1, SW_RELAY_FAILURES_MAX)))
+        return;     /* the error message says less */
     size_t used = strlen(p->failures);
-    snprintf(p->failures + used, sizeof p->failures - used, "%s%s: %s", used ? "; " : "",
+    snprintf(p->failures + used, SW_RELAY_FAILURES_MAX - used, "%s%s: %s", used ? "; " : "",
              sw_relay_backend(p)->name, what);
 }
 
@@ -395,7 +398,7 @@ static void reject(struct proxy *p)
     const struct sw_route_plan *pl = &p->plan;
     if (p->cannot && !p->other_failure)
         sw_relay_reply_untranslatable(p);
-    else if (p->failures[0] && (!pl->code || !strcmp(pl->code, "all_backends_failed")))
+    else if (sw_relay_failures(p)[0] && (!pl->code || !strcmp(pl->code, "all_backends_failed")))
         sw_relay_reply_failed(p);
     else
         sw_relay_reply_rejected(p);

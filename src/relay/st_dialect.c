@@ -42,6 +42,8 @@ void sw_dialect_stage_free(struct sw_dialect_stage *d)
         d->client->client_free(d->cs);
     d->cs_ready = false;
     sw_buf_free(&d->aout);
+    free(d->rerr);
+    d->rerr = NULL;
 }
 
 void sw_dialect_stage_complete(struct sw_dialect_stage *d)
@@ -82,14 +84,15 @@ static enum sw_stage_rc up_request(struct sw_stage *st, struct sw_stage_io *io)
     if (d->own_api || !io->body || !d->up->request_body)
         return SW_STAGE_OK;
     json_t *pruned = NULL, *b = NULL;
+    struct sw_request_error e;
+    e.status = 0;
     for (int round = 0; round < 32; round++) {
-        b = d->up->request_body(pruned ? pruned : io->body, d->default_max_tokens, d->rerr);
-        if (b || !d->drop || d->rerr->status != 400 || strcmp(d->rerr->code, "untranslatable"))
+        b = d->up->request_body(pruned ? pruned : io->body, d->default_max_tokens, &e);
+        if (b || !d->drop || e.status != 400 || strcmp(e.code, "untranslatable"))
             break;
-        if ((!pruned && !(pruned = json_copy(io->body))) ||
-            json_object_del(pruned, d->rerr->param))
+        if ((!pruned && !(pruned = json_copy(io->body))) || json_object_del(pruned, e.param))
             break; /* not a top-level field: refused as it is */
-        d->dropped |= 1u << sw_anth_openai_field_class(d->rerr->param);
+        d->dropped |= 1u << sw_anth_openai_field_class(e.param);
     }
     json_decref(pruned);
     json_decref(io->body);
@@ -101,7 +104,8 @@ static enum sw_stage_rc up_request(struct sw_stage *st, struct sw_stage_io *io)
                 "(translation.unsupported: drop)", d->id, list);
     }
     if (!b) {
-        if (d->rerr->status == 400) {
+        if (e.status == 400 && (d->rerr || (d->rerr = malloc(sizeof *d->rerr)))) {
+            *d->rerr = e;
             io->verdict.cannot = d->rerr;
             io->verdict.before_send = true;
             return SW_STAGE_FAILOVER;

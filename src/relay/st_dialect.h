@@ -42,8 +42,9 @@ struct sw_dialect_stage {
     bool own_api;                   /* the request goes in the client's own API (masked or
                                      * not): it is not translated */
     bool format_tool;               /* an OpenAI client's response_format went as a tool */
-    struct sw_request_error *rerr;  /* request FAILOVER with verdict.cannot: why (owned by
-                                     * the caller, written before it is read) */
+    struct sw_request_error *rerr;  /* request FAILOVER with verdict.cannot: why (owned;
+                                     * allocated the first time, freed by
+                                     * sw_dialect_stage_free) */
     struct sw_dialect_stream *us;   /* states (owned by the caller, written in full
                                      * by sw_dialect_stage_attempt before they are read) */
     struct sw_dialect_client *cs;

@@ -130,7 +130,7 @@ void sw_relay_stages_init(struct proxy *p)
     d->us = &p->x.us;
     d->cs = &p->x.cs;
     d->cs_ready = false;
-    d->rerr = &p->x.rerr;
+    d->rerr = NULL;
     sw_buf_init(&d->aout, SW_RELAY_SSE_EVENT_MAX * 4);
     p->pii_st = (struct sw_pii_stage){
         .engine = p->engine,
