@@ -328,14 +328,6 @@ static void note_skipped(struct sw_anth_skipped *skipped, uint32_t fields,
     }
 }
 
-/* Whether err refuses element i of the top-level array `name` for its type. */
-static bool type_refused(const struct sw_request_error *err, const char *name, size_t i)
-{
-    char p[64];
-    snprintf(p, sizeof p, "%s[%zu].type", name, i);
-    return !strcmp(err->code, "untranslatable") && !strcmp(err->param, p);
-}
-
 /* The key of a message's translation kept with it (sw_jmemo_derived_put):
  * what add_message writes, which depends on the message alone; a system
  * message's under a key of its own (the Anthropic body then has one to
@@ -552,9 +544,13 @@ static int tools_to_openai(json_t *out, const json_t *tools, struct sw_anth_skip
     json_t *t;
     json_array_foreach(tools, i, t) {
         int rc = sw_dialect_derived(list, t, TOOL_KEY, add_tool, &i, err);
-        if (rc == SW_EINVAL && skipped && type_refused(err, "tools", i)) {
-            note_skipped(skipped, 1u << SW_ANTH_FIELD_SERVER_TOOL, err);
-            continue;
+        if (rc == SW_EINVAL && skipped) {
+            char p[64];
+            snprintf(p, sizeof p, "tools[%zu]", i);
+            if (sw_dialect_type_refused(err, p)) {
+                note_skipped(skipped, 1u << SW_ANTH_FIELD_SERVER_TOOL, err);
+                continue;
+            }
         }
         if (rc)
             return rc;

@@ -30,6 +30,13 @@ int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_bu
     return rc;
 }
 
+bool sw_dialect_type_refused(const struct sw_request_error *err, const char *p)
+{
+    size_t n = strlen(p);
+    return !strcmp(err->code, "untranslatable") && !strncmp(err->param, p, n) &&
+           !strcmp(err->param + n, ".type");
+}
+
 json_t *sw_dialect_own_member(json_t *obj, const char *key)
 {
     json_t *c = json_copy(json_object_get(obj, key));

@@ -47,6 +47,10 @@ typedef int (*sw_dialect_build_fn)(json_t *to, const json_t *el, const void *ctx
 int sw_dialect_derived(json_t *to, const json_t *el, uint64_t key, sw_dialect_build_fn build,
                        const void *ctx, struct sw_request_error *err);
 
+/* Whether err refuses the element at path p ("input[3]", "tools[0]") for
+ * its type (it goes whole or not at all), not something inside it. */
+bool sw_dialect_type_refused(const struct sw_request_error *err, const char *p);
+
 /* For an edit of a body that may share its values with others (the parse
  * memo's, never changed): the member `key` of obj, or element i of arr,
  * replaced by a shallow copy of its own (obj and arr the caller's own). The

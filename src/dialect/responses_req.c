@@ -396,15 +396,6 @@ static void note_skipped(struct skipped *sk, const struct sw_request_error *err)
     }
 }
 
-/* Whether err refuses the item at p for its type (the item goes whole or
- * not at all), not something inside it. */
-static bool item_refused(const struct sw_request_error *err, const char *p)
-{
-    size_t n = strlen(p);
-    return !strcmp(err->code, "untranslatable") && !strncmp(err->param, p, n) &&
-           !strcmp(err->param + n, ".type");
-}
-
 /* The items of `items` (a string: one user message) under the path prefix
  * `name`; a prior conversation's items are all named `name` itself. sk:
  * when not NULL, an item of a type chat has no form for is left out and
@@ -434,7 +425,7 @@ static int add_input(json_t *msgs, const json_t *items, const char *name, bool i
         else
             snprintf(p, sizeof p, "%s", name);
         rc = kept_item(msgs, it, p, err);
-        if (rc == SW_EINVAL && sk && indexed && item_refused(err, p)) {
+        if (rc == SW_EINVAL && sk && indexed && sw_dialect_type_refused(err, p)) {
             note_skipped(sk, err);
             continue;
         }
@@ -505,7 +496,7 @@ static int tools_to_chat(json_t *o, const json_t *tools, struct skipped *sk,
         if (rc == SW_EINVAL && sk) {
             char p[64];
             snprintf(p, sizeof p, "tools[%zu]", i);
-            if (item_refused(err, p)) {
+            if (sw_dialect_type_refused(err, p)) {
                 note_skipped(sk, err);
                 continue;
             }
