@@ -56,12 +56,10 @@ void sw_relay_reply_rejected(struct proxy *p)
     p->rej_code = pl->code ? pl->code : "all_backends_failed";
     /* None was tried: say what each backend's state is and why, so the
      * answer points at the cause (a wrong url, a server that is not up). */
-    if (!sw_relay_failures(p)[0] && p->snap && !strcmp(p->rej_code, "all_backends_failed")) {
-        if (!p->failures)
-            p->failures = calloc(1, SW_RELAY_FAILURES_MAX);
-        if (p->failures)
-            sw_relay_describe_backends(p->live, p->snap, p->failures, SW_RELAY_FAILURES_MAX);
-    }
+    char *f;
+    if (!sw_relay_failures(p)[0] && p->snap && !strcmp(p->rej_code, "all_backends_failed") &&
+        (f = sw_relay_failures_buf(p)))
+        sw_relay_describe_backends(p->live, p->snap, f, SW_RELAY_FAILURES_MAX);
     const char *failed = sw_relay_failures(p);
     p->final_status = status;
     /* What to do next: when to retry, or where to look. */

@@ -170,6 +170,10 @@ static inline const char *sw_relay_failures(const struct proxy *p)
     return p->failures ? p->failures : "";
 }
 
+/* p->failures to write to (SW_RELAY_FAILURES_MAX bytes), allocated when
+ * first asked for: NULL out of memory (the error message says less). */
+char *sw_relay_failures_buf(struct proxy *p);
+
 /* Gives back the planning view (p->snap, may be NULL): at the end, and once a
  * stream's first byte went out (no attempt follows it). */
 void sw_relay_snap_release(struct proxy *p);

@@ -178,12 +178,20 @@ static void fail_stream(struct proxy *p, const char *msg)
     proxy_free(p);
 }
 
+char *sw_relay_failures_buf(struct proxy *p)
+{
+    if (!p->failures)
+        p->failures = calloc(1, SW_RELAY_FAILURES_MAX);
+    return p->failures;
+}
+
 static void note_failure(struct proxy *p, const char *what)
 {
-    if (!p->failures && !(p->failures = calloc(1, SW_RELAY_FAILURES_MAX)))
-        return;     /* the error message says less */
-    size_t used = strlen(p->failures);
-    snprintf(p->failures + used, SW_RELAY_FAILURES_MAX - used, "%s%s: %s", used ? "; " : "",
+    char *f = sw_relay_failures_buf(p);
+    if (!f)
+        return;
+    size_t used = strlen(f);
+    snprintf(f + used, SW_RELAY_FAILURES_MAX - used, "%s%s: %s", used ? "; " : "",
              sw_relay_backend(p)->name, what);
 }
 

@@ -238,8 +238,6 @@ void sw_request_prefix(const json_t *body, long prompt_tokens_est, struct sw_pre
         tools = json_object_get(body, "functions");
     for (size_t t = 0; t < json_array_size(tools); t++)   /* each tool its own element */
         element(&w, json_array_get(tools, t));
-    if (tools && !json_is_array(tools))
-        element(&w, tools);
     for (; i < n && leading(json_array_get(msgs, i)); i++)
         element(&w, json_array_get(msgs, i));
     if (i == 0)     /* no system block: block 0 is the first message */
