@@ -632,7 +632,7 @@ static void on_gate(struct sw_store_hold *h, enum sw_store_verdict v)
         queue_check_later(p);
         return;
     case SW_STORE_SPEND_FULL:
-        note_failure(p, sw_store_degraded(&p->live->g->store)
+        note_failure(p, p->rh.unshared || sw_store_degraded(&p->live->g->store)
                             ? "no shared spend counter (fails closed)"
                             : "spend cap reached (shared by the replicas)");
         attempt_end(p, SW_OUTCOME_NEUTRAL, 0, 0);

@@ -546,9 +546,9 @@ static void teardown(struct sw_rstate *rs)
     struct sw_rconn *ac = rs->ac, *sub = rs->sub;
     rs->ac = rs->sub = NULL;
     rs->connected = rs->sub_connected = false;
+    update_degraded(rs);    /* what the NULL answers' callbacks decide on */
     sw_rconn_free(ac);
     sw_rconn_free(sub);
-    update_degraded(rs);
 }
 
 /* A connection failed: connect, TLS handshake (an untrusted certificate, a
@@ -930,12 +930,21 @@ const char *sw_rstate_degraded_reason(const struct sw_rstate *rs)
 }
 
 /* Without Redis: no spend (fails closed), slots from the fallback share, the
- * probe this replica's own. */
+ * probe this replica's own. A refused reservation leaves the view at the cap
+ * (as a refusal by Redis does) until the next sync reads the total: the
+ * request's next decision, made before this replica knows it is degraded (an
+ * error answer, a connection lost with the admit in flight), applies the
+ * cap's policy instead of trying the same cloud again. */
 static enum sw_store_verdict degraded_admit(struct sw_rstate *rs, struct sw_live *live,
                                              struct sw_store_hold *h)
 {
-    if (h->est_usd > 0)
+    if (h->est_usd > 0) {
+        double cap = sw_live_spend_cap_usd(live);
+        if (rs->g->remote_spend_usd < cap)
+            rs->g->remote_spend_usd = cap;
+        h->unshared = true;
         return SW_STORE_SPEND_FULL;
+    }
     const struct sw_config_backend *cb = &live->cfg->backends[h->be];
     if (cb->tier == SW_TIER_LOCAL && cb->slots > 0) {
         long share = (long)ceil((double)cb->slots * rs->share - 1e-9);
@@ -956,6 +965,7 @@ int sw_rstate_admit(struct sw_rstate *rs, struct sw_live *live, struct sw_store_
     bool lease = cb->tier == SW_TIER_LOCAL && cb->slots > 0;
     bool bucket = cb->tier == SW_TIER_CLOUD && (cb->rpm > 0 || cb->tpm > 0);
     h->be = be;
+    h->unshared = false;
     h->est_usd = est_usd > 0 ? est_usd : 0;
     h->bucket_tokens = tokens > 0 ? tokens : 0;
     if (!lease && !(h->est_usd > 0) && !probe && !bucket)

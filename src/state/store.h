@@ -42,6 +42,7 @@ struct sw_store_hold {
     long bucket_tokens;         /* > 0 or a request: taken from the shared token bucket */
     bool spend, lease, probe, bucket; /* held in the store */
     bool fallback_lease;        /* a slot of the fallback share (store unreachable) */
+    bool unshared;              /* the verdict was given without the shared state */
 };
 
 /* One implementation. ctx is the implementation's own (NULL for memory). */

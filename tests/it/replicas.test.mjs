@@ -257,6 +257,61 @@ describe('replicas sharing one Redis', () => {
   });
 });
 
+// Redis that answers every command with an error while its connection stays
+// up: a long script another client runs (busy-reply-threshold passed: BUSY).
+// The gateway learns it is degraded only from the answers; a reservation
+// refused that way fails closed as the cap does, and the request's next
+// decision applies the cap's policy (shed: 429) instead of trying the same
+// cloud again and reporting every backend failed.
+describe('Redis answering errors', () => {
+  test('a reservation answered with an error fails closed: 429 budget_exhausted, nothing sent to the cloud, served again after', async () => {
+    const r = await startRedis({ args: ['--busy-reply-threshold', '50'] });
+    const sim = await startLlmsim(['--decode-tps', '0', '--keep-received', '0']);
+    const gw = await startSpillway(`
+listen: "127.0.0.1:0"
+admin:
+  key: "${ADMIN}"
+state:
+  redis: "${r.url}"
+  key_prefix: "busy${process.pid}:"
+  timeout_ms: 5000
+backends:
+  - { name: "cloud", tier: cloud, url: "${sim.url}", model: "m",
+      price: { input_usd_per_mtok: ${PRICE}, output_usd_per_mtok: ${PRICE} } }
+models:
+  - { name: "paid", backends: [cloud] }
+routing:
+  spend: { cap_usd: 100, on_cap: shed }
+`);
+    const ask = () => getJSON(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'paid', max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'hello there' }] }),
+    });
+    let busy;
+    try {
+      await waitFor(async () => (await state(gw)).state.degraded === null,
+        { timeout: 10000, what: 'the gateway connected to Redis' });
+      assert.equal((await ask()).status, 200, 'served under the cap');
+      busy = r.command('EVAL', 'while true do end', '0'); // answered when killed
+      await waitFor(async () => (await r.command('PING')).startsWith('-BUSY'),
+        { timeout: 5000, what: 'Redis answering BUSY' });
+      const before = (await simStats(sim)).chat_requests;
+      const res = await ask();
+      assert.equal(res.status, 429, JSON.stringify(res.body));
+      assert.equal(res.body.error.code, 'budget_exhausted');
+      assert.equal((await simStats(sim)).chat_requests, before, 'nothing reached the cloud');
+      await r.command('SCRIPT', 'KILL');
+      await busy;
+      await waitFor(async () => (await ask()).status === 200,
+        { timeout: 5000, what: 'served again once Redis answers' });
+    } finally {
+      await gw.stop();
+      await sim.stop();
+      await r.stop();
+    }
+  });
+});
+
 // A Redis host name is looked up on the event loop: while the name server
 // does not answer, the gateway starts and serves (degraded: redis), and once
 // the name resolves it shares state again. The gateway runs in its own mount
