@@ -127,28 +127,54 @@ int sw_json_put_int(struct sw_buf *b, long long v)
     return put(b, s, n);
 }
 
-static int dump(const json_t *v, struct sw_buf *b, int depth);
+static int dump(const json_t *v, struct sw_buf *b, int depth, struct sw_json_pieces *pc);
 
 /* The key of an element's compact text kept with it by the parse memo. */
 #define TEXT_NOTE 0x6a64756d70310aull   /* "jdump1" */
 
+/* The kept text (ref: its reference) as a piece going before what b holds. */
+static int add_piece(struct sw_json_pieces *pc, const struct sw_buf *b, const void *data,
+                     size_t len, void *ref)
+{
+    if (pc->n == pc->cap) {
+        size_t cap = pc->cap ? 2 * pc->cap : 64;
+        struct sw_json_piece *v = realloc(pc->v, cap * sizeof *v);
+        if (!v) {
+            sw_jmemo_note_unref(ref);
+            return SW_ENOMEM;
+        }
+        pc->v = v;
+        pc->cap = cap;
+    }
+    pc->v[pc->n++] = (struct sw_json_piece){b->len, data, len, ref};
+    pc->bytes += len;
+    return SW_OK;
+}
+
 /* An element of a top-level array (a message, a tool), or of a root array
  * (a body's input items): the memo holds an agent's resent ones, and their
- * text once written is kept with them. */
-static int dump_element(const json_t *v, struct sw_buf *b, int depth)
+ * text once written is kept with them (and shared as a piece, with pc). */
+static int dump_element(const json_t *v, struct sw_buf *b, int depth, struct sw_json_pieces *pc)
 {
     if (!json_is_object(v) && !json_is_array(v))
-        return dump(v, b, depth);
-    if (sw_jmemo_note_append(v, TEXT_NOTE, b))
+        return dump(v, b, depth, pc);
+    if (pc) {
+        const void *data;
+        size_t len;
+        void *ref = sw_jmemo_note_ref(v, TEXT_NOTE, &data, &len);
+        if (ref)
+            return add_piece(pc, b, data, len, ref);
+    } else if (sw_jmemo_note_append(v, TEXT_NOTE, b)) {
         return SW_OK;
+    }
     size_t was = b->len;
-    int err = dump(v, b, depth);
+    int err = dump(v, b, depth, pc);
     if (!err)
         sw_jmemo_note_put(v, TEXT_NOTE, b->ptr + was, b->len - was);
     return err;
 }
 
-static int dump(const json_t *v, struct sw_buf *b, int depth)
+static int dump(const json_t *v, struct sw_buf *b, int depth, struct sw_json_pieces *pc)
 {
     int err = SW_OK;
     switch (json_typeof(v)) {
@@ -167,8 +193,8 @@ static int dump(const json_t *v, struct sw_buf *b, int depth)
             if (i)
                 err = put(b, ",", 1);
             if (!err)
-                err = depth <= 1 ? dump_element(json_array_get(v, i), b, depth + 1)
-                                 : dump(json_array_get(v, i), b, depth + 1);
+                err = depth <= 1 ? dump_element(json_array_get(v, i), b, depth + 1, pc)
+                                 : dump(json_array_get(v, i), b, depth + 1, pc);
         }
         return err ? err : put(b, "]", 1);
     }
@@ -188,7 +214,7 @@ static int dump(const json_t *v, struct sw_buf *b, int depth)
             if (!err)
                 err = put(b, ":", 1);
             if (!err)
-                err = dump(json_object_iter_value(it), b, depth + 1);
+                err = dump(json_object_iter_value(it), b, depth + 1, pc);
         }
         return err ? err : put(b, "}", 1);
     }
@@ -196,7 +222,15 @@ static int dump(const json_t *v, struct sw_buf *b, int depth)
     return SW_EINVAL;
 }
 
-int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out)
+void sw_json_pieces_free(struct sw_json_pieces *pc)
+{
+    for (size_t i = 0; i < pc->n; i++)
+        sw_jmemo_note_unref(pc->v[i].ref);
+    free(pc->v);
+    *pc = (struct sw_json_pieces){0};
+}
+
+static int dump_root(const json_t *v, size_t flags, struct sw_buf *out, struct sw_json_pieces *pc)
 {
     size_t was = out->len;
     int err;
@@ -208,9 +242,11 @@ int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out)
         return SW_EINVAL;
     } else {
         sw_jmemo_hold(); /* for the notes of its elements */
-        err = dump(v, out, 0);
+        err = dump(v, out, 0, pc);
         sw_jmemo_release();
     }
+    if (err && pc)
+        sw_json_pieces_free(pc);    /* the text is written whole, or not at all */
     if (err == TOO_DEEP) {
         if (out->ptr) {
             out->len = was;
@@ -225,6 +261,17 @@ int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out)
         out->ptr[was] = '\0';
     }
     return err;
+}
+
+int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out)
+{
+    return dump_root(v, flags, out, NULL);
+}
+
+int sw_json_dump_pieces(const json_t *v, struct sw_buf *out, struct sw_json_pieces *pc)
+{
+    *pc = (struct sw_json_pieces){0};
+    return dump_root(v, JSON_COMPACT, out, pc);
 }
 
 char *sw_json_dumps(const json_t *v, size_t flags)

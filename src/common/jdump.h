@@ -27,6 +27,28 @@
  * SW_ENOMEM. On an error out is as it was. */
 int sw_json_dump_buf(const json_t *v, size_t flags, struct sw_buf *out);
 
+/* Texts a dump shares instead of copying them (the kept text of each
+ * element the parse memo holds): piece i's len bytes go before offset
+ * v[i].at of what the dump wrote, in order; ref keeps them (common/jmemo.h). */
+struct sw_json_piece {
+    size_t at;
+    const char *data;
+    size_t len;
+    void *ref;
+};
+struct sw_json_pieces {
+    struct sw_json_piece *v;
+    size_t n, cap;
+    size_t bytes;               /* their lengths' sum */
+};
+
+/* sw_json_dump_buf(v, JSON_COMPACT, out) with each element's kept text a
+ * piece of pc rather than a copy in out: the text is out's bytes with the
+ * pieces put in. On an error pc is empty. */
+int sw_json_dump_pieces(const json_t *v, struct sw_buf *out, struct sw_json_pieces *pc);
+/* Gives the pieces' references back; pc is empty after. */
+void sw_json_pieces_free(struct sw_json_pieces *pc);
+
 /* Appends v in decimal, as the dump writes an integer. */
 int sw_json_put_int(struct sw_buf *b, long long v);
 

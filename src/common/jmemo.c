@@ -21,6 +21,30 @@
  * own). */
 #define NOTES 6
 
+/* A note's bytes, counted: the memo's reference, and one per request that
+ * sends them without a copy (sw_jmemo_note_ref), so they outlive the value
+ * being dropped. */
+struct blob {
+    unsigned refs;
+    unsigned char data[];
+};
+
+static struct blob *blob_new(const void *data, size_t len)
+{
+    struct blob *b = malloc(sizeof *b + len);
+    if (b) {
+        b->refs = 1;
+        memcpy(b->data, data, len);
+    }
+    return b;
+}
+
+static void blob_unref(struct blob *b)
+{
+    if (b && !__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL))
+        free(b);
+}
+
 struct sw_jmemo_entry {
     struct sw_jmemo_entry *chain;       /* the bucket's next */
     struct sw_jmemo_entry *vchain;      /* the bucket's next, by value */
@@ -31,7 +55,7 @@ struct sw_jmemo_entry {
     struct note {
         uint64_t key;
         size_t len;                     /* 0: a free slot */
-        void *data;
+        struct blob *b;
     } notes[NOTES];
     unsigned next_note;                 /* the slot a new key takes */
     /* The element that followed this one in the last body planned with it
@@ -113,7 +137,7 @@ static void free_entry(struct sw_jmemo_entry *e)
     *pp = e->vchain;
     json_decref(e->value);
     for (int i = 0; i < NOTES; i++)
-        free(e->notes[i].data);
+        blob_unref(e->notes[i].b);
     free(e);
 }
 
@@ -252,7 +276,7 @@ bool sw_jmemo_note_get(const json_t *v, uint64_t key, void *out, size_t len)
     struct note *n = note_of(holding(v), key);
     bool ok = n && n->len == len;
     if (ok)
-        memcpy(out, n->data, len);
+        memcpy(out, n->b->data, len);
     give();
     return ok;
 }
@@ -268,7 +292,7 @@ uint64_t sw_jmemo_note_each(const json_t *arr, size_t from, uint64_t key, size_t
     take();
     for (size_t i = from; i < to; i++) {
         const struct note *nt = note_of(holding(json_array_get(arr, i)), key);
-        if (nt && nt->len == len && fn(ud, i, nt->data))
+        if (nt && nt->len == len && fn(ud, i, nt->b->data))
             bits |= (uint64_t)1 << (i - from);
     }
     give();
@@ -281,13 +305,12 @@ void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t l
         return;
     take();
     struct sw_jmemo_entry *e = holding(v);
-    void *copy = e && len ? malloc(len) : NULL;
+    struct blob *copy = e && len ? blob_new(data, len) : NULL;
     if (copy) {
-        memcpy(copy, data, len);
         struct note *n = note_of(e, key);
         if (!n)
             n = &e->notes[e->next_note++ % NOTES];
-        free(n->data);
+        blob_unref(n->b);
         /* a derived entry's notes count in its parent's bytes, and in its
          * own (what dropping its parent's derived value frees) */
         e->bytes += len - n->len;
@@ -305,9 +328,30 @@ bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out)
         return false;
     take();
     struct note *n = note_of(holding(v), key);
-    bool ok = n && sw_buf_append(out, n->data, n->len) == SW_OK;
+    bool ok = n && sw_buf_append(out, n->b->data, n->len) == SW_OK;
     give();
     return ok;
+}
+
+void *sw_jmemo_note_ref(const json_t *v, uint64_t key, const void **data, size_t *len)
+{
+    if (empty())
+        return NULL;
+    take();
+    struct note *n = note_of(holding(v), key);
+    struct blob *b = n ? n->b : NULL;
+    if (b) {
+        __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+        *data = b->data;
+        *len = n->len;
+    }
+    give();
+    return b;
+}
+
+void sw_jmemo_note_unref(void *ref)
+{
+    blob_unref(ref);
 }
 
 json_t *sw_jmemo_derived_get(const json_t *v, uint64_t key)

@@ -72,6 +72,12 @@ void sw_jmemo_note_put(const json_t *v, uint64_t key, const void *data, size_t l
 /* A note of any length (a value's compact text) appended to out: false
  * when v is not held with a note of key, or out cannot take it. */
 bool sw_jmemo_note_append(const json_t *v, uint64_t key, struct sw_buf *out);
+/* The same note shared, not copied: its bytes in *data and *len, kept by
+ * the reference returned (after the memo dropped the value too) until it
+ * is given back with sw_jmemo_note_unref (any thread). NULL when v is not
+ * held with a note of key. */
+void *sw_jmemo_note_ref(const json_t *v, uint64_t key, const void **data, size_t *len);
+void sw_jmemo_note_unref(void *ref);
 
 /* The notes of key (len bytes each) of the elements of arr from index
  * `from` on, at most 64 of them, read under one take of the lock (a walk of

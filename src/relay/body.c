@@ -29,6 +29,8 @@ static bool body_members(const struct sw_chat_request *chat, const char *text, s
                          struct sw_jspan sp[3])
 {
     static const char *const keys[] = {"model", "metadata", "stream_options"};
+    if (text == chat->text && chat->text_pieces.n && !chat->text_model_len)
+        return false;   /* text is not the whole text */
     if (text != chat->text || !chat->text_model_len)
         return sw_jscan_members(text, len, keys, sp, NULL, 3);
     sp[0] = (struct sw_jspan){chat->text_model_off, chat->text_model_len};
@@ -39,14 +41,15 @@ static bool body_members(const struct sw_chat_request *chat, const char *text, s
 
 /* The body for an unmasked attempt spliced from the client's own bytes
  * (an OpenAI client's), or from the text the front wrote the internal body
- * as (a translation, which the front scanned as that tree): `model`
- * replaced by the backend's, and for a stream without stream_options the
- * usage request put before the closing brace, the edits the tree gets
- * before it is sent. The bytes around the edits are not copied: io->parts
- * sends them from where they are (the request holds them to its end), and
- * io->text holds the backend's model. False when the body needs edits
- * splicing does not do (metadata, stream_options the body has): then the
- * tree is serialised instead. */
+ * as (a translation, which the front scanned as that tree; the kept texts
+ * of resent elements it shares go in their places): `model` replaced by
+ * the backend's, and for a stream without stream_options the usage request
+ * put before the closing brace, the edits the tree gets before it is sent.
+ * The bytes around the edits are not copied: io->parts sends them from
+ * where they are (the request holds them to its end), and io->text holds
+ * the backend's model. False when the body needs edits splicing does not do
+ * (metadata, stream_options the body has): then the tree is serialised
+ * instead. */
 static bool plain_body(struct proxy *p, const struct sw_config_backend *be,
                        struct sw_stage_io *io)
 {
@@ -59,23 +62,34 @@ static bool plain_body(struct proxy *p, const struct sw_config_backend *be,
     if (!text || !body_members(&p->chat, text, len, sp) || !sp[0].len || sp[1].len ||
         (sp[2].len && p->chat.stream))
         return false;
+    const struct sw_json_pieces *pc = text == p->chat.text ? &p->chat.text_pieces : NULL;
+    size_t n_pc = pc ? pc->n : 0;
+    const char *after = text + sp[0].off + sp[0].len;
     const char *close = p->chat.stream ? memrchr(text, '}', len) : NULL;
-    if (p->chat.stream && (!close || close < text + sp[0].off + sp[0].len))
+    if ((p->chat.stream && (!close || close < after)) || (n_pc && text + pc->v[0].at < after) ||
+        (n_pc && close && close < text + pc->v[n_pc - 1].at))
         return false;
-    if (!(io->text = sw_splice_quote(be->model)))
+    struct iovec *v = sw_iovs_room(&io->parts, 5 + 2 * (int)n_pc);
+    if (!v || !(io->text = sw_splice_quote(be->model)))
         return false;
     io->text_len = strlen(io->text);
-    const char *after = text + sp[0].off + sp[0].len, *end = close ? close : text + len;
-    struct iovec *v = io->parts;
-    v[0] = (struct iovec){(void *)text, sp[0].off};
-    v[1] = (struct iovec){io->text, io->text_len};
-    v[2] = (struct iovec){(void *)after, (size_t)(end - after)};
-    io->n_parts = 3;
-    if (close) {
-        v[3] = (struct iovec){(void *)usage, sizeof usage - 1};
-        v[4] = (struct iovec){(void *)close, (size_t)(text + len - close)};
-        io->n_parts = 5;
+    const char *end = close ? close : text + len;
+    int n = 0;
+    v[n++] = (struct iovec){(void *)text, sp[0].off};
+    v[n++] = (struct iovec){io->text, io->text_len};
+    for (size_t i = 0; i < n_pc; i++) {
+        const char *to = text + pc->v[i].at;
+        if (to > after)
+            v[n++] = (struct iovec){(void *)after, (size_t)(to - after)};
+        v[n++] = (struct iovec){(void *)pc->v[i].data, pc->v[i].len};
+        after = to;
     }
+    v[n++] = (struct iovec){(void *)after, (size_t)(end - after)};
+    if (close) {
+        v[n++] = (struct iovec){(void *)usage, sizeof usage - 1};
+        v[n++] = (struct iovec){(void *)close, (size_t)(text + len - close)};
+    }
+    io->parts.n = n;
     return true;
 }
 
@@ -184,7 +198,7 @@ int sw_relay_target(const struct proxy *p, const struct sw_config_backend *be,
     struct sw_buf trace;
     sw_buf_init(&trace, 1024);
     /* a body in pieces goes only to OpenAI's API, which signs nothing */
-    const char *whole = a->io.n_parts ? NULL : a->io.text;
+    const char *whole = a->io.parts.n ? NULL : a->io.text;
     int err = sw_relay_trace_headers(p, &trace);
     if (!err)
         err = sw_upstream_target(be, a->up_dialect, p->chat.api, p->chat.stream, &ch, &trace,

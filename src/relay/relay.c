@@ -583,16 +583,17 @@ static void send_attempt(struct proxy *p)
     sw_buf_init(&hdrs, 64 * 1024);
     sw_buf_init(&path, 4096);
     int err = sw_relay_target(p, be, &path, &hdrs);
-    if (!err && io->n_parts)
-        err = sw_upstream_start_parts(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->parts,
-                                      io->n_parts, io->text, (long)left, p->id, &cbs, p);
+    if (!err && io->parts.n)
+        err = sw_upstream_start_parts(&p->up, p->env.cev, be, path.ptr, hdrs.ptr,
+                                      sw_iovs_cv(&io->parts), io->parts.n, io->text, (long)left,
+                                      p->id, &cbs, p);
     else if (!err)
         err = sw_upstream_start(&p->up, p->env.cev, be, path.ptr, hdrs.ptr, io->text,
                                 io->text_len, (long)left, p->id, &cbs, p);
     else
         free(io->text);
     io->text = NULL; /* the transfer took it */
-    io->n_parts = 0;
+    io->parts.n = 0;
     sw_buf_free(&hdrs);
     sw_buf_free(&path);
     if (err) {

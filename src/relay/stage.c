@@ -124,5 +124,5 @@ void sw_stage_io_clear(struct sw_stage_io *io)
     free(io->reply_owned);
     io->body = io->chunks = io->native = io->native_before = io->answer = NULL;
     io->text = io->reply_owned = NULL;
-    io->n_parts = 0;
+    sw_iovs_free(&io->parts);
 }

@@ -74,11 +74,10 @@ struct sw_stage_io {
     json_t *body;           /* the body tree being built (owned by io; NULL: none yet) */
     char *text;             /* or the body as bytes, spliced (owned; then no tree is built) */
     size_t text_len;
-    /* ... or as pieces sent in turn (n_parts > 0): bytes the request holds
-     * (the client's body, the front's text) around what splicing put in
-     * text */
-    struct iovec parts[SW_UPSTREAM_PARTS];
-    int n_parts;
+    /* ... or as pieces sent in turn (parts.n > 0): bytes the request holds
+     * (the client's body, the front's text and the kept texts it shares)
+     * around what splicing put in text */
+    struct sw_iovs parts;
     bool built;             /* the body is not the client's scanned bytes or tree */
     /* the event hook: the upstream's event (borrowed) */
     const char *event;

@@ -1293,21 +1293,44 @@ int sw_request_parse_built(json_t *root, size_t text_hint, struct sw_chat_reques
         return SW_EINVAL;
     }
     sw_buf_init(&text, SIZE_MAX / 8);
-    if (sw_buf_reserve(&text, text_hint + 1024) || sw_json_dump_buf(root, JSON_COMPACT, &text)) {
+    struct sw_json_pieces pc;
+    if (sw_buf_reserve(&text, text_hint + 1024) || sw_json_dump_pieces(root, &text, &pc)) {
         json_decref(root);
         sw_buf_free(&text);
         set_oom(err);
         return SW_ENOMEM;
     }
-    rc = validate(root, text.len, req, err);
+    rc = validate(root, text.len + pc.bytes, req, err);
     if (rc) {
         sw_buf_free(&text);
+        sw_json_pieces_free(&pc);
         return rc;
     }
     req->text = text.ptr;
     req->text_len = text.len;
+    req->text_pieces = pc;
     mark_text(req, root);
     return SW_OK;
+}
+
+char *sw_request_text_whole(const struct sw_chat_request *req, size_t *len)
+{
+    const struct sw_json_pieces *pc = &req->text_pieces;
+    size_t n = req->text_len + pc->bytes, from = 0;
+    char *w = req->text ? malloc(n + 1) : NULL, *at = w;
+    if (!w)
+        return NULL;
+    for (size_t i = 0; i < pc->n; i++) {
+        memcpy(at, req->text + from, pc->v[i].at - from);
+        at += pc->v[i].at - from;
+        memcpy(at, pc->v[i].data, pc->v[i].len);
+        at += pc->v[i].len;
+        from = pc->v[i].at;
+    }
+    memcpy(at, req->text + from, req->text_len - from);
+    w[n] = '\0';
+    *len = n;
+    return w;
 }
 
 void sw_request_free(struct sw_chat_request *req)
@@ -1316,6 +1339,7 @@ void sw_request_free(struct sw_chat_request *req)
     json_decref(req->native);
     free(req->untranslatable);
     free(req->text);
+    sw_json_pieces_free(&req->text_pieces);
     memset(req, 0, sizeof(*req));
     req->allow_cloud = -1;
 }

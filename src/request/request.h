@@ -49,6 +49,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/jdump.h"
+
 #define SW_REQUEST_MAX_TOKENS 10000000L     /* max_tokens, max_completion_tokens: 1..this */
 #define SW_REQUEST_MAX_JSON_VALUES 100000   /* values in a body (object keys not counted) */
 #define SW_REQUEST_MAX_JSON_DEPTH 64        /* arrays and objects nested in a body */
@@ -97,6 +99,10 @@ struct sw_chat_request {
                                  * of them), the bytes the relay splices an attempt's body
                                  * from instead of writing the tree again */
     size_t text_len;
+    /* The texts of resent elements the parse memo keeps, shared and not
+     * copied into text: the bytes are text's text_len with the pieces put
+     * in (owned: their references) */
+    struct sw_json_pieces text_pieces;
     /* Where text holds the value of `model` ([text_model_off, + len); len 0:
      * not read off when it was written) and whether it has top-level
      * `metadata` and `stream_options`: what the relay splices an attempt's
@@ -160,6 +166,11 @@ void sw_request_free(struct sw_chat_request *req);
  * the text will be (the client's body's length), room reserved at once. */
 int sw_request_parse_built(json_t *root, size_t text_hint, struct sw_chat_request *req,
                            struct sw_request_error *err);
+
+/* req->text with its pieces put in: the whole text (malloc'd, NUL after its
+ * *len bytes), NULL when there is none or out of memory. For tests and
+ * tools; the relay sends the pieces where they are. */
+char *sw_request_text_whole(const struct sw_chat_request *req, size_t *len);
 
 /* Reads body's "metadata" (borrowed) into req->allow_cloud as chat does:
  * an object of string values, allow_cloud a boolean or a flag string, a

@@ -17,12 +17,14 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/iovs.h"
 #include "common/log.h"
 #include "common/spares.h"
 
 /* Idle keep-alive connections kept per backend address. */
 #define IDLE_MAX 1024
 #define READ_BUF 16384
+#define SEND_IOV 256        /* pieces given to one writev (a body may have more) */
 #define MAX_ANSWER_HEAD (80 * 1024)   /* header bytes of an answer */
 /* Bytes held back while the caller is paused (a read's worth at most). */
 #define PENDING_MAX (READ_BUF + 64)
@@ -90,8 +92,7 @@ struct sw_h1req {
     size_t line_len;
     const char *head;
     size_t head_len;
-    struct iovec body[SW_H1_BODY_PARTS];    /* the body's pieces, sent in turn */
-    int n_body;
+    struct sw_iovs body;            /* the body's pieces, sent in turn */
     size_t body_len;                /* their sum */
     size_t sent;                    /* bytes of the request written */
     llhttp_t parser;
@@ -475,6 +476,7 @@ static void req_free(struct sw_h1req *r)
     if (r->c)
         conn_free(r->c); /* not reusable: the answer did not end cleanly */
     sw_buf_free(&r->pending);
+    sw_iovs_free(&r->body);
     struct sw_h1pool *pool = r->pool;
     sw_spares_put(&pool->spare, r);
 }
@@ -651,19 +653,21 @@ static void want_write(struct sw_h1req *r)
 static void send_request(struct sw_h1req *r)
 {
     size_t total = r->line_len + r->head_len + r->body_len;
+    const struct iovec head[2] = {{r->line, r->line_len}, {(void *)r->head, r->head_len}};
+    const struct iovec *body = sw_iovs_cv(&r->body);
     while (r->sent < total) {
-        struct iovec iov[2 + SW_H1_BODY_PARTS], parts[2 + SW_H1_BODY_PARTS] = {
-            {r->line, r->line_len}, {(void *)r->head, r->head_len}};
-        int n = 0, n_parts = 2 + r->n_body;
+        /* what is left, SEND_IOV pieces at a time */
+        struct iovec iov[SEND_IOV];
+        int n = 0;
         size_t skip = r->sent;
-        memcpy(parts + 2, r->body, (size_t)r->n_body * sizeof *parts);
-        for (int i = 0; i < n_parts; i++) {
-            if (skip >= parts[i].iov_len) {
-                skip -= parts[i].iov_len;
+        for (int i = 0; i < 2 + r->body.n && n < SEND_IOV; i++) {
+            const struct iovec *pt = i < 2 ? &head[i] : &body[i - 2];
+            if (skip >= pt->iov_len) {
+                skip -= pt->iov_len;
                 continue;
             }
-            iov[n].iov_base = (char *)parts[i].iov_base + skip;
-            iov[n++].iov_len = parts[i].iov_len - skip;
+            iov[n].iov_base = (char *)pt->iov_base + skip;
+            iov[n++].iov_len = pt->iov_len - skip;
             skip = 0;
         }
         ssize_t w = writev(r->c->fd, iov, n);
@@ -749,7 +753,7 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
                              const struct sw_h1_cbs *cbs, void *ud)
 {
     struct known_url *k = known_url(pool, url);
-    if (!k || !k->handled || n_body < 1 || n_body > SW_H1_BODY_PARTS)
+    if (!k || !k->handled || n_body < 1)
         return NULL;
     struct sw_h1req *r = sw_spares_get(&pool->spare, sizeof *r);
     if (!r)
@@ -760,8 +764,10 @@ struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char
     r->ud = ud;
     r->head = head;
     r->head_len = head_len;
-    memcpy(r->body, body, (size_t)n_body * sizeof *body);
-    r->n_body = n_body;
+    if (sw_iovs_set(&r->body, body, n_body)) {
+        sw_spares_put(&pool->spare, r);
+        return NULL;
+    }
     size_t body_len = 0;
     for (int i = 0; i < n_body; i++)
         body_len += body[i].iov_len;
@@ -805,7 +811,7 @@ bool sw_h1_forget_request(struct sw_h1req *r)
     if (!r->got_bytes || r->sent < r->line_len + r->head_len + r->body_len)
         return false;
     r->head = NULL;
-    r->n_body = 0;
+    r->body.n = 0;
     r->sent = r->line_len = r->head_len = r->body_len = 0;
     return true;
 }

@@ -45,13 +45,11 @@ bool sw_h1_handles(const char *url);
 /* The same, remembered per URL in the pool (no parsing once a URL was seen). */
 bool sw_h1pool_handles(struct sw_h1pool *pool, const char *url);
 
-#define SW_H1_BODY_PARTS 5     /* pieces a body may be sent as */
-
 /* Starts POST {url}{path}. `head` holds the extra request headers, each
  * line ending in CRLF (borrowed until done or abort); the body is the
- * n_body pieces of `body` (1 to SW_H1_BODY_PARTS) sent one after another,
- * their bytes borrowed until then too (the array itself is copied). NULL on
- * allocation failure, too many pieces or a URL it does not handle. */
+ * n_body pieces of `body` (at least 1) sent one after another, their
+ * bytes borrowed until then too (the array itself is copied). NULL on
+ * allocation failure, no piece or a URL it does not handle. */
 struct sw_h1req *sw_h1_start(struct sw_h1pool *pool, const char *url, const char *path,
                              const char *head, size_t head_len, const struct iovec *body,
                              int n_body, long connect_timeout_ms, long timeout_ms,

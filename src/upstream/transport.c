@@ -117,30 +117,29 @@ fail:
 /* curl sends one buffer: the pieces joined into u->body. */
 static int join_parts(struct sw_upstream *u)
 {
+    const struct iovec *v = sw_iovs_cv(&u->parts);
     size_t n = 0;
-    for (int i = 0; i < u->n_parts; i++)
-        n += u->parts[i].iov_len;
+    for (int i = 0; i < u->parts.n; i++)
+        n += v[i].iov_len;
     char *b = malloc(n + 1), *at = b;
     if (!b)
         return SW_ENOMEM;
-    for (int i = 0; i < u->n_parts; i++) {
-        memcpy(at, u->parts[i].iov_base, u->parts[i].iov_len);
-        at += u->parts[i].iov_len;
+    for (int i = 0; i < u->parts.n; i++) {
+        memcpy(at, v[i].iov_base, v[i].iov_len);
+        at += v[i].iov_len;
     }
     b[n] = '\0';
     free(u->body);
     u->body = b;
     u->body_len = n;
-    u->parts[0] = (struct iovec){b, n};
-    u->n_parts = 1;
-    return SW_OK;
+    return sw_iovs_set(&u->parts, &(struct iovec){b, n}, 1);
 }
 
 static int curl_start(struct sw_upstream *u, const struct sw_config_backend *be,
                       const char *path, const char *headers, long timeout_ms,
                       const char *trace_id)
 {
-    if (u->n_parts > 1 && join_parts(u))
+    if (u->parts.n > 1 && join_parts(u))
         return SW_ENOMEM;
     CURL *easy = sw_curlev_easy(be, path, timeout_ms);
     if (!easy)
@@ -253,8 +252,9 @@ static int h1_start(struct sw_upstream *u, const struct sw_config_backend *be, c
     }
     static const struct sw_h1_cbs cbs = {on_h1_data, on_h1_done, on_h1_head};
     u->aux = h.ptr;
-    u->handle = sw_h1_start(sw_curlev_h1(u->cev), be->url, path, h.ptr, h.len, u->parts,
-                            u->n_parts, be->connect_timeout_ms, timeout_ms, &cbs, u);
+    u->handle = sw_h1_start(sw_curlev_h1(u->cev), be->url, path, h.ptr, h.len,
+                            sw_iovs_cv(&u->parts), u->parts.n, be->connect_timeout_ms, timeout_ms,
+                            &cbs, u);
     if (!u->handle)
         return SW_ENOMEM;
     u->running = true;

@@ -15,23 +15,19 @@ int sw_upstream_start_on(struct sw_upstream *u, const struct sw_upstream_transpo
     u->t = t;
     u->body = body;
     u->body_len = body_len;
-    if (n_parts < 0 || n_parts > SW_UPSTREAM_PARTS) {
+    int err = n_parts < 0 ? SW_EINVAL
+              : n_parts   ? sw_iovs_set(&u->parts, parts, n_parts)
+                          : sw_iovs_set(&u->parts, &(struct iovec){body, body_len}, 1);
+    if (err) {
         free(body);
         u->body = NULL;
-        return SW_EINVAL;
-    }
-    if (n_parts) {
-        memcpy(u->parts, parts, (size_t)n_parts * sizeof *parts);
-        u->n_parts = n_parts;
-    } else {
-        u->parts[0] = (struct iovec){body, body_len};
-        u->n_parts = 1;
+        return err;
     }
     u->cev = cev;
     u->cbs = *cbs;
     u->ud = ud;
     u->retry_after_s = -1;
-    int err = t->start(u, be, path, headers, timeout_ms, trace_id);
+    err = t->start(u, be, path, headers, timeout_ms, trace_id);
     if (err)
         sw_upstream_cleanup(u);
     return err;
@@ -62,4 +58,5 @@ void sw_upstream_cleanup(struct sw_upstream *u)
         u->t->release(u);
     free(u->body);
     u->body = NULL;
+    sw_iovs_free(&u->parts);
 }

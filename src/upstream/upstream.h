@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
+#include "common/iovs.h"
+
 #include "config/config.h"
 
 struct sw_curlev;
@@ -39,7 +41,6 @@ struct sw_upstream_cbs {
 };
 
 #define SW_UPSTREAM_ERRBUF 256  /* at least curl's CURL_ERROR_SIZE */
-#define SW_UPSTREAM_PARTS 5     /* pieces a body may be sent as (upstream/h1.h's bound) */
 
 struct sw_upstream {
     const struct sw_upstream_transport *t; /* the transport serving it; NULL before start */
@@ -47,11 +48,10 @@ struct sw_upstream {
     void *aux;                  /* the transport's request headers (owned by it) */
     char *body;                 /* owned request body */
     size_t body_len;
-    /* what is sent: body alone (n_parts 1), or pieces sent one after
+    /* what is sent: body alone (one piece), or pieces sent one after
      * another, bytes the caller keeps until the transfer ends (a transport
      * that cannot send pieces joins them into body) */
-    struct iovec parts[SW_UPSTREAM_PARTS];
-    int n_parts;
+    struct sw_iovs parts;
     struct sw_curlev *cev;      /* borrowed: both transports' pools */
     struct sw_upstream_cbs cbs;
     void *ud;
@@ -67,7 +67,7 @@ struct sw_upstream {
  * and u->errbuf. */
 struct sw_upstream_transport {
     const char *name;           /* "h1", "curl": for logs and tests */
-    /* Sends u->parts (u->n_parts of them) with the extra `headers` ("Name:
+    /* Sends u->parts with the extra `headers` ("Name:
      * value\r\n" each, may be NULL) and X-Request-Id `trace_id` (may be
      * NULL). SW_OK with u->running set, or an error (the caller cleans up). */
     int (*start)(struct sw_upstream *u, const struct sw_config_backend *be, const char *path,
@@ -94,8 +94,8 @@ int sw_upstream_start(struct sw_upstream *u, struct sw_curlev *cev,
                       const struct sw_config_backend *be, const char *path, const char *headers,
                       char *body, size_t body_len, long timeout_ms, const char *trace_id,
                       const struct sw_upstream_cbs *cbs, void *ud);
-/* The same with the body as n_parts pieces (1 to SW_UPSTREAM_PARTS) sent
- * one after another: their bytes borrowed until the transfer ends
+/* The same with the body as n_parts pieces (at least 1) sent one after
+ * another (the array is copied): their bytes borrowed until the transfer ends
  * (sw_upstream_cleanup), so a body that is mostly bytes the caller holds
  * anyway is not copied; `owned` (may be NULL; the bytes of some of the
  * pieces) is freed with the transfer. */

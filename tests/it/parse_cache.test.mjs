@@ -60,13 +60,41 @@ async function post(gw, shape, body) {
 const lastReceived = async (sim) => JSON.stringify((await getJSON(`${sim.url}/admin/received?n=1`)).body.requests.at(-1));
 
 describe('parse memo on', () => {
-  let cloud, gw, dir;
+  let cloud, gw, gw0, dir;
   before(async () => {
     dir = tempDir('spillway-parse-');
     cloud = await startLlmsim(['--model', 'cloud-model', '--keep-received', '100']);
     gw = await startSpillway(config(cloud.url, 33554432));
+    gw0 = await startSpillway(config(cloud.url, 0)); // the same gateway without the memo
   });
-  after(async () => { await gw?.stop(); await cloud?.stop(); removeTempDir(dir); });
+  after(async () => { await gw?.stop(); await gw0?.stop(); await cloud?.stop(); removeTempDir(dir); });
+
+  // A resent message's translated text is sent from where the memo keeps it
+  // (one piece of the upstream body per message, more than one writev
+  // takes), not copied: the backend gets the bytes the gateway without the
+  // memo writes, streamed (the usage request spliced before the end) or not.
+  for (const stream of [false, true]) {
+    test(`anthropic, ${stream ? 'streamed' : 'not streamed'}: a resent conversation of 400 messages reaches the backend as without the memo`, async () => {
+      const words = 'the build fails after the refactor of the parser so we check each caller';
+      const messages = Array.from({ length: 401 }, (_, i) => ({
+        role: i % 2 ? 'assistant' : 'user',
+        content: i % 2 ? `step ${i} done: ${words}` : [{ type: 'text', text: `step ${i} (${stream}): ${words}` }],
+      }));
+      const body = JSON.stringify({ model: 'chat', max_tokens: 64, stream, messages });
+      const sent = [];
+      for (const g of [gw, gw, gw0]) {
+        const hits = await metric(gw, 'spillway_parse_cache_hits_total');
+        await post(g, 'anthropic', body);
+        const r = (await getJSON(`${cloud.url}/admin/received?n=1`)).body.requests.at(-1);
+        sent.push(`${r.headers['content-length']} ${JSON.stringify(r.body)}`);
+        if (sent.length === 2) assert.ok(await metric(gw, 'spillway_parse_cache_hits_total') >= hits + 400);
+      }
+      assert.ok(sent[0].includes('step 399 done'));
+      // (not assert.equal: a difference would print 50 KB twice)
+      assert.ok(sent[1] === sent[0], 'the resent body, its texts shared, as the first');
+      assert.ok(sent[2] === sent[0], 'as the gateway without the memo sends it');
+    });
+  }
 
   for (const shape of Object.keys(SURFACES)) {
     test(`${shape}: later turns hit; an earlier message changed by one byte is parsed anew and masked`, async () => {

@@ -847,14 +847,32 @@ static char *agent_body(int turns, int at, const char *what)
     return s;
 }
 
+/* The same whole text (req->text with the memo's pieces put in). */
+static void assert_same_text(const struct sw_chat_request *a, const struct sw_chat_request *b)
+{
+    size_t na, nb;
+    char *ta = sw_request_text_whole(a, &na), *tb = sw_request_text_whole(b, &nb);
+    assert_non_null(ta);
+    assert_non_null(tb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(ta, tb, na);
+    free(ta);
+    free(tb);
+}
+
+/* Parsed, and its whole text is the compact dump of its body. */
 static void parse_anth(const char *s, struct sw_chat_request *req)
 {
     struct sw_request_error err;
     assert_int_equal(sw_anth_request_parse(s, strlen(s), 1, req, &err), SW_OK);
     char *text = json_dumps(req->body, JSON_COMPACT);
-    assert_int_equal(strlen(text), req->text_len);
-    assert_memory_equal(text, req->text, req->text_len);
+    size_t n;
+    char *whole = sw_request_text_whole(req, &n);
+    assert_non_null(whole);
+    assert_int_equal(strlen(text), n);
+    assert_memory_equal(text, whole, n);
     free(text);
+    free(whole);
 }
 
 static void pair_counts(const struct sw_pii_engine *e, const struct sw_chat_request *req,
@@ -868,9 +886,9 @@ static void pair_counts(const struct sw_pii_engine *e, const struct sw_chat_requ
 }
 
 /* With the parse memo, a resent message's translation is kept with it: the
- * next turn's translation shares it, and its text and its scan are what
- * they are without the memo; a message changed by one byte is translated
- * (and scanned) again. */
+ * next turn's translation shares it, and its text (the kept texts shared as
+ * pieces, not copied) and its scan are what they are without the memo; a
+ * message changed by one byte is translated (and scanned) again. */
 static void test_translation_kept(void **state)
 {
     (void)state;
@@ -900,10 +918,15 @@ static void test_translation_kept(void **state)
     /* turn 4's tool result changed: the tool message is new (the system
      * message, then three messages a turn, the result a tool message) */
     assert_ptr_not_equal(json_array_get(m0, 1 + 3 * 4 + 2), json_array_get(m2, 1 + 3 * 4 + 2));
+    /* the first text is written whole; a resent message's text after that
+     * is a piece: the resent body's own bytes are the few between them */
+    assert_int_equal(got[0].text_pieces.n, 0);
+    assert_true(got[1].text_pieces.n >= json_array_size(m1) - 1);
+    assert_true(got[1].text_len < got[1].text_pieces.bytes / 4);
+    assert_true(got[2].text_pieces.n > 0 && got[2].text_pieces.n < got[1].text_pieces.n);
     for (int k = 0; k < 3; k++) {
         const struct sw_chat_request *want = &ref[k == 2];
-        assert_int_equal(got[k].text_len, want->text_len);
-        assert_memory_equal(got[k].text, want->text, want->text_len);
+        assert_same_text(&got[k], want);
         pair_counts(e, &got[k], gc[k]);
         assert_memory_equal(gc[k], rc[k == 2], sizeof gc[k]);
     }
@@ -1009,8 +1032,7 @@ static void test_thinking_blocks_left_out(void **state)
         assert_string_equal(req.untranslatable->param, "messages[1].content[0].type");
         assert_non_null(strstr(req.untranslatable->message, "'thinking' block"));
         assert_int_equal(req.untranslatable_fields, 1u << SW_ANTH_FIELD_THINKING_BLOCK);
-        assert_int_equal(req.text_len, ref.text_len);
-        assert_memory_equal(req.text, ref.text, ref.text_len);
+        assert_same_text(&req, &ref);
         /* the strict translation of the parsed body (its messages the memo's,
          * with their translations kept) */
         json_t *out = NULL;
@@ -1101,9 +1123,11 @@ static void test_prune_copies_the_path(void **state)
     }
     const json_t *m0 = json_object_get(req[0].body, "messages"), *m1 = json_object_get(req[1].body, "messages");
     assert_ptr_equal(json_array_get(m0, 3), json_array_get(m1, 3));     /* kept translations */
-    assert_int_equal(req[1].text_len, req[0].text_len);
-    assert_memory_equal(req[1].text, req[0].text, req[0].text_len);
-    assert_null(memmem(req[1].text, req[1].text_len, "clear_thinking", 14));
+    assert_same_text(&req[1], &req[0]);
+    size_t n;
+    char *whole = sw_request_text_whole(&req[1], &n);
+    assert_null(memmem(whole, n, "clear_thinking", 14));
+    free(whole);
     sw_request_free(&req[0]);
     sw_request_free(&req[1]);
     sw_jmemo_set_max(0);
@@ -1162,8 +1186,7 @@ static void test_tools_kept_and_left_out(void **state)
         assert_non_null(req[pass].untranslatable);
         assert_string_equal(req[pass].untranslatable->param, "tools[1].type");
         assert_int_equal(req[pass].untranslatable_fields, 1u << SW_ANTH_FIELD_SERVER_TOOL);
-        assert_int_equal(req[pass].text_len, ref.text_len);
-        assert_memory_equal(req[pass].text, ref.text, ref.text_len);
+        assert_same_text(&req[pass], &ref);
         assert_int_equal(req[pass].prompt_tokens_est, req[0].prompt_tokens_est);
     }
     assert_ptr_equal(chat_tool(&req[1], 3), chat_tool(&req[2], 3));     /* shared */
@@ -1171,7 +1194,10 @@ static void test_tools_kept_and_left_out(void **state)
     assert_int_equal(sw_anth_request_parse(changed, strlen(changed), 1, &ch, &err), SW_OK);
     assert_ptr_equal(chat_tool(&ch, 2), chat_tool(&req[2], 2));
     assert_ptr_not_equal(chat_tool(&ch, 3), chat_tool(&req[2], 3));
-    assert_non_null(memmem(ch.text, ch.text_len, "step 3 of the build!", 20));
+    size_t n;
+    char *whole = sw_request_text_whole(&ch, &n);
+    assert_non_null(memmem(whole, n, "step 3 of the build!", 20));
+    free(whole);
     for (int pass = 0; pass < 3; pass++)
         sw_request_free(&req[pass]);
     sw_request_free(&ch);

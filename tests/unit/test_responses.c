@@ -820,14 +820,32 @@ static char *codex_body(int turns, int at, const char *what)
     return s;
 }
 
+/* The same whole text (req->text with the memo's pieces put in). */
+static void assert_same_text(const struct sw_chat_request *a, const struct sw_chat_request *b)
+{
+    size_t na, nb;
+    char *ta = sw_request_text_whole(a, &na), *tb = sw_request_text_whole(b, &nb);
+    assert_non_null(ta);
+    assert_non_null(tb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(ta, tb, na);
+    free(ta);
+    free(tb);
+}
+
+/* Parsed, and its whole text is the compact dump of its body. */
 static void parse_codex(const char *s, struct sw_chat_request *req)
 {
     struct sw_request_error err;
     assert_int_equal(sw_responses_request_parse(s, strlen(s), NULL, req, &err), SW_OK);
     char *text = json_dumps(req->body, JSON_COMPACT);
-    assert_int_equal(strlen(text), req->text_len);
-    assert_memory_equal(text, req->text, req->text_len);
+    size_t n;
+    char *whole = sw_request_text_whole(req, &n);
+    assert_non_null(whole);
+    assert_int_equal(strlen(text), n);
+    assert_memory_equal(text, whole, n);
     free(text);
+    free(whole);
 }
 
 /* With the parse memo, a resent item's translation is kept with it, and a
@@ -847,8 +865,7 @@ static void test_translation_kept(void **state)
     for (int round = 0; round < 5; round++) {
         const struct sw_chat_request *want = &ref[round == 3];
         parse_codex(round == 3 ? changed : base, &got);
-        assert_int_equal(got.text_len, want->text_len);
-        assert_memory_equal(got.text, want->text, want->text_len);
+        assert_same_text(&got, want);
         sw_request_free(&got);
     }
     struct sw_jmemo_stats st;
@@ -905,8 +922,7 @@ static void test_items_left_out(void **state)
         assert_non_null(req.untranslatable);
         assert_string_equal(req.untranslatable->code, "untranslatable");
         assert_string_equal(req.untranslatable->param, "input[1].type");
-        assert_int_equal(req.text_len, ref.text_len);
-        assert_memory_equal(req.text, ref.text, ref.text_len);
+        assert_same_text(&req, &ref);
         json_t *out = NULL;
         assert_int_equal(sw_responses_req_to_chat(req.native, NULL, &out, &err), SW_EINVAL);
         assert_string_equal(err.param, "input[1].type");
@@ -967,8 +983,7 @@ static void test_tools_kept_and_left_out(void **state)
         assert_int_equal(sw_responses_request_parse(body, strlen(body), NULL, &req[pass], &err), SW_OK);
         assert_non_null(req[pass].untranslatable);
         assert_string_equal(req[pass].untranslatable->param, "tools[1].type");
-        assert_int_equal(req[pass].text_len, ref.text_len);
-        assert_memory_equal(req[pass].text, ref.text, ref.text_len);
+        assert_same_text(&req[pass], &ref);
         assert_int_equal(req[pass].prompt_tokens_est, req[0].prompt_tokens_est);
     }
     assert_ptr_equal(chat_tool(&req[1], 3), chat_tool(&req[2], 3));     /* shared */
@@ -1032,9 +1047,12 @@ static void test_prune_copies_the_path(void **state)
                      json_array_get(json_object_get(req[1].native, "input"), 10));
     const json_t *m0 = json_object_get(req[0].body, "messages"), *m1 = json_object_get(req[1].body, "messages");
     assert_ptr_equal(json_array_get(m0, 3), json_array_get(m1, 3));     /* kept translations */
-    assert_int_equal(req[1].text_len, req[0].text_len);
-    assert_memory_equal(req[1].text, req[0].text, req[0].text_len);
-    assert_null(memmem(req[1].text, req[1].text_len, "file_1", 6));
+    assert_same_text(&req[1], &req[0]);
+    size_t n;
+    char *whole = sw_request_text_whole(&req[1], &n);
+    assert_null(memmem(whole, n, "file_1", 6));
+    free(whole);
+    assert_true(req[1].text_pieces.n > 0);  /* the kept texts are shared, not copied */
     sw_request_free(&req[0]);
     sw_request_free(&req[1]);
     sw_jmemo_set_max(0);
