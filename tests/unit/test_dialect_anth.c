@@ -20,6 +20,7 @@
 #include "dialect/anth_resp.h"
 #include "pii/pii.h"
 #include "upstream/dialect.h"
+#include "text_whole.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -847,32 +848,11 @@ static char *agent_body(int turns, int at, const char *what)
     return s;
 }
 
-/* The same whole text (req->text with the memo's pieces put in). */
-static void assert_same_text(const struct sw_chat_request *a, const struct sw_chat_request *b)
-{
-    size_t na, nb;
-    char *ta = sw_request_text_whole(a, &na), *tb = sw_request_text_whole(b, &nb);
-    assert_non_null(ta);
-    assert_non_null(tb);
-    assert_int_equal(na, nb);
-    assert_memory_equal(ta, tb, na);
-    free(ta);
-    free(tb);
-}
-
-/* Parsed, and its whole text is the compact dump of its body. */
 static void parse_anth(const char *s, struct sw_chat_request *req)
 {
     struct sw_request_error err;
     assert_int_equal(sw_anth_request_parse(s, strlen(s), 1, req, &err), SW_OK);
-    char *text = json_dumps(req->body, JSON_COMPACT);
-    size_t n;
-    char *whole = sw_request_text_whole(req, &n);
-    assert_non_null(whole);
-    assert_int_equal(strlen(text), n);
-    assert_memory_equal(text, whole, n);
-    free(text);
-    free(whole);
+    assert_text_is_dump(req);
 }
 
 static void pair_counts(const struct sw_pii_engine *e, const struct sw_chat_request *req,

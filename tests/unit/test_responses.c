@@ -23,6 +23,7 @@
 #include "dialect/responses_resp.h"
 #include "relay/sse.h"
 #include "request/request.h"
+#include "text_whole.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -820,32 +821,11 @@ static char *codex_body(int turns, int at, const char *what)
     return s;
 }
 
-/* The same whole text (req->text with the memo's pieces put in). */
-static void assert_same_text(const struct sw_chat_request *a, const struct sw_chat_request *b)
-{
-    size_t na, nb;
-    char *ta = sw_request_text_whole(a, &na), *tb = sw_request_text_whole(b, &nb);
-    assert_non_null(ta);
-    assert_non_null(tb);
-    assert_int_equal(na, nb);
-    assert_memory_equal(ta, tb, na);
-    free(ta);
-    free(tb);
-}
-
-/* Parsed, and its whole text is the compact dump of its body. */
 static void parse_codex(const char *s, struct sw_chat_request *req)
 {
     struct sw_request_error err;
     assert_int_equal(sw_responses_request_parse(s, strlen(s), NULL, req, &err), SW_OK);
-    char *text = json_dumps(req->body, JSON_COMPACT);
-    size_t n;
-    char *whole = sw_request_text_whole(req, &n);
-    assert_non_null(whole);
-    assert_int_equal(strlen(text), n);
-    assert_memory_equal(text, whole, n);
-    free(text);
-    free(whole);
+    assert_text_is_dump(req);
 }
 
 /* With the parse memo, a resent item's translation is kept with it, and a
