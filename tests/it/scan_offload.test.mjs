@@ -14,7 +14,10 @@ import net from 'node:net';
 import { startLlmsim, startSpillway, waitFor } from './lib/harness.mjs';
 import { gatewayYaml, withProcs } from './lib/gateway.mjs';
 
-const MAX_BODY = 4194304; // limits.max_body_bytes' default
+// limits.max_body_bytes, twice its default (and the most llmsim takes): a
+// scan of a hundred ms or more against a small request's few, so that the
+// order and the drain cases below hold on a loaded machine too
+const MAX_BODY = 8388608;
 
 // Digits and separators: among the slowest texts to scan (test_pii_linear
 // --mbps), filling a body to just under max_body_bytes. `tail` ends the text.
@@ -26,18 +29,19 @@ function bigBody(tail = '') {
   return head + unit.repeat(Math.floor(room / unit.length)) + tail + end;
 }
 
-function yaml(extra = '') {
+// limits: more lines of the limits block
+function yaml(extra = '', limits = '') {
   return (edgeUrl) => gatewayYaml({
     backends: [{ name: 'edge', tier: 'local', url: edgeUrl, model: 'local-model' }],
     models: [{ name: 'm', backends: ['edge'] }],
-  }) + extra;
+  }) + `limits:\n  max_body_bytes: ${MAX_BODY}\n${limits}` + extra;
 }
 
-async function gateway(track, extra) {
+async function gateway(track, extra, limits) {
   // Instant answers: a small request's time is the gateway's (a few ms
   // against the large body's scan of tens to hundreds).
   const edge = await track(startLlmsim(['--model', 'local-model', '--decode-tps', '0']));
-  return track(startSpillway(yaml(extra)(edge.url)));
+  return track(startSpillway(yaml(extra, limits)(edge.url)));
 }
 
 // Opens a raw connection and writes `body` as one request. Returns the
@@ -96,7 +100,7 @@ async function counters(gw) {
 async function smallDuringScan(threads) {
   let order;
   await withProcs(async (track) => {
-    const gw = await gateway(track, `pii:\n  policy: block\nlimits:\n  scan_threads: ${threads}\n`);
+    const gw = await gateway(track, 'pii:\n  policy: block\n', `  scan_threads: ${threads}\n`);
     const big = sendBig(gw, bigBody(' mail jan.jansen@example.com'));
     await big.written;
     await waitFor(() => allRead(big.c), { what: 'the gateway to read the whole body' });
@@ -143,7 +147,7 @@ test('a client gone mid-scan: its result is dropped and counted, the gateway ser
 }));
 
 test('SIGTERM while a large body is scanned off the loop: the request is answered, the process drains and exits 0', () => withProcs(async (track) => {
-  const gw = await gateway(track, 'limits:\n  drain_timeout_ms: 30000\n');
+  const gw = await gateway(track, '', '  drain_timeout_ms: 30000\n');
   const big = sendBig(gw, bigBody());
   await big.written;
   await waitFor(() => allRead(big.c), { what: 'the gateway to read the whole body' });
@@ -161,7 +165,7 @@ test('SIGTERM while a large body is scanned off the loop: the request is answere
 }));
 
 test('a drain timeout shorter than the scan: the worker is joined, the client sees the connection close, exit 0', () => withProcs(async (track) => {
-  const gw = await gateway(track, 'limits:\n  drain_timeout_ms: 0\n');
+  const gw = await gateway(track, '', '  drain_timeout_ms: 0\n');
   const big = sendBig(gw, bigBody());
   await big.written;
   await waitFor(() => allRead(big.c), { what: 'the gateway to read the whole body' });
