@@ -1,6 +1,7 @@
 #include "common/jmemo.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,10 @@
  * sends them without a copy (sw_jmemo_note_ref), so they outlive the value
  * being dropped. */
 struct blob {
-    unsigned refs;
+    union {
+        unsigned refs;
+        max_align_t align;      /* data as aligned as malloc's: a note may be a struct */
+    } h;
     unsigned char data[];
 };
 
@@ -33,7 +37,7 @@ static struct blob *blob_new(const void *data, size_t len)
 {
     struct blob *b = malloc(sizeof *b + len);
     if (b) {
-        b->refs = 1;
+        b->h.refs = 1;
         memcpy(b->data, data, len);
     }
     return b;
@@ -41,7 +45,7 @@ static struct blob *blob_new(const void *data, size_t len)
 
 static void blob_unref(struct blob *b)
 {
-    if (b && !__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL))
+    if (b && !__atomic_sub_fetch(&b->h.refs, 1, __ATOMIC_ACQ_REL))
         free(b);
 }
 
@@ -341,7 +345,7 @@ void *sw_jmemo_note_ref(const json_t *v, uint64_t key, const void **data, size_t
     struct note *n = note_of(holding(v), key);
     struct blob *b = n ? n->b : NULL;
     if (b) {
-        __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&b->h.refs, 1, __ATOMIC_RELAXED);
         *data = b->data;
         *len = n->len;
     }
