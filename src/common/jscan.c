@@ -203,11 +203,54 @@ static bool literal(struct scan *s, const char *word, size_t n)
     return true;
 }
 
+/* Whether a key's bytes k (klen of them, between its quotes; a string the
+ * scanner accepted or, for sw_jscan_members, one the parse did) say key
+ * (keylen bytes, ASCII): byte for byte, or with its escapes decoded, so a
+ * member the parse reads as key is found however the client wrote its
+ * name ("m\u006fdel"). */
+static bool key_is(const char *key, size_t keylen, const unsigned char *k, size_t klen)
+{
+    if (klen == keylen && (!klen || (unsigned char)key[0] == k[0]) && !memcmp(key, k, klen))
+        return true;
+    if (klen <= keylen || !memchr(k, '\\', klen))
+        return false;   /* an escape only makes a name longer */
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    size_t j = 0;
+    for (size_t i = 0; i < klen; j++) {
+        unsigned c = k[i++];
+        if (c == '\\' && i < klen && k[i] == 'u') {
+            struct scan h = {k + i + 1, k + klen};
+            if (!hex4(&h, &c))
+                return false;
+            i += 5;     /* above 0x7f: never a byte of key */
+        } else if (c == '\\') {
+            const char *f = i < klen ? memchr(from, k[i], sizeof from - 1) : NULL;
+            if (!f)
+                return false;
+            c = (unsigned char)to[f - from];
+            i++;
+        }
+        if (j >= keylen || c != (unsigned char)key[j])
+            return false;
+    }
+    return j == keylen;
+}
+
+/* The keys' lengths are measured once, not once per member (the callers
+ * ask for up to four keys; more are measured at each member). */
+#define KEYS_MEASURED 8
+
+static size_t key_len(const char *const *keys, const size_t *klens, size_t i)
+{
+    return i < KEYS_MEASURED ? klens[i] : strlen(keys[i]);
+}
+
 struct want {
     const char *const *keys;
     struct sw_jspan *spans, *members;
     size_t n;
     const unsigned char *base;
+    size_t klens[KEYS_MEASURED];
 };
 
 static bool value(struct scan *s, int depth, const struct want *w);
@@ -236,11 +279,7 @@ static bool container(struct scan *s, int depth, const struct want *w)
                 return false;
             size_t klen = (size_t)(s->p - 1 - k);
             for (size_t i = 0; depth == 0 && i < w->n; i++) {
-                /* The first byte first: most members are none of the keys
-                 * (a key holds no NUL, so strncmp stops within both). */
-                const char *key = w->keys[i];
-                if ((klen ? (unsigned char)key[0] != k[0] : key[0] != '\0') ||
-                    strncmp(key, (const char *)k, klen) != 0 || key[klen] != '\0')
+                if (!key_is(w->keys[i], key_len(w->keys, w->klens, i), k, klen))
                     continue;
                 if (w->spans[i].len)
                     return false; /* twice: which one counts is ambiguous */
@@ -291,11 +330,13 @@ bool sw_jscan_object(const char *text, size_t len, const char *const *keys,
                      struct sw_jspan *spans, struct sw_jspan *members, size_t n)
 {
     struct scan s = {(const unsigned char *)text, (const unsigned char *)text + len};
-    struct want w = {keys, spans, members, n, (const unsigned char *)text};
+    struct want w = {keys, spans, members, n, (const unsigned char *)text, {0}};
     for (size_t i = 0; i < n; i++) {
         spans[i] = (struct sw_jspan){0, 0};
         if (members)
             members[i] = (struct sw_jspan){0, 0};
+        if (i < KEYS_MEASURED)
+            w.klens[i] = strlen(keys[i]);
     }
     skip_ws(&s);
     if (s.p == s.end || *s.p != '{')
@@ -376,14 +417,10 @@ const unsigned char *sw_jscan_skip_value(const unsigned char *p, const unsigned 
     return skip_value(p, end);
 }
 
-#define KEYS_MEASURED 8
-
 bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
                       struct sw_jspan *spans, struct sw_jspan *members, size_t n)
 {
     const unsigned char *base = (const unsigned char *)text, *end = base + len;
-    /* the keys' lengths once, not once per member (the few callers ask for
-     * up to four keys; more are measured at each member) */
     size_t klens[KEYS_MEASURED];
     for (size_t i = 0; i < n; i++) {
         spans[i] = (struct sw_jspan){0, 0};
@@ -406,8 +443,7 @@ bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
             return false;
         size_t klen = (size_t)(p - 1 - k), want = n;
         for (size_t i = 0; i < n; i++) {
-            if ((i < KEYS_MEASURED ? klens[i] : strlen(keys[i])) != klen ||
-                (klen && (unsigned char)keys[i][0] != k[0]) || memcmp(keys[i], k, klen) != 0)
+            if (!key_is(keys[i], key_len(keys, klens, i), k, klen))
                 continue;
             if (spans[i].len)
                 return false;

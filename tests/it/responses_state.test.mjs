@@ -172,6 +172,18 @@ describe('stored responses (memory)', () => {
     const sent = lastMessages(await received(edge)).map((m) => m.text);
     assert.deepEqual(sent.slice(0, 3), ['caf\u00e9 "quoted"\n\tline two', 'ok', 'and then?']);
     assert.equal(sent.at(-1), 'last');
+    // the member's name written with an escape (a JSON writer may): the same continuation
+    await clearReceived(edge);
+    const esc = await fetch(`${gw.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat', previous_response_id: r1.id, input: 'escaped name' })
+        .replace('"previous_response_id"', '"previous\\u005fresponse_id"'),
+    });
+    assert.equal(esc.status, 200, await esc.text());
+    const sentEsc = lastMessages(await received(edge)).map((m) => m.text);
+    assert.deepEqual(sentEsc.slice(0, 3), ['caf\u00e9 "quoted"\n\tline two', 'ok', 'and then?']);
+    assert.equal(sentEsc.at(-1), 'escaped name');
   });
 
   test('delete: the OpenAI answer, then 404 everywhere, and no continuation', async () => {

@@ -170,6 +170,54 @@ static void test_members_agree_on_wellformed_text(void **state)
     assert_false(sw_jscan_members("{\"model\":\"open", 15, keys, &v, NULL, 1));
 }
 
+/* A member whose name the client wrote with escapes is the member the
+ * parse reads: found by both scans, and with the plain name beside it the
+ * name occurs twice (the text is refused, as a duplicate is). Escapes that
+ * decode to something else, or to a byte outside ASCII, are another name. */
+static void test_escaped_names(void **state)
+{
+    (void)state;
+    static const char *const keys[] = {"model", "metadata", "previous_response_id"};
+    static const struct {
+        const char *text;
+        bool ok;            /* located */
+        int key;            /* the key found (-1: none) */
+        const char *value;
+    } cases[] = {
+        {"{\"m\\u006fdel\":\"x\"}", true, 0, "\"x\""},
+        {"{\"\\u006d\\u006F\\u0064\\u0065\\u006c\":1}", true, 0, "1"},
+        {"{\"met\\u0061data\":{\"allow_cloud\":true}}", true, 1, "{\"allow_cloud\":true}"},
+        {"{\"input\":[],\"previous\\u005fresponse_id\":\"resp_1\"}", true, 2, "\"resp_1\""},
+        {"{\"model\":\"a\",\"m\\u006fdel\":\"b\"}", false, -1, NULL},
+        {"{\"m\\u006fdels\":1}", true, -1, NULL},
+        {"{\"m\\u00f6del\":1}", true, -1, NULL},
+        {"{\"mo\\/del\":1}", true, -1, NULL},
+        {"{\"m\\\\odel\":1}", true, -1, NULL},
+        {"{\"model\\n\":1}", true, -1, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *t = cases[i].text;
+        size_t len = strlen(t);
+        assert_true(jansson_object(t, len) == cases[i].ok);  /* without duplicates */
+        struct sw_jspan a[3], b[3];
+        bool checked = sw_jscan_object(t, len, keys, a, NULL, 3),
+             located = sw_jscan_members(t, len, keys, b, NULL, 3);
+        if (checked != cases[i].ok || located != cases[i].ok)
+            fail_msg("case %zu: %d %d, want %d", i, checked, located, cases[i].ok);
+        if (!cases[i].ok)
+            continue;
+        assert_memory_equal(a, b, sizeof a);
+        for (int k = 0; k < 3; k++) {
+            if (k != cases[i].key) {
+                assert_int_equal(a[k].len, 0);
+                continue;
+            }
+            assert_int_equal(a[k].len, strlen(cases[i].value));
+            assert_memory_equal(t + a[k].off, cases[i].value, a[k].len);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_cut_keeps_the_object_valid),
         cmocka_unit_test(test_special_byte_at_every_offset),
         cmocka_unit_test(test_members_agree_on_wellformed_text),
+        cmocka_unit_test(test_escaped_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
