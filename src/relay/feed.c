@@ -24,6 +24,8 @@ int sw_relay_on_sse_event(void *ud, const char *event, const char *data, size_t 
     struct proxy *p = ud;
     struct sw_relay_attempt *a = &p->a;
     struct sw_stage_io *io = &a->io;
+    if (a->saw_done)
+        return SW_OK;   /* the client has the stream's end: nothing follows it */
     io->event = event;
     io->data = data;
     io->len = len;
@@ -31,9 +33,9 @@ int sw_relay_on_sse_event(void *ud, const char *event, const char *data, size_t 
     io->started = p->started;
     enum sw_stage_rc rc = sw_stage_run(a->stages, a->n_stages, SW_STAGE_EVENT, io);
     if (rc == SW_STAGE_OK && io->done) {
-        a->saw_done = true;
         io->created = (long long)sw_wall_s(); /* the answer's completion time */
         rc = sw_stage_run(a->stages, a->n_stages, SW_STAGE_END, io);
+        a->saw_done = rc == SW_STAGE_OK;
     }
     if (rc == SW_STAGE_OK)
         return SW_OK;
@@ -86,6 +88,8 @@ static size_t on_stream_data(struct proxy *p, const char *bytes, size_t len)
         sw_http_on_drained(p->req, CLIENT_PENDING_MAX / 2, on_client_drained, p);
         return SW_UPSTREAM_PAUSE;
     }
+    if (p->a.saw_done)
+        return len;     /* after the stream's end: not relayed, not parsed */
     bool framed = p->dialect.up && p->dialect.up->frame;
     int err = framed ? sw_evs_feed(&p->evs, bytes, len) : sw_sse_feed(&p->sse, bytes, len);
     if (err == SW_ETOOBIG && !p->a.abort_err) {

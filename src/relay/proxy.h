@@ -58,7 +58,8 @@ struct sw_relay_attempt {
     long ttft_abandon_ms;           /* its TTFT budget, 0: none */
     const char *end_class;          /* error class when it is not the transport's:
                                        "ttft_abandoned", "stream_cut", ... */
-    bool saw_done;                  /* the upstream's stream is complete */
+    bool saw_done;                  /* the upstream's stream is complete, and its end
+                                     * went to the client */
     int abort_err;                  /* why on_data aborted the transfer (SW_EPROTO, ...) */
     char abort_msg[160];
     struct sw_stage stages[SW_RELAY_STAGES_MAX];

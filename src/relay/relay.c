@@ -349,6 +349,22 @@ static void on_done(void *ud, int err)
     char what[200];
     int status = (int)p->up.status;
     int transport = err;
+    if (p->chat.stream && a->saw_done) {
+        /* The client has the whole answer and its end: a failure after it
+         * (the connection closed before the response's last chunk, bytes
+         * after [DONE]) takes nothing from it and writes nothing after it. */
+        if (err || a->abort_err || sw_sse_pending(&p->sse) || sw_evs_pending(&p->evs))
+            sw_warn("request %s: %s after the end of the stream from %s (the answer was "
+                    "complete)", p->id, err ? sw_err_str(err) : "bytes",
+                    sw_relay_backend(p)->name);
+        attempt_end(p, SW_OUTCOME_OK, 200, 0);
+        p->final_status = 200;
+        sw_http_on_drained(p->req, 0, NULL, NULL);
+        sw_http_stream_end(p->req);
+        detach_client(p);
+        proxy_free(p);
+        return;
+    }
     if (a->abort_err) {
         snprintf(what, sizeof what, "%s", a->abort_msg);
         transport = a->abort_err == SW_ESTATUS ? 0 : SW_EPROTO;
@@ -368,14 +384,6 @@ static void on_done(void *ud, int err)
     } else if (!p->chat.stream) {
         on_answer(p);
         return;
-    } else if (a->saw_done && !sw_sse_pending(&p->sse) && !sw_evs_pending(&p->evs)) {
-        attempt_end(p, SW_OUTCOME_OK, 200, 0);
-        p->final_status = 200;
-        sw_http_on_drained(p->req, 0, NULL, NULL);
-        sw_http_stream_end(p->req);
-        detach_client(p);
-        proxy_free(p);
-        return;
     } else {
         snprintf(what, sizeof what, "stream ended without [DONE]");
         transport = SW_EPROTO;
@@ -384,7 +392,7 @@ static void on_done(void *ud, int err)
      * [DONE], not an answer we failed to parse) is the backend failing: its
      * breaker counts it like a 502, so a backend that keeps dropping streams
      * is routed around. */
-    if (p->chat.stream && !a->abort_err && transport == SW_EPROTO && !a->saw_done &&
+    if (p->chat.stream && !a->abort_err && transport == SW_EPROTO &&
         p->up.status >= 200 && p->up.status <= 299) {
         status = 502;
         transport = SW_OK;

@@ -212,6 +212,62 @@ async function slowHealthBox(delayMs) {
   return box;
 }
 
+// An OpenAI-compatible box whose stream ends badly after its [DONE]: `close`
+// drops the connection before the response's last chunk, `garbage` sends a
+// broken event after [DONE] before it ends the response.
+async function afterDoneBox(mode) {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/health') return res.end('{"status":"ok"}');
+      if (req.url === '/v1/models') return res.end('{"object":"list","data":[{"id":"edge-model","object":"model"}]}');
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+        res.statusCode = 404;
+        return res.end();
+      }
+      res.setHeader('content-type', 'text/event-stream');
+      const chunk = (delta, finish) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1,
+        model: 'edge-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      res.write(chunk({ role: 'assistant', content: 'all ' }, null) + chunk({ content: 'done' }, null) +
+        chunk({}, 'stop') + 'data: [DONE]\n\n');
+      if (mode === 'close') {
+        setTimeout(() => res.socket.destroy(), 20);   // no terminating chunk
+      } else {
+        res.end('data: {"choices":[{"delta":\n\n');
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    stop: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+  };
+}
+
+describe('a stream that fails after its end', () => {
+  for (const mode of ['close', 'garbage']) {
+    test(`${mode} after [DONE]: the client gets the whole answer and one [DONE], last, no error event`, () => withProcs(async (track) => {
+      const edge = await track(afterDoneBox(mode));
+      const cloud = await track(startLlmsim(['--model', 'cloud-model']));
+      const gw = await track(startSpillway(twoTiers(edge, cloud, '')));
+      for (let i = 0; i < 3; i++) {
+        const r = await chat(gw, { stream: true, headers: { 'x-spillway-allow-cloud': 'false' } });
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.backend, 'edge');
+        const data = r.text.split(/\n\n/).filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+        assert.equal(data.filter((d) => d === '[DONE]').length, 1, r.text);
+        assert.equal(data.at(-1), '[DONE]', r.text);
+        assert.ok(!/"error"/.test(r.text), r.text);
+        assert.equal(data.slice(0, -1).map((d) => JSON.parse(d).choices?.[0]?.delta?.content ?? '').join(''), 'all done');
+      }
+      if (mode === 'close') {   // the bytes after [DONE] are not read at all
+        await waitFor(() => /after the end of the stream from edge \(the answer was complete\)/.test(gw.output()),
+          { what: 'the log line' });
+      }
+    }));
+  }
+});
+
 describe('health checks', () => {
   test('a box that answers its health check later than a short interval (within 1 s) stays up and serves', () => withProcs(async (track) => {
     const edge = await track(slowHealthBox(300));
