@@ -204,15 +204,15 @@ static bool literal(struct scan *s, const char *word, size_t n)
 }
 
 /* Whether a key's bytes k (klen of them, between its quotes; a string the
- * scanner accepted or, for sw_jscan_members, one the parse did) say key
- * (keylen bytes, ASCII): byte for byte, or with its escapes decoded, so a
- * member the parse reads as key is found however the client wrote its
- * name ("m\u006fdel"). */
-static bool key_is(const char *key, size_t keylen, const unsigned char *k, size_t klen)
+ * scanner accepted or, for sw_jscan_members, one the parse did; esc: they
+ * hold a backslash, found once per member) say key (keylen bytes, ASCII):
+ * byte for byte, or with its escapes decoded, so a member the parse reads
+ * as key is found however the client wrote its name ("m\u006fdel"). */
+static bool key_is(const char *key, size_t keylen, const unsigned char *k, size_t klen, bool esc)
 {
     if (klen == keylen && (!klen || (unsigned char)key[0] == k[0]) && !memcmp(key, k, klen))
         return true;
-    if (klen <= keylen || !memchr(k, '\\', klen))
+    if (klen <= keylen || !esc)
         return false;   /* an escape only makes a name longer */
     static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
     size_t j = 0;
@@ -278,8 +278,9 @@ static bool container(struct scan *s, int depth, const struct want *w)
             if (!string(s, true))
                 return false;
             size_t klen = (size_t)(s->p - 1 - k);
+            bool esc = depth == 0 && memchr(k, '\\', klen);
             for (size_t i = 0; depth == 0 && i < w->n; i++) {
-                if (!key_is(w->keys[i], key_len(w->keys, w->klens, i), k, klen))
+                if (!key_is(w->keys[i], key_len(w->keys, w->klens, i), k, klen, esc))
                     continue;
                 if (w->spans[i].len)
                     return false; /* twice: which one counts is ambiguous */
@@ -442,8 +443,9 @@ bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
         if (!(p = skip_string(k, end)))
             return false;
         size_t klen = (size_t)(p - 1 - k), want = n;
+        bool esc = memchr(k, '\\', klen);
         for (size_t i = 0; i < n; i++) {
-            if (!key_is(keys[i], key_len(keys, klens, i), k, klen))
+            if (!key_is(keys[i], key_len(keys, klens, i), k, klen, esc))
                 continue;
             if (spans[i].len)
                 return false;
