@@ -3,12 +3,15 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/err.h"
@@ -32,6 +35,49 @@
 #include "upstream/otlp.h"
 #include "upstream/startcheck.h"
 #include "upstream/token.h"
+
+/* The descriptors a configuration may hold at once: two per connection
+ * (the client's and the upstream's) and some for the listener, logs, Redis
+ * and libcurl. The process's soft limit is raised towards it as far as the
+ * hard limit allows (a server started with the usual soft 1024 would refuse
+ * connections at about 500 streams); past the hard limit it is a warning. */
+static long fds_wanted(const struct sw_config *cfg)
+{
+    long want = 2 * cfg->limits.max_connections + 64;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        (rlim_t)want <= rl.rlim_cur)
+        return want;
+    rlim_t to = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)want ? rl.rlim_max : (rlim_t)want;
+    if (to > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &(struct rlimit){to, rl.rlim_max}) == 0)
+        rl.rlim_cur = to;
+    if ((rlim_t)want > rl.rlim_cur) {
+        sw_warn("limits.max_connections %ld needs about %ld open files; the process may open "
+                "%llu (raise its limit: ulimit -n, systemd's LimitNOFILE)",
+                cfg->limits.max_connections, want, (unsigned long long)rl.rlim_cur);
+        want = (long)rl.rlim_cur;
+    }
+    return want;
+}
+
+/* Grows the descriptor table to hold fds_wanted descriptors now, not as they
+ * are opened. The kernel doubles the table when a descriptor needs it, and
+ * in a process with threads (the scan workers, libcurl's resolver) each
+ * doubling first waits for an RCU grace period (expand_fdtable), about 15 ms
+ * on a VM, with the loop blocked inside the accept or connect that needed
+ * it: a burst of new streams paid it at 256, 512, 1024, ... descriptors.
+ * The table never shrinks: one descriptor duplicated to the top and closed
+ * again grows it for good (a reload that raises the limit grows it then). */
+static void presize_fds(const struct sw_config *cfg)
+{
+    long top = fds_wanted(cfg) - 1;
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int fd = null < 0 || top <= null ? -1 : fcntl(null, F_DUPFD_CLOEXEC, (int)top);
+    if (fd >= 0)
+        close(fd);
+    if (null >= 0)
+        close(null);
+}
 
 /* The PII engine of a config: the built-in types plus pii.custom. NULL (and
  * the reason printed) when a custom type does not compile. */
@@ -273,6 +319,7 @@ static int do_reload(struct daemon *d, char *msg, size_t cap)
     d->live = live;
     d->cfg = cfg;
     d->drain_timeout_ms = cfg->limits.drain_timeout_ms;
+    presize_fds(cfg);
     open_traces(d, cfg);
     sw_metrics_inc(d->obs.metrics, SW_M_CONFIG_RELOADS, (const char *const[]){"ok"}, 1);
     sw_info("reloaded %s: %zu model(s) on %zu backend(s)", d->config_path, cfg->n_models,
@@ -515,6 +562,7 @@ int sw_daemon_run(const char *config_path)
         return 1;
 
     signal(SIGPIPE, SIG_IGN);
+    presize_fds(cfg); /* before any thread: growing it then waits for no one */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "spillway: curl_global_init failed\n");
         return 1;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import http from 'node:http';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { startLlmsim, startSpillway, waitFor, getJSON, BUILD } from './lib/harness.mjs';
@@ -323,6 +323,43 @@ describe('connection limit', () => {
       assert.match(gw.output(), /closed the longest-idle connection/);
     } finally {
       conns.forEach((c) => c.destroy());
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+});
+
+describe('descriptor table', () => {
+  // The kernel doubles a process's descriptor table when a descriptor needs
+  // more room, and in a process with threads each doubling waits for an RCU
+  // grace period with the caller blocked: the loop stalled inside accept or
+  // connect once per doubling of a burst of new streams. The gateway grows it
+  // at start (and when a reload raises the limit) to what its connection
+  // limit can hold, never past the process's limit.
+  const fdSize = (pid) => Number(/^FDSize:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+  const softLimit = (pid) => Number(/^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'))[1]);
+
+  test('sized for limits.max_connections at start and after a reload that raises it', async (t) => {
+    const edge = await startLlmsim(['--model', 'edge-model']);
+    const limits = (n) => `limits:\n  max_connections: ${n}`;
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), extra: limits(300) }));
+    try {
+      const soft = softLimit(gw.proc.pid);
+      if (soft < 2 * 700 + 64) {
+        t.skip(`the descriptor limit (${soft}) leaves nothing to grow`);
+        return;
+      }
+      // an idle gateway holds a few dozen descriptors: without the sizing
+      // its table would be 64 or 256 entries
+      assert.ok(fdSize(gw.proc.pid) >= 2 * 300 + 64, `FDSize ${fdSize(gw.proc.pid)} at max_connections 300`);
+      const reloads = () => (gw.output().match(/reloaded /g) || []).length;
+      const before = reloads();
+      writeFileSync(gw.configFile, config({ edge: edge.url, cloud: await deadPort(), extra: limits(700) }));
+      gw.proc.kill('SIGHUP');
+      await waitFor(() => reloads() > before, { timeout: 10000, what: 'the reload' });
+      assert.ok(fdSize(gw.proc.pid) >= 2 * 700 + 64, `FDSize ${fdSize(gw.proc.pid)} at max_connections 700`);
+      assert.equal((await fetch(`${gw.url}/healthz`)).status, 200);
+    } finally {
       await gw.stop();
       await edge.stop();
     }
