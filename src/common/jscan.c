@@ -203,17 +203,10 @@ static bool literal(struct scan *s, const char *word, size_t n)
     return true;
 }
 
-/* Whether a key's bytes k (klen of them, between its quotes; a string the
- * scanner accepted or, for sw_jscan_members, one the parse did; esc: they
- * hold a backslash, found once per member) say key (keylen bytes, ASCII):
- * byte for byte, or with its escapes decoded, so a member the parse reads
- * as key is found however the client wrote its name ("m\u006fdel"). */
-static bool key_is(const char *key, size_t keylen, const unsigned char *k, size_t klen, bool esc)
+/* Whether a key's bytes k (klen of them, between its quotes; holding a
+ * backslash) say key (keylen bytes, ASCII) with their escapes decoded. */
+static bool key_decoded(const char *key, size_t keylen, const unsigned char *k, size_t klen)
 {
-    if (klen == keylen && (!klen || (unsigned char)key[0] == k[0]) && !memcmp(key, k, klen))
-        return true;
-    if (klen <= keylen || !esc)
-        return false;   /* an escape only makes a name longer */
     static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
     size_t j = 0;
     for (size_t i = 0; i < klen; j++) {
@@ -234,6 +227,26 @@ static bool key_is(const char *key, size_t keylen, const unsigned char *k, size_
             return false;
     }
     return j == keylen;
+}
+
+/* Whether a key's bytes k (klen of them, between its quotes; a string the
+ * scanner accepted or, for sw_jscan_members, one the parse did) say key
+ * (keylen bytes, ASCII): byte for byte, or with its escapes decoded, so a
+ * member the parse reads as key is found however the client wrote its name
+ * ("m\u006fdel"). *esc: whether k holds a backslash, -1 until a name longer
+ * than a key asks (found once per member, and only then). Inlined: most
+ * names differ from most keys in length or first byte. */
+static inline __attribute__((always_inline)) bool key_is(const char *key, size_t keylen,
+                                                         const unsigned char *k, size_t klen,
+                                                         int *esc)
+{
+    if (klen == keylen)
+        return !klen || ((unsigned char)key[0] == k[0] && !memcmp(key, k, klen));
+    if (klen < keylen)
+        return false;   /* an escape only makes a name longer */
+    if (*esc < 0)
+        *esc = memchr(k, '\\', klen) != NULL;
+    return *esc && key_decoded(key, keylen, k, klen);
 }
 
 /* The keys' lengths are measured once, not once per member (the callers
@@ -278,9 +291,9 @@ static bool container(struct scan *s, int depth, const struct want *w)
             if (!string(s, true))
                 return false;
             size_t klen = (size_t)(s->p - 1 - k);
-            bool esc = depth == 0 && memchr(k, '\\', klen);
+            int esc = -1;
             for (size_t i = 0; depth == 0 && i < w->n; i++) {
-                if (!key_is(w->keys[i], key_len(w->keys, w->klens, i), k, klen, esc))
+                if (!key_is(w->keys[i], key_len(w->keys, w->klens, i), k, klen, &esc))
                     continue;
                 if (w->spans[i].len)
                     return false; /* twice: which one counts is ambiguous */
@@ -443,9 +456,9 @@ bool sw_jscan_members(const char *text, size_t len, const char *const *keys,
         if (!(p = skip_string(k, end)))
             return false;
         size_t klen = (size_t)(p - 1 - k), want = n;
-        bool esc = memchr(k, '\\', klen);
+        int esc = -1;
         for (size_t i = 0; i < n; i++) {
-            if (!key_is(keys[i], key_len(keys, klens, i), k, klen, esc))
+            if (!key_is(keys[i], key_len(keys, klens, i), k, klen, &esc))
                 continue;
             if (spans[i].len)
                 return false;

@@ -84,8 +84,10 @@ static void apply_limits(struct sw_live_backend *b, const struct sw_config_backe
 
 void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r)
 {
-    if (b->n_busy < b->cap_busy)
+    if (b->n_busy < b->cap_busy) {
         b->busy[b->n_busy++] = *r;
+        b->n_unmatched += r->unmatched;
+    }
 }
 
 struct sw_live_busy *sw_live_busy_find(struct sw_live_backend *b, const struct sw_live_busy *r)
@@ -101,8 +103,10 @@ struct sw_live_busy *sw_live_busy_find(struct sw_live_backend *b, const struct s
 void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r)
 {
     struct sw_live_busy *x = sw_live_busy_find(b, r);
-    if (x)
+    if (x) {
+        b->n_unmatched -= x->unmatched;
         *x = b->busy[--b->n_busy];
+    }
 }
 
 struct sw_live_busy *sw_live_busy_extended(struct sw_live_backend *b, const struct sw_prefix *p)
@@ -642,12 +646,7 @@ bool sw_live_cache_busy(const struct sw_live *l, size_t i, const struct sw_route
     const struct sw_live_backend *b = l->b[i];
     if (v->slots <= 1 || (v->in_flight <= 0 && !(v->outside_load > 0)))
         return false;
-    if (v->outside_load > 0 || v->in_flight > (long)b->n_busy)
-        return true;
-    for (size_t k = 0; k < b->n_busy; k++)
-        if (b->busy[k].unmatched)
-            return true;
-    return false;
+    return v->outside_load > 0 || v->in_flight > (long)b->n_busy || b->n_unmatched > 0;
 }
 
 double sw_live_cache_hit(const struct sw_live *l, size_t i, bool busy)

@@ -81,6 +81,7 @@ struct sw_live_backend {
      * release that is granting slots right now (sw_claim sets it). */
     struct sw_live_busy *busy;
     size_t n_busy, cap_busy;
+    size_t n_unmatched;         /* records of busy that are unmatched */
     long n_parked;              /* records of busy with a follower (sw_claim follow) */
     int64_t grant_ms;
     /* Why the last attempt, health check or start-up check failed, for
