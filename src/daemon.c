@@ -36,12 +36,13 @@
 #include "upstream/startcheck.h"
 #include "upstream/token.h"
 
-/* The descriptors a configuration may hold at once: two per connection
- * (the client's and the upstream's) and some for the listener, logs, Redis
- * and libcurl. The process's soft limit is raised towards it as far as the
- * hard limit allows (a server started with the usual soft 1024 would refuse
- * connections at about 500 streams); past the hard limit it is a warning. */
-static long fds_wanted(const struct sw_config *cfg)
+/* Raises the process's soft open-files limit towards the descriptors a
+ * configuration may hold at once (two per connection, the client's and the
+ * upstream's, and some for the listener, logs, Redis and libcurl), as far as
+ * the hard limit allows: a server started with the usual soft 1024 would
+ * refuse connections at about 500 streams. Past the hard limit it is a
+ * warning. Returns how many the process may now hold, at most that many. */
+static long raise_nofile(const struct sw_config *cfg)
 {
     long want = 2 * cfg->limits.max_connections + 64;
     struct rlimit rl;
@@ -60,7 +61,7 @@ static long fds_wanted(const struct sw_config *cfg)
     return want;
 }
 
-/* Grows the descriptor table to hold fds_wanted descriptors now, not as they
+/* Grows the descriptor table to hold raise_nofile's descriptors now, not as they
  * are opened. The kernel doubles the table when a descriptor needs it, and
  * in a process with threads (the scan workers, libcurl's resolver) each
  * doubling first waits for an RCU grace period (expand_fdtable), about 15 ms
@@ -70,7 +71,7 @@ static long fds_wanted(const struct sw_config *cfg)
  * again grows it for good (a reload that raises the limit grows it then). */
 static void presize_fds(const struct sw_config *cfg)
 {
-    long top = fds_wanted(cfg) - 1;
+    long top = raise_nofile(cfg) - 1;
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int fd = null < 0 || top <= null ? -1 : fcntl(null, F_DUPFD_CLOEXEC, (int)top);
     if (fd >= 0)

@@ -10,6 +10,7 @@ const char *sw_err_str(int err)
     case SW_ENOTFOUND: return "not_found";
     case SW_EIO: return "io_error";
     case SW_ECONNECT: return "connect_error";
+    case SW_ELOCAL: return "local_limit";
     case SW_ETIMEOUT: return "timeout";
     case SW_ESTATUS: return "upstream_status";
     case SW_EPROTO: return "upstream_protocol";

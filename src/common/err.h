@@ -13,6 +13,8 @@ enum sw_err {
     SW_ENOTFOUND,       /* unknown name (model, backend, key) */
     SW_EIO,             /* local I/O error (file, socket) */
     SW_ECONNECT,        /* upstream connection refused / unreachable */
+    SW_ELOCAL,          /* the gateway's own limit (open files, ports, memory) kept an
+                           upstream connection from opening: nothing said of the upstream */
     SW_ETIMEOUT,        /* a deadline passed */
     SW_ESTATUS,         /* upstream answered with a non-2xx status */
     SW_EPROTO,          /* upstream answered something we cannot parse */

@@ -138,6 +138,9 @@ struct sw_http_server {
     unsigned long evicted;      /* idle connections closed to make room */
     bool accepting;
     bool stopping;
+    bool resting;               /* accept failed for want of a descriptor: paused */
+    unsigned long rests;        /* such pauses, for the log's 1st, 2nd, 4th, ... */
+    struct event *rest;         /* ends the pause */
     int port;
     /* Input buffers of READ_CHUNK bytes put back by connections whose request
      * is being answered, taken again by the next read on any connection. */
@@ -232,7 +235,7 @@ static bool any_idle(const struct sw_http_server *s)
  * connection is idle (the new one then takes an idle one's place). */
 static void listener_update(struct sw_http_server *s)
 {
-    bool want = !s->stopping &&
+    bool want = !s->stopping && !s->resting &&
                 (s->n_conns < s->lim.max_connections ||
                  (s->n_conns == s->lim.max_connections && any_idle(s)));
     if (want && !s->accepting) {
@@ -241,7 +244,7 @@ static void listener_update(struct sw_http_server *s)
     } else if (!want && s->accepting) {
         evconnlistener_disable(s->listener);
         s->accepting = false;
-        if (!s->stopping)
+        if (!s->stopping && !s->resting)
             sw_warn("connection limit %ld reached; not accepting until one closes",
                     s->lim.max_connections);
     }
@@ -1100,12 +1103,41 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     start_timer(c, s->lim.client_timeout_ms);
 }
 
+/* An accept that failed for want of a descriptor (or of memory) would fail
+ * again at once: the listening socket stays readable, and the loop would
+ * spin on it, logging each time. The listener rests ACCEPT_REST_MS instead
+ * (the connections wait in the kernel's backlog), and the rests are logged
+ * at the 1st, 2nd, 4th, ... . */
+#define ACCEPT_REST_MS 100
+
+static void on_rest_end(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sw_http_server *s = arg;
+    s->resting = false;
+    listener_update(s);
+}
+
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
     (void)l;
-    (void)arg;
+    struct sw_http_server *s = arg;
     int err = EVUTIL_SOCKET_ERROR();
-    sw_warn("accept: %s", evutil_socket_error_to_string(err));
+    bool out = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+    if (!out || !s->rest) {
+        sw_warn("accept: %s", evutil_socket_error_to_string(err));
+        return;
+    }
+    s->rests++;
+    if ((s->rests & (s->rests - 1)) == 0)   /* a power of two */
+        sw_warn("accept: %s; not accepting for %d ms (%lu time(s) so far): raise the "
+                "open-files limit or lower limits.max_connections",
+                evutil_socket_error_to_string(err), ACCEPT_REST_MS, s->rests);
+    s->resting = true;
+    listener_update(s);
+    struct timeval tv = ms_tv(ACCEPT_REST_MS);
+    evtimer_add(s->rest, &tv);
 }
 
 struct sw_http_server *sw_http_server_new(struct event_base *base, const char *host, int port,
@@ -1141,6 +1173,7 @@ struct sw_http_server *sw_http_server_new(struct event_base *base, const char *h
     }
     evconnlistener_set_error_cb(s->listener, on_accept_error);
     s->accepting = true;
+    s->rest = evtimer_new(base, on_rest_end, s);
     struct sockaddr_storage bound;
     socklen_t bl = sizeof bound;
     s->port = port;
@@ -1198,6 +1231,8 @@ void sw_http_server_free(struct sw_http_server *s)
         conn_free(s->conns);
     if (s->listener)
         evconnlistener_free(s->listener);
+    if (s->rest)
+        event_free(s->rest);
     sw_spares_free(&s->spare_in);
     sw_spares_free(&s->spare_req);
     free(s);

@@ -216,11 +216,14 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
         c->spend = 0;
     }
 
+    /* The gateway's own limit kept the request from leaving: the backend
+     * was not asked, so neither its breaker nor its health hears of it. */
+    bool not_asked = o == SW_CLAIM_FAILED && transport_err == SW_ELOCAL;
     if (c->panic) {
         enum sw_breaker_verdict v = SW_BREAKER_NO_VERDICT;
         if (o == SW_CLAIM_OK)
             v = SW_BREAKER_ANSWERED;
-        else if (o == SW_CLAIM_FAILED)
+        else if (o == SW_CLAIM_FAILED && !not_asked)
             v = sw_breaker_qualifies(http_status, transport_err) ? SW_BREAKER_FAILED
                                                                  : SW_BREAKER_ANSWERED;
         sw_breaker_panic_end(&lb->breaker, now_ms, c->taken_ms, v);
@@ -233,7 +236,7 @@ double sw_claim_settle(struct sw_live *live, struct sw_claim *c, enum sw_claim_o
      * that name one (sw_route_first_release_ms). */
     if (o == SW_CLAIM_OK && cb->tier == SW_TIER_LOCAL && c->busy.max_tokens_given)
         sw_outlen_observe(&lb->outlen, usage_out, c->busy.max_tokens);
-    else if (o == SW_CLAIM_FAILED)
+    else if (o == SW_CLAIM_FAILED && !not_asked)
         sw_live_on_failure(live, c->be, now_ms, http_status, transport_err, retry_after_s);
     else if (c->probe)
         sw_breaker_release_probe(&lb->breaker);

@@ -5,8 +5,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import http from 'node:http';
-import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { startLlmsim, startSpillway, waitFor, getJSON, BUILD } from './lib/harness.mjs';
@@ -329,7 +329,7 @@ describe('connection limit', () => {
   });
 });
 
-describe('descriptor table', () => {
+describe('descriptors', () => {
   // The kernel doubles a process's descriptor table when a descriptor needs
   // more room, and in a process with threads each doubling waits for an RCU
   // grace period with the caller blocked: the loop stalled inside accept or
@@ -359,6 +359,81 @@ describe('descriptor table', () => {
       await waitFor(() => reloads() > before, { timeout: 10000, what: 'the reload' });
       assert.ok(fdSize(gw.proc.pid) >= 2 * 700 + 64, `FDSize ${fdSize(gw.proc.pid)} at max_connections 700`);
       assert.equal((await fetch(`${gw.url}/healthz`)).status, 200);
+    } finally {
+      await gw.stop();
+      await edge.stop();
+    }
+  });
+
+  // The lowest descriptor number free: a limit one above it leaves the
+  // process that one descriptor, a limit at it none (the open ones stay).
+  const lowestFree = (pid) => {
+    const open = new Set(readdirSync(`/proc/${pid}/fd`).map(Number));
+    let f = 0;
+    while (open.has(f)) f++;
+    return f;
+  };
+  // Sets a running process's soft open-files limit (the hard one stays).
+  const setLimit = (pid, n) => new Promise((res, rej) =>
+    execFile('prlimit', ['--pid', String(pid), `--nofile=${n}:`], (e) => (e ? rej(e) : res())));
+  const metric = async (gw, re) => (await (await fetch(`${gw.url}/metrics`)).text()).match(re)?.[1];
+
+  test('an upstream connection the gateway cannot open is its own limit, not the backend failing; a listener that cannot accept rests instead of spinning', async () => {
+    // echo: a stream as long as its prompt, about 4 s of 80 tokens
+    const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '20']);
+    const longPrompt = (i) => `stream ${i}: ${'a few words more '.repeat(20)}`;
+    // no health polls during the test: each would take a descriptor
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), slots: 8, extra: 'routing:\n  health_interval_ms: 3600000' }));
+    const pid = gw.proc.pid;
+    try {
+      // More slow streams at once than upstream connections the gateway has
+      // (the start-up check's and the health poll's): every pooled one is
+      // taken, none is left idle.
+      const oa = client(gw);
+      const edgePort = new URL(edge.url).port;
+      const conns0 = execFileSync('ss', ['-tnp', 'state', 'established', `dport = :${edgePort}`])
+        .toString().split('\n').filter((l) => l.includes(`pid=${pid},`)).length;
+      assert.ok(conns0 < 8, `${conns0} upstream connections before the test`);
+      const streams = [];
+      for (let i = 0; i <= conns0; i++) {
+        const st = await oa.chat.completions.create({ model: 'local-only', stream: true, messages: [{ role: 'user', content: longPrompt(i) }] });
+        const it = st[Symbol.asyncIterator]();
+        await it.next();
+        streams.push(it);
+      }
+      const soft = softLimit(pid);
+      // One descriptor left: the next request is accepted, and its upstream
+      // connection cannot open.
+      await setLimit(pid, lowestFree(pid) + 1);
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ model: 'local-only', messages: [{ role: 'user', content: 'hello' }] }),
+      });
+      assert.equal(r.status, 503);
+      const body = await r.json();
+      assert.match(body.error.message, /local_limit: Too many open files/, body.error.message);
+      // The backend was never asked: it is still up and its breaker closed.
+      assert.equal(await metric(gw, /spillway_backend_up\{backend="edge",health="(\w+)"\}/), 'up');
+      assert.equal(await metric(gw, /spillway_breaker_state\{backend="edge"\} (\d+)/), '0');
+
+      // No descriptor left: a new connection cannot be accepted. The listener
+      // rests, the connection waits in the backlog, and it is served once a
+      // descriptor is free again.
+      await setLimit(pid, lowestFree(pid));
+      const waiting = fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ model: 'local-only', messages: [{ role: 'user', content: 'hello again' }] }),
+      });
+      await waitFor(() => /accept: Too many open files; not accepting for 100 ms/.test(gw.output()), { what: 'the listener resting' });
+      await setLimit(pid, soft);
+      const w = await waiting;
+      assert.equal(w.status, 200);
+      assert.equal(w.headers.get('x-spillway-backend'), 'edge');
+      for (const it of streams)
+        for (let x = await it.next(); !x.done; x = await it.next());
+      // resting, not spinning: the pause is logged at its 1st, 2nd, 4th, ...
+      const rests = (gw.output().match(/accept: Too many open files/g) || []).length;
+      assert.ok(rests >= 1 && rests <= 8, `${rests} accept failures logged`);
     } finally {
       await gw.stop();
       await edge.stop();

@@ -406,6 +406,32 @@ static void test_probe_released_on_neutral(void **state)
     assert_int_equal(sw_breaker_state(&lb(f, FREE)->breaker, later), SW_BREAKER_CLOSED);
 }
 
+/* The gateway's own limit (no descriptor for the connection) is no verdict
+ * on the backend: a probe that failed so is free again, the breaker stays
+ * as it was, and a closed one's backend stays up. */
+static void test_local_limit_judges_nothing(void **state)
+{
+    struct fx *f = *state;
+    struct sw_claim c = fresh();
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, T0, &c), SW_CLAIM_GRANTED);
+    sw_claim_settle(f->live, &c, SW_CLAIM_FAILED, 0, 0, -1, 0, 0, SW_ELOCAL, -1, T0);
+    assert_int_equal(lb(f, FREE)->health, SW_HEALTH_UP);
+    assert_int_equal(sw_breaker_state(&lb(f, FREE)->breaker, T0), SW_BREAKER_CLOSED);
+
+    trip(f, FREE, T0);
+    int64_t later = T0 + 1000;
+    struct sw_claim probe = fresh(), other = fresh();
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, later, &probe), SW_CLAIM_GRANTED);
+    assert_true(probe.probe);
+    sw_claim_mark_sent(&probe);
+    sw_claim_settle(f->live, &probe, SW_CLAIM_FAILED, 0, 0, -1, 0, 0, SW_ELOCAL, -1, later);
+    assert_int_equal(sw_breaker_state(&lb(f, FREE)->breaker, later), SW_BREAKER_HALF_OPEN);
+    assert_true(sw_breaker_probe_free(&lb(f, FREE)->breaker, later));
+    assert_int_equal(sw_claim_take(f->live, FREE, &facts, later, &other), SW_CLAIM_GRANTED);
+    assert_true(other.probe);
+    neutral(f, &other);
+}
+
 static void test_neutral_of_a_non_probe_keeps_the_probe(void **state)
 {
     struct fx *f = *state;
@@ -686,6 +712,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_breaker_open_holds_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_released_on_neutral, setup, teardown),
         cmocka_unit_test_setup_teardown(test_neutral_of_a_non_probe_keeps_the_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_local_limit_judges_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_take_releases_the_probe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_feeds_the_breaker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_limited_holds_nothing, setup, teardown),
