@@ -1,5 +1,12 @@
 #include "common/err.h"
 
+#include <errno.h>
+
+int sw_errno_local_limit(int e)
+{
+    return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM || e == EADDRNOTAVAIL;
+}
+
 const char *sw_err_str(int err)
 {
     switch ((enum sw_err)err) {

@@ -25,4 +25,10 @@ enum sw_err {
 /* Stable short name of an error code, e.g. "timeout". Never NULL. */
 const char *sw_err_str(int err);
 
+/* Whether errno e from socket, connect or accept says this process or host
+ * is out of something of its own (descriptors, ephemeral ports, buffers,
+ * memory) rather than anything about the peer: SW_ELOCAL, not a verdict on
+ * a backend. */
+int sw_errno_local_limit(int e);
+
 #endif

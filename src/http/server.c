@@ -18,6 +18,7 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/spares.h"
 
@@ -1124,8 +1125,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
     (void)l;
     struct sw_http_server *s = arg;
     int err = EVUTIL_SOCKET_ERROR();
-    bool out = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
-    if (!out || !s->rest) {
+    if (!sw_errno_local_limit(err) || !s->rest) {
         sw_warn("accept: %s", evutil_socket_error_to_string(err));
         return;
     }

@@ -1,7 +1,9 @@
 #include "upstream/curlev.h"
 
+#include <errno.h>
 #include <event2/event_struct.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include "common/buf.h"
 #include "common/err.h"
@@ -196,6 +198,22 @@ struct sw_h1pool *sw_curlev_h1(struct sw_curlev *cev)
 }
 
 /* ---- An easy handle for a backend ---- */
+
+static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    (void)purpose;
+    int *sock_errno = ud;
+    curl_socket_t s = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    *sock_errno = s == CURL_SOCKET_BAD ? errno : 0;
+    return s;
+}
+
+void sw_curlev_note_socket_errno(CURL *easy, int *sock_errno)
+{
+    *sock_errno = 0;
+    curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, sock_errno);
+}
 
 CURL *sw_curlev_easy(const struct sw_config_backend *be, const char *path, long timeout_ms)
 {

@@ -49,4 +49,10 @@ struct sw_config_backend;
  * NULL when out of memory or the URL is too long. */
 CURL *sw_curlev_easy(const struct sw_config_backend *be, const char *path, long timeout_ms);
 
+/* Has curl open easy's sockets through Spillway (close-on-exec) and set
+ * *sock_errno to the errno of a socket that could not be opened (0 when it
+ * could): curl reports that only as "couldn't connect", and the gateway's
+ * own limits (sw_errno_local_limit) must not count against a backend. */
+void sw_curlev_note_socket_errno(CURL *easy, int *sock_errno);
+
 #endif

@@ -690,15 +690,6 @@ static void send_request(struct sw_h1req *r)
     stop_writing(r);
 }
 
-/* Whether a socket or connect call failed on this process's or host's own
- * limits (no descriptor, no ephemeral port, no buffer) rather than on the
- * backend: the backend was never asked, so its breaker and health learn
- * nothing from it. */
-static bool local_limit(int e)
-{
-    return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM || e == EADDRNOTAVAIL;
-}
-
 /* Takes a pooled connection or opens one, and starts sending. A failure is
  * reported from the loop (through the timer), never from here. */
 static void open_conn(struct sw_h1req *r, bool allow_idle)
@@ -732,7 +723,8 @@ static void open_conn(struct sw_h1req *r, bool allow_idle)
             return;
         }
     }
-    r->fail_err = local_limit(errno) ? SW_ELOCAL : SW_ECONNECT;
+    /* the gateway's own limits: the backend was never asked */
+    r->fail_err = sw_errno_local_limit(errno) ? SW_ELOCAL : SW_ECONNECT;
     snprintf(r->fail_why, sizeof r->fail_why, "%s", strerror(errno));
     if (r->c) {
         conn_free(r->c);

@@ -22,6 +22,7 @@ struct probe {
     size_t i;                   /* backend index */
     CURL *easy;                 /* the health GET, set up once and reused by every poll */
     bool polling;               /* ... and in flight */
+    int sock_errno;             /* why its socket could not be opened (0: it could) */
     int64_t sent_ms;
     bool checked;               /* a health check answered since start */
     struct sw_upstream warm;    /* the warm-up or latency-probe request */
@@ -38,6 +39,7 @@ struct sw_healthcheck {
     struct event *timer;
     struct probe *probes;
     size_t n;
+    unsigned long not_asked;    /* checks the gateway's own limits kept from being sent */
     struct sw_loadpoll *load;   /* the load signals of the same snapshot */
     struct sw_prefill_probes *prefill;  /* the prefill warm-ups (upstream/prefillprobe.h) */
 };
@@ -56,6 +58,15 @@ static void on_check_done(void *ud, CURLcode rc)
     if (rc == CURLE_OK)
         curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &status);
     pr->polling = false;
+    if (rc == CURLE_COULDNT_CONNECT && sw_errno_local_limit(pr->sock_errno)) {
+        /* the gateway's own limit: the box was not asked, nothing is known */
+        unsigned long n = ++pr->h->not_asked;
+        if ((n & (n - 1)) == 0)     /* the 1st, 2nd, 4th, ... */
+            sw_warn("health check of %s not sent: %s (%lu time(s) so far)",
+                    pr->h->cfg->backends[pr->i].name, strerror(pr->sock_errno),
+                    n);
+        return;
+    }
     pr->checked = true;
     int64_t now = sw_now_ms();
     sw_live_on_health(pr->h->live, pr->i, now, (int)status, (double)(now - pr->sent_ms));
@@ -146,8 +157,11 @@ static void check(struct probe *pr, int64_t now)
     }
     if (pr->polling || !be->health_path)
         return;
-    if (!pr->easy && !(pr->easy = health_get(h, be)))
-        return;
+    if (!pr->easy) {
+        if (!(pr->easy = health_get(h, be)))
+            return;
+        sw_curlev_note_socket_errno(pr->easy, &pr->sock_errno);
+    }
     pr->sent_ms = now;
     if (sw_curlev_add(h->cev, pr->easy, on_check_done, pr) == SW_OK)
         pr->polling = true;

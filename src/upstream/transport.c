@@ -73,7 +73,9 @@ static void on_transfer_done(void *ud, CURLcode rc)
     u->running = false;
     if (rc == CURLE_OK)
         curl_easy_getinfo(u->handle, CURLINFO_RESPONSE_CODE, &u->status);
-    u->cbs.on_done(u->ud, err_of(rc));
+    u->cbs.on_done(u->ud, rc == CURLE_COULDNT_CONNECT && sw_errno_local_limit(u->sock_errno)
+                              ? SW_ELOCAL
+                              : err_of(rc));
 }
 
 /* The request headers as a curl list: ours, then the caller's lines. NULL on
@@ -145,6 +147,7 @@ static int curl_start(struct sw_upstream *u, const struct sw_config_backend *be,
     if (!easy)
         return SW_ENOMEM;
     u->handle = easy;
+    sw_curlev_note_socket_errno(easy, &u->sock_errno);
     struct curl_slist *h = curl_headers(headers, trace_id);
     if (!h)
         return SW_ENOMEM;

@@ -59,6 +59,7 @@ struct sw_upstream {
     long status;                /* HTTP status, 0 before the headers */
     long retry_after_s;         /* Retry-After header in seconds, -1 if absent */
     char errbuf[SW_UPSTREAM_ERRBUF]; /* why the transfer failed, for logs ("" if unknown) */
+    int sock_errno;             /* curl: why its socket could not be opened (0: it could) */
 };
 
 /* A transport as one ops struct (the implementations: upstream/transport.h).

@@ -439,6 +439,34 @@ describe('descriptors', () => {
       await edge.stop();
     }
   });
+
+  test('a health check the gateway cannot send for want of a descriptor says nothing of the box', async () => {
+    // A box that closes every connection: each check needs a new socket.
+    const box = http.createServer((req, res) => {
+      res.setHeader('connection', 'close');
+      res.setHeader('content-type', 'application/json');
+      res.end(req.url === '/v1/models' ? '{"object":"list","data":[{"id":"edge-model","object":"model"}]}' : '{"status":"ok"}');
+    });
+    await new Promise((r) => box.listen(0, '127.0.0.1', r));
+    const edge = { url: `http://127.0.0.1:${box.address().port}`, stop: () => new Promise((r) => box.close(r)) };
+    const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), extra: 'routing:\n  health_interval_ms: 100' }));
+    const pid = gw.proc.pid;
+    try {
+      const soft = softLimit(pid);
+      await setLimit(pid, lowestFree(pid));
+      // eight polls that could not open a socket (the log's 8th line)
+      await waitFor(() => /health check of edge not sent: Too many open files \(8 time\(s\) so far\)/.test(gw.output()),
+        { timeout: 15000, what: 'eight health checks not sent' });
+      await setLimit(pid, soft);
+      // An unanswered check would have marked the box down and counted
+      // against its breaker (eight: open).
+      assert.equal(await metric(gw, /spillway_breaker_state\{backend="edge"\} (\d+)/), '0');
+      assert.equal(await metric(gw, /spillway_backend_up\{backend="edge",health="(\w+)"\}/), 'up');
+    } finally {
+      await gw.stop();
+      await edge.stop();
+    }
+  });
 });
 
 describe('failover and failure', () => {
