@@ -104,7 +104,7 @@ enum sw_claim_result sw_claim_take(struct sw_live *live, size_t be,
     const struct sw_config_backend *cb = &live->cfg->backends[be];
     c->lb = lb;
     c->busy = (struct sw_live_busy){now_ms, facts->prompt_tokens_est, facts->max_tokens,
-                                    facts->max_tokens_given, !matched, 0, 0, NULL};
+                                    facts->max_tokens_given, !matched, 0, 0, NULL, &c->busy_at};
     if (prefix && prefix->n > 0 && prefix->n <= SW_PREFIX_MAX) {
         c->busy.tail_hash = prefix->hash[prefix->n - 1];
         c->busy.tail_tokens = prefix->tokens[prefix->n - 1];

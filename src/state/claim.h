@@ -106,6 +106,7 @@ struct sw_claim {
     bool usage_unreported;
     struct sw_live_backend *lb;     /* the backend's state (live->b[be]) */
     struct sw_live_busy busy;       /* its slot: since when, its size (holding_slot) */
+    size_t busy_at;                 /* busy's position in lb's list while held */
 };
 
 /* Claims what an attempt on backend `be` of `live` needs for a request with

@@ -85,17 +85,28 @@ static void apply_limits(struct sw_live_backend *b, const struct sw_config_backe
 void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r)
 {
     if (b->n_busy < b->cap_busy) {
+        if (r->at)
+            *r->at = b->n_busy;
         b->busy[b->n_busy++] = *r;
         b->n_unmatched += r->unmatched;
     }
 }
 
+static bool same_busy(const struct sw_live_busy *x, const struct sw_live_busy *r)
+{
+    return x->since_ms == r->since_ms && x->prompt_tokens == r->prompt_tokens &&
+           x->max_tokens == r->max_tokens && x->tail_hash == r->tail_hash &&
+           x->tail_tokens == r->tail_tokens;
+}
+
+/* By the position its holder keeps (one look, however many hold slots),
+ * else by its values. */
 struct sw_live_busy *sw_live_busy_find(struct sw_live_backend *b, const struct sw_live_busy *r)
 {
+    if (r->at && *r->at < b->n_busy && b->busy[*r->at].at == r->at && same_busy(&b->busy[*r->at], r))
+        return &b->busy[*r->at];
     for (size_t i = 0; i < b->n_busy; i++)
-        if (b->busy[i].since_ms == r->since_ms && b->busy[i].prompt_tokens == r->prompt_tokens &&
-            b->busy[i].max_tokens == r->max_tokens && b->busy[i].tail_hash == r->tail_hash &&
-            b->busy[i].tail_tokens == r->tail_tokens)
+        if (same_busy(&b->busy[i], r))
             return &b->busy[i];
     return NULL;
 }
@@ -106,6 +117,8 @@ void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r
     if (x) {
         b->n_unmatched -= x->unmatched;
         *x = b->busy[--b->n_busy];
+        if (x < b->busy + b->n_busy && x->at)   /* the last record moved into x's place */
+            *x->at = (size_t)(x - b->busy);
     }
 }
 

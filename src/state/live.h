@@ -55,6 +55,9 @@ struct sw_live_busy {
     /* The record in the backend's list only: the claim parked to take this
      * slot when this request ends (sw_claim follow), NULL: none. Borrowed. */
     struct sw_claim *follower;
+    /* Where the holder keeps this record's position in the backend's list,
+     * kept right as records move (NULL: found by its values instead). */
+    size_t *at;
 };
 
 /* One backend's state. It outlives config reloads: a new snapshot whose

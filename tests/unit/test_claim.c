@@ -30,12 +30,14 @@ static const char yaml[] =
     "    tpm: 1000\n"
     "    price: {input_usd_per_mtok: 10, output_usd_per_mtok: 20}\n"
     "  - {name: free, tier: cloud, url: \"http://127.0.0.1:9003\", model: f}\n"
+    "  - {name: wide, tier: local, url: \"http://127.0.0.1:9004\", model: w, slots: 4}\n"
     "models:\n"
     "  - {name: chat, backends: [edge, cloud, free]}\n"
+    "  - {name: wide, backends: [wide]}\n"
     "routing:\n"
     "  breaker: {failures: 2, window_ms: 60000, cooldown_ms: 1000}\n";
 
-enum { EDGE, CLOUD, FREE };
+enum { EDGE, CLOUD, FREE, WIDE };
 
 #define T0 1000000
 #define WALL0 1700000000000LL
@@ -168,6 +170,30 @@ static void test_slot_holders_in_the_view(void **state)
     assert_float_equal(v.busy_left_ms[0], sw_route_busy_left_ms(&v, 400, 50, 200), 1e-9);
     neutral(f, &b);
     assert_int_equal(edge_view(f, T0 + 1200).n_busy, 0);
+}
+
+/* Holders of identical requests (same size, same millisecond) each find
+ * their own record, however records move as others end. */
+static void test_holder_positions(void **state)
+{
+    struct fx *f = *state;
+    struct sw_claim c[3] = {fresh(), fresh(), fresh()};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(sw_claim_take(f->live, WIDE, &facts, T0, &c[i]), SW_CLAIM_GRANTED);
+    struct sw_live_backend *b = lb(f, WIDE);
+    assert_int_equal(b->n_busy, 3);
+    neutral(f, &c[0]);     /* the last record moves into the first's place */
+    assert_int_equal(b->n_busy, 2);
+    for (int i = 1; i < 3; i++) {
+        assert_true(c[i].busy_at < b->n_busy);
+        assert_ptr_equal(b->busy[c[i].busy_at].at, &c[i].busy_at);
+    }
+    neutral(f, &c[2]);
+    assert_int_equal(b->n_busy, 1);
+    assert_ptr_equal(b->busy[0].at, &c[1].busy_at);
+    neutral(f, &c[1]);
+    assert_int_equal(b->n_busy, 0);
+    assert_int_equal(b->n_unmatched, 0);
 }
 
 static void test_local_slot_released_exactly_once(void **state)
@@ -704,6 +730,7 @@ static void test_whole_answer_teaches_no_speed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_holder_positions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_local_slot_released_exactly_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_full_and_leaving_the_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follower_takes_the_slot_it_follows, setup, teardown),

@@ -172,7 +172,7 @@ static void test_busy_and_waiting(void **state)
     assert_true(s.backends[0].cached_tokens == 0);
     /* it is one of ours that came matched: it runs in the slot holding its
      * own prefix, so this one finds its slot free (the idle share) */
-    struct sw_live_busy r = {T0, 3000, 64, true, false, 0, 0, NULL};
+    struct sw_live_busy r = {T0, 3000, 64, true, false, 0, 0, NULL, NULL};
     sw_live_busy_add(l->b[0], &r);
     view(l, &t2, T0 + 2, &s);
     assert_false(sw_live_cache_busy(l, 0, &s.backends[0]));
@@ -227,7 +227,7 @@ static void test_follow_a_running_turn(void **state)
     struct sw_live_shared *g = sw_live_shared_new(cfg, T0, WALL0);
     struct sw_live *l = sw_live_new(cfg, g, NULL, NULL, T0);
     struct sw_prefix t3 = turn(3), t2 = turn(2);
-    struct sw_live_busy r = {T0, 500, 64, true, false, t2.hash[1], t2.tokens[1], NULL};
+    struct sw_live_busy r = {T0, 500, 64, true, false, t2.hash[1], t2.tokens[1], NULL, NULL};
     sw_live_busy_add(l->b[1], &r);
     l->b[1]->q.in_flight = 1;
     struct sw_live_snapshot s;
