@@ -82,6 +82,8 @@ static void apply_limits(struct sw_live_backend *b, const struct sw_config_backe
     }
 }
 
+#define TAIL_BUCKET(h) ((size_t)((h) & 63))
+
 void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r)
 {
     if (b->n_busy < b->cap_busy) {
@@ -89,6 +91,8 @@ void sw_live_busy_add(struct sw_live_backend *b, const struct sw_live_busy *r)
             *r->at = b->n_busy;
         b->busy[b->n_busy++] = *r;
         b->n_unmatched += r->unmatched;
+        if (r->tail_tokens > 0)
+            b->tails[TAIL_BUCKET(r->tail_hash)]++;
     }
 }
 
@@ -116,6 +120,8 @@ void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r
     struct sw_live_busy *x = sw_live_busy_find(b, r);
     if (x) {
         b->n_unmatched -= x->unmatched;
+        if (x->tail_tokens > 0)
+            b->tails[TAIL_BUCKET(x->tail_hash)]--;
         *x = b->busy[--b->n_busy];
         if (x < b->busy + b->n_busy && x->at)   /* the last record moved into x's place */
             *x->at = (size_t)(x - b->busy);
@@ -125,7 +131,11 @@ void sw_live_busy_remove(struct sw_live_backend *b, const struct sw_live_busy *r
 struct sw_live_busy *sw_live_busy_extended(struct sw_live_backend *b, const struct sw_prefix *p)
 {
     struct sw_live_busy *best = NULL;
-    size_t n = p && p->n < SW_PREFIX_MAX ? p->n : p ? SW_PREFIX_MAX : 0;
+    size_t n = p && p->n < SW_PREFIX_MAX ? p->n : p ? SW_PREFIX_MAX : 0, j = 0;
+    while (j < n && !b->tails[TAIL_BUCKET(p->hash[j])])
+        j++;
+    if (j == n)
+        return NULL;    /* no running request's tail can be one of p's boundaries */
     for (size_t i = 0; i < b->n_busy; i++) {
         struct sw_live_busy *x = &b->busy[i];
         if (x->tail_tokens <= 0 || (best && x->tail_tokens <= best->tail_tokens))

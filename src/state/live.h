@@ -85,6 +85,10 @@ struct sw_live_backend {
     struct sw_live_busy *busy;
     size_t n_busy, cap_busy;
     size_t n_unmatched;         /* records of busy that are unmatched */
+    /* Records of busy with a tail, by the low six bits of their tail_hash:
+     * a request none of whose prefix hashes has a record in its bucket
+     * extends no running request (sw_live_busy_extended walks nothing). */
+    uint16_t tails[64];
     long n_parked;              /* records of busy with a follower (sw_claim follow) */
     int64_t grant_ms;
     /* Why the last attempt, health check or start-up check failed, for

@@ -379,9 +379,9 @@ describe('descriptors', () => {
   const metric = async (gw, re) => (await (await fetch(`${gw.url}/metrics`)).text()).match(re)?.[1];
 
   test('an upstream connection the gateway cannot open is its own limit, not the backend failing; a listener that cannot accept rests instead of spinning', async () => {
-    // echo: a stream as long as its prompt, about 4 s of 80 tokens
+    // echo: a stream as long as its prompt, about 8 s of 160 tokens
     const edge = await startLlmsim(['--model', 'edge-model', '--reply', 'echo', '--decode-tps', '20']);
-    const longPrompt = (i) => `stream ${i}: ${'a few words more '.repeat(20)}`;
+    const longPrompt = (i) => `stream ${i}: ${'a few words more '.repeat(40)}`;
     // no health polls during the test: each would take a descriptor
     const gw = await startSpillway(config({ edge: edge.url, cloud: await deadPort(), slots: 8, extra: 'routing:\n  health_interval_ms: 3600000' }));
     const pid = gw.proc.pid;

@@ -256,7 +256,17 @@ static void test_follow_a_running_turn(void **state)
     assert_true(s.backends[1].follow_left_ms == 0);
     l->b[1]->q.queued = 0;
     l->b[1]->q.in_flight = 0;
+    /* the running turn is found while it runs, and not once it ended (its
+     * tail no longer counted), nor when only another one runs */
+    assert_ptr_equal(sw_live_busy_extended(l->b[1], &t3), &l->b[1]->busy[0]);
     sw_live_busy_remove(l->b[1], &r);
+    assert_null(sw_live_busy_extended(l->b[1], &t3));
+    struct sw_live_busy o = {T0, 500, 64, true, false, 7, 2000, NULL, NULL};
+    sw_live_busy_add(l->b[1], &o);
+    assert_null(sw_live_busy_extended(l->b[1], &t3));
+    assert_ptr_equal(sw_live_busy_extended(l->b[1], &other), &l->b[1]->busy[0]);
+    sw_live_busy_remove(l->b[1], &o);
+    assert_int_equal(l->b[1]->tails[7], 0);
     sw_live_unref(l);
     sw_live_shared_free(g);
     sw_config_unref(cfg);
