@@ -14,4 +14,12 @@ void sw_log(enum sw_log_level level, const char *fmt, ...)
 #define sw_warn(...) sw_log(SW_LOG_WARN, __VA_ARGS__)
 #define sw_error(...) sw_log(SW_LOG_ERROR, __VA_ARGS__)
 
+/* Counts one more of a repeated event in *n; true at the 1st, 2nd, 4th, 8th,
+ * ... : the ones to log, so a flood of them logs little. */
+static inline int sw_log_doubling(unsigned long *n)
+{
+    unsigned long k = ++*n;
+    return (k & (k - 1)) == 0;
+}
+
 #endif

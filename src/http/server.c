@@ -1042,8 +1042,7 @@ static void evict_idle(struct sw_http_server *s, struct conn *fresh)
     for (struct conn *c = s->oldest; c; c = c->prev) {
         if (c == fresh || c->depth || !idle_conn(c))
             continue;
-        s->evicted++;
-        if ((s->evicted & (s->evicted - 1)) == 0) /* 1, 2, 4, ...: a flood logs little */
+        if (sw_log_doubling(&s->evicted))
             sw_warn("connection limit %ld reached; closed the longest-idle connection "
                     "(%lu so far)", s->lim.max_connections, s->evicted);
         conn_free(c);
@@ -1129,8 +1128,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
         sw_warn("accept: %s", evutil_socket_error_to_string(err));
         return;
     }
-    s->rests++;
-    if ((s->rests & (s->rests - 1)) == 0)   /* a power of two */
+    if (sw_log_doubling(&s->rests))
         sw_warn("accept: %s; not accepting for %d ms (%lu time(s) so far): raise the "
                 "open-files limit or lower limits.max_connections",
                 evutil_socket_error_to_string(err), ACCEPT_REST_MS, s->rests);

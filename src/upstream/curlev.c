@@ -208,6 +208,11 @@ static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_soc
     return s;
 }
 
+int sw_curlev_local_limit(CURLcode rc, int sock_errno)
+{
+    return rc == CURLE_COULDNT_CONNECT && sw_errno_local_limit(sock_errno);
+}
+
 void sw_curlev_note_socket_errno(CURL *easy, int *sock_errno)
 {
     *sock_errno = 0;

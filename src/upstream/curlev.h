@@ -55,4 +55,9 @@ CURL *sw_curlev_easy(const struct sw_config_backend *be, const char *path, long 
  * own limits (sw_errno_local_limit) must not count against a backend. */
 void sw_curlev_note_socket_errno(CURL *easy, int *sock_errno);
 
+/* Whether a transfer that ended with rc failed on the gateway's own limits:
+ * curl could not connect because the socket noted in sock_errno could not
+ * be opened. */
+int sw_curlev_local_limit(CURLcode rc, int sock_errno);
+
 #endif

@@ -58,13 +58,12 @@ static void on_check_done(void *ud, CURLcode rc)
     if (rc == CURLE_OK)
         curl_easy_getinfo(pr->easy, CURLINFO_RESPONSE_CODE, &status);
     pr->polling = false;
-    if (rc == CURLE_COULDNT_CONNECT && sw_errno_local_limit(pr->sock_errno)) {
+    if (sw_curlev_local_limit(rc, pr->sock_errno)) {
         /* the gateway's own limit: the box was not asked, nothing is known */
-        unsigned long n = ++pr->h->not_asked;
-        if ((n & (n - 1)) == 0)     /* the 1st, 2nd, 4th, ... */
+        if (sw_log_doubling(&pr->h->not_asked))
             sw_warn("health check of %s not sent: %s (%lu time(s) so far)",
                     pr->h->cfg->backends[pr->i].name, strerror(pr->sock_errno),
-                    n);
+                    pr->h->not_asked);
         return;
     }
     pr->checked = true;

@@ -73,9 +73,7 @@ static void on_transfer_done(void *ud, CURLcode rc)
     u->running = false;
     if (rc == CURLE_OK)
         curl_easy_getinfo(u->handle, CURLINFO_RESPONSE_CODE, &u->status);
-    u->cbs.on_done(u->ud, rc == CURLE_COULDNT_CONNECT && sw_errno_local_limit(u->sock_errno)
-                              ? SW_ELOCAL
-                              : err_of(rc));
+    u->cbs.on_done(u->ud, sw_curlev_local_limit(rc, u->sock_errno) ? SW_ELOCAL : err_of(rc));
 }
 
 /* The request headers as a curl list: ours, then the caller's lines. NULL on
